@@ -1,0 +1,257 @@
+//! The one error type every agentmem crate returns.
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// A boxed error source kept inside an [`Error`].
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// `Result` with agentmem's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong, in terms a caller can act on.
+///
+/// Match on the kind, not on the message: the message is for people.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The session, archive or memory item does not exist.
+    NotFound,
+    /// The caller passed something unusable: an unsafe name, a malformed URL, a bad option.
+    InvalidInput,
+    /// The operation lost a race or contradicts stored state (for example a duplicate key).
+    Conflict,
+    /// The backend could not be reached or refused service; retrying later may succeed.
+    Unavailable,
+    /// Stored data could not be read back: a torn record, a malformed file, a foreign database.
+    CorruptData,
+    /// The backend or this build does not support the operation (for example a missing cargo feature).
+    Unsupported,
+    /// Any other failure inside the backend (I/O, driver, server error).
+    Backend,
+}
+
+impl ErrorKind {
+    /// A short, stable, lowercase name for the kind.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::NotFound => "not found",
+            ErrorKind::InvalidInput => "invalid input",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::CorruptData => "corrupt data",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Backend => "backend",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// agentmem's error: a [`ErrorKind`], a message, the operation and backend it came from,
+/// and the underlying source error when there is one.
+///
+/// ```
+/// use agentmem_core::{Error, ErrorKind};
+/// let err = Error::new(ErrorKind::NotFound, "session `demo` does not exist").with_operation("load");
+/// assert_eq!(err.kind(), ErrorKind::NotFound);
+/// assert_eq!(err.to_string(), "not found: session `demo` does not exist (during load)");
+/// ```
+pub struct Error {
+    kind: ErrorKind,
+    message: Cow<'static, str>,
+    operation: Option<&'static str>,
+    backend: Option<&'static str>,
+    source: Option<BoxError>,
+}
+
+impl Error {
+    /// A new error of `kind` with a human-readable message.
+    pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
+        Error {
+            kind,
+            message: message.into(),
+            operation: None,
+            backend: None,
+            source: None,
+        }
+    }
+
+    /// Shorthand for [`ErrorKind::InvalidInput`].
+    pub fn invalid_input(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorKind::InvalidInput, message)
+    }
+
+    /// Shorthand for [`ErrorKind::NotFound`].
+    pub fn not_found(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorKind::NotFound, message)
+    }
+
+    /// Shorthand for [`ErrorKind::CorruptData`].
+    pub fn corrupt(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorKind::CorruptData, message)
+    }
+
+    /// Shorthand for [`ErrorKind::Unavailable`].
+    pub fn unavailable(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorKind::Unavailable, message)
+    }
+
+    /// Shorthand for [`ErrorKind::Unsupported`].
+    pub fn unsupported(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorKind::Unsupported, message)
+    }
+
+    /// Shorthand for [`ErrorKind::Conflict`].
+    pub fn conflict(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorKind::Conflict, message)
+    }
+
+    /// Shorthand for [`ErrorKind::Backend`].
+    pub fn backend(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ErrorKind::Backend, message)
+    }
+
+    /// Keep `source` as the cause of this error.
+    pub fn with_source(mut self, source: impl Into<BoxError>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// Record the operation (`append`, `load`, `compact`, …) that failed.
+    pub fn with_operation(mut self, operation: &'static str) -> Self {
+        self.operation = Some(operation);
+        self
+    }
+
+    /// Record the backend (`file`, `sqlite`, …) that failed.
+    pub fn with_backend(mut self, backend: &'static str) -> Self {
+        self.backend = Some(backend);
+        self
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The human-readable message, without kind, operation or source.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The operation that failed, when recorded.
+    pub fn operation(&self) -> Option<&'static str> {
+        self.operation
+    }
+
+    /// The backend that failed, when recorded.
+    pub fn backend_name(&self) -> Option<&'static str> {
+        self.backend
+    }
+
+    /// Whether retrying later may succeed (the backend was unavailable).
+    pub fn is_temporary(&self) -> bool {
+        self.kind == ErrorKind::Unavailable
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)?;
+        match (self.backend, self.operation) {
+            (Some(b), Some(op)) => write!(f, " (during {b} {op})")?,
+            (None, Some(op)) => write!(f, " (during {op})")?,
+            (Some(b), None) => write!(f, " (in {b} backend)")?,
+            (None, None) => {}
+        }
+        if let Some(source) = &self.source {
+            write!(f, ": {source}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Error");
+        d.field("kind", &self.kind).field("message", &self.message);
+        if let Some(op) = self.operation {
+            d.field("operation", &op);
+        }
+        if let Some(b) = self.backend {
+            d.field("backend", &b);
+        }
+        if let Some(s) = &self.source {
+            d.field("source", s);
+        }
+        d.finish()
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_ref()
+            .map(|s| s.as_ref() as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Self {
+        let kind = if e.is_io() {
+            ErrorKind::Backend
+        } else {
+            ErrorKind::CorruptData
+        };
+        Error::new(kind, "malformed JSON").with_source(e)
+    }
+}
+
+impl From<std::io::Error> for Error {
+    /// Maps I/O errors to kinds: missing files are `not found`, permission problems and
+    /// a full disk are `unavailable`, malformed data is `corrupt data`, the rest `backend`.
+    fn from(e: std::io::Error) -> Self {
+        use std::io::ErrorKind as Io;
+        let kind = match e.kind() {
+            Io::NotFound => ErrorKind::NotFound,
+            Io::PermissionDenied | Io::StorageFull | Io::ReadOnlyFilesystem | Io::QuotaExceeded => {
+                ErrorKind::Unavailable
+            }
+            Io::InvalidData | Io::UnexpectedEof => ErrorKind::CorruptData,
+            Io::InvalidInput => ErrorKind::InvalidInput,
+            _ => ErrorKind::Backend,
+        };
+        Error::new(kind, "I/O error").with_source(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn display_includes_kind_operation_backend_and_source() {
+        let io = std::io::Error::new(std::io::ErrorKind::StorageFull, "disk full");
+        let err = Error::from(io)
+            .with_operation("append")
+            .with_backend("file");
+        assert_eq!(err.kind(), ErrorKind::Unavailable);
+        assert_eq!(
+            err.to_string(),
+            "unavailable: I/O error (during file append): disk full"
+        );
+        assert!(err.source().is_some());
+    }
+
+    #[test]
+    fn json_syntax_errors_are_corrupt_data() {
+        let e = serde_json::from_str::<serde_json::Value>("{").unwrap_err();
+        assert_eq!(Error::from(e).kind(), ErrorKind::CorruptData);
+    }
+}

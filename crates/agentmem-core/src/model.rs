@@ -1,0 +1,526 @@
+//! The data model: messages, sessions, archives and memory items.
+//!
+//! Timestamps are UTC with microsecond precision everywhere ([`now`] truncates), so every
+//! backend can store them exactly and a round trip compares equal.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, SubsecRound, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::name::{validate_name, SessionId};
+
+/// Free-form metadata attached to messages, sessions and memory items.
+pub type Metadata = serde_json::Map<String, serde_json::Value>;
+
+/// The current time, truncated to microseconds (the precision every backend keeps).
+pub fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}
+
+/// Who said a message.
+///
+/// Serialized as a lowercase string (`"system"`, `"user"`, `"assistant"`, `"tool"`); any
+/// other string is an agent's own name, as Swarms writes `### ResearchAgent — …`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// System prompt, rules, summaries and preloaded memory.
+    System,
+    /// The human (or calling program).
+    User,
+    /// The model's reply.
+    Assistant,
+    /// A tool's result, paired with the call by [`Message::tool_call_id`].
+    Tool,
+    /// An agent speaking under its own name.
+    Agent(String),
+}
+
+impl Role {
+    /// The role as stored: `system`, `user`, `assistant`, `tool`, or the agent's name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::Agent(name) => name,
+        }
+    }
+
+    /// The role as Swarms prints it in `MEMORY.md` headings: `System`, `User`, `Assistant`,
+    /// `Tool`, or the agent's name unchanged.
+    pub fn display_name(&self) -> &str {
+        match self {
+            Role::System => "System",
+            Role::User => "User",
+            Role::Assistant => "Assistant",
+            Role::Tool => "Tool",
+            Role::Agent(name) => name,
+        }
+    }
+
+    /// Parses a stored role; the four standard roles match case-insensitively, anything else
+    /// is an agent name (which must be non-empty, at most 128 bytes, without control characters
+    /// or surrounding whitespace, since it is printed into Markdown headings).
+    pub fn parse(value: &str) -> Result<Self> {
+        Ok(match value.to_ascii_lowercase().as_str() {
+            "system" => Role::System,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            _ => {
+                if value.is_empty()
+                    || value.len() > crate::name::MAX_NAME_BYTES
+                    || value.trim() != value
+                    || value.chars().any(char::is_control)
+                {
+                    return Err(Error::invalid_input(format!(
+                        "invalid role {value:?}: a role is system, user, assistant, tool or an agent name (1-128 bytes, no control characters or surrounding spaces)"
+                    )));
+                }
+                Role::Agent(value.to_string())
+            }
+        })
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Role {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Role::parse(s)
+    }
+}
+
+impl Serialize for Role {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Role {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Role::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A new random id (32 lowercase hex digits) for messages and memory items.
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// One message of a conversation.
+///
+/// A tool call is a non-tool message with a [`tool_call_id`](Self::tool_call_id); its result
+/// is a [`Role::Tool`] message with the same id. History limits never separate the two
+/// (see [`crate::history`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Unique id, kept across backends (migration and de-duplication rely on it).
+    pub id: String,
+    /// Who said it.
+    pub role: Role,
+    /// The text.
+    pub content: String,
+    /// When it was said (UTC, microseconds).
+    pub timestamp: DateTime<Utc>,
+    /// For a tool call and its result: the id that pairs them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For a tool call and its result: the tool's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// Anything else.
+    #[serde(default, skip_serializing_if = "Metadata::is_empty")]
+    pub metadata: Metadata,
+}
+
+impl Message {
+    /// A message from `role` with `content`, a fresh id and the current time.
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        Message {
+            id: new_id(),
+            role,
+            content: content.into(),
+            timestamp: now(),
+            tool_call_id: None,
+            tool_name: None,
+            metadata: Metadata::new(),
+        }
+    }
+
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::new(Role::System, content)
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::new(Role::User, content)
+    }
+
+    /// An assistant message.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::new(Role::Assistant, content)
+    }
+
+    /// An assistant message that calls `tool` with `arguments` (usually JSON) under `call_id`.
+    pub fn tool_call(
+        call_id: impl Into<String>,
+        tool: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        let mut m = Self::new(Role::Assistant, arguments);
+        m.tool_call_id = Some(call_id.into());
+        m.tool_name = Some(tool.into());
+        m
+    }
+
+    /// The result of the tool call `call_id`.
+    pub fn tool_result(
+        call_id: impl Into<String>,
+        tool: impl Into<String>,
+        content: impl Into<String>,
+    ) -> Self {
+        let mut m = Self::new(Role::Tool, content);
+        m.tool_call_id = Some(call_id.into());
+        m.tool_name = Some(tool.into());
+        m
+    }
+
+    /// Sets the id.
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+
+    /// Sets the timestamp (truncated to microseconds).
+    pub fn with_timestamp(mut self, timestamp: DateTime<Utc>) -> Self {
+        self.timestamp = timestamp.trunc_subsecs(6);
+        self
+    }
+
+    /// Adds one metadata entry.
+    pub fn with_metadata(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// Whether this is a tool's result (which must follow its call).
+    pub fn is_tool_result(&self) -> bool {
+        self.role == Role::Tool
+    }
+
+    /// Whether this message calls a tool.
+    pub fn is_tool_call(&self) -> bool {
+        self.role != Role::Tool && self.tool_call_id.is_some()
+    }
+
+    /// Checks what every backend relies on: a non-empty id of at most 128 bytes without
+    /// control characters.
+    pub fn validate(&self) -> Result<()> {
+        if self.id.is_empty()
+            || self.id.len() > crate::name::MAX_NAME_BYTES
+            || self.id.chars().any(char::is_control)
+        {
+            return Err(Error::invalid_input(format!(
+                "invalid message id {:?}: it must be 1-128 bytes without control characters",
+                self.id.chars().take(40).collect::<String>()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A session's summary, as listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// The session's id.
+    pub id: SessionId,
+    /// How many messages it holds now (archived ones not counted).
+    pub message_count: u64,
+    /// When it was first written.
+    pub created_at: DateTime<Utc>,
+    /// When it was last written.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A session: its messages (all, or the last N) and metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    /// The session's id.
+    pub id: SessionId,
+    /// The messages loaded, oldest first.
+    pub messages: Vec<Message>,
+    /// Session metadata, as last given to `save_session`.
+    #[serde(default)]
+    pub metadata: Metadata,
+    /// When it was first written.
+    pub created_at: DateTime<Utc>,
+    /// When it was last written.
+    pub updated_at: DateTime<Utc>,
+    /// How many messages the session holds in all (more than `messages.len()` under a limit).
+    pub total_messages: u64,
+}
+
+impl Session {
+    /// The summary of this session.
+    pub fn info(&self) -> SessionInfo {
+        SessionInfo {
+            id: self.id.clone(),
+            message_count: self.total_messages,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// The id of an archive within its session. Backends choose it (the file backend uses
+/// `history_%Y-%m-%d_%H-%M-%S`, with a suffix when two land in one second); it follows the
+/// same rules as other names because it may become a file name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ArchiveId(String);
+
+impl ArchiveId {
+    /// Validates and wraps an archive id.
+    pub fn new(value: impl Into<String>) -> Result<Self> {
+        let value = value.into();
+        validate_name("archive id", &value)?;
+        Ok(ArchiveId(value))
+    }
+
+    /// The id as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for ArchiveId {
+    type Error = Error;
+    fn try_from(s: String) -> Result<Self> {
+        ArchiveId::new(s)
+    }
+}
+
+impl From<ArchiveId> for String {
+    fn from(id: ArchiveId) -> String {
+        id.0
+    }
+}
+
+impl FromStr for ArchiveId {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        ArchiveId::new(s)
+    }
+}
+
+impl fmt::Display for ArchiveId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// An archive's summary, as listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArchiveInfo {
+    /// The archive's id, unique within its session.
+    pub id: ArchiveId,
+    /// The session it was compacted out of.
+    pub session: SessionId,
+    /// When the compaction happened.
+    pub created_at: DateTime<Utc>,
+    /// How many messages it holds.
+    pub message_count: u64,
+}
+
+/// A transcript that compaction moved out of a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Archive {
+    /// Its summary.
+    pub info: ArchiveInfo,
+    /// The messages as they were before compaction, oldest first.
+    pub messages: Vec<Message>,
+}
+
+/// What kind of memory an item is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum MemoryKind {
+    /// Working memory for the current task.
+    ShortTerm,
+    /// Kept across sessions.
+    LongTerm,
+    /// A fact extracted from conversation (auto-memory).
+    Fact,
+    /// A learned pattern or insight (learning).
+    Insight,
+}
+
+impl MemoryKind {
+    /// All kinds, in a stable order.
+    pub const ALL: [MemoryKind; 4] = [
+        MemoryKind::ShortTerm,
+        MemoryKind::LongTerm,
+        MemoryKind::Fact,
+        MemoryKind::Insight,
+    ];
+
+    /// The stored name: `short_term`, `long_term`, `fact`, `insight`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryKind::ShortTerm => "short_term",
+            MemoryKind::LongTerm => "long_term",
+            MemoryKind::Fact => "fact",
+            MemoryKind::Insight => "insight",
+        }
+    }
+}
+
+impl fmt::Display for MemoryKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for MemoryKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        MemoryKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| {
+                Error::invalid_input(format!(
+                    "unknown memory kind {s:?}; valid kinds are short_term, long_term, fact, insight"
+                ))
+            })
+    }
+}
+
+/// One remembered item: a fact, an insight, or a note stored by hand.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryItem {
+    /// Unique id.
+    pub id: String,
+    /// What kind of memory it is.
+    pub kind: MemoryKind,
+    /// An optional key, unique per kind: storing an item with the same kind and key replaces
+    /// the earlier one (so "my name is Bob" replaces "Alice").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The remembered text.
+    pub text: String,
+    /// Anything else (importance, source session, counts).
+    #[serde(default, skip_serializing_if = "Metadata::is_empty")]
+    pub metadata: Metadata,
+    /// When it was first stored.
+    pub created_at: DateTime<Utc>,
+    /// When it was last replaced.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl MemoryItem {
+    /// A new item of `kind` with `text`, a fresh id and the current time.
+    pub fn new(kind: MemoryKind, text: impl Into<String>) -> Self {
+        let t = now();
+        MemoryItem {
+            id: new_id(),
+            kind,
+            key: None,
+            text: text.into(),
+            metadata: Metadata::new(),
+            created_at: t,
+            updated_at: t,
+        }
+    }
+
+    /// Sets the key (see [`MemoryItem::key`]).
+    pub fn with_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Adds one metadata entry.
+    pub fn with_metadata(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// Checks the id (as for messages) and the key (1-256 bytes, no control characters).
+    pub fn validate(&self) -> Result<()> {
+        if self.id.is_empty()
+            || self.id.len() > crate::name::MAX_NAME_BYTES
+            || self.id.chars().any(char::is_control)
+        {
+            return Err(Error::invalid_input(
+                "invalid memory id: it must be 1-128 bytes without control characters",
+            ));
+        }
+        if let Some(key) = &self.key {
+            if key.is_empty() || key.len() > 256 || key.chars().any(char::is_control) {
+                return Err(Error::invalid_input(
+                    "invalid memory key: it must be 1-256 bytes without control characters",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_round_trip_as_strings() {
+        for (role, s) in [
+            (Role::System, "\"system\""),
+            (Role::User, "\"user\""),
+            (Role::Assistant, "\"assistant\""),
+            (Role::Tool, "\"tool\""),
+            (Role::Agent("ResearchAgent".into()), "\"ResearchAgent\""),
+        ] {
+            assert_eq!(serde_json::to_string(&role).unwrap(), s);
+            assert_eq!(serde_json::from_str::<Role>(s).unwrap(), role);
+        }
+        assert_eq!(Role::parse("User").unwrap(), Role::User);
+        assert!(Role::parse("bad\nrole").is_err());
+        assert!(Role::parse("").is_err());
+    }
+
+    #[test]
+    fn message_json_round_trip_is_exact() {
+        let m = Message::tool_result("call_1", "search", "ünïcødé ✓\n---\n### x")
+            .with_metadata("k", serde_json::json!({"nested": [1, 2]}));
+        let json = serde_json::to_string(&m).unwrap();
+        let back: Message = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, m);
+        assert!(m.is_tool_result() && !m.is_tool_call());
+        assert!(Message::tool_call("c", "t", "{}").is_tool_call());
+    }
+
+    #[test]
+    fn memory_kind_parses_and_lists_valid_kinds() {
+        assert_eq!("fact".parse::<MemoryKind>().unwrap(), MemoryKind::Fact);
+        let err = "facts".parse::<MemoryKind>().unwrap_err();
+        assert!(err.to_string().contains("short_term, long_term, fact, insight"));
+    }
+
+    #[test]
+    fn archive_ids_are_validated() {
+        assert!(ArchiveId::new("history_2026-04-20_14-30-45").is_ok());
+        assert!(ArchiveId::new("../x").is_err());
+        assert!(serde_json::from_str::<ArchiveId>("\"a/b\"").is_err());
+    }
+}

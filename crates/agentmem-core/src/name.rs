@@ -1,0 +1,254 @@
+//! Validated names: session ids and agent names (safety rules, D).
+//!
+//! Every backend builds file paths, Redis keys, SQL rows and Mongo documents from these
+//! names, so they are validated once, here, and nowhere else. A name is 1 to
+//! [`MAX_NAME_BYTES`] bytes of Unicode letters and digits plus `_ - . @ +` and interior
+//! single spaces. That rules out path separators, `..`, NUL and control characters, Redis
+//! glob characters (`* ? [ ] \`), the `:` used to build Redis keys, and a leading `$` or `.`
+//! that MongoDB would read as an operator or a field path. Distinct valid names never map
+//! to the same key: nothing is escaped or folded.
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// The longest name accepted, in bytes of UTF-8 (file systems allow 255 per component).
+pub const MAX_NAME_BYTES: usize = 128;
+
+/// Checks `value` against the naming rules; `what` names the thing in the error message.
+///
+/// ```
+/// use agentmem_core::name::validate_name;
+/// assert!(validate_name("session id", "history_1a2b3c4d").is_ok());
+/// let err = validate_name("session id", "../etc").unwrap_err();
+/// assert!(err.to_string().contains("`..`"));
+/// ```
+pub fn validate_name(what: &str, value: &str) -> Result<()> {
+    let invalid = |why: String| {
+        Err(Error::invalid_input(format!(
+            "invalid {what} {:?}: {why}",
+            truncate_for_message(value)
+        )))
+    };
+    if value.is_empty() {
+        return invalid("it is empty".into());
+    }
+    if value.len() > MAX_NAME_BYTES {
+        return invalid(format!(
+            "it is {} bytes long, the limit is {MAX_NAME_BYTES}",
+            value.len()
+        ));
+    }
+    if value.contains("..") {
+        return invalid("it contains `..`".into());
+    }
+    if value.starts_with('.') {
+        return invalid("it starts with `.`".into());
+    }
+    if value.starts_with(' ') || value.ends_with(' ') {
+        return invalid("it starts or ends with a space".into());
+    }
+    if value.contains("  ") {
+        return invalid("it contains two spaces in a row".into());
+    }
+    for c in value.chars() {
+        let ok = c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '@' | '+' | ' ');
+        if !ok {
+            let why = match c {
+                '/' | '\\' => "it contains a path separator".to_string(),
+                '\0' => "it contains a NUL character".to_string(),
+                c if c.is_control() => format!("it contains the control character {c:?}"),
+                '*' | '?' | '[' | ']' => format!("it contains the glob character `{c}`"),
+                '$' => "it contains `$`, which MongoDB reads as an operator".to_string(),
+                c => format!("it contains the character {c:?}; allowed are letters, digits, `_ - . @ +` and single interior spaces"),
+            };
+            return invalid(why);
+        }
+    }
+    Ok(())
+}
+
+fn truncate_for_message(value: &str) -> String {
+    const SHOWN: usize = 40;
+    if value.chars().count() <= SHOWN {
+        value.to_string()
+    } else {
+        let head: String = value.chars().take(SHOWN).collect();
+        format!("{head}…")
+    }
+}
+
+macro_rules! validated_name {
+    ($(#[$doc:meta])* $name:ident, $what:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            /// Validates `value` and wraps it.
+            pub fn new(value: impl Into<String>) -> Result<Self> {
+                let value = value.into();
+                validate_name($what, &value)?;
+                Ok(Self(value))
+            }
+
+            /// The name as a string slice.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            /// The owned string.
+            pub fn into_string(self) -> String {
+                self.0
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self> {
+                Self::new(s)
+            }
+        }
+
+        impl TryFrom<&str> for $name {
+            type Error = Error;
+            fn try_from(s: &str) -> Result<Self> {
+                Self::new(s)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = Error;
+            fn try_from(s: String) -> Result<Self> {
+                Self::new(s)
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({:?})", stringify!($name), self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                Self::new(s).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+validated_name!(
+    /// The id of a session: one agent's conversation (for the file backend, its folder name).
+    ///
+    /// ```
+    /// use agentmem_core::SessionId;
+    /// let id: SessionId = "ResearchAgent".parse().unwrap();
+    /// assert_eq!(id.as_str(), "ResearchAgent");
+    /// assert!("a/b".parse::<SessionId>().is_err());
+    /// ```
+    SessionId,
+    "session id"
+);
+
+validated_name!(
+    /// The name of an agent, used as a message role and to derive session ids.
+    AgentName,
+    "agent name"
+);
+
+impl From<AgentName> for SessionId {
+    /// Swarms keys an agent's memory by its name, so an agent name is a valid session id.
+    fn from(name: AgentName) -> Self {
+        SessionId(name.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_ordinary_names() {
+        for ok in [
+            "a",
+            "ResearchAgent",
+            "history_1a2b3c4d",
+            "user_123",
+            "a.b",
+            "a_b",
+            "a b",
+            "bob@example.com",
+            "Agent-7+x",
+            "エージェント",
+            "ü",
+        ] {
+            assert!(SessionId::new(ok).is_ok(), "{ok} should be accepted");
+        }
+    }
+
+    #[test]
+    fn rejects_unsafe_names_with_reason() {
+        let cases = [
+            ("", "empty"),
+            ("../x", "`..`"),
+            ("..", "`..`"),
+            ("/etc/passwd", "path separator"),
+            ("a/b", "path separator"),
+            ("a\\b", "path separator"),
+            ("a\0b", "NUL"),
+            ("a\nb", "control"),
+            ("key*", "glob"),
+            ("k?y", "glob"),
+            ("[a]", "glob"),
+            ("$where", "MongoDB"),
+            (".hidden", "starts with `.`"),
+            (" a", "space"),
+            ("a ", "space"),
+            ("a  b", "two spaces"),
+            ("a:b", "allowed are"),
+            ("a'b", "allowed are"),
+        ];
+        for (bad, why) in cases {
+            let err = SessionId::new(bad).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::InvalidInput, "{bad:?}");
+            assert!(err.to_string().contains(why), "{bad:?}: {err}");
+        }
+        let long = "x".repeat(10_000);
+        let err = SessionId::new(long).unwrap_err();
+        assert!(err.to_string().contains("limit is 128"), "{err}");
+        assert!(err.to_string().len() < 200, "message must not echo the whole name");
+        assert!(SessionId::new("x".repeat(MAX_NAME_BYTES)).is_ok());
+    }
+
+    #[test]
+    fn deserialize_validates() {
+        assert!(serde_json::from_str::<SessionId>("\"../x\"").is_err());
+        let id: SessionId = serde_json::from_str("\"ok\"").unwrap();
+        assert_eq!(id.as_str(), "ok");
+    }
+}

@@ -1,0 +1,146 @@
+//! Client-side ranked search (Okapi BM25), for backends without a server-side text index.
+//!
+//! Words are maximal runs of letters and digits, lowercased; a document matches when it
+//! contains any query word. Backends with their own index (SQLite FTS5, Postgres tsvector,
+//! MongoDB `$text`) rank with it instead, under the same matching rule.
+
+use std::collections::HashMap;
+
+/// Splits `text` into lowercase words of letters and digits.
+///
+/// ```
+/// assert_eq!(agentmem_core::search::words("Hello, GCP-latency!"), ["hello", "gcp", "latency"]);
+/// ```
+pub fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// The distinct words of a query, in order of first appearance.
+pub fn query_words(query: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    for w in words(query) {
+        if !seen.contains(&w) {
+            seen.push(w);
+        }
+    }
+    seen
+}
+
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+/// Ranks `documents` against `query` with BM25 and returns `(index, score)` of the matching
+/// ones, best first (ties keep document order), at most `limit`.
+///
+/// ```
+/// use agentmem_core::search::rank;
+/// let docs = ["rust is fast", "python", "rust rust rust"];
+/// let hits = rank("Rust", docs.iter().copied(), 10);
+/// assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [2, 0]);
+/// ```
+pub fn rank<'a>(query: &str, documents: impl IntoIterator<Item = &'a str>, limit: usize) -> Vec<(usize, f64)> {
+    let terms = query_words(query);
+    if terms.is_empty() || limit == 0 {
+        return Vec::new();
+    }
+    // One pass: term frequencies of query terms per document, and document lengths.
+    let mut per_doc: Vec<(usize, usize, Vec<u32>)> = Vec::new();
+    let mut doc_freq = vec![0u32; terms.len()];
+    let mut total_len = 0usize;
+    let mut n_docs = 0usize;
+    for (index, doc) in documents.into_iter().enumerate() {
+        n_docs += 1;
+        let ws = words(doc);
+        total_len += ws.len();
+        let mut tf = vec![0u32; terms.len()];
+        for w in &ws {
+            if let Some(t) = terms.iter().position(|t| t == w) {
+                tf[t] += 1;
+            }
+        }
+        if tf.iter().any(|&f| f > 0) {
+            for (t, &f) in tf.iter().enumerate() {
+                if f > 0 {
+                    doc_freq[t] += 1;
+                }
+            }
+            per_doc.push((index, ws.len(), tf));
+        }
+    }
+    if per_doc.is_empty() {
+        return Vec::new();
+    }
+    let avg_len = (total_len as f64 / n_docs as f64).max(1.0);
+    let idf: Vec<f64> = doc_freq
+        .iter()
+        .map(|&df| {
+            let df = df as f64;
+            ((n_docs as f64 - df + 0.5) / (df + 0.5) + 1.0).ln()
+        })
+        .collect();
+    let mut scored: Vec<(usize, f64)> = per_doc
+        .into_iter()
+        .map(|(index, len, tf)| {
+            let norm = K1 * (1.0 - B + B * len as f64 / avg_len);
+            let score = tf
+                .iter()
+                .zip(&idf)
+                .map(|(&f, &idf)| {
+                    let f = f as f64;
+                    idf * f * (K1 + 1.0) / (f + norm)
+                })
+                .sum();
+            (index, score)
+        })
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored.truncate(limit);
+    scored
+}
+
+/// Counts how many query words each document contains; a cheap tie-breaker for backends.
+pub fn term_counts(query: &str, document: &str) -> HashMap<String, u32> {
+    let terms = query_words(query);
+    let mut counts = HashMap::new();
+    for w in words(document) {
+        if terms.contains(&w) {
+            *counts.entry(w).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn more_occurrences_in_shorter_text_rank_first() {
+        let docs = [
+            "kubernetes kubernetes kubernetes cluster",
+            "a long text that mentions kubernetes only once among many other words here",
+            "nothing relevant",
+        ];
+        let hits = rank("Kubernetes", docs.iter().copied(), 10);
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [0, 1]);
+        assert!(hits[0].1 > hits[1].1 && hits[1].1 > 0.0);
+    }
+
+    #[test]
+    fn any_word_matches_and_limit_applies() {
+        let docs = ["alpha", "beta", "gamma"];
+        assert_eq!(rank("alpha beta", docs.iter().copied(), 10).len(), 2);
+        assert_eq!(rank("alpha beta", docs.iter().copied(), 1).len(), 1);
+        assert!(rank("!!!", docs.iter().copied(), 10).is_empty());
+        assert!(rank("delta", docs.iter().copied(), 10).is_empty());
+    }
+
+    #[test]
+    fn unicode_words() {
+        assert_eq!(words("Grüße, мир! 東京"), ["grüße", "мир", "東京"]);
+        assert_eq!(term_counts("мир", "мир мир")["мир"], 2);
+    }
+}

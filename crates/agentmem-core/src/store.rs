@@ -1,0 +1,225 @@
+//! The [`AgentMemory`] trait every backend implements, and the types its methods take.
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::model::{Archive, ArchiveInfo, MemoryItem, MemoryKind, Message, Metadata, Session, SessionInfo};
+use crate::name::SessionId;
+use crate::model::ArchiveId;
+
+/// What a backend can do beyond the contract every backend meets.
+///
+/// Every backend implements every method of [`AgentMemory`]; these flags say how strong
+/// its guarantees are, so callers (and the conformance suite) can choose accordingly.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// An acknowledged write survives a crash of the process (and, where the backend allows,
+    /// of the machine).
+    pub durable: bool,
+    /// Several processes may write one store at once without losing or garbling anything.
+    pub cross_process: bool,
+    /// `compact` is all-or-nothing even if the process dies midway.
+    pub atomic_compaction: bool,
+    /// Search uses an index kept by the backend (rather than scanning in the client).
+    pub indexed_search: bool,
+    /// Retention can use the backend's own expiry (TTL).
+    pub native_expiry: bool,
+}
+
+/// How message search is scoped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageQuery {
+    /// Search only this session (all sessions when `None`).
+    pub session: Option<SessionId>,
+    /// At most this many hits.
+    pub limit: usize,
+}
+
+impl Default for MessageQuery {
+    fn default() -> Self {
+        MessageQuery {
+            session: None,
+            limit: 10,
+        }
+    }
+}
+
+/// Which memory items to list or search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryFilter {
+    /// Only items of this kind (all kinds when `None`).
+    pub kind: Option<MemoryKind>,
+    /// At most this many items (all when `None`; searches default to 10).
+    pub limit: Option<usize>,
+}
+
+impl Default for MemoryFilter {
+    fn default() -> Self {
+        MemoryFilter {
+            kind: None,
+            limit: None,
+        }
+    }
+}
+
+impl MemoryFilter {
+    /// Items of one kind.
+    pub fn kind(kind: MemoryKind) -> Self {
+        MemoryFilter {
+            kind: Some(kind),
+            limit: None,
+        }
+    }
+
+    /// Sets the limit.
+    pub fn with_limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+}
+
+/// A message found by search, with the session it is in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageHit {
+    /// The session holding the message.
+    pub session: SessionId,
+    /// The message.
+    pub message: Message,
+    /// Relevance: higher is better; comparable only within one result list.
+    pub score: f64,
+}
+
+/// A memory item found by search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryHit {
+    /// The item.
+    pub item: MemoryItem,
+    /// Relevance: higher is better; comparable only within one result list.
+    pub score: f64,
+}
+
+/// What to delete when purging (C9). Both limits apply when both are set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetentionPolicy {
+    /// Delete sessions (with their archives) not written for longer than this.
+    pub max_age: Option<Duration>,
+    /// Keep only this many sessions, the most recently written ones.
+    pub max_sessions: Option<usize>,
+}
+
+/// What a purge deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PurgeReport {
+    /// Sessions deleted, with their archives.
+    pub sessions_deleted: u64,
+}
+
+/// A store of agent memory: sessions of messages, their archives, and memory items.
+///
+/// Object-safe, so it is used as `Arc<dyn AgentMemory>`; conveniences live in
+/// [`AgentMemoryExt`](crate::AgentMemoryExt). Every backend passes the same conformance suite
+/// (`agentmem-testkit`), which is the executable form of the contract written here.
+///
+/// Contract shared by all methods:
+/// - Names were validated when the [`SessionId`] was built, so backends may use them as keys.
+/// - Messages in a session keep the order in which their appends were acknowledged;
+///   a batch is appended contiguously and all-or-nothing.
+/// - Failures are typed by [`ErrorKind`](crate::ErrorKind); nothing acknowledged is lost.
+#[async_trait]
+pub trait AgentMemory: Debug + Send + Sync + 'static {
+    /// The backend's short name: `file`, `sqlite`, `redis`, `postgres`, `mongodb`, `memory`.
+    fn backend(&self) -> &'static str;
+
+    /// What this backend guarantees beyond the common contract.
+    fn capabilities(&self) -> Capabilities;
+
+    /// The schema version of the stored data, after forward migrations on open (C8).
+    async fn schema_version(&self) -> Result<u32>;
+
+    /// The stored context relevant to `query` (B9): the best-matching memory items, or the
+    /// most recent ones without a query, one per line as `- text`. Empty when nothing is stored.
+    async fn get_context(&self, query: Option<&str>) -> Result<String> {
+        let items: Vec<MemoryItem> = match query.map(str::trim) {
+            Some(q) if !q.is_empty() => self
+                .search_memories(q, &MemoryFilter::default().with_limit(10))
+                .await?
+                .into_iter()
+                .map(|hit| hit.item)
+                .collect(),
+            _ => {
+                let all = self.list_memories(&MemoryFilter::default()).await?;
+                let skip = all.len().saturating_sub(20);
+                all.into_iter().skip(skip).collect()
+            }
+        };
+        Ok(items
+            .iter()
+            .map(|item| format!("- {}", item.text))
+            .collect::<Vec<_>>()
+            .join("\n"))
+    }
+
+    /// Makes the stored session exactly `history` with `metadata`, in one atomic step (B9).
+    /// Creates the session when missing; an empty `history` leaves an empty session.
+    async fn save_session(
+        &self,
+        session: &SessionId,
+        history: &[Message],
+        metadata: &Metadata,
+    ) -> Result<()>;
+
+    /// Appends `messages` to the end of the session without rewriting it, creating the session
+    /// when missing. Appending nothing does nothing (and creates nothing).
+    async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()>;
+
+    /// Loads a session, or only its last `limit` messages; `None` when it does not exist.
+    /// Under a limit, a tool result whose call falls outside the window is left out with it
+    /// (see [`crate::history::tail_start`]), so fewer than `limit` messages may come back.
+    async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>>;
+
+    /// Every session, ordered by id.
+    async fn list_sessions(&self) -> Result<Vec<SessionInfo>>;
+
+    /// Deletes a session with its archives; `false` when it did not exist.
+    async fn delete_session(&self, session: &SessionId) -> Result<bool>;
+
+    /// Moves the session's current messages into a new archive and replaces them with
+    /// `replacement`, in one atomic step (A6): afterwards a reader sees either the old state or
+    /// the new one, never a mix, and appends racing with it are never lost (they land either
+    /// in the archive or after the replacement). `NotFound` when the session does not exist.
+    async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo>;
+
+    /// The session's archives, oldest first; empty when it has none or does not exist.
+    async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>>;
+
+    /// One archive with its messages; `NotFound` when it does not exist.
+    async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive>;
+
+    /// Stores a memory item. An item with the same id is replaced; so is one with the same kind
+    /// and key, keeping its id and creation time. Returns the item as stored.
+    async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem>;
+
+    /// One memory item by id.
+    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>>;
+
+    /// Memory items matching `filter`, oldest first (the newest `limit` when limited).
+    async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>>;
+
+    /// Memory items containing any word of `query`, best first (at most `filter.limit`,
+    /// default 10). Words are letters and digits, matched case-insensitively.
+    async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>>;
+
+    /// Deletes a memory item; `false` when it did not exist.
+    async fn delete_memory(&self, id: &str) -> Result<bool>;
+
+    /// Messages containing any word of `query`, best first (A10), across sessions or in one.
+    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>>;
+
+    /// Deletes what `policy` says has expired (C9).
+    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport>;
+}
