@@ -5,7 +5,7 @@
 //! factory is called once per test and must return a store in a namespace of its own
 //! (a temp folder, a key prefix, a schema, a database), so the tests run in parallel.
 //!
-//! ```ignore
+//! ```text
 //! // crates/agentmem-redis/tests/conformance.rs
 //! async fn store() -> Option<Arc<dyn AgentMemory>> {
 //!     let url = agentmem_testkit::env_url("REDIS_URL", "redis://127.0.0.1:6379");
