@@ -231,6 +231,7 @@ impl From<std::io::Error> for Error {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::error::Error as _;

@@ -51,6 +51,7 @@ pub fn trim_orphans(mut window: Vec<Message>, window_is_whole: bool) -> Vec<Mess
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -82,7 +83,7 @@ mod tests {
         for n in 0..=8 {
             let w = tail(&m, n);
             assert!(w.len() <= n);
-            assert!(w.first().map_or(true, |f| !f.is_tool_result()), "n={n}");
+            assert!(w.first().is_none_or(|f| !f.is_tool_result()), "n={n}");
         }
     }
 

@@ -1,8 +1,423 @@
-//! Placeholder.
-/// Placeholder.
+//! [`InMemory`]: the in-process reference implementation of [`AgentMemory`].
+//!
+//! Nothing is written anywhere: the store lives as long as the value. It is what the
+//! conformance suite (`agentmem-testkit`) is checked against first, what examples and tests
+//! use when they need a store without a server, and the model other backends are read
+//! against: each method does exactly what the contract in [`crate::store`] says, with the
+//! shared algorithms of [`crate::history`] and [`crate::search`].
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::error::{Error, Result};
+use crate::history::tail_start;
+use crate::model::{
+    now, Archive, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, Session, SessionInfo,
+};
+use crate::name::SessionId;
+use crate::search::rank;
+use crate::store::{
+    AgentMemory, Capabilities, MemoryFilter, MemoryHit, MessageHit, MessageQuery, PurgeReport,
+    RetentionPolicy,
+};
+
+/// The schema version [`InMemory`] reports (it has no stored schema to migrate).
+const SCHEMA_VERSION: u32 = 1;
+
+/// How many hits a memory search returns when the filter sets no limit.
+const DEFAULT_SEARCH_LIMIT: usize = 10;
+
+/// An [`AgentMemory`] held in the process's memory, safe to share between tasks.
+///
+/// Every operation takes one short lock and never awaits while holding it, so each call is
+/// atomic with respect to every other: appends keep their acknowledged order, and a
+/// compaction racing with appends sees each append either before or after it.
+///
+/// ```
+/// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemory, Message, SessionId};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().expect("runtime").block_on(async {
+/// let store = InMemory::new();
+/// let id: SessionId = "demo".parse()?;
+/// store.append(&id, &[Message::user("hello"), Message::assistant("hi")]).await?;
+/// let archive = store.compact(&id, &[Message::system("[summary] greeted")]).await?;
+/// assert_eq!(archive.message_count, 2);
+/// assert_eq!(store.messages(&id).await?.len(), 1);
+/// # Ok::<(), agentmem_core::Error>(())
+/// # }).expect("example runs");
+/// ```
 #[derive(Debug, Default)]
-pub struct InMemory;
+pub struct InMemory {
+    state: Mutex<State>,
+}
+
+/// Everything the store holds.
+#[derive(Debug, Default)]
+struct State {
+    /// Sessions by id; a `BTreeMap` so listing is ordered by id for free.
+    sessions: BTreeMap<SessionId, StoredSession>,
+    /// Memory items in insertion order (listing sorts them by creation time).
+    memories: Vec<MemoryItem>,
+}
+
+/// One session with its archives.
+#[derive(Debug)]
+struct StoredSession {
+    messages: Vec<Message>,
+    metadata: Metadata,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    /// Archives in the order they were made (oldest first).
+    archives: Vec<Archive>,
+}
+
+impl StoredSession {
+    fn new(at: DateTime<Utc>) -> Self {
+        StoredSession {
+            messages: Vec::new(),
+            metadata: Metadata::new(),
+            created_at: at,
+            updated_at: at,
+            archives: Vec::new(),
+        }
+    }
+
+    /// Records a write at `at`, never moving `updated_at` backwards (the wall clock may).
+    fn touch(&mut self, at: DateTime<Utc>) {
+        self.updated_at = self.updated_at.max(at);
+    }
+
+    fn info(&self, id: &SessionId) -> SessionInfo {
+        SessionInfo {
+            id: id.clone(),
+            message_count: self.messages.len() as u64,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+
+    /// A new archive id for a compaction at `at`: `history_%Y-%m-%d_%H-%M-%S`, with `_2`,
+    /// `_3`, … when that id is already taken (several compactions in one second).
+    fn next_archive_id(&self, at: DateTime<Utc>) -> Result<ArchiveId> {
+        let base = format!("history_{}", at.format("%Y-%m-%d_%H-%M-%S"));
+        let taken = |candidate: &str| {
+            self.archives
+                .iter()
+                .any(|a| a.info.id.as_str() == candidate)
+        };
+        if !taken(&base) {
+            return ArchiveId::new(base);
+        }
+        let mut n = 2u64;
+        loop {
+            let candidate = format!("{base}_{n}");
+            if !taken(&candidate) {
+                return ArchiveId::new(candidate);
+            }
+            n += 1;
+        }
+    }
+}
+
 impl InMemory {
-    /// Placeholder.
-    pub fn new() -> Self { InMemory }
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Locks the state. A panic while the lock was held cannot have left it half-changed
+    /// (every method validates first and then mutates without anything that can panic), so a
+    /// poisoned lock is recovered rather than turned into an error on every later call.
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn not_found_session(session: &SessionId, operation: &'static str) -> Error {
+    Error::not_found(format!("session `{session}` does not exist"))
+        .with_operation(operation)
+        .with_backend("memory")
+}
+
+/// Validates every message before anything is written, so a bad batch changes nothing.
+fn validate_messages(messages: &[Message], operation: &'static str) -> Result<()> {
+    for message in messages {
+        message
+            .validate()
+            .map_err(|e| e.with_operation(operation).with_backend("memory"))?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl AgentMemory for InMemory {
+    fn backend(&self) -> &'static str {
+        "memory"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            // Nothing survives the process.
+            durable: false,
+            cross_process: false,
+            // A compaction is one step under the lock; there is no state a crash could tear.
+            atomic_compaction: true,
+            indexed_search: false,
+            native_expiry: false,
+        }
+    }
+
+    async fn schema_version(&self) -> Result<u32> {
+        Ok(SCHEMA_VERSION)
+    }
+
+    async fn save_session(
+        &self,
+        session: &SessionId,
+        history: &[Message],
+        metadata: &Metadata,
+    ) -> Result<()> {
+        validate_messages(history, "save_session")?;
+        let at = now();
+        let mut state = self.state();
+        let stored = state
+            .sessions
+            .entry(session.clone())
+            .or_insert_with(|| StoredSession::new(at));
+        stored.messages = history.to_vec();
+        stored.metadata = metadata.clone();
+        stored.touch(at);
+        Ok(())
+    }
+
+    async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
+        if messages.is_empty() {
+            return Ok(());
+        }
+        validate_messages(messages, "append")?;
+        let at = now();
+        let mut state = self.state();
+        let stored = state
+            .sessions
+            .entry(session.clone())
+            .or_insert_with(|| StoredSession::new(at));
+        stored.messages.extend_from_slice(messages);
+        stored.touch(at);
+        Ok(())
+    }
+
+    async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
+        let state = self.state();
+        let Some(stored) = state.sessions.get(session) else {
+            return Ok(None);
+        };
+        let start = limit.map_or(0, |n| tail_start(&stored.messages, n));
+        Ok(Some(Session {
+            id: session.clone(),
+            messages: stored.messages[start..].to_vec(),
+            metadata: stored.metadata.clone(),
+            created_at: stored.created_at,
+            updated_at: stored.updated_at,
+            total_messages: stored.messages.len() as u64,
+        }))
+    }
+
+    async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
+        let state = self.state();
+        Ok(state
+            .sessions
+            .iter()
+            .map(|(id, stored)| stored.info(id))
+            .collect())
+    }
+
+    async fn delete_session(&self, session: &SessionId) -> Result<bool> {
+        Ok(self.state().sessions.remove(session).is_some())
+    }
+
+    async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
+        validate_messages(replacement, "compact")?;
+        let at = now();
+        let mut state = self.state();
+        let stored = state
+            .sessions
+            .get_mut(session)
+            .ok_or_else(|| not_found_session(session, "compact"))?;
+        let info = ArchiveInfo {
+            id: stored.next_archive_id(at)?,
+            session: session.clone(),
+            created_at: at,
+            message_count: stored.messages.len() as u64,
+        };
+        let archived = std::mem::replace(&mut stored.messages, replacement.to_vec());
+        stored.archives.push(Archive {
+            info: info.clone(),
+            messages: archived,
+        });
+        stored.touch(at);
+        Ok(info)
+    }
+
+    async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
+        let state = self.state();
+        Ok(state
+            .sessions
+            .get(session)
+            .map(|s| s.archives.iter().map(|a| a.info.clone()).collect())
+            .unwrap_or_default())
+    }
+
+    async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
+        let state = self.state();
+        state
+            .sessions
+            .get(session)
+            .and_then(|s| s.archives.iter().find(|a| &a.info.id == archive))
+            .cloned()
+            .ok_or_else(|| {
+                Error::not_found(format!(
+                    "archive `{archive}` of session `{session}` does not exist"
+                ))
+                .with_operation("load_archive")
+                .with_backend("memory")
+            })
+    }
+
+    async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
+        item.validate()
+            .map_err(|e| e.with_operation("put_memory").with_backend("memory"))?;
+        let mut state = self.state();
+        // An item with the same kind and key is the one being replaced (keeping its id and
+        // creation time); otherwise one with the same id; otherwise this is a new item.
+        let same_key = item.key.as_ref().and_then(|key| {
+            state
+                .memories
+                .iter()
+                .position(|m| m.kind == item.kind && m.key.as_ref() == Some(key))
+        });
+        let target = same_key.or_else(|| state.memories.iter().position(|m| m.id == item.id));
+        match target {
+            Some(index) => {
+                let existing = &mut state.memories[index];
+                let stored = MemoryItem {
+                    id: existing.id.clone(),
+                    created_at: existing.created_at,
+                    ..item.clone()
+                };
+                *existing = stored.clone();
+                Ok(stored)
+            }
+            None => {
+                state.memories.push(item.clone());
+                Ok(item.clone())
+            }
+        }
+    }
+
+    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
+        Ok(self.state().memories.iter().find(|m| m.id == id).cloned())
+    }
+
+    async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
+        let state = self.state();
+        let mut items: Vec<MemoryItem> = state
+            .memories
+            .iter()
+            .filter(|m| filter.kind.is_none_or(|k| m.kind == k))
+            .cloned()
+            .collect();
+        drop(state);
+        // Stable sort: items created in the same microsecond keep their insertion order.
+        items.sort_by_key(|m| m.created_at);
+        if let Some(limit) = filter.limit {
+            items.drain(..items.len().saturating_sub(limit));
+        }
+        Ok(items)
+    }
+
+    async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
+        let state = self.state();
+        let candidates: Vec<&MemoryItem> = state
+            .memories
+            .iter()
+            .filter(|m| filter.kind.is_none_or(|k| m.kind == k))
+            .collect();
+        let limit = filter.limit.unwrap_or(DEFAULT_SEARCH_LIMIT);
+        let hits = rank(query, candidates.iter().map(|m| m.text.as_str()), limit);
+        Ok(hits
+            .into_iter()
+            .map(|(index, score)| MemoryHit {
+                item: candidates[index].clone(),
+                score,
+            })
+            .collect())
+    }
+
+    async fn delete_memory(&self, id: &str) -> Result<bool> {
+        let mut state = self.state();
+        let before = state.memories.len();
+        state.memories.retain(|m| m.id != id);
+        Ok(state.memories.len() != before)
+    }
+
+    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
+        let state = self.state();
+        let candidates: Vec<(&SessionId, &Message)> = state
+            .sessions
+            .iter()
+            .filter(|(id, _)| scope.session.as_ref().is_none_or(|s| s == *id))
+            .flat_map(|(id, stored)| stored.messages.iter().map(move |m| (id, m)))
+            .collect();
+        let hits = rank(
+            query,
+            candidates.iter().map(|(_, m)| m.content.as_str()),
+            scope.limit,
+        );
+        Ok(hits
+            .into_iter()
+            .map(|(index, score)| {
+                let (session, message) = candidates[index];
+                MessageHit {
+                    session: session.clone(),
+                    message: message.clone(),
+                    score,
+                }
+            })
+            .collect())
+    }
+
+    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
+        let at = now();
+        let mut state = self.state();
+        let before = state.sessions.len();
+        if let Some(max_age) = policy.max_age {
+            // An age too large for chrono reaches back before any possible write: keep all.
+            if let Some(cutoff) = chrono::Duration::from_std(max_age)
+                .ok()
+                .and_then(|age| at.checked_sub_signed(age))
+            {
+                state.sessions.retain(|_, s| s.updated_at >= cutoff);
+            }
+        }
+        if let Some(max_sessions) = policy.max_sessions {
+            if state.sessions.len() > max_sessions {
+                let mut by_recency: Vec<(DateTime<Utc>, SessionId)> = state
+                    .sessions
+                    .iter()
+                    .map(|(id, s)| (s.updated_at, id.clone()))
+                    .collect();
+                // Newest first; equal times fall back to the id so the choice is stable.
+                by_recency.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+                for (_, id) in by_recency.into_iter().skip(max_sessions) {
+                    state.sessions.remove(&id);
+                }
+            }
+        }
+        Ok(PurgeReport {
+            sessions_deleted: (before - state.sessions.len()) as u64,
+        })
+    }
 }

@@ -479,6 +479,7 @@ impl MemoryItem {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

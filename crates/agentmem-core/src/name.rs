@@ -189,6 +189,7 @@ impl From<AgentName> for SessionId {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

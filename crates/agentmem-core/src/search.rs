@@ -114,6 +114,7 @@ pub fn term_counts(query: &str, document: &str) -> HashMap<String, u32> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

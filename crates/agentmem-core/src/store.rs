@@ -50,21 +50,12 @@ impl Default for MessageQuery {
 }
 
 /// Which memory items to list or search.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MemoryFilter {
     /// Only items of this kind (all kinds when `None`).
     pub kind: Option<MemoryKind>,
     /// At most this many items (all when `None`; searches default to 10).
     pub limit: Option<usize>,
-}
-
-impl Default for MemoryFilter {
-    fn default() -> Self {
-        MemoryFilter {
-            kind: None,
-            limit: None,
-        }
-    }
 }
 
 impl MemoryFilter {

@@ -1,41 +1,93 @@
-//! The conformance cases. Each takes a fresh, empty store of its own.
+//! The conformance cases, one public `async fn(&dyn AgentMemory)` each, grouped by area.
+//!
+//! Every case gets a fresh, empty store of its own and panics with a message naming the
+//! violated rule. Cases never assert on elapsed time; where they need distinct `updated_at`
+//! order they [`pause`] a few milliseconds between writes. They leave backends free in how they
+//! rank and stem: a case asserts what must match and what must not, never that another form
+//! of a word does not match.
 
-use agentmem_core::{AgentMemory, AgentMemoryExt, Message, Metadata, SessionId};
+use std::fmt::Debug;
+use std::time::Duration;
 
-fn sid(name: &str) -> SessionId {
-    SessionId::new(name).expect("test session ids are valid")
+use agentmem_core::{AgentMemory, ErrorKind, Message, Metadata, Result, Session, SessionId};
+
+mod compaction;
+mod concurrency;
+mod history;
+mod memories;
+mod misc;
+mod round_trip;
+mod search;
+mod sessions;
+
+pub use compaction::*;
+pub use concurrency::*;
+pub use history::*;
+pub use memories::*;
+pub use misc::*;
+pub use round_trip::*;
+pub use search::*;
+pub use sessions::*;
+
+/// A session id the test knows to be valid.
+pub(crate) fn sid(name: &str) -> SessionId {
+    SessionId::new(name).unwrap_or_else(|e| panic!("test session id {name:?} must be valid: {e}"))
 }
 
-/// `save_session` then `load` returns exactly what was saved, metadata included.
-pub async fn save_and_load_round_trip(store: &dyn AgentMemory) {
-    let id = sid("round_trip");
-    let history = vec![
-        Message::system("You are helpful."),
-        Message::user("héllo ✓ 東京"),
-        Message::assistant("hi"),
-    ];
-    let mut meta = Metadata::new();
-    meta.insert("topic".into(), serde_json::json!("greeting"));
-    store.save_session(&id, &history, &meta).await.expect("save_session");
-    let session = store.load(&id, None).await.expect("load").expect("session exists");
-    assert_eq!(session.messages, history);
-    assert_eq!(session.metadata, meta);
-    assert_eq!(session.total_messages, 3);
-}
-
-/// Loading a session that was never written gives `None`, not an error.
-pub async fn missing_session_loads_as_none(store: &dyn AgentMemory) {
-    assert!(store.load(&sid("never_written"), None).await.expect("load").is_none());
-    assert!(store.messages(&sid("never_written")).await.expect("messages").is_empty());
-}
-
-/// Sequential appends keep their order.
-pub async fn append_preserves_order(store: &dyn AgentMemory) {
-    let id = sid("ordered");
-    let msgs: Vec<Message> = (0..20).map(|i| Message::user(format!("m{i}"))).collect();
-    for m in &msgs[..10] {
-        store.append_one(&id, m.clone()).await.expect("append");
+/// Metadata from a JSON object literal.
+pub(crate) fn metadata(value: serde_json::Value) -> Metadata {
+    match value {
+        serde_json::Value::Object(map) => map,
+        other => panic!("test metadata must be a JSON object, got {other}"),
     }
-    store.append(&id, &msgs[10..]).await.expect("batch append");
-    assert_eq!(store.messages(&id).await.expect("load"), msgs);
+}
+
+/// Asserts that `result` failed with `kind`.
+pub(crate) fn assert_kind<T: Debug>(result: Result<T>, kind: ErrorKind, what: &str) {
+    match result {
+        Ok(value) => panic!("{what}: expected a `{kind}` error, got Ok({value:?})"),
+        Err(e) => assert_eq!(
+            e.kind(),
+            kind,
+            "{what}: expected a `{kind}` error, got: {e}"
+        ),
+    }
+}
+
+/// Sleeps long enough that the next write gets a later timestamp than the previous one.
+/// Ordering needs only distinct timestamps, so a few milliseconds suffice even on a
+/// microsecond-precision backend.
+pub(crate) async fn pause() {
+    tokio::time::sleep(Duration::from_millis(5)).await;
+}
+
+/// Loads a session that must exist.
+pub(crate) async fn load_some(
+    store: &dyn AgentMemory,
+    id: &SessionId,
+    limit: Option<usize>,
+    what: &str,
+) -> Session {
+    store
+        .load(id, limit)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: load({id}, {limit:?}) failed: {e}"))
+        .unwrap_or_else(|| panic!("{what}: session {id} must exist, load returned None"))
+}
+
+/// The contents of `messages`, for readable assertion output.
+pub(crate) fn contents(messages: &[Message]) -> Vec<&str> {
+    messages.iter().map(|m| m.content.as_str()).collect()
+}
+
+/// The ids of `messages`.
+pub(crate) fn ids(messages: &[Message]) -> Vec<&str> {
+    messages.iter().map(|m| m.id.as_str()).collect()
+}
+
+/// `n` user messages with contents `{prefix} 0`, `{prefix} 1`, …
+pub(crate) fn numbered(prefix: &str, n: usize) -> Vec<Message> {
+    (0..n)
+        .map(|i| Message::user(format!("{prefix} {i}")))
+        .collect()
 }

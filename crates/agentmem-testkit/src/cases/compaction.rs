@@ -1,0 +1,229 @@
+//! Compaction: archive plus replacement in one step (A6), archive listing and lookup.
+
+use std::collections::HashSet;
+
+use agentmem_core::{AgentMemory, ArchiveId, ErrorKind, Message};
+use serde_json::json;
+
+use super::{assert_kind, contents, load_some, metadata, numbered, pause, sid};
+
+/// After `compact`, the new archive holds exactly the old messages, the session holds
+/// exactly the replacement, the session's metadata and `created_at` are kept, and the
+/// returned `ArchiveInfo` is what `list_archives` and `load_archive` report.
+pub async fn compact_moves_messages_to_archive(store: &dyn AgentMemory) {
+    let id = sid("compacted");
+    let old = vec![
+        Message::user("question"),
+        Message::tool_call("c1", "search", "{}"),
+        Message::tool_result("c1", "search", "found"),
+        Message::assistant("answer"),
+    ];
+    let meta = metadata(json!({"agent": "ResearchAgent"}));
+    store
+        .save_session(&id, &old, &meta)
+        .await
+        .expect("save_session");
+    let before = load_some(store, &id, None, "compact").await;
+    let replacement = vec![Message::system(
+        "[Compressed Memory Summary] asked and answered",
+    )];
+    let info = store.compact(&id, &replacement).await.expect("compact");
+    assert_eq!(info.session, id, "ArchiveInfo names the session");
+    assert_eq!(
+        info.message_count, 4,
+        "ArchiveInfo counts the archived messages"
+    );
+    let session = load_some(store, &id, None, "compact").await;
+    assert_eq!(
+        session.messages, replacement,
+        "the session holds exactly the replacement"
+    );
+    assert_eq!(session.total_messages, 1);
+    assert_eq!(
+        session.metadata, meta,
+        "compaction keeps the session's metadata"
+    );
+    assert_eq!(
+        session.created_at, before.created_at,
+        "compaction keeps created_at"
+    );
+    assert_eq!(
+        store.list_archives(&id).await.expect("list_archives"),
+        std::slice::from_ref(&info),
+        "list_archives reports the archive"
+    );
+    let archive = store
+        .load_archive(&id, &info.id)
+        .await
+        .expect("load_archive");
+    assert_eq!(archive.info, info, "load_archive reports the same info");
+    assert_eq!(
+        archive.messages, old,
+        "the archive holds exactly the old messages"
+    );
+}
+
+/// Compacting with an empty replacement leaves an existing, empty session.
+pub async fn compact_with_empty_replacement_leaves_empty_session(store: &dyn AgentMemory) {
+    let id = sid("emptied");
+    store.append(&id, &numbered("m", 3)).await.expect("append");
+    let info = store.compact(&id, &[]).await.expect("compact");
+    let session = load_some(store, &id, None, "empty replacement").await;
+    assert!(
+        session.messages.is_empty() && session.total_messages == 0,
+        "the session is empty but exists"
+    );
+    assert_eq!(
+        store
+            .load_archive(&id, &info.id)
+            .await
+            .expect("load_archive")
+            .messages
+            .len(),
+        3
+    );
+    store
+        .append(&id, &numbered("next", 1))
+        .await
+        .expect("append after");
+    assert_eq!(
+        contents(
+            &load_some(store, &id, None, "empty replacement")
+                .await
+                .messages
+        ),
+        ["next 0"]
+    );
+}
+
+/// Archives are listed oldest first, each holding what the session held at its compaction.
+pub async fn archives_are_listed_oldest_first(store: &dyn AgentMemory) {
+    let id = sid("archived");
+    let mut expected = Vec::new();
+    for round in 0..3 {
+        let msgs = numbered(&format!("round {round}"), round + 1);
+        store.append(&id, &msgs).await.expect("append");
+        let info = store.compact(&id, &[]).await.expect("compact");
+        expected.push((info, msgs));
+        pause().await;
+    }
+    let listed = store.list_archives(&id).await.expect("list_archives");
+    let infos: Vec<_> = expected.iter().map(|(info, _)| info.clone()).collect();
+    assert_eq!(listed, infos, "archives must be listed oldest first");
+    for window in listed.windows(2) {
+        assert!(
+            window[0].created_at <= window[1].created_at,
+            "archive times must not go backwards"
+        );
+    }
+    for (info, msgs) in &expected {
+        let archive = store
+            .load_archive(&id, &info.id)
+            .await
+            .expect("load_archive");
+        assert_eq!(
+            archive.messages, *msgs,
+            "archive {} holds its round's messages",
+            info.id
+        );
+    }
+}
+
+/// Twelve compactions in quick succession (most within one second) get twelve distinct ids,
+/// all survive with their own messages, and are listed in the order they were made (so a
+/// backend must not order `…_10` before `…_2` by comparing ids as strings).
+pub async fn compactions_in_one_second_all_survive(store: &dyn AgentMemory) {
+    const ROUNDS: usize = 12;
+    let id = sid("rapid");
+    let mut made = Vec::new();
+    for round in 0..ROUNDS {
+        let msg = Message::user(format!("round {round}"));
+        store
+            .append(&id, std::slice::from_ref(&msg))
+            .await
+            .expect("append");
+        made.push((store.compact(&id, &[]).await.expect("compact"), msg));
+    }
+    let distinct: HashSet<&ArchiveId> = made.iter().map(|(info, _)| &info.id).collect();
+    assert_eq!(
+        distinct.len(),
+        ROUNDS,
+        "every compaction gets its own archive id"
+    );
+    let listed = store.list_archives(&id).await.expect("list_archives");
+    let listed_rounds: Vec<String> = {
+        let mut v = Vec::new();
+        for info in &listed {
+            let archive = store
+                .load_archive(&id, &info.id)
+                .await
+                .expect("load_archive");
+            v.push(contents(&archive.messages).join(","));
+        }
+        v
+    };
+    let expected: Vec<String> = (0..ROUNDS).map(|r| format!("round {r}")).collect();
+    assert_eq!(
+        listed_rounds, expected,
+        "all archives survive, listed in the order they were made"
+    );
+}
+
+/// `load_archive` of an unknown id is `NotFound`, for an existing and a missing session, and
+/// an archive of one session cannot be loaded through another session.
+pub async fn unknown_archive_is_not_found(store: &dyn AgentMemory) {
+    let (a, b) = (sid("owner"), sid("other"));
+    store.append(&a, &numbered("m", 1)).await.expect("append");
+    store.append(&b, &numbered("m", 1)).await.expect("append");
+    let info = store.compact(&a, &[]).await.expect("compact");
+    let unknown = ArchiveId::new("history_1999-01-01_00-00-00").expect("valid archive id");
+    assert_kind(
+        store.load_archive(&a, &unknown).await,
+        ErrorKind::NotFound,
+        "load_archive of an unknown id",
+    );
+    assert_kind(
+        store.load_archive(&sid("missing"), &unknown).await,
+        ErrorKind::NotFound,
+        "load_archive in a missing session",
+    );
+    assert_kind(
+        store.load_archive(&b, &info.id).await,
+        ErrorKind::NotFound,
+        "load_archive of another session's archive",
+    );
+    assert!(store
+        .list_archives(&b)
+        .await
+        .expect("list_archives")
+        .is_empty());
+    assert!(store
+        .list_archives(&sid("missing"))
+        .await
+        .expect("list_archives")
+        .is_empty());
+}
+
+/// `compact` of a missing session is `NotFound` and creates nothing.
+pub async fn compact_missing_session_is_not_found(store: &dyn AgentMemory) {
+    let id = sid("absent");
+    assert_kind(
+        store.compact(&id, &numbered("summary", 1)).await,
+        ErrorKind::NotFound,
+        "compact of a missing session",
+    );
+    assert!(
+        store.load(&id, None).await.expect("load").is_none(),
+        "a failed compact must not create the session"
+    );
+    assert!(store
+        .list_archives(&id)
+        .await
+        .expect("list_archives")
+        .is_empty());
+    assert!(store
+        .list_sessions()
+        .await
+        .expect("list_sessions")
+        .is_empty());
+}

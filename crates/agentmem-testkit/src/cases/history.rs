@@ -1,0 +1,144 @@
+//! Order of appends and last-N windows that keep tool calls with their results (C7).
+
+use agentmem_core::{history, AgentMemory, AgentMemoryExt, Message};
+
+use super::{contents, load_some, numbered, sid};
+
+/// Sequential appends, one by one and in a batch, keep their order.
+pub async fn append_preserves_order(store: &dyn AgentMemory) {
+    let id = sid("ordered");
+    let msgs = numbered("m", 20);
+    for m in &msgs[..10] {
+        store.append_one(&id, m.clone()).await.expect("append");
+    }
+    store.append(&id, &msgs[10..]).await.expect("batch append");
+    assert_eq!(store.messages(&id).await.expect("load"), msgs);
+}
+
+/// A limit returns the last N messages, oldest first, with the session's total count.
+pub async fn last_n_returns_the_tail(store: &dyn AgentMemory) {
+    let id = sid("tail");
+    let msgs = numbered("m", 10);
+    store.append(&id, &msgs).await.expect("append");
+    for n in [1usize, 3, 9, 10] {
+        let session = load_some(store, &id, Some(n), "last n").await;
+        assert_eq!(session.messages, msgs[10 - n..], "last {n}");
+        assert_eq!(session.total_messages, 10, "total_messages under limit {n}");
+    }
+    assert_eq!(
+        store.last_messages(&id, 2).await.expect("last_messages"),
+        msgs[8..]
+    );
+}
+
+/// A limit larger than the session returns the whole session.
+pub async fn last_n_larger_than_session_returns_all(store: &dyn AgentMemory) {
+    let id = sid("short");
+    let msgs = numbered("m", 3);
+    store.append(&id, &msgs).await.expect("append");
+    for n in [4usize, 100, usize::MAX] {
+        assert_eq!(
+            load_some(store, &id, Some(n), "large limit").await.messages,
+            msgs,
+            "limit {n}"
+        );
+    }
+}
+
+/// A limit of 0 returns the session (metadata, times, total) with no messages.
+pub async fn last_n_zero_returns_no_messages(store: &dyn AgentMemory) {
+    let id = sid("zero");
+    store.append(&id, &numbered("m", 4)).await.expect("append");
+    let whole = load_some(store, &id, None, "limit 0").await;
+    let session = load_some(store, &id, Some(0), "limit 0").await;
+    assert!(
+        session.messages.is_empty(),
+        "limit 0 returns no messages, got {:?}",
+        contents(&session.messages)
+    );
+    assert_eq!(session.total_messages, 4, "limit 0 still reports the total");
+    assert_eq!(
+        (session.created_at, session.updated_at),
+        (whole.created_at, whole.updated_at)
+    );
+}
+
+/// No window starts with a tool result whose call was cut off: for every limit, the window
+/// is exactly `history::tail(messages, limit)` (results dropped with their call, so fewer
+/// than `limit` may come back), including a call with two results and back-to-back calls.
+pub async fn last_n_never_starts_with_orphaned_tool_result(store: &dyn AgentMemory) {
+    let id = sid("tools");
+    let msgs = vec![
+        Message::system("rules"),
+        Message::user("weather and time in Lisbon?"),
+        Message::tool_call("c1", "weather", "{\"city\":\"Lisbon\"}"),
+        Message::tool_result("c1", "weather", "sunny"),
+        Message::tool_result("c1", "weather", "24°C"),
+        Message::tool_call("c2", "clock", "{}"),
+        Message::tool_result("c2", "clock", "14:00"),
+        Message::assistant("Sunny, 24°C, 14:00."),
+        Message::tool_call("c3", "search", "{}"),
+        Message::tool_result("c3", "search", "result"),
+    ];
+    store.append(&id, &msgs).await.expect("append");
+    for n in 0..=msgs.len() + 1 {
+        let window = load_some(store, &id, Some(n), "tool pairs").await.messages;
+        let expected = history::tail(&msgs, n);
+        assert_eq!(
+            contents(&window),
+            contents(expected),
+            "window of the last {n} messages"
+        );
+        assert_eq!(
+            window, expected,
+            "window of the last {n} messages (all fields)"
+        );
+        assert!(
+            window.len() <= n,
+            "a window never holds more than the limit"
+        );
+        assert!(
+            window.first().is_none_or(|m| !m.is_tool_result()),
+            "the last {n} must not start with an orphaned tool result"
+        );
+    }
+}
+
+/// `total_messages` counts the whole session under any limit, and after a compaction only
+/// the messages now in the session (archived ones are not counted).
+pub async fn total_messages_counts_the_whole_session(store: &dyn AgentMemory) {
+    let id = sid("totals");
+    store.append(&id, &numbered("m", 7)).await.expect("append");
+    for limit in [None, Some(0), Some(2), Some(50)] {
+        assert_eq!(
+            load_some(store, &id, limit, "totals").await.total_messages,
+            7,
+            "limit {limit:?}"
+        );
+    }
+    store
+        .compact(&id, &numbered("summary", 2))
+        .await
+        .expect("compact");
+    store
+        .append(&id, &numbered("new", 1))
+        .await
+        .expect("append");
+    let session = load_some(store, &id, Some(1), "totals").await;
+    assert_eq!(
+        session.total_messages, 3,
+        "after compaction only the replacement and new messages count"
+    );
+    assert_eq!(contents(&session.messages), ["new 0"]);
+    let info = store
+        .list_sessions()
+        .await
+        .expect("list")
+        .into_iter()
+        .next()
+        .expect("listed");
+    assert_eq!(
+        info.message_count, 3,
+        "list_sessions counts like total_messages"
+    );
+}

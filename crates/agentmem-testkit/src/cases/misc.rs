@@ -1,0 +1,276 @@
+//! Context for prompts (B9), retention (C9), schema version (C8) and capabilities.
+
+use std::time::Duration;
+
+use agentmem_core::{
+    AgentMemory, AgentMemoryExt, ErrorKind, MemoryFilter, MemoryKind, RetentionPolicy, SessionId,
+};
+
+use super::{assert_kind, numbered, pause, sid};
+
+fn lines(context: &str) -> Vec<&str> {
+    let mut v: Vec<&str> = context.lines().collect();
+    v.sort_unstable();
+    v
+}
+
+/// An empty store gives an empty context, with and without a query.
+pub async fn get_context_of_empty_store_is_empty(store: &dyn AgentMemory) {
+    assert_eq!(
+        store.get_context(None).await.expect("get_context(None)"),
+        ""
+    );
+    assert_eq!(
+        store
+            .get_context(Some("anything at all"))
+            .await
+            .expect("get_context(query)"),
+        ""
+    );
+    assert_eq!(
+        store
+            .get_context(Some("   "))
+            .await
+            .expect("get_context(blank)"),
+        ""
+    );
+}
+
+/// With a query, the context is the matching items, one `- text` line each, and nothing else.
+pub async fn get_context_with_query_lists_matching_items(store: &dyn AgentMemory) {
+    for text in [
+        "The user prefers dark mode",
+        "The user lives in Lisbon",
+        "The project uses Rust and Tokio",
+    ] {
+        store
+            .store_memory(MemoryKind::LongTerm, text)
+            .await
+            .expect("store");
+    }
+    assert_eq!(
+        store
+            .get_context(Some("Lisbon"))
+            .await
+            .expect("get_context"),
+        "- The user lives in Lisbon"
+    );
+    let context = store
+        .get_context(Some("dark rust"))
+        .await
+        .expect("get_context");
+    assert_eq!(
+        lines(&context),
+        [
+            "- The project uses Rust and Tokio",
+            "- The user prefers dark mode"
+        ]
+    );
+    assert_eq!(
+        store
+            .get_context(Some("volleyball"))
+            .await
+            .expect("get_context"),
+        "",
+        "no match gives an empty context"
+    );
+}
+
+/// Without a query, the context lists the 20 most recent items, one `- text` line each.
+pub async fn get_context_without_query_lists_recent_items(store: &dyn AgentMemory) {
+    for i in 0..25 {
+        store
+            .store_memory(MemoryKind::Fact, &format!("fact number {i:02}"))
+            .await
+            .expect("store");
+        if i == 4 {
+            // Items 0-4 are the oldest; they must be the ones left out.
+            pause().await;
+        }
+    }
+    let context = store.get_context(None).await.expect("get_context");
+    let expected: Vec<String> = (5..25).map(|i| format!("- fact number {i:02}")).collect();
+    assert_eq!(lines(&context), expected, "the 20 most recent items");
+}
+
+/// `max_sessions` keeps the N sessions written most recently (by `updated_at`, so an old
+/// session appended to last is kept) and deletes the rest with their archives; memory items
+/// are untouched; `max_sessions: 0` deletes every session.
+pub async fn purge_max_sessions_keeps_the_newest(store: &dyn AgentMemory) {
+    let names: Vec<SessionId> = (1..=5).map(|i| sid(&format!("s{i}"))).collect();
+    for id in &names {
+        store
+            .append(id, &numbered(id.as_str(), 2))
+            .await
+            .expect("append");
+        if id.as_str() == "s2" {
+            store.compact(id, &[]).await.expect("compact");
+        }
+        pause().await;
+    }
+    let s2_archive = store.list_archives(&names[1]).await.expect("list_archives")[0]
+        .id
+        .clone();
+    store
+        .append(&names[0], &numbered("touched", 1))
+        .await
+        .expect("append");
+    let item = store
+        .store_memory(MemoryKind::LongTerm, "survives purges")
+        .await
+        .expect("store");
+    let report = store
+        .purge(&RetentionPolicy {
+            max_age: None,
+            max_sessions: Some(2),
+        })
+        .await
+        .expect("purge");
+    assert_eq!(report.sessions_deleted, 3, "three sessions deleted");
+    let left: Vec<String> = store
+        .list_sessions()
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|i| i.id.into_string())
+        .collect();
+    assert_eq!(
+        left,
+        ["s1", "s5"],
+        "the two most recently written sessions are kept"
+    );
+    assert!(
+        store
+            .list_archives(&names[1])
+            .await
+            .expect("list_archives")
+            .is_empty(),
+        "archives of purged sessions are gone"
+    );
+    assert_kind(
+        store.load_archive(&names[1], &s2_archive).await,
+        ErrorKind::NotFound,
+        "archive of a purged session",
+    );
+    assert_eq!(
+        store.get_memory(&item.id).await.expect("get_memory"),
+        Some(item),
+        "purge leaves memory items alone"
+    );
+    let report = store
+        .purge(&RetentionPolicy {
+            max_age: None,
+            max_sessions: Some(0),
+        })
+        .await
+        .expect("purge all");
+    assert_eq!(report.sessions_deleted, 2);
+    assert!(store.list_sessions().await.expect("list").is_empty());
+}
+
+/// A `max_age` of an hour (or far more) deletes nothing just written; the default policy
+/// deletes nothing at all.
+pub async fn purge_max_age_of_an_hour_deletes_nothing(store: &dyn AgentMemory) {
+    for i in 0..3 {
+        store
+            .append(&sid(&format!("fresh{i}")), &numbered("m", 1))
+            .await
+            .expect("append");
+    }
+    for policy in [
+        RetentionPolicy {
+            max_age: Some(Duration::from_secs(3600)),
+            max_sessions: None,
+        },
+        RetentionPolicy {
+            max_age: Some(Duration::from_secs(u64::MAX)),
+            max_sessions: Some(10),
+        },
+        RetentionPolicy::default(),
+    ] {
+        let report = store.purge(&policy).await.expect("purge");
+        assert_eq!(report.sessions_deleted, 0, "{policy:?} deletes nothing");
+    }
+    assert_eq!(store.list_sessions().await.expect("list").len(), 3);
+}
+
+/// A `max_age` of zero deletes every session last written before now, with its archives,
+/// and leaves memory items alone.
+pub async fn purge_max_age_zero_deletes_everything_older(store: &dyn AgentMemory) {
+    for i in 0..3 {
+        let id = sid(&format!("old{i}"));
+        store.append(&id, &numbered("m", 2)).await.expect("append");
+        store
+            .compact(&id, &numbered("summary", 1))
+            .await
+            .expect("compact");
+    }
+    let item = store
+        .store_memory(MemoryKind::Fact, "kept")
+        .await
+        .expect("store");
+    pause().await;
+    let report = store
+        .purge(&RetentionPolicy {
+            max_age: Some(Duration::ZERO),
+            max_sessions: None,
+        })
+        .await
+        .expect("purge");
+    assert_eq!(report.sessions_deleted, 3);
+    assert!(
+        store.list_sessions().await.expect("list").is_empty(),
+        "every session is gone"
+    );
+    for i in 0..3 {
+        let id = sid(&format!("old{i}"));
+        assert!(store.load(&id, None).await.expect("load").is_none());
+        assert!(
+            store
+                .list_archives(&id)
+                .await
+                .expect("list_archives")
+                .is_empty(),
+            "archives are purged too"
+        );
+    }
+    assert_eq!(
+        store
+            .list_memories(&MemoryFilter::default())
+            .await
+            .expect("list"),
+        [item]
+    );
+}
+
+/// The schema version is at least 1 and the same on every call.
+pub async fn schema_version_is_positive_and_stable(store: &dyn AgentMemory) {
+    let first = store.schema_version().await.expect("schema_version");
+    assert!(first >= 1, "schema version must be at least 1, got {first}");
+    store
+        .append(&sid("after_write"), &numbered("m", 1))
+        .await
+        .expect("append");
+    assert_eq!(
+        store.schema_version().await.expect("schema_version"),
+        first,
+        "the schema version is stable"
+    );
+}
+
+/// `backend()` is a short lowercase name and `capabilities()` answers consistently.
+pub async fn backend_name_and_capabilities(store: &dyn AgentMemory) {
+    let name = store.backend();
+    assert!(
+        !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_'),
+        "backend name {name:?}"
+    );
+    assert_eq!(
+        store.capabilities(),
+        store.capabilities(),
+        "capabilities are stable"
+    );
+}
