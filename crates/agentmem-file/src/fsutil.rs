@@ -1,0 +1,143 @@
+//! Small file-system helpers: private modes, atomic rewrites, identity of files, error context.
+
+use std::fs::{DirBuilder, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+use agentmem_core::{Error, ErrorKind};
+
+/// Mode of every file the backend creates: only the owner reads and writes.
+pub(crate) const FILE_MODE: u32 = 0o600;
+/// Mode of every folder the backend creates.
+pub(crate) const DIR_MODE: u32 = 0o700;
+/// Prefix of temporary files; session ids cannot start with `.`, so it never collides.
+pub(crate) const TMP_PREFIX: &str = ".tmp-";
+
+/// An `Error` for an I/O failure on `path`, keeping the kind mapping of `agentmem_core`
+/// (missing → not found, full disk → unavailable, …) and the source.
+pub(crate) fn io_error(path: &Path, what: &str, e: io::Error) -> Error {
+    let kind = Error::from(io::Error::from(e.kind())).kind();
+    Error::new(kind, format!("{what} {}", path.display())).with_source(e)
+}
+
+/// Identity of a file: it changes when the file is replaced by a rename.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    pub(crate) fn of(meta: &std::fs::Metadata) -> Self {
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+}
+
+/// `stat`, with a missing file as `None`.
+pub(crate) fn stat(path: &Path) -> Result<Option<std::fs::Metadata>, Error> {
+    match std::fs::metadata(path) {
+        Ok(m) => Ok(Some(m)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error(path, "cannot read the metadata of", e)),
+    }
+}
+
+/// Creates `path` and missing parents with mode 0700 (existing folders are left as they are).
+pub(crate) fn create_dirs(path: &Path) -> Result<(), Error> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(path)
+        .map_err(|e| io_error(path, "cannot create the folder", e))
+}
+
+/// Opens an existing `path` for appending (and reading). Never creates it: files come into
+/// being whole, by [`write_atomic`], so a log that vanished is not silently recreated empty.
+pub(crate) fn open_append(path: &Path) -> Result<File, Error> {
+    OpenOptions::new()
+        .read(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| io_error(path, "cannot open", e))
+}
+
+/// Opens (creating with mode 0600) a lock file.
+pub(crate) fn open_lock_file(path: &Path) -> Result<File, Error> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(FILE_MODE)
+        .open(path)
+        .map_err(|e| io_error(path, "cannot open the lock file", e))
+}
+
+/// fsyncs a folder, so that a rename or a new entry in it survives a crash of the machine.
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io_error(dir, "cannot fsync the folder", e))
+}
+
+/// Replaces `target` (in folder `dir`) with `bytes` atomically: a temporary file in the same
+/// folder, fsync, rename, fsync of the folder. A crash leaves the old file or the new one,
+/// never a mix; a leftover temporary file is removed by the next repair.
+pub(crate) fn write_atomic(dir: &Path, target: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let tmp = dir.join(format!("{TMP_PREFIX}{}", agentmem_core::model::new_id()));
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(FILE_MODE)
+            .open(&tmp)
+            .map_err(|e| io_error(&tmp, "cannot create", e))?;
+        f.write_all(bytes)
+            .map_err(|e| io_error(&tmp, "cannot write", e))?;
+        f.sync_all()
+            .map_err(|e| io_error(&tmp, "cannot fsync", e))?;
+        drop(f);
+        std::fs::rename(&tmp, target)
+            .map_err(|e| io_error(target, "cannot rename a new version into", e))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result?;
+    sync_dir(dir)
+}
+
+/// An error for data that cannot be read back, naming the file and line.
+pub(crate) fn corrupt_line(path: &Path, line: u64, why: impl std::fmt::Display) -> Error {
+    Error::new(
+        ErrorKind::CorruptData,
+        format!("{} line {line}: {why}", path.display()),
+    )
+}
+
+/// Holds an exclusive `flock` on a lock file until dropped.
+pub(crate) struct FileLockGuard<'a> {
+    file: &'a File,
+}
+
+impl<'a> FileLockGuard<'a> {
+    /// Blocks until the exclusive lock on `file` is held. Call from a blocking thread.
+    pub(crate) fn exclusive(file: &'a File, path: &Path) -> Result<Self, Error> {
+        file.lock().map_err(|e| io_error(path, "cannot lock", e))?;
+        Ok(FileLockGuard { file })
+    }
+}
+
+impl Drop for FileLockGuard<'_> {
+    fn drop(&mut self) {
+        // If unlocking fails the lock is released anyway when the file is closed; the slot
+        // keeps the handle, so report it rather than ignore it silently.
+        if let Err(e) = self.file.unlock() {
+            tracing::warn!(error = %e, "cannot release a file lock");
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! Where everything lives under the root folder.
+//!
+//! ```text
+//! <root>/agentmem.json                      schema version
+//! <root>/memories.jsonl                     memory items (append log)
+//! <root>/memories.lock                      lock of the memory log
+//! <root>/locks/<session id>.lock            lock of one session
+//! <root>/agents/<session id>/session.jsonl  the session's structured log (source of truth)
+//! <root>/agents/<session id>/MEMORY.md      Swarms view of it
+//! <root>/agents/<session id>/archive/history_<ts>.jsonl|.md
+//! <root>/agents/.trash-<random>             a session being deleted
+//! ```
+//!
+//! Session lock files live outside the session folder: deleting a session renames its folder
+//! away, and a lock inside it would let a process holding the old lock and one creating the
+//! session anew both believe they own it.
+
+use std::path::{Path, PathBuf};
+
+use agentmem_core::SessionId;
+
+/// File name of the session log.
+pub(crate) const SESSION_LOG: &str = "session.jsonl";
+/// File name of the Swarms view.
+pub(crate) const MEMORY_MD: &str = "MEMORY.md";
+/// Prefix of session folders being deleted.
+pub(crate) const TRASH_PREFIX: &str = ".trash-";
+
+/// The fixed paths of one root.
+#[derive(Debug, Clone)]
+pub(crate) struct Layout {
+    pub(crate) root: PathBuf,
+    pub(crate) agents: PathBuf,
+    pub(crate) locks: PathBuf,
+    pub(crate) schema: PathBuf,
+    pub(crate) memories: PathBuf,
+    pub(crate) memories_lock: PathBuf,
+}
+
+impl Layout {
+    pub(crate) fn new(root: &Path) -> Self {
+        Layout {
+            root: root.to_path_buf(),
+            agents: root.join("agents"),
+            locks: root.join("locks"),
+            schema: root.join("agentmem.json"),
+            memories: root.join("memories.jsonl"),
+            memories_lock: root.join("memories.lock"),
+        }
+    }
+
+    /// The paths of one session. A validated [`SessionId`] has no separator, no `..` and no
+    /// leading `.`, so the joined paths stay inside the root.
+    pub(crate) fn session(&self, id: &SessionId) -> SessionPaths {
+        let dir = self.agents.join(id.as_str());
+        SessionPaths {
+            log: dir.join(SESSION_LOG),
+            md: dir.join(MEMORY_MD),
+            archive: dir.join("archive"),
+            lock: self.locks.join(format!("{}.lock", id.as_str())),
+            dir,
+        }
+    }
+}
+
+/// The paths of one session.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionPaths {
+    pub(crate) dir: PathBuf,
+    pub(crate) log: PathBuf,
+    pub(crate) md: PathBuf,
+    pub(crate) archive: PathBuf,
+    pub(crate) lock: PathBuf,
+}

@@ -1,0 +1,282 @@
+//! The JSON-lines files: the session log, the archive log, and torn-tail detection.
+//!
+//! `session.jsonl`: the first line is a [`SessionHeader`]; every further line is either one
+//! [`Message`] object or, for a batch of several messages appended at once, a JSON array of
+//! them. A batch on one line is what makes it all-or-nothing after a crash: a torn line takes
+//! the whole batch with it, never a part of it.
+//!
+//! `archive/history_<ts>.jsonl`: an [`ArchiveHeader`] line, then one message per line.
+
+use std::path::Path;
+
+use agentmem_core::{Error, Message, Metadata, Result, SessionId};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::fsutil::corrupt_line;
+
+/// `format` of a session log header.
+pub(crate) const SESSION_FORMAT: &str = "agentmem.session";
+/// `format` of an archive log header.
+pub(crate) const ARCHIVE_FORMAT: &str = "agentmem.archive";
+/// Version of both log formats written by this build.
+pub(crate) const LOG_VERSION: u32 = 1;
+
+/// The first line of `session.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SessionHeader {
+    /// Always [`SESSION_FORMAT`].
+    pub(crate) format: String,
+    /// Format version.
+    pub(crate) version: u32,
+    /// When the session was first written.
+    pub(crate) created_at: DateTime<Utc>,
+    /// When the log was last rewritten (save_session, compaction).
+    pub(crate) updated_at: DateTime<Utc>,
+    /// How many compactions the session went through: every archive records the generation
+    /// it was taken from, which is older than the session's unless the compaction that wrote
+    /// it was interrupted before replacing the session.
+    pub(crate) generation: u64,
+    /// The `**Conversation:**` name in `MEMORY.md`.
+    pub(crate) conversation: String,
+    /// The `**Created:**` time in `MEMORY.md` (the session's creation, then the last compaction).
+    pub(crate) memory_created: DateTime<Utc>,
+    /// Session metadata from `save_session`.
+    #[serde(default)]
+    pub(crate) metadata: Metadata,
+}
+
+impl SessionHeader {
+    pub(crate) fn new(session: &SessionId, created_at: DateTime<Utc>) -> Self {
+        SessionHeader {
+            format: SESSION_FORMAT.into(),
+            version: LOG_VERSION,
+            created_at,
+            updated_at: created_at,
+            generation: 0,
+            conversation: session.as_str().to_string(),
+            memory_created: created_at,
+            metadata: Metadata::new(),
+        }
+    }
+}
+
+/// The first line of an archive's `.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ArchiveHeader {
+    /// Always [`ARCHIVE_FORMAT`].
+    pub(crate) format: String,
+    /// Format version.
+    pub(crate) version: u32,
+    /// The session it came from.
+    pub(crate) session: SessionId,
+    /// The session's generation when it was archived.
+    pub(crate) generation: u64,
+    /// When the compaction happened.
+    pub(crate) created_at: DateTime<Utc>,
+    /// How many messages follow.
+    pub(crate) message_count: u64,
+    /// The `**Conversation:**` name of the archived `MEMORY.md`.
+    pub(crate) conversation: String,
+    /// The `**Created:**` time of the archived `MEMORY.md` (to regenerate its `.md` exactly).
+    pub(crate) memory_created: DateTime<Utc>,
+}
+
+/// A log's damaged last line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TornTail {
+    /// Its 1-based line number.
+    pub(crate) line: u64,
+    /// Why it is unusable.
+    pub(crate) reason: String,
+}
+
+/// The result of reading lines of a log: the parsed records, how many bytes of the input
+/// were whole records, and the torn last line if there was one.
+#[derive(Debug)]
+pub(crate) struct Scan<T> {
+    pub(crate) records: Vec<T>,
+    pub(crate) valid_len: usize,
+    pub(crate) lines: u64,
+    pub(crate) torn: Option<TornTail>,
+}
+
+/// Parses the lines of `bytes`, whose first line is line number `first_line` of `path`.
+///
+/// Only the last line may be damaged (a crash mid-append leaves at most that): a last piece
+/// without a newline, or a last line that does not parse, becomes [`Scan::torn`]. Any other
+/// unparsable line is `CorruptData` naming the file and line: it is not a crash artefact and
+/// dropping it silently could lose acknowledged data.
+pub(crate) fn scan_lines<T>(
+    bytes: &[u8],
+    first_line: u64,
+    path: &Path,
+    mut parse: impl FnMut(u64, &[u8]) -> std::result::Result<T, String>,
+) -> Result<Scan<T>> {
+    let mut records = Vec::new();
+    let mut offset = 0usize;
+    let mut line = first_line;
+    while offset < bytes.len() {
+        let Some(nl) = bytes[offset..].iter().position(|&b| b == b'\n') else {
+            return Ok(Scan {
+                records,
+                valid_len: offset,
+                lines: line - first_line,
+                torn: Some(TornTail {
+                    line,
+                    reason: format!(
+                        "{} bytes without a newline at the end",
+                        bytes.len() - offset
+                    ),
+                }),
+            });
+        };
+        let end = offset + nl;
+        match parse(line, &bytes[offset..end]) {
+            Ok(record) => records.push(record),
+            Err(why) if end + 1 == bytes.len() => {
+                return Ok(Scan {
+                    records,
+                    valid_len: offset,
+                    lines: line - first_line,
+                    torn: Some(TornTail { line, reason: why }),
+                })
+            }
+            Err(why) => return Err(corrupt_line(path, line, why)),
+        }
+        offset = end + 1;
+        line += 1;
+    }
+    Ok(Scan {
+        records,
+        valid_len: offset,
+        lines: line - first_line,
+        torn: None,
+    })
+}
+
+/// Parses a session log header line.
+pub(crate) fn parse_session_header(line: &[u8]) -> std::result::Result<SessionHeader, String> {
+    let header: SessionHeader =
+        serde_json::from_slice(line).map_err(|e| format!("not a session header: {e}"))?;
+    if header.format != SESSION_FORMAT {
+        return Err(format!("not a session header (format {:?})", header.format));
+    }
+    if header.version > LOG_VERSION {
+        return Err(format!(
+            "session log version {} is newer than this agentmem understands ({LOG_VERSION})",
+            header.version
+        ));
+    }
+    Ok(header)
+}
+
+/// Parses an archive log header line.
+pub(crate) fn parse_archive_header(line: &[u8]) -> std::result::Result<ArchiveHeader, String> {
+    let header: ArchiveHeader =
+        serde_json::from_slice(line).map_err(|e| format!("not an archive header: {e}"))?;
+    if header.format != ARCHIVE_FORMAT {
+        return Err(format!(
+            "not an archive header (format {:?})",
+            header.format
+        ));
+    }
+    if header.version > LOG_VERSION {
+        return Err(format!(
+            "archive version {} is newer than this agentmem understands ({LOG_VERSION})",
+            header.version
+        ));
+    }
+    Ok(header)
+}
+
+/// Parses one entry line of a session log: a message, or an array of messages (a batch).
+pub(crate) fn parse_entry(line: &[u8]) -> std::result::Result<Vec<Message>, String> {
+    if line.first() == Some(&b'[') {
+        serde_json::from_slice(line).map_err(|e| format!("not a batch of messages: {e}"))
+    } else {
+        serde_json::from_slice::<Message>(line)
+            .map(|m| vec![m])
+            .map_err(|e| format!("not a message: {e}"))
+    }
+}
+
+/// Serializes `value` as one line (JSON never contains a raw newline).
+pub(crate) fn push_line<T: Serialize>(out: &mut Vec<u8>, value: &T) -> Result<()> {
+    serde_json::to_writer(&mut *out, value)
+        .map_err(|e| Error::backend("cannot serialize a record").with_source(e))?;
+    out.push(b'\n');
+    Ok(())
+}
+
+/// The entry line for an append of `messages`: one object for one message, an array for a
+/// batch (see the module docs).
+pub(crate) fn encode_append(messages: &[Message]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    match messages {
+        [one] => push_line(&mut out, one)?,
+        many => push_line(&mut out, &many)?,
+    }
+    Ok(out)
+}
+
+/// A whole session log: header, then one message per line.
+pub(crate) fn encode_session(header: &SessionHeader, messages: &[Message]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    push_line(&mut out, header)?;
+    for m in messages {
+        push_line(&mut out, m)?;
+    }
+    Ok(out)
+}
+
+/// A whole archive log: header, then one message per line.
+pub(crate) fn encode_archive(header: &ArchiveHeader, messages: &[Message]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    push_line(&mut out, header)?;
+    for m in messages {
+        push_line(&mut out, m)?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn parse_num(_: u64, l: &[u8]) -> std::result::Result<u32, String> {
+        std::str::from_utf8(l)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| "not a number".to_string())
+    }
+
+    #[test]
+    fn torn_tails_and_corrupt_middles() {
+        let p = Path::new("x.jsonl");
+        let s = scan_lines(b"1\n2\n", 1, p, parse_num).unwrap();
+        assert_eq!((s.records, s.valid_len, s.torn), (vec![1, 2], 4, None));
+        let s = scan_lines(b"1\n2\n3", 1, p, parse_num).unwrap();
+        assert_eq!(s.records, vec![1, 2]);
+        assert_eq!(s.valid_len, 4);
+        assert_eq!(s.torn.unwrap().line, 3);
+        let s = scan_lines(b"1\n2\nx\n", 5, p, parse_num).unwrap();
+        assert_eq!(s.valid_len, 4);
+        assert_eq!(s.torn.unwrap().line, 7);
+        let e = scan_lines(b"1\nx\n3\n", 1, p, parse_num).unwrap_err();
+        assert_eq!(e.kind(), agentmem_core::ErrorKind::CorruptData);
+        assert!(e.to_string().contains("x.jsonl line 2"), "{e}");
+    }
+
+    #[test]
+    fn batches_are_one_line() {
+        let msgs = vec![Message::user("a\nb"), Message::assistant("c")];
+        let line = encode_append(&msgs).unwrap();
+        assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+        assert_eq!(parse_entry(&line[..line.len() - 1]).unwrap(), msgs);
+        let one = encode_append(&msgs[..1]).unwrap();
+        assert_eq!(one[0], b'{');
+        assert_eq!(parse_entry(&one[..one.len() - 1]).unwrap(), msgs[..1]);
+    }
+}

@@ -1,0 +1,138 @@
+//! Reports of what the backend found damaged (after a crash or a hand edit) and repaired (C3).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use agentmem_core::SessionId;
+use chrono::{DateTime, Utc};
+
+/// What was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RepairKind {
+    /// The last line of a log (`session.jsonl`, `memories.jsonl`) was cut off or unreadable,
+    /// as a crash in the middle of an append leaves it; it is truncated away (that append was
+    /// never acknowledged).
+    TornTail,
+    /// `MEMORY.md` did not match `session.jsonl` (cut off, missing, stale after an interrupted
+    /// compaction, or edited); it is regenerated from `session.jsonl`.
+    MemoryMdRegenerated,
+    /// An archive written by a compaction that did not finish (its generation is not older
+    /// than the session's); it is removed, since the session still holds those messages.
+    OrphanArchive,
+    /// An archive's `.md` view was missing; it is regenerated from the archive's `.jsonl`.
+    ArchiveMdRegenerated,
+    /// A temporary file left by an interrupted rewrite; it is removed.
+    TempFile,
+    /// A session folder left half-deleted in the trash; it is removed.
+    Trash,
+    /// A `MEMORY.md` without `session.jsonl` (written by Swarms): it is imported into a new
+    /// `session.jsonl`.
+    Imported,
+}
+
+impl RepairKind {
+    /// A short lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RepairKind::TornTail => "torn tail",
+            RepairKind::MemoryMdRegenerated => "MEMORY.md regenerated",
+            RepairKind::OrphanArchive => "orphan archive",
+            RepairKind::ArchiveMdRegenerated => "archive .md regenerated",
+            RepairKind::TempFile => "temporary file",
+            RepairKind::Trash => "trash",
+            RepairKind::Imported => "imported MEMORY.md",
+        }
+    }
+}
+
+/// One problem found in the stored files, and whether it was repaired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RepairReport {
+    /// What was found.
+    pub kind: RepairKind,
+    /// The session concerned, if any.
+    pub session: Option<SessionId>,
+    /// The file or folder concerned.
+    pub path: PathBuf,
+    /// What exactly was wrong, for people.
+    pub detail: String,
+    /// Whether it was repaired (`false` when only checked).
+    pub repaired: bool,
+    /// When it was found.
+    pub at: DateTime<Utc>,
+}
+
+impl fmt::Display for RepairReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}{}: {} ({})",
+            self.kind.as_str(),
+            if self.repaired { ", repaired" } else { "" },
+            self.path.display(),
+            self.detail
+        )
+    }
+}
+
+/// Collects findings during one operation: whether to fix them, and what was found.
+#[derive(Debug)]
+pub(crate) struct Findings {
+    pub(crate) fix: bool,
+    pub(crate) list: Vec<RepairReport>,
+}
+
+impl Findings {
+    pub(crate) fn new(fix: bool) -> Self {
+        Findings {
+            fix,
+            list: Vec::new(),
+        }
+    }
+
+    /// Records a finding; `repaired` is whether it was fixed (only ever when `fix`).
+    pub(crate) fn add(
+        &mut self,
+        kind: RepairKind,
+        session: Option<&SessionId>,
+        path: PathBuf,
+        detail: impl Into<String>,
+    ) {
+        let report = RepairReport {
+            kind,
+            session: session.cloned(),
+            path,
+            detail: detail.into(),
+            repaired: self.fix,
+            at: agentmem_core::now(),
+        };
+        tracing::warn!(report = %report, "agentmem file backend: damaged data found");
+        self.list.push(report);
+    }
+}
+
+/// Every repair made by one `FileMemory`, for `FileMemory::repairs`.
+#[derive(Debug, Default)]
+pub(crate) struct RepairLog {
+    reports: Mutex<Vec<RepairReport>>,
+}
+
+impl RepairLog {
+    pub(crate) fn extend(&self, findings: &Findings) {
+        if findings.list.is_empty() || !findings.fix {
+            return;
+        }
+        let mut reports = self.reports.lock().unwrap_or_else(|p| p.into_inner());
+        reports.extend(findings.list.iter().cloned());
+    }
+
+    pub(crate) fn all(&self) -> Vec<RepairReport> {
+        self.reports
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}

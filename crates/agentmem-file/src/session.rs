@@ -1,0 +1,877 @@
+//! One session's files: syncing the cached state with the disk, repairs, appends, rewrites,
+//! compaction and archives. Every function here runs on a blocking thread with the session's
+//! file lock held (see `store.rs`).
+
+use std::fs::File;
+use std::io::Write;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use agentmem_core::format::{
+    archive_file_stem, parse_memory_md, render_block, render_header, render_memory_md,
+};
+use agentmem_core::{
+    now, Archive, ArchiveId, ArchiveInfo, Error, Message, Metadata, Result, SessionId,
+};
+use chrono::{DateTime, SubsecRound, Utc};
+
+use crate::config::Durability;
+use crate::fsutil::{
+    create_dirs, io_error, open_append, stat, sync_dir, write_atomic, FileId, TMP_PREFIX,
+};
+use crate::layout::SessionPaths;
+use crate::log::{
+    encode_append, encode_archive, encode_session, parse_archive_header, parse_entry,
+    parse_session_header, scan_lines, ArchiveHeader, SessionHeader, ARCHIVE_FORMAT, LOG_VERSION,
+};
+use crate::repair::{Findings, RepairKind};
+
+/// What this process knows about one session; kept between operations so an append costs a
+/// handful of system calls. Guarded by the session's in-process mutex.
+#[derive(Debug, Default)]
+pub(crate) struct SessionSlot {
+    /// The open lock file (locked only while an operation runs).
+    pub(crate) lock_file: Option<File>,
+    /// The session's open files and summary, when it exists and has been read.
+    pub(crate) open: Option<OpenSession>,
+}
+
+/// The open files of an existing session and what this process last saw of them.
+#[derive(Debug)]
+pub(crate) struct OpenSession {
+    log: File,
+    log_id: FileId,
+    log_len: u64,
+    /// Physical lines in the log, the header included (for error messages).
+    lines: u64,
+    md: Option<(File, FileId)>,
+    md_len: u64,
+    pub(crate) header: SessionHeader,
+    pub(crate) count: u64,
+    /// The `MEMORY.md` block of the last message with non-blank content.
+    last_block: Option<String>,
+    last_timestamp: Option<DateTime<Utc>>,
+    mtime: Option<DateTime<Utc>>,
+}
+
+impl OpenSession {
+    /// When the session was last written: the latest of its last rewrite, its last message's
+    /// time and the log's modification time. The message time keeps the order of writes
+    /// exact (file times are only as fine as the kernel's clock tick); the file time covers
+    /// messages appended with old timestamps.
+    pub(crate) fn updated_at(&self) -> DateTime<Utc> {
+        let mut t = self.header.updated_at.max(self.header.created_at);
+        if let Some(ts) = self.last_timestamp {
+            t = t.max(ts);
+        }
+        if let Some(m) = self.mtime {
+            t = t.max(m);
+        }
+        t
+    }
+}
+
+/// The outcome of [`SessionCtx::sync`].
+pub(crate) enum Synced {
+    /// The session does not exist.
+    Missing,
+    /// The cached state is current; messages were not read.
+    Current,
+    /// The whole log was read; here are its messages.
+    Loaded(Vec<Message>),
+}
+
+/// One session's identity and paths, for the duration of one operation.
+pub(crate) struct SessionCtx<'a> {
+    pub(crate) id: &'a SessionId,
+    pub(crate) paths: SessionPaths,
+    pub(crate) durability: Durability,
+}
+
+enum LogLine {
+    Header(SessionHeader),
+    Entry(Vec<Message>),
+}
+
+/// A file time as a model time (microseconds, like every agentmem time).
+fn to_utc(t: std::io::Result<std::time::SystemTime>) -> Option<DateTime<Utc>> {
+    t.ok().map(|t| DateTime::<Utc>::from(t).trunc_subsecs(6))
+}
+
+fn read_range(file: &File, path: &Path, start: u64, end: u64) -> Result<Vec<u8>> {
+    let len = usize::try_from(end.saturating_sub(start))
+        .map_err(|_| Error::backend(format!("{} is too large to read", path.display())))?;
+    let mut buf = vec![0u8; len];
+    file.read_exact_at(&mut buf, start)
+        .map_err(|e| io_error(path, "cannot read", e))?;
+    Ok(buf)
+}
+
+impl SessionCtx<'_> {
+    fn id(&self) -> Option<&SessionId> {
+        Some(self.id)
+    }
+
+    /// Brings `slot` up to date with the files, repairing what a crash left (when
+    /// `findings.fix`): a torn last log line, a stale or cut `MEMORY.md`, orphan archives,
+    /// temporary files; a lone Swarms `MEMORY.md` is imported.
+    pub(crate) fn sync(&self, slot: &mut SessionSlot, f: &mut Findings) -> Result<Synced> {
+        let result = self.sync_inner(slot, f);
+        if result.is_err() {
+            // Whatever failed, read everything afresh next time.
+            slot.open = None;
+        }
+        result
+    }
+
+    fn sync_inner(&self, slot: &mut SessionSlot, f: &mut Findings) -> Result<Synced> {
+        let p = &self.paths;
+        let meta = match stat(&p.log)? {
+            Some(meta) => meta,
+            None => {
+                slot.open = None;
+                if !self.import_swarms(f)? {
+                    return Ok(Synced::Missing);
+                }
+                stat(&p.log)?.ok_or_else(|| {
+                    Error::backend(format!("{} vanished after import", p.log.display()))
+                })?
+            }
+        };
+        let id = FileId::of(&meta);
+        let mut loaded = None;
+        let mut changed = false;
+        match slot.open.as_mut() {
+            Some(o) if o.log_id == id && o.log_len == meta.len() => {}
+            Some(o) if o.log_id == id && o.log_len < meta.len() => {
+                self.read_tail(o, meta.len(), f)?;
+                changed = true;
+            }
+            _ => {
+                let (o, messages) = self.full_load(f)?;
+                slot.open = Some(o);
+                loaded = Some(messages);
+                changed = true;
+            }
+        }
+        let Some(o) = slot.open.as_mut() else {
+            return Err(Error::backend("session state missing after sync"));
+        };
+        o.mtime = to_utc(meta.modified());
+        self.check_md(o, loaded.as_deref(), changed, f)?;
+        Ok(match loaded {
+            Some(m) => Synced::Loaded(m),
+            None => Synced::Current,
+        })
+    }
+
+    /// Reads the whole log, repairs a torn tail, cleans the session folder and its archives.
+    fn full_load(&self, f: &mut Findings) -> Result<(OpenSession, Vec<Message>)> {
+        let p = &self.paths;
+        let log = open_append(&p.log)?;
+        let meta = log
+            .metadata()
+            .map_err(|e| io_error(&p.log, "cannot stat", e))?;
+        let bytes = read_range(&log, &p.log, 0, meta.len())?;
+        let (header, messages, scan_valid, lines, torn) = parse_log(&bytes, &p.log)?;
+        let mut log_len = meta.len();
+        if let Some(torn) = torn {
+            f.add(
+                RepairKind::TornTail,
+                self.id(),
+                p.log.clone(),
+                format!(
+                    "line {}: {}; truncated to the last whole record",
+                    torn.line, torn.reason
+                ),
+            );
+            log_len = scan_valid as u64;
+            if f.fix {
+                log.set_len(log_len)
+                    .and_then(|()| log.sync_all())
+                    .map_err(|e| io_error(&p.log, "cannot truncate the torn tail of", e))?;
+            }
+        }
+        self.clean_folder(f)?;
+        self.scan_archives(header.generation, f)?;
+        let mut open = OpenSession {
+            log,
+            log_id: FileId::of(&meta),
+            log_len,
+            lines,
+            md: None,
+            md_len: 0,
+            header,
+            count: messages.len() as u64,
+            last_block: None,
+            last_timestamp: None,
+            mtime: to_utc(meta.modified()),
+        };
+        note_messages(&mut open, &messages);
+        Ok((open, messages))
+    }
+
+    /// Reads what another process appended since this one last looked.
+    fn read_tail(&self, o: &mut OpenSession, len: u64, f: &mut Findings) -> Result<()> {
+        let p = &self.paths;
+        let bytes = read_range(&o.log, &p.log, o.log_len, len)?;
+        let scan = scan_lines(&bytes, o.lines + 1, &p.log, |_, line| parse_entry(line))?;
+        let new_len = o.log_len + scan.valid_len as u64;
+        if let Some(torn) = &scan.torn {
+            f.add(
+                RepairKind::TornTail,
+                self.id(),
+                p.log.clone(),
+                format!(
+                    "line {}: {}; truncated to the last whole record",
+                    torn.line, torn.reason
+                ),
+            );
+            if f.fix {
+                o.log
+                    .set_len(new_len)
+                    .and_then(|()| o.log.sync_all())
+                    .map_err(|e| io_error(&p.log, "cannot truncate the torn tail of", e))?;
+            }
+        }
+        o.log_len = new_len;
+        o.lines += scan.lines;
+        for batch in &scan.records {
+            o.count += batch.len() as u64;
+            note_messages(o, batch);
+        }
+        Ok(())
+    }
+
+    /// Checks cheaply that `MEMORY.md` is the view of the log (header at the start, block of
+    /// the last message at the end), when this process cannot know it is; else regenerates it.
+    fn check_md(
+        &self,
+        o: &mut OpenSession,
+        loaded: Option<&[Message]>,
+        force: bool,
+        f: &mut Findings,
+    ) -> Result<()> {
+        let p = &self.paths;
+        let meta = stat(&p.md)?;
+        let unchanged = meta.as_ref().is_some_and(|m| {
+            o.md.as_ref().is_some_and(|(_, id)| *id == FileId::of(m)) && m.len() == o.md_len
+        });
+        if unchanged && !force {
+            return Ok(());
+        }
+        let problem = match &meta {
+            None => Some("it is missing".to_string()),
+            Some(m) => self.md_mismatch(o, m.len())?,
+        };
+        match problem {
+            None => {
+                if let Some(m) = meta {
+                    let id = FileId::of(&m);
+                    if o.md.as_ref().is_none_or(|(_, old)| *old != id) {
+                        let file = open_append(&p.md)?;
+                        let fid = FileId::of(
+                            &file
+                                .metadata()
+                                .map_err(|e| io_error(&p.md, "cannot stat", e))?,
+                        );
+                        o.md = Some((file, fid));
+                    }
+                    o.md_len = m.len();
+                }
+                Ok(())
+            }
+            Some(why) => {
+                f.add(
+                    RepairKind::MemoryMdRegenerated,
+                    self.id(),
+                    p.md.clone(),
+                    format!("{why}; regenerated from {}", p.log.display()),
+                );
+                if f.fix {
+                    let messages = match loaded {
+                        Some(m) => m.to_vec(),
+                        None => self.read_all(o)?,
+                    };
+                    let text = render_memory_md(
+                        &o.header.conversation,
+                        o.header.memory_created,
+                        &messages,
+                    );
+                    write_atomic(&p.dir, &p.md, text.as_bytes())?;
+                    self.reopen_md(o)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Why `MEMORY.md` (of length `len`) is not the view of the log, or `None` if it is.
+    fn md_mismatch(&self, o: &OpenSession, len: u64) -> Result<Option<String>> {
+        let p = &self.paths;
+        let header = render_header(&o.header.conversation, o.header.memory_created);
+        let block = o.last_block.as_deref().unwrap_or("");
+        let (hl, bl) = (header.len() as u64, block.len() as u64);
+        if len < hl + bl || (block.is_empty() && len != hl) {
+            return Ok(Some(format!(
+                "it is {len} bytes long, too short or too long for its log (cut off?)"
+            )));
+        }
+        let file = File::open(&p.md).map_err(|e| io_error(&p.md, "cannot open", e))?;
+        if read_range(&file, &p.md, 0, hl)? != header.as_bytes() {
+            return Ok(Some("its header does not match the session".into()));
+        }
+        if read_range(&file, &p.md, len - bl, len)? != block.as_bytes() {
+            return Ok(Some(
+                "it does not end with the block of the last message (cut off or stale)".into(),
+            ));
+        }
+        Ok(None)
+    }
+
+    fn reopen_md(&self, o: &mut OpenSession) -> Result<()> {
+        let p = &self.paths;
+        let file = open_append(&p.md)?;
+        let meta = file
+            .metadata()
+            .map_err(|e| io_error(&p.md, "cannot stat", e))?;
+        o.md_len = meta.len();
+        o.md = Some((file, FileId::of(&meta)));
+        Ok(())
+    }
+
+    /// Every message of the (synced) log.
+    pub(crate) fn read_all(&self, o: &OpenSession) -> Result<Vec<Message>> {
+        let p = &self.paths;
+        let bytes = read_range(&o.log, &p.log, 0, o.log_len)?;
+        let (_, messages, _, _, torn) = parse_log(&bytes, &p.log)?;
+        if let Some(torn) = torn {
+            return Err(crate::fsutil::corrupt_line(&p.log, torn.line, torn.reason));
+        }
+        Ok(messages)
+    }
+
+    /// The messages of the session after `sync`: `None` when it does not exist.
+    pub(crate) fn load<'s>(
+        &self,
+        slot: &'s mut SessionSlot,
+        f: &mut Findings,
+    ) -> Result<Option<(Vec<Message>, &'s OpenSession)>> {
+        let messages = match self.sync(slot, f)? {
+            Synced::Missing => return Ok(None),
+            Synced::Loaded(m) => Some(m),
+            Synced::Current => None,
+        };
+        let Some(o) = slot.open.as_ref() else {
+            return Ok(None);
+        };
+        let messages = match messages {
+            Some(m) => m,
+            None => self.read_all(o)?,
+        };
+        Ok(Some((messages, o)))
+    }
+
+    /// Removes temporary files left in the session folder by interrupted rewrites.
+    fn clean_folder(&self, f: &mut Findings) -> Result<()> {
+        let dir = &self.paths.dir;
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io_error(dir, "cannot list", e)),
+        };
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
+                f.add(
+                    RepairKind::TempFile,
+                    self.id(),
+                    entry.path(),
+                    "left by an interrupted rewrite",
+                );
+                if f.fix {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The session's archives (stem and header), oldest first. Archives whose generation is
+    /// not older than the session's are orphans of an interrupted compaction (the session
+    /// still holds their messages): removed. A missing `.md` view is regenerated.
+    pub(crate) fn scan_archives(
+        &self,
+        generation: u64,
+        f: &mut Findings,
+    ) -> Result<Vec<(String, ArchiveHeader)>> {
+        let dir = &self.paths.archive;
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_error(dir, "cannot list", e)),
+        };
+        let mut found = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error(dir, "cannot list", e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(TMP_PREFIX) {
+                f.add(
+                    RepairKind::TempFile,
+                    self.id(),
+                    entry.path(),
+                    "left by an interrupted compaction",
+                );
+                if f.fix {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+                continue;
+            }
+            // Only our own archives; a Swarms `history_*.md` without a log is left alone.
+            let Some(stem) = name
+                .strip_suffix(".jsonl")
+                .filter(|s| s.starts_with("history_"))
+            else {
+                continue;
+            };
+            let path = entry.path();
+            let header = read_archive_header(&path)?;
+            let md = dir.join(format!("{stem}.md"));
+            if header.generation >= generation {
+                f.add(
+                    RepairKind::OrphanArchive,
+                    self.id(),
+                    path.clone(),
+                    format!(
+                        "archive of generation {} but the session is at generation {generation}: its compaction did not finish; removed",
+                        header.generation
+                    ),
+                );
+                if f.fix {
+                    remove_if_exists(&md)?;
+                    remove_if_exists(&path)?;
+                    sync_dir(dir)?;
+                }
+                continue;
+            }
+            if stat(&md)?.is_none() {
+                f.add(
+                    RepairKind::ArchiveMdRegenerated,
+                    self.id(),
+                    md.clone(),
+                    "missing; regenerated from the archive log",
+                );
+                if f.fix {
+                    let archive = self.read_archive_file(&path, stem)?;
+                    let text = render_memory_md(
+                        &header.conversation,
+                        header.memory_created,
+                        &archive.messages,
+                    );
+                    write_atomic(dir, &md, text.as_bytes())?;
+                }
+            }
+            found.push((stem.to_string(), header));
+        }
+        found.sort_by(|a, b| {
+            a.1.generation
+                .cmp(&b.1.generation)
+                .then_with(|| a.0.cmp(&b.0))
+        });
+        Ok(found)
+    }
+
+    fn read_archive_file(&self, path: &Path, stem: &str) -> Result<Archive> {
+        let bytes = std::fs::read(path).map_err(|e| io_error(path, "cannot read", e))?;
+        let mut header = None;
+        let scan = scan_lines(&bytes, 1, path, |line, bytes| {
+            if line == 1 {
+                header = Some(parse_archive_header(bytes)?);
+                Ok(Vec::new())
+            } else {
+                parse_entry(bytes)
+            }
+        })?;
+        if let Some(torn) = scan.torn {
+            // Archives are written whole and renamed into place: damage is not a crash artefact.
+            return Err(crate::fsutil::corrupt_line(path, torn.line, torn.reason));
+        }
+        let header =
+            header.ok_or_else(|| crate::fsutil::corrupt_line(path, 1, "missing archive header"))?;
+        let messages: Vec<Message> = scan.records.into_iter().flatten().collect();
+        Ok(Archive {
+            info: ArchiveInfo {
+                id: ArchiveId::new(stem)?,
+                session: header.session,
+                created_at: header.created_at,
+                message_count: messages.len() as u64,
+            },
+            messages,
+        })
+    }
+
+    /// One archive, or `NotFound`.
+    pub(crate) fn load_archive(
+        &self,
+        slot: &mut SessionSlot,
+        archive: &ArchiveId,
+        f: &mut Findings,
+    ) -> Result<Archive> {
+        let missing = || {
+            Error::not_found(format!(
+                "archive `{archive}` of session `{}` does not exist",
+                self.id
+            ))
+        };
+        if let Synced::Missing = self.sync(slot, f)? {
+            return Err(missing());
+        }
+        let generation = slot.open.as_ref().map_or(0, |o| o.header.generation);
+        let listed = self.scan_archives(generation, f)?;
+        if !listed.iter().any(|(stem, _)| stem == archive.as_str()) {
+            return Err(missing());
+        }
+        let path = self.paths.archive.join(format!("{archive}.jsonl"));
+        self.read_archive_file(&path, archive.as_str())
+    }
+
+    /// The archives, oldest first.
+    pub(crate) fn list_archives(
+        &self,
+        slot: &mut SessionSlot,
+        f: &mut Findings,
+    ) -> Result<Vec<ArchiveInfo>> {
+        if let Synced::Missing = self.sync(slot, f)? {
+            return Ok(Vec::new());
+        }
+        let generation = slot.open.as_ref().map_or(0, |o| o.header.generation);
+        self.scan_archives(generation, f)?
+            .into_iter()
+            .map(|(stem, h)| {
+                Ok(ArchiveInfo {
+                    id: ArchiveId::new(stem)?,
+                    session: self.id.clone(),
+                    created_at: h.created_at,
+                    message_count: h.message_count,
+                })
+            })
+            .collect()
+    }
+
+    /// Imports a `MEMORY.md` that has no log beside it (written by Swarms). `false` when there
+    /// is no such file.
+    fn import_swarms(&self, f: &mut Findings) -> Result<bool> {
+        let p = &self.paths;
+        let text = match std::fs::read_to_string(&p.md) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(io_error(&p.md, "cannot read", e)),
+        };
+        let parsed = parse_memory_md(&text)
+            .map_err(|e| Error::corrupt(format!("{}: {}", p.md.display(), e.message())))?;
+        f.add(
+            RepairKind::Imported,
+            self.id(),
+            p.md.clone(),
+            format!(
+                "{} blocks imported into {}",
+                parsed.blocks.len(),
+                p.log.display()
+            ),
+        );
+        if !f.fix {
+            return Ok(false);
+        }
+        let messages: Vec<Message> = parsed.blocks.iter().map(|b| b.to_message()).collect();
+        let mut header = SessionHeader::new(self.id, parsed.created);
+        header.conversation = parsed.conversation;
+        header.updated_at = now();
+        write_atomic(&p.dir, &p.log, &encode_session(&header, &messages)?)?;
+        Ok(true)
+    }
+
+    /// Appends `messages` (not empty): new bytes only, one write per file; on failure both
+    /// files are cut back to their previous lengths, so nothing is half-written.
+    pub(crate) fn append(
+        &self,
+        slot: &mut SessionSlot,
+        messages: &[Message],
+        f: &mut Findings,
+    ) -> Result<()> {
+        if let Synced::Missing = self.sync(slot, f)? {
+            return self.create(slot, messages, Metadata::new());
+        }
+        let result = self.append_existing(slot, messages);
+        if result.is_err() {
+            slot.open = None;
+        }
+        result
+    }
+
+    fn append_existing(&self, slot: &mut SessionSlot, messages: &[Message]) -> Result<()> {
+        let p = &self.paths;
+        let Some(o) = slot.open.as_mut() else {
+            return Err(Error::backend("session state missing before append"));
+        };
+        let Some((md, _)) = o.md.as_mut() else {
+            return Err(Error::backend(format!("{} is not open", p.md.display())));
+        };
+        let line = encode_append(messages)?;
+        let blocks: String = messages.iter().filter_map(render_block).collect();
+        let (log_start, md_start) = (o.log_len, o.md_len);
+        let undo = |log: &File, md: &File| {
+            // Best effort: if even this fails, the next sync re-reads and repairs.
+            let _ = log.set_len(log_start);
+            let _ = md.set_len(md_start);
+        };
+        if let Err(e) = o.log.write_all(&line) {
+            undo(&o.log, md);
+            return Err(io_error(&p.log, "cannot append to", e));
+        }
+        if !blocks.is_empty() {
+            if let Err(e) = md.write_all(blocks.as_bytes()) {
+                undo(&o.log, md);
+                return Err(io_error(&p.md, "cannot append to", e));
+            }
+        }
+        if self.durability == Durability::Fsync {
+            let synced = o
+                .log
+                .sync_data()
+                .map_err(|e| io_error(&p.log, "cannot fsync", e))
+                .and_then(|()| {
+                    if blocks.is_empty() {
+                        Ok(())
+                    } else {
+                        md.sync_data()
+                            .map_err(|e| io_error(&p.md, "cannot fsync", e))
+                    }
+                });
+            if let Err(e) = synced {
+                undo(&o.log, md);
+                return Err(e);
+            }
+        }
+        o.log_len += line.len() as u64;
+        o.md_len += blocks.len() as u64;
+        o.lines += 1;
+        o.count += messages.len() as u64;
+        note_messages(o, messages);
+        Ok(())
+    }
+
+    /// Creates the session with `messages`: the log first, then its view, each written whole.
+    fn create(
+        &self,
+        slot: &mut SessionSlot,
+        messages: &[Message],
+        metadata: Metadata,
+    ) -> Result<()> {
+        create_dirs(&self.paths.dir)?;
+        let mut header = SessionHeader::new(self.id, now());
+        header.metadata = metadata;
+        self.rewrite(slot, header, messages)
+    }
+
+    /// Replaces the log and then `MEMORY.md` with `header` and `messages`, each atomically. A
+    /// crash between the two leaves a stale `MEMORY.md`, which the next sync regenerates.
+    fn rewrite(
+        &self,
+        slot: &mut SessionSlot,
+        header: SessionHeader,
+        messages: &[Message],
+    ) -> Result<()> {
+        let p = &self.paths;
+        slot.open = None;
+        write_atomic(&p.dir, &p.log, &encode_session(&header, messages)?)?;
+        let text = render_memory_md(&header.conversation, header.memory_created, messages);
+        write_atomic(&p.dir, &p.md, text.as_bytes())?;
+        let log = open_append(&p.log)?;
+        let meta = log
+            .metadata()
+            .map_err(|e| io_error(&p.log, "cannot stat", e))?;
+        let mut open = OpenSession {
+            log,
+            log_id: FileId::of(&meta),
+            log_len: meta.len(),
+            lines: 1 + messages.len() as u64,
+            md: None,
+            md_len: 0,
+            header,
+            count: messages.len() as u64,
+            last_block: None,
+            last_timestamp: None,
+            mtime: to_utc(meta.modified()),
+        };
+        note_messages(&mut open, messages);
+        self.reopen_md(&mut open)?;
+        slot.open = Some(open);
+        Ok(())
+    }
+
+    /// Makes the session exactly `messages` with `metadata` (B9).
+    pub(crate) fn save(
+        &self,
+        slot: &mut SessionSlot,
+        messages: &[Message],
+        metadata: Metadata,
+        f: &mut Findings,
+    ) -> Result<()> {
+        match self.sync(slot, f)? {
+            Synced::Missing => self.create(slot, messages, metadata),
+            _ => {
+                let Some(o) = slot.open.as_ref() else {
+                    return Err(Error::backend("session state missing before save"));
+                };
+                let mut header = o.header.clone();
+                header.metadata = metadata;
+                header.updated_at = now();
+                self.rewrite(slot, header, messages)
+            }
+        }
+    }
+
+    /// Archives the current messages and replaces them with `replacement` (A6). Order of
+    /// writes: archive log, archive view, session log, session view; a crash before the session
+    /// log is replaced leaves an orphan archive (removed by the next sync), after it a stale
+    /// view (regenerated). Either way the old or the new state, and no transcript is lost.
+    pub(crate) fn compact(
+        &self,
+        slot: &mut SessionSlot,
+        replacement: &[Message],
+        f: &mut Findings,
+    ) -> Result<ArchiveInfo> {
+        let Some((messages, o)) = self.load(slot, f)? else {
+            return Err(Error::not_found(format!(
+                "session `{}` does not exist",
+                self.id
+            )));
+        };
+        let header = o.header.clone();
+        let p = &self.paths;
+        create_dirs(&p.archive)?;
+        let t = now();
+        let mut stem = None;
+        for n in 0..10_000u32 {
+            let candidate = archive_file_stem(t, n);
+            if stat(&p.archive.join(format!("{candidate}.jsonl")))?.is_none()
+                && stat(&p.archive.join(format!("{candidate}.md")))?.is_none()
+            {
+                stem = Some(candidate);
+                break;
+            }
+        }
+        let stem = stem.ok_or_else(|| Error::conflict("too many archives in one second"))?;
+        let archive_header = ArchiveHeader {
+            format: ARCHIVE_FORMAT.into(),
+            version: LOG_VERSION,
+            session: self.id.clone(),
+            generation: header.generation,
+            created_at: t,
+            message_count: messages.len() as u64,
+            conversation: header.conversation.clone(),
+            memory_created: header.memory_created,
+        };
+        let result = (|| {
+            write_atomic(
+                &p.archive,
+                &p.archive.join(format!("{stem}.jsonl")),
+                &encode_archive(&archive_header, &messages)?,
+            )?;
+            let view = render_memory_md(&header.conversation, header.memory_created, &messages);
+            write_atomic(
+                &p.archive,
+                &p.archive.join(format!("{stem}.md")),
+                view.as_bytes(),
+            )?;
+            let mut next = header.clone();
+            next.generation += 1;
+            next.memory_created = t;
+            next.updated_at = t;
+            self.rewrite(slot, next, replacement)
+        })();
+        if result.is_err() {
+            slot.open = None;
+        }
+        result?;
+        Ok(ArchiveInfo {
+            id: ArchiveId::new(stem)?,
+            session: self.id.clone(),
+            created_at: t,
+            message_count: archive_header.message_count,
+        })
+    }
+}
+
+/// Updates the cached last block and time with newly seen `messages`.
+fn note_messages(o: &mut OpenSession, messages: &[Message]) {
+    for m in messages {
+        if let Some(block) = render_block(m) {
+            o.last_block = Some(block);
+        }
+        o.last_timestamp = Some(m.timestamp);
+    }
+}
+
+/// Parses a whole session log: header, messages, whole-record length, line count, torn tail.
+#[allow(clippy::type_complexity)]
+fn parse_log(
+    bytes: &[u8],
+    path: &Path,
+) -> Result<(
+    SessionHeader,
+    Vec<Message>,
+    usize,
+    u64,
+    Option<crate::log::TornTail>,
+)> {
+    let scan = scan_lines(bytes, 1, path, |line, bytes| {
+        if line == 1 {
+            parse_session_header(bytes).map(LogLine::Header)
+        } else {
+            parse_entry(bytes).map(LogLine::Entry)
+        }
+    })?;
+    let mut records = scan.records.into_iter();
+    let header = match records.next() {
+        Some(LogLine::Header(h)) => h,
+        _ => {
+            // The log is created whole by a rename, so a missing header is not a crash artefact.
+            let why = scan
+                .torn
+                .map_or_else(|| "the file is empty".to_string(), |t| t.reason);
+            return Err(crate::fsutil::corrupt_line(
+                path,
+                1,
+                format!("no session header: {why}"),
+            ));
+        }
+    };
+    let mut messages = Vec::new();
+    for record in records {
+        if let LogLine::Entry(batch) = record {
+            messages.extend(batch);
+        }
+    }
+    Ok((header, messages, scan.valid_len, scan.lines, scan.torn))
+}
+
+fn read_archive_header(path: &Path) -> Result<ArchiveHeader> {
+    let file = File::open(path).map_err(|e| io_error(path, "cannot open", e))?;
+    let mut first = Vec::new();
+    BufReader::new(file)
+        .read_until(b'\n', &mut first)
+        .map_err(|e| io_error(path, "cannot read", e))?;
+    if first.last() == Some(&b'\n') {
+        first.pop();
+    }
+    parse_archive_header(&first).map_err(|why| crate::fsutil::corrupt_line(path, 1, why))
+}
+
+fn remove_if_exists(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_error(path, "cannot remove", e)),
+    }
+}

@@ -1,0 +1,678 @@
+//! [`FileMemory`]: the [`AgentMemory`] implementation over the files of one root folder.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agentmem_core::search::rank;
+use agentmem_core::{
+    async_trait, now, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error,
+    MemoryFilter, MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
+    Result, RetentionPolicy, Session, SessionId, SessionInfo,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Durability, FileConfig};
+use crate::fsutil::{
+    create_dirs, io_error, open_lock_file, stat, sync_dir, write_atomic, FileLockGuard,
+};
+use crate::layout::{Layout, TRASH_PREFIX};
+use crate::memories::{MemoryCtx, MemorySlot};
+use crate::repair::{Findings, RepairKind, RepairLog, RepairReport};
+use crate::session::{SessionCtx, SessionSlot, Synced};
+
+/// The schema version of the files this build writes (C8).
+pub const SCHEMA_VERSION: u32 = 1;
+const SCHEMA_FORMAT: &str = "agentmem-file";
+const BACKEND: &str = "file";
+/// Session slots kept before unused ones are dropped. Each holds up to three open files, so
+/// this bounds the descriptors a store keeps (well under the usual limit of 1,024).
+const MAX_IDLE_SLOTS: usize = 128;
+
+/// `<root>/agentmem.json`.
+#[derive(Debug, Serialize, Deserialize)]
+struct SchemaFile {
+    format: String,
+    schema_version: u32,
+}
+
+/// The file backend: agents' memory in a folder, readable by Swarms (B10, A2, A3).
+///
+/// Each session is a folder `agents/<id>/` with `session.jsonl` (the structured log, the
+/// source of truth), `MEMORY.md` (the same messages in the Swarms format, kept in step) and
+/// `archive/` (compacted-away transcripts). Memory items live in `memories.jsonl`. Appends
+/// write only new bytes; rewrites go through a temporary file and a rename; every operation
+/// on a session holds an exclusive advisory lock on it, so several processes can share a root
+/// (C2); damage left by a crash is repaired on first access and reported (C3). See the crate
+/// README for the whole design.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
+/// use agentmem_file::{FileConfig, FileMemory};
+///
+/// let dir = tempfile::tempdir()?;
+/// let store = FileMemory::open(FileConfig::new(dir.path())).await?;
+/// let id: SessionId = "ResearchAgent".parse()?;
+/// store.append_one(&id, Message::user("Compare BigQuery and AlloyDB")).await?;
+/// let md = std::fs::read_to_string(store.memory_md_path(&id))?;
+/// assert!(md.starts_with("# Agent Memory\n\n**Conversation:** ResearchAgent\n"));
+/// assert!(md.contains("### User — "));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Clone)]
+pub struct FileMemory {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    layout: Layout,
+    durability: Durability,
+    sessions: std::sync::Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<SessionSlot>>>>,
+    memories: Arc<tokio::sync::Mutex<MemorySlot>>,
+    repairs: RepairLog,
+}
+
+fn join_error(e: tokio::task::JoinError) -> Error {
+    Error::backend("a blocking file task failed").with_source(e)
+}
+
+impl FileMemory {
+    /// Opens (creating when missing) the store at `config.root`: the folders (mode 0700), the
+    /// schema file, and the removal of session folders a crash left half-deleted.
+    pub async fn open(config: FileConfig) -> Result<FileMemory> {
+        let layout = Layout::new(&config.root);
+        let prepared = layout.clone();
+        let findings = tokio::task::spawn_blocking(move || prepare_root(&prepared))
+            .await
+            .map_err(join_error)?
+            .map_err(|e| e.with_backend(BACKEND).with_operation("open"))?;
+        let inner = Inner {
+            layout,
+            durability: config.durability,
+            sessions: std::sync::Mutex::new(HashMap::new()),
+            memories: Arc::new(tokio::sync::Mutex::new(MemorySlot::default())),
+            repairs: RepairLog::default(),
+        };
+        inner.repairs.extend(&findings);
+        Ok(FileMemory {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Opens the store a `file://` URL names (see [`FileConfig`] for the syntax); this is what
+    /// `agentmem::open("file://…")` calls.
+    pub async fn connect(url: &str) -> Result<FileMemory> {
+        let config: FileConfig = url
+            .parse()
+            .map_err(|e: Error| e.with_backend(BACKEND).with_operation("connect"))?;
+        Self::open(config).await
+    }
+
+    /// The default root folder: `$AGENTMEM_HOME`, else `$HOME/.agentmem`.
+    pub fn default_home() -> Result<PathBuf> {
+        FileConfig::default_home()
+    }
+
+    /// The root folder.
+    pub fn root(&self) -> &Path {
+        &self.inner.layout.root
+    }
+
+    /// The durability of appends.
+    pub fn durability(&self) -> Durability {
+        self.inner.durability
+    }
+
+    /// Where the session's Swarms-format `MEMORY.md` is (whether or not it exists yet).
+    pub fn memory_md_path(&self, session: &SessionId) -> PathBuf {
+        self.inner.layout.session(session).md
+    }
+
+    /// The folder of the session's archives (`history_<ts>.md` and `.jsonl`).
+    pub fn archive_dir(&self, session: &SessionId) -> PathBuf {
+        self.inner.layout.session(session).archive
+    }
+
+    /// Every repair this store made since it was opened (torn tails truncated, `MEMORY.md`
+    /// regenerated, orphan archives removed, …), oldest first.
+    pub fn repairs(&self) -> Vec<RepairReport> {
+        self.inner.repairs.all()
+    }
+
+    /// Checks one session's files from scratch (not trusting what this process cached) and
+    /// returns what is damaged. With `repair`, damage is repaired as on first access (and also
+    /// recorded in [`FileMemory::repairs`]); without, nothing is changed on disk. A damaged
+    /// line in the middle of a log cannot be repaired safely: it is a `CorruptData` error.
+    pub async fn check(&self, session: &SessionId, repair: bool) -> Result<Vec<RepairReport>> {
+        let (_, findings) = self
+            .with_session(session, "check", repair, move |ctx, slot, f| {
+                if f.fix {
+                    slot.open = None;
+                    ctx.sync(slot, f).map(|_| ())
+                } else {
+                    let mut scratch = SessionSlot::default();
+                    ctx.sync(&mut scratch, f).map(|_| ())
+                }
+            })
+            .await?;
+        Ok(findings.list)
+    }
+
+    fn slot(&self, session: &SessionId) -> Arc<tokio::sync::Mutex<SessionSlot>> {
+        let mut map = self
+            .inner
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(slot) = map.get(session) {
+            return slot.clone();
+        }
+        if map.len() >= MAX_IDLE_SLOTS {
+            // Drop slots nobody is using, closing their files; a slot in use is shared
+            // (count > 1) and stays, so one session never has two in-process mutexes.
+            map.retain(|_, slot| Arc::strong_count(slot) > 1);
+        }
+        let slot = Arc::new(tokio::sync::Mutex::new(SessionSlot::default()));
+        map.insert(session.clone(), slot.clone());
+        slot
+    }
+
+    /// Runs `op` on a blocking thread with the session's in-process mutex (fair queueing of
+    /// this process's tasks) and its exclusive file lock (other processes) held.
+    async fn with_session<T, F>(
+        &self,
+        session: &SessionId,
+        operation: &'static str,
+        fix: bool,
+        op: F,
+    ) -> Result<(T, Findings)>
+    where
+        T: Send + 'static,
+        F: FnOnce(&SessionCtx<'_>, &mut SessionSlot, &mut Findings) -> Result<T> + Send + 'static,
+    {
+        let mut guard = self.slot(session).lock_owned().await;
+        let inner = self.inner.clone();
+        let id = session.clone();
+        tokio::task::spawn_blocking(move || {
+            let ctx = SessionCtx {
+                id: &id,
+                paths: inner.layout.session(&id),
+                durability: inner.durability,
+            };
+            let lock = match guard.lock_file.take() {
+                Some(file) => file,
+                None => open_lock_file(&ctx.paths.lock)?,
+            };
+            let mut findings = Findings::new(fix);
+            let result = {
+                let _held = FileLockGuard::exclusive(&lock, &ctx.paths.lock)?;
+                op(&ctx, &mut guard, &mut findings)
+            };
+            guard.lock_file = Some(lock);
+            inner.repairs.extend(&findings);
+            result.map(|value| (value, findings))
+        })
+        .await
+        .map_err(join_error)?
+        .map_err(|e| e.with_backend(BACKEND).with_operation(operation))
+    }
+
+    async fn session_op<T, F>(
+        &self,
+        session: &SessionId,
+        operation: &'static str,
+        op: F,
+    ) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&SessionCtx<'_>, &mut SessionSlot, &mut Findings) -> Result<T> + Send + 'static,
+    {
+        self.with_session(session, operation, true, op)
+            .await
+            .map(|(value, _)| value)
+    }
+
+    /// Runs `op` on the memory log with its in-process mutex and exclusive file lock held.
+    async fn memory_op<T, F>(&self, operation: &'static str, op: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&MemoryCtx<'_>, &mut MemorySlot, &mut Findings) -> Result<T> + Send + 'static,
+    {
+        let mut guard = self.inner.memories.clone().lock_owned().await;
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let ctx = MemoryCtx {
+                layout: &inner.layout,
+                durability: inner.durability,
+            };
+            let lock_path = &inner.layout.memories_lock;
+            let lock = match guard.lock_file.take() {
+                Some(file) => file,
+                None => open_lock_file(lock_path)?,
+            };
+            let mut findings = Findings::new(true);
+            let result = {
+                let _held = FileLockGuard::exclusive(&lock, lock_path)?;
+                op(&ctx, &mut guard, &mut findings)
+            };
+            guard.lock_file = Some(lock);
+            inner.repairs.extend(&findings);
+            result
+        })
+        .await
+        .map_err(join_error)?
+        .map_err(|e| e.with_backend(BACKEND).with_operation(operation))
+    }
+
+    /// The ids of the session folders, sorted.
+    async fn session_ids(&self) -> Result<Vec<SessionId>> {
+        let agents = self.inner.layout.agents.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut ids = Vec::new();
+            let entries = match std::fs::read_dir(&agents) {
+                Ok(e) => e,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ids),
+                Err(e) => return Err(io_error(&agents, "cannot list", e)),
+            };
+            for entry in entries {
+                let entry = entry.map_err(|e| io_error(&agents, "cannot list", e))?;
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
+                match SessionId::new(name) {
+                    Ok(id) => ids.push(id),
+                    // Trash and foreign folders are not sessions.
+                    Err(_) if name.starts_with(TRASH_PREFIX) => {}
+                    Err(e) => tracing::debug!(folder = name, error = %e, "skipping a folder that is not a session"),
+                }
+            }
+            ids.sort();
+            Ok(ids)
+        })
+        .await
+        .map_err(join_error)?
+    }
+
+    /// The summary of one session, `None` when it does not exist.
+    async fn session_info(&self, id: &SessionId) -> Result<Option<SessionInfo>> {
+        let session = id.clone();
+        self.session_op(id, "list_sessions", move |ctx, slot, f| {
+            if let Synced::Missing = ctx.sync(slot, f)? {
+                return Ok(None);
+            }
+            Ok(slot.open.as_ref().map(|o| SessionInfo {
+                id: session,
+                message_count: o.count,
+                created_at: o.header.created_at,
+                updated_at: o.updated_at(),
+            }))
+        })
+        .await
+    }
+
+    /// Deletes one session's folder: renamed into the trash first, so a crash never leaves
+    /// half a session (the next open finishes removing the trash).
+    async fn delete_one(
+        &self,
+        id: &SessionId,
+        older_than: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Result<bool> {
+        let agents = self.inner.layout.agents.clone();
+        self.session_op(id, "delete_session", move |ctx, slot, f| {
+            if let Some(cutoff) = older_than {
+                // Purge re-checks under the lock: a session written meanwhile is kept.
+                match ctx.sync(slot, f)? {
+                    Synced::Missing => return Ok(false),
+                    _ => {
+                        if slot.open.as_ref().is_some_and(|o| o.updated_at() >= cutoff) {
+                            return Ok(false);
+                        }
+                    }
+                }
+            }
+            slot.open = None;
+            let dir = &ctx.paths.dir;
+            if stat(dir)?.is_none() {
+                return Ok(false);
+            }
+            // A folder with neither file (left by a crash right after its creation) held no
+            // session: it is removed all the same, but reported as not existing.
+            let existed = stat(&ctx.paths.log)?.is_some() || stat(&ctx.paths.md)?.is_some();
+            let trash = agents.join(format!("{TRASH_PREFIX}{}", agentmem_core::model::new_id()));
+            std::fs::rename(dir, &trash)
+                .map_err(|e| io_error(dir, "cannot move to the trash", e))?;
+            sync_dir(&agents)?;
+            std::fs::remove_dir_all(&trash).map_err(|e| io_error(&trash, "cannot remove", e))?;
+            Ok(existed)
+        })
+        .await
+    }
+
+    async fn all_messages(&self, scope: &MessageQuery) -> Result<Vec<(SessionId, Message)>> {
+        let ids = match &scope.session {
+            Some(id) => vec![id.clone()],
+            None => self.session_ids().await?,
+        };
+        let mut all = Vec::new();
+        for id in ids {
+            let messages = self
+                .session_op(&id, "search_messages", |ctx, slot, f| {
+                    Ok(ctx.load(slot, f)?.map(|(m, _)| m).unwrap_or_default())
+                })
+                .await?;
+            all.extend(messages.into_iter().map(|m| (id.clone(), m)));
+        }
+        Ok(all)
+    }
+}
+
+/// Creates the folders and schema file, checks the schema, empties the trash.
+fn prepare_root(layout: &Layout) -> Result<Findings> {
+    create_dirs(&layout.root)?;
+    create_dirs(&layout.agents)?;
+    create_dirs(&layout.locks)?;
+    match std::fs::read(&layout.schema) {
+        Ok(bytes) => {
+            let schema: SchemaFile = serde_json::from_slice(&bytes).map_err(|e| {
+                Error::corrupt(format!(
+                    "{} is not an agentmem schema file",
+                    layout.schema.display()
+                ))
+                .with_source(e)
+            })?;
+            if schema.format != SCHEMA_FORMAT {
+                return Err(Error::corrupt(format!(
+                    "{} belongs to {:?}, not to the agentmem file backend",
+                    layout.schema.display(),
+                    schema.format
+                )));
+            }
+            if schema.schema_version > SCHEMA_VERSION {
+                return Err(Error::unsupported(format!(
+                    "{} has schema version {}; this agentmem understands up to {SCHEMA_VERSION}: upgrade agentmem",
+                    layout.root.display(),
+                    schema.schema_version
+                )));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let schema = SchemaFile {
+                format: SCHEMA_FORMAT.into(),
+                schema_version: SCHEMA_VERSION,
+            };
+            let mut bytes = serde_json::to_vec_pretty(&schema)
+                .map_err(|e| Error::backend("cannot serialize the schema file").with_source(e))?;
+            bytes.push(b'\n');
+            write_atomic(&layout.root, &layout.schema, &bytes)?;
+        }
+        Err(e) => return Err(io_error(&layout.schema, "cannot read", e)),
+    }
+    let mut findings = Findings::new(true);
+    if let Ok(entries) = std::fs::read_dir(&layout.agents) {
+        for entry in entries.flatten() {
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(TRASH_PREFIX)
+            {
+                findings.add(
+                    RepairKind::Trash,
+                    None,
+                    entry.path(),
+                    "a session folder whose deletion was interrupted",
+                );
+                // Another process may be removing it at the same time: errors are expected.
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    Ok(findings)
+}
+
+fn validate_messages(messages: &[Message]) -> Result<()> {
+    messages.iter().try_for_each(Message::validate)
+}
+
+#[async_trait]
+impl AgentMemory for FileMemory {
+    fn backend(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let mut caps = Capabilities::default();
+        caps.durable = self.inner.durability == Durability::Fsync;
+        caps.cross_process = true;
+        caps.atomic_compaction = true;
+        caps
+    }
+
+    async fn schema_version(&self) -> Result<u32> {
+        Ok(SCHEMA_VERSION)
+    }
+
+    async fn save_session(
+        &self,
+        session: &SessionId,
+        history: &[Message],
+        metadata: &Metadata,
+    ) -> Result<()> {
+        validate_messages(history)?;
+        let history = history.to_vec();
+        let metadata = metadata.clone();
+        self.session_op(session, "save_session", move |ctx, slot, f| {
+            ctx.save(slot, &history, metadata, f)
+        })
+        .await
+    }
+
+    async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
+        if messages.is_empty() {
+            return Ok(());
+        }
+        validate_messages(messages)?;
+        let messages = messages.to_vec();
+        self.session_op(session, "append", move |ctx, slot, f| {
+            ctx.append(slot, &messages, f)
+        })
+        .await
+    }
+
+    async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
+        let id = session.clone();
+        self.session_op(session, "load", move |ctx, slot, f| {
+            let Some((messages, o)) = ctx.load(slot, f)? else {
+                return Ok(None);
+            };
+            let total = messages.len() as u64;
+            let messages = match limit {
+                Some(n) => agentmem_core::history::tail(&messages, n).to_vec(),
+                None => messages,
+            };
+            Ok(Some(Session {
+                id,
+                messages,
+                metadata: o.header.metadata.clone(),
+                created_at: o.header.created_at,
+                updated_at: o.updated_at(),
+                total_messages: total,
+            }))
+        })
+        .await
+    }
+
+    async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
+        let mut infos = Vec::new();
+        for id in self.session_ids().await? {
+            if let Some(info) = self.session_info(&id).await? {
+                infos.push(info);
+            }
+        }
+        Ok(infos)
+    }
+
+    async fn delete_session(&self, session: &SessionId) -> Result<bool> {
+        self.delete_one(session, None).await
+    }
+
+    async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
+        validate_messages(replacement)?;
+        let replacement = replacement.to_vec();
+        self.session_op(session, "compact", move |ctx, slot, f| {
+            ctx.compact(slot, &replacement, f)
+        })
+        .await
+    }
+
+    async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
+        self.session_op(session, "list_archives", |ctx, slot, f| {
+            ctx.list_archives(slot, f)
+        })
+        .await
+    }
+
+    async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
+        let archive = archive.clone();
+        self.session_op(session, "load_archive", move |ctx, slot, f| {
+            ctx.load_archive(slot, &archive, f)
+        })
+        .await
+    }
+
+    async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
+        item.validate()?;
+        let item = item.clone();
+        self.memory_op("put_memory", move |ctx, slot, f| ctx.put(slot, &item, f))
+            .await
+    }
+
+    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
+        let id = id.to_string();
+        self.memory_op("get_memory", move |ctx, slot, f| {
+            ctx.sync(slot, f)?;
+            Ok(slot.get(&id).cloned())
+        })
+        .await
+    }
+
+    async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
+        let filter = filter.clone();
+        self.memory_op("list_memories", move |ctx, slot, f| {
+            ctx.sync(slot, f)?;
+            let mut items: Vec<MemoryItem> = slot
+                .items()
+                .iter()
+                .filter(|i| filter.kind.is_none_or(|k| i.kind == k))
+                .cloned()
+                .collect();
+            // Oldest first; the sort is stable, so equal times keep first-stored order.
+            items.sort_by_key(|i| i.created_at);
+            if let Some(limit) = filter.limit {
+                let skip = items.len().saturating_sub(limit);
+                items.drain(..skip);
+            }
+            Ok(items)
+        })
+        .await
+    }
+
+    async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
+        let query = query.to_string();
+        let filter = filter.clone();
+        self.memory_op("search_memories", move |ctx, slot, f| {
+            ctx.sync(slot, f)?;
+            let items: Vec<&MemoryItem> = slot
+                .items()
+                .iter()
+                .filter(|i| filter.kind.is_none_or(|k| i.kind == k))
+                .collect();
+            let hits = rank(
+                &query,
+                items.iter().map(|i| i.text.as_str()),
+                filter.limit.unwrap_or(10),
+            );
+            Ok(hits
+                .into_iter()
+                .map(|(index, score)| MemoryHit {
+                    item: items[index].clone(),
+                    score,
+                })
+                .collect())
+        })
+        .await
+    }
+
+    async fn delete_memory(&self, id: &str) -> Result<bool> {
+        let id = id.to_string();
+        self.memory_op("delete_memory", move |ctx, slot, f| {
+            ctx.delete(slot, &id, f)
+        })
+        .await
+    }
+
+    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
+        if scope.limit == 0 || agentmem_core::search::query_words(query).is_empty() {
+            return Ok(Vec::new());
+        }
+        let all = self.all_messages(scope).await?;
+        let hits = rank(
+            query,
+            all.iter().map(|(_, m)| m.content.as_str()),
+            scope.limit,
+        );
+        Ok(hits
+            .into_iter()
+            .map(|(index, score)| {
+                let (session, message) = all[index].clone();
+                MessageHit {
+                    session,
+                    message,
+                    score,
+                }
+            })
+            .collect())
+    }
+
+    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
+        let mut sessions = self.list_sessions().await?;
+        let now = now();
+        // An age beyond what chrono can subtract means nothing is that old.
+        let cutoff = policy
+            .max_age
+            .and_then(|age| chrono::Duration::from_std(age).ok())
+            .and_then(|age| now.checked_sub_signed(age));
+        // Newest first, so `max_sessions` keeps the head.
+        sessions.sort_by(|a, b| {
+            b.updated_at
+                .cmp(&a.updated_at)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        let mut report = PurgeReport::default();
+        for (rank, info) in sessions.iter().enumerate() {
+            let too_many = policy.max_sessions.is_some_and(|max| rank >= max);
+            let too_old = cutoff.is_some_and(|c| info.updated_at < c);
+            let deleted = if too_many {
+                self.delete_one(&info.id, None).await?
+            } else if too_old {
+                self.delete_one(&info.id, cutoff).await?
+            } else {
+                false
+            };
+            if deleted {
+                report.sessions_deleted += 1;
+            }
+        }
+        Ok(report)
+    }
+}
+
+impl From<FileMemory> for Arc<dyn AgentMemory> {
+    fn from(store: FileMemory) -> Self {
+        Arc::new(store)
+    }
+}

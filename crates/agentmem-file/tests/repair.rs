@@ -1,0 +1,404 @@
+//! Crash repair (C3): what a crash can leave behind is detected, reported and repaired on the
+//! next open, and real corruption is an error naming the file and line, never a panic.
+
+use std::fs::OpenOptions;
+use std::path::Path;
+
+use agentmem_core::format::{isoformat, render_memory_md};
+use agentmem_core::{AgentMemory, AgentMemoryExt, ErrorKind, Message, SessionId};
+use agentmem_file::{Durability, FileConfig, FileMemory, RepairKind};
+use chrono::{DateTime, TimeZone, Utc};
+
+fn t(s: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 4, 20, 18, 35, s)
+        .single()
+        .expect("valid time")
+}
+
+fn sid(name: &str) -> SessionId {
+    name.parse().expect("valid id")
+}
+
+async fn open(root: &Path) -> FileMemory {
+    FileMemory::open(FileConfig::new(root).with_durability(Durability::Fsync))
+        .await
+        .expect("open")
+}
+
+fn truncate(path: &Path, len: u64) {
+    OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_len(len))
+        .expect("truncate");
+}
+
+fn three() -> Vec<Message> {
+    vec![
+        Message::user("Research cloud databases.")
+            .with_timestamp(t(1))
+            .with_id("m1"),
+        Message::assistant("BigQuery, ClickHouse,\n---\nAlloyDB.")
+            .with_timestamp(t(2))
+            .with_id("m2"),
+        Message::user("Thanks").with_timestamp(t(3)).with_id("m3"),
+    ]
+}
+
+fn kinds(store: &FileMemory) -> Vec<RepairKind> {
+    store.repairs().iter().map(|r| r.kind).collect()
+}
+
+#[tokio::test]
+async fn memory_md_cut_mid_record_is_reported_and_regenerated() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let id = sid("ResearchAgent");
+    let md_path;
+    {
+        let store = open(dir.path()).await;
+        store.append(&id, &three()).await.expect("append");
+        md_path = store.memory_md_path(&id);
+    }
+    let original = std::fs::read(&md_path).expect("read MEMORY.md");
+    truncate(&md_path, original.len() as u64 - 12);
+
+    let store = open(dir.path()).await;
+    // A check without repair reports and changes nothing.
+    let found = store.check(&id, false).await.expect("check");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].kind, RepairKind::MemoryMdRegenerated);
+    assert!(!found[0].repaired);
+    assert_eq!(
+        std::fs::read(&md_path).expect("read").len(),
+        original.len() - 12
+    );
+    assert!(store.repairs().is_empty());
+
+    // First real access repairs it.
+    assert_eq!(store.messages(&id).await.expect("load"), three());
+    assert_eq!(kinds(&store), [RepairKind::MemoryMdRegenerated]);
+    assert!(store.repairs()[0].repaired);
+    assert_eq!(std::fs::read(&md_path).expect("read"), original);
+    // And it stays repaired: a fresh check finds nothing.
+    assert!(store.check(&id, true).await.expect("check").is_empty());
+}
+
+#[tokio::test]
+async fn session_log_cut_mid_line_keeps_every_complete_message() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let id = sid("torn");
+    let batch = vec![
+        Message::assistant("batch one").with_timestamp(t(4)),
+        Message::assistant("batch two").with_timestamp(t(5)),
+    ];
+    let log_path = dir.path().join("agents/torn/session.jsonl");
+    {
+        let store = open(dir.path()).await;
+        for m in three() {
+            store.append_one(&id, m).await.expect("append");
+        }
+        store.append(&id, &batch).await.expect("append batch");
+    }
+    let full = std::fs::read(&log_path).expect("read log");
+    // Cut the last line (the batch) in the middle: the whole batch goes, never half of it.
+    truncate(&log_path, full.len() as u64 - 40);
+
+    let store = open(dir.path()).await;
+    let session = store.load(&id, None).await.expect("load").expect("exists");
+    assert_eq!(session.messages, three());
+    assert_eq!(
+        kinds(&store),
+        [RepairKind::TornTail, RepairKind::MemoryMdRegenerated]
+    );
+    let repaired = std::fs::read(&log_path).expect("read log");
+    assert!(repaired.ends_with(b"\n"));
+    assert!(full.starts_with(&repaired));
+    let md = std::fs::read_to_string(store.memory_md_path(&id)).expect("MEMORY.md");
+    assert_eq!(md, render_memory_md("torn", session.created_at, &three()));
+
+    // Appends continue cleanly after the repair, and a second process sees them.
+    store
+        .append_one(&id, Message::user("after").with_timestamp(t(6)))
+        .await
+        .expect("append");
+    let other = open(dir.path()).await;
+    assert_eq!(other.messages(&id).await.expect("load").len(), 4);
+    assert!(other.repairs().is_empty(), "{:?}", other.repairs());
+}
+
+#[tokio::test]
+async fn an_unparsable_last_line_is_a_torn_tail() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let id = sid("garbage_tail");
+    let log_path = dir.path().join("agents/garbage_tail/session.jsonl");
+    {
+        let store = open(dir.path()).await;
+        store.append(&id, &three()).await.expect("append");
+    }
+    // A power loss can leave zeros where a line should be.
+    let mut bytes = std::fs::read(&log_path).expect("read");
+    let good_len = bytes.len();
+    bytes.extend_from_slice(&[0u8; 64]);
+    bytes.push(b'\n');
+    std::fs::write(&log_path, &bytes).expect("write");
+    let store = open(dir.path()).await;
+    assert_eq!(store.messages(&id).await.expect("load"), three());
+    assert_eq!(kinds(&store), [RepairKind::TornTail]);
+    assert_eq!(std::fs::read(&log_path).expect("read").len(), good_len);
+}
+
+#[tokio::test]
+async fn a_malformed_line_in_the_middle_is_corrupt_data_naming_file_and_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let id = sid("corrupt");
+    let log_path = dir.path().join("agents/corrupt/session.jsonl");
+    {
+        let store = open(dir.path()).await;
+        for m in three() {
+            store.append_one(&id, m).await.expect("append");
+        }
+    }
+    let text = std::fs::read_to_string(&log_path).expect("read");
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[2] = "{\"id\": \"half a message";
+    std::fs::write(&log_path, lines.join("\n") + "\n").expect("write");
+    let store = open(dir.path()).await;
+    let err = store.load(&id, None).await.expect_err("corrupt");
+    assert_eq!(err.kind(), ErrorKind::CorruptData);
+    assert!(err.to_string().contains("session.jsonl line 3"), "{err}");
+    // Nothing was dropped or truncated.
+    assert_eq!(
+        std::fs::read_to_string(&log_path)
+            .expect("read")
+            .lines()
+            .count(),
+        4
+    );
+    let err = store
+        .check(&id, false)
+        .await
+        .expect_err("check reports it too");
+    assert_eq!(err.kind(), ErrorKind::CorruptData);
+}
+
+#[tokio::test]
+async fn interrupted_compactions_leave_the_old_or_the_new_state() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let id = sid("compacted");
+    let summary = Message::system("[Compressed Memory Summary]\nsummary").with_timestamp(t(9));
+    let (archive_dir, md_path, info, before_md);
+    {
+        let store = open(dir.path()).await;
+        store.append(&id, &three()).await.expect("append");
+        before_md = std::fs::read(store.memory_md_path(&id)).expect("read");
+        info = store
+            .compact(&id, std::slice::from_ref(&summary))
+            .await
+            .expect("compact");
+        archive_dir = store.archive_dir(&id);
+        md_path = store.memory_md_path(&id);
+    }
+    let archived = archive_dir.join(format!("{}.jsonl", info.id));
+    assert_eq!(
+        std::fs::read(archive_dir.join(format!("{}.md", info.id))).expect("archive md"),
+        before_md
+    );
+
+    // Crash 1: a second compaction wrote its archive but never replaced the session.
+    let orphan = std::fs::read_to_string(&archived)
+        .expect("read archive")
+        .replacen("\"generation\":0", "\"generation\":1", 1);
+    std::fs::write(
+        archive_dir.join("history_2099-01-01_00-00-00.jsonl"),
+        orphan,
+    )
+    .expect("write");
+    std::fs::write(
+        archive_dir.join("history_2099-01-01_00-00-00.md"),
+        &before_md,
+    )
+    .expect("write");
+    // Crash 2: the archive's `.md` view of the first compaction is missing.
+    std::fs::remove_file(archive_dir.join(format!("{}.md", info.id))).expect("remove");
+    // Crash 3: the session log was replaced but MEMORY.md is still the old one.
+    std::fs::write(&md_path, &before_md).expect("write");
+    // And a temporary file from a rewrite that never got renamed.
+    std::fs::write(dir.path().join("agents/compacted/.tmp-123"), b"partial").expect("write");
+
+    let store = open(dir.path()).await;
+    let archives = store.list_archives(&id).await.expect("list archives");
+    assert_eq!(archives.len(), 1);
+    assert_eq!(archives[0].id, info.id);
+    assert_eq!(
+        store.messages(&id).await.expect("load"),
+        vec![summary.clone()]
+    );
+    let mut found = kinds(&store);
+    found.sort_by_key(|k| format!("{k:?}"));
+    assert_eq!(
+        found,
+        [
+            RepairKind::ArchiveMdRegenerated,
+            RepairKind::MemoryMdRegenerated,
+            RepairKind::OrphanArchive,
+            RepairKind::TempFile,
+        ]
+    );
+    assert!(!archive_dir
+        .join("history_2099-01-01_00-00-00.jsonl")
+        .exists());
+    assert!(!archive_dir.join("history_2099-01-01_00-00-00.md").exists());
+    assert!(!dir.path().join("agents/compacted/.tmp-123").exists());
+    assert_eq!(
+        std::fs::read(archive_dir.join(format!("{}.md", info.id))).expect("regenerated"),
+        before_md
+    );
+    let md = std::fs::read_to_string(&md_path).expect("MEMORY.md");
+    assert_eq!(
+        md,
+        format!(
+            "# Agent Memory\n\n**Conversation:** compacted\n**Created:** {}\n\n---\n\n## Interaction Log\n\n\
+             ### System — 2026-04-20T18:35:09\n\n[Compressed Memory Summary]\nsummary\n\n---\n\n",
+            isoformat(info.created_at)
+        )
+    );
+    let archive = store.load_archive(&id, &info.id).await.expect("archive");
+    assert_eq!(archive.messages, three());
+}
+
+#[tokio::test]
+async fn a_half_deleted_session_is_removed_on_open() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    drop(open(dir.path()).await);
+    let trash = dir.path().join("agents/.trash-0123");
+    std::fs::create_dir_all(trash.join("archive")).expect("mkdir");
+    std::fs::write(trash.join("session.jsonl"), b"{}").expect("write");
+    let store = open(dir.path()).await;
+    assert!(!trash.exists());
+    assert_eq!(kinds(&store), [RepairKind::Trash]);
+    assert!(store.list_sessions().await.expect("list").is_empty());
+}
+
+#[tokio::test]
+async fn a_swarms_memory_md_without_a_log_is_imported() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let swarms = "# Agent Memory\n\n**Conversation:** ResearchAgent_id_42_conversation\n**Created:** 2026-04-20T18:33:12.345678\n\n---\n\n## Interaction Log\n\n\
+                  ### User — 2026-04-20T18:35:04\n\nResearch cloud database options.\n\n---\n\n\
+                  ### ResearchAgent — 2026-04-20T18:35:21.500000\n\nI recommend BigQuery.\n\n---\n\n";
+    let folder = dir.path().join("agents/ResearchAgent");
+    std::fs::create_dir_all(&folder).expect("mkdir");
+    std::fs::write(folder.join("MEMORY.md"), swarms).expect("write");
+
+    let store = open(dir.path()).await;
+    let id = sid("ResearchAgent");
+    let messages = store.messages(&id).await.expect("load");
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[1].role.as_str(), "ResearchAgent");
+    assert_eq!(messages[1].content, "I recommend BigQuery.");
+    assert_eq!(kinds(&store), [RepairKind::Imported]);
+    // The Swarms file is kept byte for byte, and appends continue it.
+    assert_eq!(
+        std::fs::read_to_string(folder.join("MEMORY.md")).expect("read"),
+        swarms
+    );
+    store
+        .append_one(&id, Message::user("more").with_timestamp(t(30)))
+        .await
+        .expect("append");
+    let md = std::fs::read_to_string(folder.join("MEMORY.md")).expect("read");
+    assert_eq!(
+        md,
+        format!("{swarms}### User — 2026-04-20T18:35:30\n\nmore\n\n---\n\n")
+    );
+
+    // A broken foreign file is an error naming it, not a panic and not a silent empty session.
+    let broken = dir.path().join("agents/Broken");
+    std::fs::create_dir_all(&broken).expect("mkdir");
+    std::fs::write(broken.join("MEMORY.md"), "# Agent Memory\n\nnot really\n").expect("write");
+    let err = store.load(&sid("Broken"), None).await.expect_err("corrupt");
+    assert_eq!(err.kind(), ErrorKind::CorruptData);
+    assert!(err.to_string().contains("MEMORY.md line 3"), "{err}");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// Replays a compaction's four file writes one by one, as a crash after each would leave
+/// them, and reopens: always exactly the old state or the new one.
+#[tokio::test]
+async fn a_crash_after_any_step_of_compaction_leaves_old_or_new_state() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let source = dir.path().join("source");
+    let id = sid("steps");
+    let summary = Message::system("[Compressed Memory Summary]\nS")
+        .with_timestamp(t(9))
+        .with_id("s");
+    let store = open(&source).await;
+    store.append(&id, &three()).await.expect("append");
+    let before = dir.path().join("before");
+    copy_dir(&source, &before);
+    let info = store
+        .compact(&id, std::slice::from_ref(&summary))
+        .await
+        .expect("compact");
+    drop(store);
+    let session_dir = Path::new("agents/steps");
+    let steps = [
+        session_dir.join(format!("archive/{}.jsonl", info.id)),
+        session_dir.join(format!("archive/{}.md", info.id)),
+        session_dir.join("session.jsonl"),
+        session_dir.join("MEMORY.md"),
+    ];
+    let final_md = std::fs::read(source.join(&steps[3])).expect("read");
+    let old_md = std::fs::read(before.join(&steps[3])).expect("read");
+    for done in 0..=steps.len() {
+        let root = dir.path().join(format!("crash_after_{done}"));
+        copy_dir(&before, &root);
+        std::fs::create_dir_all(root.join(session_dir).join("archive")).expect("mkdir");
+        for step in &steps[..done] {
+            std::fs::copy(source.join(step), root.join(step)).expect("copy");
+        }
+        let store = open(&root).await;
+        let messages = store.messages(&id).await.expect("load");
+        let archives = store.list_archives(&id).await.expect("archives");
+        let md = std::fs::read(root.join(&steps[3])).expect("read");
+        if done < 3 {
+            assert_eq!(messages, three(), "old state after {done} steps");
+            assert!(archives.is_empty(), "after {done} steps");
+            assert_eq!(md, old_md);
+            assert!(!root.join(&steps[0]).exists() && !root.join(&steps[1]).exists());
+        } else {
+            assert_eq!(
+                messages,
+                vec![summary.clone()],
+                "new state after {done} steps"
+            );
+            assert_eq!(archives.len(), 1);
+            assert_eq!(
+                store
+                    .load_archive(&id, &archives[0].id)
+                    .await
+                    .expect("archive")
+                    .messages,
+                three()
+            );
+            assert_eq!(md, final_md);
+        }
+        let expected: &[RepairKind] = match done {
+            1 | 2 => &[RepairKind::OrphanArchive],
+            3 => &[RepairKind::MemoryMdRegenerated],
+            _ => &[],
+        };
+        assert_eq!(kinds(&store), expected, "after {done} steps");
+    }
+}
