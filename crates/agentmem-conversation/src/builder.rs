@@ -1,0 +1,178 @@
+//! Building a [`Conversation`]: the agent, its static prompt, persistence and compression.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agentmem_core::{AgentMemory, AgentName, Error, Result};
+
+use crate::compressor::Compressor;
+use crate::conversation::Conversation;
+use crate::tokens::{context_length_for_model, TokenEncoding, DEFAULT_CONTEXT_LENGTH};
+
+/// The environment variable naming the workspace folder when none is configured (A2).
+pub const WORKSPACE_DIR_ENV: &str = "WORKSPACE_DIR";
+
+/// The workspace folder named by `WORKSPACE_DIR`, when set and not blank.
+pub fn workspace_dir_from_env() -> Option<PathBuf> {
+    std::env::var_os(WORKSPACE_DIR_ENV)
+        .filter(|v| !v.to_string_lossy().trim().is_empty())
+        .map(PathBuf::from)
+}
+
+/// Builds a [`Conversation`]; start with [`Conversation::builder`].
+///
+/// Persistence is off by default (A1): without [`persistent(true)`](Self::persistent) the
+/// store is never called, not even to preload.
+#[must_use = "a builder does nothing until `build` is awaited"]
+pub struct ConversationBuilder {
+    pub(crate) agent: AgentName,
+    pub(crate) system_prompt: Option<String>,
+    pub(crate) rules: Option<String>,
+    pub(crate) custom_rules_prompt: Option<String>,
+    pub(crate) persistent: bool,
+    pub(crate) store: Option<Arc<dyn AgentMemory>>,
+    pub(crate) workspace_dir: Option<PathBuf>,
+    pub(crate) memory_file: Option<PathBuf>,
+    pub(crate) model_name: Option<String>,
+    pub(crate) context_length: Option<usize>,
+    pub(crate) encoding: Option<TokenEncoding>,
+    pub(crate) compressor: Compressor,
+    pub(crate) preload_token_budget: Option<usize>,
+}
+
+impl fmt::Debug for ConversationBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConversationBuilder")
+            .field("agent", &self.agent)
+            .field("persistent", &self.persistent)
+            .field("store", &self.store.as_ref().map(|s| s.backend()))
+            .field("workspace_dir", &self.workspace_dir)
+            .field("model_name", &self.model_name)
+            .field("context_length", &self.context_length)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConversationBuilder {
+    pub(crate) fn new(agent: AgentName) -> Self {
+        ConversationBuilder {
+            agent,
+            system_prompt: None,
+            rules: None,
+            custom_rules_prompt: None,
+            persistent: false,
+            store: None,
+            workspace_dir: None,
+            memory_file: None,
+            model_name: None,
+            context_length: None,
+            encoding: None,
+            compressor: Compressor::default(),
+            preload_token_budget: None,
+        }
+    }
+
+    /// The system prompt: the first message, a system message, never persisted.
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Rules: a user message after the system prompt, never persisted.
+    pub fn rules(mut self, rules: impl Into<String>) -> Self {
+        self.rules = Some(rules.into());
+        self
+    }
+
+    /// A custom rules prompt: a user message after the rules, never persisted.
+    pub fn custom_rules_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.custom_rules_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Whether memory is preloaded from and written through to the store; off by default.
+    pub fn persistent(mut self, on: bool) -> Self {
+        self.persistent = on;
+        self
+    }
+
+    /// The store memory lives in (any backend). Required when persistent; never called
+    /// otherwise.
+    pub fn store(mut self, store: Arc<dyn AgentMemory>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The workspace folder (A2); when not set, `WORKSPACE_DIR` is read at build time.
+    /// The conversation only reports it ([`Conversation::workspace_dir`]): opening a file
+    /// store there is the caller's (or the `agentmem` facade's) job.
+    pub fn workspace_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.workspace_dir = Some(dir.into());
+        self
+    }
+
+    /// The path of the active memory file, reported by [`Conversation::memory_path`] while
+    /// persisting (for the file backend, `FileMemory::memory_md_path(&session)`).
+    pub fn memory_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.memory_file = Some(path.into());
+        self
+    }
+
+    /// The model the conversation is for: sets the context length (unless
+    /// [`context_length`](Self::context_length) is given) and the token encoding (unless
+    /// [`token_encoding`](Self::token_encoding) is given).
+    pub fn model_name(mut self, model: impl Into<String>) -> Self {
+        self.model_name = Some(model.into());
+        self
+    }
+
+    /// The context length in tokens, overriding the model's; 16,000 when neither is known.
+    pub fn context_length(mut self, tokens: usize) -> Self {
+        self.context_length = Some(tokens);
+        self
+    }
+
+    /// The encoding tokens are counted with, overriding the model's (`o200k_base` by default).
+    pub fn token_encoding(mut self, encoding: TokenEncoding) -> Self {
+        self.encoding = Some(encoding);
+        self
+    }
+
+    /// The context compressor; by default the extractive summarizer at threshold 0.9, on.
+    pub fn compressor(mut self, compressor: Compressor) -> Self {
+        self.compressor = compressor;
+        self
+    }
+
+    /// The most tokens preloaded memory may take (the newest blocks that fit are kept); by
+    /// default half the context length.
+    pub fn preload_token_budget(mut self, tokens: usize) -> Self {
+        self.preload_token_budget = Some(tokens);
+        self
+    }
+
+    /// The context length this builder resolves to: the explicit one, else the model's,
+    /// else 16,000.
+    pub fn resolved_context_length(&self) -> usize {
+        self.context_length
+            .or_else(|| self.model_name.as_deref().map(context_length_for_model))
+            .unwrap_or(DEFAULT_CONTEXT_LENGTH)
+    }
+
+    /// Builds the conversation: seeds the system prompt, rules and custom rules, and, when
+    /// persistent, preloads the stored memory (one store read).
+    ///
+    /// Errors: `InvalidInput` when persistent without a store or with unusable compressor
+    /// settings; the store's error when the preload read fails.
+    pub async fn build(self) -> Result<Conversation> {
+        self.compressor.validate()?;
+        if self.persistent && self.store.is_none() {
+            return Err(Error::invalid_input(format!(
+                "agent {:?} is persistent but has no store: pass one with `.store(...)`",
+                self.agent.as_str()
+            )));
+        }
+        Conversation::from_builder(self).await
+    }
+}

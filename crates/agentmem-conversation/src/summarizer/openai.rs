@@ -1,0 +1,183 @@
+//! A summarizer that asks any OpenAI-compatible chat-completions endpoint (feature `openai`).
+
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::json;
+
+use agentmem_core::{Error, Result};
+
+use super::{Summarizer, SummaryRequest};
+use crate::templates::prompt_string;
+
+/// The OpenAI API base URL, used when none is configured or in `OPENAI_BASE_URL`.
+pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// The instructions the model gets with the transcript.
+const INSTRUCTIONS: &str = "You compress conversation transcripts for an AI agent's memory. \
+Write a concise summary that keeps every fact, decision, preference, open task, name and number \
+the agent will need to continue the conversation, and the gist of the latest turns. \
+Write plain text, no preamble.";
+
+/// Summarizes with a model behind an OpenAI-compatible `POST {base_url}/chat/completions`
+/// (OpenAI, Azure-compatible gateways, vLLM, Ollama, LiteLLM, …).
+///
+/// The API key comes from the configuration, else `OPENAI_API_KEY`; the base URL from the
+/// configuration, else `OPENAI_BASE_URL`, else [`DEFAULT_OPENAI_BASE_URL`]. `Debug` never
+/// shows the key. The HTTP call runs on a blocking thread (ureq), with a timeout (60 s by
+/// default).
+#[derive(Clone)]
+pub struct OpenAiSummarizer {
+    model: String,
+    base_url: String,
+    api_key: Option<String>,
+    timeout: Duration,
+}
+
+impl fmt::Debug for OpenAiSummarizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiSummarizer")
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "***"))
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl OpenAiSummarizer {
+    /// A summarizer using `model`, with the base URL and API key from the environment.
+    pub fn new(model: impl Into<String>) -> Self {
+        let env = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        OpenAiSummarizer {
+            model: model.into(),
+            base_url: env("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_OPENAI_BASE_URL.into()),
+            api_key: env("OPENAI_API_KEY"),
+            timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// Sets the base URL (the part before `/chat/completions`).
+    pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = url.into();
+        self
+    }
+
+    /// Sets the API key, overriding `OPENAI_API_KEY`.
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Sets the request timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The model name.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The chat-completions URL requests go to.
+    pub fn endpoint(&self) -> String {
+        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    }
+
+    fn call_blocking(&self, body: serde_json::Value) -> Result<String> {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(self.timeout))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut request = agent
+            .post(self.endpoint())
+            .header("Content-Type", "application/json");
+        if let Some(key) = &self.api_key {
+            request = request.header("Authorization", format!("Bearer {key}"));
+        }
+        let mut response = request.send_json(&body).map_err(|e| {
+            Error::unavailable(format!("cannot reach {}", self.endpoint())).with_source(e)
+        })?;
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().map_err(|e| {
+            Error::unavailable(format!("cannot read the reply of {}", self.endpoint()))
+                .with_source(e)
+        })?;
+        if !(200..300).contains(&status) {
+            let shown: String = text.chars().take(300).collect();
+            let message = format!("{} answered HTTP {status}: {shown}", self.endpoint());
+            return Err(match status {
+                401 | 403 => Error::invalid_input(format!("{message} (check the API key)")),
+                400 | 404 | 422 => Error::invalid_input(message),
+                408 | 429 | 500..=599 => Error::unavailable(message),
+                _ => Error::backend(message),
+            });
+        }
+        let reply: ChatCompletion = serde_json::from_str(&text).map_err(|e| {
+            Error::corrupt(format!(
+                "{} answered with something that is not a chat completion",
+                self.endpoint()
+            ))
+            .with_source(e)
+        })?;
+        reply
+            .choices
+            .into_iter()
+            .next()
+            .and_then(|c| c.message.content)
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                Error::corrupt(format!("{} answered without summary text", self.endpoint()))
+            })
+    }
+}
+
+#[derive(Deserialize)]
+struct ChatCompletion {
+    choices: Vec<Choice>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    message: ChoiceMessage,
+}
+
+#[derive(Deserialize)]
+struct ChoiceMessage {
+    content: Option<String>,
+}
+
+#[async_trait]
+impl Summarizer for OpenAiSummarizer {
+    async fn summarize(&self, request: &SummaryRequest) -> Result<String> {
+        let body = json!({
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": INSTRUCTIONS},
+                {"role": "user", "content": prompt_string(request.messages.iter())},
+            ],
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+        });
+        let this = self.clone();
+        let summary = tokio::task::spawn_blocking(move || this.call_blocking(body))
+            .await
+            .map_err(|e| Error::backend("the summarizer thread failed").with_source(e))??;
+        // Models overrun `max_tokens` only by being cut off, but a gateway may ignore it:
+        // hold the summary to the budget either way.
+        Ok(request
+            .encoding
+            .truncate(&summary, request.max_tokens)
+            .to_string())
+    }
+}
