@@ -1,0 +1,200 @@
+//! agentmem-redis beside raw redis-rs doing the same commands.
+//!
+//! - `append_one`: `RedisMemory::append` of one message (one script: RPUSH + session meta +
+//!   search index) vs one raw `RPUSH` of the same JSON.
+//! - `append_batch_1000`: one `append` of 1,000 messages (one script call) vs one pipeline of
+//!   1,000 raw `RPUSH` commands (one round trip).
+//! - `load_last_20`: `load(session, Some(20))` on a 1,000-message session (MULTI: HMGET meta,
+//!   LLEN, LRANGE -20 -1, then JSON parsing) vs one raw `LRANGE -20 -1`.
+//!
+//! Needs Redis at `REDIS_URL` (default `redis://127.0.0.1:6379`); skipped when unreachable.
+//! `AGENTMEM_BENCH_QUICK=1` takes fewer, shorter samples. Keys go under a fresh prefix and
+//! are deleted afterwards.
+#![allow(clippy::unwrap_used)]
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use agentmem_core::{AgentMemory, Message, SessionId};
+use agentmem_redis::{RedisConfig, RedisMemory};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use redis::aio::ConnectionManager;
+
+fn quick() -> bool {
+    std::env::var("AGENTMEM_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+fn messages(n: usize) -> Vec<Message> {
+    (0..n)
+        .map(|i| {
+            Message::user(format!(
+                "message {i}: what is the p99 latency of the checkout service in europe-west4?"
+            ))
+        })
+        .collect()
+}
+
+struct Setup {
+    store: RedisMemory,
+    raw: ConnectionManager,
+    prefix: String,
+}
+
+async fn setup() -> Option<Setup> {
+    let url = agentmem_testkit::env_url("REDIS_URL", "redis://127.0.0.1:6379");
+    let prefix = agentmem_testkit::unique_namespace("bench");
+    let config = RedisConfig::new(&url).ok()?.with_prefix(&prefix).ok()?;
+    let store = match RedisMemory::connect_with(config).await {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("SKIPPED: Redis at {url} is unavailable: {e}");
+            return None;
+        }
+    };
+    let client = redis::Client::open(url.as_str()).ok()?;
+    let raw = client.get_connection_manager().await.ok()?;
+    Some(Setup { store, raw, prefix })
+}
+
+async fn cleanup(setup: &Setup) {
+    let mut conn = setup.raw.clone();
+    // The prefix is a unique namespace of letters, digits and `_`: safe as a pattern.
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}:*", setup.prefix))
+        .query_async(&mut conn)
+        .await
+        .unwrap_or_default();
+    for chunk in keys.chunks(500) {
+        let _: redis::RedisResult<()> =
+            redis::cmd("UNLINK").arg(chunk).query_async(&mut conn).await;
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some(setup) = rt.block_on(setup()) else {
+        return;
+    };
+    let session: SessionId = "bench_session".parse().unwrap();
+    let raw_key = format!("{}:raw:msgs", setup.prefix);
+
+    let mut group = c.benchmark_group("redis_append_one");
+    if quick() {
+        group
+            .sample_size(10)
+            .measurement_time(Duration::from_secs(1))
+            .warm_up_time(Duration::from_millis(300));
+    }
+    let one = messages(1);
+    let one_json = serde_json::to_string(&one[0]).unwrap();
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("agentmem", |b| {
+        b.to_async(&rt)
+            .iter(|| async { setup.store.append(&session, black_box(&one)).await.unwrap() })
+    });
+    group.bench_function("raw_rpush", |b| {
+        b.to_async(&rt).iter(|| async {
+            let mut conn = setup.raw.clone();
+            let _: i64 = redis::cmd("RPUSH")
+                .arg(&raw_key)
+                .arg(black_box(&one_json))
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+        })
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("redis_append_batch_1000");
+    // A batch takes milliseconds: fewer samples keep the full run near a minute.
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(10));
+    if quick() {
+        group
+            .sample_size(10)
+            .measurement_time(Duration::from_secs(2))
+            .warm_up_time(Duration::from_millis(300));
+    }
+    let batch = messages(1000);
+    let batch_json: Vec<String> = batch
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap())
+        .collect();
+    group.throughput(Throughput::Elements(1000));
+    let batch_session: SessionId = "bench_batch".parse().unwrap();
+    group.bench_function("agentmem", |b| {
+        b.to_async(&rt).iter(|| async {
+            setup
+                .store
+                .append(&batch_session, black_box(&batch))
+                .await
+                .unwrap()
+        })
+    });
+    let raw_batch_key = format!("{}:raw:batch", setup.prefix);
+    group.bench_function("raw_pipelined_rpush", |b| {
+        b.to_async(&rt).iter(|| async {
+            let mut conn = setup.raw.clone();
+            let mut pipe = redis::pipe();
+            for json in &batch_json {
+                pipe.cmd("RPUSH").arg(&raw_batch_key).arg(json).ignore();
+            }
+            let _: () = pipe.query_async(&mut conn).await.unwrap();
+        })
+    });
+    group.finish();
+
+    // A 1,000-message session for the reads, written once.
+    let read_session: SessionId = "bench_read".parse().unwrap();
+    rt.block_on(setup.store.append(&read_session, &batch))
+        .unwrap();
+    let raw_read_key = format!("{}:raw:read", setup.prefix);
+    rt.block_on(async {
+        let mut conn = setup.raw.clone();
+        let _: i64 = redis::cmd("RPUSH")
+            .arg(&raw_read_key)
+            .arg(&batch_json)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    });
+    let mut group = c.benchmark_group("redis_load_last_20");
+    if quick() {
+        group
+            .sample_size(10)
+            .measurement_time(Duration::from_secs(1))
+            .warm_up_time(Duration::from_millis(300));
+    }
+    group.bench_function("agentmem", |b| {
+        b.to_async(&rt).iter(|| async {
+            let s = setup
+                .store
+                .load(&read_session, Some(20))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(s.messages.len(), 20);
+            s
+        })
+    });
+    group.bench_function("raw_lrange", |b| {
+        b.to_async(&rt).iter(|| async {
+            let mut conn = setup.raw.clone();
+            let v: Vec<Vec<u8>> = redis::cmd("LRANGE")
+                .arg(&raw_read_key)
+                .arg(-20)
+                .arg(-1)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            v
+        })
+    });
+    group.finish();
+
+    rt.block_on(cleanup(&setup));
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

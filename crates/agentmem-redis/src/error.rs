@@ -1,0 +1,97 @@
+//! Turning redis-rs errors into agentmem's [`Error`] with the right [`ErrorKind`].
+
+use agentmem_core::{Error, ErrorKind};
+use redis::{RedisError, ServerErrorKind};
+
+/// The backend name recorded in every error.
+pub(crate) const BACKEND: &str = "redis";
+
+/// Maps a redis-rs error, keeping it as the source:
+/// - the server could not be reached, the connection broke or timed out, the server is
+///   loading, read-only or busy, or refused the credentials → [`ErrorKind::Unavailable`];
+/// - a value of the wrong type or shape under the prefix → [`ErrorKind::CorruptData`];
+/// - a bad client configuration → [`ErrorKind::InvalidInput`];
+/// - anything else → [`ErrorKind::Backend`].
+pub(crate) fn from_redis(error: RedisError, operation: &'static str) -> Error {
+    use redis::ErrorKind as R;
+    let code = error.code().unwrap_or_default();
+    let (kind, message) = match error.kind() {
+        // Checked first: servers report it as an extension error, scripts pass it through.
+        _ if code == "WRONGTYPE" => (
+            ErrorKind::CorruptData,
+            "a key under the prefix holds data of another type",
+        ),
+        // A long script or a busy server: the request was refused, retrying may succeed.
+        _ if code == "BUSY" => (ErrorKind::Unavailable, "Redis is busy running a script"),
+        // Missing or wrong credentials, or an ACL that forbids a command: the server
+        // refuses service (as a permission error on a file is `Unavailable` in agentmem).
+        _ if matches!(code, "NOAUTH" | "WRONGPASS" | "NOPERM") => {
+            (ErrorKind::Unavailable, "Redis refused the credentials")
+        }
+        R::Io => (ErrorKind::Unavailable, "Redis is unreachable"),
+        R::AuthenticationFailed | R::Server(ServerErrorKind::NoPerm) => {
+            (ErrorKind::Unavailable, "Redis refused the credentials")
+        }
+        R::Server(
+            ServerErrorKind::BusyLoading
+            | ServerErrorKind::TryAgain
+            | ServerErrorKind::MasterDown
+            | ServerErrorKind::ClusterDown
+            | ServerErrorKind::ReadOnly,
+        ) => (ErrorKind::Unavailable, "Redis cannot serve requests now"),
+        R::UnexpectedReturnType | R::Parse => (
+            ErrorKind::CorruptData,
+            "Redis returned data of an unexpected shape",
+        ),
+        R::InvalidClientConfig => (
+            ErrorKind::InvalidInput,
+            "invalid Redis client configuration",
+        ),
+        _ => (ErrorKind::Backend, "Redis command failed"),
+    };
+    Error::new(kind, message)
+        .with_source(error)
+        .with_operation(operation)
+        .with_backend(BACKEND)
+}
+
+/// Stored data that does not parse: [`ErrorKind::CorruptData`] naming what was read.
+pub(crate) fn corrupt(what: String, operation: &'static str) -> Error {
+    Error::corrupt(what)
+        .with_operation(operation)
+        .with_backend(BACKEND)
+}
+
+/// Stored JSON that does not parse as what it should be.
+pub(crate) fn corrupt_json(what: &str, error: serde_json::Error, operation: &'static str) -> Error {
+    Error::corrupt(format!("malformed {what} JSON in Redis"))
+        .with_source(error)
+        .with_operation(operation)
+        .with_backend(BACKEND)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_are_unavailable_and_keep_the_source() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let err = from_redis(RedisError::from(io), "append");
+        assert_eq!(err.kind(), ErrorKind::Unavailable);
+        assert!(err.is_temporary());
+        assert_eq!(err.operation(), Some("append"));
+        assert!(std::error::Error::source(&err).is_some());
+        assert!(err.to_string().contains("refused"), "{err}");
+    }
+
+    #[test]
+    fn other_kinds() {
+        let e = RedisError::from((redis::ErrorKind::UnexpectedReturnType, "shape"));
+        assert_eq!(from_redis(e, "load").kind(), ErrorKind::CorruptData);
+        let e = RedisError::from((redis::ErrorKind::InvalidClientConfig, "bad"));
+        assert_eq!(from_redis(e, "connect").kind(), ErrorKind::InvalidInput);
+        let e = RedisError::from((redis::ErrorKind::Client, "other"));
+        assert_eq!(from_redis(e, "load").kind(), ErrorKind::Backend);
+    }
+}

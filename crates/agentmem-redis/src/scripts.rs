@@ -1,0 +1,68 @@
+//! The Lua scripts behind every multi-key step, so each runs atomically on the server.
+//!
+//! Redis runs one script at a time, so a script sees and leaves a consistent state: an
+//! append and its index entries, a compaction and the appends racing with it, a purge batch.
+//! `redis::Script` sends `EVALSHA` and loads the source once per server (again after a
+//! restart empties the script cache).
+
+use redis::Script;
+
+macro_rules! session_script {
+    ($file:literal) => {
+        Script::new(concat!(
+            include_str!("lua/prelude.lua"),
+            include_str!($file)
+        ))
+    };
+}
+
+macro_rules! memory_script {
+    ($file:literal) => {
+        Script::new(concat!(
+            include_str!("lua/prelude.lua"),
+            include_str!("lua/memory.lua"),
+            include_str!($file)
+        ))
+    };
+}
+
+/// Every script, hashed once per store.
+pub(crate) struct Scripts {
+    pub(crate) append: Script,
+    pub(crate) save: Script,
+    pub(crate) compact: Script,
+    pub(crate) delete: Script,
+    pub(crate) purge: Script,
+    pub(crate) list_sessions: Script,
+    pub(crate) list_archives: Script,
+    pub(crate) search_messages: Script,
+    pub(crate) put_memory: Script,
+    pub(crate) delete_memory: Script,
+    pub(crate) list_memories: Script,
+    pub(crate) search_memories: Script,
+}
+
+impl Scripts {
+    pub(crate) fn new() -> Self {
+        Scripts {
+            append: session_script!("lua/append.lua"),
+            save: session_script!("lua/save.lua"),
+            compact: session_script!("lua/compact.lua"),
+            delete: session_script!("lua/delete.lua"),
+            purge: session_script!("lua/purge.lua"),
+            list_sessions: session_script!("lua/list_sessions.lua"),
+            list_archives: session_script!("lua/list_archives.lua"),
+            search_messages: session_script!("lua/search_messages.lua"),
+            put_memory: memory_script!("lua/put_memory.lua"),
+            delete_memory: memory_script!("lua/delete_memory.lua"),
+            list_memories: memory_script!("lua/list_memories.lua"),
+            search_memories: memory_script!("lua/search_memories.lua"),
+        }
+    }
+}
+
+impl std::fmt::Debug for Scripts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Scripts { .. }")
+    }
+}

@@ -1,0 +1,66 @@
+//! The client's half of ranked search: tokenizing text for the index kept inside Redis.
+//!
+//! Lua in Redis knows bytes, not Unicode letters, so words are found here with
+//! agentmem-core's tokenizer ([`agentmem_core::search::words`]) and sent along with each
+//! write; the scripts store the postings and rank with BM25 exactly as
+//! [`agentmem_core::search::rank`] does (same constants, same formula, same order of
+//! summation), so scores match the client-side backends.
+
+use std::collections::BTreeMap;
+
+use agentmem_core::search::{query_words, words};
+use serde_json::{json, Value};
+
+/// One text's index entry: `{"l": word count, "t": {term: "frequency"}}`.
+pub(crate) fn index_entry(text: &str) -> Value {
+    let ws = words(text);
+    let mut tf: BTreeMap<String, u64> = BTreeMap::new();
+    for w in &ws {
+        *tf.entry(w.clone()).or_insert(0) += 1;
+    }
+    // Frequencies as strings: the scripts pass them straight to HSET, and Redis would
+    // otherwise format each Lua number anew.
+    let tf: BTreeMap<String, String> = tf.into_iter().map(|(w, n)| (w, n.to_string())).collect();
+    json!({ "l": ws.len(), "t": tf })
+}
+
+/// The index entries of several texts, as one JSON array (one script argument).
+pub(crate) fn index_entries<'a>(texts: impl IntoIterator<Item = &'a str>) -> String {
+    Value::Array(texts.into_iter().map(index_entry).collect()).to_string()
+}
+
+/// The distinct words of a query, as script arguments.
+pub(crate) fn query_terms(query: &str) -> Vec<String> {
+    query_words(query)
+}
+
+/// Parses a score the scripts format with `%.17g` (which round-trips an f64 exactly).
+pub(crate) fn parse_score(text: &str) -> Option<f64> {
+    text.parse::<f64>().ok().filter(|s| s.is_finite())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_count_words_and_frequencies() {
+        let e = index_entry("Rust, rust and Грусть 42");
+        assert_eq!(e["l"], 5);
+        assert_eq!(e["t"]["rust"], "2");
+        assert_eq!(e["t"]["грусть"], "1");
+        assert_eq!(e["t"]["42"], "1");
+        assert_eq!(index_entry("!!!"), json!({"l": 0, "t": {}}));
+        assert_eq!(
+            index_entries(["a", "b b"]),
+            r#"[{"l":1,"t":{"a":"1"}},{"l":2,"t":{"b":"2"}}]"#
+        );
+    }
+
+    #[test]
+    fn scores_round_trip() {
+        let s = 0.1f64 + 0.2;
+        assert_eq!(parse_score(&format!("{s:.17e}")), Some(s));
+        assert_eq!(parse_score("nan"), None);
+    }
+}

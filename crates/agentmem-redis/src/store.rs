@@ -1,0 +1,277 @@
+//! [`RedisMemory`]: the connection, its timeouts and retry rule, and the [`AgentMemory`]
+//! implementation (the operations themselves live in `sessions.rs` and `memories.rs`).
+
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use agentmem_core::{
+    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
+    MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
+    RetentionPolicy, Session, SessionId, SessionInfo,
+};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::RedisResult;
+
+use crate::config::{
+    validate_prefix, RedisConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT,
+};
+use crate::error::{from_redis, BACKEND};
+use crate::keys::Keys;
+use crate::schema::{self, MIGRATIONS, SCHEMA_VERSION};
+use crate::scripts::Scripts;
+
+/// How many times the connection manager retries a failed connection attempt (with a short
+/// backoff) before the waiting commands fail: one, so a dead server is reported quickly.
+const CONNECT_RETRIES: usize = 1;
+
+/// An [`AgentMemory`] on Redis (backend name `redis`).
+///
+/// Cheap to clone: clones share one multiplexed, reconnecting connection
+/// (`redis::aio::ConnectionManager`). While the server is down every operation fails
+/// promptly with [`ErrorKind::Unavailable`](agentmem_core::ErrorKind::Unavailable); once it
+/// is back, the same store works again without being reopened.
+///
+/// ```no_run
+/// use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
+/// use agentmem_redis::RedisMemory;
+///
+/// # async fn demo() -> agentmem_core::Result<()> {
+/// let store = RedisMemory::connect("redis://127.0.0.1:6379/?prefix=my_app").await?;
+/// let session: SessionId = "ResearchAgent".parse()?;
+/// store.append_one(&session, Message::user("Compare BigQuery and AlloyDB")).await?;
+/// let last = store.last_messages(&session, 20).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisMemory {
+    pub(crate) conn: ConnectionManager,
+    pub(crate) keys: Keys,
+    pub(crate) scripts: std::sync::Arc<Scripts>,
+    /// The longest any one operation may take, whatever the server does.
+    deadline: Duration,
+    /// `host:port` of the server, for `Debug` (never the password).
+    server: String,
+}
+
+impl RedisMemory {
+    /// Connects to the server named by `url` (see [`RedisConfig`] for the form and options),
+    /// checks or creates the schema under the prefix, and migrates it forward if needed.
+    ///
+    /// Fails with [`ErrorKind::Unavailable`](agentmem_core::ErrorKind::Unavailable) when the
+    /// server cannot be reached, [`ErrorKind::InvalidInput`](agentmem_core::ErrorKind::InvalidInput)
+    /// for a malformed URL, and [`ErrorKind::Unsupported`](agentmem_core::ErrorKind::Unsupported)
+    /// for `rediss://` without the `tls` feature or data of a newer schema.
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::connect_with(url.parse()?).await
+    }
+
+    /// Connects with a parsed configuration.
+    pub async fn connect_with(config: RedisConfig) -> Result<Self> {
+        let client =
+            redis::Client::open(config.server_url()).map_err(|e| from_redis(e, "connect"))?;
+        Self::open(
+            client,
+            config.prefix(),
+            config.connect_timeout(),
+            config.response_timeout(),
+        )
+        .await
+    }
+
+    /// Uses an existing redis-rs client (for settings [`RedisConfig`] does not cover) with
+    /// the default timeouts, keeping every key under `prefix` (validated like the URL's).
+    pub async fn from_client(client: redis::Client, prefix: &str) -> Result<Self> {
+        validate_prefix(prefix)?;
+        Self::open(
+            client,
+            prefix,
+            DEFAULT_CONNECT_TIMEOUT,
+            DEFAULT_RESPONSE_TIMEOUT,
+        )
+        .await
+    }
+
+    async fn open(
+        client: redis::Client,
+        prefix: &str,
+        connect_timeout: Duration,
+        response_timeout: Duration,
+    ) -> Result<Self> {
+        let server = client.get_connection_info().addr().to_string();
+        let manager_config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(connect_timeout))
+            .set_response_timeout(Some(response_timeout))
+            .set_number_of_retries(CONNECT_RETRIES)
+            .set_min_delay(Duration::from_millis(50))
+            .set_max_delay(Duration::from_millis(500));
+        // Covers every attempt and backoff the manager makes, plus one reply, plus slack:
+        // an operation never waits longer than this, even if the server stops answering.
+        let deadline = connect_timeout * (CONNECT_RETRIES as u32 + 1)
+            + response_timeout
+            + Duration::from_secs(1);
+        let mut conn = tokio::time::timeout(
+            deadline,
+            ConnectionManager::new_with_config(client, manager_config),
+        )
+        .await
+        .map_err(|_| timed_out(deadline, "connect"))?
+        .map_err(|e| from_redis(e, "connect"))?;
+        let keys = Keys::new(prefix);
+        tokio::time::timeout(
+            deadline,
+            schema::ensure(&mut conn, &keys, SCHEMA_VERSION, MIGRATIONS),
+        )
+        .await
+        .map_err(|_| timed_out(deadline, "open"))??;
+        Ok(RedisMemory {
+            conn,
+            keys,
+            scripts: std::sync::Arc::new(Scripts::new()),
+            deadline,
+            server,
+        })
+    }
+
+    /// The key prefix of this store.
+    pub fn prefix(&self) -> &str {
+        self.keys.prefix()
+    }
+
+    /// Runs one Redis exchange under the deadline, mapping errors.
+    ///
+    /// A refused connection means nothing was sent, so it is retried once even for writes:
+    /// the failed attempt has already made the manager reconnect, and the server may be back
+    /// (the first call after a restart otherwise reports the stale refusal). Any other
+    /// failure is returned as it is: a write whose reply was lost may or may not have been
+    /// applied, and only the caller can decide whether repeating it is right.
+    pub(crate) async fn run<T, F, Fut>(&self, op: &'static str, f: F) -> Result<T>
+    where
+        F: Fn(ConnectionManager) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        let mut retried = false;
+        loop {
+            match tokio::time::timeout(self.deadline, f(self.conn.clone())).await {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(e)) if e.is_connection_refusal() && !retried => retried = true,
+                Ok(Err(e)) => return Err(from_redis(e, op)),
+                Err(_) => return Err(timed_out(self.deadline, op)),
+            }
+        }
+    }
+}
+
+fn timed_out(deadline: Duration, op: &'static str) -> Error {
+    Error::unavailable(format!("Redis did not answer within {deadline:?}"))
+        .with_operation(op)
+        .with_backend(BACKEND)
+}
+
+impl fmt::Debug for RedisMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisMemory")
+            .field("server", &self.server)
+            .field("prefix", &self.keys.prefix())
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl AgentMemory for RedisMemory {
+    fn backend(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let mut c = Capabilities::default();
+        // An acknowledged write is in the server's memory; whether it survives a server
+        // crash depends on the server's persistence (AOF) settings, which this store does
+        // not control, so it promises nothing.
+        c.durable = false;
+        c.cross_process = true;
+        c.atomic_compaction = true;
+        c.indexed_search = true;
+        // Key expiry would drop sessions without their index entries; retention purges
+        // through the index instead (see the README).
+        c.native_expiry = false;
+        c
+    }
+
+    async fn schema_version(&self) -> Result<u32> {
+        // Re-checked rather than cached: a server restarted without persistence (or a
+        // FLUSHDB) leaves an empty prefix, which is a new store of the current version.
+        let mut conn = self.conn.clone();
+        tokio::time::timeout(
+            self.deadline,
+            schema::ensure(&mut conn, &self.keys, SCHEMA_VERSION, MIGRATIONS),
+        )
+        .await
+        .map_err(|_| timed_out(self.deadline, "schema_version"))?
+    }
+
+    async fn save_session(
+        &self,
+        session: &SessionId,
+        history: &[Message],
+        metadata: &Metadata,
+    ) -> Result<()> {
+        self.save_session_impl(session, history, metadata).await
+    }
+
+    async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
+        self.append_impl(session, messages).await
+    }
+
+    async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
+        self.load_impl(session, limit).await
+    }
+
+    async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
+        self.list_sessions_impl().await
+    }
+
+    async fn delete_session(&self, session: &SessionId) -> Result<bool> {
+        self.delete_session_impl(session).await
+    }
+
+    async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
+        self.compact_impl(session, replacement).await
+    }
+
+    async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
+        self.list_archives_impl(session).await
+    }
+
+    async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
+        self.load_archive_impl(session, archive).await
+    }
+
+    async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
+        self.put_memory_impl(item).await
+    }
+
+    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
+        self.get_memory_impl(id).await
+    }
+
+    async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
+        self.list_memories_impl(filter).await
+    }
+
+    async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
+        self.search_memories_impl(query, filter).await
+    }
+
+    async fn delete_memory(&self, id: &str) -> Result<bool> {
+        self.delete_memory_impl(id).await
+    }
+
+    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
+        self.search_messages_impl(query, scope).await
+    }
+
+    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
+        self.purge_impl(policy).await
+    }
+}
