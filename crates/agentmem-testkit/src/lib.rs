@@ -9,7 +9,8 @@
 //! // crates/agentmem-redis/tests/conformance.rs
 //! async fn store() -> Option<Arc<dyn AgentMemory>> {
 //!     let url = agentmem_testkit::env_url("REDIS_URL", "redis://127.0.0.1:6379");
-//!     match RedisMemory::connect(&url, &agentmem_testkit::unique_namespace("t")).await {
+//!     let url = format!("{url}/?prefix={}", agentmem_testkit::unique_namespace("t"));
+//!     match RedisMemory::connect(&url).await {
 //!         Ok(store) => Some(Arc::new(store)),
 //!         Err(e) => agentmem_testkit::service_unavailable("redis", &url, &e),
 //!     }

@@ -1,0 +1,273 @@
+//! The command line, as clap parses it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agentmem_core::{Error, MemoryKind, Result, SessionId};
+use clap::{ArgGroup, Parser, Subcommand, ValueEnum};
+
+use crate::interop::Format;
+
+/// The store used when neither `--store` nor `AGENTMEM_STORE` names one: the file store in the
+/// agentmem home (`$AGENTMEM_HOME`, else `$HOME/.agentmem`).
+pub const DEFAULT_STORE: &str = "file://";
+
+/// Inspect, repair, export, import and migrate agent memory on any agentmem store.
+#[derive(Debug, Parser)]
+#[command(name = "agentmem", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// The store URL: file://, sqlite://, redis://, postgres://, mongodb:// [default: the file
+    /// store in $AGENTMEM_HOME, else ~/.agentmem]
+    #[arg(
+        long,
+        global = true,
+        env = "AGENTMEM_STORE",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub store: Option<String>,
+
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List sessions: id, message count, last update.
+    Sessions,
+    /// Print a session's messages.
+    Show {
+        /// The session id.
+        #[arg(value_parser = parse_session)]
+        session: SessionId,
+        /// Only the last N messages (never starting with an orphaned tool result).
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
+        format: ShowFormat,
+    },
+    /// Append one message to a session (creating it when missing).
+    Append {
+        /// The session id.
+        #[arg(value_parser = parse_session)]
+        session: SessionId,
+        /// Who says it: system, user, assistant, tool, or an agent's name.
+        #[arg(long)]
+        role: String,
+        /// The message text; `-` reads it from standard input.
+        text: String,
+    },
+    /// Search messages, best match first.
+    Search {
+        /// Words to look for (any of them).
+        query: String,
+        /// Only this session.
+        #[arg(long, value_parser = parse_session)]
+        session: Option<SessionId>,
+        /// At most N hits.
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        limit: usize,
+    },
+    /// Archive a session's messages and replace them with a summary.
+    #[command(group(ArgGroup::new("how").required(true).args(["summary", "auto"])))]
+    Compact {
+        /// The session id.
+        #[arg(value_parser = parse_session)]
+        session: SessionId,
+        /// The summary to keep, as one system message.
+        #[arg(long)]
+        summary: Option<String>,
+        /// Summarize without a model (extractive: the key sentences of the conversation).
+        #[arg(long)]
+        auto: bool,
+    },
+    /// List a session's archives, oldest first.
+    Archives {
+        /// The session id.
+        #[arg(value_parser = parse_session)]
+        session: SessionId,
+    },
+    /// List memory items, oldest first.
+    Memories {
+        /// Only this kind: short_term, long_term, fact, insight.
+        #[arg(long, value_parser = parse_kind)]
+        kind: Option<MemoryKind>,
+    },
+    /// Delete a session with its archives.
+    Delete {
+        /// The session id.
+        #[arg(value_parser = parse_session)]
+        session: SessionId,
+    },
+    /// Delete sessions not written for a while (and, optionally, all but the newest N).
+    #[command(group(ArgGroup::new("policy").required(true).multiple(true).args(["older_than", "keep"])))]
+    Purge {
+        /// Age limit, like 30d, 12h, 90m, 2w or 1d12h.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        older_than: Option<Duration>,
+        /// Keep only the N most recently written sessions.
+        #[arg(long, value_name = "N")]
+        keep: Option<usize>,
+    },
+    /// Show the workspace identity of a folder and the session id an agent gets there.
+    WorkspaceId {
+        /// The folder [default: the current one].
+        path: Option<PathBuf>,
+        /// The agent's name [default: agent].
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
+    },
+    /// Check the store: schema version, counts, torn or corrupt records.
+    Doctor {
+        /// Repair what can be repaired, keeping a backup of every file changed.
+        #[arg(long)]
+        repair: bool,
+        /// Where backups go [default: STORE_FOLDER/backups/doctor-TIME].
+        #[arg(long, value_name = "DIR", requires = "repair")]
+        backup_dir: Option<PathBuf>,
+    },
+    /// Export sessions (and, with --all, memory items) to files.
+    #[command(group(ArgGroup::new("what").required(true).args(["session", "all"])))]
+    Export {
+        /// The session to export.
+        #[arg(value_parser = parse_session)]
+        session: Option<SessionId>,
+        /// Every session and every memory item.
+        #[arg(long)]
+        all: bool,
+        /// jsonl, json, yaml (agentmem's own, lossless), swarms (agent folder), praisonai
+        /// (session JSON).
+        #[arg(long, value_parser = parse_format)]
+        format: Format,
+        /// Output file (jsonl, json, yaml, praisonai) or folder (swarms; praisonai with
+        /// --all) [default: standard output for single files].
+        #[arg(short, long, value_name = "FILE|DIR")]
+        output: Option<PathBuf>,
+    },
+    /// Import sessions from files written by export, Swarms or PraisonAI.
+    Import {
+        /// The file or folder to read.
+        path: PathBuf,
+        /// jsonl, json, yaml, swarms, praisonai.
+        #[arg(long, value_parser = parse_format)]
+        format: Format,
+        /// Import under this session id (the file must hold one session).
+        #[arg(long, value_parser = parse_session)]
+        session: Option<SessionId>,
+    },
+    /// Copy every session, archive and memory item from one store to another.
+    Migrate {
+        /// The source store URL.
+        #[arg(long, value_name = "URL")]
+        from: String,
+        /// The destination store URL.
+        #[arg(long, value_name = "URL")]
+        to: String,
+        /// Show what would be copied, copy nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// At most N messages per write.
+        #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+        batch_size: u64,
+    },
+}
+
+/// How `show` prints a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShowFormat {
+    /// One line per message: time, role, content.
+    Text,
+    /// The session as JSON.
+    Json,
+    /// The session as Swarms `MEMORY.md`.
+    Markdown,
+}
+
+fn parse_session(s: &str) -> std::result::Result<SessionId, String> {
+    SessionId::new(s).map_err(|e| e.message().to_string())
+}
+
+fn parse_kind(s: &str) -> std::result::Result<MemoryKind, String> {
+    s.parse::<MemoryKind>().map_err(|e| e.message().to_string())
+}
+
+fn parse_format(s: &str) -> std::result::Result<Format, String> {
+    s.parse::<Format>().map_err(|e| e.message().to_string())
+}
+
+/// Parses a duration like `30d`, `12h`, `90m`, `45s`, `2w` or `1d12h`.
+///
+/// ```
+/// use std::time::Duration;
+/// use agentmem_cli::cli::parse_duration;
+/// assert_eq!(parse_duration("1d12h").unwrap(), Duration::from_secs(36 * 3600));
+/// assert!(parse_duration("12").is_err());
+/// ```
+pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
+    duration(s).map_err(|e| e.message().to_string())
+}
+
+fn duration(s: &str) -> Result<Duration> {
+    let bad = || {
+        Error::invalid_input(format!(
+            "invalid duration {s:?}: use a number and a unit (s, m, h, d, w), like 30d or 1d12h"
+        ))
+    };
+    let mut total: u64 = 0;
+    let mut number = String::new();
+    let mut any = false;
+    for c in s.trim().chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let unit: u64 = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86_400,
+            'w' => 604_800,
+            _ => return Err(bad()),
+        };
+        let n: u64 = number.parse().map_err(|_| bad())?;
+        total = n
+            .checked_mul(unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(bad)?;
+        number.clear();
+        any = true;
+    }
+    if !any || !number.is_empty() {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs(total))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration("45s").unwrap(), Duration::from_secs(45));
+        assert_eq!(duration("2w").unwrap(), Duration::from_secs(1_209_600));
+        assert_eq!(duration("90m").unwrap(), Duration::from_secs(5400));
+        for bad in ["", "d", "5x", "10", "99999999999999999999d", "-1d"] {
+            assert!(duration(bad).is_err(), "{bad}");
+        }
+    }
+}

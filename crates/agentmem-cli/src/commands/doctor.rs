@@ -1,0 +1,399 @@
+//! `agentmem doctor [--repair]`: schema version, counts, and torn or corrupt records.
+//!
+//! Every backend is checked by reading everything back (sessions, archives, memory items):
+//! what fails to read as `CorruptData` is reported. The file backend is checked more deeply,
+//! through `FileMemory::check`, *before* anything else touches a session (the backend repairs
+//! a session on first access, so a check that loaded first would only ever see healthy files).
+//! With `--repair`, the files of each damaged session (and a damaged memory log) are copied to
+//! a backup folder first, then repaired.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agentmem::file::{FileMemory, RepairReport};
+use agentmem::Backend;
+use agentmem_core::{AgentMemory, Error, ErrorKind, MemoryFilter, Result, SessionId};
+use serde::Serialize;
+
+use super::{redact, store_error};
+use crate::fsio::{create_dir_all, io_error};
+use crate::output::{count, Output};
+
+#[derive(Debug, Serialize, Default)]
+struct Counts {
+    sessions: u64,
+    messages: u64,
+    archives: u64,
+    archived_messages: u64,
+    memories: u64,
+    /// Sessions left uncounted because reading them would have repaired them.
+    unchecked_sessions: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Problem {
+    kind: String,
+    session: Option<String>,
+    path: Option<String>,
+    detail: String,
+    repaired: bool,
+}
+
+impl Problem {
+    /// A record that cannot be read back (never repaired automatically).
+    fn corrupt(session: Option<&SessionId>, e: &Error) -> Self {
+        Problem {
+            kind: "corrupt".into(),
+            session: session.map(ToString::to_string),
+            path: None,
+            detail: crate::one_line(e),
+            repaired: false,
+        }
+    }
+
+    /// What the file backend found (and maybe repaired).
+    fn found(r: RepairReport) -> Self {
+        Problem {
+            kind: r.kind.as_str().to_string(),
+            session: r.session.map(|s| s.to_string()),
+            path: Some(r.path.display().to_string()),
+            detail: r.detail,
+            repaired: r.repaired,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct DoctorReport {
+    store: String,
+    backend: &'static str,
+    schema_version: u32,
+    counts: Counts,
+    problems: Vec<Problem>,
+    backup: Option<String>,
+}
+
+/// Runs the checks on the store at `url`.
+pub async fn run(
+    url: &str,
+    out: &mut Output,
+    repair: bool,
+    backup_dir: Option<PathBuf>,
+) -> Result<()> {
+    let backend = Backend::from_url(url)?;
+    let report = if backend == Backend::File {
+        let store = FileMemory::connect(url)
+            .await
+            .map_err(|e| store_error(url, e))?;
+        file_doctor(store, repair, backup_dir).await?
+    } else {
+        let store = super::open(url).await?;
+        generic_doctor(url, store).await?
+    };
+    print(out, &report)?;
+    let open_problems = report.problems.iter().filter(|p| !p.repaired).count();
+    if open_problems > 0 {
+        let hint = if repair || backend != Backend::File {
+            "they cannot be repaired automatically"
+        } else {
+            "run `agentmem doctor --repair` to repair them"
+        };
+        return Err(Error::corrupt(format!(
+            "{open_problems} problems found in {}; {hint}",
+            redact(url)
+        )));
+    }
+    Ok(())
+}
+
+fn print(out: &mut Output, report: &DoctorReport) -> Result<()> {
+    if out.json() {
+        return out.json_value(report);
+    }
+    let c = &report.counts;
+    out.line(format!("store:     {}", report.store))?;
+    out.line(format!(
+        "backend:   {} (schema version {})",
+        report.backend, report.schema_version
+    ))?;
+    out.line(format!(
+        "sessions:  {} ({}), archives: {} ({}), memory items: {}",
+        c.sessions,
+        count(c.messages, "message"),
+        c.archives,
+        count(c.archived_messages, "message"),
+        c.memories
+    ))?;
+    if c.unchecked_sessions > 0 {
+        out.line(format!(
+            "           {} damaged sessions not counted (reading them would repair them)",
+            c.unchecked_sessions
+        ))?;
+    }
+    if report.problems.is_empty() {
+        out.line("problems:  none")?;
+    } else {
+        out.line(format!("problems:  {}", report.problems.len()))?;
+        for p in &report.problems {
+            out.line(format!(
+                "  - {}{}: {}{}",
+                p.kind,
+                if p.repaired { ", repaired" } else { "" },
+                p.path.as_deref().or(p.session.as_deref()).unwrap_or("-"),
+                if p.detail.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", p.detail)
+                }
+            ))?;
+        }
+    }
+    if let Some(b) = &report.backup {
+        out.line(format!("backup:    {b}"))?;
+    }
+    Ok(())
+}
+
+/// Adds one session's counts; a `CorruptData` read becomes a problem.
+async fn count_session(
+    store: &dyn AgentMemory,
+    id: &SessionId,
+    counts: &mut Counts,
+    problems: &mut Vec<Problem>,
+) -> Result<()> {
+    let corrupt = |e: Error, problems: &mut Vec<Problem>| -> Result<()> {
+        if e.kind() == ErrorKind::CorruptData {
+            problems.push(Problem::corrupt(Some(id), &e));
+            Ok(())
+        } else {
+            Err(e)
+        }
+    };
+    match store.load(id, None).await {
+        Ok(Some(s)) => {
+            counts.sessions += 1;
+            counts.messages += s.messages.len() as u64;
+        }
+        Ok(None) => return Ok(()),
+        Err(e) => return corrupt(e, problems),
+    }
+    let archives = match store.list_archives(id).await {
+        Ok(a) => a,
+        Err(e) => return corrupt(e, problems),
+    };
+    for info in archives {
+        match store.load_archive(id, &info.id).await {
+            Ok(a) => {
+                counts.archives += 1;
+                counts.archived_messages += a.messages.len() as u64;
+            }
+            Err(e) => corrupt(e, problems)?,
+        }
+    }
+    Ok(())
+}
+
+async fn count_memories(
+    store: &dyn AgentMemory,
+    counts: &mut Counts,
+    problems: &mut Vec<Problem>,
+) -> Result<()> {
+    match store.list_memories(&MemoryFilter::default()).await {
+        Ok(items) => counts.memories = items.len() as u64,
+        Err(e) if e.kind() == ErrorKind::CorruptData => problems.push(Problem::corrupt(None, &e)),
+        Err(e) => return Err(e),
+    }
+    Ok(())
+}
+
+async fn generic_doctor(url: &str, store: Arc<dyn AgentMemory>) -> Result<DoctorReport> {
+    let mut counts = Counts::default();
+    let mut problems = Vec::new();
+    for info in store.list_sessions().await? {
+        count_session(store.as_ref(), &info.id, &mut counts, &mut problems).await?;
+    }
+    count_memories(store.as_ref(), &mut counts, &mut problems).await?;
+    Ok(DoctorReport {
+        store: redact(url),
+        backend: store.backend(),
+        schema_version: store.schema_version().await?,
+        counts,
+        problems,
+        backup: None,
+    })
+}
+
+/// The session folders under `<root>/agents`, without touching them through the backend.
+fn session_folders(root: &Path) -> Result<Vec<SessionId>> {
+    let agents = root.join("agents");
+    let entries = match std::fs::read_dir(&agents) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_error(&agents, "list", e)),
+    };
+    let mut ids = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| io_error(&agents, "list", e))?;
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            if let Some(id) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| SessionId::new(n).ok())
+            {
+                ids.push(id);
+            }
+        }
+    }
+    ids.sort();
+    Ok(ids)
+}
+
+/// What a read-only look at `memories.jsonl` finds: a torn last line, or a bad line inside.
+fn check_memory_log(path: &Path) -> Result<Option<Problem>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_error(path, "read", e)),
+    };
+    let problem = |kind: &str, detail: String| Problem {
+        kind: kind.into(),
+        session: None,
+        path: Some(path.display().to_string()),
+        detail,
+        repaired: false,
+    };
+    let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+    let count = lines.len();
+    for (i, line) in lines.iter().enumerate() {
+        let last = i + 1 == count;
+        if last {
+            if !line.is_empty() {
+                return Ok(Some(problem(
+                    "torn tail",
+                    format!("line {} has no newline (cut off)", i + 1),
+                )));
+            }
+            continue;
+        }
+        if serde_json::from_slice::<serde_json::Value>(line).is_err() {
+            let is_final_record = i + 2 == count;
+            return Ok(Some(if is_final_record {
+                problem("torn tail", format!("line {} is not a whole record", i + 1))
+            } else {
+                problem("corrupt", format!("line {} is not valid JSON", i + 1))
+            }));
+        }
+    }
+    Ok(None)
+}
+
+fn copy_recursive(from: &Path, to: &Path) -> Result<()> {
+    if from.is_dir() {
+        create_dir_all(to)?;
+        let entries = std::fs::read_dir(from).map_err(|e| io_error(from, "list", e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error(from, "list", e))?;
+            copy_recursive(&entry.path(), &to.join(entry.file_name()))?;
+        }
+        Ok(())
+    } else {
+        std::fs::copy(from, to)
+            .map(|_| ())
+            .map_err(|e| io_error(from, "back up", e))
+    }
+}
+
+async fn file_doctor(
+    store: FileMemory,
+    repair: bool,
+    backup_dir: Option<PathBuf>,
+) -> Result<DoctorReport> {
+    let root = store.root().to_path_buf();
+    let backup = backup_dir.unwrap_or_else(|| {
+        root.join("backups").join(format!(
+            "doctor-{}",
+            chrono::Utc::now().format("%Y%m%dT%H%M%S%.6fZ")
+        ))
+    });
+    let mut backup_used = false;
+    let mut counts = Counts::default();
+    // Opening already emptied the trash of interrupted deletions: report it.
+    let mut problems: Vec<Problem> = store.repairs().into_iter().map(Problem::found).collect();
+
+    for id in session_folders(&root)? {
+        let findings = match store.check(&id, false).await {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::CorruptData => {
+                problems.push(Problem::corrupt(Some(&id), &e));
+                counts.unchecked_sessions += 1;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if findings.is_empty() {
+            count_session(&store, &id, &mut counts, &mut problems).await?;
+            continue;
+        }
+        if !repair {
+            problems.extend(findings.into_iter().map(Problem::found));
+            counts.unchecked_sessions += 1;
+            continue;
+        }
+        copy_recursive(
+            &root.join("agents").join(id.as_str()),
+            &backup.join("agents").join(id.as_str()),
+        )?;
+        backup_used = true;
+        let fixed = store.check(&id, true).await?;
+        problems.extend(fixed.into_iter().map(Problem::found));
+        count_session(&store, &id, &mut counts, &mut problems).await?;
+    }
+
+    let log = root.join("memories.jsonl");
+    match check_memory_log(&log)? {
+        None => count_memories(&store, &mut counts, &mut problems).await?,
+        Some(mut problem) => {
+            let torn = problem.kind == "torn tail";
+            if repair && torn {
+                create_dir_all(&backup)?;
+                copy_recursive(&log, &backup.join("memories.jsonl"))?;
+                backup_used = true;
+                // The backend truncates a torn tail on its first read of the log.
+                count_memories(&store, &mut counts, &mut problems).await?;
+                problem.repaired = check_memory_log(&log)?.is_none();
+            }
+            problems.push(problem);
+        }
+    }
+
+    Ok(DoctorReport {
+        // `file://` alone means the default home: show where that is.
+        store: format!("file://{}", root.display()),
+        backend: store.backend(),
+        schema_version: store.schema_version().await?,
+        counts,
+        problems,
+        backup: backup_used.then(|| backup.display().to_string()),
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_log_checks() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.jsonl");
+        assert!(check_memory_log(&p).unwrap().is_none());
+        std::fs::write(&p, "{\"a\":1}\n{\"b\":2}\n").unwrap();
+        assert!(check_memory_log(&p).unwrap().is_none());
+        std::fs::write(&p, "{\"a\":1}\n{\"b\":").unwrap();
+        assert_eq!(check_memory_log(&p).unwrap().unwrap().kind, "torn tail");
+        std::fs::write(&p, "{\"a\":1}\n{\"b\":\n").unwrap();
+        assert_eq!(check_memory_log(&p).unwrap().unwrap().kind, "torn tail");
+        std::fs::write(&p, "{\"a\":1}\nxx\n{\"b\":2}\n").unwrap();
+        assert_eq!(check_memory_log(&p).unwrap().unwrap().kind, "corrupt");
+    }
+}

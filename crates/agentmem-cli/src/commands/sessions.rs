@@ -1,0 +1,258 @@
+//! Session commands: `sessions`, `show`, `append`, `search`, `compact`, `archives`, `delete`,
+//! `purge`.
+
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentmem::conversation::templates::summary_text;
+use agentmem::conversation::{ExtractiveSummarizer, SummaryRequest};
+use agentmem_core::format::render_memory_md;
+use agentmem_core::{
+    AgentMemory, AgentMemoryExt, Error, Message, MessageQuery, Result, RetentionPolicy, Role,
+    SessionId,
+};
+use serde_json::json;
+
+use crate::cli::ShowFormat;
+use crate::output::{count, snippet, time, Output};
+
+/// The summary length `compact --auto` asks for, in tokens.
+const AUTO_SUMMARY_TOKENS: usize = 512;
+
+fn missing(session: &SessionId) -> Error {
+    Error::not_found(format!("session {:?} does not exist", session.as_str()))
+}
+
+/// `sessions`: id, message count, last update.
+pub async fn list(store: &Arc<dyn AgentMemory>, out: &mut Output) -> Result<()> {
+    let sessions = store.list_sessions().await?;
+    if out.json() {
+        return out.json_value(&sessions);
+    }
+    let rows: Vec<Vec<String>> = sessions
+        .iter()
+        .map(|s| {
+            vec![
+                s.id.to_string(),
+                s.message_count.to_string(),
+                time(s.updated_at),
+            ]
+        })
+        .collect();
+    out.table(&["SESSION", "MESSAGES", "UPDATED"], &rows)
+}
+
+/// How a message's role reads in text output, with its tool pairing.
+fn role_label(m: &Message) -> String {
+    match (&m.tool_call_id, &m.tool_name) {
+        (Some(id), name) if m.is_tool_call() => {
+            format!("{} [call {}#{id}]", m.role, name.as_deref().unwrap_or("?"))
+        }
+        (Some(id), name) => format!(
+            "{} [result {}#{id}]",
+            m.role,
+            name.as_deref().unwrap_or("?")
+        ),
+        _ => m.role.to_string(),
+    }
+}
+
+/// `show`: a session's messages as text, JSON or Swarms Markdown.
+pub async fn show(
+    store: &Arc<dyn AgentMemory>,
+    out: &mut Output,
+    session: &SessionId,
+    limit: Option<usize>,
+    format: ShowFormat,
+) -> Result<()> {
+    let loaded = store
+        .load(session, limit)
+        .await?
+        .ok_or_else(|| missing(session))?;
+    match (out.json(), format) {
+        (true, _) | (_, ShowFormat::Json) => out.json_value(&loaded),
+        (_, ShowFormat::Markdown) => out.raw(&render_memory_md(
+            session.as_str(),
+            loaded.created_at,
+            &loaded.messages,
+        )),
+        (_, ShowFormat::Text) => {
+            out.line(format!(
+                "# {}: {} of {}, updated {}",
+                session,
+                loaded.messages.len(),
+                count(loaded.total_messages, "message"),
+                time(loaded.updated_at)
+            ))?;
+            for m in &loaded.messages {
+                out.line(format!(
+                    "[{}] {}: {}",
+                    time(m.timestamp),
+                    role_label(m),
+                    m.content
+                ))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `append`: one message; `-` reads the text from standard input.
+pub async fn append(
+    store: &Arc<dyn AgentMemory>,
+    out: &mut Output,
+    session: &SessionId,
+    role: &str,
+    text: &str,
+) -> Result<()> {
+    let role = Role::parse(role)?;
+    let content = if text == "-" {
+        let mut buf = String::new();
+        std::io::stdin().read_to_string(&mut buf).map_err(|e| {
+            Error::invalid_input("cannot read the message from standard input").with_source(e)
+        })?;
+        // `echo text | agentmem append …` ends with one newline that is not part of the text.
+        if buf.ends_with('\n') {
+            buf.pop();
+            if buf.ends_with('\r') {
+                buf.pop();
+            }
+        }
+        buf
+    } else {
+        text.to_string()
+    };
+    let message = Message::new(role, content);
+    store.append_one(session, message.clone()).await?;
+    if out.json() {
+        return out.json_value(&json!({"session": session, "message": message}));
+    }
+    out.line(format!("appended message {} to {}", message.id, session))
+}
+
+/// `search`: messages matching any word of `query`, best first.
+pub async fn search(
+    store: &Arc<dyn AgentMemory>,
+    out: &mut Output,
+    query: &str,
+    session: Option<SessionId>,
+    limit: usize,
+) -> Result<()> {
+    let hits = store
+        .search_messages(query, &MessageQuery { session, limit })
+        .await?;
+    if out.json() {
+        return out.json_value(&hits);
+    }
+    let rows: Vec<Vec<String>> = hits
+        .iter()
+        .map(|h| {
+            vec![
+                h.session.to_string(),
+                format!("{:.3}", h.score),
+                time(h.message.timestamp),
+                h.message.role.to_string(),
+                snippet(&h.message.content, 80),
+            ]
+        })
+        .collect();
+    out.table(&["SESSION", "SCORE", "TIME", "ROLE", "TEXT"], &rows)
+}
+
+/// `compact`: archive the session's messages, keep one summary system message.
+pub async fn compact(
+    store: &Arc<dyn AgentMemory>,
+    out: &mut Output,
+    session: &SessionId,
+    summary: Option<&str>,
+    auto: bool,
+) -> Result<()> {
+    let summary = match summary {
+        Some(s) if !auto => s.to_string(),
+        _ => {
+            let messages = store.messages(session).await?;
+            if messages.is_empty() && !store.session_exists(session).await? {
+                return Err(missing(session));
+            }
+            ExtractiveSummarizer::new()
+                .summarize_now(&SummaryRequest::new(messages, AUTO_SUMMARY_TOKENS))
+        }
+    };
+    let replacement = Message::system(summary_text(&summary));
+    let info = store
+        .compact(session, std::slice::from_ref(&replacement))
+        .await?;
+    if out.json() {
+        return out.json_value(&json!({"archive": info, "summary": replacement}));
+    }
+    out.line(format!(
+        "compacted {}: {} archived as {}, replaced by a summary",
+        session,
+        count(info.message_count, "message"),
+        info.id
+    ))
+}
+
+/// `archives`: a session's archives, oldest first.
+pub async fn archives(
+    store: &Arc<dyn AgentMemory>,
+    out: &mut Output,
+    session: &SessionId,
+) -> Result<()> {
+    let archives = store.list_archives(session).await?;
+    if archives.is_empty() && !store.session_exists(session).await? {
+        return Err(missing(session));
+    }
+    if out.json() {
+        return out.json_value(&archives);
+    }
+    let rows: Vec<Vec<String>> = archives
+        .iter()
+        .map(|a| {
+            vec![
+                a.id.to_string(),
+                time(a.created_at),
+                a.message_count.to_string(),
+            ]
+        })
+        .collect();
+    out.table(&["ARCHIVE", "CREATED", "MESSAGES"], &rows)
+}
+
+/// `delete`: a session with its archives.
+pub async fn delete(
+    store: &Arc<dyn AgentMemory>,
+    out: &mut Output,
+    session: &SessionId,
+) -> Result<()> {
+    if !store.delete_session(session).await? {
+        return Err(missing(session));
+    }
+    if out.json() {
+        return out.json_value(&json!({"deleted": session}));
+    }
+    out.line(format!("deleted session {session}"))
+}
+
+/// `purge`: sessions older than `older_than`, and all but the newest `keep`.
+pub async fn purge(
+    store: &Arc<dyn AgentMemory>,
+    out: &mut Output,
+    older_than: Option<Duration>,
+    keep: Option<usize>,
+) -> Result<()> {
+    let report = store
+        .purge(&RetentionPolicy {
+            max_age: older_than,
+            max_sessions: keep,
+        })
+        .await?;
+    if out.json() {
+        return out.json_value(&report);
+    }
+    out.line(format!(
+        "purged {}",
+        count(report.sessions_deleted, "session")
+    ))
+}

@@ -1,0 +1,405 @@
+//! `export` and `import`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agentmem_core::{AgentMemory, Error, MemoryFilter, MemoryItem, Result, SessionId};
+use serde::Serialize;
+
+use crate::fsio::{create_dir_all, io_error, read_to_string, write_atomic};
+use crate::interop::{self, jsonl, praisonai, swarms, ExportDocument, Format, SessionExport};
+use crate::output::{count, Output};
+use crate::sync::{read_session, sync_session, SyncOptions};
+
+/// Every memory item, oldest first, ties broken by id, so exports are deterministic.
+async fn all_memories(store: &Arc<dyn AgentMemory>) -> Result<Vec<MemoryItem>> {
+    let mut items = store.list_memories(&MemoryFilter::default()).await?;
+    items.sort_by(|a, b| {
+        a.created_at
+            .cmp(&b.created_at)
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    for item in &mut items {
+        interop::canonical_map(&mut item.metadata);
+    }
+    Ok(items)
+}
+
+/// Every session's id, in byte order (stores order by id too, but a database collation may
+/// not be byte order, and exports must not depend on the store).
+async fn session_ids(store: &Arc<dyn AgentMemory>) -> Result<Vec<SessionId>> {
+    let mut ids: Vec<SessionId> = store
+        .list_sessions()
+        .await?
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    ids.sort();
+    Ok(ids)
+}
+
+async fn one_session(store: &Arc<dyn AgentMemory>, id: &SessionId) -> Result<SessionExport> {
+    read_session(store.as_ref(), id)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("session {:?} does not exist", id.as_str())))
+}
+
+/// A folder to export into: missing or empty, so nothing stale is mixed in.
+fn empty_folder(dir: Option<&Path>, format: Format) -> Result<PathBuf> {
+    let dir = dir.ok_or_else(|| {
+        Error::invalid_input(format!(
+            "the {format} export writes a folder: give it with -o DIR"
+        ))
+    })?;
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(Error::invalid_input(format!(
+                    "{} is not empty; export into a new or empty folder",
+                    dir.display()
+                )));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_dir_all(dir)?,
+        Err(e) => return Err(io_error(dir, "open the folder", e)),
+    }
+    Ok(dir.to_path_buf())
+}
+
+fn write_swarms(dir: &Path, session: &SessionExport) -> Result<()> {
+    for (relative, text) in swarms::render_agent_folder(session) {
+        write_atomic(&dir.join(relative), text.as_bytes())?;
+    }
+    Ok(())
+}
+
+fn emit(out: &mut Output, output: Option<&Path>, text: &str) -> Result<()> {
+    match output {
+        Some(path) => write_atomic(path, text.as_bytes()),
+        None => out.raw(text),
+    }
+}
+
+#[derive(Serialize)]
+struct ExportSummary {
+    format: &'static str,
+    sessions: u64,
+    messages: u64,
+    memories: u64,
+    output: Option<String>,
+}
+
+/// `export`: one session (`session`) or everything (`None`).
+pub async fn export(
+    store: &Arc<dyn AgentMemory>,
+    out: &mut Output,
+    session: Option<SessionId>,
+    format: Format,
+    output: Option<&Path>,
+) -> Result<()> {
+    let mut summary = ExportSummary {
+        format: format.as_str(),
+        sessions: 0,
+        messages: 0,
+        memories: 0,
+        output: output.map(|p| p.display().to_string()),
+    };
+    match (session, format) {
+        (Some(id), _) => {
+            let s = one_session(store, &id).await?;
+            summary.sessions = 1;
+            summary.messages = s.total_messages();
+            match format {
+                Format::Swarms => write_swarms(&empty_folder(output, format)?, &s)?,
+                Format::PraisonAi => emit(out, output, &praisonai::render(&s)?)?,
+                Format::Jsonl | Format::Json | Format::Yaml => {
+                    let mut doc = ExportDocument::new();
+                    doc.sessions.push(s);
+                    emit(out, output, &render_document(&doc, format)?)?;
+                }
+            }
+        }
+        (None, Format::Jsonl) => {
+            // Streamed session by session: a large store is never whole in memory.
+            match output {
+                Some(path) => {
+                    let dir = match path.parent() {
+                        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                        _ => PathBuf::from("."),
+                    };
+                    create_dir_all(&dir)?;
+                    let tmp = tempfile::NamedTempFile::new_in(&dir)
+                        .map_err(|e| io_error(&dir, "create a temporary file in", e))?;
+                    let mut w = std::io::BufWriter::new(tmp);
+                    stream_jsonl(store, &mut w, &mut summary).await?;
+                    let tmp = w
+                        .into_inner()
+                        .map_err(|e| io_error(path, "write", e.into_error()))?;
+                    tmp.as_file()
+                        .sync_all()
+                        .map_err(|e| io_error(path, "write", e))?;
+                    tmp.persist(path)
+                        .map_err(|e| io_error(path, "write", e.error))?;
+                }
+                None => {
+                    let mut buf = Vec::new();
+                    let mut sink = StdoutSink { out, buf: &mut buf };
+                    stream_jsonl(store, &mut sink, &mut summary).await?;
+                    sink.flush_to_out()?;
+                }
+            }
+        }
+        (None, Format::Json | Format::Yaml) => {
+            let mut doc = ExportDocument::new();
+            for id in session_ids(store).await? {
+                let s = one_session(store, &id).await?;
+                summary.messages += s.total_messages();
+                doc.sessions.push(s);
+            }
+            doc.memories = all_memories(store).await?;
+            summary.sessions = doc.sessions.len() as u64;
+            summary.memories = doc.memories.len() as u64;
+            emit(out, output, &render_document(&doc, format)?)?;
+        }
+        (None, Format::Swarms | Format::PraisonAi) => {
+            let dir = empty_folder(output, format)?;
+            for id in session_ids(store).await? {
+                let s = one_session(store, &id).await?;
+                summary.sessions += 1;
+                summary.messages += s.total_messages();
+                if format == Format::Swarms {
+                    write_swarms(&dir.join(s.id.as_str()), &s)?;
+                } else {
+                    let path = dir.join(format!("{}.json", s.id.as_str()));
+                    write_atomic(&path, praisonai::render(&s)?.as_bytes())?;
+                }
+            }
+        }
+    }
+    // With the export on standard output, the summary would corrupt it: it goes nowhere.
+    if output.is_some() {
+        if out.json() {
+            out.json_value(&summary)?;
+        } else {
+            out.line(format!(
+                "exported {} ({}) and {} as {} to {}",
+                count(summary.sessions, "session"),
+                count(summary.messages, "message"),
+                count(summary.memories, "memory item"),
+                format,
+                summary.output.as_deref().unwrap_or("-")
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+/// Buffers JSON lines and hands them to [`Output`] (which handles closed pipes).
+struct StdoutSink<'a> {
+    out: &'a mut Output,
+    buf: &'a mut Vec<u8>,
+}
+
+impl StdoutSink<'_> {
+    fn flush_to_out(&mut self) -> Result<()> {
+        let text = String::from_utf8_lossy(self.buf).into_owned();
+        self.buf.clear();
+        self.out.raw(&text)
+    }
+}
+
+impl Write for StdoutSink<'_> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() > 1 << 16 {
+            // Only whole lines are valid UTF-8 for sure; records end with a newline.
+            if let Some(end) = self.buf.iter().rposition(|b| *b == b'\n') {
+                let rest = self.buf.split_off(end + 1);
+                let text = String::from_utf8_lossy(self.buf).into_owned();
+                *self.buf = rest;
+                self.out
+                    .raw(&text)
+                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+            }
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+async fn stream_jsonl<W: Write>(
+    store: &Arc<dyn AgentMemory>,
+    w: &mut W,
+    summary: &mut ExportSummary,
+) -> Result<()> {
+    jsonl::write_header(w)?;
+    for id in session_ids(store).await? {
+        let s = one_session(store, &id).await?;
+        summary.sessions += 1;
+        summary.messages += s.total_messages();
+        jsonl::write_session(w, &s)?;
+    }
+    for item in all_memories(store).await? {
+        summary.memories += 1;
+        jsonl::write_memory(w, &item)?;
+    }
+    w.flush()
+        .map_err(|e| Error::from(e).with_operation("export"))
+}
+
+fn render_document(doc: &ExportDocument, format: Format) -> Result<String> {
+    match format {
+        Format::Jsonl => jsonl::to_string(doc),
+        Format::Json => interop::json::to_string(doc),
+        Format::Yaml => interop::yaml::to_string(doc),
+        Format::Swarms | Format::PraisonAi => Err(Error::invalid_input(format!(
+            "{format} is not a document format"
+        ))),
+    }
+}
+
+/// Reads everything `path` holds in `format`, validated, before anything is written.
+pub fn read_import(
+    path: &Path,
+    format: Format,
+    session: Option<SessionId>,
+) -> Result<ExportDocument> {
+    let source = path.display().to_string();
+    let mut doc = match format {
+        Format::Jsonl => jsonl::parse(&read_to_string(path)?, &source)?,
+        Format::Json => interop::json::parse(&read_to_string(path)?, &source)?,
+        Format::Yaml => interop::yaml::parse(&read_to_string(path)?, &source)?,
+        Format::Swarms => {
+            let folders = swarms::find_agent_folders(path)?;
+            if session.is_some() && folders.len() > 1 {
+                return Err(Error::invalid_input(format!(
+                    "{source} holds {} agent folders; --session needs exactly one",
+                    folders.len()
+                )));
+            }
+            let mut doc = ExportDocument::new();
+            for (dir, name) in folders {
+                let id = match &session {
+                    Some(id) => id.clone(),
+                    None => interop::session_id_from(&name, &dir.display().to_string())?,
+                };
+                doc.sessions.push(swarms::read_agent_folder(&dir, id)?);
+            }
+            doc
+        }
+        Format::PraisonAi => {
+            let files = praisonai_files(path)?;
+            if session.is_some() && files.len() > 1 {
+                return Err(Error::invalid_input(format!(
+                    "{source} holds {} session files; --session needs exactly one",
+                    files.len()
+                )));
+            }
+            let mut doc = ExportDocument::new();
+            for file in files {
+                let text = read_to_string(&file)?;
+                doc.sessions.push(praisonai::parse(
+                    &text,
+                    &file.display().to_string(),
+                    session.clone(),
+                )?);
+            }
+            doc
+        }
+    };
+    if let Some(id) = session {
+        match doc.sessions.as_mut_slice() {
+            [only] => only.id = id,
+            other => {
+                return Err(Error::invalid_input(format!(
+                    "{source} holds {} sessions; --session needs exactly one",
+                    other.len()
+                )))
+            }
+        }
+    }
+    doc.validate(&source)?;
+    Ok(doc)
+}
+
+/// A PraisonAI session file, or every `*.json` in a folder of them.
+fn praisonai_files(path: &Path) -> Result<Vec<PathBuf>> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let entries = std::fs::read_dir(path).map_err(|e| io_error(path, "list", e))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let p = entry.map_err(|e| io_error(path, "list", e))?.path();
+        if p.extension().is_some_and(|e| e == "json") && p.is_file() {
+            files.push(p);
+        }
+    }
+    if files.is_empty() {
+        return Err(Error::not_found(format!(
+            "{}: no *.json session files there",
+            path.display()
+        )));
+    }
+    files.sort();
+    Ok(files)
+}
+
+#[derive(Serialize, Default)]
+struct ImportSummary {
+    sessions: u64,
+    sessions_created: u64,
+    messages_written: u64,
+    archives_written: u64,
+    memories: u64,
+}
+
+/// `import`: parse and validate the whole input, check it against the store, then write it
+/// session by session (a new session in one write per archive, see [`crate::sync`]), then the
+/// memory items.
+pub async fn import(
+    store: &Arc<dyn AgentMemory>,
+    out: &mut Output,
+    path: &Path,
+    format: Format,
+    session: Option<SessionId>,
+) -> Result<()> {
+    let doc = read_import(path, format, session)?;
+    // A dry run first: a session that conflicts with the store stops the import before
+    // anything is written.
+    let plan = SyncOptions {
+        dry_run: true,
+        ..SyncOptions::default()
+    };
+    for s in &doc.sessions {
+        sync_session(store.as_ref(), s, plan).await?;
+    }
+    let mut summary = ImportSummary::default();
+    for s in &doc.sessions {
+        let report = sync_session(store.as_ref(), s, SyncOptions::default()).await?;
+        summary.sessions += 1;
+        summary.sessions_created += u64::from(report.created);
+        summary.messages_written += report.messages_written;
+        summary.archives_written += report.archives_written;
+    }
+    for item in &doc.memories {
+        store.put_memory(item).await?;
+        summary.memories += 1;
+    }
+    if out.json() {
+        return out.json_value(&summary);
+    }
+    out.line(format!(
+        "imported {} ({} new; {} and {} written) and {} from {}",
+        count(summary.sessions, "session"),
+        summary.sessions_created,
+        count(summary.messages_written, "message"),
+        count(summary.archives_written, "archive"),
+        count(summary.memories, "memory item"),
+        path.display()
+    ))
+}

@@ -1,0 +1,49 @@
+//! `agentmem workspace-id`.
+
+use std::path::PathBuf;
+
+use agentmem::workspace::{session_id, workspace_id, DEFAULT_AGENT_NAME};
+use agentmem_core::{Error, Result};
+use serde::Serialize;
+
+use crate::output::Output;
+
+#[derive(Serialize)]
+struct WorkspaceReport {
+    path: String,
+    workspace_id: String,
+    agent: String,
+    session_id: String,
+}
+
+/// Prints the workspace identity of `path` (default: the current folder) and the
+/// workspace-scoped session id of `agent` there (B5).
+pub fn show(out: &mut Output, path: Option<PathBuf>, agent: Option<&str>) -> Result<()> {
+    let path = match path {
+        Some(p) => p,
+        None => std::env::current_dir()
+            .map_err(|e| Error::from(e).with_operation("read the current folder"))?,
+    };
+    if !path.exists() {
+        return Err(Error::not_found(format!(
+            "{}: no such folder",
+            path.display()
+        )));
+    }
+    let workspace = workspace_id(&path);
+    let agent = agent
+        .filter(|a| !a.is_empty())
+        .unwrap_or(DEFAULT_AGENT_NAME);
+    let report = WorkspaceReport {
+        path: path.display().to_string(),
+        workspace_id: workspace.to_string(),
+        agent: agent.to_string(),
+        session_id: session_id(&workspace, Some(agent)).to_string(),
+    };
+    if out.json() {
+        return out.json_value(&report);
+    }
+    out.line(format!("workspace: {}", report.workspace_id))?;
+    out.line(format!("agent:     {}", report.agent))?;
+    out.line(format!("session:   {}", report.session_id))
+}

@@ -1,0 +1,189 @@
+//! Copying every session, archive and memory item from one store to another (C5).
+//!
+//! Sessions are copied one at a time ([`crate::sync::sync_session`]), so only one session is
+//! ever in memory; memory items are upserted by id. Re-running a migration (or resuming an
+//! interrupted one) adds no duplicates: what the destination already holds is matched by
+//! message id and only the missing rest is written. At the end the destination's counts are
+//! compared with the source's, session by session, and any difference is an error.
+
+use agentmem_core::{AgentMemory, Error, MemoryFilter, Result, SessionId};
+use serde::Serialize;
+
+use crate::sync::{read_session, sync_session, SyncOptions, SyncReport};
+
+/// How to migrate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MigrateOptions {
+    /// At most this many messages per write.
+    pub batch: usize,
+    /// Plan only: report what would be copied, write nothing (and verify nothing).
+    pub dry_run: bool,
+}
+
+impl Default for MigrateOptions {
+    fn default() -> Self {
+        MigrateOptions {
+            batch: 1000,
+            dry_run: false,
+        }
+    }
+}
+
+/// What a migration copied (or, in a dry run, would copy).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct MigrateReport {
+    /// Sessions at the source.
+    pub sessions: u64,
+    /// Sessions created at the destination.
+    pub sessions_created: u64,
+    /// Messages at the source, archived ones included.
+    pub messages: u64,
+    /// Messages written (archived ones included).
+    pub messages_written: u64,
+    /// Archives at the source.
+    pub archives: u64,
+    /// Archives created at the destination.
+    pub archives_written: u64,
+    /// Memory items at the source.
+    pub memories: u64,
+    /// Memory items written.
+    pub memories_written: u64,
+    /// Whether the destination's counts were checked against the source's (not in dry runs).
+    pub verified: bool,
+}
+
+/// Told about the migration's progress (a progress bar, log lines, nothing).
+pub trait Progress {
+    /// The migration starts with `sessions` sessions to copy.
+    fn start(&mut self, sessions: u64);
+    /// One session is done.
+    fn session(&mut self, id: &SessionId, messages: u64, written: &SyncReport);
+    /// Every session is done; memory items and verification follow.
+    fn finish(&mut self);
+}
+
+/// A [`Progress`] that says nothing.
+#[derive(Debug, Default)]
+pub struct Silent;
+
+impl Progress for Silent {
+    fn start(&mut self, _: u64) {}
+    fn session(&mut self, _: &SessionId, _: u64, _: &SyncReport) {}
+    fn finish(&mut self) {}
+}
+
+/// What one session should look like at the destination.
+struct Expected {
+    id: SessionId,
+    messages: u64,
+    archives: Vec<u64>,
+}
+
+/// Copies everything in `from` to `to` (see the module docs).
+pub async fn migrate(
+    from: &dyn AgentMemory,
+    to: &dyn AgentMemory,
+    options: MigrateOptions,
+    progress: &mut dyn Progress,
+) -> Result<MigrateReport> {
+    let mut report = MigrateReport::default();
+    let infos = from.list_sessions().await?;
+    progress.start(infos.len() as u64);
+    let sync = SyncOptions {
+        batch: Some(options.batch.max(1)),
+        dry_run: options.dry_run,
+    };
+    let mut expected = Vec::with_capacity(infos.len());
+    for info in infos {
+        // A session deleted since the listing is simply not copied.
+        let Some(session) = read_session(from, &info.id).await? else {
+            continue;
+        };
+        let written = sync_session(to, &session, sync).await?;
+        report.sessions += 1;
+        report.sessions_created += u64::from(written.created);
+        report.messages += session.total_messages();
+        report.messages_written += written.messages_written;
+        report.archives += session.archives.len() as u64;
+        report.archives_written += written.archives_written;
+        progress.session(&session.id, session.total_messages(), &written);
+        expected.push(Expected {
+            id: session.id.clone(),
+            messages: session.messages.len() as u64,
+            archives: session
+                .archives
+                .iter()
+                .map(|a| a.messages.len() as u64)
+                .collect(),
+        });
+    }
+    progress.finish();
+
+    let items = from.list_memories(&MemoryFilter::default()).await?;
+    for item in &items {
+        report.memories += 1;
+        if to.get_memory(&item.id).await?.as_ref() != Some(item) {
+            report.memories_written += 1;
+            if !options.dry_run {
+                to.put_memory(item).await?;
+            }
+        }
+    }
+
+    if !options.dry_run {
+        verify(to, &expected, &items).await?;
+        report.verified = true;
+    }
+    Ok(report)
+}
+
+async fn verify(
+    to: &dyn AgentMemory,
+    expected: &[Expected],
+    items: &[agentmem_core::MemoryItem],
+) -> Result<()> {
+    let fail = |why: String| Error::conflict(format!("verification failed: {why}"));
+    for e in expected {
+        let Some(s) = to.load(&e.id, Some(0)).await? else {
+            return Err(fail(format!(
+                "session {:?} is missing at the destination",
+                e.id.as_str()
+            )));
+        };
+        if s.total_messages != e.messages {
+            return Err(fail(format!(
+                "session {:?} has {} messages at the destination, {} at the source",
+                e.id.as_str(),
+                s.total_messages,
+                e.messages
+            )));
+        }
+        let archives: Vec<u64> = to
+            .list_archives(&e.id)
+            .await?
+            .iter()
+            .map(|a| a.message_count)
+            .collect();
+        if archives != e.archives {
+            return Err(fail(format!(
+                "session {:?} has archives of {archives:?} messages at the destination, {:?} at the source",
+                e.id.as_str(),
+                e.archives
+            )));
+        }
+    }
+    let stored = to.list_memories(&MemoryFilter::default()).await?;
+    for item in items {
+        // An item may have replaced an older one with the same kind and key, keeping its id.
+        let found = stored.iter().any(|s| {
+            s.id == item.id || (item.key.is_some() && s.kind == item.kind && s.key == item.key)
+        });
+        if !found {
+            return Err(fail(format!(
+                "memory item {:?} is missing at the destination",
+                item.id
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,131 @@
+//! Writing results to standard output: text tables for people, JSON for scripts.
+
+use std::io::Write;
+
+use agentmem_core::{Error, Result};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+/// Standard output, buffered. A closed pipe (`agentmem show x | head`) stops the writing
+/// quietly instead of failing the command.
+pub struct Output {
+    json: bool,
+    out: Box<dyn Write>,
+    closed: bool,
+}
+
+impl Output {
+    /// Buffered standard output; `json` selects JSON listings.
+    pub fn stdout(json: bool) -> Self {
+        Output {
+            json,
+            out: Box::new(std::io::BufWriter::new(std::io::stdout())),
+            closed: false,
+        }
+    }
+
+    /// Whether `--json` was given.
+    pub fn json(&self) -> bool {
+        self.json
+    }
+
+    /// Writes `text` as is.
+    pub fn raw(&mut self, text: &str) -> Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        match self.out.write_all(text.as_bytes()) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(())
+            }
+            Err(e) => Err(Error::from(e).with_operation("write output")),
+        }
+    }
+
+    /// Writes one line.
+    pub fn line(&mut self, text: impl std::fmt::Display) -> Result<()> {
+        self.raw(&format!("{text}\n"))
+    }
+
+    /// Writes `value` as pretty JSON and a newline.
+    pub fn json_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
+        let text = serde_json::to_string_pretty(value)
+            .map_err(|e| Error::backend("cannot serialize the output").with_source(e))?;
+        self.line(text)
+    }
+
+    /// Writes rows as left-aligned columns under `header`.
+    pub fn table(&mut self, header: &[&str], rows: &[Vec<String>]) -> Result<()> {
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+        for row in rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let render = |cells: &mut dyn Iterator<Item = &str>| {
+            let mut line = String::new();
+            for (i, (cell, w)) in cells.zip(&widths).enumerate() {
+                if i + 1 == widths.len() {
+                    line.push_str(cell);
+                } else {
+                    line.push_str(&format!("{cell:<w$}  "));
+                }
+            }
+            line.trim_end().to_string()
+        };
+        self.line(render(&mut header.iter().copied()))?;
+        for row in rows {
+            self.line(render(&mut row.iter().map(String::as_str)))?;
+        }
+        Ok(())
+    }
+
+    /// Flushes what is buffered.
+    pub fn finish(&mut self) -> Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        match self.out.flush() {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                Err(Error::from(e).with_operation("write output"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A time for people: `2026-04-20 18:35:04Z`.
+pub fn time(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%SZ").to_string()
+}
+
+/// `text` on one line, cut to `max` characters with `…`.
+pub fn snippet(text: &str, max: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        let mut s: String = flat.chars().take(max.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}
+
+/// `n` and the noun, plural unless `n` is 1: `1 session`, `3 sessions`, `2 memory items`.
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else if let Some(stem) = noun
+        .strip_suffix('y')
+        .filter(|s| !s.ends_with(['a', 'e', 'o', 'u']))
+    {
+        format!("{n} {stem}ies")
+    } else {
+        format!("{n} {noun}s")
+    }
+}

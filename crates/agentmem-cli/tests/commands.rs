@@ -1,0 +1,332 @@
+//! Every command, driven through the built binary on a file store.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{agentmem, fails, fixture, json, ok, on};
+use predicates::prelude::*;
+
+const COMMANDS: [&str; 14] = [
+    "sessions",
+    "show",
+    "append",
+    "search",
+    "compact",
+    "archives",
+    "memories",
+    "delete",
+    "purge",
+    "workspace-id",
+    "doctor",
+    "export",
+    "import",
+    "migrate",
+];
+
+#[test]
+fn every_command_has_help() {
+    for command in COMMANDS {
+        let out = ok(agentmem().args([command, "--help"]));
+        assert!(out.contains("Usage: agentmem"), "{command}: {out}");
+    }
+    let out = ok(agentmem().arg("--help"));
+    for command in COMMANDS {
+        assert!(out.contains(command), "{command} missing from --help");
+        let help = ok(agentmem().args(["help", command]));
+        assert!(help.contains("Usage: agentmem"), "help {command}: {help}");
+    }
+    assert!(ok(agentmem().arg("--version")).starts_with("agentmem "));
+}
+
+#[test]
+fn append_show_search_and_list() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(on(dir.path()).args([
+        "append",
+        "ResearchAgent",
+        "--role",
+        "user",
+        "Compare BigQuery and AlloyDB",
+    ]));
+    ok(on(dir.path())
+        .args(["append", "ResearchAgent", "--role", "ResearchAgent", "-"])
+        .write_stdin("BigQuery is serverless.\n"));
+    ok(on(dir.path()).args(["append", "other", "--role", "assistant", "unrelated"]));
+
+    let sessions = json(on(dir.path()).arg("sessions"));
+    let ids: Vec<&str> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["ResearchAgent", "other"]);
+    assert_eq!(sessions[0]["message_count"], 2);
+    let text = ok(on(dir.path()).arg("sessions"));
+    assert!(
+        text.starts_with("SESSION") && text.contains("ResearchAgent  2"),
+        "{text}"
+    );
+
+    let shown = ok(on(dir.path()).args(["show", "ResearchAgent"]));
+    assert!(
+        shown.contains("user: Compare BigQuery and AlloyDB"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("ResearchAgent: BigQuery is serverless.\n"),
+        "stdin's final newline is dropped: {shown}"
+    );
+    let last = json(on(dir.path()).args(["show", "ResearchAgent", "--limit", "1"]));
+    assert_eq!(last["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(last["total_messages"], 2);
+    let md = ok(on(dir.path()).args(["show", "ResearchAgent", "--format", "markdown"]));
+    assert!(
+        md.starts_with("# Agent Memory\n\n**Conversation:** ResearchAgent\n"),
+        "{md}"
+    );
+    assert!(md.contains("### ResearchAgent — "), "{md}");
+    let as_json: serde_json::Value = serde_json::from_str(&ok(on(dir.path()).args([
+        "show",
+        "ResearchAgent",
+        "--format",
+        "json",
+    ])))
+    .unwrap();
+    assert_eq!(as_json["id"], "ResearchAgent");
+
+    let hits = json(on(dir.path()).args(["search", "bigquery"]));
+    assert_eq!(hits.as_array().unwrap().len(), 2);
+    assert!(hits
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|h| h["session"] == "ResearchAgent"));
+    let scoped = json(on(dir.path()).args(["search", "unrelated", "--session", "ResearchAgent"]));
+    assert!(scoped.as_array().unwrap().is_empty());
+    let limited = json(on(dir.path()).args(["search", "bigquery", "--limit", "1"]));
+    assert_eq!(limited.as_array().unwrap().len(), 1);
+    let table = ok(on(dir.path()).args(["search", "serverless"]));
+    assert!(
+        table.lines().count() == 2 && table.contains("BigQuery is serverless."),
+        "{table}"
+    );
+}
+
+#[test]
+fn compact_archives_delete_and_purge() {
+    let dir = tempfile::tempdir().unwrap();
+    for text in ["one", "two", "three"] {
+        ok(on(dir.path()).args(["append", "s", "--role", "user", text]));
+    }
+    let out = ok(on(dir.path()).args(["compact", "s", "--summary", "Counted to three."]));
+    assert!(out.contains("3 messages archived"), "{out}");
+    let shown = json(on(dir.path()).args(["show", "s"]));
+    let content = shown["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("[Compressed Memory Summary]\n")
+            && content.ends_with("Counted to three.")
+    );
+    ok(on(dir.path()).args(["append", "s", "--role", "assistant", "four"]));
+    let auto = json(on(dir.path()).args(["compact", "s", "--auto"]));
+    assert_eq!(auto["archive"]["message_count"], 2);
+    let archives = json(on(dir.path()).args(["archives", "s"]));
+    let counts: Vec<u64> = archives
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["message_count"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [3, 2]);
+    assert!(ok(on(dir.path()).args(["archives", "s"])).starts_with("ARCHIVE"));
+    agentmem().args(["compact", "s"]).assert().code(2);
+
+    ok(on(dir.path()).args(["append", "t", "--role", "user", "x"]));
+    let purged = ok(on(dir.path()).args(["purge", "--older-than", "30d"]));
+    assert_eq!(purged, "purged 0 sessions\n");
+    let purged = json(on(dir.path()).args(["purge", "--keep", "1"]));
+    assert_eq!(purged["sessions_deleted"], 1);
+    let left = json(on(dir.path()).arg("sessions"));
+    assert_eq!(left.as_array().unwrap().len(), 1);
+    let id = left[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        ok(on(dir.path()).args(["delete", &id])),
+        format!("deleted session {id}\n")
+    );
+    fails(on(dir.path()).args(["delete", &id]), 3);
+    assert!(json(on(dir.path()).arg("sessions"))
+        .as_array()
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn memories_list_and_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(on(dir.path())
+        .args(["import"])
+        .arg(fixture("export.jsonl"))
+        .args(["--format", "jsonl"]));
+    let all = json(on(dir.path()).arg("memories"));
+    let ids: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["f1", "n1"]);
+    let facts = json(on(dir.path()).args(["memories", "--kind", "fact"]));
+    assert_eq!(facts.as_array().unwrap().len(), 1);
+    assert_eq!(facts[0]["text"], "The user's name is Alice.");
+    let table = ok(on(dir.path()).arg("memories"));
+    assert!(
+        table.contains("user.name") && table.contains("long_term"),
+        "{table}"
+    );
+    fails(on(dir.path()).args(["memories", "--kind", "facts"]), 2);
+}
+
+#[test]
+fn workspace_id_names_the_folder_and_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().canonicalize().unwrap();
+    let report = json(
+        agentmem()
+            .arg("workspace-id")
+            .arg(dir.path())
+            .args(["--agent", "assistant"]),
+    );
+    assert_eq!(report["workspace_id"], format!("dir:{}", real.display()));
+    let session = report["session_id"].as_str().unwrap();
+    assert!(
+        session.starts_with("history_") && session.len() == 16,
+        "{session}"
+    );
+    // The documented id of agent "assistant" in the global workspace.
+    let global = json(
+        agentmem()
+            .env("AGENTMEM_GLOBAL_SESSIONS", "1")
+            .arg("workspace-id")
+            .arg(dir.path())
+            .args(["--agent", "assistant"]),
+    );
+    assert_eq!(global["workspace_id"], "global");
+    assert_eq!(global["session_id"], "history_9d7d79a1");
+    agentmem()
+        .current_dir(dir.path())
+        .arg("workspace-id")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("agent:     agent"));
+    fails(agentmem().args(["workspace-id", "/no/such/folder/here"]), 3);
+}
+
+#[test]
+fn default_store_is_the_agentmem_home_and_env_sets_it() {
+    let home = tempfile::tempdir().unwrap();
+    ok(agentmem()
+        .env("AGENTMEM_HOME", home.path())
+        .args(["append", "h", "--role", "user", "hi"]));
+    assert!(home.path().join("agents/h/MEMORY.md").is_file());
+    let other = tempfile::tempdir().unwrap();
+    ok(agentmem()
+        .env("AGENTMEM_STORE", common::file_url(other.path()))
+        .args(["append", "e", "--role", "user", "hi"]));
+    assert!(other.path().join("agents/e/session.jsonl").is_file());
+    // --store wins over the environment.
+    let flag = tempfile::tempdir().unwrap();
+    ok(agentmem()
+        .env("AGENTMEM_STORE", common::file_url(other.path()))
+        .arg("--store")
+        .arg(common::file_url(flag.path()))
+        .args(["append", "f", "--role", "user", "hi"]));
+    assert!(flag.path().join("agents/f").is_dir() && !other.path().join("agents/f").exists());
+}
+
+#[test]
+fn doctor_reports_repairs_and_keeps_a_backup() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(on(dir.path())
+        .args(["import"])
+        .arg(fixture("export.jsonl"))
+        .args(["--format", "jsonl"]));
+    let healthy = ok(on(dir.path()).arg("doctor"));
+    assert!(healthy.contains("schema version 1"), "{healthy}");
+    assert!(
+        healthy.contains("sessions:  3 (6 messages), archives: 2 (5 messages), memory items: 2"),
+        "{healthy}"
+    );
+    assert!(healthy.contains("problems:  none"), "{healthy}");
+
+    // A crash in the middle of an append leaves a torn last line.
+    let log = dir.path().join("agents/user_123/session.jsonl");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let good_len = bytes.len();
+    bytes.extend_from_slice(b"{\"id\":\"torn\",\"role\":\"us");
+    std::fs::write(&log, &bytes).unwrap();
+
+    let err = fails(on(dir.path()).arg("doctor"), 4);
+    assert!(
+        err.contains("1 problems found") && err.contains("--repair"),
+        "{err}"
+    );
+    let report = on(dir.path()).args(["doctor", "--json"]).output().unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(report["problems"][0]["kind"], "torn tail");
+    assert_eq!(report["problems"][0]["repaired"], false);
+    assert_eq!(report["counts"]["unchecked_sessions"], 1);
+    assert_eq!(
+        std::fs::read(&log).unwrap().len(),
+        bytes.len(),
+        "a check changes nothing"
+    );
+
+    let backup = dir.path().join("bk");
+    let repaired = ok(on(dir.path())
+        .args(["doctor", "--repair", "--backup-dir"])
+        .arg(&backup));
+    assert!(repaired.contains("torn tail, repaired"), "{repaired}");
+    assert_eq!(std::fs::read(&log).unwrap().len(), good_len);
+    assert_eq!(
+        std::fs::read(backup.join("agents/user_123/session.jsonl")).unwrap(),
+        bytes
+    );
+    assert!(ok(on(dir.path()).arg("doctor")).contains("problems:  none"));
+    assert_eq!(
+        json(on(dir.path()).args(["show", "user_123"]))["messages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+#[test]
+fn doctor_repairs_a_torn_memory_log() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(on(dir.path())
+        .args(["import"])
+        .arg(fixture("export.jsonl"))
+        .args(["--format", "jsonl"]));
+    let log = dir.path().join("memories.jsonl");
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.extend_from_slice(b"{\"op\":\"put\",\"item\":{\"id\"");
+    std::fs::write(&log, &bytes).unwrap();
+    fails(on(dir.path()).arg("doctor"), 4);
+    let out = ok(on(dir.path()).args(["doctor", "--repair"]));
+    assert!(
+        out.contains("torn tail, repaired") && out.contains("backup:"),
+        "{out}"
+    );
+    assert_eq!(
+        json(on(dir.path()).arg("memories"))
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let backups = std::fs::read_dir(dir.path().join("backups"))
+        .unwrap()
+        .count();
+    assert_eq!(backups, 1);
+}

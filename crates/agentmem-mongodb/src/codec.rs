@@ -1,0 +1,232 @@
+//! How model values are stored in BSON documents, and read back.
+//!
+//! - Timestamps are `i64` microseconds since the Unix epoch: BSON dates keep milliseconds
+//!   only, and agentmem timestamps round-trip exactly at microseconds.
+//! - Metadata is stored as one JSON string. Its keys are caller data and may start with `$`
+//!   or contain `.`, which MongoDB would read as operators or field paths; as a string value
+//!   they are opaque to the server, and JSON keeps every value (big integers, floats, nested
+//!   objects) exactly.
+//! - Reading back checks every field; anything missing or of the wrong type is
+//!   [`CorruptData`](agentmem_core::ErrorKind::CorruptData), naming the field.
+
+use agentmem_core::{MemoryItem, MemoryKind, Message, Metadata, Result, Role};
+use chrono::{DateTime, Utc};
+use mongodb::bson::{doc, Bson, Document};
+
+use crate::error::corrupt;
+
+/// A timestamp as stored: microseconds since the Unix epoch.
+pub(crate) fn micros(t: DateTime<Utc>) -> i64 {
+    t.timestamp_micros()
+}
+
+/// Reads a stored timestamp.
+pub(crate) fn time_field(op: &'static str, d: &Document, field: &str) -> Result<DateTime<Utc>> {
+    let us = int_field(op, d, field)?;
+    DateTime::from_timestamp_micros(us).ok_or_else(|| {
+        corrupt(
+            op,
+            format!("field `{field}` holds an out-of-range time {us}"),
+        )
+    })
+}
+
+/// Reads an integer field stored as i32 or i64.
+pub(crate) fn int_field(op: &'static str, d: &Document, field: &str) -> Result<i64> {
+    match d.get(field) {
+        Some(Bson::Int64(v)) => Ok(*v),
+        Some(Bson::Int32(v)) => Ok(i64::from(*v)),
+        Some(other) => Err(corrupt(
+            op,
+            format!(
+                "field `{field}` is {:?}, expected an integer",
+                other.element_type()
+            ),
+        )),
+        None => Err(corrupt(op, format!("field `{field}` is missing"))),
+    }
+}
+
+/// Reads a required string field.
+pub(crate) fn str_field<'d>(op: &'static str, d: &'d Document, field: &str) -> Result<&'d str> {
+    match d.get(field) {
+        Some(Bson::String(s)) => Ok(s),
+        Some(other) => Err(corrupt(
+            op,
+            format!(
+                "field `{field}` is {:?}, expected a string",
+                other.element_type()
+            ),
+        )),
+        None => Err(corrupt(op, format!("field `{field}` is missing"))),
+    }
+}
+
+/// Reads an optional string field (absent or null is `None`).
+pub(crate) fn opt_str_field(op: &'static str, d: &Document, field: &str) -> Result<Option<String>> {
+    match d.get(field) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(corrupt(
+            op,
+            format!(
+                "field `{field}` is {:?}, expected a string",
+                other.element_type()
+            ),
+        )),
+    }
+}
+
+/// Metadata as stored: a JSON string (see the module docs).
+pub(crate) fn metadata_to_bson(metadata: &Metadata) -> Result<Bson> {
+    if metadata.is_empty() {
+        return Ok(Bson::Null);
+    }
+    Ok(Bson::String(serde_json::to_string(metadata)?))
+}
+
+/// Reads metadata stored by [`metadata_to_bson`] (absent or null is empty).
+pub(crate) fn metadata_field(op: &'static str, d: &Document, field: &str) -> Result<Metadata> {
+    match opt_str_field(op, d, field)? {
+        None => Ok(Metadata::new()),
+        Some(json) => serde_json::from_str(&json)
+            .map_err(|e| corrupt(op, format!("field `{field}` is not a JSON object: {e}"))),
+    }
+}
+
+/// The fields of a message, to be merged into a document that also says where it lives.
+pub(crate) fn message_fields(m: &Message) -> Result<Document> {
+    m.validate()?;
+    let mut d = doc! {
+        "id": &m.id,
+        "role": m.role.as_str(),
+        "content": &m.content,
+        "ts": micros(m.timestamp),
+    };
+    if let Some(id) = &m.tool_call_id {
+        d.insert("tool_call_id", id);
+    }
+    if let Some(name) = &m.tool_name {
+        d.insert("tool_name", name);
+    }
+    let meta = metadata_to_bson(&m.metadata)?;
+    if meta != Bson::Null {
+        d.insert("metadata", meta);
+    }
+    Ok(d)
+}
+
+/// Reads a message stored with [`message_fields`].
+pub(crate) fn message_from(op: &'static str, d: &Document) -> Result<Message> {
+    let role = str_field(op, d, "role")?;
+    let role = Role::parse(role)
+        .map_err(|e| corrupt(op, format!("stored role is invalid: {}", e.message())))?;
+    Ok(Message {
+        id: str_field(op, d, "id")?.to_string(),
+        role,
+        content: str_field(op, d, "content")?.to_string(),
+        timestamp: time_field(op, d, "ts")?,
+        tool_call_id: opt_str_field(op, d, "tool_call_id")?,
+        tool_name: opt_str_field(op, d, "tool_name")?,
+        metadata: metadata_field(op, d, "metadata")?,
+    })
+}
+
+/// The stored form of `kind` and `key` that a unique (sparse) index guards: present only
+/// when the item has a key: `kind/key`, unambiguous because no kind name contains `/`.
+pub(crate) fn kind_key(kind: MemoryKind, key: Option<&str>) -> Option<String> {
+    key.map(|k| format!("{}/{k}", kind.as_str()))
+}
+
+/// A memory item as stored; `_id` is its id.
+pub(crate) fn memory_doc(item: &MemoryItem) -> Result<Document> {
+    item.validate()?;
+    let mut d = doc! {
+        "_id": &item.id,
+        "kind": item.kind.as_str(),
+        "text": &item.text,
+        "created": micros(item.created_at),
+        "updated": micros(item.updated_at),
+    };
+    if let Some(key) = &item.key {
+        d.insert("key", key);
+    }
+    if let Some(kk) = kind_key(item.kind, item.key.as_deref()) {
+        d.insert("kind_key", kk);
+    }
+    let meta = metadata_to_bson(&item.metadata)?;
+    if meta != Bson::Null {
+        d.insert("metadata", meta);
+    }
+    Ok(d)
+}
+
+/// Reads a memory item stored with [`memory_doc`].
+pub(crate) fn memory_from(op: &'static str, d: &Document) -> Result<MemoryItem> {
+    let kind = str_field(op, d, "kind")?;
+    let kind: MemoryKind = kind
+        .parse()
+        .map_err(|_| corrupt(op, format!("stored memory kind {kind:?} is unknown")))?;
+    Ok(MemoryItem {
+        id: str_field(op, d, "_id")?.to_string(),
+        kind,
+        key: opt_str_field(op, d, "key")?,
+        text: str_field(op, d, "text")?.to_string(),
+        metadata: metadata_field(op, d, "metadata")?,
+        created_at: time_field(op, d, "created")?,
+        updated_at: time_field(op, d, "updated")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use agentmem_core::ErrorKind;
+    use serde_json::json;
+
+    #[test]
+    fn messages_round_trip_with_operator_like_metadata_keys() {
+        let m = Message::tool_result("c1", "search", "ok")
+            .with_metadata("$where", json!("sleep(1000)"))
+            .with_metadata("a.b", json!({"$gt": "", "x.y": [1, 2.5, null]}))
+            .with_metadata("big", json!(u64::MAX));
+        let d = message_fields(&m).unwrap();
+        // Only plain field names reach the server; the metadata is one opaque string.
+        assert!(d.keys().all(|k| !k.starts_with('$') && !k.contains('.')));
+        assert!(matches!(d.get("metadata"), Some(Bson::String(_))));
+        assert_eq!(message_from("test", &d).unwrap(), m);
+    }
+
+    #[test]
+    fn malformed_documents_are_corrupt_data() {
+        let m = Message::user("hi");
+        let mut d = message_fields(&m).unwrap();
+        d.insert("ts", "yesterday");
+        let err = message_from("load", &d).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::CorruptData);
+        assert!(err.to_string().contains("`ts`"), "{err}");
+        let mut d = message_fields(&m).unwrap();
+        d.insert("metadata", "[1]");
+        assert_eq!(
+            message_from("load", &d).unwrap_err().kind(),
+            ErrorKind::CorruptData
+        );
+        let mut d = message_fields(&m).unwrap();
+        d.remove("role");
+        assert_eq!(
+            message_from("load", &d).unwrap_err().kind(),
+            ErrorKind::CorruptData
+        );
+    }
+
+    #[test]
+    fn memory_items_round_trip() {
+        let item = MemoryItem::new(MemoryKind::Fact, "likes tea")
+            .with_key("drink")
+            .with_metadata("$set", json!({"importance": 0.8}));
+        let d = memory_doc(&item).unwrap();
+        assert_eq!(d.get_str("kind_key").unwrap(), "fact/drink");
+        assert_eq!(memory_from("get", &d).unwrap(), item);
+    }
+}

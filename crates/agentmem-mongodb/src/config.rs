@@ -1,0 +1,327 @@
+//! Connection settings parsed from a `mongodb://` URL.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use agentmem_core::{Error, Result};
+use mongodb::options::ClientOptions;
+
+/// The database used when the URL names none.
+pub const DEFAULT_DATABASE: &str = "agentmem";
+
+/// How long to look for a usable server before an operation fails as
+/// [`Unavailable`](agentmem_core::ErrorKind::Unavailable), unless the URL sets
+/// `serverSelectionTimeoutMS`. The driver's own default (30 s) makes a dead server look hung.
+pub const DEFAULT_SERVER_SELECTION_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a TCP connect may take, unless the URL sets `connectTimeoutMS`.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Connection pool size per server, unless the URL sets `maxPoolSize`. Agent memory does few
+/// concurrent operations per process; a modest pool is kinder to small servers.
+pub const DEFAULT_MAX_POOL_SIZE: u32 = 16;
+
+/// Where a [`MongoMemory`](crate::MongoMemory) keeps its data: a server URL and a database.
+///
+/// Parsed from `mongodb://[user:password@]host[:port][,host…]/[database][?options]`. The
+/// database comes from the URL path (default [`DEFAULT_DATABASE`]); the query options are the
+/// driver's standard ones (`directConnection`, `replicaSet`, `authSource`, `tls`,
+/// `serverSelectionTimeoutMS`, `connectTimeoutMS`, `maxPoolSize`, …). `mongodb+srv://` URLs
+/// are refused: this build has no DNS resolver.
+///
+/// `Debug` and [`MongoConfig::redacted_url`] never show the password.
+///
+/// ```
+/// use agentmem_mongodb::MongoConfig;
+/// let config: MongoConfig = "mongodb://app:s3cret@db.example:27017/memory?directConnection=true"
+///     .parse()
+///     .unwrap();
+/// assert_eq!(config.database(), "memory");
+/// assert!(!format!("{config:?}").contains("s3cret"));
+/// ```
+#[derive(Clone)]
+pub struct MongoConfig {
+    url: String,
+    database: String,
+}
+
+impl MongoConfig {
+    /// Validates `url` and reads the database name from its path.
+    pub fn new(url: &str) -> Result<Self> {
+        let url = url.trim();
+        let scheme_end = url.find("://").ok_or_else(|| {
+            Error::invalid_input(format!(
+                "MongoDB URL {:?} has no scheme; expected mongodb://host:27017/database",
+                redact(url)
+            ))
+        })?;
+        match &url[..scheme_end] {
+            "mongodb" => {}
+            "mongodb+srv" => {
+                return Err(Error::unsupported(
+                    "mongodb+srv:// URLs need DNS SRV lookups, which this build does not include; list the hosts in a mongodb:// URL instead",
+                ))
+            }
+            other => {
+                return Err(Error::invalid_input(format!(
+                    "URL scheme {other:?} is not MongoDB; expected mongodb://host:27017/database"
+                )))
+            }
+        }
+        let rest = &url[scheme_end + 3..];
+        let authority_end = authority_end(rest);
+        let after_auth = rest[..authority_end].rfind('@').map_or(0, |at| at + 1);
+        if rest[after_auth..authority_end].is_empty() {
+            return Err(Error::invalid_input(format!(
+                "MongoDB URL {:?} names no host",
+                redact(url)
+            )));
+        }
+        let tail = &rest[authority_end..];
+        let database = match tail.strip_prefix('/') {
+            Some(path) => {
+                let raw = path.split(['?', '#']).next().unwrap_or_default();
+                percent_decode(raw)?
+            }
+            None => String::new(),
+        };
+        let database = if database.is_empty() {
+            DEFAULT_DATABASE.to_string()
+        } else {
+            validate_database_name(&database)?;
+            database
+        };
+        Ok(MongoConfig {
+            url: url.to_string(),
+            database,
+        })
+    }
+
+    /// The database this store uses.
+    pub fn database(&self) -> &str {
+        &self.database
+    }
+
+    /// Uses another database on the same server.
+    pub fn with_database(mut self, database: impl Into<String>) -> Result<Self> {
+        let database = database.into();
+        validate_database_name(&database)?;
+        self.database = database;
+        Ok(self)
+    }
+
+    /// The URL with any password replaced by `***`, for messages and logs.
+    pub fn redacted_url(&self) -> String {
+        redact(&self.url)
+    }
+
+    /// The driver's options for this URL, with agentmem's shorter defaults for server
+    /// selection and connect timeouts and pool size where the URL sets none.
+    pub async fn client_options(&self) -> Result<ClientOptions> {
+        let mut options = ClientOptions::parse(&self.url).await.map_err(|e| {
+            Error::invalid_input(format!("invalid MongoDB URL {}: {e}", self.redacted_url()))
+        })?;
+        options
+            .server_selection_timeout
+            .get_or_insert(DEFAULT_SERVER_SELECTION_TIMEOUT);
+        options
+            .connect_timeout
+            .get_or_insert(DEFAULT_CONNECT_TIMEOUT);
+        options.max_pool_size.get_or_insert(DEFAULT_MAX_POOL_SIZE);
+        options
+            .app_name
+            .get_or_insert_with(|| "agentmem".to_string());
+        Ok(options)
+    }
+}
+
+impl FromStr for MongoConfig {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        MongoConfig::new(s)
+    }
+}
+
+impl fmt::Debug for MongoConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MongoConfig")
+            .field("url", &self.redacted_url())
+            .field("database", &self.database)
+            .finish()
+    }
+}
+
+/// Checks MongoDB's rules for database names: 1-63 bytes, none of `/\. "$*<>:|?` or NUL.
+pub fn validate_database_name(name: &str) -> Result<()> {
+    let bad = name.chars().find(|c| {
+        matches!(
+            c,
+            '/' | '\\' | '.' | ' ' | '"' | '$' | '*' | '<' | '>' | ':' | '|' | '?' | '\0'
+        ) || c.is_control()
+    });
+    if name.is_empty() || name.len() > 63 || bad.is_some() {
+        let shown: String = name.chars().take(40).collect();
+        return Err(Error::invalid_input(format!(
+            "invalid MongoDB database name {shown:?}: it must be 1-63 bytes without / \\ . space \" $ * < > : | ? or control characters"
+        )));
+    }
+    Ok(())
+}
+
+fn percent_decode(raw: &str) -> Result<String> {
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = raw
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| {
+                    Error::invalid_input("malformed percent-escape in the MongoDB database name")
+                })?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out)
+        .map_err(|e| Error::invalid_input("the MongoDB database name is not UTF-8").with_source(e))
+}
+
+/// Where the authority (`user:password@host1,host2`) of a URL without its scheme ends: at
+/// the first `/` or `?` after the user info. The user info ends at the last `@` before the
+/// query, so an unescaped `@` in a password is still treated as part of it.
+fn authority_end(rest: &str) -> usize {
+    let before_query = rest.find(['?', '#']).unwrap_or(rest.len());
+    let host_start = rest[..before_query].rfind('@').map_or(0, |at| at + 1);
+    rest[host_start..before_query]
+        .find('/')
+        .map_or(before_query, |slash| host_start + slash)
+}
+
+/// `url` with the password (after the first `:` of the user info) replaced by `***`.
+pub(crate) fn redact(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_string();
+    };
+    let rest = &url[scheme_end + 3..];
+    let end = authority_end(rest);
+    let Some(at) = rest[..end].rfind('@') else {
+        return url.to_string();
+    };
+    match rest[..at].find(':') {
+        Some(colon) => format!(
+            "{}{}:***{}",
+            &url[..scheme_end + 3],
+            &rest[..colon],
+            &rest[at..]
+        ),
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use agentmem_core::ErrorKind;
+
+    #[test]
+    fn database_comes_from_the_path_with_a_default() {
+        let c = MongoConfig::new("mongodb://127.0.0.1:27017/?directConnection=true").unwrap();
+        assert_eq!(c.database(), "agentmem");
+        let c = MongoConfig::new("mongodb://127.0.0.1:27017").unwrap();
+        assert_eq!(c.database(), "agentmem");
+        let c = MongoConfig::new("mongodb://h1:1,h2:2/mem_db?replicaSet=rs0").unwrap();
+        assert_eq!(c.database(), "mem_db");
+        let c = MongoConfig::new("mongodb://u:p%40ss@h/caf%C3%A9").unwrap();
+        assert_eq!(c.database(), "café");
+    }
+
+    #[test]
+    fn bad_database_names_and_schemes_are_refused() {
+        for bad in [
+            "mongodb://h/a.b",
+            "mongodb://h/a%2Fb",
+            "mongodb://h/$cmd",
+            "mongodb://h/a%20b",
+            "mongodb://h/%zz",
+        ] {
+            let err = MongoConfig::new(bad).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
+        }
+        let long = format!("mongodb://h/{}", "x".repeat(64));
+        assert_eq!(
+            MongoConfig::new(&long).unwrap_err().kind(),
+            ErrorKind::InvalidInput
+        );
+        assert_eq!(
+            MongoConfig::new("redis://h/x").unwrap_err().kind(),
+            ErrorKind::InvalidInput
+        );
+        assert_eq!(
+            MongoConfig::new("mongodb:///db").unwrap_err().kind(),
+            ErrorKind::InvalidInput
+        );
+        assert_eq!(
+            MongoConfig::new("h:27017").unwrap_err().kind(),
+            ErrorKind::InvalidInput
+        );
+        assert_eq!(
+            MongoConfig::new("mongodb+srv://cluster.example/db")
+                .unwrap_err()
+                .kind(),
+            ErrorKind::Unsupported
+        );
+    }
+
+    #[test]
+    fn debug_and_messages_hide_the_password() {
+        let c: MongoConfig = "mongodb://app:p@ss:w0rd@db.example:27017/mem"
+            .parse()
+            .unwrap();
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("w0rd"), "{shown}");
+        assert!(shown.contains("app:***@db.example:27017/mem"), "{shown}");
+        assert_eq!(c.database(), "mem");
+        assert_eq!(redact("mongodb://h:1/x"), "mongodb://h:1/x");
+        assert_eq!(redact("mongodb://user@h/x"), "mongodb://user@h/x");
+        let err = MongoConfig::new("mongodb://app:secret@h/a.b").unwrap_err();
+        assert!(!err.to_string().contains("secret"), "{err}");
+    }
+
+    #[test]
+    fn with_database_validates() {
+        let c = MongoConfig::new("mongodb://h").unwrap();
+        assert_eq!(c.clone().with_database("t_1").unwrap().database(), "t_1");
+        assert!(c.with_database("a b").is_err());
+    }
+
+    #[tokio::test]
+    async fn short_timeouts_unless_the_url_sets_them() {
+        let c = MongoConfig::new("mongodb://127.0.0.1:1/?directConnection=true").unwrap();
+        let o = c.client_options().await.unwrap();
+        assert_eq!(
+            o.server_selection_timeout,
+            Some(DEFAULT_SERVER_SELECTION_TIMEOUT)
+        );
+        assert_eq!(o.connect_timeout, Some(DEFAULT_CONNECT_TIMEOUT));
+        let c =
+            MongoConfig::new("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=250&maxPoolSize=2")
+                .unwrap();
+        let o = c.client_options().await.unwrap();
+        assert_eq!(o.server_selection_timeout, Some(Duration::from_millis(250)));
+        assert_eq!(o.max_pool_size, Some(2));
+        let err = MongoConfig::new("mongodb://u:secret@h/?bogusOption=(")
+            .unwrap()
+            .client_options()
+            .await;
+        if let Err(e) = err {
+            assert!(!e.to_string().contains("secret"), "{e}");
+        }
+    }
+}

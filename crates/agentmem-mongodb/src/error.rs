@@ -1,0 +1,94 @@
+//! Mapping driver errors to agentmem's [`ErrorKind`]s.
+
+use agentmem_core::{Error, ErrorKind};
+use mongodb::error::{Error as DriverError, ErrorKind as DriverKind, WriteFailure};
+
+/// The backend name recorded in errors.
+pub(crate) const BACKEND: &str = "mongodb";
+
+/// Server error code for a unique-index violation.
+pub(crate) const DUPLICATE_KEY: i32 = 11000;
+/// Server error code for a write that conflicted with a concurrent transaction.
+pub(crate) const WRITE_CONFLICT: i32 = 112;
+/// Server error code for an index option the server cannot build (no text indexes, say).
+pub(crate) const CANNOT_CREATE_INDEX: i32 = 67;
+
+/// The server's error code, wherever the driver put it.
+pub(crate) fn server_code(e: &DriverError) -> Option<i32> {
+    match e.kind.as_ref() {
+        DriverKind::Command(c) => Some(c.code),
+        DriverKind::Write(WriteFailure::WriteError(w)) => Some(w.code),
+        DriverKind::Write(WriteFailure::WriteConcernError(w)) => Some(w.code),
+        DriverKind::InsertMany(m) => m
+            .write_errors
+            .as_ref()
+            .and_then(|errors| errors.first())
+            .map(|w| w.code),
+        _ => None,
+    }
+}
+
+/// Whether retrying the whole operation may succeed because it lost a race with a
+/// transaction (write conflicts, transient transaction errors).
+pub(crate) fn is_transient(e: &DriverError) -> bool {
+    e.contains_label(mongodb::error::TRANSIENT_TRANSACTION_ERROR)
+        || server_code(e) == Some(WRITE_CONFLICT)
+}
+
+/// Maps a driver error to an agentmem error of the right kind, keeping it as the source.
+///
+/// Unreachable servers (server selection, I/O, a cleared pool, a shut-down client) are
+/// `Unavailable`; a duplicate key is `Conflict`; a stored document the driver cannot decode
+/// is `CorruptData`; the rest is `Backend`.
+pub(crate) fn map(operation: &'static str, e: DriverError) -> Error {
+    let (kind, message) = match e.kind.as_ref() {
+        DriverKind::ServerSelection { .. }
+        | DriverKind::Io(_)
+        | DriverKind::ConnectionPoolCleared { .. }
+        | DriverKind::Shutdown => (ErrorKind::Unavailable, "MongoDB server unavailable"),
+        DriverKind::Authentication { .. } => {
+            (ErrorKind::Unavailable, "MongoDB refused the credentials")
+        }
+        DriverKind::BsonDeserialization(_) => (
+            ErrorKind::CorruptData,
+            "a stored document could not be decoded",
+        ),
+        DriverKind::InvalidArgument { .. } => (ErrorKind::InvalidInput, "invalid argument"),
+        _ if server_code(&e) == Some(DUPLICATE_KEY) => {
+            (ErrorKind::Conflict, "a document with the same key exists")
+        }
+        // The server is shutting down or stepping down; another try may reach a new primary.
+        _ if e.contains_label("RetryableWriteError")
+            || matches!(
+                server_code(&e),
+                Some(91 | 189 | 10107 | 11600 | 11602 | 13435 | 13436)
+            ) =>
+        {
+            (ErrorKind::Unavailable, "MongoDB server unavailable")
+        }
+        _ => (ErrorKind::Backend, "MongoDB operation failed"),
+    };
+    Error::new(kind, message)
+        .with_operation(operation)
+        .with_backend(BACKEND)
+        .with_source(e)
+}
+
+/// Extension to map driver results in one call.
+pub(crate) trait ResultExt<T> {
+    /// Maps the error with [`map`], recording `operation`.
+    fn during(self, operation: &'static str) -> agentmem_core::Result<T>;
+}
+
+impl<T> ResultExt<T> for Result<T, DriverError> {
+    fn during(self, operation: &'static str) -> agentmem_core::Result<T> {
+        self.map_err(|e| map(operation, e))
+    }
+}
+
+/// A `CorruptData` error for a malformed stored document.
+pub(crate) fn corrupt(operation: &'static str, what: String) -> Error {
+    Error::corrupt(what)
+        .with_operation(operation)
+        .with_backend(BACKEND)
+}

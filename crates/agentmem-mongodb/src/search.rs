@@ -1,0 +1,326 @@
+//! Ranked search over messages and memory items, on one of two paths chosen at open:
+//!
+//! - **`$text`** where the server has text indexes (MongoDB, nx-27017): one `$text` query per
+//!   distinct query word, run concurrently, scores summed per document. MongoDB's own
+//!   multi-word `$text` score is the sum of its per-term scores, so this ranks the same, and it
+//!   keeps "any word matches" on servers whose `$text` requires every word. The text indexes
+//!   use `default_language: "none"` (no stemming, no stop words), and each hit is checked
+//!   against the contract's word rule (letters and digits, case-insensitive), dropping the
+//!   diacritic-insensitive extras of `$text`.
+//! - **Fallback** where text indexes are refused (code 67, e.g. SecantusDB): a
+//!   case-insensitive regex on the query words selects candidates on the server, and
+//!   [`agentmem_core::search::rank`] (BM25) ranks them in the client.
+
+use std::collections::{HashMap, HashSet};
+
+use agentmem_core::search::{query_words, rank, words};
+use agentmem_core::{MemoryFilter, MemoryHit, MessageHit, MessageQuery, Result, SessionId};
+use futures_util::future::try_join_all;
+use futures_util::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::Collection;
+
+use crate::codec::{int_field, memory_from, message_from, str_field};
+use crate::error::{corrupt, ResultExt};
+use crate::memories::kind_filter;
+use crate::store::MongoMemory;
+
+/// Per-word candidates fetched on the `$text` path, as a multiple of the requested limit
+/// (plus a floor): enough that the merged top `limit` is the true top in practice.
+const TEXT_OVERFETCH: usize = 4;
+const TEXT_MIN_FETCH: usize = 50;
+
+/// A regex matching any of `terms` as a substring; the terms are letters and digits only
+/// (see [`words`]), so they need no escaping, but anything else is escaped anyway.
+fn any_word_regex(terms: &[String]) -> String {
+    let escaped: Vec<String> = terms
+        .iter()
+        .map(|t| {
+            t.chars()
+                .flat_map(|c| {
+                    if c.is_alphanumeric() {
+                        vec![c]
+                    } else {
+                        vec!['\\', c]
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    escaped.join("|")
+}
+
+/// One document's match: the document and its summed score.
+struct Scored {
+    doc: Document,
+    score: f64,
+}
+
+/// The stored fields of messages and memory items, for `$text` projections (which must list
+/// them: some servers return only the score for a projection holding nothing else).
+const MESSAGE_FIELDS: &[&str] = &[
+    "session",
+    "epoch",
+    "seq",
+    "id",
+    "role",
+    "content",
+    "ts",
+    "tool_call_id",
+    "tool_name",
+    "metadata",
+];
+const MEMORY_FIELDS: &[&str] = &["kind", "key", "text", "metadata", "created", "updated"];
+
+/// Runs one `$text` query per term on `coll` (restricted by `filter`) and merges the hits
+/// whose `field` really contains the term, summing scores; best first.
+async fn text_search(
+    op: &'static str,
+    coll: &Collection<Document>,
+    filter: &Document,
+    (field, fields): (&str, &[&str]),
+    terms: &[String],
+    limit: usize,
+) -> Result<Vec<Scored>> {
+    let mut projection = doc! {"_score": {"$meta": "textScore"}};
+    for f in fields {
+        projection.insert(*f, 1);
+    }
+    let fetch = i64::try_from((limit * TEXT_OVERFETCH).max(TEXT_MIN_FETCH)).unwrap_or(i64::MAX);
+    let per_term = try_join_all(terms.iter().map(|term| {
+        let mut f = filter.clone();
+        f.insert("$text", doc! {"$search": term.as_str()});
+        let projection = projection.clone();
+        async move {
+            let docs: Vec<Document> = coll
+                .find(f)
+                .projection(projection)
+                .sort(doc! {"_score": {"$meta": "textScore"}})
+                .limit(fetch)
+                .await
+                .during(op)?
+                .try_collect()
+                .await
+                .during(op)?;
+            Ok::<_, agentmem_core::Error>((term, docs))
+        }
+    }))
+    .await?;
+    let mut merged: HashMap<String, Scored> = HashMap::new();
+    for (term, docs) in per_term {
+        for mut d in docs {
+            let score = match d.remove("_score") {
+                Some(Bson::Double(s)) => s,
+                Some(Bson::Int32(s)) => f64::from(s),
+                Some(Bson::Int64(s)) => s as f64,
+                _ => 0.0,
+            };
+            let text = str_field(op, &d, field)?;
+            if !words(text).iter().any(|w| w == term) {
+                continue;
+            }
+            let key = match d.get("_id") {
+                Some(Bson::ObjectId(id)) => id.to_hex(),
+                Some(Bson::String(s)) => s.clone(),
+                other => format!("{other:?}"),
+            };
+            merged
+                .entry(key)
+                .and_modify(|m| m.score += score)
+                .or_insert(Scored { doc: d, score });
+        }
+    }
+    let mut hits: Vec<Scored> = merged.into_values().collect();
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+    Ok(hits)
+}
+
+/// Fetches the documents of `coll` (restricted by `filter`) whose `field` contains any term,
+/// oldest first by `order`, and ranks them with BM25; best first.
+async fn fallback_search(
+    op: &'static str,
+    coll: &Collection<Document>,
+    filter: &Document,
+    field: &str,
+    order: Document,
+    query: &str,
+    terms: &[String],
+) -> Result<Vec<Scored>> {
+    let mut f = filter.clone();
+    f.insert(
+        field,
+        doc! {"$regex": any_word_regex(terms), "$options": "i"},
+    );
+    let docs: Vec<Document> = coll
+        .find(f)
+        .sort(order)
+        .await
+        .during(op)?
+        .try_collect()
+        .await
+        .during(op)?;
+    let texts: Vec<&str> = docs
+        .iter()
+        .map(|d| str_field(op, d, field))
+        .collect::<Result<_>>()?;
+    let ranked = rank(query, texts.iter().copied(), usize::MAX);
+    let mut slots: Vec<Option<Document>> = docs.into_iter().map(Some).collect();
+    Ok(ranked
+        .into_iter()
+        .filter_map(|(i, score)| {
+            slots
+                .get_mut(i)
+                .and_then(Option::take)
+                .map(|doc| Scored { doc, score })
+        })
+        .collect())
+}
+
+impl MongoMemory {
+    pub(crate) async fn search_messages_impl(
+        &self,
+        query: &str,
+        scope: &MessageQuery,
+    ) -> Result<Vec<MessageHit>> {
+        const OP: &str = "search_messages";
+        let terms = query_words(query);
+        if terms.is_empty() || scope.limit == 0 {
+            return Ok(Vec::new());
+        }
+        // Only the current epoch of each session is visible; search within those.
+        let epochs = self.current_epochs(OP, scope.session.as_ref()).await?;
+        if epochs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut filter = doc! {};
+        if let Some(session) = &scope.session {
+            filter.insert("session", session.as_str());
+        }
+        let coll = self.messages();
+        let hits = if self.features().text_search {
+            text_search(
+                OP,
+                &coll,
+                &filter,
+                ("content", MESSAGE_FIELDS),
+                &terms,
+                scope.limit,
+            )
+            .await?
+        } else {
+            let order = doc! {"session": 1, "epoch": 1, "seq": 1};
+            fallback_search(OP, &coll, &filter, "content", order, query, &terms).await?
+        };
+        let mut out = Vec::new();
+        for hit in hits {
+            let session = str_field(OP, &hit.doc, "session")?;
+            let epoch = str_field(OP, &hit.doc, "epoch")?;
+            if epochs.get(session).map(String::as_str) != Some(epoch) {
+                continue;
+            }
+            let session = SessionId::new(session)
+                .map_err(|e| corrupt(OP, format!("stored session id: {}", e.message())))?;
+            // Ties keep conversation order.
+            let seq = int_field(OP, &hit.doc, "seq")?;
+            out.push((hit.score, session, seq, message_from(OP, &hit.doc)?));
+        }
+        out.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| a.1.cmp(&b.1))
+                .then_with(|| a.2.cmp(&b.2))
+        });
+        out.truncate(scope.limit);
+        Ok(out
+            .into_iter()
+            .map(|(score, session, _, message)| MessageHit {
+                session,
+                message,
+                score,
+            })
+            .collect())
+    }
+
+    /// Each session's current epoch (of one session, when given).
+    async fn current_epochs(
+        &self,
+        op: &'static str,
+        session: Option<&SessionId>,
+    ) -> Result<HashMap<String, String>> {
+        let filter = match session {
+            Some(s) => doc! {"_id": s.as_str()},
+            None => doc! {},
+        };
+        let docs: Vec<Document> = self
+            .sessions()
+            .find(filter)
+            .projection(doc! {"_id": 1, "epoch": 1})
+            .await
+            .during(op)?
+            .try_collect()
+            .await
+            .during(op)?;
+        docs.iter()
+            .map(|d| {
+                Ok((
+                    str_field(op, d, "_id")?.to_string(),
+                    str_field(op, d, "epoch")?.to_string(),
+                ))
+            })
+            .collect()
+    }
+
+    pub(crate) async fn search_memories_impl(
+        &self,
+        query: &str,
+        filter: &MemoryFilter,
+    ) -> Result<Vec<MemoryHit>> {
+        const OP: &str = "search_memories";
+        let limit = filter.limit.unwrap_or(10);
+        let terms = query_words(query);
+        if terms.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let coll = self.memories();
+        let f = kind_filter(filter);
+        let hits = if self.features().text_search {
+            text_search(OP, &coll, &f, ("text", MEMORY_FIELDS), &terms, limit).await?
+        } else {
+            let order = doc! {"created": 1, "_id": 1};
+            fallback_search(OP, &coll, &f, "text", order, query, &terms).await?
+        };
+        let mut out: Vec<(f64, MemoryHit)> = Vec::new();
+        let mut seen = HashSet::new();
+        for hit in hits {
+            let item = memory_from(OP, &hit.doc)?;
+            if seen.insert(item.id.clone()) {
+                out.push((
+                    hit.score,
+                    MemoryHit {
+                        item,
+                        score: hit.score,
+                    },
+                ));
+            }
+        }
+        // Ties: older first, as listing does.
+        out.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| a.1.item.created_at.cmp(&b.1.item.created_at))
+                .then_with(|| a.1.item.id.cmp(&b.1.item.id))
+        });
+        out.truncate(limit);
+        Ok(out.into_iter().map(|(_, hit)| hit).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regex_is_an_alternation_of_plain_words() {
+        let terms = query_words("Rust, rust! GCP-latency 東京");
+        assert_eq!(any_word_regex(&terms), "rust|gcp|latency|東京");
+        assert_eq!(any_word_regex(&["a.b".to_string()]), "a\\.b");
+    }
+}

@@ -1,0 +1,556 @@
+//! Sessions: the stored model, appends, loads, listing, deletion and retention (saves and
+//! compaction are in `rewrite`).
+//!
+//! A session is one document in `sessions`, `{_id: <session id>, epoch, next, created,
+//! updated}`, written by appends; one document in `heads` per epoch,
+//! `{_id: <epoch>, session, low, metadata, archives: [...]}`, written only by `save_session`
+//! and compaction; and its messages in `messages`, keyed by `(session, epoch, seq)` and read in
+//! `seq` order. Appends reserve positive seqs from `next`; `save_session` and compaction (with
+//! transactions) take seqs *below* `low`, so their messages sort before any append that was
+//! racing with them. `epoch` names the session's current generation: messages and heads of
+//! any other epoch are invisible garbage (left by a deleted incarnation, or by a
+//! non-transactional save or compaction that lost a race or crashed), so readers need no
+//! cleanup to be correct.
+
+use std::collections::HashMap;
+
+use agentmem_core::history::trim_orphans;
+use agentmem_core::{
+    now, Error, Message, Metadata, PurgeReport, Result, RetentionPolicy, Session, SessionId,
+    SessionInfo,
+};
+use chrono::{DateTime, Utc};
+use futures_util::TryStreamExt;
+use mongodb::bson::{doc, oid::ObjectId, Bson, Document};
+
+/// A session generation: a fresh ObjectId, unique across processes. Stored as its hex string
+/// because some MongoDB-compatible servers cannot match ObjectId values in filters.
+pub(crate) type Epoch = ObjectId;
+
+pub(crate) fn new_epoch() -> Epoch {
+    ObjectId::new()
+}
+use mongodb::options::ReturnDocument;
+use mongodb::ClientSession;
+
+use crate::codec::{
+    int_field, message_fields, message_from, metadata_field, micros, str_field, time_field,
+};
+use crate::error::{corrupt, is_transient, map, server_code, ResultExt, BACKEND, DUPLICATE_KEY};
+use crate::store::{backoff, in_transaction, MongoMemory, TxError, MAX_RETRIES};
+
+/// The session document, decoded.
+pub(crate) struct SessionDoc {
+    pub(crate) epoch: Epoch,
+    pub(crate) next: i64,
+    pub(crate) created: DateTime<Utc>,
+    pub(crate) updated: DateTime<Utc>,
+}
+
+/// The head of an epoch, decoded (defaults when it has none yet).
+#[derive(Default)]
+pub(crate) struct Head {
+    pub(crate) low: i64,
+    pub(crate) metadata: Metadata,
+    pub(crate) archives: Vec<ArchiveEntry>,
+}
+
+/// One entry of a head's `archives` array: the archive's summary and the epoch its
+/// messages were stored under.
+pub(crate) struct ArchiveEntry {
+    pub(crate) id: String,
+    pub(crate) epoch: Epoch,
+    pub(crate) created: DateTime<Utc>,
+    pub(crate) count: i64,
+}
+
+impl ArchiveEntry {
+    pub(crate) fn to_bson(&self) -> Bson {
+        Bson::Document(doc! {
+            "id": &self.id, "epoch": self.epoch.to_hex(), "created": micros(self.created), "count": self.count,
+        })
+    }
+}
+
+fn epoch_field(op: &'static str, d: &Document, field: &str) -> Result<Epoch> {
+    let hex = str_field(op, d, field)?;
+    ObjectId::parse_str(hex)
+        .map_err(|_| corrupt(op, format!("field `{field}` is not an epoch: {hex:?}")))
+}
+
+pub(crate) fn session_doc(op: &'static str, d: &Document) -> Result<SessionDoc> {
+    Ok(SessionDoc {
+        epoch: epoch_field(op, d, "epoch")?,
+        next: int_field(op, d, "next")?,
+        created: time_field(op, d, "created")?,
+        updated: time_field(op, d, "updated")?,
+    })
+}
+
+pub(crate) fn head(op: &'static str, d: &Document) -> Result<Head> {
+    let archives = match d.get("archives") {
+        None | Some(Bson::Null) => Vec::new(),
+        Some(Bson::Array(items)) => items
+            .iter()
+            .map(|item| {
+                let Bson::Document(a) = item else {
+                    return Err(corrupt(op, "head `archives` holds a non-document".into()));
+                };
+                Ok(ArchiveEntry {
+                    id: str_field(op, a, "id")?.to_string(),
+                    epoch: epoch_field(op, a, "epoch")?,
+                    created: time_field(op, a, "created")?,
+                    count: int_field(op, a, "count")?,
+                })
+            })
+            .collect::<Result<_>>()?,
+        Some(_) => return Err(corrupt(op, "head field `archives` is not an array".into())),
+    };
+    Ok(Head {
+        low: int_field(op, d, "low")?,
+        metadata: metadata_field(op, d, "metadata")?,
+        archives,
+    })
+}
+
+pub(crate) fn not_found(op: &'static str, session: &SessionId) -> Error {
+    Error::not_found(format!("session `{session}` does not exist"))
+        .with_operation(op)
+        .with_backend(BACKEND)
+}
+
+/// Message documents for `messages` at seqs `first..`, under `session` and `epoch`.
+pub(crate) fn placed(
+    session: &SessionId,
+    epoch: Epoch,
+    first: i64,
+    fields: &[Document],
+) -> Vec<Document> {
+    fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let mut d = doc! {"session": session.as_str(), "epoch": epoch.to_hex(), "seq": first + i as i64};
+            d.extend(f.clone());
+            d
+        })
+        .collect()
+}
+
+pub(crate) fn encode_all(messages: &[Message]) -> Result<Vec<Document>> {
+    messages.iter().map(message_fields).collect()
+}
+
+/// Runs a find on `messages` and decodes the messages.
+async fn collect_messages(
+    op: &'static str,
+    find: impl std::future::IntoFuture<Output = mongodb::error::Result<mongodb::Cursor<Document>>>,
+) -> Result<Vec<Message>> {
+    let docs: Vec<Document> = find.await.during(op)?.try_collect().await.during(op)?;
+    docs.iter().map(|d| message_from(op, d)).collect()
+}
+
+pub(crate) fn len_i64(n: usize) -> Result<i64> {
+    i64::try_from(n).map_err(|_| Error::invalid_input("too many messages in one call"))
+}
+
+impl MongoMemory {
+    pub(crate) async fn session_doc(
+        &self,
+        op: &'static str,
+        session: &SessionId,
+    ) -> Result<Option<SessionDoc>> {
+        let found = self
+            .sessions()
+            .find_one(doc! {"_id": session.as_str()})
+            .await
+            .during(op)?;
+        found.map(|d| session_doc(op, &d)).transpose()
+    }
+
+    pub(crate) async fn head(&self, op: &'static str, epoch: Epoch) -> Result<Head> {
+        let found = self
+            .heads()
+            .find_one(doc! {"_id": epoch.to_hex()})
+            .await
+            .during(op)?;
+        Ok(found.map(|d| head(op, &d)).transpose()?.unwrap_or_default())
+    }
+
+    pub(crate) async fn head_in(
+        &self,
+        s: &mut ClientSession,
+        op: &'static str,
+        epoch: Epoch,
+    ) -> std::result::Result<Head, TxError> {
+        let found = self
+            .heads()
+            .find_one(doc! {"_id": epoch.to_hex()})
+            .session(&mut *s)
+            .await?;
+        Ok(found.map(|d| head(op, &d)).transpose()?.unwrap_or_default())
+    }
+
+    /// Creates the session document when missing (no-op when it exists).
+    ///
+    /// A separate insert rather than an upsert with `$setOnInsert`, which some
+    /// MongoDB-compatible servers ignore in `findAndModify`; it costs two round trips (the
+    /// miss and the insert), only the first time a session is written.
+    pub(crate) async fn ensure_session(
+        &self,
+        op: &'static str,
+        session: &SessionId,
+        t: i64,
+    ) -> Result<()> {
+        let created = self
+            .sessions()
+            .insert_one(doc! {
+                "_id": session.as_str(), "epoch": new_epoch().to_hex(), "next": 0i64,
+                "created": t, "updated": t,
+            })
+            .await;
+        match created {
+            Ok(_) => Ok(()),
+            Err(e) if server_code(&e) == Some(DUPLICATE_KEY) => Ok(()),
+            Err(e) => Err(map(op, e)),
+        }
+    }
+
+    /// Reserves `n` positions at the end of the session (creating it when missing) and returns
+    /// the first and the session's epoch: one `findAndModify` with `$inc`, which the server
+    /// applies atomically, so concurrent appenders get disjoint, ordered ranges.
+    pub(crate) async fn reserve(
+        &self,
+        op: &'static str,
+        session: &SessionId,
+        n: i64,
+    ) -> Result<(i64, Epoch)> {
+        let t = micros(now());
+        let mut attempt = 0;
+        loop {
+            let result = self
+                .sessions()
+                .find_one_and_update(
+                    doc! {"_id": session.as_str()},
+                    doc! {"$inc": {"next": n}, "$max": {"updated": t}},
+                )
+                .return_document(ReturnDocument::After)
+                .await;
+            match result {
+                Ok(Some(d)) => {
+                    let h = session_doc(op, &d)?;
+                    return Ok((h.next - n, h.epoch));
+                }
+                Ok(None) if attempt < MAX_RETRIES => {
+                    self.ensure_session(op, session, t).await?;
+                    attempt += 1;
+                }
+                Ok(None) => {
+                    return Err(Error::conflict(format!(
+                        "session `{session}` keeps being deleted while appending"
+                    ))
+                    .with_operation(op)
+                    .with_backend(BACKEND))
+                }
+                // A write conflict: safe to retry.
+                Err(e) if is_transient(&e) && attempt < MAX_RETRIES => {
+                    backoff(attempt).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(map(op, e)),
+            }
+        }
+    }
+
+    /// Marks the session written at `t` (after a transaction, which leaves `sessions` alone
+    /// so that it never blocks appends).
+    pub(crate) async fn touch(&self, op: &'static str, session: &SessionId, t: i64) -> Result<()> {
+        self.sessions()
+            .update_one(
+                doc! {"_id": session.as_str()},
+                doc! {"$max": {"updated": t}},
+            )
+            .await
+            .during(op)?;
+        Ok(())
+    }
+
+    pub(crate) async fn append_impl(
+        &self,
+        session: &SessionId,
+        messages: &[Message],
+    ) -> Result<()> {
+        const OP: &str = "append";
+        if messages.is_empty() {
+            return Ok(());
+        }
+        // Encode (and validate) before reserving, so bad input leaves no gap.
+        let fields = encode_all(messages)?;
+        let (first, epoch) = self.reserve(OP, session, len_i64(fields.len())?).await?;
+        let docs = placed(session, epoch, first, &fields);
+        if docs.len() > 1 && self.features().transactions {
+            // All-or-nothing for batches. The transaction touches only these new keys, so it
+            // conflicts with no other writer.
+            in_transaction!(self, OP, |s| {
+                self.messages()
+                    .insert_many(docs.clone())
+                    .session(&mut *s)
+                    .await
+                    .map(|_| ())
+                    .map_err(TxError::from)
+            })
+        } else {
+            self.messages()
+                .insert_many(docs)
+                .await
+                .map(|_| ())
+                .during(OP)
+        }
+    }
+
+    /// The messages of `epoch`, all in seq order, or only the last `limit`. `next` is the
+    /// session's next free position, as read with its epoch.
+    async fn read_messages(
+        &self,
+        op: &'static str,
+        session: &SessionId,
+        epoch: Epoch,
+        next: i64,
+        limit: Option<usize>,
+    ) -> Result<Vec<Message>> {
+        let filter = doc! {"session": session.as_str(), "epoch": epoch.to_hex()};
+        let messages = self.messages();
+        let Some(n) = limit else {
+            return collect_messages(op, messages.find(filter).sort(doc! {"seq": 1})).await;
+        };
+        // Fast path, one index range: the messages at positions `next - n` and above. When
+        // there are at least `n`, the last `n` of them are the session's last `n`, whatever
+        // gaps lie below. (Some servers sort rather than walk the index backwards for the
+        // general query below.)
+        let mut ranged = filter.clone();
+        ranged.insert(
+            "seq",
+            doc! {"$gte": next.saturating_sub(i64::try_from(n).unwrap_or(i64::MAX))},
+        );
+        let window = collect_messages(op, messages.find(ranged).sort(doc! {"seq": 1})).await?;
+        if window.len() >= n {
+            let skip = window.len() - n;
+            return Ok(window.into_iter().skip(skip).collect());
+        }
+        // A short session, or positions still being written: newest first on the
+        // (session, epoch, seq) index, then back to oldest first.
+        let mut window = collect_messages(
+            op,
+            messages
+                .find(filter)
+                .sort(doc! {"seq": -1})
+                .limit(i64::try_from(n).unwrap_or(i64::MAX)),
+        )
+        .await?;
+        window.reverse();
+        Ok(window)
+    }
+
+    async fn count_messages(
+        &self,
+        op: &'static str,
+        session: &SessionId,
+        epoch: Epoch,
+    ) -> Result<u64> {
+        self.messages()
+            .count_documents(doc! {"session": session.as_str(), "epoch": epoch.to_hex()})
+            .await
+            .during(op)
+    }
+
+    pub(crate) async fn load_impl(
+        &self,
+        session: &SessionId,
+        limit: Option<usize>,
+    ) -> Result<Option<Session>> {
+        const OP: &str = "load";
+        let mut attempt = 0;
+        loop {
+            let Some(sd) = self.session_doc(OP, session).await? else {
+                return Ok(None);
+            };
+            let epoch = sd.epoch;
+            let loaded = self.load_epoch(session, limit, sd).await?;
+            // Without transactions, a save or compaction switches epochs and then deletes the
+            // old one, possibly while it is being read here: re-check, so that a reader never
+            // returns a half-deleted epoch.
+            if self.features().transactions || attempt >= MAX_RETRIES {
+                return Ok(Some(loaded));
+            }
+            match self.session_doc(OP, session).await? {
+                Some(again) if again.epoch == epoch => return Ok(Some(loaded)),
+                _ => attempt += 1,
+            }
+        }
+    }
+
+    /// Loads the session as of `sd`, its document.
+    async fn load_epoch(
+        &self,
+        session: &SessionId,
+        limit: Option<usize>,
+        sd: SessionDoc,
+    ) -> Result<Session> {
+        const OP: &str = "load";
+        let messages = async {
+            Ok::<_, Error>(match limit {
+                None => {
+                    let all = self
+                        .read_messages(OP, session, sd.epoch, sd.next, None)
+                        .await?;
+                    let total = all.len() as u64;
+                    (all, total)
+                }
+                Some(0) => (
+                    Vec::new(),
+                    self.count_messages(OP, session, sd.epoch).await?,
+                ),
+                Some(n) => {
+                    let window = self
+                        .read_messages(OP, session, sd.epoch, sd.next, Some(n))
+                        .await?;
+                    let total = if window.len() < n {
+                        window.len() as u64
+                    } else {
+                        self.count_messages(OP, session, sd.epoch).await?
+                    };
+                    let whole = window.len() as u64 >= total;
+                    (trim_orphans(window, whole), total)
+                }
+            })
+        };
+        let (head, (messages, total)) = futures_util::try_join!(self.head(OP, sd.epoch), messages)?;
+        Ok(Session {
+            id: session.clone(),
+            messages,
+            metadata: head.metadata,
+            created_at: sd.created,
+            updated_at: sd.updated,
+            total_messages: total,
+        })
+    }
+
+    pub(crate) async fn list_sessions_impl(&self) -> Result<Vec<SessionInfo>> {
+        const OP: &str = "list_sessions";
+        let docs: Vec<Document> = self
+            .sessions()
+            .find(doc! {})
+            .sort(doc! {"_id": 1})
+            .await
+            .during(OP)?
+            .try_collect()
+            .await
+            .during(OP)?;
+        // One aggregation counts the messages of every session's current epoch (epochs are
+        // unique across sessions, so matching them is enough).
+        let current: Vec<String> = docs
+            .iter()
+            .map(|d| session_doc(OP, d).map(|sd| sd.epoch.to_hex()))
+            .collect::<Result<_>>()?;
+        let counted: Vec<Document> = self
+            .messages()
+            .aggregate(vec![
+                doc! {"$match": {"epoch": {"$in": current}}},
+                doc! {"$group": {"_id": "$session", "n": {"$sum": 1}}},
+            ])
+            .await
+            .during(OP)?
+            .try_collect()
+            .await
+            .during(OP)?;
+        let mut counts: HashMap<String, i64> = HashMap::new();
+        for c in &counted {
+            if let Ok(s) = c.get_str("_id") {
+                counts.insert(s.to_string(), int_field(OP, c, "n")?);
+            }
+        }
+        docs.iter()
+            .map(|d| {
+                let id = str_field(OP, d, "_id")?;
+                let id = SessionId::new(id)
+                    .map_err(|e| corrupt(OP, format!("stored session id: {}", e.message())))?;
+                let sd = session_doc(OP, d)?;
+                let n = counts.get(id.as_str()).copied().unwrap_or(0);
+                Ok(SessionInfo {
+                    id,
+                    message_count: u64::try_from(n).unwrap_or(0),
+                    created_at: sd.created,
+                    updated_at: sd.updated,
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) async fn delete_session_impl(&self, session: &SessionId) -> Result<bool> {
+        const OP: &str = "delete_session";
+        // The session document goes first, so the session is gone at once; the rest is then
+        // deleted by epoch, which never touches a new session of the same id that an append
+        // may create meanwhile (it gets a new epoch).
+        let Some(d) = self
+            .sessions()
+            .find_one_and_delete(doc! {"_id": session.as_str()})
+            .await
+            .during(OP)?
+        else {
+            return Ok(false);
+        };
+        let epoch = session_doc(OP, &d)?.epoch;
+        let h = self.head(OP, epoch).await?;
+        let mut epochs: Vec<ObjectId> = h.archives.iter().map(|a| a.epoch).collect();
+        epochs.push(epoch);
+        epochs.sort();
+        epochs.dedup();
+        self.archived()
+            .delete_many(doc! {"session": session.as_str(), "epoch": {"$in": epochs.iter().map(|e| e.to_hex()).collect::<Vec<_>>()}})
+            .await
+            .during(OP)?;
+        self.drop_epoch(OP, session, epoch).await?;
+        Ok(true)
+    }
+
+    pub(crate) async fn purge_impl(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
+        const OP: &str = "purge";
+        if policy.max_age.is_none() && policy.max_sessions.is_none() {
+            return Ok(PurgeReport::default());
+        }
+        // Newest first, so `max_sessions` keeps the head of the list.
+        let docs: Vec<Document> = self
+            .sessions()
+            .find(doc! {})
+            .projection(doc! {"_id": 1, "updated": 1})
+            .sort(doc! {"updated": -1, "_id": 1})
+            .await
+            .during(OP)?
+            .try_collect()
+            .await
+            .during(OP)?;
+        let cutoff = policy.max_age.map(|age| {
+            let age = chrono::Duration::from_std(age).unwrap_or(chrono::Duration::MAX);
+            now().checked_sub_signed(age).map_or(i64::MIN, micros)
+        });
+        let mut doomed = Vec::new();
+        for (rank, d) in docs.iter().enumerate() {
+            let too_old = cutoff.is_some_and(|c| int_field(OP, d, "updated").is_ok_and(|u| u < c));
+            let too_many = policy.max_sessions.is_some_and(|max| rank >= max);
+            if too_old || too_many {
+                let id = str_field(OP, d, "_id")?;
+                doomed.push(
+                    SessionId::new(id)
+                        .map_err(|e| corrupt(OP, format!("stored session id: {}", e.message())))?,
+                );
+            }
+        }
+        let mut report = PurgeReport::default();
+        for id in doomed {
+            if self.delete_session_impl(&id).await? {
+                report.sessions_deleted += 1;
+            }
+        }
+        Ok(report)
+    }
+}

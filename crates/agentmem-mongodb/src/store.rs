@@ -1,0 +1,339 @@
+//! [`MongoMemory`]: construction and the [`AgentMemory`] implementation, which delegates to
+//! the session, memory and search modules.
+
+use std::fmt;
+use std::time::Duration;
+
+use agentmem_core::{
+    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
+    MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
+    RetentionPolicy, Session, SessionId, SessionInfo,
+};
+use mongodb::bson::Document;
+use mongodb::{Client, ClientSession, Collection, Database};
+
+use crate::config::{validate_database_name, MongoConfig};
+use crate::error::{is_transient, map, ResultExt, BACKEND};
+use crate::schema::{self, ServerFeatures, ARCHIVED, HEADS, MEMORIES, MESSAGES, SESSIONS};
+
+/// Agent memory in a MongoDB database (backend `"mongodb"`).
+///
+/// See the [crate docs](crate) for the data model, how appends are ordered, and what
+/// compaction guarantees with and without transactions.
+///
+/// ```no_run
+/// # async fn demo() -> agentmem_core::Result<()> {
+/// use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
+/// use agentmem_mongodb::MongoMemory;
+///
+/// let store = MongoMemory::connect("mongodb://127.0.0.1:27017/agentmem?directConnection=true").await?;
+/// let session: SessionId = "ResearchAgent".parse()?;
+/// store.append_one(&session, Message::user("Compare BigQuery and AlloyDB")).await?;
+/// let last = store.last_messages(&session, 20).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct MongoMemory {
+    client: Client,
+    db: Database,
+    features: ServerFeatures,
+}
+
+impl fmt::Debug for MongoMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never the URL: it may hold a password.
+        f.debug_struct("MongoMemory")
+            .field("database", &self.db.name())
+            .field("features", &self.features)
+            .finish()
+    }
+}
+
+impl MongoMemory {
+    /// Connects to the server and database a `mongodb://` URL names (see [`MongoConfig`]).
+    ///
+    /// Fails with `InvalidInput` for a malformed URL, `Unavailable` when no server answers
+    /// within the server selection timeout (5 s unless the URL sets
+    /// `serverSelectionTimeoutMS`), and `Unsupported` for a database of a newer schema.
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::connect_with(MongoConfig::new(url)?).await
+    }
+
+    /// Connects with a parsed [`MongoConfig`].
+    pub async fn connect_with(config: MongoConfig) -> Result<Self> {
+        let options = config.client_options().await?;
+        let client = Client::with_options(options).map_err(|e| {
+            Error::invalid_input(format!(
+                "cannot use MongoDB URL {}: {e}",
+                config.redacted_url()
+            ))
+            .with_backend(BACKEND)
+        })?;
+        Self::from_client(client, config.database()).await
+    }
+
+    /// Uses an existing driver client (sharing its connection pool) and the named database.
+    pub async fn from_client(client: Client, database: &str) -> Result<Self> {
+        validate_database_name(database)?;
+        let db = client.database(database);
+        let (_, features) = schema::open(&client, &db).await?;
+        tracing::debug!(database, ?features, "opened MongoDB agent memory");
+        Ok(MongoMemory {
+            client,
+            db,
+            features,
+        })
+    }
+
+    /// The database this store uses.
+    pub fn database_name(&self) -> &str {
+        self.db.name()
+    }
+
+    /// What the server supports, as detected when the store was opened.
+    pub fn features(&self) -> ServerFeatures {
+        self.features
+    }
+
+    /// Turns off features the server has (it never turns on one it lacks): for example
+    /// transactions, to use the epoch-switch compaction on a server whose transactions are
+    /// unreliable, or text indexes, to rank with the client-side BM25.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> agentmem_core::Result<()> {
+    /// let store = agentmem_mongodb::MongoMemory::connect("mongodb://127.0.0.1:27017/").await?;
+    /// let mut features = store.features();
+    /// features.transactions = false;
+    /// let store = store.with_features(features);
+    /// # Ok(()) }
+    /// ```
+    pub fn with_features(mut self, features: ServerFeatures) -> Self {
+        self.features.transactions &= features.transactions;
+        self.features.text_search &= features.text_search;
+        self
+    }
+
+    /// The driver client, to share its pool with other code.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Drops the whole database: every session, archive and memory item of this store.
+    pub async fn drop_database(&self) -> Result<()> {
+        self.db.drop().await.during("drop_database")
+    }
+
+    pub(crate) fn sessions(&self) -> Collection<Document> {
+        self.db.collection(SESSIONS)
+    }
+
+    pub(crate) fn heads(&self) -> Collection<Document> {
+        self.db.collection(HEADS)
+    }
+
+    pub(crate) fn messages(&self) -> Collection<Document> {
+        self.db.collection(MESSAGES)
+    }
+
+    pub(crate) fn archived(&self) -> Collection<Document> {
+        self.db.collection(ARCHIVED)
+    }
+
+    pub(crate) fn memories(&self) -> Collection<Document> {
+        self.db.collection(MEMORIES)
+    }
+
+    pub(crate) async fn start_transaction(&self, op: &'static str) -> Result<ClientSession> {
+        let mut session = self.client.start_session().await.during(op)?;
+        session.start_transaction().await.during(op)?;
+        Ok(session)
+    }
+
+    /// Commits, retrying while the outcome is unknown (as the driver documents).
+    pub(crate) async fn commit(
+        &self,
+        session: &mut ClientSession,
+    ) -> std::result::Result<(), mongodb::error::Error> {
+        let mut tries = 0;
+        loop {
+            match session.commit_transaction().await {
+                Err(e)
+                    if e.contains_label(mongodb::error::UNKNOWN_TRANSACTION_COMMIT_RESULT)
+                        && tries < 3 =>
+                {
+                    tries += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+/// A failure inside a transaction body: a driver error (which may be transient, so the whole
+/// transaction is retried) or an agentmem error (returned as it is).
+pub(crate) enum TxError {
+    Driver(mongodb::error::Error),
+    Other(Error),
+}
+
+impl From<mongodb::error::Error> for TxError {
+    fn from(e: mongodb::error::Error) -> Self {
+        TxError::Driver(e)
+    }
+}
+
+impl From<Error> for TxError {
+    fn from(e: Error) -> Self {
+        TxError::Other(e)
+    }
+}
+
+/// How many times an operation that lost a race with a transaction is retried.
+pub(crate) const MAX_RETRIES: u32 = 30;
+
+/// Waits before retry number `attempt`: exponential from 2 ms, capped at 200 ms, with jitter
+/// so that writers that collided do not collide again in lockstep.
+pub(crate) async fn backoff(attempt: u32) {
+    let base = (2u64 << attempt.min(7)).min(200);
+    let jitter = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::from(d.subsec_nanos()) % (base + 1))
+        .unwrap_or(0);
+    tokio::time::sleep(Duration::from_millis(base / 2 + jitter / 2)).await;
+}
+
+/// Runs `$body` (an expression using the `ClientSession` bound to `$s`) in a transaction,
+/// retrying the whole transaction on transient errors (write conflicts with concurrent
+/// writers), and maps errors for `$op`.
+macro_rules! in_transaction {
+    ($store:expr, $op:expr, |$s:ident| $body:expr) => {{
+        let mut attempt = 0u32;
+        loop {
+            let mut session = $store.start_transaction($op).await?;
+            let outcome: std::result::Result<_, $crate::store::TxError> = {
+                let $s = &mut session;
+                $body
+            };
+            let failure = match outcome {
+                Ok(value) => match $store.commit(&mut session).await {
+                    Ok(()) => break Ok(value),
+                    Err(e) => e,
+                },
+                Err($crate::store::TxError::Driver(e)) => {
+                    let _ = session.abort_transaction().await;
+                    e
+                }
+                Err($crate::store::TxError::Other(e)) => {
+                    let _ = session.abort_transaction().await;
+                    break Err(e);
+                }
+            };
+            // Two transactions creating the same head document collide on its `_id`.
+            let retry = $crate::store::is_transient_error(&failure)
+                || $crate::error::server_code(&failure) == Some($crate::error::DUPLICATE_KEY);
+            if retry && attempt < $crate::store::MAX_RETRIES {
+                $crate::store::backoff(attempt).await;
+                attempt += 1;
+                continue;
+            }
+            break Err($crate::store::map_error($op, failure));
+        }
+    }};
+}
+pub(crate) use in_transaction;
+
+pub(crate) fn is_transient_error(e: &mongodb::error::Error) -> bool {
+    is_transient(e)
+}
+
+pub(crate) fn map_error(op: &'static str, e: mongodb::error::Error) -> Error {
+    map(op, e)
+}
+
+#[async_trait]
+impl AgentMemory for MongoMemory {
+    fn backend(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let mut caps = Capabilities::default();
+        caps.durable = true;
+        caps.cross_process = true;
+        caps.atomic_compaction = self.features.transactions;
+        caps.indexed_search = self.features.text_search;
+        // A session spans many documents whose expiry would all have to move with its last
+        // write, so retention runs as purge queries rather than a TTL index.
+        caps.native_expiry = false;
+        caps
+    }
+
+    async fn schema_version(&self) -> Result<u32> {
+        schema::stored_version(&self.db).await
+    }
+
+    async fn save_session(
+        &self,
+        session: &SessionId,
+        history: &[Message],
+        metadata: &Metadata,
+    ) -> Result<()> {
+        self.save_session_impl(session, history, metadata).await
+    }
+
+    async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
+        self.append_impl(session, messages).await
+    }
+
+    async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
+        self.load_impl(session, limit).await
+    }
+
+    async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
+        self.list_sessions_impl().await
+    }
+
+    async fn delete_session(&self, session: &SessionId) -> Result<bool> {
+        self.delete_session_impl(session).await
+    }
+
+    async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
+        self.compact_impl(session, replacement).await
+    }
+
+    async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
+        self.list_archives_impl(session).await
+    }
+
+    async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
+        self.load_archive_impl(session, archive).await
+    }
+
+    async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
+        self.put_memory_impl(item).await
+    }
+
+    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
+        self.get_memory_impl(id).await
+    }
+
+    async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
+        self.list_memories_impl(filter).await
+    }
+
+    async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
+        self.search_memories_impl(query, filter).await
+    }
+
+    async fn delete_memory(&self, id: &str) -> Result<bool> {
+        self.delete_memory_impl(id).await
+    }
+
+    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
+        self.search_messages_impl(query, scope).await
+    }
+
+    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
+        self.purge_impl(policy).await
+    }
+}

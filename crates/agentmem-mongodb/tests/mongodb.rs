@@ -1,0 +1,302 @@
+//! MongoDB-specific behaviour against `MONGODB_URL`: operator injection through metadata,
+//! the stored layout, schema versions, error kinds and detected features.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use agentmem_core::{
+    AgentMemory, AgentMemoryExt, ErrorKind, MemoryItem, MemoryKind, Message, Metadata, SessionId,
+};
+use agentmem_mongodb::mongodb::bson::{doc, Bson, Document};
+use agentmem_mongodb::{MongoMemory, SCHEMA_VERSION};
+use serde_json::json;
+
+fn sid(s: &str) -> SessionId {
+    s.parse().unwrap()
+}
+
+/// Every key in `d`, recursively (through sub-documents and arrays).
+fn all_keys(d: &Document, out: &mut Vec<String>) {
+    for (k, v) in d {
+        out.push(k.clone());
+        match v {
+            Bson::Document(sub) => all_keys(sub, out),
+            Bson::Array(items) => {
+                for item in items {
+                    if let Bson::Document(sub) = item {
+                        all_keys(sub, out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+async fn raw(store: &MongoMemory, collection: &str) -> Vec<Document> {
+    use futures_util::TryStreamExt;
+    store
+        .client()
+        .database(store.database_name())
+        .collection::<Document>(collection)
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap()
+}
+
+fn hostile() -> Metadata {
+    let mut m = Metadata::new();
+    m.insert(
+        "$where".into(),
+        json!("function() { sleep(10000); return true; }"),
+    );
+    m.insert("$set".into(), json!({"epoch": "hijacked", "next": -1}));
+    m.insert("a.b".into(), json!({"$gt": "", "c.d": [1, {"$ne": null}]}));
+    m.insert("$".into(), json!(u64::MAX));
+    m.insert("".into(), json!(-0.5));
+    m
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_keys_cannot_inject_operators_or_paths() {
+    let Some(store) = common::fresh_store(&common::url()).await else {
+        return;
+    };
+    let s = sid("injection");
+    let meta = hostile();
+    let mut msg = Message::user("hello");
+    msg.metadata = meta.clone();
+    store.save_session(&s, &[msg.clone()], &meta).await.unwrap();
+    store
+        .append_one(&s, msg.clone().with_id("second"))
+        .await
+        .unwrap();
+    let mut item = MemoryItem::new(MemoryKind::Fact, "likes tea").with_key("drink");
+    item.metadata = meta.clone();
+    store.put_memory(&item).await.unwrap();
+    store
+        .compact(&s, &[msg.clone().with_id("summary")])
+        .await
+        .unwrap();
+
+    // Everything round-trips exactly...
+    let loaded = store.load(&s, None).await.unwrap().unwrap();
+    assert_eq!(loaded.metadata, meta);
+    assert_eq!(loaded.messages, vec![msg.clone().with_id("summary")]);
+    let archive = store.list_archives(&s).await.unwrap();
+    let archived = store.load_archive(&s, &archive[0].id).await.unwrap();
+    assert_eq!(
+        archived.messages,
+        vec![msg.clone(), msg.clone().with_id("second")]
+    );
+    assert_eq!(store.get_memory(&item.id).await.unwrap().unwrap(), item);
+
+    // ...and no stored document has a field name the server could read as an operator or
+    // a path: the metadata is an opaque string.
+    for collection in [
+        "sessions",
+        "heads",
+        "messages",
+        "archived_messages",
+        "memories",
+    ] {
+        for d in raw(&store, collection).await {
+            let mut keys = Vec::new();
+            all_keys(&d, &mut keys);
+            assert!(
+                keys.iter()
+                    .all(|k| !k.starts_with('$') && !k.contains('.') && !k.is_empty()),
+                "{collection}: {keys:?}"
+            );
+            if let Some(m) = d.get("metadata") {
+                assert!(
+                    matches!(m, Bson::String(_) | Bson::Null),
+                    "{collection}: {m:?}"
+                );
+            }
+        }
+    }
+    // The `$set` key did not rewrite the session's own fields.
+    let sessions = raw(&store, "sessions").await;
+    assert_eq!(sessions.len(), 1);
+    assert_ne!(sessions[0].get_str("epoch").unwrap(), "hijacked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn layout_uses_microsecond_integers_and_one_document_per_message() {
+    let Some(store) = common::fresh_store(&common::url()).await else {
+        return;
+    };
+    let s = sid("layout");
+    let msgs: Vec<Message> = (0..5).map(|i| Message::user(format!("m{i}"))).collect();
+    store.append(&s, &msgs).await.unwrap();
+    let docs = raw(&store, "messages").await;
+    assert_eq!(docs.len(), 5);
+    let mut seqs: Vec<i64> = docs.iter().map(|d| d.get_i64("seq").unwrap()).collect();
+    seqs.sort_unstable();
+    assert_eq!(
+        seqs,
+        vec![0, 1, 2, 3, 4],
+        "one batch takes consecutive positions"
+    );
+    for d in &docs {
+        let ts = d.get_i64("ts").unwrap();
+        let m = msgs
+            .iter()
+            .find(|m| m.id == d.get_str("id").unwrap())
+            .unwrap();
+        assert_eq!(ts, m.timestamp.timestamp_micros());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schema_version_is_recorded_and_newer_is_refused() {
+    let Some(store) = common::fresh_store(&common::url()).await else {
+        return;
+    };
+    assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+    let meta = store
+        .client()
+        .database(store.database_name())
+        .collection::<Document>("meta");
+
+    // An older (here: absent) version is migrated forward on open.
+    meta.delete_many(doc! {}).await.unwrap();
+    let reopened = MongoMemory::from_client(store.client().clone(), store.database_name())
+        .await
+        .unwrap();
+    assert_eq!(reopened.schema_version().await.unwrap(), SCHEMA_VERSION);
+
+    // A newer one is refused, and left as it is.
+    meta.update_one(doc! {"_id": "schema"}, doc! {"$set": {"version": 99}})
+        .await
+        .unwrap();
+    let err = MongoMemory::from_client(store.client().clone(), store.database_name())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+    assert!(err.to_string().contains("99"), "{err}");
+    assert_eq!(store.schema_version().await.unwrap(), 99);
+
+    // A malformed version document is corrupt data.
+    meta.update_one(doc! {"_id": "schema"}, doc! {"$set": {"version": "one"}})
+        .await
+        .unwrap();
+    assert_eq!(
+        store.schema_version().await.unwrap_err().kind(),
+        ErrorKind::CorruptData
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_stored_documents_are_corrupt_data() {
+    let Some(store) = common::fresh_store(&common::url()).await else {
+        return;
+    };
+    let s = sid("torn");
+    store.append_one(&s, Message::user("fine")).await.unwrap();
+    let messages = store
+        .client()
+        .database(store.database_name())
+        .collection::<Document>("messages");
+    messages
+        .update_many(doc! {}, doc! {"$set": {"role": 42}})
+        .await
+        .unwrap();
+    let err = store.load(&s, None).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
+    assert!(err.to_string().contains("role"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_position_is_a_conflict() {
+    let Some(store) = common::fresh_store(&common::url()).await else {
+        return;
+    };
+    let s = sid("taken");
+    store.append_one(&s, Message::user("first")).await.unwrap();
+    let db = store.client().database(store.database_name());
+    let session = db
+        .collection::<Document>("sessions")
+        .find_one(doc! {"_id": "taken"})
+        .await
+        .unwrap()
+        .unwrap();
+    // A foreign writer took the next position without reserving it.
+    db.collection::<Document>("messages")
+        .insert_one(doc! {
+            "session": "taken", "epoch": session.get_str("epoch").unwrap(), "seq": 1i64,
+            "id": "intruder", "role": "user", "content": "x", "ts": 0i64,
+        })
+        .await
+        .unwrap();
+    let err = store
+        .append_one(&s, Message::user("second"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_server_is_unavailable_promptly() {
+    // Port 1 is never a MongoDB server; the short timeout keeps the test fast.
+    let url =
+        "mongodb://user:hunter2@127.0.0.1:1/x?directConnection=true&serverSelectionTimeoutMS=300";
+    let err = MongoMemory::connect(url).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert!(err.is_temporary());
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+    let err = MongoMemory::connect("mongodb://127.0.0.1:1/bad.name")
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_opens_the_database_named_in_the_url() {
+    let url = common::url();
+    // Build `…/<db>?…` from the test URL, which names no database.
+    let db = agentmem_testkit::unique_namespace("conn");
+    let (base, query) = url.split_once('?').unwrap_or((&url, ""));
+    let with_db = format!("{}/{db}?{query}", base.trim_end_matches('/'));
+    let store = match MongoMemory::connect(&with_db).await {
+        Ok(s) => s,
+        Err(e) => return agentmem_testkit::service_unavailable("mongodb", &url, &e).unwrap_or(()),
+    };
+    assert_eq!(store.database_name(), db);
+    assert_eq!(store.backend(), "mongodb");
+    assert!(
+        !format!("{store:?}").contains("127.0.0.1"),
+        "Debug shows no URL"
+    );
+    store
+        .append_one(&sid("x"), Message::user("hi"))
+        .await
+        .unwrap();
+    assert_eq!(store.list_sessions().await.unwrap().len(), 1);
+    store.drop_database().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn features_match_capabilities() {
+    let Some(store) = common::fresh_store(&common::url()).await else {
+        return;
+    };
+    let f = store.features();
+    let caps = store.capabilities();
+    assert_eq!(caps.atomic_compaction, f.transactions);
+    assert_eq!(caps.indexed_search, f.text_search);
+    assert!(caps.durable && caps.cross_process && !caps.native_expiry);
+    // Turning a feature off sticks; turning on one the server lacks does not.
+    let mut off = f;
+    off.transactions = false;
+    let downgraded = store.0.clone().with_features(off);
+    assert!(!downgraded.features().transactions);
+    let mut on = f;
+    on.text_search = true;
+    on.transactions = true;
+    assert_eq!(store.0.clone().with_features(on).features(), f);
+}

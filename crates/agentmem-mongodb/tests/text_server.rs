@@ -1,0 +1,214 @@
+//! The search path on a server with text indexes: the conformance suite's search cases and
+//! targeted `$text` tests, against `MONGODB_TEXT_URL`
+//! (default `mongodb://127.0.0.1:27018/?directConnection=true`; nx-27017 in CI).
+//!
+//! Only the search cases run here: nx-27017 is a test double for `$text`, not a faithful
+//! MongoDB elsewhere. The whole suite runs on `MONGODB_URL`, with and without transactions.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use agentmem_core::{
+    AgentMemory, AgentMemoryExt, MemoryFilter, MemoryItem, MemoryKind, Message, MessageQuery,
+    SessionId,
+};
+
+/// The conformance suite's search cases, each on a fresh store on the text server.
+macro_rules! search_cases {
+    ($($case:ident),* $(,)?) => {
+        mod conformance {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    if let Some(store) = super::common::text_conformance_store().await {
+                        agentmem_testkit::cases::$case(&*store).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+search_cases!(
+    search_memories_ranks_by_relevance,
+    search_memories_is_case_insensitive,
+    search_memories_matches_any_query_word,
+    search_finds_words_in_any_script,
+    search_memories_honours_limit,
+    search_memories_filters_by_kind,
+    search_without_words_returns_nothing,
+    search_messages_ranks_by_relevance,
+    search_messages_scoped_to_one_session,
+    search_messages_honours_limit,
+    search_follows_updates_and_deletes,
+    get_context_of_empty_store_is_empty,
+    get_context_with_query_lists_matching_items,
+    get_context_without_query_lists_recent_items,
+);
+
+fn sid(s: &str) -> SessionId {
+    s.parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_server_uses_text_indexes_and_no_transactions() {
+    let Some(store) = common::fresh_store(&common::text_url()).await else {
+        return;
+    };
+    assert!(
+        store.features().text_search,
+        "MONGODB_TEXT_URL must accept text indexes"
+    );
+    assert!(store.capabilities().indexed_search);
+    assert!(!store.features().transactions);
+    assert!(!store.capabilities().atomic_compaction);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_search_matches_any_word_and_ranks_by_score() {
+    let Some(store) = common::fresh_store(&common::text_url()).await else {
+        return;
+    };
+    let a = sid("a");
+    let b = sid("b");
+    store
+        .append(
+            &a,
+            &[
+                Message::user("kubernetes kubernetes kubernetes cluster"),
+                Message::user(
+                    "a long text that mentions kubernetes only once among many other words",
+                ),
+                Message::user("nothing relevant here"),
+            ],
+        )
+        .await
+        .unwrap();
+    store
+        .append_one(&b, Message::assistant("a cluster of Raspberry Pis"))
+        .await
+        .unwrap();
+
+    // Any word: "cluster" alone matches in both sessions, "kubernetes" in one.
+    let hits = store
+        .search_messages("Kubernetes cluster", &MessageQuery::default())
+        .await
+        .unwrap();
+    let texts: Vec<&str> = hits.iter().map(|h| h.message.content.as_str()).collect();
+    assert_eq!(hits.len(), 3, "{texts:?}");
+    assert_eq!(texts[0], "kubernetes kubernetes kubernetes cluster");
+    assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+
+    // Scoped to one session.
+    let scoped = store
+        .search_messages(
+            "cluster",
+            &MessageQuery {
+                session: Some(b.clone()),
+                limit: 10,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(scoped.len(), 1);
+    assert_eq!(scoped[0].session, b);
+
+    // Limit, and no match.
+    let one = store
+        .search_messages(
+            "kubernetes",
+            &MessageQuery {
+                session: None,
+                limit: 1,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(one.len(), 1);
+    assert!(store
+        .search_messages("zebra", &MessageQuery::default())
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_search_keeps_the_word_rule_and_skips_compacted_messages() {
+    let Some(store) = common::fresh_store(&common::text_url()).await else {
+        return;
+    };
+    let s = sid("s");
+    store
+        .append(
+            &s,
+            &[Message::user("Café culture"), Message::user("running dogs")],
+        )
+        .await
+        .unwrap();
+    // `$text` is diacritic-insensitive and, with a language, stems; the contract is exact words.
+    assert!(store
+        .search_messages("cafe", &MessageQuery::default())
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store
+        .search_messages("run", &MessageQuery::default())
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        store
+            .search_messages("CAFÉ", &MessageQuery::default())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    // After compaction the archived messages are no longer current, so not found.
+    store
+        .compact(&s, &[Message::system("summary of dogs")])
+        .await
+        .unwrap();
+    let hits = store
+        .search_messages("dogs", &MessageQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].message.content, "summary of dogs");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_search_over_memories_filters_by_kind() {
+    let Some(store) = common::fresh_store(&common::text_url()).await else {
+        return;
+    };
+    store
+        .put_memory(&MemoryItem::new(MemoryKind::Fact, "prefers Rust over Go"))
+        .await
+        .unwrap();
+    store
+        .put_memory(&MemoryItem::new(
+            MemoryKind::Insight,
+            "Rust rust rust builds are slow",
+        ))
+        .await
+        .unwrap();
+    store
+        .put_memory(&MemoryItem::new(MemoryKind::Fact, "lives in Berlin"))
+        .await
+        .unwrap();
+    let hits = store
+        .search_memories("rust", &MemoryFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 2);
+    assert_eq!(hits[0].item.kind, MemoryKind::Insight);
+    let facts = store
+        .search_memories("rust berlin", &MemoryFilter::kind(MemoryKind::Fact))
+        .await
+        .unwrap();
+    assert_eq!(facts.len(), 2);
+    assert!(facts.iter().all(|h| h.item.kind == MemoryKind::Fact));
+    let context = store.get_context(Some("Berlin")).await.unwrap();
+    assert_eq!(context, "- lives in Berlin");
+}

@@ -1,0 +1,330 @@
+//! PostgresMemory beside raw tokio-postgres running the same statements on the same tables:
+//! single append, batch append (1,000), last-20 load from a 100,000-message session, search.
+//!
+//! ```text
+//! cargo bench -p agentmem-postgres --bench postgres
+//! AGENTMEM_BENCH_QUICK=1 cargo bench -p agentmem-postgres --bench postgres   # 10,000 messages, short runs
+//! ```
+//!
+//! Reads `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`), works in a
+//! schema of its own and drops it at the end. The raw side uses one connection and
+//! statements prepared up front, with parameters built outside the timed loop: it is the
+//! floor that the store's pool checkout, validation, tsvector building and decoding sit on.
+
+use std::time::Duration;
+
+use agentmem_core::{AgentMemory, AgentMemoryExt, Message, MessageQuery, Metadata, SessionId};
+use agentmem_postgres::PostgresMemory;
+use chrono::{DateTime, Utc};
+use criterion::Criterion;
+use tokio::runtime::Runtime;
+use tokio_postgres::types::Json;
+use tokio_postgres::{Client, Statement};
+
+const BATCH: usize = 1_000;
+
+fn quick() -> bool {
+    std::env::var("AGENTMEM_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+fn big_session_size() -> usize {
+    if quick() {
+        10_000
+    } else {
+        100_000
+    }
+}
+
+fn sid(name: &str) -> SessionId {
+    SessionId::new(name).expect("valid bench session id")
+}
+
+/// The words of the big session: every message names one of 100 topics, so a search for
+/// one topic matches 1% of the session.
+fn big_message(i: usize) -> Message {
+    Message::user(format!(
+        "message {i} about topic{} with a few ordinary filler words to index",
+        i % 100
+    ))
+}
+
+fn filler(i: usize) -> Message {
+    Message::assistant(format!("reply {i} with ordinary filler words"))
+}
+
+/// The tsvector text agentmem writes for `filler(i)`.
+fn filler_tsv(i: usize) -> String {
+    format!("'reply':1 '{i}':2 'with':3 'ordinary':4 'filler':5 'words':6")
+}
+
+/// Column arrays for the raw append statement.
+struct RawBatch {
+    ids: Vec<String>,
+    roles: Vec<&'static str>,
+    contents: Vec<String>,
+    raws: Vec<Option<Vec<u8>>>,
+    timestamps: Vec<DateTime<Utc>>,
+    tool_call_ids: Vec<Option<String>>,
+    tool_names: Vec<Option<String>>,
+    metadata: Vec<Option<Json<Metadata>>>,
+    tsvs: Vec<String>,
+}
+
+impl RawBatch {
+    fn new(n: usize) -> Self {
+        let messages: Vec<Message> = (0..n).map(filler).collect();
+        RawBatch {
+            ids: messages.iter().map(|m| m.id.clone()).collect(),
+            roles: vec!["assistant"; n],
+            contents: messages.iter().map(|m| m.content.clone()).collect(),
+            raws: vec![None; n],
+            timestamps: messages.iter().map(|m| m.timestamp).collect(),
+            tool_call_ids: vec![None; n],
+            tool_names: vec![None; n],
+            metadata: (0..n).map(|_| None).collect(),
+            tsvs: (0..n).map(filler_tsv).collect(),
+        }
+    }
+
+    async fn append(&self, raw: &Client, st: &Statement, session: &str) {
+        let n = self.ids.len() as i64;
+        raw.execute(
+            st,
+            &[
+                &session,
+                &agentmem_core::now(),
+                &n,
+                &self.ids,
+                &self.roles,
+                &self.contents,
+                &self.raws,
+                &self.timestamps,
+                &self.tool_call_ids,
+                &self.tool_names,
+                &self.metadata,
+                &self.tsvs,
+            ],
+        )
+        .await
+        .expect("raw append");
+    }
+}
+
+/// A message row as the raw side decodes it: the same columns the store reads.
+type RawMessage = (
+    String,
+    String,
+    String,
+    Option<Vec<u8>>,
+    DateTime<Utc>,
+    Option<String>,
+    Option<String>,
+    Option<Json<Metadata>>,
+);
+
+fn decode(row: &tokio_postgres::Row, start: usize) -> RawMessage {
+    (
+        row.get(start),
+        row.get(start + 1),
+        row.get(start + 2),
+        row.get(start + 3),
+        row.get(start + 4),
+        row.get(start + 5),
+        row.get(start + 6),
+        row.get(start + 7),
+    )
+}
+
+struct Raw {
+    client: Client,
+    append: Statement,
+    load: Statement,
+    search: Statement,
+}
+
+/// The store's statements, written out again for the raw client.
+async fn prepare_raw(url: &str, schema: &str) -> Raw {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("raw connection");
+    tokio::spawn(connection);
+    let s = format!("\"{schema}\"");
+    let append = format!(
+        "WITH s AS (
+            INSERT INTO {s}.sessions AS s (id, metadata, created_at, updated_at, next_seq, message_count)
+            VALUES ($1, '{{}}', $2, $2, $3, $3)
+            ON CONFLICT (id) DO UPDATE SET
+                next_seq = s.next_seq + EXCLUDED.next_seq,
+                message_count = s.message_count + EXCLUDED.message_count,
+                updated_at = GREATEST(s.updated_at, EXCLUDED.updated_at)
+            RETURNING s.next_seq - $3 AS first_seq
+        )
+        INSERT INTO {s}.messages
+            (session_id, seq, id, role, content, content_raw, ts, tool_call_id, tool_name, metadata, tsv)
+        SELECT $1, s.first_seq + m.ord - 1, m.id, m.role, m.content, m.content_raw, m.ts,
+               m.tool_call_id, m.tool_name, m.metadata, m.tsv::tsvector
+        FROM s, unnest($4::text[], $5::text[], $6::text[], $7::bytea[], $8::timestamptz[],
+                       $9::text[], $10::text[], $11::json[], $12::text[])
+             WITH ORDINALITY AS m(id, role, content, content_raw, ts, tool_call_id, tool_name, metadata, tsv, ord)"
+    );
+    let cols = "id, role, content, content_raw, ts, tool_call_id, tool_name, metadata";
+    let load = format!(
+        "SELECT s.metadata, s.created_at, s.updated_at, s.message_count, m.seq,
+                m.id, m.role, m.content, m.content_raw, m.ts, m.tool_call_id, m.tool_name, m.metadata
+         FROM {s}.sessions s
+         LEFT JOIN LATERAL (
+             SELECT seq, {cols} FROM {s}.messages
+             WHERE session_id = $1 ORDER BY seq DESC LIMIT $2
+         ) m ON true
+         WHERE s.id = $1"
+    );
+    let search = format!(
+        "SELECT session_id, {cols}, ts_rank(tsv, q, 1)::float8 AS score
+         FROM {s}.messages, CAST($1::text AS tsquery) AS q
+         WHERE tsv @@ q
+         ORDER BY score DESC, session_id, seq
+         LIMIT $2"
+    );
+    Raw {
+        append: client.prepare(&append).await.expect("prepare append"),
+        load: client.prepare(&load).await.expect("prepare load"),
+        search: client.prepare(&search).await.expect("prepare search"),
+        client,
+    }
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let base = std::env::var("DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".into());
+    let schema = format!("ambench_{}", std::process::id());
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{sep}schema={schema}&pool_size=4");
+    let store = match rt.block_on(PostgresMemory::connect(&url)) {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("SKIPPED: PostgreSQL at DATABASE_URL is unavailable: {e}");
+            return;
+        }
+    };
+    let raw = rt.block_on(prepare_raw(&base, &schema));
+
+    let n = big_session_size();
+    eprintln!("filling a {n}-message session …");
+    rt.block_on(async {
+        for start in (0..n).step_by(BATCH) {
+            let batch: Vec<Message> = (start..(start + BATCH).min(n)).map(big_message).collect();
+            store.append(&sid("big"), &batch).await.expect("fill");
+        }
+        raw.client
+            .batch_execute(&format!("ANALYZE \"{schema}\".messages"))
+            .await
+            .expect("analyze");
+    });
+
+    let mut c = Criterion::default().configure_from_args();
+    if quick() {
+        c = c
+            .sample_size(10)
+            .warm_up_time(Duration::from_millis(300))
+            .measurement_time(Duration::from_secs(1));
+    }
+    bench_appends(&mut c, &rt, &store, &raw);
+    bench_reads(&mut c, &rt, &store, &raw, n);
+    c.final_summary();
+
+    rt.block_on(store.drop_schema()).expect("drop bench schema");
+}
+
+fn bench_appends(c: &mut Criterion, rt: &Runtime, store: &PostgresMemory, raw: &Raw) {
+    let mut group = c.benchmark_group("append_single");
+    let single = sid("single");
+    let mut i = 0usize;
+    group.bench_function("agentmem", |b| {
+        b.to_async(rt).iter(|| {
+            i += 1;
+            let m = filler(i);
+            let single = &single;
+            async move { store.append_one(single, m).await.expect("append") }
+        })
+    });
+    let one = RawBatch::new(1);
+    group.bench_function("raw_tokio_postgres", |b| {
+        b.to_async(rt)
+            .iter(|| one.append(&raw.client, &raw.append, "raw_single"))
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("append_batch_1000");
+    let batch: Vec<Message> = (0..BATCH).map(filler).collect();
+    let batched = sid("batched");
+    group.bench_function("agentmem", |b| {
+        b.to_async(rt)
+            .iter(|| async { store.append(&batched, &batch).await.expect("append batch") })
+    });
+    let columns = RawBatch::new(BATCH);
+    group.bench_function("raw_tokio_postgres", |b| {
+        b.to_async(rt)
+            .iter(|| columns.append(&raw.client, &raw.append, "raw_batched"))
+    });
+    group.finish();
+}
+
+fn bench_reads(c: &mut Criterion, rt: &Runtime, store: &PostgresMemory, raw: &Raw, n: usize) {
+    let big = sid("big");
+    let mut group = c.benchmark_group(format!("load_last_20_of_{n}"));
+    group.bench_function("agentmem", |b| {
+        b.to_async(rt).iter(|| async {
+            let s = store.load(&big, Some(20)).await.expect("load");
+            assert_eq!(s.map(|s| s.messages.len()), Some(20));
+        })
+    });
+    group.bench_function("raw_tokio_postgres", |b| {
+        b.to_async(rt).iter(|| async {
+            let rows = raw
+                .client
+                .query(&raw.load, &[&"big", &20i64])
+                .await
+                .expect("raw load");
+            let messages: Vec<RawMessage> = rows.iter().map(|r| decode(r, 5)).collect();
+            assert_eq!(messages.len(), 20);
+        })
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group(format!("search_top10_of_{n}"));
+    let scope = MessageQuery {
+        session: None,
+        limit: 10,
+    };
+    group.bench_function("agentmem", |b| {
+        b.to_async(rt).iter(|| async {
+            let hits = store
+                .search_messages("Topic7", &scope)
+                .await
+                .expect("search");
+            assert_eq!(hits.len(), 10);
+        })
+    });
+    group.bench_function("raw_tokio_postgres", |b| {
+        b.to_async(rt).iter(|| async {
+            let rows = raw
+                .client
+                .query(&raw.search, &[&"'topic7'", &10i64])
+                .await
+                .expect("raw search");
+            let hits: Vec<(String, RawMessage, f64)> = rows
+                .iter()
+                .map(|r| (r.get(0), decode(r, 1), r.get(9)))
+                .collect();
+            assert_eq!(hits.len(), 10);
+        })
+    });
+    group.finish();
+}

@@ -1,0 +1,147 @@
+//! Turning messages and memory items into statement parameters and rows back into them.
+
+use std::borrow::Cow;
+
+use agentmem_core::{Error, Message, Metadata, Result, Role};
+use chrono::{DateTime, Utc};
+use tokio_postgres::types::Json;
+use tokio_postgres::Row;
+
+use crate::error;
+use crate::search::tsvector_literal;
+
+/// The columns every message row starts with, in this order (see [`message_from_row`]).
+pub(crate) const MESSAGE_COLUMNS: &str =
+    "id, role, content, content_raw, ts, tool_call_id, tool_name, metadata";
+
+/// Text as a PostgreSQL `text` value plus, when it contains NUL (which `text` cannot hold),
+/// its exact bytes for the `*_raw` column.
+pub(crate) fn storable_text(text: &str) -> (Cow<'_, str>, Option<&[u8]>) {
+    if text.contains('\0') {
+        (
+            Cow::Owned(text.replace('\0', "\u{fffd}")),
+            Some(text.as_bytes()),
+        )
+    } else {
+        (Cow::Borrowed(text), None)
+    }
+}
+
+/// Rejects optional text columns PostgreSQL cannot store (NUL), with a clear message.
+fn check_no_nul(what: &str, value: Option<&str>) -> Result<()> {
+    match value {
+        Some(v) if v.contains('\0') => Err(Error::invalid_input(format!(
+            "{what} contains a NUL character, which PostgreSQL text cannot hold"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Messages laid out column by column: the parameters of one multi-row `unnest` insert.
+pub(crate) struct MessageColumns<'a> {
+    pub ids: Vec<&'a str>,
+    pub roles: Vec<&'a str>,
+    pub contents: Vec<Cow<'a, str>>,
+    pub raws: Vec<Option<&'a [u8]>>,
+    pub timestamps: Vec<DateTime<Utc>>,
+    pub tool_call_ids: Vec<Option<&'a str>>,
+    pub tool_names: Vec<Option<&'a str>>,
+    pub metadata: Vec<Option<Json<&'a Metadata>>>,
+    pub tsvs: Vec<String>,
+}
+
+impl<'a> MessageColumns<'a> {
+    /// Validates `messages` and lays them out; fails before anything is sent.
+    pub(crate) fn new(messages: &'a [Message]) -> Result<Self> {
+        let n = messages.len();
+        let mut c = MessageColumns {
+            ids: Vec::with_capacity(n),
+            roles: Vec::with_capacity(n),
+            contents: Vec::with_capacity(n),
+            raws: Vec::with_capacity(n),
+            timestamps: Vec::with_capacity(n),
+            tool_call_ids: Vec::with_capacity(n),
+            tool_names: Vec::with_capacity(n),
+            metadata: Vec::with_capacity(n),
+            tsvs: Vec::with_capacity(n),
+        };
+        for m in messages {
+            m.validate()?;
+            check_no_nul("tool_call_id", m.tool_call_id.as_deref())?;
+            check_no_nul("tool_name", m.tool_name.as_deref())?;
+            let (content, raw) = storable_text(&m.content);
+            c.ids.push(&m.id);
+            c.roles.push(m.role.as_str());
+            c.contents.push(content);
+            c.raws.push(raw);
+            c.timestamps.push(m.timestamp);
+            c.tool_call_ids.push(m.tool_call_id.as_deref());
+            c.tool_names.push(m.tool_name.as_deref());
+            c.metadata
+                .push((!m.metadata.is_empty()).then_some(Json(&m.metadata)));
+            c.tsvs.push(tsvector_literal(&m.content));
+        }
+        Ok(c)
+    }
+
+    /// How many messages.
+    pub(crate) fn len(&self) -> i64 {
+        self.ids.len() as i64
+    }
+}
+
+/// Reads text stored by [`storable_text`].
+pub(crate) fn text_from(op: &'static str, text: String, raw: Option<Vec<u8>>) -> Result<String> {
+    match raw {
+        None => Ok(text),
+        Some(bytes) => String::from_utf8(bytes)
+            .map_err(|_| error::corrupt(op, "stored text is not valid UTF-8".into())),
+    }
+}
+
+/// A column value, with undecodable data reported as corrupt rather than as a driver error.
+pub(crate) fn get<'r, T: tokio_postgres::types::FromSql<'r>>(
+    op: &'static str,
+    row: &'r Row,
+    index: usize,
+) -> Result<T> {
+    row.try_get(index).map_err(|e| {
+        error::corrupt(op, format!("column {index} does not decode: {e}")).with_source(e)
+    })
+}
+
+/// The message in `row`, whose columns from `start` on are [`MESSAGE_COLUMNS`].
+pub(crate) fn message_from_row(op: &'static str, row: &Row, start: usize) -> Result<Message> {
+    let role: String = get(op, row, start + 1)?;
+    let role = Role::parse(&role)
+        .map_err(|e| error::corrupt(op, format!("stored role does not parse: {e}")))?;
+    let content = text_from(op, get(op, row, start + 2)?, get(op, row, start + 3)?)?;
+    let metadata: Option<Json<Metadata>> = get(op, row, start + 7)?;
+    Ok(Message {
+        id: get(op, row, start)?,
+        role,
+        content,
+        timestamp: get(op, row, start + 4)?,
+        tool_call_id: get(op, row, start + 5)?,
+        tool_name: get(op, row, start + 6)?,
+        metadata: metadata.map(|Json(m)| m).unwrap_or_default(),
+    })
+}
+
+/// A stored count as `u64`.
+pub(crate) fn count(op: &'static str, value: i64) -> Result<u64> {
+    u64::try_from(value).map_err(|_| error::corrupt(op, format!("negative count {value}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nul_is_kept_aside_exactly() {
+        let (text, raw) = storable_text("a\0b");
+        assert_eq!(text, "a\u{fffd}b");
+        assert_eq!(raw, Some("a\0b".as_bytes()));
+        assert!(storable_text("plain").1.is_none());
+    }
+}

@@ -1,0 +1,88 @@
+//! Mapping driver and pool failures onto agentmem's [`ErrorKind`]s.
+
+use std::error::Error as _;
+
+use agentmem_core::error::BoxError;
+use agentmem_core::{Error, ErrorKind};
+use deadpool_postgres::PoolError;
+use tokio_postgres::error::SqlState;
+
+pub(crate) const BACKEND: &str = "postgres";
+
+/// Whether `e` means the connection (not the statement) failed: the server could not be
+/// reached, went away, or is shutting down. Such errors are [`ErrorKind::Unavailable`], and a
+/// read that hits one may be retried on another connection.
+pub(crate) fn is_connection_failure(e: &tokio_postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    if let Some(code) = e.code() {
+        let code = code.code();
+        // 08: connection exception; 57P01-57P03: admin/crash shutdown, cannot connect now;
+        // 53300: too many connections.
+        return code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "53300");
+    }
+    // No server error: an I/O failure (refused, reset, broken pipe) or a connect timeout.
+    e.source().is_some_and(|s| s.is::<std::io::Error>())
+        || e.to_string() == "timeout waiting for server"
+}
+
+/// The agentmem error for a driver error during `operation`.
+pub(crate) fn pg(operation: &'static str, e: tokio_postgres::Error) -> Error {
+    let kind = if is_connection_failure(&e) {
+        ErrorKind::Unavailable
+    } else {
+        match e.code() {
+            Some(c) if *c == SqlState::UNIQUE_VIOLATION => ErrorKind::Conflict,
+            Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE => ErrorKind::Conflict,
+            Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED => ErrorKind::Conflict,
+            // 22: data exception (a value the server will not store), 54: program limit
+            // exceeded (a row or index entry too large).
+            Some(c) if c.code().starts_with("22") || c.code().starts_with("54") => {
+                ErrorKind::InvalidInput
+            }
+            _ => ErrorKind::Backend,
+        }
+    };
+    // The driver's own Display is only a summary ("db error"); keep its cause (the server's
+    // error with SQLSTATE, message and detail, or the I/O error) as the source, so the whole
+    // message reads "… PostgreSQL error 57P01 (during postgres append): FATAL: terminating …".
+    let message = match e.as_db_error() {
+        Some(db) => format!("PostgreSQL error {}", db.code().code()),
+        None if e.source().is_some() => format!("PostgreSQL: {e}"),
+        None => "PostgreSQL driver error".to_string(),
+    };
+    let source: BoxError = if e.source().is_some() {
+        e.into_source().unwrap_or_else(|| "unknown cause".into())
+    } else {
+        Box::new(e)
+    };
+    Error::new(kind, message)
+        .with_source(source)
+        .with_operation(operation)
+        .with_backend(BACKEND)
+}
+
+/// The agentmem error for a failure to get a pooled connection during `operation`.
+pub(crate) fn pool(operation: &'static str, e: PoolError) -> Error {
+    match e {
+        PoolError::Backend(e) => pg(operation, e),
+        PoolError::Timeout(_) | PoolError::Closed => {
+            Error::unavailable(format!("no PostgreSQL connection available: {e}"))
+                .with_source(e)
+                .with_operation(operation)
+                .with_backend(BACKEND)
+        }
+        other => Error::backend(format!("PostgreSQL connection pool: {other}"))
+            .with_source(other)
+            .with_operation(operation)
+            .with_backend(BACKEND),
+    }
+}
+
+/// Stored data that does not decode (a foreign or damaged row).
+pub(crate) fn corrupt(operation: &'static str, what: String) -> Error {
+    Error::corrupt(what)
+        .with_operation(operation)
+        .with_backend(BACKEND)
+}

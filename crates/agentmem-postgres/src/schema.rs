@@ -1,0 +1,204 @@
+//! Tables, indexes and forward migrations (C8).
+//!
+//! Each store lives in one PostgreSQL schema. `schema_migrations` records every applied
+//! version; opening a store applies the missing ones inside one transaction that holds a
+//! transaction-scoped advisory lock keyed on the schema name, so processes starting at once
+//! migrate exactly once and everyone else waits, then finds the work done.
+
+use agentmem_core::{Error, Result};
+use deadpool_postgres::Pool;
+
+use crate::config::quote_schema;
+use crate::error::{self, BACKEND};
+
+/// The schema version this build writes and reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// First key of the advisory lock (`'amem'` in ASCII), so agentmem's locks do not collide
+/// with an application's own one-key advisory locks.
+const LOCK_CLASS: i32 = 0x616d_656d;
+
+/// One forward migration: its version, a description, and its DDL with `{s}` standing for
+/// the quoted schema.
+struct Migration {
+    version: u32,
+    description: &'static str,
+    sql: &'static str,
+}
+
+/// Every migration, oldest first. Append new ones; never edit an applied one.
+const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    description: "sessions, messages, archives, memory items",
+    // Ids use the "C" collation: byte order, which is the order the trait promises
+    // (`list_sessions` is ordered by id) and is also cheaper to compare.
+    // Metadata is `json`, not `jsonb`: it is only ever stored and returned, never queried,
+    // and `json` keeps every valid JSON text exactly (jsonb rejects `\u0000`).
+    // `content_raw` holds the exact bytes only when the content contains NUL, which a
+    // PostgreSQL `text` value cannot; `content` then holds it with NUL replaced.
+    // `tsv` is written by the client from agentmem's own word rule, so matching is the same
+    // on every backend (see search.rs).
+    // There are no foreign keys: every write goes through this crate, which deletes
+    // dependent rows itself, and per-row RI checks would slow batch appends.
+    sql: r#"
+CREATE TABLE {s}.sessions (
+    id            text COLLATE "C" PRIMARY KEY,
+    metadata      json        NOT NULL,
+    created_at    timestamptz NOT NULL,
+    updated_at    timestamptz NOT NULL,
+    next_seq      bigint      NOT NULL,
+    message_count bigint      NOT NULL
+);
+CREATE INDEX sessions_updated_at ON {s}.sessions (updated_at, id);
+
+CREATE TABLE {s}.messages (
+    session_id   text COLLATE "C" NOT NULL,
+    seq          bigint      NOT NULL,
+    id           text        NOT NULL,
+    role         text        NOT NULL,
+    content      text        NOT NULL,
+    content_raw  bytea,
+    ts           timestamptz NOT NULL,
+    tool_call_id text,
+    tool_name    text,
+    metadata     json,
+    tsv          tsvector    NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE INDEX messages_tsv ON {s}.messages USING gin (tsv);
+
+CREATE TABLE {s}.archives (
+    session_id    text COLLATE "C" NOT NULL,
+    id            text COLLATE "C" NOT NULL,
+    ord           bigint GENERATED ALWAYS AS IDENTITY,
+    created_at    timestamptz NOT NULL,
+    message_count bigint      NOT NULL,
+    PRIMARY KEY (session_id, id)
+);
+CREATE INDEX archives_ord ON {s}.archives (session_id, ord);
+
+CREATE TABLE {s}.archived_messages (
+    session_id   text COLLATE "C" NOT NULL,
+    archive_id   text COLLATE "C" NOT NULL,
+    seq          bigint      NOT NULL,
+    id           text        NOT NULL,
+    role         text        NOT NULL,
+    content      text        NOT NULL,
+    content_raw  bytea,
+    ts           timestamptz NOT NULL,
+    tool_call_id text,
+    tool_name    text,
+    metadata     json,
+    PRIMARY KEY (session_id, archive_id, seq)
+);
+
+CREATE TABLE {s}.memories (
+    id         text COLLATE "C" PRIMARY KEY,
+    ord        bigint GENERATED ALWAYS AS IDENTITY,
+    kind       text        NOT NULL,
+    key        text,
+    text       text        NOT NULL,
+    text_raw   bytea,
+    metadata   json,
+    created_at timestamptz NOT NULL,
+    updated_at timestamptz NOT NULL,
+    tsv        tsvector    NOT NULL
+);
+CREATE UNIQUE INDEX memories_kind_key ON {s}.memories (kind, key) WHERE key IS NOT NULL;
+CREATE INDEX memories_created ON {s}.memories (created_at, ord);
+CREATE INDEX memories_tsv ON {s}.memories USING gin (tsv);
+"#,
+}];
+
+/// Creates the schema when missing and applies every migration it lacks, once, even when
+/// several processes open it at the same moment. Fails with
+/// [`ErrorKind::Unsupported`](agentmem_core::ErrorKind::Unsupported) when the stored schema
+/// is newer than this build.
+pub(crate) async fn migrate(pool: &Pool, schema: &str) -> Result<u32> {
+    const OP: &str = "open";
+    let s = quote_schema(schema);
+    let mut client = pool.get().await.map_err(|e| error::pool(OP, e))?;
+    let pg = |e| error::pg(OP, e);
+    let tx = client.transaction().await.map_err(pg)?;
+    // Held until commit or rollback; keyed on the schema so unrelated stores never wait.
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+        &[&LOCK_CLASS, &schema],
+    )
+    .await
+    .map_err(pg)?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS {s};
+         CREATE TABLE IF NOT EXISTS {s}.schema_migrations (
+             version     integer PRIMARY KEY,
+             description text        NOT NULL,
+             applied_at  timestamptz NOT NULL DEFAULT now()
+         );"
+    ))
+    .await
+    .map_err(pg)?;
+    let row = tx
+        .query_one(
+            &format!("SELECT coalesce(max(version), 0) FROM {s}.schema_migrations"),
+            &[],
+        )
+        .await
+        .map_err(pg)?;
+    let current = stored_version(row.try_get::<_, i32>(0).map_err(pg)?)?;
+    if current > SCHEMA_VERSION {
+        return Err(newer_schema(schema, current));
+    }
+    for m in MIGRATIONS.iter().filter(|m| m.version > current) {
+        tx.batch_execute(&m.sql.replace("{s}", &s))
+            .await
+            .map_err(pg)?;
+        tx.execute(
+            &format!("INSERT INTO {s}.schema_migrations (version, description) VALUES ($1, $2)"),
+            &[&(m.version as i32), &m.description],
+        )
+        .await
+        .map_err(pg)?;
+        tracing::info!(
+            schema,
+            version = m.version,
+            "agentmem-postgres: applied migration"
+        );
+    }
+    tx.commit().await.map_err(pg)?;
+    Ok(SCHEMA_VERSION)
+}
+
+/// The version recorded in `schema_migrations`.
+pub(crate) async fn version(pool: &Pool, schema: &str) -> Result<u32> {
+    const OP: &str = "schema_version";
+    let client = pool.get().await.map_err(|e| error::pool(OP, e))?;
+    let row = client
+        .query_one(
+            &format!(
+                "SELECT coalesce(max(version), 0) FROM {}.schema_migrations",
+                quote_schema(schema)
+            ),
+            &[],
+        )
+        .await
+        .map_err(|e| error::pg(OP, e))?;
+    stored_version(row.try_get::<_, i32>(0).map_err(|e| error::pg(OP, e))?)
+}
+
+fn stored_version(v: i32) -> Result<u32> {
+    u32::try_from(v).map_err(|_| {
+        error::corrupt(
+            "open",
+            format!("schema_migrations holds a negative version {v}"),
+        )
+    })
+}
+
+fn newer_schema(schema: &str, found: u32) -> Error {
+    Error::unsupported(format!(
+        "schema \"{schema}\" is at version {found}, newer than this build of agentmem-postgres \
+         understands (up to {SCHEMA_VERSION}); upgrade agentmem to open it"
+    ))
+    .with_operation("open")
+    .with_backend(BACKEND)
+}

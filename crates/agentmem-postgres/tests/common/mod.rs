@@ -1,0 +1,89 @@
+//! Shared by the integration tests: the server URL, a store in a fresh schema, and cleanup
+//! of schemas left by earlier test processes.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use agentmem_postgres::PostgresMemory;
+
+/// Every test schema starts with this, so stale ones can be found and dropped.
+pub const PREFIX: &str = "amtest";
+
+/// `DATABASE_URL`, read at run time, or the local test server.
+pub fn database_url() -> String {
+    agentmem_testkit::env_url("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
+}
+
+/// `url` with extra query options appended.
+pub fn with_options(url: &str, options: &[(&str, &str)]) -> String {
+    let mut url = url.to_string();
+    for (key, value) in options {
+        url.push(if url.contains('?') { '&' } else { '?' });
+        url.push_str(&format!("{key}={value}"));
+    }
+    url
+}
+
+/// A store in a schema of its own with the given extra URL options; `None` (test skipped)
+/// only when the server is unreachable and services are not required.
+pub async fn open(options: &[(&str, &str)]) -> Option<PostgresMemory> {
+    let schema = agentmem_testkit::unique_namespace(PREFIX);
+    let mut all = vec![("schema", schema.as_str())];
+    if !options.iter().any(|(key, _)| *key == "pool_size") {
+        all.push(("pool_size", "4"));
+    }
+    all.extend_from_slice(options);
+    let url = with_options(&database_url(), &all);
+    match PostgresMemory::connect(&url).await {
+        Ok(store) => {
+            drop_stale_schemas(&store).await;
+            Some(store)
+        }
+        Err(e) => agentmem_testkit::service_unavailable("postgres", &url, &e),
+    }
+}
+
+/// A plain driver connection for inspecting and disturbing the server.
+pub async fn admin() -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(&database_url(), tokio_postgres::NoTls)
+        .await
+        .expect("admin connection to the test server");
+    tokio::spawn(connection);
+    client
+}
+
+/// Drops test schemas whose creating process is gone, once per test process, so repeated
+/// runs do not pile schemas up. Names are `amtest_{pid}_{nanos}_{n}`; a schema is dropped
+/// only when no process with its pid exists (Linux only; elsewhere nothing is dropped).
+async fn drop_stale_schemas(store: &PostgresMemory) {
+    static DONE: AtomicBool = AtomicBool::new(false);
+    if !cfg!(target_os = "linux") || DONE.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let Ok(client) = store.pool().get().await else {
+        return;
+    };
+    let Ok(rows) = client
+        .query(
+            "SELECT nspname::text FROM pg_namespace WHERE starts_with(nspname, $1)",
+            &[&format!("{PREFIX}_")],
+        )
+        .await
+    else {
+        return;
+    };
+    for row in rows {
+        let name: String = row.get(0);
+        let Some(pid) = name.split('_').nth(1).and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let valid = name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if valid && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = client
+                .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE"))
+                .await;
+        }
+    }
+}

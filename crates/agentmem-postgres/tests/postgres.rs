@@ -1,0 +1,493 @@
+//! Postgres-specific behaviour: faults and recovery through the pool, concurrent migrations,
+//! refusing newer schemas, URL handling, and the storage layout the design relies on.
+
+mod common;
+
+use std::time::Duration;
+
+use agentmem_core::{AgentMemory, AgentMemoryExt, ErrorKind, Message, SessionId};
+use agentmem_postgres::deadpool_postgres::{Manager, Pool, Runtime};
+use agentmem_postgres::{PostgresMemory, SCHEMA_VERSION};
+
+fn sid(name: &str) -> SessionId {
+    SessionId::new(name).expect("valid test session id")
+}
+
+/// Polls `pg_stat_activity` until a backend of `app` waits on a lock (the append is in
+/// flight and blocked). Gives up after a generous bound so a broken run fails, not hangs.
+async fn wait_until_blocked(admin: &tokio_postgres::Client, app: &str) {
+    for _ in 0..1000 {
+        let row = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE application_name = $1 AND wait_event_type = 'Lock'",
+                &[&app],
+            )
+            .await
+            .expect("pg_stat_activity");
+        if row.get::<_, i64>(0) > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the append never blocked on the session lock");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminated_connections_fail_clearly_and_the_pool_recovers() {
+    let app = agentmem_testkit::unique_namespace("amfault");
+    let Some(store) = common::open(&[("application_name", &app), ("pool_size", "3")]).await else {
+        return;
+    };
+    let session = sid("victim");
+    let before: Vec<Message> = (0..5)
+        .map(|i| Message::user(format!("before {i}")))
+        .collect();
+    for m in &before {
+        store
+            .append_one(&session, m.clone())
+            .await
+            .expect("append before the fault");
+    }
+
+    // Hold the session row's lock from another connection so the next append is blocked
+    // inside the server, mid-statement, when its connection is terminated.
+    let mut locker = common::admin().await;
+    let lock_tx = locker.transaction().await.expect("begin");
+    lock_tx
+        .query(
+            &format!(
+                "SELECT 1 FROM \"{}\".sessions WHERE id = 'victim' FOR UPDATE",
+                store.schema()
+            ),
+            &[],
+        )
+        .await
+        .expect("lock the session row");
+    let in_flight = {
+        let store = store.clone();
+        let session = session.clone();
+        tokio::spawn(async move { store.append_one(&session, Message::user("in flight")).await })
+    };
+    let admin = common::admin().await;
+    wait_until_blocked(&admin, &app).await;
+    let killed: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE application_name = $1) t",
+            &[&app],
+        )
+        .await
+        .expect("terminate the store's connections")
+        .get(0);
+    assert!(
+        killed >= 1,
+        "the store's connections were found and terminated"
+    );
+
+    let err = in_flight
+        .await
+        .expect("task")
+        .expect_err("an append whose connection was terminated cannot succeed");
+    eprintln!("the in-flight append failed as expected: {err}");
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert!(err.is_temporary());
+    assert!(
+        err.to_string().contains("57P01") && err.to_string().contains("terminating connection"),
+        "the message names the cause: {err}"
+    );
+    assert!(
+        std::error::Error::source(&err).is_some(),
+        "the driver error is kept"
+    );
+    lock_tx.rollback().await.expect("release the lock");
+
+    // Every following operation either succeeds on a fresh connection or reports the dead
+    // one as Unavailable; within a few attempts the pool has replaced them all.
+    let mut recovered = false;
+    for _ in 0..6 {
+        match store.load(&session, None).await {
+            Ok(_) => {
+                recovered = true;
+                break;
+            }
+            Err(e) => assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}"),
+        }
+    }
+    assert!(recovered, "the pool hands out working connections again");
+
+    // Work resumes: writes and reads succeed, nothing acknowledged was lost, and the
+    // statement that died with its connection left nothing behind.
+    let after = Message::user("after");
+    store
+        .append_one(&session, after.clone())
+        .await
+        .expect("append after recovery");
+    let mut expected = before.clone();
+    expected.push(after);
+    assert_eq!(store.messages(&session).await.expect("load"), expected);
+    let alive: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+            &[&app],
+        )
+        .await
+        .expect("pg_stat_activity")
+        .get(0);
+    assert!(alive >= 1, "the pool opened fresh connections");
+    store.drop_schema().await.expect("drop test schema");
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_unavailable() {
+    // Port 1 on the loopback interface refuses connections at once.
+    let err = PostgresMemory::connect("postgres://postgres@127.0.0.1:1/test?connect_timeout=2")
+        .await
+        .expect_err("nothing listens on port 1");
+    eprintln!("connecting to port 1 failed as expected: {err}");
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert!(
+        std::error::Error::source(&err).is_some(),
+        "the I/O error is kept"
+    );
+}
+
+#[tokio::test]
+async fn waiting_too_long_for_a_connection_is_unavailable() {
+    let Some(store) = common::open(&[("pool_size", "1"), ("pool_timeout", "0.2")]).await else {
+        return;
+    };
+    // Hold the only connection, so the store's next operation waits for the pool.
+    let held = store.pool().get().await.expect("the single connection");
+    let err = store
+        .load(&sid("any"), None)
+        .await
+        .expect_err("no connection is free");
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    drop(held);
+    assert!(store.load(&sid("any"), None).await.expect("load").is_none());
+    store.drop_schema().await.expect("drop test schema");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_opens_of_a_new_schema_all_succeed_and_migrate_once() {
+    let schema = agentmem_testkit::unique_namespace(common::PREFIX);
+    let url = common::with_options(
+        &common::database_url(),
+        &[("schema", &schema), ("pool_size", "1")],
+    );
+    let opens: Vec<_> = (0..8)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move { PostgresMemory::connect(&url).await })
+        })
+        .collect();
+    let mut stores = Vec::new();
+    for open in opens {
+        match open.await.expect("task") {
+            Ok(store) => stores.push(store),
+            Err(e) => {
+                if agentmem_testkit::service_unavailable::<()>("postgres", &url, &e).is_none() {
+                    return;
+                }
+            }
+        }
+    }
+    assert_eq!(stores.len(), 8);
+    for store in &stores {
+        assert_eq!(
+            store.schema_version().await.expect("version"),
+            SCHEMA_VERSION
+        );
+    }
+    let admin = common::admin().await;
+    let rows: i64 = admin
+        .query_one(
+            &format!("SELECT count(*) FROM \"{schema}\".schema_migrations"),
+            &[],
+        )
+        .await
+        .expect("count migrations")
+        .get(0);
+    assert_eq!(
+        rows,
+        i64::from(SCHEMA_VERSION),
+        "each migration applied exactly once"
+    );
+    // All eight see one store.
+    stores[0]
+        .append_one(&sid("shared"), Message::user("hello"))
+        .await
+        .expect("append");
+    assert_eq!(
+        stores[7]
+            .messages(&sid("shared"))
+            .await
+            .expect("load")
+            .len(),
+        1
+    );
+    stores[0].drop_schema().await.expect("drop test schema");
+}
+
+#[tokio::test]
+async fn a_schema_from_a_newer_build_is_refused() {
+    let Some(store) = common::open(&[]).await else {
+        return;
+    };
+    let admin = common::admin().await;
+    admin
+        .execute(
+            &format!(
+                "INSERT INTO \"{}\".schema_migrations (version, description) VALUES (999, 'future')",
+                store.schema()
+            ),
+            &[],
+        )
+        .await
+        .expect("pretend a newer build migrated");
+    let url = common::with_options(&common::database_url(), &[("schema", store.schema())]);
+    let err = PostgresMemory::connect(&url)
+        .await
+        .expect_err("version 999 is newer than this build");
+    assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+    assert!(err.to_string().contains("999"), "{err}");
+    assert_eq!(store.schema_version().await.expect("version"), 999);
+    store.drop_schema().await.expect("drop test schema");
+}
+
+#[tokio::test]
+async fn reopening_keeps_data_and_version() {
+    let Some(store) = common::open(&[]).await else {
+        return;
+    };
+    store
+        .append_one(&sid("kept"), Message::user("still here"))
+        .await
+        .expect("append");
+    let url = common::with_options(&common::database_url(), &[("schema", store.schema())]);
+    let again = PostgresMemory::connect(&url).await.expect("reopen");
+    assert_eq!(
+        again.schema_version().await.expect("version"),
+        SCHEMA_VERSION
+    );
+    assert_eq!(again.messages(&sid("kept")).await.expect("load").len(), 1);
+    store.drop_schema().await.expect("drop test schema");
+}
+
+#[tokio::test]
+async fn bad_urls_are_invalid_input_before_any_connection() {
+    for url in [
+        "postgres://127.0.0.1:1/test?schema=Upper",
+        "postgres://127.0.0.1:1/test?schema=x%22y",
+        "postgres://127.0.0.1:1/test?pool_size=0",
+        "redis://127.0.0.1:1/test",
+    ] {
+        let err = PostgresMemory::connect(url).await.expect_err(url);
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{url}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn stores_share_a_pool_with_separate_schemas() {
+    let config: tokio_postgres::Config = common::database_url().parse().expect("DATABASE_URL");
+    let pool = Pool::builder(Manager::new(config, tokio_postgres::NoTls))
+        .max_size(2)
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(Duration::from_secs(10)))
+        .build()
+        .expect("pool");
+    let a = agentmem_testkit::unique_namespace(common::PREFIX);
+    let b = agentmem_testkit::unique_namespace(common::PREFIX);
+    let store_a = match PostgresMemory::from_pool(pool.clone(), &a).await {
+        Ok(s) => s,
+        Err(e) => {
+            let _: Option<()> =
+                agentmem_testkit::service_unavailable("postgres", &common::database_url(), &e);
+            return;
+        }
+    };
+    let store_b = PostgresMemory::from_pool(pool, &b)
+        .await
+        .expect("second schema");
+    store_a
+        .append_one(&sid("same"), Message::user("in a"))
+        .await
+        .expect("append a");
+    assert!(store_b
+        .load(&sid("same"), None)
+        .await
+        .expect("load b")
+        .is_none());
+    assert_eq!(
+        store_a.messages(&sid("same")).await.expect("load a").len(),
+        1
+    );
+    assert!(
+        PostgresMemory::from_pool(store_a.pool().clone(), "Bad-Name")
+            .await
+            .is_err()
+    );
+    store_a.drop_schema().await.expect("drop a");
+    store_b.drop_schema().await.expect("drop b");
+}
+
+#[tokio::test]
+async fn last_n_is_an_index_scan_and_nul_content_round_trips() {
+    let Some(store) = common::open(&[]).await else {
+        return;
+    };
+    let session = sid("indexed");
+    let batch: Vec<Message> = (0..500).map(|i| Message::user(format!("m{i}"))).collect();
+    store.append(&session, &batch).await.expect("batch append");
+    let admin = common::admin().await;
+    admin
+        .batch_execute(&format!("ANALYZE \"{}\".messages", store.schema()))
+        .await
+        .expect("analyze");
+    let plan: Vec<String> = admin
+        .query(
+            &format!(
+                // The shape of the store's load statement.
+                "EXPLAIN SELECT s.metadata, m.seq FROM \"{s}\".sessions s
+                 LEFT JOIN LATERAL (
+                     SELECT seq, content FROM \"{s}\".messages
+                     WHERE session_id = 'indexed' ORDER BY seq DESC LIMIT 20
+                 ) m ON true
+                 WHERE s.id = 'indexed'",
+                s = store.schema()
+            ),
+            &[],
+        )
+        .await
+        .expect("explain")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let plan = plan.join("\n");
+    assert!(
+        plan.contains("Scan Backward using messages_pkey") && !plan.contains("Sort"),
+        "{plan}"
+    );
+    let last = store.last_messages(&session, 20).await.expect("last 20");
+    assert_eq!(last, batch[480..]);
+
+    // PostgreSQL text cannot hold NUL; such content still round-trips exactly and is found.
+    let odd = Message::user("before\0after needle");
+    store
+        .append_one(&session, odd.clone())
+        .await
+        .expect("append NUL content");
+    assert_eq!(
+        store.last_messages(&session, 1).await.expect("load"),
+        vec![odd]
+    );
+    let hits = store
+        .search_messages("needle", &Default::default())
+        .await
+        .expect("search");
+    assert_eq!(hits.len(), 1);
+    store.drop_schema().await.expect("drop test schema");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writers_in_separate_pools_keep_order_and_lose_nothing() {
+    // Four stores with their own pools stand in for four processes sharing one schema.
+    let Some(first) = common::open(&[("pool_size", "2")]).await else {
+        return;
+    };
+    let url = common::with_options(
+        &common::database_url(),
+        &[("schema", first.schema()), ("pool_size", "2")],
+    );
+    let mut writers = vec![first.clone()];
+    for _ in 0..3 {
+        writers.push(
+            PostgresMemory::connect(&url)
+                .await
+                .expect("another process"),
+        );
+    }
+    let session = sid("shared");
+    let tasks: Vec<_> = writers
+        .into_iter()
+        .enumerate()
+        .map(|(w, store)| {
+            let session = session.clone();
+            tokio::spawn(async move {
+                for i in 0..25 {
+                    // Alternate single appends and small batches.
+                    let batch: Vec<Message> = (0..=(i % 3))
+                        .map(|k| Message::user(format!("w{w} i{i} k{k}")))
+                        .collect();
+                    store.append(&session, &batch).await.expect("append");
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("writer task");
+    }
+    let all = first.messages(&session).await.expect("load");
+    let per_writer: usize = (0..25).map(|i| i % 3 + 1).sum();
+    assert_eq!(all.len(), 4 * per_writer, "nothing lost");
+    for w in 0..4 {
+        let mine: Vec<&str> = all
+            .iter()
+            .map(|m| m.content.as_str())
+            .filter(|c| c.starts_with(&format!("w{w} ")))
+            .collect();
+        let expected: Vec<String> = (0..25)
+            .flat_map(|i| (0..=(i % 3)).map(move |k| format!("w{w} i{i} k{k}")))
+            .collect();
+        assert_eq!(mine, expected, "writer {w} keeps its order");
+    }
+    // Each batch is contiguous: a batch's messages are never split by another writer's.
+    for (pos, m) in all.iter().enumerate() {
+        if let Some(rest) = m.content.strip_suffix(" k0") {
+            let size = rest
+                .rsplit_once(" i")
+                .and_then(|(_, i)| i.parse::<usize>().ok())
+                .map(|i| i % 3 + 1)
+                .expect("content format");
+            for k in 0..size {
+                assert_eq!(
+                    all[pos + k].content,
+                    format!("{rest} k{k}"),
+                    "batch contiguous"
+                );
+            }
+        }
+    }
+    first.drop_schema().await.expect("drop test schema");
+}
+
+#[tokio::test]
+async fn huge_messages_are_stored_and_stay_searchable() {
+    let Some(store) = common::open(&[]).await else {
+        return;
+    };
+    // About 1.9 MB of distinct words: more than one tsvector can hold (1 MiB).
+    let content: String = (0..250_000).map(|i| format!("w{i} ")).collect::<String>() + "needle";
+    let huge = Message::user(content);
+    let session = sid("huge");
+    store
+        .append_one(&session, huge.clone())
+        .await
+        .expect("a huge message is stored");
+    assert_eq!(store.messages(&session).await.expect("load"), vec![huge]);
+    let hits = store
+        .search_messages("w1", &Default::default())
+        .await
+        .expect("search");
+    assert_eq!(hits.len(), 1, "the words seen first are indexed");
+    let hits = store
+        .search_messages("needle", &Default::default())
+        .await
+        .expect("search");
+    assert!(
+        hits.is_empty(),
+        "words past the tsvector limit are not indexed"
+    );
+    store.drop_schema().await.expect("drop test schema");
+}

@@ -1,0 +1,142 @@
+//! Compaction (archive + replace, in one transaction) and reading archives back.
+
+use agentmem_core::{Archive, ArchiveId, ArchiveInfo, Error, Message, SessionId};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+use crate::error::{corrupt, SqlResult};
+use crate::rows::{self, RawMessage, MESSAGE_COLUMNS};
+use crate::sessions;
+
+/// Moves the session's live messages into a new archive and makes `replacement` its live
+/// messages, in one `IMMEDIATE` transaction: readers see the old state or the new one, and a
+/// concurrent append commits wholly before (into the archive) or after (after the replacement).
+pub(crate) fn compact(
+    conn: &mut Connection,
+    session: &SessionId,
+    replacement: &[Message],
+) -> SqlResult<ArchiveInfo> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let row = sessions::find(&tx, session.as_str())?.ok_or_else(|| {
+        Error::not_found(format!(
+            "session `{session}` does not exist, so it cannot be compacted"
+        ))
+    })?;
+    let now = agentmem_core::now();
+    let name = free_name(
+        &tx,
+        row.rowid,
+        &now.format("history_%Y-%m-%d_%H-%M-%S").to_string(),
+    )?;
+    let id = ArchiveId::new(name.as_str())?;
+    tx.prepare_cached(
+        "INSERT INTO agentmem_archives (session_id, name, created_at, message_count)
+         VALUES (?1, ?2, ?3, 0)",
+    )?
+    .execute(params![row.rowid, name, rows::micros(now)])?;
+    let archive_rowid = tx.last_insert_rowid();
+    let moved = tx
+        .prepare_cached(
+            "UPDATE agentmem_messages SET archive_id = ?1 WHERE session_id = ?2 AND archive_id IS NULL",
+        )?
+        .execute(params![archive_rowid, row.rowid])?;
+    tx.execute(
+        "UPDATE agentmem_archives SET message_count = ?2 WHERE id = ?1",
+        params![archive_rowid, rows::sql_int(moved)],
+    )?;
+    sessions::insert_live(&tx, row.rowid, row.next_seq, replacement, true)?;
+    tx.execute(
+        "UPDATE agentmem_sessions SET updated_at = MAX(updated_at, ?2) WHERE id = ?1",
+        params![row.rowid, rows::micros(now)],
+    )?;
+    tx.commit()?;
+    Ok(ArchiveInfo {
+        id,
+        session: session.clone(),
+        created_at: now,
+        message_count: moved as u64,
+    })
+}
+
+/// `base`, or `base_2`, `base_3`, … when compactions of this session land in the same second.
+fn free_name(conn: &Connection, session_rowid: i64, base: &str) -> SqlResult<String> {
+    let mut taken = conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM agentmem_archives WHERE session_id = ?1 AND name = ?2)",
+    )?;
+    let mut name = base.to_string();
+    let mut n = 1u64;
+    while taken.query_row(params![session_rowid, name], |row| row.get::<_, bool>(0))? {
+        n += 1;
+        name = format!("{base}_{n}");
+    }
+    Ok(name)
+}
+
+/// The session's archives, oldest first.
+pub(crate) fn list(conn: &mut Connection, session: &SessionId) -> SqlResult<Vec<ArchiveInfo>> {
+    let raw = conn
+        .prepare_cached(
+            "SELECT a.name, a.created_at, a.message_count
+             FROM agentmem_archives a JOIN agentmem_sessions s ON s.id = a.session_id
+             WHERE s.name = ?1 ORDER BY a.created_at, a.id",
+        )?
+        .query_map([session.as_str()], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, i64>(2)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    raw.into_iter()
+        .map(|(name, created, count)| info(session, name, created, count))
+        .collect()
+}
+
+/// One archive with its messages.
+pub(crate) fn load(
+    conn: &mut Connection,
+    session: &SessionId,
+    archive: &ArchiveId,
+) -> SqlResult<Archive> {
+    let tx = conn.transaction()?;
+    let found = tx
+        .prepare_cached(
+            "SELECT a.id, a.created_at, a.message_count
+             FROM agentmem_archives a JOIN agentmem_sessions s ON s.id = a.session_id
+             WHERE s.name = ?1 AND a.name = ?2",
+        )?
+        .query_row(params![session.as_str(), archive.as_str()], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, i64>(2)?,
+            ))
+        })
+        .optional()?;
+    let Some((rowid, created, count)) = found else {
+        return Err(Error::not_found(format!(
+            "archive `{archive}` of session `{session}` does not exist"
+        ))
+        .into());
+    };
+    let messages = tx
+        .prepare_cached(&format!(
+            "SELECT {MESSAGE_COLUMNS} FROM agentmem_messages m WHERE m.archive_id = ?1 ORDER BY m.seq"
+        ))?
+        .query_map([rowid], |r| RawMessage::read(r, 0))?
+        .map(|raw| raw?.decode())
+        .collect::<SqlResult<Vec<_>>>()?;
+    Ok(Archive {
+        info: info(session, archive.as_str().to_string(), created, count)?,
+        messages,
+    })
+}
+
+fn info(session: &SessionId, name: String, created: i64, count: i64) -> SqlResult<ArchiveInfo> {
+    Ok(ArchiveInfo {
+        id: ArchiveId::new(name.as_str()).map_err(|_| corrupt(format!("archive id {name:?}")))?,
+        session: session.clone(),
+        created_at: rows::time(created)?,
+        message_count: rows::count(count)?,
+    })
+}

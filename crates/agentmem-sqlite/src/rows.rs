@@ -1,0 +1,169 @@
+//! Converting model values to columns and back.
+//!
+//! Timestamps are integer microseconds since the Unix epoch (the model's precision, so a round
+//! trip is exact); metadata is JSON text (`NULL` when empty); roles and kinds are their stored
+//! names. Rows are read raw first and decoded after, so a malformed value becomes a typed
+//! `CorruptData` error instead of a conversion panic.
+
+use agentmem_core::{MemoryItem, Message, Metadata, Role};
+use chrono::{DateTime, Utc};
+use rusqlite::Row;
+
+use crate::error::{corrupt, SqlResult};
+
+/// Message columns, in the order [`RawMessage::read`] expects.
+pub(crate) const MESSAGE_COLUMNS: &str =
+    "m.message_id, m.role, m.content, m.timestamp, m.tool_call_id, m.tool_name, m.metadata";
+
+/// Memory item columns, in the order [`RawMemory::read`] expects.
+pub(crate) const MEMORY_COLUMNS: &str =
+    "m.item_id, m.kind, m.key, m.text, m.metadata, m.created_at, m.updated_at";
+
+/// A time as stored.
+pub(crate) fn micros(time: DateTime<Utc>) -> i64 {
+    time.timestamp_micros()
+}
+
+/// A stored time.
+pub(crate) fn time(micros: i64) -> SqlResult<DateTime<Utc>> {
+    DateTime::from_timestamp_micros(micros).ok_or_else(|| corrupt(format!("timestamp {micros}")))
+}
+
+/// Metadata as stored: `None` (SQL `NULL`) when empty.
+pub(crate) fn metadata_text(metadata: &Metadata) -> SqlResult<Option<String>> {
+    if metadata.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(
+        serde_json::to_string(metadata).map_err(agentmem_core::Error::from)?,
+    ))
+}
+
+/// Stored metadata.
+pub(crate) fn metadata(text: Option<&str>) -> SqlResult<Metadata> {
+    match text {
+        None => Ok(Metadata::new()),
+        Some(text) => serde_json::from_str(text).map_err(|e| {
+            corrupt(format!(
+                "metadata ({e}): {}",
+                text.chars().take(60).collect::<String>()
+            ))
+        }),
+    }
+}
+
+/// A message row before decoding.
+pub(crate) struct RawMessage {
+    id: String,
+    role: String,
+    content: String,
+    timestamp: i64,
+    tool_call_id: Option<String>,
+    tool_name: Option<String>,
+    metadata: Option<String>,
+}
+
+impl RawMessage {
+    /// Reads [`MESSAGE_COLUMNS`] starting at column `at`.
+    pub(crate) fn read(row: &Row<'_>, at: usize) -> rusqlite::Result<RawMessage> {
+        Ok(RawMessage {
+            id: row.get(at)?,
+            role: row.get(at + 1)?,
+            content: row.get(at + 2)?,
+            timestamp: row.get(at + 3)?,
+            tool_call_id: row.get(at + 4)?,
+            tool_name: row.get(at + 5)?,
+            metadata: row.get(at + 6)?,
+        })
+    }
+
+    /// The message.
+    pub(crate) fn decode(self) -> SqlResult<Message> {
+        Ok(Message {
+            role: Role::parse(&self.role).map_err(|_| corrupt(format!("role {:?}", self.role)))?,
+            timestamp: time(self.timestamp)?,
+            metadata: metadata(self.metadata.as_deref())?,
+            id: self.id,
+            content: self.content,
+            tool_call_id: self.tool_call_id,
+            tool_name: self.tool_name,
+        })
+    }
+}
+
+/// A memory item row before decoding.
+pub(crate) struct RawMemory {
+    id: String,
+    kind: String,
+    key: Option<String>,
+    text: String,
+    metadata: Option<String>,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl RawMemory {
+    /// Reads [`MEMORY_COLUMNS`] starting at column `at`.
+    pub(crate) fn read(row: &Row<'_>, at: usize) -> rusqlite::Result<RawMemory> {
+        Ok(RawMemory {
+            id: row.get(at)?,
+            kind: row.get(at + 1)?,
+            key: row.get(at + 2)?,
+            text: row.get(at + 3)?,
+            metadata: row.get(at + 4)?,
+            created_at: row.get(at + 5)?,
+            updated_at: row.get(at + 6)?,
+        })
+    }
+
+    /// The memory item.
+    pub(crate) fn decode(self) -> SqlResult<MemoryItem> {
+        Ok(MemoryItem {
+            kind: self
+                .kind
+                .parse()
+                .map_err(|_| corrupt(format!("memory kind {:?}", self.kind)))?,
+            metadata: metadata(self.metadata.as_deref())?,
+            created_at: time(self.created_at)?,
+            updated_at: time(self.updated_at)?,
+            id: self.id,
+            key: self.key,
+            text: self.text,
+        })
+    }
+}
+
+/// A count or limit as SQLite's signed integer (saturating; SQLite treats a negative
+/// `LIMIT` as none, so saturation never wraps into "no limit" by accident).
+pub(crate) fn sql_int(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// A stored count.
+pub(crate) fn count(n: i64) -> SqlResult<u64> {
+    u64::try_from(n).map_err(|_| corrupt(format!("count {n}")))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_round_trip_exactly() {
+        let t = agentmem_core::now();
+        assert_eq!(time(micros(t)).unwrap(), t);
+        assert!(time(i64::MAX).is_err());
+    }
+
+    #[test]
+    fn metadata_round_trips_and_empty_is_null() {
+        assert_eq!(metadata_text(&Metadata::new()).unwrap(), None);
+        let mut m = Metadata::new();
+        m.insert("k".into(), serde_json::json!({"a": [1, "ü"]}));
+        let text = metadata_text(&m).unwrap();
+        assert_eq!(metadata(text.as_deref()).unwrap(), m);
+        assert!(metadata(Some("{")).is_err());
+        assert!(metadata(Some("[1]")).is_err());
+    }
+}

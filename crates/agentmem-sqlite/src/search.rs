@@ -1,0 +1,147 @@
+//! Ranked search with FTS5 and `bm25()`.
+//!
+//! The query is split into words by the same rule as every backend
+//! ([`agentmem_core::search::query_words`]: letters and digits, lowercased); each word becomes
+//! an FTS5 string (double-quoted, quotes doubled) and the words are joined with `OR`, so user
+//! text never reaches FTS5 as syntax (`NEAR`, `*`, `-`, column filters) and any word matches.
+//! The indexes use the `unicode61` tokenizer, which splits and case-folds text the same way.
+//! `bm25()` is lower-is-better; scores are negated so higher is better, as the contract says.
+
+use agentmem_core::search::query_words;
+use agentmem_core::{MemoryFilter, MemoryHit, MessageHit, MessageQuery, SessionId};
+use rusqlite::{params, Connection};
+
+use crate::error::{corrupt, SqlResult};
+use crate::rows::{self, RawMemory, RawMessage, MEMORY_COLUMNS, MESSAGE_COLUMNS};
+
+/// The FTS5 `MATCH` expression for `query`, or `None` when it has no words (then nothing
+/// matches, and no query is run).
+///
+/// ```
+/// use agentmem_sqlite::match_expression;
+/// assert_eq!(match_expression("GCP latency, NEAR(x)*").as_deref(), Some(r#""gcp" OR "latency" OR "near" OR "x""#));
+/// assert_eq!(match_expression("!!! ---"), None);
+/// ```
+pub fn match_expression(query: &str) -> Option<String> {
+    let words = query_words(query);
+    if words.is_empty() {
+        return None;
+    }
+    Some(
+        words
+            .iter()
+            .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
+            .collect::<Vec<_>>()
+            .join(" OR "),
+    )
+}
+
+/// Live messages matching `query`, best first.
+pub(crate) fn messages(
+    conn: &mut Connection,
+    query: &str,
+    scope: &MessageQuery,
+) -> SqlResult<Vec<MessageHit>> {
+    let Some(expression) = match_expression(query) else {
+        return Ok(Vec::new());
+    };
+    if scope.limit == 0 {
+        return Ok(Vec::new());
+    }
+    let raw = conn
+        .prepare_cached(&format!(
+            "SELECT s.name, bm25(agentmem_messages_fts), {MESSAGE_COLUMNS}
+             FROM agentmem_messages_fts f
+             JOIN agentmem_messages m ON m.id = f.rowid
+             JOIN agentmem_sessions s ON s.id = m.session_id
+             WHERE agentmem_messages_fts MATCH ?1 AND m.archive_id IS NULL
+               AND (?2 IS NULL OR s.name = ?2)
+             ORDER BY 2, s.name, m.seq
+             LIMIT ?3"
+        ))?
+        .query_map(
+            params![
+                expression,
+                scope.session.as_ref().map(SessionId::as_str),
+                rows::sql_int(scope.limit)
+            ],
+            |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, f64>(1)?,
+                    RawMessage::read(row, 2)?,
+                ))
+            },
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    raw.into_iter()
+        .map(|(name, rank, message)| {
+            Ok(MessageHit {
+                session: SessionId::new(name.as_str())
+                    .map_err(|_| corrupt(format!("session name {name:?}")))?,
+                message: message.decode()?,
+                score: -rank,
+            })
+        })
+        .collect()
+}
+
+/// Memory items matching `query`, best first (at most `filter.limit`, default 10).
+pub(crate) fn memories(
+    conn: &mut Connection,
+    query: &str,
+    filter: &MemoryFilter,
+) -> SqlResult<Vec<MemoryHit>> {
+    let Some(expression) = match_expression(query) else {
+        return Ok(Vec::new());
+    };
+    let limit = filter.limit.unwrap_or(10);
+    if limit == 0 {
+        return Ok(Vec::new());
+    }
+    let raw = conn
+        .prepare_cached(&format!(
+            "SELECT bm25(agentmem_memories_fts), {MEMORY_COLUMNS}
+             FROM agentmem_memories_fts f
+             JOIN agentmem_memories m ON m.id = f.rowid
+             WHERE agentmem_memories_fts MATCH ?1 AND (?2 IS NULL OR m.kind = ?2)
+             ORDER BY 1, m.created_at, m.id
+             LIMIT ?3"
+        ))?
+        .query_map(
+            params![
+                expression,
+                filter.kind.map(|k| k.as_str()),
+                rows::sql_int(limit)
+            ],
+            |row| Ok((row.get::<_, f64>(0)?, RawMemory::read(row, 1)?)),
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    raw.into_iter()
+        .map(|(rank, item)| {
+            Ok(MemoryHit {
+                item: item.decode()?,
+                score: -rank,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_text_never_becomes_fts_syntax() {
+        assert_eq!(
+            match_expression("title:x AND y* \"z\" -w ^v").as_deref(),
+            Some(r#""title" OR "x" OR "and" OR "y" OR "z" OR "w" OR "v""#)
+        );
+        assert_eq!(
+            match_expression("Grüße 東京").as_deref(),
+            Some(r#""grüße" OR "東京""#)
+        );
+        assert_eq!(match_expression("a a A").as_deref(), Some(r#""a""#));
+        assert_eq!(match_expression(""), None);
+    }
+}

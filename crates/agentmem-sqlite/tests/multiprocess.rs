@@ -1,0 +1,114 @@
+//! C2 across processes: four processes append 500 messages each to one session in one file.
+//!
+//! The parent test re-runs this test binary four times, selecting the ignored `appender`
+//! test with `--exact`; the children find the database and their number in the environment.
+#![allow(missing_docs)]
+
+use std::collections::HashSet;
+use std::process::{Command, Stdio};
+
+use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
+use agentmem_sqlite::SqliteMemory;
+
+const PROCESSES: usize = 4;
+const PER_PROCESS: usize = 500;
+const DB_VAR: &str = "AGENTMEM_SQLITE_MP_DB";
+const WORKER_VAR: &str = "AGENTMEM_SQLITE_MP_WORKER";
+
+fn session() -> SessionId {
+    SessionId::new("shared").expect("valid session id")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_processes_append_to_one_session() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let db = dir.path().join("shared.db");
+    let exe = std::env::current_exe().expect("path of this test binary");
+    // The children race to create and migrate the database too.
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|worker| {
+            Command::new(&exe)
+                .args([
+                    "--exact",
+                    "appender",
+                    "--ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(DB_VAR, &db)
+                .env(WORKER_VAR, worker.to_string())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start a child process")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("wait for a child");
+        assert!(
+            out.status.success(),
+            "child failed: {}\n{}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Guards against a filter typo that would run no test and still exit 0.
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+            "the child did not run the appender: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+
+    let store = SqliteMemory::connect(&format!("sqlite://{}", db.display()))
+        .await
+        .expect("open the shared database");
+    let messages = store.messages(&session()).await.expect("load");
+    assert_eq!(messages.len(), PROCESSES * PER_PROCESS);
+    let ids: HashSet<&str> = messages.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids.len(), messages.len(), "every message is stored once");
+    let mut next = vec![0usize; PROCESSES];
+    for m in &messages {
+        let worker = m.metadata["worker"].as_u64().expect("worker number") as usize;
+        let i = m.metadata["i"].as_u64().expect("index") as usize;
+        assert_eq!(i, next[worker], "process {worker}'s messages are in order");
+        next[worker] += 1;
+        assert_eq!(m.content, content(worker, i), "content intact");
+        assert_eq!(m.id, format!("w{worker}-{i}"));
+    }
+    assert_eq!(next, vec![PER_PROCESS; PROCESSES]);
+    let info = store.list_sessions().await.expect("list");
+    assert_eq!(info[0].message_count, (PROCESSES * PER_PROCESS) as u64);
+}
+
+fn content(worker: usize, i: usize) -> String {
+    format!(
+        "process {worker} message {i}: ünïcødé ✓ {}",
+        "x".repeat(i % 50)
+    )
+}
+
+/// Run only as a child of `four_processes_append_to_one_session`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a child process of four_processes_append_to_one_session"]
+async fn appender() {
+    // Not a test of its own: outside the parent (say, under `--include-ignored`) it does nothing.
+    let Ok(db) = std::env::var(DB_VAR) else {
+        eprintln!("appender only runs as a child of four_processes_append_to_one_session");
+        return;
+    };
+    let worker: usize = std::env::var(WORKER_VAR)
+        .expect("worker number")
+        .parse()
+        .expect("worker number");
+    let store = SqliteMemory::connect(&format!("sqlite://{db}"))
+        .await
+        .expect("open the shared database");
+    for i in 0..PER_PROCESS {
+        let m = Message::user(content(worker, i))
+            .with_id(format!("w{worker}-{i}"))
+            .with_metadata("worker", worker)
+            .with_metadata("i", i);
+        store.append(&session(), &[m]).await.expect("append");
+    }
+}

@@ -1,0 +1,428 @@
+//! SQLite-specific behaviour: opening, refusing, migrating, error kinds, and the full-text
+//! indexes staying in step with the rows.
+#![allow(missing_docs, clippy::unwrap_used)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use agentmem_core::{
+    AgentMemory, AgentMemoryExt, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, Message,
+    MessageQuery, RetentionPolicy, SessionId,
+};
+use agentmem_sqlite::{SqliteConfig, SqliteMemory, Synchronous, SCHEMA_VERSION};
+use rusqlite::Connection;
+
+fn sid(name: &str) -> SessionId {
+    SessionId::new(name).unwrap()
+}
+
+fn url(path: &Path) -> String {
+    format!("sqlite://{}", path.display())
+}
+
+async fn open(path: &Path) -> SqliteMemory {
+    SqliteMemory::connect(&url(path)).await.expect("open")
+}
+
+/// Runs FTS5's own consistency check of an index against its content table.
+fn fts_consistent(path: &Path) {
+    let conn = Connection::open(path).unwrap();
+    for table in ["agentmem_messages_fts", "agentmem_memories_fts"] {
+        conn.execute(
+            &format!("INSERT INTO {table} ({table}) VALUES ('integrity-check')"),
+            [],
+        )
+        .unwrap_or_else(|e| panic!("{table} out of step: {e}"));
+    }
+}
+
+#[tokio::test]
+async fn empty_and_missing_files_are_migrated_to_the_current_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let store = open(&empty).await;
+    assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+
+    let nested = dir.path().join("a/b/new.db");
+    let store = open(&nested).await;
+    assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+    assert_eq!(store.database(), nested.display().to_string());
+    let mode: String = Connection::open(&nested)
+        .unwrap()
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[tokio::test]
+async fn data_survives_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    let msgs = vec![
+        Message::user("héllo").with_metadata("k", serde_json::json!({"n": [1, 2.5, null]})),
+        Message::tool_call("c1", "search", "{\"q\":1}"),
+        Message::tool_result("c1", "search", "found"),
+    ];
+    {
+        let store = open(&path).await;
+        store.append(&sid("s"), &msgs).await.unwrap();
+        store
+            .put_memory(&MemoryItem::new(MemoryKind::Fact, "likes tea"))
+            .await
+            .unwrap();
+    }
+    let store = open(&path).await;
+    assert_eq!(store.messages(&sid("s")).await.unwrap(), msgs);
+    assert_eq!(
+        store
+            .list_memories(&MemoryFilter::default())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused_and_the_file_left_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("future.db");
+    {
+        let store = open(&path).await;
+        store
+            .append_one(&sid("s"), Message::user("x"))
+            .await
+            .unwrap();
+    }
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute(
+            "UPDATE agentmem_schema SET version = ?1",
+            [SCHEMA_VERSION + 1],
+        )
+        .unwrap();
+    } // Closing the last connection checkpoints the WAL into the file.
+    let before = std::fs::read(&path).unwrap();
+    let err = SqliteMemory::connect(&url(&path)).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+    let text = err.to_string();
+    assert!(text.contains("future.db"), "{text}");
+    assert!(
+        text.contains(&format!("schema version {}", SCHEMA_VERSION + 1)),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "the database was modified"
+    );
+}
+
+#[tokio::test]
+async fn files_that_are_not_databases_are_corrupt_data_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("notes.db");
+    std::fs::write(
+        &text,
+        "# My notes\n\nThis is a Markdown file, not a database.\n".repeat(40),
+    )
+    .unwrap();
+    let random = dir.path().join("random.db");
+    // Deterministic pseudo-random bytes (xorshift), 8 KiB.
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let bytes: Vec<u8> = (0..8192)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(&random, &bytes).unwrap();
+    // Shorter than a SQLite header: must not be taken for an empty database and overwritten.
+    let tiny = dir.path().join("tiny.db");
+    std::fs::write(&tiny, "hello\n").unwrap();
+    for path in [&text, &random, &tiny] {
+        let before = std::fs::read(path).unwrap();
+        let err = SqliteMemory::connect(&url(path)).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
+        assert!(
+            err.to_string().contains(&path.display().to_string()),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(path).unwrap(), before);
+    }
+}
+
+#[tokio::test]
+async fn a_missing_file_with_create_false_is_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("absent.db");
+    let err = SqliteMemory::connect(&format!("{}?create=false", url(&path)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+    assert!(!path.exists());
+}
+
+#[tokio::test]
+async fn bad_urls_are_invalid_input() {
+    for bad in ["sqlite://x.db?journal=off", "sqlite://", "file://x.db"] {
+        let err = SqliteMemory::connect(bad).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn a_held_write_lock_gives_unavailable_after_the_busy_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("locked.db");
+    let store =
+        SqliteMemory::open(SqliteConfig::file(&path).with_busy_timeout(Duration::from_millis(50)))
+            .await
+            .unwrap();
+    let mut other = Connection::open(&path).unwrap();
+    let tx = other
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .unwrap();
+    let err = store
+        .append_one(&sid("s"), Message::user("x"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert!(err.is_temporary());
+    assert_eq!(err.operation(), Some("append"));
+    // Reads are not blocked by a writer in WAL mode.
+    assert!(store.load(&sid("s"), None).await.unwrap().is_none());
+    drop(tx);
+    store
+        .append_one(&sid("s"), Message::user("x"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn memory_urls_and_caller_connections_work() {
+    let store = SqliteMemory::connect("sqlite::memory:").await.unwrap();
+    assert!(!store.capabilities().cross_process);
+    assert!(store.capabilities().indexed_search);
+    store
+        .append_one(&sid("s"), Message::user("in memory"))
+        .await
+        .unwrap();
+    // Every call sees the same database (one shared connection).
+    assert_eq!(store.messages(&sid("s")).await.unwrap().len(), 1);
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("caller.db");
+    let store = SqliteMemory::from_connection(Connection::open(&path).unwrap()).unwrap();
+    assert!(store.capabilities().cross_process);
+    assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+    store
+        .append_one(&sid("s"), Message::user("via caller"))
+        .await
+        .unwrap();
+    assert_eq!(
+        open(&path).await.messages(&sid("s")).await.unwrap().len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn stored_garbage_is_corrupt_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.db");
+    let store = open(&path).await;
+    store
+        .append_one(&sid("s"), Message::user("x"))
+        .await
+        .unwrap();
+    Connection::open(&path)
+        .unwrap()
+        .execute("UPDATE agentmem_messages SET metadata = '{not json'", [])
+        .unwrap();
+    let err = store.messages(&sid("s")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
+    assert!(err.to_string().contains("g.db"), "{err}");
+}
+
+#[tokio::test]
+async fn full_text_indexes_follow_every_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fts.db");
+    let store = SqliteMemory::open(SqliteConfig::file(&path).with_synchronous(Synchronous::Normal))
+        .await
+        .unwrap();
+    let all = MessageQuery::default();
+    store
+        .append_one(&sid("a"), Message::user("kubernetes upgrade"))
+        .await
+        .unwrap();
+    store
+        .append_one(&sid("b"), Message::user("kubernetes cost"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .search_messages("Kubernetes", &all)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // save_session replaces the indexed rows.
+    store
+        .save_session(
+            &sid("a"),
+            &[Message::user("postgres tuning")],
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .search_messages("kubernetes", &all)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        store.search_messages("postgres", &all).await.unwrap().len(),
+        1
+    );
+
+    // Compacted messages leave the live search; the summary joins it.
+    store
+        .compact(&sid("a"), &[Message::system("summary: tuning")])
+        .await
+        .unwrap();
+    assert!(store
+        .search_messages("postgres", &all)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        store.search_messages("summary", &all).await.unwrap().len(),
+        1
+    );
+
+    // Deleting a session cascades to its messages, archives and index entries.
+    assert!(store.delete_session(&sid("a")).await.unwrap());
+    assert!(store
+        .search_messages("summary", &all)
+        .await
+        .unwrap()
+        .is_empty());
+
+    let item = store
+        .put_memory(&MemoryItem::new(MemoryKind::Fact, "name is Alice").with_key("name"))
+        .await
+        .unwrap();
+    store
+        .put_memory(&MemoryItem::new(MemoryKind::Fact, "name is Bob").with_key("name"))
+        .await
+        .unwrap();
+    let f = MemoryFilter::default();
+    assert!(store.search_memories("alice", &f).await.unwrap().is_empty());
+    let hits = store.search_memories("bob", &f).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].item.id, item.id);
+    assert!(store.delete_memory(&item.id).await.unwrap());
+    assert!(store.search_memories("bob", &f).await.unwrap().is_empty());
+
+    store
+        .append_one(&sid("old"), Message::user("kubernetes again"))
+        .await
+        .unwrap();
+    let report = store
+        .purge(&RetentionPolicy {
+            max_age: None,
+            max_sessions: Some(1),
+        })
+        .await
+        .unwrap();
+    assert_eq!(report.sessions_deleted, 1);
+    assert_eq!(
+        store
+            .search_messages("kubernetes", &all)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    fts_consistent(&path);
+    let orphans: i64 = Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT (SELECT count(*) FROM agentmem_messages) + (SELECT count(*) FROM agentmem_archives)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(orphans, 1, "only the kept session's message remains");
+}
+
+#[tokio::test]
+async fn search_text_is_never_fts_syntax() {
+    let store = SqliteMemory::connect("sqlite::memory:").await.unwrap();
+    store
+        .append_one(&sid("s"), Message::user("NEAR the AND gate, col:umn"))
+        .await
+        .unwrap();
+    let all = MessageQuery::default();
+    for query in [
+        "NEAR(",
+        "AND",
+        "\"unbalanced",
+        "col:umn",
+        "*",
+        "-x OR",
+        "^start",
+        "a + b",
+    ] {
+        let hits = store.search_messages(query, &all).await;
+        assert!(hits.is_ok(), "{query:?}: {hits:?}");
+    }
+    assert_eq!(store.search_messages("and", &all).await.unwrap().len(), 1);
+    assert_eq!(store.search_messages("umn", &all).await.unwrap().len(), 1);
+    assert!(store.search_messages("*", &all).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn archives_in_the_same_second_get_suffixes_and_list_oldest_first() {
+    let store = SqliteMemory::connect("sqlite::memory:").await.unwrap();
+    let s = sid("s");
+    store.append_one(&s, Message::user("one")).await.unwrap();
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        ids.push(
+            store
+                .compact(&s, &[Message::system(format!("summary {i}"))])
+                .await
+                .unwrap()
+                .id,
+        );
+    }
+    let listed: Vec<_> = store
+        .list_archives(&s)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
+    assert_eq!(listed, ids);
+    for id in &ids {
+        assert!(id.as_str().starts_with("history_"), "{id}");
+    }
+    let unique: std::collections::HashSet<_> = ids.iter().collect();
+    assert_eq!(unique.len(), 3);
+    let first = store.load_archive(&s, &ids[0]).await.unwrap();
+    assert_eq!(first.messages[0].content, "one");
+    assert_eq!(
+        store.load_archive(&s, &ids[2]).await.unwrap().messages[0].content,
+        "summary 1"
+    );
+}
