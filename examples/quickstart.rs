@@ -31,7 +31,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     println!("== first process: writing memory under {}", home.display());
     let convo = open_conversation(&home).await?;
-    convo.add(Role::User, "Hi! I'm Ada. We run analytics on GCP.").await?;
+    convo
+        .add(Role::User, "Hi! I'm Ada. We run analytics on GCP.")
+        .await?;
     convo
         .add_agent_reply("Nice to meet you, Ada. I'll keep GCP in mind.")
         .await?;
@@ -42,7 +44,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .add_agent_reply("Shortlisted: BigQuery, AlloyDB. I'll compare latency and cost.")
         .await?;
     if let Some(path) = convo.memory_path() {
-        println!("wrote {} messages to {}", convo.len() - convo.preamble_len(), path.display());
+        println!(
+            "wrote {} messages to {}",
+            convo.len() - convo.preamble_len(),
+            path.display()
+        );
     }
     drop(convo);
 
@@ -68,10 +74,16 @@ async fn second_process(home: &Path) -> Result<(), Box<dyn std::error::Error>> {
         None => return Err("nothing was preloaded".into()),
     }
     // The stored transcript itself is also a plain session in the store.
-    let store = convo.store().ok_or("persistent conversations have a store")?;
+    let store = convo
+        .store()
+        .ok_or("persistent conversations have a store")?;
     let session: &SessionId = convo.session_id();
     let stored = store.messages(session).await?;
-    println!("({} messages in session {session} of the {} backend)", stored.len(), store.backend());
+    println!(
+        "({} messages in session {session} of the {} backend)",
+        stored.len(),
+        store.backend()
+    );
     Ok(())
 }
 

@@ -148,7 +148,9 @@ async fn open_compiled(backend: Backend, url: &str) -> Result<Arc<dyn AgentMemor
         #[cfg(feature = "redis")]
         Backend::Redis => Ok(Arc::new(agentmem_redis::RedisMemory::connect(url).await?)),
         #[cfg(feature = "postgres")]
-        Backend::Postgres => Ok(Arc::new(agentmem_postgres::PostgresMemory::connect(url).await?)),
+        Backend::Postgres => Ok(Arc::new(
+            agentmem_postgres::PostgresMemory::connect(url).await?,
+        )),
         #[cfg(feature = "mongodb")]
         Backend::MongoDb => Ok(Arc::new(agentmem_mongodb::MongoMemory::connect(url).await?)),
         #[allow(unreachable_patterns)]
@@ -200,8 +202,13 @@ mod tests {
 
     #[test]
     fn backend_names_parse() {
-        assert_eq!("SQLite".parse::<Backend>().expect("sqlite"), Backend::Sqlite);
+        assert_eq!(
+            "SQLite".parse::<Backend>().expect("sqlite"),
+            Backend::Sqlite
+        );
         let err = "cassandra".parse::<Backend>().expect_err("unknown");
-        assert!(err.to_string().contains("file, sqlite, redis, postgres, mongodb"));
+        assert!(err
+            .to_string()
+            .contains("file, sqlite, redis, postgres, mongodb"));
     }
 }

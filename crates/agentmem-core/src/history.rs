@@ -92,7 +92,11 @@ mod tests {
         let m = convo();
         for n in 1..=6 {
             let cut = m[m.len() - n..].to_vec();
-            assert_eq!(trim_orphans(cut, n == m.len()), tail(&m, n).to_vec(), "n={n}");
+            assert_eq!(
+                trim_orphans(cut, n == m.len()),
+                tail(&m, n).to_vec(),
+                "n={n}"
+            );
         }
     }
 }

@@ -210,7 +210,11 @@ impl Message {
     }
 
     /// Adds one metadata entry.
-    pub fn with_metadata(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
+    pub fn with_metadata(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<serde_json::Value>,
+    ) -> Self {
         self.metadata.insert(key.into(), value.into());
         self
     }
@@ -452,7 +456,11 @@ impl MemoryItem {
     }
 
     /// Adds one metadata entry.
-    pub fn with_metadata(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
+    pub fn with_metadata(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<serde_json::Value>,
+    ) -> Self {
         self.metadata.insert(key.into(), value.into());
         self
     }
@@ -515,7 +523,9 @@ mod tests {
     fn memory_kind_parses_and_lists_valid_kinds() {
         assert_eq!("fact".parse::<MemoryKind>().unwrap(), MemoryKind::Fact);
         let err = "facts".parse::<MemoryKind>().unwrap_err();
-        assert!(err.to_string().contains("short_term, long_term, fact, insight"));
+        assert!(err
+            .to_string()
+            .contains("short_term, long_term, fact, insight"));
     }
 
     #[test]

@@ -242,7 +242,10 @@ mod tests {
         let long = "x".repeat(10_000);
         let err = SessionId::new(long).unwrap_err();
         assert!(err.to_string().contains("limit is 128"), "{err}");
-        assert!(err.to_string().len() < 200, "message must not echo the whole name");
+        assert!(
+            err.to_string().len() < 200,
+            "message must not echo the whole name"
+        );
         assert!(SessionId::new("x".repeat(MAX_NAME_BYTES)).is_ok());
     }
 

@@ -20,13 +20,11 @@ pub fn words(text: &str) -> Vec<String> {
 
 /// The distinct words of a query, in order of first appearance.
 pub fn query_words(query: &str) -> Vec<String> {
-    let mut seen = Vec::new();
-    for w in words(query) {
-        if !seen.contains(&w) {
-            seen.push(w);
-        }
-    }
-    seen
+    let mut seen = std::collections::HashSet::new();
+    words(query)
+        .into_iter()
+        .filter(|w| seen.insert(w.clone()))
+        .collect()
 }
 
 const K1: f64 = 1.2;
@@ -41,11 +39,20 @@ const B: f64 = 0.75;
 /// let hits = rank("Rust", docs.iter().copied(), 10);
 /// assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [2, 0]);
 /// ```
-pub fn rank<'a>(query: &str, documents: impl IntoIterator<Item = &'a str>, limit: usize) -> Vec<(usize, f64)> {
+pub fn rank<'a>(
+    query: &str,
+    documents: impl IntoIterator<Item = &'a str>,
+    limit: usize,
+) -> Vec<(usize, f64)> {
     let terms = query_words(query);
     if terms.is_empty() || limit == 0 {
         return Vec::new();
     }
+    let term_index: HashMap<&str, usize> = terms
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.as_str(), i))
+        .collect();
     // One pass: term frequencies of query terms per document, and document lengths.
     let mut per_doc: Vec<(usize, usize, Vec<u32>)> = Vec::new();
     let mut doc_freq = vec![0u32; terms.len()];
@@ -57,7 +64,7 @@ pub fn rank<'a>(query: &str, documents: impl IntoIterator<Item = &'a str>, limit
         total_len += ws.len();
         let mut tf = vec![0u32; terms.len()];
         for w in &ws {
-            if let Some(t) = terms.iter().position(|t| t == w) {
+            if let Some(&t) = term_index.get(w.as_str()) {
                 tf[t] += 1;
             }
         }

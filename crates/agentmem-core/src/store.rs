@@ -7,9 +7,11 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::model::{Archive, ArchiveInfo, MemoryItem, MemoryKind, Message, Metadata, Session, SessionInfo};
-use crate::name::SessionId;
 use crate::model::ArchiveId;
+use crate::model::{
+    Archive, ArchiveInfo, MemoryItem, MemoryKind, Message, Metadata, Session, SessionInfo,
+};
+use crate::name::SessionId;
 
 /// What a backend can do beyond the contract every backend meets.
 ///

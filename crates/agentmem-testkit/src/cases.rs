@@ -2,7 +2,7 @@
 //!
 //! Every case gets a fresh, empty store of its own and panics with a message naming the
 //! violated rule. Cases never assert on elapsed time; where they need distinct `updated_at`
-//! order they [`pause`] a few milliseconds between writes. They leave backends free in how they
+//! order they `pause` a few milliseconds between writes. They leave backends free in how they
 //! rank and stem: a case asserts what must match and what must not, never that another form
 //! of a word does not match.
 

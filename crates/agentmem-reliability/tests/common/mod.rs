@@ -292,8 +292,12 @@ impl Drop for Mount {
     }
 }
 
-/// Prints a skip so that nobody can miss it.
+/// Prints a skip so that nobody can miss it; under `AGENTMEM_REQUIRE_SERVICES` (CI, which
+/// runs as root where mounting works) a skip is a failure instead.
 pub fn loud_skip(test: &str, why: &str) {
-    eprintln!("\n!!!!!!!! SKIPPED {test}: {why} !!!!!!!!\n");
-    println!("SKIPPED {test}: {why}");
+    if agentmem_testkit::services_required() {
+        panic!("{test} cannot run here ({why}) and AGENTMEM_REQUIRE_SERVICES is set");
+    }
+    eprintln!("\n!!!!!!!! SKIPPED: {test}: {why} !!!!!!!!\n");
+    println!("SKIPPED: {test}: {why}");
 }
