@@ -32,6 +32,7 @@
 mod archives;
 pub mod config;
 mod error;
+mod files;
 mod memories;
 mod pool;
 mod retention;

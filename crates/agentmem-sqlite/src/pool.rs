@@ -43,7 +43,13 @@ impl Pool {
     pub(crate) fn open_blocking(config: &SqliteConfig) -> Result<Pool> {
         let db: Arc<str> = Arc::from(config.location.to_string());
         let mut first = open_connection(config, &db)?;
-        prepare(&mut first, Some(config), &db).map_err(|f| f.into_error(&db))?;
+        prepare(&mut first, Some(config), &db).map_err(|f| match (f, &config.location) {
+            // Readying writes (WAL files, migrations): say so when the file is not writable.
+            (Failure::Sql(e), Location::File(path)) => crate::files::open_failure(e, path, &db)
+                .with_operation("open")
+                .with_backend(BACKEND),
+            (f, _) => f.into_error(&db),
+        })?;
         let mut connections = vec![first];
         for _ in 1..config.effective_pool_size() {
             let conn = open_connection(config, &db)?;
@@ -197,23 +203,17 @@ fn open_connection(config: &SqliteConfig, db: &str) -> Result<Connection> {
         Location::File(path) => {
             let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
             if config.create {
-                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(parent).map_err(|e| {
-                        let io = Error::from(e);
-                        tag(Error::new(
-                            io.kind(),
-                            format!("cannot create the folder of database `{db}`"),
-                        )
-                        .with_source(io))
-                    })?;
-                }
+                // Created here, 0600, rather than by SQLite (0644), so that the database and
+                // its `-wal`/`-shm`, which SQLite gives the database's mode, stay private.
+                crate::files::create_private(path, db).map_err(tag)?;
                 flags |= OpenFlags::SQLITE_OPEN_CREATE;
             } else if !path.exists() {
                 return Err(tag(Error::not_found(format!(
                     "database file `{db}` does not exist (and the URL says create=false)"
                 ))));
             }
-            Connection::open_with_flags(path, flags)
+            return Connection::open_with_flags(path, flags)
+                .map_err(|e| tag(crate::files::open_failure(e, path, db)));
         }
     };
     conn.map_err(|e| tag(crate::error::map_sqlite(e, db)))

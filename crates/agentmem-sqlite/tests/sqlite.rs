@@ -55,6 +55,51 @@ async fn empty_and_missing_files_are_migrated_to_the_current_schema() {
     assert_eq!(mode, "wal");
 }
 
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    meta.permissions().mode() & 0o777
+}
+
+/// A database we create is 0600, and SQLite gives its `-wal` and `-shm` the same mode, so no
+/// other local user can read the conversations; folders we create are 0700. A file the user
+/// made keeps the mode they chose.
+#[cfg(unix)]
+#[tokio::test]
+async fn created_database_files_are_0600_and_folders_0700() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a/b/memory.db");
+    let store = open(&db).await;
+    store
+        .append(&sid("private"), &[Message::user("secret")])
+        .await
+        .unwrap();
+    store
+        .put_memory(&MemoryItem::new(MemoryKind::Fact, "also secret"))
+        .await
+        .unwrap();
+    let files = ["memory.db", "memory.db-wal", "memory.db-shm"].map(|n| db.with_file_name(n));
+    for file in &files {
+        assert_eq!(mode(file), 0o600, "{}", file.display());
+    }
+    assert_eq!(mode(&dir.path().join("a")), 0o700);
+    assert_eq!(mode(&dir.path().join("a/b")), 0o700);
+    drop(store);
+
+    let mine = dir.path().join("mine.db");
+    std::fs::write(&mine, b"").unwrap();
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let store = open(&mine).await;
+    store
+        .append(&sid("shared"), &[Message::user("hi")])
+        .await
+        .unwrap();
+    assert_eq!(mode(&mine), 0o640, "an existing file keeps its mode");
+    assert_eq!(mode(&mine.with_file_name("mine.db-wal")), 0o640);
+}
+
 #[tokio::test]
 async fn data_survives_reopening() {
     let dir = tempfile::tempdir().unwrap();
