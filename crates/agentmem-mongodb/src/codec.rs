@@ -9,11 +9,62 @@
 //! - Reading back checks every field; anything missing or of the wrong type is
 //!   [`CorruptData`](agentmem_core::ErrorKind::CorruptData), naming the field.
 
-use agentmem_core::{MemoryItem, MemoryKind, Message, Metadata, Result, Role};
+use agentmem_core::{Error, MemoryItem, MemoryKind, Message, Metadata, Result, Role};
 use chrono::{DateTime, Utc};
 use mongodb::bson::{doc, Bson, Document};
 
-use crate::error::corrupt;
+use crate::error::{corrupt, BACKEND};
+
+/// The largest document MongoDB stores: 16 MiB of BSON.
+pub(crate) const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// Room kept under [`MAX_DOCUMENT_BYTES`] for the fields a stored document adds to the
+/// encoded ones (session name of at most 128 bytes, epoch, seq, archive id and position).
+pub(crate) const DOCUMENT_HEADROOM: usize = 16 * 1024;
+
+/// Counts the bytes written to it: the encoded size without holding the encoding.
+#[derive(Default)]
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 = self.0.saturating_add(buf.len());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Refuses `d` (the encoded `what`) with `InvalidInput` when it would not fit in one stored
+/// document. Checked before anything is written, so an oversized value leaves no trace (the
+/// server or driver would only refuse it after a session had been created or positions
+/// reserved).
+pub(crate) fn check_size(what: &'static str, d: &Document) -> Result<()> {
+    let mut count = ByteCount::default();
+    let limit = MAX_DOCUMENT_BYTES - DOCUMENT_HEADROOM;
+    let size = match d.to_writer(&mut count) {
+        Ok(()) => count.0,
+        // Encoding fails only on values BSON cannot hold (a key with a NUL byte, say, which
+        // the stored forms never have): report it as the caller's input, not as too large.
+        Err(e) => {
+            return Err(
+                Error::invalid_input(format!("{what} cannot be encoded as BSON: {e}"))
+                    .with_backend(BACKEND),
+            )
+        }
+    };
+    if size > limit {
+        return Err(Error::invalid_input(format!(
+            "{what} is {size} bytes as BSON; MongoDB stores documents of at most 16 MiB \
+             ({MAX_DOCUMENT_BYTES} bytes), of which agentmem keeps {DOCUMENT_HEADROOM} for its \
+             own fields, so the limit is {limit} bytes"
+        ))
+        .with_backend(BACKEND));
+    }
+    Ok(())
+}
 
 /// A timestamp as stored: microseconds since the Unix epoch.
 pub(crate) fn micros(t: DateTime<Utc>) -> i64 {
@@ -113,6 +164,7 @@ pub(crate) fn message_fields(m: &Message) -> Result<Document> {
     if meta != Bson::Null {
         d.insert("metadata", meta);
     }
+    check_size("a message", &d)?;
     Ok(d)
 }
 
@@ -158,6 +210,7 @@ pub(crate) fn memory_doc(item: &MemoryItem) -> Result<Document> {
     if meta != Bson::Null {
         d.insert("metadata", meta);
     }
+    check_size("a memory item", &d)?;
     Ok(d)
 }
 
@@ -196,6 +249,29 @@ mod tests {
         assert!(d.keys().all(|k| !k.starts_with('$') && !k.contains('.')));
         assert!(matches!(d.get("metadata"), Some(Bson::String(_))));
         assert_eq!(message_from("test", &d).unwrap(), m);
+    }
+
+    #[test]
+    fn documents_over_the_size_limit_are_invalid_input() {
+        let limit = MAX_DOCUMENT_BYTES - DOCUMENT_HEADROOM;
+        // Just fits: the content plus the other fields' few hundred bytes.
+        let fits = Message::user("x".repeat(limit - 1024));
+        assert!(message_fields(&fits).is_ok());
+        let big = Message::user("x".repeat(limit));
+        let err = message_fields(&big).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("16 MiB"), "{err}");
+        // Large metadata counts too, and so do memory items.
+        let meta = Message::user("small").with_metadata("blob", json!("y".repeat(limit)));
+        assert_eq!(
+            message_fields(&meta).unwrap_err().kind(),
+            ErrorKind::InvalidInput
+        );
+        let item = MemoryItem::new(MemoryKind::Fact, "z".repeat(limit));
+        assert_eq!(
+            memory_doc(&item).unwrap_err().kind(),
+            ErrorKind::InvalidInput
+        );
     }
 
     #[test]

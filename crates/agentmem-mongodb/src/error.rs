@@ -35,6 +35,19 @@ pub(crate) fn is_transient(e: &DriverError) -> bool {
         || server_code(e) == Some(WRITE_CONFLICT)
 }
 
+/// Whether the server could not be reached at all (server selection, I/O, a cleared pool, a
+/// shut-down client): another try waits out server selection again, so it is worth at most
+/// one or two more tries, never a long retry loop.
+pub(crate) fn is_unreachable(e: &DriverError) -> bool {
+    matches!(
+        e.kind.as_ref(),
+        DriverKind::ServerSelection { .. }
+            | DriverKind::Io(_)
+            | DriverKind::ConnectionPoolCleared { .. }
+            | DriverKind::Shutdown
+    )
+}
+
 /// Maps a driver error to an agentmem error of the right kind, keeping it as the source.
 ///
 /// Unreachable servers (server selection, I/O, a cleared pool, a shut-down client) are
@@ -42,10 +55,7 @@ pub(crate) fn is_transient(e: &DriverError) -> bool {
 /// is `CorruptData`; the rest is `Backend`.
 pub(crate) fn map(operation: &'static str, e: DriverError) -> Error {
     let (kind, message) = match e.kind.as_ref() {
-        DriverKind::ServerSelection { .. }
-        | DriverKind::Io(_)
-        | DriverKind::ConnectionPoolCleared { .. }
-        | DriverKind::Shutdown => (ErrorKind::Unavailable, "MongoDB server unavailable"),
+        _ if is_unreachable(&e) => (ErrorKind::Unavailable, "MongoDB server unavailable"),
         DriverKind::Authentication { .. } => {
             (ErrorKind::Unavailable, "MongoDB refused the credentials")
         }

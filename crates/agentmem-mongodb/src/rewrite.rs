@@ -14,7 +14,7 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
-use crate::codec::{int_field, message_fields, message_from, metadata_to_bson, micros};
+use crate::codec::{check_size, int_field, message_fields, message_from, metadata_to_bson, micros};
 use crate::error::{corrupt, ResultExt, BACKEND};
 use crate::sessions::{
     encode_all, len_i64, new_epoch, not_found, placed, session_doc, ArchiveEntry, Epoch, Head,
@@ -85,6 +85,8 @@ impl MongoMemory {
         const OP: &str = "save_session";
         let fields = encode_all(history)?;
         let meta = metadata_to_bson(metadata)?;
+        // The metadata lives in the head document: refuse it before anything is written.
+        check_size("the session metadata", &doc! {"metadata": &meta})?;
         let t = micros(now());
         if self.features().transactions {
             // The session document exists (with its epoch) before the transaction, which then

@@ -2,7 +2,7 @@
 //! the session, memory and search modules.
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
@@ -12,8 +12,10 @@ use agentmem_core::{
 use mongodb::bson::Document;
 use mongodb::{Client, ClientSession, Collection, Database};
 
-use crate::config::{validate_database_name, MongoConfig};
-use crate::error::{is_transient, map, ResultExt, BACKEND};
+use crate::config::{validate_database_name, MongoConfig, DEFAULT_SERVER_SELECTION_TIMEOUT};
+use crate::error::{
+    is_transient, is_unreachable, map, server_code, ResultExt, BACKEND, DUPLICATE_KEY,
+};
 use crate::schema::{self, ServerFeatures, ARCHIVED, HEADS, MEMORIES, MESSAGES, SESSIONS};
 
 /// Agent memory in a MongoDB database (backend `"mongodb"`).
@@ -37,6 +39,8 @@ pub struct MongoMemory {
     client: Client,
     db: Database,
     features: ServerFeatures,
+    /// See [`MongoMemory::retry_budget`].
+    retry_budget: Duration,
 }
 
 impl fmt::Debug for MongoMemory {
@@ -62,6 +66,9 @@ impl MongoMemory {
     /// Connects with a parsed [`MongoConfig`].
     pub async fn connect_with(config: MongoConfig) -> Result<Self> {
         let options = config.client_options().await?;
+        let budget = options
+            .server_selection_timeout
+            .unwrap_or(DEFAULT_SERVER_SELECTION_TIMEOUT);
         let client = Client::with_options(options).map_err(|e| {
             Error::invalid_input(format!(
                 "cannot use MongoDB URL {}: {e}",
@@ -69,11 +76,19 @@ impl MongoMemory {
             ))
             .with_backend(BACKEND)
         })?;
-        Self::from_client(client, config.database()).await
+        Self::open(client, config.database(), budget).await
     }
 
     /// Uses an existing driver client (sharing its connection pool) and the named database.
+    ///
+    /// The driver does not expose the client's server selection timeout, so transactions
+    /// that cannot reach the server are retried for at most
+    /// [`DEFAULT_SERVER_SELECTION_TIMEOUT`](crate::DEFAULT_SERVER_SELECTION_TIMEOUT).
     pub async fn from_client(client: Client, database: &str) -> Result<Self> {
+        Self::open(client, database, DEFAULT_SERVER_SELECTION_TIMEOUT).await
+    }
+
+    async fn open(client: Client, database: &str, retry_budget: Duration) -> Result<Self> {
         validate_database_name(database)?;
         let db = client.database(database);
         let (_, features) = schema::open(&client, &db).await?;
@@ -82,6 +97,7 @@ impl MongoMemory {
             client,
             db,
             features,
+            retry_budget,
         })
     }
 
@@ -149,23 +165,71 @@ impl MongoMemory {
         Ok(session)
     }
 
-    /// Commits, retrying while the outcome is unknown (as the driver documents).
+    /// Commits, retrying while the outcome is unknown (as the driver documents), but only a
+    /// few times and, when the server cannot be reached, only within the transaction's
+    /// [`retry_budget`](Self::retry_budget) measured from `started`.
     pub(crate) async fn commit(
         &self,
         session: &mut ClientSession,
+        started: Instant,
     ) -> std::result::Result<(), mongodb::error::Error> {
         let mut tries = 0;
         loop {
             match session.commit_transaction().await {
                 Err(e)
                     if e.contains_label(mongodb::error::UNKNOWN_TRANSACTION_COMMIT_RESULT)
-                        && tries < 3 =>
+                        && tries < MAX_COMMIT_RETRIES
+                        && (!is_unreachable(&e) || started.elapsed() < self.retry_budget()) =>
                 {
                     tries += 1;
                 }
                 other => return other,
             }
         }
+    }
+
+    /// How long a transaction keeps being retried after the server could not be reached:
+    /// the client's server selection timeout, the time one attempt already waits for a server.
+    pub(crate) fn retry_budget(&self) -> Duration {
+        self.retry_budget
+    }
+
+    /// Whether a transaction that failed with `failure` on try number `attempt` (from 0),
+    /// first started at `started`, is run again.
+    ///
+    /// Write conflicts and duplicate head keys (two transactions creating the same head) are
+    /// races with other writers and retried up to [`MAX_RETRIES`] times, each quickly. An
+    /// unreachable server is different: the driver labels those failures
+    /// `TransientTransactionError` too, but each further try waits out server selection
+    /// again, so a dead server would hold the caller for [`MAX_RETRIES`] timeouts. They get
+    /// at most [`MAX_UNREACHABLE_RETRIES`] more tries, and none once the retry budget is
+    /// spent, so the caller hears `Unavailable` within about two selection timeouts.
+    pub(crate) fn retry_transaction(
+        &self,
+        failure: &mongodb::error::Error,
+        attempt: u32,
+        started: Instant,
+    ) -> bool {
+        if is_unreachable(failure) {
+            return attempt < MAX_UNREACHABLE_RETRIES && started.elapsed() < self.retry_budget();
+        }
+        let raced = is_transient(failure) || server_code(failure) == Some(DUPLICATE_KEY);
+        raced && attempt < MAX_RETRIES
+    }
+
+    /// Aborts a transaction whose body failed with `failure`. When the server cannot be
+    /// reached the abort is left to the driver, which aborts a dropped session's transaction
+    /// in the background: awaiting it here would wait out server selection once more.
+    pub(crate) async fn abandon(
+        session: &mut ClientSession,
+        failure: Option<&mongodb::error::Error>,
+    ) {
+        if failure.is_some_and(is_unreachable) {
+            return;
+        }
+        // The transaction's outcome is already decided (it failed); a failed abort only
+        // leaves it to the server's transaction timeout.
+        let _ = session.abort_transaction().await;
     }
 }
 
@@ -191,6 +255,13 @@ impl From<Error> for TxError {
 /// How many times an operation that lost a race with a transaction is retried.
 pub(crate) const MAX_RETRIES: u32 = 30;
 
+/// How many more times a transaction is run after the server could not be reached (see
+/// [`MongoMemory::retry_transaction`]): one retry rides out a dropped connection.
+pub(crate) const MAX_UNREACHABLE_RETRIES: u32 = 1;
+
+/// How many times a commit whose outcome is unknown is sent again.
+pub(crate) const MAX_COMMIT_RETRIES: u32 = 3;
+
 /// Waits before retry number `attempt`: exponential from 2 ms, capped at 200 ms, with jitter
 /// so that writers that collided do not collide again in lockstep.
 pub(crate) async fn backoff(attempt: u32) {
@@ -203,10 +274,12 @@ pub(crate) async fn backoff(attempt: u32) {
 }
 
 /// Runs `$body` (an expression using the `ClientSession` bound to `$s`) in a transaction,
-/// retrying the whole transaction on transient errors (write conflicts with concurrent
-/// writers), and maps errors for `$op`.
+/// retrying the whole transaction as [`MongoMemory::retry_transaction`] decides (write
+/// conflicts with concurrent writers; briefly, an unreachable server), and maps errors for
+/// `$op`.
 macro_rules! in_transaction {
     ($store:expr, $op:expr, |$s:ident| $body:expr) => {{
+        let started = std::time::Instant::now();
         let mut attempt = 0u32;
         loop {
             let mut session = $store.start_transaction($op).await?;
@@ -215,23 +288,20 @@ macro_rules! in_transaction {
                 $body
             };
             let failure = match outcome {
-                Ok(value) => match $store.commit(&mut session).await {
+                Ok(value) => match $store.commit(&mut session, started).await {
                     Ok(()) => break Ok(value),
                     Err(e) => e,
                 },
                 Err($crate::store::TxError::Driver(e)) => {
-                    let _ = session.abort_transaction().await;
+                    $crate::store::MongoMemory::abandon(&mut session, Some(&e)).await;
                     e
                 }
                 Err($crate::store::TxError::Other(e)) => {
-                    let _ = session.abort_transaction().await;
+                    $crate::store::MongoMemory::abandon(&mut session, None).await;
                     break Err(e);
                 }
             };
-            // Two transactions creating the same head document collide on its `_id`.
-            let retry = $crate::store::is_transient_error(&failure)
-                || $crate::error::server_code(&failure) == Some($crate::error::DUPLICATE_KEY);
-            if retry && attempt < $crate::store::MAX_RETRIES {
+            if $store.retry_transaction(&failure, attempt, started) {
                 $crate::store::backoff(attempt).await;
                 attempt += 1;
                 continue;
@@ -241,10 +311,6 @@ macro_rules! in_transaction {
     }};
 }
 pub(crate) use in_transaction;
-
-pub(crate) fn is_transient_error(e: &mongodb::error::Error) -> bool {
-    is_transient(e)
-}
 
 pub(crate) fn map_error(op: &'static str, e: mongodb::error::Error) -> Error {
     map(op, e)

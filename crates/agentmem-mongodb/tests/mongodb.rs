@@ -241,6 +241,46 @@ async fn a_taken_position_is_a_conflict() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_documents_are_refused_before_anything_is_written() {
+    let Some(store) = common::fresh_store(&common::url()).await else {
+        return;
+    };
+    let s = sid("oversized");
+    // Over MongoDB's 16 MiB document limit once encoded.
+    let huge = "x".repeat(17 * 1024 * 1024);
+    let batch = [Message::user("small"), Message::user(huge.clone())];
+    let err = store.append(&s, &batch).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert!(err.to_string().contains("16 MiB"), "{err}");
+    let err = store
+        .save_session(&s, &batch, &Metadata::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    let mut meta = Metadata::new();
+    meta.insert("blob".into(), json!(huge.clone()));
+    let err = store
+        .save_session(&s, &[Message::user("small")], &meta)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    let err = store
+        .put_memory(&MemoryItem::new(MemoryKind::Fact, huge))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    // No session was created and no position reserved: nothing at all was written.
+    assert!(store.load(&s, None).await.unwrap().is_none());
+    for collection in ["sessions", "heads", "messages", "memories"] {
+        assert_eq!(
+            raw(&store, collection).await,
+            Vec::<Document>::new(),
+            "{collection}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_server_is_unavailable_promptly() {
     // Port 1 is never a MongoDB server; the short timeout keeps the test fast.
     let url =
