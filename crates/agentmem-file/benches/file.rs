@@ -1,21 +1,60 @@
-//! Append one message (fsync and buffered); 10,000 appends then a reload (the perf target:
-//! under a second with `Durability::Buffered`); load the last 20 of a 10,000-message session.
+//! The file backend beside a std baseline doing the same work in the same run (issue 12):
+//! append one message (fsync and buffered), append a batch of 1,000, load the last 20 of a big
+//! session, load the whole big session, search it, compact a session; 10,000 appends then a
+//! reload by a new store (target: under a second without fsync); and the cost curves (append
+//! latency and whole-session load at 1k / 10k / 100k existing messages).
 //!
-//! `cargo bench -p agentmem-file --bench file`. With `AGENTMEM_BENCH_QUICK=1` criterion takes
-//! fewer samples (for CI).
+//! The baseline (`raw_std`) writes the same JSON bytes the backend's `session.jsonl` gets (one
+//! line per append) with a plain `write` and, for the fsync case, `fdatasync`; it reads them
+//! back with `std::fs::read` plus `serde_json`. It does not write the Swarms `MEMORY.md` view
+//! nor take locks, which the backend does: that difference is what the ratios show.
+//!
+//! `cargo bench -p agentmem-file --bench file`: the big session holds 100,000 messages, the
+//! compacted one 10,000. With `AGENTMEM_BENCH_QUICK=1` both hold 2,000, the curves stop at
+//! 10,000 and criterion takes fewer samples (for CI).
 #![allow(missing_docs, clippy::unwrap_used)]
 
-use std::time::Duration;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-use agentmem_core::{AgentMemory, Message, SessionId};
+use agentmem_core::{AgentMemory, Message, MessageQuery, Metadata, SessionId};
 use agentmem_file::{Durability, FileConfig, FileMemory};
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use tokio::runtime::Runtime;
 
 fn quick() -> bool {
     std::env::var("AGENTMEM_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+/// Messages in the big session (load and search cases).
+fn big() -> usize {
+    if quick() {
+        2_000
+    } else {
+        100_000
+    }
+}
+
+/// Messages in the session that is compacted.
+fn compact_size() -> usize {
+    if quick() {
+        2_000
+    } else {
+        10_000
+    }
+}
+
+fn curve_sizes() -> &'static [usize] {
+    if quick() {
+        &[1_000, 10_000]
+    } else {
+        &[1_000, 10_000, 100_000]
+    }
+}
+
+fn runtime() -> Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -23,27 +62,146 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-async fn store(dir: &tempfile::TempDir, durability: Durability) -> FileMemory {
-    FileMemory::open(FileConfig::new(dir.path()).with_durability(durability))
+async fn store(dir: &Path, durability: Durability) -> FileMemory {
+    FileMemory::open(FileConfig::new(dir).with_durability(durability))
         .await
         .unwrap()
 }
 
+/// One message in a hundred holds the search word, so a search of the big session ranks
+/// 1,000 matches among 100,000 messages.
 fn message(i: usize) -> Message {
+    let needle = if i.is_multiple_of(100) { " needle" } else { "" };
     Message::user(format!(
-        "message {i}: a turn of ordinary length about GCP latency and cost."
+        "message {i}: a turn of ordinary length about GCP latency and cost.{needle}"
     ))
+}
+
+fn messages(n: usize) -> Vec<Message> {
+    (0..n).map(message).collect()
+}
+
+async fn fill(store: &FileMemory, session: &SessionId, n: usize) {
+    for start in (0..n).step_by(1_000) {
+        let batch: Vec<Message> = (start..(start + 1_000).min(n)).map(message).collect();
+        store.append(session, &batch).await.unwrap();
+    }
+}
+
+/// The baseline: a JSON-lines log written and read with std and serde_json only.
+struct RawLog {
+    file: File,
+    fsync: bool,
+}
+
+impl RawLog {
+    fn create(path: PathBuf, fsync: bool) -> RawLog {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        RawLog { file, fsync }
+    }
+
+    /// One line per append, as the backend writes it: an object, or an array for a batch.
+    fn append(&mut self, messages: &[Message]) {
+        let mut bytes = if let [one] = messages {
+            serde_json::to_vec(one).unwrap()
+        } else {
+            serde_json::to_vec(messages).unwrap()
+        };
+        bytes.push(b'\n');
+        self.file.write_all(&bytes).unwrap();
+        if self.fsync {
+            self.file.sync_data().unwrap();
+        }
+    }
+
+    fn truncate(&mut self) {
+        self.file.set_len(0).unwrap();
+        // The file is opened without O_APPEND, so the cursor must follow.
+        use std::io::Seek;
+        self.file.seek(std::io::SeekFrom::Start(0)).unwrap();
+    }
+
+    fn fill(&mut self, n: usize) {
+        for start in (0..n).step_by(1_000) {
+            let batch: Vec<Message> = (start..(start + 1_000).min(n)).map(message).collect();
+            self.append(&batch);
+        }
+    }
+}
+
+fn parse_line(line: &[u8], out: &mut Vec<Message>) {
+    if line.first() == Some(&b'[') {
+        out.extend(serde_json::from_slice::<Vec<Message>>(line).unwrap());
+    } else {
+        out.push(serde_json::from_slice(line).unwrap());
+    }
+}
+
+fn raw_load_all(path: &Path) -> Vec<Message> {
+    let bytes = std::fs::read(path).unwrap();
+    let mut out = Vec::new();
+    for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        parse_line(line, &mut out);
+    }
+    out
+}
+
+/// Reads the file and parses lines from the end until `n` messages are in hand.
+fn raw_load_last(path: &Path, n: usize) -> Vec<Message> {
+    let bytes = std::fs::read(path).unwrap();
+    let mut lines = Vec::new();
+    let mut count = 0;
+    for line in bytes.rsplit(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let mut parsed = Vec::new();
+        parse_line(line, &mut parsed);
+        count += parsed.len();
+        lines.push(parsed);
+        if count >= n {
+            break;
+        }
+    }
+    let mut out: Vec<Message> = lines.into_iter().rev().flatten().collect();
+    let skip = out.len().saturating_sub(n);
+    out.drain(..skip);
+    out
+}
+
+/// Times `iters` runs of `op`, running the untimed `reset` every `every` runs so the session
+/// stays near its starting size (an append benchmark would otherwise grow it by the number of
+/// iterations criterion picks, which skews a cost curve).
+fn timed_with_reset(
+    iters: u64,
+    every: u64,
+    mut op: impl FnMut(),
+    mut reset: impl FnMut(),
+) -> Duration {
+    let mut total = Duration::ZERO;
+    for i in 0..iters {
+        if i > 0 && i % every == 0 {
+            reset();
+        }
+        let start = Instant::now();
+        op();
+        total += start.elapsed();
+    }
+    reset();
+    total
 }
 
 fn append_one(c: &mut Criterion) {
     let rt = runtime();
     let mut group = c.benchmark_group("append_one");
+    let m = message(0);
     for durability in [Durability::Fsync, Durability::Buffered] {
         let dir = tempfile::tempdir().unwrap();
-        let store = rt.block_on(store(&dir, durability));
+        let store = rt.block_on(store(dir.path(), durability));
         let session = SessionId::new("bench").unwrap();
-        let m = message(0);
-        group.bench_function(format!("durability={durability}"), |b| {
+        group.bench_function(format!("agentmem/durability={durability}"), |b| {
             b.to_async(&rt).iter(|| async {
                 store
                     .append(&session, std::slice::from_ref(&m))
@@ -51,7 +209,170 @@ fn append_one(c: &mut Criterion) {
                     .unwrap()
             })
         });
+        let fsync = matches!(durability, Durability::Fsync);
+        let mut raw = RawLog::create(dir.path().join("raw.jsonl"), fsync);
+        let name = if fsync {
+            "raw_std/write+fdatasync"
+        } else {
+            "raw_std/write"
+        };
+        group.bench_function(name, |b| b.iter(|| raw.append(std::slice::from_ref(&m))));
     }
+    group.finish();
+}
+
+fn append_batch_1000(c: &mut Criterion) {
+    let rt = runtime();
+    let mut group = c.benchmark_group("append_batch_1000");
+    group.throughput(Throughput::Elements(1_000));
+    group.sample_size(10);
+    let batch = messages(1_000);
+    let dir = tempfile::tempdir().unwrap();
+    let store = rt.block_on(store(dir.path(), Durability::Buffered));
+    let session = SessionId::new("batch").unwrap();
+    group.bench_function("agentmem/durability=buffered", |b| {
+        b.iter_custom(|iters| {
+            timed_with_reset(
+                iters,
+                20,
+                || rt.block_on(store.append(&session, &batch)).unwrap(),
+                || {
+                    rt.block_on(store.delete_session(&session)).unwrap();
+                },
+            )
+        })
+    });
+    let mut raw = RawLog::create(dir.path().join("raw.jsonl"), false);
+    group.bench_function("raw_std/write", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for i in 0..iters {
+                if i > 0 && i % 20 == 0 {
+                    raw.truncate();
+                }
+                let start = Instant::now();
+                raw.append(&batch);
+                total += start.elapsed();
+            }
+            raw.truncate();
+            total
+        })
+    });
+    group.finish();
+}
+
+/// Load the last 20, load all, and search, on one big session, each beside the baseline.
+fn reads(c: &mut Criterion) {
+    let rt = runtime();
+    let n = big();
+    let dir = tempfile::tempdir().unwrap();
+    let store = rt.block_on(store(dir.path(), Durability::Buffered));
+    let session = SessionId::new("big").unwrap();
+    rt.block_on(fill(&store, &session, n));
+    let raw_path = dir.path().join("raw.jsonl");
+    RawLog::create(raw_path.clone(), false).fill(n);
+
+    let mut group = c.benchmark_group(format!("load_last_20_of_{n}"));
+    group.bench_function("agentmem", |b| {
+        b.to_async(&rt).iter(|| async {
+            let s = store.load(&session, Some(20)).await.unwrap().unwrap();
+            assert_eq!(s.messages.len(), 20);
+        })
+    });
+    group.bench_function("raw_std/read+serde_json", |b| {
+        b.iter(|| assert_eq!(raw_load_last(&raw_path, 20).len(), 20))
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group(format!("load_all_of_{n}"));
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(n as u64));
+    group.bench_function("agentmem", |b| {
+        b.to_async(&rt).iter(|| async {
+            let s = store.load(&session, None).await.unwrap().unwrap();
+            assert_eq!(s.messages.len(), n);
+        })
+    });
+    group.bench_function("raw_std/read+serde_json", |b| {
+        b.iter(|| assert_eq!(raw_load_all(&raw_path).len(), n))
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group(format!("search_top10_of_{n}"));
+    group.sample_size(10);
+    let scope = MessageQuery {
+        session: Some(session.clone()),
+        limit: 10,
+    };
+    group.bench_function("agentmem", |b| {
+        b.to_async(&rt).iter(|| async {
+            let hits = store.search_messages("needle", &scope).await.unwrap();
+            assert_eq!(hits.len(), 10);
+        })
+    });
+    // The backend scans and ranks in process, so the baseline is: read, parse, rank.
+    group.bench_function("raw_std/read+serde_json+rank", |b| {
+        b.iter(|| {
+            let all = raw_load_all(&raw_path);
+            let hits =
+                agentmem_core::search::rank("needle", all.iter().map(|m| m.content.as_str()), 10);
+            assert_eq!(hits.len(), 10);
+        })
+    });
+    group.finish();
+}
+
+fn compact(c: &mut Criterion) {
+    let rt = runtime();
+    let n = compact_size();
+    let history = messages(n);
+    let summary = [Message::system("summary of the session so far")];
+    let dir = tempfile::tempdir().unwrap();
+    let store = rt.block_on(store(dir.path(), Durability::Buffered));
+    let session = SessionId::new("compact").unwrap();
+    let mut group = c.benchmark_group(format!("compact_{n}"));
+    group.sample_size(10);
+    group.bench_function("agentmem/durability=buffered", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                // Untimed: a fresh session of `n` messages (and no archives piling up).
+                rt.block_on(async {
+                    store.delete_session(&session).await.unwrap();
+                    store
+                        .save_session(&session, &history, &Metadata::new())
+                        .await
+                        .unwrap();
+                });
+                let start = Instant::now();
+                rt.block_on(store.compact(&session, &summary)).unwrap();
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    // Baseline: copy the log to an archive file, write the replacement to a temporary file
+    // and rename it over the log; no fsync, as under `Durability::Buffered`.
+    let live = dir.path().join("raw.jsonl");
+    let archive = dir.path().join("raw-archive.jsonl");
+    let tmp = dir.path().join("raw.jsonl.tmp");
+    group.bench_function("raw_std/copy+write+rename", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                RawLog::create(live.clone(), false).append(&history);
+                let start = Instant::now();
+                let bytes = std::fs::read(&live).unwrap();
+                std::fs::write(&archive, &bytes).unwrap();
+                let mut line = serde_json::to_vec(&summary[..]).unwrap();
+                line.push(b'\n');
+                std::fs::write(&tmp, &line).unwrap();
+                std::fs::rename(&tmp, &live).unwrap();
+                total += start.elapsed();
+            }
+            total
+        })
+    });
     group.finish();
 }
 
@@ -62,12 +383,12 @@ fn append_10k_then_reload(c: &mut Criterion) {
     if quick() {
         group.measurement_time(Duration::from_secs(5));
     }
-    let messages: Vec<Message> = (0..10_000).map(message).collect();
-    group.bench_function("durability=buffered", |b| {
+    let messages = messages(10_000);
+    group.bench_function("agentmem/durability=buffered", |b| {
         b.to_async(&rt).iter(|| async {
             let dir = tempfile::tempdir().unwrap();
             let session = SessionId::new("bench").unwrap();
-            let writer = store(&dir, Durability::Buffered).await;
+            let writer = store(dir.path(), Durability::Buffered).await;
             for m in &messages {
                 writer
                     .append(&session, std::slice::from_ref(m))
@@ -75,29 +396,82 @@ fn append_10k_then_reload(c: &mut Criterion) {
                     .unwrap();
             }
             // A new store, as a new process would open it.
-            let reader = store(&dir, Durability::Buffered).await;
+            let reader = store(dir.path(), Durability::Buffered).await;
             let loaded = reader.load(&session, None).await.unwrap().unwrap();
             assert_eq!(loaded.messages.len(), messages.len());
+        })
+    });
+    group.bench_function("raw_std/write+read", |b| {
+        b.iter(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("raw.jsonl");
+            let mut raw = RawLog::create(path.clone(), false);
+            for m in &messages {
+                raw.append(std::slice::from_ref(m));
+            }
+            drop(raw);
+            assert_eq!(raw_load_all(&path).len(), messages.len());
         })
     });
     group.finish();
 }
 
-fn load_last_20(c: &mut Criterion) {
+/// Append latency (buffered, so the disk's fsync noise does not hide the backend's own cost)
+/// and whole-session load, at several session sizes.
+fn curves(c: &mut Criterion) {
     let rt = runtime();
-    let dir = tempfile::tempdir().unwrap();
-    let store = rt.block_on(store(&dir, Durability::Buffered));
-    let session = SessionId::new("big").unwrap();
-    rt.block_on(async {
-        for start in (0..10_000).step_by(1_000) {
-            let batch: Vec<Message> = (start..start + 1_000).map(message).collect();
-            store.append(&session, &batch).await.unwrap();
-        }
-    });
-    c.bench_function("load_last_20_of_10k", |b| {
-        b.to_async(&rt)
-            .iter(|| async { store.load(&session, Some(20)).await.unwrap().unwrap() })
-    });
+    let m = message(0);
+    let mut append = c.benchmark_group("curve_append_one");
+    append.sample_size(10);
+    let mut stores = Vec::new();
+    for &n in curve_sizes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = rt.block_on(store(dir.path(), Durability::Buffered));
+        let session = SessionId::new("curve").unwrap();
+        rt.block_on(fill(&store, &session, n));
+        // Every n/10 appends, switch to a fresh session grown to `n` by appends of 1,000
+        // (untimed), so each measured append lands on a session of n to 1.1 n messages that
+        // was built the way sessions grow. (Resetting with `save_session` instead would measure
+        // the aftermath of a bulk rewrite, e.g. FTS5 merging its deletions.)
+        let every = (n as u64 / 10).max(1);
+        let mut since = every;
+        let mut fresh = 0usize;
+        let mut current = session.clone();
+        append.bench_with_input(BenchmarkId::new("agentmem/buffered", n), &n, |b, &n| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    if since == every {
+                        fresh += 1;
+                        current = SessionId::new(format!("curve_{fresh}")).unwrap();
+                        rt.block_on(fill(&store, &current, n));
+                        since = 0;
+                    }
+                    let start = Instant::now();
+                    rt.block_on(store.append(&current, std::slice::from_ref(&m)))
+                        .unwrap();
+                    total += start.elapsed();
+                    since += 1;
+                }
+                total
+            })
+        });
+        stores.push((n, dir, store, session));
+    }
+    append.finish();
+
+    let mut load = c.benchmark_group("curve_load_all");
+    load.sample_size(10);
+    for (n, _dir, store, session) in &stores {
+        load.throughput(Throughput::Elements(*n as u64));
+        load.bench_with_input(BenchmarkId::new("agentmem", n), n, |b, &n| {
+            b.to_async(&rt).iter(|| async {
+                let s = store.load(session, None).await.unwrap().unwrap();
+                assert_eq!(s.messages.len(), n);
+            })
+        });
+    }
+    load.finish();
 }
 
 fn config() -> Criterion {
@@ -108,12 +482,14 @@ fn config() -> Criterion {
             .measurement_time(Duration::from_secs(1))
     } else {
         Criterion::default()
+            .warm_up_time(Duration::from_secs(1))
+            .measurement_time(Duration::from_secs(3))
     }
 }
 
 criterion_group! {
     name = benches;
     config = config();
-    targets = append_one, append_10k_then_reload, load_last_20
+    targets = append_one, append_batch_1000, reads, compact, append_10k_then_reload, curves
 }
 criterion_main!(benches);

@@ -1,4 +1,7 @@
-//! Append one message; append a batch of 20; load the last 20 of a long session.
+//! Append one message; append a batch of 20; load the last 20 of a long session; and, each
+//! beside the raw `mongodb` driver doing the same work on a plain collection in the same
+//! database: append a batch of 1,000, load the whole long session, search it, and compact a
+//! session (10,000 messages; 1,000 in quick mode).
 //!
 //! `cargo bench -p agentmem-mongodb --bench mongodb` against `MONGODB_URL` (default
 //! `mongodb://127.0.0.1:27017/?directConnection=true`). With `AGENTMEM_BENCH_QUICK=1` the long
@@ -6,11 +9,13 @@
 //! fresh database and drops it at the end. Without a server the bench prints why and exits.
 #![allow(missing_docs, clippy::unwrap_used)]
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use agentmem_core::{AgentMemory, Message, SessionId};
+use agentmem_core::{AgentMemory, Message, MessageQuery, Metadata, Role, SessionId};
 use agentmem_mongodb::MongoMemory;
 use criterion::{criterion_group, criterion_main, Criterion};
+use futures_util::TryStreamExt;
+use mongodb::bson::{doc, Document};
 
 fn quick() -> bool {
     std::env::var("AGENTMEM_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
@@ -92,6 +97,199 @@ fn load_last_20(c: &mut Criterion) {
     rt.block_on(store.drop_database()).unwrap();
 }
 
+/// The raw side's collection, in the store's database.
+fn raw_collection(store: &MongoMemory) -> mongodb::Collection<Document> {
+    store
+        .client()
+        .database(store.database_name())
+        .collection("raw_messages")
+}
+
+fn raw_doc(session: &str, seq: i64, m: &Message) -> Document {
+    doc! {"s": session, "seq": seq, "id": &m.id, "role": "user", "content": &m.content,
+    "ts": m.timestamp.timestamp_micros()}
+}
+
+async fn raw_insert(coll: &mongodb::Collection<Document>, session: &str, messages: &[Message]) {
+    let docs: Vec<Document> = messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| raw_doc(session, i as i64, m))
+        .collect();
+    coll.insert_many(docs).await.unwrap();
+}
+
+async fn raw_load_all(coll: &mongodb::Collection<Document>, session: &str) -> Vec<Message> {
+    let docs: Vec<Document> = coll
+        .find(doc! {"s": session})
+        .sort(doc! {"seq": 1})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    docs.iter()
+        .map(|d| Message {
+            id: d.get_str("id").unwrap().to_string(),
+            role: Role::User,
+            content: d.get_str("content").unwrap().to_string(),
+            timestamp: chrono::DateTime::from_timestamp_micros(d.get_i64("ts").unwrap())
+                .unwrap_or_default(),
+            tool_call_id: None,
+            tool_name: None,
+            metadata: Metadata::new(),
+        })
+        .collect()
+}
+
+/// One message in a hundred holds the search word.
+fn needle_message(i: usize) -> Message {
+    let needle = if i.is_multiple_of(100) { " needle" } else { "" };
+    Message::user(format!(
+        "message {i} of a long session about GCP latency{needle}"
+    ))
+}
+
+fn with_baselines(c: &mut Criterion) {
+    let rt = runtime();
+    let Some(store) = store(&rt) else { return };
+    let coll = raw_collection(&store);
+    let batch: Vec<Message> = (0..1_000).map(needle_message).collect();
+
+    let mut group = c.benchmark_group("append_batch_1000");
+    group.sample_size(10);
+    let session = SessionId::new("batch").unwrap();
+    group.bench_function("agentmem", |b| {
+        b.to_async(&rt)
+            .iter(|| async { store.append(&session, &batch).await.unwrap() })
+    });
+    group.bench_function("raw_insert_many", |b| {
+        b.to_async(&rt)
+            .iter(|| async { raw_insert(&coll, "batch", &batch).await })
+    });
+    group.finish();
+
+    let n: usize = if quick() { 2_000 } else { 20_000 };
+    let big = SessionId::new("big").unwrap();
+    rt.block_on(async {
+        for start in (0..n).step_by(1_000) {
+            let chunk: Vec<Message> = (start..(start + 1_000).min(n))
+                .map(needle_message)
+                .collect();
+            store.append(&big, &chunk).await.unwrap();
+            let docs: Vec<Document> = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, m)| raw_doc("big", (start + i) as i64, m))
+                .collect();
+            coll.insert_many(docs).await.unwrap();
+        }
+        coll.create_index(
+            mongodb::IndexModel::builder()
+                .keys(doc! {"s": 1, "seq": 1})
+                .build(),
+        )
+        .await
+        .unwrap();
+    });
+
+    let mut group = c.benchmark_group(format!("load_all_of_{n}"));
+    group.sample_size(10);
+    group.bench_function("agentmem", |b| {
+        b.to_async(&rt).iter(|| async {
+            let s = store.load(&big, None).await.unwrap().unwrap();
+            assert_eq!(s.messages.len(), n);
+        })
+    });
+    group.bench_function("raw_find", |b| {
+        b.to_async(&rt)
+            .iter(|| async { assert_eq!(raw_load_all(&coll, "big").await.len(), n) })
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group(format!("search_top10_of_{n}"));
+    group.sample_size(10);
+    let scope = MessageQuery {
+        session: Some(big.clone()),
+        limit: 10,
+    };
+    group.bench_function("agentmem", |b| {
+        b.to_async(&rt).iter(|| async {
+            let hits = store.search_messages("needle", &scope).await.unwrap();
+            assert_eq!(hits.len(), 10);
+        })
+    });
+    // The raw side fetches the session and ranks in the client.
+    group.bench_function("raw_find+rank", |b| {
+        b.to_async(&rt).iter(|| async {
+            let all = raw_load_all(&coll, "big").await;
+            let hits =
+                agentmem_core::search::rank("needle", all.iter().map(|m| m.content.as_str()), 10);
+            assert_eq!(hits.len(), 10);
+        })
+    });
+    group.finish();
+
+    let n: usize = if quick() { 1_000 } else { 10_000 };
+    let history: Vec<Message> = (0..n).map(needle_message).collect();
+    let summary = [Message::system("summary of the session so far")];
+    let session = SessionId::new("compacted").unwrap();
+    let archive = store
+        .client()
+        .database(store.database_name())
+        .collection::<Document>("raw_archived");
+    let mut group = c.benchmark_group(format!("compact_{n}"));
+    group.sample_size(10);
+    group.bench_function("agentmem", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                rt.block_on(async {
+                    store.delete_session(&session).await.unwrap();
+                    store
+                        .save_session(&session, &history, &Metadata::new())
+                        .await
+                        .unwrap();
+                });
+                let start = Instant::now();
+                rt.block_on(store.compact(&session, &summary)).unwrap();
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    // Raw: copy the live documents to an archive collection, delete them, insert the summary
+    // (no transaction: the server may not support them).
+    group.bench_function("raw_find+insert_many+delete_many", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                rt.block_on(async {
+                    coll.delete_many(doc! {"s": "compacted"}).await.unwrap();
+                    raw_insert(&coll, "compacted", &history).await;
+                });
+                let start = Instant::now();
+                rt.block_on(async {
+                    let docs: Vec<Document> = coll
+                        .find(doc! {"s": "compacted"})
+                        .await
+                        .unwrap()
+                        .try_collect()
+                        .await
+                        .unwrap();
+                    archive.insert_many(docs).await.unwrap();
+                    coll.delete_many(doc! {"s": "compacted"}).await.unwrap();
+                    raw_insert(&coll, "compacted", &summary).await;
+                });
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    group.finish();
+    rt.block_on(store.drop_database()).unwrap();
+}
+
 fn config() -> Criterion {
     let c = Criterion::default();
     if quick() {
@@ -106,6 +304,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = appends, load_last_20
+    targets = appends, load_last_20, with_baselines
 }
 criterion_main!(benches);

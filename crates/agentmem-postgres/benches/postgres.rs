@@ -1,5 +1,6 @@
 //! PostgresMemory beside raw tokio-postgres running the same statements on the same tables:
-//! single append, batch append (1,000), last-20 load from a 100,000-message session, search.
+//! single append, batch append (1,000), last-20 load and whole load of a 100,000-message
+//! session, search, and compacting a 10,000-message session (2,000 in quick mode).
 //!
 //! ```text
 //! cargo bench -p agentmem-postgres --bench postgres
@@ -140,6 +141,7 @@ struct Raw {
     append: Statement,
     load: Statement,
     search: Statement,
+    archive: Statement,
 }
 
 /// The store's statements, written out again for the raw client.
@@ -185,7 +187,22 @@ async fn prepare_raw(url: &str, schema: &str) -> Raw {
          ORDER BY score DESC, session_id, seq
          LIMIT $2"
     );
+    // The store's `compact`: move the live rows into an archive, in one statement.
+    let archive = format!(
+        "WITH moved AS (
+            DELETE FROM {s}.messages WHERE session_id = $1
+            RETURNING seq, {cols}
+        ), kept AS (
+            INSERT INTO {s}.archived_messages (session_id, archive_id, seq, {cols})
+            SELECT $1, $2, seq, {cols} FROM moved
+            RETURNING 1
+        )
+        INSERT INTO {s}.archives (session_id, id, created_at, message_count)
+        SELECT $1, $2, $3, count(*) FROM kept
+        RETURNING message_count"
+    );
     Raw {
+        archive: client.prepare(&archive).await.expect("prepare archive"),
         append: client.prepare(&append).await.expect("prepare append"),
         load: client.prepare(&load).await.expect("prepare load"),
         search: client.prepare(&search).await.expect("prepare search"),
@@ -237,6 +254,7 @@ fn main() {
     }
     bench_appends(&mut c, &rt, &store, &raw);
     bench_reads(&mut c, &rt, &store, &raw, n);
+    bench_compact(&mut c, &rt, &store, &raw);
     c.final_summary();
 
     rt.block_on(store.drop_schema()).expect("drop bench schema");
@@ -298,6 +316,28 @@ fn bench_reads(c: &mut Criterion, rt: &Runtime, store: &PostgresMemory, raw: &Ra
     });
     group.finish();
 
+    let mut group = c.benchmark_group(format!("load_all_of_{n}"));
+    group.sample_size(10);
+    group.bench_function("agentmem", |b| {
+        b.to_async(rt).iter(|| async {
+            let s = store.load(&big, None).await.expect("load");
+            assert_eq!(s.map(|s| s.messages.len()), Some(n));
+        })
+    });
+    // The store's load statement with the limit set to the whole session.
+    group.bench_function("raw_tokio_postgres", |b| {
+        b.to_async(rt).iter(|| async {
+            let rows = raw
+                .client
+                .query(&raw.load, &[&"big", &(n as i64)])
+                .await
+                .expect("raw load");
+            let messages: Vec<RawMessage> = rows.iter().map(|r| decode(r, 5)).collect();
+            assert_eq!(messages.len(), n);
+        })
+    });
+    group.finish();
+
     let mut group = c.benchmark_group(format!("search_top10_of_{n}"));
     let scope = MessageQuery {
         session: None,
@@ -324,6 +364,74 @@ fn bench_reads(c: &mut Criterion, rt: &Runtime, store: &PostgresMemory, raw: &Ra
                 .map(|r| (r.get(0), decode(r, 1), r.get(9)))
                 .collect();
             assert_eq!(hits.len(), 10);
+        })
+    });
+    group.finish();
+}
+
+fn compact_size() -> usize {
+    if quick() {
+        2_000
+    } else {
+        10_000
+    }
+}
+
+/// Compacting a session of `compact_size()` messages into one summary. The session is rebuilt
+/// (untimed) before each run; the raw side runs the store's archive statement and the append
+/// of the summary in one transaction.
+fn bench_compact(c: &mut Criterion, rt: &Runtime, store: &PostgresMemory, raw: &Raw) {
+    let n = compact_size();
+    let history: Vec<Message> = (0..n).map(filler).collect();
+    let summary = [Message::system("summary of the session so far")];
+    let session = sid("compacted");
+    let mut group = c.benchmark_group(format!("compact_{n}"));
+    group.sample_size(10);
+    group.bench_function("agentmem", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                rt.block_on(async {
+                    store.delete_session(&session).await.expect("delete");
+                    store
+                        .save_session(&session, &history, &Metadata::new())
+                        .await
+                        .expect("save");
+                });
+                let start = std::time::Instant::now();
+                rt.block_on(store.compact(&session, &summary))
+                    .expect("compact");
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    let columns = RawBatch::new(n);
+    let one = RawBatch::new(1);
+    let mut round = 0u64;
+    group.bench_function("raw_tokio_postgres", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                round += 1;
+                let archive_id = format!("bench-{round}");
+                rt.block_on(columns.append(&raw.client, &raw.append, "raw_compacted"));
+                let start = std::time::Instant::now();
+                rt.block_on(async {
+                    raw.client.batch_execute("BEGIN").await.expect("begin");
+                    raw.client
+                        .query_one(
+                            &raw.archive,
+                            &[&"raw_compacted", &archive_id, &agentmem_core::now()],
+                        )
+                        .await
+                        .expect("raw archive");
+                    one.append(&raw.client, &raw.append, "raw_compacted").await;
+                    raw.client.batch_execute("COMMIT").await.expect("commit");
+                });
+                total += start.elapsed();
+            }
+            total
         })
     });
     group.finish();

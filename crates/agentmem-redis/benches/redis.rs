@@ -4,8 +4,15 @@
 //!   search index) vs one raw `RPUSH` of the same JSON.
 //! - `append_batch_1000`: one `append` of 1,000 messages (one script call) vs one pipeline of
 //!   1,000 raw `RPUSH` commands (one round trip).
-//! - `load_last_20`: `load(session, Some(20))` on a 1,000-message session (MULTI: HMGET meta,
-//!   LLEN, LRANGE -20 -1, then JSON parsing) vs one raw `LRANGE -20 -1`.
+//! - `load_last_20`: `load(session, Some(20))` on a big session (100,000 messages; 2,000 in
+//!   quick mode) (MULTI: HMGET meta, LLEN, LRANGE -20 -1, then JSON parsing) vs one raw
+//!   `LRANGE -20 -1`.
+//! - `load_all`: `load(session, None)` on the big session vs raw `LRANGE 0 -1` plus
+//!   `serde_json` parsing of every element.
+//! - `search_top10`: `search_messages` in the big session vs raw `LRANGE 0 -1`, parsing and
+//!   ranking in the client with `agentmem_core::search::rank`.
+//! - `compact`: `compact` of a 10,000-message session (2,000 in quick mode) into one summary
+//!   vs raw `MULTI; RENAME list archive; RPUSH list summary; EXEC`.
 //!
 //! Needs Redis at `REDIS_URL` (default `redis://127.0.0.1:6379`); skipped when unreachable.
 //! `AGENTMEM_BENCH_QUICK=1` takes fewer, shorter samples. Keys go under a fresh prefix and
@@ -13,9 +20,9 @@
 #![allow(clippy::unwrap_used)]
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use agentmem_core::{AgentMemory, Message, SessionId};
+use agentmem_core::{AgentMemory, Message, MessageQuery, Metadata, SessionId};
 use agentmem_redis::{RedisConfig, RedisMemory};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use redis::aio::ConnectionManager;
@@ -145,21 +152,28 @@ fn bench(c: &mut Criterion) {
     });
     group.finish();
 
-    // A 1,000-message session for the reads, written once.
+    // The big session for the reads, written once, 1,000 messages at a time.
+    let n = big();
     let read_session: SessionId = "bench_read".parse().unwrap();
-    rt.block_on(setup.store.append(&read_session, &batch))
-        .unwrap();
     let raw_read_key = format!("{}:raw:read", setup.prefix);
     rt.block_on(async {
         let mut conn = setup.raw.clone();
-        let _: i64 = redis::cmd("RPUSH")
-            .arg(&raw_read_key)
-            .arg(&batch_json)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
+        for start in (0..n).step_by(1_000) {
+            let chunk = big_messages(start, (start + 1_000).min(n));
+            setup.store.append(&read_session, &chunk).await.unwrap();
+            let json: Vec<String> = chunk
+                .iter()
+                .map(|m| serde_json::to_string(m).unwrap())
+                .collect();
+            let _: i64 = redis::cmd("RPUSH")
+                .arg(&raw_read_key)
+                .arg(&json)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+        }
     });
-    let mut group = c.benchmark_group("redis_load_last_20");
+    let mut group = c.benchmark_group(format!("redis_load_last_20_of_{n}"));
     if quick() {
         group
             .sample_size(10)
@@ -193,7 +207,182 @@ fn bench(c: &mut Criterion) {
     });
     group.finish();
 
+    big_reads(c, &rt, &setup, &read_session, &raw_read_key, n);
+    compact(c, &rt, &setup);
+
     rt.block_on(cleanup(&setup));
+}
+
+fn big() -> usize {
+    if quick() {
+        2_000
+    } else {
+        100_000
+    }
+}
+
+/// Messages `start..end` of the big session: one in a hundred holds the search word.
+fn big_messages(start: usize, end: usize) -> Vec<Message> {
+    (start..end)
+        .map(|i| {
+            let needle = if i % 100 == 0 { " needle" } else { "" };
+            Message::user(format!("message {i}: the p99 latency of checkout{needle}"))
+        })
+        .collect()
+}
+
+async fn raw_load_all(setup: &Setup, key: &str) -> Vec<Message> {
+    let mut conn = setup.raw.clone();
+    let v: Vec<Vec<u8>> = redis::cmd("LRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    v.iter()
+        .map(|b| serde_json::from_slice(b).unwrap())
+        .collect()
+}
+
+fn big_reads(
+    c: &mut Criterion,
+    rt: &tokio::runtime::Runtime,
+    setup: &Setup,
+    session: &SessionId,
+    raw_key: &str,
+    n: usize,
+) {
+    let mut group = c.benchmark_group(format!("redis_load_all_of_{n}"));
+    group.sample_size(10);
+    if quick() {
+        group
+            .measurement_time(Duration::from_secs(1))
+            .warm_up_time(Duration::from_millis(300));
+    }
+    group.throughput(Throughput::Elements(n as u64));
+    group.bench_function("agentmem", |b| {
+        b.to_async(rt).iter(|| async {
+            let s = setup.store.load(session, None).await.unwrap().unwrap();
+            assert_eq!(s.messages.len(), n);
+        })
+    });
+    group.bench_function("raw_lrange+serde_json", |b| {
+        b.to_async(rt)
+            .iter(|| async { assert_eq!(raw_load_all(setup, raw_key).await.len(), n) })
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group(format!("redis_search_top10_of_{n}"));
+    group.sample_size(10);
+    if quick() {
+        group
+            .measurement_time(Duration::from_secs(1))
+            .warm_up_time(Duration::from_millis(300));
+    }
+    let scope = MessageQuery {
+        session: Some(session.clone()),
+        limit: 10,
+    };
+    group.bench_function("agentmem", |b| {
+        b.to_async(rt).iter(|| async {
+            let hits = setup.store.search_messages("needle", &scope).await.unwrap();
+            assert_eq!(hits.len(), 10);
+        })
+    });
+    group.bench_function("raw_lrange+serde_json+rank", |b| {
+        b.to_async(rt).iter(|| async {
+            let all = raw_load_all(setup, raw_key).await;
+            let hits =
+                agentmem_core::search::rank("needle", all.iter().map(|m| m.content.as_str()), 10);
+            assert_eq!(hits.len(), 10);
+        })
+    });
+    group.finish();
+}
+
+fn compact(c: &mut Criterion, rt: &tokio::runtime::Runtime, setup: &Setup) {
+    let n = if quick() { 2_000 } else { 10_000 };
+    let history = big_messages(0, n);
+    let history_json: Vec<String> = history
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap())
+        .collect();
+    let summary = [Message::system("summary of the session so far")];
+    let summary_json = serde_json::to_string(&summary[0]).unwrap();
+    let session: SessionId = "bench_compact".parse().unwrap();
+    let mut group = c.benchmark_group(format!("redis_compact_{n}"));
+    group.sample_size(10);
+    if quick() {
+        group
+            .measurement_time(Duration::from_secs(1))
+            .warm_up_time(Duration::from_millis(300));
+    }
+    group.bench_function("agentmem", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                // Untimed: a fresh session of `n` messages, without the archives piling up.
+                rt.block_on(async {
+                    setup.store.delete_session(&session).await.unwrap();
+                    setup
+                        .store
+                        .save_session(&session, &history, &Metadata::new())
+                        .await
+                        .unwrap();
+                });
+                let start = Instant::now();
+                rt.block_on(setup.store.compact(&session, &summary))
+                    .unwrap();
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    let live = format!("{}:raw:compact", setup.prefix);
+    let archive = format!("{}:raw:compact_archive", setup.prefix);
+    group.bench_function("raw_multi_rename_rpush", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                rt.block_on(async {
+                    let mut conn = setup.raw.clone();
+                    let _: () = redis::pipe()
+                        .cmd("DEL")
+                        .arg(&live)
+                        .arg(&archive)
+                        .ignore()
+                        .cmd("RPUSH")
+                        .arg(&live)
+                        .arg(&history_json)
+                        .ignore()
+                        .query_async(&mut conn)
+                        .await
+                        .unwrap();
+                });
+                let start = Instant::now();
+                rt.block_on(async {
+                    let mut conn = setup.raw.clone();
+                    let _: () = redis::pipe()
+                        .atomic()
+                        .cmd("RENAME")
+                        .arg(&live)
+                        .arg(&archive)
+                        .ignore()
+                        .cmd("RPUSH")
+                        .arg(&live)
+                        .arg(&summary_json)
+                        .ignore()
+                        .query_async(&mut conn)
+                        .await
+                        .unwrap();
+                });
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    group.finish();
 }
 
 criterion_group!(benches, bench);
