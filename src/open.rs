@@ -98,16 +98,7 @@ impl FromStr for Backend {
     }
 }
 
-/// `url` with any password replaced by `***`.
-pub(crate) fn redact(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
-            u.to_string()
-        }
-        _ => url.to_string(),
-    }
-}
+pub(crate) use agentmem_core::redact_url as redact;
 
 /// Opens the store a URL names, among the backends compiled into this build.
 ///

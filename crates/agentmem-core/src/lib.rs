@@ -30,6 +30,7 @@ pub mod history;
 pub mod in_memory;
 pub mod model;
 pub mod name;
+pub mod redact;
 pub mod search;
 pub mod store;
 
@@ -41,6 +42,7 @@ pub use model::{
     SessionInfo,
 };
 pub use name::{AgentName, SessionId};
+pub use redact::redact_url;
 pub use store::{
     AgentMemory, Capabilities, MemoryFilter, MemoryHit, MessageHit, MessageQuery, PurgeReport,
     RetentionPolicy,

@@ -79,15 +79,7 @@ pub fn unique_namespace(prefix: &str) -> String {
 }
 
 /// `url` with any password replaced by `***`, for messages and logs.
-pub fn redact_url(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
-            u.to_string()
-        }
-        _ => url.to_string(),
-    }
-}
+pub use agentmem_core::redact_url;
 
 /// The name of every conformance case, in the order the macro runs them. A test emitted by
 /// [`conformance_tests!`] checks that the macro's list is exactly this one, and a unit test

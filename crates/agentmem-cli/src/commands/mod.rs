@@ -93,12 +93,4 @@ pub fn store_error(url: &str, e: Error) -> Error {
 }
 
 /// `url` with any password replaced by `***`.
-pub fn redact(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
-            u.to_string()
-        }
-        _ => url.to_string(),
-    }
-}
+pub use agentmem::core::redact_url as redact;
