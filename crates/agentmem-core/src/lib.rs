@@ -33,6 +33,7 @@ pub mod name;
 pub mod redact;
 pub mod search;
 pub mod store;
+pub mod trace;
 
 pub use error::{Error, ErrorKind, Result};
 pub use ext::AgentMemoryExt;

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agentmem_core::search::rank;
+use agentmem_core::trace::Op;
 use agentmem_core::{
     async_trait, now, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error,
     MemoryFilter, MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
@@ -83,23 +84,27 @@ impl FileMemory {
     /// Opens (creating when missing) the store at `config.root`: the folders (mode 0700), the
     /// schema file, and the removal of session folders a crash left half-deleted.
     pub async fn open(config: FileConfig) -> Result<FileMemory> {
-        let layout = Layout::new(&config.root);
-        let prepared = layout.clone();
-        let findings = tokio::task::spawn_blocking(move || prepare_root(&prepared))
+        Op::new("file", "open", None)
+            .run(async move {
+                let layout = Layout::new(&config.root);
+                let prepared = layout.clone();
+                let findings = tokio::task::spawn_blocking(move || prepare_root(&prepared))
+                    .await
+                    .map_err(join_error)?
+                    .map_err(|e| e.with_backend(BACKEND).with_operation("open"))?;
+                let inner = Inner {
+                    layout,
+                    durability: config.durability,
+                    sessions: std::sync::Mutex::new(HashMap::new()),
+                    memories: Arc::new(tokio::sync::Mutex::new(MemorySlot::default())),
+                    repairs: RepairLog::default(),
+                };
+                inner.repairs.extend(&findings);
+                Ok(FileMemory {
+                    inner: Arc::new(inner),
+                })
+            })
             .await
-            .map_err(join_error)?
-            .map_err(|e| e.with_backend(BACKEND).with_operation("open"))?;
-        let inner = Inner {
-            layout,
-            durability: config.durability,
-            sessions: std::sync::Mutex::new(HashMap::new()),
-            memories: Arc::new(tokio::sync::Mutex::new(MemorySlot::default())),
-            repairs: RepairLog::default(),
-        };
-        inner.repairs.extend(&findings);
-        Ok(FileMemory {
-            inner: Arc::new(inner),
-        })
     }
 
     /// Opens the store a `file://` URL names (see [`FileConfig`] for the syntax); this is what
@@ -453,7 +458,9 @@ impl AgentMemory for FileMemory {
     }
 
     async fn schema_version(&self) -> Result<u32> {
-        Ok(SCHEMA_VERSION)
+        Op::new("file", "schema_version", None)
+            .run(async move { Ok(SCHEMA_VERSION) })
+            .await
     }
 
     async fn save_session(
@@ -462,212 +469,282 @@ impl AgentMemory for FileMemory {
         history: &[Message],
         metadata: &Metadata,
     ) -> Result<()> {
-        validate_messages(history)?;
-        let history = history.to_vec();
-        let metadata = metadata.clone();
-        self.session_op(session, "save_session", move |ctx, slot, f| {
-            ctx.save(slot, &history, metadata, f)
-        })
-        .await
+        Op::new("file", "save_session", Some(session))
+            .messages(history.len())
+            .run(async move {
+                validate_messages(history)?;
+                let history = history.to_vec();
+                let metadata = metadata.clone();
+                self.session_op(session, "save_session", move |ctx, slot, f| {
+                    ctx.save(slot, &history, metadata, f)
+                })
+                .await
+            })
+            .await
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        if messages.is_empty() {
-            return Ok(());
-        }
-        validate_messages(messages)?;
-        let messages = messages.to_vec();
-        self.session_op(session, "append", move |ctx, slot, f| {
-            ctx.append(slot, &messages, f)
-        })
-        .await
+        Op::new("file", "append", Some(session))
+            .messages(messages.len())
+            .run(async move {
+                if messages.is_empty() {
+                    return Ok(());
+                }
+                validate_messages(messages)?;
+                let messages = messages.to_vec();
+                self.session_op(session, "append", move |ctx, slot, f| {
+                    ctx.append(slot, &messages, f)
+                })
+                .await
+            })
+            .await
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        let id = session.clone();
-        self.session_op(session, "load", move |ctx, slot, f| {
-            let Some((messages, o)) = ctx.load(slot, f)? else {
-                return Ok(None);
-            };
-            let total = messages.len() as u64;
-            let messages = match limit {
-                Some(n) => agentmem_core::history::tail(&messages, n).to_vec(),
-                None => messages,
-            };
-            Ok(Some(Session {
-                id,
-                messages,
-                metadata: o.header.metadata.clone(),
-                created_at: o.header.created_at,
-                updated_at: o.updated_at(),
-                total_messages: total,
-            }))
-        })
-        .await
+        Op::new("file", "load", Some(session))
+            .run_counted(
+                async move {
+                    let id = session.clone();
+                    self.session_op(session, "load", move |ctx, slot, f| {
+                        let Some((messages, o)) = ctx.load(slot, f)? else {
+                            return Ok(None);
+                        };
+                        let total = messages.len() as u64;
+                        let messages = match limit {
+                            Some(n) => agentmem_core::history::tail(&messages, n).to_vec(),
+                            None => messages,
+                        };
+                        Ok(Some(Session {
+                            id,
+                            messages,
+                            metadata: o.header.metadata.clone(),
+                            created_at: o.header.created_at,
+                            updated_at: o.updated_at(),
+                            total_messages: total,
+                        }))
+                    })
+                    .await
+                },
+                |s: &Option<Session>| s.as_ref().map_or(0, |s| s.messages.len()),
+            )
+            .await
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        let mut infos = Vec::new();
-        for id in self.session_ids().await? {
-            if let Some(info) = self.session_info(&id).await? {
-                infos.push(info);
-            }
-        }
-        Ok(infos)
+        Op::new("file", "list_sessions", None)
+            .run(async move {
+                let mut infos = Vec::new();
+                for id in self.session_ids().await? {
+                    if let Some(info) = self.session_info(&id).await? {
+                        infos.push(info);
+                    }
+                }
+                Ok(infos)
+            })
+            .await
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        self.delete_one(session, None).await
+        Op::new("file", "delete_session", Some(session))
+            .run(async move { self.delete_one(session, None).await })
+            .await
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
-        validate_messages(replacement)?;
-        let replacement = replacement.to_vec();
-        self.session_op(session, "compact", move |ctx, slot, f| {
-            ctx.compact(slot, &replacement, f)
-        })
-        .await
+        Op::new("file", "compact", Some(session))
+            .messages(replacement.len())
+            .run(async move {
+                validate_messages(replacement)?;
+                let replacement = replacement.to_vec();
+                self.session_op(session, "compact", move |ctx, slot, f| {
+                    ctx.compact(slot, &replacement, f)
+                })
+                .await
+            })
+            .await
     }
 
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        self.session_op(session, "list_archives", |ctx, slot, f| {
-            ctx.list_archives(slot, f)
-        })
-        .await
+        Op::new("file", "list_archives", Some(session))
+            .run(async move {
+                self.session_op(session, "list_archives", |ctx, slot, f| {
+                    ctx.list_archives(slot, f)
+                })
+                .await
+            })
+            .await
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
-        let archive = archive.clone();
-        self.session_op(session, "load_archive", move |ctx, slot, f| {
-            ctx.load_archive(slot, &archive, f)
-        })
-        .await
+        Op::new("file", "load_archive", Some(session))
+            .run_counted(
+                async move {
+                    let archive = archive.clone();
+                    self.session_op(session, "load_archive", move |ctx, slot, f| {
+                        ctx.load_archive(slot, &archive, f)
+                    })
+                    .await
+                },
+                |a: &Archive| a.messages.len(),
+            )
+            .await
     }
 
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        item.validate()?;
-        let item = item.clone();
-        self.memory_op("put_memory", move |ctx, slot, f| ctx.put(slot, &item, f))
+        Op::new("file", "put_memory", None)
+            .run(async move {
+                item.validate()?;
+                let item = item.clone();
+                self.memory_op("put_memory", move |ctx, slot, f| ctx.put(slot, &item, f))
+                    .await
+            })
             .await
     }
 
     async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        let id = id.to_string();
-        self.memory_op("get_memory", move |ctx, slot, f| {
-            ctx.sync(slot, f)?;
-            Ok(slot.get(&id).cloned())
-        })
-        .await
+        Op::new("file", "get_memory", None)
+            .run(async move {
+                let id = id.to_string();
+                self.memory_op("get_memory", move |ctx, slot, f| {
+                    ctx.sync(slot, f)?;
+                    Ok(slot.get(&id).cloned())
+                })
+                .await
+            })
+            .await
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        let filter = filter.clone();
-        self.memory_op("list_memories", move |ctx, slot, f| {
-            ctx.sync(slot, f)?;
-            let mut items: Vec<MemoryItem> = slot
-                .items()
-                .iter()
-                .filter(|i| filter.kind.is_none_or(|k| i.kind == k))
-                .cloned()
-                .collect();
-            // Oldest first; the sort is stable, so equal times keep first-stored order.
-            items.sort_by_key(|i| i.created_at);
-            if let Some(limit) = filter.limit {
-                let skip = items.len().saturating_sub(limit);
-                items.drain(..skip);
-            }
-            Ok(items)
-        })
-        .await
+        Op::new("file", "list_memories", None)
+            .run(async move {
+                let filter = filter.clone();
+                self.memory_op("list_memories", move |ctx, slot, f| {
+                    ctx.sync(slot, f)?;
+                    let mut items: Vec<MemoryItem> = slot
+                        .items()
+                        .iter()
+                        .filter(|i| filter.kind.is_none_or(|k| i.kind == k))
+                        .cloned()
+                        .collect();
+                    // Oldest first; the sort is stable, so equal times keep first-stored order.
+                    items.sort_by_key(|i| i.created_at);
+                    if let Some(limit) = filter.limit {
+                        let skip = items.len().saturating_sub(limit);
+                        items.drain(..skip);
+                    }
+                    Ok(items)
+                })
+                .await
+            })
+            .await
     }
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        let query = query.to_string();
-        let filter = filter.clone();
-        self.memory_op("search_memories", move |ctx, slot, f| {
-            ctx.sync(slot, f)?;
-            let items: Vec<&MemoryItem> = slot
-                .items()
-                .iter()
-                .filter(|i| filter.kind.is_none_or(|k| i.kind == k))
-                .collect();
-            let hits = rank(
-                &query,
-                items.iter().map(|i| i.text.as_str()),
-                filter.limit.unwrap_or(10),
-            );
-            Ok(hits
-                .into_iter()
-                .map(|(index, score)| MemoryHit {
-                    item: items[index].clone(),
-                    score,
+        Op::new("file", "search_memories", None)
+            .run(async move {
+                let query = query.to_string();
+                let filter = filter.clone();
+                self.memory_op("search_memories", move |ctx, slot, f| {
+                    ctx.sync(slot, f)?;
+                    let items: Vec<&MemoryItem> = slot
+                        .items()
+                        .iter()
+                        .filter(|i| filter.kind.is_none_or(|k| i.kind == k))
+                        .collect();
+                    let hits = rank(
+                        &query,
+                        items.iter().map(|i| i.text.as_str()),
+                        filter.limit.unwrap_or(10),
+                    );
+                    Ok(hits
+                        .into_iter()
+                        .map(|(index, score)| MemoryHit {
+                            item: items[index].clone(),
+                            score,
+                        })
+                        .collect())
                 })
-                .collect())
-        })
-        .await
+                .await
+            })
+            .await
     }
 
     async fn delete_memory(&self, id: &str) -> Result<bool> {
-        let id = id.to_string();
-        self.memory_op("delete_memory", move |ctx, slot, f| {
-            ctx.delete(slot, &id, f)
-        })
-        .await
+        Op::new("file", "delete_memory", None)
+            .run(async move {
+                let id = id.to_string();
+                self.memory_op("delete_memory", move |ctx, slot, f| {
+                    ctx.delete(slot, &id, f)
+                })
+                .await
+            })
+            .await
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        if scope.limit == 0 || agentmem_core::search::query_words(query).is_empty() {
-            return Ok(Vec::new());
-        }
-        let all = self.all_messages(scope).await?;
-        let hits = rank(
-            query,
-            all.iter().map(|(_, m)| m.content.as_str()),
-            scope.limit,
-        );
-        Ok(hits
-            .into_iter()
-            .map(|(index, score)| {
-                let (session, message) = all[index].clone();
-                MessageHit {
-                    session,
-                    message,
-                    score,
-                }
-            })
-            .collect())
+        Op::new("file", "search_messages", scope.session.as_ref())
+            .run_counted(
+                async move {
+                    if scope.limit == 0 || agentmem_core::search::query_words(query).is_empty() {
+                        return Ok(Vec::new());
+                    }
+                    let all = self.all_messages(scope).await?;
+                    let hits = rank(
+                        query,
+                        all.iter().map(|(_, m)| m.content.as_str()),
+                        scope.limit,
+                    );
+                    Ok(hits
+                        .into_iter()
+                        .map(|(index, score)| {
+                            let (session, message) = all[index].clone();
+                            MessageHit {
+                                session,
+                                message,
+                                score,
+                            }
+                        })
+                        .collect())
+                },
+                Vec::len,
+            )
+            .await
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        let mut sessions = self.list_sessions().await?;
-        let now = now();
-        // An age beyond what chrono can subtract means nothing is that old.
-        let cutoff = policy
-            .max_age
-            .and_then(|age| chrono::Duration::from_std(age).ok())
-            .and_then(|age| now.checked_sub_signed(age));
-        // Newest first, so `max_sessions` keeps the head.
-        sessions.sort_by(|a, b| {
-            b.updated_at
-                .cmp(&a.updated_at)
-                .then_with(|| a.id.cmp(&b.id))
-        });
-        let mut report = PurgeReport::default();
-        for (rank, info) in sessions.iter().enumerate() {
-            let too_many = policy.max_sessions.is_some_and(|max| rank >= max);
-            let too_old = cutoff.is_some_and(|c| info.updated_at < c);
-            let deleted = if too_many {
-                self.delete_one(&info.id, None).await?
-            } else if too_old {
-                self.delete_one(&info.id, cutoff).await?
-            } else {
-                false
-            };
-            if deleted {
-                report.sessions_deleted += 1;
-            }
-        }
-        Ok(report)
+        Op::new("file", "purge", None)
+            .run(async move {
+                let mut sessions = self.list_sessions().await?;
+                let now = now();
+                // An age beyond what chrono can subtract means nothing is that old.
+                let cutoff = policy
+                    .max_age
+                    .and_then(|age| chrono::Duration::from_std(age).ok())
+                    .and_then(|age| now.checked_sub_signed(age));
+                // Newest first, so `max_sessions` keeps the head.
+                sessions.sort_by(|a, b| {
+                    b.updated_at
+                        .cmp(&a.updated_at)
+                        .then_with(|| a.id.cmp(&b.id))
+                });
+                let mut report = PurgeReport::default();
+                for (rank, info) in sessions.iter().enumerate() {
+                    let too_many = policy.max_sessions.is_some_and(|max| rank >= max);
+                    let too_old = cutoff.is_some_and(|c| info.updated_at < c);
+                    let deleted = if too_many {
+                        self.delete_one(&info.id, None).await?
+                    } else if too_old {
+                        self.delete_one(&info.id, cutoff).await?
+                    } else {
+                        false
+                    };
+                    if deleted {
+                        report.sessions_deleted += 1;
+                    }
+                }
+                Ok(report)
+            })
+            .await
     }
 }
 

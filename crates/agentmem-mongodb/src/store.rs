@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use agentmem_core::trace::Op;
 use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
     MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
@@ -89,16 +90,20 @@ impl MongoMemory {
     }
 
     async fn open(client: Client, database: &str, retry_budget: Duration) -> Result<Self> {
-        validate_database_name(database)?;
-        let db = client.database(database);
-        let (_, features) = schema::open(&client, &db).await?;
-        tracing::debug!(database, ?features, "opened MongoDB agent memory");
-        Ok(MongoMemory {
-            client,
-            db,
-            features,
-            retry_budget,
-        })
+        Op::new("mongodb", "open", None)
+            .run(async move {
+                validate_database_name(database)?;
+                let db = client.database(database);
+                let (_, features) = schema::open(&client, &db).await?;
+                tracing::debug!(database, ?features, "opened MongoDB agent memory");
+                Ok(MongoMemory {
+                    client,
+                    db,
+                    features,
+                    retry_budget,
+                })
+            })
+            .await
     }
 
     /// The database this store uses.
@@ -335,7 +340,9 @@ impl AgentMemory for MongoMemory {
     }
 
     async fn schema_version(&self) -> Result<u32> {
-        schema::stored_version(&self.db).await
+        Op::new("mongodb", "schema_version", None)
+            .run(async move { schema::stored_version(&self.db).await })
+            .await
     }
 
     async fn save_session(
@@ -344,62 +351,104 @@ impl AgentMemory for MongoMemory {
         history: &[Message],
         metadata: &Metadata,
     ) -> Result<()> {
-        self.save_session_impl(session, history, metadata).await
+        Op::new("mongodb", "save_session", Some(session))
+            .messages(history.len())
+            .run(async move { self.save_session_impl(session, history, metadata).await })
+            .await
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        self.append_impl(session, messages).await
+        Op::new("mongodb", "append", Some(session))
+            .messages(messages.len())
+            .run(async move { self.append_impl(session, messages).await })
+            .await
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        self.load_impl(session, limit).await
+        Op::new("mongodb", "load", Some(session))
+            .run_counted(
+                async move { self.load_impl(session, limit).await },
+                |s: &Option<Session>| s.as_ref().map_or(0, |s| s.messages.len()),
+            )
+            .await
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        self.list_sessions_impl().await
+        Op::new("mongodb", "list_sessions", None)
+            .run(async move { self.list_sessions_impl().await })
+            .await
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        self.delete_session_impl(session).await
+        Op::new("mongodb", "delete_session", Some(session))
+            .run(async move { self.delete_session_impl(session).await })
+            .await
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
-        self.compact_impl(session, replacement).await
+        Op::new("mongodb", "compact", Some(session))
+            .messages(replacement.len())
+            .run(async move { self.compact_impl(session, replacement).await })
+            .await
     }
 
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        self.list_archives_impl(session).await
+        Op::new("mongodb", "list_archives", Some(session))
+            .run(async move { self.list_archives_impl(session).await })
+            .await
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
-        self.load_archive_impl(session, archive).await
+        Op::new("mongodb", "load_archive", Some(session))
+            .run_counted(
+                async move { self.load_archive_impl(session, archive).await },
+                |a: &Archive| a.messages.len(),
+            )
+            .await
     }
 
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        self.put_memory_impl(item).await
+        Op::new("mongodb", "put_memory", None)
+            .run(async move { self.put_memory_impl(item).await })
+            .await
     }
 
     async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        self.get_memory_impl(id).await
+        Op::new("mongodb", "get_memory", None)
+            .run(async move { self.get_memory_impl(id).await })
+            .await
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        self.list_memories_impl(filter).await
+        Op::new("mongodb", "list_memories", None)
+            .run(async move { self.list_memories_impl(filter).await })
+            .await
     }
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        self.search_memories_impl(query, filter).await
+        Op::new("mongodb", "search_memories", None)
+            .run(async move { self.search_memories_impl(query, filter).await })
+            .await
     }
 
     async fn delete_memory(&self, id: &str) -> Result<bool> {
-        self.delete_memory_impl(id).await
+        Op::new("mongodb", "delete_memory", None)
+            .run(async move { self.delete_memory_impl(id).await })
+            .await
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        self.search_messages_impl(query, scope).await
+        Op::new("mongodb", "search_messages", scope.session.as_ref())
+            .run_counted(
+                async move { self.search_messages_impl(query, scope).await },
+                Vec::len,
+            )
+            .await
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        self.purge_impl(policy).await
+        Op::new("mongodb", "purge", None)
+            .run(async move { self.purge_impl(policy).await })
+            .await
     }
 }

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentmem_core::trace::Op;
 use agentmem_core::{
     AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter, MemoryHit,
     MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result, RetentionPolicy,
@@ -84,13 +85,17 @@ impl PostgresMemory {
     /// Several stores may share one pool with different schemas. Give the pool a wait
     /// timeout, or operations wait forever for a connection when the server is gone.
     pub async fn from_pool(pool: Pool, schema: &str) -> Result<Self> {
-        validate_schema(schema)?;
-        schema::migrate(&pool, schema).await?;
-        Ok(PostgresMemory {
-            pool,
-            schema: Arc::from(schema),
-            sql: Arc::new(Sql::new(&quote_schema(schema))),
-        })
+        Op::new("postgres", "open", None)
+            .run(async move {
+                validate_schema(schema)?;
+                schema::migrate(&pool, schema).await?;
+                Ok(PostgresMemory {
+                    pool,
+                    schema: Arc::from(schema),
+                    sql: Arc::new(Sql::new(&quote_schema(schema))),
+                })
+            })
+            .await
     }
 
     /// The schema holding this store's tables.
@@ -165,7 +170,9 @@ impl AgentMemory for PostgresMemory {
     }
 
     async fn schema_version(&self) -> Result<u32> {
-        schema::version(&self.pool, &self.schema).await
+        Op::new("postgres", "schema_version", None)
+            .run(async move { schema::version(&self.pool, &self.schema).await })
+            .await
     }
 
     async fn save_session(
@@ -174,62 +181,104 @@ impl AgentMemory for PostgresMemory {
         history: &[Message],
         metadata: &Metadata,
     ) -> Result<()> {
-        self.save_session_impl(session, history, metadata).await
+        Op::new("postgres", "save_session", Some(session))
+            .messages(history.len())
+            .run(async move { self.save_session_impl(session, history, metadata).await })
+            .await
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        self.append_impl(session, messages).await
+        Op::new("postgres", "append", Some(session))
+            .messages(messages.len())
+            .run(async move { self.append_impl(session, messages).await })
+            .await
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        self.load_impl(session, limit).await
+        Op::new("postgres", "load", Some(session))
+            .run_counted(
+                async move { self.load_impl(session, limit).await },
+                |s: &Option<Session>| s.as_ref().map_or(0, |s| s.messages.len()),
+            )
+            .await
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        self.list_sessions_impl().await
+        Op::new("postgres", "list_sessions", None)
+            .run(async move { self.list_sessions_impl().await })
+            .await
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        self.delete_session_impl(session).await
+        Op::new("postgres", "delete_session", Some(session))
+            .run(async move { self.delete_session_impl(session).await })
+            .await
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
-        self.compact_impl(session, replacement).await
+        Op::new("postgres", "compact", Some(session))
+            .messages(replacement.len())
+            .run(async move { self.compact_impl(session, replacement).await })
+            .await
     }
 
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        self.list_archives_impl(session).await
+        Op::new("postgres", "list_archives", Some(session))
+            .run(async move { self.list_archives_impl(session).await })
+            .await
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
-        self.load_archive_impl(session, archive).await
+        Op::new("postgres", "load_archive", Some(session))
+            .run_counted(
+                async move { self.load_archive_impl(session, archive).await },
+                |a: &Archive| a.messages.len(),
+            )
+            .await
     }
 
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        self.put_memory_impl(item).await
+        Op::new("postgres", "put_memory", None)
+            .run(async move { self.put_memory_impl(item).await })
+            .await
     }
 
     async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        self.get_memory_impl(id).await
+        Op::new("postgres", "get_memory", None)
+            .run(async move { self.get_memory_impl(id).await })
+            .await
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        self.list_memories_impl(filter).await
+        Op::new("postgres", "list_memories", None)
+            .run(async move { self.list_memories_impl(filter).await })
+            .await
     }
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        self.search_memories_impl(query, filter).await
+        Op::new("postgres", "search_memories", None)
+            .run(async move { self.search_memories_impl(query, filter).await })
+            .await
     }
 
     async fn delete_memory(&self, id: &str) -> Result<bool> {
-        self.delete_memory_impl(id).await
+        Op::new("postgres", "delete_memory", None)
+            .run(async move { self.delete_memory_impl(id).await })
+            .await
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        self.search_messages_impl(query, scope).await
+        Op::new("postgres", "search_messages", scope.session.as_ref())
+            .run_counted(
+                async move { self.search_messages_impl(query, scope).await },
+                Vec::len,
+            )
+            .await
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        self.purge_impl(policy).await
+        Op::new("postgres", "purge", None)
+            .run(async move { self.purge_impl(policy).await })
+            .await
     }
 }

@@ -5,6 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
+use agentmem_core::trace::Op;
 use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
     MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
@@ -98,39 +99,43 @@ impl RedisMemory {
         connect_timeout: Duration,
         response_timeout: Duration,
     ) -> Result<Self> {
-        let server = client.get_connection_info().addr().to_string();
-        let manager_config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(connect_timeout))
-            .set_response_timeout(Some(response_timeout))
-            .set_number_of_retries(CONNECT_RETRIES)
-            .set_min_delay(Duration::from_millis(50))
-            .set_max_delay(Duration::from_millis(500));
-        // Covers every attempt and backoff the manager makes, plus one reply, plus slack:
-        // an operation never waits longer than this, even if the server stops answering.
-        let deadline = connect_timeout * (CONNECT_RETRIES as u32 + 1)
-            + response_timeout
-            + Duration::from_secs(1);
-        let mut conn = tokio::time::timeout(
-            deadline,
-            ConnectionManager::new_with_config(client, manager_config),
-        )
-        .await
-        .map_err(|_| timed_out(deadline, "connect"))?
-        .map_err(|e| from_redis(e, "connect"))?;
-        let keys = Keys::new(prefix);
-        tokio::time::timeout(
-            deadline,
-            schema::ensure(&mut conn, &keys, SCHEMA_VERSION, MIGRATIONS),
-        )
-        .await
-        .map_err(|_| timed_out(deadline, "open"))??;
-        Ok(RedisMemory {
-            conn,
-            keys,
-            scripts: std::sync::Arc::new(Scripts::new()),
-            deadline,
-            server,
-        })
+        Op::new("redis", "open", None)
+            .run(async move {
+                let server = client.get_connection_info().addr().to_string();
+                let manager_config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(connect_timeout))
+                    .set_response_timeout(Some(response_timeout))
+                    .set_number_of_retries(CONNECT_RETRIES)
+                    .set_min_delay(Duration::from_millis(50))
+                    .set_max_delay(Duration::from_millis(500));
+                // Covers every attempt and backoff the manager makes, plus one reply, plus slack:
+                // an operation never waits longer than this, even if the server stops answering.
+                let deadline = connect_timeout * (CONNECT_RETRIES as u32 + 1)
+                    + response_timeout
+                    + Duration::from_secs(1);
+                let mut conn = tokio::time::timeout(
+                    deadline,
+                    ConnectionManager::new_with_config(client, manager_config),
+                )
+                .await
+                .map_err(|_| timed_out(deadline, "connect"))?
+                .map_err(|e| from_redis(e, "connect"))?;
+                let keys = Keys::new(prefix);
+                tokio::time::timeout(
+                    deadline,
+                    schema::ensure(&mut conn, &keys, SCHEMA_VERSION, MIGRATIONS),
+                )
+                .await
+                .map_err(|_| timed_out(deadline, "open"))??;
+                Ok(RedisMemory {
+                    conn,
+                    keys,
+                    scripts: std::sync::Arc::new(Scripts::new()),
+                    deadline,
+                    server,
+                })
+            })
+            .await
     }
 
     /// The key prefix of this store.
@@ -199,15 +204,19 @@ impl AgentMemory for RedisMemory {
     }
 
     async fn schema_version(&self) -> Result<u32> {
-        // Re-checked rather than cached: a server restarted without persistence (or a
-        // FLUSHDB) leaves an empty prefix, which is a new store of the current version.
-        let mut conn = self.conn.clone();
-        tokio::time::timeout(
-            self.deadline,
-            schema::ensure(&mut conn, &self.keys, SCHEMA_VERSION, MIGRATIONS),
-        )
-        .await
-        .map_err(|_| timed_out(self.deadline, "schema_version"))?
+        Op::new("redis", "schema_version", None)
+            .run(async move {
+                // Re-checked rather than cached: a server restarted without persistence (or a
+                // FLUSHDB) leaves an empty prefix, which is a new store of the current version.
+                let mut conn = self.conn.clone();
+                tokio::time::timeout(
+                    self.deadline,
+                    schema::ensure(&mut conn, &self.keys, SCHEMA_VERSION, MIGRATIONS),
+                )
+                .await
+                .map_err(|_| timed_out(self.deadline, "schema_version"))?
+            })
+            .await
     }
 
     async fn save_session(
@@ -216,62 +225,104 @@ impl AgentMemory for RedisMemory {
         history: &[Message],
         metadata: &Metadata,
     ) -> Result<()> {
-        self.save_session_impl(session, history, metadata).await
+        Op::new("redis", "save_session", Some(session))
+            .messages(history.len())
+            .run(async move { self.save_session_impl(session, history, metadata).await })
+            .await
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        self.append_impl(session, messages).await
+        Op::new("redis", "append", Some(session))
+            .messages(messages.len())
+            .run(async move { self.append_impl(session, messages).await })
+            .await
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        self.load_impl(session, limit).await
+        Op::new("redis", "load", Some(session))
+            .run_counted(
+                async move { self.load_impl(session, limit).await },
+                |s: &Option<Session>| s.as_ref().map_or(0, |s| s.messages.len()),
+            )
+            .await
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        self.list_sessions_impl().await
+        Op::new("redis", "list_sessions", None)
+            .run(async move { self.list_sessions_impl().await })
+            .await
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        self.delete_session_impl(session).await
+        Op::new("redis", "delete_session", Some(session))
+            .run(async move { self.delete_session_impl(session).await })
+            .await
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
-        self.compact_impl(session, replacement).await
+        Op::new("redis", "compact", Some(session))
+            .messages(replacement.len())
+            .run(async move { self.compact_impl(session, replacement).await })
+            .await
     }
 
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        self.list_archives_impl(session).await
+        Op::new("redis", "list_archives", Some(session))
+            .run(async move { self.list_archives_impl(session).await })
+            .await
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
-        self.load_archive_impl(session, archive).await
+        Op::new("redis", "load_archive", Some(session))
+            .run_counted(
+                async move { self.load_archive_impl(session, archive).await },
+                |a: &Archive| a.messages.len(),
+            )
+            .await
     }
 
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        self.put_memory_impl(item).await
+        Op::new("redis", "put_memory", None)
+            .run(async move { self.put_memory_impl(item).await })
+            .await
     }
 
     async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        self.get_memory_impl(id).await
+        Op::new("redis", "get_memory", None)
+            .run(async move { self.get_memory_impl(id).await })
+            .await
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        self.list_memories_impl(filter).await
+        Op::new("redis", "list_memories", None)
+            .run(async move { self.list_memories_impl(filter).await })
+            .await
     }
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        self.search_memories_impl(query, filter).await
+        Op::new("redis", "search_memories", None)
+            .run(async move { self.search_memories_impl(query, filter).await })
+            .await
     }
 
     async fn delete_memory(&self, id: &str) -> Result<bool> {
-        self.delete_memory_impl(id).await
+        Op::new("redis", "delete_memory", None)
+            .run(async move { self.delete_memory_impl(id).await })
+            .await
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        self.search_messages_impl(query, scope).await
+        Op::new("redis", "search_messages", scope.session.as_ref())
+            .run_counted(
+                async move { self.search_messages_impl(query, scope).await },
+                Vec::len,
+            )
+            .await
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        self.purge_impl(policy).await
+        Op::new("redis", "purge", None)
+            .run(async move { self.purge_impl(policy).await })
+            .await
     }
 }

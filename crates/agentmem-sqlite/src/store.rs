@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use agentmem_core::trace::Op;
 use agentmem_core::Error;
 use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, MemoryFilter,
@@ -62,19 +63,23 @@ impl SqliteMemory {
 
     /// Opens the database `config` describes, creating and migrating it as needed.
     pub async fn open(config: SqliteConfig) -> Result<Self> {
-        let shared_file = matches!(config.location, Location::File(_));
-        let pool = tokio::task::spawn_blocking(move || Pool::open_blocking(&config))
+        Op::new("sqlite", "open", None)
+            .run(async move {
+                let shared_file = matches!(config.location, Location::File(_));
+                let pool = tokio::task::spawn_blocking(move || Pool::open_blocking(&config))
+                    .await
+                    .map_err(|e| {
+                        Error::backend("opening the SQLite database panicked")
+                            .with_source(e)
+                            .with_operation("open")
+                            .with_backend(BACKEND)
+                    })??;
+                Ok(SqliteMemory {
+                    pool: Arc::new(pool),
+                    shared_file,
+                })
+            })
             .await
-            .map_err(|e| {
-                Error::backend("opening the SQLite database panicked")
-                    .with_source(e)
-                    .with_operation("open")
-                    .with_backend(BACKEND)
-            })??;
-        Ok(SqliteMemory {
-            pool: Arc::new(pool),
-            shared_file,
-        })
     }
 
     /// Uses a connection the caller opened, migrating its database (this blocks the calling
@@ -125,8 +130,12 @@ impl AgentMemory for SqliteMemory {
     }
 
     async fn schema_version(&self) -> Result<u32> {
-        self.pool
-            .read("schema_version", |conn| schema::read_version(conn))
+        Op::new("sqlite", "schema_version", None)
+            .run(async move {
+                self.pool
+                    .read("schema_version", |conn| schema::read_version(conn))
+                    .await
+            })
             .await
     }
 
@@ -136,123 +145,194 @@ impl AgentMemory for SqliteMemory {
         history: &[Message],
         metadata: &Metadata,
     ) -> Result<()> {
-        validate_all(history).map_err(tag("save_session"))?;
-        let (name, history, metadata) = (session.to_string(), history.to_vec(), metadata.clone());
-        self.pool
-            .write("save_session", move |conn| {
-                sessions::save(conn, &name, &history, &metadata)
+        Op::new("sqlite", "save_session", Some(session))
+            .messages(history.len())
+            .run(async move {
+                validate_all(history).map_err(tag("save_session"))?;
+                let (name, history, metadata) =
+                    (session.to_string(), history.to_vec(), metadata.clone());
+                self.pool
+                    .write("save_session", move |conn| {
+                        sessions::save(conn, &name, &history, &metadata)
+                    })
+                    .await
             })
             .await
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        if messages.is_empty() {
-            return Ok(());
-        }
-        validate_all(messages).map_err(tag("append"))?;
-        let (name, messages) = (session.to_string(), messages.to_vec());
-        self.pool
-            .write("append", move |conn| {
-                sessions::append(conn, &name, &messages)
+        Op::new("sqlite", "append", Some(session))
+            .messages(messages.len())
+            .run(async move {
+                if messages.is_empty() {
+                    return Ok(());
+                }
+                validate_all(messages).map_err(tag("append"))?;
+                let (name, messages) = (session.to_string(), messages.to_vec());
+                self.pool
+                    .write("append", move |conn| {
+                        sessions::append(conn, &name, &messages)
+                    })
+                    .await
             })
             .await
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        let session = session.clone();
-        self.pool
-            .read("load", move |conn| sessions::load(conn, &session, limit))
+        Op::new("sqlite", "load", Some(session))
+            .run_counted(
+                async move {
+                    let session = session.clone();
+                    self.pool
+                        .read("load", move |conn| sessions::load(conn, &session, limit))
+                        .await
+                },
+                |s: &Option<Session>| s.as_ref().map_or(0, |s| s.messages.len()),
+            )
             .await
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        self.pool.read("list_sessions", sessions::list).await
+        Op::new("sqlite", "list_sessions", None)
+            .run(async move { self.pool.read("list_sessions", sessions::list).await })
+            .await
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        let name = session.to_string();
-        self.pool
-            .write("delete_session", move |conn| sessions::delete(conn, &name))
+        Op::new("sqlite", "delete_session", Some(session))
+            .run(async move {
+                let name = session.to_string();
+                self.pool
+                    .write("delete_session", move |conn| sessions::delete(conn, &name))
+                    .await
+            })
             .await
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
-        validate_all(replacement).map_err(tag("compact"))?;
-        let (session, replacement) = (session.clone(), replacement.to_vec());
-        self.pool
-            .write("compact", move |conn| {
-                archives::compact(conn, &session, &replacement)
+        Op::new("sqlite", "compact", Some(session))
+            .messages(replacement.len())
+            .run(async move {
+                validate_all(replacement).map_err(tag("compact"))?;
+                let (session, replacement) = (session.clone(), replacement.to_vec());
+                self.pool
+                    .write("compact", move |conn| {
+                        archives::compact(conn, &session, &replacement)
+                    })
+                    .await
             })
             .await
     }
 
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        let session = session.clone();
-        self.pool
-            .read("list_archives", move |conn| archives::list(conn, &session))
-            .await
-    }
-
-    async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
-        let (session, archive) = (session.clone(), archive.clone());
-        self.pool
-            .read("load_archive", move |conn| {
-                archives::load(conn, &session, &archive)
+        Op::new("sqlite", "list_archives", Some(session))
+            .run(async move {
+                let session = session.clone();
+                self.pool
+                    .read("list_archives", move |conn| archives::list(conn, &session))
+                    .await
             })
             .await
     }
 
+    async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
+        Op::new("sqlite", "load_archive", Some(session))
+            .run_counted(
+                async move {
+                    let (session, archive) = (session.clone(), archive.clone());
+                    self.pool
+                        .read("load_archive", move |conn| {
+                            archives::load(conn, &session, &archive)
+                        })
+                        .await
+                },
+                |a: &Archive| a.messages.len(),
+            )
+            .await
+    }
+
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        item.validate().map_err(tag("put_memory"))?;
-        let item = item.clone();
-        self.pool
-            .write("put_memory", move |conn| memories::put(conn, &item))
+        Op::new("sqlite", "put_memory", None)
+            .run(async move {
+                item.validate().map_err(tag("put_memory"))?;
+                let item = item.clone();
+                self.pool
+                    .write("put_memory", move |conn| memories::put(conn, &item))
+                    .await
+            })
             .await
     }
 
     async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        let id = id.to_string();
-        self.pool
-            .read("get_memory", move |conn| memories::get(conn, &id))
+        Op::new("sqlite", "get_memory", None)
+            .run(async move {
+                let id = id.to_string();
+                self.pool
+                    .read("get_memory", move |conn| memories::get(conn, &id))
+                    .await
+            })
             .await
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        let filter = filter.clone();
-        self.pool
-            .read("list_memories", move |conn| memories::list(conn, &filter))
+        Op::new("sqlite", "list_memories", None)
+            .run(async move {
+                let filter = filter.clone();
+                self.pool
+                    .read("list_memories", move |conn| memories::list(conn, &filter))
+                    .await
+            })
             .await
     }
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        let (query, filter) = (query.to_string(), filter.clone());
-        self.pool
-            .read("search_memories", move |conn| {
-                search::memories(conn, &query, &filter)
+        Op::new("sqlite", "search_memories", None)
+            .run(async move {
+                let (query, filter) = (query.to_string(), filter.clone());
+                self.pool
+                    .read("search_memories", move |conn| {
+                        search::memories(conn, &query, &filter)
+                    })
+                    .await
             })
             .await
     }
 
     async fn delete_memory(&self, id: &str) -> Result<bool> {
-        let id = id.to_string();
-        self.pool
-            .write("delete_memory", move |conn| memories::delete(conn, &id))
-            .await
-    }
-
-    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        let (query, scope) = (query.to_string(), scope.clone());
-        self.pool
-            .read("search_messages", move |conn| {
-                search::messages(conn, &query, &scope)
+        Op::new("sqlite", "delete_memory", None)
+            .run(async move {
+                let id = id.to_string();
+                self.pool
+                    .write("delete_memory", move |conn| memories::delete(conn, &id))
+                    .await
             })
             .await
     }
 
+    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
+        Op::new("sqlite", "search_messages", scope.session.as_ref())
+            .run_counted(
+                async move {
+                    let (query, scope) = (query.to_string(), scope.clone());
+                    self.pool
+                        .read("search_messages", move |conn| {
+                            search::messages(conn, &query, &scope)
+                        })
+                        .await
+                },
+                Vec::len,
+            )
+            .await
+    }
+
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        let policy = *policy;
-        self.pool
-            .write("purge", move |conn| retention::purge(conn, &policy))
+        Op::new("sqlite", "purge", None)
+            .run(async move {
+                let policy = *policy;
+                self.pool
+                    .write("purge", move |conn| retention::purge(conn, &policy))
+                    .await
+            })
             .await
     }
 }
