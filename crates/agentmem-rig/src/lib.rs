@@ -1,0 +1,14 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+pub mod convert;
+mod memory;
+
+pub use convert::{from_rig, to_rig, RIG_METADATA_KEY};
+pub use memory::{agentmem_error, AgentmemConversationMemory};
+
+/// The rig crate this adapter is built against, re-exported so users name the same version.
+pub use rig_core;
+
+#[cfg(feature = "testing")]
+pub mod cases;
