@@ -11,6 +11,7 @@ use std::path::Path;
 use agentmem_core::format::{
     archive_file_stem, parse_memory_md, render_block, render_header, render_memory_md,
 };
+use agentmem_core::history::{tail_start, trim_orphans};
 use agentmem_core::{
     now, Archive, ArchiveId, ArchiveInfo, Error, Message, Metadata, Result, SessionId,
 };
@@ -371,6 +372,55 @@ impl SessionCtx<'_> {
             None => self.read_all(o)?,
         };
         Ok(Some((messages, o)))
+    }
+
+    /// The session after `sync`, its messages cut to the last `limit` (without orphaned tool
+    /// results, C7: `history::tail`) when a limit is given, and its total number of messages;
+    /// `None` when it does not exist.
+    ///
+    /// When this process already holds the session's state (the usual case: every load after
+    /// the first), a window smaller than the session is read backwards from the end of the log
+    /// (`tail.rs`): only its last lines are parsed, and the total is the count kept since the
+    /// log was last read whole. The first load, a window that covers the whole session, and
+    /// anything the backwards reader cannot vouch for take the whole-log path of [`Self::load`],
+    /// which gives the same messages.
+    pub(crate) fn load_window<'s>(
+        &self,
+        slot: &'s mut SessionSlot,
+        limit: Option<usize>,
+        f: &mut Findings,
+    ) -> Result<Option<(Vec<Message>, u64, &'s OpenSession)>> {
+        let loaded = match self.sync(slot, f)? {
+            Synced::Missing => return Ok(None),
+            Synced::Loaded(m) => Some(m),
+            Synced::Current => None,
+        };
+        let Some(o) = slot.open.as_ref() else {
+            return Ok(None);
+        };
+        if let (None, Some(n)) = (&loaded, limit) {
+            if (n as u64) < o.count {
+                let window =
+                    crate::tail::last_messages(&o.log, &self.paths.log, o.log_len, o.lines, n)?;
+                if let Some(window) = window {
+                    // `n` is less than the total, so the window is not the whole session.
+                    return Ok(Some((trim_orphans(window, false), o.count, o)));
+                }
+            }
+        }
+        let mut messages = match loaded {
+            Some(m) => m,
+            None => self.read_all(o)?,
+        };
+        let total = messages.len() as u64;
+        if let Some(n) = limit {
+            let start = tail_start(&messages, n);
+            if start > 0 {
+                // `split_off` copies the window out, so the whole log's vector is freed.
+                messages = messages.split_off(start);
+            }
+        }
+        Ok(Some((messages, total, o)))
     }
 
     /// Removes temporary files left in the session folder by interrupted rewrites.

@@ -506,13 +506,8 @@ impl AgentMemory for FileMemory {
                 async move {
                     let id = session.clone();
                     self.session_op(session, "load", move |ctx, slot, f| {
-                        let Some((messages, o)) = ctx.load(slot, f)? else {
+                        let Some((messages, total, o)) = ctx.load_window(slot, limit, f)? else {
                             return Ok(None);
-                        };
-                        let total = messages.len() as u64;
-                        let messages = match limit {
-                            Some(n) => agentmem_core::history::tail(&messages, n).to_vec(),
-                            None => messages,
                         };
                         Ok(Some(Session {
                             id,
