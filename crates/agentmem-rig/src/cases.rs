@@ -355,22 +355,52 @@ pub async fn histories_from_other_tools_load(store: Arc<dyn AgentMemory>) {
     );
 }
 
-/// rig-memory's sliding window over agentmem: the model sees the window, the store keeps
-/// everything.
+/// rig-memory's policies over agentmem: a sliding window, a token window and rolling
+/// compaction shape what the model sees; the store keeps everything.
 pub async fn rig_memory_policies_compose(store: Arc<dyn AgentMemory>) {
-    use rig_memory::{PolicyMemory, SlidingWindowMemory};
+    use rig_memory::{
+        CompactingMemory, HeuristicTokenCounter, PolicyMemory, SlidingWindowMemory,
+        TemplateCompactor, TokenWindowMemory,
+    };
     let id: ConversationId = "rig-policy".into();
     let durable = AgentmemConversationMemory::new(store.clone());
-    let memory = PolicyMemory::new(durable.clone(), SlidingWindowMemory::last_messages(4));
     let history = rich_turn();
-    memory.append(&id, history.clone()).await.expect("append");
-    memory
-        .append(&id, vec![RigMessage::user("and tomorrow?")])
+    durable.append(&id, history.clone()).await.expect("append");
+    let question = RigMessage::user("and tomorrow?");
+    durable
+        .append(&id, vec![question.clone()])
         .await
         .expect("append");
-    let window = memory.load(&id).await.expect("load");
-    assert!(window.len() <= 4 && !window.is_empty());
-    assert_eq!(window.last(), Some(&RigMessage::user("and tomorrow?")));
+
+    let sliding = PolicyMemory::new(durable.clone(), SlidingWindowMemory::last_messages(4));
+    let window = sliding.load(&id).await.expect("load");
+    assert!(window.len() <= 4 && !window.is_empty(), "{window:?}");
+    assert_eq!(window.last(), Some(&question));
+
+    let tokens = PolicyMemory::new(
+        durable.clone(),
+        TokenWindowMemory::new(60, HeuristicTokenCounter::default()),
+    );
+    let window = tokens.load(&id).await.expect("load");
+    assert!(
+        !window.is_empty() && window.len() < history.len() + 1,
+        "{window:?}"
+    );
+    assert_eq!(window.last(), Some(&question));
+
+    let compacting = CompactingMemory::new(
+        durable.clone(),
+        SlidingWindowMemory::last_messages(2),
+        TemplateCompactor::new(),
+    );
+    let window = compacting.load(&id).await.expect("load");
+    assert_eq!(window.last(), Some(&question));
+    let summary = format!("{:?}", window.first().expect("a summary first"));
+    assert!(
+        summary.contains("[Conversation summary so far]"),
+        "{summary}"
+    );
+
     assert_eq!(
         durable.load(&id).await.expect("load").len(),
         history.len() + 1
