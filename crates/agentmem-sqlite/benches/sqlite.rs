@@ -22,8 +22,8 @@
 //! and means nothing.
 #![allow(missing_docs, clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use agentmem_testkit::peak_memory;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use agentmem_core::{AgentMemory, Message, MessageQuery, Metadata, Role, SessionId};
@@ -513,38 +513,6 @@ fn config() -> Criterion {
     }
 }
 
-/// Set in the child process that measures one load's peak memory: which load.
-const MEMORY_CASE: &str = "AGENTMEM_BENCH_MEMORY_CASE";
-/// The folder holding the databases and the JSON-lines file the child loads.
-const MEMORY_DIR: &str = "AGENTMEM_BENCH_MEMORY_DIR";
-
-/// A field of `/proc/self/status` (`VmRSS`, `VmHWM`), in KiB.
-fn status_kib(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status.lines().find_map(|line| {
-        line.strip_prefix(field)?
-            .strip_prefix(':')?
-            .trim()
-            .strip_suffix("kB")?
-            .trim()
-            .parse()
-            .ok()
-    })
-}
-
-/// Runs `load` between a reset of the peak resident set and a read of it: the resident set
-/// before, the peak during (KiB), and what `load` returned; `Err` when the peak cannot be reset
-/// (not Linux, or `/proc/self/clear_refs` not writable).
-fn peak_of<T>(load: impl FnOnce() -> T) -> Result<(u64, u64, T), String> {
-    std::fs::write("/proc/self/clear_refs", "5").map_err(|e| {
-        format!("cannot reset the peak RSS (write 5 to /proc/self/clear_refs): {e}")
-    })?;
-    let before = status_kib("VmRSS").ok_or("no VmRSS in /proc/self/status")?;
-    let out = load();
-    let peak = status_kib("VmHWM").ok_or("no VmHWM in /proc/self/status")?;
-    Ok((before, peak, out))
-}
-
 /// Reads a JSON-lines file of messages with std and serde_json.
 fn json_lines_load(path: &Path) -> Vec<Message> {
     let bytes = std::fs::read(path).unwrap();
@@ -555,16 +523,15 @@ fn json_lines_load(path: &Path) -> Vec<Message> {
         .collect()
 }
 
-/// The child side: one whole load of the big session, measured, printed on stdout as
-/// `peak before_kib=<kib> peak_kib=<kib> messages=<n>` (or `skip <why>`).
-fn memory_child(case: &str) {
-    let dir = PathBuf::from(std::env::var_os(MEMORY_DIR).unwrap());
-    let result = match case {
+/// The child side: one whole load of the big session, measured (see
+/// `agentmem_testkit::peak_memory`).
+fn memory_child(case: &str, dir: &Path) -> peak_memory::Measured {
+    match case {
         "agentmem" => {
             let rt = runtime();
-            let store = rt.block_on(store(&dir, Synchronous::Normal));
+            let store = rt.block_on(store(dir, Synchronous::Normal));
             let session = SessionId::new("big").unwrap();
-            peak_of(|| {
+            peak_memory::peak_of(|| {
                 rt.block_on(store.load(&session, None))
                     .unwrap()
                     .unwrap()
@@ -578,21 +545,11 @@ fn memory_child(case: &str) {
                 conn: Connection::open(dir.join("raw.db")).unwrap(),
                 next_seq: 0,
             };
-            peak_of(|| raw.load_all("big").len())
+            peak_memory::peak_of(|| raw.load_all("big").len())
         }
-        "serde_json" => peak_of(|| json_lines_load(&dir.join("raw.jsonl")).len()),
+        "serde_json" => peak_memory::peak_of(|| json_lines_load(&dir.join("raw.jsonl")).len()),
         other => Err(format!("unknown memory case {other:?}")),
-    };
-    match result {
-        Ok((before, peak, messages)) => {
-            println!("peak before_kib={before} peak_kib={peak} messages={messages}")
-        }
-        Err(why) => println!("skip {why}"),
     }
-}
-
-fn mib(kib: u64) -> f64 {
-    kib as f64 / 1024.0
 }
 
 /// Peak memory of a whole load of the big session, by the backend and by the baselines, each
@@ -618,54 +575,21 @@ fn measure_peak_memory(n: usize) {
         json.len() as f64 / 1024.0 / 1024.0
     );
     drop(json);
-    for (case, what) in [
-        ("agentmem", "agentmem SqliteMemory::load(None), new store"),
-        (
-            "raw_rusqlite",
-            "raw_rusqlite SELECT of the session, rows decoded",
-        ),
-        (
-            "serde_json",
-            "serde_json std::fs::read + parse of the same messages",
-        ),
-    ] {
-        let out = Command::new(std::env::current_exe().unwrap())
-            .env(MEMORY_CASE, case)
-            .env(MEMORY_DIR, dir.path())
-            .stdin(Stdio::null())
-            .stderr(Stdio::inherit())
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let line = stdout
-            .lines()
-            .find(|l| l.starts_with("peak ") || l.starts_with("skip "));
-        let field = |line: &str, name: &str| -> Option<u64> {
-            line.split_whitespace()
-                .find_map(|w| w.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
-        };
-        match line {
-            Some(l) if l.starts_with("peak ") => {
-                let (Some(before), Some(peak), Some(messages)) = (
-                    field(l, "before_kib"),
-                    field(l, "peak_kib"),
-                    field(l, "messages"),
-                ) else {
-                    eprintln!("  {what}: unreadable child output {l:?}");
-                    continue;
-                };
-                assert_eq!(messages as usize, n);
-                eprintln!(
-                    "  {what}: peak - before = {:.1} MiB (RSS before {:.1} MiB, peak {:.1} MiB)",
-                    mib(peak.saturating_sub(before)),
-                    mib(before),
-                    mib(peak)
-                );
-            }
-            Some(l) => eprintln!("  {what}: skipped: {}", &l[5..]),
-            None => eprintln!("  {what}: the child failed ({}): {stdout}", out.status),
-        }
-    }
+    peak_memory::measure_in_children(
+        dir.path(),
+        &[
+            ("agentmem", "agentmem SqliteMemory::load(None), new store"),
+            (
+                "raw_rusqlite",
+                "raw_rusqlite SELECT of the session, rows decoded",
+            ),
+            (
+                "serde_json",
+                "serde_json std::fs::read + parse of the same messages",
+            ),
+        ],
+        n,
+    );
 }
 
 /// Not a timing: runs [`measure_peak_memory`] once when this group is selected (criterion
@@ -694,8 +618,7 @@ criterion_group! {
 }
 
 fn main() {
-    if let Ok(case) = std::env::var(MEMORY_CASE) {
-        memory_child(&case);
+    if peak_memory::child_main(memory_child) {
         return;
     }
     benches();
