@@ -1,19 +1,91 @@
-//! # agentmem
-//!
-//! Durable, compactable, workspace-scoped memory for AI agents, on pluggable backends.
-//!
-//! This facade re-exports the core ([`AgentMemory`], [`Message`], [`Error`], …), the
-//! conversation engine ([`conversation`]), agent memory configuration ([`memory`]), workspace
-//! scoping ([`workspace`]) and each backend compiled in by cargo feature, and opens any of
-//! them from a URL with [`open`].
-//!
-//! | feature | backend | URL |
-//! |---|---|---|
-//! | `file` (default) | [`file::FileMemory`] | `file:///path/to/home` |
-//! | `sqlite` | `sqlite::SqliteMemory` | `sqlite://path.db`, `sqlite::memory:` |
-//! | `redis` | `redis::RedisMemory` | `redis://host:6379/?prefix=…` |
-//! | `postgres` | `postgres::PostgresMemory` | `postgres://user@host/db?schema=…` |
-//! | `mongodb` | `mongodb::MongoMemory` | `mongodb://host:27017/db` |
+// The crate documentation is the README (also shown on GitHub and crates.io). Its links lead to
+// files of the repository and to docs.rs there; the definitions below come first, so rustdoc
+// links to (and checks) the items, and to GitHub for files that are not part of the docs.
+//! [`agentmem::open`]: crate::open
+//! [`AgentMemory`]: crate::AgentMemory
+//! [`agentmem::conversation`]: crate::conversation
+//! [`agentmem::memory`]: crate::memory
+//! [`agentmem-conversation`]: crate::conversation
+//! [`agentmem-workspace`]: crate::workspace
+//! [`crates/agentmem-core`]: crate::core
+//! [`agentmem-testkit`]: https://github.com/agentmem/agentmem/tree/main/crates/agentmem-testkit
+//! [`crates/agentmem-testkit`]: https://github.com/agentmem/agentmem/tree/main/crates/agentmem-testkit
+//! [`crates/agentmem-reliability`]: https://github.com/agentmem/agentmem/tree/main/crates/agentmem-reliability
+//! [`.ci/run`]: https://github.com/agentmem/agentmem/blob/main/.ci/run
+//! [BENCHMARKS.md]: https://github.com/agentmem/agentmem/blob/main/BENCHMARKS.md
+//! [ARCHITECTURE.md]: https://github.com/agentmem/agentmem/blob/main/ARCHITECTURE.md
+#![cfg_attr(feature = "file", doc = "[`FileMemory`]: crate::file::FileMemory")]
+#![cfg_attr(feature = "file", doc = "[`agentmem-file`]: crate::file")]
+#![cfg_attr(feature = "file", doc = "[`crates/agentmem-file`]: crate::file")]
+#![cfg_attr(
+    feature = "sqlite",
+    doc = "[`SqliteMemory`]: crate::sqlite::SqliteMemory"
+)]
+#![cfg_attr(feature = "sqlite", doc = "[`agentmem-sqlite`]: crate::sqlite")]
+#![cfg_attr(feature = "sqlite", doc = "[`crates/agentmem-sqlite`]: crate::sqlite")]
+#![cfg_attr(feature = "redis", doc = "[`RedisMemory`]: crate::redis::RedisMemory")]
+#![cfg_attr(feature = "redis", doc = "[`agentmem-redis`]: crate::redis")]
+#![cfg_attr(feature = "redis", doc = "[`crates/agentmem-redis`]: crate::redis")]
+#![cfg_attr(
+    feature = "postgres",
+    doc = "[`PostgresMemory`]: crate::postgres::PostgresMemory"
+)]
+#![cfg_attr(feature = "postgres", doc = "[`agentmem-postgres`]: crate::postgres")]
+#![cfg_attr(
+    feature = "postgres",
+    doc = "[`crates/agentmem-postgres`]: crate::postgres"
+)]
+#![cfg_attr(
+    feature = "mongodb",
+    doc = "[`MongoMemory`]: crate::mongodb::MongoMemory"
+)]
+#![cfg_attr(feature = "mongodb", doc = "[`agentmem-mongodb`]: crate::mongodb")]
+#![cfg_attr(
+    feature = "mongodb",
+    doc = "[`crates/agentmem-mongodb`]: crate::mongodb"
+)]
+#![cfg_attr(
+    not(feature = "file"),
+    doc = "[`agentmem-file`]: https://docs.rs/agentmem-file"
+)]
+#![cfg_attr(
+    not(feature = "file"),
+    doc = "[`crates/agentmem-file`]: https://docs.rs/agentmem-file"
+)]
+#![cfg_attr(
+    not(feature = "sqlite"),
+    doc = "[`agentmem-sqlite`]: https://docs.rs/agentmem-sqlite"
+)]
+#![cfg_attr(
+    not(feature = "sqlite"),
+    doc = "[`crates/agentmem-sqlite`]: https://docs.rs/agentmem-sqlite"
+)]
+#![cfg_attr(
+    not(feature = "redis"),
+    doc = "[`agentmem-redis`]: https://docs.rs/agentmem-redis"
+)]
+#![cfg_attr(
+    not(feature = "redis"),
+    doc = "[`crates/agentmem-redis`]: https://docs.rs/agentmem-redis"
+)]
+#![cfg_attr(
+    not(feature = "postgres"),
+    doc = "[`agentmem-postgres`]: https://docs.rs/agentmem-postgres"
+)]
+#![cfg_attr(
+    not(feature = "postgres"),
+    doc = "[`crates/agentmem-postgres`]: https://docs.rs/agentmem-postgres"
+)]
+#![cfg_attr(
+    not(feature = "mongodb"),
+    doc = "[`agentmem-mongodb`]: https://docs.rs/agentmem-mongodb"
+)]
+#![cfg_attr(
+    not(feature = "mongodb"),
+    doc = "[`crates/agentmem-mongodb`]: https://docs.rs/agentmem-mongodb"
+)]
+#![cfg_attr(feature = "rig", doc = "[`crates/agentmem-rig`]: crate::rig")]
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -22,7 +94,7 @@ mod open;
 pub mod memory;
 
 pub use agentmem_core::{
-    async_trait, format, history, name, now, search, AgentMemory, AgentMemoryExt, AgentName,
+    async_trait, format, history, name, now, search, trace, AgentMemory, AgentMemoryExt, AgentName,
     Archive, ArchiveId, ArchiveInfo, Capabilities, Error, ErrorKind, InMemory, MemoryFilter,
     MemoryHit, MemoryItem, MemoryKind, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
     Result, RetentionPolicy, Role, Session, SessionId, SessionInfo,
@@ -62,3 +134,8 @@ pub use agentmem_postgres as postgres;
 #[cfg(feature = "mongodb")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mongodb")))]
 pub use agentmem_mongodb as mongodb;
+
+/// rig's `ConversationMemory` over any agentmem store (feature `rig`).
+#[cfg(feature = "rig")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
+pub use agentmem_rig as rig;

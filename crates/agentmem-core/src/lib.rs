@@ -1,26 +1,28 @@
-//! Core of agentmem: the data model, the [`AgentMemory`] trait every backend implements,
-//! the one [`Error`] type, name validation, and shared algorithms (history windows, ranking,
-//! the Swarms `MEMORY.md` format).
-//!
-//! Backends live in their own crates (`agentmem-file`, `agentmem-sqlite`, …) and are chosen
-//! through the `agentmem` facade's cargo features. A new backend implements [`AgentMemory`]
-//! and runs the `agentmem-testkit` conformance suite.
-//!
-//! ```
-//! use std::sync::Arc;
-//! use agentmem_core::{AgentMemory, AgentMemoryExt, InMemory, Message, SessionId};
-//!
-//! # tokio_test_block_on(async {
-//! let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
-//! let session: SessionId = "ResearchAgent".parse()?;
-//! store.append_one(&session, Message::user("Compare BigQuery and AlloyDB")).await?;
-//! assert_eq!(store.messages(&session).await?.len(), 1);
-//! # Ok::<(), agentmem_core::Error>(())
-//! # });
-//! # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output {
-//! #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
-//! # }
-//! ```
+// The crate documentation is the README (also shown on GitHub and crates.io). Its links point
+// to docs.rs there; the definitions below come first, so rustdoc links to (and checks) the items.
+//! [`AgentMemory`]: crate::AgentMemory
+//! [`AgentMemoryExt`]: crate::AgentMemoryExt
+//! [`InMemory`]: crate::InMemory
+//! [`Message`]: crate::Message
+//! [`Role`]: crate::Role
+//! [`Session`]: crate::Session
+//! [`SessionInfo`]: crate::SessionInfo
+//! [`Archive`]: crate::Archive
+//! [`ArchiveInfo`]: crate::ArchiveInfo
+//! [`MemoryItem`]: crate::MemoryItem
+//! [`MemoryKind`]: crate::MemoryKind
+//! [`SessionId`]: crate::SessionId
+//! [`AgentName`]: crate::AgentName
+//! [`Error`]: crate::Error
+//! [`ErrorKind`]: crate::ErrorKind
+//! [`Result`]: crate::Result
+//! [`name`]: crate::name
+//! [`history`]: crate::history
+//! [`search`]: crate::search
+//! [`format`]: crate::format
+//! [`trace`]: crate::trace
+//! [`redact_url`]: crate::redact_url
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
 pub mod error;

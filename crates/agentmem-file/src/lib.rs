@@ -1,29 +1,16 @@
-//! The file backend of agentmem: the embedded default (B10, A2, A3).
-//!
-//! One root folder (default `$AGENTMEM_HOME`, else `$HOME/.agentmem`) holds every agent's
-//! memory as `agents/<session>/MEMORY.md` in the exact format Swarms writes and preloads,
-//! beside a structured log `session.jsonl` that makes loading lossless, with compacted
-//! transcripts in `archive/history_<timestamp>.md`. Appends write only the new bytes and are
-//! fsynced by default; rewrites go through a temporary file and a rename; advisory locks let
-//! several processes share one root (C2); a torn record left by a crash is detected, reported
-//! and repaired on first access (C3). Files are created 0600, folders 0700.
-//!
-//! ```
-//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-//! use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
-//! use agentmem_file::FileMemory;
-//!
-//! let dir = tempfile::tempdir()?;
-//! let url = format!("file://{}?durability=buffered", dir.path().display());
-//! let store = FileMemory::connect(&url).await?;
-//! let id: SessionId = "demo".parse()?;
-//! store.append_one(&id, Message::user("hello")).await?;
-//! drop(store);
-//! let reopened = FileMemory::connect(&url).await?;
-//! assert_eq!(reopened.messages(&id).await?[0].content, "hello");
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! # }).unwrap();
-//! ```
+// The crate documentation is the README (also shown on GitHub and crates.io). Its links point
+// to docs.rs there; the definitions below come first, so rustdoc links to (and checks) the items.
+//! [`AgentMemory`]: agentmem_core::AgentMemory
+//! [`FileMemory`]: crate::FileMemory
+//! [`FileMemory::connect`]: crate::FileMemory::connect
+//! [`FileMemory::open`]: crate::FileMemory::open
+//! [`FileMemory::repairs`]: crate::FileMemory::repairs
+//! [`FileMemory::check`]: crate::FileMemory::check
+//! [`FileConfig`]: crate::FileConfig
+//! [`Durability::Fsync`]: crate::Durability::Fsync
+//! [`Durability::Buffered`]: crate::Durability::Buffered
+//! [`RepairReport`]: crate::RepairReport
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
 mod config;
@@ -34,6 +21,7 @@ mod memories;
 mod repair;
 mod session;
 mod store;
+mod tail;
 
 pub use config::{Durability, FileConfig};
 pub use repair::{RepairKind, RepairReport};

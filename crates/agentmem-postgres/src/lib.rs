@@ -1,27 +1,14 @@
-//! PostgreSQL backend for agentmem: [`PostgresMemory`] implements
-//! [`AgentMemory`](agentmem_core::AgentMemory) on tokio-postgres with a deadpool connection
-//! pool.
-//!
-//! - Each store lives in its own schema (`?schema=NAME`, default `agentmem`), so tenants and
-//!   tests never see each other's data; tables are created and migrated forward on open (C8).
-//! - An append is one statement and one round trip, however many messages it carries; the
-//!   session row's lock orders concurrent writers exactly (C2, C10).
-//! - Reading the last N messages is an index range scan on `(session_id, seq)`.
-//! - Compaction and `save_session` are single transactions (A6).
-//! - Search is ranked full-text search on a GIN-indexed `tsvector` with `ts_rank` (A10).
-//! - Connections are plain TCP or Unix sockets without TLS (`NoTls`).
-//!
-//! ```no_run
-//! use agentmem_core::{AgentMemoryExt, Message, SessionId};
-//! use agentmem_postgres::PostgresMemory;
-//!
-//! # async fn demo() -> agentmem_core::Result<()> {
-//! let store = PostgresMemory::connect("postgres://postgres@127.0.0.1:5432/test?schema=demo").await?;
-//! let session: SessionId = "ResearchAgent".parse()?;
-//! store.append_one(&session, Message::user("Compare BigQuery and AlloyDB")).await?;
-//! let last = store.last_messages(&session, 20).await?;
-//! # Ok(()) }
-//! ```
+// The crate documentation is the README (also shown on GitHub and crates.io). Its links point
+// to docs.rs there; the definitions below come first, so rustdoc links to (and checks) the items.
+//! [`AgentMemory`]: agentmem_core::AgentMemory
+//! [`PostgresMemory`]: crate::PostgresMemory
+//! [`PostgresMemory::connect`]: crate::PostgresMemory::connect
+//! [`PostgresMemory::connect_with`]: crate::PostgresMemory::connect_with
+//! [`PostgresMemory::from_pool`]: crate::PostgresMemory::from_pool
+//! [`drop_schema`]: crate::PostgresMemory::drop_schema
+//! [`PostgresConfig`]: crate::PostgresConfig
+//! [`SCHEMA_VERSION`]: crate::SCHEMA_VERSION
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
 /// Runs `$body` (a future returning `Result<_, tokio_postgres::Error>`) with a pooled

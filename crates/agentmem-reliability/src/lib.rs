@@ -1,11 +1,13 @@
-//! The reliability and security battery of agentmem (issue 11: C2, C3, D).
-//!
-//! The battery itself is the integration tests under `tests/`; this library holds what those
-//! tests share with the helper binary `agentmem-stress`, which the tests run as child
-//! processes: how a test message is built and recognised ([`tagged`]), the audit of a stored
-//! transcript against the acknowledgements a child printed ([`audit()`]), the line protocol of
-//! the helper ([`protocol`]) and a small seeded random number generator ([`rng`]) so every
-//! randomised trial can be replayed from its seed.
+// The crate documentation is the README (also shown on GitHub). The crate is not published, so
+// its links point to the sources there; the definitions below come first, so rustdoc links to
+// (and checks) the items.
+//! [`tagged`]: crate::tagged
+//! [`audit()`]: crate::audit()
+//! [`Audit`]: crate::Audit
+//! [`protocol`]: crate::protocol
+//! [`rng`]: crate::rng
+//! [`SplitMix64`]: crate::SplitMix64
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
 pub mod audit;

@@ -1,28 +1,20 @@
-//! The agentmem conformance suite (C1): behavioural cases every backend passes.
-//!
-//! Each case is a public `async fn(&dyn AgentMemory)` in [`cases`] that panics on a
-//! violation. A backend runs all of them with one macro call in its `tests/` folder; the
-//! factory is called once per test and must return a store in a namespace of its own
-//! (a temp folder, a key prefix, a schema, a database), so the tests run in parallel.
-//!
-//! ```text
-//! // crates/agentmem-redis/tests/conformance.rs
-//! async fn store() -> Option<Arc<dyn AgentMemory>> {
-//!     let url = agentmem_testkit::env_url("REDIS_URL", "redis://127.0.0.1:6379");
-//!     let url = format!("{url}/?prefix={}", agentmem_testkit::unique_namespace("t"));
-//!     match RedisMemory::connect(&url).await {
-//!         Ok(store) => Some(Arc::new(store)),
-//!         Err(e) => agentmem_testkit::service_unavailable("redis", &url, &e),
-//!     }
-//! }
-//! agentmem_testkit::conformance_tests!(store);
-//! ```
+// The crate documentation is the README (also shown on GitHub and crates.io). Its links point
+// to docs.rs there; the definitions below come first, so rustdoc links to (and checks) the items.
+//! [`AgentMemory`]: agentmem_core::AgentMemory
+//! [`cases`]: crate::cases
+//! [`conformance_tests!`]: crate::conformance_tests
+//! [`env_url`]: crate::env_url
+//! [`unique_namespace`]: crate::unique_namespace
+//! [`service_unavailable`]: crate::service_unavailable
+//! [`services_required`]: crate::services_required
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
 use std::fmt::Display;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub mod cases;
+pub mod peak_memory;
 
 /// Whether server-backed tests must run (`AGENTMEM_REQUIRE_SERVICES` set to anything but
 /// empty, `0` or `false`). CI sets it, so an unreachable server fails the run instead of
