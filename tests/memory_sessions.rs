@@ -2,7 +2,7 @@
 //! sessions (B5), manual memory (B7) and auto-memory (B6), on `InMemory` and the file store.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use agentmem::memory::{Memory, MemoryConfig};
@@ -14,10 +14,12 @@ use agentmem::{
     SessionInfo,
 };
 
+/// History scoped by `workspace`, whatever `AGENTMEM_GLOBAL_SESSIONS` says in this shell.
 fn history_config(workspace: &Path) -> MemoryConfig {
     MemoryConfig::default()
         .with_history(true)
         .with_workspace_dir(workspace)
+        .with_global_sessions(false)
 }
 
 /// One agent run: build the context, "answer", and save.
@@ -223,6 +225,19 @@ struct Spy {
     inner: InMemory,
     saves: AtomicUsize,
     appends: AtomicUsize,
+    /// Delays the first append, so a concurrent later one could overtake it.
+    slow_first_append: AtomicBool,
+}
+
+impl Spy {
+    fn new(slow_first_append: bool) -> Spy {
+        Spy {
+            inner: InMemory::new(),
+            saves: AtomicUsize::new(0),
+            appends: AtomicUsize::new(0),
+            slow_first_append: AtomicBool::new(slow_first_append),
+        }
+    }
 }
 
 #[async_trait]
@@ -242,6 +257,9 @@ impl AgentMemory for Spy {
     }
     async fn append(&self, s: &SessionId, messages: &[Message]) -> Result<()> {
         self.appends.fetch_add(1, Ordering::SeqCst);
+        if self.slow_first_append.swap(false, Ordering::SeqCst) {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
         self.inner.append(s, messages).await
     }
     async fn load(&self, s: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
@@ -287,11 +305,7 @@ impl AgentMemory for Spy {
 
 #[tokio::test]
 async fn auto_save_appends_what_is_new_and_never_rewrites() {
-    let spy = Arc::new(Spy {
-        inner: InMemory::new(),
-        saves: AtomicUsize::new(0),
-        appends: AtomicUsize::new(0),
-    });
+    let spy = Arc::new(Spy::new(false));
     let config = MemoryConfig::default().with_auto_save("my_chat");
     let memory = Memory::new(config, spy.clone(), Some("assistant")).expect("memory");
     assert_eq!(memory.history_session(), None);
@@ -509,4 +523,59 @@ async fn concurrent_saves_of_one_conversation_store_each_message_once() {
         ids.dedup();
         assert_eq!(ids.len(), 50, "{name}: no duplicates, nothing lost");
     }
+}
+
+/// A turn saved while an earlier turn's append is still in flight lands after it: the store
+/// keeps the conversation's order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_turns_are_stored_in_conversation_order() {
+    let spy = Arc::new(Spy::new(true));
+    let config = MemoryConfig::default().with_auto_save("ordered");
+    let memory = Arc::new(Memory::new(config, spy.clone(), None).expect("memory"));
+    let conversation = vec![
+        Message::user("first question"),
+        Message::assistant("first answer"),
+        Message::user("second question"),
+        Message::assistant("second answer"),
+    ];
+    let first_turn = conversation[..2].to_vec();
+    let earlier = {
+        let memory = memory.clone();
+        tokio::spawn(async move { memory.after_turn(&first_turn).await.expect("first turn") })
+    };
+    // Let the first call claim its messages and enter its (slow) append.
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    memory.after_turn(&conversation).await.expect("second turn");
+    earlier.await.expect("task");
+
+    let session: SessionId = "ordered".parse().expect("name");
+    let stored = spy.messages(&session).await.expect("messages");
+    let contents: Vec<_> = stored.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(
+        contents,
+        [
+            "first question",
+            "first answer",
+            "second question",
+            "second answer"
+        ]
+    );
+}
+
+/// `with_global_sessions` decides over the environment: global gives one history per agent
+/// name in every workspace, scoped gives one per workspace.
+#[tokio::test]
+async fn the_config_decides_global_sessions_over_the_environment() {
+    let a = tempfile::tempdir().expect("temp dir");
+    let b = tempfile::tempdir().expect("temp dir");
+    let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+    let global = |dir: &Path| history_config(dir).with_global_sessions(true);
+    let in_a = Memory::new(global(a.path()), store.clone(), Some("assistant")).expect("memory");
+    let in_b = Memory::new(global(b.path()), store.clone(), Some("assistant")).expect("memory");
+    let expected = session_id(&WorkspaceId::Global, Some("assistant"));
+    assert_eq!(in_a.history_session(), Some(&expected));
+    assert_eq!(in_b.history_session(), Some(&expected));
+
+    let scoped = Memory::new(history_config(a.path()), store, Some("assistant")).expect("memory");
+    assert_ne!(scoped.history_session(), Some(&expected));
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use agentmem_core::{
     AgentMemory, Error, MemoryFilter, MemoryItem, MemoryKind, Message, Result, Role, SessionId,
 };
-use agentmem_workspace::{session_id, workspace_id, WorkspaceId};
+use agentmem_workspace::{global_sessions_requested, session_id, workspace_id_with, WorkspaceId};
 
 use super::auto_memory::{extract_facts, Fact};
 use super::config::{MemoryConfig, StoreSpec};
@@ -51,6 +51,10 @@ pub struct Memory {
     history_session: Option<SessionId>,
     auto_save_session: Option<SessionId>,
     state: Mutex<State>,
+    /// Held across claiming new messages and appending them, so concurrent `after_turn` calls
+    /// store messages in conversation order (a later call cannot append before an earlier
+    /// one's append has landed).
+    save_order: tokio::sync::Mutex<()>,
 }
 
 #[derive(Default)]
@@ -80,7 +84,8 @@ impl Memory {
     ///
     /// With history on and no explicit session id, the workspace of
     /// [`config.workspace_dir`](MemoryConfig::workspace_dir) (else the current directory) is
-    /// resolved now, honouring `AGENTMEM_GLOBAL_SESSIONS`. `InvalidInput` when a session
+    /// resolved now, honouring [`global_sessions`](MemoryConfig::global_sessions) (by default
+    /// `AGENTMEM_GLOBAL_SESSIONS`). `InvalidInput` when a session
     /// name in the config is not a valid [`SessionId`].
     pub fn new(
         config: MemoryConfig,
@@ -93,10 +98,13 @@ impl Memory {
         let history_session = match (&config.session_id, config.history) {
             (Some(id), _) => Some(SessionId::new(id.clone())?),
             (None, true) => {
+                let global = config
+                    .global_sessions
+                    .unwrap_or_else(global_sessions_requested);
                 let ws = match &config.workspace_dir {
-                    Some(dir) => workspace_id(dir),
+                    Some(dir) => workspace_id_with(dir, global),
                     None => match std::env::current_dir() {
-                        Ok(dir) => workspace_id(&dir),
+                        Ok(dir) => workspace_id_with(&dir, global),
                         Err(_) => WorkspaceId::Global,
                     },
                 };
@@ -119,6 +127,7 @@ impl Memory {
             history_session,
             auto_save_session,
             state: Mutex::new(State::default()),
+            save_order: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -292,6 +301,7 @@ impl Memory {
 
     /// Appends the messages of `conversation` that `session` does not hold yet.
     async fn save_new(&self, session: &SessionId, conversation: &[Message]) -> Result<usize> {
+        let _in_order = self.save_order.lock().await;
         let known = self.state().stored.contains_key(session);
         if !known {
             // Read the session once: the conversation may hold messages an earlier run saved.

@@ -136,6 +136,10 @@ pub struct MemoryConfig {
     /// The folder whose workspace scopes the history session; `None` means the current
     /// directory when the memory is built.
     pub workspace_dir: Option<PathBuf>,
+    /// Whether workspace-scoped history is global (one history per agent name, whatever the
+    /// workspace). `None` reads `AGENTMEM_GLOBAL_SESSIONS` when the memory is built; `Some`
+    /// decides regardless of the environment.
+    pub global_sessions: Option<bool>,
 }
 
 impl Default for MemoryConfig {
@@ -149,6 +153,7 @@ impl Default for MemoryConfig {
             auto_memory: false,
             learn: false,
             workspace_dir: None,
+            global_sessions: None,
         }
     }
 }
@@ -260,6 +265,19 @@ impl MemoryConfig {
     /// Scopes the history session by the workspace of `dir` instead of the current directory.
     pub fn with_workspace_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.workspace_dir = Some(dir.into());
+        self
+    }
+
+    /// Makes workspace-scoped history global (`true`) or scoped (`false`) whatever
+    /// `AGENTMEM_GLOBAL_SESSIONS` says.
+    ///
+    /// ```
+    /// use agentmem::memory::MemoryConfig;
+    /// let config = MemoryConfig::default().with_history(true).with_global_sessions(false);
+    /// assert_eq!(config.global_sessions, Some(false));
+    /// ```
+    pub fn with_global_sessions(mut self, global: bool) -> Self {
+        self.global_sessions = Some(global);
         self
     }
 
