@@ -65,7 +65,11 @@ pub fn from_rig(message: &RigMessage) -> Message {
         }
         // rig's message types serialize infallibly (plain data, string keys); should a future
         // version not, the text form above is still stored and loads back as plain text.
-        Err(error) => tracing::warn!(%error, "a rig message did not serialize; storing its text"),
+        // The error's category only: its text could quote message content.
+        Err(error) => tracing::warn!(
+            category = ?error.classify(),
+            "a rig message did not serialize; storing its text"
+        ),
     }
     stored
 }
@@ -77,9 +81,11 @@ pub fn to_rig(message: &Message) -> RigMessage {
         match serde_json::from_value::<RigMessage>(json.clone()) {
             Ok(rig) => return rig,
             // Written by another rig version: fall back to the text, which is always stored.
+            // The error's category and position only: its text could quote message content.
             Err(error) => tracing::warn!(
                 message_id = %message.id,
-                %error,
+                category = ?error.classify(),
+                column = error.column(),
                 "stored rig message is unreadable; loading its text instead"
             ),
         }
@@ -168,5 +174,38 @@ fn media(kind: &str, source: &DocumentSourceKind) -> String {
         DocumentSourceKind::Url(url) => format!("[{kind}: {url}]"),
         DocumentSourceKind::FileId(id) => format!("[{kind}: file {id}]"),
         _ => format!("[{kind}]"),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_rig_form_another_version_cannot_read_loads_as_text() {
+        let mut stored = from_rig(&RigMessage::user("hello"));
+        stored.metadata.insert(
+            RIG_METADATA_KEY.to_string(),
+            serde_json::json!({"role": "narrator", "content": 42}),
+        );
+        assert_eq!(to_rig(&stored), RigMessage::user("hello"));
+    }
+
+    #[test]
+    fn text_forms_keep_references_and_never_inline_data() {
+        let message = RigMessage::User {
+            content: vec![
+                UserContent::image_url("https://example.com/a.png", None, None),
+                UserContent::image_base64("AAAA", None, None),
+                UserContent::document_url("https://example.com/d.pdf", None),
+            ],
+        };
+        let stored = from_rig(&message);
+        assert_eq!(
+            stored.content,
+            "[image: https://example.com/a.png]\n[image]\n[document: https://example.com/d.pdf]"
+        );
+        assert_eq!(to_rig(&stored), message);
     }
 }
