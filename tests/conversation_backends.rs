@@ -129,6 +129,9 @@ async fn agent_lifecycle(store: Arc<dyn AgentMemory>) {
     let in_store = added(stored.into_iter().map(|m| m.content).collect());
     assert_eq!(in_store.len(), 40);
     assert_eq!(in_memory, in_store);
+    agentmem_testkit::empty_store(store.as_ref())
+        .await
+        .expect("remove the test's data");
 }
 
 #[cfg(feature = "file")]

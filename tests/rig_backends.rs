@@ -26,7 +26,10 @@ async fn suite(service: &str, url: String) {
     let reopened = open(service, &url)
         .await
         .expect("a second connection to a server that answered the first");
-    agentmem_rig::cases::all(store, reopened).await;
+    agentmem_rig::cases::all(store.clone(), reopened).await;
+    agentmem_testkit::empty_store(store.as_ref())
+        .await
+        .expect("remove the test's data");
 }
 
 #[allow(dead_code)]

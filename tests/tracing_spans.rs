@@ -133,6 +133,9 @@ async fn check_spans(store: Arc<dyn AgentMemory>, captured: &Captured, secrets: 
     assert_eq!(error.backend_name(), Some(backend), "{error}");
     assert_eq!(error.operation(), Some("compact"), "{error}");
     store.delete_session(&session).await.expect("delete");
+    agentmem_testkit::empty_store(store.as_ref())
+        .await
+        .expect("remove the test's data");
 
     let spans = captured.spans.lock().expect("lock").clone();
     let ops: Vec<&Fields> = spans

@@ -73,6 +73,19 @@ pub fn unique_namespace(prefix: &str) -> String {
 /// `url` with any password replaced by `***`, for messages and logs.
 pub use agentmem_core::redact_url;
 
+/// Deletes every session (with its archives) and every memory item in `store`, so a test on a
+/// shared server leaves no data behind (the namespace's empty tables or keys stay).
+pub async fn empty_store(store: &dyn agentmem_core::AgentMemory) -> agentmem_core::Result<()> {
+    for session in store.list_sessions().await? {
+        store.delete_session(&session.id).await?;
+    }
+    let everything = agentmem_core::MemoryFilter::default();
+    for item in store.list_memories(&everything).await? {
+        store.delete_memory(&item.id).await?;
+    }
+    Ok(())
+}
+
 /// The name of every conformance case, in the order the macro runs them. A test emitted by
 /// [`conformance_tests!`] checks that the macro's list is exactly this one, and a unit test
 /// checks that every public case in [`cases`] is here.
