@@ -33,6 +33,21 @@ impl Backend {
     ];
 
     /// The backend a URL names, from its scheme.
+    ///
+    /// Only the scheme is read: nothing is opened, and a backend this build does not include
+    /// is still named (see [`is_compiled_in`](Self::is_compiled_in)).
+    ///
+    /// ```
+    /// use agentmem::{Backend, ErrorKind};
+    /// assert_eq!(Backend::from_url("file:///tmp/agentmem")?, Backend::File);
+    /// assert_eq!(Backend::from_url("REDISS://cache:6380")?, Backend::Redis);
+    /// let backend = Backend::from_url("postgresql://agent:secret@db/agentmem")?;
+    /// assert_eq!(backend, Backend::Postgres);
+    /// assert_eq!(backend.is_compiled_in(), cfg!(feature = "postgres"));
+    /// let err = Backend::from_url("ftp://host/x").unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    /// # Ok::<(), agentmem::Error>(())
+    /// ```
     pub fn from_url(url: &str) -> Result<Backend> {
         let scheme = url
             .split_once(':')

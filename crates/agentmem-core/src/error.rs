@@ -11,7 +11,29 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What went wrong, in terms a caller can act on.
 ///
-/// Match on the kind, not on the message: the message is for people.
+/// Match on the kind, not on the message: the message is for people. The enum is
+/// `#[non_exhaustive]`, so a `match` needs a catch-all arm.
+///
+/// ```
+/// use agentmem_core::{AgentMemory, Error, ErrorKind, InMemory, SessionId};
+///
+/// fn what_to_do(err: &Error) -> &'static str {
+///     match err.kind() {
+///         ErrorKind::NotFound => "start a new session",
+///         ErrorKind::InvalidInput => "fix the request",
+///         _ if err.is_temporary() => "retry later",
+///         _ => "report it",
+///     }
+/// }
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let missing: SessionId = "never-written".parse()?;
+/// let err = InMemory::new().compact(&missing, &[]).await.unwrap_err();
+/// assert_eq!(what_to_do(&err), "start a new session");
+/// assert_eq!(what_to_do(&Error::unavailable("connection refused")), "retry later");
+/// assert_eq!(what_to_do(&Error::corrupt("torn record")), "report it");
+/// # Ok::<(), agentmem_core::Error>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {

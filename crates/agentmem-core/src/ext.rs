@@ -10,6 +10,25 @@ use crate::store::AgentMemory;
 /// Conveniences for every [`AgentMemory`], including `dyn AgentMemory`.
 ///
 /// A blanket implementation, so a wrapper store cannot override (and silently change) them.
+///
+/// ```
+/// use std::sync::Arc;
+/// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemory, MemoryKind, Message, SessionId};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+/// let id: SessionId = "demo".parse()?;
+/// // A missing session reads as empty, not as an error.
+/// assert!(!store.session_exists(&id).await?);
+/// assert!(store.messages(&id).await?.is_empty());
+/// store.append_one(&id, Message::user("hi")).await?;
+/// store.append_one(&id, Message::assistant("hello")).await?;
+/// assert!(store.session_exists(&id).await?);
+/// assert_eq!(store.last_messages(&id, 1).await?[0].content, "hello");
+/// let fact = store.store_memory(MemoryKind::Fact, "The user prefers metric units").await?;
+/// assert_eq!(store.get_memory(&fact.id).await?, Some(fact));
+/// # Ok::<(), agentmem_core::Error>(())
+/// # }).unwrap();
+/// ```
 #[async_trait]
 pub trait AgentMemoryExt: AgentMemory {
     /// Appends one message.

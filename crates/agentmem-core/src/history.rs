@@ -32,6 +32,21 @@ pub fn tail_start(messages: &[Message], limit: usize) -> usize {
 }
 
 /// The last `limit` messages of `messages`, without orphaned tool results (see [`tail_start`]).
+///
+/// ```
+/// use agentmem_core::{history::tail, Message};
+/// let msgs = vec![
+///     Message::user("weather?"),
+///     Message::tool_call("c1", "weather", "{}"),
+///     Message::tool_result("c1", "weather", "sunny"),
+///     Message::assistant("It is sunny."),
+/// ];
+/// // The last two would begin with the result of `c1` without its call: it is left out.
+/// assert_eq!(tail(&msgs, 2), &msgs[3..]);
+/// // With room for the call, call and result stay together.
+/// assert!(tail(&msgs, 3)[0].is_tool_call());
+/// assert_eq!(tail(&msgs, 100).len(), 4);
+/// ```
 pub fn tail(messages: &[Message], limit: usize) -> &[Message] {
     &messages[tail_start(messages, limit)..]
 }
@@ -41,6 +56,19 @@ pub fn tail(messages: &[Message], limit: usize) -> &[Message] {
 /// Backends that fetch the last N rows directly (SQL `ORDER BY seq DESC LIMIT N`, Redis
 /// `LRANGE -N -1`) call this on the result; `window_is_whole` says whether the window holds
 /// the whole session (then nothing was cut and nothing is dropped).
+///
+/// ```
+/// use agentmem_core::{history::trim_orphans, Message};
+/// // The last two rows of a longer session: the call of `c1` was cut off.
+/// let window = vec![
+///     Message::tool_result("c1", "weather", "sunny"),
+///     Message::assistant("It is sunny."),
+/// ];
+/// let trimmed = trim_orphans(window.clone(), false);
+/// assert_eq!(trimmed, &window[1..]);
+/// // The whole session: nothing was cut, so nothing is dropped.
+/// assert_eq!(trim_orphans(window.clone(), true), window);
+/// ```
 pub fn trim_orphans(mut window: Vec<Message>, window_is_whole: bool) -> Vec<Message> {
     if window_is_whole {
         return window;

@@ -174,6 +174,19 @@ impl Message {
     }
 
     /// An assistant message that calls `tool` with `arguments` (usually JSON) under `call_id`.
+    ///
+    /// The arguments are the message's content; [`tool_result`](Self::tool_result) with the
+    /// same `call_id` answers it.
+    ///
+    /// ```
+    /// use agentmem_core::{Message, Role};
+    /// let call = Message::tool_call("call_1", "weather", r#"{"city":"Oslo"}"#);
+    /// assert_eq!(call.role, Role::Assistant);
+    /// assert!(call.is_tool_call() && !call.is_tool_result());
+    /// assert_eq!(call.tool_call_id.as_deref(), Some("call_1"));
+    /// assert_eq!(call.tool_name.as_deref(), Some("weather"));
+    /// assert_eq!(call.content, r#"{"city":"Oslo"}"#);
+    /// ```
     pub fn tool_call(
         call_id: impl Into<String>,
         tool: impl Into<String>,
@@ -185,7 +198,18 @@ impl Message {
         m
     }
 
-    /// The result of the tool call `call_id`.
+    /// The result of the tool call `call_id`: a [`Role::Tool`] message paired with its call
+    /// by the shared id.
+    ///
+    /// ```
+    /// use agentmem_core::{Message, Role};
+    /// let call = Message::tool_call("call_1", "weather", r#"{"city":"Oslo"}"#);
+    /// let result = Message::tool_result("call_1", "weather", "sunny, 21 °C");
+    /// assert_eq!(result.role, Role::Tool);
+    /// assert!(result.is_tool_result() && !result.is_tool_call());
+    /// // The shared id pairs them; history windows never keep the result without its call.
+    /// assert_eq!(result.tool_call_id, call.tool_call_id);
+    /// ```
     pub fn tool_result(
         call_id: impl Into<String>,
         tool: impl Into<String>,

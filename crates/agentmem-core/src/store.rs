@@ -136,6 +136,23 @@ pub trait AgentMemory: Debug + Send + Sync + 'static {
 
     /// The stored context relevant to `query` (B9): the best-matching memory items, or the
     /// most recent ones without a query, one per line as `- text`. Empty when nothing is stored.
+    ///
+    /// ```
+    /// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemory, MemoryKind};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemory::new();
+    /// assert_eq!(store.get_context(None).await?, "");
+    /// store.store_memory(MemoryKind::Fact, "The user's name is Ada").await?;
+    /// store.store_memory(MemoryKind::Fact, "The project uses PostgreSQL").await?;
+    /// store.store_memory(MemoryKind::Insight, "Ada prefers short answers").await?;
+    /// // With a query: the items matching it, best first.
+    /// let context = store.get_context(Some("postgresql")).await?;
+    /// assert_eq!(context, "- The project uses PostgreSQL");
+    /// // Without one: the most recent items, one per line.
+    /// assert_eq!(store.get_context(None).await?.lines().count(), 3);
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// # }).unwrap();
+    /// ```
     async fn get_context(&self, query: Option<&str>) -> Result<String> {
         let items: Vec<MemoryItem> = match query.map(str::trim) {
             Some(q) if !q.is_empty() => self
@@ -185,6 +202,27 @@ pub trait AgentMemory: Debug + Send + Sync + 'static {
     /// `replacement`, in one atomic step (A6): afterwards a reader sees either the old state or
     /// the new one, never a mix, and appends racing with it are never lost (they land either
     /// in the archive or after the replacement). `NotFound` when the session does not exist.
+    ///
+    /// ```
+    /// use agentmem_core::{AgentMemory, AgentMemoryExt, ErrorKind, InMemory, Message, SessionId};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemory::new();
+    /// let id: SessionId = "demo".parse()?;
+    /// let old = vec![Message::user("hi"), Message::assistant("hello")];
+    /// store.append(&id, &old).await?;
+    /// let summary = Message::system("[summary] the user greeted");
+    /// let info = store.compact(&id, std::slice::from_ref(&summary)).await?;
+    /// assert_eq!(info.message_count, 2);
+    /// // The session now holds only the replacement; the archive holds the old messages.
+    /// assert_eq!(store.messages(&id).await?, vec![summary]);
+    /// assert_eq!(store.load_archive(&id, &info.id).await?.messages, old);
+    /// assert_eq!(store.list_archives(&id).await?, vec![info]);
+    /// let missing: SessionId = "missing".parse()?;
+    /// let err = store.compact(&missing, &[]).await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::NotFound);
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// # }).unwrap();
+    /// ```
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo>;
 
     /// The session's archives, oldest first; empty when it has none or does not exist.
@@ -211,8 +249,48 @@ pub trait AgentMemory: Debug + Send + Sync + 'static {
     async fn delete_memory(&self, id: &str) -> Result<bool>;
 
     /// Messages containing any word of `query`, best first (A10), across sessions or in one.
+    ///
+    /// ```
+    /// use agentmem_core::{AgentMemory, InMemory, Message, MessageQuery, SessionId};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemory::new();
+    /// let (alice, bob): (SessionId, SessionId) = ("alice".parse()?, "bob".parse()?);
+    /// store.append(&alice, &[Message::user("BigQuery pricing?"), Message::user("lunch")]).await?;
+    /// store.append(&bob, &[Message::user("bigquery vs AlloyDB")]).await?;
+    /// // Any word matches, case-insensitively, in every session by default.
+    /// let hits = store.search_messages("BIGQUERY", &MessageQuery::default()).await?;
+    /// assert_eq!(hits.len(), 2);
+    /// // Or in one session, at most `limit` hits.
+    /// let scope = MessageQuery { session: Some(bob.clone()), limit: 5 };
+    /// let hits = store.search_messages("bigquery lunch", &scope).await?;
+    /// assert_eq!(hits.len(), 1);
+    /// assert_eq!(hits[0].session, bob);
+    /// assert_eq!(hits[0].message.content, "bigquery vs AlloyDB");
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// # }).unwrap();
+    /// ```
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>>;
 
     /// Deletes what `policy` says has expired (C9).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemory, Message, RetentionPolicy};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemory::new();
+    /// for name in ["old", "new"] {
+    ///     store.append_one(&name.parse()?, Message::user(name)).await?;
+    /// }
+    /// // Keep only the most recently written session.
+    /// let policy = RetentionPolicy { max_sessions: Some(1), ..Default::default() };
+    /// assert_eq!(store.purge(&policy).await?.sessions_deleted, 1);
+    /// assert_eq!(store.list_sessions().await?[0].id.as_str(), "new");
+    /// // Delete sessions idle for over a day: "new" was written just now.
+    /// let day = Duration::from_secs(86_400);
+    /// let policy = RetentionPolicy { max_age: Some(day), ..Default::default() };
+    /// assert_eq!(store.purge(&policy).await?.sessions_deleted, 0);
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// # }).unwrap();
+    /// ```
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport>;
 }

@@ -77,6 +77,22 @@ impl FromStr for WorkspaceId {
 
 /// The workspace of `path`, honouring [`GLOBAL_SESSIONS_ENV`](crate::GLOBAL_SESSIONS_ENV):
 /// `global` when it is set to `1`/`true`/`yes`, else [`resolve_workspace`].
+///
+/// ```
+/// use agentmem_workspace::{global_sessions_requested, resolve_workspace};
+/// use agentmem_workspace::{session_id, workspace_id};
+/// let dir = tempfile::tempdir()?;
+/// let workspace = workspace_id(dir.path());
+/// if global_sessions_requested() {
+///     assert!(workspace.is_global()); // AGENTMEM_GLOBAL_SESSIONS=1: scoping is off
+/// } else {
+///     assert_eq!(workspace, resolve_workspace(dir.path()));
+/// }
+/// // The agent's history in this workspace:
+/// let session = session_id(&workspace, Some("assistant"));
+/// assert!(session.as_str().starts_with("history_"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn workspace_id(path: &Path) -> WorkspaceId {
     workspace_id_with(path, global_sessions_requested())
 }
@@ -115,6 +131,21 @@ pub fn current_workspace_id() -> WorkspaceId {
 ///
 /// A repository git cannot read (corrupt, or missing objects) is treated as no repository,
 /// as PraisonAI does when `git rev-list` fails.
+///
+/// ```
+/// use agentmem_workspace::{resolve_workspace, WorkspaceId};
+/// let dir = tempfile::tempdir()?;
+/// let sub = dir.path().join("src");
+/// std::fs::create_dir(&sub)?;
+/// assert_eq!(resolve_workspace(&dir.path().join("missing")), WorkspaceId::Global);
+/// // A repository without commits: every subfolder resolves to its work tree root.
+/// git2::Repository::init(dir.path())?;
+/// let root = WorkspaceId::Dir(dir.path().canonicalize()?);
+/// assert_eq!(resolve_workspace(dir.path()), root);
+/// #[cfg(feature = "git")] // without it, repositories are not recognised
+/// assert_eq!(resolve_workspace(&sub), root);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn resolve_workspace(path: &Path) -> WorkspaceId {
     #[cfg(feature = "git")]
     if let Some(id) = crate::git::repository_workspace(path) {
