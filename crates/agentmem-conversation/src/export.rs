@@ -16,6 +16,18 @@ use agentmem_core::{now, Error, Message, Metadata, Result, Role};
 use crate::conversation::Conversation;
 
 /// The file formats a conversation exports to and loads from.
+///
+/// The format is picked by the file's extension, in any case:
+///
+/// ```
+/// use std::path::Path;
+/// use agentmem_conversation::ExportFormat;
+///
+/// assert_eq!(ExportFormat::from_path(Path::new("chat.json"))?, ExportFormat::Json);
+/// assert_eq!(ExportFormat::from_path(Path::new("chat.YML"))?, ExportFormat::Yaml);
+/// assert!(ExportFormat::from_path(Path::new("chat.txt")).is_err());
+/// # Ok::<(), agentmem_core::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ExportFormat {
@@ -107,6 +119,24 @@ impl Exported {
 }
 
 /// `messages` as JSON text: a pretty-printed bare list.
+///
+/// ```
+/// use agentmem_conversation::export::messages_to_json;
+/// use agentmem_core::Message;
+/// use chrono::{TimeZone, Utc};
+///
+/// let time = Utc.with_ymd_and_hms(2026, 4, 20, 18, 35, 4).unwrap();
+/// let hi = Message::user("Hi").with_id("m1").with_timestamp(time);
+/// assert_eq!(messages_to_json(&[hi])?, r#"[
+///   {
+///     "role": "user",
+///     "content": "Hi",
+///     "timestamp": "2026-04-20T18:35:04.000000Z",
+///     "message_id": "m1"
+///   }
+/// ]"#);
+/// # Ok::<(), agentmem_core::Error>(())
+/// ```
 pub fn messages_to_json(messages: &[Message]) -> Result<String> {
     let list: Vec<Exported> = messages.iter().map(Exported::from).collect();
     serde_json::to_string_pretty(&list)
@@ -114,6 +144,20 @@ pub fn messages_to_json(messages: &[Message]) -> Result<String> {
 }
 
 /// `messages` as YAML text.
+///
+/// ```
+/// use agentmem_conversation::export::messages_to_yaml;
+/// use agentmem_core::Message;
+/// use chrono::{TimeZone, Utc};
+///
+/// let time = Utc.with_ymd_and_hms(2026, 4, 20, 18, 35, 4).unwrap();
+/// let hi = Message::user("Hi").with_id("m1").with_timestamp(time);
+/// assert_eq!(
+///     messages_to_yaml(&[hi])?,
+///     "- role: user\n  content: Hi\n  timestamp: 2026-04-20T18:35:04.000000Z\n  message_id: m1\n"
+/// );
+/// # Ok::<(), agentmem_core::Error>(())
+/// ```
 pub fn messages_to_yaml(messages: &[Message]) -> Result<String> {
     let list: Vec<Exported> = messages.iter().map(Exported::from).collect();
     serde_norway::to_string(&list)
@@ -121,6 +165,25 @@ pub fn messages_to_yaml(messages: &[Message]) -> Result<String> {
 }
 
 /// Messages from JSON text (`CorruptData` naming the problem when malformed).
+///
+/// Swarms' exports load too:
+///
+/// ```
+/// use agentmem_conversation::export::messages_from_json;
+/// use agentmem_core::{ErrorKind, Role};
+///
+/// // As Swarms writes it: capitalized roles, naive times, no ids, non-string content.
+/// let messages = messages_from_json(r#"[
+///     {"role": "User", "content": "Hi", "timestamp": "2026-04-20T18:35:04.123456"},
+///     {"role": "ResearchAgent", "content": {"answer": 42}}
+/// ]"#)?;
+/// assert_eq!(messages[0].role, Role::User);
+/// assert_eq!(messages[1].role, Role::Agent("ResearchAgent".into()));
+/// assert_eq!(messages[1].content, r#"{"answer":42}"#);
+/// let err = messages_from_json(r#"[{"role": "user", "con"#).unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::CorruptData);
+/// # Ok::<(), agentmem_core::Error>(())
+/// ```
 pub fn messages_from_json(text: &str) -> Result<Vec<Message>> {
     let list: Vec<Exported> = serde_json::from_str(text)
         .map_err(|e| Error::corrupt(format!("not a JSON list of messages ({e})")).with_source(e))?;
@@ -143,6 +206,22 @@ pub fn messages_from_yaml(text: &str) -> Result<Vec<Message>> {
 /// Reads messages from an export file, in the format its extension names. Errors name the
 /// file and the problem: `NotFound` when it does not exist, `CorruptData` when malformed,
 /// `InvalidInput` for an unknown extension.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use agentmem_conversation::export::read_messages;
+/// use agentmem_core::ErrorKind;
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("chat.yml");
+/// std::fs::write(&path, "- role: user\n  content: Hi\n- role: assistant\n  content: Hello!\n")?;
+/// let messages = read_messages(&path).await?;
+/// assert_eq!(messages[1].content, "Hello!");
+/// let err = read_messages(dir.path().join("chat.txt")).await.unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::InvalidInput);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 pub async fn read_messages(path: impl AsRef<Path>) -> Result<Vec<Message>> {
     let path = path.as_ref();
     let format = ExportFormat::from_path(path)?;
@@ -201,6 +280,24 @@ async fn write_atomically(path: &Path, text: String) -> Result<()> {
 
 impl Conversation {
     /// The history (preamble included) as JSON text, Swarms' export shape.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use agentmem_conversation::Conversation;
+    /// use agentmem_core::Role;
+    ///
+    /// let convo = Conversation::builder("ResearchAgent".parse()?)
+    ///     .system_prompt("Be brief.")
+    ///     .build()
+    ///     .await?;
+    /// convo.add(Role::User, "Hi").await?;
+    /// let list: serde_json::Value = serde_json::from_str(&convo.to_json()?)?;
+    /// assert_eq!(list[0]["role"], "system");
+    /// assert_eq!(list[0]["content"], "Be brief.");
+    /// assert_eq!(list[1]["content"], "Hi");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn to_json(&self) -> Result<String> {
         messages_to_json(&self.messages())
     }
@@ -212,6 +309,27 @@ impl Conversation {
 
     /// Exports the history to `path` as JSON or YAML, by its extension, replacing the file
     /// atomically.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use agentmem_conversation::Conversation;
+    /// use agentmem_core::Role;
+    ///
+    /// let convo = Conversation::builder("ResearchAgent".parse()?).system_prompt("Be brief.").build().await?;
+    /// convo.add(Role::User, "Compare BigQuery and AlloyDB.").await?;
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("research.yaml"); // or .yml, .json
+    /// convo.export(&path).await?;
+    /// let text = std::fs::read_to_string(&path)?;
+    /// assert!(text.starts_with("- role: system\n  content: Be brief.\n"));
+    ///
+    /// // Loading it back gives exactly the same history.
+    /// let copy = Conversation::builder("Copy".parse()?).build().await?;
+    /// assert_eq!(copy.load(&path).await?, 2);
+    /// assert_eq!(copy.messages(), convo.messages());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn export(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         let text = match ExportFormat::from_path(path)? {

@@ -143,6 +143,30 @@ impl FileMemory {
 
     /// Every repair this store made since it was opened (torn tails truncated, `MEMORY.md`
     /// regenerated, orphan archives removed, …), oldest first.
+    ///
+    /// Damage is repaired when a session is first used, not when the store opens:
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # use std::io::Write;
+    /// use agentmem_core::{AgentMemoryExt, Message, SessionId};
+    /// use agentmem_file::{FileConfig, FileMemory, RepairKind};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let id: SessionId = "ResearchAgent".parse()?;
+    /// let store = FileMemory::open(FileConfig::new(dir.path())).await?;
+    /// store.append_one(&id, Message::user("Hello")).await?;
+    /// // A crash in the middle of an append leaves half a line at the end of the log.
+    /// let log = store.memory_md_path(&id).with_file_name("session.jsonl");
+    /// std::fs::OpenOptions::new().append(true).open(&log)?.write_all(b"{\"role\":\"us")?;
+    ///
+    /// let store = FileMemory::open(FileConfig::new(dir.path())).await?; // the next process
+    /// assert!(store.repairs().is_empty()); // nothing repaired yet
+    /// assert_eq!(store.messages(&id).await?.len(), 1); // first use: the torn line is cut away
+    /// assert_eq!(store.repairs()[0].kind, RepairKind::TornTail);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn repairs(&self) -> Vec<RepairReport> {
         self.inner.repairs.all()
     }
@@ -151,6 +175,28 @@ impl FileMemory {
     /// returns what is damaged. With `repair`, damage is repaired as on first access (and also
     /// recorded in [`FileMemory::repairs`]); without, nothing is changed on disk. A damaged
     /// line in the middle of a log cannot be repaired safely: it is a `CorruptData` error.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # use std::io::Write;
+    /// use agentmem_core::{AgentMemoryExt, Message, SessionId};
+    /// use agentmem_file::{FileConfig, FileMemory, RepairKind};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let store = FileMemory::open(FileConfig::new(dir.path())).await?;
+    /// let id: SessionId = "ResearchAgent".parse()?;
+    /// store.append_one(&id, Message::user("Hello")).await?;
+    /// // A crash in the middle of an append leaves half a line at the end of the log.
+    /// let log = store.memory_md_path(&id).with_file_name("session.jsonl");
+    /// std::fs::OpenOptions::new().append(true).open(&log)?.write_all(b"{\"role\":\"us")?;
+    ///
+    /// let found = store.check(&id, false).await?; // reports, changes nothing
+    /// assert_eq!((found[0].kind, found[0].repaired), (RepairKind::TornTail, false));
+    /// assert!(store.check(&id, true).await?[0].repaired); // repairs
+    /// assert!(store.check(&id, false).await?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn check(&self, session: &SessionId, repair: bool) -> Result<Vec<RepairReport>> {
         let (_, findings) = self
             .with_session(session, "check", repair, move |ctx, slot, f| {

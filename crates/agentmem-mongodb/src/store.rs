@@ -85,6 +85,21 @@ impl MongoMemory {
     /// The driver does not expose the client's server selection timeout, so transactions
     /// that cannot reach the server are retried for at most
     /// [`DEFAULT_SERVER_SELECTION_TIMEOUT`](crate::DEFAULT_SERVER_SELECTION_TIMEOUT).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use agentmem_mongodb::MongoMemory;
+    /// use mongodb::{options::ClientOptions, Client};
+    ///
+    /// let mut options = ClientOptions::parse("mongodb://127.0.0.1:27017/?directConnection=true").await?;
+    /// options.app_name = Some("research-agent".into());
+    /// options.max_pool_size = Some(20);
+    /// let client = Client::with_options(options)?;
+    /// // The application keeps using `client`; the store shares its connection pool.
+    /// let store = MongoMemory::from_client(client.clone(), "agentmem").await?;
+    /// assert_eq!(store.database_name(), "agentmem");
+    /// # Ok(()) }
+    /// ```
     pub async fn from_client(client: Client, database: &str) -> Result<Self> {
         Self::open(client, database, DEFAULT_SERVER_SELECTION_TIMEOUT).await
     }

@@ -82,6 +82,19 @@ impl RedisMemory {
 
     /// Uses an existing redis-rs client (for settings [`RedisConfig`] does not cover) with
     /// the default timeouts, keeping every key under `prefix` (validated like the URL's).
+    ///
+    /// ```no_run
+    /// use agentmem_core::{AgentMemoryExt, Message, SessionId};
+    /// use agentmem_redis::RedisMemory;
+    ///
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// // A Unix socket, which a `redis://` URL cannot name.
+    /// let client = redis::Client::open("redis+unix:///run/redis/redis.sock")?;
+    /// let store = RedisMemory::from_client(client, "my_app").await?;
+    /// let session: SessionId = "ResearchAgent".parse()?;
+    /// store.append_one(&session, Message::user("Compare BigQuery and AlloyDB")).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn from_client(client: redis::Client, prefix: &str) -> Result<Self> {
         validate_prefix(prefix)?;
         Self::open(

@@ -28,6 +28,27 @@ Write plain text, no preamble.";
 /// configuration, else `OPENAI_BASE_URL`, else [`DEFAULT_OPENAI_BASE_URL`]. `Debug` never
 /// shows the key. The HTTP call runs on a blocking thread (ureq), with a timeout (60 s by
 /// default).
+///
+/// ```no_run
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use std::{sync::Arc, time::Duration};
+/// use agentmem_conversation::{Compressor, Conversation, OpenAiSummarizer};
+///
+/// // A local Ollama; vLLM, LiteLLM, a gateway or OpenAI itself work the same way.
+/// let summarizer = OpenAiSummarizer::new("llama3.1")
+///     .with_base_url("http://localhost:11434/v1")
+///     .with_api_key("unused-by-ollama")
+///     .with_timeout(Duration::from_secs(30));
+/// assert_eq!(summarizer.endpoint(), "http://localhost:11434/v1/chat/completions");
+/// let convo = Conversation::builder("ResearchAgent".parse()?)
+///     .compressor(Compressor::new(Arc::new(summarizer)))
+///     .build()
+///     .await?;
+/// // Once the prompt reaches 90% of the context, the model writes the summary.
+/// convo.maybe_compress().await?;
+/// # Ok::<(), agentmem_core::Error>(())
+/// # }).unwrap();
+/// ```
 #[derive(Clone)]
 pub struct OpenAiSummarizer {
     model: String,
