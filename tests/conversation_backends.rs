@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use agentmem::conversation::Conversation;
 use agentmem::{AgentMemory, AgentMemoryExt, Role, SessionId};
+// Which helpers are used depends on the backends compiled in.
+#[allow(unused_imports)]
 use agentmem_testkit::{env_url, service_unavailable, unique_namespace};
 
 const PRELOAD_HEAD: &str = "[Persistent Memory — MEMORY.md]\nThe following is this conversation's persistent memory from prior sessions. Use it to continue context coherently.\n\n";
@@ -20,6 +22,7 @@ async fn open(service: &str, url: String) -> Option<Arc<dyn AgentMemory>> {
     }
 }
 
+#[allow(dead_code)]
 fn with_query(base: &str, key: &str, value: &str) -> String {
     let mut url = url::Url::parse(base).expect("a valid server URL");
     url.query_pairs_mut().append_pair(key, value);
