@@ -8,26 +8,13 @@ use std::sync::Arc;
 
 use agentmem::conversation::Conversation;
 use agentmem::{AgentMemory, AgentMemoryExt, Role, SessionId};
-// Which helpers are used depends on the backends compiled in.
-#[allow(unused_imports)]
-use agentmem_testkit::{env_url, service_unavailable, unique_namespace};
+mod common;
+
+#[allow(unused_imports)] // which helpers are used depends on the backends compiled in
+use common::{mongodb_url, open, postgres_url, redis_url};
 
 const PRELOAD_HEAD: &str = "[Persistent Memory — MEMORY.md]\nThe following is this conversation's persistent memory from prior sessions. Use it to continue context coherently.\n\n";
 const SUMMARY_HEAD: &str = "[Compressed Memory Summary]\nThe following is a compressed summary of earlier conversation turns, replacing the raw transcript to stay within the context window.\n\n";
-
-async fn open(service: &str, url: String) -> Option<Arc<dyn AgentMemory>> {
-    match agentmem::open(&url).await {
-        Ok(store) => Some(store),
-        Err(e) => service_unavailable(service, &url, &e),
-    }
-}
-
-#[allow(dead_code)]
-fn with_query(base: &str, key: &str, value: &str) -> String {
-    let mut url = url::Url::parse(base).expect("a valid server URL");
-    url.query_pairs_mut().append_pair(key, value);
-    url.to_string()
-}
 
 async fn conversation(store: &Arc<dyn AgentMemory>) -> Conversation {
     Conversation::builder("ResearchAgent".parse().expect("valid agent name"))
@@ -142,7 +129,7 @@ async fn agent_lifecycle(store: Arc<dyn AgentMemory>) {
 async fn file_backend() {
     let dir = tempfile::tempdir().expect("temporary folder");
     let url = format!("file://{}?durability=buffered", dir.path().display());
-    agent_lifecycle(open("file", url).await.expect("file store")).await;
+    agent_lifecycle(open("file", &url).await.expect("file store")).await;
 }
 
 #[cfg(feature = "sqlite")]
@@ -150,15 +137,13 @@ async fn file_backend() {
 async fn sqlite_backend() {
     let dir = tempfile::tempdir().expect("temporary folder");
     let url = format!("sqlite://{}", dir.path().join("agent.db").display());
-    agent_lifecycle(open("sqlite", url).await.expect("sqlite store")).await;
+    agent_lifecycle(open("sqlite", &url).await.expect("sqlite store")).await;
 }
 
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn redis_backend() {
-    let base = env_url("REDIS_URL", "redis://127.0.0.1:6379");
-    let url = with_query(&base, "prefix", &unique_namespace("convo"));
-    if let Some(store) = open("redis", url).await {
+    if let Some(store) = open("redis", &redis_url("convo")).await {
         agent_lifecycle(store).await;
     }
 }
@@ -166,9 +151,7 @@ async fn redis_backend() {
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_backend() {
-    let base = env_url("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test");
-    let url = with_query(&base, "schema", &unique_namespace("convo"));
-    if let Some(store) = open("postgres", url).await {
+    if let Some(store) = open("postgres", &postgres_url("convo")).await {
         agent_lifecycle(store).await;
     }
 }
@@ -176,13 +159,7 @@ async fn postgres_backend() {
 #[cfg(feature = "mongodb")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mongodb_backend() {
-    let base = env_url(
-        "MONGODB_URL",
-        "mongodb://127.0.0.1:27017/?directConnection=true",
-    );
-    let mut url = url::Url::parse(&base).expect("a valid MongoDB URL");
-    url.set_path(&format!("/{}", unique_namespace("convo")));
-    if let Some(store) = open("mongodb", url.to_string()).await {
+    if let Some(store) = open("mongodb", &mongodb_url("convo")).await {
         agent_lifecycle(store).await;
     }
 }

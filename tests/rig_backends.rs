@@ -8,15 +8,10 @@
 use std::sync::Arc;
 
 use agentmem::AgentMemory;
-#[allow(unused_imports)]
-use agentmem_testkit::{env_url, service_unavailable, unique_namespace};
+mod common;
 
-async fn open(service: &str, url: &str) -> Option<Arc<dyn AgentMemory>> {
-    match agentmem::open(url).await {
-        Ok(store) => Some(store),
-        Err(e) => service_unavailable(service, url, &e),
-    }
-}
+#[allow(unused_imports)] // which helpers are used depends on the backends compiled in
+use common::{mongodb_url, open, postgres_url, redis_url};
 
 /// Opens `url` twice and runs the suite on the two connections.
 async fn suite(service: &str, url: String) {
@@ -30,13 +25,6 @@ async fn suite(service: &str, url: String) {
     agentmem_testkit::empty_store(store.as_ref())
         .await
         .expect("remove the test's data");
-}
-
-#[allow(dead_code)]
-fn with_query(base: &str, key: &str, value: &str) -> String {
-    let mut url = url::Url::parse(base).expect("a valid server URL");
-    url.query_pairs_mut().append_pair(key, value);
-    url.to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -70,33 +58,17 @@ async fn sqlite_backend() {
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_backend() {
-    let base = env_url("REDIS_URL", "redis://127.0.0.1:6379");
-    suite(
-        "redis",
-        with_query(&base, "prefix", &unique_namespace("rig")),
-    )
-    .await;
+    suite("redis", redis_url("rig")).await;
 }
 
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_backend() {
-    let base = env_url("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test");
-    suite(
-        "postgres",
-        with_query(&base, "schema", &unique_namespace("rig")),
-    )
-    .await;
+    suite("postgres", postgres_url("rig")).await;
 }
 
 #[cfg(feature = "mongodb")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mongodb_backend() {
-    let base = env_url(
-        "MONGODB_URL",
-        "mongodb://127.0.0.1:27017/?directConnection=true",
-    );
-    let mut url = url::Url::parse(&base).expect("a valid MongoDB URL");
-    url.set_path(&format!("/{}", unique_namespace("rig")));
-    suite("mongodb", url.to_string()).await;
+    suite("mongodb", mongodb_url("rig")).await;
 }

@@ -8,8 +8,10 @@ use std::sync::{Arc, Mutex};
 
 use agentmem::{AgentMemory, AgentMemoryExt, MemoryFilter, MemoryKind, Message, MessageQuery};
 use agentmem::{RetentionPolicy, SessionId};
-#[allow(unused_imports)]
-use agentmem_testkit::{env_url, service_unavailable, unique_namespace};
+mod common;
+
+#[allow(unused_imports)] // which helpers are used depends on the backends compiled in
+use common::{mongodb_url, open, postgres_url, redis_url};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Subscriber};
@@ -244,16 +246,8 @@ async fn sqlite_backend() {
 #[tokio::test]
 async fn redis_backend() {
     traced(|captured| async move {
-        let base = env_url("REDIS_URL", "redis://127.0.0.1:6379");
-        let mut url = url::Url::parse(&base).expect("a valid Redis URL");
-        url.query_pairs_mut()
-            .append_pair("prefix", &unique_namespace("traced"));
-        let url = url.to_string();
-        match agentmem::open(&url).await {
-            Ok(store) => check_spans(store, &captured, &[]).await,
-            Err(e) => {
-                service_unavailable::<()>("redis", &url, &e);
-            }
+        if let Some(store) = open("redis", &redis_url("traced")).await {
+            check_spans(store, &captured, &[]).await;
         }
     })
     .await;
@@ -265,15 +259,12 @@ async fn redis_backend() {
 #[tokio::test]
 async fn postgres_backend() {
     traced(|captured| async move {
-        let base = env_url("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test");
-        let mut url = url::Url::parse(&base).expect("a valid PostgreSQL URL");
+        let mut url = url::Url::parse(&postgres_url("traced")).expect("a valid PostgreSQL URL");
         let password = "hunter2-secret-pw";
         if url.password().is_none() {
             url.set_password(Some(password)).expect("set a password");
         }
         let secret = url.password().unwrap_or(password).to_string();
-        url.query_pairs_mut()
-            .append_pair("schema", &unique_namespace("traced"));
         let url = url.to_string();
         match agentmem::open(&url).await {
             Ok(store) => {
@@ -282,7 +273,7 @@ async fn postgres_backend() {
             }
             Err(e) => {
                 assert!(!e.to_string().contains(&secret), "{e}");
-                service_unavailable::<()>("postgres", &url, &e);
+                agentmem_testkit::service_unavailable::<()>("postgres", &url, &e);
             }
         }
     })
@@ -293,18 +284,8 @@ async fn postgres_backend() {
 #[tokio::test]
 async fn mongodb_backend() {
     traced(|captured| async move {
-        let base = env_url(
-            "MONGODB_URL",
-            "mongodb://127.0.0.1:27017/?directConnection=true",
-        );
-        let mut url = url::Url::parse(&base).expect("a valid MongoDB URL");
-        url.set_path(&format!("/{}", unique_namespace("traced")));
-        let url = url.to_string();
-        match agentmem::open(&url).await {
-            Ok(store) => check_spans(store, &captured, &[]).await,
-            Err(e) => {
-                service_unavailable::<()>("mongodb", &url, &e);
-            }
+        if let Some(store) = open("mongodb", &mongodb_url("traced")).await {
+            check_spans(store, &captured, &[]).await;
         }
     })
     .await;
