@@ -1,4 +1,4 @@
-//! Memory configuration and workspace-scoped history (B1–B5).
+//! Agent memory configuration and workspace-scoped history (`agentmem::agent`).
 //!
 //! Two runs of one agent in the same repository see the same history, whichever checkout or
 //! worktree they run in; with `AGENTMEM_GLOBAL_SESSIONS=1` the agent uses the global session
@@ -8,30 +8,28 @@
 //! cargo run --example memory_config            # from anywhere inside a git repository
 //! ```
 
-use agentmem::memory::{Memory, MemoryConfig};
+use agentmem::agent::{Agent, AgentConfig};
 use agentmem::workspace::{current_workspace_id, GLOBAL_SESSIONS_ENV};
 use agentmem::{MemoryKind, Message};
 
 /// One run of the agent: inject memory, "answer", save the turn.
 async fn run_agent(url: &str, question: &str, answer: &str) -> agentmem::Result<()> {
     // The `session` preset: history on, last 10 messages; the store is a throwaway folder.
-    let config: MemoryConfig = "session".parse()?;
+    let config: AgentConfig = "session".parse()?;
     let config = config.with_url(url).with_auto_memory(true);
-    let Some(memory) = Memory::from_config(config, Some("assistant")).await? else {
+    let Some(agent) = Agent::from_config(config, Some("assistant"), &agentmem::registry()).await?
+    else {
         unreachable!("the session preset turns history on");
     };
-    let session = memory
+    let session = agent
         .history_session()
         .map(|s| s.to_string())
         .unwrap_or_default();
-    let workspace = memory
-        .workspace()
-        .map(|w| w.to_string())
-        .unwrap_or_default();
+    let workspace = agent.workspace().map(|w| w.to_string()).unwrap_or_default();
     println!("  workspace {workspace}\n  session   {session}");
 
     let turn = vec![Message::user(question)];
-    let context = memory.context_for_turn(&turn).await?;
+    let context = agent.context_for_turn(&turn).await?;
     if context.history.is_empty() {
         println!("  history:  (none)");
     }
@@ -40,7 +38,7 @@ async fn run_agent(url: &str, question: &str, answer: &str) -> agentmem::Result<
     }
     let mut conversation = context.messages("You are a helpful assistant.", &turn);
     conversation.push(Message::assistant(answer));
-    let report = memory.after_turn(&conversation).await?;
+    let report = agent.after_turn(&conversation).await?;
     println!(
         "  saved {} messages, learned {} facts",
         report.saved,
@@ -72,16 +70,17 @@ async fn main() -> agentmem::Result<()> {
     run_agent(&url, "What's my name?", "I don't know yet.").await?;
     std::env::remove_var(GLOBAL_SESSIONS_ENV);
 
-    // Manual memory (B7) goes into the system prompt of every later run.
-    let memory = Memory::from_config(MemoryConfig::enabled().with_url(&url), Some("assistant"))
+    // Manual memory goes into the system prompt of every later run.
+    let config = AgentConfig::enabled().with_url(&url);
+    let agent = Agent::from_config(config, Some("assistant"), &agentmem::registry())
         .await?
         .ok_or_else(|| agentmem::Error::invalid_input("memory is off"))?;
-    memory
+    agent
         .store_memory("User prefers dark mode", MemoryKind::LongTerm)
         .await?;
     println!(
         "system prompt:\n{}",
-        memory.system_prompt("You are a helpful assistant.").await?
+        agent.system_prompt("You are a helpful assistant.").await?
     );
     Ok(())
 }

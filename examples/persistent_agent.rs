@@ -38,7 +38,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // On the file backend the store root is the workspace dir, as in Swarms:
     // $WORKSPACE_DIR/agents/<agent name>/MEMORY.md
-    let store = FileMemory::open(FileConfig::new(&workspace)).await?;
+    let store = FileMemory::connect_with(FileConfig::new(&workspace)).await?;
     let agent: AgentName = "ResearchAgent".parse()?;
     let session = SessionId::from(agent.clone());
 

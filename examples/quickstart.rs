@@ -88,7 +88,7 @@ async fn second_process(home: &Path) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 async fn open_conversation(home: &Path) -> Result<Conversation, Box<dyn std::error::Error>> {
-    let store = FileMemory::open(FileConfig::new(home)).await?;
+    let store = FileMemory::connect_with(FileConfig::new(home)).await?;
     let agent: AgentName = "QuickstartAgent".parse()?;
     let memory_file = store.memory_md_path(&SessionId::from(agent.clone()));
     let store: Arc<dyn AgentMemory> = Arc::new(store);

@@ -4,7 +4,8 @@
 //! [`agentmem::open`]: crate::open
 //! [`AgentMemory`]: crate::AgentMemory
 //! [`agentmem::conversation`]: crate::conversation
-//! [`agentmem::memory`]: crate::memory
+//! [`agentmem::agent`]: crate::agent
+//! [`agentmem::registry`]: crate::registry
 //! [`agentmem-conversation`]: crate::conversation
 //! [`agentmem-workspace`]: crate::workspace
 //! [`crates/agentmem-core`]: crate::core
@@ -91,21 +92,27 @@
 
 mod open;
 
-pub mod memory;
-
+pub use agentmem_core::backend::Backend;
 pub use agentmem_core::{
-    async_trait, format, history, name, now, search, trace, AgentMemory, AgentMemoryExt, AgentName,
-    Archive, ArchiveId, ArchiveInfo, Capabilities, Error, ErrorKind, InMemory, MemoryFilter,
-    MemoryHit, MemoryItem, MemoryKind, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
-    Result, RetentionPolicy, Role, Session, SessionId, SessionInfo,
+    async_trait, history, layer, name, now, search, AgentMemory, AgentMemoryExt, AgentName,
+    Archive, ArchiveId, ArchiveInfo, Capabilities, Error, ErrorKind, InMemory, Layered,
+    MemoryFilter, MemoryHit, MemoryItem, MemoryKind, Message, MessageHit, MessageQuery, Metadata,
+    Operation, PurgeReport, Result, RetentionPolicy, Role, Session, SessionId, SessionInfo,
 };
-pub use open::{open, Backend};
+pub use open::{open, registry};
 
 /// The core crate, for backend authors.
 pub use agentmem_core as core;
 
 /// The Swarms-style conversation engine: preload, write-through, compaction, auto-compression.
 pub use agentmem_conversation as conversation;
+
+/// File formats, both directions: Swarms agent folders (`MEMORY.md`), PraisonAI session JSON,
+/// agentmem's own JSON lines, JSON and YAML exports.
+pub use agentmem_formats as formats;
+
+/// The PraisonAI-style agent memory layer: history injection, auto-save, auto-memory, learning.
+pub use agentmem_agent as agent;
 
 /// Workspace identity and workspace-scoped session ids (git root commit with feature `git`).
 pub use agentmem_workspace as workspace;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use agentmem::{AgentMemory, AgentMemoryExt, MemoryFilter, MemoryKind, Message, MessageQuery};
-use agentmem::{RetentionPolicy, SessionId};
+use agentmem::{Operation, RetentionPolicy, SessionId};
 mod common;
 
 #[allow(unused_imports)] // which helpers are used depends on the backends compiled in
@@ -133,7 +133,7 @@ async fn check_spans(store: Arc<dyn AgentMemory>, captured: &Captured, secrets: 
         .await
         .expect_err("compacting a missing session fails");
     assert_eq!(error.backend_name(), Some(backend), "{error}");
-    assert_eq!(error.operation(), Some("compact"), "{error}");
+    assert_eq!(error.operation(), Some(Operation::Compact), "{error}");
     store.delete_session(&session).await.expect("delete");
     agentmem_testkit::empty_store(store.as_ref())
         .await

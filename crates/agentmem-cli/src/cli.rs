@@ -6,7 +6,7 @@ use std::time::Duration;
 use agentmem_core::{Error, MemoryKind, Result, SessionId};
 use clap::{ArgGroup, Parser, Subcommand, ValueEnum};
 
-use crate::interop::Format;
+use agentmem_formats::Format;
 
 /// The store used when neither `--store` nor `AGENTMEM_STORE` names one: the file store in the
 /// agentmem home (`$AGENTMEM_HOME`, else `$HOME/.agentmem`).

@@ -18,13 +18,6 @@ pub fn io_error(path: &Path, verb: &str, e: std::io::Error) -> Error {
     Error::new(kind, format!("cannot {verb} {}", path.display())).with_source(e)
 }
 
-/// The whole file as UTF-8 text.
-pub fn read_to_string(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| io_error(path, "read", e))?;
-    String::from_utf8(bytes)
-        .map_err(|e| Error::corrupt(format!("{} is not UTF-8 text", path.display())).with_source(e))
-}
-
 /// Creates `dir` and its parents, readable by their owner only (exports hold agent memory,
 /// which agentmem keeps private, D).
 pub fn create_dir_all(dir: &Path) -> Result<()> {

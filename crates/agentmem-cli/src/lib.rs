@@ -3,8 +3,9 @@
 //! session files), and migrate it between backends.
 //!
 //! The binary is a thin wrapper over [`main_with_args`]. The pieces other programs (tests,
-//! fuzzers) call directly are public: the format parsers and writers in [`interop`], the
-//! session copy in [`sync`] and the store-to-store copy in [`migrate`].
+//! fuzzers) call directly are public: the session copy in [`sync`] and the store-to-store copy
+//! in [`migrate`]. The file formats themselves (parsers and writers) are the
+//! `agentmem-formats` crate.
 //!
 //! Errors are printed as one line, `agentmem: <kind>: <what and where>`, and mapped to exit
 //! codes by [`exit_code`].
@@ -13,7 +14,6 @@
 pub mod cli;
 mod commands;
 mod fsio;
-pub mod interop;
 pub mod migrate;
 mod output;
 pub mod sync;

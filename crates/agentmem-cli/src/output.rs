@@ -40,7 +40,7 @@ impl Output {
                 self.closed = true;
                 Ok(())
             }
-            Err(e) => Err(Error::from(e).with_operation("write output")),
+            Err(e) => Err(Error::io("could not write the output", e)),
         }
     }
 
@@ -89,7 +89,7 @@ impl Output {
         }
         match self.out.flush() {
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                Err(Error::from(e).with_operation("write output"))
+                Err(Error::io("could not write the output", e))
             }
             _ => Ok(()),
         }

@@ -29,11 +29,10 @@
 //! [`Conflict`](agentmem_core::ErrorKind::Conflict), and nothing is written.
 
 use agentmem_core::{AgentMemory, Error, Message, Result, SessionId};
-
-use crate::interop::{ArchiveExport, SessionExport};
+use agentmem_formats::{canonical_session, ArchiveExport, SessionExport};
 
 /// Reads a whole session: metadata, current messages and every archive; `None` when missing.
-/// Metadata keys come back sorted ([`crate::interop::canonical_session`]).
+/// Metadata keys come back sorted ([`canonical_session`]).
 pub async fn read_session(
     store: &dyn AgentMemory,
     id: &SessionId,
@@ -53,7 +52,7 @@ pub async fn read_session(
             info: Some(archive.info),
         });
     }
-    crate::interop::canonical_session(&mut export);
+    canonical_session(&mut export);
     Ok(Some(export))
 }
 

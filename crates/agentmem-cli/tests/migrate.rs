@@ -10,8 +10,8 @@ mod common;
 
 use std::path::Path;
 
-use agentmem_cli::interop::{jsonl, ArchiveExport, ExportDocument, SessionExport};
 use agentmem_core::{MemoryItem, MemoryKind, Message, Role};
+use agentmem_formats::{jsonl, ArchiveExport, ExportDocument, SessionExport};
 use agentmem_testkit::{env_url, service_unavailable, unique_namespace};
 use chrono::{DateTime, Duration, Utc};
 use common::{agentmem, file_url, json, ok, on};

@@ -13,6 +13,7 @@ use agentmem_core::{
 
 use crate::builder::{workspace_dir_from_env, ConversationBuilder};
 use crate::compressor::Compressor;
+use crate::history::{Counted, History};
 use crate::preload::{memory_blocks, preload, preload_message, Preload};
 use crate::summarizer::SummaryRequest;
 use crate::templates::{self, summary_text, SUMMARY_PREFIX};
@@ -78,9 +79,9 @@ pub struct Conversation {
     /// System prompt, rules and custom rules: rebuilt after compaction, never stored.
     preamble: Vec<Message>,
     preloaded: Option<Preload>,
-    /// The history, preamble included. A std mutex, held only briefly and never across an
-    /// await, so reads are synchronous.
-    history: Mutex<Vec<Message>>,
+    /// The history, preamble included, with a running bound of its tokens. A std mutex, held
+    /// only briefly and never across an await, so reads are synchronous.
+    history: Mutex<History>,
     /// Serializes every write (add, compact, load) across its store call, so the in-memory
     /// order is the stored order and a compaction never interleaves with an add.
     writer: tokio::sync::Mutex<()>,
@@ -89,6 +90,9 @@ pub struct Conversation {
     compressor: Compressor,
     workspace_dir: Option<PathBuf>,
     memory_file: Option<PathBuf>,
+    /// How many times the whole history was rendered and tokenized (`token_count`).
+    #[cfg(test)]
+    exact_counts: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for Conversation {
@@ -97,7 +101,7 @@ impl std::fmt::Debug for Conversation {
             .field("agent", &self.agent)
             .field("store", &self.store.as_ref().map(|s| s.backend()))
             .field("persisting", &self.is_persisting())
-            .field("messages", &self.lock_history().len())
+            .field("messages", &self.lock_history().messages().len())
             .field("context_length", &self.context_length)
             .field("encoding", &self.encoding)
             .finish_non_exhaustive()
@@ -157,13 +161,15 @@ impl Conversation {
             persisting: AtomicBool::new(b.persistent),
             preamble,
             preloaded,
-            history: Mutex::new(history),
+            history: Mutex::new(History::new(history, encoding)),
             writer: tokio::sync::Mutex::new(()),
             context_length,
             encoding,
             compressor: b.compressor,
             workspace_dir: b.workspace_dir.or_else(workspace_dir_from_env),
             memory_file: if b.persistent { b.memory_file } else { None },
+            #[cfg(test)]
+            exact_counts: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -229,6 +235,10 @@ impl Conversation {
     pub fn set_model(&mut self, model: &str) {
         self.context_length = context_length_for_model(model);
         self.encoding = TokenEncoding::for_model(model);
+        self.history
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .recount(self.encoding);
     }
 
     /// What was preloaded from the store on build, if anything.
@@ -261,7 +271,7 @@ impl Conversation {
         self.persisting.store(false, Ordering::SeqCst);
     }
 
-    fn lock_history(&self) -> MutexGuard<'_, Vec<Message>> {
+    fn lock_history(&self) -> MutexGuard<'_, History> {
         // No code panics while holding the lock, so poisoning cannot leave a torn history;
         // recover rather than propagate a panic.
         self.history
@@ -305,9 +315,12 @@ impl Conversation {
     }
 
     async fn push_locked(&self, message: Message) -> Result<()> {
+        // Counted before the store call, so the history's lock is never held while tokenizing.
+        let counted = Counted::new(message, self.encoding);
         if let Some(store) = self.active_store() {
+            let message = counted.message();
             if let Err(e) = store
-                .append(&self.session, std::slice::from_ref(&message))
+                .append(&self.session, std::slice::from_ref(message))
                 .await
             {
                 // A failed write may still have landed (an acknowledgement lost on the way
@@ -316,12 +329,12 @@ impl Conversation {
                     .store_holds(store, &message.id, Some(RECONCILE_WINDOW))
                     .await
                 {
-                    self.lock_history().push(message);
+                    self.lock_history().push(counted);
                 }
                 return Err(e);
             }
         }
-        self.lock_history().push(message);
+        self.lock_history().push(counted);
         Ok(())
     }
 
@@ -350,33 +363,38 @@ impl Conversation {
 
     /// The history as structured messages (A8), preamble and preload included.
     pub fn messages(&self) -> Vec<Message> {
-        self.lock_history().clone()
+        self.lock_history().messages().to_vec()
     }
 
     /// How many messages the history holds.
     pub fn len(&self) -> usize {
-        self.lock_history().len()
+        self.lock_history().messages().len()
     }
 
     /// Whether the history is empty (no system prompt, rules or messages).
     pub fn is_empty(&self) -> bool {
-        self.lock_history().is_empty()
+        self.lock_history().messages().is_empty()
     }
 
     /// The history as a prompt string (A8): `[{timestamp}] {role}: {content}` per message,
     /// joined by blank lines, as Swarms' `return_history_as_string`.
     pub fn prompt_string(&self) -> String {
-        templates::prompt_string(self.lock_history().iter())
+        templates::prompt_string(self.lock_history().messages())
     }
 
-    /// Tokens in the prompt string.
+    /// Tokens in the prompt string: exact, so it renders and tokenizes the whole history.
     pub fn token_count(&self) -> usize {
+        #[cfg(test)]
+        self.exact_counts.fetch_add(1, Ordering::SeqCst);
         self.encoding.count(&self.prompt_string())
     }
 
     /// The content of the last message (A8), `None` when the history is empty.
     pub fn last_content(&self) -> Option<String> {
-        self.lock_history().last().map(|m| m.content.clone())
+        self.lock_history()
+            .messages()
+            .last()
+            .map(|m| m.content.clone())
     }
 
     /// Replaces the whole in-memory history with `messages`, without storing them (loading
@@ -384,7 +402,8 @@ impl Conversation {
     pub(crate) async fn replace_history(&self, messages: Vec<Message>) -> usize {
         let _writer = self.writer.lock().await;
         let n = messages.len();
-        *self.lock_history() = messages;
+        let history = History::new(messages, self.encoding);
+        *self.lock_history() = history;
         n
     }
 
@@ -398,11 +417,12 @@ impl Conversation {
     /// if the summary is found stored). Not persisting, only memory is rebuilt.
     pub async fn compact(&self, summary: &str) -> Result<Compaction> {
         let _writer = self.writer.lock().await;
-        self.compact_locked(summary).await
+        self.compact_locked(summary, self.token_count()).await
     }
 
-    async fn compact_locked(&self, summary: &str) -> Result<Compaction> {
-        let tokens_before = self.token_count();
+    /// Compacts; `tokens_before` is the exact [`token_count`](Self::token_count) of the
+    /// history now (the caller holds the writer lock, so it cannot change meanwhile).
+    async fn compact_locked(&self, summary: &str, tokens_before: usize) -> Result<Compaction> {
         let summary = Message::system(summary_text(summary));
         let archive = match self.active_store() {
             None => None,
@@ -460,16 +480,21 @@ impl Conversation {
 
     /// Memory after a compaction: system prompt, rules, custom rules, then the summary.
     fn rebuild_with(&self, summary: Message) {
-        let mut history = self.lock_history();
-        history.truncate(0);
-        history.extend(self.preamble.iter().cloned());
-        history.push(summary);
+        let mut messages = self.preamble.clone();
+        messages.push(summary);
+        let history = History::new(messages, self.encoding);
+        *self.lock_history() = history;
     }
 
     /// Compacts when the prompt string has reached the compressor's threshold × context
     /// length (A7); call it at the top of each agent loop iteration. `Ok(None)` when
     /// compression is off, the context length is 0, the prompt is under the threshold, or
     /// there is nothing to compress (only the preamble, or only a summary, after it).
+    ///
+    /// The check is cheap: the conversation keeps a running upper bound of the prompt's
+    /// tokens, updated as the history changes, so under the threshold nothing is rendered or
+    /// tokenized; only when that bound reaches it is the exact count taken, and the exact
+    /// count decides, as [`token_count`](Self::token_count) would.
     ///
     /// The summarizer sees everything after the preamble, preload and earlier summaries
     /// included. If it fails, its error is returned and nothing changed. Adds wait while it
@@ -479,11 +504,19 @@ impl Conversation {
             return Ok(None);
         }
         let _writer = self.writer.lock().await;
-        let tokens = self.token_count();
-        if tokens < self.compressor.trigger_tokens(self.context_length) {
+        let trigger = self.compressor.trigger_tokens(self.context_length);
+        // O(1): the running figure bounds the exact count from above (see `History`), so
+        // under the trigger the exact count is too; only at or over it is the whole history
+        // rendered and counted, and that exact count decides.
+        if self.lock_history().tokens_bound() < trigger {
             return Ok(None);
         }
-        let transcript: Vec<Message> = self.lock_history()[self.preamble.len()..].to_vec();
+        let tokens = self.token_count();
+        if tokens < trigger {
+            return Ok(None);
+        }
+        let transcript: Vec<Message> =
+            self.lock_history().messages()[self.preamble.len()..].to_vec();
         let only_summary = transcript.len() == 1
             && transcript[0].role == Role::System
             && transcript[0].content.starts_with(SUMMARY_PREFIX);
@@ -503,7 +536,7 @@ impl Conversation {
         .with_temperature(self.compressor.temperature)
         .with_encoding(self.encoding);
         let summary = self.compressor.summarizer.summarize(&request).await?;
-        self.compact_locked(&summary).await.map(Some)
+        self.compact_locked(&summary, tokens).await.map(Some)
     }
 
     /// Messages matching any word of `query`, best first (A10): through the store's ranked
@@ -539,9 +572,156 @@ impl Conversation {
         }
         let needle = keyword.to_lowercase();
         self.lock_history()
+            .messages()
             .iter()
             .filter(|m| m.content.to_lowercase().contains(&needle))
             .cloned()
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::summarizer::ExtractiveSummarizer;
+
+    /// Builds an ephemeral conversation with the extractive summarizer at `threshold`.
+    async fn conversation(context_length: usize, threshold: f64) -> Conversation {
+        Conversation::builder("Counter".parse().unwrap())
+            .system_prompt("You are terse.")
+            .rules("Cite sources.")
+            .context_length(context_length)
+            .compressor(
+                Compressor::new(Arc::new(ExtractiveSummarizer::new())).with_threshold(threshold),
+            )
+            .build()
+            .await
+            .unwrap()
+    }
+
+    /// Exact tokens of the prompt string, as the check counted them before (without
+    /// touching the counter).
+    fn exact(c: &Conversation) -> usize {
+        c.encoding.count(&c.prompt_string())
+    }
+
+    /// The running figure (the lock is released before the caller locks again).
+    fn bound(c: &Conversation) -> usize {
+        c.lock_history().tokens_bound()
+    }
+
+    fn exact_counts(c: &Conversation) -> usize {
+        c.exact_counts.load(Ordering::SeqCst)
+    }
+
+    #[tokio::test]
+    async fn check_under_the_trigger_never_counts_the_history_and_fires_where_exact_does() {
+        const CONTENTS: &[&str] = &[
+            "Compare BigQuery and AlloyDB.",
+            "",
+            "Sure:\n- cost\n- latency\n\n",
+            "trailing spaces   ",
+            "東京の天気は晴れです。",
+            "emoji 🎉",
+            "ok",
+            "[2025-01-01T00:00:00.000000Z] User: quoted line?",
+            "numbers 1234567 and a paren)",
+        ];
+        let c = conversation(600, 0.9).await;
+        let trigger = c.compressor.trigger_tokens(c.context_length);
+        let (mut cheap_checks, mut compactions) = (0, 0);
+        for (i, text) in CONTENTS.iter().cycle().take(300).enumerate() {
+            let role = if i % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            c.add(role, *text).await.unwrap();
+            let exact_before = exact(&c);
+            let figure = bound(&c);
+            assert!(
+                figure >= exact_before,
+                "step {i}: {figure} < {exact_before}"
+            );
+
+            let counted = exact_counts(&c);
+            let result = c.maybe_compress().await.unwrap();
+            let counted = exact_counts(&c) - counted;
+            if exact_before < trigger {
+                // The decision an exact count makes: no compression.
+                assert!(result.is_none(), "step {i}");
+                if figure < trigger {
+                    // O(1): the history was neither rendered nor tokenized.
+                    assert_eq!(counted, 0, "step {i}");
+                    cheap_checks += 1;
+                } else {
+                    assert_eq!(counted, 1, "step {i}: confirmed once");
+                }
+            } else {
+                let done = result.unwrap_or_else(|| panic!("step {i}: no compression"));
+                assert_eq!(done.tokens_before, exact_before, "step {i}");
+                assert_eq!(done.tokens_after, exact(&c), "step {i}");
+                // One exact count to confirm, one for the size after; none repeated.
+                assert_eq!(counted, 2, "step {i}");
+                compactions += 1;
+            }
+            // The figure is in step after every change.
+            assert!(bound(&c) >= exact(&c), "step {i}");
+        }
+        assert!(compactions >= 2, "{compactions} compactions");
+        assert!(cheap_checks > 200, "{cheap_checks} cheap checks");
+    }
+
+    #[tokio::test]
+    async fn bound_over_the_trigger_is_confirmed_by_the_exact_count() {
+        // Threshold 1: the trigger is the context length.
+        let mut c = conversation(16_000, 1.0).await;
+        // A line ending in a letter: the figure counts its separator, one token over.
+        c.add(Role::User, "hello").await.unwrap();
+        let exact_now = exact(&c);
+        let figure = bound(&c);
+        assert!(figure > exact_now, "{figure} vs {exact_now}");
+
+        // The figure reaches the trigger, the exact count does not: counted once, no compaction.
+        c.set_context_length(figure);
+        let before = exact_counts(&c);
+        assert!(c.maybe_compress().await.unwrap().is_none());
+        assert_eq!(exact_counts(&c) - before, 1);
+
+        // Under the trigger: not counted at all.
+        c.set_context_length(figure + 1);
+        let before = exact_counts(&c);
+        assert!(c.maybe_compress().await.unwrap().is_none());
+        assert_eq!(exact_counts(&c), before);
+
+        // At the exact count: compacts, as before.
+        c.set_context_length(exact_now);
+        let done = c.maybe_compress().await.unwrap().unwrap();
+        assert_eq!(done.tokens_before, exact_now);
+    }
+
+    #[tokio::test]
+    async fn every_change_of_the_history_keeps_the_figure_in_step() {
+        let mut c = conversation(16_000, 0.9).await;
+        let fresh = |c: &Conversation| History::new(c.messages(), c.encoding).tokens_bound();
+        assert_eq!(bound(&c), fresh(&c));
+        c.add(Role::User, "Grüße aus München…").await.unwrap();
+        c.add_message(Message::assistant("ok.\n")).await.unwrap();
+        assert_eq!(bound(&c), fresh(&c));
+
+        c.replace_history(vec![Message::user("a"), Message::user("")])
+            .await;
+        assert_eq!(bound(&c), fresh(&c));
+
+        c.compact("all of it").await.unwrap();
+        assert_eq!(c.messages().len(), c.preamble_len() + 1);
+        assert_eq!(bound(&c), fresh(&c));
+
+        c.set_model("gpt-4");
+        assert_eq!(c.token_encoding(), TokenEncoding::Cl100kBase);
+        assert_eq!(bound(&c), fresh(&c));
+        assert!(bound(&c) >= exact(&c));
     }
 }

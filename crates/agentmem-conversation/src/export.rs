@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use chrono::SecondsFormat;
 use serde::{Deserialize, Serialize};
 
-use agentmem_core::format::parse_iso_time;
 use agentmem_core::{now, Error, Message, Metadata, Result, Role};
+use agentmem_formats::time::parse_iso_time;
 
 use crate::conversation::Conversation;
 

@@ -15,6 +15,7 @@ mod builder;
 pub mod compressor;
 mod conversation;
 pub mod export;
+mod history;
 mod preload;
 pub mod summarizer;
 pub mod templates;

@@ -1,7 +1,7 @@
 //! Preloading stored memory into a new conversation (A4), within a token budget.
 
-use agentmem_core::format::{render_block, render_header};
 use agentmem_core::{Message, Role, Session};
+use agentmem_formats::swarms::{render_block, render_header};
 use chrono::{DateTime, Utc};
 
 use crate::templates::{preload_text, SUMMARY_PREFIX};

@@ -42,11 +42,14 @@ pub fn prompt_line(message: &Message) -> String {
     )
 }
 
+/// What separates two [`prompt_line`]s in the prompt string: a blank line.
+pub(crate) const PROMPT_SEPARATOR: &str = "\n\n";
+
 /// The prompt string of `messages`: their [`prompt_line`]s joined by blank lines.
 pub fn prompt_string<'a>(messages: impl IntoIterator<Item = &'a Message>) -> String {
     messages
         .into_iter()
         .map(prompt_line)
         .collect::<Vec<_>>()
-        .join("\n\n")
+        .join(PROMPT_SEPARATOR)
 }

@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use agentmem_conversation::templates::{summary_text, PRELOAD_PREFIX};
 use agentmem_conversation::{Compressor, Conversation, TokenEncoding};
-use agentmem_core::format::{isoformat, render_block, render_header};
 use agentmem_core::{AgentMemoryExt, ErrorKind, Message, Role, SessionId};
+use agentmem_formats::swarms::{render_block, render_header};
+use agentmem_formats::time::isoformat;
 use chrono::{TimeZone, Utc};
 use common::{in_memory, name, FailMode, ScriptedStore};
 

@@ -9,19 +9,23 @@ use std::sync::Arc;
 
 use agentmem_conversation::templates::{PRELOAD_PREFIX, SUMMARY_PREFIX};
 use agentmem_conversation::{Compressor, Conversation, ExtractiveSummarizer};
-use agentmem_core::{AgentMemory, AgentMemoryExt, Role};
+use agentmem_core::{AgentMemory, AgentMemoryExt, Layered, Role};
 use agentmem_file::{Durability, FileConfig, FileMemory};
 use common::{name, transcript};
 
-async fn file_store(root: &Path) -> Arc<FileMemory> {
+async fn file_store(root: &Path) -> Arc<Layered<FileMemory>> {
     Arc::new(
-        FileMemory::open(FileConfig::new(root).with_durability(Durability::Buffered))
+        FileMemory::connect_with(FileConfig::new(root).with_durability(Durability::Buffered))
             .await
             .unwrap(),
     )
 }
 
-async fn open(store: &Arc<FileMemory>, agent: &str, context_length: usize) -> Conversation {
+async fn open(
+    store: &Arc<Layered<FileMemory>>,
+    agent: &str,
+    context_length: usize,
+) -> Conversation {
     let agent = name(agent);
     Conversation::builder(agent.clone())
         .system_prompt("You are a research assistant.")

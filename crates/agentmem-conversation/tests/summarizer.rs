@@ -3,8 +3,8 @@
 
 use agentmem_conversation::templates::{preload_text, summary_text};
 use agentmem_conversation::{ExtractiveSummarizer, Summarizer, SummaryRequest, TokenEncoding};
-use agentmem_core::format::render_memory_md;
 use agentmem_core::{Message, Role};
+use agentmem_formats::swarms::render_memory_md;
 use chrono::{TimeZone, Utc};
 
 fn transcript(n: usize) -> Vec<Message> {

@@ -3,6 +3,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::operation::Operation;
+
 /// A boxed error source kept inside an [`Error`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -79,14 +81,16 @@ impl fmt::Display for ErrorKind {
 ///
 /// ```
 /// use agentmem_core::{Error, ErrorKind};
-/// let err = Error::new(ErrorKind::NotFound, "session `demo` does not exist").with_operation("load");
+/// use agentmem_core::Operation;
+/// let err = Error::new(ErrorKind::NotFound, "session `demo` does not exist")
+///     .with_operation(Operation::Load);
 /// assert_eq!(err.kind(), ErrorKind::NotFound);
 /// assert_eq!(err.to_string(), "not found: session `demo` does not exist (during load)");
 /// ```
 pub struct Error {
     kind: ErrorKind,
     message: Cow<'static, str>,
-    operation: Option<&'static str>,
+    operation: Option<Operation>,
     backend: Option<&'static str>,
     source: Option<BoxError>,
 }
@@ -144,8 +148,8 @@ impl Error {
         self
     }
 
-    /// Record the operation (`append`, `load`, `compact`, …) that failed.
-    pub fn with_operation(mut self, operation: &'static str) -> Self {
+    /// Record the operation that failed.
+    pub fn with_operation(mut self, operation: Operation) -> Self {
         self.operation = Some(operation);
         self
     }
@@ -167,7 +171,7 @@ impl Error {
     }
 
     /// The operation that failed, when recorded.
-    pub fn operation(&self) -> Option<&'static str> {
+    pub fn operation(&self) -> Option<Operation> {
         self.operation
     }
 
@@ -235,9 +239,25 @@ impl From<serde_json::Error> for Error {
 }
 
 impl From<std::io::Error> for Error {
-    /// Maps I/O errors to kinds: missing files are `not found`, permission problems and
-    /// a full disk are `unavailable`, malformed data is `corrupt data`, the rest `backend`.
+    /// Maps I/O errors to kinds (see [`Error::io`]), with the message "I/O error".
     fn from(e: std::io::Error) -> Self {
+        Error::io("I/O error", e)
+    }
+}
+
+impl Error {
+    /// An error for a failed I/O call, with `message` saying what was being done. The kind
+    /// follows the I/O error: missing files are `not found`, permission problems and a full
+    /// disk are `unavailable`, malformed data is `corrupt data`, the rest `backend`.
+    ///
+    /// ```
+    /// use agentmem_core::{Error, ErrorKind};
+    /// let full = std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left");
+    /// let err = Error::io("could not write the export", full);
+    /// assert_eq!(err.kind(), ErrorKind::Unavailable);
+    /// assert_eq!(err.to_string(), "unavailable: could not write the export: no space left");
+    /// ```
+    pub fn io(message: impl Into<Cow<'static, str>>, e: std::io::Error) -> Self {
         use std::io::ErrorKind as Io;
         let kind = match e.kind() {
             Io::NotFound => ErrorKind::NotFound,
@@ -248,7 +268,7 @@ impl From<std::io::Error> for Error {
             Io::InvalidInput => ErrorKind::InvalidInput,
             _ => ErrorKind::Backend,
         };
-        Error::new(kind, "I/O error").with_source(e)
+        Error::new(kind, message).with_source(e)
     }
 }
 
@@ -262,7 +282,7 @@ mod tests {
     fn display_includes_kind_operation_backend_and_source() {
         let io = std::io::Error::new(std::io::ErrorKind::StorageFull, "disk full");
         let err = Error::from(io)
-            .with_operation("append")
+            .with_operation(Operation::Append)
             .with_backend("file");
         assert_eq!(err.kind(), ErrorKind::Unavailable);
         assert_eq!(

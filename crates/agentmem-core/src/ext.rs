@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 
 use crate::error::Result;
+use crate::layer::Layer;
 use crate::model::{MemoryItem, MemoryKind, Message};
 use crate::name::SessionId;
 use crate::store::AgentMemory;
@@ -62,6 +63,14 @@ pub trait AgentMemoryExt: AgentMemory {
     /// Stores `text` as a new memory item of `kind` (B7) and returns it as stored.
     async fn store_memory(&self, kind: MemoryKind, text: &str) -> Result<MemoryItem> {
         self.put_memory(&MemoryItem::new(kind, text)).await
+    }
+
+    /// Wraps this store in `layer` (see [`crate::layer`]).
+    fn with_layer<L: Layer<Self>>(self, layer: L) -> L::Store
+    where
+        Self: Sized,
+    {
+        layer.layer(self)
     }
 }
 

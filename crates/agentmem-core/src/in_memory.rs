@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 
 use crate::error::{Error, Result};
 use crate::history::tail_start;
+use crate::layer::{layered, Layered};
 use crate::model::{
     now, Archive, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, Session, SessionInfo,
 };
@@ -23,7 +24,6 @@ use crate::store::{
     AgentMemory, Capabilities, MemoryFilter, MemoryHit, MessageHit, MessageQuery, PurgeReport,
     RetentionPolicy,
 };
-use crate::trace::Op;
 
 /// The schema version [`InMemory`] reports (it has no stored schema to migrate).
 const SCHEMA_VERSION: u32 = 1;
@@ -124,9 +124,9 @@ impl StoredSession {
 }
 
 impl InMemory {
-    /// An empty store.
-    pub fn new() -> Self {
-        Self::default()
+    /// An empty store, wearing the standard [layers](crate::layer).
+    pub fn new() -> Layered<InMemory> {
+        layered(InMemory::default())
     }
 
     /// Locks the state. A panic while the lock was held cannot have left it half-changed
@@ -137,20 +137,8 @@ impl InMemory {
     }
 }
 
-fn not_found_session(session: &SessionId, operation: &'static str) -> Error {
+fn not_found_session(session: &SessionId) -> Error {
     Error::not_found(format!("session `{session}` does not exist"))
-        .with_operation(operation)
-        .with_backend("memory")
-}
-
-/// Validates every message before anything is written, so a bad batch changes nothing.
-fn validate_messages(messages: &[Message], operation: &'static str) -> Result<()> {
-    for message in messages {
-        message
-            .validate()
-            .map_err(|e| e.with_operation(operation).with_backend("memory"))?;
-    }
-    Ok(())
 }
 
 #[async_trait]
@@ -172,9 +160,7 @@ impl AgentMemory for InMemory {
     }
 
     async fn schema_version(&self) -> Result<u32> {
-        Op::new("memory", "schema_version", None)
-            .run(async move { Ok(SCHEMA_VERSION) })
-            .await
+        Ok(SCHEMA_VERSION)
     }
 
     async fn save_session(
@@ -183,313 +169,234 @@ impl AgentMemory for InMemory {
         history: &[Message],
         metadata: &Metadata,
     ) -> Result<()> {
-        Op::new("memory", "save_session", Some(session))
-            .messages(history.len())
-            .run(async move {
-                validate_messages(history, "save_session")?;
-                let at = now();
-                let mut state = self.state();
-                let stored = state
-                    .sessions
-                    .entry(session.clone())
-                    .or_insert_with(|| StoredSession::new(at));
-                stored.messages = history.to_vec();
-                stored.metadata = metadata.clone();
-                stored.touch(at);
-                Ok(())
-            })
-            .await
+        let at = now();
+        let mut state = self.state();
+        let stored = state
+            .sessions
+            .entry(session.clone())
+            .or_insert_with(|| StoredSession::new(at));
+        stored.messages = history.to_vec();
+        stored.metadata = metadata.clone();
+        stored.touch(at);
+        Ok(())
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        Op::new("memory", "append", Some(session))
-            .messages(messages.len())
-            .run(async move {
-                if messages.is_empty() {
-                    return Ok(());
-                }
-                validate_messages(messages, "append")?;
-                let at = now();
-                let mut state = self.state();
-                let stored = state
-                    .sessions
-                    .entry(session.clone())
-                    .or_insert_with(|| StoredSession::new(at));
-                stored.messages.extend_from_slice(messages);
-                stored.touch(at);
-                Ok(())
-            })
-            .await
+        let at = now();
+        let mut state = self.state();
+        let stored = state
+            .sessions
+            .entry(session.clone())
+            .or_insert_with(|| StoredSession::new(at));
+        stored.messages.extend_from_slice(messages);
+        stored.touch(at);
+        Ok(())
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        Op::new("memory", "load", Some(session))
-            .run_counted(
-                async move {
-                    let state = self.state();
-                    let Some(stored) = state.sessions.get(session) else {
-                        return Ok(None);
-                    };
-                    let start = limit.map_or(0, |n| tail_start(&stored.messages, n));
-                    Ok(Some(Session {
-                        id: session.clone(),
-                        messages: stored.messages[start..].to_vec(),
-                        metadata: stored.metadata.clone(),
-                        created_at: stored.created_at,
-                        updated_at: stored.updated_at,
-                        total_messages: stored.messages.len() as u64,
-                    }))
-                },
-                |s: &Option<Session>| s.as_ref().map_or(0, |s| s.messages.len()),
-            )
-            .await
+        let state = self.state();
+        let Some(stored) = state.sessions.get(session) else {
+            return Ok(None);
+        };
+        let start = limit.map_or(0, |n| tail_start(&stored.messages, n));
+        Ok(Some(Session {
+            id: session.clone(),
+            messages: stored.messages[start..].to_vec(),
+            metadata: stored.metadata.clone(),
+            created_at: stored.created_at,
+            updated_at: stored.updated_at,
+            total_messages: stored.messages.len() as u64,
+        }))
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        Op::new("memory", "list_sessions", None)
-            .run(async move {
-                let state = self.state();
-                Ok(state
-                    .sessions
-                    .iter()
-                    .map(|(id, stored)| stored.info(id))
-                    .collect())
-            })
-            .await
+        let state = self.state();
+        Ok(state
+            .sessions
+            .iter()
+            .map(|(id, stored)| stored.info(id))
+            .collect())
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        Op::new("memory", "delete_session", Some(session))
-            .run(async move { Ok(self.state().sessions.remove(session).is_some()) })
-            .await
+        Ok(self.state().sessions.remove(session).is_some())
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
-        Op::new("memory", "compact", Some(session))
-            .messages(replacement.len())
-            .run(async move {
-                validate_messages(replacement, "compact")?;
-                let at = now();
-                let mut state = self.state();
-                let stored = state
-                    .sessions
-                    .get_mut(session)
-                    .ok_or_else(|| not_found_session(session, "compact"))?;
-                let info = ArchiveInfo {
-                    id: stored.next_archive_id(at)?,
-                    session: session.clone(),
-                    created_at: at,
-                    message_count: stored.messages.len() as u64,
-                };
-                let archived = std::mem::replace(&mut stored.messages, replacement.to_vec());
-                stored.archives.push(Archive {
-                    info: info.clone(),
-                    messages: archived,
-                });
-                stored.touch(at);
-                Ok(info)
-            })
-            .await
+        let at = now();
+        let mut state = self.state();
+        let stored = state
+            .sessions
+            .get_mut(session)
+            .ok_or_else(|| not_found_session(session))?;
+        let info = ArchiveInfo {
+            id: stored.next_archive_id(at)?,
+            session: session.clone(),
+            created_at: at,
+            message_count: stored.messages.len() as u64,
+        };
+        let archived = std::mem::replace(&mut stored.messages, replacement.to_vec());
+        stored.archives.push(Archive {
+            info: info.clone(),
+            messages: archived,
+        });
+        stored.touch(at);
+        Ok(info)
     }
 
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        Op::new("memory", "list_archives", Some(session))
-            .run(async move {
-                let state = self.state();
-                Ok(state
-                    .sessions
-                    .get(session)
-                    .map(|s| s.archives.iter().map(|a| a.info.clone()).collect())
-                    .unwrap_or_default())
-            })
-            .await
+        let state = self.state();
+        Ok(state
+            .sessions
+            .get(session)
+            .map(|s| s.archives.iter().map(|a| a.info.clone()).collect())
+            .unwrap_or_default())
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
-        Op::new("memory", "load_archive", Some(session))
-            .run_counted(
-                async move {
-                    let state = self.state();
-                    state
-                        .sessions
-                        .get(session)
-                        .and_then(|s| s.archives.iter().find(|a| &a.info.id == archive))
-                        .cloned()
-                        .ok_or_else(|| {
-                            Error::not_found(format!(
-                                "archive `{archive}` of session `{session}` does not exist"
-                            ))
-                            .with_operation("load_archive")
-                            .with_backend("memory")
-                        })
-                },
-                |a: &Archive| a.messages.len(),
-            )
-            .await
+        let state = self.state();
+        state
+            .sessions
+            .get(session)
+            .and_then(|s| s.archives.iter().find(|a| &a.info.id == archive))
+            .cloned()
+            .ok_or_else(|| {
+                Error::not_found(format!(
+                    "archive `{archive}` of session `{session}` does not exist"
+                ))
+            })
     }
 
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        Op::new("memory", "put_memory", None)
-            .run(async move {
-                item.validate()
-                    .map_err(|e| e.with_operation("put_memory").with_backend("memory"))?;
-                let mut state = self.state();
-                // An item with the same kind and key is the one being replaced (keeping its id and
-                // creation time); otherwise one with the same id; otherwise this is a new item.
-                let same_key = item.key.as_ref().and_then(|key| {
-                    state
-                        .memories
-                        .iter()
-                        .position(|m| m.kind == item.kind && m.key.as_ref() == Some(key))
-                });
-                let target =
-                    same_key.or_else(|| state.memories.iter().position(|m| m.id == item.id));
-                match target {
-                    Some(index) => {
-                        let existing = &mut state.memories[index];
-                        let stored = MemoryItem {
-                            id: existing.id.clone(),
-                            created_at: existing.created_at,
-                            ..item.clone()
-                        };
-                        *existing = stored.clone();
-                        Ok(stored)
-                    }
-                    None => {
-                        state.memories.push(item.clone());
-                        Ok(item.clone())
-                    }
-                }
-            })
-            .await
+        let mut state = self.state();
+        // An item with the same kind and key is the one being replaced (keeping its id and
+        // creation time); otherwise one with the same id; otherwise this is a new item.
+        let same_key = item.key.as_ref().and_then(|key| {
+            state
+                .memories
+                .iter()
+                .position(|m| m.kind == item.kind && m.key.as_ref() == Some(key))
+        });
+        let target = same_key.or_else(|| state.memories.iter().position(|m| m.id == item.id));
+        match target {
+            Some(index) => {
+                let existing = &mut state.memories[index];
+                let stored = MemoryItem {
+                    id: existing.id.clone(),
+                    created_at: existing.created_at,
+                    ..item.clone()
+                };
+                *existing = stored.clone();
+                Ok(stored)
+            }
+            None => {
+                state.memories.push(item.clone());
+                Ok(item.clone())
+            }
+        }
     }
 
     async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        Op::new("memory", "get_memory", None)
-            .run(async move { Ok(self.state().memories.iter().find(|m| m.id == id).cloned()) })
-            .await
+        Ok(self.state().memories.iter().find(|m| m.id == id).cloned())
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        Op::new("memory", "list_memories", None)
-            .run(async move {
-                let state = self.state();
-                let mut items: Vec<MemoryItem> = state
-                    .memories
-                    .iter()
-                    .filter(|m| filter.kind.is_none_or(|k| m.kind == k))
-                    .cloned()
-                    .collect();
-                drop(state);
-                // Stable sort: items created in the same microsecond keep their insertion order.
-                items.sort_by_key(|m| m.created_at);
-                if let Some(limit) = filter.limit {
-                    items.drain(..items.len().saturating_sub(limit));
-                }
-                Ok(items)
-            })
-            .await
+        let state = self.state();
+        let mut items: Vec<MemoryItem> = state
+            .memories
+            .iter()
+            .filter(|m| filter.kind.is_none_or(|k| m.kind == k))
+            .cloned()
+            .collect();
+        drop(state);
+        // Stable sort: items created in the same microsecond keep their insertion order.
+        items.sort_by_key(|m| m.created_at);
+        if let Some(limit) = filter.limit {
+            items.drain(..items.len().saturating_sub(limit));
+        }
+        Ok(items)
     }
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        Op::new("memory", "search_memories", None)
-            .run(async move {
-                let state = self.state();
-                let candidates: Vec<&MemoryItem> = state
-                    .memories
-                    .iter()
-                    .filter(|m| filter.kind.is_none_or(|k| m.kind == k))
-                    .collect();
-                let limit = filter.limit.unwrap_or(DEFAULT_SEARCH_LIMIT);
-                let hits = rank(query, candidates.iter().map(|m| m.text.as_str()), limit);
-                Ok(hits
-                    .into_iter()
-                    .map(|(index, score)| MemoryHit {
-                        item: candidates[index].clone(),
-                        score,
-                    })
-                    .collect())
+        let state = self.state();
+        let candidates: Vec<&MemoryItem> = state
+            .memories
+            .iter()
+            .filter(|m| filter.kind.is_none_or(|k| m.kind == k))
+            .collect();
+        let limit = filter.limit.unwrap_or(DEFAULT_SEARCH_LIMIT);
+        let hits = rank(query, candidates.iter().map(|m| m.text.as_str()), limit);
+        Ok(hits
+            .into_iter()
+            .map(|(index, score)| MemoryHit {
+                item: candidates[index].clone(),
+                score,
             })
-            .await
+            .collect())
     }
 
     async fn delete_memory(&self, id: &str) -> Result<bool> {
-        Op::new("memory", "delete_memory", None)
-            .run(async move {
-                let mut state = self.state();
-                let before = state.memories.len();
-                state.memories.retain(|m| m.id != id);
-                Ok(state.memories.len() != before)
-            })
-            .await
+        let mut state = self.state();
+        let before = state.memories.len();
+        state.memories.retain(|m| m.id != id);
+        Ok(state.memories.len() != before)
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        Op::new("memory", "search_messages", scope.session.as_ref())
-            .run_counted(
-                async move {
-                    let state = self.state();
-                    let candidates: Vec<(&SessionId, &Message)> = state
-                        .sessions
-                        .iter()
-                        .filter(|(id, _)| scope.session.as_ref().is_none_or(|s| s == *id))
-                        .flat_map(|(id, stored)| stored.messages.iter().map(move |m| (id, m)))
-                        .collect();
-                    let hits = rank(
-                        query,
-                        candidates.iter().map(|(_, m)| m.content.as_str()),
-                        scope.limit,
-                    );
-                    Ok(hits
-                        .into_iter()
-                        .map(|(index, score)| {
-                            let (session, message) = candidates[index];
-                            MessageHit {
-                                session: session.clone(),
-                                message: message.clone(),
-                                score,
-                            }
-                        })
-                        .collect())
-                },
-                Vec::len,
-            )
-            .await
+        let state = self.state();
+        let candidates: Vec<(&SessionId, &Message)> = state
+            .sessions
+            .iter()
+            .filter(|(id, _)| scope.session.as_ref().is_none_or(|s| s == *id))
+            .flat_map(|(id, stored)| stored.messages.iter().map(move |m| (id, m)))
+            .collect();
+        let hits = rank(
+            query,
+            candidates.iter().map(|(_, m)| m.content.as_str()),
+            scope.limit,
+        );
+        Ok(hits
+            .into_iter()
+            .map(|(index, score)| {
+                let (session, message) = candidates[index];
+                MessageHit {
+                    session: session.clone(),
+                    message: message.clone(),
+                    score,
+                }
+            })
+            .collect())
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        Op::new("memory", "purge", None)
-            .run(async move {
-                let at = now();
-                let mut state = self.state();
-                let before = state.sessions.len();
-                if let Some(max_age) = policy.max_age {
-                    // An age too large for chrono reaches back before any possible write: keep all.
-                    if let Some(cutoff) = chrono::Duration::from_std(max_age)
-                        .ok()
-                        .and_then(|age| at.checked_sub_signed(age))
-                    {
-                        state.sessions.retain(|_, s| s.updated_at >= cutoff);
-                    }
+        let at = now();
+        let mut state = self.state();
+        let before = state.sessions.len();
+        if let Some(max_age) = policy.max_age {
+            // An age too large for chrono reaches back before any possible write: keep all.
+            if let Some(cutoff) = chrono::Duration::from_std(max_age)
+                .ok()
+                .and_then(|age| at.checked_sub_signed(age))
+            {
+                state.sessions.retain(|_, s| s.updated_at >= cutoff);
+            }
+        }
+        if let Some(max_sessions) = policy.max_sessions {
+            if state.sessions.len() > max_sessions {
+                let mut by_recency: Vec<(DateTime<Utc>, SessionId)> = state
+                    .sessions
+                    .iter()
+                    .map(|(id, s)| (s.updated_at, id.clone()))
+                    .collect();
+                // Newest first; equal times fall back to the id so the choice is stable.
+                by_recency.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+                for (_, id) in by_recency.into_iter().skip(max_sessions) {
+                    state.sessions.remove(&id);
                 }
-                if let Some(max_sessions) = policy.max_sessions {
-                    if state.sessions.len() > max_sessions {
-                        let mut by_recency: Vec<(DateTime<Utc>, SessionId)> = state
-                            .sessions
-                            .iter()
-                            .map(|(id, s)| (s.updated_at, id.clone()))
-                            .collect();
-                        // Newest first; equal times fall back to the id so the choice is stable.
-                        by_recency.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-                        for (_, id) in by_recency.into_iter().skip(max_sessions) {
-                            state.sessions.remove(&id);
-                        }
-                    }
-                }
-                Ok(PurgeReport {
-                    sessions_deleted: (before - state.sessions.len()) as u64,
-                })
-            })
-            .await
+            }
+        }
+        Ok(PurgeReport {
+            sessions_deleted: (before - state.sessions.len()) as u64,
+        })
     }
 }

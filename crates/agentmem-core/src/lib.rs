@@ -19,32 +19,39 @@
 //! [`name`]: crate::name
 //! [`history`]: crate::history
 //! [`search`]: crate::search
-//! [`format`]: crate::format
-//! [`trace`]: crate::trace
+//! [`layer`]: crate::layer
+//! [`layer::layered`]: crate::layer::layered
+//! [`layer::open_layered`]: crate::layer::open_layered
+//! [`Layered`]: crate::Layered
+//! [`backend`]: crate::backend
+//! [`Operation`]: crate::Operation
 //! [`redact_url`]: crate::redact_url
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+pub mod backend;
 pub mod error;
 pub mod ext;
-pub mod format;
 pub mod history;
 pub mod in_memory;
+pub mod layer;
 pub mod model;
 pub mod name;
+mod operation;
 pub mod redact;
 pub mod search;
 pub mod store;
-pub mod trace;
 
 pub use error::{Error, ErrorKind, Result};
 pub use ext::AgentMemoryExt;
 pub use in_memory::InMemory;
+pub use layer::Layered;
 pub use model::{
     now, Archive, ArchiveId, ArchiveInfo, MemoryItem, MemoryKind, Message, Metadata, Role, Session,
     SessionInfo,
 };
 pub use name::{AgentName, SessionId};
+pub use operation::Operation;
 pub use redact::redact_url;
 pub use store::{
     AgentMemory, Capabilities, MemoryFilter, MemoryHit, MessageHit, MessageQuery, PurgeReport,

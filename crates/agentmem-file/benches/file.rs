@@ -27,7 +27,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agentmem_core::{AgentMemory, Message, MessageQuery, Metadata, SessionId};
+use agentmem_core::{AgentMemory, Layered, Message, MessageQuery, Metadata, SessionId};
 use agentmem_file::{Durability, FileConfig, FileMemory};
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use tokio::runtime::Runtime;
@@ -70,8 +70,8 @@ fn runtime() -> Runtime {
         .unwrap()
 }
 
-async fn store(dir: &Path, durability: Durability) -> FileMemory {
-    FileMemory::open(FileConfig::new(dir).with_durability(durability))
+async fn store(dir: &Path, durability: Durability) -> Layered<FileMemory> {
+    FileMemory::connect_with(FileConfig::new(dir).with_durability(durability))
         .await
         .unwrap()
 }
@@ -89,7 +89,7 @@ fn messages(n: usize) -> Vec<Message> {
     (0..n).map(message).collect()
 }
 
-async fn fill(store: &FileMemory, session: &SessionId, n: usize) {
+async fn fill(store: &Layered<FileMemory>, session: &SessionId, n: usize) {
     for start in (0..n).step_by(1_000) {
         let batch: Vec<Message> = (start..(start + 1_000).min(n)).map(message).collect();
         store.append(session, &batch).await.unwrap();

@@ -4,7 +4,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use agentmem_core::{Error, Result};
+use agentmem_core::backend::BackendConfig;
+use agentmem_core::{async_trait, Error, Layered, Result};
+
+use crate::store::FileMemory;
 
 /// When appends reach the disk.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -149,6 +152,31 @@ impl FromStr for FileConfig {
             }
         }
         Ok(config)
+    }
+}
+
+/// The file backend's entry in a [`Registry`](agentmem_core::backend::Registry): scheme `file`.
+///
+/// ```
+/// use agentmem_core::backend::Registry;
+/// use agentmem_core::AgentMemory;
+/// use agentmem_file::FileConfig;
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let dir = tempfile::tempdir()?;
+/// let registry = Registry::new().with::<FileConfig>();
+/// let store = registry.open(&format!("file://{}", dir.path().display())).await?;
+/// assert_eq!(store.backend(), "file");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[async_trait]
+impl BackendConfig for FileConfig {
+    type Store = FileMemory;
+    const BACKEND: &'static str = crate::store::BACKEND;
+    const SCHEMES: &'static [&'static str] = &["file"];
+
+    async fn connect(self) -> Result<Layered<FileMemory>> {
+        FileMemory::connect_with(self).await
     }
 }
 

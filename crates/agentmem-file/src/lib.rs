@@ -3,7 +3,9 @@
 //! [`AgentMemory`]: agentmem_core::AgentMemory
 //! [`FileMemory`]: crate::FileMemory
 //! [`FileMemory::connect`]: crate::FileMemory::connect
-//! [`FileMemory::open`]: crate::FileMemory::open
+//! [`FileMemory::connect_with`]: crate::FileMemory::connect_with
+//! [`Layered`]: agentmem_core::Layered
+//! [`Registry`]: agentmem_core::backend::Registry
 //! [`FileMemory::repairs`]: crate::FileMemory::repairs
 //! [`FileMemory::check`]: crate::FileMemory::check
 //! [`FileConfig`]: crate::FileConfig

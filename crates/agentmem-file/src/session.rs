@@ -8,12 +8,12 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use agentmem_core::format::{
-    archive_file_stem, parse_memory_md, render_block, render_header, render_memory_md,
-};
 use agentmem_core::history::{tail_start, trim_orphans};
 use agentmem_core::{
     now, Archive, ArchiveId, ArchiveInfo, Error, Message, Metadata, Result, SessionId,
+};
+use agentmem_formats::swarms::{
+    archive_file_stem, parse_memory_md, render_block, render_header, render_memory_md,
 };
 use chrono::{DateTime, SubsecRound, Utc};
 

@@ -4,8 +4,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use agentmem_core::layer::{self, Layered};
 use agentmem_core::search::rank;
-use agentmem_core::trace::Op;
 use agentmem_core::{
     async_trait, now, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error,
     MemoryFilter, MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
@@ -25,7 +25,7 @@ use crate::session::{SessionCtx, SessionSlot, Synced};
 /// The schema version of the files this build writes (C8).
 pub const SCHEMA_VERSION: u32 = 1;
 const SCHEMA_FORMAT: &str = "agentmem-file";
-const BACKEND: &str = "file";
+pub(crate) const BACKEND: &str = "file";
 /// Session slots kept before unused ones are dropped. Each holds up to three open files, so
 /// this bounds the descriptors a store keeps (well under the usual limit of 1,024).
 const MAX_IDLE_SLOTS: usize = 128;
@@ -53,7 +53,7 @@ struct SchemaFile {
 /// use agentmem_file::{FileConfig, FileMemory};
 ///
 /// let dir = tempfile::tempdir()?;
-/// let store = FileMemory::open(FileConfig::new(dir.path())).await?;
+/// let store = FileMemory::connect_with(FileConfig::new(dir.path())).await?;
 /// let id: SessionId = "ResearchAgent".parse()?;
 /// store.append_one(&id, Message::user("Compare BigQuery and AlloyDB")).await?;
 /// let md = std::fs::read_to_string(store.memory_md_path(&id))?;
@@ -82,38 +82,37 @@ fn join_error(e: tokio::task::JoinError) -> Error {
 
 impl FileMemory {
     /// Opens (creating when missing) the store at `config.root`: the folders (mode 0700), the
-    /// schema file, and the removal of session folders a crash left half-deleted.
-    pub async fn open(config: FileConfig) -> Result<FileMemory> {
-        Op::new("file", "open", None)
-            .run(async move {
-                let layout = Layout::new(&config.root);
-                let prepared = layout.clone();
-                let findings = tokio::task::spawn_blocking(move || prepare_root(&prepared))
-                    .await
-                    .map_err(join_error)?
-                    .map_err(|e| e.with_backend(BACKEND).with_operation("open"))?;
-                let inner = Inner {
-                    layout,
-                    durability: config.durability,
-                    sessions: std::sync::Mutex::new(HashMap::new()),
-                    memories: Arc::new(tokio::sync::Mutex::new(MemorySlot::default())),
-                    repairs: RepairLog::default(),
-                };
-                inner.repairs.extend(&findings);
-                Ok(FileMemory {
-                    inner: Arc::new(inner),
-                })
-            })
-            .await
+    /// schema file, and the removal of session folders a crash left half-deleted. The store
+    /// wears the standard [layers](agentmem_core::layer) (validation, spans, error labels).
+    pub async fn connect_with(config: FileConfig) -> Result<Layered<FileMemory>> {
+        layer::open_layered(BACKEND, Self::open_raw(config)).await
     }
 
     /// Opens the store a `file://` URL names (see [`FileConfig`] for the syntax); this is what
-    /// `agentmem::open("file://…")` calls.
-    pub async fn connect(url: &str) -> Result<FileMemory> {
-        let config: FileConfig = url
-            .parse()
-            .map_err(|e: Error| e.with_backend(BACKEND).with_operation("connect"))?;
-        Self::open(config).await
+    /// `agentmem::open("file://…")` calls. Then as [`FileMemory::connect_with`].
+    pub async fn connect(url: &str) -> Result<Layered<FileMemory>> {
+        let config: FileConfig = url.parse()?;
+        Self::connect_with(config).await
+    }
+
+    /// The raw store, without layers.
+    async fn open_raw(config: FileConfig) -> Result<FileMemory> {
+        let layout = Layout::new(&config.root);
+        let prepared = layout.clone();
+        let findings = tokio::task::spawn_blocking(move || prepare_root(&prepared))
+            .await
+            .map_err(join_error)??;
+        let inner = Inner {
+            layout,
+            durability: config.durability,
+            sessions: std::sync::Mutex::new(HashMap::new()),
+            memories: Arc::new(tokio::sync::Mutex::new(MemorySlot::default())),
+            repairs: RepairLog::default(),
+        };
+        inner.repairs.extend(&findings);
+        Ok(FileMemory {
+            inner: Arc::new(inner),
+        })
     }
 
     /// The default root folder: `$AGENTMEM_HOME`, else `$HOME/.agentmem`.
@@ -154,13 +153,13 @@ impl FileMemory {
     ///
     /// let dir = tempfile::tempdir()?;
     /// let id: SessionId = "ResearchAgent".parse()?;
-    /// let store = FileMemory::open(FileConfig::new(dir.path())).await?;
+    /// let store = FileMemory::connect_with(FileConfig::new(dir.path())).await?;
     /// store.append_one(&id, Message::user("Hello")).await?;
     /// // A crash in the middle of an append leaves half a line at the end of the log.
     /// let log = store.memory_md_path(&id).with_file_name("session.jsonl");
     /// std::fs::OpenOptions::new().append(true).open(&log)?.write_all(b"{\"role\":\"us")?;
     ///
-    /// let store = FileMemory::open(FileConfig::new(dir.path())).await?; // the next process
+    /// let store = FileMemory::connect_with(FileConfig::new(dir.path())).await?; // the next process
     /// assert!(store.repairs().is_empty()); // nothing repaired yet
     /// assert_eq!(store.messages(&id).await?.len(), 1); // first use: the torn line is cut away
     /// assert_eq!(store.repairs()[0].kind, RepairKind::TornTail);
@@ -183,7 +182,7 @@ impl FileMemory {
     /// use agentmem_file::{FileConfig, FileMemory, RepairKind};
     ///
     /// let dir = tempfile::tempdir()?;
-    /// let store = FileMemory::open(FileConfig::new(dir.path())).await?;
+    /// let store = FileMemory::connect_with(FileConfig::new(dir.path())).await?;
     /// let id: SessionId = "ResearchAgent".parse()?;
     /// store.append_one(&id, Message::user("Hello")).await?;
     /// // A crash in the middle of an append leaves half a line at the end of the log.
@@ -199,7 +198,7 @@ impl FileMemory {
     /// ```
     pub async fn check(&self, session: &SessionId, repair: bool) -> Result<Vec<RepairReport>> {
         let (_, findings) = self
-            .with_session(session, "check", repair, move |ctx, slot, f| {
+            .with_session(session, repair, move |ctx, slot, f| {
                 if f.fix {
                     slot.open = None;
                     ctx.sync(slot, f).map(|_| ())
@@ -208,7 +207,10 @@ impl FileMemory {
                     ctx.sync(&mut scratch, f).map(|_| ())
                 }
             })
-            .await?;
+            .await
+            // `check` is not an `AgentMemory` method, so no layer labels its errors: say here
+            // which backend they come from (no `Operation` names a check).
+            .map_err(|e| e.with_backend(BACKEND))?;
         Ok(findings.list)
     }
 
@@ -236,7 +238,6 @@ impl FileMemory {
     async fn with_session<T, F>(
         &self,
         session: &SessionId,
-        operation: &'static str,
         fix: bool,
         op: F,
     ) -> Result<(T, Findings)>
@@ -268,26 +269,20 @@ impl FileMemory {
         })
         .await
         .map_err(join_error)?
-        .map_err(|e| e.with_backend(BACKEND).with_operation(operation))
     }
 
-    async fn session_op<T, F>(
-        &self,
-        session: &SessionId,
-        operation: &'static str,
-        op: F,
-    ) -> Result<T>
+    async fn session_op<T, F>(&self, session: &SessionId, op: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&SessionCtx<'_>, &mut SessionSlot, &mut Findings) -> Result<T> + Send + 'static,
     {
-        self.with_session(session, operation, true, op)
+        self.with_session(session, true, op)
             .await
             .map(|(value, _)| value)
     }
 
     /// Runs `op` on the memory log with its in-process mutex and exclusive file lock held.
-    async fn memory_op<T, F>(&self, operation: &'static str, op: F) -> Result<T>
+    async fn memory_op<T, F>(&self, op: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&MemoryCtx<'_>, &mut MemorySlot, &mut Findings) -> Result<T> + Send + 'static,
@@ -315,7 +310,6 @@ impl FileMemory {
         })
         .await
         .map_err(join_error)?
-        .map_err(|e| e.with_backend(BACKEND).with_operation(operation))
     }
 
     /// The ids of the session folders, sorted.
@@ -352,7 +346,7 @@ impl FileMemory {
     /// The summary of one session, `None` when it does not exist.
     async fn session_info(&self, id: &SessionId) -> Result<Option<SessionInfo>> {
         let session = id.clone();
-        self.session_op(id, "list_sessions", move |ctx, slot, f| {
+        self.session_op(id, move |ctx, slot, f| {
             if let Synced::Missing = ctx.sync(slot, f)? {
                 return Ok(None);
             }
@@ -374,7 +368,7 @@ impl FileMemory {
         older_than: Option<chrono::DateTime<chrono::Utc>>,
     ) -> Result<bool> {
         let agents = self.inner.layout.agents.clone();
-        self.session_op(id, "delete_session", move |ctx, slot, f| {
+        self.session_op(id, move |ctx, slot, f| {
             if let Some(cutoff) = older_than {
                 // Purge re-checks under the lock: a session written meanwhile is kept.
                 match ctx.sync(slot, f)? {
@@ -412,7 +406,7 @@ impl FileMemory {
         let mut all = Vec::new();
         for id in ids {
             let messages = self
-                .session_op(&id, "search_messages", |ctx, slot, f| {
+                .session_op(&id, |ctx, slot, f| {
                     Ok(ctx.load(slot, f)?.map(|(m, _)| m).unwrap_or_default())
                 })
                 .await?;
@@ -485,10 +479,6 @@ fn prepare_root(layout: &Layout) -> Result<Findings> {
     Ok(findings)
 }
 
-fn validate_messages(messages: &[Message]) -> Result<()> {
-    messages.iter().try_for_each(Message::validate)
-}
-
 #[async_trait]
 impl AgentMemory for FileMemory {
     fn backend(&self) -> &'static str {
@@ -504,9 +494,7 @@ impl AgentMemory for FileMemory {
     }
 
     async fn schema_version(&self) -> Result<u32> {
-        Op::new("file", "schema_version", None)
-            .run(async move { Ok(SCHEMA_VERSION) })
-            .await
+        Ok(SCHEMA_VERSION)
     }
 
     async fn save_session(
@@ -515,282 +503,193 @@ impl AgentMemory for FileMemory {
         history: &[Message],
         metadata: &Metadata,
     ) -> Result<()> {
-        Op::new("file", "save_session", Some(session))
-            .messages(history.len())
-            .run(async move {
-                validate_messages(history)?;
-                let history = history.to_vec();
-                let metadata = metadata.clone();
-                self.session_op(session, "save_session", move |ctx, slot, f| {
-                    ctx.save(slot, &history, metadata, f)
-                })
-                .await
-            })
-            .await
+        let history = history.to_vec();
+        let metadata = metadata.clone();
+        self.session_op(session, move |ctx, slot, f| {
+            ctx.save(slot, &history, metadata, f)
+        })
+        .await
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        Op::new("file", "append", Some(session))
-            .messages(messages.len())
-            .run(async move {
-                if messages.is_empty() {
-                    return Ok(());
-                }
-                validate_messages(messages)?;
-                let messages = messages.to_vec();
-                self.session_op(session, "append", move |ctx, slot, f| {
-                    ctx.append(slot, &messages, f)
-                })
-                .await
-            })
+        let messages = messages.to_vec();
+        self.session_op(session, move |ctx, slot, f| ctx.append(slot, &messages, f))
             .await
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        Op::new("file", "load", Some(session))
-            .run_counted(
-                async move {
-                    let id = session.clone();
-                    self.session_op(session, "load", move |ctx, slot, f| {
-                        let Some((messages, total, o)) = ctx.load_window(slot, limit, f)? else {
-                            return Ok(None);
-                        };
-                        Ok(Some(Session {
-                            id,
-                            messages,
-                            metadata: o.header.metadata.clone(),
-                            created_at: o.header.created_at,
-                            updated_at: o.updated_at(),
-                            total_messages: total,
-                        }))
-                    })
-                    .await
-                },
-                |s: &Option<Session>| s.as_ref().map_or(0, |s| s.messages.len()),
-            )
-            .await
+        let id = session.clone();
+        self.session_op(session, move |ctx, slot, f| {
+            let Some((messages, total, o)) = ctx.load_window(slot, limit, f)? else {
+                return Ok(None);
+            };
+            Ok(Some(Session {
+                id,
+                messages,
+                metadata: o.header.metadata.clone(),
+                created_at: o.header.created_at,
+                updated_at: o.updated_at(),
+                total_messages: total,
+            }))
+        })
+        .await
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        Op::new("file", "list_sessions", None)
-            .run(async move {
-                let mut infos = Vec::new();
-                for id in self.session_ids().await? {
-                    if let Some(info) = self.session_info(&id).await? {
-                        infos.push(info);
-                    }
-                }
-                Ok(infos)
-            })
-            .await
+        let mut infos = Vec::new();
+        for id in self.session_ids().await? {
+            if let Some(info) = self.session_info(&id).await? {
+                infos.push(info);
+            }
+        }
+        Ok(infos)
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        Op::new("file", "delete_session", Some(session))
-            .run(async move { self.delete_one(session, None).await })
-            .await
+        self.delete_one(session, None).await
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
-        Op::new("file", "compact", Some(session))
-            .messages(replacement.len())
-            .run(async move {
-                validate_messages(replacement)?;
-                let replacement = replacement.to_vec();
-                self.session_op(session, "compact", move |ctx, slot, f| {
-                    ctx.compact(slot, &replacement, f)
-                })
-                .await
-            })
-            .await
+        let replacement = replacement.to_vec();
+        self.session_op(session, move |ctx, slot, f| {
+            ctx.compact(slot, &replacement, f)
+        })
+        .await
     }
 
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        Op::new("file", "list_archives", Some(session))
-            .run(async move {
-                self.session_op(session, "list_archives", |ctx, slot, f| {
-                    ctx.list_archives(slot, f)
-                })
-                .await
-            })
+        self.session_op(session, |ctx, slot, f| ctx.list_archives(slot, f))
             .await
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
-        Op::new("file", "load_archive", Some(session))
-            .run_counted(
-                async move {
-                    let archive = archive.clone();
-                    self.session_op(session, "load_archive", move |ctx, slot, f| {
-                        ctx.load_archive(slot, &archive, f)
-                    })
-                    .await
-                },
-                |a: &Archive| a.messages.len(),
-            )
-            .await
+        let archive = archive.clone();
+        self.session_op(session, move |ctx, slot, f| {
+            ctx.load_archive(slot, &archive, f)
+        })
+        .await
     }
 
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        Op::new("file", "put_memory", None)
-            .run(async move {
-                item.validate()?;
-                let item = item.clone();
-                self.memory_op("put_memory", move |ctx, slot, f| ctx.put(slot, &item, f))
-                    .await
-            })
+        let item = item.clone();
+        self.memory_op(move |ctx, slot, f| ctx.put(slot, &item, f))
             .await
     }
 
     async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        Op::new("file", "get_memory", None)
-            .run(async move {
-                let id = id.to_string();
-                self.memory_op("get_memory", move |ctx, slot, f| {
-                    ctx.sync(slot, f)?;
-                    Ok(slot.get(&id).cloned())
-                })
-                .await
-            })
-            .await
+        let id = id.to_string();
+        self.memory_op(move |ctx, slot, f| {
+            ctx.sync(slot, f)?;
+            Ok(slot.get(&id).cloned())
+        })
+        .await
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        Op::new("file", "list_memories", None)
-            .run(async move {
-                let filter = filter.clone();
-                self.memory_op("list_memories", move |ctx, slot, f| {
-                    ctx.sync(slot, f)?;
-                    let mut items: Vec<MemoryItem> = slot
-                        .items()
-                        .iter()
-                        .filter(|i| filter.kind.is_none_or(|k| i.kind == k))
-                        .cloned()
-                        .collect();
-                    // Oldest first; the sort is stable, so equal times keep first-stored order.
-                    items.sort_by_key(|i| i.created_at);
-                    if let Some(limit) = filter.limit {
-                        let skip = items.len().saturating_sub(limit);
-                        items.drain(..skip);
-                    }
-                    Ok(items)
-                })
-                .await
-            })
-            .await
+        let filter = filter.clone();
+        self.memory_op(move |ctx, slot, f| {
+            ctx.sync(slot, f)?;
+            let mut items: Vec<MemoryItem> = slot
+                .items()
+                .iter()
+                .filter(|i| filter.kind.is_none_or(|k| i.kind == k))
+                .cloned()
+                .collect();
+            // Oldest first; the sort is stable, so equal times keep first-stored order.
+            items.sort_by_key(|i| i.created_at);
+            if let Some(limit) = filter.limit {
+                let skip = items.len().saturating_sub(limit);
+                items.drain(..skip);
+            }
+            Ok(items)
+        })
+        .await
     }
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        Op::new("file", "search_memories", None)
-            .run(async move {
-                let query = query.to_string();
-                let filter = filter.clone();
-                self.memory_op("search_memories", move |ctx, slot, f| {
-                    ctx.sync(slot, f)?;
-                    let items: Vec<&MemoryItem> = slot
-                        .items()
-                        .iter()
-                        .filter(|i| filter.kind.is_none_or(|k| i.kind == k))
-                        .collect();
-                    let hits = rank(
-                        &query,
-                        items.iter().map(|i| i.text.as_str()),
-                        filter.limit.unwrap_or(10),
-                    );
-                    Ok(hits
-                        .into_iter()
-                        .map(|(index, score)| MemoryHit {
-                            item: items[index].clone(),
-                            score,
-                        })
-                        .collect())
+        let query = query.to_string();
+        let filter = filter.clone();
+        self.memory_op(move |ctx, slot, f| {
+            ctx.sync(slot, f)?;
+            let items: Vec<&MemoryItem> = slot
+                .items()
+                .iter()
+                .filter(|i| filter.kind.is_none_or(|k| i.kind == k))
+                .collect();
+            let hits = rank(
+                &query,
+                items.iter().map(|i| i.text.as_str()),
+                filter.limit.unwrap_or(10),
+            );
+            Ok(hits
+                .into_iter()
+                .map(|(index, score)| MemoryHit {
+                    item: items[index].clone(),
+                    score,
                 })
-                .await
-            })
-            .await
+                .collect())
+        })
+        .await
     }
 
     async fn delete_memory(&self, id: &str) -> Result<bool> {
-        Op::new("file", "delete_memory", None)
-            .run(async move {
-                let id = id.to_string();
-                self.memory_op("delete_memory", move |ctx, slot, f| {
-                    ctx.delete(slot, &id, f)
-                })
-                .await
-            })
+        let id = id.to_string();
+        self.memory_op(move |ctx, slot, f| ctx.delete(slot, &id, f))
             .await
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        Op::new("file", "search_messages", scope.session.as_ref())
-            .run_counted(
-                async move {
-                    if scope.limit == 0 || agentmem_core::search::query_words(query).is_empty() {
-                        return Ok(Vec::new());
-                    }
-                    let all = self.all_messages(scope).await?;
-                    let hits = rank(
-                        query,
-                        all.iter().map(|(_, m)| m.content.as_str()),
-                        scope.limit,
-                    );
-                    Ok(hits
-                        .into_iter()
-                        .map(|(index, score)| {
-                            let (session, message) = all[index].clone();
-                            MessageHit {
-                                session,
-                                message,
-                                score,
-                            }
-                        })
-                        .collect())
-                },
-                Vec::len,
-            )
-            .await
+        if scope.limit == 0 || agentmem_core::search::query_words(query).is_empty() {
+            return Ok(Vec::new());
+        }
+        let all = self.all_messages(scope).await?;
+        let hits = rank(
+            query,
+            all.iter().map(|(_, m)| m.content.as_str()),
+            scope.limit,
+        );
+        Ok(hits
+            .into_iter()
+            .map(|(index, score)| {
+                let (session, message) = all[index].clone();
+                MessageHit {
+                    session,
+                    message,
+                    score,
+                }
+            })
+            .collect())
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        Op::new("file", "purge", None)
-            .run(async move {
-                let mut sessions = self.list_sessions().await?;
-                let now = now();
-                // An age beyond what chrono can subtract means nothing is that old.
-                let cutoff = policy
-                    .max_age
-                    .and_then(|age| chrono::Duration::from_std(age).ok())
-                    .and_then(|age| now.checked_sub_signed(age));
-                // Newest first, so `max_sessions` keeps the head.
-                sessions.sort_by(|a, b| {
-                    b.updated_at
-                        .cmp(&a.updated_at)
-                        .then_with(|| a.id.cmp(&b.id))
-                });
-                let mut report = PurgeReport::default();
-                for (rank, info) in sessions.iter().enumerate() {
-                    let too_many = policy.max_sessions.is_some_and(|max| rank >= max);
-                    let too_old = cutoff.is_some_and(|c| info.updated_at < c);
-                    let deleted = if too_many {
-                        self.delete_one(&info.id, None).await?
-                    } else if too_old {
-                        self.delete_one(&info.id, cutoff).await?
-                    } else {
-                        false
-                    };
-                    if deleted {
-                        report.sessions_deleted += 1;
-                    }
-                }
-                Ok(report)
-            })
-            .await
-    }
-}
-
-impl From<FileMemory> for Arc<dyn AgentMemory> {
-    fn from(store: FileMemory) -> Self {
-        Arc::new(store)
+        let mut sessions = self.list_sessions().await?;
+        let now = now();
+        // An age beyond what chrono can subtract means nothing is that old.
+        let cutoff = policy
+            .max_age
+            .and_then(|age| chrono::Duration::from_std(age).ok())
+            .and_then(|age| now.checked_sub_signed(age));
+        // Newest first, so `max_sessions` keeps the head.
+        sessions.sort_by(|a, b| {
+            b.updated_at
+                .cmp(&a.updated_at)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        let mut report = PurgeReport::default();
+        for (rank, info) in sessions.iter().enumerate() {
+            let too_many = policy.max_sessions.is_some_and(|max| rank >= max);
+            let too_old = cutoff.is_some_and(|c| info.updated_at < c);
+            let deleted = if too_many {
+                self.delete_one(&info.id, None).await?
+            } else if too_old {
+                self.delete_one(&info.id, cutoff).await?
+            } else {
+                false
+            };
+            if deleted {
+                report.sessions_deleted += 1;
+            }
+        }
+        Ok(report)
     }
 }

@@ -47,7 +47,9 @@ async fn store() -> Option<Arc<dyn AgentMemory>> {
     // Buffered: the suite checks behaviour, not power-loss durability (tested elsewhere).
     let config = FileConfig::new(fresh_folder()).with_durability(Durability::Buffered);
     Some(Arc::new(
-        FileMemory::open(config).await.expect("open the file store"),
+        FileMemory::connect_with(config)
+            .await
+            .expect("open the file store"),
     ))
 }
 

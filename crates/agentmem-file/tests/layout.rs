@@ -4,12 +4,13 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use agentmem_core::format::{archive_file_stem, isoformat};
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, Message, Role,
-    SessionId,
+    AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind, Message,
+    Role, SessionId,
 };
 use agentmem_file::{Durability, FileConfig, FileMemory};
+use agentmem_formats::swarms::archive_file_stem;
+use agentmem_formats::time::isoformat;
 use chrono::{DateTime, TimeZone, Utc};
 
 fn t(s: u32, micros: i64) -> DateTime<Utc> {
@@ -23,8 +24,8 @@ fn sid(name: &str) -> SessionId {
     name.parse().expect("valid id")
 }
 
-async fn open(root: &Path) -> FileMemory {
-    FileMemory::open(FileConfig::new(root).with_durability(Durability::Buffered))
+async fn open(root: &Path) -> Layered<FileMemory> {
+    FileMemory::connect_with(FileConfig::new(root).with_durability(Durability::Buffered))
         .await
         .expect("open")
 }
@@ -381,4 +382,39 @@ async fn appends_add_bytes_in_place_without_rewriting() {
         "a batch is one line: {added}"
     );
     assert!(added.starts_with('['));
+}
+
+#[tokio::test]
+async fn the_store_wears_the_standard_layers() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = open(dir.path()).await;
+    let id = sid("layered");
+    // Errors say which backend and operation they came from.
+    let err = store.compact(&id, &[]).await.expect_err("missing session");
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+    assert_eq!(err.operation(), Some(agentmem_core::Operation::Compact));
+    assert_eq!(err.backend_name(), Some("file"));
+    // A message no reader could accept is refused before anything is written.
+    let err = store
+        .append(&id, &[Message::user("bad id").with_id("")])
+        .await
+        .expect_err("invalid message");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert_eq!(err.operation(), Some(agentmem_core::Operation::Append));
+    assert!(!dir.path().join("agents/layered").exists());
+    // Appending nothing writes nothing.
+    store.append(&id, &[]).await.expect("empty append");
+    assert!(!dir.path().join("agents/layered").exists());
+    // Opening errors are labelled too.
+    std::fs::write(
+        dir.path().join("agentmem.json"),
+        r#"{"format":"something-else","schema_version":1}"#,
+    )
+    .expect("write");
+    let err = FileMemory::connect_with(FileConfig::new(dir.path()))
+        .await
+        .expect_err("foreign root");
+    assert_eq!(err.kind(), ErrorKind::CorruptData);
+    assert_eq!(err.operation(), Some(agentmem_core::Operation::Open));
+    assert_eq!(err.backend_name(), Some("file"));
 }

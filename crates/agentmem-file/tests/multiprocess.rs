@@ -24,7 +24,9 @@ async fn child_appender() {
     let (Ok(root), Ok(index)) = (std::env::var(ROOT_VAR), std::env::var(INDEX_VAR)) else {
         return; // Not a child: the parent test below drives this.
     };
-    let store = FileMemory::open(FileConfig::new(root)).await.expect("open");
+    let store = FileMemory::connect_with(FileConfig::new(root))
+        .await
+        .expect("open");
     for i in 0..PER_PROCESS {
         // Long-ish, multi-line content so a torn or interleaved write would show.
         let content = format!("p{index} #{i}\n{}", "x".repeat(200 + i % 50));
@@ -64,7 +66,7 @@ async fn four_processes_append_to_one_session_and_lose_nothing() {
         assert!(status.success(), "a child process failed: {status}");
     }
 
-    let store = FileMemory::open(FileConfig::new(dir.path()))
+    let store = FileMemory::connect_with(FileConfig::new(dir.path()))
         .await
         .expect("open");
     let session = store
@@ -93,7 +95,7 @@ async fn four_processes_append_to_one_session_and_lose_nothing() {
     let md = std::fs::read_to_string(store.memory_md_path(&session.id)).expect("MEMORY.md");
     assert_eq!(md.matches("### User — ").count(), PROCESSES * PER_PROCESS);
     assert!(store.repairs().is_empty(), "{:?}", store.repairs());
-    let rendered = agentmem_core::format::render_memory_md(
+    let rendered = agentmem_formats::swarms::render_memory_md(
         session.id.as_str(),
         session.created_at,
         &session.messages,

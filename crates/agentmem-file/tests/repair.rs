@@ -4,9 +4,10 @@
 use std::fs::OpenOptions;
 use std::path::Path;
 
-use agentmem_core::format::{isoformat, render_memory_md};
-use agentmem_core::{AgentMemory, AgentMemoryExt, ErrorKind, Message, SessionId};
+use agentmem_core::{AgentMemory, AgentMemoryExt, ErrorKind, Layered, Message, SessionId};
 use agentmem_file::{Durability, FileConfig, FileMemory, RepairKind};
+use agentmem_formats::swarms::render_memory_md;
+use agentmem_formats::time::isoformat;
 use chrono::{DateTime, TimeZone, Utc};
 
 fn t(s: u32) -> DateTime<Utc> {
@@ -19,8 +20,8 @@ fn sid(name: &str) -> SessionId {
     name.parse().expect("valid id")
 }
 
-async fn open(root: &Path) -> FileMemory {
-    FileMemory::open(FileConfig::new(root).with_durability(Durability::Fsync))
+async fn open(root: &Path) -> Layered<FileMemory> {
+    FileMemory::connect_with(FileConfig::new(root).with_durability(Durability::Fsync))
         .await
         .expect("open")
 }
@@ -45,7 +46,7 @@ fn three() -> Vec<Message> {
     ]
 }
 
-fn kinds(store: &FileMemory) -> Vec<RepairKind> {
+fn kinds(store: &Layered<FileMemory>) -> Vec<RepairKind> {
     store.repairs().iter().map(|r| r.kind).collect()
 }
 

@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use agentmem_core::{AgentMemory, Message, MessageQuery, Metadata, Role, SessionId};
+use agentmem_core::{AgentMemory, Layered, Message, MessageQuery, Metadata, Role, SessionId};
 use agentmem_mongodb::MongoMemory;
 use criterion::{criterion_group, criterion_main, Criterion};
 use futures_util::TryStreamExt;
@@ -30,7 +30,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// A store in a fresh database, or `None` (with the reason printed) when no server answers.
-fn store(rt: &tokio::runtime::Runtime) -> Option<MongoMemory> {
+fn store(rt: &tokio::runtime::Runtime) -> Option<Layered<MongoMemory>> {
     let url = std::env::var("MONGODB_URL")
         .ok()
         .filter(|u| !u.trim().is_empty())

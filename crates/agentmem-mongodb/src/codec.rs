@@ -13,8 +13,6 @@ use agentmem_core::{Error, MemoryItem, MemoryKind, Message, Metadata, Result, Ro
 use chrono::{DateTime, Utc};
 use mongodb::bson::{doc, Bson, Document};
 
-use crate::error::{corrupt, BACKEND};
-
 /// The largest document MongoDB stores: 16 MiB of BSON.
 pub(crate) const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
 
@@ -49,10 +47,9 @@ pub(crate) fn check_size(what: &'static str, d: &Document) -> Result<()> {
         // Encoding fails only on values BSON cannot hold (a key with a NUL byte, say, which
         // the stored forms never have): report it as the caller's input, not as too large.
         Err(e) => {
-            return Err(
-                Error::invalid_input(format!("{what} cannot be encoded as BSON: {e}"))
-                    .with_backend(BACKEND),
-            )
+            return Err(Error::invalid_input(format!(
+                "{what} cannot be encoded as BSON: {e}"
+            )))
         }
     };
     if size > limit {
@@ -60,8 +57,7 @@ pub(crate) fn check_size(what: &'static str, d: &Document) -> Result<()> {
             "{what} is {size} bytes as BSON; MongoDB stores documents of at most 16 MiB \
              ({MAX_DOCUMENT_BYTES} bytes), of which agentmem keeps {DOCUMENT_HEADROOM} for its \
              own fields, so the limit is {limit} bytes"
-        ))
-        .with_backend(BACKEND));
+        )));
     }
     Ok(())
 }
@@ -72,59 +68,46 @@ pub(crate) fn micros(t: DateTime<Utc>) -> i64 {
 }
 
 /// Reads a stored timestamp.
-pub(crate) fn time_field(op: &'static str, d: &Document, field: &str) -> Result<DateTime<Utc>> {
-    let us = int_field(op, d, field)?;
-    DateTime::from_timestamp_micros(us).ok_or_else(|| {
-        corrupt(
-            op,
-            format!("field `{field}` holds an out-of-range time {us}"),
-        )
-    })
+pub(crate) fn time_field(d: &Document, field: &str) -> Result<DateTime<Utc>> {
+    let us = int_field(d, field)?;
+    DateTime::from_timestamp_micros(us)
+        .ok_or_else(|| Error::corrupt(format!("field `{field}` holds an out-of-range time {us}")))
 }
 
 /// Reads an integer field stored as i32 or i64.
-pub(crate) fn int_field(op: &'static str, d: &Document, field: &str) -> Result<i64> {
+pub(crate) fn int_field(d: &Document, field: &str) -> Result<i64> {
     match d.get(field) {
         Some(Bson::Int64(v)) => Ok(*v),
         Some(Bson::Int32(v)) => Ok(i64::from(*v)),
-        Some(other) => Err(corrupt(
-            op,
-            format!(
-                "field `{field}` is {:?}, expected an integer",
-                other.element_type()
-            ),
-        )),
-        None => Err(corrupt(op, format!("field `{field}` is missing"))),
+        Some(other) => Err(Error::corrupt(format!(
+            "field `{field}` is {:?}, expected an integer",
+            other.element_type()
+        ))),
+        None => Err(Error::corrupt(format!("field `{field}` is missing"))),
     }
 }
 
 /// Reads a required string field.
-pub(crate) fn str_field<'d>(op: &'static str, d: &'d Document, field: &str) -> Result<&'d str> {
+pub(crate) fn str_field<'d>(d: &'d Document, field: &str) -> Result<&'d str> {
     match d.get(field) {
         Some(Bson::String(s)) => Ok(s),
-        Some(other) => Err(corrupt(
-            op,
-            format!(
-                "field `{field}` is {:?}, expected a string",
-                other.element_type()
-            ),
-        )),
-        None => Err(corrupt(op, format!("field `{field}` is missing"))),
+        Some(other) => Err(Error::corrupt(format!(
+            "field `{field}` is {:?}, expected a string",
+            other.element_type()
+        ))),
+        None => Err(Error::corrupt(format!("field `{field}` is missing"))),
     }
 }
 
 /// Reads an optional string field (absent or null is `None`).
-pub(crate) fn opt_str_field(op: &'static str, d: &Document, field: &str) -> Result<Option<String>> {
+pub(crate) fn opt_str_field(d: &Document, field: &str) -> Result<Option<String>> {
     match d.get(field) {
         None | Some(Bson::Null) => Ok(None),
         Some(Bson::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(corrupt(
-            op,
-            format!(
-                "field `{field}` is {:?}, expected a string",
-                other.element_type()
-            ),
-        )),
+        Some(other) => Err(Error::corrupt(format!(
+            "field `{field}` is {:?}, expected a string",
+            other.element_type()
+        ))),
     }
 }
 
@@ -137,17 +120,17 @@ pub(crate) fn metadata_to_bson(metadata: &Metadata) -> Result<Bson> {
 }
 
 /// Reads metadata stored by [`metadata_to_bson`] (absent or null is empty).
-pub(crate) fn metadata_field(op: &'static str, d: &Document, field: &str) -> Result<Metadata> {
-    match opt_str_field(op, d, field)? {
+pub(crate) fn metadata_field(d: &Document, field: &str) -> Result<Metadata> {
+    match opt_str_field(d, field)? {
         None => Ok(Metadata::new()),
         Some(json) => serde_json::from_str(&json)
-            .map_err(|e| corrupt(op, format!("field `{field}` is not a JSON object: {e}"))),
+            .map_err(|e| Error::corrupt(format!("field `{field}` is not a JSON object: {e}"))),
     }
 }
 
 /// The fields of a message, to be merged into a document that also says where it lives.
+/// (The validate layer has checked the message.)
 pub(crate) fn message_fields(m: &Message) -> Result<Document> {
-    m.validate()?;
     let mut d = doc! {
         "id": &m.id,
         "role": m.role.as_str(),
@@ -169,18 +152,18 @@ pub(crate) fn message_fields(m: &Message) -> Result<Document> {
 }
 
 /// Reads a message stored with [`message_fields`].
-pub(crate) fn message_from(op: &'static str, d: &Document) -> Result<Message> {
-    let role = str_field(op, d, "role")?;
+pub(crate) fn message_from(d: &Document) -> Result<Message> {
+    let role = str_field(d, "role")?;
     let role = Role::parse(role)
-        .map_err(|e| corrupt(op, format!("stored role is invalid: {}", e.message())))?;
+        .map_err(|e| Error::corrupt(format!("stored role is invalid: {}", e.message())))?;
     Ok(Message {
-        id: str_field(op, d, "id")?.to_string(),
+        id: str_field(d, "id")?.to_string(),
         role,
-        content: str_field(op, d, "content")?.to_string(),
-        timestamp: time_field(op, d, "ts")?,
-        tool_call_id: opt_str_field(op, d, "tool_call_id")?,
-        tool_name: opt_str_field(op, d, "tool_name")?,
-        metadata: metadata_field(op, d, "metadata")?,
+        content: str_field(d, "content")?.to_string(),
+        timestamp: time_field(d, "ts")?,
+        tool_call_id: opt_str_field(d, "tool_call_id")?,
+        tool_name: opt_str_field(d, "tool_name")?,
+        metadata: metadata_field(d, "metadata")?,
     })
 }
 
@@ -190,9 +173,8 @@ pub(crate) fn kind_key(kind: MemoryKind, key: Option<&str>) -> Option<String> {
     key.map(|k| format!("{}/{k}", kind.as_str()))
 }
 
-/// A memory item as stored; `_id` is its id.
+/// A memory item as stored; `_id` is its id. (The validate layer has checked the item.)
 pub(crate) fn memory_doc(item: &MemoryItem) -> Result<Document> {
-    item.validate()?;
     let mut d = doc! {
         "_id": &item.id,
         "kind": item.kind.as_str(),
@@ -215,19 +197,19 @@ pub(crate) fn memory_doc(item: &MemoryItem) -> Result<Document> {
 }
 
 /// Reads a memory item stored with [`memory_doc`].
-pub(crate) fn memory_from(op: &'static str, d: &Document) -> Result<MemoryItem> {
-    let kind = str_field(op, d, "kind")?;
+pub(crate) fn memory_from(d: &Document) -> Result<MemoryItem> {
+    let kind = str_field(d, "kind")?;
     let kind: MemoryKind = kind
         .parse()
-        .map_err(|_| corrupt(op, format!("stored memory kind {kind:?} is unknown")))?;
+        .map_err(|_| Error::corrupt(format!("stored memory kind {kind:?} is unknown")))?;
     Ok(MemoryItem {
-        id: str_field(op, d, "_id")?.to_string(),
+        id: str_field(d, "_id")?.to_string(),
         kind,
-        key: opt_str_field(op, d, "key")?,
-        text: str_field(op, d, "text")?.to_string(),
-        metadata: metadata_field(op, d, "metadata")?,
-        created_at: time_field(op, d, "created")?,
-        updated_at: time_field(op, d, "updated")?,
+        key: opt_str_field(d, "key")?,
+        text: str_field(d, "text")?.to_string(),
+        metadata: metadata_field(d, "metadata")?,
+        created_at: time_field(d, "created")?,
+        updated_at: time_field(d, "updated")?,
     })
 }
 
@@ -248,7 +230,7 @@ mod tests {
         // Only plain field names reach the server; the metadata is one opaque string.
         assert!(d.keys().all(|k| !k.starts_with('$') && !k.contains('.')));
         assert!(matches!(d.get("metadata"), Some(Bson::String(_))));
-        assert_eq!(message_from("test", &d).unwrap(), m);
+        assert_eq!(message_from(&d).unwrap(), m);
     }
 
     #[test]
@@ -279,21 +261,15 @@ mod tests {
         let m = Message::user("hi");
         let mut d = message_fields(&m).unwrap();
         d.insert("ts", "yesterday");
-        let err = message_from("load", &d).unwrap_err();
+        let err = message_from(&d).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::CorruptData);
         assert!(err.to_string().contains("`ts`"), "{err}");
         let mut d = message_fields(&m).unwrap();
         d.insert("metadata", "[1]");
-        assert_eq!(
-            message_from("load", &d).unwrap_err().kind(),
-            ErrorKind::CorruptData
-        );
+        assert_eq!(message_from(&d).unwrap_err().kind(), ErrorKind::CorruptData);
         let mut d = message_fields(&m).unwrap();
         d.remove("role");
-        assert_eq!(
-            message_from("load", &d).unwrap_err().kind(),
-            ErrorKind::CorruptData
-        );
+        assert_eq!(message_from(&d).unwrap_err().kind(), ErrorKind::CorruptData);
     }
 
     #[test]
@@ -303,6 +279,6 @@ mod tests {
             .with_metadata("$set", json!({"importance": 0.8}));
         let d = memory_doc(&item).unwrap();
         assert_eq!(d.get_str("kind_key").unwrap(), "fact/drink");
-        assert_eq!(memory_from("get", &d).unwrap(), item);
+        assert_eq!(memory_from(&d).unwrap(), item);
     }
 }

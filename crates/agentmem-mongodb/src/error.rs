@@ -3,7 +3,8 @@
 use agentmem_core::{Error, ErrorKind};
 use mongodb::error::{Error as DriverError, ErrorKind as DriverKind, WriteFailure};
 
-/// The backend name recorded in errors.
+/// The backend name: [`AgentMemory::backend`](agentmem_core::AgentMemory::backend), and the
+/// label the layers put on this backend's errors.
 pub(crate) const BACKEND: &str = "mongodb";
 
 /// Server error code for a unique-index violation.
@@ -52,8 +53,9 @@ pub(crate) fn is_unreachable(e: &DriverError) -> bool {
 ///
 /// Unreachable servers (server selection, I/O, a cleared pool, a shut-down client) are
 /// `Unavailable`; a duplicate key is `Conflict`; a stored document the driver cannot decode
-/// is `CorruptData`; the rest is `Backend`.
-pub(crate) fn map(operation: &'static str, e: DriverError) -> Error {
+/// is `CorruptData`; the rest is `Backend`. Not labelled: the layers add the backend and the
+/// operation.
+pub(crate) fn from_driver(e: DriverError) -> Error {
     let (kind, message) = match e.kind.as_ref() {
         _ if is_unreachable(&e) => (ErrorKind::Unavailable, "MongoDB server unavailable"),
         DriverKind::Authentication { .. } => {
@@ -78,27 +80,17 @@ pub(crate) fn map(operation: &'static str, e: DriverError) -> Error {
         }
         _ => (ErrorKind::Backend, "MongoDB operation failed"),
     };
-    Error::new(kind, message)
-        .with_operation(operation)
-        .with_backend(BACKEND)
-        .with_source(e)
+    Error::new(kind, message).with_source(e)
 }
 
 /// Extension to map driver results in one call.
 pub(crate) trait ResultExt<T> {
-    /// Maps the error with [`map`], recording `operation`.
-    fn during(self, operation: &'static str) -> agentmem_core::Result<T>;
+    /// Maps the error with [`from_driver`].
+    fn mapped(self) -> agentmem_core::Result<T>;
 }
 
 impl<T> ResultExt<T> for Result<T, DriverError> {
-    fn during(self, operation: &'static str) -> agentmem_core::Result<T> {
-        self.map_err(|e| map(operation, e))
+    fn mapped(self) -> agentmem_core::Result<T> {
+        self.map_err(from_driver)
     }
-}
-
-/// A `CorruptData` error for a malformed stored document.
-pub(crate) fn corrupt(operation: &'static str, what: String) -> Error {
-    Error::corrupt(what)
-        .with_operation(operation)
-        .with_backend(BACKEND)
 }

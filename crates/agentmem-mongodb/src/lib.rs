@@ -5,7 +5,9 @@
 //! [`MongoMemory::connect_with`]: crate::MongoMemory::connect_with
 //! [`MongoMemory::from_client`]: crate::MongoMemory::from_client
 //! [`MongoMemory::features`]: crate::MongoMemory::features
-//! [`MongoMemory::with_features`]: crate::MongoMemory::with_features
+//! [`MongoMemory::from_client_with`]: crate::MongoMemory::from_client_with
+//! [`Layered`]: agentmem_core::Layered
+//! [`Registry`]: agentmem_core::backend::Registry
 //! [`MongoConfig`]: crate::MongoConfig
 //! [`ServerFeatures`]: crate::ServerFeatures
 //! [`SCHEMA_VERSION`]: crate::SCHEMA_VERSION

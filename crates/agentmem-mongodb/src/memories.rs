@@ -6,7 +6,7 @@ use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Document};
 
 use crate::codec::{kind_key, memory_doc, memory_from};
-use crate::error::{map, server_code, ResultExt, DUPLICATE_KEY};
+use crate::error::{from_driver, server_code, ResultExt, DUPLICATE_KEY};
 use crate::store::{backoff, MongoMemory, TxError, MAX_RETRIES};
 
 /// The filter document for a [`MemoryFilter`]'s kind.
@@ -19,8 +19,6 @@ pub(crate) fn kind_filter(filter: &MemoryFilter) -> Document {
 
 impl MongoMemory {
     pub(crate) async fn put_memory_impl(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        const OP: &str = "put_memory";
-        item.validate()?;
         let mut attempt = 0;
         loop {
             match self.try_put_memory(item).await {
@@ -33,7 +31,7 @@ impl MongoMemory {
                     backoff(attempt).await;
                     attempt += 1;
                 }
-                Err(TxError::Driver(e)) => return Err(map(OP, e)),
+                Err(TxError::Driver(e)) => return Err(from_driver(e)),
                 Err(TxError::Other(e)) => return Err(e),
             }
         }
@@ -67,20 +65,14 @@ impl MongoMemory {
     }
 
     pub(crate) async fn get_memory_impl(&self, id: &str) -> Result<Option<MemoryItem>> {
-        const OP: &str = "get_memory";
-        let found = self
-            .memories()
-            .find_one(doc! {"_id": id})
-            .await
-            .during(OP)?;
-        found.map(|d| memory_from(OP, &d)).transpose()
+        let found = self.memories().find_one(doc! {"_id": id}).await.mapped()?;
+        found.map(|d| memory_from(&d)).transpose()
     }
 
     pub(crate) async fn list_memories_impl(
         &self,
         filter: &MemoryFilter,
     ) -> Result<Vec<MemoryItem>> {
-        const OP: &str = "list_memories";
         if filter.limit == Some(0) {
             return Ok(Vec::new());
         }
@@ -90,24 +82,24 @@ impl MongoMemory {
             None => query
                 .sort(doc! {"created": 1, "_id": 1})
                 .await
-                .during(OP)?
+                .mapped()?
                 .try_collect()
                 .await
-                .during(OP)?,
+                .mapped()?,
             Some(n) => {
                 let mut docs: Vec<Document> = query
                     .sort(doc! {"created": -1, "_id": -1})
                     .limit(i64::try_from(n).unwrap_or(i64::MAX))
                     .await
-                    .during(OP)?
+                    .mapped()?
                     .try_collect()
                     .await
-                    .during(OP)?;
+                    .mapped()?;
                 docs.reverse();
                 docs
             }
         };
-        docs.iter().map(|d| memory_from(OP, d)).collect()
+        docs.iter().map(memory_from).collect()
     }
 
     pub(crate) async fn delete_memory_impl(&self, id: &str) -> Result<bool> {
@@ -115,7 +107,7 @@ impl MongoMemory {
             .memories()
             .delete_one(doc! {"_id": id})
             .await
-            .during("delete_memory")?;
+            .mapped()?;
         Ok(result.deleted_count > 0)
     }
 }

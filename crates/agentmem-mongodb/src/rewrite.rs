@@ -15,7 +15,7 @@ use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
 use crate::codec::{check_size, int_field, message_fields, message_from, metadata_to_bson, micros};
-use crate::error::{corrupt, ResultExt, BACKEND};
+use crate::error::ResultExt;
 use crate::sessions::{
     encode_all, len_i64, new_epoch, not_found, placed, session_doc, ArchiveEntry, Epoch, Head,
 };
@@ -27,12 +27,8 @@ const IN_FLIGHT_WAIT: Duration = Duration::from_secs(2);
 
 fn archive_info(session: &SessionId, entry: &ArchiveEntry) -> Result<ArchiveInfo> {
     Ok(ArchiveInfo {
-        id: ArchiveId::new(entry.id.clone()).map_err(|e| {
-            corrupt(
-                "list_archives",
-                format!("stored archive id: {}", e.message()),
-            )
-        })?,
+        id: ArchiveId::new(entry.id.clone())
+            .map_err(|e| Error::corrupt(format!("stored archive id: {}", e.message())))?,
         session: session.clone(),
         created_at: entry.created,
         message_count: u64::try_from(entry.count).unwrap_or(0),
@@ -60,12 +56,11 @@ fn archive_docs(
     id: &ArchiveId,
     current: &[Document],
 ) -> Result<Vec<Document>> {
-    const OP: &str = "compact";
     current
         .iter()
         .enumerate()
         .map(|(pos, d)| {
-            let m = message_from(OP, d)?;
+            let m = message_from(d)?;
             let mut a = doc! {
                 "session": session.as_str(), "epoch": epoch.to_hex(), "archive": id.as_str(), "pos": pos as i64,
             };
@@ -82,7 +77,6 @@ impl MongoMemory {
         history: &[Message],
         metadata: &Metadata,
     ) -> Result<()> {
-        const OP: &str = "save_session";
         let fields = encode_all(history)?;
         let meta = metadata_to_bson(metadata)?;
         // The metadata lives in the head document: refuse it before anything is written.
@@ -91,12 +85,12 @@ impl MongoMemory {
         if self.features().transactions {
             // The session document exists (with its epoch) before the transaction, which then
             // writes only the head and the messages.
-            let (_, epoch) = self.reserve(OP, session, 0).await?;
-            in_transaction!(self, OP, |s| {
+            let (_, epoch) = self.reserve(session, 0).await?;
+            in_transaction!(self, |s| {
                 self.save_in_transaction(s, session, epoch, &fields, &meta)
                     .await
             })?;
-            self.touch(OP, session, t).await
+            self.touch(session, t).await
         } else {
             self.save_by_epoch_flip(session, &fields, &meta, t).await
         }
@@ -110,9 +104,8 @@ impl MongoMemory {
         fields: &[Document],
         meta: &Bson,
     ) -> std::result::Result<(), TxError> {
-        const OP: &str = "save_session";
         let k = len_i64(fields.len())?;
-        let h = self.head_in(s, OP, epoch).await?;
+        let h = self.head_in(s, epoch).await?;
         self.messages()
             .delete_many(doc! {"session": session.as_str(), "epoch": epoch.to_hex()})
             .session(&mut *s)
@@ -148,9 +141,8 @@ impl MongoMemory {
         meta: &Bson,
         t: i64,
     ) -> Result<()> {
-        const OP: &str = "save_session";
-        let archives = match self.session_doc(OP, session).await? {
-            Some(sd) => self.head(OP, sd.epoch).await?.archives,
+        let archives = match self.session_doc(session).await? {
+            Some(sd) => self.head(sd.epoch).await?.archives,
             None => Vec::new(),
         };
         let epoch = new_epoch();
@@ -158,7 +150,7 @@ impl MongoMemory {
             self.messages()
                 .insert_many(placed(session, epoch, 0, fields))
                 .await
-                .during(OP)?;
+                .mapped()?;
         }
         self.heads()
             .insert_one(doc! {
@@ -166,8 +158,8 @@ impl MongoMemory {
                 "archives": archives.iter().map(ArchiveEntry::to_bson).collect::<Vec<_>>(),
             })
             .await
-            .during(OP)?;
-        self.ensure_session(OP, session, t).await?;
+            .mapped()?;
+        self.ensure_session(session, t).await?;
         let old = self
             .sessions()
             .find_one_and_update(
@@ -179,29 +171,23 @@ impl MongoMemory {
             )
             .return_document(ReturnDocument::Before)
             .await
-            .during(OP)?;
+            .mapped()?;
         if let Some(old) = old {
-            self.drop_epoch(OP, session, session_doc(OP, &old)?.epoch)
-                .await?;
+            self.drop_epoch(session, session_doc(&old)?.epoch).await?;
         }
         Ok(())
     }
 
     /// Deletes the messages and head of an epoch no longer current.
-    pub(crate) async fn drop_epoch(
-        &self,
-        op: &'static str,
-        session: &SessionId,
-        epoch: Epoch,
-    ) -> Result<()> {
+    pub(crate) async fn drop_epoch(&self, session: &SessionId, epoch: Epoch) -> Result<()> {
         self.messages()
             .delete_many(doc! {"session": session.as_str(), "epoch": epoch.to_hex()})
             .await
-            .during(op)?;
+            .mapped()?;
         self.heads()
             .delete_one(doc! {"_id": epoch.to_hex()})
             .await
-            .during(op)?;
+            .mapped()?;
         Ok(())
     }
 
@@ -210,13 +196,12 @@ impl MongoMemory {
         session: &SessionId,
         replacement: &[Message],
     ) -> Result<ArchiveInfo> {
-        const OP: &str = "compact";
         let fields = encode_all(replacement)?;
         if self.features().transactions {
-            let info = in_transaction!(self, OP, |s| {
+            let info = in_transaction!(self, |s| {
                 self.compact_in_transaction(s, session, &fields).await
             })?;
-            self.touch(OP, session, micros(info.created_at)).await?;
+            self.touch(session, micros(info.created_at)).await?;
             Ok(info)
         } else {
             self.compact_by_epoch_flip(session, &fields).await
@@ -234,7 +219,6 @@ impl MongoMemory {
         session: &SessionId,
         fields: &[Document],
     ) -> std::result::Result<ArchiveInfo, TxError> {
-        const OP: &str = "compact";
         let k = len_i64(fields.len())?;
         let t = now();
         let sd = self
@@ -242,9 +226,9 @@ impl MongoMemory {
             .find_one(doc! {"_id": session.as_str()})
             .session(&mut *s)
             .await?
-            .ok_or_else(|| not_found(OP, session))?;
-        let epoch = session_doc(OP, &sd)?.epoch;
-        let h = self.head_in(s, OP, epoch).await?;
+            .ok_or_else(|| not_found(session))?;
+        let epoch = session_doc(&sd)?.epoch;
+        let h = self.head_in(s, epoch).await?;
         let mut cursor = self
             .messages()
             .find(doc! {"session": session.as_str(), "epoch": epoch.to_hex()})
@@ -259,7 +243,7 @@ impl MongoMemory {
         }
         let seqs: Vec<Bson> = current
             .iter()
-            .map(|d| int_field(OP, d, "seq").map(Bson::Int64))
+            .map(|d| int_field(d, "seq").map(Bson::Int64))
             .collect::<Result<_>>()?;
         self.messages()
             .delete_many(
@@ -314,14 +298,13 @@ impl MongoMemory {
         session: &SessionId,
         fields: &[Document],
     ) -> Result<ArchiveInfo> {
-        const OP: &str = "compact";
         let mut attempt = 0;
         loop {
             let sd = self
-                .session_doc(OP, session)
+                .session_doc(session)
                 .await?
-                .ok_or_else(|| not_found(OP, session))?;
-            let h = self.head(OP, sd.epoch).await?;
+                .ok_or_else(|| not_found(session))?;
+            let h = self.head(sd.epoch).await?;
             let expected = sd.next - h.low;
             let started = tokio::time::Instant::now();
             let current: Vec<Document> = loop {
@@ -330,10 +313,10 @@ impl MongoMemory {
                     .find(doc! {"session": session.as_str(), "epoch": sd.epoch.to_hex()})
                     .sort(doc! {"seq": 1})
                     .await
-                    .during(OP)?
+                    .mapped()?
                     .try_collect()
                     .await
-                    .during(OP)?;
+                    .mapped()?;
                 if docs.len() as i64 >= expected || started.elapsed() >= IN_FLIGHT_WAIT {
                     break docs;
                 }
@@ -346,10 +329,10 @@ impl MongoMemory {
             self.archived()
                 .delete_many(garbage.clone())
                 .await
-                .during(OP)?;
+                .mapped()?;
             let docs = archive_docs(session, sd.epoch, &id, &current)?;
             if !docs.is_empty() {
-                self.archived().insert_many(docs).await.during(OP)?;
+                self.archived().insert_many(docs).await.mapped()?;
             }
             let entry = ArchiveEntry {
                 id: id.to_string(),
@@ -362,7 +345,7 @@ impl MongoMemory {
                 self.messages()
                     .insert_many(placed(session, epoch, 0, fields))
                     .await
-                    .during(OP)?;
+                    .mapped()?;
             }
             let mut archives: Vec<Bson> = h.archives.iter().map(ArchiveEntry::to_bson).collect();
             archives.push(entry.to_bson());
@@ -372,7 +355,7 @@ impl MongoMemory {
                     "metadata": metadata_to_bson(&h.metadata)?, "archives": archives,
                 })
                 .await
-                .during(OP)?;
+                .mapped()?;
             let switched = self
                 .sessions()
                 .update_one(
@@ -383,20 +366,18 @@ impl MongoMemory {
                     },
                 )
                 .await
-                .during(OP)?;
+                .mapped()?;
             if switched.matched_count == 1 {
-                self.drop_epoch(OP, session, sd.epoch).await?;
+                self.drop_epoch(session, sd.epoch).await?;
                 return archive_info(session, &entry);
             }
             // An append (or another compaction) got in between: undo and start over.
-            self.drop_epoch(OP, session, epoch).await?;
-            self.archived().delete_many(garbage).await.during(OP)?;
+            self.drop_epoch(session, epoch).await?;
+            self.archived().delete_many(garbage).await.mapped()?;
             if attempt >= MAX_RETRIES {
                 return Err(Error::conflict(format!(
                     "session `{session}` kept changing during compaction; try again"
-                ))
-                .with_operation(OP)
-                .with_backend(BACKEND));
+                )));
             }
             backoff(attempt).await;
             attempt += 1;
@@ -404,16 +385,15 @@ impl MongoMemory {
     }
 
     /// The session's epoch and head, when it exists.
-    async fn current_head(&self, op: &'static str, session: &SessionId) -> Result<Option<Head>> {
-        match self.session_doc(op, session).await? {
-            Some(sd) => Ok(Some(self.head(op, sd.epoch).await?)),
+    async fn current_head(&self, session: &SessionId) -> Result<Option<Head>> {
+        match self.session_doc(session).await? {
+            Some(sd) => Ok(Some(self.head(sd.epoch).await?)),
             None => Ok(None),
         }
     }
 
     pub(crate) async fn list_archives_impl(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        const OP: &str = "list_archives";
-        let Some(h) = self.current_head(OP, session).await? else {
+        let Some(h) = self.current_head(session).await? else {
             return Ok(Vec::new());
         };
         h.archives
@@ -427,15 +407,12 @@ impl MongoMemory {
         session: &SessionId,
         archive: &ArchiveId,
     ) -> Result<Archive> {
-        const OP: &str = "load_archive";
         let missing = || {
             Error::not_found(format!(
                 "archive `{archive}` of session `{session}` does not exist"
             ))
-            .with_operation(OP)
-            .with_backend(BACKEND)
         };
-        let h = self.current_head(OP, session).await?.ok_or_else(missing)?;
+        let h = self.current_head(session).await?.ok_or_else(missing)?;
         let entry = h
             .archives
             .iter()
@@ -446,23 +423,17 @@ impl MongoMemory {
             .find(doc! {"session": session.as_str(), "epoch": entry.epoch.to_hex(), "archive": archive.as_str()})
             .sort(doc! {"pos": 1})
             .await
-            .during(OP)?
+            .mapped()?
             .try_collect()
             .await
-            .during(OP)?;
-        let messages: Vec<Message> = docs
-            .iter()
-            .map(|d| message_from(OP, d))
-            .collect::<Result<_>>()?;
+            .mapped()?;
+        let messages: Vec<Message> = docs.iter().map(message_from).collect::<Result<_>>()?;
         if messages.len() as i64 != entry.count {
-            return Err(corrupt(
-                OP,
-                format!(
-                    "archive `{archive}` lists {} messages but {} are stored",
-                    entry.count,
-                    messages.len()
-                ),
-            ));
+            return Err(Error::corrupt(format!(
+                "archive `{archive}` lists {} messages but {} are stored",
+                entry.count,
+                messages.len()
+            )));
         }
         Ok(Archive {
             info: archive_info(session, entry)?,

@@ -1,4 +1,4 @@
-//! Collections, indexes, the schema version document and forward migrations (C8), and the
+//! Collections, indexes, the schema version document and forward migrations, and the
 //! detection of what the server supports (transactions, text indexes), done once on open.
 
 use agentmem_core::{Error, Result};
@@ -6,7 +6,7 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::IndexOptions;
 use mongodb::{Client, Database, IndexModel};
 
-use crate::error::{server_code, ResultExt, BACKEND, CANNOT_CREATE_INDEX};
+use crate::error::{from_driver, server_code, ResultExt, CANNOT_CREATE_INDEX};
 
 /// The schema version this build writes. Stored in `meta` as `{_id: "schema", version}`.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -37,6 +37,24 @@ pub struct ServerFeatures {
     pub text_search: bool,
 }
 
+impl ServerFeatures {
+    /// Every feature: as a mask for
+    /// [`MongoMemory::from_client_with`](crate::MongoMemory::from_client_with), "use whatever
+    /// the server has".
+    pub const ALL: ServerFeatures = ServerFeatures {
+        transactions: true,
+        text_search: true,
+    };
+
+    /// The features in both `self` and `allowed`.
+    pub(crate) fn only(self, allowed: ServerFeatures) -> ServerFeatures {
+        ServerFeatures {
+            transactions: self.transactions && allowed.transactions,
+            text_search: self.text_search && allowed.text_search,
+        }
+    }
+}
+
 /// Forward migrations: `MIGRATIONS[v]` takes a database at version `v` to `v + 1`.
 /// Version 0 is an empty database; 0 → 1 lays out the collections and indexes, which
 /// [`ensure_indexes`] (run on every open, idempotently) already does, so it has no data step.
@@ -50,16 +68,13 @@ type MigrationFuture<'a> =
 /// Opens the store's database: refuses a newer schema, creates collections and indexes,
 /// applies forward migrations, records the version, and detects server features.
 pub(crate) async fn open(client: &Client, db: &Database) -> Result<(u32, ServerFeatures)> {
-    const OP: &str = "open";
     let transactions = supports_transactions(client).await?;
     let stored = stored_version(db).await?;
     if stored > SCHEMA_VERSION {
         return Err(Error::unsupported(format!(
             "database `{}` has agentmem schema version {stored}, newer than this build's {SCHEMA_VERSION}; upgrade agentmem to open it",
             db.name()
-        ))
-        .with_operation(OP)
-        .with_backend(BACKEND));
+        )));
     }
     let text_search = ensure_indexes(db).await?;
     for (from, step) in MIGRATIONS.iter().enumerate().skip(stored as usize) {
@@ -78,7 +93,7 @@ pub(crate) async fn open(client: &Client, db: &Database) -> Result<(u32, ServerF
             )
             .upsert(true)
             .await
-            .during(OP)?;
+            .mapped()?;
     }
     Ok((
         SCHEMA_VERSION,
@@ -91,20 +106,18 @@ pub(crate) async fn open(client: &Client, db: &Database) -> Result<(u32, ServerF
 
 /// The schema version recorded in the database, 0 when none is.
 pub(crate) async fn stored_version(db: &Database) -> Result<u32> {
-    const OP: &str = "schema_version";
     let found = db
         .collection::<Document>(META)
         .find_one(doc! {"_id": "schema"})
         .await
-        .during(OP)?;
+        .mapped()?;
     let Some(d) = found else { return Ok(0) };
     match d.get("version") {
         Some(Bson::Int32(v)) if *v >= 0 => Ok(*v as u32),
         Some(Bson::Int64(v)) if *v >= 0 && *v <= i64::from(u32::MAX) => Ok(*v as u32),
-        other => Err(crate::error::corrupt(
-            OP,
-            format!("the schema version document holds {other:?}, expected a non-negative integer"),
-        )),
+        other => Err(Error::corrupt(format!(
+            "the schema version document holds {other:?}, expected a non-negative integer"
+        ))),
     }
 }
 
@@ -117,7 +130,7 @@ async fn supports_transactions(client: &Client) -> Result<bool> {
         .database("admin")
         .run_command(doc! {"hello": 1})
         .await
-        .during("open")?;
+        .mapped()?;
     let sessions = hello.get("logicalSessionTimeoutMinutes").is_some();
     let replicated = hello.get_str("setName").is_ok() || hello.get_str("msg") == Ok("isdbgrid");
     Ok(sessions && replicated)
@@ -161,7 +174,6 @@ fn text_index(field: &str, name: &str) -> IndexModel {
 /// server accepted the text indexes. Creating indexes also creates the collections, which
 /// transactions on older servers cannot do implicitly.
 pub(crate) async fn ensure_indexes(db: &Database) -> Result<bool> {
-    const OP: &str = "open";
     let create = |coll: &'static str, model: IndexModel| {
         let c = db.collection::<Document>(coll);
         async move { c.create_index(model).await }
@@ -175,7 +187,7 @@ pub(crate) async fn ensure_indexes(db: &Database) -> Result<bool> {
         ),
     )
     .await
-    .during(OP)?;
+    .mapped()?;
     create(
         ARCHIVED,
         unique_index(
@@ -185,24 +197,24 @@ pub(crate) async fn ensure_indexes(db: &Database) -> Result<bool> {
         ),
     )
     .await
-    .during(OP)?;
+    .mapped()?;
     create(SESSIONS, index(doc! {"updated": 1}, "updated"))
         .await
-        .during(OP)?;
+        .mapped()?;
     create(HEADS, index(doc! {"session": 1}, "session"))
         .await
-        .during(OP)?;
+        .mapped()?;
     create(
         MEMORIES,
         unique_index(doc! {"kind_key": 1}, "kind_key", true),
     )
     .await
-    .during(OP)?;
+    .mapped()?;
     // `created` alone: a compound index with `_id` breaks some compatible servers, and
     // items created in the same microsecond are rare enough to sort in memory.
     create(MEMORIES, index(doc! {"created": 1}, "created"))
         .await
-        .during(OP)?;
+        .mapped()?;
     // Text indexes: a server without them (code 67) gets the client-side ranked fallback.
     let mut text = true;
     for (coll, field, name) in [
@@ -215,7 +227,7 @@ pub(crate) async fn ensure_indexes(db: &Database) -> Result<bool> {
                 tracing::debug!(database = db.name(), "no text indexes on this server: {e}");
                 text = false;
             }
-            Err(e) => return Err(crate::error::map(OP, e)),
+            Err(e) => return Err(from_driver(e)),
         }
     }
     Ok(text)

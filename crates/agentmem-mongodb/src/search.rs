@@ -14,14 +14,14 @@
 use std::collections::{HashMap, HashSet};
 
 use agentmem_core::search::{query_words, rank, words};
-use agentmem_core::{MemoryFilter, MemoryHit, MessageHit, MessageQuery, Result, SessionId};
+use agentmem_core::{Error, MemoryFilter, MemoryHit, MessageHit, MessageQuery, Result, SessionId};
 use futures_util::future::try_join_all;
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Collection;
 
 use crate::codec::{int_field, memory_from, message_from, str_field};
-use crate::error::{corrupt, ResultExt};
+use crate::error::ResultExt;
 use crate::memories::kind_filter;
 use crate::store::MongoMemory;
 
@@ -75,7 +75,6 @@ const MEMORY_FIELDS: &[&str] = &["kind", "key", "text", "metadata", "created", "
 /// Runs one `$text` query per term on `coll` (restricted by `filter`) and merges the hits
 /// whose `field` really contains the term, summing scores; best first.
 async fn text_search(
-    op: &'static str,
     coll: &Collection<Document>,
     filter: &Document,
     (field, fields): (&str, &[&str]),
@@ -98,10 +97,10 @@ async fn text_search(
                 .sort(doc! {"_score": {"$meta": "textScore"}})
                 .limit(fetch)
                 .await
-                .during(op)?
+                .mapped()?
                 .try_collect()
                 .await
-                .during(op)?;
+                .mapped()?;
             Ok::<_, agentmem_core::Error>((term, docs))
         }
     }))
@@ -115,7 +114,7 @@ async fn text_search(
                 Some(Bson::Int64(s)) => s as f64,
                 _ => 0.0,
             };
-            let text = str_field(op, &d, field)?;
+            let text = str_field(&d, field)?;
             if !words(text).iter().any(|w| w == term) {
                 continue;
             }
@@ -138,7 +137,6 @@ async fn text_search(
 /// Fetches the documents of `coll` (restricted by `filter`) whose `field` contains any term,
 /// oldest first by `order`, and ranks them with BM25; best first.
 async fn fallback_search(
-    op: &'static str,
     coll: &Collection<Document>,
     filter: &Document,
     field: &str,
@@ -155,13 +153,13 @@ async fn fallback_search(
         .find(f)
         .sort(order)
         .await
-        .during(op)?
+        .mapped()?
         .try_collect()
         .await
-        .during(op)?;
+        .mapped()?;
     let texts: Vec<&str> = docs
         .iter()
-        .map(|d| str_field(op, d, field))
+        .map(|d| str_field(d, field))
         .collect::<Result<_>>()?;
     let ranked = rank(query, texts.iter().copied(), usize::MAX);
     let mut slots: Vec<Option<Document>> = docs.into_iter().map(Some).collect();
@@ -182,13 +180,12 @@ impl MongoMemory {
         query: &str,
         scope: &MessageQuery,
     ) -> Result<Vec<MessageHit>> {
-        const OP: &str = "search_messages";
         let terms = query_words(query);
         if terms.is_empty() || scope.limit == 0 {
             return Ok(Vec::new());
         }
         // Only the current epoch of each session is visible; search within those.
-        let epochs = self.current_epochs(OP, scope.session.as_ref()).await?;
+        let epochs = self.current_epochs(scope.session.as_ref()).await?;
         if epochs.is_empty() {
             return Ok(Vec::new());
         }
@@ -199,7 +196,6 @@ impl MongoMemory {
         let coll = self.messages();
         let hits = if self.features().text_search {
             text_search(
-                OP,
                 &coll,
                 &filter,
                 ("content", MESSAGE_FIELDS),
@@ -209,20 +205,20 @@ impl MongoMemory {
             .await?
         } else {
             let order = doc! {"session": 1, "epoch": 1, "seq": 1};
-            fallback_search(OP, &coll, &filter, "content", order, query, &terms).await?
+            fallback_search(&coll, &filter, "content", order, query, &terms).await?
         };
         let mut out = Vec::new();
         for hit in hits {
-            let session = str_field(OP, &hit.doc, "session")?;
-            let epoch = str_field(OP, &hit.doc, "epoch")?;
+            let session = str_field(&hit.doc, "session")?;
+            let epoch = str_field(&hit.doc, "epoch")?;
             if epochs.get(session).map(String::as_str) != Some(epoch) {
                 continue;
             }
             let session = SessionId::new(session)
-                .map_err(|e| corrupt(OP, format!("stored session id: {}", e.message())))?;
+                .map_err(|e| Error::corrupt(format!("stored session id: {}", e.message())))?;
             // Ties keep conversation order.
-            let seq = int_field(OP, &hit.doc, "seq")?;
-            out.push((hit.score, session, seq, message_from(OP, &hit.doc)?));
+            let seq = int_field(&hit.doc, "seq")?;
+            out.push((hit.score, session, seq, message_from(&hit.doc)?));
         }
         out.sort_by(|a, b| {
             b.0.total_cmp(&a.0)
@@ -241,11 +237,7 @@ impl MongoMemory {
     }
 
     /// Each session's current epoch (of one session, when given).
-    async fn current_epochs(
-        &self,
-        op: &'static str,
-        session: Option<&SessionId>,
-    ) -> Result<HashMap<String, String>> {
+    async fn current_epochs(&self, session: Option<&SessionId>) -> Result<HashMap<String, String>> {
         let filter = match session {
             Some(s) => doc! {"_id": s.as_str()},
             None => doc! {},
@@ -255,15 +247,15 @@ impl MongoMemory {
             .find(filter)
             .projection(doc! {"_id": 1, "epoch": 1})
             .await
-            .during(op)?
+            .mapped()?
             .try_collect()
             .await
-            .during(op)?;
+            .mapped()?;
         docs.iter()
             .map(|d| {
                 Ok((
-                    str_field(op, d, "_id")?.to_string(),
-                    str_field(op, d, "epoch")?.to_string(),
+                    str_field(d, "_id")?.to_string(),
+                    str_field(d, "epoch")?.to_string(),
                 ))
             })
             .collect()
@@ -274,7 +266,6 @@ impl MongoMemory {
         query: &str,
         filter: &MemoryFilter,
     ) -> Result<Vec<MemoryHit>> {
-        const OP: &str = "search_memories";
         let limit = filter.limit.unwrap_or(10);
         let terms = query_words(query);
         if terms.is_empty() || limit == 0 {
@@ -283,15 +274,15 @@ impl MongoMemory {
         let coll = self.memories();
         let f = kind_filter(filter);
         let hits = if self.features().text_search {
-            text_search(OP, &coll, &f, ("text", MEMORY_FIELDS), &terms, limit).await?
+            text_search(&coll, &f, ("text", MEMORY_FIELDS), &terms, limit).await?
         } else {
             let order = doc! {"created": 1, "_id": 1};
-            fallback_search(OP, &coll, &f, "text", order, query, &terms).await?
+            fallback_search(&coll, &f, "text", order, query, &terms).await?
         };
         let mut out: Vec<(f64, MemoryHit)> = Vec::new();
         let mut seen = HashSet::new();
         for hit in hits {
-            let item = memory_from(OP, &hit.doc)?;
+            let item = memory_from(&hit.doc)?;
             if seen.insert(item.id.clone()) {
                 out.push((
                     hit.score,

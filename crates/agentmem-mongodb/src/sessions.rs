@@ -36,7 +36,7 @@ use mongodb::ClientSession;
 use crate::codec::{
     int_field, message_fields, message_from, metadata_field, micros, str_field, time_field,
 };
-use crate::error::{corrupt, is_transient, map, server_code, ResultExt, BACKEND, DUPLICATE_KEY};
+use crate::error::{from_driver, is_transient, server_code, ResultExt, DUPLICATE_KEY};
 use crate::store::{backoff, in_transaction, MongoMemory, TxError, MAX_RETRIES};
 
 /// The session document, decoded.
@@ -72,51 +72,49 @@ impl ArchiveEntry {
     }
 }
 
-fn epoch_field(op: &'static str, d: &Document, field: &str) -> Result<Epoch> {
-    let hex = str_field(op, d, field)?;
+fn epoch_field(d: &Document, field: &str) -> Result<Epoch> {
+    let hex = str_field(d, field)?;
     ObjectId::parse_str(hex)
-        .map_err(|_| corrupt(op, format!("field `{field}` is not an epoch: {hex:?}")))
+        .map_err(|_| Error::corrupt(format!("field `{field}` is not an epoch: {hex:?}")))
 }
 
-pub(crate) fn session_doc(op: &'static str, d: &Document) -> Result<SessionDoc> {
+pub(crate) fn session_doc(d: &Document) -> Result<SessionDoc> {
     Ok(SessionDoc {
-        epoch: epoch_field(op, d, "epoch")?,
-        next: int_field(op, d, "next")?,
-        created: time_field(op, d, "created")?,
-        updated: time_field(op, d, "updated")?,
+        epoch: epoch_field(d, "epoch")?,
+        next: int_field(d, "next")?,
+        created: time_field(d, "created")?,
+        updated: time_field(d, "updated")?,
     })
 }
 
-pub(crate) fn head(op: &'static str, d: &Document) -> Result<Head> {
+pub(crate) fn head(d: &Document) -> Result<Head> {
     let archives = match d.get("archives") {
         None | Some(Bson::Null) => Vec::new(),
         Some(Bson::Array(items)) => items
             .iter()
             .map(|item| {
                 let Bson::Document(a) = item else {
-                    return Err(corrupt(op, "head `archives` holds a non-document".into()));
+                    return Err(Error::corrupt("head `archives` holds a non-document"));
                 };
                 Ok(ArchiveEntry {
-                    id: str_field(op, a, "id")?.to_string(),
-                    epoch: epoch_field(op, a, "epoch")?,
-                    created: time_field(op, a, "created")?,
-                    count: int_field(op, a, "count")?,
+                    id: str_field(a, "id")?.to_string(),
+                    epoch: epoch_field(a, "epoch")?,
+                    created: time_field(a, "created")?,
+                    count: int_field(a, "count")?,
                 })
             })
             .collect::<Result<_>>()?,
-        Some(_) => return Err(corrupt(op, "head field `archives` is not an array".into())),
+        Some(_) => return Err(Error::corrupt("head field `archives` is not an array")),
     };
     Ok(Head {
-        low: int_field(op, d, "low")?,
-        metadata: metadata_field(op, d, "metadata")?,
+        low: int_field(d, "low")?,
+        metadata: metadata_field(d, "metadata")?,
         archives,
     })
 }
 
-pub(crate) fn not_found(op: &'static str, session: &SessionId) -> Error {
+pub(crate) fn not_found(session: &SessionId) -> Error {
     Error::not_found(format!("session `{session}` does not exist"))
-        .with_operation(op)
-        .with_backend(BACKEND)
 }
 
 /// Message documents for `messages` at seqs `first..`, under `session` and `epoch`.
@@ -143,11 +141,10 @@ pub(crate) fn encode_all(messages: &[Message]) -> Result<Vec<Document>> {
 
 /// Runs a find on `messages` and decodes the messages.
 async fn collect_messages(
-    op: &'static str,
     find: impl std::future::IntoFuture<Output = mongodb::error::Result<mongodb::Cursor<Document>>>,
 ) -> Result<Vec<Message>> {
-    let docs: Vec<Document> = find.await.during(op)?.try_collect().await.during(op)?;
-    docs.iter().map(|d| message_from(op, d)).collect()
+    let docs: Vec<Document> = find.await.mapped()?.try_collect().await.mapped()?;
+    docs.iter().map(message_from).collect()
 }
 
 pub(crate) fn len_i64(n: usize) -> Result<i64> {
@@ -155,32 +152,27 @@ pub(crate) fn len_i64(n: usize) -> Result<i64> {
 }
 
 impl MongoMemory {
-    pub(crate) async fn session_doc(
-        &self,
-        op: &'static str,
-        session: &SessionId,
-    ) -> Result<Option<SessionDoc>> {
+    pub(crate) async fn session_doc(&self, session: &SessionId) -> Result<Option<SessionDoc>> {
         let found = self
             .sessions()
             .find_one(doc! {"_id": session.as_str()})
             .await
-            .during(op)?;
-        found.map(|d| session_doc(op, &d)).transpose()
+            .mapped()?;
+        found.map(|d| session_doc(&d)).transpose()
     }
 
-    pub(crate) async fn head(&self, op: &'static str, epoch: Epoch) -> Result<Head> {
+    pub(crate) async fn head(&self, epoch: Epoch) -> Result<Head> {
         let found = self
             .heads()
             .find_one(doc! {"_id": epoch.to_hex()})
             .await
-            .during(op)?;
-        Ok(found.map(|d| head(op, &d)).transpose()?.unwrap_or_default())
+            .mapped()?;
+        Ok(found.map(|d| head(&d)).transpose()?.unwrap_or_default())
     }
 
     pub(crate) async fn head_in(
         &self,
         s: &mut ClientSession,
-        op: &'static str,
         epoch: Epoch,
     ) -> std::result::Result<Head, TxError> {
         let found = self
@@ -188,7 +180,7 @@ impl MongoMemory {
             .find_one(doc! {"_id": epoch.to_hex()})
             .session(&mut *s)
             .await?;
-        Ok(found.map(|d| head(op, &d)).transpose()?.unwrap_or_default())
+        Ok(found.map(|d| head(&d)).transpose()?.unwrap_or_default())
     }
 
     /// Creates the session document when missing (no-op when it exists).
@@ -196,12 +188,7 @@ impl MongoMemory {
     /// A separate insert rather than an upsert with `$setOnInsert`, which some
     /// MongoDB-compatible servers ignore in `findAndModify`; it costs two round trips (the
     /// miss and the insert), only the first time a session is written.
-    pub(crate) async fn ensure_session(
-        &self,
-        op: &'static str,
-        session: &SessionId,
-        t: i64,
-    ) -> Result<()> {
+    pub(crate) async fn ensure_session(&self, session: &SessionId, t: i64) -> Result<()> {
         let created = self
             .sessions()
             .insert_one(doc! {
@@ -212,19 +199,14 @@ impl MongoMemory {
         match created {
             Ok(_) => Ok(()),
             Err(e) if server_code(&e) == Some(DUPLICATE_KEY) => Ok(()),
-            Err(e) => Err(map(op, e)),
+            Err(e) => Err(from_driver(e)),
         }
     }
 
     /// Reserves `n` positions at the end of the session (creating it when missing) and returns
     /// the first and the session's epoch: one `findAndModify` with `$inc`, which the server
     /// applies atomically, so concurrent appenders get disjoint, ordered ranges.
-    pub(crate) async fn reserve(
-        &self,
-        op: &'static str,
-        session: &SessionId,
-        n: i64,
-    ) -> Result<(i64, Epoch)> {
+    pub(crate) async fn reserve(&self, session: &SessionId, n: i64) -> Result<(i64, Epoch)> {
         let t = micros(now());
         let mut attempt = 0;
         loop {
@@ -238,40 +220,38 @@ impl MongoMemory {
                 .await;
             match result {
                 Ok(Some(d)) => {
-                    let h = session_doc(op, &d)?;
+                    let h = session_doc(&d)?;
                     return Ok((h.next - n, h.epoch));
                 }
                 Ok(None) if attempt < MAX_RETRIES => {
-                    self.ensure_session(op, session, t).await?;
+                    self.ensure_session(session, t).await?;
                     attempt += 1;
                 }
                 Ok(None) => {
                     return Err(Error::conflict(format!(
                         "session `{session}` keeps being deleted while appending"
-                    ))
-                    .with_operation(op)
-                    .with_backend(BACKEND))
+                    )))
                 }
                 // A write conflict: safe to retry.
                 Err(e) if is_transient(&e) && attempt < MAX_RETRIES => {
                     backoff(attempt).await;
                     attempt += 1;
                 }
-                Err(e) => return Err(map(op, e)),
+                Err(e) => return Err(from_driver(e)),
             }
         }
     }
 
     /// Marks the session written at `t` (after a transaction, which leaves `sessions` alone
     /// so that it never blocks appends).
-    pub(crate) async fn touch(&self, op: &'static str, session: &SessionId, t: i64) -> Result<()> {
+    pub(crate) async fn touch(&self, session: &SessionId, t: i64) -> Result<()> {
         self.sessions()
             .update_one(
                 doc! {"_id": session.as_str()},
                 doc! {"$max": {"updated": t}},
             )
             .await
-            .during(op)?;
+            .mapped()?;
         Ok(())
     }
 
@@ -280,18 +260,15 @@ impl MongoMemory {
         session: &SessionId,
         messages: &[Message],
     ) -> Result<()> {
-        const OP: &str = "append";
-        if messages.is_empty() {
-            return Ok(());
-        }
-        // Encode (and validate) before reserving, so bad input leaves no gap.
+        // Encode (and check sizes) before reserving, so bad input leaves no gap. (The validate
+        // layer has checked the messages and never passes an empty append.)
         let fields = encode_all(messages)?;
-        let (first, epoch) = self.reserve(OP, session, len_i64(fields.len())?).await?;
+        let (first, epoch) = self.reserve(session, len_i64(fields.len())?).await?;
         let docs = placed(session, epoch, first, &fields);
         if docs.len() > 1 && self.features().transactions {
             // All-or-nothing for batches. The transaction touches only these new keys, so it
             // conflicts with no other writer.
-            in_transaction!(self, OP, |s| {
+            in_transaction!(self, |s| {
                 self.messages()
                     .insert_many(docs.clone())
                     .session(&mut *s)
@@ -300,11 +277,7 @@ impl MongoMemory {
                     .map_err(TxError::from)
             })
         } else {
-            self.messages()
-                .insert_many(docs)
-                .await
-                .map(|_| ())
-                .during(OP)
+            self.messages().insert_many(docs).await.map(|_| ()).mapped()
         }
     }
 
@@ -312,7 +285,6 @@ impl MongoMemory {
     /// session's next free position, as read with its epoch.
     async fn read_messages(
         &self,
-        op: &'static str,
         session: &SessionId,
         epoch: Epoch,
         next: i64,
@@ -321,7 +293,7 @@ impl MongoMemory {
         let filter = doc! {"session": session.as_str(), "epoch": epoch.to_hex()};
         let messages = self.messages();
         let Some(n) = limit else {
-            return collect_messages(op, messages.find(filter).sort(doc! {"seq": 1})).await;
+            return collect_messages(messages.find(filter).sort(doc! {"seq": 1})).await;
         };
         // Fast path, one index range: the messages at positions `next - n` and above. When
         // there are at least `n`, the last `n` of them are the session's last `n`, whatever
@@ -332,7 +304,7 @@ impl MongoMemory {
             "seq",
             doc! {"$gte": next.saturating_sub(i64::try_from(n).unwrap_or(i64::MAX))},
         );
-        let window = collect_messages(op, messages.find(ranged).sort(doc! {"seq": 1})).await?;
+        let window = collect_messages(messages.find(ranged).sort(doc! {"seq": 1})).await?;
         if window.len() >= n {
             let skip = window.len() - n;
             return Ok(window.into_iter().skip(skip).collect());
@@ -340,7 +312,6 @@ impl MongoMemory {
         // A short session, or positions still being written: newest first on the
         // (session, epoch, seq) index, then back to oldest first.
         let mut window = collect_messages(
-            op,
             messages
                 .find(filter)
                 .sort(doc! {"seq": -1})
@@ -351,16 +322,11 @@ impl MongoMemory {
         Ok(window)
     }
 
-    async fn count_messages(
-        &self,
-        op: &'static str,
-        session: &SessionId,
-        epoch: Epoch,
-    ) -> Result<u64> {
+    async fn count_messages(&self, session: &SessionId, epoch: Epoch) -> Result<u64> {
         self.messages()
             .count_documents(doc! {"session": session.as_str(), "epoch": epoch.to_hex()})
             .await
-            .during(op)
+            .mapped()
     }
 
     pub(crate) async fn load_impl(
@@ -368,10 +334,9 @@ impl MongoMemory {
         session: &SessionId,
         limit: Option<usize>,
     ) -> Result<Option<Session>> {
-        const OP: &str = "load";
         let mut attempt = 0;
         loop {
-            let Some(sd) = self.session_doc(OP, session).await? else {
+            let Some(sd) = self.session_doc(session).await? else {
                 return Ok(None);
             };
             let epoch = sd.epoch;
@@ -382,7 +347,7 @@ impl MongoMemory {
             if self.features().transactions || attempt >= MAX_RETRIES {
                 return Ok(Some(loaded));
             }
-            match self.session_doc(OP, session).await? {
+            match self.session_doc(session).await? {
                 Some(again) if again.epoch == epoch => return Ok(Some(loaded)),
                 _ => attempt += 1,
             }
@@ -396,35 +361,29 @@ impl MongoMemory {
         limit: Option<usize>,
         sd: SessionDoc,
     ) -> Result<Session> {
-        const OP: &str = "load";
         let messages = async {
             Ok::<_, Error>(match limit {
                 None => {
-                    let all = self
-                        .read_messages(OP, session, sd.epoch, sd.next, None)
-                        .await?;
+                    let all = self.read_messages(session, sd.epoch, sd.next, None).await?;
                     let total = all.len() as u64;
                     (all, total)
                 }
-                Some(0) => (
-                    Vec::new(),
-                    self.count_messages(OP, session, sd.epoch).await?,
-                ),
+                Some(0) => (Vec::new(), self.count_messages(session, sd.epoch).await?),
                 Some(n) => {
                     let window = self
-                        .read_messages(OP, session, sd.epoch, sd.next, Some(n))
+                        .read_messages(session, sd.epoch, sd.next, Some(n))
                         .await?;
                     let total = if window.len() < n {
                         window.len() as u64
                     } else {
-                        self.count_messages(OP, session, sd.epoch).await?
+                        self.count_messages(session, sd.epoch).await?
                     };
                     let whole = window.len() as u64 >= total;
                     (trim_orphans(window, whole), total)
                 }
             })
         };
-        let (head, (messages, total)) = futures_util::try_join!(self.head(OP, sd.epoch), messages)?;
+        let (head, (messages, total)) = futures_util::try_join!(self.head(sd.epoch), messages)?;
         Ok(Session {
             id: session.clone(),
             messages,
@@ -436,21 +395,20 @@ impl MongoMemory {
     }
 
     pub(crate) async fn list_sessions_impl(&self) -> Result<Vec<SessionInfo>> {
-        const OP: &str = "list_sessions";
         let docs: Vec<Document> = self
             .sessions()
             .find(doc! {})
             .sort(doc! {"_id": 1})
             .await
-            .during(OP)?
+            .mapped()?
             .try_collect()
             .await
-            .during(OP)?;
+            .mapped()?;
         // One aggregation counts the messages of every session's current epoch (epochs are
         // unique across sessions, so matching them is enough).
         let current: Vec<String> = docs
             .iter()
-            .map(|d| session_doc(OP, d).map(|sd| sd.epoch.to_hex()))
+            .map(|d| session_doc(d).map(|sd| sd.epoch.to_hex()))
             .collect::<Result<_>>()?;
         let counted: Vec<Document> = self
             .messages()
@@ -459,22 +417,22 @@ impl MongoMemory {
                 doc! {"$group": {"_id": "$session", "n": {"$sum": 1}}},
             ])
             .await
-            .during(OP)?
+            .mapped()?
             .try_collect()
             .await
-            .during(OP)?;
+            .mapped()?;
         let mut counts: HashMap<String, i64> = HashMap::new();
         for c in &counted {
             if let Ok(s) = c.get_str("_id") {
-                counts.insert(s.to_string(), int_field(OP, c, "n")?);
+                counts.insert(s.to_string(), int_field(c, "n")?);
             }
         }
         docs.iter()
             .map(|d| {
-                let id = str_field(OP, d, "_id")?;
+                let id = str_field(d, "_id")?;
                 let id = SessionId::new(id)
-                    .map_err(|e| corrupt(OP, format!("stored session id: {}", e.message())))?;
-                let sd = session_doc(OP, d)?;
+                    .map_err(|e| Error::corrupt(format!("stored session id: {}", e.message())))?;
+                let sd = session_doc(d)?;
                 let n = counts.get(id.as_str()).copied().unwrap_or(0);
                 Ok(SessionInfo {
                     id,
@@ -487,7 +445,6 @@ impl MongoMemory {
     }
 
     pub(crate) async fn delete_session_impl(&self, session: &SessionId) -> Result<bool> {
-        const OP: &str = "delete_session";
         // The session document goes first, so the session is gone at once; the rest is then
         // deleted by epoch, which never touches a new session of the same id that an append
         // may create meanwhile (it gets a new epoch).
@@ -495,12 +452,12 @@ impl MongoMemory {
             .sessions()
             .find_one_and_delete(doc! {"_id": session.as_str()})
             .await
-            .during(OP)?
+            .mapped()?
         else {
             return Ok(false);
         };
-        let epoch = session_doc(OP, &d)?.epoch;
-        let h = self.head(OP, epoch).await?;
+        let epoch = session_doc(&d)?.epoch;
+        let h = self.head(epoch).await?;
         let mut epochs: Vec<ObjectId> = h.archives.iter().map(|a| a.epoch).collect();
         epochs.push(epoch);
         epochs.sort();
@@ -508,13 +465,12 @@ impl MongoMemory {
         self.archived()
             .delete_many(doc! {"session": session.as_str(), "epoch": {"$in": epochs.iter().map(|e| e.to_hex()).collect::<Vec<_>>()}})
             .await
-            .during(OP)?;
-        self.drop_epoch(OP, session, epoch).await?;
+            .mapped()?;
+        self.drop_epoch(session, epoch).await?;
         Ok(true)
     }
 
     pub(crate) async fn purge_impl(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        const OP: &str = "purge";
         if policy.max_age.is_none() && policy.max_sessions.is_none() {
             return Ok(PurgeReport::default());
         }
@@ -525,23 +481,24 @@ impl MongoMemory {
             .projection(doc! {"_id": 1, "updated": 1})
             .sort(doc! {"updated": -1, "_id": 1})
             .await
-            .during(OP)?
+            .mapped()?
             .try_collect()
             .await
-            .during(OP)?;
+            .mapped()?;
         let cutoff = policy.max_age.map(|age| {
             let age = chrono::Duration::from_std(age).unwrap_or(chrono::Duration::MAX);
             now().checked_sub_signed(age).map_or(i64::MIN, micros)
         });
         let mut doomed = Vec::new();
         for (rank, d) in docs.iter().enumerate() {
-            let too_old = cutoff.is_some_and(|c| int_field(OP, d, "updated").is_ok_and(|u| u < c));
+            let too_old = cutoff.is_some_and(|c| int_field(d, "updated").is_ok_and(|u| u < c));
             let too_many = policy.max_sessions.is_some_and(|max| rank >= max);
             if too_old || too_many {
-                let id = str_field(OP, d, "_id")?;
+                let id = str_field(d, "_id")?;
                 doomed.push(
-                    SessionId::new(id)
-                        .map_err(|e| corrupt(OP, format!("stored session id: {}", e.message())))?,
+                    SessionId::new(id).map_err(|e| {
+                        Error::corrupt(format!("stored session id: {}", e.message()))
+                    })?,
                 );
             }
         }

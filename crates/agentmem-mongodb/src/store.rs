@@ -4,7 +4,8 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use agentmem_core::trace::Op;
+use agentmem_core::backend::BackendConfig;
+use agentmem_core::layer::{open_layered, Layered};
 use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
     MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
@@ -14,15 +15,20 @@ use mongodb::bson::Document;
 use mongodb::{Client, ClientSession, Collection, Database};
 
 use crate::config::{validate_database_name, MongoConfig, DEFAULT_SERVER_SELECTION_TIMEOUT};
-use crate::error::{
-    is_transient, is_unreachable, map, server_code, ResultExt, BACKEND, DUPLICATE_KEY,
-};
+use crate::error::{is_transient, is_unreachable, server_code, ResultExt, BACKEND, DUPLICATE_KEY};
 use crate::schema::{self, ServerFeatures, ARCHIVED, HEADS, MEMORIES, MESSAGES, SESSIONS};
 
 /// Agent memory in a MongoDB database (backend `"mongodb"`).
 ///
 /// See the [crate docs](crate) for the data model, how appends are ordered, and what
 /// compaction guarantees with and without transactions.
+///
+/// The constructors ([`connect`](Self::connect), [`connect_with`](Self::connect_with),
+/// [`from_client`](Self::from_client), [`from_client_with`](Self::from_client_with)) return
+/// the store wearing agentmem's standard [layers](agentmem_core::layer) (validation, spans,
+/// error labels), as a [`Layered<MongoMemory>`](Layered); it dereferences to the
+/// `MongoMemory`, so [`features`](Self::features), [`client`](Self::client) and the other
+/// methods here are called on it directly.
 ///
 /// ```no_run
 /// # async fn demo() -> agentmem_core::Result<()> {
@@ -60,24 +66,26 @@ impl MongoMemory {
     /// Fails with `InvalidInput` for a malformed URL, `Unavailable` when no server answers
     /// within the server selection timeout (5 s unless the URL sets
     /// `serverSelectionTimeoutMS`), and `Unsupported` for a database of a newer schema.
-    pub async fn connect(url: &str) -> Result<Self> {
+    pub async fn connect(url: &str) -> Result<Layered<Self>> {
         Self::connect_with(MongoConfig::new(url)?).await
     }
 
     /// Connects with a parsed [`MongoConfig`].
-    pub async fn connect_with(config: MongoConfig) -> Result<Self> {
-        let options = config.client_options().await?;
-        let budget = options
-            .server_selection_timeout
-            .unwrap_or(DEFAULT_SERVER_SELECTION_TIMEOUT);
-        let client = Client::with_options(options).map_err(|e| {
-            Error::invalid_input(format!(
-                "cannot use MongoDB URL {}: {e}",
-                config.redacted_url()
-            ))
-            .with_backend(BACKEND)
-        })?;
-        Self::open(client, config.database(), budget).await
+    pub async fn connect_with(config: MongoConfig) -> Result<Layered<Self>> {
+        open_layered(BACKEND, async move {
+            let options = config.client_options().await?;
+            let budget = options
+                .server_selection_timeout
+                .unwrap_or(DEFAULT_SERVER_SELECTION_TIMEOUT);
+            let client = Client::with_options(options).map_err(|e| {
+                Error::invalid_input(format!(
+                    "cannot use MongoDB URL {}: {e}",
+                    config.redacted_url()
+                ))
+            })?;
+            Self::open(client, config.database(), ServerFeatures::ALL, budget).await
+        })
+        .await
     }
 
     /// Uses an existing driver client (sharing its connection pool) and the named database.
@@ -100,25 +108,64 @@ impl MongoMemory {
     /// assert_eq!(store.database_name(), "agentmem");
     /// # Ok(()) }
     /// ```
-    pub async fn from_client(client: Client, database: &str) -> Result<Self> {
-        Self::open(client, database, DEFAULT_SERVER_SELECTION_TIMEOUT).await
+    pub async fn from_client(client: Client, database: &str) -> Result<Layered<Self>> {
+        Self::from_client_with(client, database, ServerFeatures::ALL).await
     }
 
-    async fn open(client: Client, database: &str, retry_budget: Duration) -> Result<Self> {
-        Op::new("mongodb", "open", None)
-            .run(async move {
-                validate_database_name(database)?;
-                let db = client.database(database);
-                let (_, features) = schema::open(&client, &db).await?;
-                tracing::debug!(database, ?features, "opened MongoDB agent memory");
-                Ok(MongoMemory {
-                    client,
-                    db,
-                    features,
-                    retry_budget,
-                })
-            })
-            .await
+    /// Like [`from_client`](Self::from_client), using only the server features `allowed`
+    /// lets through: a feature the server has is turned off when `allowed` lacks it, and one
+    /// the server lacks is never turned on. For example transactions, to use the
+    /// epoch-switch compaction on a server whose transactions are unreliable, or text
+    /// indexes, to rank with the client-side BM25.
+    ///
+    /// The features are fixed when the store is opened (its layers wrap it then), so this is
+    /// the one constructor that restricts them; to connect by URL as well, build the client
+    /// from [`MongoConfig::client_options`]:
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use agentmem_mongodb::mongodb::Client;
+    /// use agentmem_mongodb::{MongoConfig, MongoMemory, ServerFeatures};
+    ///
+    /// let config = MongoConfig::new("mongodb://127.0.0.1:27017/agentmem?directConnection=true")?;
+    /// let client = Client::with_options(config.client_options().await?)?;
+    /// let mut allowed = ServerFeatures::ALL;
+    /// allowed.transactions = false;
+    /// let store = MongoMemory::from_client_with(client, "agentmem", allowed).await?;
+    /// assert!(!store.features().transactions);
+    /// # Ok(()) }
+    /// ```
+    pub async fn from_client_with(
+        client: Client,
+        database: &str,
+        allowed: ServerFeatures,
+    ) -> Result<Layered<Self>> {
+        open_layered(
+            BACKEND,
+            Self::open(client, database, allowed, DEFAULT_SERVER_SELECTION_TIMEOUT),
+        )
+        .await
+    }
+
+    /// Opens the raw store: checks the database name, lays out the schema and detects what
+    /// the server supports, keeping only the features in `allowed`.
+    async fn open(
+        client: Client,
+        database: &str,
+        allowed: ServerFeatures,
+        retry_budget: Duration,
+    ) -> Result<Self> {
+        validate_database_name(database)?;
+        let db = client.database(database);
+        let (_, detected) = schema::open(&client, &db).await?;
+        let features = detected.only(allowed);
+        tracing::debug!(database, ?features, "opened MongoDB agent memory");
+        Ok(MongoMemory {
+            client,
+            db,
+            features,
+            retry_budget,
+        })
     }
 
     /// The database this store uses.
@@ -126,27 +173,10 @@ impl MongoMemory {
         self.db.name()
     }
 
-    /// What the server supports, as detected when the store was opened.
+    /// What the server supports, as detected when the store was opened, less what
+    /// [`from_client_with`](Self::from_client_with) turned off.
     pub fn features(&self) -> ServerFeatures {
         self.features
-    }
-
-    /// Turns off features the server has (it never turns on one it lacks): for example
-    /// transactions, to use the epoch-switch compaction on a server whose transactions are
-    /// unreliable, or text indexes, to rank with the client-side BM25.
-    ///
-    /// ```no_run
-    /// # async fn demo() -> agentmem_core::Result<()> {
-    /// let store = agentmem_mongodb::MongoMemory::connect("mongodb://127.0.0.1:27017/").await?;
-    /// let mut features = store.features();
-    /// features.transactions = false;
-    /// let store = store.with_features(features);
-    /// # Ok(()) }
-    /// ```
-    pub fn with_features(mut self, features: ServerFeatures) -> Self {
-        self.features.transactions &= features.transactions;
-        self.features.text_search &= features.text_search;
-        self
     }
 
     /// The driver client, to share its pool with other code.
@@ -156,7 +186,12 @@ impl MongoMemory {
 
     /// Drops the whole database: every session, archive and memory item of this store.
     pub async fn drop_database(&self) -> Result<()> {
-        self.db.drop().await.during("drop_database")
+        // Labelled here: not an `AgentMemory` operation, so no layer labels its errors.
+        self.db
+            .drop()
+            .await
+            .mapped()
+            .map_err(|e| e.with_backend(BACKEND))
     }
 
     pub(crate) fn sessions(&self) -> Collection<Document> {
@@ -179,9 +214,9 @@ impl MongoMemory {
         self.db.collection(MEMORIES)
     }
 
-    pub(crate) async fn start_transaction(&self, op: &'static str) -> Result<ClientSession> {
-        let mut session = self.client.start_session().await.during(op)?;
-        session.start_transaction().await.during(op)?;
+    pub(crate) async fn start_transaction(&self) -> Result<ClientSession> {
+        let mut session = self.client.start_session().await.mapped()?;
+        session.start_transaction().await.mapped()?;
         Ok(session)
     }
 
@@ -295,14 +330,13 @@ pub(crate) async fn backoff(attempt: u32) {
 
 /// Runs `$body` (an expression using the `ClientSession` bound to `$s`) in a transaction,
 /// retrying the whole transaction as [`MongoMemory::retry_transaction`] decides (write
-/// conflicts with concurrent writers; briefly, an unreachable server), and maps errors for
-/// `$op`.
+/// conflicts with concurrent writers; briefly, an unreachable server), and maps driver errors.
 macro_rules! in_transaction {
-    ($store:expr, $op:expr, |$s:ident| $body:expr) => {{
+    ($store:expr, |$s:ident| $body:expr) => {{
         let started = std::time::Instant::now();
         let mut attempt = 0u32;
         loop {
-            let mut session = $store.start_transaction($op).await?;
+            let mut session = $store.start_transaction().await?;
             let outcome: std::result::Result<_, $crate::store::TxError> = {
                 let $s = &mut session;
                 $body
@@ -326,15 +360,11 @@ macro_rules! in_transaction {
                 attempt += 1;
                 continue;
             }
-            break Err($crate::store::map_error($op, failure));
+            break Err($crate::error::from_driver(failure));
         }
     }};
 }
 pub(crate) use in_transaction;
-
-pub(crate) fn map_error(op: &'static str, e: mongodb::error::Error) -> Error {
-    map(op, e)
-}
 
 #[async_trait]
 impl AgentMemory for MongoMemory {
@@ -355,9 +385,7 @@ impl AgentMemory for MongoMemory {
     }
 
     async fn schema_version(&self) -> Result<u32> {
-        Op::new("mongodb", "schema_version", None)
-            .run(async move { schema::stored_version(&self.db).await })
-            .await
+        schema::stored_version(&self.db).await
     }
 
     async fn save_session(
@@ -366,104 +394,76 @@ impl AgentMemory for MongoMemory {
         history: &[Message],
         metadata: &Metadata,
     ) -> Result<()> {
-        Op::new("mongodb", "save_session", Some(session))
-            .messages(history.len())
-            .run(async move { self.save_session_impl(session, history, metadata).await })
-            .await
+        self.save_session_impl(session, history, metadata).await
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        Op::new("mongodb", "append", Some(session))
-            .messages(messages.len())
-            .run(async move { self.append_impl(session, messages).await })
-            .await
+        self.append_impl(session, messages).await
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        Op::new("mongodb", "load", Some(session))
-            .run_counted(
-                async move { self.load_impl(session, limit).await },
-                |s: &Option<Session>| s.as_ref().map_or(0, |s| s.messages.len()),
-            )
-            .await
+        self.load_impl(session, limit).await
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        Op::new("mongodb", "list_sessions", None)
-            .run(async move { self.list_sessions_impl().await })
-            .await
+        self.list_sessions_impl().await
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        Op::new("mongodb", "delete_session", Some(session))
-            .run(async move { self.delete_session_impl(session).await })
-            .await
+        self.delete_session_impl(session).await
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
-        Op::new("mongodb", "compact", Some(session))
-            .messages(replacement.len())
-            .run(async move { self.compact_impl(session, replacement).await })
-            .await
+        self.compact_impl(session, replacement).await
     }
 
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        Op::new("mongodb", "list_archives", Some(session))
-            .run(async move { self.list_archives_impl(session).await })
-            .await
+        self.list_archives_impl(session).await
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
-        Op::new("mongodb", "load_archive", Some(session))
-            .run_counted(
-                async move { self.load_archive_impl(session, archive).await },
-                |a: &Archive| a.messages.len(),
-            )
-            .await
+        self.load_archive_impl(session, archive).await
     }
 
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        Op::new("mongodb", "put_memory", None)
-            .run(async move { self.put_memory_impl(item).await })
-            .await
+        self.put_memory_impl(item).await
     }
 
     async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        Op::new("mongodb", "get_memory", None)
-            .run(async move { self.get_memory_impl(id).await })
-            .await
+        self.get_memory_impl(id).await
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        Op::new("mongodb", "list_memories", None)
-            .run(async move { self.list_memories_impl(filter).await })
-            .await
+        self.list_memories_impl(filter).await
     }
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        Op::new("mongodb", "search_memories", None)
-            .run(async move { self.search_memories_impl(query, filter).await })
-            .await
+        self.search_memories_impl(query, filter).await
     }
 
     async fn delete_memory(&self, id: &str) -> Result<bool> {
-        Op::new("mongodb", "delete_memory", None)
-            .run(async move { self.delete_memory_impl(id).await })
-            .await
+        self.delete_memory_impl(id).await
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        Op::new("mongodb", "search_messages", scope.session.as_ref())
-            .run_counted(
-                async move { self.search_messages_impl(query, scope).await },
-                Vec::len,
-            )
-            .await
+        self.search_messages_impl(query, scope).await
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        Op::new("mongodb", "purge", None)
-            .run(async move { self.purge_impl(policy).await })
-            .await
+        self.purge_impl(policy).await
+    }
+}
+
+/// Connects by URL: registering this config (`Registry::with::<MongoConfig>()`) makes
+/// `mongodb://` (and `mongodb+srv://`, refused with `Unsupported` in this build) URLs open a
+/// [`MongoMemory`].
+#[async_trait]
+impl BackendConfig for MongoConfig {
+    type Store = MongoMemory;
+    const BACKEND: &'static str = BACKEND;
+    const SCHEMES: &'static [&'static str] = &["mongodb", "mongodb+srv"];
+
+    async fn connect(self) -> Result<Layered<MongoMemory>> {
+        MongoMemory::connect_with(self).await
     }
 }

@@ -4,11 +4,13 @@
 
 mod common;
 
+use agentmem_core::backend::{BackendConfig, Registry};
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ErrorKind, MemoryItem, MemoryKind, Message, Metadata, SessionId,
+    AgentMemory, AgentMemoryExt, ErrorKind, MemoryItem, MemoryKind, Message, Metadata, Operation,
+    SessionId,
 };
 use agentmem_mongodb::mongodb::bson::{doc, Bson, Document};
-use agentmem_mongodb::{MongoMemory, SCHEMA_VERSION};
+use agentmem_mongodb::{MongoConfig, MongoMemory, ServerFeatures, SCHEMA_VERSION};
 use serde_json::json;
 
 fn sid(s: &str) -> SessionId {
@@ -179,6 +181,8 @@ async fn schema_version_is_recorded_and_newer_is_refused() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
     assert!(err.to_string().contains("99"), "{err}");
+    assert_eq!(err.operation(), Some(Operation::Open));
+    assert_eq!(err.backend_name(), Some("mongodb"));
     assert_eq!(store.schema_version().await.unwrap(), 99);
 
     // A malformed version document is corrupt data.
@@ -209,6 +213,9 @@ async fn malformed_stored_documents_are_corrupt_data() {
     let err = store.load(&s, None).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
     assert!(err.to_string().contains("role"), "{err}");
+    // The layers label what the backend returns unlabelled.
+    assert_eq!(err.operation(), Some(Operation::Load));
+    assert_eq!(err.backend_name(), Some("mongodb"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -331,12 +338,41 @@ async fn features_match_capabilities() {
     assert_eq!(caps.indexed_search, f.text_search);
     assert!(caps.durable && caps.cross_process && !caps.native_expiry);
     // Turning a feature off sticks; turning on one the server lacks does not.
+    let reopen = |allowed: ServerFeatures| {
+        MongoMemory::from_client_with(store.client().clone(), store.database_name(), allowed)
+    };
     let mut off = f;
     off.transactions = false;
-    let downgraded = store.0.clone().with_features(off);
+    let downgraded = reopen(off).await.unwrap();
     assert!(!downgraded.features().transactions);
     let mut on = f;
     on.text_search = true;
     on.transactions = true;
-    assert_eq!(store.0.clone().with_features(on).features(), f);
+    assert_eq!(reopen(on).await.unwrap().features(), f);
+}
+
+#[tokio::test]
+async fn the_registry_opens_mongodb_urls() {
+    assert_eq!(<MongoConfig as BackendConfig>::BACKEND, "mongodb");
+    let registry = Registry::new().with::<MongoConfig>();
+    assert_eq!(
+        registry.backend_for("mongodb://h:27017/db"),
+        Some("mongodb")
+    );
+    assert_eq!(
+        registry.backend_for("mongodb+srv://cluster.example/db"),
+        Some("mongodb")
+    );
+    let err = registry
+        .open("mongodb+srv://cluster.example/db")
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+    let err = registry
+        .open("mongodb://127.0.0.1:1/x?directConnection=true&serverSelectionTimeoutMS=200")
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert_eq!(err.operation(), Some(Operation::Open));
+    assert_eq!(err.backend_name(), Some("mongodb"));
 }

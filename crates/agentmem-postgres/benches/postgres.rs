@@ -14,7 +14,9 @@
 
 use std::time::Duration;
 
-use agentmem_core::{AgentMemory, AgentMemoryExt, Message, MessageQuery, Metadata, SessionId};
+use agentmem_core::{
+    AgentMemory, AgentMemoryExt, Layered, Message, MessageQuery, Metadata, SessionId,
+};
 use agentmem_postgres::PostgresMemory;
 use chrono::{DateTime, Utc};
 use criterion::Criterion;
@@ -260,7 +262,7 @@ fn main() {
     rt.block_on(store.drop_schema()).expect("drop bench schema");
 }
 
-fn bench_appends(c: &mut Criterion, rt: &Runtime, store: &PostgresMemory, raw: &Raw) {
+fn bench_appends(c: &mut Criterion, rt: &Runtime, store: &Layered<PostgresMemory>, raw: &Raw) {
     let mut group = c.benchmark_group("append_single");
     let single = sid("single");
     let mut i = 0usize;
@@ -294,7 +296,13 @@ fn bench_appends(c: &mut Criterion, rt: &Runtime, store: &PostgresMemory, raw: &
     group.finish();
 }
 
-fn bench_reads(c: &mut Criterion, rt: &Runtime, store: &PostgresMemory, raw: &Raw, n: usize) {
+fn bench_reads(
+    c: &mut Criterion,
+    rt: &Runtime,
+    store: &Layered<PostgresMemory>,
+    raw: &Raw,
+    n: usize,
+) {
     let big = sid("big");
     let mut group = c.benchmark_group(format!("load_last_20_of_{n}"));
     group.bench_function("agentmem", |b| {
@@ -380,7 +388,7 @@ fn compact_size() -> usize {
 /// Compacting a session of `compact_size()` messages into one summary. The session is rebuilt
 /// (untimed) before each run; the raw side runs the store's archive statement and the append
 /// of the summary in one transaction.
-fn bench_compact(c: &mut Criterion, rt: &Runtime, store: &PostgresMemory, raw: &Raw) {
+fn bench_compact(c: &mut Criterion, rt: &Runtime, store: &Layered<PostgresMemory>, raw: &Raw) {
     let n = compact_size();
     let history: Vec<Message> = (0..n).map(filler).collect();
     let summary = [Message::system("summary of the session so far")];

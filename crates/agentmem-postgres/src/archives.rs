@@ -4,7 +4,6 @@ use agentmem_core::{now, Archive, ArchiveId, ArchiveInfo, Error, Message, Result
 use chrono::{DateTime, Utc};
 
 use crate::codec::{count, get, message_from_row, MessageColumns};
-use crate::error::BACKEND;
 use crate::sessions::message_params;
 use crate::store::{PostgresMemory, READ_RETRIES};
 
@@ -27,14 +26,13 @@ impl PostgresMemory {
         session: &SessionId,
         replacement: &[Message],
     ) -> Result<ArchiveInfo> {
-        const OP: &str = "compact";
         let columns = MessageColumns::new(replacement)?;
         let n = columns.len();
         let at = now();
         let id = session.as_str();
         let params = message_params(&id, &at, &n, &columns);
         let base = format!("history_{}", at.format("%Y-%m-%d_%H-%M-%S"));
-        let outcome = run!(self, OP, 0, |client| async {
+        let outcome = run!(self, 0, |client| async {
             let tx = client.transaction().await?;
             // The session row's lock orders this against appends: one that got the lock
             // first is archived, one that waits lands after the replacement.
@@ -61,34 +59,31 @@ impl PostgresMemory {
             Ok(Some((archive, archived)))
         })?;
         let Some((archive, archived)) = outcome else {
-            return Err(
-                Error::not_found(format!("session `{session}` does not exist"))
-                    .with_operation(OP)
-                    .with_backend(BACKEND),
-            );
+            return Err(Error::not_found(format!(
+                "session `{session}` does not exist"
+            )));
         };
         Ok(ArchiveInfo {
             id: ArchiveId::new(archive)?,
             session: session.clone(),
             created_at: at,
-            message_count: count(OP, archived)?,
+            message_count: count(archived)?,
         })
     }
 
     pub(crate) async fn list_archives_impl(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        const OP: &str = "list_archives";
         let id = session.as_str();
-        let rows = run!(self, OP, READ_RETRIES, |client| async {
+        let rows = run!(self, READ_RETRIES, |client| async {
             let st = client.prepare_cached(&self.sql.list_archives).await?;
             client.query(&st, &[&id]).await
         })?;
         rows.iter()
             .map(|row| {
                 Ok(ArchiveInfo {
-                    id: archive_id(OP, get(OP, row, 0)?)?,
+                    id: archive_id(get(row, 0)?)?,
                     session: session.clone(),
-                    created_at: get(OP, row, 1)?,
-                    message_count: count(OP, get(OP, row, 2)?)?,
+                    created_at: get(row, 1)?,
+                    message_count: count(get(row, 2)?)?,
                 })
             })
             .collect()
@@ -99,26 +94,23 @@ impl PostgresMemory {
         session: &SessionId,
         archive: &ArchiveId,
     ) -> Result<Archive> {
-        const OP: &str = "load_archive";
         let id = session.as_str();
         let archive_name = archive.as_str();
-        let rows = run!(self, OP, READ_RETRIES, |client| async {
+        let rows = run!(self, READ_RETRIES, |client| async {
             let st = client.prepare_cached(&self.sql.load_archive).await?;
             client.query(&st, &[&id, &archive_name]).await
         })?;
         let Some(first) = rows.first() else {
             return Err(Error::not_found(format!(
                 "archive `{archive}` of session `{session}` does not exist"
-            ))
-            .with_operation(OP)
-            .with_backend(BACKEND));
+            )));
         };
-        let created_at = get(OP, first, 0)?;
-        let message_count = count(OP, get(OP, first, 1)?)?;
+        let created_at = get(first, 0)?;
+        let message_count = count(get(first, 1)?)?;
         let mut numbered = Vec::with_capacity(rows.len());
         for row in &rows {
-            if let Some(seq) = get::<Option<i64>>(OP, row, 2)? {
-                numbered.push((seq, message_from_row(OP, row, 3)?));
+            if let Some(seq) = get::<Option<i64>>(row, 2)? {
+                numbered.push((seq, message_from_row(row, 3)?));
             }
         }
         numbered.sort_unstable_by_key(|(seq, _)| *seq);
@@ -134,9 +126,8 @@ impl PostgresMemory {
     }
 }
 
-fn archive_id(op: &'static str, id: String) -> Result<ArchiveId> {
-    ArchiveId::new(id)
-        .map_err(|e| crate::error::corrupt(op, format!("stored archive id is invalid: {e}")))
+fn archive_id(id: String) -> Result<ArchiveId> {
+    ArchiveId::new(id).map_err(|e| Error::corrupt(format!("stored archive id is invalid: {e}")))
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@ use chrono::{DateTime, Utc};
 use tokio_postgres::types::Json;
 use tokio_postgres::Row;
 
-use crate::error;
 use crate::search::tsvector_literal;
 
 /// The columns every message row starts with, in this order (see [`message_from_row`]).
@@ -51,7 +50,8 @@ pub(crate) struct MessageColumns<'a> {
 }
 
 impl<'a> MessageColumns<'a> {
-    /// Validates `messages` and lays them out; fails before anything is sent.
+    /// Lays `messages` out, refusing what PostgreSQL `text` cannot hold; fails before anything
+    /// is sent. (The validate layer has already checked each message.)
     pub(crate) fn new(messages: &'a [Message]) -> Result<Self> {
         let n = messages.len();
         let mut c = MessageColumns {
@@ -66,7 +66,6 @@ impl<'a> MessageColumns<'a> {
             tsvs: Vec::with_capacity(n),
         };
         for m in messages {
-            m.validate()?;
             check_no_nul("tool_call_id", m.tool_call_id.as_deref())?;
             check_no_nul("tool_name", m.tool_name.as_deref())?;
             let (content, raw) = storable_text(&m.content);
@@ -91,46 +90,45 @@ impl<'a> MessageColumns<'a> {
 }
 
 /// Reads text stored by [`storable_text`].
-pub(crate) fn text_from(op: &'static str, text: String, raw: Option<Vec<u8>>) -> Result<String> {
+pub(crate) fn text_from(text: String, raw: Option<Vec<u8>>) -> Result<String> {
     match raw {
         None => Ok(text),
-        Some(bytes) => String::from_utf8(bytes)
-            .map_err(|_| error::corrupt(op, "stored text is not valid UTF-8".into())),
+        Some(bytes) => {
+            String::from_utf8(bytes).map_err(|_| Error::corrupt("stored text is not valid UTF-8"))
+        }
     }
 }
 
 /// A column value, with undecodable data reported as corrupt rather than as a driver error.
 pub(crate) fn get<'r, T: tokio_postgres::types::FromSql<'r>>(
-    op: &'static str,
     row: &'r Row,
     index: usize,
 ) -> Result<T> {
-    row.try_get(index).map_err(|e| {
-        error::corrupt(op, format!("column {index} does not decode: {e}")).with_source(e)
-    })
+    row.try_get(index)
+        .map_err(|e| Error::corrupt(format!("column {index} does not decode: {e}")).with_source(e))
 }
 
 /// The message in `row`, whose columns from `start` on are [`MESSAGE_COLUMNS`].
-pub(crate) fn message_from_row(op: &'static str, row: &Row, start: usize) -> Result<Message> {
-    let role: String = get(op, row, start + 1)?;
+pub(crate) fn message_from_row(row: &Row, start: usize) -> Result<Message> {
+    let role: String = get(row, start + 1)?;
     let role = Role::parse(&role)
-        .map_err(|e| error::corrupt(op, format!("stored role does not parse: {e}")))?;
-    let content = text_from(op, get(op, row, start + 2)?, get(op, row, start + 3)?)?;
-    let metadata: Option<Json<Metadata>> = get(op, row, start + 7)?;
+        .map_err(|e| Error::corrupt(format!("stored role does not parse: {e}")))?;
+    let content = text_from(get(row, start + 2)?, get(row, start + 3)?)?;
+    let metadata: Option<Json<Metadata>> = get(row, start + 7)?;
     Ok(Message {
-        id: get(op, row, start)?,
+        id: get(row, start)?,
         role,
         content,
-        timestamp: get(op, row, start + 4)?,
-        tool_call_id: get(op, row, start + 5)?,
-        tool_name: get(op, row, start + 6)?,
+        timestamp: get(row, start + 4)?,
+        tool_call_id: get(row, start + 5)?,
+        tool_name: get(row, start + 6)?,
         metadata: metadata.map(|Json(m)| m).unwrap_or_default(),
     })
 }
 
 /// A stored count as `u64`.
-pub(crate) fn count(op: &'static str, value: i64) -> Result<u64> {
-    u64::try_from(value).map_err(|_| error::corrupt(op, format!("negative count {value}")))
+pub(crate) fn count(value: i64) -> Result<u64> {
+    u64::try_from(value).map_err(|_| Error::corrupt(format!("negative count {value}")))
 }
 
 #[cfg(test)]

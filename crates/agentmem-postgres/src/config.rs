@@ -4,8 +4,13 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use agentmem_core::backend::BackendConfig;
+use agentmem_core::layer::Layered;
 use agentmem_core::{Error, Result};
+use async_trait::async_trait;
 use tokio_postgres::config::{Host, SslMode};
+
+use crate::PostgresMemory;
 
 /// The schema used when the URL names none.
 pub const DEFAULT_SCHEMA: &str = "agentmem";
@@ -224,6 +229,29 @@ impl FromStr for PostgresConfig {
     }
 }
 
+/// Registers the backend for `postgres://` and `postgresql://` URLs (see
+/// [`Registry`](agentmem_core::backend::Registry)).
+///
+/// ```no_run
+/// use agentmem_core::backend::Registry;
+/// use agentmem_postgres::PostgresConfig;
+/// # async fn demo() -> agentmem_core::Result<()> {
+/// let registry = Registry::new().with::<PostgresConfig>();
+/// let store = registry.open("postgres://app@db.internal/memory?schema=tenant_7").await?;
+/// assert_eq!(store.backend(), "postgres");
+/// # Ok(()) }
+/// ```
+#[async_trait]
+impl BackendConfig for PostgresConfig {
+    type Store = PostgresMemory;
+    const BACKEND: &'static str = crate::error::BACKEND;
+    const SCHEMES: &'static [&'static str] = &["postgres", "postgresql"];
+
+    async fn connect(self) -> Result<Layered<PostgresMemory>> {
+        PostgresMemory::connect_with(self).await
+    }
+}
+
 impl fmt::Debug for PostgresConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let hosts: Vec<String> = self
@@ -341,6 +369,14 @@ mod tests {
         let long = "a".repeat(64);
         assert!(validate_schema(&long).is_err());
         assert!(validate_schema(&long[..63]).is_ok());
+    }
+
+    #[test]
+    fn registered_for_both_schemes() {
+        let registry = agentmem_core::backend::Registry::new().with::<PostgresConfig>();
+        assert_eq!(registry.backend_for("postgres://h/db"), Some("postgres"));
+        assert_eq!(registry.backend_for("PostgreSQL://h/db"), Some("postgres"));
+        assert_eq!(registry.backend_for("redis://h"), None);
     }
 
     #[test]

@@ -27,8 +27,9 @@ pub(crate) fn is_connection_failure(e: &tokio_postgres::Error) -> bool {
         || e.to_string() == "timeout waiting for server"
 }
 
-/// The agentmem error for a driver error during `operation`.
-pub(crate) fn pg(operation: &'static str, e: tokio_postgres::Error) -> Error {
+/// The agentmem error for a driver error. (The layers label it with the backend and
+/// operation.)
+pub(crate) fn pg(e: tokio_postgres::Error) -> Error {
     let kind = if is_connection_failure(&e) {
         ErrorKind::Unavailable
     } else {
@@ -57,32 +58,16 @@ pub(crate) fn pg(operation: &'static str, e: tokio_postgres::Error) -> Error {
     } else {
         Box::new(e)
     };
-    Error::new(kind, message)
-        .with_source(source)
-        .with_operation(operation)
-        .with_backend(BACKEND)
+    Error::new(kind, message).with_source(source)
 }
 
-/// The agentmem error for a failure to get a pooled connection during `operation`.
-pub(crate) fn pool(operation: &'static str, e: PoolError) -> Error {
+/// The agentmem error for a failure to get a pooled connection.
+pub(crate) fn pool(e: PoolError) -> Error {
     match e {
-        PoolError::Backend(e) => pg(operation, e),
+        PoolError::Backend(e) => pg(e),
         PoolError::Timeout(_) | PoolError::Closed => {
-            Error::unavailable(format!("no PostgreSQL connection available: {e}"))
-                .with_source(e)
-                .with_operation(operation)
-                .with_backend(BACKEND)
+            Error::unavailable(format!("no PostgreSQL connection available: {e}")).with_source(e)
         }
-        other => Error::backend(format!("PostgreSQL connection pool: {other}"))
-            .with_source(other)
-            .with_operation(operation)
-            .with_backend(BACKEND),
+        other => Error::backend(format!("PostgreSQL connection pool: {other}")).with_source(other),
     }
-}
-
-/// Stored data that does not decode (a foreign or damaged row).
-pub(crate) fn corrupt(operation: &'static str, what: String) -> Error {
-    Error::corrupt(what)
-        .with_operation(operation)
-        .with_backend(BACKEND)
 }

@@ -4,7 +4,7 @@
 //! [`PostgresMemory`]: crate::PostgresMemory
 //! [`PostgresMemory::connect`]: crate::PostgresMemory::connect
 //! [`PostgresMemory::connect_with`]: crate::PostgresMemory::connect_with
-//! [`PostgresMemory::from_pool`]: crate::PostgresMemory::from_pool
+//! [`PostgresMemory::from_client`]: crate::PostgresMemory::from_client
 //! [`drop_schema`]: crate::PostgresMemory::drop_schema
 //! [`PostgresConfig`]: crate::PostgresConfig
 //! [`SCHEMA_VERSION`]: crate::SCHEMA_VERSION
@@ -19,12 +19,12 @@
 /// Only reads pass `$retries > 0`: a write whose connection died may or may not have
 /// committed, so it is reported as `Unavailable` instead of being repeated.
 macro_rules! run {
-    ($self:expr, $op:expr, $retries:expr, |$client:ident| $body:expr) => {{
+    ($self:expr, $retries:expr, |$client:ident| $body:expr) => {{
         let retries: u32 = $retries;
         let mut attempt = 0u32;
         loop {
             #[allow(unused_mut)]
-            let mut $client = $self.client($op).await?;
+            let mut $client = $self.client().await?;
             let result = $crate::store::pg_future($body).await;
             match result {
                 Ok(value) => break Ok(value),
@@ -34,11 +34,11 @@ macro_rules! run {
                         $crate::store::discard($client);
                         if attempt < retries {
                             attempt += 1;
-                            tracing::debug!(operation = $op, error = %e, "agentmem-postgres: retrying a read on a fresh connection");
+                            tracing::debug!(error = %e, "agentmem-postgres: retrying a read on a fresh connection");
                             continue;
                         }
                     }
-                    break Err($crate::error::pg($op, e));
+                    break Err($crate::error::pg(e));
                 }
             }
         }
@@ -61,7 +61,7 @@ pub use config::PostgresConfig;
 pub use schema::SCHEMA_VERSION;
 pub use store::PostgresMemory;
 
-/// Re-exported so callers can build a pool for [`PostgresMemory::from_pool`] with the same
+/// Re-exported so callers can build a pool for [`PostgresMemory::from_client`] with the same
 /// versions this crate uses.
 pub use deadpool_postgres;
 pub use tokio_postgres;

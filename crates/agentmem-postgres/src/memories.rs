@@ -1,12 +1,11 @@
 //! Memory items (B6-B8): facts, insights and notes, with replacement by kind and key.
 
-use agentmem_core::{ErrorKind, MemoryFilter, MemoryItem, MemoryKind, Metadata, Result};
+use agentmem_core::{Error, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, Metadata, Result};
 use chrono::{DateTime, Utc};
 use tokio_postgres::types::Json;
 use tokio_postgres::Row;
 
 use crate::codec::{get, storable_text, text_from};
-use crate::error;
 use crate::search::tsvector_literal;
 use crate::store::{PostgresMemory, READ_RETRIES};
 
@@ -14,34 +13,32 @@ use crate::store::{PostgresMemory, READ_RETRIES};
 const PUT_RETRIES: u32 = 3;
 
 /// The item in `row`, whose first columns are [`crate::sql::MEMORY_COLUMNS`].
-pub(crate) fn memory_from_row(op: &'static str, row: &Row) -> Result<MemoryItem> {
-    let kind: String = get(op, row, 1)?;
+pub(crate) fn memory_from_row(row: &Row) -> Result<MemoryItem> {
+    let kind: String = get(row, 1)?;
     let kind: MemoryKind = kind
         .parse()
-        .map_err(|e| error::corrupt(op, format!("stored memory kind does not parse: {e}")))?;
-    let metadata: Option<Json<Metadata>> = get(op, row, 5)?;
+        .map_err(|e| Error::corrupt(format!("stored memory kind does not parse: {e}")))?;
+    let metadata: Option<Json<Metadata>> = get(row, 5)?;
     Ok(MemoryItem {
-        id: get(op, row, 0)?,
+        id: get(row, 0)?,
         kind,
-        key: get(op, row, 2)?,
-        text: text_from(op, get(op, row, 3)?, get(op, row, 4)?)?,
+        key: get(row, 2)?,
+        text: text_from(get(row, 3)?, get(row, 4)?)?,
         metadata: metadata.map(|Json(m)| m).unwrap_or_default(),
-        created_at: get(op, row, 6)?,
-        updated_at: get(op, row, 7)?,
+        created_at: get(row, 6)?,
+        updated_at: get(row, 7)?,
     })
 }
 
 impl PostgresMemory {
     pub(crate) async fn put_memory_impl(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        const OP: &str = "put_memory";
-        item.validate()?;
         let (text, raw) = storable_text(&item.text);
         let metadata = (!item.metadata.is_empty()).then_some(Json(&item.metadata));
         let tsv = tsvector_literal(&item.text);
         let kind = item.kind.as_str();
         let mut attempt = 0;
         loop {
-            let result: Result<(String, DateTime<Utc>)> = run!(self, OP, 0, |client| async {
+            let result: Result<(String, DateTime<Utc>)> = run!(self, 0, |client| async {
                 let tx = client.transaction().await?;
                 if let Some(key) = &item.key {
                     let st = tx.prepare_cached(&self.sql.memory_update_by_key).await?;
@@ -94,38 +91,35 @@ impl PostgresMemory {
     }
 
     pub(crate) async fn get_memory_impl(&self, id: &str) -> Result<Option<MemoryItem>> {
-        const OP: &str = "get_memory";
-        let row = run!(self, OP, READ_RETRIES, |client| async {
+        let row = run!(self, READ_RETRIES, |client| async {
             let st = client.prepare_cached(&self.sql.memory_get).await?;
             client.query_opt(&st, &[&id]).await
         })?;
-        row.map(|row| memory_from_row(OP, &row)).transpose()
+        row.map(|row| memory_from_row(&row)).transpose()
     }
 
     pub(crate) async fn list_memories_impl(
         &self,
         filter: &MemoryFilter,
     ) -> Result<Vec<MemoryItem>> {
-        const OP: &str = "list_memories";
         let kind = filter.kind.map(|k| k.as_str());
         // NULL means no LIMIT.
         let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
-        let rows = run!(self, OP, READ_RETRIES, |client| async {
+        let rows = run!(self, READ_RETRIES, |client| async {
             let st = client.prepare_cached(&self.sql.memory_list).await?;
             client.query(&st, &[&kind, &limit]).await
         })?;
         // Fetched newest first so a limit keeps the newest; returned oldest first.
         let mut items = rows
             .iter()
-            .map(|row| memory_from_row(OP, row))
+            .map(memory_from_row)
             .collect::<Result<Vec<_>>>()?;
         items.reverse();
         Ok(items)
     }
 
     pub(crate) async fn delete_memory_impl(&self, id: &str) -> Result<bool> {
-        const OP: &str = "delete_memory";
-        let deleted = run!(self, OP, 0, |client| async {
+        let deleted = run!(self, 0, |client| async {
             let st = client.prepare_cached(&self.sql.memory_delete).await?;
             client.execute(&st, &[&id]).await
         })?;

@@ -43,8 +43,7 @@ impl PostgresMemory {
     }
 
     async fn purge_once(&self, cutoff: Option<DateTime<Utc>>, keep: Option<i64>) -> Result<usize> {
-        const OP: &str = "purge";
-        run!(self, OP, 0, |client| async {
+        run!(self, 0, |client| async {
             let tx = client.transaction().await?;
             let mut doomed: Vec<String> = Vec::new();
             // One statement per rule. Each deletes (and so locks) the session rows first;

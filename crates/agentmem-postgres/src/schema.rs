@@ -9,7 +9,7 @@ use agentmem_core::{Error, Result};
 use deadpool_postgres::Pool;
 
 use crate::config::quote_schema;
-use crate::error::{self, BACKEND};
+use crate::error;
 
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -115,10 +115,9 @@ CREATE INDEX memories_tsv ON {s}.memories USING gin (tsv);
 /// [`ErrorKind::Unsupported`](agentmem_core::ErrorKind::Unsupported) when the stored schema
 /// is newer than this build.
 pub(crate) async fn migrate(pool: &Pool, schema: &str) -> Result<u32> {
-    const OP: &str = "open";
     let s = quote_schema(schema);
-    let mut client = pool.get().await.map_err(|e| error::pool(OP, e))?;
-    let pg = |e| error::pg(OP, e);
+    let mut client = pool.get().await.map_err(error::pool)?;
+    let pg = error::pg;
     let tx = client.transaction().await.map_err(pg)?;
     // Held until commit or rollback; keyed on the schema so unrelated stores never wait.
     tx.execute(
@@ -170,8 +169,7 @@ pub(crate) async fn migrate(pool: &Pool, schema: &str) -> Result<u32> {
 
 /// The version recorded in `schema_migrations`.
 pub(crate) async fn version(pool: &Pool, schema: &str) -> Result<u32> {
-    const OP: &str = "schema_version";
-    let client = pool.get().await.map_err(|e| error::pool(OP, e))?;
+    let client = pool.get().await.map_err(error::pool)?;
     let row = client
         .query_one(
             &format!(
@@ -181,17 +179,13 @@ pub(crate) async fn version(pool: &Pool, schema: &str) -> Result<u32> {
             &[],
         )
         .await
-        .map_err(|e| error::pg(OP, e))?;
-    stored_version(row.try_get::<_, i32>(0).map_err(|e| error::pg(OP, e))?)
+        .map_err(error::pg)?;
+    stored_version(row.try_get::<_, i32>(0).map_err(error::pg)?)
 }
 
 fn stored_version(v: i32) -> Result<u32> {
-    u32::try_from(v).map_err(|_| {
-        error::corrupt(
-            "open",
-            format!("schema_migrations holds a negative version {v}"),
-        )
-    })
+    u32::try_from(v)
+        .map_err(|_| Error::corrupt(format!("schema_migrations holds a negative version {v}")))
 }
 
 fn newer_schema(schema: &str, found: u32) -> Error {
@@ -199,6 +193,4 @@ fn newer_schema(schema: &str, found: u32) -> Error {
         "schema \"{schema}\" is at version {found}, newer than this build of agentmem-postgres \
          understands (up to {SCHEMA_VERSION}); upgrade agentmem to open it"
     ))
-    .with_operation("open")
-    .with_backend(BACKEND)
 }

@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use agentmem_core::search::words;
-use agentmem_core::{MemoryFilter, MemoryHit, MessageHit, MessageQuery, Result, SessionId};
+use agentmem_core::{Error, MemoryFilter, MemoryHit, MessageHit, MessageQuery, Result, SessionId};
 
 use crate::codec::{get, message_from_row};
 use crate::memories::memory_from_row;
@@ -150,7 +150,6 @@ impl PostgresMemory {
         query: &str,
         scope: &MessageQuery,
     ) -> Result<Vec<MessageHit>> {
-        const OP: &str = "search_messages";
         let Some(tsquery) = tsquery_literal(query) else {
             return Ok(Vec::new());
         };
@@ -159,7 +158,7 @@ impl PostgresMemory {
         }
         let limit = limit_param(scope.limit);
         let session = scope.session.as_ref().map(SessionId::as_str);
-        let rows = run!(self, OP, READ_RETRIES, |client| async {
+        let rows = run!(self, READ_RETRIES, |client| async {
             match session {
                 Some(session) => {
                     let st = client.prepare_cached(&self.sql.search_session).await?;
@@ -173,13 +172,13 @@ impl PostgresMemory {
         })?;
         rows.iter()
             .map(|row| {
-                let session: String = get(OP, row, 0)?;
+                let session: String = get(row, 0)?;
                 Ok(MessageHit {
                     session: SessionId::new(session).map_err(|e| {
-                        crate::error::corrupt(OP, format!("stored session id is invalid: {e}"))
+                        Error::corrupt(format!("stored session id is invalid: {e}"))
                     })?,
-                    message: message_from_row(OP, row, 1)?,
-                    score: get(OP, row, 9)?,
+                    message: message_from_row(row, 1)?,
+                    score: get(row, 9)?,
                 })
             })
             .collect()
@@ -190,7 +189,6 @@ impl PostgresMemory {
         query: &str,
         filter: &MemoryFilter,
     ) -> Result<Vec<MemoryHit>> {
-        const OP: &str = "search_memories";
         let Some(tsquery) = tsquery_literal(query) else {
             return Ok(Vec::new());
         };
@@ -200,15 +198,15 @@ impl PostgresMemory {
         }
         let limit = limit_param(limit);
         let kind = filter.kind.map(|k| k.as_str());
-        let rows = run!(self, OP, READ_RETRIES, |client| async {
+        let rows = run!(self, READ_RETRIES, |client| async {
             let st = client.prepare_cached(&self.sql.memory_search).await?;
             client.query(&st, &[&tsquery, &kind, &limit]).await
         })?;
         rows.iter()
             .map(|row| {
                 Ok(MemoryHit {
-                    item: memory_from_row(OP, row)?,
-                    score: get(OP, row, 8)?,
+                    item: memory_from_row(row)?,
+                    score: get(row, 8)?,
                 })
             })
             .collect()

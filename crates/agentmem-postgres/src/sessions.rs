@@ -7,12 +7,11 @@
 //! get the lock, each batch gets a contiguous range, and nothing waits on other sessions.
 
 use agentmem_core::history::trim_orphans;
-use agentmem_core::{now, Message, Metadata, Result, Session, SessionId, SessionInfo};
+use agentmem_core::{now, Error, Message, Metadata, Result, Session, SessionId, SessionInfo};
 use chrono::{DateTime, Utc};
 use tokio_postgres::types::{Json, ToSql};
 
 use crate::codec::{count, get, message_from_row, MessageColumns};
-use crate::error;
 use crate::store::{PostgresMemory, READ_RETRIES};
 
 /// The bind parameters `$1`..`$12` of the append-shaped statements.
@@ -44,16 +43,12 @@ impl PostgresMemory {
         session: &SessionId,
         messages: &[Message],
     ) -> Result<()> {
-        const OP: &str = "append";
-        if messages.is_empty() {
-            return Ok(());
-        }
         let columns = MessageColumns::new(messages)?;
         let n = columns.len();
         let at = now();
         let id = session.as_str();
         let params = message_params(&id, &at, &n, &columns);
-        run!(self, OP, 0, |client| async {
+        run!(self, 0, |client| async {
             let st = client.prepare_cached(&self.sql.append).await?;
             client.execute(&st, &params).await
         })?;
@@ -66,7 +61,6 @@ impl PostgresMemory {
         history: &[Message],
         metadata: &Metadata,
     ) -> Result<()> {
-        const OP: &str = "save_session";
         let columns = MessageColumns::new(history)?;
         let n = columns.len();
         let at = now();
@@ -75,7 +69,7 @@ impl PostgresMemory {
         let meta = Json(metadata);
         let mut params: Vec<&(dyn ToSql + Sync)> = base.to_vec();
         params.push(&meta);
-        run!(self, OP, 0, |client| async {
+        run!(self, 0, |client| async {
             let tx = client.transaction().await?;
             // First take the session row's lock while writing the new messages after the old
             // ones; only then delete the old ones, in a statement whose snapshot is taken
@@ -94,26 +88,25 @@ impl PostgresMemory {
         session: &SessionId,
         limit: Option<usize>,
     ) -> Result<Option<Session>> {
-        const OP: &str = "load";
         let id = session.as_str();
         // NULL means no LIMIT.
         let limit = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
-        let rows = run!(self, OP, READ_RETRIES, |client| async {
+        let rows = run!(self, READ_RETRIES, |client| async {
             let st = client.prepare_cached(&self.sql.load).await?;
             client.query(&st, &[&id, &limit]).await
         })?;
         let Some(first) = rows.first() else {
             return Ok(None);
         };
-        let metadata: Json<Metadata> = get(OP, first, 0)?;
-        let created_at = get(OP, first, 1)?;
-        let updated_at = get(OP, first, 2)?;
-        let total = count(OP, get(OP, first, 3)?)?;
+        let metadata: Json<Metadata> = get(first, 0)?;
+        let created_at = get(first, 1)?;
+        let updated_at = get(first, 2)?;
+        let total = count(get(first, 3)?)?;
         let mut numbered = Vec::with_capacity(rows.len());
         for row in &rows {
             // The LEFT JOIN yields one row of NULLs for a session without messages.
-            if let Some(seq) = get::<Option<i64>>(OP, row, 4)? {
-                numbered.push((seq, message_from_row(OP, row, 5)?));
+            if let Some(seq) = get::<Option<i64>>(row, 4)? {
+                numbered.push((seq, message_from_row(row, 5)?));
             }
         }
         // Rows come newest first from the index; sort rather than trust join order.
@@ -135,30 +128,28 @@ impl PostgresMemory {
     }
 
     pub(crate) async fn list_sessions_impl(&self) -> Result<Vec<SessionInfo>> {
-        const OP: &str = "list_sessions";
-        let rows = run!(self, OP, READ_RETRIES, |client| async {
+        let rows = run!(self, READ_RETRIES, |client| async {
             let st = client.prepare_cached(&self.sql.list_sessions).await?;
             client.query(&st, &[]).await
         })?;
         rows.iter()
             .map(|row| {
-                let id: String = get(OP, row, 0)?;
+                let id: String = get(row, 0)?;
                 Ok(SessionInfo {
                     id: SessionId::new(id).map_err(|e| {
-                        error::corrupt(OP, format!("stored session id is invalid: {e}"))
+                        Error::corrupt(format!("stored session id is invalid: {e}"))
                     })?,
-                    message_count: count(OP, get(OP, row, 1)?)?,
-                    created_at: get(OP, row, 2)?,
-                    updated_at: get(OP, row, 3)?,
+                    message_count: count(get(row, 1)?)?,
+                    created_at: get(row, 2)?,
+                    updated_at: get(row, 3)?,
                 })
             })
             .collect()
     }
 
     pub(crate) async fn delete_session_impl(&self, session: &SessionId) -> Result<bool> {
-        const OP: &str = "delete_session";
         let ids = vec![session.as_str()];
-        run!(self, OP, 0, |client| async {
+        run!(self, 0, |client| async {
             let tx = client.transaction().await?;
             // Delete (and so lock) the session row first; the dependents' delete then runs
             // with a snapshot that includes every append committed before the lock.

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentmem_core::trace::Op;
+use agentmem_core::layer::{open_layered, Layered};
 use agentmem_core::{
     AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter, MemoryHit,
     MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result, RetentionPolicy,
@@ -31,6 +31,12 @@ const RECYCLE_TIMEOUT: Duration = Duration::from_secs(5);
 ///
 /// Cheap to clone (the pool and statements are shared). See the crate documentation for the
 /// design, and [`PostgresConfig`] for the URL options.
+///
+/// The constructors ([`connect`](Self::connect), [`connect_with`](Self::connect_with),
+/// [`from_client`](Self::from_client)) return it wearing the standard
+/// [layers](agentmem_core::layer) (validation, spans, error labels) as a
+/// [`Layered<PostgresMemory>`](Layered), which dereferences to this type for
+/// [`schema`](Self::schema), [`pool`](Self::pool) and [`drop_schema`](Self::drop_schema).
 #[derive(Clone)]
 pub struct PostgresMemory {
     pool: Pool,
@@ -40,62 +46,41 @@ pub struct PostgresMemory {
 
 impl PostgresMemory {
     /// Connects with a `postgres://` URL (see [`PostgresConfig`] for the options), creating or
-    /// migrating the schema.
+    /// migrating the schema. The store wears the standard [layers](agentmem_core::layer).
     ///
     /// Fails with `InvalidInput` for a malformed URL, `Unavailable` when the server cannot be
     /// reached, and `Unsupported` when the schema was written by a newer agentmem.
-    pub async fn connect(url: &str) -> Result<Self> {
+    pub async fn connect(url: &str) -> Result<Layered<Self>> {
         Self::connect_with(url.parse()?).await
     }
 
     /// Connects with parsed settings, creating or migrating the schema.
-    pub async fn connect_with(config: PostgresConfig) -> Result<Self> {
-        let connect_timeout = config
-            .pg_config()
-            .get_connect_timeout()
-            .copied()
-            .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
-        // Fast recycling checks `is_closed()` only; a connection that failed is discarded by
-        // `discard`, so a dead one is not handed out twice, and reads retry once more.
-        let manager = Manager::from_config(
-            config.pg_config().clone(),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(config.pool_size())
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(config.pool_timeout()))
-            .create_timeout(Some(connect_timeout))
-            .recycle_timeout(Some(RECYCLE_TIMEOUT))
-            .build()
-            .map_err(|e| {
-                Error::backend(format!("cannot build the connection pool: {e}"))
-                    .with_source(e)
-                    .with_operation("open")
-                    .with_backend(BACKEND)
-            })?;
-        Self::from_pool(pool, config.schema()).await
+    pub async fn connect_with(config: PostgresConfig) -> Result<Layered<Self>> {
+        open_layered(BACKEND, async move {
+            let pool = build_pool(&config)?;
+            Self::open(pool, config.schema()).await
+        })
+        .await
     }
 
     /// Uses an existing pool, keeping the tables in `schema` (created or migrated now).
     ///
     /// Several stores may share one pool with different schemas. Give the pool a wait
     /// timeout, or operations wait forever for a connection when the server is gone.
-    pub async fn from_pool(pool: Pool, schema: &str) -> Result<Self> {
-        Op::new("postgres", "open", None)
-            .run(async move {
-                validate_schema(schema)?;
-                schema::migrate(&pool, schema).await?;
-                Ok(PostgresMemory {
-                    pool,
-                    schema: Arc::from(schema),
-                    sql: Arc::new(Sql::new(&quote_schema(schema))),
-                })
-            })
-            .await
+    pub async fn from_client(pool: Pool, schema: &str) -> Result<Layered<Self>> {
+        // Migrating is opening work: it runs in the `open` span, like `connect_with`.
+        open_layered(BACKEND, Self::open(pool, schema)).await
+    }
+
+    /// The raw store on `pool`, in `schema`, created or migrated now.
+    async fn open(pool: Pool, schema: &str) -> Result<Self> {
+        validate_schema(schema)?;
+        schema::migrate(&pool, schema).await?;
+        Ok(PostgresMemory {
+            pool,
+            schema: Arc::from(schema),
+            sql: Arc::new(Sql::new(&quote_schema(schema))),
+        })
     }
 
     /// The schema holding this store's tables.
@@ -110,22 +95,49 @@ impl PostgresMemory {
 
     /// Drops this store's schema with everything in it: every session, archive and memory
     /// item, irrecoverably. Meant for removing a tenant or a test namespace.
+    ///
+    /// Not an [`AgentMemory`] operation, so no layer traces or labels it; its errors say
+    /// "PostgreSQL" in their message.
     pub async fn drop_schema(&self) -> Result<()> {
-        const OP: &str = "drop_schema";
         let sql = format!(
             "DROP SCHEMA IF EXISTS {} CASCADE",
             quote_schema(&self.schema)
         );
-        run!(self, OP, 0, |client| client.batch_execute(&sql))
+        run!(self, 0, |client| client.batch_execute(&sql))
     }
 
     /// A pooled connection; `Unavailable` when none can be had in time.
-    pub(crate) async fn client(&self, operation: &'static str) -> Result<Object> {
-        self.pool
-            .get()
-            .await
-            .map_err(|e| crate::error::pool(operation, e))
+    pub(crate) async fn client(&self) -> Result<Object> {
+        self.pool.get().await.map_err(crate::error::pool)
     }
+}
+
+/// The connection pool `config` describes (no connection is made yet).
+fn build_pool(config: &PostgresConfig) -> Result<Pool> {
+    let connect_timeout = config
+        .pg_config()
+        .get_connect_timeout()
+        .copied()
+        .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+    // Fast recycling checks `is_closed()` only; a connection that failed is discarded by
+    // `discard`, so a dead one is not handed out twice, and reads retry once more.
+    let manager = Manager::from_config(
+        config.pg_config().clone(),
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(config.pool_size())
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(config.pool_timeout()))
+        .create_timeout(Some(connect_timeout))
+        .recycle_timeout(Some(RECYCLE_TIMEOUT))
+        .build()
+        .map_err(|e| {
+            Error::backend(format!("cannot build the connection pool: {e}")).with_source(e)
+        })
 }
 
 /// Pins a future's output to a driver result, so `?` inside `async` blocks given to `run!`
@@ -170,9 +182,7 @@ impl AgentMemory for PostgresMemory {
     }
 
     async fn schema_version(&self) -> Result<u32> {
-        Op::new("postgres", "schema_version", None)
-            .run(async move { schema::version(&self.pool, &self.schema).await })
-            .await
+        schema::version(&self.pool, &self.schema).await
     }
 
     async fn save_session(
@@ -181,104 +191,62 @@ impl AgentMemory for PostgresMemory {
         history: &[Message],
         metadata: &Metadata,
     ) -> Result<()> {
-        Op::new("postgres", "save_session", Some(session))
-            .messages(history.len())
-            .run(async move { self.save_session_impl(session, history, metadata).await })
-            .await
+        self.save_session_impl(session, history, metadata).await
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        Op::new("postgres", "append", Some(session))
-            .messages(messages.len())
-            .run(async move { self.append_impl(session, messages).await })
-            .await
+        self.append_impl(session, messages).await
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        Op::new("postgres", "load", Some(session))
-            .run_counted(
-                async move { self.load_impl(session, limit).await },
-                |s: &Option<Session>| s.as_ref().map_or(0, |s| s.messages.len()),
-            )
-            .await
+        self.load_impl(session, limit).await
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        Op::new("postgres", "list_sessions", None)
-            .run(async move { self.list_sessions_impl().await })
-            .await
+        self.list_sessions_impl().await
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        Op::new("postgres", "delete_session", Some(session))
-            .run(async move { self.delete_session_impl(session).await })
-            .await
+        self.delete_session_impl(session).await
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
-        Op::new("postgres", "compact", Some(session))
-            .messages(replacement.len())
-            .run(async move { self.compact_impl(session, replacement).await })
-            .await
+        self.compact_impl(session, replacement).await
     }
 
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        Op::new("postgres", "list_archives", Some(session))
-            .run(async move { self.list_archives_impl(session).await })
-            .await
+        self.list_archives_impl(session).await
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
-        Op::new("postgres", "load_archive", Some(session))
-            .run_counted(
-                async move { self.load_archive_impl(session, archive).await },
-                |a: &Archive| a.messages.len(),
-            )
-            .await
+        self.load_archive_impl(session, archive).await
     }
 
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        Op::new("postgres", "put_memory", None)
-            .run(async move { self.put_memory_impl(item).await })
-            .await
+        self.put_memory_impl(item).await
     }
 
     async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        Op::new("postgres", "get_memory", None)
-            .run(async move { self.get_memory_impl(id).await })
-            .await
+        self.get_memory_impl(id).await
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        Op::new("postgres", "list_memories", None)
-            .run(async move { self.list_memories_impl(filter).await })
-            .await
+        self.list_memories_impl(filter).await
     }
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        Op::new("postgres", "search_memories", None)
-            .run(async move { self.search_memories_impl(query, filter).await })
-            .await
+        self.search_memories_impl(query, filter).await
     }
 
     async fn delete_memory(&self, id: &str) -> Result<bool> {
-        Op::new("postgres", "delete_memory", None)
-            .run(async move { self.delete_memory_impl(id).await })
-            .await
+        self.delete_memory_impl(id).await
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        Op::new("postgres", "search_messages", scope.session.as_ref())
-            .run_counted(
-                async move { self.search_messages_impl(query, scope).await },
-                Vec::len,
-            )
-            .await
+        self.search_messages_impl(query, scope).await
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        Op::new("postgres", "purge", None)
-            .run(async move { self.purge_impl(policy).await })
-            .await
+        self.purge_impl(policy).await
     }
 }

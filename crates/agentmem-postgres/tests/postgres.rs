@@ -299,7 +299,7 @@ async fn stores_share_a_pool_with_separate_schemas() {
         .expect("pool");
     let a = agentmem_testkit::unique_namespace(common::PREFIX);
     let b = agentmem_testkit::unique_namespace(common::PREFIX);
-    let store_a = match PostgresMemory::from_pool(pool.clone(), &a).await {
+    let store_a = match PostgresMemory::from_client(pool.clone(), &a).await {
         Ok(s) => s,
         Err(e) => {
             let _: Option<()> =
@@ -307,7 +307,7 @@ async fn stores_share_a_pool_with_separate_schemas() {
             return;
         }
     };
-    let store_b = PostgresMemory::from_pool(pool, &b)
+    let store_b = PostgresMemory::from_client(pool, &b)
         .await
         .expect("second schema");
     store_a
@@ -324,7 +324,7 @@ async fn stores_share_a_pool_with_separate_schemas() {
         1
     );
     assert!(
-        PostgresMemory::from_pool(store_a.pool().clone(), "Bad-Name")
+        PostgresMemory::from_client(store_a.pool().clone(), "Bad-Name")
             .await
             .is_err()
     );

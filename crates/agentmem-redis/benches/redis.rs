@@ -22,7 +22,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use agentmem_core::{AgentMemory, Message, MessageQuery, Metadata, SessionId};
+use agentmem_core::{AgentMemory, Layered, Message, MessageQuery, Metadata, SessionId};
 use agentmem_redis::{RedisConfig, RedisMemory};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use redis::aio::ConnectionManager;
@@ -42,7 +42,7 @@ fn messages(n: usize) -> Vec<Message> {
 }
 
 struct Setup {
-    store: RedisMemory,
+    store: Layered<RedisMemory>,
     raw: ConnectionManager,
     prefix: String,
 }

@@ -4,7 +4,11 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use agentmem_core::{Error, Result};
+use agentmem_core::backend::BackendConfig;
+use agentmem_core::layer::Layered;
+use agentmem_core::{async_trait, Error, Result};
+
+use crate::{RedisMemory, BACKEND};
 
 /// The key prefix used when the URL names none.
 pub const DEFAULT_PREFIX: &str = "agentmem";
@@ -117,7 +121,7 @@ impl FromStr for RedisConfig {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
-        let invalid = |why: String| Error::invalid_input(why).with_backend("redis");
+        let invalid = |why: String| config_error(Error::invalid_input(why));
         let parsed = url::Url::parse(s).map_err(|e| {
             // The URL may hold a password: name the problem, never echo the input.
             invalid(format!("malformed Redis URL: {e}"))
@@ -126,10 +130,9 @@ impl FromStr for RedisConfig {
             "redis" => {}
             "rediss" => {
                 if !cfg!(feature = "tls") {
-                    return Err(Error::unsupported(
+                    return Err(config_error(Error::unsupported(
                         "rediss:// (TLS) needs agentmem-redis to be built with the cargo feature `tls`",
-                    )
-                    .with_backend("redis"));
+                    )));
                 }
             }
             other => {
@@ -202,6 +205,30 @@ impl fmt::Debug for RedisConfig {
     }
 }
 
+/// Registers Redis for `redis://` and `rediss://` URLs in an
+/// [`agentmem_core::backend::Registry`].
+///
+/// ```no_run
+/// use agentmem_core::backend::Registry;
+/// use agentmem_redis::RedisConfig;
+///
+/// # async fn demo() -> agentmem_core::Result<()> {
+/// let registry = Registry::new().with::<RedisConfig>();
+/// let store = registry.open("redis://127.0.0.1:6379/?prefix=my_app").await?;
+/// assert_eq!(store.backend(), "redis");
+/// # Ok(()) }
+/// ```
+#[async_trait]
+impl BackendConfig for RedisConfig {
+    type Store = RedisMemory;
+    const BACKEND: &'static str = BACKEND;
+    const SCHEMES: &'static [&'static str] = &["redis", "rediss"];
+
+    async fn connect(self) -> Result<Layered<RedisMemory>> {
+        RedisMemory::connect_with(self).await
+    }
+}
+
 /// Checks a key prefix: 1 to [`MAX_PREFIX_BYTES`] ASCII letters, digits, `_` or `-`, so it
 /// can hold neither the `:` that separates key parts nor a glob character.
 pub fn validate_prefix(prefix: &str) -> Result<()> {
@@ -214,21 +241,28 @@ pub fn validate_prefix(prefix: &str) -> Result<()> {
         Ok(())
     } else {
         let shown: String = prefix.chars().take(40).collect();
-        Err(Error::invalid_input(format!(
+        Err(config_error(Error::invalid_input(format!(
             "invalid Redis key prefix {shown:?}: it must be 1-{MAX_PREFIX_BYTES} ASCII letters, digits, `_` or `-`"
-        ))
-        .with_backend("redis"))
+        ))))
     }
 }
 
 fn parse_millis(name: &str, value: &str) -> Result<Duration> {
     match value.parse::<u64>() {
         Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
-        _ => Err(Error::invalid_input(format!(
+        _ => Err(config_error(Error::invalid_input(format!(
             "Redis URL option {name} must be a positive number of milliseconds, not {value:?}"
-        ))
-        .with_backend("redis")),
+        )))),
     }
+}
+
+/// Labels a configuration error with the backend: the crate's only hand-written label.
+///
+/// Configuration errors come from parsing ([`FromStr`], [`RedisConfig::new`], the builder
+/// methods), outside any store operation, so no layer labels them; a caller opening a store
+/// by URL (through a `Registry`) still learns which backend refused the URL.
+fn config_error(error: Error) -> Error {
+    error.with_backend(BACKEND)
 }
 
 fn redact(url: &url::Url) -> String {

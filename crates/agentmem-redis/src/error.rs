@@ -1,10 +1,11 @@
 //! Turning redis-rs errors into agentmem's [`Error`] with the right [`ErrorKind`].
+//!
+//! The helpers only choose the kind and message: which backend and operation an error came
+//! from is added by the standard layer stack (`agentmem_core::layer::Traced`) that every
+//! constructor wraps the store in.
 
 use agentmem_core::{Error, ErrorKind};
 use redis::{RedisError, ServerErrorKind};
-
-/// The backend name recorded in every error.
-pub(crate) const BACKEND: &str = "redis";
 
 /// Maps a redis-rs error, keeping it as the source:
 /// - the server could not be reached, the connection broke or timed out, the server is
@@ -12,7 +13,7 @@ pub(crate) const BACKEND: &str = "redis";
 /// - a value of the wrong type or shape under the prefix → [`ErrorKind::CorruptData`];
 /// - a bad client configuration → [`ErrorKind::InvalidInput`];
 /// - anything else → [`ErrorKind::Backend`].
-pub(crate) fn from_redis(error: RedisError, operation: &'static str) -> Error {
+pub(crate) fn from_redis(error: RedisError) -> Error {
     use redis::ErrorKind as R;
     let code = error.code().unwrap_or_default();
     let (kind, message) = match error.kind() {
@@ -49,25 +50,17 @@ pub(crate) fn from_redis(error: RedisError, operation: &'static str) -> Error {
         ),
         _ => (ErrorKind::Backend, "Redis command failed"),
     };
-    Error::new(kind, message)
-        .with_source(error)
-        .with_operation(operation)
-        .with_backend(BACKEND)
-}
-
-/// Stored data that does not parse: [`ErrorKind::CorruptData`] naming what was read.
-pub(crate) fn corrupt(what: String, operation: &'static str) -> Error {
-    Error::corrupt(what)
-        .with_operation(operation)
-        .with_backend(BACKEND)
+    Error::new(kind, message).with_source(error)
 }
 
 /// Stored JSON that does not parse as what it should be.
-pub(crate) fn corrupt_json(what: &str, error: serde_json::Error, operation: &'static str) -> Error {
-    Error::corrupt(format!("malformed {what} JSON in Redis"))
-        .with_source(error)
-        .with_operation(operation)
-        .with_backend(BACKEND)
+pub(crate) fn corrupt_json(what: &str, error: serde_json::Error) -> Error {
+    Error::corrupt(format!("malformed {what} JSON in Redis")).with_source(error)
+}
+
+/// A value this crate could not encode as JSON (cannot happen for agentmem's own types).
+pub(crate) fn encode_json(what: &str, error: serde_json::Error) -> Error {
+    Error::backend(format!("could not encode {what} as JSON")).with_source(error)
 }
 
 #[cfg(test)]
@@ -77,10 +70,12 @@ mod tests {
     #[test]
     fn io_errors_are_unavailable_and_keep_the_source() {
         let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
-        let err = from_redis(RedisError::from(io), "append");
+        let err = from_redis(RedisError::from(io));
         assert_eq!(err.kind(), ErrorKind::Unavailable);
         assert!(err.is_temporary());
-        assert_eq!(err.operation(), Some("append"));
+        // Unlabelled here: the Traced layer adds backend and operation (tests/fault.rs
+        // checks them on errors leaving a store).
+        assert_eq!(err.operation(), None);
         assert!(std::error::Error::source(&err).is_some());
         assert!(err.to_string().contains("refused"), "{err}");
     }
@@ -88,10 +83,10 @@ mod tests {
     #[test]
     fn other_kinds() {
         let e = RedisError::from((redis::ErrorKind::UnexpectedReturnType, "shape"));
-        assert_eq!(from_redis(e, "load").kind(), ErrorKind::CorruptData);
+        assert_eq!(from_redis(e).kind(), ErrorKind::CorruptData);
         let e = RedisError::from((redis::ErrorKind::InvalidClientConfig, "bad"));
-        assert_eq!(from_redis(e, "connect").kind(), ErrorKind::InvalidInput);
+        assert_eq!(from_redis(e).kind(), ErrorKind::InvalidInput);
         let e = RedisError::from((redis::ErrorKind::Client, "other"));
-        assert_eq!(from_redis(e, "load").kind(), ErrorKind::Backend);
+        assert_eq!(from_redis(e).kind(), ErrorKind::Backend);
     }
 }

@@ -5,6 +5,9 @@
 //! [`RedisMemory::connect_with`]: crate::RedisMemory::connect_with
 //! [`RedisMemory::from_client`]: crate::RedisMemory::from_client
 //! [`RedisConfig`]: crate::RedisConfig
+//! [`Layered`]: agentmem_core::Layered
+//! [`Operation`]: agentmem_core::Operation
+//! [`BackendConfig`]: agentmem_core::backend::BackendConfig
 //! [`SCHEMA_VERSION`]: crate::SCHEMA_VERSION
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
@@ -25,3 +28,6 @@ pub use config::{
 };
 pub use schema::SCHEMA_VERSION;
 pub use store::RedisMemory;
+
+/// The backend name: what `AgentMemory::backend` reports and errors are labelled with.
+pub(crate) const BACKEND: &str = "redis";

@@ -3,7 +3,7 @@
 use agentmem_core::{Error, MemoryFilter, MemoryHit, MemoryItem, Result};
 use redis::aio::ConnectionManager;
 
-use crate::error::{corrupt, corrupt_json, BACKEND};
+use crate::error::{corrupt_json, encode_json};
 use crate::search::{index_entry, parse_score, query_terms};
 use crate::sessions::{micros, parse_micros};
 use crate::store::RedisMemory;
@@ -15,24 +15,17 @@ const DEFAULT_SEARCH_LIMIT: usize = 10;
 /// Each retry means another writer changed the same item in between; one is the normal case.
 const MAX_REBASES: usize = 8;
 
-fn parse_item(bytes: &[u8], op: &'static str) -> Result<MemoryItem> {
-    serde_json::from_slice(bytes).map_err(|e| corrupt_json("memory item", e, op))
+fn parse_item(bytes: &[u8]) -> Result<MemoryItem> {
+    serde_json::from_slice(bytes).map_err(|e| corrupt_json("memory item", e))
 }
 
 impl RedisMemory {
     pub(crate) async fn put_memory_impl(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        const OP: &str = "put_memory";
-        item.validate()
-            .map_err(|e| e.with_operation(OP).with_backend(BACKEND))?;
         let index = index_entry(&item.text).to_string();
         let mut stored = item.clone();
         for _ in 0..MAX_REBASES {
-            let json = serde_json::to_string(&stored).map_err(|e| {
-                Error::backend("could not encode a memory item as JSON")
-                    .with_source(e)
-                    .with_operation(OP)
-                    .with_backend(BACKEND)
-            })?;
+            let json =
+                serde_json::to_string(&stored).map_err(|e| encode_json("a memory item", e))?;
             let mut inv = self.scripts.put_memory.prepare_invoke();
             inv.arg(self.keys.prefix())
                 .arg(&stored.id)
@@ -42,7 +35,7 @@ impl RedisMemory {
                 .arg(json)
                 .arg(&index);
             let reply: Vec<String> = self
-                .run(OP, |mut c: ConnectionManager| {
+                .run(|mut c: ConnectionManager| {
                     let inv = &inv;
                     async move { inv.invoke_async(&mut c).await }
                 })
@@ -52,29 +45,25 @@ impl RedisMemory {
                 [rebase, id, created] if rebase == "rebase" => {
                     // Replacing an existing item: keep its id and creation time.
                     stored.id = id.clone();
-                    stored.created_at = parse_micros(created, "memory creation time", OP)?;
+                    stored.created_at = parse_micros(created, "memory creation time")?;
                 }
                 other => {
-                    return Err(corrupt(
-                        format!("unexpected reply {other:?} from the put_memory script"),
-                        OP,
-                    ))
+                    return Err(Error::corrupt(format!(
+                        "unexpected reply {other:?} from the put_memory script"
+                    )))
                 }
             }
         }
         Err(Error::conflict(format!(
             "memory item {:?} kept changing under concurrent writers; try again",
             item.id
-        ))
-        .with_operation(OP)
-        .with_backend(BACKEND))
+        )))
     }
 
     pub(crate) async fn get_memory_impl(&self, id: &str) -> Result<Option<MemoryItem>> {
-        const OP: &str = "get_memory";
         let key = self.keys.memory_items();
         let raw: Option<Vec<u8>> = self
-            .run(OP, |mut c: ConnectionManager| {
+            .run(|mut c: ConnectionManager| {
                 let key = &key;
                 async move {
                     redis::cmd("HGET")
@@ -85,19 +74,18 @@ impl RedisMemory {
                 }
             })
             .await?;
-        raw.map(|bytes| parse_item(&bytes, OP)).transpose()
+        raw.map(|bytes| parse_item(&bytes)).transpose()
     }
 
     pub(crate) async fn list_memories_impl(
         &self,
         filter: &MemoryFilter,
     ) -> Result<Vec<MemoryItem>> {
-        const OP: &str = "list_memories";
         let mut inv = self.scripts.list_memories.prepare_invoke();
         inv.arg(self.keys.prefix())
             .arg(filter.kind.map_or("", |k| k.as_str()));
         let rows: Vec<(String, f64, Option<Vec<u8>>)> = self
-            .run(OP, |mut c: ConnectionManager| {
+            .run(|mut c: ConnectionManager| {
                 let inv = &inv;
                 async move { inv.invoke_async(&mut c).await }
             })
@@ -106,9 +94,9 @@ impl RedisMemory {
             .into_iter()
             .map(|(id, seq, raw)| {
                 let raw = raw.ok_or_else(|| {
-                    corrupt(format!("memory item {id:?} is indexed but missing"), OP)
+                    Error::corrupt(format!("memory item {id:?} is indexed but missing"))
                 })?;
-                Ok((parse_item(&raw, OP)?, seq))
+                Ok((parse_item(&raw)?, seq))
             })
             .collect::<Result<Vec<_>>>()?;
         // Oldest first; items created in the same microsecond keep their insertion order.
@@ -129,7 +117,6 @@ impl RedisMemory {
         query: &str,
         filter: &MemoryFilter,
     ) -> Result<Vec<MemoryHit>> {
-        const OP: &str = "search_memories";
         let terms = query_terms(query);
         let limit = filter.limit.unwrap_or(DEFAULT_SEARCH_LIMIT);
         if terms.is_empty() || limit == 0 {
@@ -143,7 +130,7 @@ impl RedisMemory {
             inv.arg(term);
         }
         let rows: Vec<(Option<Vec<u8>>, String)> = self
-            .run(OP, |mut c: ConnectionManager| {
+            .run(|mut c: ConnectionManager| {
                 let inv = &inv;
                 async move { inv.invoke_async(&mut c).await }
             })
@@ -151,12 +138,12 @@ impl RedisMemory {
         rows.into_iter()
             .map(|(raw, score)| {
                 let raw = raw.ok_or_else(|| {
-                    corrupt("search index points to a missing memory item".into(), OP)
+                    Error::corrupt("search index points to a missing memory item")
                 })?;
                 Ok(MemoryHit {
-                    item: parse_item(&raw, OP)?,
+                    item: parse_item(&raw)?,
                     score: parse_score(&score).ok_or_else(|| {
-                        corrupt(format!("search score {score:?} is not a number"), OP)
+                        Error::corrupt(format!("search score {score:?} is not a number"))
                     })?,
                 })
             })
@@ -167,7 +154,7 @@ impl RedisMemory {
         let mut inv = self.scripts.delete_memory.prepare_invoke();
         inv.arg(self.keys.prefix()).arg(id);
         let deleted: i64 = self
-            .run("delete_memory", |mut c: ConnectionManager| {
+            .run(|mut c: ConnectionManager| {
                 let inv = &inv;
                 async move { inv.invoke_async(&mut c).await }
             })

@@ -10,7 +10,7 @@ use agentmem_core::{Error, Result};
 use redis::aio::ConnectionManager;
 use redis::Script;
 
-use crate::error::{from_redis, BACKEND};
+use crate::error::from_redis;
 use crate::keys::Keys;
 
 /// The layout this build writes (documented in the crate README).
@@ -48,7 +48,6 @@ pub(crate) async fn ensure(
     migrations: &[Migration],
 ) -> Result<u32> {
     let key = keys.schema();
-    let op = "open";
     // A new store: claim it for the current version (NX, so a concurrent opener of an older
     // build's data is never overwritten).
     let _claimed: Option<String> = redis::cmd("SET")
@@ -57,21 +56,19 @@ pub(crate) async fn ensure(
         .arg("NX")
         .query_async(conn)
         .await
-        .map_err(|e| from_redis(e, op))?;
+        .map_err(from_redis)?;
     loop {
         let stored: Option<String> = redis::cmd("GET")
             .arg(&key)
             .query_async(conn)
             .await
-            .map_err(|e| from_redis(e, op))?;
+            .map_err(from_redis)?;
         let stored = stored.unwrap_or_default();
         let version: u32 = stored.parse().map_err(|_| {
             Error::corrupt(format!(
                 "the schema version under key prefix `{}` is {stored:?}, not a number",
                 keys.prefix()
             ))
-            .with_operation(op)
-            .with_backend(BACKEND)
         })?;
         if version == target {
             return Ok(version);
@@ -80,9 +77,7 @@ pub(crate) async fn ensure(
             return Err(Error::unsupported(format!(
                 "the data under key prefix `{}` has schema version {version}, newer than the {target} this build of agentmem-redis understands; upgrade agentmem",
                 keys.prefix()
-            ))
-            .with_operation(op)
-            .with_backend(BACKEND));
+            )));
         }
         let migration = migrations
             .iter()
@@ -92,8 +87,6 @@ pub(crate) async fn ensure(
                     "no migration from schema version {version} of key prefix `{}`",
                     keys.prefix()
                 ))
-                .with_operation(op)
-                .with_backend(BACKEND)
             })?;
         tracing::info!(
             prefix = keys.prefix(),
@@ -106,7 +99,7 @@ pub(crate) async fn ensure(
             .arg(version)
             .invoke_async(conn)
             .await
-            .map_err(|e| from_redis(e, "migrate"))?;
+            .map_err(from_redis)?;
     }
 }
 

@@ -8,7 +8,7 @@ use agentmem_core::{
 use chrono::{DateTime, Utc};
 use redis::aio::ConnectionManager;
 
-use crate::error::{corrupt, corrupt_json, BACKEND};
+use crate::error::{corrupt_json, encode_json};
 use crate::search::{index_entries, parse_score, query_terms};
 use crate::store::RedisMemory;
 
@@ -21,38 +21,29 @@ pub(crate) fn micros(t: DateTime<Utc>) -> i64 {
 }
 
 /// Reads a stored timestamp.
-pub(crate) fn parse_micros(text: &str, what: &str, op: &'static str) -> Result<DateTime<Utc>> {
+pub(crate) fn parse_micros(text: &str, what: &str) -> Result<DateTime<Utc>> {
     text.parse::<i64>()
         .ok()
         .and_then(DateTime::from_timestamp_micros)
-        .ok_or_else(|| corrupt(format!("{what} {text:?} is not a timestamp"), op))
+        .ok_or_else(|| Error::corrupt(format!("{what} {text:?} is not a timestamp")))
 }
 
-fn parse_messages(raw: Vec<Vec<u8>>, op: &'static str) -> Result<Vec<Message>> {
+fn parse_messages(raw: Vec<Vec<u8>>) -> Result<Vec<Message>> {
     raw.iter()
-        .map(|bytes| serde_json::from_slice(bytes).map_err(|e| corrupt_json("message", e, op)))
+        .map(|bytes| serde_json::from_slice(bytes).map_err(|e| corrupt_json("message", e)))
         .collect()
 }
 
-/// Validates every message before anything is sent, so a bad batch changes nothing.
-fn validate_and_encode(messages: &[Message], op: &'static str) -> Result<Vec<String>> {
+/// Encodes every message before anything is sent (the Validate layer has checked them).
+fn encode_messages(messages: &[Message]) -> Result<Vec<String>> {
     messages
         .iter()
-        .map(|m| {
-            m.validate()
-                .map_err(|e| e.with_operation(op).with_backend(BACKEND))?;
-            serde_json::to_string(m).map_err(|e| {
-                Error::backend("could not encode a message as JSON")
-                    .with_source(e)
-                    .with_operation(op)
-                    .with_backend(BACKEND)
-            })
-        })
+        .map(|m| serde_json::to_string(m).map_err(|e| encode_json("a message", e)))
         .collect()
 }
 
-fn parse_session_id(text: String, op: &'static str) -> Result<SessionId> {
-    SessionId::new(text).map_err(|e| corrupt(format!("stored session id is invalid: {e}"), op))
+fn parse_session_id(text: String) -> Result<SessionId> {
+    SessionId::new(text).map_err(|e| Error::corrupt(format!("stored session id is invalid: {e}")))
 }
 
 impl RedisMemory {
@@ -61,10 +52,7 @@ impl RedisMemory {
         session: &SessionId,
         messages: &[Message],
     ) -> Result<()> {
-        if messages.is_empty() {
-            return Ok(());
-        }
-        let encoded = validate_and_encode(messages, "append")?;
+        let encoded = encode_messages(messages)?;
         let mut inv = self.scripts.append.prepare_invoke();
         inv.arg(self.keys.prefix())
             .arg(session.as_str())
@@ -74,7 +62,7 @@ impl RedisMemory {
             inv.arg(json);
         }
         let _len: i64 = self
-            .run("append", |mut c: ConnectionManager| {
+            .run(|mut c: ConnectionManager| {
                 let inv = &inv;
                 async move { inv.invoke_async(&mut c).await }
             })
@@ -88,13 +76,9 @@ impl RedisMemory {
         history: &[Message],
         metadata: &Metadata,
     ) -> Result<()> {
-        let encoded = validate_and_encode(history, "save_session")?;
-        let metadata = serde_json::to_string(metadata).map_err(|e| {
-            Error::backend("could not encode session metadata as JSON")
-                .with_source(e)
-                .with_operation("save_session")
-                .with_backend(BACKEND)
-        })?;
+        let encoded = encode_messages(history)?;
+        let metadata =
+            serde_json::to_string(metadata).map_err(|e| encode_json("session metadata", e))?;
         let mut inv = self.scripts.save.prepare_invoke();
         inv.arg(self.keys.prefix())
             .arg(session.as_str())
@@ -105,7 +89,7 @@ impl RedisMemory {
             inv.arg(json);
         }
         let _: i64 = self
-            .run("save_session", |mut c: ConnectionManager| {
+            .run(|mut c: ConnectionManager| {
                 let inv = &inv;
                 async move { inv.invoke_async(&mut c).await }
             })
@@ -118,7 +102,6 @@ impl RedisMemory {
         session: &SessionId,
         limit: Option<usize>,
     ) -> Result<Option<Session>> {
-        const OP: &str = "load";
         let meta = self.keys.meta(session);
         let msgs = self.keys.messages(session);
         // LRANGE takes inclusive indexes from the end; (1, 0) is an empty range.
@@ -143,7 +126,7 @@ impl RedisMemory {
             .arg(stop);
         type Reply = (Vec<Option<String>>, u64, Vec<Vec<u8>>);
         let (fields, total, raw): Reply = self
-            .run(OP, |mut c: ConnectionManager| {
+            .run(|mut c: ConnectionManager| {
                 let pipe = &pipe;
                 async move { pipe.query_async(&mut c).await }
             })
@@ -156,19 +139,19 @@ impl RedisMemory {
         ) else {
             return Ok(None);
         };
-        let created_at = parse_micros(&created, "creation time", OP)?;
+        let created_at = parse_micros(&created, "creation time")?;
         let updated_at = match updated {
-            Some(u) => parse_micros(&u, "update time", OP)?,
+            Some(u) => parse_micros(&u, "update time")?,
             None => created_at,
         };
         let metadata: Metadata = match metadata {
             Some(json) => {
-                serde_json::from_str(&json).map_err(|e| corrupt_json("session metadata", e, OP))?
+                serde_json::from_str(&json).map_err(|e| corrupt_json("session metadata", e))?
             }
             None => Metadata::new(),
         };
         let whole = raw.len() as u64 >= total;
-        let messages = trim_orphans(parse_messages(raw, OP)?, whole);
+        let messages = trim_orphans(parse_messages(raw)?, whole);
         Ok(Some(Session {
             id: session.clone(),
             messages,
@@ -180,11 +163,10 @@ impl RedisMemory {
     }
 
     pub(crate) async fn list_sessions_impl(&self) -> Result<Vec<SessionInfo>> {
-        const OP: &str = "list_sessions";
         let mut inv = self.scripts.list_sessions.prepare_invoke();
         inv.arg(self.keys.prefix());
         let rows: Vec<(String, Option<String>, Option<String>, u64)> = self
-            .run(OP, |mut c: ConnectionManager| {
+            .run(|mut c: ConnectionManager| {
                 let inv = &inv;
                 async move { inv.invoke_async(&mut c).await }
             })
@@ -193,15 +175,15 @@ impl RedisMemory {
             .into_iter()
             .map(|(id, created, updated, count)| {
                 let created = created.ok_or_else(|| {
-                    corrupt(format!("session {id:?} is listed but has no meta"), OP)
+                    Error::corrupt(format!("session {id:?} is listed but has no meta"))
                 })?;
-                let created_at = parse_micros(&created, "creation time", OP)?;
+                let created_at = parse_micros(&created, "creation time")?;
                 let updated_at = match updated {
-                    Some(u) => parse_micros(&u, "update time", OP)?,
+                    Some(u) => parse_micros(&u, "update time")?,
                     None => created_at,
                 };
                 Ok(SessionInfo {
-                    id: parse_session_id(id, OP)?,
+                    id: parse_session_id(id)?,
                     message_count: count,
                     created_at,
                     updated_at,
@@ -216,7 +198,7 @@ impl RedisMemory {
         let mut inv = self.scripts.delete.prepare_invoke();
         inv.arg(self.keys.prefix()).arg(session.as_str());
         let deleted: i64 = self
-            .run("delete_session", |mut c: ConnectionManager| {
+            .run(|mut c: ConnectionManager| {
                 let inv = &inv;
                 async move { inv.invoke_async(&mut c).await }
             })
@@ -229,8 +211,7 @@ impl RedisMemory {
         session: &SessionId,
         replacement: &[Message],
     ) -> Result<ArchiveInfo> {
-        const OP: &str = "compact";
-        let encoded = validate_and_encode(replacement, OP)?;
+        let encoded = encode_messages(replacement)?;
         let at = now();
         let base = format!("history_{}", at.format("%Y-%m-%d_%H-%M-%S"));
         let mut inv = self.scripts.compact.prepare_invoke();
@@ -245,19 +226,16 @@ impl RedisMemory {
             inv.arg(json);
         }
         let archived: Option<(String, u64)> = self
-            .run(OP, |mut c: ConnectionManager| {
+            .run(|mut c: ConnectionManager| {
                 let inv = &inv;
                 async move { inv.invoke_async(&mut c).await }
             })
             .await?;
-        let (id, count) = archived.ok_or_else(|| {
-            Error::not_found(format!("session `{session}` does not exist"))
-                .with_operation(OP)
-                .with_backend(BACKEND)
-        })?;
+        let (id, count) = archived
+            .ok_or_else(|| Error::not_found(format!("session `{session}` does not exist")))?;
         Ok(ArchiveInfo {
             id: ArchiveId::new(id)
-                .map_err(|e| corrupt(format!("new archive id is invalid: {e}"), OP))?,
+                .map_err(|e| Error::corrupt(format!("new archive id is invalid: {e}")))?,
             session: session.clone(),
             created_at: at,
             message_count: count,
@@ -265,24 +243,25 @@ impl RedisMemory {
     }
 
     pub(crate) async fn list_archives_impl(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        const OP: &str = "list_archives";
         let mut inv = self.scripts.list_archives.prepare_invoke();
         inv.arg(self.keys.prefix()).arg(session.as_str());
         let rows: Vec<(String, Option<String>, u64)> = self
-            .run(OP, |mut c: ConnectionManager| {
+            .run(|mut c: ConnectionManager| {
                 let inv = &inv;
                 async move { inv.invoke_async(&mut c).await }
             })
             .await?;
         rows.into_iter()
             .map(|(id, created, count)| {
-                let created = created
-                    .ok_or_else(|| corrupt(format!("archive {id:?} has no creation time"), OP))?;
+                let created = created.ok_or_else(|| {
+                    Error::corrupt(format!("archive {id:?} has no creation time"))
+                })?;
                 Ok(ArchiveInfo {
-                    id: ArchiveId::new(id)
-                        .map_err(|e| corrupt(format!("stored archive id is invalid: {e}"), OP))?,
+                    id: ArchiveId::new(id).map_err(|e| {
+                        Error::corrupt(format!("stored archive id is invalid: {e}"))
+                    })?,
                     session: session.clone(),
-                    created_at: parse_micros(&created, "archive creation time", OP)?,
+                    created_at: parse_micros(&created, "archive creation time")?,
                     message_count: count,
                 })
             })
@@ -294,7 +273,6 @@ impl RedisMemory {
         session: &SessionId,
         archive: &ArchiveId,
     ) -> Result<Archive> {
-        const OP: &str = "load_archive";
         let mut pipe = redis::pipe();
         pipe.atomic()
             .cmd("HGET")
@@ -305,7 +283,7 @@ impl RedisMemory {
             .arg(0)
             .arg(-1);
         let (created, raw): (Option<String>, Vec<Vec<u8>>) = self
-            .run(OP, |mut c: ConnectionManager| {
+            .run(|mut c: ConnectionManager| {
                 let pipe = &pipe;
                 async move { pipe.query_async(&mut c).await }
             })
@@ -314,15 +292,13 @@ impl RedisMemory {
             Error::not_found(format!(
                 "archive `{archive}` of session `{session}` does not exist"
             ))
-            .with_operation(OP)
-            .with_backend(BACKEND)
         })?;
-        let messages = parse_messages(raw, OP)?;
+        let messages = parse_messages(raw)?;
         Ok(Archive {
             info: ArchiveInfo {
                 id: archive.clone(),
                 session: session.clone(),
-                created_at: parse_micros(&created, "archive creation time", OP)?,
+                created_at: parse_micros(&created, "archive creation time")?,
                 message_count: messages.len() as u64,
             },
             messages,
@@ -334,7 +310,6 @@ impl RedisMemory {
         query: &str,
         scope: &MessageQuery,
     ) -> Result<Vec<MessageHit>> {
-        const OP: &str = "search_messages";
         let terms = query_terms(query);
         if terms.is_empty() || scope.limit == 0 {
             return Ok(Vec::new());
@@ -347,7 +322,7 @@ impl RedisMemory {
             inv.arg(term);
         }
         let rows: Vec<(String, Option<Vec<u8>>, String)> = self
-            .run(OP, |mut c: ConnectionManager| {
+            .run(|mut c: ConnectionManager| {
                 let inv = &inv;
                 async move { inv.invoke_async(&mut c).await }
             })
@@ -355,17 +330,16 @@ impl RedisMemory {
         rows.into_iter()
             .map(|(session, json, score)| {
                 let json = json.ok_or_else(|| {
-                    corrupt(
-                        format!("search index of session {session:?} points past its messages"),
-                        OP,
-                    )
+                    Error::corrupt(format!(
+                        "search index of session {session:?} points past its messages"
+                    ))
                 })?;
                 Ok(MessageHit {
-                    session: parse_session_id(session, OP)?,
+                    session: parse_session_id(session)?,
                     message: serde_json::from_slice(&json)
-                        .map_err(|e| corrupt_json("message", e, OP))?,
+                        .map_err(|e| corrupt_json("message", e))?,
                     score: parse_score(&score).ok_or_else(|| {
-                        corrupt(format!("search score {score:?} is not a number"), OP)
+                        Error::corrupt(format!("search score {score:?} is not a number"))
                     })?,
                 })
             })
@@ -373,7 +347,6 @@ impl RedisMemory {
     }
 
     pub(crate) async fn purge_impl(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        const OP: &str = "purge";
         // An age too large for chrono reaches back before any possible write: keep all.
         let cutoff = policy
             .max_age
@@ -396,7 +369,7 @@ impl RedisMemory {
                 .arg(&max)
                 .arg(PURGE_BATCH);
             let deleted: u64 = self
-                .run(OP, |mut c: ConnectionManager| {
+                .run(|mut c: ConnectionManager| {
                     let inv = &inv;
                     async move { inv.invoke_async(&mut c).await }
                 })

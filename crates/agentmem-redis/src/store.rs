@@ -5,7 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
-use agentmem_core::trace::Op;
+use agentmem_core::layer::{self, Layered};
 use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
     MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
@@ -17,10 +17,11 @@ use redis::RedisResult;
 use crate::config::{
     validate_prefix, RedisConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT,
 };
-use crate::error::{from_redis, BACKEND};
+use crate::error::from_redis;
 use crate::keys::Keys;
 use crate::schema::{self, MIGRATIONS, SCHEMA_VERSION};
 use crate::scripts::Scripts;
+use crate::BACKEND;
 
 /// How many times the connection manager retries a failed connection attempt (with a short
 /// backoff) before the waiting commands fail: one, so a dead server is reported quickly.
@@ -32,6 +33,12 @@ const CONNECT_RETRIES: usize = 1;
 /// (`redis::aio::ConnectionManager`). While the server is down every operation fails
 /// promptly with [`ErrorKind::Unavailable`](agentmem_core::ErrorKind::Unavailable); once it
 /// is back, the same store works again without being reopened.
+///
+/// Its constructors ([`connect`](Self::connect), [`connect_with`](Self::connect_with),
+/// [`from_client`](Self::from_client)) return it wearing the standard layer stack,
+/// [`Layered<RedisMemory>`](agentmem_core::Layered): validation, the `agentmem.op` span and
+/// error labels. The layered store dereferences to this one, so [`prefix`](Self::prefix)
+/// works on it too.
 ///
 /// ```no_run
 /// use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
@@ -58,30 +65,34 @@ pub struct RedisMemory {
 impl RedisMemory {
     /// Connects to the server named by `url` (see [`RedisConfig`] for the form and options),
     /// checks or creates the schema under the prefix, and migrates it forward if needed.
+    /// The store wears the standard [layers](agentmem_core::layer).
     ///
     /// Fails with [`ErrorKind::Unavailable`](agentmem_core::ErrorKind::Unavailable) when the
     /// server cannot be reached, [`ErrorKind::InvalidInput`](agentmem_core::ErrorKind::InvalidInput)
     /// for a malformed URL, and [`ErrorKind::Unsupported`](agentmem_core::ErrorKind::Unsupported)
     /// for `rediss://` without the `tls` feature or data of a newer schema.
-    pub async fn connect(url: &str) -> Result<Self> {
+    pub async fn connect(url: &str) -> Result<Layered<Self>> {
         Self::connect_with(url.parse()?).await
     }
 
-    /// Connects with a parsed configuration.
-    pub async fn connect_with(config: RedisConfig) -> Result<Self> {
-        let client =
-            redis::Client::open(config.server_url()).map_err(|e| from_redis(e, "connect"))?;
-        Self::open(
-            client,
-            config.prefix(),
-            config.connect_timeout(),
-            config.response_timeout(),
-        )
+    /// Connects with a parsed configuration (see [`connect`](Self::connect)).
+    pub async fn connect_with(config: RedisConfig) -> Result<Layered<Self>> {
+        layer::open_layered(BACKEND, async move {
+            let client = redis::Client::open(config.server_url()).map_err(from_redis)?;
+            Self::open(
+                client,
+                config.prefix(),
+                config.connect_timeout(),
+                config.response_timeout(),
+            )
+            .await
+        })
         .await
     }
 
     /// Uses an existing redis-rs client (for settings [`RedisConfig`] does not cover) with
     /// the default timeouts, keeping every key under `prefix` (validated like the URL's).
+    /// Connects and checks the schema as [`connect`](Self::connect) does.
     ///
     /// ```no_run
     /// use agentmem_core::{AgentMemoryExt, Message, SessionId};
@@ -95,60 +106,62 @@ impl RedisMemory {
     /// store.append_one(&session, Message::user("Compare BigQuery and AlloyDB")).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn from_client(client: redis::Client, prefix: &str) -> Result<Self> {
-        validate_prefix(prefix)?;
-        Self::open(
-            client,
-            prefix,
-            DEFAULT_CONNECT_TIMEOUT,
-            DEFAULT_RESPONSE_TIMEOUT,
-        )
+    pub async fn from_client(client: redis::Client, prefix: &str) -> Result<Layered<Self>> {
+        // Connecting is part of this constructor too, so it runs in the `open` span as
+        // `connect_with` does (`open_layered` wraps the store with `layer::layered`).
+        layer::open_layered(BACKEND, async move {
+            validate_prefix(prefix)?;
+            Self::open(
+                client,
+                prefix,
+                DEFAULT_CONNECT_TIMEOUT,
+                DEFAULT_RESPONSE_TIMEOUT,
+            )
+            .await
+        })
         .await
     }
 
+    /// Connects and checks the schema: the raw store, without layers.
     async fn open(
         client: redis::Client,
         prefix: &str,
         connect_timeout: Duration,
         response_timeout: Duration,
     ) -> Result<Self> {
-        Op::new("redis", "open", None)
-            .run(async move {
-                let server = client.get_connection_info().addr().to_string();
-                let manager_config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(connect_timeout))
-                    .set_response_timeout(Some(response_timeout))
-                    .set_number_of_retries(CONNECT_RETRIES)
-                    .set_min_delay(Duration::from_millis(50))
-                    .set_max_delay(Duration::from_millis(500));
-                // Covers every attempt and backoff the manager makes, plus one reply, plus slack:
-                // an operation never waits longer than this, even if the server stops answering.
-                let deadline = connect_timeout * (CONNECT_RETRIES as u32 + 1)
-                    + response_timeout
-                    + Duration::from_secs(1);
-                let mut conn = tokio::time::timeout(
-                    deadline,
-                    ConnectionManager::new_with_config(client, manager_config),
-                )
-                .await
-                .map_err(|_| timed_out(deadline, "connect"))?
-                .map_err(|e| from_redis(e, "connect"))?;
-                let keys = Keys::new(prefix);
-                tokio::time::timeout(
-                    deadline,
-                    schema::ensure(&mut conn, &keys, SCHEMA_VERSION, MIGRATIONS),
-                )
-                .await
-                .map_err(|_| timed_out(deadline, "open"))??;
-                Ok(RedisMemory {
-                    conn,
-                    keys,
-                    scripts: std::sync::Arc::new(Scripts::new()),
-                    deadline,
-                    server,
-                })
-            })
-            .await
+        let server = client.get_connection_info().addr().to_string();
+        let manager_config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(connect_timeout))
+            .set_response_timeout(Some(response_timeout))
+            .set_number_of_retries(CONNECT_RETRIES)
+            .set_min_delay(Duration::from_millis(50))
+            .set_max_delay(Duration::from_millis(500));
+        // Covers every attempt and backoff the manager makes, plus one reply, plus slack:
+        // an operation never waits longer than this, even if the server stops answering.
+        let deadline = connect_timeout * (CONNECT_RETRIES as u32 + 1)
+            + response_timeout
+            + Duration::from_secs(1);
+        let mut conn = tokio::time::timeout(
+            deadline,
+            ConnectionManager::new_with_config(client, manager_config),
+        )
+        .await
+        .map_err(|_| timed_out(deadline))?
+        .map_err(from_redis)?;
+        let keys = Keys::new(prefix);
+        tokio::time::timeout(
+            deadline,
+            schema::ensure(&mut conn, &keys, SCHEMA_VERSION, MIGRATIONS),
+        )
+        .await
+        .map_err(|_| timed_out(deadline))??;
+        Ok(RedisMemory {
+            conn,
+            keys,
+            scripts: std::sync::Arc::new(Scripts::new()),
+            deadline,
+            server,
+        })
     }
 
     /// The key prefix of this store.
@@ -163,7 +176,7 @@ impl RedisMemory {
     /// (the first call after a restart otherwise reports the stale refusal). Any other
     /// failure is returned as it is: a write whose reply was lost may or may not have been
     /// applied, and only the caller can decide whether repeating it is right.
-    pub(crate) async fn run<T, F, Fut>(&self, op: &'static str, f: F) -> Result<T>
+    pub(crate) async fn run<T, F, Fut>(&self, f: F) -> Result<T>
     where
         F: Fn(ConnectionManager) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
@@ -173,17 +186,15 @@ impl RedisMemory {
             match tokio::time::timeout(self.deadline, f(self.conn.clone())).await {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(e)) if e.is_connection_refusal() && !retried => retried = true,
-                Ok(Err(e)) => return Err(from_redis(e, op)),
-                Err(_) => return Err(timed_out(self.deadline, op)),
+                Ok(Err(e)) => return Err(from_redis(e)),
+                Err(_) => return Err(timed_out(self.deadline)),
             }
         }
     }
 }
 
-fn timed_out(deadline: Duration, op: &'static str) -> Error {
+fn timed_out(deadline: Duration) -> Error {
     Error::unavailable(format!("Redis did not answer within {deadline:?}"))
-        .with_operation(op)
-        .with_backend(BACKEND)
 }
 
 impl fmt::Debug for RedisMemory {
@@ -217,19 +228,15 @@ impl AgentMemory for RedisMemory {
     }
 
     async fn schema_version(&self) -> Result<u32> {
-        Op::new("redis", "schema_version", None)
-            .run(async move {
-                // Re-checked rather than cached: a server restarted without persistence (or a
-                // FLUSHDB) leaves an empty prefix, which is a new store of the current version.
-                let mut conn = self.conn.clone();
-                tokio::time::timeout(
-                    self.deadline,
-                    schema::ensure(&mut conn, &self.keys, SCHEMA_VERSION, MIGRATIONS),
-                )
-                .await
-                .map_err(|_| timed_out(self.deadline, "schema_version"))?
-            })
-            .await
+        // Re-checked rather than cached: a server restarted without persistence (or a
+        // FLUSHDB) leaves an empty prefix, which is a new store of the current version.
+        let mut conn = self.conn.clone();
+        tokio::time::timeout(
+            self.deadline,
+            schema::ensure(&mut conn, &self.keys, SCHEMA_VERSION, MIGRATIONS),
+        )
+        .await
+        .map_err(|_| timed_out(self.deadline))?
     }
 
     async fn save_session(
@@ -238,104 +245,62 @@ impl AgentMemory for RedisMemory {
         history: &[Message],
         metadata: &Metadata,
     ) -> Result<()> {
-        Op::new("redis", "save_session", Some(session))
-            .messages(history.len())
-            .run(async move { self.save_session_impl(session, history, metadata).await })
-            .await
+        self.save_session_impl(session, history, metadata).await
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        Op::new("redis", "append", Some(session))
-            .messages(messages.len())
-            .run(async move { self.append_impl(session, messages).await })
-            .await
+        self.append_impl(session, messages).await
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        Op::new("redis", "load", Some(session))
-            .run_counted(
-                async move { self.load_impl(session, limit).await },
-                |s: &Option<Session>| s.as_ref().map_or(0, |s| s.messages.len()),
-            )
-            .await
+        self.load_impl(session, limit).await
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        Op::new("redis", "list_sessions", None)
-            .run(async move { self.list_sessions_impl().await })
-            .await
+        self.list_sessions_impl().await
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        Op::new("redis", "delete_session", Some(session))
-            .run(async move { self.delete_session_impl(session).await })
-            .await
+        self.delete_session_impl(session).await
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
-        Op::new("redis", "compact", Some(session))
-            .messages(replacement.len())
-            .run(async move { self.compact_impl(session, replacement).await })
-            .await
+        self.compact_impl(session, replacement).await
     }
 
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        Op::new("redis", "list_archives", Some(session))
-            .run(async move { self.list_archives_impl(session).await })
-            .await
+        self.list_archives_impl(session).await
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
-        Op::new("redis", "load_archive", Some(session))
-            .run_counted(
-                async move { self.load_archive_impl(session, archive).await },
-                |a: &Archive| a.messages.len(),
-            )
-            .await
+        self.load_archive_impl(session, archive).await
     }
 
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        Op::new("redis", "put_memory", None)
-            .run(async move { self.put_memory_impl(item).await })
-            .await
+        self.put_memory_impl(item).await
     }
 
     async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        Op::new("redis", "get_memory", None)
-            .run(async move { self.get_memory_impl(id).await })
-            .await
+        self.get_memory_impl(id).await
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        Op::new("redis", "list_memories", None)
-            .run(async move { self.list_memories_impl(filter).await })
-            .await
+        self.list_memories_impl(filter).await
     }
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        Op::new("redis", "search_memories", None)
-            .run(async move { self.search_memories_impl(query, filter).await })
-            .await
+        self.search_memories_impl(query, filter).await
     }
 
     async fn delete_memory(&self, id: &str) -> Result<bool> {
-        Op::new("redis", "delete_memory", None)
-            .run(async move { self.delete_memory_impl(id).await })
-            .await
+        self.delete_memory_impl(id).await
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        Op::new("redis", "search_messages", scope.session.as_ref())
-            .run_counted(
-                async move { self.search_messages_impl(query, scope).await },
-                Vec::len,
-            )
-            .await
+        self.search_messages_impl(query, scope).await
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        Op::new("redis", "purge", None)
-            .run(async move { self.purge_impl(policy).await })
-            .await
+        self.purge_impl(policy).await
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use agentmem_core::{
-    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, MemoryFilter,
+    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Layered, MemoryFilter,
     MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
     RetentionPolicy, Session, SessionId, SessionInfo,
 };
@@ -31,7 +31,7 @@ agentmem_testkit::conformance_tests!(store);
 /// keys under its prefix so runs do not pile up keys in the shared server.
 #[derive(Debug)]
 struct Scoped {
-    inner: RedisMemory,
+    inner: Layered<RedisMemory>,
     url: String,
 }
 

@@ -9,7 +9,9 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agentmem_core::{AgentMemory, AgentMemoryExt, ErrorKind, Message, MessageQuery, SessionId};
+use agentmem_core::{
+    AgentMemory, AgentMemoryExt, ErrorKind, Message, MessageQuery, Operation, SessionId,
+};
 use agentmem_redis::{RedisConfig, RedisMemory};
 
 /// A bound on every single operation of this test: the store promises a prompt error, so
@@ -79,10 +81,14 @@ async fn guarded<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
         .unwrap_or_else(|_| panic!("{what} hung for {HANG_GUARD:?}"))
 }
 
-fn assert_unavailable<T: std::fmt::Debug>(what: &str, result: agentmem_core::Result<T>) {
+fn assert_unavailable<T: std::fmt::Debug>(op: Operation, result: agentmem_core::Result<T>) {
+    let what = op.as_str();
     let err = result.expect_err(what);
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{what}: {err}");
     assert!(err.is_temporary());
+    // Labelled by the store's layer stack, not by the backend.
+    assert_eq!(err.operation(), Some(op), "{what}: {err}");
+    assert_eq!(err.backend_name(), Some("redis"), "{what}: {err}");
     assert!(
         std::error::Error::source(&err).is_some(),
         "{what}: the cause is kept"
@@ -115,23 +121,29 @@ async fn server_death_gives_unavailable_and_recovery_follows_restart() {
     server.stop();
     // Several kinds of operation, each failing on its own, none hanging.
     assert_unavailable(
-        "append",
+        Operation::Append,
         guarded("append", store.append_one(&id, Message::user("lost"))).await,
     );
-    assert_unavailable("load", guarded("load", store.load(&id, Some(5))).await);
     assert_unavailable(
-        "list_sessions",
+        Operation::Load,
+        guarded("load", store.load(&id, Some(5))).await,
+    );
+    assert_unavailable(
+        Operation::ListSessions,
         guarded("list", store.list_sessions()).await,
     );
     assert_unavailable(
-        "search_messages",
+        Operation::SearchMessages,
         guarded(
             "search",
             store.search_messages("crash", &MessageQuery::default()),
         )
         .await,
     );
-    assert_unavailable("compact", guarded("compact", store.compact(&id, &[])).await);
+    assert_unavailable(
+        Operation::Compact,
+        guarded("compact", store.compact(&id, &[])).await,
+    );
 
     // Back on the same port (empty: it keeps nothing on disk). The same store recovers.
     let Some(_server) = Server::start(port) else {
@@ -173,6 +185,7 @@ async fn connecting_to_a_closed_port_is_unavailable() {
     let err = result.expect_err("nothing listens");
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
     assert_eq!(err.backend_name(), Some("redis"));
+    assert_eq!(err.operation(), Some(Operation::Open));
 }
 
 #[tokio::test]

@@ -3,10 +3,11 @@
 //! leftover keys, the same scores as agentmem-core's BM25).
 #![allow(clippy::unwrap_used)]
 
+use agentmem_core::backend::{BackendConfig, Registry};
 use agentmem_core::search::rank;
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, Message,
-    MessageQuery, Metadata, RetentionPolicy, SessionId,
+    AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind, Message,
+    MessageQuery, Metadata, Operation, RetentionPolicy, SessionId,
 };
 use agentmem_redis::{RedisConfig, RedisMemory};
 use redis::aio::MultiplexedConnection;
@@ -16,7 +17,7 @@ fn url() -> String {
 }
 
 /// A store under a fresh prefix and a raw connection to the same server.
-async fn open(tag: &str) -> Option<(RedisMemory, MultiplexedConnection, String)> {
+async fn open(tag: &str) -> Option<(Layered<RedisMemory>, MultiplexedConnection, String)> {
     let url = url();
     let prefix = agentmem_testkit::unique_namespace(tag);
     let config = RedisConfig::new(&url)
@@ -142,6 +143,8 @@ async fn default_prefix_and_from_client() {
         .await
         .expect_err("invalid prefix");
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert_eq!(err.operation(), Some(Operation::Open));
+    assert_eq!(err.backend_name(), Some("redis"));
     let mut raw = redis::Client::open(url.as_str())
         .unwrap()
         .get_multiplexed_async_connection()
@@ -180,6 +183,7 @@ async fn newer_schema_is_refused_and_garbage_is_corrupt() {
         .await
         .expect_err("newer schema");
     assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+    assert_eq!(err.operation(), Some(Operation::Open), "{err}");
     assert!(err.to_string().contains("99"), "{err}");
 
     let _: () = redis::cmd("SET")
@@ -542,5 +546,73 @@ async fn search_agrees_with_the_reference_store() {
             }
         }
     }
+    drop_prefix(&mut raw, &prefix).await;
+}
+
+/// `RedisConfig` registers both schemes, and a registry opens a layered Redis store by URL.
+#[tokio::test]
+async fn registry_opens_redis_urls() {
+    assert_eq!(RedisConfig::BACKEND, "redis");
+    assert_eq!(RedisConfig::SCHEMES, ["redis", "rediss"]);
+    let registry = Registry::new().with::<RedisConfig>();
+    assert_eq!(
+        registry.backend_for("rediss://db.example:6380"),
+        Some("redis")
+    );
+    assert_eq!(registry.backend_for("REDIS://db.example"), Some("redis"));
+    let err = registry
+        .open("redis://127.0.0.1/?prefix=a:b")
+        .await
+        .expect_err("bad prefix");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert_eq!(err.backend_name(), Some("redis"));
+
+    let url = url();
+    let prefix = agentmem_testkit::unique_namespace("registry");
+    let mut with_prefix = url::Url::parse(&url).unwrap();
+    with_prefix.query_pairs_mut().append_pair("prefix", &prefix);
+    let store = match registry.open(with_prefix.as_str()).await {
+        Ok(store) => store,
+        Err(e) => {
+            let skipped: Option<()> = agentmem_testkit::service_unavailable("redis", &url, &e);
+            return skipped.unwrap_or_default();
+        }
+    };
+    assert_eq!(store.backend(), "redis");
+    let id = sid("via_registry");
+    store.append_one(&id, Message::user("hello")).await.unwrap();
+    assert_eq!(store.messages(&id).await.unwrap().len(), 1);
+    let mut raw = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    assert!(!keys_under(&mut raw, &prefix).await.is_empty());
+    drop_prefix(&mut raw, &prefix).await;
+}
+
+/// The layer stack refuses an unreadable message before Redis sees it, and labels the error.
+#[tokio::test]
+async fn invalid_messages_are_refused_by_the_layers_before_any_write() {
+    let Some((store, mut raw, prefix)) = open("validate").await else {
+        return;
+    };
+    let id = sid("checked");
+    let bad = Message::user("fine text").with_id("");
+    let err = store
+        .append(&id, &[Message::user("ok"), bad])
+        .await
+        .expect_err("empty message id");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert_eq!(err.operation(), Some(Operation::Append));
+    assert_eq!(err.backend_name(), Some("redis"));
+    assert!(store.load(&id, None).await.unwrap().is_none());
+    // Appending nothing is answered by the layers: no session appears.
+    store.append(&id, &[]).await.unwrap();
+    assert!(store.list_sessions().await.unwrap().is_empty());
+    assert_eq!(
+        keys_under(&mut raw, &prefix).await,
+        [format!("{prefix}:schema")]
+    );
     drop_prefix(&mut raw, &prefix).await;
 }

@@ -6,9 +6,9 @@
 use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agentmem::memory::{MemoryConfig, StoreSpec};
-use agentmem_core::format::{archive_file_stem, parse_memory_md, render_memory_md};
+use agentmem::agent::{AgentConfig, StoreSpec};
 use agentmem_core::{AgentName, ArchiveId, ErrorKind, Message, Role, SessionId};
+use agentmem_formats::swarms::{archive_file_stem, parse_memory_md, render_memory_md};
 use chrono::{TimeZone, Utc};
 use proptest::prelude::*;
 
@@ -189,7 +189,7 @@ proptest! {
         Just("chat".to_string()), Just("CHAT".to_string()), Just("learn".to_string()),
         "(file|sqlite|redis|postgres|mongodb|history|session|chat|learn|true|false)[a-z:/]{0,3}",
     ]) {
-        if let Err(e) = MemoryConfig::from_str(&s) {
+        if let Err(e) = AgentConfig::from_str(&s) {
             prop_assert!(
                 matches!(e.kind(), ErrorKind::InvalidInput | ErrorKind::Unsupported),
                 "{s:?}: {e}"
@@ -282,7 +282,7 @@ fn garbage_after_a_session_log_is_repaired_or_corrupt() {
                 .map(|i| agentmem_reliability::tagged::message("orig", i))
                 .collect();
             rt.block_on(async {
-                let store = FileMemory::open(config.clone()).await.unwrap();
+                let store = FileMemory::connect_with(config.clone()).await.unwrap();
                 store.append(&id, &originals[..2]).await.unwrap();
                 store.append(&id, &originals[2..]).await.unwrap();
             });
@@ -293,7 +293,7 @@ fn garbage_after_a_session_log_is_repaired_or_corrupt() {
             std::fs::write(&log, &bytes).unwrap();
 
             let (result, repairs) = rt.block_on(async {
-                let store = FileMemory::open(config).await.unwrap();
+                let store = FileMemory::connect_with(config).await.unwrap();
                 let r = store.load(&id, None).await;
                 (r, store.repairs())
             });

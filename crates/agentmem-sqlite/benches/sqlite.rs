@@ -26,7 +26,7 @@ use agentmem_testkit::peak_memory;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agentmem_core::{AgentMemory, Message, MessageQuery, Metadata, Role, SessionId};
+use agentmem_core::{AgentMemory, Layered, Message, MessageQuery, Metadata, Role, SessionId};
 use agentmem_sqlite::{SqliteConfig, SqliteMemory, Synchronous};
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use rusqlite::{params, Connection};
@@ -70,9 +70,9 @@ fn runtime() -> Runtime {
         .unwrap()
 }
 
-async fn store(dir: &Path, synchronous: Synchronous) -> SqliteMemory {
+async fn store(dir: &Path, synchronous: Synchronous) -> Layered<SqliteMemory> {
     let config = SqliteConfig::file(dir.join("bench.db")).with_synchronous(synchronous);
-    SqliteMemory::open(config).await.unwrap()
+    SqliteMemory::connect_with(config).await.unwrap()
 }
 
 /// One message in a hundred holds the search word, so a search of the big session ranks
@@ -88,7 +88,7 @@ fn messages(n: usize) -> Vec<Message> {
     (0..n).map(message).collect()
 }
 
-async fn fill(store: &SqliteMemory, session: &SessionId, n: usize) {
+async fn fill(store: &Layered<SqliteMemory>, session: &SessionId, n: usize) {
     for start in (0..n).step_by(1_000) {
         let batch: Vec<Message> = (start..(start + 1_000).min(n)).map(message).collect();
         store.append(session, &batch).await.unwrap();

@@ -5,7 +5,11 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use agentmem_core::{Error, Result};
+use agentmem_core::backend::BackendConfig;
+use agentmem_core::{async_trait, Error, Layered, Result};
+
+use crate::error::BACKEND;
+use crate::SqliteMemory;
 
 /// The default busy timeout: how long a write waits for another writer before giving up.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -275,6 +279,33 @@ impl FromStr for SqliteConfig {
             seen.push(key.into_owned());
         }
         Ok(config)
+    }
+}
+
+/// Makes the backend reachable by URL: `Registry::new().with::<SqliteConfig>()` opens
+/// `sqlite:` URLs with [`SqliteMemory::connect_with`].
+///
+/// ```
+/// use agentmem_core::backend::Registry;
+/// use agentmem_core::AgentMemory;
+/// use agentmem_sqlite::SqliteConfig;
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let registry = Registry::new().with::<SqliteConfig>();
+/// assert_eq!(registry.backend_for("SQLite::memory:"), Some("sqlite"));
+/// let store = registry.open("sqlite::memory:").await?;
+/// assert_eq!(store.backend(), "sqlite");
+/// # Ok::<(), agentmem_core::Error>(())
+/// # }).unwrap();
+/// ```
+#[async_trait]
+impl BackendConfig for SqliteConfig {
+    type Store = SqliteMemory;
+    const BACKEND: &'static str = BACKEND;
+    const SCHEMES: &'static [&'static str] = &["sqlite"];
+
+    async fn connect(self) -> Result<Layered<SqliteMemory>> {
+        SqliteMemory::connect_with(self).await
     }
 }
 

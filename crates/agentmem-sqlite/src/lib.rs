@@ -3,8 +3,9 @@
 //! [`AgentMemory`]: agentmem_core::AgentMemory
 //! [`SqliteMemory`]: crate::SqliteMemory
 //! [`SqliteMemory::connect`]: crate::SqliteMemory::connect
-//! [`SqliteMemory::open`]: crate::SqliteMemory::open
-//! [`SqliteMemory::from_connection`]: crate::SqliteMemory::from_connection
+//! [`SqliteMemory::connect_with`]: crate::SqliteMemory::connect_with
+//! [`SqliteMemory::from_client`]: crate::SqliteMemory::from_client
+//! [`Layered`]: agentmem_core::Layered
 //! [`SqliteConfig`]: crate::SqliteConfig
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]

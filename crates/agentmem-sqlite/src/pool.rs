@@ -16,7 +16,7 @@ use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::{Location, SqliteConfig};
-use crate::error::{Failure, SqlResult, BACKEND};
+use crate::error::{Failure, SqlResult};
 use crate::schema;
 
 /// Connections to one database.
@@ -38,16 +38,24 @@ impl std::fmt::Debug for Pool {
 }
 
 impl Pool {
+    /// Opens `config`'s database on a blocking thread (see [`open_blocking`](Self::open_blocking)).
+    pub(crate) async fn open(config: SqliteConfig) -> Result<Pool> {
+        unblock(move || Pool::open_blocking(&config)).await
+    }
+
+    /// Wraps a connection opened by the caller, migrating its database on a blocking thread.
+    pub(crate) async fn from_connection(conn: Connection) -> Result<Pool> {
+        unblock(move || Pool::from_connection_blocking(conn)).await
+    }
+
     /// Opens `config`'s database: checks and migrates it on the first connection, then opens
     /// the rest. Blocking.
-    pub(crate) fn open_blocking(config: &SqliteConfig) -> Result<Pool> {
+    fn open_blocking(config: &SqliteConfig) -> Result<Pool> {
         let db: Arc<str> = Arc::from(config.location.to_string());
         let mut first = open_connection(config, &db)?;
         prepare(&mut first, Some(config), &db).map_err(|f| match (f, &config.location) {
             // Readying writes (WAL files, migrations): say so when the file is not writable.
-            (Failure::Sql(e), Location::File(path)) => crate::files::open_failure(e, path, &db)
-                .with_operation("open")
-                .with_backend(BACKEND),
+            (Failure::Sql(e), Location::File(path)) => crate::files::open_failure(e, path, &db),
             (f, _) => f.into_error(&db),
         })?;
         let mut connections = vec![first];
@@ -60,7 +68,7 @@ impl Pool {
     }
 
     /// Wraps a connection opened by the caller, migrating its database. Blocking.
-    pub(crate) fn from_connection_blocking(mut conn: Connection) -> Result<Pool> {
+    fn from_connection_blocking(mut conn: Connection) -> Result<Pool> {
         let db: Arc<str> = Arc::from(match conn.path() {
             Some(path) if !path.is_empty() => path.to_string(),
             _ => ":memory:".to_string(),
@@ -84,31 +92,30 @@ impl Pool {
     }
 
     /// Runs read-only work `f` on a connection.
-    pub(crate) async fn read<T, F>(self: &Arc<Self>, operation: &'static str, f: F) -> Result<T>
+    pub(crate) async fn read<T, F>(self: &Arc<Self>, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> SqlResult<T> + Send + 'static,
     {
-        self.run(operation, false, f).await
+        self.run(false, f).await
     }
 
     /// Runs work `f` that writes, after this process's earlier writes.
-    pub(crate) async fn write<T, F>(self: &Arc<Self>, operation: &'static str, f: F) -> Result<T>
+    pub(crate) async fn write<T, F>(self: &Arc<Self>, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> SqlResult<T> + Send + 'static,
     {
-        self.run(operation, true, f).await
+        self.run(true, f).await
     }
 
-    async fn run<T, F>(self: &Arc<Self>, operation: &'static str, write: bool, f: F) -> Result<T>
+    async fn run<T, F>(self: &Arc<Self>, write: bool, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> SqlResult<T> + Send + 'static,
     {
-        let tag = |e: Error| e.with_operation(operation).with_backend(BACKEND);
         // The semaphores are never closed; an error here would be a bug, reported as such.
-        let closed = |_| tag(Error::backend("the SQLite connection pool was closed"));
+        let closed = |_| Error::backend("the SQLite connection pool was closed");
         let writer = match write {
             true => Some(
                 Arc::clone(&self.writer)
@@ -123,19 +130,24 @@ impl Pool {
             .await
             .map_err(closed)?;
         let pool = Arc::clone(self);
-        let joined = tokio::task::spawn_blocking(move || {
+        unblock(move || {
             let mut lease = Lease::take(pool, slot, writer);
-            f(lease.connection()?)
+            let result = lease.connection().and_then(f);
+            result.map_err(|failure| failure.into_error(&lease.pool.db))
         })
-        .await;
-        match joined {
-            Ok(result) => result.map_err(|failure| tag(failure.into_error(&self.db))),
-            Err(join) => Err(tag(Error::backend(
-                "a SQLite task panicked or was cancelled",
-            )
-            .with_source(join))),
-        }
+        .await
     }
+}
+
+/// Runs blocking work `f` on tokio's blocking threads, never on an async worker thread.
+async fn unblock<T, F>(f: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|join| {
+        Err(Error::backend("a SQLite task panicked or was cancelled").with_source(join))
+    })
 }
 
 /// A connection taken from the pool, put back when dropped (before its permits are released).
@@ -197,7 +209,6 @@ impl Drop for Lease {
 /// Opens one connection (creating the file and its folders when allowed), without touching
 /// the database's contents.
 fn open_connection(config: &SqliteConfig, db: &str) -> Result<Connection> {
-    let tag = |e: Error| e.with_operation("open").with_backend(BACKEND);
     let conn = match &config.location {
         Location::Memory => Connection::open_in_memory(),
         Location::File(path) => {
@@ -205,18 +216,18 @@ fn open_connection(config: &SqliteConfig, db: &str) -> Result<Connection> {
             if config.create {
                 // Created here, 0600, rather than by SQLite (0644), so that the database and
                 // its `-wal`/`-shm`, which SQLite gives the database's mode, stay private.
-                crate::files::create_private(path, db).map_err(tag)?;
+                crate::files::create_private(path, db)?;
                 flags |= OpenFlags::SQLITE_OPEN_CREATE;
             } else if !path.exists() {
-                return Err(tag(Error::not_found(format!(
+                return Err(Error::not_found(format!(
                     "database file `{db}` does not exist (and the URL says create=false)"
-                ))));
+                )));
             }
             return Connection::open_with_flags(path, flags)
-                .map_err(|e| tag(crate::files::open_failure(e, path, db)));
+                .map_err(|e| crate::files::open_failure(e, path, db));
         }
     };
-    conn.map_err(|e| tag(crate::error::map_sqlite(e, db)))
+    conn.map_err(|e| crate::error::map_sqlite(e, db))
 }
 
 /// Per-connection settings that change nothing in the file. `None` for a caller's connection,

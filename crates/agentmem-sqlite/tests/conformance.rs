@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use agentmem_core::{
-    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, MemoryFilter,
+    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Layered, MemoryFilter,
     MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
     RetentionPolicy, Session, SessionId, SessionInfo,
 };
@@ -13,7 +13,7 @@ use agentmem_sqlite::SqliteMemory;
 /// A store on a database file in a temporary folder that is deleted with the store.
 #[derive(Debug)]
 struct TempStore {
-    store: SqliteMemory,
+    store: Layered<SqliteMemory>,
     _dir: tempfile::TempDir,
 }
 

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, Message,
-    MessageQuery, RetentionPolicy, SessionId,
+    AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind, Message,
+    MessageQuery, Operation, RetentionPolicy, SessionId,
 };
 use agentmem_sqlite::{SqliteConfig, SqliteMemory, Synchronous, SCHEMA_VERSION};
 use rusqlite::Connection;
@@ -20,7 +20,7 @@ fn url(path: &Path) -> String {
     format!("sqlite://{}", path.display())
 }
 
-async fn open(path: &Path) -> SqliteMemory {
+async fn open(path: &Path) -> Layered<SqliteMemory> {
     SqliteMemory::connect(&url(path)).await.expect("open")
 }
 
@@ -208,6 +208,9 @@ async fn a_missing_file_with_create_false_is_not_found() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+    // Opening runs inside the layers' `open` operation, which labels its errors.
+    assert_eq!(err.operation(), Some(Operation::Open));
+    assert_eq!(err.backend_name(), Some("sqlite"));
     assert!(!path.exists());
 }
 
@@ -223,10 +226,11 @@ async fn bad_urls_are_invalid_input() {
 async fn a_held_write_lock_gives_unavailable_after_the_busy_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("locked.db");
-    let store =
-        SqliteMemory::open(SqliteConfig::file(&path).with_busy_timeout(Duration::from_millis(50)))
-            .await
-            .unwrap();
+    let store = SqliteMemory::connect_with(
+        SqliteConfig::file(&path).with_busy_timeout(Duration::from_millis(50)),
+    )
+    .await
+    .unwrap();
     let mut other = Connection::open(&path).unwrap();
     let tx = other
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -237,7 +241,7 @@ async fn a_held_write_lock_gives_unavailable_after_the_busy_timeout() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
     assert!(err.is_temporary());
-    assert_eq!(err.operation(), Some("append"));
+    assert_eq!(err.operation(), Some(Operation::Append));
     // Reads are not blocked by a writer in WAL mode.
     assert!(store.load(&sid("s"), None).await.unwrap().is_none());
     drop(tx);
@@ -261,7 +265,9 @@ async fn memory_urls_and_caller_connections_work() {
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("caller.db");
-    let store = SqliteMemory::from_connection(Connection::open(&path).unwrap()).unwrap();
+    let store = SqliteMemory::from_client(Connection::open(&path).unwrap())
+        .await
+        .unwrap();
     assert!(store.capabilities().cross_process);
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
     store
@@ -296,9 +302,10 @@ async fn stored_garbage_is_corrupt_data() {
 async fn full_text_indexes_follow_every_change() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("fts.db");
-    let store = SqliteMemory::open(SqliteConfig::file(&path).with_synchronous(Synchronous::Normal))
-        .await
-        .unwrap();
+    let store =
+        SqliteMemory::connect_with(SqliteConfig::file(&path).with_synchronous(Synchronous::Normal))
+            .await
+            .unwrap();
     let all = MessageQuery::default();
     store
         .append_one(&sid("a"), Message::user("kubernetes upgrade"))

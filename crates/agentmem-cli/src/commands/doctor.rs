@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use agentmem::file::{FileMemory, RepairReport};
 use agentmem::Backend;
-use agentmem_core::{AgentMemory, Error, ErrorKind, MemoryFilter, Result, SessionId};
+use agentmem_core::{AgentMemory, Error, ErrorKind, Layered, MemoryFilter, Result, SessionId};
 use serde::Serialize;
 
 use super::{redact, store_error};
@@ -304,7 +304,7 @@ fn copy_recursive(from: &Path, to: &Path) -> Result<()> {
 }
 
 async fn file_doctor(
-    store: FileMemory,
+    store: Layered<FileMemory>,
     repair: bool,
     backup_dir: Option<PathBuf>,
 ) -> Result<DoctorReport> {

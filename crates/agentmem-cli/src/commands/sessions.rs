@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use agentmem::conversation::templates::summary_text;
 use agentmem::conversation::{ExtractiveSummarizer, SummaryRequest};
-use agentmem_core::format::render_memory_md;
 use agentmem_core::{
     AgentMemory, AgentMemoryExt, Error, Message, MessageQuery, Result, RetentionPolicy, Role,
     SessionId,
 };
+use agentmem_formats::swarms::render_memory_md;
 use serde_json::json;
 
 use crate::cli::ShowFormat;

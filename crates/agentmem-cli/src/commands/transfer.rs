@@ -4,11 +4,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agentmem_core::{AgentMemory, Error, MemoryFilter, MemoryItem, Result, SessionId};
+use agentmem_core::{AgentMemory, Error, MemoryFilter, MemoryItem, Operation, Result, SessionId};
 use serde::Serialize;
 
-use crate::fsio::{create_dir_all, io_error, read_to_string, write_atomic};
-use crate::interop::{self, jsonl, praisonai, swarms, ExportDocument, Format, SessionExport};
+use agentmem_formats::{
+    canonical_map, json, jsonl, praisonai, swarms, yaml, ExportDocument, Format, SessionExport,
+};
+
+use crate::fsio::{create_dir_all, io_error, write_atomic};
 use crate::output::{count, Output};
 use crate::sync::{read_session, sync_session, SyncOptions};
 
@@ -21,7 +24,7 @@ async fn all_memories(store: &Arc<dyn AgentMemory>) -> Result<Vec<MemoryItem>> {
             .then_with(|| a.id.cmp(&b.id))
     });
     for item in &mut items {
-        interop::canonical_map(&mut item.metadata);
+        canonical_map(&mut item.metadata);
     }
     Ok(items)
 }
@@ -67,13 +70,6 @@ fn empty_folder(dir: Option<&Path>, format: Format) -> Result<PathBuf> {
     Ok(dir.to_path_buf())
 }
 
-fn write_swarms(dir: &Path, session: &SessionExport) -> Result<()> {
-    for (relative, text) in swarms::render_agent_folder(session) {
-        write_atomic(&dir.join(relative), text.as_bytes())?;
-    }
-    Ok(())
-}
-
 fn emit(out: &mut Output, output: Option<&Path>, text: &str) -> Result<()> {
     match output {
         Some(path) => write_atomic(path, text.as_bytes()),
@@ -111,7 +107,7 @@ pub async fn export(
             summary.sessions = 1;
             summary.messages = s.total_messages();
             match format {
-                Format::Swarms => write_swarms(&empty_folder(output, format)?, &s)?,
+                Format::Swarms => swarms::write_agent_folder(empty_folder(output, format)?, &s)?,
                 Format::PraisonAi => emit(out, output, &praisonai::render(&s)?)?,
                 Format::Jsonl | Format::Json | Format::Yaml => {
                     let mut doc = ExportDocument::new();
@@ -169,7 +165,7 @@ pub async fn export(
                 summary.sessions += 1;
                 summary.messages += s.total_messages();
                 if format == Format::Swarms {
-                    write_swarms(&dir.join(s.id.as_str()), &s)?;
+                    swarms::write_agent_folder(dir.join(s.id.as_str()), &s)?;
                 } else {
                     let path = dir.join(format!("{}.json", s.id.as_str()));
                     write_atomic(&path, praisonai::render(&s)?.as_bytes())?;
@@ -248,14 +244,14 @@ async fn stream_jsonl<W: Write>(
         jsonl::write_memory(w, &item)?;
     }
     w.flush()
-        .map_err(|e| Error::from(e).with_operation("export"))
+        .map_err(|e| Error::from(e).with_operation(Operation::Export))
 }
 
 fn render_document(doc: &ExportDocument, format: Format) -> Result<String> {
     match format {
         Format::Jsonl => jsonl::to_string(doc),
-        Format::Json => interop::json::to_string(doc),
-        Format::Yaml => interop::yaml::to_string(doc),
+        Format::Json => json::to_string(doc),
+        Format::Yaml => yaml::to_string(doc),
         Format::Swarms | Format::PraisonAi => Err(Error::invalid_input(format!(
             "{format} is not a document format"
         ))),
@@ -268,85 +264,10 @@ pub fn read_import(
     format: Format,
     session: Option<SessionId>,
 ) -> Result<ExportDocument> {
-    let source = path.display().to_string();
-    let mut doc = match format {
-        Format::Jsonl => jsonl::parse(&read_to_string(path)?, &source)?,
-        Format::Json => interop::json::parse(&read_to_string(path)?, &source)?,
-        Format::Yaml => interop::yaml::parse(&read_to_string(path)?, &source)?,
-        Format::Swarms => {
-            let folders = swarms::find_agent_folders(path)?;
-            if session.is_some() && folders.len() > 1 {
-                return Err(Error::invalid_input(format!(
-                    "{source} holds {} agent folders; --session needs exactly one",
-                    folders.len()
-                )));
-            }
-            let mut doc = ExportDocument::new();
-            for (dir, name) in folders {
-                let id = match &session {
-                    Some(id) => id.clone(),
-                    None => interop::session_id_from(&name, &dir.display().to_string())?,
-                };
-                doc.sessions.push(swarms::read_agent_folder(&dir, id)?);
-            }
-            doc
-        }
-        Format::PraisonAi => {
-            let files = praisonai_files(path)?;
-            if session.is_some() && files.len() > 1 {
-                return Err(Error::invalid_input(format!(
-                    "{source} holds {} session files; --session needs exactly one",
-                    files.len()
-                )));
-            }
-            let mut doc = ExportDocument::new();
-            for file in files {
-                let text = read_to_string(&file)?;
-                doc.sessions.push(praisonai::parse(
-                    &text,
-                    &file.display().to_string(),
-                    session.clone(),
-                )?);
-            }
-            doc
-        }
-    };
-    if let Some(id) = session {
-        match doc.sessions.as_mut_slice() {
-            [only] => only.id = id,
-            other => {
-                return Err(Error::invalid_input(format!(
-                    "{source} holds {} sessions; --session needs exactly one",
-                    other.len()
-                )))
-            }
-        }
+    match session {
+        Some(id) => format.import_as(path, id),
+        None => format.import(path),
     }
-    doc.validate(&source)?;
-    Ok(doc)
-}
-
-/// A PraisonAI session file, or every `*.json` in a folder of them.
-fn praisonai_files(path: &Path) -> Result<Vec<PathBuf>> {
-    if !path.is_dir() {
-        return Ok(vec![path.to_path_buf()]);
-    }
-    let entries = std::fs::read_dir(path).map_err(|e| io_error(path, "list", e))?;
-    let mut files = Vec::new();
-    for entry in entries {
-        let p = entry.map_err(|e| io_error(path, "list", e))?.path();
-        if p.extension().is_some_and(|e| e == "json") && p.is_file() {
-            files.push(p);
-        }
-    }
-    if files.is_empty() {
-        return Err(Error::not_found(format!(
-            "{}: no *.json session files there",
-            path.display()
-        )));
-    }
-    files.sort();
-    Ok(files)
 }
 
 #[derive(Serialize, Default)]

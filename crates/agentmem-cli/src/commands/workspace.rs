@@ -22,7 +22,7 @@ pub fn show(out: &mut Output, path: Option<PathBuf>, agent: Option<&str>) -> Res
     let path = match path {
         Some(p) => p,
         None => std::env::current_dir()
-            .map_err(|e| Error::from(e).with_operation("read the current folder"))?,
+            .map_err(|e| Error::io("could not read the current folder", e))?,
     };
     if !path.exists() {
         return Err(Error::not_found(format!(

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 
 use async_trait::async_trait;
 
-use agentmem_core::format::parse_memory_md;
 use agentmem_core::{Message, Result, Role};
+use agentmem_formats::swarms::parse_memory_md;
 
 use super::{Summarizer, SummaryRequest};
 use crate::templates::{PRELOAD_PREFIX, SUMMARY_PREFIX};

@@ -10,8 +10,8 @@ use agentmem_conversation::Conversation;
 use agentmem_core::{
     async_trait, AgentMemory, AgentMemoryExt, AgentName, Archive, ArchiveId, ArchiveInfo,
     Capabilities, Error, ErrorKind, InMemory, MemoryFilter, MemoryHit, MemoryItem, Message,
-    MessageHit, MessageQuery, Metadata, PurgeReport, Result, RetentionPolicy, Role, Session,
-    SessionId, SessionInfo,
+    MessageHit, MessageQuery, Metadata, Operation, PurgeReport, Result, RetentionPolicy, Role,
+    Session, SessionId, SessionInfo,
 };
 
 pub fn name(s: &str) -> AgentName {
@@ -68,10 +68,10 @@ impl ScriptedStore {
 
     async fn run<T>(
         &self,
-        op: &'static str,
+        op: Operation,
         call: impl std::future::Future<Output = Result<T>>,
     ) -> Result<T> {
-        self.log.lock().unwrap().push(op);
+        self.log.lock().unwrap().push(op.as_str());
         let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
         if Some(n) == self.fail_on {
             if self.mode == FailMode::After {
@@ -94,59 +94,64 @@ impl AgentMemory for ScriptedStore {
         self.inner.capabilities()
     }
     async fn schema_version(&self) -> Result<u32> {
-        self.run("schema_version", self.inner.schema_version())
+        self.run(Operation::SchemaVersion, self.inner.schema_version())
             .await
     }
     async fn save_session(&self, s: &SessionId, h: &[Message], m: &Metadata) -> Result<()> {
-        self.run("save_session", self.inner.save_session(s, h, m))
+        self.run(Operation::SaveSession, self.inner.save_session(s, h, m))
             .await
     }
     async fn append(&self, s: &SessionId, m: &[Message]) -> Result<()> {
-        self.run("append", self.inner.append(s, m)).await
+        self.run(Operation::Append, self.inner.append(s, m)).await
     }
     async fn load(&self, s: &SessionId, l: Option<usize>) -> Result<Option<Session>> {
-        self.run("load", self.inner.load(s, l)).await
+        self.run(Operation::Load, self.inner.load(s, l)).await
     }
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        self.run("list_sessions", self.inner.list_sessions()).await
+        self.run(Operation::ListSessions, self.inner.list_sessions())
+            .await
     }
     async fn delete_session(&self, s: &SessionId) -> Result<bool> {
-        self.run("delete_session", self.inner.delete_session(s))
+        self.run(Operation::DeleteSession, self.inner.delete_session(s))
             .await
     }
     async fn compact(&self, s: &SessionId, r: &[Message]) -> Result<ArchiveInfo> {
-        self.run("compact", self.inner.compact(s, r)).await
+        self.run(Operation::Compact, self.inner.compact(s, r)).await
     }
     async fn list_archives(&self, s: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        self.run("list_archives", self.inner.list_archives(s)).await
+        self.run(Operation::ListArchives, self.inner.list_archives(s))
+            .await
     }
     async fn load_archive(&self, s: &SessionId, a: &ArchiveId) -> Result<Archive> {
-        self.run("load_archive", self.inner.load_archive(s, a))
+        self.run(Operation::LoadArchive, self.inner.load_archive(s, a))
             .await
     }
     async fn put_memory(&self, i: &MemoryItem) -> Result<MemoryItem> {
-        self.run("put_memory", self.inner.put_memory(i)).await
+        self.run(Operation::PutMemory, self.inner.put_memory(i))
+            .await
     }
     async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        self.run("get_memory", self.inner.get_memory(id)).await
+        self.run(Operation::GetMemory, self.inner.get_memory(id))
+            .await
     }
     async fn list_memories(&self, f: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        self.run("list_memories", self.inner.list_memories(f)).await
+        self.run(Operation::ListMemories, self.inner.list_memories(f))
+            .await
     }
     async fn search_memories(&self, q: &str, f: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        self.run("search_memories", self.inner.search_memories(q, f))
+        self.run(Operation::SearchMemories, self.inner.search_memories(q, f))
             .await
     }
     async fn delete_memory(&self, id: &str) -> Result<bool> {
-        self.run("delete_memory", self.inner.delete_memory(id))
+        self.run(Operation::DeleteMemory, self.inner.delete_memory(id))
             .await
     }
     async fn search_messages(&self, q: &str, s: &MessageQuery) -> Result<Vec<MessageHit>> {
-        self.run("search_messages", self.inner.search_messages(q, s))
+        self.run(Operation::SearchMessages, self.inner.search_messages(q, s))
             .await
     }
     async fn purge(&self, p: &RetentionPolicy) -> Result<PurgeReport> {
-        self.run("purge", self.inner.purge(p)).await
+        self.run(Operation::Purge, self.inner.purge(p)).await
     }
 }
 

@@ -11,12 +11,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use agentmem_core::{
-    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, ErrorKind,
+    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, ErrorKind, Layered,
     MemoryFilter, MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
     Result, RetentionPolicy, Session, SessionId, SessionInfo,
 };
 use agentmem_mongodb::mongodb::Client;
-use agentmem_mongodb::{MongoConfig, MongoMemory};
+use agentmem_mongodb::{MongoConfig, MongoMemory, ServerFeatures};
 
 /// The server with transactions and no text indexes (SecantusDB in CI).
 pub const DEFAULT_URL: &str = "mongodb://127.0.0.1:27017/?directConnection=true";
@@ -67,16 +67,16 @@ pub async fn shared_client(url: &str) -> Result<Client> {
 /// A fresh store in a database of its own on the server at `url`, or `None` (skipped) when
 /// the server is unreachable and services are not required.
 pub async fn fresh_store(url: &str) -> Option<TestStore> {
-    open_store(url).await.map(TestStore)
+    open_store(url, ServerFeatures::ALL).await.map(TestStore)
 }
 
-async fn open_store(url: &str) -> Option<MongoMemory> {
+async fn open_store(url: &str, allowed: ServerFeatures) -> Option<Layered<MongoMemory>> {
     let client = match shared_client(url).await {
         Ok(c) => c,
         Err(e) => return agentmem_testkit::service_unavailable("mongodb", url, &e),
     };
     let db = agentmem_testkit::unique_namespace("am");
-    match MongoMemory::from_client(client, &db).await {
+    match MongoMemory::from_client_with(client, &db, allowed).await {
         Ok(store) => Some(store),
         Err(e) if e.kind() == ErrorKind::Unavailable => {
             agentmem_testkit::service_unavailable("mongodb", url, &e)
@@ -95,10 +95,10 @@ pub async fn conformance_store() -> Option<Arc<dyn AgentMemory>> {
 /// The conformance factory on `MONGODB_URL` with transactions turned off, so compaction and
 /// `save_session` take the epoch-switch path of servers without transactions.
 pub async fn no_transaction_store() -> Option<Arc<dyn AgentMemory>> {
-    let store = open_store(&url()).await?;
-    let mut features = store.features();
-    features.transactions = false;
-    Some(Arc::new(TestStore(store.with_features(features))))
+    let mut allowed = ServerFeatures::ALL;
+    allowed.transactions = false;
+    let store = open_store(&url(), allowed).await?;
+    Some(Arc::new(TestStore(store)))
 }
 
 /// The conformance factory on `MONGODB_TEXT_URL`.
@@ -108,14 +108,14 @@ pub async fn text_conformance_store() -> Option<Arc<dyn AgentMemory>> {
         .map(|s| Arc::new(s) as Arc<dyn AgentMemory>)
 }
 
-/// A [`MongoMemory`] that drops its database when dropped (in the background, on the
-/// driver runtime: best effort, as the process may end first).
+/// A (layered) [`MongoMemory`] that drops its database when dropped (in the background, on
+/// the driver runtime: best effort, as the process may end first).
 #[derive(Debug)]
-pub struct TestStore(pub MongoMemory);
+pub struct TestStore(pub Layered<MongoMemory>);
 
 impl std::ops::Deref for TestStore {
-    type Target = MongoMemory;
-    fn deref(&self) -> &MongoMemory {
+    type Target = Layered<MongoMemory>;
+    fn deref(&self) -> &Layered<MongoMemory> {
         &self.0
     }
 }

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use agentmem_core::Layered;
 use agentmem_postgres::PostgresMemory;
 
 /// Every test schema starts with this, so stale ones can be found and dropped.
@@ -26,7 +27,7 @@ pub fn with_options(url: &str, options: &[(&str, &str)]) -> String {
 
 /// A store in a schema of its own with the given extra URL options; `None` (test skipped)
 /// only when the server is unreachable and services are not required.
-pub async fn open(options: &[(&str, &str)]) -> Option<PostgresMemory> {
+pub async fn open(options: &[(&str, &str)]) -> Option<Layered<PostgresMemory>> {
     let schema = agentmem_testkit::unique_namespace(PREFIX);
     let mut all = vec![("schema", schema.as_str())];
     if !options.iter().any(|(key, _)| *key == "pool_size") {

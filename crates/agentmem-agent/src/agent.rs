@@ -1,0 +1,540 @@
+//! [`Agent`]: one agent's memory layer, tying its configuration, its store and its name together.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use agentmem_core::backend::{Backend, Registry};
+use agentmem_core::{
+    AgentMemory, Error, MemoryFilter, MemoryItem, MemoryKind, Message, Result, Role, SessionId,
+};
+use agentmem_workspace::{global_sessions_requested, session_id, workspace_id_with, WorkspaceId};
+
+use crate::auto_memory::{extract_facts, Fact};
+use crate::config::{AgentConfig, StoreSpec};
+use crate::context::{join_prompt, TurnContext};
+use crate::learning::{
+    detect_insights, insight_category, insight_count, insight_id, record, Insight, InsightCategory,
+};
+
+/// How many facts, insights and notes of each kind the memory block shows at most.
+const FACTS_SHOWN: usize = 30;
+const INSIGHTS_SHOWN: usize = 10;
+const NOTES_SHOWN: usize = 10;
+
+/// What [`Agent::after_turn`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct TurnReport {
+    /// Messages appended, summed over the history and auto-save sessions.
+    pub saved: usize,
+    /// Facts extracted and stored by auto-memory.
+    pub facts: Vec<Fact>,
+    /// Insights recorded by learning (a message already counted is not listed again).
+    pub insights: Vec<Insight>,
+}
+
+/// One agent's memory layer: its [`AgentConfig`], its store and its name.
+///
+/// Before a turn, [`context_for_turn`](Self::context_for_turn) returns what to inject; after
+/// it, [`after_turn`](Self::after_turn) saves what is new (history and auto-save) and runs
+/// auto-memory and learning. [`store_memory`](Self::store_memory) stores notes by hand, and
+/// [`system_prompt`](Self::system_prompt) builds a prompt carrying the stored context.
+///
+/// The history session is the explicit `session_id` when one is configured (not scoped), else
+/// `history_` + hash of the workspace and agent name (see [`agentmem_workspace`]), fixed
+/// when the agent is built. Shared between tasks by reference: every method takes `&self`.
+pub struct Agent {
+    config: AgentConfig,
+    store: Arc<dyn AgentMemory>,
+    name: Option<String>,
+    workspace: Option<WorkspaceId>,
+    history_session: Option<SessionId>,
+    auto_save_session: Option<SessionId>,
+    state: Mutex<State>,
+    /// Held across claiming new messages and appending them, so concurrent `after_turn` calls
+    /// store messages in conversation order (a later call cannot append before an earlier
+    /// one's append has landed).
+    save_order: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Per session written by auto-save or history: ids known to be stored there (`None`
+    /// until the session has been read once).
+    stored: HashMap<SessionId, HashSet<String>>,
+    /// Ids of messages auto-memory and learning have seen (or that came from the store, and
+    /// so were seen by an earlier run).
+    processed: HashSet<String>,
+}
+
+impl fmt::Debug for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Agent")
+            .field("config", &self.config)
+            .field("backend", &self.store.backend())
+            .field("name", &self.name)
+            .field("history_session", &self.history_session)
+            .field("auto_save_session", &self.auto_save_session)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The sessions an agent writes, resolved from its config and name.
+struct Sessions {
+    workspace: Option<WorkspaceId>,
+    history: Option<SessionId>,
+    auto_save: Option<SessionId>,
+}
+
+impl Sessions {
+    /// Resolves the sessions. Blocking: a workspace-scoped history session reads the file
+    /// system (git discovery and the root-commit walk).
+    fn resolve(config: &AgentConfig, name: Option<&str>) -> Result<Sessions> {
+        let mut workspace = None;
+        let history = match (&config.session_id, config.history) {
+            (Some(id), _) => Some(SessionId::new(id.clone())?),
+            (None, true) => {
+                let global = config
+                    .global_sessions
+                    .unwrap_or_else(global_sessions_requested);
+                let ws = match &config.workspace_dir {
+                    Some(dir) => workspace_id_with(dir, global),
+                    None => match std::env::current_dir() {
+                        Ok(dir) => workspace_id_with(&dir, global),
+                        Err(_) => WorkspaceId::Global,
+                    },
+                };
+                let id = session_id(&ws, name);
+                workspace = Some(ws);
+                Some(id)
+            }
+            (None, false) => None,
+        };
+        let auto_save = config
+            .auto_save
+            .as_ref()
+            .map(|name| SessionId::new(name.clone()))
+            .transpose()?;
+        Ok(Sessions {
+            workspace,
+            history,
+            auto_save,
+        })
+    }
+}
+
+impl Agent {
+    /// The agent named `name` (unnamed agents share the name `agent`) on `store`.
+    ///
+    /// With history on and no explicit session id, the workspace of
+    /// [`config.workspace_dir`](AgentConfig::workspace_dir) (else the current directory) is
+    /// resolved now, honouring [`global_sessions`](AgentConfig::global_sessions) (by default
+    /// `AGENTMEM_GLOBAL_SESSIONS`). That reads the file system (git discovery and the
+    /// root-commit walk) on the calling thread: in async code prefer
+    /// [`from_config`](Self::from_config), which does it on tokio's blocking pool.
+    /// `InvalidInput` when a session name in the config is not a valid [`SessionId`].
+    pub fn new(
+        config: AgentConfig,
+        store: Arc<dyn AgentMemory>,
+        name: Option<&str>,
+    ) -> Result<Agent> {
+        config.validate()?;
+        let name = name.filter(|a| !a.is_empty()).map(str::to_string);
+        let sessions = Sessions::resolve(&config, name.as_deref())?;
+        Ok(Agent::assemble(config, store, name, sessions))
+    }
+
+    fn assemble(
+        config: AgentConfig,
+        store: Arc<dyn AgentMemory>,
+        name: Option<String>,
+        sessions: Sessions,
+    ) -> Agent {
+        Agent {
+            config,
+            store,
+            name,
+            workspace: sessions.workspace,
+            history_session: sessions.history,
+            auto_save_session: sessions.auto_save,
+            state: Mutex::new(State::default()),
+            save_order: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Opens the configured store through `registry` and builds the agent named `name`;
+    /// `Ok(None)` when nothing in `config` is on, without opening, creating or connecting to
+    /// anything. Without a backend in the config the store is the file backend under the
+    /// agentmem home (see [`StoreSpec::url`]), so `registry` must hold that backend.
+    ///
+    /// The workspace (see [`new`](Self::new)) is resolved on tokio's blocking pool while the
+    /// store opens, never on the executor thread. `Unsupported` when `registry` holds no
+    /// backend for the store's URL; otherwise what opening the store returns.
+    ///
+    /// ```
+    /// use agentmem_agent::{Agent, AgentConfig};
+    /// use agentmem_core::backend::Registry;
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let registry = Registry::new(); // no backend: `agentmem::registry()` has them all
+    /// let off = Agent::from_config(AgentConfig::default(), Some("assistant"), &registry).await?;
+    /// assert!(off.is_none(), "nothing on: nothing opened");
+    /// let config = AgentConfig::default().with_url("sqlite://agent.db").with_history(true);
+    /// let err = Agent::from_config(config, None, &registry).await.unwrap_err();
+    /// assert_eq!(err.kind(), agentmem_core::ErrorKind::Unsupported);
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn from_config(
+        config: AgentConfig,
+        name: Option<&str>,
+        registry: &Registry,
+    ) -> Result<Option<Agent>> {
+        if !config.is_enabled() {
+            return Ok(None);
+        }
+        config.validate()?;
+        let name = name.filter(|a| !a.is_empty()).map(str::to_string);
+        let url = config
+            .backend
+            .clone()
+            .unwrap_or(StoreSpec::Kind(Backend::File))
+            .url()?;
+        let resolving = {
+            let config = config.clone();
+            let name = name.clone();
+            tokio::task::spawn_blocking(move || Sessions::resolve(&config, name.as_deref()))
+        };
+        let (store, sessions) = tokio::join!(registry.open(&url), resolving);
+        let sessions = match sessions {
+            Ok(sessions) => sessions?,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => {
+                return Err(
+                    Error::unavailable("resolving the workspace was cancelled").with_source(e)
+                )
+            }
+        };
+        Ok(Some(Agent::assemble(config, store?, name, sessions)))
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn AgentMemory> {
+        &self.store
+    }
+
+    /// The agent's name, when one was given.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The workspace the history session was scoped by (`None` with an explicit session id or
+    /// with history off).
+    pub fn workspace(&self) -> Option<&WorkspaceId> {
+        self.workspace.as_ref()
+    }
+
+    /// The session history is loaded from and kept in (`None` with history off and no
+    /// explicit session id).
+    pub fn history_session(&self) -> Option<&SessionId> {
+        self.history_session.as_ref()
+    }
+
+    /// The auto-save session, when configured.
+    pub fn auto_save_session(&self) -> Option<&SessionId> {
+        self.auto_save_session.as_ref()
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // The state is a cache of ids; a panic elsewhere cannot leave it inconsistent in a way
+        // that matters more than losing it, so a poisoned lock is simply reused.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The context to inject before a turn whose messages so far are `turn`.
+    ///
+    /// `memory` holds the stored context (facts, insights, notes relevant to the last user
+    /// message in `turn`). With history on, `history` holds the last `history_limit` messages
+    /// of the history session (the store's limited load never starts with a tool result whose
+    /// call was cut off), minus every message already in `turn`, by id or by role and content,
+    /// so nothing is injected twice even if the caller passes the whole conversation.
+    pub async fn context_for_turn(&self, turn: &[Message]) -> Result<TurnContext> {
+        let query = turn
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+            .map(|m| m.content.as_str());
+        let memory = self.memory_block(query).await?;
+        let mut history = Vec::new();
+        if self.config.history {
+            if let Some(session) = &self.history_session {
+                let loaded = self
+                    .store
+                    .load(session, Some(self.config.history_limit))
+                    .await?
+                    .map(|s| s.messages)
+                    .unwrap_or_default();
+                {
+                    // Messages read from the store were processed by the run that wrote them.
+                    let mut state = self.state();
+                    state.processed.extend(loaded.iter().map(|m| m.id.clone()));
+                }
+                history = without_duplicates(loaded, turn);
+            }
+        }
+        Ok(TurnContext { memory, history })
+    }
+
+    /// `base` with the stored context appended: facts, insights and the newest notes.
+    pub async fn system_prompt(&self, base: &str) -> Result<String> {
+        Ok(join_prompt(base, &self.memory_block(None).await?))
+    }
+
+    /// Stores `text` as a memory item of `kind` ([`MemoryKind::ShortTerm`] for the task at
+    /// hand, [`MemoryKind::LongTerm`] to keep); it appears in later contexts.
+    /// `InvalidInput` when `text` is blank.
+    pub async fn store_memory(&self, text: &str, kind: MemoryKind) -> Result<MemoryItem> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(Error::invalid_input("a memory needs some text"));
+        }
+        let mut item = MemoryItem::new(kind, text);
+        if let Some(name) = &self.name {
+            item = item.with_metadata("agent", name.clone());
+        }
+        self.store.put_memory(&item).await
+    }
+
+    /// Runs after a turn on the whole `conversation` so far:
+    ///
+    /// 1. with history on, appends to the history session every message not stored there yet
+    ///    (by id; system messages are never saved, since the prompt is rebuilt each run);
+    /// 2. with auto-save, does the same for the auto-save session: appending, never
+    ///    rewriting. The first call reads each session once to learn which ids it holds;
+    /// 3. with auto-memory, stores the facts found in new user messages;
+    /// 4. with learning, records the insights found in new user messages.
+    ///
+    /// Concurrent calls on one `Agent` never store a message twice (ids are claimed before
+    /// appending), but their appends may land in either order: call it once per turn, as an
+    /// agent loop does, when the stored order must follow the conversation.
+    pub async fn after_turn(&self, conversation: &[Message]) -> Result<TurnReport> {
+        let mut report = TurnReport::default();
+        let mut sessions: Vec<SessionId> = Vec::new();
+        if self.config.history {
+            sessions.extend(self.history_session.clone());
+        }
+        if let Some(auto) = &self.auto_save_session {
+            if !sessions.contains(auto) {
+                sessions.push(auto.clone());
+            }
+        }
+        for session in &sessions {
+            report.saved += self.save_new(session, conversation).await?;
+        }
+        if self.config.auto_memory || self.config.learn {
+            let fresh: Vec<&Message> = {
+                let mut state = self.state();
+                conversation
+                    .iter()
+                    .filter(|m| m.role == Role::User)
+                    .filter(|m| state.processed.insert(m.id.clone()))
+                    .collect()
+            };
+            for message in fresh {
+                if self.config.auto_memory {
+                    for fact in extract_facts(&message.content) {
+                        let item = fact
+                            .to_memory_item()
+                            .with_metadata("message_id", message.id.clone());
+                        self.store.put_memory(&item).await?;
+                        report.facts.push(fact);
+                    }
+                }
+                if self.config.learn {
+                    for insight in detect_insights(&message.content) {
+                        let existing = self.store.get_memory(&insight_id(&insight.key)).await?;
+                        if let Some(item) = record(&insight, &message.id, existing) {
+                            self.store.put_memory(&item).await?;
+                            report.insights.push(insight);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// Appends the messages of `conversation` that `session` does not hold yet.
+    async fn save_new(&self, session: &SessionId, conversation: &[Message]) -> Result<usize> {
+        let _in_order = self.save_order.lock().await;
+        let known = self.state().stored.contains_key(session);
+        if !known {
+            // Read the session once: the conversation may hold messages an earlier run saved.
+            let ids: HashSet<String> = self
+                .store
+                .load(session, None)
+                .await?
+                .map(|s| s.messages.into_iter().map(|m| m.id).collect())
+                .unwrap_or_default();
+            let mut state = self.state();
+            state.processed.extend(ids.iter().cloned());
+            state.stored.entry(session.clone()).or_default().extend(ids);
+        }
+        // Claim the new ids before the await, so a concurrent call cannot append them too;
+        // they are released again if the append fails.
+        let new: Vec<Message> = {
+            let mut state = self.state();
+            let stored = state.stored.entry(session.clone()).or_default();
+            conversation
+                .iter()
+                .filter(|m| m.role != Role::System)
+                .filter(|m| stored.insert(m.id.clone()))
+                .cloned()
+                .collect()
+        };
+        if new.is_empty() {
+            return Ok(0);
+        }
+        if let Err(e) = self.store.append(session, &new).await {
+            let mut state = self.state();
+            if let Some(stored) = state.stored.get_mut(session) {
+                for m in &new {
+                    stored.remove(&m.id);
+                }
+            }
+            return Err(e);
+        }
+        Ok(new.len())
+    }
+
+    /// The stored context as a Markdown block; empty when nothing is stored.
+    async fn memory_block(&self, query: Option<&str>) -> Result<String> {
+        let facts = self
+            .store
+            .list_memories(&MemoryFilter::kind(MemoryKind::Fact).with_limit(FACTS_SHOWN))
+            .await?;
+        let mut insights: Vec<MemoryItem> = self
+            .store
+            .list_memories(&MemoryFilter::kind(MemoryKind::Insight))
+            .await?
+            .into_iter()
+            .filter(|item| {
+                insight_count(item) >= insight_category(item).map_or(1, InsightCategory::min_count)
+            })
+            .collect();
+        // Most repeated first; the newest first among equals (the list is oldest first).
+        insights.reverse();
+        insights.sort_by_key(|item| std::cmp::Reverse(insight_count(item)));
+        insights.truncate(INSIGHTS_SHOWN);
+
+        // Long-term notes: those matching the query first, then the newest.
+        let mut notes: Vec<MemoryItem> = Vec::new();
+        if let Some(q) = query.map(str::trim).filter(|q| !q.is_empty()) {
+            let filter = MemoryFilter::kind(MemoryKind::LongTerm).with_limit(NOTES_SHOWN);
+            notes.extend(
+                self.store
+                    .search_memories(q, &filter)
+                    .await?
+                    .into_iter()
+                    .map(|h| h.item),
+            );
+        }
+        let newest = self
+            .store
+            .list_memories(&MemoryFilter::kind(MemoryKind::LongTerm).with_limit(NOTES_SHOWN))
+            .await?;
+        for item in newest.into_iter().rev() {
+            if notes.len() >= NOTES_SHOWN {
+                break;
+            }
+            if !notes.iter().any(|n| n.id == item.id) {
+                notes.push(item);
+            }
+        }
+        let short = self
+            .store
+            .list_memories(&MemoryFilter::kind(MemoryKind::ShortTerm).with_limit(NOTES_SHOWN))
+            .await?;
+
+        let mut block = String::new();
+        let mut section = |title: &str, lines: Vec<String>| {
+            if lines.is_empty() {
+                return;
+            }
+            if !block.is_empty() {
+                block.push('\n');
+            }
+            block.push_str(title);
+            block.push('\n');
+            for line in lines {
+                block.push_str("- ");
+                block.push_str(line.trim());
+                block.push('\n');
+            }
+        };
+        section(
+            "Known about the user:",
+            facts.iter().map(|f| f.text.clone()).collect(),
+        );
+        section(
+            "Learned from past conversations:",
+            insights.iter().map(describe_insight).collect(),
+        );
+        section(
+            "Long-term memory:",
+            notes.iter().map(|n| n.text.clone()).collect(),
+        );
+        section(
+            "Current task memory:",
+            short.iter().map(|n| n.text.clone()).collect(),
+        );
+        if block.is_empty() {
+            return Ok(block);
+        }
+        Ok(format!("# Memory\n\n{}", block.trim_end()))
+    }
+}
+
+fn describe_insight(item: &MemoryItem) -> String {
+    let count = insight_count(item);
+    match insight_category(item) {
+        Some(InsightCategory::Request) => format!("Recurring request ({count}×): {}", item.text),
+        Some(InsightCategory::Correction) => format!("The user corrected you: {}", item.text),
+        _ if count > 1 => format!("{} (said {count}×)", item.text),
+        _ => item.text.clone(),
+    }
+}
+
+/// `history` without the messages already in `turn` (by id, or by role and content), and
+/// without tool results whose call was among the removed ones (so no orphan is left).
+fn without_duplicates(history: Vec<Message>, turn: &[Message]) -> Vec<Message> {
+    let ids: HashSet<&str> = turn.iter().map(|m| m.id.as_str()).collect();
+    let pairs: HashSet<(&str, &str)> = turn
+        .iter()
+        .map(|m| (m.role.as_str(), m.content.as_str()))
+        .collect();
+    let mut calls: HashSet<String> = HashSet::new();
+    let mut kept = Vec::with_capacity(history.len());
+    for m in history {
+        let duplicate =
+            ids.contains(m.id.as_str()) || pairs.contains(&(m.role.as_str(), m.content.as_str()));
+        if duplicate {
+            continue;
+        }
+        if m.is_tool_result() {
+            let call_kept = m.tool_call_id.as_ref().is_some_and(|id| calls.contains(id));
+            if !call_kept {
+                continue;
+            }
+        } else if let Some(id) = &m.tool_call_id {
+            calls.insert(id.clone());
+        }
+        kept.push(m);
+    }
+    kept
+}

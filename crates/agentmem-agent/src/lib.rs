@@ -1,0 +1,31 @@
+// The crate documentation is the README (also shown on GitHub and crates.io). Its links point
+// to docs.rs there; the definitions below come first, so rustdoc links to (and checks) the items.
+//! [`agentmem-workspace`]: agentmem_workspace
+//! [`Agent`]: crate::Agent
+//! [`Agent::new`]: crate::Agent::new
+//! [`Agent::from_config`]: crate::Agent::from_config
+//! [`Agent::store_memory`]: crate::Agent::store_memory
+//! [`AgentConfig`]: crate::AgentConfig
+//! [`AgentConfig::preset`]: crate::AgentConfig::preset
+//! [`StoreSpec`]: crate::StoreSpec
+//! [`agentmem_home`]: crate::agentmem_home
+//! [`auto_memory`]: crate::auto_memory
+//! [`learning`]: crate::learning
+//! [`AgentMemory`]: agentmem_core::AgentMemory
+//! [`Registry`]: agentmem_core::backend::Registry
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod agent;
+pub mod auto_memory;
+mod config;
+mod context;
+mod home;
+pub mod learning;
+mod text;
+
+pub use agent::{Agent, TurnReport};
+pub use config::{AgentConfig, StoreSpec, DEFAULT_HISTORY_LIMIT};
+pub use context::TurnContext;
+pub use home::{agentmem_home, HOME_ENV};

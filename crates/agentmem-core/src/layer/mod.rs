@@ -1,0 +1,116 @@
+//! Layers: cross-cutting work written once and worn by every store.
+//!
+//! A backend implements [`AgentMemory`] for its raw store and nothing else: no validation, no
+//! spans, no error labels. Its constructors (`connect`, `connect_with`, `from_client`) hand
+//! the raw store to [`layered`] (or [`open_layered`]), so every store a user gets wears the
+//! same standard stack:
+//!
+//! | layer | what it does |
+//! |---|---|
+//! | [`TraceLayer`] (outermost) | one `agentmem.op` span per operation; errors labelled with backend and [`Operation`] |
+//! | [`ValidateLayer`] | refuses messages and memory items a store could not read back; an empty append returns at once |
+//!
+//! A layered store dereferences to the raw store, for backend-specific methods (the file
+//! backend's `check`, SQLite's `database`, …); calling [`AgentMemory`] methods on the raw
+//! store directly skips the layers.
+//!
+//! Layers are public: a user layer implements [`Layer`] and a store type that forwards what it
+//! does not change (`Arc<dyn AgentMemory>` is a store too, so any opened store can wear one).
+//! A read-only layer:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use agentmem_core::layer::Layer;
+//! use agentmem_core::{async_trait, AgentMemory, AgentMemoryExt, Archive, ArchiveId, ArchiveInfo,
+//!     Capabilities, Error, ErrorKind, InMemory, MemoryFilter, MemoryHit, MemoryItem, Message,
+//!     MessageHit, MessageQuery, Metadata, PurgeReport, Result, RetentionPolicy, Session,
+//!     SessionId, SessionInfo};
+//!
+//! /// Refuses every write; reads go through.
+//! #[derive(Debug)]
+//! struct ReadOnly<S>(S);
+//!
+//! struct ReadOnlyLayer;
+//! impl<S: AgentMemory> Layer<S> for ReadOnlyLayer {
+//!     type Store = ReadOnly<S>;
+//!     fn layer(&self, inner: S) -> ReadOnly<S> { ReadOnly(inner) }
+//! }
+//!
+//! fn refused() -> Error { Error::unsupported("this store is read-only") }
+//!
+//! #[async_trait]
+//! impl<S: AgentMemory> AgentMemory for ReadOnly<S> {
+//!     fn backend(&self) -> &'static str { self.0.backend() }
+//!     fn capabilities(&self) -> Capabilities { self.0.capabilities() }
+//!     async fn schema_version(&self) -> Result<u32> { self.0.schema_version().await }
+//!     async fn save_session(&self, _: &SessionId, _: &[Message], _: &Metadata) -> Result<()> { Err(refused()) }
+//!     async fn append(&self, _: &SessionId, _: &[Message]) -> Result<()> { Err(refused()) }
+//!     async fn load(&self, s: &SessionId, limit: Option<usize>) -> Result<Option<Session>> { self.0.load(s, limit).await }
+//!     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> { self.0.list_sessions().await }
+//!     async fn delete_session(&self, _: &SessionId) -> Result<bool> { Err(refused()) }
+//!     async fn compact(&self, _: &SessionId, _: &[Message]) -> Result<ArchiveInfo> { Err(refused()) }
+//!     async fn list_archives(&self, s: &SessionId) -> Result<Vec<ArchiveInfo>> { self.0.list_archives(s).await }
+//!     async fn load_archive(&self, s: &SessionId, a: &ArchiveId) -> Result<Archive> { self.0.load_archive(s, a).await }
+//!     async fn put_memory(&self, _: &MemoryItem) -> Result<MemoryItem> { Err(refused()) }
+//!     async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> { self.0.get_memory(id).await }
+//!     async fn list_memories(&self, f: &MemoryFilter) -> Result<Vec<MemoryItem>> { self.0.list_memories(f).await }
+//!     async fn search_memories(&self, q: &str, f: &MemoryFilter) -> Result<Vec<MemoryHit>> { self.0.search_memories(q, f).await }
+//!     async fn delete_memory(&self, _: &str) -> Result<bool> { Err(refused()) }
+//!     async fn search_messages(&self, q: &str, s: &MessageQuery) -> Result<Vec<MessageHit>> { self.0.search_messages(q, s).await }
+//!     async fn purge(&self, _: &RetentionPolicy) -> Result<PurgeReport> { Err(refused()) }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let id: SessionId = "demo".parse()?;
+//! let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+//! store.append_one(&id, Message::user("hi")).await?;
+//! let archive_view = store.clone().with_layer(ReadOnlyLayer);
+//! assert_eq!(archive_view.messages(&id).await?.len(), 1);
+//! let err = archive_view.append_one(&id, Message::user("more")).await.unwrap_err();
+//! assert_eq!(err.kind(), ErrorKind::Unsupported);
+//! # Ok::<(), agentmem_core::Error>(())
+//! # }).unwrap();
+//! ```
+
+mod forward;
+mod trace;
+mod validate;
+
+use std::future::Future;
+
+pub use trace::{TraceLayer, Traced, SPAN_NAME};
+pub use validate::{check_memory_item, check_messages, ValidateLayer, Validated};
+
+use crate::error::Result;
+use crate::operation::Operation;
+use crate::store::AgentMemory;
+
+/// Wraps a store in another store that adds behaviour around it (as tower's `Layer` does for
+/// services).
+pub trait Layer<S: AgentMemory> {
+    /// The store this layer makes of `S`.
+    type Store: AgentMemory;
+    /// Wraps `inner`.
+    fn layer(&self, inner: S) -> Self::Store;
+}
+
+/// A store wearing the standard layer stack (see the [module docs](self)).
+pub type Layered<S> = Traced<Validated<S>>;
+
+/// Wraps a raw store in the standard layer stack: what every constructor returns.
+pub fn layered<S: AgentMemory>(raw: S) -> Layered<S> {
+    TraceLayer.layer(ValidateLayer.layer(raw))
+}
+
+/// Runs `opening` (connecting to, creating or migrating a `backend` store) inside an
+/// `agentmem.op` span for [`Operation::Open`], labels its error, and wraps the store it opens
+/// in the standard layer stack.
+pub async fn open_layered<S: AgentMemory>(
+    backend: &'static str,
+    opening: impl Future<Output = Result<S>>,
+) -> Result<Layered<S>> {
+    trace::Op::new(backend, Operation::Open, None)
+        .run(opening)
+        .await
+        .map(layered)
+}

@@ -1,0 +1,294 @@
+//! [`TraceLayer`] and [`Traced`]: `tracing` spans and error labels for store operations.
+
+use std::future::Future;
+use std::time::Instant;
+
+use tracing::field::Empty;
+use tracing::{Instrument, Span};
+
+use crate::error::{Error, Result};
+use crate::layer::forward::forward_agent_memory;
+use crate::layer::Layer;
+use crate::model::SessionInfo;
+use crate::model::{Archive, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, Session};
+use crate::name::SessionId;
+use crate::operation::Operation;
+use crate::store::{
+    AgentMemory, Capabilities, MemoryFilter, MemoryHit, MessageHit, MessageQuery, PurgeReport,
+    RetentionPolicy,
+};
+
+/// The span name every backend operation runs in.
+pub const SPAN_NAME: &str = "agentmem.op";
+
+/// One store operation about to run: its span, backend and operation.
+#[derive(Debug)]
+#[must_use = "an Op does nothing until `run` is awaited"]
+pub(crate) struct Op {
+    span: Span,
+    backend: &'static str,
+    op: Operation,
+}
+
+impl Op {
+    /// A span for `op` on `backend`, about `session` when there is one.
+    pub(crate) fn new(backend: &'static str, op: Operation, session: Option<&SessionId>) -> Op {
+        let span = tracing::debug_span!(
+            "agentmem.op",
+            backend,
+            op = op.as_str(),
+            session = Empty,
+            messages = Empty,
+            duration_us = Empty,
+            outcome = Empty,
+        );
+        if let Some(session) = session {
+            span.record("session", session.as_str());
+        }
+        Op { span, backend, op }
+    }
+
+    /// Records how many messages the operation writes.
+    pub(crate) fn messages(self, count: usize) -> Op {
+        self.span.record("messages", count);
+        self
+    }
+
+    /// Runs `operation` inside the span, then records its duration and outcome. Errors that do
+    /// not say which backend or operation they came from are labelled with this one.
+    pub(crate) async fn run<T>(self, operation: impl Future<Output = Result<T>>) -> Result<T> {
+        self.run_inner(operation, None::<fn(&T) -> usize>).await
+    }
+
+    /// Like [`run`](Self::run), also recording `count(&value)` as the number of messages
+    /// read back (for loads and searches).
+    pub(crate) async fn run_counted<T>(
+        self,
+        operation: impl Future<Output = Result<T>>,
+        count: impl FnOnce(&T) -> usize,
+    ) -> Result<T> {
+        self.run_inner(operation, Some(count)).await
+    }
+
+    async fn run_inner<T>(
+        self,
+        operation: impl Future<Output = Result<T>>,
+        count: Option<impl FnOnce(&T) -> usize>,
+    ) -> Result<T> {
+        if self.span.is_disabled() {
+            // No subscriber wants the span: skip the clock and the records, keep the labels.
+            return operation.await.map_err(|error| self.label(error));
+        }
+        let started = Instant::now();
+        let result = operation.instrument(self.span.clone()).await;
+        let duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.span.record("duration_us", duration_us);
+        let _entered = self.span.enter();
+        match result {
+            Ok(value) => {
+                if let Some(count) = count {
+                    self.span.record("messages", count(&value));
+                }
+                self.span.record("outcome", "ok");
+                tracing::debug!(outcome = "ok", duration_us, "agentmem operation finished");
+                Ok(value)
+            }
+            Err(error) => {
+                let outcome = error.kind().as_str();
+                self.span.record("outcome", outcome);
+                tracing::debug!(outcome, duration_us, "agentmem operation finished");
+                Err(self.label(error))
+            }
+        }
+    }
+
+    /// Labels an error that does not yet say which backend or operation it came from.
+    fn label(&self, mut error: Error) -> Error {
+        if error.backend_name().is_none() {
+            error = error.with_backend(self.backend);
+        }
+        if error.operation().is_none() {
+            error = error.with_operation(self.op);
+        }
+        error
+    }
+}
+
+/// The layer that runs every operation of the store inside an `agentmem.op` span and labels
+/// its errors with the backend and [`Operation`]. Outermost in the standard stack, so
+/// validation failures are traced and labelled too.
+///
+/// Every [`AgentMemory`] method of every backend runs inside one span named
+/// `agentmem.op` at `DEBUG` level with these fields:
+///
+/// | field | value |
+/// |---|---|
+/// | `backend` | `file`, `sqlite`, `redis`, `postgres`, `mongodb`, `memory` |
+/// | `op` | the [`Operation`]: `append`, `load`, `compact`, … (`open` for opening a store) |
+/// | `session` | the session id, when the operation has one |
+/// | `messages` | messages written, or read back (recorded when the operation ends) |
+/// | `duration_us` | wall time of the operation, in microseconds |
+/// | `outcome` | `ok`, or the [`ErrorKind`](crate::ErrorKind) of the failure (`not found`, …) |
+///
+/// Spans never hold message text, memory text, queries or connection strings: session ids
+/// are names the caller chose as keys, the rest are counts. When the operation ends, one
+/// `DEBUG` event (`agentmem operation finished`) repeats the outcome and duration inside the
+/// span, so a plain `fmt` subscriber prints them without span-close events.
+///
+///
+/// An error leaving a traced operation says which backend and [`Operation`] it came from
+/// ([`Error::backend_name`](crate::Error::backend_name), [`Error::operation`](crate::Error::operation)).
+///
+/// ```
+/// use agentmem_core::{AgentMemory, ErrorKind, InMemory, Operation};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = InMemory::new(); // wears the standard layers, `Traced` outermost
+/// let err = store.compact(&"missing".parse()?, &[]).await.unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::NotFound);
+/// assert_eq!(err.operation(), Some(Operation::Compact));
+/// assert_eq!(err.backend_name(), Some("memory"));
+/// # Ok::<(), agentmem_core::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TraceLayer;
+
+impl<S: AgentMemory> Layer<S> for TraceLayer {
+    type Store = Traced<S>;
+    fn layer(&self, inner: S) -> Traced<S> {
+        Traced { inner }
+    }
+}
+
+/// A store wearing [`TraceLayer`]. Dereferences to the store inside it.
+#[derive(Debug, Clone)]
+pub struct Traced<S> {
+    inner: S,
+}
+
+impl<S> Traced<S> {
+    /// The store inside this layer.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S> std::ops::Deref for Traced<S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<S: AgentMemory> Traced<S> {
+    fn op(&self, op: Operation, session: Option<&SessionId>) -> Op {
+        Op::new(self.inner.backend(), op, session)
+    }
+}
+
+/// The number of messages a loaded session holds (for the span's `messages` field).
+fn session_len(session: &Option<Session>) -> usize {
+    session.as_ref().map_or(0, |s| s.messages.len())
+}
+
+forward_agent_memory!({ impl<S: AgentMemory> AgentMemory for Traced<S> } |self| self.inner; [backend capabilities] {
+
+    async fn schema_version(&self) -> Result<u32> {
+        let op = self.op(Operation::SchemaVersion, None);
+        op.run(self.inner.schema_version()).await
+    }
+
+    async fn get_context(&self, query: Option<&str>) -> Result<String> {
+        let op = self.op(Operation::GetContext, None);
+        op.run(self.inner.get_context(query)).await
+    }
+
+    async fn save_session(
+        &self,
+        session: &SessionId,
+        history: &[Message],
+        metadata: &Metadata,
+    ) -> Result<()> {
+        let op = self.op(Operation::SaveSession, Some(session));
+        let op = op.messages(history.len());
+        op.run(self.inner.save_session(session, history, metadata))
+            .await
+    }
+
+    async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
+        let op = self.op(Operation::Append, Some(session));
+        let op = op.messages(messages.len());
+        op.run(self.inner.append(session, messages)).await
+    }
+
+    async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
+        let op = self.op(Operation::Load, Some(session));
+        op.run_counted(self.inner.load(session, limit), session_len)
+            .await
+    }
+
+    async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
+        let op = self.op(Operation::ListSessions, None);
+        op.run(self.inner.list_sessions()).await
+    }
+
+    async fn delete_session(&self, session: &SessionId) -> Result<bool> {
+        let op = self.op(Operation::DeleteSession, Some(session));
+        op.run(self.inner.delete_session(session)).await
+    }
+
+    async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
+        let op = self.op(Operation::Compact, Some(session));
+        let op = op.messages(replacement.len());
+        op.run(self.inner.compact(session, replacement)).await
+    }
+
+    async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
+        let op = self.op(Operation::ListArchives, Some(session));
+        op.run(self.inner.list_archives(session)).await
+    }
+
+    async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
+        let op = self.op(Operation::LoadArchive, Some(session));
+        op.run_counted(self.inner.load_archive(session, archive), |a| {
+            a.messages.len()
+        })
+        .await
+    }
+
+    async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
+        let op = self.op(Operation::PutMemory, None);
+        op.run(self.inner.put_memory(item)).await
+    }
+
+    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
+        let op = self.op(Operation::GetMemory, None);
+        op.run(self.inner.get_memory(id)).await
+    }
+
+    async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
+        let op = self.op(Operation::ListMemories, None);
+        op.run(self.inner.list_memories(filter)).await
+    }
+
+    async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
+        let op = self.op(Operation::SearchMemories, None);
+        op.run(self.inner.search_memories(query, filter)).await
+    }
+
+    async fn delete_memory(&self, id: &str) -> Result<bool> {
+        let op = self.op(Operation::DeleteMemory, None);
+        op.run(self.inner.delete_memory(id)).await
+    }
+
+    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
+        let op = self.op(Operation::SearchMessages, scope.session.as_ref());
+        op.run_counted(self.inner.search_messages(query, scope), Vec::len)
+            .await
+    }
+
+    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
+        let op = self.op(Operation::Purge, None);
+        op.run(self.inner.purge(policy)).await
+    }
+});

@@ -1,0 +1,89 @@
+//! [`Validated`]: what is storable is decided here, once, for every backend.
+
+use crate::error::Result;
+use crate::layer::forward::forward_agent_memory;
+use crate::layer::Layer;
+use crate::model::SessionInfo;
+use crate::model::{Archive, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, Session};
+use crate::name::SessionId;
+use crate::store::{
+    AgentMemory, Capabilities, MemoryFilter, MemoryHit, MessageHit, MessageQuery, PurgeReport,
+    RetentionPolicy,
+};
+
+/// Checks that every message can be stored and read back; the first bad one fails the batch,
+/// before anything is written.
+pub fn check_messages(messages: &[Message]) -> Result<()> {
+    messages.iter().try_for_each(Message::validate)
+}
+
+/// Checks that a memory item can be stored and read back.
+pub fn check_memory_item(item: &MemoryItem) -> Result<()> {
+    item.validate()
+}
+
+/// The layer that refuses what a store could not read back, before the backend sees it, and
+/// answers the trivial cases (appending nothing) without a round trip.
+///
+/// Backends may therefore assume every message and memory item they are given passed
+/// [`Message::validate`] / [`MemoryItem::validate`], and that an append is never empty.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ValidateLayer;
+
+impl<S: AgentMemory> Layer<S> for ValidateLayer {
+    type Store = Validated<S>;
+    fn layer(&self, inner: S) -> Validated<S> {
+        Validated { inner }
+    }
+}
+
+/// A store wearing [`ValidateLayer`]. Dereferences to the store inside it.
+#[derive(Debug, Clone)]
+pub struct Validated<S> {
+    inner: S,
+}
+
+impl<S> Validated<S> {
+    /// The store inside this layer.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S> std::ops::Deref for Validated<S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.inner
+    }
+}
+
+forward_agent_memory!({ impl<S: AgentMemory> AgentMemory for Validated<S> } |self| self.inner; [backend capabilities schema_version get_context load list_sessions delete_session list_archives load_archive get_memory list_memories search_memories delete_memory search_messages purge] {
+
+    async fn save_session(
+        &self,
+        session: &SessionId,
+        history: &[Message],
+        metadata: &Metadata,
+    ) -> Result<()> {
+        check_messages(history)?;
+        self.inner.save_session(session, history, metadata).await
+    }
+
+    async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
+        if messages.is_empty() {
+            return Ok(());
+        }
+        check_messages(messages)?;
+        self.inner.append(session, messages).await
+    }
+
+    async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
+        check_messages(replacement)?;
+        self.inner.compact(session, replacement).await
+    }
+
+    async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
+        check_memory_item(item)?;
+        self.inner.put_memory(item).await
+    }
+});

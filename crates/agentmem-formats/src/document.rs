@@ -1,0 +1,385 @@
+//! The export document every format imports into and exports from, and the list of formats.
+
+use std::fmt;
+use std::str::FromStr;
+
+use std::path::Path;
+
+use agentmem_core::{ArchiveInfo, Error, MemoryItem, Message, Metadata, Result, SessionId};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::{json, jsonl, praisonai, swarms, yaml};
+
+/// The version written in (and required of) agentmem's own export formats.
+pub const EXPORT_VERSION: u32 = 1;
+
+/// The file formats this crate reads and writes, for choosing one at run time (the CLI's
+/// `--format`); each also has a module of its own.
+///
+/// ```
+/// use agentmem_formats::Format;
+///
+/// let format: Format = "praisonai".parse()?;
+/// assert_eq!(format, Format::PraisonAi);
+/// assert_eq!(format.to_string(), "praisonai");
+/// assert!("csv".parse::<Format>().is_err());
+/// # Ok::<(), agentmem_core::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// agentmem's own: one JSON record per line (header, sessions, messages, archives, memories).
+    Jsonl,
+    /// agentmem's own: the same content as one JSON document.
+    Json,
+    /// agentmem's own: the same content as one YAML document.
+    Yaml,
+    /// A Swarms agent folder: `MEMORY.md` plus `archive/history_*.md`.
+    Swarms,
+    /// A praisonaiagents session file `{session_id}.json`.
+    PraisonAi,
+}
+
+impl Format {
+    /// Every format, in the order help texts list them.
+    pub const ALL: [Format; 5] = [
+        Format::Jsonl,
+        Format::Json,
+        Format::Yaml,
+        Format::Swarms,
+        Format::PraisonAi,
+    ];
+
+    /// The format's name, as the CLI's `--format` takes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Jsonl => "jsonl",
+            Format::Json => "json",
+            Format::Yaml => "yaml",
+            Format::Swarms => "swarms",
+            Format::PraisonAi => "praisonai",
+        }
+    }
+
+    /// Reads everything `path` holds in this format, checked as [`ExportDocument::validate`]
+    /// does, so a store will take it: a file for `jsonl`, `json` and `yaml`; a session file or
+    /// a folder of `*.json` session files for `praisonai`; an agent folder, a folder of them or
+    /// a Swarms workspace for `swarms` (see [`swarms::find_agent_folders`]).
+    ///
+    /// ```
+    /// use agentmem_core::Message;
+    /// use agentmem_formats::{ExportDocument, Format, SessionExport};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let mut session = SessionExport::new("demo".parse()?);
+    /// session.messages.push(Message::user("Hello"));
+    /// let mut doc = ExportDocument::new();
+    /// doc.sessions.push(session);
+    ///
+    /// for format in [Format::Jsonl, Format::Json, Format::Yaml] {
+    ///     let path = dir.path().join(format!("export.{format}"));
+    ///     format.export(&doc, &path)?;
+    ///     assert_eq!(format.import(&path)?, doc);
+    /// }
+    /// let folder = dir.path().join("praisonai");
+    /// Format::PraisonAi.export(&doc, &folder)?;
+    /// let back = Format::PraisonAi.import(folder.join("demo.json"))?;
+    /// assert_eq!(back.sessions[0].messages, doc.sessions[0].messages);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn import(self, path: impl AsRef<Path>) -> Result<ExportDocument> {
+        self.read(path.as_ref(), None)
+    }
+
+    /// [`import`](Format::import) as session `session`: `path` must hold exactly one session,
+    /// whatever id it has there (a Swarms folder name or PraisonAI `session_id` need not be a
+    /// valid agentmem session id then).
+    ///
+    /// ```
+    /// use agentmem_formats::Format;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let file = dir.path().join("s.json");
+    /// std::fs::write(&file, r#"{"session_id": "not/valid", "messages": []}"#)?;
+    /// assert!(Format::PraisonAi.import(&file).is_err());
+    /// let doc = Format::PraisonAi.import_as(&file, "chat".parse()?)?;
+    /// assert_eq!(doc.sessions[0].id.as_str(), "chat");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn import_as(self, path: impl AsRef<Path>, session: SessionId) -> Result<ExportDocument> {
+        self.read(path.as_ref(), Some(session))
+    }
+
+    fn read(self, path: &Path, session: Option<SessionId>) -> Result<ExportDocument> {
+        let source = path.display().to_string();
+        let mut doc = match self {
+            Format::Jsonl => jsonl::import(path)?,
+            Format::Json => json::import(path)?,
+            Format::Yaml => yaml::import(path)?,
+            Format::Swarms => swarms::read_folders(path, session.as_ref())?,
+            Format::PraisonAi => praisonai::read_files(path, session.as_ref())?,
+        };
+        if let Some(id) = session {
+            match doc.sessions.as_mut_slice() {
+                [only] => only.id = id,
+                other => {
+                    return Err(Error::invalid_input(format!(
+                        "{source} holds {} sessions; importing as one session needs exactly one",
+                        other.len()
+                    )))
+                }
+            }
+        }
+        doc.validate(&source)?;
+        Ok(doc)
+    }
+
+    /// Writes `doc` to `path` in this format: one file for `jsonl`, `json` and `yaml`; a
+    /// folder for `swarms` ([`swarms::export`]) and `praisonai` ([`praisonai::export`]), which
+    /// keep no memory items. Files are written whole (through a temporary file and a rename)
+    /// and readable by their owner only; see [`import`](Format::import) for an example.
+    pub fn export(self, doc: &ExportDocument, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        match self {
+            Format::Jsonl => jsonl::export(doc, path),
+            Format::Json => json::export(doc, path),
+            Format::Yaml => yaml::export(doc, path),
+            Format::Swarms => swarms::export(doc, path),
+            Format::PraisonAi => praisonai::export(doc, path),
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Format {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                Error::invalid_input(format!(
+                    "unknown format {s:?}; valid formats are jsonl, json, yaml, swarms, praisonai"
+                ))
+            })
+    }
+}
+
+/// Everything an export holds: sessions (with their archives) and memory items.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExportDocument {
+    /// Always [`EXPORT_VERSION`]; a reader refuses other versions.
+    pub agentmem_export: u32,
+    /// The sessions, ordered by id.
+    #[serde(default)]
+    pub sessions: Vec<SessionExport>,
+    /// The memory items, oldest first (ties by id).
+    #[serde(default)]
+    pub memories: Vec<MemoryItem>,
+}
+
+impl ExportDocument {
+    /// An empty document of the current version.
+    pub fn new() -> Self {
+        ExportDocument {
+            agentmem_export: EXPORT_VERSION,
+            sessions: Vec::new(),
+            memories: Vec::new(),
+        }
+    }
+
+    /// Checks what a store would refuse, so an import fails before writing anything: the
+    /// version, message and memory ids, and sessions named twice.
+    pub fn validate(&self, source: &str) -> Result<()> {
+        if self.agentmem_export != EXPORT_VERSION {
+            return Err(Error::unsupported(format!(
+                "{source}: export version {} is not supported; this agentmem reads version {EXPORT_VERSION}",
+                self.agentmem_export
+            )));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for session in &self.sessions {
+            if !seen.insert(session.id.as_str()) {
+                return Err(Error::corrupt(format!(
+                    "{source}: session {:?} appears twice",
+                    session.id.as_str()
+                )));
+            }
+            session.validate(source)?;
+        }
+        for item in &self.memories {
+            item.validate()
+                .map_err(|e| Error::corrupt(format!("{source}: memory item: {}", e.message())))?;
+        }
+        Ok(())
+    }
+}
+
+impl Default for ExportDocument {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One session as exported: its metadata, its current messages and its archives.
+///
+/// Store bookkeeping that no store can be told to reproduce (the session's creation and update
+/// times, archive ids and times, all chosen by the destination store) is kept out of the
+/// serialized form, so an export of an import is byte-identical; the skipped fields carry it
+/// for writers that need it (the Swarms export names archive files by their time).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionExport {
+    /// The session's id.
+    pub id: SessionId,
+    /// Session metadata.
+    #[serde(default)]
+    pub metadata: Metadata,
+    /// The current messages, oldest first.
+    #[serde(default)]
+    pub messages: Vec<Message>,
+    /// The archives, oldest first.
+    #[serde(default)]
+    pub archives: Vec<ArchiveExport>,
+    /// When the session was created, when read from a store.
+    #[serde(skip)]
+    pub created_at: Option<DateTime<Utc>>,
+    /// When the session was last written, when read from a store.
+    #[serde(skip)]
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+impl SessionExport {
+    /// An empty session with no metadata.
+    pub fn new(id: SessionId) -> Self {
+        SessionExport {
+            id,
+            metadata: Metadata::new(),
+            messages: Vec::new(),
+            archives: Vec::new(),
+            created_at: None,
+            updated_at: None,
+        }
+    }
+
+    /// Messages in archives and in the session.
+    pub fn total_messages(&self) -> u64 {
+        let archived: usize = self.archives.iter().map(|a| a.messages.len()).sum();
+        (archived + self.messages.len()) as u64
+    }
+
+    /// Checks every message as a store would.
+    pub fn validate(&self, source: &str) -> Result<()> {
+        let all = self
+            .archives
+            .iter()
+            .flat_map(|a| a.messages.iter())
+            .chain(self.messages.iter());
+        for message in all {
+            message.validate().map_err(|e| {
+                Error::corrupt(format!(
+                    "{source}: session {:?}: {}",
+                    self.id.as_str(),
+                    e.message()
+                ))
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// One archive as exported: the transcript a compaction moved out of the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArchiveExport {
+    /// Its messages, oldest first.
+    #[serde(default)]
+    pub messages: Vec<Message>,
+    /// Its id and time, when read from a store (see [`SessionExport`] for why not serialized).
+    #[serde(skip)]
+    pub info: Option<ArchiveInfo>,
+}
+
+impl ArchiveExport {
+    /// An archive of `messages` with no store information.
+    pub fn new(messages: Vec<Message>) -> Self {
+        ArchiveExport {
+            messages,
+            info: None,
+        }
+    }
+}
+
+/// Sorts the keys of every metadata map in `doc`, recursively, so the same content always
+/// serializes to the same bytes whatever order a store kept the keys in (JSON objects are
+/// unordered; PostgreSQL's `jsonb`, for one, reorders them).
+pub fn canonicalize(doc: &mut ExportDocument) {
+    doc.sessions.iter_mut().for_each(canonical_session);
+    for item in &mut doc.memories {
+        canonical_map(&mut item.metadata);
+    }
+}
+
+/// [`canonicalize`] for one session.
+pub fn canonical_session(session: &mut SessionExport) {
+    canonical_map(&mut session.metadata);
+    let all = session
+        .archives
+        .iter_mut()
+        .flat_map(|a| a.messages.iter_mut())
+        .chain(session.messages.iter_mut());
+    for m in all {
+        canonical_map(&mut m.metadata);
+    }
+}
+
+/// Sorts a map's keys, recursively.
+pub fn canonical_map(map: &mut Metadata) {
+    let mut entries: Vec<(String, serde_json::Value)> = std::mem::take(map).into_iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (key, mut value) in entries {
+        canonical_value(&mut value);
+        map.insert(key, value);
+    }
+}
+
+fn canonical_value(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => canonical_map(map),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(canonical_value),
+        _ => {}
+    }
+}
+
+/// A message id derived from `parts`, for formats that keep no ids (Swarms, PraisonAI): the
+/// first 32 hex digits of sha256 of the parts joined by NUL. Re-importing the same file gives
+/// the same ids, so an import can be re-run without duplicating messages.
+pub(crate) fn derived_id(parts: &[&str]) -> String {
+    let mut hasher = Sha256::new();
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            hasher.update([0u8]);
+        }
+        hasher.update(part.as_bytes());
+    }
+    hasher
+        .finalize()
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Parses `text` as a session id, naming `source` in the error.
+pub(crate) fn session_id_from(text: &str, source: &str) -> Result<SessionId> {
+    SessionId::new(text).map_err(|e| {
+        Error::invalid_input(format!(
+            "{source}: {}; import it under another session id (the CLI's --session)",
+            e.message()
+        ))
+    })
+}

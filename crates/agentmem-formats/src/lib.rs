@@ -1,0 +1,32 @@
+// The crate documentation is the README (also shown on GitHub and crates.io). Its links point
+// to docs.rs there; the definitions below come first, so rustdoc links to (and checks) the items.
+//! [`ExportDocument`]: crate::ExportDocument
+//! [`SessionExport`]: crate::SessionExport
+//! [`ArchiveExport`]: crate::ArchiveExport
+//! [`Format`]: crate::Format
+//! [`Format::import`]: crate::Format::import
+//! [`Format::import_as`]: crate::Format::import_as
+//! [`Format::export`]: crate::Format::export
+//! [`canonicalize`]: crate::canonicalize
+//! [`jsonl`]: crate::jsonl
+//! [`json`]: crate::json
+//! [`yaml`]: crate::yaml
+//! [`swarms`]: crate::swarms
+//! [`praisonai`]: crate::praisonai
+//! [`time`]: crate::time
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod document;
+mod fs;
+pub mod json;
+pub mod jsonl;
+pub mod praisonai;
+pub mod swarms;
+pub mod time;
+pub mod yaml;
+
+pub use document::{
+    canonical_map, canonical_session, canonicalize, ArchiveExport, ExportDocument, Format,
+    SessionExport, EXPORT_VERSION,
+};
