@@ -94,8 +94,8 @@ mod open;
 
 pub use agentmem_core::backend::Backend;
 pub use agentmem_core::{
-    async_trait, history, layer, name, now, search, AgentMemory, AgentMemoryExt, AgentName,
-    Archive, ArchiveId, ArchiveInfo, Capabilities, Error, ErrorKind, InMemory, Layered,
+    async_trait, history, layer, now, search, AgentMemory, AgentMemoryExt, AgentName, Archive,
+    ArchiveId, ArchiveInfo, Capabilities, ContextStore, Error, ErrorKind, InMemory, Layered,
     MemoryFilter, MemoryHit, MemoryItem, MemoryKind, Message, MessageHit, MessageQuery, Metadata,
     Operation, PurgeReport, Result, RetentionPolicy, Role, Session, SessionId, SessionInfo,
 };

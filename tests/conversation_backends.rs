@@ -10,8 +10,11 @@ use agentmem::conversation::Conversation;
 use agentmem::{AgentMemory, AgentMemoryExt, Role, SessionId};
 mod common;
 
-#[allow(unused_imports)] // which helpers are used depends on the backends compiled in
-use common::{mongodb_url, open, postgres_url, redis_url};
+// Which helpers are used depends on the backends compiled in.
+#[allow(unused_imports)]
+use agentmem_testkit::ServerNamespace;
+#[allow(unused_imports)]
+use common::{open, open_fresh};
 
 const PRELOAD_HEAD: &str = "[Persistent Memory — MEMORY.md]\nThe following is this conversation's persistent memory from prior sessions. Use it to continue context coherently.\n\n";
 const SUMMARY_HEAD: &str = "[Compressed Memory Summary]\nThe following is a compressed summary of earlier conversation turns, replacing the raw transcript to stay within the context window.\n\n";
@@ -143,23 +146,23 @@ async fn sqlite_backend() {
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn redis_backend() {
-    if let Some(store) = open("redis", &redis_url("convo")).await {
-        agent_lifecycle(store).await;
+    if let Some(store) = open_fresh("redis", ServerNamespace::redis("convo")).await {
+        agent_lifecycle(store.arc()).await;
     }
 }
 
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_backend() {
-    if let Some(store) = open("postgres", &postgres_url("convo")).await {
-        agent_lifecycle(store).await;
+    if let Some(store) = open_fresh("postgres", ServerNamespace::postgres("convo")).await {
+        agent_lifecycle(store.arc()).await;
     }
 }
 
 #[cfg(feature = "mongodb")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mongodb_backend() {
-    if let Some(store) = open("mongodb", &mongodb_url("convo")).await {
-        agent_lifecycle(store).await;
+    if let Some(store) = open_fresh("mongodb", ServerNamespace::mongodb("convo")).await {
+        agent_lifecycle(store.arc()).await;
     }
 }

@@ -10,15 +10,18 @@ use std::sync::Arc;
 use agentmem::AgentMemory;
 mod common;
 
-#[allow(unused_imports)] // which helpers are used depends on the backends compiled in
-use common::{mongodb_url, open, postgres_url, redis_url};
+// Which helpers are used depends on the backends compiled in.
+#[allow(unused_imports)]
+use agentmem_testkit::ServerNamespace;
+#[allow(unused_imports)]
+use common::open;
 
 /// Opens `url` twice and runs the suite on the two connections.
-async fn suite(service: &str, url: String) {
-    let Some(store) = open(service, &url).await else {
+async fn suite(service: &str, url: &str) {
+    let Some(store) = open(service, url).await else {
         return;
     };
-    let reopened = open(service, &url)
+    let reopened = open(service, url)
         .await
         .expect("a second connection to a server that answered the first");
     agentmem_rig::cases::all(store.clone(), reopened).await;
@@ -39,7 +42,7 @@ async fn file_backend() {
     let dir = tempfile::tempdir().expect("temporary folder");
     suite(
         "file",
-        format!("file://{}?durability=buffered", dir.path().display()),
+        &format!("file://{}?durability=buffered", dir.path().display()),
     )
     .await;
 }
@@ -50,7 +53,7 @@ async fn sqlite_backend() {
     let dir = tempfile::tempdir().expect("temporary folder");
     suite(
         "sqlite",
-        format!("sqlite://{}", dir.path().join("rig.db").display()),
+        &format!("sqlite://{}", dir.path().join("rig.db").display()),
     )
     .await;
 }
@@ -58,17 +61,20 @@ async fn sqlite_backend() {
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_backend() {
-    suite("redis", redis_url("rig")).await;
+    let namespace = ServerNamespace::redis("rig");
+    suite("redis", namespace.url()).await;
 }
 
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_backend() {
-    suite("postgres", postgres_url("rig")).await;
+    let namespace = ServerNamespace::postgres("rig");
+    suite("postgres", namespace.url()).await;
 }
 
 #[cfg(feature = "mongodb")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mongodb_backend() {
-    suite("mongodb", mongodb_url("rig")).await;
+    let namespace = ServerNamespace::mongodb("rig");
+    suite("mongodb", namespace.url()).await;
 }

@@ -10,8 +10,11 @@ use agentmem::{AgentMemory, AgentMemoryExt, MemoryFilter, MemoryKind, Message, M
 use agentmem::{Operation, RetentionPolicy, SessionId};
 mod common;
 
-#[allow(unused_imports)] // which helpers are used depends on the backends compiled in
-use common::{mongodb_url, open, postgres_url, redis_url};
+// Which helpers are used depends on the backends compiled in.
+#[allow(unused_imports)]
+use agentmem_testkit::ServerNamespace;
+#[allow(unused_imports)]
+use common::{open, open_fresh};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Subscriber};
@@ -246,8 +249,8 @@ async fn sqlite_backend() {
 #[tokio::test]
 async fn redis_backend() {
     traced(|captured| async move {
-        if let Some(store) = open("redis", &redis_url("traced")).await {
-            check_spans(store, &captured, &[]).await;
+        if let Some(store) = open_fresh("redis", ServerNamespace::redis("traced")).await {
+            check_spans(store.arc(), &captured, &[]).await;
         }
     })
     .await;
@@ -259,7 +262,8 @@ async fn redis_backend() {
 #[tokio::test]
 async fn postgres_backend() {
     traced(|captured| async move {
-        let mut url = url::Url::parse(&postgres_url("traced")).expect("a valid PostgreSQL URL");
+        let namespace = ServerNamespace::postgres("traced");
+        let mut url = url::Url::parse(namespace.url()).expect("a valid PostgreSQL URL");
         let password = "hunter2-secret-pw";
         if url.password().is_none() {
             url.set_password(Some(password)).expect("set a password");
@@ -284,8 +288,8 @@ async fn postgres_backend() {
 #[tokio::test]
 async fn mongodb_backend() {
     traced(|captured| async move {
-        if let Some(store) = open("mongodb", &mongodb_url("traced")).await {
-            check_spans(store, &captured, &[]).await;
+        if let Some(store) = open_fresh("mongodb", ServerNamespace::mongodb("traced")).await {
+            check_spans(store.arc(), &captured, &[]).await;
         }
     })
     .await;

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agentmem_core::backend::{Backend, Registry};
 use agentmem_core::{
-    AgentMemory, Error, MemoryFilter, MemoryItem, MemoryKind, Message, Result, Role, SessionId,
+    AgentMemory, ContextStore, Error, MemoryFilter, MemoryItem, MemoryKind, Message, Metadata,
+    Result, Role, SessionId,
 };
 use agentmem_workspace::{global_sessions_requested, session_id, workspace_id_with, WorkspaceId};
 
@@ -16,6 +17,7 @@ use crate::context::{join_prompt, TurnContext};
 use crate::learning::{
     detect_insights, insight_category, insight_count, insight_id, record, Insight, InsightCategory,
 };
+use crate::protocol::ProtocolOnly;
 
 /// How many facts, insights and notes of each kind the memory block shows at most.
 const FACTS_SHOWN: usize = 30;
@@ -26,7 +28,8 @@ const NOTES_SHOWN: usize = 10;
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct TurnReport {
-    /// Messages appended, summed over the history and auto-save sessions.
+    /// Messages saved that the session did not hold yet, summed over the history and auto-save
+    /// sessions (for a [`ContextStore`]: messages new since the last `save_session`).
     pub saved: usize,
     /// Facts extracted and stored by auto-memory.
     pub facts: Vec<Fact>,
@@ -41,12 +44,25 @@ pub struct TurnReport {
 /// auto-memory and learning. [`store_memory`](Self::store_memory) stores notes by hand, and
 /// [`system_prompt`](Self::system_prompt) builds a prompt carrying the stored context.
 ///
+/// The stored context is, by default, the agent's memory block, rendered from the store's
+/// memory items in sections: facts about the user, insights seen often enough, long-term
+/// notes (those matching the query first), current-task notes, under `# Memory`. With
+/// [`AgentConfig::store_context`] on, it is instead what the store's
+/// [`get_context`](ContextStore::get_context) returns for the turn's last user message, as it
+/// is: for a store that retrieves its own context (a vector index, say).
+///
+/// A store with only the [`ContextStore`] protocol plugs in through
+/// [`with_context_store`](Self::with_context_store).
+///
 /// The history session is the explicit `session_id` when one is configured (not scoped), else
 /// `history_` + hash of the workspace and agent name (see [`agentmem_workspace`]), fixed
 /// when the agent is built. Shared between tasks by reference: every method takes `&self`.
 pub struct Agent {
     config: AgentConfig,
     store: Arc<dyn AgentMemory>,
+    /// The store, when it implements only the [`ContextStore`] protocol (`store` then refuses
+    /// everything else).
+    protocol: Option<Arc<dyn ContextStore>>,
     name: Option<String>,
     workspace: Option<WorkspaceId>,
     history_session: Option<SessionId>,
@@ -66,6 +82,8 @@ struct State {
     /// Ids of messages auto-memory and learning have seen (or that came from the store, and
     /// so were seen by an earlier run).
     processed: HashSet<String>,
+    /// Per session saved whole through a [`ContextStore`]: the ids of the last save, in order.
+    saved_whole: HashMap<SessionId, Vec<String>>,
 }
 
 impl fmt::Debug for Agent {
@@ -73,6 +91,7 @@ impl fmt::Debug for Agent {
         f.debug_struct("Agent")
             .field("config", &self.config)
             .field("backend", &self.store.backend())
+            .field("protocol_only", &self.protocol.is_some())
             .field("name", &self.name)
             .field("history_session", &self.history_session)
             .field("auto_save_session", &self.auto_save_session)
@@ -88,11 +107,12 @@ struct Sessions {
 }
 
 impl Sessions {
-    /// Resolves the sessions. Blocking: a workspace-scoped history session reads the file
-    /// system (git discovery and the root-commit walk).
-    fn resolve(config: &AgentConfig, name: Option<&str>) -> Result<Sessions> {
+    /// Resolves the sessions; without an explicit session id, the history session is
+    /// workspace-scoped when `scoped`, else there is none. Blocking: a workspace-scoped history
+    /// session reads the file system (git discovery and the root-commit walk).
+    fn resolve(config: &AgentConfig, name: Option<&str>, scoped: bool) -> Result<Sessions> {
         let mut workspace = None;
-        let history = match (&config.session_id, config.history) {
+        let history = match (&config.session_id, scoped) {
             (Some(id), _) => Some(SessionId::new(id.clone())?),
             (None, true) => {
                 let global = config
@@ -139,21 +159,108 @@ impl Agent {
         store: Arc<dyn AgentMemory>,
         name: Option<&str>,
     ) -> Result<Agent> {
+        Agent::build(config, store, None, name)
+    }
+
+    /// The agent named `name` on a store that implements only the [`ContextStore`] protocol,
+    /// as a minimal custom backend does (PraisonAI's `AgentMemoryProtocol`).
+    ///
+    /// Before a turn the agent injects what [`get_context`](ContextStore::get_context) returns
+    /// for the turn's last user message; after it, [`after_turn`](Self::after_turn) saves the
+    /// conversation (without system messages: the prompt is rebuilt every turn) through
+    /// [`save_session`](ContextStore::save_session) under the
+    /// [`history_session`](Self::history_session), and under the auto-save session when one is
+    /// configured. The history session is the explicit `session_id` when one is configured,
+    /// else workspace-scoped as with history on (resolved now, as [`new`](Self::new) does).
+    /// A store that has only these two methods can neither read sessions back nor keep memory
+    /// items: each save replaces the session with the conversation passed to `after_turn`,
+    /// and [`store_memory`](Self::store_memory) is refused (`Unsupported`), as is every method
+    /// of [`store`](Self::store) but those two.
+    ///
+    /// `Unsupported`, naming the features, when the config turns on what needs more than the
+    /// protocol: `history` (loading the last messages of the session), `auto_memory` (facts
+    /// kept as memory items) or `learn` (insights kept and counted as memory items).
+    /// `InvalidInput` when a session name in the config is not a valid [`SessionId`].
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use agentmem_agent::{Agent, AgentConfig};
+    /// use agentmem_core::{async_trait, ContextStore, ErrorKind, Message, Metadata, Result,
+    ///     SessionId};
+    ///
+    /// /// Remembers one preference, and how many messages each save held.
+    /// #[derive(Debug, Default)]
+    /// struct Preferences {
+    ///     saves: Mutex<Vec<usize>>,
+    /// }
+    ///
+    /// #[async_trait]
+    /// impl ContextStore for Preferences {
+    ///     async fn get_context(&self, _query: Option<&str>) -> Result<String> {
+    ///         Ok("User prefers Python".to_string())
+    ///     }
+    ///     async fn save_session(&self, _: &SessionId, h: &[Message], _: &Metadata) -> Result<()> {
+    ///         self.saves.lock().unwrap().push(h.len());
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = Arc::new(Preferences::default());
+    /// let config = AgentConfig::default().with_session_id("my_chat");
+    /// let agent = Agent::with_context_store(config, store.clone(), Some("assistant"))?;
+    ///
+    /// let turn = vec![Message::user("Which language should I use?")];
+    /// let context = agent.context_for_turn(&turn).await?;
+    /// assert_eq!(context.system_prompt("Be helpful."), "Be helpful.\n\nUser prefers Python");
+    /// let mut conversation = context.messages("Be helpful.", &turn);
+    /// conversation.push(Message::assistant("Python."));
+    /// agent.after_turn(&conversation).await?;
+    /// assert_eq!(*store.saves.lock().unwrap(), [2]); // the user's message and the answer
+    ///
+    /// // History needs a store that can load sessions: refused, not ignored.
+    /// let history = AgentConfig::default().with_history(true);
+    /// let err = Agent::with_context_store(history, store, None).unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::Unsupported);
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn with_context_store(
+        config: AgentConfig,
+        store: Arc<dyn ContextStore>,
+        name: Option<&str>,
+    ) -> Result<Agent> {
+        refuse_beyond_protocol(&config)?;
+        let full = Arc::new(ProtocolOnly(store.clone()));
+        Agent::build(config, full, Some(store), name)
+    }
+
+    /// [`new`](Self::new) and [`with_context_store`](Self::with_context_store): the history
+    /// session of a protocol-only agent is resolved whether history is on or not.
+    fn build(
+        config: AgentConfig,
+        store: Arc<dyn AgentMemory>,
+        protocol: Option<Arc<dyn ContextStore>>,
+        name: Option<&str>,
+    ) -> Result<Agent> {
         config.validate()?;
         let name = name.filter(|a| !a.is_empty()).map(str::to_string);
-        let sessions = Sessions::resolve(&config, name.as_deref())?;
-        Ok(Agent::assemble(config, store, name, sessions))
+        let scoped = config.history || protocol.is_some();
+        let sessions = Sessions::resolve(&config, name.as_deref(), scoped)?;
+        Ok(Agent::assemble(config, store, protocol, name, sessions))
     }
 
     fn assemble(
         config: AgentConfig,
         store: Arc<dyn AgentMemory>,
+        protocol: Option<Arc<dyn ContextStore>>,
         name: Option<String>,
         sessions: Sessions,
     ) -> Agent {
         Agent {
             config,
             store,
+            protocol,
             name,
             workspace: sessions.workspace,
             history_session: sessions.history,
@@ -203,7 +310,9 @@ impl Agent {
         let resolving = {
             let config = config.clone();
             let name = name.clone();
-            tokio::task::spawn_blocking(move || Sessions::resolve(&config, name.as_deref()))
+            tokio::task::spawn_blocking(move || {
+                Sessions::resolve(&config, name.as_deref(), config.history)
+            })
         };
         let (store, sessions) = tokio::join!(registry.open(&url), resolving);
         let sessions = match sessions {
@@ -215,7 +324,7 @@ impl Agent {
                 )
             }
         };
-        Ok(Some(Agent::assemble(config, store?, name, sessions)))
+        Ok(Some(Agent::assemble(config, store?, None, name, sessions)))
     }
 
     /// The configuration.
@@ -223,7 +332,9 @@ impl Agent {
         &self.config
     }
 
-    /// The store.
+    /// The store. For an agent built [`with_context_store`](Self::with_context_store), a store
+    /// whose `get_context` and `save_session` are the protocol store's and whose every other
+    /// method is refused (`Unsupported`).
     pub fn store(&self) -> &Arc<dyn AgentMemory> {
         &self.store
     }
@@ -240,7 +351,8 @@ impl Agent {
     }
 
     /// The session history is loaded from and kept in (`None` with history off and no
-    /// explicit session id).
+    /// explicit session id); for an agent built [`with_context_store`](Self::with_context_store),
+    /// the session its conversation is saved as.
     pub fn history_session(&self) -> Option<&SessionId> {
         self.history_session.as_ref()
     }
@@ -258,18 +370,20 @@ impl Agent {
 
     /// The context to inject before a turn whose messages so far are `turn`.
     ///
-    /// `memory` holds the stored context (facts, insights, notes relevant to the last user
-    /// message in `turn`). With history on, `history` holds the last `history_limit` messages
-    /// of the history session (the store's limited load never starts with a tool result whose
-    /// call was cut off), minus every message already in `turn`, by id or by role and content,
-    /// so nothing is injected twice even if the caller passes the whole conversation.
+    /// `memory` holds the stored context for the last user message in `turn` (see [`Agent`]:
+    /// the agent's sections of facts, insights and notes, or the store's own `get_context` with
+    /// [`store_context`](AgentConfig::store_context) on). With history on, `history` holds the last
+    /// `history_limit` messages of the history session (the store's limited load never starts
+    /// with a tool result whose call was cut off), minus every message already in `turn`, by id
+    /// or by role and content, so nothing is injected twice even if the caller passes the whole
+    /// conversation.
     pub async fn context_for_turn(&self, turn: &[Message]) -> Result<TurnContext> {
         let query = turn
             .iter()
             .rev()
             .find(|m| m.role == Role::User)
             .map(|m| m.content.as_str());
-        let memory = self.memory_block(query).await?;
+        let memory = self.stored_context(query).await?;
         let mut history = Vec::new();
         if self.config.history {
             if let Some(session) = &self.history_session {
@@ -290,9 +404,28 @@ impl Agent {
         Ok(TurnContext { memory, history })
     }
 
-    /// `base` with the stored context appended: facts, insights and the newest notes.
+    /// `base` with the stored context for no query appended (see [`Agent`]): the store's own
+    /// `get_context(None)`, or facts, insights and the newest notes.
     pub async fn system_prompt(&self, base: &str) -> Result<String> {
-        Ok(join_prompt(base, &self.memory_block(None).await?))
+        Ok(join_prompt(base, &self.stored_context(None).await?))
+    }
+
+    /// The stored context for `query`: the protocol store's `get_context`, the full store's
+    /// own one with [`store_context`](AgentConfig::store_context) on, else the agent's memory
+    /// block. A blank answer is no context.
+    async fn stored_context(&self, query: Option<&str>) -> Result<String> {
+        let own = match &self.protocol {
+            Some(store) => Some(store.get_context(query).await?),
+            None if self.config.store_context => {
+                Some(AgentMemory::get_context(&*self.store, query).await?)
+            }
+            None => None,
+        };
+        match own {
+            Some(text) if text.trim().is_empty() => Ok(String::new()),
+            Some(text) => Ok(text),
+            None => self.memory_block(query).await,
+        }
     }
 
     /// Stores `text` as a memory item of `kind` ([`MemoryKind::ShortTerm`] for the task at
@@ -322,10 +455,15 @@ impl Agent {
     /// Concurrent calls on one `Agent` never store a message twice (ids are claimed before
     /// appending), but their appends may land in either order: call it once per turn, as an
     /// agent loop does, when the stored order must follow the conversation.
+    ///
+    /// On a store built [`with_context_store`](Self::with_context_store), saves the
+    /// conversation without its system messages through `save_session` instead, as the history
+    /// session and the auto-save session; a session whose last save held exactly these
+    /// messages is not saved again.
     pub async fn after_turn(&self, conversation: &[Message]) -> Result<TurnReport> {
         let mut report = TurnReport::default();
         let mut sessions: Vec<SessionId> = Vec::new();
-        if self.config.history {
+        if self.config.history || self.protocol.is_some() {
             sessions.extend(self.history_session.clone());
         }
         if let Some(auto) = &self.auto_save_session {
@@ -334,7 +472,10 @@ impl Agent {
             }
         }
         for session in &sessions {
-            report.saved += self.save_new(session, conversation).await?;
+            report.saved += match &self.protocol {
+                Some(store) => self.save_whole(&**store, session, conversation).await?,
+                None => self.save_new(session, conversation).await?,
+            };
         }
         if self.config.auto_memory || self.config.learn {
             let fresh: Vec<&Message> = {
@@ -410,6 +551,35 @@ impl Agent {
             return Err(e);
         }
         Ok(new.len())
+    }
+
+    /// Saves `conversation` without its system messages as `session` through `store`, unless
+    /// the last save of `session` held the same messages; returns how many are new since then.
+    async fn save_whole(
+        &self,
+        store: &dyn ContextStore,
+        session: &SessionId,
+        conversation: &[Message],
+    ) -> Result<usize> {
+        let _in_order = self.save_order.lock().await;
+        let history: Vec<Message> = conversation
+            .iter()
+            .filter(|m| m.role != Role::System)
+            .cloned()
+            .collect();
+        let ids: Vec<String> = history.iter().map(|m| m.id.clone()).collect();
+        let new = match self.state().saved_whole.get(session) {
+            Some(last) if *last == ids => return Ok(0),
+            Some(last) => ids.iter().filter(|id| !last.contains(id)).count(),
+            None => ids.len(),
+        };
+        let mut metadata = Metadata::new();
+        if let Some(name) = &self.name {
+            metadata.insert("agent".to_string(), name.clone().into());
+        }
+        store.save_session(session, &history, &metadata).await?;
+        self.state().saved_whole.insert(session.clone(), ids);
+        Ok(new)
     }
 
     /// The stored context as a Markdown block; empty when nothing is stored.
@@ -498,6 +668,37 @@ impl Agent {
         }
         Ok(format!("# Memory\n\n{}", block.trim_end()))
     }
+}
+
+/// `Unsupported`, naming them, when `config` turns on features a [`ContextStore`] cannot serve.
+fn refuse_beyond_protocol(config: &AgentConfig) -> Result<()> {
+    let needs = [
+        (
+            config.history,
+            "history (it loads the last messages of the history session)",
+        ),
+        (
+            config.auto_memory,
+            "auto_memory (it keeps facts as memory items)",
+        ),
+        (
+            config.learn,
+            "learn (it keeps and counts insights as memory items)",
+        ),
+    ];
+    let refused: Vec<&str> = needs
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, feature)| *feature)
+        .collect();
+    if refused.is_empty() {
+        return Ok(());
+    }
+    Err(Error::unsupported(format!(
+        "the agent config turns on {}, but the store implements only get_context and \
+         save_session (ContextStore): turn it off, or give the agent a full store (Agent::new)",
+        refused.join(" and ")
+    )))
 }
 
 fn describe_insight(item: &MemoryItem) -> String {

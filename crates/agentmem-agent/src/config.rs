@@ -131,6 +131,10 @@ pub struct AgentConfig {
     pub auto_memory: bool,
     /// Learning: capture rules, corrections and repeated requests as insights.
     pub learn: bool,
+    /// Inject the store's own [`get_context`](agentmem_core::ContextStore::get_context)
+    /// answer instead of the agent's memory block (facts, insights, notes): for a store that
+    /// ranks or retrieves its context itself. Off by default.
+    pub store_context: bool,
     /// The folder whose workspace scopes the history session; `None` means the current
     /// directory when the agent is built.
     pub workspace_dir: Option<PathBuf>,
@@ -150,6 +154,7 @@ impl Default for AgentConfig {
             session_id: None,
             auto_memory: false,
             learn: false,
+            store_context: false,
             workspace_dir: None,
             global_sessions: None,
         }
@@ -257,6 +262,13 @@ impl AgentConfig {
     /// Turns learning on or off.
     pub fn with_learn(mut self, on: bool) -> Self {
         self.learn = on;
+        self
+    }
+
+    /// Injects the store's own `get_context` answer instead of the agent's memory block
+    /// (see [`store_context`](Self::store_context)).
+    pub fn with_store_context(mut self, on: bool) -> Self {
+        self.store_context = on;
         self
     }
 

@@ -5,6 +5,7 @@
 //! [`Agent::new`]: crate::Agent::new
 //! [`Agent::from_config`]: crate::Agent::from_config
 //! [`Agent::store_memory`]: crate::Agent::store_memory
+//! [`Agent::with_context_store`]: crate::Agent::with_context_store
 //! [`AgentConfig`]: crate::AgentConfig
 //! [`AgentConfig::preset`]: crate::AgentConfig::preset
 //! [`StoreSpec`]: crate::StoreSpec
@@ -12,6 +13,7 @@
 //! [`auto_memory`]: crate::auto_memory
 //! [`learning`]: crate::learning
 //! [`AgentMemory`]: agentmem_core::AgentMemory
+//! [`ContextStore`]: agentmem_core::ContextStore
 //! [`Registry`]: agentmem_core::backend::Registry
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
@@ -23,6 +25,7 @@ mod config;
 mod context;
 mod home;
 pub mod learning;
+mod protocol;
 mod text;
 
 pub use agent::{Agent, TurnReport};

@@ -2,17 +2,14 @@
 //! `AGENTMEM_GLOBAL_SESSIONS`. One test in this binary, so no other test in the process
 //! reads the environment while it changes.
 
+mod common;
+
 use std::sync::Arc;
 
 use agentmem_agent::{Agent, AgentConfig};
-use agentmem_core::backend::Registry;
 use agentmem_core::{AgentMemory, InMemory, Message};
 use agentmem_workspace::{session_id, WorkspaceId, GLOBAL_SESSIONS_ENV};
-
-/// The backends `from_config` may open here: the file backend.
-fn registry() -> Registry {
-    Registry::new().with::<agentmem_file::FileConfig>()
-}
+use common::{after_turn, registry, turn_context};
 
 #[tokio::test]
 async fn environment_switches_home_and_global_sessions() {
@@ -39,10 +36,11 @@ async fn environment_switches_home_and_global_sessions() {
     };
     let scoped = Agent::new(config(), store.clone(), Some("assistant")).expect("memory");
     assert!(matches!(scoped.workspace(), Some(WorkspaceId::Dir(_))));
-    scoped
-        .after_turn(&[Message::user("project detail"), Message::assistant("ok")])
-        .await
-        .expect("after turn");
+    after_turn(
+        &scoped,
+        &[Message::user("project detail"), Message::assistant("ok")],
+    )
+    .await;
 
     // ...and global when AGENTMEM_GLOBAL_SESSIONS is set: the sha256("global:assistant") id,
     // computed with Python's hashlib, and none of the project's history.
@@ -57,12 +55,7 @@ async fn environment_switches_home_and_global_sessions() {
         global.history_session(),
         Some(&session_id(&WorkspaceId::Global, Some("assistant")))
     );
-    assert!(global
-        .context_for_turn(&[])
-        .await
-        .expect("context")
-        .history
-        .is_empty());
+    assert!(turn_context(&global, &[]).await.history.is_empty());
     std::env::remove_var(GLOBAL_SESSIONS_ENV);
 
     // The default store is the file backend under AGENTMEM_HOME, opened only when needed.
@@ -75,9 +68,7 @@ async fn environment_switches_home_and_global_sessions() {
     .expect("from config")
     .expect("history is on");
     assert_eq!(on.store().backend(), "file");
-    on.after_turn(&[Message::user("hello")])
-        .await
-        .expect("after turn");
+    after_turn(&on, &[Message::user("hello")]).await;
     assert!(home.exists(), "the default store lives under AGENTMEM_HOME");
     std::env::remove_var("AGENTMEM_HOME");
 }

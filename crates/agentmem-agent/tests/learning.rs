@@ -1,11 +1,14 @@
 //! Learning: rules, corrections and repeated requests become counted, de-duplicated
 //! insights, injected into the context.
 
+mod common;
+
 use std::sync::Arc;
 
 use agentmem_agent::learning::{detect_insights, insight_count, InsightCategory};
 use agentmem_agent::{Agent, AgentConfig};
 use agentmem_core::{AgentMemory, InMemory, MemoryFilter, MemoryKind, Message};
+use common::{after_turn, turn_context};
 
 fn categories(text: &str) -> Vec<InsightCategory> {
     detect_insights(text).iter().map(|i| i.category).collect()
@@ -104,29 +107,17 @@ async fn insights_are_counted_once_per_message_and_injected() {
     let agent = learning_agent(store.clone()).await;
 
     let first = Message::user("Always use type hints.");
-    let report = agent
-        .after_turn(std::slice::from_ref(&first))
-        .await
-        .expect("after turn");
+    let report = after_turn(&agent, std::slice::from_ref(&first)).await;
     assert_eq!(report.insights.len(), 1);
     // The same conversation again: nothing is counted twice.
-    let report = agent
-        .after_turn(std::slice::from_ref(&first))
-        .await
-        .expect("after turn");
+    let report = after_turn(&agent, std::slice::from_ref(&first)).await;
     assert!(report.insights.is_empty());
 
     // A new Agent (a restart) seeing the same message id does not count it again either.
     let restarted = learning_agent(store.clone()).await;
-    restarted
-        .after_turn(std::slice::from_ref(&first))
-        .await
-        .expect("after turn");
+    after_turn(&restarted, std::slice::from_ref(&first)).await;
     let second = Message::user("always use TYPE hints!");
-    restarted
-        .after_turn(&[first, second])
-        .await
-        .expect("after turn");
+    after_turn(&restarted, &[first, second]).await;
 
     let insights = store
         .list_memories(&MemoryFilter::kind(MemoryKind::Insight))
@@ -155,24 +146,15 @@ async fn insights_are_counted_once_per_message_and_injected() {
 async fn a_request_is_injected_only_once_it_recurs() {
     let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
     let agent = learning_agent(store.clone()).await;
-    agent
-        .after_turn(&[Message::user("Please summarise the logs")])
-        .await
-        .expect("after turn");
+    after_turn(&agent, &[Message::user("Please summarise the logs")]).await;
     let prompt = agent.system_prompt("").await.expect("prompt");
     assert!(
         !prompt.contains("summarise"),
         "one request is not a pattern: {prompt}"
     );
 
-    agent
-        .after_turn(&[Message::user("Summarise the logs.")])
-        .await
-        .expect("after turn");
-    let context = agent
-        .context_for_turn(&[Message::user("hello")])
-        .await
-        .expect("context");
+    after_turn(&agent, &[Message::user("Summarise the logs.")]).await;
+    let context = turn_context(&agent, &[Message::user("hello")]).await;
     assert!(
         context
             .memory
@@ -186,10 +168,7 @@ async fn a_request_is_injected_only_once_it_recurs() {
 async fn assistant_messages_teach_nothing() {
     let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
     let agent = learning_agent(store.clone()).await;
-    let report = agent
-        .after_turn(&[Message::assistant("Always use type hints.")])
-        .await
-        .expect("after turn");
+    let report = after_turn(&agent, &[Message::assistant("Always use type hints.")]).await;
     assert!(report.insights.is_empty());
     assert!(store
         .list_memories(&MemoryFilter::default())

@@ -1,25 +1,19 @@
 //! `Agent` through the public API: history injection, auto-save, workspace-scoped sessions,
 //! manual memory and auto-memory, on `InMemory` and the file store.
 
+mod common;
+
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use agentmem_agent::{Agent, AgentConfig};
-use agentmem_core::backend::Registry;
-use agentmem_core::Layered;
 use agentmem_core::{
-    async_trait, AgentMemory, AgentMemoryExt, Archive, ArchiveId, ArchiveInfo, Capabilities,
-    ErrorKind, InMemory, MemoryFilter, MemoryHit, MemoryItem, MemoryKind, Message, MessageHit,
-    MessageQuery, Metadata, PurgeReport, Result, RetentionPolicy, Role, Session, SessionId,
-    SessionInfo,
+    AgentMemory, AgentMemoryExt, ErrorKind, InMemory, MemoryFilter, MemoryKind, Message, Role,
+    SessionId,
 };
 use agentmem_workspace::{session_id, WorkspaceId};
-
-/// The backends `from_config` may open here: the file backend.
-fn registry() -> Registry {
-    Registry::new().with::<agentmem_file::FileConfig>()
-}
+use common::{after_turn, contents, registry, turn_context, Spy};
 
 /// History scoped by `workspace`, whatever `AGENTMEM_GLOBAL_SESSIONS` says in this shell.
 fn history_config(workspace: &Path) -> AgentConfig {
@@ -29,13 +23,18 @@ fn history_config(workspace: &Path) -> AgentConfig {
         .with_global_sessions(false)
 }
 
+/// An agent named `name` on `store`, with history scoped by `workspace` ([`history_config`]).
+fn scoped_agent(workspace: &Path, store: &Arc<dyn AgentMemory>, name: &str) -> Agent {
+    Agent::new(history_config(workspace), store.clone(), Some(name)).expect("memory")
+}
+
 /// One agent run: build the context, "answer", and save.
 async fn run(agent: &Agent, user: &str, answer: &str) -> Vec<Message> {
     let turn = vec![Message::user(user)];
-    let context = agent.context_for_turn(&turn).await.expect("context");
+    let context = turn_context(agent, &turn).await;
     let mut conversation = context.messages("You are helpful.", &turn);
     conversation.push(Message::assistant(answer));
-    agent.after_turn(&conversation).await.expect("after turn");
+    after_turn(agent, &conversation).await;
     conversation
 }
 
@@ -44,23 +43,20 @@ async fn a_second_run_in_the_same_workspace_sees_the_history() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
 
-    let first =
-        Agent::new(history_config(dir.path()), store.clone(), Some("assistant")).expect("memory");
+    let first = scoped_agent(dir.path(), &store, "assistant");
     run(&first, "My name is Alice", "Hello Alice").await;
 
-    let second =
-        Agent::new(history_config(dir.path()), store.clone(), Some("assistant")).expect("memory");
+    let second = scoped_agent(dir.path(), &store, "assistant");
     assert_eq!(second.history_session(), first.history_session());
     let real = std::fs::canonicalize(dir.path()).expect("real path");
     let expected = session_id(&WorkspaceId::Dir(real), Some("assistant"));
     assert_eq!(second.history_session(), Some(&expected));
 
-    let context = second
-        .context_for_turn(&[Message::user("What's my name?")])
-        .await
-        .expect("context");
-    let history: Vec<_> = context.history.iter().map(|m| m.content.as_str()).collect();
-    assert_eq!(history, ["My name is Alice", "Hello Alice"]);
+    let context = turn_context(&second, &[Message::user("What's my name?")]).await;
+    assert_eq!(
+        contents(&context.history),
+        ["My name is Alice", "Hello Alice"]
+    );
 }
 
 #[tokio::test]
@@ -68,30 +64,19 @@ async fn other_workspaces_and_other_agents_start_fresh() {
     let a = tempfile::tempdir().expect("temp dir");
     let b = tempfile::tempdir().expect("temp dir");
     let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
-    let in_a =
-        Agent::new(history_config(a.path()), store.clone(), Some("assistant")).expect("memory");
+    let in_a = scoped_agent(a.path(), &store, "assistant");
     run(&in_a, "secret project A", "noted").await;
 
-    let in_b =
-        Agent::new(history_config(b.path()), store.clone(), Some("assistant")).expect("memory");
+    let in_b = scoped_agent(b.path(), &store, "assistant");
     assert_ne!(in_b.history_session(), in_a.history_session());
-    let context = in_b
-        .context_for_turn(&[Message::user("hi")])
-        .await
-        .expect("context");
+    let context = turn_context(&in_b, &[Message::user("hi")]).await;
     assert!(
         context.history.is_empty(),
         "history leaked across workspaces"
     );
 
-    let reviewer =
-        Agent::new(history_config(a.path()), store.clone(), Some("reviewer")).expect("memory");
-    assert!(reviewer
-        .context_for_turn(&[])
-        .await
-        .expect("context")
-        .history
-        .is_empty());
+    let reviewer = scoped_agent(a.path(), &store, "reviewer");
+    assert!(turn_context(&reviewer, &[]).await.history.is_empty());
 }
 
 #[tokio::test]
@@ -109,7 +94,7 @@ async fn an_explicit_session_id_wins_and_is_not_scoped() {
     run(&in_a, "remember the blue door", "ok").await;
 
     let in_b = Agent::new(config(b.path()), store.clone(), Some("other")).expect("memory");
-    let context = in_b.context_for_turn(&[]).await.expect("context");
+    let context = turn_context(&in_b, &[]).await;
     assert_eq!(
         context.history.len(),
         2,
@@ -126,14 +111,8 @@ async fn name_only_sessions_from_before_are_not_adopted() {
         .append_one(&legacy, Message::user("old global history"))
         .await
         .expect("append");
-    let agent =
-        Agent::new(history_config(dir.path()), store.clone(), Some("assistant")).expect("memory");
-    assert!(agent
-        .context_for_turn(&[])
-        .await
-        .expect("context")
-        .history
-        .is_empty());
+    let agent = scoped_agent(dir.path(), &store, "assistant");
+    assert!(turn_context(&agent, &[]).await.history.is_empty());
 }
 
 #[tokio::test]
@@ -150,7 +129,7 @@ async fn history_is_limited_and_never_injected_twice() {
     for i in 0..5 {
         conversation.push(Message::user(format!("question {i}")));
         conversation.push(Message::assistant(format!("answer {i}")));
-        agent.after_turn(&conversation).await.expect("after turn");
+        after_turn(&agent, &conversation).await;
     }
     let session = agent.history_session().expect("history session").clone();
     assert_eq!(
@@ -159,28 +138,20 @@ async fn history_is_limited_and_never_injected_twice() {
         "each message once"
     );
 
-    let context = agent
-        .context_for_turn(&[Message::user("next")])
-        .await
-        .expect("context");
-    let history: Vec<_> = context.history.iter().map(|m| m.content.as_str()).collect();
+    let context = turn_context(&agent, &[Message::user("next")]).await;
     assert_eq!(
-        history,
+        contents(&context.history),
         ["question 3", "answer 3", "question 4", "answer 4"]
     );
 
     // The caller passes the whole conversation: nothing of it comes back as history.
-    let context = agent
-        .context_for_turn(&conversation)
-        .await
-        .expect("context");
+    let context = turn_context(&agent, &conversation).await;
     assert!(context.history.is_empty(), "{:?}", context.history);
 
     // Same role and content under other ids (a rebuilt conversation) are not injected either.
     let rebuilt = vec![Message::user("question 4"), Message::assistant("answer 4")];
-    let context = agent.context_for_turn(&rebuilt).await.expect("context");
-    let history: Vec<_> = context.history.iter().map(|m| m.content.as_str()).collect();
-    assert_eq!(history, ["question 3", "answer 3"]);
+    let context = turn_context(&agent, &rebuilt).await;
+    assert_eq!(contents(&context.history), ["question 3", "answer 3"]);
     let messages = context.messages("sys", &rebuilt);
     assert_eq!(messages.len(), 5);
     assert_eq!(messages[0].role, Role::System);
@@ -207,7 +178,7 @@ async fn injected_history_never_starts_with_an_orphaned_tool_result() {
         .with_session_id("tools")
         .with_history_limit(2);
     let agent = Agent::new(config, store.clone(), None).expect("memory");
-    let context = agent.context_for_turn(&[]).await.expect("context");
+    let context = turn_context(&agent, &[]).await;
     assert!(
         context.history.iter().all(|m| !m.is_tool_result()),
         "{:?}",
@@ -221,93 +192,8 @@ async fn injected_history_never_starts_with_an_orphaned_tool_result() {
         .with_session_id("tools");
     let agent = Agent::new(config, store.clone(), None).expect("memory");
     let call = store.messages(&session).await.expect("messages")[1].clone();
-    let context = agent.context_for_turn(&[call]).await.expect("context");
-    let contents: Vec<_> = context.history.iter().map(|m| m.content.as_str()).collect();
-    assert_eq!(contents, ["weather?", "It is sunny."]);
-}
-
-/// A store that counts whole-session rewrites and appends, delegating everything.
-#[derive(Debug)]
-struct Spy {
-    inner: Layered<InMemory>,
-    saves: AtomicUsize,
-    appends: AtomicUsize,
-    /// Delays the first append, so a concurrent later one could overtake it.
-    slow_first_append: AtomicBool,
-}
-
-impl Spy {
-    fn new(slow_first_append: bool) -> Spy {
-        Spy {
-            inner: InMemory::new(),
-            saves: AtomicUsize::new(0),
-            appends: AtomicUsize::new(0),
-            slow_first_append: AtomicBool::new(slow_first_append),
-        }
-    }
-}
-
-#[async_trait]
-impl AgentMemory for Spy {
-    fn backend(&self) -> &'static str {
-        "spy"
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-    async fn schema_version(&self) -> Result<u32> {
-        self.inner.schema_version().await
-    }
-    async fn save_session(&self, s: &SessionId, h: &[Message], m: &Metadata) -> Result<()> {
-        self.saves.fetch_add(1, Ordering::SeqCst);
-        self.inner.save_session(s, h, m).await
-    }
-    async fn append(&self, s: &SessionId, messages: &[Message]) -> Result<()> {
-        self.appends.fetch_add(1, Ordering::SeqCst);
-        if self.slow_first_append.swap(false, Ordering::SeqCst) {
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-        self.inner.append(s, messages).await
-    }
-    async fn load(&self, s: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        self.inner.load(s, limit).await
-    }
-    async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        self.inner.list_sessions().await
-    }
-    async fn delete_session(&self, s: &SessionId) -> Result<bool> {
-        self.inner.delete_session(s).await
-    }
-    async fn compact(&self, s: &SessionId, r: &[Message]) -> Result<ArchiveInfo> {
-        self.inner.compact(s, r).await
-    }
-    async fn list_archives(&self, s: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        self.inner.list_archives(s).await
-    }
-    async fn load_archive(&self, s: &SessionId, a: &ArchiveId) -> Result<Archive> {
-        self.inner.load_archive(s, a).await
-    }
-    async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        self.inner.put_memory(item).await
-    }
-    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        self.inner.get_memory(id).await
-    }
-    async fn list_memories(&self, f: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        self.inner.list_memories(f).await
-    }
-    async fn search_memories(&self, q: &str, f: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        self.inner.search_memories(q, f).await
-    }
-    async fn delete_memory(&self, id: &str) -> Result<bool> {
-        self.inner.delete_memory(id).await
-    }
-    async fn search_messages(&self, q: &str, s: &MessageQuery) -> Result<Vec<MessageHit>> {
-        self.inner.search_messages(q, s).await
-    }
-    async fn purge(&self, p: &RetentionPolicy) -> Result<PurgeReport> {
-        self.inner.purge(p).await
-    }
+    let context = turn_context(&agent, &[call]).await;
+    assert_eq!(contents(&context.history), ["weather?", "It is sunny."]);
 }
 
 #[tokio::test]
@@ -318,20 +204,11 @@ async fn auto_save_appends_what_is_new_and_never_rewrites() {
     assert_eq!(agent.history_session(), None);
     let mut conversation = vec![Message::system("You are helpful."), Message::user("Hello!")];
     conversation.push(Message::assistant("Hi there!"));
-    assert_eq!(
-        agent.after_turn(&conversation).await.expect("save").saved,
-        2
-    );
+    assert_eq!(after_turn(&agent, &conversation).await.saved, 2);
     conversation.push(Message::user("Remember my name is John"));
     conversation.push(Message::assistant("Got it, John!"));
-    assert_eq!(
-        agent.after_turn(&conversation).await.expect("save").saved,
-        2
-    );
-    assert_eq!(
-        agent.after_turn(&conversation).await.expect("save").saved,
-        0
-    );
+    assert_eq!(after_turn(&agent, &conversation).await.saved, 2);
+    assert_eq!(after_turn(&agent, &conversation).await.saved, 0);
 
     assert_eq!(
         spy.saves.load(Ordering::SeqCst),
@@ -345,9 +222,8 @@ async fn auto_save_appends_what_is_new_and_never_rewrites() {
     );
     let session: SessionId = "my_chat".parse().expect("name");
     let stored = spy.messages(&session).await.expect("messages");
-    let contents: Vec<_> = stored.iter().map(|m| m.content.as_str()).collect();
     assert_eq!(
-        contents,
+        contents(&stored),
         [
             "Hello!",
             "Hi there!",
@@ -364,10 +240,7 @@ async fn auto_save_appends_what_is_new_and_never_rewrites() {
         None,
     )
     .expect("memory");
-    assert_eq!(
-        again.after_turn(&conversation).await.expect("save").saved,
-        0
-    );
+    assert_eq!(after_turn(&again, &conversation).await.saved, 0);
     assert_eq!(spy.messages(&session).await.expect("messages").len(), 4);
 }
 
@@ -407,18 +280,16 @@ async fn auto_memory_keeps_one_fact_per_key() {
     let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
     let config = AgentConfig::default().with_auto_memory(true);
     let agent = Agent::new(config, store.clone(), None).expect("memory");
-    let report = agent
-        .after_turn(&[
+    let report = after_turn(
+        &agent,
+        &[
             Message::user("My name is Alice and I use Rust"),
             Message::assistant("Hi"),
-        ])
-        .await
-        .expect("after turn");
+        ],
+    )
+    .await;
     assert_eq!(report.facts.len(), 2);
-    agent
-        .after_turn(&[Message::user("Sorry, my name is Bob.")])
-        .await
-        .expect("after turn");
+    after_turn(&agent, &[Message::user("Sorry, my name is Bob.")]).await;
     let facts = store
         .list_memories(&MemoryFilter::kind(MemoryKind::Fact))
         .await
@@ -427,10 +298,7 @@ async fn auto_memory_keeps_one_fact_per_key() {
     assert_eq!(texts.len(), 2, "{texts:?}");
     assert!(texts.contains(&"The user's name is Bob."), "{texts:?}");
     assert!(!texts.iter().any(|t| t.contains("Alice")), "{texts:?}");
-    let context = agent
-        .context_for_turn(&[Message::user("who am I?")])
-        .await
-        .expect("context");
+    let context = turn_context(&agent, &[Message::user("who am I?")]).await;
     assert!(
         context.memory.contains("Known about the user:\n- "),
         "{}",
@@ -487,10 +355,7 @@ async fn from_config_opens_a_file_store_that_keeps_history_across_runs() {
         .await
         .expect("open")
         .expect("enabled");
-    let context = agent
-        .context_for_turn(&[Message::user("name?")])
-        .await
-        .expect("context");
+    let context = turn_context(&agent, &[Message::user("name?")]).await;
     assert_eq!(context.history.len(), 2);
     assert_eq!(context.history[0].content, "My name is Alice");
 }
@@ -511,7 +376,7 @@ async fn concurrent_saves_of_one_conversation_store_each_message_once() {
             let agent = agent.clone();
             // Each task sees a growing prefix, as turns would.
             let prefix = conversation[..conversation.len() - k * 5].to_vec();
-            tokio::spawn(async move { agent.after_turn(&prefix).await.expect("after turn").saved })
+            tokio::spawn(async move { after_turn(&agent, &prefix).await.saved })
         })
         .collect();
     let mut saved = 0;
@@ -554,9 +419,8 @@ async fn concurrent_turns_are_stored_in_conversation_order() {
 
     let session: SessionId = "ordered".parse().expect("name");
     let stored = spy.messages(&session).await.expect("messages");
-    let contents: Vec<_> = stored.iter().map(|m| m.content.as_str()).collect();
     assert_eq!(
-        contents,
+        contents(&stored),
         [
             "first question",
             "first answer",
@@ -580,6 +444,6 @@ async fn the_config_decides_global_sessions_over_the_environment() {
     assert_eq!(in_a.history_session(), Some(&expected));
     assert_eq!(in_b.history_session(), Some(&expected));
 
-    let scoped = Agent::new(history_config(a.path()), store, Some("assistant")).expect("memory");
+    let scoped = scoped_agent(a.path(), &store, "assistant");
     assert_ne!(scoped.history_session(), Some(&expected));
 }

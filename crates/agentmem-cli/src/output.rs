@@ -56,6 +56,21 @@ impl Output {
         self.line(text)
     }
 
+    /// Writes `items`: as a JSON list with `--json`, else as a table under `header`, a row an
+    /// item made by `row`.
+    pub fn listing<T: Serialize>(
+        &mut self,
+        items: &[T],
+        header: &[&str],
+        row: impl Fn(&T) -> Vec<String>,
+    ) -> Result<()> {
+        if self.json {
+            return self.json_value(items);
+        }
+        let rows: Vec<Vec<String>> = items.iter().map(row).collect();
+        self.table(header, &rows)
+    }
+
     /// Writes rows as left-aligned columns under `header`.
     pub fn table(&mut self, header: &[&str], rows: &[Vec<String>]) -> Result<()> {
         let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();

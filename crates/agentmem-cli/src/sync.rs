@@ -267,7 +267,7 @@ async fn append_rest(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use agentmem_core::{AgentMemoryExt, ErrorKind, InMemory};
+    use agentmem_core::{AgentMemoryExt, ErrorKind, InMemory, Layered};
 
     fn session(n_archives: usize, per: usize) -> SessionExport {
         let mut s = SessionExport::new("s".parse().unwrap());
@@ -288,7 +288,18 @@ mod tests {
         s
     }
 
-    async fn same(store: &InMemory, s: &SessionExport) {
+    /// An empty store, and a session with `n_archives` archives of `per` messages and `per`
+    /// current messages to copy into it.
+    fn store_and_session(n_archives: usize, per: usize) -> (Layered<InMemory>, SessionExport) {
+        (InMemory::new(), session(n_archives, per))
+    }
+
+    /// [`sync_session`] with the default options.
+    async fn sync_default(store: &dyn AgentMemory, s: &SessionExport) -> Result<SyncReport> {
+        sync_session(store, s, SyncOptions::default()).await
+    }
+
+    async fn same(store: &dyn AgentMemory, s: &SessionExport) {
         let back = read_session(store, &s.id).await.unwrap().unwrap();
         assert_eq!(back.messages, s.messages);
         assert_eq!(back.metadata, s.metadata);
@@ -299,8 +310,7 @@ mod tests {
 
     #[tokio::test]
     async fn rebuilds_archives_in_batches_and_reruns_add_nothing() {
-        let store = InMemory::new();
-        let s = session(3, 5);
+        let (store, s) = store_and_session(3, 5);
         let opts = SyncOptions {
             batch: Some(2),
             dry_run: false,
@@ -317,8 +327,7 @@ mod tests {
 
     #[tokio::test]
     async fn resumes_an_interrupted_copy() {
-        let store = InMemory::new();
-        let s = session(2, 4);
+        let (store, s) = store_and_session(2, 4);
         // As if interrupted after the first archive and two messages of the second.
         store
             .save_session(&s.id, &s.archives[0].messages, &s.metadata)
@@ -328,9 +337,7 @@ mod tests {
             .compact(&s.id, &s.archives[1].messages[..2])
             .await
             .unwrap();
-        let r = sync_session(&store, &s, SyncOptions::default())
-            .await
-            .unwrap();
+        let r = sync_default(&store, &s).await.unwrap();
         assert!(!r.created);
         assert_eq!(r.messages_written, 2 + 4);
         assert_eq!(r.archives_written, 1);
@@ -339,23 +346,19 @@ mod tests {
 
     #[tokio::test]
     async fn diverging_destination_is_a_conflict_and_untouched() {
-        let store = InMemory::new();
-        let s = session(0, 3);
+        let (store, s) = store_and_session(0, 3);
         store
             .append_one(&s.id, Message::user("other").with_id("x"))
             .await
             .unwrap();
-        let err = sync_session(&store, &s, SyncOptions::default())
-            .await
-            .unwrap_err();
+        let err = sync_default(&store, &s).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Conflict);
         assert_eq!(store.messages(&s.id).await.unwrap().len(), 1);
     }
 
     #[tokio::test]
     async fn dry_run_writes_nothing() {
-        let store = InMemory::new();
-        let s = session(1, 3);
+        let (store, s) = store_and_session(1, 3);
         let r = sync_session(
             &store,
             &s,
@@ -372,15 +375,10 @@ mod tests {
 
     #[tokio::test]
     async fn metadata_changes_are_written() {
-        let store = InMemory::new();
-        let mut s = session(0, 2);
-        sync_session(&store, &s, SyncOptions::default())
-            .await
-            .unwrap();
+        let (store, mut s) = store_and_session(0, 2);
+        sync_default(&store, &s).await.unwrap();
         s.metadata.insert("k".into(), "w".into());
-        let r = sync_session(&store, &s, SyncOptions::default())
-            .await
-            .unwrap();
+        let r = sync_default(&store, &s).await.unwrap();
         assert!(r.metadata_written && r.messages_written == 0);
         same(&store, &s).await;
     }

@@ -2,8 +2,9 @@
 //! and come back byte for byte; re-running adds nothing.
 //!
 //! The server legs use DATABASE_URL, REDIS_URL and MONGODB_URL (read at run time, defaulting
-//! to the local servers), each in a namespace of its own. An unreachable server skips its leg
-//! unless AGENTMEM_REQUIRE_SERVICES is set, which makes it fail.
+//! to the local servers), each in a namespace of its own that is removed when the test ends.
+//! An unreachable server skips its leg unless AGENTMEM_REQUIRE_SERVICES is set, which makes it
+//! fail.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -12,7 +13,7 @@ use std::path::Path;
 
 use agentmem_core::{MemoryItem, MemoryKind, Message, Role};
 use agentmem_formats::{jsonl, ArchiveExport, ExportDocument, SessionExport};
-use agentmem_testkit::{env_url, service_unavailable, unique_namespace};
+use agentmem_testkit::{service_unavailable, ServerNamespace};
 use chrono::{DateTime, Duration, Utc};
 use common::{agentmem, file_url, json, ok, on};
 
@@ -85,13 +86,6 @@ fn generated() -> ExportDocument {
     doc
 }
 
-/// `base` with one more query parameter.
-fn with_param(base: &str, key: &str, value: &str) -> String {
-    let mut url = url::Url::parse(base).unwrap();
-    url.query_pairs_mut().append_pair(key, value);
-    url.to_string()
-}
-
 /// The store at `url` answers, or the leg is skipped (or fails when services are required).
 fn reachable(service: &str, url: &str) -> bool {
     let out = agentmem()
@@ -129,36 +123,17 @@ fn ten_thousand_messages_through_every_backend_and_back() {
         file_url(&first),
         format!("sqlite://{}", dir.path().join("m.db").display()),
     ];
+    // The server legs' namespaces, removed when they are dropped at the end of the test.
     let mut servers = Vec::new();
-
-    let pg = with_param(
-        &env_url("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test"),
-        "schema",
-        &unique_namespace("cli_migrate"),
-    );
-    if reachable("postgres", &pg) {
-        chain.push(pg.clone());
-        servers.push(pg);
-    }
-    let redis = with_param(
-        &env_url("REDIS_URL", "redis://127.0.0.1:6379"),
-        "prefix",
-        &unique_namespace("cli_migrate"),
-    );
-    if reachable("redis", &redis) {
-        chain.push(redis.clone());
-        servers.push(redis);
-    }
-    let mut mongo = url::Url::parse(&env_url(
-        "MONGODB_URL",
-        "mongodb://127.0.0.1:27017/?directConnection=true",
-    ))
-    .unwrap();
-    mongo.set_path(&format!("/{}", unique_namespace("cli_migrate")));
-    let mongo = mongo.to_string();
-    if reachable("mongodb", &mongo) {
-        chain.push(mongo.clone());
-        servers.push(mongo);
+    for (service, namespace) in [
+        ("postgres", ServerNamespace::postgres("cli_migrate")),
+        ("redis", ServerNamespace::redis("cli_migrate")),
+        ("mongodb", ServerNamespace::mongodb("cli_migrate")),
+    ] {
+        if reachable(service, namespace.url()) {
+            chain.push(namespace.url().to_string());
+            servers.push(namespace);
+        }
     }
     let last = dir.path().join("last");
     chain.push(file_url(&last));
@@ -198,8 +173,8 @@ fn ten_thousand_messages_through_every_backend_and_back() {
         .unwrap()
         .is_empty());
 
-    for url in servers {
-        ok(agentmem().args(["--store", &url, "purge", "--keep", "0"]));
+    for namespace in &servers {
+        ok(agentmem().args(["--store", namespace.url(), "purge", "--keep", "0"]));
     }
 }
 

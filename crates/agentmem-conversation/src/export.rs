@@ -185,18 +185,25 @@ pub fn messages_to_yaml(messages: &[Message]) -> Result<String> {
 /// # Ok::<(), agentmem_core::Error>(())
 /// ```
 pub fn messages_from_json(text: &str) -> Result<Vec<Message>> {
-    let list: Vec<Exported> = serde_json::from_str(text)
-        .map_err(|e| Error::corrupt(format!("not a JSON list of messages ({e})")).with_source(e))?;
-    list.into_iter()
-        .enumerate()
-        .map(|(i, m)| m.into_message(i))
-        .collect()
+    into_messages(serde_json::from_str(text), "JSON")
 }
 
 /// Messages from YAML text (`CorruptData` naming the problem when malformed).
 pub fn messages_from_yaml(text: &str) -> Result<Vec<Message>> {
-    let list: Vec<Exported> = serde_norway::from_str(text)
-        .map_err(|e| Error::corrupt(format!("not a YAML list of messages ({e})")).with_source(e))?;
+    into_messages(serde_norway::from_str(text), "YAML")
+}
+
+/// The messages of a parsed `format` list, or `CorruptData` naming the parse error.
+fn into_messages<E>(
+    parsed: std::result::Result<Vec<Exported>, E>,
+    format: &str,
+) -> Result<Vec<Message>>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let list = parsed.map_err(|e| {
+        Error::corrupt(format!("not a {format} list of messages ({e})")).with_source(e)
+    })?;
     list.into_iter()
         .enumerate()
         .map(|(i, m)| m.into_message(i))

@@ -9,40 +9,44 @@ use agentmem_conversation::templates::{PRELOAD_PREFIX, SUMMARY_PREFIX};
 use agentmem_conversation::{
     Compressor, Conversation, ExtractiveSummarizer, Summarizer, SummaryRequest,
 };
-use agentmem_core::{async_trait, AgentMemory, AgentMemoryExt, Error, ErrorKind, Result, Role};
-use common::{in_memory, name, transcript, ScriptedStore};
+use agentmem_core::{async_trait, AgentMemory, AgentMemoryExt, Error, Result, Role};
+use common::{
+    adder_text, compression_fails_untouched, contents, in_memory, join_all, persisting,
+    spawn_adders, transcript, ScriptedStore,
+};
 
 const SUMMARY_TEXT: &str = "[Compressed Memory Summary]\nThe following is a compressed summary of earlier conversation turns, replacing the raw transcript to stay within the context window.\n\n";
 
+/// A persistent research conversation of `agent` on `store`.
 async fn persistent(
     agent: &str,
     store: Arc<dyn AgentMemory>,
     compressor: Compressor,
     context_length: usize,
-) -> Result<Conversation> {
-    Conversation::builder(name(agent))
+) -> Conversation {
+    persisting(agent, store)
         .system_prompt("You are a research assistant.")
         .rules("Cite sources.")
         .custom_rules_prompt("Answer briefly.")
-        .persistent(true)
-        .store(store)
         .compressor(compressor)
         .context_length(context_length)
         .build()
         .await
+        .unwrap()
+}
+
+/// [`persistent`] with the default compressor and a 16,000-token context.
+async fn researcher(agent: &str, store: Arc<dyn AgentMemory>) -> Conversation {
+    persistent(agent, store, Compressor::default(), 16_000).await
 }
 
 #[tokio::test]
 async fn compact_archives_replaces_and_rebuilds_with_the_exact_summary_text() {
     let store = in_memory();
-    let first = persistent("Compactor", store.clone(), Compressor::default(), 16_000)
-        .await
-        .unwrap();
+    let first = researcher("Compactor", store.clone()).await;
     first.add(Role::User, "Research warehouses.").await.unwrap();
     drop(first);
-    let convo = persistent("Compactor", store.clone(), Compressor::default(), 16_000)
-        .await
-        .unwrap();
+    let convo = researcher("Compactor", store.clone()).await;
     assert_eq!(convo.messages().len(), 4, "preamble and preload");
     let a = convo
         .add(Role::User, "Compare BigQuery and AlloyDB.")
@@ -89,9 +93,7 @@ async fn compact_archives_replaces_and_rebuilds_with_the_exact_summary_text() {
     assert_eq!(&archive.messages[1..], &[a, b]);
 
     // After a restart the summary, not the raw transcript, is what loads.
-    let restarted = persistent("Compactor", store.clone(), Compressor::default(), 16_000)
-        .await
-        .unwrap();
+    let restarted = researcher("Compactor", store.clone()).await;
     let preload = &restarted.messages()[3].content;
     assert!(preload.starts_with(PRELOAD_PREFIX));
     assert!(preload.contains("### System — "));
@@ -102,9 +104,7 @@ async fn compact_archives_replaces_and_rebuilds_with_the_exact_summary_text() {
 #[tokio::test]
 async fn compacting_a_session_never_stored_starts_it_with_the_summary() {
     let store = in_memory();
-    let convo = persistent("Unstored", store.clone(), Compressor::default(), 16_000)
-        .await
-        .unwrap();
+    let convo = researcher("Unstored", store.clone()).await;
     let done = convo.compact("nothing yet").await.unwrap();
     assert!(done.archive.is_none());
     assert_eq!(
@@ -116,9 +116,7 @@ async fn compacting_a_session_never_stored_starts_it_with_the_summary() {
 #[tokio::test]
 async fn two_compactions_in_one_second_keep_both_archives() {
     let store = in_memory();
-    let convo = persistent("Twice", store.clone(), Compressor::default(), 16_000)
-        .await
-        .unwrap();
+    let convo = researcher("Twice", store.clone()).await;
     convo.add(Role::User, "one").await.unwrap();
     let first = convo.compact("s1").await.unwrap().archive.unwrap();
     convo.add(Role::User, "two").await.unwrap();
@@ -158,20 +156,11 @@ async fn summarizer_failure_returns_the_error_and_leaves_everything_untouched() 
         Compressor::new(Arc::new(BrokenSummarizer)),
         60,
     )
-    .await
-    .unwrap();
-    convo
-        .add(
-            Role::User,
-            "a message long enough to pass the small threshold",
-        )
-        .await
-        .unwrap();
-    let before = convo.messages();
-    let err = convo.maybe_compress().await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Unavailable);
+    .await;
+    let err =
+        compression_fails_untouched(&convo, "a message long enough to pass the small threshold")
+            .await;
     assert!(err.to_string().contains("model is down"));
-    assert_eq!(convo.messages(), before);
     assert_eq!(
         store.log(),
         ["load", "append"],
@@ -201,9 +190,7 @@ async fn maybe_compress_fires_exactly_at_threshold_times_context_length() {
         .with_threshold(0.5)
         .with_temperature(0.3)
         .with_max_summary_tokens(1_000);
-    let mut convo = persistent("Threshold", store.clone(), compressor, 16_000)
-        .await
-        .unwrap();
+    let mut convo = persistent("Threshold", store.clone(), compressor, 16_000).await;
     convo
         .add(Role::User, "one two three four five")
         .await
@@ -226,11 +213,7 @@ async fn maybe_compress_fires_exactly_at_threshold_times_context_length() {
     assert_eq!(seen.len(), 1);
     let request = &seen[0];
     assert_eq!(
-        request
-            .messages
-            .iter()
-            .map(|m| m.content.as_str())
-            .collect::<Vec<_>>(),
+        contents(&request.messages),
         ["one two three four five", "six seven eight"]
     );
     assert_eq!(request.temperature, 0.3);
@@ -241,9 +224,7 @@ async fn maybe_compress_fires_exactly_at_threshold_times_context_length() {
 #[tokio::test]
 async fn compression_can_be_disabled_and_skips_when_nothing_is_left_to_compress() {
     let store = in_memory();
-    let convo = persistent("Off", store.clone(), Compressor::disabled(), 10)
-        .await
-        .unwrap();
+    let convo = persistent("Off", store.clone(), Compressor::disabled(), 10).await;
     convo
         .add(
             Role::User,
@@ -256,9 +237,7 @@ async fn compression_can_be_disabled_and_skips_when_nothing_is_left_to_compress(
 
     // Only the preamble over the threshold: nothing to compress.
     let summarizer = Arc::new(RecordingSummarizer::default());
-    let convo = persistent("Tiny", in_memory(), Compressor::new(summarizer.clone()), 5)
-        .await
-        .unwrap();
+    let convo = persistent("Tiny", in_memory(), Compressor::new(summarizer.clone()), 5).await;
     assert!(convo.maybe_compress().await.unwrap().is_none());
     // Only a summary left over the threshold: compacting again would gain nothing.
     convo.compact("s").await.unwrap();
@@ -266,9 +245,7 @@ async fn compression_can_be_disabled_and_skips_when_nothing_is_left_to_compress(
     assert!(summarizer.seen.lock().unwrap().is_empty());
 
     // A context length of 0 disables the check.
-    let convo = persistent("Zero", in_memory(), Compressor::new(summarizer.clone()), 0)
-        .await
-        .unwrap();
+    let convo = persistent("Zero", in_memory(), Compressor::new(summarizer.clone()), 0).await;
     convo.add(Role::User, "text").await.unwrap();
     assert!(convo.maybe_compress().await.unwrap().is_none());
 }
@@ -277,9 +254,7 @@ async fn compression_can_be_disabled_and_skips_when_nothing_is_left_to_compress(
 async fn auto_compression_with_the_extractive_summarizer_keeps_facts_across_compactions() {
     let store = in_memory();
     let compressor = Compressor::new(Arc::new(ExtractiveSummarizer::new().with_latest_turns(2)));
-    let convo = persistent("Loop", store.clone(), compressor, 400)
-        .await
-        .unwrap();
+    let convo = persistent("Loop", store.clone(), compressor, 400).await;
     convo
         .add(Role::User, "My name is Ada and I prefer GCP.")
         .await
@@ -329,46 +304,30 @@ async fn auto_compression_with_the_extractive_summarizer_keeps_facts_across_comp
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn adds_racing_a_compaction_are_never_lost() {
     let store = in_memory();
-    let convo = Arc::new(
-        persistent("Racer", store.clone(), Compressor::default(), 16_000)
-            .await
-            .unwrap(),
-    );
-    let adders: Vec<_> = (0..4)
-        .map(|t| {
-            let convo = convo.clone();
-            tokio::spawn(async move {
-                for i in 0..30 {
-                    convo.add(Role::User, format!("t{t} m{i}")).await.unwrap();
-                    tokio::task::yield_now().await;
-                }
-            })
-        })
-        .collect();
+    let convo = Arc::new(researcher("Racer", store.clone()).await);
+    let adders = spawn_adders(&convo, 4, 30);
     for n in 0..5 {
         convo.compact(&format!("summary {n}")).await.unwrap();
         tokio::task::yield_now().await;
     }
-    for a in adders {
-        a.await.unwrap();
-    }
+    join_all(adders).await;
     let session = convo.session_id().clone();
     assert_eq!(transcript(&convo), store.messages(&session).await.unwrap());
     // Every added message is in the active memory or in exactly one archive.
-    let mut all: Vec<String> = store
-        .messages(&session)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.content)
-        .collect();
+    let mut all = store.messages(&session).await.unwrap();
     for info in store.list_archives(&session).await.unwrap() {
-        let archive = store.load_archive(&session, &info.id).await.unwrap();
-        all.extend(archive.messages.into_iter().map(|m| m.content));
+        all.extend(
+            store
+                .load_archive(&session, &info.id)
+                .await
+                .unwrap()
+                .messages,
+        );
     }
+    let all = contents(&all);
     for t in 0..4 {
         for i in 0..30 {
-            let text = format!("t{t} m{i}");
+            let text = adder_text(t, i);
             assert_eq!(all.iter().filter(|c| **c == text).count(), 1, "{text}");
         }
     }

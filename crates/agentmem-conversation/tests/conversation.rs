@@ -12,7 +12,9 @@ use agentmem_core::{AgentMemoryExt, ErrorKind, Message, Role, SessionId};
 use agentmem_formats::swarms::{render_block, render_header};
 use agentmem_formats::time::isoformat;
 use chrono::{TimeZone, Utc};
-use common::{in_memory, name, FailMode, ScriptedStore};
+use common::{
+    adder_text, in_memory, join_all, name, persisting, spawn_adders, FailMode, ScriptedStore,
+};
 
 fn at(h: u32, m: u32, s: u32) -> chrono::DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 4, 20, h, m, s).unwrap()
@@ -104,12 +106,10 @@ async fn preload_follows_the_static_prompt_with_exact_swarms_text() {
         .unwrap()
         .created_at;
 
-    let convo = Conversation::builder(name("ResearchAgent"))
+    let convo = persisting("ResearchAgent", store.clone())
         .system_prompt("You are a research assistant.")
         .rules("Cite sources.")
         .custom_rules_prompt("Answer in English.")
-        .persistent(true)
-        .store(store.clone())
         .build()
         .await
         .unwrap();
@@ -150,10 +150,8 @@ async fn preload_follows_the_static_prompt_with_exact_swarms_text() {
 #[tokio::test]
 async fn nothing_is_preloaded_without_stored_memory() {
     let store = in_memory();
-    let convo = Conversation::builder(name("Fresh"))
+    let convo = persisting("Fresh", store.clone())
         .system_prompt("sys")
-        .persistent(true)
-        .store(store.clone())
         .build()
         .await
         .unwrap();
@@ -165,12 +163,7 @@ async fn nothing_is_preloaded_without_stored_memory() {
         .append_one(&session, Message::user(" "))
         .await
         .unwrap();
-    let convo = Conversation::builder(name("Blank"))
-        .persistent(true)
-        .store(store)
-        .build()
-        .await
-        .unwrap();
+    let convo = persisting("Blank", store).build().await.unwrap();
     assert!(convo.messages().is_empty());
 }
 
@@ -188,9 +181,7 @@ async fn preload_keeps_the_newest_blocks_within_its_token_budget() {
     store.append(&session, &msgs).await.unwrap();
     let stored = store.load(&session, None).await.unwrap().unwrap();
     let budget = 300;
-    let convo = Conversation::builder(name("Budget"))
-        .persistent(true)
-        .store(store)
+    let convo = persisting("Budget", store)
         .preload_token_budget(budget)
         .build()
         .await
@@ -234,9 +225,7 @@ async fn preload_keeps_a_leading_compaction_summary_then_the_newest_blocks() {
     msgs.extend((0..60).map(|i| Message::user(format!("Entry {i}: the quick brown fox jumps."))));
     store.append(&session, &msgs).await.unwrap();
     let stored = store.load(&session, None).await.unwrap().unwrap();
-    let convo = Conversation::builder(name("Pinned"))
-        .persistent(true)
-        .store(store)
+    let convo = persisting("Pinned", store)
         .preload_token_budget(400)
         .build()
         .await
@@ -257,9 +246,7 @@ async fn preload_keeps_a_leading_compaction_summary_then_the_newest_blocks() {
     assert!(TokenEncoding::O200kBase.count(&p.text) <= 400);
 
     // A summary too big for the budget is not pinned: the newest blocks are kept instead.
-    let convo = Conversation::builder(name("Pinned"))
-        .persistent(true)
-        .store(convo.store().unwrap().clone())
+    let convo = persisting("Pinned", convo.store().unwrap().clone())
         .preload_token_budget(150)
         .build()
         .await
@@ -277,9 +264,7 @@ async fn default_preload_budget_is_half_the_context() {
         .map(|i| Message::user(format!("Line {i} with a few words of padding text.")))
         .collect();
     store.append(&session, &msgs).await.unwrap();
-    let convo = Conversation::builder(name("Half"))
-        .persistent(true)
-        .store(store)
+    let convo = persisting("Half", store)
         .context_length(1_000)
         .build()
         .await
@@ -293,11 +278,9 @@ async fn default_preload_budget_is_half_the_context() {
 async fn write_through_keeps_messages_and_restarts_do_not_duplicate_the_prompt() {
     let store = in_memory();
     let build = || {
-        Conversation::builder(name("Writer"))
+        persisting("Writer", store.clone())
             .system_prompt("sys")
             .rules("rules")
-            .persistent(true)
-            .store(store.clone())
             .build()
     };
     let convo = build().await.unwrap();
@@ -317,12 +300,7 @@ async fn write_through_keeps_messages_and_restarts_do_not_duplicate_the_prompt()
 async fn a_failed_append_leaves_memory_equal_to_the_store() {
     // Calls: load (build), append (ok), append (fails), then a load to check the store.
     let store = ScriptedStore::new(in_memory(), Some(3));
-    let convo = Conversation::builder(name("Flaky"))
-        .persistent(true)
-        .store(store.clone())
-        .build()
-        .await
-        .unwrap();
+    let convo = persisting("Flaky", store.clone()).build().await.unwrap();
     convo.add(Role::User, "kept").await.unwrap();
     let err = convo.add(Role::User, "lost").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable);
@@ -338,12 +316,7 @@ async fn a_failed_append_leaves_memory_equal_to_the_store() {
     // holds the message, as the store does.
     let inner = in_memory();
     let store = ScriptedStore::with_mode(inner.clone(), Some(2), FailMode::After);
-    let convo = Conversation::builder(name("Flaky"))
-        .persistent(true)
-        .store(store)
-        .build()
-        .await
-        .unwrap();
+    let convo = persisting("Flaky", store).build().await.unwrap();
     let err = convo.add(Role::User, "landed").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable);
     assert_eq!(
@@ -357,30 +330,13 @@ async fn a_failed_append_leaves_memory_equal_to_the_store() {
 async fn concurrent_adds_keep_one_order_in_memory_and_store() {
     let store = in_memory();
     let convo = Arc::new(
-        Conversation::builder(name("Busy"))
+        persisting("Busy", store.clone())
             .system_prompt("sys")
-            .persistent(true)
-            .store(store.clone())
             .build()
             .await
             .unwrap(),
     );
-    let tasks: Vec<_> = (0..8)
-        .map(|t| {
-            let convo = convo.clone();
-            tokio::spawn(async move {
-                for i in 0..25 {
-                    convo
-                        .add(Role::User, format!("task {t} message {i}"))
-                        .await
-                        .unwrap();
-                }
-            })
-        })
-        .collect();
-    for t in tasks {
-        t.await.unwrap();
-    }
+    join_all(spawn_adders(&convo, 8, 25)).await;
     let memory = convo.messages()[1..].to_vec();
     let stored = store.messages(convo.session_id()).await.unwrap();
     assert_eq!(memory.len(), 200);
@@ -391,7 +347,7 @@ async fn concurrent_adds_keep_one_order_in_memory_and_store() {
             .filter(|m| m.content.starts_with(&format!("task {t} ")))
             .map(|m| m.content.clone())
             .collect();
-        let expected: Vec<String> = (0..25).map(|i| format!("task {t} message {i}")).collect();
+        let expected: Vec<String> = (0..25).map(|i| adder_text(t, i)).collect();
         assert_eq!(mine, expected);
     }
 }
@@ -400,9 +356,7 @@ async fn concurrent_adds_keep_one_order_in_memory_and_store() {
 async fn stop_persisting_keeps_memory_and_stops_writes() {
     let store = in_memory();
     let path = PathBuf::from("/ws/agents/Stopper/MEMORY.md");
-    let convo = Conversation::builder(name("Stopper"))
-        .persistent(true)
-        .store(store.clone())
+    let convo = persisting("Stopper", store.clone())
         .memory_file(path.clone())
         .build()
         .await
@@ -477,42 +431,50 @@ async fn prompt_string_and_last_content() {
 
 #[tokio::test]
 async fn context_length_and_encoding_resolve_from_the_model() {
-    let c = Conversation::builder(name("A")).build().await.unwrap();
-    assert_eq!(c.context_length(), 16_000);
-    assert_eq!(c.token_encoding(), TokenEncoding::O200kBase);
-    let c = Conversation::builder(name("B"))
-        .model_name("gpt-4")
-        .build()
-        .await
-        .unwrap();
-    assert_eq!(
-        (c.context_length(), c.token_encoding()),
-        (8_192, TokenEncoding::Cl100kBase)
-    );
-    let c = Conversation::builder(name("C"))
-        .model_name("claude-sonnet-4-6")
-        .context_length(32_000)
-        .build()
-        .await
-        .unwrap();
-    assert_eq!(
-        (c.context_length(), c.token_encoding()),
-        (32_000, TokenEncoding::O200kBase)
-    );
-    let mut c = Conversation::builder(name("D"))
-        .token_encoding(TokenEncoding::Cl100kBase)
-        .model_name("gpt-4o")
-        .build()
-        .await
-        .unwrap();
-    assert_eq!(
-        (c.context_length(), c.token_encoding()),
-        (128_000, TokenEncoding::Cl100kBase)
-    );
+    use TokenEncoding::{Cl100kBase, O200kBase};
+    // The model, context length and encoding given; the context length and encoding resolved.
+    let cases = [
+        (None, None, None, (16_000, O200kBase)),
+        (Some("gpt-4"), None, None, (8_192, Cl100kBase)),
+        (
+            Some("claude-sonnet-4-6"),
+            Some(32_000),
+            None,
+            (32_000, O200kBase),
+        ),
+        (
+            Some("gpt-4o"),
+            None,
+            Some(Cl100kBase),
+            (128_000, Cl100kBase),
+        ),
+    ];
+    let mut last = None;
+    for (model, length, encoding, resolved) in cases {
+        let mut builder = Conversation::builder(name("Model"));
+        if let Some(encoding) = encoding {
+            builder = builder.token_encoding(encoding);
+        }
+        if let Some(model) = model {
+            builder = builder.model_name(model);
+        }
+        if let Some(length) = length {
+            builder = builder.context_length(length);
+        }
+        let c = builder.build().await.unwrap();
+        assert_eq!(
+            (c.context_length(), c.token_encoding()),
+            resolved,
+            "{model:?}"
+        );
+        last = Some(c);
+    }
+    // A new model keeps the encoding given explicitly.
+    let mut c = last.unwrap();
     c.set_model("gpt-3.5-turbo");
     assert_eq!(
         (c.context_length(), c.token_encoding()),
-        (16_385, TokenEncoding::Cl100kBase)
+        (16_385, Cl100kBase)
     );
 }
 

@@ -123,62 +123,59 @@ async fn load_errors_name_the_file_and_the_problem() {
     let c = sample().await;
     let before = c.messages();
 
-    let missing = dir.path().join("missing.json");
-    let err = c.load(&missing).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::NotFound);
-    assert!(
-        err.to_string().contains("missing.json: no such file"),
-        "{err}"
-    );
-
-    let broken = dir.path().join("broken.json");
-    std::fs::write(&broken, "[{\"role\": \"user\", \"content\": \"cut").unwrap();
-    let err = c.load(&broken).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::CorruptData);
-    let text = err.to_string();
-    assert!(
-        text.contains("broken.json") && text.contains("line 1"),
-        "{text}"
-    );
-
-    let not_list = dir.path().join("object.yaml");
-    std::fs::write(&not_list, "role: user\ncontent: hi\n").unwrap();
-    let err = c.load(&not_list).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::CorruptData);
-    assert!(
-        err.to_string()
-            .contains("object.yaml: not a YAML list of messages"),
-        "{err}"
-    );
-
-    let bad_time = dir.path().join("time.json");
-    std::fs::write(
-        &bad_time,
-        r#"[{"role":"user","content":"a"},{"role":"user","content":"b","timestamp":"yesterday"}]"#,
-    )
-    .unwrap();
-    let err = c.load(&bad_time).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::CorruptData);
-    assert!(
-        err.to_string()
-            .contains("time.json: message 2: timestamp \"yesterday\""),
-        "{err}"
-    );
-
-    let bad_role = dir.path().join("role.json");
-    std::fs::write(&bad_role, r#"[{"role":"","content":"a"}]"#).unwrap();
-    let err = c.load(&bad_role).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::CorruptData);
-    assert!(
-        err.to_string().contains("role.json") && err.to_string().contains("invalid role"),
-        "{err}"
-    );
-
-    let unknown = dir.path().join("conv.txt");
-    std::fs::write(&unknown, "[]").unwrap();
-    let err = c.load(&unknown).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::InvalidInput);
-    assert!(err.to_string().contains("conv.txt"), "{err}");
+    // (file, its text or missing, the error kind, what the message must contain)
+    let cases: [(&str, Option<&str>, ErrorKind, &[&str]); 6] = [
+        (
+            "missing.json",
+            None,
+            ErrorKind::NotFound,
+            &["missing.json: no such file"],
+        ),
+        (
+            "broken.json",
+            Some("[{\"role\": \"user\", \"content\": \"cut"),
+            ErrorKind::CorruptData,
+            &["broken.json", "line 1"],
+        ),
+        (
+            "object.yaml",
+            Some("role: user\ncontent: hi\n"),
+            ErrorKind::CorruptData,
+            &["object.yaml: not a YAML list of messages"],
+        ),
+        (
+            "time.json",
+            Some(
+                r#"[{"role":"user","content":"a"},{"role":"user","content":"b","timestamp":"yesterday"}]"#,
+            ),
+            ErrorKind::CorruptData,
+            &["time.json: message 2: timestamp \"yesterday\""],
+        ),
+        (
+            "role.json",
+            Some(r#"[{"role":"","content":"a"}]"#),
+            ErrorKind::CorruptData,
+            &["role.json", "invalid role"],
+        ),
+        (
+            "conv.txt",
+            Some("[]"),
+            ErrorKind::InvalidInput,
+            &["conv.txt"],
+        ),
+    ];
+    for (file, text, kind, needles) in cases {
+        let path = dir.path().join(file);
+        if let Some(text) = text {
+            std::fs::write(&path, text).unwrap();
+        }
+        let err = c.load(&path).await.unwrap_err();
+        assert_eq!(err.kind(), kind, "{file}: {err}");
+        let message = err.to_string();
+        for needle in needles {
+            assert!(message.contains(needle), "{file}: {message}");
+        }
+    }
     assert_eq!(
         ExportFormat::from_path("a.yml".as_ref()).unwrap(),
         ExportFormat::Yaml

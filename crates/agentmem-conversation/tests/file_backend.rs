@@ -11,7 +11,7 @@ use agentmem_conversation::templates::{PRELOAD_PREFIX, SUMMARY_PREFIX};
 use agentmem_conversation::{Compressor, Conversation, ExtractiveSummarizer};
 use agentmem_core::{AgentMemory, AgentMemoryExt, Layered, Role};
 use agentmem_file::{Durability, FileConfig, FileMemory};
-use common::{name, transcript};
+use common::{join_all, name, spawn_adders, transcript};
 
 async fn file_store(root: &Path) -> Arc<Layered<FileMemory>> {
     Arc::new(
@@ -39,6 +39,25 @@ async fn open(
         .build()
         .await
         .unwrap()
+}
+
+/// Drops `convo` and opens its agent again on `store`; checks that the preload (after the
+/// system prompt and rules) is `MEMORY.md` byte for byte; returns the new conversation and
+/// the file.
+async fn reopen_preloading_the_file(
+    convo: Conversation,
+    store: &Arc<Layered<FileMemory>>,
+) -> (Conversation, String) {
+    let path = convo.memory_path().unwrap();
+    let agent = convo.agent_name().as_str().to_string();
+    drop(convo);
+    let file = std::fs::read_to_string(path).unwrap();
+    let convo = open(store, &agent, 16_000).await;
+    assert_eq!(
+        convo.messages()[2].content,
+        format!("{PRELOAD_PREFIX}{file}")
+    );
+    (convo, file)
 }
 
 fn archive_files(dir: &Path) -> Vec<String> {
@@ -69,14 +88,9 @@ async fn preload_is_the_memory_md_file_byte_for_byte_before_and_after_compaction
         .add_agent_reply("I recommend BigQuery.")
         .await
         .unwrap();
-    drop(convo);
-
-    let file = std::fs::read_to_string(&path).unwrap();
+    let (second, file) = reopen_preloading_the_file(convo, &store).await;
     assert!(file.contains("### ResearchAgent — "));
-    let second = open(&store, "ResearchAgent", 16_000).await;
-    let m = second.messages();
-    assert_eq!(m.len(), 3);
-    assert_eq!(m[2].content, format!("{PRELOAD_PREFIX}{file}"));
+    assert_eq!(second.messages().len(), 3);
     assert!(
         !file.contains("You are a research assistant."),
         "the system prompt was stored"
@@ -86,13 +100,7 @@ async fn preload_is_the_memory_md_file_byte_for_byte_before_and_after_compaction
         .compact("The user wants a warehouse; BigQuery recommended.")
         .await
         .unwrap();
-    drop(second);
-    let file = std::fs::read_to_string(&path).unwrap();
-    let third = open(&store, "ResearchAgent", 16_000).await;
-    assert_eq!(
-        third.messages()[2].content,
-        format!("{PRELOAD_PREFIX}{file}")
-    );
+    let (_third, file) = reopen_preloading_the_file(second, &store).await;
     assert!(file.contains(&format!(
         "{SUMMARY_PREFIX}The user wants a warehouse; BigQuery recommended.\n\n---\n\n"
     )));
@@ -142,22 +150,7 @@ async fn concurrent_adds_reach_the_file_in_memory_order() {
     let dir = tempfile::tempdir().unwrap();
     let store = file_store(dir.path()).await;
     let convo = Arc::new(open(&store, "Busy", 16_000).await);
-    let tasks: Vec<_> = (0..4)
-        .map(|t| {
-            let convo = convo.clone();
-            tokio::spawn(async move {
-                for i in 0..20 {
-                    convo
-                        .add(Role::User, format!("task {t} message {i}"))
-                        .await
-                        .unwrap();
-                }
-            })
-        })
-        .collect();
-    for t in tasks {
-        t.await.unwrap();
-    }
+    join_all(spawn_adders(&convo, 4, 20)).await;
     let memory = transcript(&convo);
     assert_eq!(memory.len(), 80);
     let reopened = file_store(dir.path()).await;

@@ -10,11 +10,9 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use agentmem_conversation::templates::SUMMARY_PREFIX;
-use agentmem_conversation::{
-    Compressor, Conversation, OpenAiSummarizer, Summarizer, SummaryRequest,
-};
-use agentmem_core::{ErrorKind, Message, Role};
-use common::{in_memory, name};
+use agentmem_conversation::{Compressor, OpenAiSummarizer, Summarizer, SummaryRequest};
+use agentmem_core::{ErrorKind, Message};
+use common::{compression_fails_untouched, in_memory, persisting};
 
 /// A request as the server saw it.
 struct Seen {
@@ -76,6 +74,13 @@ fn serve_once(status: u16, body: &'static str) -> (String, mpsc::Receiver<Seen>)
     (url, rx)
 }
 
+/// The summarizer of model "m" at `url`, with an API key.
+fn summarizer_at(url: String) -> OpenAiSummarizer {
+    OpenAiSummarizer::new("m")
+        .with_base_url(url)
+        .with_api_key("k")
+}
+
 const COMPLETION: &str = r#"{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"  The user prefers GCP.  "},"finish_reason":"stop"}]}"#;
 
 #[tokio::test]
@@ -123,34 +128,22 @@ async fn sends_a_chat_completion_request_and_returns_the_reply() {
 async fn auto_compression_uses_it_and_a_server_error_leaves_memory_untouched() {
     let store = in_memory();
     let (url, _seen) = serve_once(503, r#"{"error":{"message":"overloaded"}}"#);
-    let summarizer = Arc::new(
-        OpenAiSummarizer::new("m")
-            .with_base_url(url)
-            .with_api_key("k"),
-    );
-    let convo = Conversation::builder(name("Remote"))
-        .persistent(true)
-        .store(store.clone())
+    let summarizer = Arc::new(summarizer_at(url));
+    let convo = persisting("Remote", store.clone())
         .compressor(Compressor::new(summarizer))
         .context_length(40)
         .build()
         .await
         .unwrap();
-    convo
-        .add(
-            Role::User,
-            "enough words to pass a forty token threshold, surely: one two three four five six seven eight nine ten eleven twelve",
-        )
-        .await
-        .unwrap();
-    let before = convo.messages();
-    let err = convo.maybe_compress().await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Unavailable);
+    let err = compression_fails_untouched(
+        &convo,
+        "enough words to pass a forty token threshold, surely: one two three four five six seven eight nine ten eleven twelve",
+    )
+    .await;
     assert!(
         err.to_string().contains("HTTP 503") && err.to_string().contains("overloaded"),
         "{err}"
     );
-    assert_eq!(convo.messages(), before);
     assert!(store
         .list_archives(convo.session_id())
         .await
@@ -158,11 +151,7 @@ async fn auto_compression_uses_it_and_a_server_error_leaves_memory_untouched() {
         .is_empty());
 
     let (url, _seen) = serve_once(200, COMPLETION);
-    let summarizer = Arc::new(
-        OpenAiSummarizer::new("m")
-            .with_base_url(url)
-            .with_api_key("k"),
-    );
+    let summarizer = Arc::new(summarizer_at(url));
     let mut convo = convo;
     convo.set_compressor(Compressor::new(summarizer)).unwrap();
     let done = convo.maybe_compress().await.unwrap().unwrap();
@@ -177,22 +166,12 @@ async fn auto_compression_uses_it_and_a_server_error_leaves_memory_untouched() {
 async fn bad_keys_and_garbage_replies_are_typed_errors() {
     let request = SummaryRequest::new(vec![Message::user("hi")], 10);
     let (url, _) = serve_once(401, r#"{"error":"bad key"}"#);
-    let err = OpenAiSummarizer::new("m")
-        .with_base_url(url)
-        .with_api_key("k")
-        .summarize(&request)
-        .await
-        .unwrap_err();
+    let err = summarizer_at(url).summarize(&request).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert!(err.to_string().contains("API key"), "{err}");
 
     let (url, _) = serve_once(200, r#"{"not":"a completion"}"#);
-    let err = OpenAiSummarizer::new("m")
-        .with_base_url(url)
-        .with_api_key("k")
-        .summarize(&request)
-        .await
-        .unwrap_err();
+    let err = summarizer_at(url).summarize(&request).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::CorruptData);
 
     // Nothing listens on this port once the listener is dropped.

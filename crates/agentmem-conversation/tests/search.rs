@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use agentmem_conversation::{Conversation, MemorySearchTool};
 use agentmem_core::{AgentMemory, ErrorKind, Role};
-use common::{in_memory, name, ScriptedStore};
+use common::{in_memory, name, persisting, ScriptedStore};
 use serde_json::json;
 
 async fn filled(store: Option<Arc<dyn AgentMemory>>) -> Conversation {
@@ -48,12 +48,7 @@ async fn ephemeral_search_ranks_the_in_memory_history() {
 #[tokio::test]
 async fn persistent_search_goes_through_the_store_scoped_to_the_session() {
     let inner = in_memory();
-    let other = Conversation::builder(name("Other"))
-        .persistent(true)
-        .store(inner.clone())
-        .build()
-        .await
-        .unwrap();
+    let other = persisting("Other", inner.clone()).build().await.unwrap();
     other.add(Role::User, "latency elsewhere").await.unwrap();
     let store = ScriptedStore::new(inner, None);
     let c = filled(Some(store.clone())).await;

@@ -27,6 +27,13 @@ fn transcript(n: usize) -> Vec<Message> {
     m
 }
 
+/// What `s` makes of `messages` within `budget` tokens.
+async fn summarize(s: &ExtractiveSummarizer, messages: Vec<Message>, budget: usize) -> String {
+    s.summarize(&SummaryRequest::new(messages, budget))
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn deterministic_and_within_budget() {
     let s = ExtractiveSummarizer::new();
@@ -44,10 +51,7 @@ async fn deterministic_and_within_budget() {
 #[tokio::test]
 async fn cue_facts_beat_number_only_facts_and_latest_turns_are_quoted() {
     let s = ExtractiveSummarizer::new().with_latest_turns(2);
-    let summary = s
-        .summarize(&SummaryRequest::new(transcript(30), 150))
-        .await
-        .unwrap();
+    let summary = summarize(&s, transcript(30), 150).await;
     let (facts, turns) = summary.split_once("\n\nLatest turns:\n").unwrap();
     assert!(facts.starts_with("Key facts and decisions:\n"));
     // Cue sentences are kept even though 30 newer number-only questions compete with them.
@@ -62,20 +66,14 @@ async fn cue_facts_beat_number_only_facts_and_latest_turns_are_quoted() {
         "- User: Thanks, what should happen next?\n- Assistant: Next we load sample data."
     );
     // With room to spare, number-only facts come in too, newest first.
-    let roomy = s
-        .summarize(&SummaryRequest::new(transcript(3), 2_000))
-        .await
-        .unwrap();
+    let roomy = summarize(&s, transcript(3), 2_000).await;
     assert!(roomy.contains("- User: Question 2 about warehouses"));
 }
 
 #[tokio::test]
 async fn facts_survive_an_earlier_summary_and_a_preloaded_memory() {
     let s = ExtractiveSummarizer::new().with_latest_turns(1);
-    let first = s
-        .summarize(&SummaryRequest::new(transcript(2), 300))
-        .await
-        .unwrap();
+    let first = summarize(&s, transcript(2), 300).await;
     let t = Utc.with_ymd_and_hms(2026, 4, 20, 18, 0, 0).unwrap();
     let memory_md = render_memory_md(
         "Ada",
@@ -90,10 +88,7 @@ async fn facts_survive_an_earlier_summary_and_a_preloaded_memory() {
         Message::user("Hello again."),
         Message::assistant("Welcome back."),
     ];
-    let second = s
-        .summarize(&SummaryRequest::new(messages, 300))
-        .await
-        .unwrap();
+    let second = summarize(&s, messages, 300).await;
     assert!(second.contains("- User: My name is Ada."), "{second}");
     assert!(second.contains("- Assistant: We decided to shortlist BigQuery and AlloyDB."));
     assert!(second.contains("- User: Remember: the budget is capped."));
@@ -106,12 +101,9 @@ async fn facts_survive_an_earlier_summary_and_a_preloaded_memory() {
 #[tokio::test]
 async fn edge_cases() {
     let s = ExtractiveSummarizer::new();
-    let empty = s.summarize(&SummaryRequest::new(vec![], 50)).await.unwrap();
+    let empty = summarize(&s, vec![], 50).await;
     assert_eq!(empty, "No earlier conversation.");
-    let zero = s
-        .summarize(&SummaryRequest::new(transcript(1), 0))
-        .await
-        .unwrap();
+    let zero = summarize(&s, transcript(1), 0).await;
     assert_eq!(zero, "");
     // Custom cues.
     let custom = ExtractiveSummarizer::new()

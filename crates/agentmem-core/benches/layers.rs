@@ -17,12 +17,9 @@ use agentmem_core::{
     MemoryHit, MemoryItem, MemoryKind, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
     Result, RetentionPolicy, Session, SessionId, SessionInfo,
 };
+use agentmem_testkit::bench::quick;
 use criterion::{criterion_group, Criterion};
 use tokio::runtime::Runtime;
-
-fn quick() -> bool {
-    std::env::var("AGENTMEM_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
-}
 
 /// A store that answers at once: what is left of a timing is the layers' work.
 #[derive(Debug)]

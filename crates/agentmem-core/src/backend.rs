@@ -10,9 +10,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::error::{Error, Result};
-use crate::layer::Layered;
 use crate::redact::redact_url;
 use crate::store::AgentMemory;
+use crate::Layered;
 
 /// A backend's connection settings: parsed from the backend's URLs ([`FromStr`]), adjusted
 /// with builder methods, then connected.

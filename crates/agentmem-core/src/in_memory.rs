@@ -3,7 +3,7 @@
 //! Nothing is written anywhere: the store lives as long as the value. It is what the
 //! conformance suite (`agentmem-testkit`) is checked against first, what examples and tests
 //! use when they need a store without a server, and the model other backends are read
-//! against: each method does exactly what the contract in [`crate::store`] says, with the
+//! against: each method does exactly what the contract of [`AgentMemory`] says, with the
 //! shared algorithms of [`crate::history`] and [`crate::search`].
 
 use std::collections::BTreeMap;
@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 
 use crate::error::{Error, Result};
 use crate::history::tail_start;
-use crate::layer::{layered, Layered};
+use crate::layer::layered;
 use crate::model::{
     now, Archive, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, Session, SessionInfo,
 };
@@ -24,6 +24,7 @@ use crate::store::{
     AgentMemory, Capabilities, MemoryFilter, MemoryHit, MessageHit, MessageQuery, PurgeReport,
     RetentionPolicy,
 };
+use crate::Layered;
 
 /// The schema version [`InMemory`] reports (it has no stored schema to migrate).
 const SCHEMA_VERSION: u32 = 1;
@@ -135,6 +136,18 @@ impl InMemory {
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Changes a session (created when missing) under the lock and marks it written now.
+    fn write_session(&self, session: &SessionId, change: impl FnOnce(&mut StoredSession)) {
+        let at = now();
+        let mut state = self.state();
+        let stored = state
+            .sessions
+            .entry(session.clone())
+            .or_insert_with(|| StoredSession::new(at));
+        change(stored);
+        stored.touch(at);
+    }
 }
 
 fn not_found_session(session: &SessionId) -> Error {
@@ -165,31 +178,21 @@ impl AgentMemory for InMemory {
 
     async fn save_session(
         &self,
-        session: &SessionId,
+        id: &SessionId,
         history: &[Message],
-        metadata: &Metadata,
+        meta: &Metadata,
     ) -> Result<()> {
-        let at = now();
-        let mut state = self.state();
-        let stored = state
-            .sessions
-            .entry(session.clone())
-            .or_insert_with(|| StoredSession::new(at));
-        stored.messages = history.to_vec();
-        stored.metadata = metadata.clone();
-        stored.touch(at);
+        self.write_session(id, |stored| {
+            stored.messages = history.to_vec();
+            stored.metadata = meta.clone();
+        });
         Ok(())
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        let at = now();
-        let mut state = self.state();
-        let stored = state
-            .sessions
-            .entry(session.clone())
-            .or_insert_with(|| StoredSession::new(at));
-        stored.messages.extend_from_slice(messages);
-        stored.touch(at);
+        self.write_session(session, |stored| {
+            stored.messages.extend_from_slice(messages)
+        });
         Ok(())
     }
 

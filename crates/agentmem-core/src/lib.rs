@@ -16,7 +16,6 @@
 //! [`Error`]: crate::Error
 //! [`ErrorKind`]: crate::ErrorKind
 //! [`Result`]: crate::Result
-//! [`name`]: crate::name
 //! [`history`]: crate::history
 //! [`search`]: crate::search
 //! [`layer`]: crate::layer
@@ -26,37 +25,44 @@
 //! [`backend`]: crate::backend
 //! [`Operation`]: crate::Operation
 //! [`redact_url`]: crate::redact_url
+//! [`validate_name`]: crate::validate_name
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
 pub mod backend;
-pub mod error;
-pub mod ext;
+mod context;
+mod error;
+mod ext;
 pub mod history;
-pub mod in_memory;
+mod in_memory;
 pub mod layer;
-pub mod model;
-pub mod name;
+mod model;
+mod name;
 mod operation;
-pub mod redact;
+mod redact;
 pub mod search;
-pub mod store;
+mod store;
+pub mod support;
 
-pub use error::{Error, ErrorKind, Result};
+pub use context::ContextStore;
+pub use error::{BoxError, Error, ErrorKind, Result};
 pub use ext::AgentMemoryExt;
 pub use in_memory::InMemory;
-pub use layer::Layered;
 pub use model::{
-    now, Archive, ArchiveId, ArchiveInfo, MemoryItem, MemoryKind, Message, Metadata, Role, Session,
-    SessionInfo,
+    new_id, now, Archive, ArchiveId, ArchiveInfo, MemoryItem, MemoryKind, Message, Metadata, Role,
+    Session, SessionInfo,
 };
-pub use name::{AgentName, SessionId};
+pub use name::{validate_name, AgentName, SessionId, MAX_NAME_BYTES};
 pub use operation::Operation;
 pub use redact::redact_url;
 pub use store::{
     AgentMemory, Capabilities, MemoryFilter, MemoryHit, MessageHit, MessageQuery, PurgeReport,
     RetentionPolicy,
 };
+
+/// A store wearing the standard layer stack (see [`layer`]): what every backend's
+/// constructors return. Dereferences to the raw store `S`.
+pub type Layered<S> = layer::Traced<layer::Validated<S>>;
 
 /// Re-exported so backends and users implement [`AgentMemory`] with the same macro version.
 pub use async_trait::async_trait;

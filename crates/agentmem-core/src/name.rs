@@ -22,7 +22,7 @@ pub const MAX_NAME_BYTES: usize = 128;
 /// Checks `value` against the naming rules; `what` names the thing in the error message.
 ///
 /// ```
-/// use agentmem_core::name::validate_name;
+/// use agentmem_core::validate_name;
 /// assert!(validate_name("session id", "history_1a2b3c4d").is_ok());
 /// let err = validate_name("session id", "../etc").unwrap_err();
 /// assert!(err.to_string().contains("`..`"));

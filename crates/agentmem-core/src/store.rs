@@ -174,13 +174,13 @@ pub trait AgentMemory: Debug + Send + Sync + 'static {
             .join("\n"))
     }
 
-    /// Makes the stored session exactly `history` with `metadata`, in one atomic step (B9).
-    /// Creates the session when missing; an empty `history` leaves an empty session.
+    /// Makes the stored session `id` exactly `history` with metadata `meta`, in one atomic
+    /// step. Creates the session when missing; an empty `history` leaves an empty session.
     async fn save_session(
         &self,
-        session: &SessionId,
+        id: &SessionId,
         history: &[Message],
-        metadata: &Metadata,
+        meta: &Metadata,
     ) -> Result<()>;
 
     /// Appends `messages` to the end of the session without rewriting it, creating the session

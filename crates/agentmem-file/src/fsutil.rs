@@ -17,8 +17,7 @@ pub(crate) const TMP_PREFIX: &str = ".tmp-";
 /// An `Error` for an I/O failure on `path`, keeping the kind mapping of `agentmem_core`
 /// (missing → not found, full disk → unavailable, …) and the source.
 pub(crate) fn io_error(path: &Path, what: &str, e: io::Error) -> Error {
-    let kind = Error::from(io::Error::from(e.kind())).kind();
-    Error::new(kind, format!("{what} {}", path.display())).with_source(e)
+    Error::io(format!("{what} {}", path.display()), e)
 }
 
 /// Identity of a file: it changes when the file is replaced by a rename.
@@ -46,6 +45,15 @@ pub(crate) fn stat(path: &Path) -> Result<Option<std::fs::Metadata>, Error> {
     }
 }
 
+/// The entries of folder `dir`, with a missing folder as `None`.
+pub(crate) fn list_dir(dir: &Path) -> Result<Option<std::fs::ReadDir>, Error> {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => Ok(Some(entries)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error(dir, "cannot list", e)),
+    }
+}
+
 /// Creates `path` and missing parents with mode 0700 (existing folders are left as they are).
 pub(crate) fn create_dirs(path: &Path) -> Result<(), Error> {
     DirBuilder::new()
@@ -53,6 +61,15 @@ pub(crate) fn create_dirs(path: &Path) -> Result<(), Error> {
         .mode(DIR_MODE)
         .create(path)
         .map_err(|e| io_error(path, "cannot create the folder", e))
+}
+
+/// Opens an existing `path` as [`open_append`] does, with the identity of the file opened.
+pub(crate) fn open_append_with_id(path: &Path) -> Result<(File, FileId), Error> {
+    let file = open_append(path)?;
+    let meta = file
+        .metadata()
+        .map_err(|e| io_error(path, "cannot stat", e))?;
+    Ok((file, FileId::of(&meta)))
 }
 
 /// Opens an existing `path` for appending (and reading). Never creates it: files come into
@@ -88,7 +105,7 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
 /// folder, fsync, rename, fsync of the folder. A crash leaves the old file or the new one,
 /// never a mix; a leftover temporary file is removed by the next repair.
 pub(crate) fn write_atomic(dir: &Path, target: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let tmp = dir.join(format!("{TMP_PREFIX}{}", agentmem_core::model::new_id()));
+    let tmp = dir.join(format!("{TMP_PREFIX}{}", agentmem_core::new_id()));
     let result = (|| {
         let mut f = OpenOptions::new()
             .write(true)

@@ -220,18 +220,9 @@ pub(crate) fn encode_append(messages: &[Message]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// A whole session log: header, then one message per line.
-pub(crate) fn encode_session(header: &SessionHeader, messages: &[Message]) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
-    push_line(&mut out, header)?;
-    for m in messages {
-        push_line(&mut out, m)?;
-    }
-    Ok(out)
-}
-
-/// A whole archive log: header, then one message per line.
-pub(crate) fn encode_archive(header: &ArchiveHeader, messages: &[Message]) -> Result<Vec<u8>> {
+/// A whole log (a session's, with a [`SessionHeader`], or an archive's, with an
+/// [`ArchiveHeader`]): the header, then one message per line.
+pub(crate) fn encode_log(header: &impl Serialize, messages: &[Message]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     push_line(&mut out, header)?;
     for m in messages {

@@ -12,10 +12,10 @@ use agentmem_core::{now, Error, MemoryItem, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Durability;
-use crate::fsutil::{io_error, open_append, stat, write_atomic, FileId};
+use crate::fsutil::{io_error, open_append_with_id, stat, write_atomic, FileId};
 use crate::layout::Layout;
 use crate::log::{push_line, scan_lines};
-use crate::repair::{Findings, RepairKind};
+use crate::repair::Findings;
 
 const MEMORY_FORMAT: &str = "agentmem.memories";
 const MEMORY_VERSION: u32 = 1;
@@ -137,13 +137,7 @@ impl MemoryCtx<'_> {
         }
         if !same || meta.len() < slot.len {
             slot.reset();
-            let file = open_append(path)?;
-            let fid = FileId::of(
-                &file
-                    .metadata()
-                    .map_err(|e| io_error(path, "cannot stat", e))?,
-            );
-            slot.file = Some((file, fid));
+            slot.file = Some(open_append_with_id(path)?);
         }
         let Some((file, _)) = slot.file.as_ref() else {
             return Err(Error::backend("memory log not open"));
@@ -163,20 +157,7 @@ impl MemoryCtx<'_> {
         let scan = scan_lines(&bytes, slot.lines + 1, path, parse_record)?;
         let valid = start + scan.valid_len as u64;
         if let Some(torn) = &scan.torn {
-            f.add(
-                RepairKind::TornTail,
-                None,
-                path.clone(),
-                format!(
-                    "line {}: {}; truncated to the last whole record",
-                    torn.line, torn.reason
-                ),
-            );
-            if f.fix {
-                file.set_len(valid)
-                    .and_then(|()| file.sync_all())
-                    .map_err(|e| io_error(path, "cannot truncate the torn tail of", e))?;
-            }
+            f.torn_tail(None, path, file, torn, valid)?;
         }
         slot.len = valid;
         slot.lines += scan.lines;
@@ -189,26 +170,8 @@ impl MemoryCtx<'_> {
     fn append(&self, slot: &mut MemorySlot, record: Record) -> Result<()> {
         let path = &self.layout.memories;
         if slot.file.is_none() {
-            // A new log: write the header with the first record, whole, by a rename.
-            let mut bytes = Vec::new();
-            push_line(
-                &mut bytes,
-                &Record::Header {
-                    format: MEMORY_FORMAT.into(),
-                    version: MEMORY_VERSION,
-                },
-            )?;
-            push_line(&mut bytes, &record)?;
-            write_atomic(&self.layout.root, path, &bytes)?;
-            let file = open_append(path)?;
-            let fid = FileId::of(
-                &file
-                    .metadata()
-                    .map_err(|e| io_error(path, "cannot stat", e))?,
-            );
-            slot.file = Some((file, fid));
-            slot.len = bytes.len() as u64;
-            slot.lines = 2;
+            // A new log: the header with the first record.
+            self.write_whole(slot, std::slice::from_ref(&record))?;
             slot.apply(record);
             return Ok(());
         }
@@ -248,6 +211,17 @@ impl MemoryCtx<'_> {
         if slot.lines <= 2 * live + 64 {
             return Ok(());
         }
+        let puts: Vec<Record> = slot
+            .items
+            .iter()
+            .map(|item| Record::Put { item: item.clone() })
+            .collect();
+        self.write_whole(slot, &puts)
+    }
+
+    /// Replaces the log, whole, by a rename, with a header and `records`, and opens the new
+    /// file. The cached items are left as they are.
+    fn write_whole(&self, slot: &mut MemorySlot, records: &[Record]) -> Result<()> {
         let path = &self.layout.memories;
         let mut bytes = Vec::new();
         push_line(
@@ -257,19 +231,13 @@ impl MemoryCtx<'_> {
                 version: MEMORY_VERSION,
             },
         )?;
-        for item in &slot.items {
-            push_line(&mut bytes, &Record::Put { item: item.clone() })?;
+        for record in records {
+            push_line(&mut bytes, record)?;
         }
         write_atomic(&self.layout.root, path, &bytes)?;
-        let file = open_append(path)?;
-        let fid = FileId::of(
-            &file
-                .metadata()
-                .map_err(|e| io_error(path, "cannot stat", e))?,
-        );
-        slot.file = Some((file, fid));
+        slot.file = Some(open_append_with_id(path)?);
         slot.len = bytes.len() as u64;
-        slot.lines = 1 + live;
+        slot.lines = 1 + records.len() as u64;
         Ok(())
     }
 

@@ -1,11 +1,15 @@
 //! Reports of what the backend found damaged (after a crash or a hand edit) and repaired (C3).
 
 use std::fmt;
-use std::path::PathBuf;
+use std::fs::File;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use agentmem_core::SessionId;
+use agentmem_core::{Error, SessionId};
 use chrono::{DateTime, Utc};
+
+use crate::fsutil::io_error;
+use crate::log::TornTail;
 
 /// What was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -111,6 +115,33 @@ impl Findings {
         };
         tracing::warn!(report = %report, "agentmem file backend: damaged data found");
         self.list.push(report);
+    }
+
+    /// Records the torn last line of the log at `path` (of `session`, if any) and, when
+    /// fixing, truncates the open `log` to `valid_len`, its whole records.
+    pub(crate) fn torn_tail(
+        &mut self,
+        session: Option<&SessionId>,
+        path: &Path,
+        log: &File,
+        torn: &TornTail,
+        valid_len: u64,
+    ) -> Result<(), Error> {
+        self.add(
+            RepairKind::TornTail,
+            session,
+            path.to_path_buf(),
+            format!(
+                "line {}: {}; truncated to the last whole record",
+                torn.line, torn.reason
+            ),
+        );
+        if self.fix {
+            log.set_len(valid_len)
+                .and_then(|()| log.sync_all())
+                .map_err(|e| io_error(path, "cannot truncate the torn tail of", e))?;
+        }
+        Ok(())
     }
 }
 

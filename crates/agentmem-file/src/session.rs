@@ -19,12 +19,12 @@ use chrono::{DateTime, SubsecRound, Utc};
 
 use crate::config::Durability;
 use crate::fsutil::{
-    create_dirs, io_error, open_append, stat, sync_dir, write_atomic, FileId, TMP_PREFIX,
+    create_dirs, io_error, list_dir, open_append, stat, sync_dir, write_atomic, FileId, TMP_PREFIX,
 };
 use crate::layout::SessionPaths;
 use crate::log::{
-    encode_append, encode_archive, encode_session, parse_archive_header, parse_entry,
-    parse_session_header, scan_lines, ArchiveHeader, SessionHeader, ARCHIVE_FORMAT, LOG_VERSION,
+    encode_append, encode_log, parse_archive_header, parse_entry, parse_session_header, scan_lines,
+    ArchiveHeader, SessionHeader, ARCHIVE_FORMAT, LOG_VERSION,
 };
 use crate::repair::{Findings, RepairKind};
 
@@ -56,7 +56,41 @@ pub(crate) struct OpenSession {
     mtime: Option<DateTime<Utc>>,
 }
 
+/// A session as `sync` left it: its state, and its messages when the sync read them all
+/// anyway.
+struct Current<'s> {
+    open: &'s OpenSession,
+    loaded: Option<Vec<Message>>,
+}
+
 impl OpenSession {
+    /// The state of the open `log` (whose metadata is `meta`), of which the first `log_len`
+    /// bytes, `lines` lines, hold `header` and `messages`.
+    fn new(
+        log: File,
+        meta: &std::fs::Metadata,
+        log_len: u64,
+        lines: u64,
+        header: SessionHeader,
+        messages: &[Message],
+    ) -> Self {
+        let mut open = OpenSession {
+            log,
+            log_id: FileId::of(meta),
+            log_len,
+            lines,
+            md: None,
+            md_len: 0,
+            header,
+            count: messages.len() as u64,
+            last_block: None,
+            last_timestamp: None,
+            mtime: to_utc(meta.modified()),
+        };
+        note_messages(&mut open, messages);
+        open
+    }
+
     /// When the session was last written: the latest of its last rewrite, its last message's
     /// time and the log's modification time. The message time keeps the order of writes
     /// exact (file times are only as fine as the kernel's clock tick); the file time covers
@@ -178,38 +212,12 @@ impl SessionCtx<'_> {
         let (header, messages, scan_valid, lines, torn) = parse_log(&bytes, &p.log)?;
         let mut log_len = meta.len();
         if let Some(torn) = torn {
-            f.add(
-                RepairKind::TornTail,
-                self.id(),
-                p.log.clone(),
-                format!(
-                    "line {}: {}; truncated to the last whole record",
-                    torn.line, torn.reason
-                ),
-            );
             log_len = scan_valid as u64;
-            if f.fix {
-                log.set_len(log_len)
-                    .and_then(|()| log.sync_all())
-                    .map_err(|e| io_error(&p.log, "cannot truncate the torn tail of", e))?;
-            }
+            f.torn_tail(self.id(), &p.log, &log, &torn, log_len)?;
         }
         self.clean_folder(f)?;
         self.scan_archives(header.generation, f)?;
-        let mut open = OpenSession {
-            log,
-            log_id: FileId::of(&meta),
-            log_len,
-            lines,
-            md: None,
-            md_len: 0,
-            header,
-            count: messages.len() as u64,
-            last_block: None,
-            last_timestamp: None,
-            mtime: to_utc(meta.modified()),
-        };
-        note_messages(&mut open, &messages);
+        let open = OpenSession::new(log, &meta, log_len, lines, header, &messages);
         Ok((open, messages))
     }
 
@@ -220,21 +228,7 @@ impl SessionCtx<'_> {
         let scan = scan_lines(&bytes, o.lines + 1, &p.log, |_, line| parse_entry(line))?;
         let new_len = o.log_len + scan.valid_len as u64;
         if let Some(torn) = &scan.torn {
-            f.add(
-                RepairKind::TornTail,
-                self.id(),
-                p.log.clone(),
-                format!(
-                    "line {}: {}; truncated to the last whole record",
-                    torn.line, torn.reason
-                ),
-            );
-            if f.fix {
-                o.log
-                    .set_len(new_len)
-                    .and_then(|()| o.log.sync_all())
-                    .map_err(|e| io_error(&p.log, "cannot truncate the torn tail of", e))?;
-            }
+            f.torn_tail(self.id(), &p.log, &o.log, torn, new_len)?;
         }
         o.log_len = new_len;
         o.lines += scan.lines;
@@ -359,19 +353,28 @@ impl SessionCtx<'_> {
         slot: &'s mut SessionSlot,
         f: &mut Findings,
     ) -> Result<Option<(Vec<Message>, &'s OpenSession)>> {
-        let messages = match self.sync(slot, f)? {
-            Synced::Missing => return Ok(None),
-            Synced::Loaded(m) => Some(m),
-            Synced::Current => None,
-        };
-        let Some(o) = slot.open.as_ref() else {
+        let Some(Current { open: o, loaded }) = self.current(slot, f)? else {
             return Ok(None);
         };
-        let messages = match messages {
+        let messages = match loaded {
             Some(m) => m,
             None => self.read_all(o)?,
         };
         Ok(Some((messages, o)))
+    }
+
+    /// The session after `sync`; `None` when it does not exist.
+    fn current<'s>(
+        &self,
+        slot: &'s mut SessionSlot,
+        f: &mut Findings,
+    ) -> Result<Option<Current<'s>>> {
+        let loaded = match self.sync(slot, f)? {
+            Synced::Missing => return Ok(None),
+            Synced::Loaded(m) => Some(m),
+            Synced::Current => None,
+        };
+        Ok(slot.open.as_ref().map(|open| Current { open, loaded }))
     }
 
     /// The session after `sync`, its messages cut to the last `limit` (without orphaned tool
@@ -390,12 +393,7 @@ impl SessionCtx<'_> {
         limit: Option<usize>,
         f: &mut Findings,
     ) -> Result<Option<(Vec<Message>, u64, &'s OpenSession)>> {
-        let loaded = match self.sync(slot, f)? {
-            Synced::Missing => return Ok(None),
-            Synced::Loaded(m) => Some(m),
-            Synced::Current => None,
-        };
-        let Some(o) = slot.open.as_ref() else {
+        let Some(Current { open: o, loaded }) = self.current(slot, f)? else {
             return Ok(None);
         };
         if let (None, Some(n)) = (&loaded, limit) {
@@ -426,10 +424,8 @@ impl SessionCtx<'_> {
     /// Removes temporary files left in the session folder by interrupted rewrites.
     fn clean_folder(&self, f: &mut Findings) -> Result<()> {
         let dir = &self.paths.dir;
-        let entries = match std::fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(io_error(dir, "cannot list", e)),
+        let Some(entries) = list_dir(dir)? else {
+            return Ok(());
         };
         for entry in entries.flatten() {
             if entry.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
@@ -456,10 +452,8 @@ impl SessionCtx<'_> {
         f: &mut Findings,
     ) -> Result<Vec<(String, ArchiveHeader)>> {
         let dir = &self.paths.archive;
-        let entries = match std::fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error(dir, "cannot list", e)),
+        let Some(entries) = list_dir(dir)? else {
+            return Ok(Vec::new());
         };
         let mut found = Vec::new();
         for entry in entries {
@@ -636,7 +630,7 @@ impl SessionCtx<'_> {
         let mut header = SessionHeader::new(self.id, parsed.created);
         header.conversation = parsed.conversation;
         header.updated_at = now();
-        write_atomic(&p.dir, &p.log, &encode_session(&header, &messages)?)?;
+        write_atomic(&p.dir, &p.log, &encode_log(&header, &messages)?)?;
         Ok(true)
     }
 
@@ -733,27 +727,15 @@ impl SessionCtx<'_> {
     ) -> Result<()> {
         let p = &self.paths;
         slot.open = None;
-        write_atomic(&p.dir, &p.log, &encode_session(&header, messages)?)?;
+        write_atomic(&p.dir, &p.log, &encode_log(&header, messages)?)?;
         let text = render_memory_md(&header.conversation, header.memory_created, messages);
         write_atomic(&p.dir, &p.md, text.as_bytes())?;
         let log = open_append(&p.log)?;
         let meta = log
             .metadata()
             .map_err(|e| io_error(&p.log, "cannot stat", e))?;
-        let mut open = OpenSession {
-            log,
-            log_id: FileId::of(&meta),
-            log_len: meta.len(),
-            lines: 1 + messages.len() as u64,
-            md: None,
-            md_len: 0,
-            header,
-            count: messages.len() as u64,
-            last_block: None,
-            last_timestamp: None,
-            mtime: to_utc(meta.modified()),
-        };
-        note_messages(&mut open, messages);
+        let lines = 1 + messages.len() as u64;
+        let mut open = OpenSession::new(log, &meta, meta.len(), lines, header, messages);
         self.reopen_md(&mut open)?;
         slot.open = Some(open);
         Ok(())
@@ -826,7 +808,7 @@ impl SessionCtx<'_> {
             write_atomic(
                 &p.archive,
                 &p.archive.join(format!("{stem}.jsonl")),
-                &encode_archive(&archive_header, &messages)?,
+                &encode_log(&archive_header, &messages)?,
             )?;
             let view = render_memory_md(&header.conversation, header.memory_created, &messages);
             write_atomic(

@@ -4,8 +4,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agentmem_core::layer::{self, Layered};
-use agentmem_core::search::rank;
+use agentmem_core::layer;
+use agentmem_core::support::{
+    rank_memories, rank_messages, retention_cutoff, search_terms, select_memories,
+};
+use agentmem_core::Layered;
 use agentmem_core::{
     async_trait, now, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error,
     MemoryFilter, MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
@@ -15,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Durability, FileConfig};
 use crate::fsutil::{
-    create_dirs, io_error, open_lock_file, stat, sync_dir, write_atomic, FileLockGuard,
+    create_dirs, io_error, list_dir, open_lock_file, stat, sync_dir, write_atomic, FileLockGuard,
 };
 use crate::layout::{Layout, TRASH_PREFIX};
 use crate::memories::{MemoryCtx, MemorySlot};
@@ -317,10 +320,8 @@ impl FileMemory {
         let agents = self.inner.layout.agents.clone();
         tokio::task::spawn_blocking(move || {
             let mut ids = Vec::new();
-            let entries = match std::fs::read_dir(&agents) {
-                Ok(e) => e,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ids),
-                Err(e) => return Err(io_error(&agents, "cannot list", e)),
+            let Some(entries) = list_dir(&agents)? else {
+                return Ok(ids);
             };
             for entry in entries {
                 let entry = entry.map_err(|e| io_error(&agents, "cannot list", e))?;
@@ -388,7 +389,7 @@ impl FileMemory {
             // A folder with neither file (left by a crash right after its creation) held no
             // session: it is removed all the same, but reported as not existing.
             let existed = stat(&ctx.paths.log)?.is_some() || stat(&ctx.paths.md)?.is_some();
-            let trash = agents.join(format!("{TRASH_PREFIX}{}", agentmem_core::model::new_id()));
+            let trash = agents.join(format!("{TRASH_PREFIX}{}", agentmem_core::new_id()));
             std::fs::rename(dir, &trash)
                 .map_err(|e| io_error(dir, "cannot move to the trash", e))?;
             sync_dir(&agents)?;
@@ -589,19 +590,8 @@ impl AgentMemory for FileMemory {
         let filter = filter.clone();
         self.memory_op(move |ctx, slot, f| {
             ctx.sync(slot, f)?;
-            let mut items: Vec<MemoryItem> = slot
-                .items()
-                .iter()
-                .filter(|i| filter.kind.is_none_or(|k| i.kind == k))
-                .cloned()
-                .collect();
-            // Oldest first; the sort is stable, so equal times keep first-stored order.
-            items.sort_by_key(|i| i.created_at);
-            if let Some(limit) = filter.limit {
-                let skip = items.len().saturating_sub(limit);
-                items.drain(..skip);
-            }
-            Ok(items)
+            // Oldest first; equal times keep first-stored order.
+            Ok(select_memories(slot.items(), &filter))
         })
         .await
     }
@@ -611,23 +601,7 @@ impl AgentMemory for FileMemory {
         let filter = filter.clone();
         self.memory_op(move |ctx, slot, f| {
             ctx.sync(slot, f)?;
-            let items: Vec<&MemoryItem> = slot
-                .items()
-                .iter()
-                .filter(|i| filter.kind.is_none_or(|k| i.kind == k))
-                .collect();
-            let hits = rank(
-                &query,
-                items.iter().map(|i| i.text.as_str()),
-                filter.limit.unwrap_or(10),
-            );
-            Ok(hits
-                .into_iter()
-                .map(|(index, score)| MemoryHit {
-                    item: items[index].clone(),
-                    score,
-                })
-                .collect())
+            Ok(rank_memories(&query, slot.items(), &filter))
         })
         .await
     }
@@ -639,36 +613,17 @@ impl AgentMemory for FileMemory {
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        if scope.limit == 0 || agentmem_core::search::query_words(query).is_empty() {
+        if search_terms(query, scope.limit).is_none() {
             return Ok(Vec::new());
         }
         let all = self.all_messages(scope).await?;
-        let hits = rank(
-            query,
-            all.iter().map(|(_, m)| m.content.as_str()),
-            scope.limit,
-        );
-        Ok(hits
-            .into_iter()
-            .map(|(index, score)| {
-                let (session, message) = all[index].clone();
-                MessageHit {
-                    session,
-                    message,
-                    score,
-                }
-            })
-            .collect())
+        let candidates = all.iter().map(|(session, message)| (session, message));
+        Ok(rank_messages(query, candidates, scope.limit))
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
         let mut sessions = self.list_sessions().await?;
-        let now = now();
-        // An age beyond what chrono can subtract means nothing is that old.
-        let cutoff = policy
-            .max_age
-            .and_then(|age| chrono::Duration::from_std(age).ok())
-            .and_then(|age| now.checked_sub_signed(age));
+        let cutoff = retention_cutoff(policy, now());
         // Newest first, so `max_sessions` keeps the head.
         sessions.sort_by(|a, b| {
             b.updated_at

@@ -130,14 +130,14 @@ mod tests {
     use agentmem_core::{ErrorKind, SessionId};
 
     use super::*;
-    use crate::log::{encode_append, encode_session, SessionHeader};
+    use crate::log::{encode_append, encode_log, SessionHeader};
 
     /// A log file made of a header and the given appends (each one line), and all its
     /// messages in order.
     fn log_file(appends: &[Vec<Message>]) -> (tempfile::NamedTempFile, Vec<Message>, u64) {
         let id = SessionId::new("tail").unwrap();
         let header = SessionHeader::new(&id, agentmem_core::now());
-        let mut bytes = encode_session(&header, &[]).unwrap();
+        let mut bytes = encode_log(&header, &[]).unwrap();
         let mut all = Vec::new();
         for batch in appends {
             bytes.extend(encode_append(batch).unwrap());
@@ -146,6 +146,13 @@ mod tests {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(&bytes).unwrap();
         (file, all, 1 + appends.len() as u64)
+    }
+
+    /// `n` appends of one message each: `m0`, `m1`, …
+    fn single_appends(n: usize) -> Vec<Vec<Message>> {
+        (0..n)
+            .map(|i| vec![Message::user(format!("m{i}"))])
+            .collect()
     }
 
     /// Checks the backwards reader against `history::tail` of the whole log for every limit
@@ -242,10 +249,7 @@ mod tests {
 
     #[test]
     fn a_bad_line_in_the_window_is_corrupt_data_with_its_number() {
-        let appends: Vec<Vec<Message>> = (0..5)
-            .map(|i| vec![Message::user(format!("m{i}"))])
-            .collect();
-        let (file, _, lines) = log_file(&appends);
+        let (file, _, lines) = log_file(&single_appends(5));
         let mut bytes = std::fs::read(file.path()).unwrap();
         // Damage line 5 (the fourth message), keeping the length.
         let starts: Vec<usize> = std::iter::once(0)
@@ -273,10 +277,7 @@ mod tests {
 
     #[test]
     fn an_end_inside_a_line_gives_up() {
-        let appends: Vec<Vec<Message>> = (0..3)
-            .map(|i| vec![Message::user(format!("m{i}"))])
-            .collect();
-        let (file, _, lines) = log_file(&appends);
+        let (file, _, lines) = log_file(&single_appends(3));
         let len = file.as_file().metadata().unwrap().len();
         for block in [2, BLOCK] {
             let got =

@@ -267,6 +267,18 @@ impl SessionExport {
         }
     }
 
+    /// Every message, archived and current, oldest first.
+    pub(crate) fn all_messages(&self) -> impl Iterator<Item = &Message> + Clone {
+        let archived = self.archives.iter().flat_map(|a| &a.messages);
+        archived.chain(&self.messages)
+    }
+
+    /// [`all_messages`](SessionExport::all_messages), to change them.
+    fn all_messages_mut(&mut self) -> impl Iterator<Item = &mut Message> {
+        let archived = self.archives.iter_mut().flat_map(|a| &mut a.messages);
+        archived.chain(&mut self.messages)
+    }
+
     /// Messages in archives and in the session.
     pub fn total_messages(&self) -> u64 {
         let archived: usize = self.archives.iter().map(|a| a.messages.len()).sum();
@@ -275,12 +287,7 @@ impl SessionExport {
 
     /// Checks every message as a store would.
     pub fn validate(&self, source: &str) -> Result<()> {
-        let all = self
-            .archives
-            .iter()
-            .flat_map(|a| a.messages.iter())
-            .chain(self.messages.iter());
-        for message in all {
+        for message in self.all_messages() {
             message.validate().map_err(|e| {
                 Error::corrupt(format!(
                     "{source}: session {:?}: {}",
@@ -327,12 +334,7 @@ pub fn canonicalize(doc: &mut ExportDocument) {
 /// [`canonicalize`] for one session.
 pub fn canonical_session(session: &mut SessionExport) {
     canonical_map(&mut session.metadata);
-    let all = session
-        .archives
-        .iter_mut()
-        .flat_map(|a| a.messages.iter_mut())
-        .chain(session.messages.iter_mut());
-    for m in all {
+    for m in session.all_messages_mut() {
         canonical_map(&mut m.metadata);
     }
 }
@@ -372,6 +374,41 @@ pub(crate) fn derived_id(parts: &[&str]) -> String {
         .take(16)
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// What a one-document parser made of `source`: its error as corrupt data named by `source`,
+/// or the document, checked as [`ExportDocument::validate`] does.
+pub(crate) fn parsed<E: fmt::Display>(
+    doc: std::result::Result<ExportDocument, E>,
+    source: &str,
+) -> Result<ExportDocument> {
+    let doc = doc.map_err(|e| Error::corrupt(format!("{source}: {e}")))?;
+    doc.validate(source)?;
+    Ok(doc)
+}
+
+/// The sessions of a folder format as one document: each of `found` (what
+/// [`praisonai::read_files`] or [`swarms::read_folders`] found at `path`: `what` names them)
+/// read by `read`. With `session` (an import as that session), `path` must hold only one.
+pub(crate) fn read_sessions<T>(
+    path: &Path,
+    found: Vec<T>,
+    what: &str,
+    session: Option<&SessionId>,
+    read: impl FnMut(T) -> Result<SessionExport>,
+) -> Result<ExportDocument> {
+    if session.is_some() && found.len() > 1 {
+        return Err(Error::invalid_input(format!(
+            "{} holds {} {what}; importing as one session needs exactly one",
+            path.display(),
+            found.len()
+        )));
+    }
+    let sessions = found.into_iter().map(read).collect::<Result<_>>()?;
+    Ok(ExportDocument {
+        sessions,
+        ..ExportDocument::new()
+    })
 }
 
 /// Parses `text` as a session id, naming `source` in the error.

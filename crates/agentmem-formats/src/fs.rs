@@ -29,9 +29,32 @@ pub(crate) fn read_text<R: Read>(mut reader: R, source: &str) -> Result<String> 
         .map_err(|e| Error::corrupt(format!("{source} is not UTF-8 text")).with_source(e))
 }
 
+/// What `pick` keeps of the entries of the folder `dir`, sorted; errors name the folder.
+pub(crate) fn list_dir<T: Ord>(
+    dir: &Path,
+    mut pick: impl FnMut(&std::fs::DirEntry) -> Option<T>,
+) -> Result<Vec<T>> {
+    let entries = std::fs::read_dir(dir).map_err(|e| io_error(dir, "list", e))?;
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| io_error(dir, "list", e))?;
+        found.extend(pick(&entry));
+    }
+    found.sort();
+    Ok(found)
+}
+
 /// Creates `dir` and its parents, readable by their owner only (exports hold agent memory,
-/// which agentmem keeps private).
-pub(crate) fn create_dir_all(dir: &Path) -> Result<()> {
+/// which agentmem keeps private). Errors name the folder and keep the I/O error as source.
+///
+/// ```
+/// let tmp = tempfile::tempdir()?;
+/// let dir = tmp.path().join("exports").join("2026");
+/// agentmem_formats::create_private_dir(&dir)?;
+/// assert!(dir.is_dir());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn create_dir_all(dir: &Path) -> Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -71,3 +94,36 @@ pub(crate) fn write_all<W: Write>(mut writer: W, bytes: &[u8]) -> Result<()> {
 pub(crate) fn export_error(e: std::io::Error) -> Error {
     Error::from(e).with_operation(Operation::Export)
 }
+
+/// The file and stream functions of a one-document text format (JSON, YAML): `read`,
+/// `import`, `write` and `export`, with their documentation, written around the `to_string`,
+/// `parse`, `Result` and `ExportDocument` in scope where it is used.
+macro_rules! document_io {
+    () => {
+        /// [`parse`]s everything `reader` yields (UTF-8 text).
+        pub fn read<R: std::io::Read>(reader: R, source: &str) -> Result<ExportDocument> {
+            parse(&$crate::fs::read_text(reader, source)?, source)
+        }
+
+        /// [`parse`]s the file at `path`.
+        pub fn import(path: impl AsRef<std::path::Path>) -> Result<ExportDocument> {
+            let path = path.as_ref();
+            parse(
+                &$crate::fs::read_to_string(path)?,
+                &path.display().to_string(),
+            )
+        }
+
+        /// Writes the document ([`to_string`]) to `writer`.
+        pub fn write<W: std::io::Write>(writer: W, doc: &ExportDocument) -> Result<()> {
+            $crate::fs::write_all(writer, to_string(doc)?.as_bytes())
+        }
+
+        /// Writes the document ([`to_string`]) to the file `path`, whole (through a temporary
+        /// file and a rename) and readable by its owner only.
+        pub fn export(doc: &ExportDocument, path: impl AsRef<std::path::Path>) -> Result<()> {
+            $crate::fs::write_atomic(path.as_ref(), to_string(doc)?.as_bytes())
+        }
+    };
+}
+pub(crate) use document_io;

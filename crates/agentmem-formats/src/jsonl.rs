@@ -316,24 +316,24 @@ fn current(doc: &mut ExportDocument) -> Result<&mut SessionExport> {
 }
 
 fn next_in_session(messages: u64, archives: u64) -> Expect {
-    match (messages, archives) {
-        (0, 0) => Expect::Top,
-        (0, a) => Expect::Archive { left: a },
-        (m, a) => Expect::SessionMessages {
-            left: m,
-            archives: a,
-        },
-    }
+    next(messages, archives, |left, archives| {
+        Expect::SessionMessages { left, archives }
+    })
 }
 
 fn next_in_archive(messages: u64, archives: u64) -> Expect {
+    next(messages, archives, |left, archives| {
+        Expect::ArchiveMessages { left, archives }
+    })
+}
+
+/// What follows when `messages` messages (of a session or an archive: `more` expects one of
+/// them) and then `archives` archives are still to come.
+fn next(messages: u64, archives: u64, more: fn(u64, u64) -> Expect) -> Expect {
     match (messages, archives) {
         (0, 0) => Expect::Top,
         (0, a) => Expect::Archive { left: a },
-        (m, a) => Expect::ArchiveMessages {
-            left: m,
-            archives: a,
-        },
+        (m, a) => more(m, a),
     }
 }
 

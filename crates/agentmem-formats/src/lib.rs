@@ -26,6 +26,8 @@ pub mod swarms;
 pub mod time;
 pub mod yaml;
 
+pub use fs::create_dir_all as create_private_dir;
+
 pub use document::{
     canonical_map, canonical_session, canonicalize, ArchiveExport, ExportDocument, Format,
     SessionExport, EXPORT_VERSION,

@@ -67,10 +67,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::document::{derived_id, session_id_from};
-use crate::fs::{create_dir_all, io_error, read_text, read_to_string, write_all, write_atomic};
+use crate::document::{derived_id, read_sessions, session_id_from};
+use crate::fs::{create_dir_all, list_dir, read_text, read_to_string, write_all, write_atomic};
 use crate::time::{isoformat, parse_iso_time};
-use crate::{ArchiveExport, ExportDocument, SessionExport};
+use crate::{ArchiveExport, ExportDocument, Format, SessionExport};
 
 /// The metadata key holding what PraisonAI has and agentmem has no field for.
 pub const PRAISONAI_KEY: &str = "praisonai";
@@ -252,30 +252,17 @@ pub fn read<R: Read>(reader: R, source: &str, session: Option<SessionId>) -> Res
 /// as the session its `session_id` names, and checks the document as
 /// [`ExportDocument::validate`] does.
 pub fn import(path: impl AsRef<Path>) -> Result<ExportDocument> {
-    let path = path.as_ref();
-    let doc = read_files(path, None)?;
-    doc.validate(&path.display().to_string())?;
-    Ok(doc)
+    Format::PraisonAi.import(path)
 }
 
 /// [`import`] without the final check; with `session`, `path` must be one session file, read
 /// as that session.
 pub(crate) fn read_files(path: &Path, session: Option<&SessionId>) -> Result<ExportDocument> {
     let files = session_files(path)?;
-    if session.is_some() && files.len() > 1 {
-        return Err(Error::invalid_input(format!(
-            "{} holds {} session files; importing as one session needs exactly one",
-            path.display(),
-            files.len()
-        )));
-    }
-    let mut doc = ExportDocument::new();
-    for file in files {
+    read_sessions(path, files, "session files", session, |file| {
         let text = read_to_string(&file)?;
-        doc.sessions
-            .push(parse(&text, &file.display().to_string(), session.cloned())?);
-    }
-    Ok(doc)
+        parse(&text, &file.display().to_string(), session.cloned())
+    })
 }
 
 /// A session file, or every `*.json` in a folder of them.
@@ -283,21 +270,16 @@ fn session_files(path: &Path) -> Result<Vec<PathBuf>> {
     if !path.is_dir() {
         return Ok(vec![path.to_path_buf()]);
     }
-    let entries = std::fs::read_dir(path).map_err(|e| io_error(path, "list", e))?;
-    let mut files = Vec::new();
-    for entry in entries {
-        let p = entry.map_err(|e| io_error(path, "list", e))?.path();
-        if p.extension().is_some_and(|e| e == "json") && p.is_file() {
-            files.push(p);
-        }
-    }
+    let files = list_dir(path, |entry| {
+        let p = entry.path();
+        (p.extension().is_some_and(|e| e == "json") && p.is_file()).then_some(p)
+    })?;
     if files.is_empty() {
         return Err(Error::not_found(format!(
             "{}: no *.json session files there",
             path.display()
         )));
     }
-    files.sort();
     Ok(files)
 }
 
@@ -542,11 +524,7 @@ pub fn render(session: &SessionExport) -> Result<String> {
             .map(str::to_string)
     };
 
-    let all_messages = session
-        .archives
-        .iter()
-        .flat_map(|a| a.messages.iter())
-        .chain(session.messages.iter());
+    let all_messages = session.all_messages();
     let last_time = all_messages.clone().map(|m| m.timestamp).max();
     let first_time = all_messages.map(|m| m.timestamp).min();
     let created_at = get_str("created_at").unwrap_or_else(|| {

@@ -15,12 +15,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::io::{Read, Write};
-use std::path::Path;
-
 use agentmem_core::{Error, Result};
 
-use crate::fs::{read_text, read_to_string, write_all, write_atomic};
+use crate::document::parsed;
 use crate::ExportDocument;
 
 /// The document as YAML (metadata keys sorted, see [`canonicalize`](crate::canonicalize)).
@@ -41,30 +38,8 @@ pub fn to_string(doc: &ExportDocument) -> Result<String> {
 /// assert!(yaml::parse("agentmem_export: [", "in.yaml").is_err());
 /// ```
 pub fn parse(text: &str, source: &str) -> Result<ExportDocument> {
-    let doc: ExportDocument =
-        serde_norway::from_str(text).map_err(|e| Error::corrupt(format!("{source}: {e}")))?;
-    doc.validate(source)?;
-    Ok(doc)
+    parsed(serde_norway::from_str(text), source)
 }
 
-/// [`parse`]s everything `reader` yields (UTF-8 text).
-pub fn read<R: Read>(reader: R, source: &str) -> Result<ExportDocument> {
-    parse(&read_text(reader, source)?, source)
-}
-
-/// [`parse`]s the file at `path`.
-pub fn import(path: impl AsRef<Path>) -> Result<ExportDocument> {
-    let path = path.as_ref();
-    parse(&read_to_string(path)?, &path.display().to_string())
-}
-
-/// Writes the document ([`to_string`]) to `writer`.
-pub fn write<W: Write>(writer: W, doc: &ExportDocument) -> Result<()> {
-    write_all(writer, to_string(doc)?.as_bytes())
-}
-
-/// Writes the document ([`to_string`]) to the file `path`, whole (through a temporary file
-/// and a rename) and readable by its owner only.
-pub fn export(doc: &ExportDocument, path: impl AsRef<Path>) -> Result<()> {
-    write_atomic(path.as_ref(), to_string(doc)?.as_bytes())
-}
+// `read`, `import`, `write` and `export`, as for every one-document format.
+crate::fs::document_io!();

@@ -13,28 +13,14 @@ use std::time::{Duration, Instant};
 
 use agentmem_core::{AgentMemory, Layered, Message, MessageQuery, Metadata, Role, SessionId};
 use agentmem_mongodb::MongoMemory;
+use agentmem_testkit::bench::{self, quick_or, runtime};
 use criterion::{criterion_group, criterion_main, Criterion};
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Document};
 
-fn quick() -> bool {
-    std::env::var("AGENTMEM_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// A store in a fresh database, or `None` (with the reason printed) when no server answers.
 fn store(rt: &tokio::runtime::Runtime) -> Option<Layered<MongoMemory>> {
-    let url = std::env::var("MONGODB_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| "mongodb://127.0.0.1:27017/?directConnection=true".to_string());
+    let url = agentmem_testkit::servers::mongodb_url();
     let config = agentmem_mongodb::MongoConfig::new(&url)
         .unwrap()
         .with_database(agentmem_testkit::unique_namespace("bench"))
@@ -78,7 +64,7 @@ fn appends(c: &mut Criterion) {
 fn load_last_20(c: &mut Criterion) {
     let rt = runtime();
     let Some(store) = store(&rt) else { return };
-    let size: usize = if quick() { 2_000 } else { 20_000 };
+    let size: usize = quick_or(2_000, 20_000);
     let session = SessionId::new("big").unwrap();
     rt.block_on(async {
         for start in (0..size).step_by(500) {
@@ -169,7 +155,7 @@ fn with_baselines(c: &mut Criterion) {
     });
     group.finish();
 
-    let n: usize = if quick() { 2_000 } else { 20_000 };
+    let n: usize = quick_or(2_000, 20_000);
     let big = SessionId::new("big").unwrap();
     rt.block_on(async {
         for start in (0..n).step_by(1_000) {
@@ -195,12 +181,7 @@ fn with_baselines(c: &mut Criterion) {
 
     let mut group = c.benchmark_group(format!("load_all_of_{n}"));
     group.sample_size(10);
-    group.bench_function("agentmem", |b| {
-        b.to_async(&rt).iter(|| async {
-            let s = store.load(&big, None).await.unwrap().unwrap();
-            assert_eq!(s.messages.len(), n);
-        })
-    });
+    bench::load(&mut group, &rt, &store, &big, None, n);
     group.bench_function("raw_find", |b| {
         b.to_async(&rt)
             .iter(|| async { assert_eq!(raw_load_all(&coll, "big").await.len(), n) })
@@ -213,12 +194,7 @@ fn with_baselines(c: &mut Criterion) {
         session: Some(big.clone()),
         limit: 10,
     };
-    group.bench_function("agentmem", |b| {
-        b.to_async(&rt).iter(|| async {
-            let hits = store.search_messages("needle", &scope).await.unwrap();
-            assert_eq!(hits.len(), 10);
-        })
-    });
+    bench::search(&mut group, &rt, &store, "needle", &scope, 10);
     // The raw side fetches the session and ranks in the client.
     group.bench_function("raw_find+rank", |b| {
         b.to_async(&rt).iter(|| async {
@@ -230,7 +206,7 @@ fn with_baselines(c: &mut Criterion) {
     });
     group.finish();
 
-    let n: usize = if quick() { 1_000 } else { 10_000 };
+    let n: usize = quick_or(1_000, 10_000);
     let history: Vec<Message> = (0..n).map(needle_message).collect();
     let summary = [Message::system("summary of the session so far")];
     let session = SessionId::new("compacted").unwrap();
@@ -240,24 +216,9 @@ fn with_baselines(c: &mut Criterion) {
         .collection::<Document>("raw_archived");
     let mut group = c.benchmark_group(format!("compact_{n}"));
     group.sample_size(10);
-    group.bench_function("agentmem", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                rt.block_on(async {
-                    store.delete_session(&session).await.unwrap();
-                    store
-                        .save_session(&session, &history, &Metadata::new())
-                        .await
-                        .unwrap();
-                });
-                let start = Instant::now();
-                rt.block_on(store.compact(&session, &summary)).unwrap();
-                total += start.elapsed();
-            }
-            total
-        })
-    });
+    bench::compactions(
+        &mut group, "agentmem", &rt, &store, &session, &history, &summary,
+    );
     // Raw: copy the live documents to an archive collection, delete them, insert the summary
     // (no transaction: the server may not support them).
     group.bench_function("raw_find+insert_many+delete_many", |b| {
@@ -291,14 +252,11 @@ fn with_baselines(c: &mut Criterion) {
 }
 
 fn config() -> Criterion {
-    let c = Criterion::default();
-    if quick() {
-        c.sample_size(10)
-            .warm_up_time(Duration::from_millis(300))
-            .measurement_time(Duration::from_secs(1))
-    } else {
-        c.sample_size(30).measurement_time(Duration::from_secs(5))
-    }
+    bench::criterion(
+        Criterion::default()
+            .sample_size(30)
+            .measurement_time(Duration::from_secs(5)),
+    )
 }
 
 criterion_group! {

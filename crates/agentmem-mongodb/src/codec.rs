@@ -9,9 +9,16 @@
 //! - Reading back checks every field; anything missing or of the wrong type is
 //!   [`CorruptData`](agentmem_core::ErrorKind::CorruptData), naming the field.
 
+use std::future::IntoFuture;
+
+use agentmem_core::support::{from_micros, micros};
 use agentmem_core::{Error, MemoryItem, MemoryKind, Message, Metadata, Result, Role};
 use chrono::{DateTime, Utc};
+use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
+use mongodb::Cursor;
+
+use crate::error::ResultExt;
 
 /// The largest document MongoDB stores: 16 MiB of BSON.
 pub(crate) const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
@@ -62,16 +69,16 @@ pub(crate) fn check_size(what: &'static str, d: &Document) -> Result<()> {
     Ok(())
 }
 
-/// A timestamp as stored: microseconds since the Unix epoch.
-pub(crate) fn micros(t: DateTime<Utc>) -> i64 {
-    t.timestamp_micros()
+/// Every document a find or an aggregation returns.
+pub(crate) async fn all_docs(
+    query: impl IntoFuture<Output = mongodb::error::Result<Cursor<Document>>>,
+) -> Result<Vec<Document>> {
+    query.await.mapped()?.try_collect().await.mapped()
 }
 
-/// Reads a stored timestamp.
+/// Reads a timestamp stored as [`micros`].
 pub(crate) fn time_field(d: &Document, field: &str) -> Result<DateTime<Utc>> {
-    let us = int_field(d, field)?;
-    DateTime::from_timestamp_micros(us)
-        .ok_or_else(|| Error::corrupt(format!("field `{field}` holds an out-of-range time {us}")))
+    from_micros(int_field(d, field)?, &format!("field `{field}`"))
 }
 
 /// Reads an integer field stored as i32 or i64.
@@ -143,12 +150,7 @@ pub(crate) fn message_fields(m: &Message) -> Result<Document> {
     if let Some(name) = &m.tool_name {
         d.insert("tool_name", name);
     }
-    let meta = metadata_to_bson(&m.metadata)?;
-    if meta != Bson::Null {
-        d.insert("metadata", meta);
-    }
-    check_size("a message", &d)?;
-    Ok(d)
+    with_metadata("a message", d, &m.metadata)
 }
 
 /// Reads a message stored with [`message_fields`].
@@ -188,11 +190,17 @@ pub(crate) fn memory_doc(item: &MemoryItem) -> Result<Document> {
     if let Some(kk) = kind_key(item.kind, item.key.as_deref()) {
         d.insert("kind_key", kk);
     }
-    let meta = metadata_to_bson(&item.metadata)?;
+    with_metadata("a memory item", d, &item.metadata)
+}
+
+/// `d` (the encoded `what`) completed with `metadata` (left out when empty), once it is
+/// known to fit in a stored document (see [`check_size`]).
+fn with_metadata(what: &'static str, mut d: Document, metadata: &Metadata) -> Result<Document> {
+    let meta = metadata_to_bson(metadata)?;
     if meta != Bson::Null {
         d.insert("metadata", meta);
     }
-    check_size("a memory item", &d)?;
+    check_size(what, &d)?;
     Ok(d)
 }
 

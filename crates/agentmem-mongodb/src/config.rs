@@ -4,6 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use agentmem_core::support::percent_decode;
 use agentmem_core::{Error, Result};
 use mongodb::options::ClientOptions;
 
@@ -82,7 +83,11 @@ impl MongoConfig {
         let database = match tail.strip_prefix('/') {
             Some(path) => {
                 let raw = path.split(['?', '#']).next().unwrap_or_default();
-                percent_decode(raw)?
+                percent_decode(raw).ok_or_else(|| {
+                    Error::invalid_input(
+                        "malformed percent-escape in the MongoDB database name, or not UTF-8",
+                    )
+                })?
             }
             None => String::new(),
         };
@@ -167,29 +172,6 @@ pub fn validate_database_name(name: &str) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-fn percent_decode(raw: &str) -> Result<String> {
-    let bytes = raw.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = raw
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| {
-                    Error::invalid_input("malformed percent-escape in the MongoDB database name")
-                })?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out)
-        .map_err(|e| Error::invalid_input("the MongoDB database name is not UTF-8").with_source(e))
 }
 
 /// Where the authority (`user:password@host1,host2`) of a URL without its scheme ends: at

@@ -23,6 +23,7 @@ mod schema;
 mod search;
 mod sessions;
 mod store;
+mod transaction;
 
 pub use config::{
     validate_database_name, MongoConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DATABASE,

@@ -1,13 +1,12 @@
 //! Memory items: one document each in `memories`, `_id` = item id, with `kind_key` (kind and
 //! key) under a unique sparse index so that a keyed item replaces the earlier one.
 
-use agentmem_core::{MemoryFilter, MemoryItem, Result};
-use futures_util::TryStreamExt;
+use agentmem_core::{MemoryFilter, MemoryItem};
 use mongodb::bson::{doc, Document};
 
-use crate::codec::{kind_key, memory_doc, memory_from};
-use crate::error::{from_driver, server_code, ResultExt, DUPLICATE_KEY};
-use crate::store::{backoff, MongoMemory, TxError, MAX_RETRIES};
+use crate::codec::{kind_key, memory_doc};
+use crate::store::MongoMemory;
+use crate::transaction::TxError;
 
 /// The filter document for a [`MemoryFilter`]'s kind.
 pub(crate) fn kind_filter(filter: &MemoryFilter) -> Document {
@@ -18,26 +17,10 @@ pub(crate) fn kind_filter(filter: &MemoryFilter) -> Document {
 }
 
 impl MongoMemory {
-    pub(crate) async fn put_memory_impl(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        let mut attempt = 0;
-        loop {
-            match self.try_put_memory(item).await {
-                Ok(stored) => return Ok(stored),
-                // Two writers inserting the same kind and key at once: the loser retries and
-                // then replaces the winner's item.
-                Err(TxError::Driver(e))
-                    if server_code(&e) == Some(DUPLICATE_KEY) && attempt < MAX_RETRIES =>
-                {
-                    backoff(attempt).await;
-                    attempt += 1;
-                }
-                Err(TxError::Driver(e)) => return Err(from_driver(e)),
-                Err(TxError::Other(e)) => return Err(e),
-            }
-        }
-    }
-
-    async fn try_put_memory(&self, item: &MemoryItem) -> std::result::Result<MemoryItem, TxError> {
+    pub(crate) async fn try_put_memory(
+        &self,
+        item: &MemoryItem,
+    ) -> std::result::Result<MemoryItem, TxError> {
         let mut stored = item.clone();
         if let Some(kk) = kind_key(item.kind, item.key.as_deref()) {
             let existing = self.memories().find_one(doc! {"kind_key": &kk}).await?;
@@ -62,52 +45,5 @@ impl MongoMemory {
             self.memories().delete_one(doc! {"_id": &item.id}).await?;
         }
         Ok(stored)
-    }
-
-    pub(crate) async fn get_memory_impl(&self, id: &str) -> Result<Option<MemoryItem>> {
-        let found = self.memories().find_one(doc! {"_id": id}).await.mapped()?;
-        found.map(|d| memory_from(&d)).transpose()
-    }
-
-    pub(crate) async fn list_memories_impl(
-        &self,
-        filter: &MemoryFilter,
-    ) -> Result<Vec<MemoryItem>> {
-        if filter.limit == Some(0) {
-            return Ok(Vec::new());
-        }
-        let coll = self.memories();
-        let query = coll.find(kind_filter(filter));
-        let docs: Vec<Document> = match filter.limit {
-            None => query
-                .sort(doc! {"created": 1, "_id": 1})
-                .await
-                .mapped()?
-                .try_collect()
-                .await
-                .mapped()?,
-            Some(n) => {
-                let mut docs: Vec<Document> = query
-                    .sort(doc! {"created": -1, "_id": -1})
-                    .limit(i64::try_from(n).unwrap_or(i64::MAX))
-                    .await
-                    .mapped()?
-                    .try_collect()
-                    .await
-                    .mapped()?;
-                docs.reverse();
-                docs
-            }
-        };
-        docs.iter().map(memory_from).collect()
-    }
-
-    pub(crate) async fn delete_memory_impl(&self, id: &str) -> Result<bool> {
-        let result = self
-            .memories()
-            .delete_one(doc! {"_id": id})
-            .await
-            .mapped()?;
-        Ok(result.deleted_count > 0)
     }
 }

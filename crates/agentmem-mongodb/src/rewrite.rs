@@ -5,48 +5,39 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use agentmem_core::{
-    now, Archive, ArchiveId, ArchiveInfo, Error, Message, Metadata, Result, SessionId,
-};
+use agentmem_core::support::{free_archive_id, micros, stored_archive_id};
+use agentmem_core::{now, ArchiveId, ArchiveInfo, Error, Result, SessionId};
 use chrono::{DateTime, Utc};
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
-use crate::codec::{check_size, int_field, message_fields, message_from, metadata_to_bson, micros};
+use crate::codec::{all_docs, int_field, message_fields, message_from, metadata_to_bson};
 use crate::error::ResultExt;
 use crate::sessions::{
-    encode_all, len_i64, new_epoch, not_found, placed, session_doc, ArchiveEntry, Epoch, Head,
+    len_i64, new_epoch, not_found, placed, session_doc, ArchiveEntry, Epoch, Head,
 };
-use crate::store::{backoff, in_transaction, MongoMemory, TxError, MAX_RETRIES};
+use crate::store::MongoMemory;
+use crate::transaction::{backoff, TxError, MAX_RETRIES};
 
 /// How long a non-transactional compaction waits for appends that reserved positions but
 /// have not written their messages yet, before treating those positions as failed appends.
 const IN_FLIGHT_WAIT: Duration = Duration::from_secs(2);
 
-fn archive_info(session: &SessionId, entry: &ArchiveEntry) -> Result<ArchiveInfo> {
+pub(crate) fn archive_info(session: &SessionId, entry: &ArchiveEntry) -> Result<ArchiveInfo> {
     Ok(ArchiveInfo {
-        id: ArchiveId::new(entry.id.clone())
-            .map_err(|e| Error::corrupt(format!("stored archive id: {}", e.message())))?,
+        id: stored_archive_id(entry.id.clone())?,
         session: session.clone(),
         created_at: entry.created,
         message_count: u64::try_from(entry.count).unwrap_or(0),
     })
 }
 
-/// `history_%Y-%m-%d_%H-%M-%S` as the file backend names archives, with `_2`, `_3`, … when
-/// one of that second exists already.
+/// A new archive id for a compaction at `at` (see [`free_archive_id`]).
 fn new_archive_id(at: DateTime<Utc>, existing: &[ArchiveEntry]) -> Result<ArchiveId> {
-    let base = format!("history_{}", at.format("%Y-%m-%d_%H-%M-%S"));
     let taken: HashSet<&str> = existing.iter().map(|a| a.id.as_str()).collect();
-    let mut candidate = base.clone();
-    let mut n = 2;
-    while taken.contains(candidate.as_str()) {
-        candidate = format!("{base}_{n}");
-        n += 1;
-    }
-    ArchiveId::new(candidate)
+    ArchiveId::new(free_archive_id(at, |candidate| taken.contains(candidate)))
 }
 
 /// The documents of archive `id` (of `epoch`) for `current`, message documents of `messages`.
@@ -71,32 +62,31 @@ fn archive_docs(
 }
 
 impl MongoMemory {
-    pub(crate) async fn save_session_impl(
+    /// Writes `fields` (the new messages) under `epoch` at the seqs just below `low`, in the
+    /// transaction `s`, and returns the new `low`. Taking seqs below `low` (rather than
+    /// restarting at 0) keeps them below any append racing with the transaction, whose
+    /// message then lands after them.
+    async fn place_below(
         &self,
+        s: &mut ClientSession,
         session: &SessionId,
-        history: &[Message],
-        metadata: &Metadata,
-    ) -> Result<()> {
-        let fields = encode_all(history)?;
-        let meta = metadata_to_bson(metadata)?;
-        // The metadata lives in the head document: refuse it before anything is written.
-        check_size("the session metadata", &doc! {"metadata": &meta})?;
-        let t = micros(now());
-        if self.features().transactions {
-            // The session document exists (with its epoch) before the transaction, which then
-            // writes only the head and the messages.
-            let (_, epoch) = self.reserve(session, 0).await?;
-            in_transaction!(self, |s| {
-                self.save_in_transaction(s, session, epoch, &fields, &meta)
-                    .await
-            })?;
-            self.touch(session, t).await
-        } else {
-            self.save_by_epoch_flip(session, &fields, &meta, t).await
+        epoch: Epoch,
+        low: i64,
+        fields: &[Document],
+    ) -> std::result::Result<i64, TxError> {
+        let k = len_i64(fields.len())?;
+        if k > 0 {
+            self.messages()
+                .insert_many(placed(session, epoch, low - k, fields))
+                .session(&mut *s)
+                .await?;
         }
+        Ok(low - k)
     }
 
-    async fn save_in_transaction(
+    /// `save_session` in one transaction on the session's current `epoch`: replaces its
+    /// messages and metadata.
+    pub(crate) async fn save_in_transaction(
         &self,
         s: &mut ClientSession,
         session: &SessionId,
@@ -104,24 +94,16 @@ impl MongoMemory {
         fields: &[Document],
         meta: &Bson,
     ) -> std::result::Result<(), TxError> {
-        let k = len_i64(fields.len())?;
         let h = self.head_in(s, epoch).await?;
         self.messages()
             .delete_many(doc! {"session": session.as_str(), "epoch": epoch.to_hex()})
             .session(&mut *s)
             .await?;
-        // Taking seqs below `low` (rather than restarting at 0) keeps them below any append
-        // racing with this save, whose message then lands after the new history.
-        if k > 0 {
-            self.messages()
-                .insert_many(placed(session, epoch, h.low - k, fields))
-                .session(&mut *s)
-                .await?;
-        }
+        let low = self.place_below(s, session, epoch, h.low, fields).await?;
         self.heads()
             .update_one(
                 doc! {"_id": epoch.to_hex()},
-                doc! {"$set": {"session": session.as_str(), "low": h.low - k, "metadata": meta.clone()}},
+                doc! {"$set": {"session": session.as_str(), "low": low, "metadata": meta.clone()}},
             )
             .upsert(true)
             .session(&mut *s)
@@ -134,7 +116,7 @@ impl MongoMemory {
     /// server), then delete the old epoch's messages. A crash in between leaves only invisible
     /// garbage. An append racing with it may land in the old epoch and be dropped: without
     /// transactions a whole-session replace cannot also keep racing appends.
-    async fn save_by_epoch_flip(
+    pub(crate) async fn save_by_epoch_flip(
         &self,
         session: &SessionId,
         fields: &[Document],
@@ -145,13 +127,7 @@ impl MongoMemory {
             Some(sd) => self.head(sd.epoch).await?.archives,
             None => Vec::new(),
         };
-        let epoch = new_epoch();
-        if !fields.is_empty() {
-            self.messages()
-                .insert_many(placed(session, epoch, 0, fields))
-                .await
-                .mapped()?;
-        }
+        let epoch = self.place_in_new_epoch(session, fields).await?;
         self.heads()
             .insert_one(doc! {
                 "_id": epoch.to_hex(), "session": session.as_str(), "low": 0i64, "metadata": meta.clone(),
@@ -178,6 +154,19 @@ impl MongoMemory {
         Ok(())
     }
 
+    /// Writes `fields` (the new messages) from seq 0 under a fresh epoch, which readers do
+    /// not see until the session is switched to it, and returns that epoch.
+    async fn place_in_new_epoch(&self, session: &SessionId, fields: &[Document]) -> Result<Epoch> {
+        let epoch = new_epoch();
+        if !fields.is_empty() {
+            self.messages()
+                .insert_many(placed(session, epoch, 0, fields))
+                .await
+                .mapped()?;
+        }
+        Ok(epoch)
+    }
+
     /// Deletes the messages and head of an epoch no longer current.
     pub(crate) async fn drop_epoch(&self, session: &SessionId, epoch: Epoch) -> Result<()> {
         self.messages()
@@ -191,35 +180,17 @@ impl MongoMemory {
         Ok(())
     }
 
-    pub(crate) async fn compact_impl(
-        &self,
-        session: &SessionId,
-        replacement: &[Message],
-    ) -> Result<ArchiveInfo> {
-        let fields = encode_all(replacement)?;
-        if self.features().transactions {
-            let info = in_transaction!(self, |s| {
-                self.compact_in_transaction(s, session, &fields).await
-            })?;
-            self.touch(session, micros(info.created_at)).await?;
-            Ok(info)
-        } else {
-            self.compact_by_epoch_flip(session, &fields).await
-        }
-    }
-
     /// The transaction reads the session and its messages from one snapshot, archives exactly
     /// those, deletes exactly those, puts the replacement below `low`, and records the archive
     /// in the head. It writes nothing appends write (only new keys and the head), so appends
     /// never wait for it; an append whose message lands after the snapshot stays, after the
     /// replacement. Two compactions of one session conflict on the head and one retries.
-    async fn compact_in_transaction(
+    pub(crate) async fn compact_in_transaction(
         &self,
         s: &mut ClientSession,
         session: &SessionId,
         fields: &[Document],
     ) -> std::result::Result<ArchiveInfo, TxError> {
-        let k = len_i64(fields.len())?;
         let t = now();
         let sd = self
             .sessions()
@@ -251,12 +222,7 @@ impl MongoMemory {
             )
             .session(&mut *s)
             .await?;
-        if k > 0 {
-            self.messages()
-                .insert_many(placed(session, epoch, h.low - k, fields))
-                .session(&mut *s)
-                .await?;
-        }
+        let low = self.place_below(s, session, epoch, h.low, fields).await?;
         let entry = ArchiveEntry {
             id: id.to_string(),
             epoch,
@@ -270,7 +236,7 @@ impl MongoMemory {
                 // wrongly; the transaction read it, so nothing is lost.
                 doc! {"$set": {
                     "session": session.as_str(),
-                    "low": h.low - k,
+                    "low": low,
                     "archives": h.archives.iter().chain(std::iter::once(&entry)).map(ArchiveEntry::to_bson).collect::<Vec<_>>(),
                 }},
             )
@@ -293,7 +259,7 @@ impl MongoMemory {
     /// Readers see the old state until step 3 and the new one after, never a mix; a crash
     /// leaves garbage no reader sees. An append that reserved before step 1 but never wrote
     /// (it failed) is waited for at most [`IN_FLIGHT_WAIT`].
-    async fn compact_by_epoch_flip(
+    pub(crate) async fn compact_by_epoch_flip(
         &self,
         session: &SessionId,
         fields: &[Document],
@@ -308,15 +274,12 @@ impl MongoMemory {
             let expected = sd.next - h.low;
             let started = tokio::time::Instant::now();
             let current: Vec<Document> = loop {
-                let docs: Vec<Document> = self
-                    .messages()
-                    .find(doc! {"session": session.as_str(), "epoch": sd.epoch.to_hex()})
-                    .sort(doc! {"seq": 1})
-                    .await
-                    .mapped()?
-                    .try_collect()
-                    .await
-                    .mapped()?;
+                let docs = all_docs(
+                    self.messages()
+                        .find(doc! {"session": session.as_str(), "epoch": sd.epoch.to_hex()})
+                        .sort(doc! {"seq": 1}),
+                )
+                .await?;
                 if docs.len() as i64 >= expected || started.elapsed() >= IN_FLIGHT_WAIT {
                     break docs;
                 }
@@ -340,13 +303,7 @@ impl MongoMemory {
                 created: t,
                 count: len_i64(current.len())?,
             };
-            let epoch = new_epoch();
-            if !fields.is_empty() {
-                self.messages()
-                    .insert_many(placed(session, epoch, 0, fields))
-                    .await
-                    .mapped()?;
-            }
+            let epoch = self.place_in_new_epoch(session, fields).await?;
             let mut archives: Vec<Bson> = h.archives.iter().map(ArchiveEntry::to_bson).collect();
             archives.push(entry.to_bson());
             self.heads()
@@ -385,59 +342,10 @@ impl MongoMemory {
     }
 
     /// The session's epoch and head, when it exists.
-    async fn current_head(&self, session: &SessionId) -> Result<Option<Head>> {
+    pub(crate) async fn current_head(&self, session: &SessionId) -> Result<Option<Head>> {
         match self.session_doc(session).await? {
             Some(sd) => Ok(Some(self.head(sd.epoch).await?)),
             None => Ok(None),
         }
-    }
-
-    pub(crate) async fn list_archives_impl(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        let Some(h) = self.current_head(session).await? else {
-            return Ok(Vec::new());
-        };
-        h.archives
-            .iter()
-            .map(|a| archive_info(session, a))
-            .collect()
-    }
-
-    pub(crate) async fn load_archive_impl(
-        &self,
-        session: &SessionId,
-        archive: &ArchiveId,
-    ) -> Result<Archive> {
-        let missing = || {
-            Error::not_found(format!(
-                "archive `{archive}` of session `{session}` does not exist"
-            ))
-        };
-        let h = self.current_head(session).await?.ok_or_else(missing)?;
-        let entry = h
-            .archives
-            .iter()
-            .find(|a| a.id == archive.as_str())
-            .ok_or_else(missing)?;
-        let docs: Vec<Document> = self
-            .archived()
-            .find(doc! {"session": session.as_str(), "epoch": entry.epoch.to_hex(), "archive": archive.as_str()})
-            .sort(doc! {"pos": 1})
-            .await
-            .mapped()?
-            .try_collect()
-            .await
-            .mapped()?;
-        let messages: Vec<Message> = docs.iter().map(message_from).collect::<Result<_>>()?;
-        if messages.len() as i64 != entry.count {
-            return Err(Error::corrupt(format!(
-                "archive `{archive}` lists {} messages but {} are stored",
-                entry.count,
-                messages.len()
-            )));
-        }
-        Ok(Archive {
-            info: archive_info(session, entry)?,
-            messages,
-        })
     }
 }

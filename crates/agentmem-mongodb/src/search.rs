@@ -13,15 +13,14 @@
 
 use std::collections::{HashMap, HashSet};
 
-use agentmem_core::search::{query_words, rank, words};
-use agentmem_core::{Error, MemoryFilter, MemoryHit, MessageHit, MessageQuery, Result, SessionId};
+use agentmem_core::search::{rank, words};
+use agentmem_core::support::stored_session_id;
+use agentmem_core::{MemoryFilter, MemoryHit, MessageHit, Result, SessionId};
 use futures_util::future::try_join_all;
-use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Collection;
 
-use crate::codec::{int_field, memory_from, message_from, str_field};
-use crate::error::ResultExt;
+use crate::codec::{all_docs, int_field, memory_from, message_from, str_field};
 use crate::memories::kind_filter;
 use crate::store::MongoMemory;
 
@@ -51,7 +50,7 @@ fn any_word_regex(terms: &[String]) -> String {
 }
 
 /// One document's match: the document and its summed score.
-struct Scored {
+pub(crate) struct Scored {
     doc: Document,
     score: f64,
 }
@@ -91,16 +90,12 @@ async fn text_search(
         f.insert("$text", doc! {"$search": term.as_str()});
         let projection = projection.clone();
         async move {
-            let docs: Vec<Document> = coll
+            let find = coll
                 .find(f)
                 .projection(projection)
                 .sort(doc! {"_score": {"$meta": "textScore"}})
-                .limit(fetch)
-                .await
-                .mapped()?
-                .try_collect()
-                .await
-                .mapped()?;
+                .limit(fetch);
+            let docs = all_docs(find).await?;
             Ok::<_, agentmem_core::Error>((term, docs))
         }
     }))
@@ -149,14 +144,7 @@ async fn fallback_search(
         field,
         doc! {"$regex": any_word_regex(terms), "$options": "i"},
     );
-    let docs: Vec<Document> = coll
-        .find(f)
-        .sort(order)
-        .await
-        .mapped()?
-        .try_collect()
-        .await
-        .mapped()?;
+    let docs = all_docs(coll.find(f).sort(order)).await?;
     let texts: Vec<&str> = docs
         .iter()
         .map(|d| str_field(d, field))
@@ -174,84 +162,81 @@ async fn fallback_search(
         .collect())
 }
 
+/// What a search looks through: `coll` restricted by `filter`, with the text in `field`;
+/// `fields` are all the stored fields (for `$text` projections), `order` the order in which
+/// the fallback fetches candidates (oldest first).
+pub(crate) struct Corpus<'a> {
+    coll: Collection<Document>,
+    filter: Document,
+    field: &'a str,
+    fields: &'a [&'a str],
+    order: Document,
+}
+
 impl MongoMemory {
-    pub(crate) async fn search_messages_impl(
-        &self,
-        query: &str,
-        scope: &MessageQuery,
-    ) -> Result<Vec<MessageHit>> {
-        let terms = query_words(query);
-        if terms.is_empty() || scope.limit == 0 {
-            return Ok(Vec::new());
-        }
-        // Only the current epoch of each session is visible; search within those.
-        let epochs = self.current_epochs(scope.session.as_ref()).await?;
-        if epochs.is_empty() {
-            return Ok(Vec::new());
-        }
+    /// The messages, of one session when given.
+    pub(crate) fn message_corpus(&self, session: Option<&SessionId>) -> Corpus<'static> {
         let mut filter = doc! {};
-        if let Some(session) = &scope.session {
+        if let Some(session) = session {
             filter.insert("session", session.as_str());
         }
-        let coll = self.messages();
-        let hits = if self.features().text_search {
-            text_search(
-                &coll,
-                &filter,
-                ("content", MESSAGE_FIELDS),
-                &terms,
-                scope.limit,
-            )
-            .await?
-        } else {
-            let order = doc! {"session": 1, "epoch": 1, "seq": 1};
-            fallback_search(&coll, &filter, "content", order, query, &terms).await?
-        };
-        let mut out = Vec::new();
-        for hit in hits {
-            let session = str_field(&hit.doc, "session")?;
-            let epoch = str_field(&hit.doc, "epoch")?;
-            if epochs.get(session).map(String::as_str) != Some(epoch) {
-                continue;
-            }
-            let session = SessionId::new(session)
-                .map_err(|e| Error::corrupt(format!("stored session id: {}", e.message())))?;
-            // Ties keep conversation order.
-            let seq = int_field(&hit.doc, "seq")?;
-            out.push((hit.score, session, seq, message_from(&hit.doc)?));
+        Corpus {
+            coll: self.messages(),
+            filter,
+            field: "content",
+            fields: MESSAGE_FIELDS,
+            order: doc! {"session": 1, "epoch": 1, "seq": 1},
         }
-        out.sort_by(|a, b| {
-            b.0.total_cmp(&a.0)
-                .then_with(|| a.1.cmp(&b.1))
-                .then_with(|| a.2.cmp(&b.2))
-        });
-        out.truncate(scope.limit);
-        Ok(out
-            .into_iter()
-            .map(|(score, session, _, message)| MessageHit {
-                session,
-                message,
-                score,
-            })
-            .collect())
+    }
+
+    /// The memory items `filter` selects.
+    pub(crate) fn memory_corpus(&self, filter: &MemoryFilter) -> Corpus<'static> {
+        Corpus {
+            coll: self.memories(),
+            filter: kind_filter(filter),
+            field: "text",
+            fields: MEMORY_FIELDS,
+            order: doc! {"created": 1, "_id": 1},
+        }
+    }
+
+    /// The documents of `corpus` holding any of `terms` (the words of `query`), best first:
+    /// ranked by `$text` where the server has text indexes (enough of them for `limit` hits),
+    /// else by BM25 in the client.
+    pub(crate) async fn scored(
+        &self,
+        corpus: &Corpus<'_>,
+        query: &str,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<Scored>> {
+        let Corpus {
+            coll,
+            filter,
+            field,
+            fields,
+            order,
+        } = corpus;
+        if self.features().text_search {
+            text_search(coll, filter, (field, fields), terms, limit).await
+        } else {
+            fallback_search(coll, filter, field, order.clone(), query, terms).await
+        }
     }
 
     /// Each session's current epoch (of one session, when given).
-    async fn current_epochs(&self, session: Option<&SessionId>) -> Result<HashMap<String, String>> {
+    pub(crate) async fn current_epochs(
+        &self,
+        session: Option<&SessionId>,
+    ) -> Result<HashMap<String, String>> {
         let filter = match session {
             Some(s) => doc! {"_id": s.as_str()},
             None => doc! {},
         };
-        let docs: Vec<Document> = self
-            .sessions()
-            .find(filter)
-            .projection(doc! {"_id": 1, "epoch": 1})
-            .await
-            .mapped()?
-            .try_collect()
-            .await
-            .mapped()?;
-        docs.iter()
+        let projection = doc! {"_id": 1, "epoch": 1};
+        all_docs(self.sessions().find(filter).projection(projection))
+            .await?
+            .iter()
             .map(|d| {
                 Ok((
                     str_field(d, "_id")?.to_string(),
@@ -260,53 +245,71 @@ impl MongoMemory {
             })
             .collect()
     }
+}
 
-    pub(crate) async fn search_memories_impl(
-        &self,
-        query: &str,
-        filter: &MemoryFilter,
-    ) -> Result<Vec<MemoryHit>> {
-        let limit = filter.limit.unwrap_or(10);
-        let terms = query_words(query);
-        if terms.is_empty() || limit == 0 {
-            return Ok(Vec::new());
+/// The message hits among `hits`: those of each session's current epoch (`epochs`), best
+/// first, ties in conversation order, at most `limit`.
+pub(crate) fn message_hits(
+    hits: Vec<Scored>,
+    epochs: &HashMap<String, String>,
+    limit: usize,
+) -> Result<Vec<MessageHit>> {
+    let mut out = Vec::new();
+    for hit in hits {
+        let session = str_field(&hit.doc, "session")?;
+        let epoch = str_field(&hit.doc, "epoch")?;
+        if epochs.get(session).map(String::as_str) != Some(epoch) {
+            continue;
         }
-        let coll = self.memories();
-        let f = kind_filter(filter);
-        let hits = if self.features().text_search {
-            text_search(&coll, &f, ("text", MEMORY_FIELDS), &terms, limit).await?
-        } else {
-            let order = doc! {"created": 1, "_id": 1};
-            fallback_search(&coll, &f, "text", order, query, &terms).await?
-        };
-        let mut out: Vec<(f64, MemoryHit)> = Vec::new();
-        let mut seen = HashSet::new();
-        for hit in hits {
-            let item = memory_from(&hit.doc)?;
-            if seen.insert(item.id.clone()) {
-                out.push((
-                    hit.score,
-                    MemoryHit {
-                        item,
-                        score: hit.score,
-                    },
-                ));
-            }
-        }
-        // Ties: older first, as listing does.
-        out.sort_by(|a, b| {
-            b.0.total_cmp(&a.0)
-                .then_with(|| a.1.item.created_at.cmp(&b.1.item.created_at))
-                .then_with(|| a.1.item.id.cmp(&b.1.item.id))
-        });
-        out.truncate(limit);
-        Ok(out.into_iter().map(|(_, hit)| hit).collect())
+        let session = stored_session_id(session)?;
+        // Ties keep conversation order.
+        let seq = int_field(&hit.doc, "seq")?;
+        out.push((hit.score, session, seq, message_from(&hit.doc)?));
     }
+    out.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then_with(|| a.1.cmp(&b.1))
+            .then_with(|| a.2.cmp(&b.2))
+    });
+    out.truncate(limit);
+    Ok(out
+        .into_iter()
+        .map(|(score, session, _, message)| MessageHit {
+            session,
+            message,
+            score,
+        })
+        .collect())
+}
+
+/// The memory hits among `hits`, each item once, best first (ties: older first, as listing
+/// does), at most `limit`.
+pub(crate) fn memory_hits(hits: Vec<Scored>, limit: usize) -> Result<Vec<MemoryHit>> {
+    let mut out: Vec<MemoryHit> = Vec::new();
+    let mut seen = HashSet::new();
+    for hit in hits {
+        let item = memory_from(&hit.doc)?;
+        if seen.insert(item.id.clone()) {
+            out.push(MemoryHit {
+                item,
+                score: hit.score,
+            });
+        }
+    }
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.item.created_at.cmp(&b.item.created_at))
+            .then_with(|| a.item.id.cmp(&b.item.id))
+    });
+    out.truncate(limit);
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentmem_core::search::query_words;
 
     #[test]
     fn regex_is_an_alternation_of_plain_words() {

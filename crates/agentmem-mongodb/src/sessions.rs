@@ -15,12 +15,11 @@
 use std::collections::HashMap;
 
 use agentmem_core::history::trim_orphans;
+use agentmem_core::support::{micros, stored_session_id};
 use agentmem_core::{
-    now, Error, Message, Metadata, PurgeReport, Result, RetentionPolicy, Session, SessionId,
-    SessionInfo,
+    now, Error, Message, Metadata, Result, RetentionPolicy, Session, SessionId, SessionInfo,
 };
 use chrono::{DateTime, Utc};
-use futures_util::TryStreamExt;
 use mongodb::bson::{doc, oid::ObjectId, Bson, Document};
 
 /// A session generation: a fresh ObjectId, unique across processes. Stored as its hex string
@@ -34,10 +33,11 @@ use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
 use crate::codec::{
-    int_field, message_fields, message_from, metadata_field, micros, str_field, time_field,
+    all_docs, int_field, message_fields, message_from, metadata_field, str_field, time_field,
 };
 use crate::error::{from_driver, is_transient, server_code, ResultExt, DUPLICATE_KEY};
-use crate::store::{backoff, in_transaction, MongoMemory, TxError, MAX_RETRIES};
+use crate::store::MongoMemory;
+use crate::transaction::{backoff, TxError, MAX_RETRIES};
 
 /// The session document, decoded.
 pub(crate) struct SessionDoc {
@@ -143,8 +143,50 @@ pub(crate) fn encode_all(messages: &[Message]) -> Result<Vec<Document>> {
 async fn collect_messages(
     find: impl std::future::IntoFuture<Output = mongodb::error::Result<mongodb::Cursor<Document>>>,
 ) -> Result<Vec<Message>> {
-    let docs: Vec<Document> = find.await.mapped()?.try_collect().await.mapped()?;
-    docs.iter().map(message_from).collect()
+    all_docs(find).await?.iter().map(message_from).collect()
+}
+
+/// The sessions of `docs` (session documents, in id order), with the message counts
+/// `counted` holds (`{_id: session, n}` per session with messages in its current epoch).
+pub(crate) fn session_infos(docs: &[Document], counted: &[Document]) -> Result<Vec<SessionInfo>> {
+    let mut counts: HashMap<&str, i64> = HashMap::new();
+    for c in counted {
+        if let Ok(s) = c.get_str("_id") {
+            counts.insert(s, int_field(c, "n")?);
+        }
+    }
+    docs.iter()
+        .map(|d| {
+            let id = stored_session_id(str_field(d, "_id")?)?;
+            let sd = session_doc(d)?;
+            let n = counts.get(id.as_str()).copied().unwrap_or(0);
+            Ok(SessionInfo {
+                id,
+                message_count: u64::try_from(n).unwrap_or(0),
+                created_at: sd.created,
+                updated_at: sd.updated,
+            })
+        })
+        .collect()
+}
+
+/// The sessions a purge deletes under `policy`: of `docs` (`_id` and `updated`, newest
+/// first), those last written before `cutoff` (microseconds) and all after the first
+/// `max_sessions`.
+pub(crate) fn expired(
+    docs: &[Document],
+    policy: &RetentionPolicy,
+    cutoff: Option<i64>,
+) -> Result<Vec<SessionId>> {
+    let mut doomed = Vec::new();
+    for (rank, d) in docs.iter().enumerate() {
+        let too_old = cutoff.is_some_and(|c| int_field(d, "updated").is_ok_and(|u| u < c));
+        let too_many = policy.max_sessions.is_some_and(|max| rank >= max);
+        if too_old || too_many {
+            doomed.push(stored_session_id(str_field(d, "_id")?)?);
+        }
+    }
+    Ok(doomed)
 }
 
 pub(crate) fn len_i64(n: usize) -> Result<i64> {
@@ -255,35 +297,9 @@ impl MongoMemory {
         Ok(())
     }
 
-    pub(crate) async fn append_impl(
-        &self,
-        session: &SessionId,
-        messages: &[Message],
-    ) -> Result<()> {
-        // Encode (and check sizes) before reserving, so bad input leaves no gap. (The validate
-        // layer has checked the messages and never passes an empty append.)
-        let fields = encode_all(messages)?;
-        let (first, epoch) = self.reserve(session, len_i64(fields.len())?).await?;
-        let docs = placed(session, epoch, first, &fields);
-        if docs.len() > 1 && self.features().transactions {
-            // All-or-nothing for batches. The transaction touches only these new keys, so it
-            // conflicts with no other writer.
-            in_transaction!(self, |s| {
-                self.messages()
-                    .insert_many(docs.clone())
-                    .session(&mut *s)
-                    .await
-                    .map(|_| ())
-                    .map_err(TxError::from)
-            })
-        } else {
-            self.messages().insert_many(docs).await.map(|_| ()).mapped()
-        }
-    }
-
     /// The messages of `epoch`, all in seq order, or only the last `limit`. `next` is the
     /// session's next free position, as read with its epoch.
-    async fn read_messages(
+    pub(crate) async fn read_messages(
         &self,
         session: &SessionId,
         epoch: Epoch,
@@ -329,33 +345,8 @@ impl MongoMemory {
             .mapped()
     }
 
-    pub(crate) async fn load_impl(
-        &self,
-        session: &SessionId,
-        limit: Option<usize>,
-    ) -> Result<Option<Session>> {
-        let mut attempt = 0;
-        loop {
-            let Some(sd) = self.session_doc(session).await? else {
-                return Ok(None);
-            };
-            let epoch = sd.epoch;
-            let loaded = self.load_epoch(session, limit, sd).await?;
-            // Without transactions, a save or compaction switches epochs and then deletes the
-            // old one, possibly while it is being read here: re-check, so that a reader never
-            // returns a half-deleted epoch.
-            if self.features().transactions || attempt >= MAX_RETRIES {
-                return Ok(Some(loaded));
-            }
-            match self.session_doc(session).await? {
-                Some(again) if again.epoch == epoch => return Ok(Some(loaded)),
-                _ => attempt += 1,
-            }
-        }
-    }
-
     /// Loads the session as of `sd`, its document.
-    async fn load_epoch(
+    pub(crate) async fn load_epoch(
         &self,
         session: &SessionId,
         limit: Option<usize>,
@@ -392,122 +383,5 @@ impl MongoMemory {
             updated_at: sd.updated,
             total_messages: total,
         })
-    }
-
-    pub(crate) async fn list_sessions_impl(&self) -> Result<Vec<SessionInfo>> {
-        let docs: Vec<Document> = self
-            .sessions()
-            .find(doc! {})
-            .sort(doc! {"_id": 1})
-            .await
-            .mapped()?
-            .try_collect()
-            .await
-            .mapped()?;
-        // One aggregation counts the messages of every session's current epoch (epochs are
-        // unique across sessions, so matching them is enough).
-        let current: Vec<String> = docs
-            .iter()
-            .map(|d| session_doc(d).map(|sd| sd.epoch.to_hex()))
-            .collect::<Result<_>>()?;
-        let counted: Vec<Document> = self
-            .messages()
-            .aggregate(vec![
-                doc! {"$match": {"epoch": {"$in": current}}},
-                doc! {"$group": {"_id": "$session", "n": {"$sum": 1}}},
-            ])
-            .await
-            .mapped()?
-            .try_collect()
-            .await
-            .mapped()?;
-        let mut counts: HashMap<String, i64> = HashMap::new();
-        for c in &counted {
-            if let Ok(s) = c.get_str("_id") {
-                counts.insert(s.to_string(), int_field(c, "n")?);
-            }
-        }
-        docs.iter()
-            .map(|d| {
-                let id = str_field(d, "_id")?;
-                let id = SessionId::new(id)
-                    .map_err(|e| Error::corrupt(format!("stored session id: {}", e.message())))?;
-                let sd = session_doc(d)?;
-                let n = counts.get(id.as_str()).copied().unwrap_or(0);
-                Ok(SessionInfo {
-                    id,
-                    message_count: u64::try_from(n).unwrap_or(0),
-                    created_at: sd.created,
-                    updated_at: sd.updated,
-                })
-            })
-            .collect()
-    }
-
-    pub(crate) async fn delete_session_impl(&self, session: &SessionId) -> Result<bool> {
-        // The session document goes first, so the session is gone at once; the rest is then
-        // deleted by epoch, which never touches a new session of the same id that an append
-        // may create meanwhile (it gets a new epoch).
-        let Some(d) = self
-            .sessions()
-            .find_one_and_delete(doc! {"_id": session.as_str()})
-            .await
-            .mapped()?
-        else {
-            return Ok(false);
-        };
-        let epoch = session_doc(&d)?.epoch;
-        let h = self.head(epoch).await?;
-        let mut epochs: Vec<ObjectId> = h.archives.iter().map(|a| a.epoch).collect();
-        epochs.push(epoch);
-        epochs.sort();
-        epochs.dedup();
-        self.archived()
-            .delete_many(doc! {"session": session.as_str(), "epoch": {"$in": epochs.iter().map(|e| e.to_hex()).collect::<Vec<_>>()}})
-            .await
-            .mapped()?;
-        self.drop_epoch(session, epoch).await?;
-        Ok(true)
-    }
-
-    pub(crate) async fn purge_impl(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        if policy.max_age.is_none() && policy.max_sessions.is_none() {
-            return Ok(PurgeReport::default());
-        }
-        // Newest first, so `max_sessions` keeps the head of the list.
-        let docs: Vec<Document> = self
-            .sessions()
-            .find(doc! {})
-            .projection(doc! {"_id": 1, "updated": 1})
-            .sort(doc! {"updated": -1, "_id": 1})
-            .await
-            .mapped()?
-            .try_collect()
-            .await
-            .mapped()?;
-        let cutoff = policy.max_age.map(|age| {
-            let age = chrono::Duration::from_std(age).unwrap_or(chrono::Duration::MAX);
-            now().checked_sub_signed(age).map_or(i64::MIN, micros)
-        });
-        let mut doomed = Vec::new();
-        for (rank, d) in docs.iter().enumerate() {
-            let too_old = cutoff.is_some_and(|c| int_field(d, "updated").is_ok_and(|u| u < c));
-            let too_many = policy.max_sessions.is_some_and(|max| rank >= max);
-            if too_old || too_many {
-                let id = str_field(d, "_id")?;
-                doomed.push(
-                    SessionId::new(id).map_err(|e| {
-                        Error::corrupt(format!("stored session id: {}", e.message()))
-                    })?,
-                );
-            }
-        }
-        let mut report = PurgeReport::default();
-        for id in doomed {
-            if self.delete_session_impl(&id).await? {
-                report.sessions_deleted += 1;
-            }
-        }
-        Ok(report)
     }
 }

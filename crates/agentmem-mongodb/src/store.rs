@@ -1,22 +1,31 @@
-//! [`MongoMemory`]: construction and the [`AgentMemory`] implementation, which delegates to
-//! the session, memory and search modules.
+//! [`MongoMemory`]: construction and the [`AgentMemory`] operations, built on the session
+//! (`sessions.rs`), rewrite (`rewrite.rs`), memory and search modules and the transactions of
+//! `transaction.rs`.
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agentmem_core::backend::BackendConfig;
-use agentmem_core::layer::{open_layered, Layered};
+use agentmem_core::layer::open_layered;
+use agentmem_core::support::{memory_search_limit, micros, retention_cutoff, search_terms};
+use agentmem_core::Layered;
 use agentmem_core::{
-    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
-    RetentionPolicy, Session, SessionId, SessionInfo,
+    async_trait, now, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error,
+    MemoryFilter, MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
+    Result, RetentionPolicy, Session, SessionId, SessionInfo,
 };
-use mongodb::bson::Document;
-use mongodb::{Client, ClientSession, Collection, Database};
+use mongodb::bson::{doc, oid::ObjectId, Document};
+use mongodb::{Client, Collection, Database};
 
+use crate::codec::{all_docs, check_size, memory_from, message_from, metadata_to_bson};
 use crate::config::{validate_database_name, MongoConfig, DEFAULT_SERVER_SELECTION_TIMEOUT};
-use crate::error::{is_transient, is_unreachable, server_code, ResultExt, BACKEND, DUPLICATE_KEY};
+use crate::error::{from_driver, server_code, ResultExt, BACKEND, DUPLICATE_KEY};
+use crate::memories::kind_filter;
+use crate::rewrite::archive_info;
 use crate::schema::{self, ServerFeatures, ARCHIVED, HEADS, MEMORIES, MESSAGES, SESSIONS};
+use crate::search::{memory_hits, message_hits};
+use crate::sessions::{encode_all, expired, len_i64, placed, session_doc, session_infos};
+use crate::transaction::{backoff, in_transaction, TxError, MAX_RETRIES};
 
 /// Agent memory in a MongoDB database (backend `"mongodb"`).
 ///
@@ -214,157 +223,12 @@ impl MongoMemory {
         self.db.collection(MEMORIES)
     }
 
-    pub(crate) async fn start_transaction(&self) -> Result<ClientSession> {
-        let mut session = self.client.start_session().await.mapped()?;
-        session.start_transaction().await.mapped()?;
-        Ok(session)
-    }
-
-    /// Commits, retrying while the outcome is unknown (as the driver documents), but only a
-    /// few times and, when the server cannot be reached, only within the transaction's
-    /// [`retry_budget`](Self::retry_budget) measured from `started`.
-    pub(crate) async fn commit(
-        &self,
-        session: &mut ClientSession,
-        started: Instant,
-    ) -> std::result::Result<(), mongodb::error::Error> {
-        let mut tries = 0;
-        loop {
-            match session.commit_transaction().await {
-                Err(e)
-                    if e.contains_label(mongodb::error::UNKNOWN_TRANSACTION_COMMIT_RESULT)
-                        && tries < MAX_COMMIT_RETRIES
-                        && (!is_unreachable(&e) || started.elapsed() < self.retry_budget()) =>
-                {
-                    tries += 1;
-                }
-                other => return other,
-            }
-        }
-    }
-
     /// How long a transaction keeps being retried after the server could not be reached:
     /// the client's server selection timeout, the time one attempt already waits for a server.
     pub(crate) fn retry_budget(&self) -> Duration {
         self.retry_budget
     }
-
-    /// Whether a transaction that failed with `failure` on try number `attempt` (from 0),
-    /// first started at `started`, is run again.
-    ///
-    /// Write conflicts and duplicate head keys (two transactions creating the same head) are
-    /// races with other writers and retried up to [`MAX_RETRIES`] times, each quickly. An
-    /// unreachable server is different: the driver labels those failures
-    /// `TransientTransactionError` too, but each further try waits out server selection
-    /// again, so a dead server would hold the caller for [`MAX_RETRIES`] timeouts. They get
-    /// at most [`MAX_UNREACHABLE_RETRIES`] more tries, and none once the retry budget is
-    /// spent, so the caller hears `Unavailable` within about two selection timeouts.
-    pub(crate) fn retry_transaction(
-        &self,
-        failure: &mongodb::error::Error,
-        attempt: u32,
-        started: Instant,
-    ) -> bool {
-        if is_unreachable(failure) {
-            return attempt < MAX_UNREACHABLE_RETRIES && started.elapsed() < self.retry_budget();
-        }
-        let raced = is_transient(failure) || server_code(failure) == Some(DUPLICATE_KEY);
-        raced && attempt < MAX_RETRIES
-    }
-
-    /// Aborts a transaction whose body failed with `failure`. When the server cannot be
-    /// reached the abort is left to the driver, which aborts a dropped session's transaction
-    /// in the background: awaiting it here would wait out server selection once more.
-    pub(crate) async fn abandon(
-        session: &mut ClientSession,
-        failure: Option<&mongodb::error::Error>,
-    ) {
-        if failure.is_some_and(is_unreachable) {
-            return;
-        }
-        // The transaction's outcome is already decided (it failed); a failed abort only
-        // leaves it to the server's transaction timeout.
-        let _ = session.abort_transaction().await;
-    }
 }
-
-/// A failure inside a transaction body: a driver error (which may be transient, so the whole
-/// transaction is retried) or an agentmem error (returned as it is).
-pub(crate) enum TxError {
-    Driver(mongodb::error::Error),
-    Other(Error),
-}
-
-impl From<mongodb::error::Error> for TxError {
-    fn from(e: mongodb::error::Error) -> Self {
-        TxError::Driver(e)
-    }
-}
-
-impl From<Error> for TxError {
-    fn from(e: Error) -> Self {
-        TxError::Other(e)
-    }
-}
-
-/// How many times an operation that lost a race with a transaction is retried.
-pub(crate) const MAX_RETRIES: u32 = 30;
-
-/// How many more times a transaction is run after the server could not be reached (see
-/// [`MongoMemory::retry_transaction`]): one retry rides out a dropped connection.
-pub(crate) const MAX_UNREACHABLE_RETRIES: u32 = 1;
-
-/// How many times a commit whose outcome is unknown is sent again.
-pub(crate) const MAX_COMMIT_RETRIES: u32 = 3;
-
-/// Waits before retry number `attempt`: exponential from 2 ms, capped at 200 ms, with jitter
-/// so that writers that collided do not collide again in lockstep.
-pub(crate) async fn backoff(attempt: u32) {
-    let base = (2u64 << attempt.min(7)).min(200);
-    let jitter = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::from(d.subsec_nanos()) % (base + 1))
-        .unwrap_or(0);
-    tokio::time::sleep(Duration::from_millis(base / 2 + jitter / 2)).await;
-}
-
-/// Runs `$body` (an expression using the `ClientSession` bound to `$s`) in a transaction,
-/// retrying the whole transaction as [`MongoMemory::retry_transaction`] decides (write
-/// conflicts with concurrent writers; briefly, an unreachable server), and maps driver errors.
-macro_rules! in_transaction {
-    ($store:expr, |$s:ident| $body:expr) => {{
-        let started = std::time::Instant::now();
-        let mut attempt = 0u32;
-        loop {
-            let mut session = $store.start_transaction().await?;
-            let outcome: std::result::Result<_, $crate::store::TxError> = {
-                let $s = &mut session;
-                $body
-            };
-            let failure = match outcome {
-                Ok(value) => match $store.commit(&mut session, started).await {
-                    Ok(()) => break Ok(value),
-                    Err(e) => e,
-                },
-                Err($crate::store::TxError::Driver(e)) => {
-                    $crate::store::MongoMemory::abandon(&mut session, Some(&e)).await;
-                    e
-                }
-                Err($crate::store::TxError::Other(e)) => {
-                    $crate::store::MongoMemory::abandon(&mut session, None).await;
-                    break Err(e);
-                }
-            };
-            if $store.retry_transaction(&failure, attempt, started) {
-                $crate::store::backoff(attempt).await;
-                attempt += 1;
-                continue;
-            }
-            break Err($crate::error::from_driver(failure));
-        }
-    }};
-}
-pub(crate) use in_transaction;
 
 #[async_trait]
 impl AgentMemory for MongoMemory {
@@ -394,63 +258,262 @@ impl AgentMemory for MongoMemory {
         history: &[Message],
         metadata: &Metadata,
     ) -> Result<()> {
-        self.save_session_impl(session, history, metadata).await
+        let fields = encode_all(history)?;
+        let meta = metadata_to_bson(metadata)?;
+        // The metadata lives in the head document: refuse it before anything is written.
+        check_size("the session metadata", &doc! {"metadata": &meta})?;
+        let t = micros(now());
+        if self.features.transactions {
+            // The session document exists (with its epoch) before the transaction, which then
+            // writes only the head and the messages.
+            let (_, epoch) = self.reserve(session, 0).await?;
+            in_transaction!(self, |s| {
+                self.save_in_transaction(s, session, epoch, &fields, &meta)
+                    .await
+            })?;
+            self.touch(session, t).await
+        } else {
+            self.save_by_epoch_flip(session, &fields, &meta, t).await
+        }
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        self.append_impl(session, messages).await
+        // Encode (and check sizes) before reserving, so bad input leaves no gap. (The validate
+        // layer has checked the messages and never passes an empty append.)
+        let fields = encode_all(messages)?;
+        let (first, epoch) = self.reserve(session, len_i64(fields.len())?).await?;
+        let docs = placed(session, epoch, first, &fields);
+        if docs.len() > 1 && self.features.transactions {
+            // All-or-nothing for batches. The transaction touches only these new keys, so it
+            // conflicts with no other writer.
+            in_transaction!(self, |s| {
+                self.messages()
+                    .insert_many(docs.clone())
+                    .session(&mut *s)
+                    .await
+                    .map(|_| ())
+                    .map_err(TxError::from)
+            })
+        } else {
+            self.messages().insert_many(docs).await.map(|_| ()).mapped()
+        }
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        self.load_impl(session, limit).await
+        let mut attempt = 0;
+        loop {
+            let Some(sd) = self.session_doc(session).await? else {
+                return Ok(None);
+            };
+            let epoch = sd.epoch;
+            let loaded = self.load_epoch(session, limit, sd).await?;
+            // Without transactions, a save or compaction switches epochs and then deletes the
+            // old one, possibly while it is being read here: re-check, so that a reader never
+            // returns a half-deleted epoch.
+            if self.features.transactions || attempt >= MAX_RETRIES {
+                return Ok(Some(loaded));
+            }
+            match self.session_doc(session).await? {
+                Some(again) if again.epoch == epoch => return Ok(Some(loaded)),
+                _ => attempt += 1,
+            }
+        }
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        self.list_sessions_impl().await
+        let docs = all_docs(self.sessions().find(doc! {}).sort(doc! {"_id": 1})).await?;
+        // One aggregation counts the messages of every session's current epoch (epochs are
+        // unique across sessions, so matching them is enough).
+        let current: Vec<String> = docs
+            .iter()
+            .map(|d| session_doc(d).map(|sd| sd.epoch.to_hex()))
+            .collect::<Result<_>>()?;
+        let counted = all_docs(self.messages().aggregate(vec![
+            doc! {"$match": {"epoch": {"$in": current}}},
+            doc! {"$group": {"_id": "$session", "n": {"$sum": 1}}},
+        ]))
+        .await?;
+        session_infos(&docs, &counted)
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        self.delete_session_impl(session).await
+        // The session document goes first, so the session is gone at once; the rest is then
+        // deleted by epoch, which never touches a new session of the same id that an append
+        // may create meanwhile (it gets a new epoch).
+        let Some(d) = self
+            .sessions()
+            .find_one_and_delete(doc! {"_id": session.as_str()})
+            .await
+            .mapped()?
+        else {
+            return Ok(false);
+        };
+        let epoch = session_doc(&d)?.epoch;
+        let h = self.head(epoch).await?;
+        let mut epochs: Vec<ObjectId> = h.archives.iter().map(|a| a.epoch).collect();
+        epochs.push(epoch);
+        epochs.sort();
+        epochs.dedup();
+        self.archived()
+            .delete_many(doc! {"session": session.as_str(), "epoch": {"$in": epochs.iter().map(|e| e.to_hex()).collect::<Vec<_>>()}})
+            .await
+            .mapped()?;
+        self.drop_epoch(session, epoch).await?;
+        Ok(true)
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
-        self.compact_impl(session, replacement).await
+        let fields = encode_all(replacement)?;
+        if self.features.transactions {
+            let info = in_transaction!(self, |s| {
+                self.compact_in_transaction(s, session, &fields).await
+            })?;
+            self.touch(session, micros(info.created_at)).await?;
+            Ok(info)
+        } else {
+            self.compact_by_epoch_flip(session, &fields).await
+        }
     }
 
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        self.list_archives_impl(session).await
+        let Some(h) = self.current_head(session).await? else {
+            return Ok(Vec::new());
+        };
+        h.archives
+            .iter()
+            .map(|a| archive_info(session, a))
+            .collect()
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
-        self.load_archive_impl(session, archive).await
+        let missing = || {
+            Error::not_found(format!(
+                "archive `{archive}` of session `{session}` does not exist"
+            ))
+        };
+        let h = self.current_head(session).await?.ok_or_else(missing)?;
+        let entry = h
+            .archives
+            .iter()
+            .find(|a| a.id == archive.as_str())
+            .ok_or_else(missing)?;
+        let archived = self.archived();
+        let find = archived
+            .find(doc! {"session": session.as_str(), "epoch": entry.epoch.to_hex(), "archive": archive.as_str()})
+            .sort(doc! {"pos": 1});
+        let messages: Vec<Message> = all_docs(find)
+            .await?
+            .iter()
+            .map(message_from)
+            .collect::<Result<_>>()?;
+        if messages.len() as i64 != entry.count {
+            return Err(Error::corrupt(format!(
+                "archive `{archive}` lists {} messages but {} are stored",
+                entry.count,
+                messages.len()
+            )));
+        }
+        Ok(Archive {
+            info: archive_info(session, entry)?,
+            messages,
+        })
     }
 
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        self.put_memory_impl(item).await
+        let mut attempt = 0;
+        loop {
+            match self.try_put_memory(item).await {
+                Ok(stored) => return Ok(stored),
+                // Two writers inserting the same kind and key at once: the loser retries and
+                // then replaces the winner's item.
+                Err(TxError::Driver(e))
+                    if server_code(&e) == Some(DUPLICATE_KEY) && attempt < MAX_RETRIES =>
+                {
+                    backoff(attempt).await;
+                    attempt += 1;
+                }
+                Err(TxError::Driver(e)) => return Err(from_driver(e)),
+                Err(TxError::Other(e)) => return Err(e),
+            }
+        }
     }
 
     async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        self.get_memory_impl(id).await
+        let found = self.memories().find_one(doc! {"_id": id}).await.mapped()?;
+        found.map(|d| memory_from(&d)).transpose()
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        self.list_memories_impl(filter).await
+        if filter.limit == Some(0) {
+            return Ok(Vec::new());
+        }
+        let memories = self.memories();
+        let query = memories.find(kind_filter(filter));
+        let docs = match filter.limit {
+            None => all_docs(query.sort(doc! {"created": 1, "_id": 1})).await?,
+            Some(n) => {
+                let newest = query
+                    .sort(doc! {"created": -1, "_id": -1})
+                    .limit(i64::try_from(n).unwrap_or(i64::MAX));
+                let mut docs = all_docs(newest).await?;
+                docs.reverse();
+                docs
+            }
+        };
+        docs.iter().map(memory_from).collect()
     }
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        self.search_memories_impl(query, filter).await
+        let limit = memory_search_limit(filter);
+        let Some(terms) = search_terms(query, limit) else {
+            return Ok(Vec::new());
+        };
+        let corpus = self.memory_corpus(filter);
+        memory_hits(self.scored(&corpus, query, &terms, limit).await?, limit)
     }
 
     async fn delete_memory(&self, id: &str) -> Result<bool> {
-        self.delete_memory_impl(id).await
+        let result = self
+            .memories()
+            .delete_one(doc! {"_id": id})
+            .await
+            .mapped()?;
+        Ok(result.deleted_count > 0)
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        self.search_messages_impl(query, scope).await
+        let Some(terms) = search_terms(query, scope.limit) else {
+            return Ok(Vec::new());
+        };
+        // Only the current epoch of each session is visible; search within those.
+        let epochs = self.current_epochs(scope.session.as_ref()).await?;
+        if epochs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let corpus = self.message_corpus(scope.session.as_ref());
+        let hits = self.scored(&corpus, query, &terms, scope.limit).await?;
+        message_hits(hits, &epochs, scope.limit)
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        self.purge_impl(policy).await
+        if policy.max_age.is_none() && policy.max_sessions.is_none() {
+            return Ok(PurgeReport::default());
+        }
+        // Newest first, so `max_sessions` keeps the head of the list.
+        let sessions = self.sessions();
+        let newest_first = sessions
+            .find(doc! {})
+            .projection(doc! {"_id": 1, "updated": 1})
+            .sort(doc! {"updated": -1, "_id": 1});
+        let docs = all_docs(newest_first).await?;
+        let cutoff = retention_cutoff(policy, now()).map(micros);
+        let mut report = PurgeReport::default();
+        for id in expired(&docs, policy, cutoff)? {
+            if self.delete_session(&id).await? {
+                report.sessions_deleted += 1;
+            }
+        }
+        Ok(report)
     }
 }
 

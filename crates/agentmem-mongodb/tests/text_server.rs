@@ -12,39 +12,24 @@ use agentmem_core::{
     AgentMemory, AgentMemoryExt, MemoryFilter, MemoryItem, MemoryKind, Message, MessageQuery,
     SessionId,
 };
+use agentmem_testkit::cases::{self, Area, Case};
 
-/// The conformance suite's search cases, each on a fresh store on the text server.
-macro_rules! search_cases {
-    ($($case:ident),* $(,)?) => {
-        mod conformance {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $case() {
-                    if let Some(store) = super::common::text_conformance_store().await {
-                        agentmem_testkit::cases::$case(&*store).await;
-                    }
-                }
-            )*
-        }
-    };
+/// The conformance cases on the search path, from the registry: every search case, and the
+/// `get_context` cases (which search with a query, and list without one).
+fn search_path(case: &&Case) -> bool {
+    case.area == Area::Search || case.name.starts_with("get_context_")
 }
 
-search_cases!(
-    search_memories_ranks_by_relevance,
-    search_memories_is_case_insensitive,
-    search_memories_matches_any_query_word,
-    search_finds_words_in_any_script,
-    search_memories_honours_limit,
-    search_memories_filters_by_kind,
-    search_without_words_returns_nothing,
-    search_messages_ranks_by_relevance,
-    search_messages_scoped_to_one_session,
-    search_messages_honours_limit,
-    search_follows_updates_and_deletes,
-    get_context_of_empty_store_is_empty,
-    get_context_with_query_lists_matching_items,
-    get_context_without_query_lists_recent_items,
-);
+/// The search-path cases of the conformance suite, each on a fresh store on the text server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_search_cases() {
+    let selected: Vec<&Case> = cases::ALL.iter().filter(search_path).collect();
+    assert!(
+        selected.len() >= 14,
+        "the search cases and the three get_context cases"
+    );
+    cases::run_cases(selected, common::text_conformance_store).await;
+}
 
 fn sid(s: &str) -> SessionId {
     s.parse().unwrap()

@@ -18,6 +18,7 @@ use agentmem_core::{
     AgentMemory, AgentMemoryExt, Layered, Message, MessageQuery, Metadata, SessionId,
 };
 use agentmem_postgres::PostgresMemory;
+use agentmem_testkit::bench::{self, compact_size, quick_or, runtime};
 use chrono::{DateTime, Utc};
 use criterion::Criterion;
 use tokio::runtime::Runtime;
@@ -26,16 +27,8 @@ use tokio_postgres::{Client, Statement};
 
 const BATCH: usize = 1_000;
 
-fn quick() -> bool {
-    std::env::var("AGENTMEM_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
-}
-
 fn big_session_size() -> usize {
-    if quick() {
-        10_000
-    } else {
-        100_000
-    }
+    quick_or(10_000, 100_000)
 }
 
 fn sid(name: &str) -> SessionId {
@@ -146,6 +139,18 @@ struct Raw {
     archive: Statement,
 }
 
+impl Raw {
+    /// The store's load statement: the last `limit` messages of `session`, decoded.
+    async fn load_last(&self, session: &str, limit: i64) -> Vec<RawMessage> {
+        let rows = self
+            .client
+            .query(&self.load, &[&session, &limit])
+            .await
+            .expect("raw load");
+        rows.iter().map(|r| decode(r, 5)).collect()
+    }
+}
+
 /// The store's statements, written out again for the raw client.
 async fn prepare_raw(url: &str, schema: &str) -> Raw {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
@@ -213,15 +218,8 @@ async fn prepare_raw(url: &str, schema: &str) -> Raw {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    let base = std::env::var("DATABASE_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".into());
+    let rt = runtime();
+    let base = agentmem_testkit::servers::postgres_url();
     let schema = format!("ambench_{}", std::process::id());
     let sep = if base.contains('?') { '&' } else { '?' };
     let url = format!("{base}{sep}schema={schema}&pool_size=4");
@@ -247,13 +245,7 @@ fn main() {
             .expect("analyze");
     });
 
-    let mut c = Criterion::default().configure_from_args();
-    if quick() {
-        c = c
-            .sample_size(10)
-            .warm_up_time(Duration::from_millis(300))
-            .measurement_time(Duration::from_secs(1));
-    }
+    let mut c = bench::criterion(Criterion::default().configure_from_args());
     bench_appends(&mut c, &rt, &store, &raw);
     bench_reads(&mut c, &rt, &store, &raw, n);
     bench_compact(&mut c, &rt, &store, &raw);
@@ -305,44 +297,20 @@ fn bench_reads(
 ) {
     let big = sid("big");
     let mut group = c.benchmark_group(format!("load_last_20_of_{n}"));
-    group.bench_function("agentmem", |b| {
-        b.to_async(rt).iter(|| async {
-            let s = store.load(&big, Some(20)).await.expect("load");
-            assert_eq!(s.map(|s| s.messages.len()), Some(20));
-        })
-    });
+    bench::load(&mut group, rt, store, &big, Some(20), 20);
     group.bench_function("raw_tokio_postgres", |b| {
-        b.to_async(rt).iter(|| async {
-            let rows = raw
-                .client
-                .query(&raw.load, &[&"big", &20i64])
-                .await
-                .expect("raw load");
-            let messages: Vec<RawMessage> = rows.iter().map(|r| decode(r, 5)).collect();
-            assert_eq!(messages.len(), 20);
-        })
+        b.to_async(rt)
+            .iter(|| async { assert_eq!(raw.load_last("big", 20).await.len(), 20) })
     });
     group.finish();
 
     let mut group = c.benchmark_group(format!("load_all_of_{n}"));
     group.sample_size(10);
-    group.bench_function("agentmem", |b| {
-        b.to_async(rt).iter(|| async {
-            let s = store.load(&big, None).await.expect("load");
-            assert_eq!(s.map(|s| s.messages.len()), Some(n));
-        })
-    });
+    bench::load(&mut group, rt, store, &big, None, n);
     // The store's load statement with the limit set to the whole session.
     group.bench_function("raw_tokio_postgres", |b| {
-        b.to_async(rt).iter(|| async {
-            let rows = raw
-                .client
-                .query(&raw.load, &[&"big", &(n as i64)])
-                .await
-                .expect("raw load");
-            let messages: Vec<RawMessage> = rows.iter().map(|r| decode(r, 5)).collect();
-            assert_eq!(messages.len(), n);
-        })
+        b.to_async(rt)
+            .iter(|| async { assert_eq!(raw.load_last("big", n as i64).await.len(), n) })
     });
     group.finish();
 
@@ -351,15 +319,7 @@ fn bench_reads(
         session: None,
         limit: 10,
     };
-    group.bench_function("agentmem", |b| {
-        b.to_async(rt).iter(|| async {
-            let hits = store
-                .search_messages("Topic7", &scope)
-                .await
-                .expect("search");
-            assert_eq!(hits.len(), 10);
-        })
-    });
+    bench::search(&mut group, rt, store, "Topic7", &scope, 10);
     group.bench_function("raw_tokio_postgres", |b| {
         b.to_async(rt).iter(|| async {
             let rows = raw
@@ -377,14 +337,6 @@ fn bench_reads(
     group.finish();
 }
 
-fn compact_size() -> usize {
-    if quick() {
-        2_000
-    } else {
-        10_000
-    }
-}
-
 /// Compacting a session of `compact_size()` messages into one summary. The session is rebuilt
 /// (untimed) before each run; the raw side runs the store's archive statement and the append
 /// of the summary in one transaction.
@@ -395,25 +347,9 @@ fn bench_compact(c: &mut Criterion, rt: &Runtime, store: &Layered<PostgresMemory
     let session = sid("compacted");
     let mut group = c.benchmark_group(format!("compact_{n}"));
     group.sample_size(10);
-    group.bench_function("agentmem", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                rt.block_on(async {
-                    store.delete_session(&session).await.expect("delete");
-                    store
-                        .save_session(&session, &history, &Metadata::new())
-                        .await
-                        .expect("save");
-                });
-                let start = std::time::Instant::now();
-                rt.block_on(store.compact(&session, &summary))
-                    .expect("compact");
-                total += start.elapsed();
-            }
-            total
-        })
-    });
+    bench::compactions(
+        &mut group, "agentmem", rt, store, &session, &history, &summary,
+    );
     let columns = RawBatch::new(n);
     let one = RawBatch::new(1);
     let mut round = 0u64;

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use agentmem_core::{Error, Message, Metadata, Result, Role};
 use chrono::{DateTime, Utc};
-use tokio_postgres::types::Json;
+use tokio_postgres::types::{Json, ToSql};
 use tokio_postgres::Row;
 
 use crate::search::tsvector_literal;
@@ -36,8 +36,13 @@ fn check_no_nul(what: &str, value: Option<&str>) -> Result<()> {
     }
 }
 
-/// Messages laid out column by column: the parameters of one multi-row `unnest` insert.
+/// Messages laid out column by column, written at one time: the parameters of one
+/// multi-row `unnest` insert (see [`params`](Self::params)).
 pub(crate) struct MessageColumns<'a> {
+    /// When they are written.
+    pub at: DateTime<Utc>,
+    /// How many there are.
+    pub n: i64,
     pub ids: Vec<&'a str>,
     pub roles: Vec<&'a str>,
     pub contents: Vec<Cow<'a, str>>,
@@ -50,11 +55,13 @@ pub(crate) struct MessageColumns<'a> {
 }
 
 impl<'a> MessageColumns<'a> {
-    /// Lays `messages` out, refusing what PostgreSQL `text` cannot hold; fails before anything
-    /// is sent. (The validate layer has already checked each message.)
-    pub(crate) fn new(messages: &'a [Message]) -> Result<Self> {
+    /// Lays `messages`, written at `at`, out, refusing what PostgreSQL `text` cannot hold;
+    /// fails before anything is sent. (The validate layer has already checked each message.)
+    pub(crate) fn new(messages: &'a [Message], at: DateTime<Utc>) -> Result<Self> {
         let n = messages.len();
         let mut c = MessageColumns {
+            at,
+            n: n as i64,
             ids: Vec::with_capacity(n),
             roles: Vec::with_capacity(n),
             contents: Vec::with_capacity(n),
@@ -83,9 +90,22 @@ impl<'a> MessageColumns<'a> {
         Ok(c)
     }
 
-    /// How many messages.
-    pub(crate) fn len(&self) -> i64 {
-        self.ids.len() as i64
+    /// The bind parameters `$1`..`$12` of the append-shaped statements, for `session`.
+    pub(crate) fn params<'p>(&'p self, session: &'p &'p str) -> [&'p (dyn ToSql + Sync); 12] {
+        [
+            session as &(dyn ToSql + Sync),
+            &self.at,
+            &self.n,
+            &self.ids,
+            &self.roles,
+            &self.contents,
+            &self.raws,
+            &self.timestamps,
+            &self.tool_call_ids,
+            &self.tool_names,
+            &self.metadata,
+            &self.tsvs,
+        ]
     }
 }
 
@@ -124,6 +144,20 @@ pub(crate) fn message_from_row(row: &Row, start: usize) -> Result<Message> {
         tool_name: get(row, start + 6)?,
         metadata: metadata.map(|Json(m)| m).unwrap_or_default(),
     })
+}
+
+/// The messages in `rows` (a LEFT JOIN: a row without one has NULL in `seq_column`), whose
+/// position is in column `seq_column` and whose [`MESSAGE_COLUMNS`] start at `seq_column + 1`,
+/// in position order whatever order the rows came in.
+pub(crate) fn numbered_messages(rows: &[Row], seq_column: usize) -> Result<Vec<Message>> {
+    let mut numbered = Vec::with_capacity(rows.len());
+    for row in rows {
+        if let Some(seq) = get::<Option<i64>>(row, seq_column)? {
+            numbered.push((seq, message_from_row(row, seq_column + 1)?));
+        }
+    }
+    numbered.sort_unstable_by_key(|(seq, _)| *seq);
+    Ok(numbered.into_iter().map(|(_, m)| m).collect())
 }
 
 /// A stored count as `u64`.

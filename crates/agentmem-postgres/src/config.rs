@@ -5,7 +5,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use agentmem_core::backend::BackendConfig;
-use agentmem_core::layer::Layered;
+use agentmem_core::Layered;
 use agentmem_core::{Error, Result};
 use async_trait::async_trait;
 use tokio_postgres::config::{Host, SslMode};

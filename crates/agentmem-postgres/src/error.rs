@@ -2,7 +2,7 @@
 
 use std::error::Error as _;
 
-use agentmem_core::error::BoxError;
+use agentmem_core::BoxError;
 use agentmem_core::{Error, ErrorKind};
 use deadpool_postgres::PoolError;
 use tokio_postgres::error::SqlState;

@@ -16,11 +16,12 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use agentmem_core::search::words;
-use agentmem_core::{Error, MemoryFilter, MemoryHit, MessageHit, MessageQuery, Result, SessionId};
+use agentmem_core::support::stored_session_id;
+use agentmem_core::{MemoryHit, MessageHit, Result};
+use tokio_postgres::Row;
 
 use crate::codec::{get, message_from_row};
 use crate::memories::memory_from_row;
-use crate::store::{PostgresMemory, READ_RETRIES};
 
 /// PostgreSQL rejects lexemes longer than this (bytes); such "words" are left unindexed.
 const MAX_LEXEME_BYTES: usize = 2046;
@@ -140,77 +141,21 @@ fn push_quoted(out: &mut String, word: &str) {
     out.push('\'');
 }
 
-fn limit_param(limit: usize) -> i64 {
-    i64::try_from(limit).unwrap_or(i64::MAX)
+/// A row of the `search_messages` / `search_session` statements.
+pub(crate) fn message_hit(row: &Row) -> Result<MessageHit> {
+    Ok(MessageHit {
+        session: stored_session_id(get::<String>(row, 0)?)?,
+        message: message_from_row(row, 1)?,
+        score: get(row, 9)?,
+    })
 }
 
-impl PostgresMemory {
-    pub(crate) async fn search_messages_impl(
-        &self,
-        query: &str,
-        scope: &MessageQuery,
-    ) -> Result<Vec<MessageHit>> {
-        let Some(tsquery) = tsquery_literal(query) else {
-            return Ok(Vec::new());
-        };
-        if scope.limit == 0 {
-            return Ok(Vec::new());
-        }
-        let limit = limit_param(scope.limit);
-        let session = scope.session.as_ref().map(SessionId::as_str);
-        let rows = run!(self, READ_RETRIES, |client| async {
-            match session {
-                Some(session) => {
-                    let st = client.prepare_cached(&self.sql.search_session).await?;
-                    client.query(&st, &[&tsquery, &limit, &session]).await
-                }
-                None => {
-                    let st = client.prepare_cached(&self.sql.search_messages).await?;
-                    client.query(&st, &[&tsquery, &limit]).await
-                }
-            }
-        })?;
-        rows.iter()
-            .map(|row| {
-                let session: String = get(row, 0)?;
-                Ok(MessageHit {
-                    session: SessionId::new(session).map_err(|e| {
-                        Error::corrupt(format!("stored session id is invalid: {e}"))
-                    })?,
-                    message: message_from_row(row, 1)?,
-                    score: get(row, 9)?,
-                })
-            })
-            .collect()
-    }
-
-    pub(crate) async fn search_memories_impl(
-        &self,
-        query: &str,
-        filter: &MemoryFilter,
-    ) -> Result<Vec<MemoryHit>> {
-        let Some(tsquery) = tsquery_literal(query) else {
-            return Ok(Vec::new());
-        };
-        let limit = filter.limit.unwrap_or(10);
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let limit = limit_param(limit);
-        let kind = filter.kind.map(|k| k.as_str());
-        let rows = run!(self, READ_RETRIES, |client| async {
-            let st = client.prepare_cached(&self.sql.memory_search).await?;
-            client.query(&st, &[&tsquery, &kind, &limit]).await
-        })?;
-        rows.iter()
-            .map(|row| {
-                Ok(MemoryHit {
-                    item: memory_from_row(row)?,
-                    score: get(row, 8)?,
-                })
-            })
-            .collect()
-    }
+/// A row of the `memory_search` statement.
+pub(crate) fn memory_hit(row: &Row) -> Result<MemoryHit> {
+    Ok(MemoryHit {
+        item: memory_from_row(row)?,
+        score: get(row, 8)?,
+    })
 }
 
 #[cfg(test)]

@@ -80,44 +80,41 @@ pub(crate) const MEMORY_COLUMNS: &str =
 impl Sql {
     /// The statements for the quoted schema `s`.
     pub(crate) fn new(s: &str) -> Self {
-        let append = format!(
-            "WITH s AS (
-                INSERT INTO {s}.sessions AS s (id, metadata, created_at, updated_at, next_seq, message_count)
+        let append = insert_messages(
+            s,
+            &format!(
+                "INSERT INTO {s}.sessions AS s (id, metadata, created_at, updated_at, next_seq, message_count)
                 VALUES ($1, '{{}}', $2, $2, $3, $3)
                 ON CONFLICT (id) DO UPDATE SET
                     next_seq = s.next_seq + EXCLUDED.next_seq,
                     message_count = s.message_count + EXCLUDED.message_count,
                     updated_at = GREATEST(s.updated_at, EXCLUDED.updated_at)
-                RETURNING s.next_seq - $3 AS first_seq
-            )
-            INSERT INTO {s}.messages {INSERT_MESSAGE_COLUMNS}
-            {SELECT_NEW_MESSAGE} FROM s, {UNNEST_MESSAGES}"
+                RETURNING s.next_seq - $3 AS first_seq"
+            ),
         );
-        let save = format!(
-            "WITH s AS (
-                INSERT INTO {s}.sessions AS s (id, metadata, created_at, updated_at, next_seq, message_count)
+        let save = insert_messages(
+            s,
+            &format!(
+                "INSERT INTO {s}.sessions AS s (id, metadata, created_at, updated_at, next_seq, message_count)
                 VALUES ($1, $13, $2, $2, $3, $3)
                 ON CONFLICT (id) DO UPDATE SET
                     metadata = EXCLUDED.metadata,
                     next_seq = s.next_seq + EXCLUDED.next_seq,
                     message_count = EXCLUDED.message_count,
                     updated_at = GREATEST(s.updated_at, EXCLUDED.updated_at)
-                RETURNING s.next_seq - $3 AS first_seq
-            )
-            INSERT INTO {s}.messages {INSERT_MESSAGE_COLUMNS}
-            {SELECT_NEW_MESSAGE} FROM s, {UNNEST_MESSAGES}"
+                RETURNING s.next_seq - $3 AS first_seq"
+            ),
         );
-        let replace = format!(
-            "WITH s AS (
-                UPDATE {s}.sessions SET
+        let replace = insert_messages(
+            s,
+            &format!(
+                "UPDATE {s}.sessions SET
                     next_seq = next_seq + $3,
                     message_count = $3,
                     updated_at = GREATEST(updated_at, $2)
                 WHERE id = $1
-                RETURNING next_seq - $3 AS first_seq
-            )
-            INSERT INTO {s}.messages {INSERT_MESSAGE_COLUMNS}
-            {SELECT_NEW_MESSAGE} FROM s, {UNNEST_MESSAGES}"
+                RETURNING next_seq - $3 AS first_seq"
+            ),
         );
         Sql {
             append,
@@ -230,6 +227,19 @@ impl Sql {
             memory_delete: format!("DELETE FROM {s}.memories WHERE id = $1"),
         }
     }
+}
+
+/// `WITH s AS (<session>) INSERT …`: `session` writes the session row of `$1` at time `$2`
+/// for `$3` new messages and returns `first_seq`, where the messages `$4..$12` are then
+/// inserted (in schema `s`).
+fn insert_messages(s: &str, session: &str) -> String {
+    format!(
+        "WITH s AS (
+            {session}
+        )
+        INSERT INTO {s}.messages {INSERT_MESSAGE_COLUMNS}
+        {SELECT_NEW_MESSAGE} FROM s, {UNNEST_MESSAGES}"
+    )
 }
 
 /// `a, b` → `p.a, p.b`.

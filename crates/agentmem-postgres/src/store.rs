@@ -1,23 +1,37 @@
-//! [`PostgresMemory`]: construction, the connection pool, and the [`AgentMemory`] impl.
+//! [`PostgresMemory`]: construction, the connection pool, and the [`AgentMemory`] operations
+//! (each runs its statements through `run!`; `sessions.rs`, `archives.rs`, `memories.rs` and
+//! `search.rs` read their rows back).
 
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentmem_core::layer::{open_layered, Layered};
+use agentmem_core::layer::open_layered;
+use agentmem_core::support::{
+    archive_id_base, free_archive_id, memory_search_limit, retention_cutoff,
+};
+use agentmem_core::Layered;
 use agentmem_core::{
-    AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter, MemoryHit,
-    MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result, RetentionPolicy,
-    Session, SessionId, SessionInfo,
+    now, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, ErrorKind,
+    MemoryFilter, MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
+    Result, RetentionPolicy, Session, SessionId, SessionInfo,
 };
 use async_trait::async_trait;
+use chrono::Datelike;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::types::{Json, ToSql};
 use tokio_postgres::NoTls;
 
+use crate::archives::{archive_from, archive_info};
+use crate::codec::{count, MessageColumns};
 use crate::config::{quote_schema, validate_schema, PostgresConfig, DEFAULT_CONNECT_TIMEOUT};
 use crate::error::BACKEND;
+use crate::memories::{memory_from_row, PUT_RETRIES};
+use crate::retention::PURGE_RETRIES;
 use crate::schema;
+use crate::search::{memory_hit, message_hit, tsquery_literal};
+use crate::sessions::{session_from, session_info};
 use crate::sql::Sql;
 
 /// How many times a read is repeated on a fresh connection after its connection failed
@@ -191,62 +205,249 @@ impl AgentMemory for PostgresMemory {
         history: &[Message],
         metadata: &Metadata,
     ) -> Result<()> {
-        self.save_session_impl(session, history, metadata).await
+        let columns = MessageColumns::new(history, now())?;
+        let id = session.as_str();
+        let meta = Json(metadata);
+        let mut params: Vec<&(dyn ToSql + Sync)> = columns.params(&id).to_vec();
+        params.push(&meta);
+        run!(self, 0, |client| async {
+            let tx = client.transaction().await?;
+            // First take the session row's lock while writing the new messages after the old
+            // ones; only then delete the old ones, in a statement whose snapshot is taken
+            // after the lock, so an append that committed just before is deleted too rather
+            // than left behind.
+            let save = tx.prepare_cached(&self.sql.save).await?;
+            tx.execute(&save, &params).await?;
+            let delete = tx.prepare_cached(&self.sql.delete_before_first).await?;
+            tx.execute(&delete, &[&id]).await?;
+            tx.commit().await
+        })
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        self.append_impl(session, messages).await
+        let columns = MessageColumns::new(messages, now())?;
+        let id = session.as_str();
+        let params = columns.params(&id);
+        run!(self, 0, |client| async {
+            let st = client.prepare_cached(&self.sql.append).await?;
+            client.execute(&st, &params).await
+        })?;
+        Ok(())
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        self.load_impl(session, limit).await
+        let id = session.as_str();
+        // NULL means no LIMIT.
+        let window = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+        let rows = run!(self, READ_RETRIES, |client| async {
+            let st = client.prepare_cached(&self.sql.load).await?;
+            client.query(&st, &[&id, &window]).await
+        })?;
+        session_from(session, &rows, limit)
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        self.list_sessions_impl().await
+        let rows = run!(self, READ_RETRIES, |client| async {
+            let st = client.prepare_cached(&self.sql.list_sessions).await?;
+            client.query(&st, &[]).await
+        })?;
+        rows.iter().map(session_info).collect()
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        self.delete_session_impl(session).await
+        let ids = vec![session.as_str()];
+        run!(self, 0, |client| async {
+            let tx = client.transaction().await?;
+            // Delete (and so lock) the session row first; the dependents' delete then runs
+            // with a snapshot that includes every append committed before the lock.
+            let st = tx.prepare_cached(&self.sql.delete_session).await?;
+            let deleted = tx.execute(&st, &[&ids[0]]).await?;
+            if deleted == 0 {
+                return Ok(false);
+            }
+            let st = tx.prepare_cached(&self.sql.delete_dependents).await?;
+            tx.execute(&st, &[&ids]).await?;
+            tx.commit().await?;
+            Ok(true)
+        })
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
-        self.compact_impl(session, replacement).await
+        let columns = MessageColumns::new(replacement, now())?;
+        let at = columns.at;
+        let id = session.as_str();
+        let params = columns.params(&id);
+        let base = archive_id_base(at);
+        let outcome = run!(self, 0, |client| async {
+            let tx = client.transaction().await?;
+            // The session row's lock orders this against appends: one that got the lock
+            // first is archived, one that waits lands after the replacement.
+            let lock = tx.prepare_cached(&self.sql.lock_session).await?;
+            if tx.query_opt(&lock, &[&id]).await?.is_none() {
+                return Ok(None);
+            }
+            let ids = tx.prepare_cached(&self.sql.archive_ids_like).await?;
+            let taken = tx
+                .query(&ids, &[&id, &base])
+                .await?
+                .iter()
+                .map(|row| row.try_get(0))
+                .collect::<Result<Vec<String>, _>>()?;
+            let archive = free_archive_id(at, |candidate| taken.iter().any(|t| t == candidate));
+            let move_st = tx.prepare_cached(&self.sql.archive_messages).await?;
+            let archived: i64 = tx
+                .query_one(&move_st, &[&id, &archive, &at])
+                .await?
+                .try_get(0)?;
+            let replace = tx.prepare_cached(&self.sql.replace).await?;
+            tx.execute(&replace, &params).await?;
+            tx.commit().await?;
+            Ok(Some((archive, archived)))
+        })?;
+        let Some((archive, archived)) = outcome else {
+            return Err(Error::not_found(format!(
+                "session `{session}` does not exist"
+            )));
+        };
+        Ok(ArchiveInfo {
+            id: ArchiveId::new(archive)?,
+            session: session.clone(),
+            created_at: at,
+            message_count: count(archived)?,
+        })
     }
 
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        self.list_archives_impl(session).await
+        let id = session.as_str();
+        let rows = run!(self, READ_RETRIES, |client| async {
+            let st = client.prepare_cached(&self.sql.list_archives).await?;
+            client.query(&st, &[&id]).await
+        })?;
+        rows.iter().map(|row| archive_info(session, row)).collect()
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
-        self.load_archive_impl(session, archive).await
+        let (id, name) = (session.as_str(), archive.as_str());
+        let rows = run!(self, READ_RETRIES, |client| async {
+            let st = client.prepare_cached(&self.sql.load_archive).await?;
+            client.query(&st, &[&id, &name]).await
+        })?;
+        archive_from(session, archive, &rows)
     }
 
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        self.put_memory_impl(item).await
+        let mut attempt = 0;
+        loop {
+            match self.put_once(item).await {
+                Ok((id, created_at)) => {
+                    return Ok(MemoryItem {
+                        id,
+                        created_at,
+                        ..item.clone()
+                    })
+                }
+                // Another writer inserted the same kind and key between our update and
+                // insert; the update now finds its row.
+                Err(e) if e.kind() == ErrorKind::Conflict && attempt < PUT_RETRIES => {
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        self.get_memory_impl(id).await
+        let row = run!(self, READ_RETRIES, |client| async {
+            let st = client.prepare_cached(&self.sql.memory_get).await?;
+            client.query_opt(&st, &[&id]).await
+        })?;
+        row.map(|row| memory_from_row(&row)).transpose()
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        self.list_memories_impl(filter).await
+        let kind = filter.kind.map(|k| k.as_str());
+        // NULL means no LIMIT.
+        let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+        let rows = run!(self, READ_RETRIES, |client| async {
+            let st = client.prepare_cached(&self.sql.memory_list).await?;
+            client.query(&st, &[&kind, &limit]).await
+        })?;
+        // Fetched newest first so a limit keeps the newest; returned oldest first.
+        let mut items = rows
+            .iter()
+            .map(memory_from_row)
+            .collect::<Result<Vec<_>>>()?;
+        items.reverse();
+        Ok(items)
     }
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        self.search_memories_impl(query, filter).await
+        let limit = memory_search_limit(filter);
+        let Some(tsquery) = tsquery_literal(query).filter(|_| limit > 0) else {
+            return Ok(Vec::new());
+        };
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let kind = filter.kind.map(|k| k.as_str());
+        let rows = run!(self, READ_RETRIES, |client| async {
+            let st = client.prepare_cached(&self.sql.memory_search).await?;
+            client.query(&st, &[&tsquery, &kind, &limit]).await
+        })?;
+        rows.iter().map(memory_hit).collect()
     }
 
     async fn delete_memory(&self, id: &str) -> Result<bool> {
-        self.delete_memory_impl(id).await
+        let deleted = run!(self, 0, |client| async {
+            let st = client.prepare_cached(&self.sql.memory_delete).await?;
+            client.execute(&st, &[&id]).await
+        })?;
+        Ok(deleted > 0)
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        self.search_messages_impl(query, scope).await
+        let Some(tsquery) = tsquery_literal(query).filter(|_| scope.limit > 0) else {
+            return Ok(Vec::new());
+        };
+        let limit = i64::try_from(scope.limit).unwrap_or(i64::MAX);
+        let session = scope.session.as_ref().map(SessionId::as_str);
+        let rows = run!(self, READ_RETRIES, |client| async {
+            match session {
+                Some(session) => {
+                    let st = client.prepare_cached(&self.sql.search_session).await?;
+                    client.query(&st, &[&tsquery, &limit, &session]).await
+                }
+                None => {
+                    let st = client.prepare_cached(&self.sql.search_messages).await?;
+                    client.query(&st, &[&tsquery, &limit]).await
+                }
+            }
+        })?;
+        rows.iter().map(message_hit).collect()
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        self.purge_impl(policy).await
+        if policy.max_age.is_none() && policy.max_sessions.is_none() {
+            return Ok(PurgeReport::default());
+        }
+        // Ages are measured on the client's clock, the one `updated_at` was written with.
+        // An age reaching before year 1 expires nothing (and such a cutoff could not even be
+        // bound: PostgreSQL timestamps end in 4714 BC).
+        let cutoff = retention_cutoff(policy, now()).filter(|cutoff| cutoff.year() >= 1);
+        let keep = policy
+            .max_sessions
+            .map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+        // Two purges running at once may lock the same sessions in opposite orders; the
+        // loser of the resulting deadlock is rolled back whole and simply runs again.
+        let mut attempt = 0;
+        let deleted = loop {
+            match self.purge_once(cutoff, keep).await {
+                Err(e) if e.kind() == ErrorKind::Conflict && attempt < PURGE_RETRIES => {
+                    attempt += 1
+                }
+                other => break other?,
+            }
+        };
+        Ok(PurgeReport {
+            sessions_deleted: deleted as u64,
+        })
     }
 }

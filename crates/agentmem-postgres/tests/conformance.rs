@@ -1,15 +1,14 @@
 //! The agentmem conformance suite (C1) against the PostgreSQL at `DATABASE_URL`, one schema
-//! per test so the cases run in parallel.
+//! per test so the cases run in parallel, dropped when the test drops its store.
 
 mod common;
 
-use std::sync::Arc;
+use agentmem_testkit::{NamespaceGuard, TestStore};
 
-use agentmem_core::AgentMemory;
-
-async fn store() -> Option<Arc<dyn AgentMemory>> {
+async fn store() -> Option<TestStore> {
     let store = common::open(&[]).await?;
-    Some(Arc::new(store))
+    let schema = NamespaceGuard::new().postgres_schema(&common::database_url(), store.schema());
+    Some(TestStore::new(store).with_namespace(schema).into_dyn())
 }
 
 agentmem_testkit::conformance_tests!(store);

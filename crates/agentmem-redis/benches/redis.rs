@@ -22,14 +22,11 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use agentmem_core::{AgentMemory, Layered, Message, MessageQuery, Metadata, SessionId};
+use agentmem_core::{AgentMemory, Layered, Message, MessageQuery, SessionId};
 use agentmem_redis::{RedisConfig, RedisMemory};
+use agentmem_testkit::bench::{self, big, compact_size, quick, quick_group};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use redis::aio::ConnectionManager;
-
-fn quick() -> bool {
-    std::env::var("AGENTMEM_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
-}
 
 fn messages(n: usize) -> Vec<Message> {
     (0..n)
@@ -48,7 +45,7 @@ struct Setup {
 }
 
 async fn setup() -> Option<Setup> {
-    let url = agentmem_testkit::env_url("REDIS_URL", "redis://127.0.0.1:6379");
+    let url = agentmem_testkit::servers::redis_url();
     let prefix = agentmem_testkit::unique_namespace("bench");
     let config = RedisConfig::new(&url).ok()?.with_prefix(&prefix).ok()?;
     let store = match RedisMemory::connect_with(config).await {
@@ -86,12 +83,7 @@ fn bench(c: &mut Criterion) {
     let raw_key = format!("{}:raw:msgs", setup.prefix);
 
     let mut group = c.benchmark_group("redis_append_one");
-    if quick() {
-        group
-            .sample_size(10)
-            .measurement_time(Duration::from_secs(1))
-            .warm_up_time(Duration::from_millis(300));
-    }
+    quick_group(&mut group);
     let one = messages(1);
     let one_json = serde_json::to_string(&one[0]).unwrap();
     group.throughput(Throughput::Elements(1));
@@ -174,24 +166,8 @@ fn bench(c: &mut Criterion) {
         }
     });
     let mut group = c.benchmark_group(format!("redis_load_last_20_of_{n}"));
-    if quick() {
-        group
-            .sample_size(10)
-            .measurement_time(Duration::from_secs(1))
-            .warm_up_time(Duration::from_millis(300));
-    }
-    group.bench_function("agentmem", |b| {
-        b.to_async(&rt).iter(|| async {
-            let s = setup
-                .store
-                .load(&read_session, Some(20))
-                .await
-                .unwrap()
-                .unwrap();
-            assert_eq!(s.messages.len(), 20);
-            s
-        })
-    });
+    quick_group(&mut group);
+    bench::load(&mut group, &rt, &setup.store, &read_session, Some(20), 20);
     group.bench_function("raw_lrange", |b| {
         b.to_async(&rt).iter(|| async {
             let mut conn = setup.raw.clone();
@@ -211,14 +187,6 @@ fn bench(c: &mut Criterion) {
     compact(c, &rt, &setup);
 
     rt.block_on(cleanup(&setup));
-}
-
-fn big() -> usize {
-    if quick() {
-        2_000
-    } else {
-        100_000
-    }
 }
 
 /// Messages `start..end` of the big session: one in a hundred holds the search word.
@@ -255,18 +223,9 @@ fn big_reads(
 ) {
     let mut group = c.benchmark_group(format!("redis_load_all_of_{n}"));
     group.sample_size(10);
-    if quick() {
-        group
-            .measurement_time(Duration::from_secs(1))
-            .warm_up_time(Duration::from_millis(300));
-    }
+    quick_group(&mut group);
     group.throughput(Throughput::Elements(n as u64));
-    group.bench_function("agentmem", |b| {
-        b.to_async(rt).iter(|| async {
-            let s = setup.store.load(session, None).await.unwrap().unwrap();
-            assert_eq!(s.messages.len(), n);
-        })
-    });
+    bench::load(&mut group, rt, &setup.store, session, None, n);
     group.bench_function("raw_lrange+serde_json", |b| {
         b.to_async(rt)
             .iter(|| async { assert_eq!(raw_load_all(setup, raw_key).await.len(), n) })
@@ -275,21 +234,12 @@ fn big_reads(
 
     let mut group = c.benchmark_group(format!("redis_search_top10_of_{n}"));
     group.sample_size(10);
-    if quick() {
-        group
-            .measurement_time(Duration::from_secs(1))
-            .warm_up_time(Duration::from_millis(300));
-    }
+    quick_group(&mut group);
     let scope = MessageQuery {
         session: Some(session.clone()),
         limit: 10,
     };
-    group.bench_function("agentmem", |b| {
-        b.to_async(rt).iter(|| async {
-            let hits = setup.store.search_messages("needle", &scope).await.unwrap();
-            assert_eq!(hits.len(), 10);
-        })
-    });
+    bench::search(&mut group, rt, &setup.store, "needle", &scope, 10);
     group.bench_function("raw_lrange+serde_json+rank", |b| {
         b.to_async(rt).iter(|| async {
             let all = raw_load_all(setup, raw_key).await;
@@ -302,7 +252,7 @@ fn big_reads(
 }
 
 fn compact(c: &mut Criterion, rt: &tokio::runtime::Runtime, setup: &Setup) {
-    let n = if quick() { 2_000 } else { 10_000 };
+    let n = compact_size();
     let history = big_messages(0, n);
     let history_json: Vec<String> = history
         .iter()
@@ -313,32 +263,16 @@ fn compact(c: &mut Criterion, rt: &tokio::runtime::Runtime, setup: &Setup) {
     let session: SessionId = "bench_compact".parse().unwrap();
     let mut group = c.benchmark_group(format!("redis_compact_{n}"));
     group.sample_size(10);
-    if quick() {
-        group
-            .measurement_time(Duration::from_secs(1))
-            .warm_up_time(Duration::from_millis(300));
-    }
-    group.bench_function("agentmem", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                // Untimed: a fresh session of `n` messages, without the archives piling up.
-                rt.block_on(async {
-                    setup.store.delete_session(&session).await.unwrap();
-                    setup
-                        .store
-                        .save_session(&session, &history, &Metadata::new())
-                        .await
-                        .unwrap();
-                });
-                let start = Instant::now();
-                rt.block_on(setup.store.compact(&session, &summary))
-                    .unwrap();
-                total += start.elapsed();
-            }
-            total
-        })
-    });
+    quick_group(&mut group);
+    bench::compactions(
+        &mut group,
+        "agentmem",
+        rt,
+        &setup.store,
+        &session,
+        &history,
+        &summary,
+    );
     let live = format!("{}:raw:compact", setup.prefix);
     let archive = format!("{}:raw:compact_archive", setup.prefix);
     group.bench_function("raw_multi_rename_rpush", |b| {

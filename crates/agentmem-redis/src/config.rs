@@ -5,7 +5,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use agentmem_core::backend::BackendConfig;
-use agentmem_core::layer::Layered;
+use agentmem_core::Layered;
 use agentmem_core::{async_trait, Error, Result};
 
 use crate::{RedisMemory, BACKEND};

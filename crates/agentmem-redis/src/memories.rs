@@ -1,164 +1,94 @@
-//! Memory items: upsert by id and by (kind, key), listing, ranked search.
+//! Memory items (upsert by id and by (kind, key), listing, ranked search): what the scripts
+//! are given and how their replies are read back. The operations themselves are the
+//! `AgentMemory` methods in `store.rs`.
 
-use agentmem_core::{Error, MemoryFilter, MemoryHit, MemoryItem, Result};
-use redis::aio::ConnectionManager;
+use agentmem_core::support::{keep_last, micros, parse_micros};
+use agentmem_core::{Error, MemoryHit, MemoryItem, Result};
+use chrono::{DateTime, Utc};
+use redis::{Script, ScriptInvocation};
 
 use crate::error::{corrupt_json, encode_json};
-use crate::search::{index_entry, parse_score, query_terms};
-use crate::sessions::{micros, parse_micros};
-use crate::store::RedisMemory;
-
-/// How many hits a memory search returns when the filter sets no limit.
-const DEFAULT_SEARCH_LIMIT: usize = 10;
+use crate::keys::Keys;
+use crate::search::parse_score;
 
 /// How often `put_memory` re-targets its item (see `put_memory.lua`) before giving up.
 /// Each retry means another writer changed the same item in between; one is the normal case.
-const MAX_REBASES: usize = 8;
+pub(crate) const MAX_REBASES: usize = 8;
 
-fn parse_item(bytes: &[u8]) -> Result<MemoryItem> {
+pub(crate) fn parse_item(bytes: &[u8]) -> Result<MemoryItem> {
     serde_json::from_slice(bytes).map_err(|e| corrupt_json("memory item", e))
 }
 
-impl RedisMemory {
-    pub(crate) async fn put_memory_impl(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        let index = index_entry(&item.text).to_string();
-        let mut stored = item.clone();
-        for _ in 0..MAX_REBASES {
-            let json =
-                serde_json::to_string(&stored).map_err(|e| encode_json("a memory item", e))?;
-            let mut inv = self.scripts.put_memory.prepare_invoke();
-            inv.arg(self.keys.prefix())
-                .arg(&stored.id)
-                .arg(stored.kind.as_str())
-                .arg(stored.key.as_deref().unwrap_or(""))
-                .arg(micros(stored.created_at))
-                .arg(json)
-                .arg(&index);
-            let reply: Vec<String> = self
-                .run(|mut c: ConnectionManager| {
-                    let inv = &inv;
-                    async move { inv.invoke_async(&mut c).await }
-                })
-                .await?;
-            match reply.as_slice() {
-                [ok] if ok == "ok" => return Ok(stored),
-                [rebase, id, created] if rebase == "rebase" => {
-                    // Replacing an existing item: keep its id and creation time.
-                    stored.id = id.clone();
-                    stored.created_at = parse_micros(created, "memory creation time")?;
-                }
-                other => {
-                    return Err(Error::corrupt(format!(
-                        "unexpected reply {other:?} from the put_memory script"
-                    )))
-                }
-            }
-        }
-        Err(Error::conflict(format!(
-            "memory item {:?} kept changing under concurrent writers; try again",
-            item.id
-        )))
-    }
+/// An invocation of `put_memory.lua` storing `item`, whose text has the index entry `index`.
+pub(crate) fn put_item<'s>(
+    script: &'s Script,
+    keys: &Keys,
+    item: &MemoryItem,
+    index: &str,
+) -> Result<ScriptInvocation<'s>> {
+    let json = serde_json::to_string(item).map_err(|e| encode_json("a memory item", e))?;
+    let mut inv = script.prepare_invoke();
+    inv.arg(keys.prefix())
+        .arg(&item.id)
+        .arg(item.kind.as_str())
+        .arg(item.key.as_deref().unwrap_or(""))
+        .arg(micros(item.created_at))
+        .arg(json)
+        .arg(index);
+    Ok(inv)
+}
 
-    pub(crate) async fn get_memory_impl(&self, id: &str) -> Result<Option<MemoryItem>> {
-        let key = self.keys.memory_items();
-        let raw: Option<Vec<u8>> = self
-            .run(|mut c: ConnectionManager| {
-                let key = &key;
-                async move {
-                    redis::cmd("HGET")
-                        .arg(key)
-                        .arg(id)
-                        .query_async(&mut c)
-                        .await
-                }
-            })
-            .await?;
-        raw.map(|bytes| parse_item(&bytes)).transpose()
+/// Reads `put_memory.lua`'s reply: `None` when the item was stored, else the id and creation
+/// time of the existing item it replaces, which it must take before trying again.
+pub(crate) fn rebase(reply: &[String]) -> Result<Option<(String, DateTime<Utc>)>> {
+    match reply {
+        [ok] if ok == "ok" => Ok(None),
+        [rebase, id, created] if rebase == "rebase" => Ok(Some((
+            id.clone(),
+            parse_micros(created, "memory creation time")?,
+        ))),
+        other => Err(Error::corrupt(format!(
+            "unexpected reply {other:?} from the put_memory script"
+        ))),
     }
+}
 
-    pub(crate) async fn list_memories_impl(
-        &self,
-        filter: &MemoryFilter,
-    ) -> Result<Vec<MemoryItem>> {
-        let mut inv = self.scripts.list_memories.prepare_invoke();
-        inv.arg(self.keys.prefix())
-            .arg(filter.kind.map_or("", |k| k.as_str()));
-        let rows: Vec<(String, f64, Option<Vec<u8>>)> = self
-            .run(|mut c: ConnectionManager| {
-                let inv = &inv;
-                async move { inv.invoke_async(&mut c).await }
-            })
-            .await?;
-        let mut items = rows
-            .into_iter()
-            .map(|(id, seq, raw)| {
-                let raw = raw.ok_or_else(|| {
-                    Error::corrupt(format!("memory item {id:?} is indexed but missing"))
-                })?;
-                Ok((parse_item(&raw)?, seq))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        // Oldest first; items created in the same microsecond keep their insertion order.
-        items.sort_by(|a, b| {
-            a.0.created_at
-                .cmp(&b.0.created_at)
-                .then(a.1.total_cmp(&b.1))
-        });
-        let mut items: Vec<MemoryItem> = items.into_iter().map(|(item, _)| item).collect();
-        if let Some(limit) = filter.limit {
-            items.drain(..items.len().saturating_sub(limit));
-        }
-        Ok(items)
-    }
+/// The items `list_memories.lua` returns (id, insertion order, JSON): oldest first, only the
+/// newest `limit` when limited.
+pub(crate) fn items_from(
+    rows: Vec<(String, f64, Option<Vec<u8>>)>,
+    limit: Option<usize>,
+) -> Result<Vec<MemoryItem>> {
+    let mut items = rows
+        .into_iter()
+        .map(|(id, seq, raw)| {
+            let raw = raw.ok_or_else(|| {
+                Error::corrupt(format!("memory item {id:?} is indexed but missing"))
+            })?;
+            Ok((parse_item(&raw)?, seq))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // Oldest first; items created in the same microsecond keep their insertion order.
+    items.sort_by(|a, b| {
+        a.0.created_at
+            .cmp(&b.0.created_at)
+            .then(a.1.total_cmp(&b.1))
+    });
+    let mut items: Vec<MemoryItem> = items.into_iter().map(|(item, _)| item).collect();
+    keep_last(&mut items, limit);
+    Ok(items)
+}
 
-    pub(crate) async fn search_memories_impl(
-        &self,
-        query: &str,
-        filter: &MemoryFilter,
-    ) -> Result<Vec<MemoryHit>> {
-        let terms = query_terms(query);
-        let limit = filter.limit.unwrap_or(DEFAULT_SEARCH_LIMIT);
-        if terms.is_empty() || limit == 0 {
-            return Ok(Vec::new());
-        }
-        let mut inv = self.scripts.search_memories.prepare_invoke();
-        inv.arg(self.keys.prefix())
-            .arg(filter.kind.map_or("", |k| k.as_str()))
-            .arg(limit.min(u32::MAX as usize));
-        for term in &terms {
-            inv.arg(term);
-        }
-        let rows: Vec<(Option<Vec<u8>>, String)> = self
-            .run(|mut c: ConnectionManager| {
-                let inv = &inv;
-                async move { inv.invoke_async(&mut c).await }
+/// The hits `search_memories.lua` returns (item JSON, score), best first.
+pub(crate) fn memory_hits(rows: Vec<(Option<Vec<u8>>, String)>) -> Result<Vec<MemoryHit>> {
+    rows.into_iter()
+        .map(|(raw, score)| {
+            let raw =
+                raw.ok_or_else(|| Error::corrupt("search index points to a missing memory item"))?;
+            Ok(MemoryHit {
+                item: parse_item(&raw)?,
+                score: parse_score(&score)?,
             })
-            .await?;
-        rows.into_iter()
-            .map(|(raw, score)| {
-                let raw = raw.ok_or_else(|| {
-                    Error::corrupt("search index points to a missing memory item")
-                })?;
-                Ok(MemoryHit {
-                    item: parse_item(&raw)?,
-                    score: parse_score(&score).ok_or_else(|| {
-                        Error::corrupt(format!("search score {score:?} is not a number"))
-                    })?,
-                })
-            })
-            .collect()
-    }
-
-    pub(crate) async fn delete_memory_impl(&self, id: &str) -> Result<bool> {
-        let mut inv = self.scripts.delete_memory.prepare_invoke();
-        inv.arg(self.keys.prefix()).arg(id);
-        let deleted: i64 = self
-            .run(|mut c: ConnectionManager| {
-                let inv = &inv;
-                async move { inv.invoke_async(&mut c).await }
-            })
-            .await?;
-        Ok(deleted == 1)
-    }
+        })
+        .collect()
 }

@@ -8,7 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use agentmem_core::search::{query_words, words};
+use agentmem_core::search::words;
+use agentmem_core::{Error, Result};
 use serde_json::{json, Value};
 
 /// One text's index entry: `{"l": word count, "t": {term: "frequency"}}`.
@@ -29,14 +30,12 @@ pub(crate) fn index_entries<'a>(texts: impl IntoIterator<Item = &'a str>) -> Str
     Value::Array(texts.into_iter().map(index_entry).collect()).to_string()
 }
 
-/// The distinct words of a query, as script arguments.
-pub(crate) fn query_terms(query: &str) -> Vec<String> {
-    query_words(query)
-}
-
 /// Parses a score the scripts format with `%.17g` (which round-trips an f64 exactly).
-pub(crate) fn parse_score(text: &str) -> Option<f64> {
-    text.parse::<f64>().ok().filter(|s| s.is_finite())
+pub(crate) fn parse_score(text: &str) -> Result<f64> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite())
+        .ok_or_else(|| Error::corrupt(format!("search score {text:?} is not a number")))
 }
 
 #[cfg(test)]
@@ -60,7 +59,7 @@ mod tests {
     #[test]
     fn scores_round_trip() {
         let s = 0.1f64 + 0.2;
-        assert_eq!(parse_score(&format!("{s:.17e}")), Some(s));
-        assert_eq!(parse_score("nan"), None);
+        assert_eq!(parse_score(&format!("{s:.17e}")).ok(), Some(s));
+        assert!(parse_score("nan").is_err());
     }
 }

@@ -1,26 +1,37 @@
 //! [`RedisMemory`]: the connection, its timeouts and retry rule, and the [`AgentMemory`]
-//! implementation (the operations themselves live in `sessions.rs` and `memories.rs`).
+//! operations: each builds a script invocation (or a pipeline), runs it, and reads the reply
+//! with the helpers of `sessions.rs` and `memories.rs`.
 
 use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
-use agentmem_core::layer::{self, Layered};
+use agentmem_core::layer;
+use agentmem_core::support::{
+    archive_id_base, memory_search_limit, micros, retention_cutoff, search_terms,
+};
+use agentmem_core::Layered;
 use agentmem_core::{
-    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
-    RetentionPolicy, Session, SessionId, SessionInfo,
+    async_trait, now, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error,
+    MemoryFilter, MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
+    Result, RetentionPolicy, Session, SessionId, SessionInfo,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::RedisResult;
+use redis::{FromRedisValue, Pipeline, RedisResult, ScriptInvocation};
 
 use crate::config::{
     validate_prefix, RedisConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT,
 };
-use crate::error::from_redis;
+use crate::error::{encode_json, from_redis};
 use crate::keys::Keys;
+use crate::memories::{items_from, memory_hits, parse_item, put_item, rebase, MAX_REBASES};
 use crate::schema::{self, MIGRATIONS, SCHEMA_VERSION};
 use crate::scripts::Scripts;
+use crate::search::index_entry;
+use crate::sessions::{
+    archive_from, archive_infos, compacted, message_hits, session_from, session_infos, window,
+    write_messages, LoadReply, PURGE_BATCH,
+};
 use crate::BACKEND;
 
 /// How many times the connection manager retries a failed connection attempt (with a short
@@ -191,6 +202,18 @@ impl RedisMemory {
             }
         }
     }
+
+    /// Runs one script invocation (see [`run`](Self::run)).
+    async fn invoke<T: FromRedisValue>(&self, inv: &ScriptInvocation<'_>) -> Result<T> {
+        self.run(|mut c: ConnectionManager| async move { inv.invoke_async(&mut c).await })
+            .await
+    }
+
+    /// Runs one pipeline (see [`run`](Self::run)).
+    async fn query<T: FromRedisValue>(&self, pipe: &Pipeline) -> Result<T> {
+        self.run(|mut c: ConnectionManager| async move { pipe.query_async(&mut c).await })
+            .await
+    }
 }
 
 fn timed_out(deadline: Duration) -> Error {
@@ -245,62 +268,174 @@ impl AgentMemory for RedisMemory {
         history: &[Message],
         metadata: &Metadata,
     ) -> Result<()> {
-        self.save_session_impl(session, history, metadata).await
+        let metadata =
+            serde_json::to_string(metadata).map_err(|e| encode_json("session metadata", e))?;
+        let script = &self.scripts.save;
+        let inv = write_messages(script, &self.keys, session, now(), &[&metadata], history)?;
+        let _: i64 = self.invoke(&inv).await?;
+        Ok(())
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        self.append_impl(session, messages).await
+        let script = &self.scripts.append;
+        let inv = write_messages(script, &self.keys, session, now(), &[], messages)?;
+        let _len: i64 = self.invoke(&inv).await?;
+        Ok(())
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        self.load_impl(session, limit).await
+        let msgs = self.keys.messages(session);
+        let (start, stop) = window(limit);
+        let mut pipe = redis::pipe();
+        // MULTI/EXEC: the count and the window come from the same state.
+        pipe.atomic()
+            .cmd("HMGET")
+            .arg(self.keys.meta(session))
+            .arg("created")
+            .arg("updated")
+            .arg("metadata")
+            .cmd("LLEN")
+            .arg(&msgs)
+            .cmd("LRANGE")
+            .arg(&msgs)
+            .arg(start)
+            .arg(stop);
+        let reply: LoadReply = self.query(&pipe).await?;
+        session_from(session, reply)
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        self.list_sessions_impl().await
+        let mut inv = self.scripts.list_sessions.prepare_invoke();
+        inv.arg(self.keys.prefix());
+        session_infos(self.invoke(&inv).await?)
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        self.delete_session_impl(session).await
+        let mut inv = self.scripts.delete.prepare_invoke();
+        inv.arg(self.keys.prefix()).arg(session.as_str());
+        let deleted: i64 = self.invoke(&inv).await?;
+        Ok(deleted == 1)
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
-        self.compact_impl(session, replacement).await
+        let at = now();
+        let base = archive_id_base(at);
+        let script = &self.scripts.compact;
+        let inv = write_messages(script, &self.keys, session, at, &[&base], replacement)?;
+        compacted(session, at, self.invoke(&inv).await?)
     }
 
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        self.list_archives_impl(session).await
+        let mut inv = self.scripts.list_archives.prepare_invoke();
+        inv.arg(self.keys.prefix()).arg(session.as_str());
+        archive_infos(session, self.invoke(&inv).await?)
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
-        self.load_archive_impl(session, archive).await
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("HGET")
+            .arg(self.keys.archive_info(session))
+            .arg(archive.as_str())
+            .cmd("LRANGE")
+            .arg(self.keys.archive(session, archive))
+            .arg(0)
+            .arg(-1);
+        archive_from(session, archive, self.query(&pipe).await?)
     }
 
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        self.put_memory_impl(item).await
+        let index = index_entry(&item.text).to_string();
+        let mut stored = item.clone();
+        for _ in 0..MAX_REBASES {
+            let inv = put_item(&self.scripts.put_memory, &self.keys, &stored, &index)?;
+            let reply: Vec<String> = self.invoke(&inv).await?;
+            let Some((id, created_at)) = rebase(&reply)? else {
+                return Ok(stored);
+            };
+            // Replacing an existing item: keep its id and creation time.
+            stored.id = id;
+            stored.created_at = created_at;
+        }
+        Err(Error::conflict(format!(
+            "memory item {:?} kept changing under concurrent writers; try again",
+            item.id
+        )))
     }
 
     async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        self.get_memory_impl(id).await
+        let mut cmd = redis::cmd("HGET");
+        cmd.arg(self.keys.memory_items()).arg(id);
+        let raw: Option<Vec<u8>> = self
+            .run(|mut c: ConnectionManager| {
+                let cmd = &cmd;
+                async move { cmd.query_async(&mut c).await }
+            })
+            .await?;
+        raw.map(|bytes| parse_item(&bytes)).transpose()
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        self.list_memories_impl(filter).await
+        let mut inv = self.scripts.list_memories.prepare_invoke();
+        inv.arg(self.keys.prefix())
+            .arg(filter.kind.map_or("", |k| k.as_str()));
+        items_from(self.invoke(&inv).await?, filter.limit)
     }
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        self.search_memories_impl(query, filter).await
+        let limit = memory_search_limit(filter);
+        let Some(terms) = search_terms(query, limit) else {
+            return Ok(Vec::new());
+        };
+        let mut inv = self.scripts.search_memories.prepare_invoke();
+        inv.arg(self.keys.prefix())
+            .arg(filter.kind.map_or("", |k| k.as_str()))
+            .arg(limit.min(u32::MAX as usize))
+            .arg(terms);
+        memory_hits(self.invoke(&inv).await?)
     }
 
     async fn delete_memory(&self, id: &str) -> Result<bool> {
-        self.delete_memory_impl(id).await
+        let mut inv = self.scripts.delete_memory.prepare_invoke();
+        inv.arg(self.keys.prefix()).arg(id);
+        let deleted: i64 = self.invoke(&inv).await?;
+        Ok(deleted == 1)
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        self.search_messages_impl(query, scope).await
+        let Some(terms) = search_terms(query, scope.limit) else {
+            return Ok(Vec::new());
+        };
+        let mut inv = self.scripts.search_messages.prepare_invoke();
+        inv.arg(self.keys.prefix())
+            .arg(scope.session.as_ref().map_or("", SessionId::as_str))
+            .arg(scope.limit.min(u32::MAX as usize))
+            .arg(terms);
+        message_hits(self.invoke(&inv).await?)
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        self.purge_impl(policy).await
+        let cutoff = retention_cutoff(policy, now()).map(|t| micros(t).to_string());
+        if cutoff.is_none() && policy.max_sessions.is_none() {
+            return Ok(PurgeReport::default());
+        }
+        let cutoff = cutoff.unwrap_or_default();
+        let max = policy
+            .max_sessions
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        let mut report = PurgeReport::default();
+        loop {
+            let mut inv = self.scripts.purge.prepare_invoke();
+            inv.arg(self.keys.prefix())
+                .arg(&cutoff)
+                .arg(&max)
+                .arg(PURGE_BATCH);
+            let deleted: u64 = self.invoke(&inv).await?;
+            if deleted == 0 {
+                return Ok(report);
+            }
+            report.sessions_deleted += deleted;
+        }
     }
 }

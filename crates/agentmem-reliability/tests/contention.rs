@@ -99,73 +99,52 @@ async fn compact_while_appending(backend: &str, url: &str, appends: u64, rounds:
     drop_namespace(url).await;
 }
 
-fn file_url(dir: &tempfile::TempDir) -> String {
-    format!("file://{}?durability=buffered", dir.path().display())
+/// The URL of `backend`'s test store, and the folder an embedded store lives in (removed
+/// when dropped); server stores get a fresh `namespace`.
+fn store_url(backend: &str, namespace: &str) -> (String, Option<tempfile::TempDir>) {
+    let namespace = unique_namespace(namespace);
+    match backend {
+        "Redis" => (common::redis_url(&namespace), None),
+        "PostgreSQL" => (common::postgres_url(&namespace), None),
+        "MongoDB" => (common::mongo_url(&namespace), None),
+        embedded => {
+            let dir = tempfile::tempdir().unwrap();
+            let url = match embedded {
+                "file" => format!("file://{}?durability=buffered", dir.path().display()),
+                _ => format!(
+                    "sqlite://{}?synchronous=normal&busy_timeout_ms=30000",
+                    dir.path().join("memory.db").display()
+                ),
+            };
+            (url, Some(dir))
+        }
+    }
 }
 
-fn sqlite_url(dir: &tempfile::TempDir) -> String {
-    format!(
-        "sqlite://{}?synchronous=normal&busy_timeout_ms=30000",
-        dir.path().join("memory.db").display()
-    )
+/// The two tests of each backend: `backend: appenders test, compaction test; appends per
+/// process, appends racing the compactions, compactions`.
+macro_rules! contention_tests {
+    ($($backend:literal: $many:ident, $race:ident; $per_process:expr, $racing:expr, $rounds:expr;)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $many() {
+            let (url, _dir) = store_url($backend, "rel_many");
+            many_appenders($backend, &url, $per_process).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $race() {
+            let (url, _dir) = store_url($backend, "rel_busy");
+            compact_while_appending($backend, &url, $racing, $rounds).await;
+        }
+    )*};
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn file_eight_processes_append() {
-    let dir = tempfile::tempdir().unwrap();
-    many_appenders("file", &file_url(&dir), APPENDS).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn file_compaction_races_appends() {
-    let dir = tempfile::tempdir().unwrap();
-    compact_while_appending("file", &file_url(&dir), 1_000, 20).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_eight_processes_append() {
-    let dir = tempfile::tempdir().unwrap();
-    many_appenders("sqlite", &sqlite_url(&dir), APPENDS).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_compaction_races_appends() {
-    let dir = tempfile::tempdir().unwrap();
-    compact_while_appending("sqlite", &sqlite_url(&dir), 1_000, 20).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redis_eight_processes_append() {
-    let url = common::redis_url(&unique_namespace("rel_many"));
-    many_appenders("Redis", &url, APPENDS).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redis_compaction_races_appends() {
-    let url = common::redis_url(&unique_namespace("rel_busy"));
-    compact_while_appending("Redis", &url, 1_000, 20).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_eight_processes_append() {
-    let url = common::postgres_url(&unique_namespace("rel_many"));
-    many_appenders("PostgreSQL", &url, APPENDS).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_compaction_races_appends() {
-    let url = common::postgres_url(&unique_namespace("rel_busy"));
-    compact_while_appending("PostgreSQL", &url, 1_000, 20).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mongodb_eight_processes_append() {
-    let url = common::mongo_url(&unique_namespace("rel_many"));
-    many_appenders("MongoDB", &url, mongo_appends()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mongodb_compaction_races_appends() {
-    let url = common::mongo_url(&unique_namespace("rel_busy"));
-    compact_while_appending("MongoDB", &url, mongo_appends() * 2, 10).await;
+contention_tests! {
+    "file": file_eight_processes_append, file_compaction_races_appends; APPENDS, 1_000, 20;
+    "sqlite": sqlite_eight_processes_append, sqlite_compaction_races_appends; APPENDS, 1_000, 20;
+    "Redis": redis_eight_processes_append, redis_compaction_races_appends; APPENDS, 1_000, 20;
+    "PostgreSQL": postgres_eight_processes_append, postgres_compaction_races_appends;
+        APPENDS, 1_000, 20;
+    "MongoDB": mongodb_eight_processes_append, mongodb_compaction_races_appends;
+        mongo_appends(), mongo_appends() * 2, 10;
 }

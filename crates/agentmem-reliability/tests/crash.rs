@@ -285,42 +285,44 @@ fn print(kind: Kind, what: &str, f: &Figures) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn file_kill_during_append_loses_nothing_acknowledged() {
-    let f = kill_trials(Kind::File, trials(100), 0, 150).await;
-    print(Kind::File, "append", &f);
-    assert!(
-        f.trials_with_acks > 0,
-        "no trial got as far as an acknowledged append"
-    );
+/// Kills helpers that append (and, when `compacting`, compact) at random moments: nothing
+/// acknowledged is lost, every compaction is all or nothing.
+async fn kill_during(kind: Kind, compacting: bool) {
+    if compacting {
+        let f = kill_trials(kind, trials(40), 1, 250).await;
+        print(kind, "append+compact", &f);
+        assert!(
+            f.compactions_acked > 0,
+            "no trial got as far as a compaction"
+        );
+    } else {
+        let f = kill_trials(kind, trials(100), 0, 150).await;
+        print(kind, "append", &f);
+        assert!(
+            f.trials_with_acks > 0,
+            "no trial got as far as an acknowledged append"
+        );
+    }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_kill_during_append_loses_nothing_acknowledged() {
-    let f = kill_trials(Kind::Sqlite, trials(100), 0, 150).await;
-    print(Kind::Sqlite, "append", &f);
-    assert!(
-        f.trials_with_acks > 0,
-        "no trial got as far as an acknowledged append"
-    );
+/// The kill tests of each durable backend: `append_test, compaction_test: kind`.
+macro_rules! kill_tests {
+    ($($append:ident, $compaction:ident: $kind:expr;)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $append() {
+            kill_during($kind, false).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $compaction() {
+            kill_during($kind, true).await;
+        }
+    )*};
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn file_kill_during_compaction_is_old_or_new_state() {
-    let f = kill_trials(Kind::File, trials(40), 1, 250).await;
-    print(Kind::File, "append+compact", &f);
-    assert!(
-        f.compactions_acked > 0,
-        "no trial got as far as a compaction"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_kill_during_compaction_is_old_or_new_state() {
-    let f = kill_trials(Kind::Sqlite, trials(40), 1, 250).await;
-    print(Kind::Sqlite, "append+compact", &f);
-    assert!(
-        f.compactions_acked > 0,
-        "no trial got as far as a compaction"
-    );
+kill_tests! {
+    file_kill_during_append_loses_nothing_acknowledged,
+        file_kill_during_compaction_is_old_or_new_state: Kind::File;
+    sqlite_kill_during_append_loses_nothing_acknowledged,
+        sqlite_kill_during_compaction_is_old_or_new_state: Kind::Sqlite;
 }

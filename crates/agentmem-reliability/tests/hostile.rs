@@ -10,6 +10,7 @@
 
 mod common;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agentmem_core::{
@@ -134,8 +135,15 @@ fn hostile_messages(marker: &str) -> Vec<Message> {
     ]
 }
 
-/// The backend-independent part: names, messages, memory items, searches.
-async fn hostile_suite(store: &dyn AgentMemory, marker: &str) -> Figures {
+/// The backend-independent part: names, messages, memory items, searches and a 50 MB message,
+/// each hostile string carrying a fresh marker; returns the figures and the marker.
+async fn hostile_suite(store: &dyn AgentMemory) -> (Figures, String) {
+    let marker = unique_namespace("pwned");
+    let f = hostile_checks(store, &marker).await;
+    (f, marker)
+}
+
+async fn hostile_checks(store: &dyn AgentMemory, marker: &str) -> Figures {
     let mut f = Figures::default();
     let backend = store.backend();
     for name in hostile_names(marker) {
@@ -234,14 +242,11 @@ async fn hostile_suite(store: &dyn AgentMemory, marker: &str) -> Figures {
     }
 
     // Memory items: hostile ids, keys, text and metadata.
-    let keeper_a = store
-        .put_memory(&MemoryItem::new(MemoryKind::Fact, "keeper a").with_key("ka"))
-        .await
-        .unwrap();
-    let keeper_b = store
-        .put_memory(&MemoryItem::new(MemoryKind::Fact, "keeper b").with_key("kb"))
-        .await
-        .unwrap();
+    let mut keepers = Vec::new();
+    for (text, key) in [("keeper a", "ka"), ("keeper b", "kb")] {
+        let item = MemoryItem::new(MemoryKind::Fact, text).with_key(key);
+        keepers.push(store.put_memory(&item).await.unwrap());
+    }
     let mut items = vec![
         MemoryItem::new(
             MemoryKind::Fact,
@@ -299,13 +304,14 @@ async fn hostile_suite(store: &dyn AgentMemory, marker: &str) -> Figures {
     }
     // Deleting the item whose id is `*` deletes that one only.
     let _ = store.delete_memory("*").await;
-    for keeper in [&keeper_a, &keeper_b] {
+    for keeper in &keepers {
         assert_eq!(
             store.get_memory(&keeper.id).await.unwrap().as_ref(),
             Some(keeper),
             "{backend}: an unrelated item survived"
         );
     }
+    f.big = big_message(store).await;
     f
 }
 
@@ -358,11 +364,50 @@ fn print(backend: &str, f: &Figures) {
     );
 }
 
-fn marker() -> String {
-    unique_namespace("pwned")
+/// Runs [`hostile_suite`] on an embedded store at `path` = `<folder>/<name>` in a fresh
+/// folder, opened at `<scheme><path><query>`, and closes the store; returns the folder, the
+/// path, the figures and the marker.
+async fn embedded_suite(
+    scheme: &str,
+    name: &str,
+    query: &str,
+) -> (tempfile::TempDir, PathBuf, Figures, String) {
+    let outer = tempfile::tempdir().unwrap();
+    let path = outer.path().join(name);
+    let url = format!("{scheme}{}{query}", path.display());
+    let store = agentmem::open(&url).await.unwrap();
+    let (f, marker) = hostile_suite(store.as_ref()).await;
+    (outer, path, f, marker)
 }
 
-fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+/// A fresh namespace on a server backend, its URL (`url_of` the namespace) and the store open
+/// there; `None` (a skip) when the server cannot be reached.
+async fn server_store(
+    service: &str,
+    url_of: fn(&str) -> String,
+) -> Option<(String, String, Arc<dyn AgentMemory>)> {
+    let namespace = unique_namespace("rel_hostile");
+    let url = url_of(&namespace);
+    let store = common::open_or_skip(service, &url).await?;
+    Some((namespace, url, store))
+}
+
+/// Checks that none of `names` (of `what`: files, databases, …) carries the marker.
+fn assert_unmarked<T: std::fmt::Display>(
+    names: impl IntoIterator<Item = T>,
+    marker: &str,
+    what: &str,
+) {
+    for name in names {
+        let name = name.to_string();
+        assert!(
+            !name.contains(marker),
+            "a {what} named from hostile input: {name}"
+        );
+    }
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         out.push(path.clone());
@@ -374,13 +419,7 @@ fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_hostile_input() {
-    let outer = tempfile::tempdir().unwrap();
-    let root = outer.path().join("root");
-    let url = format!("file://{}?durability=buffered", root.display());
-    let store = agentmem::open(&url).await.unwrap();
-    let marker = marker();
-    let mut f = hostile_suite(store.as_ref(), &marker).await;
-    f.big = big_message(store.as_ref()).await;
+    let (outer, root, f, marker) = embedded_suite("file://", "root", "?durability=buffered").await;
     let top: Vec<_> = std::fs::read_dir(outer.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -390,29 +429,17 @@ async fn file_hostile_input() {
         vec![std::ffi::OsString::from("root")],
         "only the root was created"
     );
-    assert!(!std::path::Path::new(&format!("/tmp/{marker}")).exists());
+    assert!(!Path::new(&format!("/tmp/{marker}")).exists());
     let mut paths = Vec::new();
     walk(&root, &mut paths);
-    for p in &paths {
-        assert!(
-            !p.to_string_lossy().contains(&marker),
-            "a file named from hostile input: {}",
-            p.display()
-        );
-    }
+    assert_unmarked(paths.iter().map(|p| p.display()), &marker, "file");
     print("file", &f);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_hostile_input() {
-    let outer = tempfile::tempdir().unwrap();
-    let db = outer.path().join("memory.db");
-    let url = format!("sqlite://{}?synchronous=normal", db.display());
-    let store = agentmem::open(&url).await.unwrap();
-    let marker = marker();
-    let mut f = hostile_suite(store.as_ref(), &marker).await;
-    f.big = big_message(store.as_ref()).await;
-    drop(store);
+    let (outer, db, f, marker) =
+        embedded_suite("sqlite://", "memory.db", "?synchronous=normal").await;
     let conn = rusqlite::Connection::open(&db).unwrap();
     let tables: i64 = conn
         .query_row(
@@ -429,20 +456,12 @@ async fn sqlite_hostile_input() {
     print("sqlite", &f);
 }
 
-async fn open_server(service: &str, url: &str) -> Option<Arc<dyn AgentMemory>> {
-    common::open_or_skip(service, url).await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_hostile_input() {
-    let prefix = unique_namespace("rel_hostile");
-    let url = common::redis_url(&prefix);
-    let Some(store) = open_server("Redis", &url).await else {
+    let Some((prefix, _, store)) = server_store("Redis", common::redis_url).await else {
         return;
     };
-    let marker = marker();
-    let mut f = hostile_suite(store.as_ref(), &marker).await;
-    f.big = big_message(store.as_ref()).await;
+    let (f, marker) = hostile_suite(store.as_ref()).await;
     // Every key mentioning the marker (or at all new) lives under the prefix.
     let base = agentmem_testkit::env_url("REDIS_URL", "redis://127.0.0.1:6379");
     let client = redis::Client::open(base.as_str()).unwrap();
@@ -476,36 +495,25 @@ async fn redis_hostile_input() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_hostile_input() {
-    let schema = unique_namespace("rel_hostile");
-    let url = common::postgres_url(&schema);
-    let Some(_probe) = open_server("PostgreSQL", &url).await else {
+    let Some((_, url, _probe)) = server_store("PostgreSQL", common::postgres_url).await else {
         return;
     };
     let store = agentmem::postgres::PostgresMemory::connect(&url)
         .await
         .unwrap();
-    let marker = marker();
-    let mut f = hostile_suite(&store, &marker).await;
-    f.big = big_message(&store).await;
+    let (f, marker) = hostile_suite(&store).await;
     let client = store.pool().get().await.unwrap();
-    let leaked: i64 = client
-        .query_one(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name ILIKE $1 OR table_schema ILIKE $1",
-            &[&format!("%{marker}%")],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(leaked, 0, "SQL from content was executed");
-    let other: i64 = client
-        .query_one(
-            "SELECT count(*) FROM information_schema.schemata WHERE schema_name ILIKE $1",
-            &[&format!("%{marker}%")],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(other, 0);
+    let pattern = format!("%{marker}%");
+    let mut counts = Vec::new();
+    for sql in [
+        "SELECT count(*) FROM information_schema.tables WHERE table_name ILIKE $1 OR table_schema ILIKE $1",
+        "SELECT count(*) FROM information_schema.schemata WHERE schema_name ILIKE $1",
+    ] {
+        let row = client.query_one(sql, &[&pattern]).await.unwrap();
+        counts.push(row.get::<_, i64>(0));
+    }
+    assert_eq!(counts[0], 0, "SQL from content was executed");
+    assert_eq!(counts[1], 0);
     drop(client);
     store.drop_schema().await.unwrap();
     print("PostgreSQL", &f);
@@ -513,30 +521,25 @@ async fn postgres_hostile_input() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mongodb_hostile_input() {
-    let db = unique_namespace("rel_hostile");
-    let url = common::mongo_url(&db);
-    let Some(_probe) = open_server("MongoDB", &url).await else {
+    let Some((db, url, _probe)) = server_store("MongoDB", common::mongo_url).await else {
         return;
     };
     let store = agentmem::mongodb::MongoMemory::connect(&url).await.unwrap();
-    let marker = marker();
-    let mut f = hostile_suite(&store, &marker).await;
-    f.big = big_message(&store).await;
+    let (f, marker) = hostile_suite(&store).await;
     let client = store.client();
-    for name in client.list_database_names().await.unwrap() {
-        assert!(
-            !name.contains(&marker),
-            "a database named from input: {name}"
-        );
-    }
-    for name in client.database(&db).list_collection_names().await.unwrap() {
-        assert!(
-            !name.contains(&marker),
-            "a collection named from input: {name}"
-        );
-    }
+    let databases = client.list_database_names().await.unwrap();
+    assert_unmarked(databases, &marker, "database");
+    let collections = client.database(&db).list_collection_names().await.unwrap();
+    assert_unmarked(collections, &marker, "collection");
     store.drop_database().await.unwrap();
     print("MongoDB", &f);
+}
+
+/// Checks that a read of a file with invalid UTF-8 failed as `CorruptData` naming `file`.
+fn refused_naming<T: std::fmt::Debug>(read: agentmem_core::Result<T>, file: &str) {
+    let err = read.expect_err("invalid UTF-8 is refused");
+    assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
+    assert!(err.to_string().contains(file), "names the file: {err}");
 }
 
 /// Invalid UTF-8 in the file backend's files: `CorruptData` naming the file, nothing
@@ -561,15 +564,7 @@ async fn file_invalid_utf8_on_disk_is_corrupt_data_naming_the_file() {
     bad[pos + 1] = 0xfe;
     std::fs::write(&log, &bad).unwrap();
     let store = FileMemory::connect(&url).await.unwrap();
-    let err = store
-        .load(&id, None)
-        .await
-        .expect_err("invalid UTF-8 is refused");
-    assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
-    assert!(
-        err.to_string().contains("session.jsonl"),
-        "names the file: {err}"
-    );
+    refused_naming(store.load(&id, None).await, "session.jsonl");
     assert_eq!(std::fs::read(&log).unwrap(), bad, "nothing rewritten");
 
     // A Swarms MEMORY.md (no session.jsonl) with invalid UTF-8.
@@ -579,27 +574,15 @@ async fn file_invalid_utf8_on_disk_is_corrupt_data_naming_the_file() {
     let mut md = b"# Agent Memory\n\n**Conversation:** swarms\n**Created:** 2026-01-01T00:00:00\n\n---\n\n## Interaction Log\n\n### User \xff\xfe 2026-01-01T00:00:01\n\nhi\n\n---\n\n".to_vec();
     md.extend_from_slice(b"");
     std::fs::write(folder.join("MEMORY.md"), &md).unwrap();
-    let err = store
-        .load(&swarms, None)
-        .await
-        .expect_err("invalid UTF-8 is refused");
-    assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
-    assert!(
-        err.to_string().contains("MEMORY.md"),
-        "names the file: {err}"
-    );
+    refused_naming(store.load(&swarms, None).await, "MEMORY.md");
     assert_eq!(std::fs::read(folder.join("MEMORY.md")).unwrap(), md);
 
     // The memory log.
     let mem = dir.path().join("memories.jsonl");
-    store
-        .put_memory(&MemoryItem::new(MemoryKind::Fact, "fact one"))
-        .await
-        .unwrap();
-    store
-        .put_memory(&MemoryItem::new(MemoryKind::Fact, "fact two"))
-        .await
-        .unwrap();
+    for text in ["fact one", "fact two"] {
+        let item = MemoryItem::new(MemoryKind::Fact, text);
+        store.put_memory(&item).await.unwrap();
+    }
     drop(store);
     let text = std::fs::read(&mem).unwrap();
     let pos = text.windows(8).position(|w| w == b"fact one").unwrap();
@@ -607,14 +590,9 @@ async fn file_invalid_utf8_on_disk_is_corrupt_data_naming_the_file() {
     bad[pos] = 0xff;
     std::fs::write(&mem, &bad).unwrap();
     let store = FileMemory::connect(&url).await.unwrap();
-    let err = store
-        .list_memories(&MemoryFilter::default())
-        .await
-        .expect_err("invalid UTF-8 is refused");
-    assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
-    assert!(
-        err.to_string().contains("memories.jsonl"),
-        "names the file: {err}"
+    refused_naming(
+        store.list_memories(&MemoryFilter::default()).await,
+        "memories.jsonl",
     );
     println!("hostile: file: invalid UTF-8 in session.jsonl, MEMORY.md and memories.jsonl: 3 of 3 refused as corrupt data naming the file, nothing rewritten");
 }

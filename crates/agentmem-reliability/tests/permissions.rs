@@ -10,6 +10,7 @@ mod common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agentmem_core::{
@@ -73,31 +74,39 @@ async fn every_write(store: &dyn AgentMemory, mut check: impl FnMut(&str)) {
     store.delete_memory(&item.id).await.unwrap();
     check("delete_memory");
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let report = store
-        .purge(&RetentionPolicy {
-            max_age: None,
-            max_sessions: Some(1),
-        })
-        .await
-        .unwrap();
+    let keep_one = RetentionPolicy {
+        max_sessions: Some(1),
+        ..RetentionPolicy::default()
+    };
+    let report = store.purge(&keep_one).await.unwrap();
     assert_eq!(report.sessions_deleted, 1);
     check("purge");
     store.delete_session(&b).await.unwrap();
     check("delete_session");
 }
 
+/// Opens a store at `<scheme><folder>/<name>` in a fresh folder and runs [`every_write`] on
+/// it, calling `check(folder, op)` after each write; returns the folder, the store (still
+/// open) and the sum of the modes each check counted.
+async fn check_after_every_write(
+    scheme: &str,
+    name: &str,
+    mut check: impl FnMut(&Path, &str) -> usize,
+) -> (tempfile::TempDir, Arc<dyn AgentMemory>, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("{scheme}{}", dir.path().join(name).display());
+    let store = agentmem::open(&url).await.unwrap();
+    let mut total = 0;
+    every_write(store.as_ref(), |op| total += check(dir.path(), op)).await;
+    (dir, store, total)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_store_files_are_0600_and_folders_0700_after_every_write() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("home");
-    let store = agentmem::open(&format!("file://{}", root.display()))
-        .await
-        .unwrap();
-    let mut total = 0;
-    every_write(store.as_ref(), |op| {
-        let (checked, wrong) = wrong_modes(&root);
+    let (_dir, _store, total) = check_after_every_write("file://", "home", |dir, op| {
+        let (checked, wrong) = wrong_modes(&dir.join("home"));
         assert!(wrong.is_empty(), "after {op}: {wrong:#?}");
-        total += checked;
+        checked
     })
     .await;
     println!(
@@ -107,14 +116,9 @@ async fn file_store_files_are_0600_and_folders_0700_after_every_write() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_database_files_are_0600_after_every_write() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("memory.db");
-    let store = agentmem::open(&format!("sqlite://{}", db.display()))
-        .await
-        .unwrap();
-    let mut total = 0;
-    every_write(store.as_ref(), |op| {
-        for e in std::fs::read_dir(dir.path()).unwrap() {
+    let (dir, _store, total) = check_after_every_write("sqlite://", "memory.db", |dir, op| {
+        let mut checked = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
             let e = e.unwrap();
             let mode = e.metadata().unwrap().permissions().mode() & 0o777;
             assert_eq!(
@@ -123,8 +127,9 @@ async fn sqlite_database_files_are_0600_after_every_write() {
                 "after {op}: {} is {mode:o}",
                 e.path().display()
             );
-            total += 1;
+            checked += 1;
         }
+        checked
     })
     .await;
     let names: Vec<_> = std::fs::read_dir(dir.path())

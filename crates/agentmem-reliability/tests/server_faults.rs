@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use agentmem_core::{AgentMemory, ErrorKind, SessionId};
 use agentmem_reliability::{audit, tagged};
-use common::free_port;
+use common::{free_port, run_command};
 
 /// Messages per batch: a half-applied batch would show as 1 or 2 of its 3 messages.
 const BATCH: u64 = 3;
@@ -225,83 +225,115 @@ async fn fault_run(
     );
 }
 
-// ---------------------------------------------------------------- Redis
-
-struct RedisServer {
+/// A server process the test started: killed with SIGKILL (no shutdown; its whole process
+/// group when it leads one) by `kill` or when dropped.
+struct ServerProcess {
     child: Option<Child>,
-    port: u16,
-    dir: PathBuf,
+    group: bool,
 }
 
-impl RedisServer {
-    fn start(port: u16, dir: &Path) -> std::io::Result<RedisServer> {
-        let bin =
-            std::env::var("REDIS_SERVER_BIN").unwrap_or_else(|_| "/usr/bin/redis-server".into());
-        let child = Command::new(bin)
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args([
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-            ])
-            .arg("--dir")
-            .arg(dir)
+impl ServerProcess {
+    /// Spawns `command` with its output discarded; `group` makes it lead a process group.
+    fn spawn(command: &mut Command, group: bool) -> std::io::Result<ServerProcess> {
+        if group {
+            command.process_group(0);
+        }
+        let child = command
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()?;
-        Ok(RedisServer {
+        Ok(ServerProcess {
             child: Some(child),
-            port,
-            dir: dir.to_path_buf(),
+            group,
         })
     }
 
     fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
-            let _ = c.kill(); // SIGKILL: no shutdown, no final AOF rewrite
+            if self.group {
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{}", c.id())])
+                    .status();
+            }
+            let _ = c.kill();
             let _ = c.wait();
         }
     }
 }
 
-impl Drop for RedisServer {
+impl Drop for ServerProcess {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// [`fault_run`] on a `backend` server that `start` starts on `port` (and starts again on the
+/// same data after each kill); the store is opened at `url`. Skips (as `service`, `what`)
+/// when the server cannot be started.
+async fn process_fault_run(
+    backend: &str,
+    service: &str,
+    what: &str,
+    port: u16,
+    url: &str,
+    start: impl Fn() -> std::io::Result<ServerProcess>,
+) {
+    let server = match start() {
+        Ok(s) => s,
+        Err(e) => {
+            let _: Option<()> = agentmem_testkit::service_unavailable(service, what, &e);
+            return;
+        }
+    };
+    assert!(wait_for_port(port, service));
+    let store = agentmem::open(url).await.unwrap();
+    let server = Arc::new(Mutex::new(server));
+    let killed = server.clone();
+    fault_run(
+        backend,
+        store,
+        move || killed.lock().unwrap().kill(),
+        move || {
+            *server.lock().unwrap() = start().unwrap();
+            wait_for_port(port, service)
+        },
+    )
+    .await;
+}
+
+// ---------------------------------------------------------------- Redis
+
+/// Starts `redis-server` on `port` with its data in `dir`, appending every write to its AOF
+/// with an fsync before acknowledging it.
+fn redis_server(port: u16, dir: &Path) -> std::io::Result<ServerProcess> {
+    let bin = std::env::var("REDIS_SERVER_BIN").unwrap_or_else(|_| "/usr/bin/redis-server".into());
+    let mut command = Command::new(bin);
+    command
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args([
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+        ])
+        .arg("--dir")
+        .arg(dir);
+    ServerProcess::spawn(&mut command, false)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_killed_mid_run_keeps_acknowledged_batches_whole() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let server = match RedisServer::start(port, dir.path()) {
-        Ok(s) => s,
-        Err(e) => {
-            let _: Option<()> = agentmem_testkit::service_unavailable("redis-server", "", &e);
-            return;
-        }
-    };
-    assert!(wait_for_port(port, "redis-server"));
-    let server = Arc::new(Mutex::new(server));
     let url = format!(
         "redis://127.0.0.1:{port}/?prefix=fault&connect_timeout_ms=500&response_timeout_ms=2000"
     );
-    let store = agentmem::open(&url).await.unwrap();
-    let (s1, s2) = (server.clone(), server.clone());
-    fault_run(
-        "Redis",
-        store,
-        move || s1.lock().unwrap().kill(),
-        move || {
-            let mut s = s2.lock().unwrap();
-            let dir = s.dir.clone();
-            *s = RedisServer::start(port, &dir).unwrap();
-            wait_for_port(s.port, "redis-server")
-        },
-    )
+    let data = dir.path().to_path_buf();
+    process_fault_run("Redis", "redis-server", "", port, &url, move || {
+        redis_server(port, &data)
+    })
     .await;
 }
 
@@ -329,22 +361,7 @@ impl Postgres {
     }
 
     fn run(&self, program: &str, args: &[&str]) -> Result<(), String> {
-        let out = self
-            .cmd(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("{program}: {e}"))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{program} {}: {}{}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ))
-        }
+        run_command(self.cmd(program).args(args))
     }
 
     /// `initdb` into `dir` (chowned to `postgres` when running as root).
@@ -494,39 +511,16 @@ fn secantusd() -> PathBuf {
     Path::new(&cache).join("secantus-venv/bin/secantusd-py")
 }
 
-struct Secantus {
-    child: Option<Child>,
-}
-
-impl Secantus {
-    fn start(port: u16, storage: &Path) -> std::io::Result<Secantus> {
-        let child = Command::new(secantusd())
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .arg("--storage-path")
-            .arg(storage)
-            .args(["--sync-on-commit", "--log-level", "WARNING"])
-            .process_group(0) // so the kill reaches any helper process it starts
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()?;
-        Ok(Secantus { child: Some(child) })
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", c.id())])
-                .status();
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Drop for Secantus {
-    fn drop(&mut self) {
-        self.kill();
-    }
+/// Starts SecantusDB on `port` with on-disk storage in `storage`, syncing every commit, as
+/// the leader of its own process group so the kill reaches any helper process it starts.
+fn secantus(port: u16, storage: &Path) -> std::io::Result<ServerProcess> {
+    let mut command = Command::new(secantusd());
+    command
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .arg("--storage-path")
+        .arg(storage)
+        .args(["--sync-on-commit", "--log-level", "WARNING"]);
+    ServerProcess::spawn(&mut command, true)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -534,29 +528,12 @@ async fn mongodb_killed_mid_run_keeps_acknowledged_batches_whole() {
     let dir = tempfile::tempdir().unwrap();
     let storage = dir.path().join("data");
     let port = free_port();
-    let server = match Secantus::start(port, &storage) {
-        Ok(s) => s,
-        Err(e) => {
-            let what = secantusd().display().to_string();
-            let _: Option<()> = agentmem_testkit::service_unavailable("SecantusDB", &what, &e);
-            return;
-        }
-    };
-    assert!(wait_for_port(port, "SecantusDB"));
     let url = format!(
         "mongodb://127.0.0.1:{port}/fault?directConnection=true&serverSelectionTimeoutMS=2000&connectTimeoutMS=2000"
     );
-    let store = agentmem::open(&url).await.unwrap();
-    let server = Arc::new(Mutex::new(server));
-    let (s1, s2) = (server.clone(), server.clone());
-    fault_run(
-        "MongoDB",
-        store,
-        move || s1.lock().unwrap().kill(),
-        move || {
-            *s2.lock().unwrap() = Secantus::start(port, &storage).unwrap();
-            wait_for_port(port, "SecantusDB")
-        },
-    )
+    let what = secantusd().display().to_string();
+    process_fault_run("MongoDB", "SecantusDB", &what, port, &url, move || {
+        secantus(port, &storage)
+    })
     .await;
 }

@@ -27,18 +27,13 @@ async fn a_rig_agent_continues_its_conversation() {
     let agent = AgentBuilder::new(model.clone())
         .memory(AgentmemConversationMemory::new(store.clone()))
         .build();
-    let first = agent
-        .prompt("My name is Alice.")
-        .conversation("alice")
-        .await
-        .expect("first prompt");
-    assert_eq!(first.output(), "Hello, Alice!");
-    let second = agent
-        .prompt("What is my name?")
-        .conversation("alice")
-        .await
-        .expect("second prompt");
-    assert_eq!(second.output(), "Your name is Alice.");
+    for (prompt, reply) in [
+        ("My name is Alice.", "Hello, Alice!"),
+        ("What is my name?", "Your name is Alice."),
+    ] {
+        let response = agent.prompt(prompt).conversation("alice").await;
+        assert_eq!(response.expect(prompt).output(), reply);
+    }
 
     let requests = model.requests();
     assert_eq!(requests.len(), 2);

@@ -22,77 +22,21 @@
 //! and means nothing.
 #![allow(missing_docs, clippy::unwrap_used)]
 
-use agentmem_testkit::peak_memory;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use agentmem_core::{AgentMemory, Layered, Message, MessageQuery, Metadata, Role, SessionId};
 use agentmem_sqlite::{SqliteConfig, SqliteMemory, Synchronous};
-use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
+use agentmem_testkit::bench::{
+    self, big, compact_size, fill, message, messages, runtime, timed_with_reset,
+};
+use agentmem_testkit::peak_memory;
+use criterion::{criterion_group, Criterion, Throughput};
 use rusqlite::{params, Connection};
-use tokio::runtime::Runtime;
-
-fn quick() -> bool {
-    std::env::var("AGENTMEM_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
-}
-
-/// Messages in the big session (load and search cases).
-fn big() -> usize {
-    if quick() {
-        2_000
-    } else {
-        100_000
-    }
-}
-
-/// Messages in the session that is compacted.
-fn compact_size() -> usize {
-    if quick() {
-        2_000
-    } else {
-        10_000
-    }
-}
-
-fn curve_sizes() -> &'static [usize] {
-    if quick() {
-        &[1_000, 10_000]
-    } else {
-        &[1_000, 10_000, 100_000]
-    }
-}
-
-fn runtime() -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 async fn store(dir: &Path, synchronous: Synchronous) -> Layered<SqliteMemory> {
     let config = SqliteConfig::file(dir.join("bench.db")).with_synchronous(synchronous);
     SqliteMemory::connect_with(config).await.unwrap()
-}
-
-/// One message in a hundred holds the search word, so a search of the big session ranks
-/// 1,000 matches among 100,000 messages.
-fn message(i: usize) -> Message {
-    let needle = if i.is_multiple_of(100) { " needle" } else { "" };
-    Message::user(format!(
-        "message {i}: a turn of ordinary length about GCP latency and cost.{needle}"
-    ))
-}
-
-fn messages(n: usize) -> Vec<Message> {
-    (0..n).map(message).collect()
-}
-
-async fn fill(store: &Layered<SqliteMemory>, session: &SessionId, n: usize) {
-    for start in (0..n).step_by(1_000) {
-        let batch: Vec<Message> = (start..(start + 1_000).min(n)).map(message).collect();
-        store.append(session, &batch).await.unwrap();
-    }
 }
 
 /// The baseline: plain rusqlite on a table shaped like the backend's.
@@ -149,6 +93,24 @@ fn decode(row: &rusqlite::Row<'_>) -> rusqlite::Result<Message> {
     })
 }
 
+/// Inserts `messages` into `session` from sequence number `next_seq` on, within the caller's
+/// transaction on `conn`.
+fn insert(conn: &Connection, next_seq: &mut i64, session: &str, messages: &[Message]) {
+    let mut insert = conn.prepare_cached(RAW_INSERT).unwrap();
+    for m in messages {
+        insert
+            .execute(params![
+                session,
+                *next_seq,
+                m.id,
+                m.content,
+                m.timestamp.timestamp_micros()
+            ])
+            .unwrap();
+        *next_seq += 1;
+    }
+}
+
 impl Raw {
     fn open(dir: &Path, synchronous: Synchronous) -> Raw {
         let conn = Connection::open(dir.join("raw.db")).unwrap();
@@ -163,21 +125,7 @@ impl Raw {
 
     fn append(&mut self, session: &str, messages: &[Message]) {
         let tx = self.conn.transaction().unwrap();
-        {
-            let mut insert = tx.prepare_cached(RAW_INSERT).unwrap();
-            for m in messages {
-                insert
-                    .execute(params![
-                        session,
-                        self.next_seq,
-                        m.id,
-                        m.content,
-                        m.timestamp.timestamp_micros()
-                    ])
-                    .unwrap();
-                self.next_seq += 1;
-            }
-        }
+        insert(&tx, &mut self.next_seq, session, messages);
         tx.commit().unwrap();
     }
 
@@ -219,45 +167,9 @@ impl Raw {
                 [session],
             )
             .unwrap();
-        {
-            let mut insert = self.conn.prepare_cached(RAW_INSERT).unwrap();
-            for m in replacement {
-                insert
-                    .execute(params![
-                        session,
-                        self.next_seq,
-                        m.id,
-                        m.content,
-                        m.timestamp.timestamp_micros()
-                    ])
-                    .unwrap();
-                self.next_seq += 1;
-            }
-        }
+        insert(&self.conn, &mut self.next_seq, session, replacement);
         self.conn.execute_batch("COMMIT").unwrap();
     }
-}
-
-/// Times `iters` runs of `op`, running the untimed `reset` every `every` runs so the session
-/// stays near its starting size (an append benchmark would otherwise grow it by the number of
-/// iterations criterion picks, which skews a cost curve).
-fn timed_with_reset(
-    iters: u64,
-    every: u64,
-    mut op: impl FnMut(),
-    mut reset: impl FnMut(),
-) -> Duration {
-    let mut total = Duration::ZERO;
-    for i in 0..iters {
-        if i > 0 && i % every == 0 {
-            reset();
-        }
-        let start = Instant::now();
-        op();
-        total += start.elapsed();
-    }
-    reset();
-    total
 }
 
 fn append_one(c: &mut Criterion) {
@@ -297,32 +209,23 @@ fn append_batch_1000(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let store = rt.block_on(store(dir.path(), Synchronous::Normal));
     let session = SessionId::new("batch").unwrap();
-    group.bench_function("agentmem/synchronous=normal", |b| {
+    bench::append_batches(
+        &mut group,
+        "agentmem/synchronous=normal",
+        &rt,
+        &store,
+        &session,
+        &batch,
+    );
+    let raw = std::cell::RefCell::new(Raw::open(dir.path(), Synchronous::Normal));
+    group.bench_function("raw_rusqlite/synchronous=normal", |b| {
         b.iter_custom(|iters| {
             timed_with_reset(
                 iters,
                 20,
-                || rt.block_on(store.append(&session, &batch)).unwrap(),
-                || {
-                    rt.block_on(store.delete_session(&session)).unwrap();
-                },
+                || raw.borrow_mut().append("batch", &batch),
+                || raw.borrow_mut().clear("batch"),
             )
-        })
-    });
-    let mut raw = Raw::open(dir.path(), Synchronous::Normal);
-    group.bench_function("raw_rusqlite/synchronous=normal", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for i in 0..iters {
-                if i > 0 && i % 20 == 0 {
-                    raw.clear("batch");
-                }
-                let start = Instant::now();
-                raw.append("batch", &batch);
-                total += start.elapsed();
-            }
-            raw.clear("batch");
-            total
         })
     });
     group.finish();
@@ -340,12 +243,7 @@ fn reads(c: &mut Criterion) {
     raw.fill("big", n);
 
     let mut group = c.benchmark_group(format!("load_last_20_of_{n}"));
-    group.bench_function("agentmem", |b| {
-        b.to_async(&rt).iter(|| async {
-            let s = store.load(&session, Some(20)).await.unwrap().unwrap();
-            assert_eq!(s.messages.len(), 20);
-        })
-    });
+    bench::load(&mut group, &rt, &store, &session, Some(20), 20);
     group.bench_function("raw_rusqlite", |b| {
         b.iter(|| assert_eq!(raw.load_last("big", 20).len(), 20))
     });
@@ -354,12 +252,7 @@ fn reads(c: &mut Criterion) {
     let mut group = c.benchmark_group(format!("load_all_of_{n}"));
     group.sample_size(10);
     group.throughput(Throughput::Elements(n as u64));
-    group.bench_function("agentmem", |b| {
-        b.to_async(&rt).iter(|| async {
-            let s = store.load(&session, None).await.unwrap().unwrap();
-            assert_eq!(s.messages.len(), n);
-        })
-    });
+    bench::load(&mut group, &rt, &store, &session, None, n);
     group.bench_function("raw_rusqlite", |b| {
         b.iter(|| assert_eq!(raw.load_all("big").len(), n))
     });
@@ -384,12 +277,7 @@ fn reads(c: &mut Criterion) {
         session: Some(session.clone()),
         limit: 10,
     };
-    group.bench_function("agentmem", |b| {
-        b.to_async(&rt).iter(|| async {
-            let hits = store.search_messages("needle", &scope).await.unwrap();
-            assert_eq!(hits.len(), 10);
-        })
-    });
+    bench::search(&mut group, &rt, &store, "needle", &scope, 10);
     group.bench_function("raw_rusqlite_fts5", |b| {
         b.iter(|| assert_eq!(raw.query(RAW_SEARCH, params!["needle", "big"]).len(), 10))
     });
@@ -406,25 +294,15 @@ fn compact(c: &mut Criterion) {
     let session = SessionId::new("compact").unwrap();
     let mut group = c.benchmark_group(format!("compact_{n}"));
     group.sample_size(10);
-    group.bench_function("agentmem/synchronous=normal", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                // Untimed: a fresh session of `n` messages (and no archives piling up).
-                rt.block_on(async {
-                    store.delete_session(&session).await.unwrap();
-                    store
-                        .save_session(&session, &history, &Metadata::new())
-                        .await
-                        .unwrap();
-                });
-                let start = Instant::now();
-                rt.block_on(store.compact(&session, &summary)).unwrap();
-                total += start.elapsed();
-            }
-            total
-        })
-    });
+    bench::compactions(
+        &mut group,
+        "agentmem/synchronous=normal",
+        &rt,
+        &store,
+        &session,
+        &history,
+        &summary,
+    );
     let mut raw = Raw::open(dir.path(), Synchronous::Normal);
     group.bench_function("raw_rusqlite/synchronous=normal", |b| {
         b.iter_custom(|iters| {
@@ -446,71 +324,19 @@ fn compact(c: &mut Criterion) {
 /// cost) and whole-session load, at several session sizes.
 fn curves(c: &mut Criterion) {
     let rt = runtime();
-    let m = message(0);
-    let mut append = c.benchmark_group("curve_append_one");
-    append.sample_size(10);
-    let mut stores = Vec::new();
-    for &n in curve_sizes() {
+    bench::curves(c, &rt, "agentmem/normal", || {
         let dir = tempfile::tempdir().unwrap();
         let store = rt.block_on(store(dir.path(), Synchronous::Normal));
-        let session = SessionId::new("curve").unwrap();
-        rt.block_on(fill(&store, &session, n));
-        // Every n/10 appends, switch to a fresh session grown to `n` by appends of 1,000
-        // (untimed), so each measured append lands on a session of n to 1.1 n messages that
-        // was built the way sessions grow. (Resetting with `save_session` instead would measure
-        // the aftermath of a bulk rewrite, e.g. FTS5 merging its deletions.)
-        let every = (n as u64 / 10).max(1);
-        let mut since = every;
-        let mut fresh = 0usize;
-        let mut current = session.clone();
-        append.bench_with_input(BenchmarkId::new("agentmem/normal", n), &n, |b, &n| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    if since == every {
-                        fresh += 1;
-                        current = SessionId::new(format!("curve_{fresh}")).unwrap();
-                        rt.block_on(fill(&store, &current, n));
-                        since = 0;
-                    }
-                    let start = Instant::now();
-                    rt.block_on(store.append(&current, std::slice::from_ref(&m)))
-                        .unwrap();
-                    total += start.elapsed();
-                    since += 1;
-                }
-                total
-            })
-        });
-        stores.push((n, dir, store, session));
-    }
-    append.finish();
-
-    let mut load = c.benchmark_group("curve_load_all");
-    load.sample_size(10);
-    for (n, _dir, store, session) in &stores {
-        load.throughput(Throughput::Elements(*n as u64));
-        load.bench_with_input(BenchmarkId::new("agentmem", n), n, |b, &n| {
-            b.to_async(&rt).iter(|| async {
-                let s = store.load(session, None).await.unwrap().unwrap();
-                assert_eq!(s.messages.len(), n);
-            })
-        });
-    }
-    load.finish();
+        (dir, store)
+    });
 }
 
 fn config() -> Criterion {
-    if quick() {
-        Criterion::default()
-            .sample_size(10)
-            .warm_up_time(Duration::from_millis(300))
-            .measurement_time(Duration::from_secs(1))
-    } else {
+    bench::criterion(
         Criterion::default()
             .warm_up_time(Duration::from_secs(1))
-            .measurement_time(Duration::from_secs(3))
-    }
+            .measurement_time(Duration::from_secs(3)),
+    )
 }
 
 /// Reads a JSON-lines file of messages with std and serde_json.
@@ -530,14 +356,7 @@ fn memory_child(case: &str, dir: &Path) -> peak_memory::Measured {
         "agentmem" => {
             let rt = runtime();
             let store = rt.block_on(store(dir, Synchronous::Normal));
-            let session = SessionId::new("big").unwrap();
-            peak_memory::peak_of(|| {
-                rt.block_on(store.load(&session, None))
-                    .unwrap()
-                    .unwrap()
-                    .messages
-                    .len()
-            })
+            bench::peak_of_load_all(&rt, &store, "big")
         }
         "raw_rusqlite" => {
             // The database exists: open it without creating the schema again.
@@ -592,23 +411,9 @@ fn measure_peak_memory(n: usize) {
     );
 }
 
-/// Not a timing: runs [`measure_peak_memory`] once when this group is selected (criterion
-/// calls the closure only then), then times an empty closure so criterion has something.
+/// Not a timing: prints the peak memory of [`measure_peak_memory`] once.
 fn peak_memory(c: &mut Criterion) {
-    let n = big();
-    let mut group = c.benchmark_group(format!("peak_memory_load_all_of_{n}"));
-    group.sample_size(10);
-    group.warm_up_time(Duration::from_millis(10));
-    group.measurement_time(Duration::from_millis(10));
-    let mut measured = false;
-    group.bench_function("printed_on_stderr", |b| {
-        if !measured {
-            measured = true;
-            measure_peak_memory(n);
-        }
-        b.iter(|| ())
-    });
-    group.finish();
+    bench::peak_memory_group(c, big(), measure_peak_memory);
 }
 
 criterion_group! {
@@ -618,9 +423,5 @@ criterion_group! {
 }
 
 fn main() {
-    if peak_memory::child_main(memory_child) {
-        return;
-    }
-    benches();
-    Criterion::default().configure_from_args().final_summary();
+    bench::main(memory_child, benches);
 }

@@ -1,6 +1,10 @@
 //! Compaction (archive + replace, in one transaction) and reading archives back.
 
+use std::collections::HashSet;
+
+use agentmem_core::support::{archive_id_base, free_archive_id};
 use agentmem_core::{Archive, ArchiveId, ArchiveInfo, Error, Message, SessionId};
+use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::error::{corrupt, SqlResult};
@@ -22,11 +26,7 @@ pub(crate) fn compact(
         ))
     })?;
     let now = agentmem_core::now();
-    let name = free_name(
-        &tx,
-        row.rowid,
-        &now.format("history_%Y-%m-%d_%H-%M-%S").to_string(),
-    )?;
+    let name = free_name(&tx, row.rowid, now)?;
     let id = ArchiveId::new(name.as_str())?;
     tx.prepare_cached(
         "INSERT INTO agentmem_archives (session_id, name, created_at, message_count)
@@ -57,18 +57,18 @@ pub(crate) fn compact(
     })
 }
 
-/// `base`, or `base_2`, `base_3`, … when compactions of this session land in the same second.
-fn free_name(conn: &Connection, session_rowid: i64, base: &str) -> SqlResult<String> {
-    let mut taken = conn.prepare_cached(
-        "SELECT EXISTS (SELECT 1 FROM agentmem_archives WHERE session_id = ?1 AND name = ?2)",
-    )?;
-    let mut name = base.to_string();
-    let mut n = 1u64;
-    while taken.query_row(params![session_rowid, name], |row| row.get::<_, bool>(0))? {
-        n += 1;
-        name = format!("{base}_{n}");
-    }
-    Ok(name)
+/// The name of a new archive of session `session_rowid` made at `at` (see
+/// [`free_archive_id`]): `_2`, `_3`, … are added when compactions land in the same second.
+fn free_name(conn: &Connection, session_rowid: i64, at: DateTime<Utc>) -> SqlResult<String> {
+    let base = archive_id_base(at);
+    let taken = conn
+        .prepare_cached(
+            "SELECT name FROM agentmem_archives
+             WHERE session_id = ?1 AND substr(name, 1, length(?2)) = ?2",
+        )?
+        .query_map(params![session_rowid, base], |row| row.get::<_, String>(0))?
+        .collect::<rusqlite::Result<HashSet<String>>>()?;
+    Ok(free_archive_id(at, |candidate| taken.contains(candidate)))
 }
 
 /// The session's archives, oldest first.

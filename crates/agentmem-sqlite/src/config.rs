@@ -6,6 +6,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use agentmem_core::backend::BackendConfig;
+use agentmem_core::support::percent_decode;
 use agentmem_core::{async_trait, Error, Layered, Result};
 
 use crate::error::BACKEND;
@@ -242,10 +243,9 @@ impl FromStr for SqliteConfig {
                     "invalid sqlite URL {url:?}: expected sqlite://path, sqlite:///absolute/path or sqlite::memory:"
                 ))
             })?;
-        let (target, query) = match rest.split_once('?') {
-            Some((target, query)) => (target, Some(query)),
-            None => (rest, None),
-        };
+        let (target, query) = rest
+            .split_once('?')
+            .map_or((rest, None), |(t, q)| (t, Some(q)));
         let mut config = if target == ":memory:" {
             SqliteConfig::memory()
         } else {
@@ -309,24 +309,6 @@ impl BackendConfig for SqliteConfig {
     }
 }
 
-/// Decodes `%XX` escapes; `None` when an escape is malformed or the result is not UTF-8.
-fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -339,22 +321,14 @@ mod tests {
 
     #[test]
     fn url_forms() {
-        assert_eq!(
-            parse("sqlite://relative/path.db").unwrap().location,
-            Location::File("relative/path.db".into())
-        );
-        assert_eq!(
-            parse("sqlite:///abs/path.db").unwrap().location,
-            Location::File("/abs/path.db".into())
-        );
-        assert_eq!(
-            parse("sqlite:plain.db").unwrap().location,
-            Location::File("plain.db".into())
-        );
-        assert_eq!(
-            parse("SQLite://x%20y%3F.db").unwrap().location,
-            Location::File("x y?.db".into())
-        );
+        for (url, path) in [
+            ("sqlite://relative/path.db", "relative/path.db"),
+            ("sqlite:///abs/path.db", "/abs/path.db"),
+            ("sqlite:plain.db", "plain.db"),
+            ("SQLite://x%20y%3F.db", "x y?.db"),
+        ] {
+            assert_eq!(parse(url).unwrap().location, Location::File(path.into()));
+        }
         let memory = parse("sqlite::memory:").unwrap();
         assert_eq!(memory.location, Location::Memory);
         assert_eq!(memory.effective_pool_size(), 1);

@@ -82,13 +82,9 @@ fn create_file(path: &Path) -> io::Result<()> {
 /// The agentmem error for `e`; a permission problem is `Unavailable` and says where: in
 /// `folder` when given, else in the path the message already names.
 fn io_error(e: io::Error, message: String, folder: Option<&Path>) -> Error {
-    let why = unwritable(e.kind(), folder);
-    let io = Error::from(e);
-    match why {
-        Some(why) => {
-            Error::new(ErrorKind::Unavailable, format!("{message}: {why}")).with_source(io)
-        }
-        None => Error::new(io.kind(), message).with_source(io),
+    match unwritable(e.kind(), folder) {
+        Some(why) => Error::new(ErrorKind::Unavailable, format!("{message}: {why}")).with_source(e),
+        None => Error::io(message, e),
     }
 }
 

@@ -1,7 +1,8 @@
 //! Retention (C9): one `DELETE` per limit; messages and archives follow by foreign-key
 //! cascade, and their full-text entries by trigger.
 
-use agentmem_core::{PurgeReport, RetentionPolicy};
+use agentmem_core::support::retention_cutoff;
+use agentmem_core::{now, PurgeReport, RetentionPolicy};
 use rusqlite::{Connection, TransactionBehavior};
 
 use crate::error::SqlResult;
@@ -12,12 +13,10 @@ use crate::rows;
 pub(crate) fn purge(conn: &mut Connection, policy: &RetentionPolicy) -> SqlResult<PurgeReport> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut deleted = 0usize;
-    if let Some(max_age) = policy.max_age {
-        let age = i64::try_from(max_age.as_micros()).unwrap_or(i64::MAX);
-        let cutoff = rows::micros(agentmem_core::now()).saturating_sub(age);
+    if let Some(cutoff) = retention_cutoff(policy, now()) {
         deleted += tx.execute(
             "DELETE FROM agentmem_sessions WHERE updated_at < ?1",
-            [cutoff],
+            [rows::micros(cutoff)],
         )?;
     }
     if let Some(keep) = policy.max_sessions {

@@ -20,9 +20,7 @@ pub(crate) const MEMORY_COLUMNS: &str =
     "m.item_id, m.kind, m.key, m.text, m.metadata, m.created_at, m.updated_at";
 
 /// A time as stored.
-pub(crate) fn micros(time: DateTime<Utc>) -> i64 {
-    time.timestamp_micros()
-}
+pub(crate) use agentmem_core::support::micros;
 
 /// A stored time.
 pub(crate) fn time(micros: i64) -> SqlResult<DateTime<Utc>> {

@@ -8,6 +8,7 @@
 //! `bm25()` is lower-is-better; scores are negated so higher is better, as the contract says.
 
 use agentmem_core::search::query_words;
+use agentmem_core::support::memory_search_limit;
 use agentmem_core::{MemoryFilter, MemoryHit, MessageHit, MessageQuery, SessionId};
 use rusqlite::{params, Connection};
 
@@ -42,12 +43,9 @@ pub(crate) fn messages(
     query: &str,
     scope: &MessageQuery,
 ) -> SqlResult<Vec<MessageHit>> {
-    let Some(expression) = match_expression(query) else {
+    let Some(expression) = match_expression(query).filter(|_| scope.limit > 0) else {
         return Ok(Vec::new());
     };
-    if scope.limit == 0 {
-        return Ok(Vec::new());
-    }
     let raw = conn
         .prepare_cached(&format!(
             "SELECT s.name, bm25(agentmem_messages_fts), {MESSAGE_COLUMNS}
@@ -92,13 +90,10 @@ pub(crate) fn memories(
     query: &str,
     filter: &MemoryFilter,
 ) -> SqlResult<Vec<MemoryHit>> {
-    let Some(expression) = match_expression(query) else {
+    let limit = memory_search_limit(filter);
+    let Some(expression) = match_expression(query).filter(|_| limit > 0) else {
         return Ok(Vec::new());
     };
-    let limit = filter.limit.unwrap_or(10);
-    if limit == 0 {
-        return Ok(Vec::new());
-    }
     let raw = conn
         .prepare_cached(&format!(
             "SELECT bm25(agentmem_memories_fts), {MEMORY_COLUMNS}

@@ -3,7 +3,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use agentmem_core::layer::{self, Layered};
+use agentmem_core::layer;
+use agentmem_core::Layered;
 use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, MemoryFilter,
     MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,

@@ -1,15 +1,28 @@
-//! The conformance cases, one public `async fn(&dyn AgentMemory)` each, grouped by area.
+//! The conformance cases, one public `async fn(&dyn AgentMemory)` each, grouped by area, and
+//! their registry: [`ALL`] holds every [`Case`] (name, [`Area`], and a function that runs it on
+//! any store), so a test can run any selection with [`run_cases`], e.g. every search case.
 //!
 //! Every case gets a fresh, empty store of its own and panics with a message naming the
 //! violated rule. Cases never assert on elapsed time; where they need distinct `updated_at`
 //! order they `pause` a few milliseconds between writes. They leave backends free in how they
 //! rank and stem: a case asserts what must match and what must not, never that another form
 //! of a word does not match.
+//!
+//! The list in `__all_cases!` (in this file) is the only list of the cases: it generates the
+//! tests of [`conformance_tests!`](crate::conformance_tests), [`ALL`], [`Area`] and
+//! [`CASES`](crate::CASES). The area modules are private and only that list re-exports their
+//! cases, so a case left out of it is dead code, which this module denies: it fails the build.
+#![deny(dead_code)]
 
-use std::fmt::Debug;
+use std::fmt::{self, Debug};
+use std::future::Future;
+use std::ops::Deref;
+use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use agentmem_core::{AgentMemory, ErrorKind, Message, Metadata, Result, Session, SessionId};
+use futures_util::future::BoxFuture;
+use futures_util::{FutureExt, StreamExt};
 
 mod compaction;
 mod concurrency;
@@ -20,14 +33,234 @@ mod round_trip;
 mod search;
 mod sessions;
 
-pub use compaction::*;
-pub use concurrency::*;
-pub use history::*;
-pub use memories::*;
-pub use misc::*;
-pub use round_trip::*;
-pub use search::*;
-pub use sessions::*;
+/// The one list of conformance cases, one section per area (a module of `src/cases/`), in the
+/// order they run. Passes the sections to `$then!` after `$args`, each as
+/// `[module, AreaVariant, "area doc"] { case, … }`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __all_cases {
+    ($then:path ; $($args:tt)*) => {
+        $then! { $($args)*
+            [round_trip, RoundTrip, "Round trips: messages come back exactly as written (content, fields, metadata, timestamps)."] {
+                save_and_load_round_trip,
+                unicode_content_round_trips,
+                markdown_like_content_round_trips,
+                large_message_round_trips,
+                empty_content_round_trips,
+                message_fields_round_trip,
+                hostile_metadata_round_trips,
+                timestamps_round_trip_exactly,
+                invalid_records_are_rejected_whole,
+            }
+            [sessions, Sessions, "Sessions: missing and empty sessions, saving, listing, deleting, and names."] {
+                missing_session_loads_as_none,
+                saving_empty_history_creates_empty_session,
+                appending_nothing_changes_nothing,
+                save_session_replaces_messages_and_metadata,
+                append_keeps_session_metadata,
+                list_sessions_ordered_by_id_with_counts,
+                updated_at_moves_forward_on_writes,
+                delete_session_removes_it_and_its_archives,
+                similar_names_do_not_collide,
+                invalid_names_are_rejected,
+            }
+            [history, History, "Order of appends, and last-N windows that keep tool calls with their results."] {
+                append_preserves_order,
+                last_n_returns_the_tail,
+                last_n_larger_than_session_returns_all,
+                last_n_zero_returns_no_messages,
+                last_n_never_starts_with_orphaned_tool_result,
+                total_messages_counts_the_whole_session,
+            }
+            [concurrency, Concurrency, "Concurrent appends: nothing lost or duplicated, each task's order kept, batches contiguous, appends racing a compaction landing once."] {
+                concurrent_appends_keep_each_task_order,
+                concurrent_batch_appends_stay_contiguous,
+                concurrent_appends_to_many_sessions_do_not_mix,
+                appends_racing_compaction_are_never_lost,
+            }
+            [compaction, Compaction, "Compaction: archive plus replacement in one step, archive listing and lookup."] {
+                compact_moves_messages_to_archive,
+                compact_with_empty_replacement_leaves_empty_session,
+                archives_are_listed_oldest_first,
+                compactions_in_one_second_all_survive,
+                unknown_archive_is_not_found,
+                compact_missing_session_is_not_found,
+            }
+            [memories, Memories, "Memory items: put, get, list, delete, and upserts by id and by (kind, key)."] {
+                memory_item_round_trips,
+                memory_item_timestamps_round_trip,
+                memory_delete_then_gone,
+                memory_upsert_by_id_replaces,
+                memory_upsert_by_kind_and_key_keeps_identity,
+                memory_same_key_other_kind_is_separate,
+                memory_list_filters_by_kind,
+                memory_list_limit_returns_newest_oldest_first,
+            }
+            [search, Search, "Ranked search over memory items and messages: any query word, case-insensitive, best first, within a limit."] {
+                search_memories_ranks_by_relevance,
+                search_memories_is_case_insensitive,
+                search_memories_matches_any_query_word,
+                search_finds_words_in_any_script,
+                search_memories_honours_limit,
+                search_memories_filters_by_kind,
+                search_without_words_returns_nothing,
+                search_messages_ranks_by_relevance,
+                search_messages_scoped_to_one_session,
+                search_messages_honours_limit,
+                search_follows_updates_and_deletes,
+            }
+            [misc, Misc, "Context for prompts, retention, schema version and capabilities."] {
+                get_context_of_empty_store_is_empty,
+                get_context_with_query_lists_matching_items,
+                get_context_without_query_lists_recent_items,
+                purge_max_sessions_keeps_the_newest,
+                purge_max_age_of_an_hour_deletes_nothing,
+                purge_max_age_zero_deletes_everything_older,
+                schema_version_is_positive_and_stable,
+                backend_name_and_capabilities,
+            }
+        }
+    };
+}
+
+/// Generates, from the list in `__all_cases!`: the public re-export of every case, [`Area`],
+/// [`ALL`] and the names behind [`CASES`](crate::CASES).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __case_registry {
+    ($([$area:ident, $variant:ident, $doc:literal] { $($case:ident),* $(,)? })*) => {
+        $(pub use self::$area::{$($case),*};)*
+
+        /// An area of the suite: the cases of one module of `src/cases/`.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Area {
+            $(#[doc = $doc] $variant,)*
+        }
+
+        impl Area {
+            /// Every area, in the order the suite runs them.
+            pub const ALL: &'static [Area] = &[$(Area::$variant),*];
+
+            /// The area's name, the name of its module in `src/cases/` (`"search"`).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Area::$variant => stringify!($area),)*
+                }
+            }
+        }
+
+        /// Every case, in the order [`conformance_tests!`](crate::conformance_tests) runs them.
+        pub const ALL: &[Case] = &[$($(Case {
+            name: stringify!($case),
+            area: Area::$variant,
+            run: |store| Box::pin($area::$case(store)),
+        },)*)*];
+
+        /// The names of [`ALL`], in order.
+        pub(crate) const NAMES: &[&str] = &[$($(stringify!($case),)*)*];
+    };
+}
+
+crate::__all_cases! { crate::__case_registry ; }
+
+/// How a registered case runs: on any store, borrowed for the run.
+type CaseFn = for<'a> fn(&'a dyn AgentMemory) -> BoxFuture<'a, ()>;
+
+/// One conformance case: its name (the name of its function and of the test
+/// [`conformance_tests!`](crate::conformance_tests) generates for it), its area, and a way to
+/// run it on a store.
+#[derive(Clone, Copy)]
+pub struct Case {
+    /// The case's name, e.g. `"search_memories_ranks_by_relevance"`.
+    pub name: &'static str,
+    /// The area the case belongs to.
+    pub area: Area,
+    run: CaseFn,
+}
+
+impl Case {
+    /// Runs the case on `store`, which must be fresh and empty; panics on a violation.
+    pub fn run<'a>(&self, store: &'a dyn AgentMemory) -> BoxFuture<'a, ()> {
+        (self.run)(store)
+    }
+}
+
+impl Debug for Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Case")
+            .field("name", &self.name)
+            .field("area", &self.area)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Area {
+    /// The cases of this area, in the order they run.
+    pub fn cases(self) -> impl Iterator<Item = &'static Case> {
+        ALL.iter().filter(move |case| case.area == self)
+    }
+}
+
+/// The case named `name`, if there is one.
+pub fn find(name: &str) -> Option<&'static Case> {
+    ALL.iter().find(|case| case.name == name)
+}
+
+/// How many selected cases [`run_cases`] runs at once.
+const RUN_AT_ONCE: usize = 4;
+
+/// Runs each of `cases` on a fresh store from `factory` (called once per case, as the
+/// factory of [`conformance_tests!`](crate::conformance_tests)), a few at a time, then panics
+/// naming every case that failed. A factory returning `None` (service unavailable, see
+/// [`service_unavailable`](crate::service_unavailable)) skips the case.
+///
+/// One test that runs a selection, where `conformance_tests!` makes one test per case:
+///
+/// ```
+/// use std::sync::Arc;
+/// use agentmem_core::{AgentMemory, InMemory};
+/// use agentmem_testkit::cases::{self, Area};
+///
+/// async fn store() -> Option<Arc<dyn AgentMemory>> {
+///     Some(Arc::new(InMemory::new()))
+/// }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// cases::run_cases(Area::Search.cases(), store).await;
+/// # });
+/// ```
+pub async fn run_cases<'c, F, Fut, S>(cases: impl IntoIterator<Item = &'c Case>, factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Option<S>>,
+    S: Deref<Target = dyn AgentMemory>,
+{
+    let factory = &factory;
+    let failed: Vec<String> = futures_util::stream::iter(cases)
+        .map(|case| async move {
+            let store = factory().await?;
+            let outcome = AssertUnwindSafe(case.run(&*store)).catch_unwind().await;
+            drop(store);
+            outcome.err().map(|panic| {
+                let why = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("(no message)");
+                format!("{}: {why}", case.name)
+            })
+        })
+        .buffer_unordered(RUN_AT_ONCE)
+        .filter_map(std::future::ready)
+        .collect()
+        .await;
+    assert!(
+        failed.is_empty(),
+        "{} conformance case(s) failed:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+}
 
 /// A session id the test knows to be valid.
 pub(crate) fn sid(name: &str) -> SessionId {

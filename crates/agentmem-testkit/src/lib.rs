@@ -2,7 +2,13 @@
 // to docs.rs there; the definitions below come first, so rustdoc links to (and checks) the items.
 //! [`AgentMemory`]: agentmem_core::AgentMemory
 //! [`cases`]: crate::cases
+//! [`cases::ALL`]: crate::cases::ALL
+//! [`run_cases`]: crate::cases::run_cases
 //! [`conformance_tests!`]: crate::conformance_tests
+//! [`TestStore`]: crate::TestStore
+//! [`NamespaceGuard`]: crate::NamespaceGuard
+//! [`ServerNamespace`]: crate::ServerNamespace
+//! [`peak_memory`]: crate::peak_memory
 //! [`env_url`]: crate::env_url
 //! [`unique_namespace`]: crate::unique_namespace
 //! [`service_unavailable`]: crate::service_unavailable
@@ -13,8 +19,15 @@
 use std::fmt::Display;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+#[cfg(feature = "bench")]
+pub mod bench;
 pub mod cases;
+mod guard;
 pub mod peak_memory;
+pub mod servers;
+
+pub use guard::{NamespaceGuard, TestStore, CLEANUP_TIMEOUT};
+pub use servers::ServerNamespace;
 
 /// Whether server-backed tests must run (`AGENTMEM_REQUIRE_SERVICES` set to anything but
 /// empty, `0` or `false`). CI sets it, so an unreachable server fails the run instead of
@@ -86,183 +99,42 @@ pub async fn empty_store(store: &dyn agentmem_core::AgentMemory) -> agentmem_cor
     Ok(())
 }
 
-/// The name of every conformance case, in the order the macro runs them. A test emitted by
-/// [`conformance_tests!`] checks that the macro's list is exactly this one, and a unit test
-/// checks that every public case in [`cases`] is here.
-pub const CASES: &[&str] = &[
-    // round trips
-    "save_and_load_round_trip",
-    "unicode_content_round_trips",
-    "markdown_like_content_round_trips",
-    "large_message_round_trips",
-    "empty_content_round_trips",
-    "message_fields_round_trip",
-    "hostile_metadata_round_trips",
-    "timestamps_round_trip_exactly",
-    "invalid_records_are_rejected_whole",
-    // sessions
-    "missing_session_loads_as_none",
-    "saving_empty_history_creates_empty_session",
-    "appending_nothing_changes_nothing",
-    "save_session_replaces_messages_and_metadata",
-    "append_keeps_session_metadata",
-    "list_sessions_ordered_by_id_with_counts",
-    "updated_at_moves_forward_on_writes",
-    "delete_session_removes_it_and_its_archives",
-    "similar_names_do_not_collide",
-    "invalid_names_are_rejected",
-    // order and last-N windows
-    "append_preserves_order",
-    "last_n_returns_the_tail",
-    "last_n_larger_than_session_returns_all",
-    "last_n_zero_returns_no_messages",
-    "last_n_never_starts_with_orphaned_tool_result",
-    "total_messages_counts_the_whole_session",
-    // concurrency
-    "concurrent_appends_keep_each_task_order",
-    "concurrent_batch_appends_stay_contiguous",
-    "concurrent_appends_to_many_sessions_do_not_mix",
-    "appends_racing_compaction_are_never_lost",
-    // compaction
-    "compact_moves_messages_to_archive",
-    "compact_with_empty_replacement_leaves_empty_session",
-    "archives_are_listed_oldest_first",
-    "compactions_in_one_second_all_survive",
-    "unknown_archive_is_not_found",
-    "compact_missing_session_is_not_found",
-    // memory items
-    "memory_item_round_trips",
-    "memory_item_timestamps_round_trip",
-    "memory_delete_then_gone",
-    "memory_upsert_by_id_replaces",
-    "memory_upsert_by_kind_and_key_keeps_identity",
-    "memory_same_key_other_kind_is_separate",
-    "memory_list_filters_by_kind",
-    "memory_list_limit_returns_newest_oldest_first",
-    // search
-    "search_memories_ranks_by_relevance",
-    "search_memories_is_case_insensitive",
-    "search_memories_matches_any_query_word",
-    "search_finds_words_in_any_script",
-    "search_memories_honours_limit",
-    "search_memories_filters_by_kind",
-    "search_without_words_returns_nothing",
-    "search_messages_ranks_by_relevance",
-    "search_messages_scoped_to_one_session",
-    "search_messages_honours_limit",
-    "search_follows_updates_and_deletes",
-    // context, retention, schema
-    "get_context_of_empty_store_is_empty",
-    "get_context_with_query_lists_matching_items",
-    "get_context_without_query_lists_recent_items",
-    "purge_max_sessions_keeps_the_newest",
-    "purge_max_age_of_an_hour_deletes_nothing",
-    "purge_max_age_zero_deletes_everything_older",
-    "schema_version_is_positive_and_stable",
-    "backend_name_and_capabilities",
-];
+/// The name of every conformance case, in the order [`conformance_tests!`] runs them: the
+/// names of [`cases::ALL`], generated from the same list.
+pub const CASES: &[&str] = cases::NAMES;
 
 /// Generates one `#[tokio::test]` per conformance case for a store factory:
-/// `async fn() -> Option<Arc<dyn AgentMemory>>`, called once per test (return `None` only
-/// through [`service_unavailable`]). The calling crate needs `tokio` (with `macros` and
-/// `rt-multi-thread`) among its dev-dependencies.
+/// `async fn() -> Option<S>` where `S` derefs to `dyn AgentMemory` (a [`TestStore`] that
+/// removes the test's namespace when dropped, or an `Arc<dyn AgentMemory>`), called once per
+/// test (return `None` only through [`service_unavailable`]). The calling crate needs `tokio`
+/// (with `macros` and `rt-multi-thread`) among its dev-dependencies.
 ///
-/// It also emits `conformance_suite_is_complete`, which fails if this list and [`CASES`]
-/// ever disagree.
+/// The tests are generated from the list of cases that also makes [`cases::ALL`] and
+/// [`CASES`]; `conformance_suite_is_complete` checks that the generated tests are the cases
+/// of [`CASES`], in order.
 #[macro_export]
 macro_rules! conformance_tests {
     ($factory:path) => {
-        $crate::__conformance_tests!(@emit $factory;
-            // round trips
-            save_and_load_round_trip,
-            unicode_content_round_trips,
-            markdown_like_content_round_trips,
-            large_message_round_trips,
-            empty_content_round_trips,
-            message_fields_round_trip,
-            hostile_metadata_round_trips,
-            timestamps_round_trip_exactly,
-            invalid_records_are_rejected_whole,
-            // sessions
-            missing_session_loads_as_none,
-            saving_empty_history_creates_empty_session,
-            appending_nothing_changes_nothing,
-            save_session_replaces_messages_and_metadata,
-            append_keeps_session_metadata,
-            list_sessions_ordered_by_id_with_counts,
-            updated_at_moves_forward_on_writes,
-            delete_session_removes_it_and_its_archives,
-            similar_names_do_not_collide,
-            invalid_names_are_rejected,
-            // order and last-N windows
-            append_preserves_order,
-            last_n_returns_the_tail,
-            last_n_larger_than_session_returns_all,
-            last_n_zero_returns_no_messages,
-            last_n_never_starts_with_orphaned_tool_result,
-            total_messages_counts_the_whole_session,
-            // concurrency
-            concurrent_appends_keep_each_task_order,
-            concurrent_batch_appends_stay_contiguous,
-            concurrent_appends_to_many_sessions_do_not_mix,
-            appends_racing_compaction_are_never_lost,
-            // compaction
-            compact_moves_messages_to_archive,
-            compact_with_empty_replacement_leaves_empty_session,
-            archives_are_listed_oldest_first,
-            compactions_in_one_second_all_survive,
-            unknown_archive_is_not_found,
-            compact_missing_session_is_not_found,
-            // memory items
-            memory_item_round_trips,
-            memory_item_timestamps_round_trip,
-            memory_delete_then_gone,
-            memory_upsert_by_id_replaces,
-            memory_upsert_by_kind_and_key_keeps_identity,
-            memory_same_key_other_kind_is_separate,
-            memory_list_filters_by_kind,
-            memory_list_limit_returns_newest_oldest_first,
-            // search
-            search_memories_ranks_by_relevance,
-            search_memories_is_case_insensitive,
-            search_memories_matches_any_query_word,
-            search_finds_words_in_any_script,
-            search_memories_honours_limit,
-            search_memories_filters_by_kind,
-            search_without_words_returns_nothing,
-            search_messages_ranks_by_relevance,
-            search_messages_scoped_to_one_session,
-            search_messages_honours_limit,
-            search_follows_updates_and_deletes,
-            // context, retention, schema
-            get_context_of_empty_store_is_empty,
-            get_context_with_query_lists_matching_items,
-            get_context_without_query_lists_recent_items,
-            purge_max_sessions_keeps_the_newest,
-            purge_max_age_of_an_hour_deletes_nothing,
-            purge_max_age_zero_deletes_everything_older,
-            schema_version_is_positive_and_stable,
-            backend_name_and_capabilities,
-        );
+        $crate::__all_cases! { $crate::__conformance_tests ; $factory ; }
     };
 }
 
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_tests {
-    (@emit $factory:path; $($case:ident),* $(,)?) => {
-        $(
+    ($factory:path ; $([$area:ident, $variant:ident, $doc:literal] { $($case:ident),* $(,)? })*) => {
+        $($(
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn $case() {
                 if let Some(store) = $factory().await {
                     $crate::cases::$case(&*store).await;
                 }
             }
-        )*
+        )*)*
 
         #[test]
         fn conformance_suite_is_complete() {
-            let generated: &[&str] = &[$(stringify!($case)),*];
+            let generated: &[&str] = &[$($(stringify!($case)),*),*];
             assert_eq!(generated, $crate::CASES, "conformance_tests! must run exactly the cases in CASES");
         }
     };
@@ -272,50 +144,51 @@ macro_rules! __conformance_tests {
 mod tests {
     use std::collections::BTreeSet;
 
+    use super::cases::{self, Area};
     use super::CASES;
 
-    /// The sources of every case module; a new module must be added here too.
-    const CASE_SOURCES: &[&str] = &[
-        include_str!("cases/compaction.rs"),
-        include_str!("cases/concurrency.rs"),
-        include_str!("cases/history.rs"),
-        include_str!("cases/memories.rs"),
-        include_str!("cases/misc.rs"),
-        include_str!("cases/round_trip.rs"),
-        include_str!("cases/search.rs"),
-        include_str!("cases/sessions.rs"),
-    ];
-
-    /// Every `pub async fn name(store: &dyn AgentMemory)` in the case modules is listed in
-    /// `CASES` (so the macro, checked against `CASES`, runs it), and `CASES` lists each once.
+    /// The registry, `CASES` and the areas agree, and each case is listed once. (That every
+    /// case function is listed is checked by the compiler: see [`cases`].)
     #[test]
-    fn every_case_is_listed() {
-        let defined: BTreeSet<&str> = CASE_SOURCES
-            .iter()
-            .flat_map(|src| src.lines())
-            .filter_map(|line| line.strip_prefix("pub async fn "))
-            .filter(|rest| rest.contains("(store: &dyn AgentMemory)"))
-            .filter_map(|rest| rest.split('(').next())
-            .collect();
-        let listed: BTreeSet<&str> = CASES.iter().copied().collect();
-        assert_eq!(listed.len(), CASES.len(), "CASES lists a case twice");
-        assert_eq!(
-            defined, listed,
-            "cases defined in src/cases/ and listed in CASES differ"
-        );
+    fn registry_lists_every_case_once() {
+        let names: Vec<&str> = cases::ALL.iter().map(|case| case.name).collect();
+        assert_eq!(names, CASES, "CASES is the names of cases::ALL");
+        let unique: BTreeSet<&str> = CASES.iter().copied().collect();
+        assert_eq!(unique.len(), CASES.len(), "CASES lists a case twice");
         assert!(CASES.len() >= 45, "the suite has at least 45 cases");
+        let by_area: Vec<&str> = Area::ALL
+            .iter()
+            .flat_map(|area| area.cases())
+            .map(|case| case.name)
+            .collect();
+        assert_eq!(
+            by_area, CASES,
+            "the areas, in order, hold every case in order"
+        );
+        for area in Area::ALL {
+            assert!(area.cases().count() > 0, "area {} has no case", area.name());
+        }
+        for name in CASES {
+            assert_eq!(cases::find(name).map(|case| case.name), Some(*name));
+        }
+        assert!(cases::find("no_such_case").is_none());
     }
 
     #[test]
-    fn every_case_module_is_scanned() {
-        let modules = include_str!("cases.rs")
-            .lines()
-            .filter(|l| l.starts_with("mod "))
-            .count();
+    fn areas_are_named_after_their_modules() {
+        let names: Vec<&str> = Area::ALL.iter().map(|area| area.name()).collect();
         assert_eq!(
-            modules,
-            CASE_SOURCES.len(),
-            "add the new case module to CASE_SOURCES"
+            names,
+            [
+                "round_trip",
+                "sessions",
+                "history",
+                "concurrency",
+                "compaction",
+                "memories",
+                "search",
+                "misc"
+            ]
         );
     }
 }

@@ -54,25 +54,43 @@ fn git_available() -> bool {
     ok
 }
 
-/// What the git binary says: the last line of `git rev-list --max-parents=0 HEAD`.
-fn git_cli_root(dir: &Path) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["rev-list", "--max-parents=0", "HEAD"])
-        .output()
-        .expect("run git");
+/// Runs `git <args>`, which must succeed, and returns what it printed.
+fn git(args: &[&str]) -> Vec<u8> {
+    let out = Command::new("git").args(args).output().expect("run git");
     assert!(
         out.status.success(),
-        "git rev-list failed: {}",
+        "git {args:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout)
+    out.stdout
+}
+
+/// What the git binary says: the last line of `git rev-list --max-parents=0 HEAD`.
+fn git_cli_root(dir: &Path) -> String {
+    let dir = dir.to_str().expect("utf-8 path");
+    let out = git(&["-C", dir, "rev-list", "--max-parents=0", "HEAD"]);
+    String::from_utf8(out)
         .expect("utf-8")
         .lines()
         .last()
         .expect("a root")
         .to_string()
+}
+
+/// A commit of a history: its name (also its message), the ref it lands on, its committer
+/// time and the names of its parents (earlier commits).
+type Spec<'a> = (&'a str, &'a str, i64, &'a [&'a str]);
+
+/// Builds the history `commits` in a new repository at `dir` and checks that its root is the
+/// commit named `root`, as the git binary says.
+fn assert_history_root(dir: &Path, commits: &[Spec<'_>], root: &str) {
+    let repo = Repository::init(dir).expect("init");
+    let mut made = std::collections::HashMap::new();
+    for &(name, refname, secs, parents) in commits {
+        let parents: Vec<Oid> = parents.iter().map(|p| made[p]).collect();
+        made.insert(name, commit(&repo, Some(refname), secs, &parents, name));
+    }
+    assert_matches_git_cli(dir, made[root]);
 }
 
 fn assert_matches_git_cli(dir: &Path, expected: Oid) {
@@ -139,40 +157,36 @@ fn unrelated_repositories_get_different_ids() {
 fn several_roots_pick_the_last_root_git_rev_list_prints() {
     let tmp = tempfile::tempdir().expect("temp dir");
 
+    // Root r1 with a child x on HEAD, root r2 on another branch, then a merge of x and r2, at
+    // these committer times.
+    let two_roots = |[r1, x, r2, merge]: [i64; 4]| -> [Spec<'static>; 4] {
+        [
+            ("r1", "HEAD", r1, &[]),
+            ("x", "HEAD", x, &["r1"]),
+            ("r2", "refs/heads/other", r2, &[]),
+            ("merge", "HEAD", merge, &["x", "r2"]),
+        ]
+    };
     // Older root reached later: git lists M, X, r2, r1; the last root is r1.
-    let dir = tmp.path().join("dated");
-    let repo = Repository::init(&dir).expect("init");
-    let r1 = commit(&repo, Some("HEAD"), 100, &[], "r1");
-    let x = commit(&repo, Some("HEAD"), 300, &[r1], "x");
-    let r2 = commit(&repo, Some("refs/heads/other"), 200, &[], "r2");
-    commit(&repo, Some("HEAD"), 400, &[x, r2], "merge");
-    assert_matches_git_cli(&dir, r1);
-
+    let dated = two_roots([100, 300, 200, 400]);
+    assert_history_root(&tmp.path().join("dated"), &dated, "r1");
     // Clock skew: r1 is dated after r2 but hides behind an old commit, so git reaches it last.
     // Picking the oldest root by date would answer r2 here.
-    let dir = tmp.path().join("skewed");
-    let repo = Repository::init(&dir).expect("init");
-    let r1 = commit(&repo, Some("HEAD"), 500, &[], "r1");
-    let y = commit(&repo, Some("HEAD"), 100, &[r1], "y");
-    let r2 = commit(&repo, Some("refs/heads/other"), 300, &[], "r2");
-    commit(&repo, Some("HEAD"), 600, &[y, r2], "merge");
-    assert_matches_git_cli(&dir, r1);
+    let skewed = two_roots([500, 100, 300, 600]);
+    assert_history_root(&tmp.path().join("skewed"), &skewed, "r1");
 
     // Equal dates: ties keep the order parents were reached (an octopus merge of three roots).
-    let dir = tmp.path().join("ties");
-    let repo = Repository::init(&dir).expect("init");
-    let a = commit(&repo, Some("refs/heads/a"), 100, &[], "a");
-    let b = commit(&repo, Some("refs/heads/b"), 100, &[], "b");
-    let c = commit(&repo, Some("refs/heads/c"), 100, &[], "c");
-    commit(&repo, Some("HEAD"), 200, &[a, b, c], "octopus");
-    assert_matches_git_cli(&dir, c);
-    let dir2 = tmp.path().join("ties-reversed");
-    let repo = Repository::init(&dir2).expect("init");
-    let a = commit(&repo, Some("refs/heads/a"), 100, &[], "a");
-    let b = commit(&repo, Some("refs/heads/b"), 100, &[], "b");
-    let c = commit(&repo, Some("refs/heads/c"), 100, &[], "c");
-    commit(&repo, Some("HEAD"), 200, &[c, b, a], "octopus");
-    assert_matches_git_cli(&dir2, a);
+    let octopus = |parents: &'static [&'static str]| -> [Spec<'static>; 4] {
+        [
+            ("a", "refs/heads/a", 100, &[]),
+            ("b", "refs/heads/b", 100, &[]),
+            ("c", "refs/heads/c", 100, &[]),
+            ("octopus", "HEAD", 200, parents),
+        ]
+    };
+    let (ties, reversed) = (octopus(&["a", "b", "c"]), octopus(&["c", "b", "a"]));
+    assert_history_root(&tmp.path().join("ties"), &ties, "c");
+    assert_history_root(&tmp.path().join("ties-reversed"), &reversed, "a");
 }
 
 #[test]
@@ -250,16 +264,8 @@ fn shallow_clone_is_scoped_by_its_shallow_root() {
         .id();
     let shallow = tmp.path().join("shallow");
     let url = format!("file://{}", real(&origin).display());
-    let out = Command::new("git")
-        .args(["clone", "--quiet", "--depth", "1", &url])
-        .arg(&shallow)
-        .output()
-        .expect("run git clone");
-    assert!(
-        out.status.success(),
-        "git clone failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let into = shallow.to_str().expect("utf-8 path");
+    git(&["clone", "--quiet", "--depth", "1", &url, into]);
     assert!(Repository::open(&shallow).expect("open").is_shallow());
 
     // git treats the shallow boundary as parentless: the tip is the root there.

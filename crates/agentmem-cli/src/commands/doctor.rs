@@ -13,10 +13,11 @@ use std::sync::Arc;
 use agentmem::file::{FileMemory, RepairReport};
 use agentmem::Backend;
 use agentmem_core::{AgentMemory, Error, ErrorKind, Layered, MemoryFilter, Result, SessionId};
+use agentmem_formats::create_private_dir;
 use serde::Serialize;
 
 use super::{redact, store_error};
-use crate::fsio::{create_dir_all, io_error};
+use crate::fsio::io_error;
 use crate::output::{count, Output};
 
 #[derive(Debug, Serialize, Default)]
@@ -289,7 +290,7 @@ fn check_memory_log(path: &Path) -> Result<Option<Problem>> {
 
 fn copy_recursive(from: &Path, to: &Path) -> Result<()> {
     if from.is_dir() {
-        create_dir_all(to)?;
+        create_private_dir(to)?;
         let entries = std::fs::read_dir(from).map_err(|e| io_error(from, "list", e))?;
         for entry in entries {
             let entry = entry.map_err(|e| io_error(from, "list", e))?;
@@ -355,7 +356,7 @@ async fn file_doctor(
         Some(mut problem) => {
             let torn = problem.kind == "torn tail";
             if repair && torn {
-                create_dir_all(&backup)?;
+                create_private_dir(&backup)?;
                 copy_recursive(&log, &backup.join("memories.jsonl"))?;
                 backup_used = true;
                 // The backend truncates a torn tail on its first read of the log.

@@ -17,20 +17,13 @@ pub async fn list(
         ..MemoryFilter::default()
     };
     let items = store.list_memories(&filter).await?;
-    if out.json() {
-        return out.json_value(&items);
-    }
-    let rows: Vec<Vec<String>> = items
-        .iter()
-        .map(|i| {
-            vec![
-                i.id.clone(),
-                i.kind.to_string(),
-                i.key.clone().unwrap_or_default(),
-                time(i.updated_at),
-                snippet(&i.text, 80),
-            ]
-        })
-        .collect();
-    out.table(&["ID", "KIND", "KEY", "UPDATED", "TEXT"], &rows)
+    out.listing(&items, &["ID", "KIND", "KEY", "UPDATED", "TEXT"], |i| {
+        vec![
+            i.id.clone(),
+            i.kind.to_string(),
+            i.key.clone().unwrap_or_default(),
+            time(i.updated_at),
+            snippet(&i.text, 80),
+        ]
+    })
 }

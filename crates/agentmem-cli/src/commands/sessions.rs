@@ -27,20 +27,13 @@ fn missing(session: &SessionId) -> Error {
 /// `sessions`: id, message count, last update.
 pub async fn list(store: &Arc<dyn AgentMemory>, out: &mut Output) -> Result<()> {
     let sessions = store.list_sessions().await?;
-    if out.json() {
-        return out.json_value(&sessions);
-    }
-    let rows: Vec<Vec<String>> = sessions
-        .iter()
-        .map(|s| {
-            vec![
-                s.id.to_string(),
-                s.message_count.to_string(),
-                time(s.updated_at),
-            ]
-        })
-        .collect();
-    out.table(&["SESSION", "MESSAGES", "UPDATED"], &rows)
+    out.listing(&sessions, &["SESSION", "MESSAGES", "UPDATED"], |s| {
+        vec![
+            s.id.to_string(),
+            s.message_count.to_string(),
+            time(s.updated_at),
+        ]
+    })
 }
 
 /// How a message's role reads in text output, with its tool pairing.
@@ -142,22 +135,15 @@ pub async fn search(
     let hits = store
         .search_messages(query, &MessageQuery { session, limit })
         .await?;
-    if out.json() {
-        return out.json_value(&hits);
-    }
-    let rows: Vec<Vec<String>> = hits
-        .iter()
-        .map(|h| {
-            vec![
-                h.session.to_string(),
-                format!("{:.3}", h.score),
-                time(h.message.timestamp),
-                h.message.role.to_string(),
-                snippet(&h.message.content, 80),
-            ]
-        })
-        .collect();
-    out.table(&["SESSION", "SCORE", "TIME", "ROLE", "TEXT"], &rows)
+    out.listing(&hits, &["SESSION", "SCORE", "TIME", "ROLE", "TEXT"], |h| {
+        vec![
+            h.session.to_string(),
+            format!("{:.3}", h.score),
+            time(h.message.timestamp),
+            h.message.role.to_string(),
+            snippet(&h.message.content, 80),
+        ]
+    })
 }
 
 /// `compact`: archive the session's messages, keep one summary system message.
@@ -204,20 +190,13 @@ pub async fn archives(
     if archives.is_empty() && !store.session_exists(session).await? {
         return Err(missing(session));
     }
-    if out.json() {
-        return out.json_value(&archives);
-    }
-    let rows: Vec<Vec<String>> = archives
-        .iter()
-        .map(|a| {
-            vec![
-                a.id.to_string(),
-                time(a.created_at),
-                a.message_count.to_string(),
-            ]
-        })
-        .collect();
-    out.table(&["ARCHIVE", "CREATED", "MESSAGES"], &rows)
+    out.listing(&archives, &["ARCHIVE", "CREATED", "MESSAGES"], |a| {
+        vec![
+            a.id.to_string(),
+            time(a.created_at),
+            a.message_count.to_string(),
+        ]
+    })
 }
 
 /// `delete`: a session with its archives.

@@ -8,10 +8,11 @@ use agentmem_core::{AgentMemory, Error, MemoryFilter, MemoryItem, Operation, Res
 use serde::Serialize;
 
 use agentmem_formats::{
-    canonical_map, json, jsonl, praisonai, swarms, yaml, ExportDocument, Format, SessionExport,
+    canonical_map, create_private_dir, json, jsonl, praisonai, swarms, yaml, ExportDocument,
+    Format, SessionExport,
 };
 
-use crate::fsio::{create_dir_all, io_error, write_atomic};
+use crate::fsio::{io_error, write_atomic, AtomicFile};
 use crate::output::{count, Output};
 use crate::sync::{read_session, sync_session, SyncOptions};
 
@@ -64,7 +65,7 @@ fn empty_folder(dir: Option<&Path>, format: Format) -> Result<PathBuf> {
                 )));
             }
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_dir_all(dir)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_private_dir(dir)?,
         Err(e) => return Err(io_error(dir, "open the folder", e)),
     }
     Ok(dir.to_path_buf())
@@ -120,23 +121,9 @@ pub async fn export(
             // Streamed session by session: a large store is never whole in memory.
             match output {
                 Some(path) => {
-                    let dir = match path.parent() {
-                        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-                        _ => PathBuf::from("."),
-                    };
-                    create_dir_all(&dir)?;
-                    let tmp = tempfile::NamedTempFile::new_in(&dir)
-                        .map_err(|e| io_error(&dir, "create a temporary file in", e))?;
-                    let mut w = std::io::BufWriter::new(tmp);
-                    stream_jsonl(store, &mut w, &mut summary).await?;
-                    let tmp = w
-                        .into_inner()
-                        .map_err(|e| io_error(path, "write", e.into_error()))?;
-                    tmp.as_file()
-                        .sync_all()
-                        .map_err(|e| io_error(path, "write", e))?;
-                    tmp.persist(path)
-                        .map_err(|e| io_error(path, "write", e.error))?;
+                    let mut file = AtomicFile::create(path)?;
+                    stream_jsonl(store, &mut file, &mut summary).await?;
+                    file.commit()?;
                 }
                 None => {
                     let mut buf = Vec::new();

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agentmem_conversation::templates::SUMMARY_PREFIX;
-use agentmem_conversation::Conversation;
+use agentmem_conversation::{Conversation, ConversationBuilder};
 use agentmem_core::{
     async_trait, AgentMemory, AgentMemoryExt, AgentName, Archive, ArchiveId, ArchiveInfo,
     Capabilities, Error, ErrorKind, InMemory, MemoryFilter, MemoryHit, MemoryItem, Message,
@@ -20,6 +20,61 @@ pub fn name(s: &str) -> AgentName {
 
 pub fn in_memory() -> Arc<dyn AgentMemory> {
     Arc::new(InMemory::new())
+}
+
+/// A conversation of `agent` that preloads from and writes through to `store`.
+pub fn persisting(agent: &str, store: Arc<dyn AgentMemory>) -> ConversationBuilder {
+    Conversation::builder(name(agent))
+        .persistent(true)
+        .store(store)
+}
+
+/// The contents of `messages`, in order.
+pub fn contents(messages: &[Message]) -> Vec<&str> {
+    messages.iter().map(|m| m.content.as_str()).collect()
+}
+
+/// The text task `t` adds as its message `i` ([`spawn_adders`]).
+pub fn adder_text(t: usize, i: usize) -> String {
+    format!("task {t} message {i}")
+}
+
+/// Spawns `tasks` tasks that each add `per_task` user messages ([`adder_text`]) to `convo`,
+/// yielding after each.
+pub fn spawn_adders(
+    convo: &Arc<Conversation>,
+    tasks: usize,
+    per_task: usize,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..tasks)
+        .map(|t| {
+            let convo = convo.clone();
+            tokio::spawn(async move {
+                for i in 0..per_task {
+                    convo.add(Role::User, adder_text(t, i)).await.unwrap();
+                    tokio::task::yield_now().await;
+                }
+            })
+        })
+        .collect()
+}
+
+/// Waits for every task (a panic in one fails the test).
+pub async fn join_all(tasks: Vec<tokio::task::JoinHandle<()>>) {
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+/// Adds a message long enough to trigger compression, then checks that the compression fails
+/// as unavailable and leaves memory as it was; the error is for further checks.
+pub async fn compression_fails_untouched(convo: &Conversation, text: &str) -> Error {
+    convo.add(Role::User, text).await.unwrap();
+    let before = convo.messages();
+    let err = convo.maybe_compress().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable);
+    assert_eq!(convo.messages(), before);
+    err
 }
 
 /// Where an injected failure happens.
@@ -85,74 +140,42 @@ impl ScriptedStore {
     }
 }
 
-#[async_trait]
-impl AgentMemory for ScriptedStore {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-    async fn schema_version(&self) -> Result<u32> {
-        self.run(Operation::SchemaVersion, self.inner.schema_version())
-            .await
-    }
-    async fn save_session(&self, s: &SessionId, h: &[Message], m: &Metadata) -> Result<()> {
-        self.run(Operation::SaveSession, self.inner.save_session(s, h, m))
-            .await
-    }
-    async fn append(&self, s: &SessionId, m: &[Message]) -> Result<()> {
-        self.run(Operation::Append, self.inner.append(s, m)).await
-    }
-    async fn load(&self, s: &SessionId, l: Option<usize>) -> Result<Option<Session>> {
-        self.run(Operation::Load, self.inner.load(s, l)).await
-    }
-    async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        self.run(Operation::ListSessions, self.inner.list_sessions())
-            .await
-    }
-    async fn delete_session(&self, s: &SessionId) -> Result<bool> {
-        self.run(Operation::DeleteSession, self.inner.delete_session(s))
-            .await
-    }
-    async fn compact(&self, s: &SessionId, r: &[Message]) -> Result<ArchiveInfo> {
-        self.run(Operation::Compact, self.inner.compact(s, r)).await
-    }
-    async fn list_archives(&self, s: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        self.run(Operation::ListArchives, self.inner.list_archives(s))
-            .await
-    }
-    async fn load_archive(&self, s: &SessionId, a: &ArchiveId) -> Result<Archive> {
-        self.run(Operation::LoadArchive, self.inner.load_archive(s, a))
-            .await
-    }
-    async fn put_memory(&self, i: &MemoryItem) -> Result<MemoryItem> {
-        self.run(Operation::PutMemory, self.inner.put_memory(i))
-            .await
-    }
-    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        self.run(Operation::GetMemory, self.inner.get_memory(id))
-            .await
-    }
-    async fn list_memories(&self, f: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        self.run(Operation::ListMemories, self.inner.list_memories(f))
-            .await
-    }
-    async fn search_memories(&self, q: &str, f: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        self.run(Operation::SearchMemories, self.inner.search_memories(q, f))
-            .await
-    }
-    async fn delete_memory(&self, id: &str) -> Result<bool> {
-        self.run(Operation::DeleteMemory, self.inner.delete_memory(id))
-            .await
-    }
-    async fn search_messages(&self, q: &str, s: &MessageQuery) -> Result<Vec<MessageHit>> {
-        self.run(Operation::SearchMessages, self.inner.search_messages(q, s))
-            .await
-    }
-    async fn purge(&self, p: &RetentionPolicy) -> Result<PurgeReport> {
-        self.run(Operation::Purge, self.inner.purge(p)).await
-    }
+/// `impl AgentMemory for ScriptedStore`: each listed method goes through
+/// [`ScriptedStore::run`] as its operation.
+macro_rules! scripted_methods {
+    ($($op:ident => fn $method:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+        #[async_trait]
+        impl AgentMemory for ScriptedStore {
+            fn backend(&self) -> &'static str {
+                self.inner.backend()
+            }
+            fn capabilities(&self) -> Capabilities {
+                self.inner.capabilities()
+            }
+            $(async fn $method(&self, $($arg: $ty),*) -> Result<$ret> {
+                self.run(Operation::$op, self.inner.$method($($arg),*)).await
+            })*
+        }
+    };
+}
+
+scripted_methods! {
+    SchemaVersion => fn schema_version() -> u32;
+    SaveSession => fn save_session(s: &SessionId, h: &[Message], m: &Metadata) -> ();
+    Append => fn append(s: &SessionId, m: &[Message]) -> ();
+    Load => fn load(s: &SessionId, l: Option<usize>) -> Option<Session>;
+    ListSessions => fn list_sessions() -> Vec<SessionInfo>;
+    DeleteSession => fn delete_session(s: &SessionId) -> bool;
+    Compact => fn compact(s: &SessionId, r: &[Message]) -> ArchiveInfo;
+    ListArchives => fn list_archives(s: &SessionId) -> Vec<ArchiveInfo>;
+    LoadArchive => fn load_archive(s: &SessionId, a: &ArchiveId) -> Archive;
+    PutMemory => fn put_memory(i: &MemoryItem) -> MemoryItem;
+    GetMemory => fn get_memory(id: &str) -> Option<MemoryItem>;
+    ListMemories => fn list_memories(f: &MemoryFilter) -> Vec<MemoryItem>;
+    SearchMemories => fn search_memories(q: &str, f: &MemoryFilter) -> Vec<MemoryHit>;
+    DeleteMemory => fn delete_memory(id: &str) -> bool;
+    SearchMessages => fn search_messages(q: &str, s: &MessageQuery) -> Vec<MessageHit>;
+    Purge => fn purge(p: &RetentionPolicy) -> PurgeReport;
 }
 
 /// The messages after the system prompt, rules and custom rules.
@@ -162,11 +185,9 @@ pub fn transcript(c: &Conversation) -> Vec<Message> {
 
 /// One scripted run: build, three adds, compact, one add; stops at the first error.
 async fn scripted_run(store: Arc<dyn AgentMemory>) -> (Option<Conversation>, Result<()>) {
-    let built = Conversation::builder(name("Crashy"))
+    let built = persisting("Crashy", store)
         .system_prompt("sys")
         .rules("rules")
-        .persistent(true)
-        .store(store)
         .build()
         .await;
     let convo = match built {
@@ -224,17 +245,13 @@ where
             // Memory mirrors the store exactly.
             assert_eq!(transcript(&convo), stored, "{context}");
             let compacted = fail_on > 5 || (fail_on == 5 && mode == FailMode::After);
-            let contents: Vec<&str> = stored.iter().map(|m| m.content.as_str()).collect();
+            let texts = contents(&stored);
             if compacted {
                 // The transcript is in the archive, the summary leads the session.
                 assert_eq!(archives.len(), 1, "{context}");
                 let archive = inner.load_archive(&session, &archives[0].id).await.unwrap();
                 assert_eq!(
-                    archive
-                        .messages
-                        .iter()
-                        .map(|m| m.content.as_str())
-                        .collect::<Vec<_>>(),
+                    contents(&archive.messages),
                     ["alpha", "beta", "gamma"],
                     "{context}"
                 );
@@ -243,7 +260,7 @@ where
                 assert!(archives.is_empty(), "{context}");
                 let landed = fail_on - 2 + usize::from(mode == FailMode::After);
                 assert_eq!(
-                    contents,
+                    texts,
                     ["alpha", "beta", "gamma"][..landed.min(3)],
                     "{context}"
                 );

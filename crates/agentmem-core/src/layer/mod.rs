@@ -72,6 +72,43 @@
 //! # }).unwrap();
 //! ```
 
+/// Declares a layer (a unit struct) and the store wrapper it makes: the wrapper holds the inner
+/// store in `inner`, dereferences to it and gives it back with `into_inner`.
+macro_rules! layer_and_store {
+    ($(#[$layer_doc:meta])* $layer:ident; $(#[$store_doc:meta])* $store:ident) => {
+        $(#[$layer_doc])*
+        #[derive(Debug, Clone, Copy, Default)]
+        pub struct $layer;
+
+        impl<S: AgentMemory> $crate::layer::Layer<S> for $layer {
+            type Store = $store<S>;
+            fn layer(&self, inner: S) -> $store<S> {
+                $store { inner }
+            }
+        }
+
+        $(#[$store_doc])*
+        #[derive(Debug, Clone)]
+        pub struct $store<S> {
+            inner: S,
+        }
+
+        impl<S> $store<S> {
+            /// The store inside this layer.
+            pub fn into_inner(self) -> S {
+                self.inner
+            }
+        }
+
+        impl<S> std::ops::Deref for $store<S> {
+            type Target = S;
+            fn deref(&self) -> &S {
+                &self.inner
+            }
+        }
+    };
+}
+
 mod forward;
 mod trace;
 mod validate;
@@ -84,6 +121,7 @@ pub use validate::{check_memory_item, check_messages, ValidateLayer, Validated};
 use crate::error::Result;
 use crate::operation::Operation;
 use crate::store::AgentMemory;
+use crate::Layered;
 
 /// Wraps a store in another store that adds behaviour around it (as tower's `Layer` does for
 /// services).
@@ -93,9 +131,6 @@ pub trait Layer<S: AgentMemory> {
     /// Wraps `inner`.
     fn layer(&self, inner: S) -> Self::Store;
 }
-
-/// A store wearing the standard layer stack (see the [module docs](self)).
-pub type Layered<S> = Traced<Validated<S>>;
 
 /// Wraps a raw store in the standard layer stack: what every constructor returns.
 pub fn layered<S: AgentMemory>(raw: S) -> Layered<S> {

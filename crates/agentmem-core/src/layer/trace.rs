@@ -8,7 +8,6 @@ use tracing::{Instrument, Span};
 
 use crate::error::{Error, Result};
 use crate::layer::forward::forward_agent_memory;
-use crate::layer::Layer;
 use crate::model::SessionInfo;
 use crate::model::{Archive, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, Session};
 use crate::name::SessionId;
@@ -114,70 +113,46 @@ impl Op {
     }
 }
 
-/// The layer that runs every operation of the store inside an `agentmem.op` span and labels
-/// its errors with the backend and [`Operation`]. Outermost in the standard stack, so
-/// validation failures are traced and labelled too.
-///
-/// Every [`AgentMemory`] method of every backend runs inside one span named
-/// `agentmem.op` at `DEBUG` level with these fields:
-///
-/// | field | value |
-/// |---|---|
-/// | `backend` | `file`, `sqlite`, `redis`, `postgres`, `mongodb`, `memory` |
-/// | `op` | the [`Operation`]: `append`, `load`, `compact`, … (`open` for opening a store) |
-/// | `session` | the session id, when the operation has one |
-/// | `messages` | messages written, or read back (recorded when the operation ends) |
-/// | `duration_us` | wall time of the operation, in microseconds |
-/// | `outcome` | `ok`, or the [`ErrorKind`](crate::ErrorKind) of the failure (`not found`, …) |
-///
-/// Spans never hold message text, memory text, queries or connection strings: session ids
-/// are names the caller chose as keys, the rest are counts. When the operation ends, one
-/// `DEBUG` event (`agentmem operation finished`) repeats the outcome and duration inside the
-/// span, so a plain `fmt` subscriber prints them without span-close events.
-///
-///
-/// An error leaving a traced operation says which backend and [`Operation`] it came from
-/// ([`Error::backend_name`](crate::Error::backend_name), [`Error::operation`](crate::Error::operation)).
-///
-/// ```
-/// use agentmem_core::{AgentMemory, ErrorKind, InMemory, Operation};
-/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// let store = InMemory::new(); // wears the standard layers, `Traced` outermost
-/// let err = store.compact(&"missing".parse()?, &[]).await.unwrap_err();
-/// assert_eq!(err.kind(), ErrorKind::NotFound);
-/// assert_eq!(err.operation(), Some(Operation::Compact));
-/// assert_eq!(err.backend_name(), Some("memory"));
-/// # Ok::<(), agentmem_core::Error>(())
-/// # }).unwrap();
-/// ```
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TraceLayer;
-
-impl<S: AgentMemory> Layer<S> for TraceLayer {
-    type Store = Traced<S>;
-    fn layer(&self, inner: S) -> Traced<S> {
-        Traced { inner }
-    }
-}
-
-/// A store wearing [`TraceLayer`]. Dereferences to the store inside it.
-#[derive(Debug, Clone)]
-pub struct Traced<S> {
-    inner: S,
-}
-
-impl<S> Traced<S> {
-    /// The store inside this layer.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
-}
-
-impl<S> std::ops::Deref for Traced<S> {
-    type Target = S;
-    fn deref(&self) -> &S {
-        &self.inner
-    }
+layer_and_store! {
+    /// The layer that runs every operation of the store inside an `agentmem.op` span and labels
+    /// its errors with the backend and [`Operation`]. Outermost in the standard stack, so
+    /// validation failures are traced and labelled too.
+    ///
+    /// Every [`AgentMemory`] method of every backend runs inside one span named
+    /// `agentmem.op` at `DEBUG` level with these fields:
+    ///
+    /// | field | value |
+    /// |---|---|
+    /// | `backend` | `file`, `sqlite`, `redis`, `postgres`, `mongodb`, `memory` |
+    /// | `op` | the [`Operation`]: `append`, `load`, `compact`, … (`open` for opening a store) |
+    /// | `session` | the session id, when the operation has one |
+    /// | `messages` | messages written, or read back (recorded when the operation ends) |
+    /// | `duration_us` | wall time of the operation, in microseconds |
+    /// | `outcome` | `ok`, or the [`ErrorKind`](crate::ErrorKind) of the failure (`not found`, …) |
+    ///
+    /// Spans never hold message text, memory text, queries or connection strings: session ids
+    /// are names the caller chose as keys, the rest are counts. When the operation ends, one
+    /// `DEBUG` event (`agentmem operation finished`) repeats the outcome and duration inside the
+    /// span, so a plain `fmt` subscriber prints them without span-close events.
+    ///
+    ///
+    /// An error leaving a traced operation says which backend and [`Operation`] it came from
+    /// ([`Error::backend_name`](crate::Error::backend_name), [`Error::operation`](crate::Error::operation)).
+    ///
+    /// ```
+    /// use agentmem_core::{AgentMemory, ErrorKind, InMemory, Operation};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemory::new(); // wears the standard layers, `Traced` outermost
+    /// let err = store.compact(&"missing".parse()?, &[]).await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::NotFound);
+    /// assert_eq!(err.operation(), Some(Operation::Compact));
+    /// assert_eq!(err.backend_name(), Some("memory"));
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    TraceLayer;
+    /// A store wearing [`TraceLayer`]. Dereferences to the store inside it.
+    Traced
 }
 
 impl<S: AgentMemory> Traced<S> {
@@ -203,16 +178,10 @@ forward_agent_memory!({ impl<S: AgentMemory> AgentMemory for Traced<S> } |self| 
         op.run(self.inner.get_context(query)).await
     }
 
-    async fn save_session(
-        &self,
-        session: &SessionId,
-        history: &[Message],
-        metadata: &Metadata,
-    ) -> Result<()> {
-        let op = self.op(Operation::SaveSession, Some(session));
+    async fn save_session(&self, id: &SessionId, history: &[Message], meta: &Metadata) -> Result<()> {
+        let op = self.op(Operation::SaveSession, Some(id));
         let op = op.messages(history.len());
-        op.run(self.inner.save_session(session, history, metadata))
-            .await
+        op.run(self.inner.save_session(id, history, meta)).await
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {

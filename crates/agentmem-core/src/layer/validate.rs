@@ -2,7 +2,6 @@
 
 use crate::error::Result;
 use crate::layer::forward::forward_agent_memory;
-use crate::layer::Layer;
 use crate::model::SessionInfo;
 use crate::model::{Archive, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, Session};
 use crate::name::SessionId;
@@ -22,51 +21,22 @@ pub fn check_memory_item(item: &MemoryItem) -> Result<()> {
     item.validate()
 }
 
-/// The layer that refuses what a store could not read back, before the backend sees it, and
-/// answers the trivial cases (appending nothing) without a round trip.
-///
-/// Backends may therefore assume every message and memory item they are given passed
-/// [`Message::validate`] / [`MemoryItem::validate`], and that an append is never empty.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ValidateLayer;
-
-impl<S: AgentMemory> Layer<S> for ValidateLayer {
-    type Store = Validated<S>;
-    fn layer(&self, inner: S) -> Validated<S> {
-        Validated { inner }
-    }
-}
-
-/// A store wearing [`ValidateLayer`]. Dereferences to the store inside it.
-#[derive(Debug, Clone)]
-pub struct Validated<S> {
-    inner: S,
-}
-
-impl<S> Validated<S> {
-    /// The store inside this layer.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
-}
-
-impl<S> std::ops::Deref for Validated<S> {
-    type Target = S;
-    fn deref(&self) -> &S {
-        &self.inner
-    }
+layer_and_store! {
+    /// The layer that refuses what a store could not read back, before the backend sees it, and
+    /// answers the trivial cases (appending nothing) without a round trip.
+    ///
+    /// Backends may therefore assume every message and memory item they are given passed
+    /// [`Message::validate`] / [`MemoryItem::validate`], and that an append is never empty.
+    ValidateLayer;
+    /// A store wearing [`ValidateLayer`]. Dereferences to the store inside it.
+    Validated
 }
 
 forward_agent_memory!({ impl<S: AgentMemory> AgentMemory for Validated<S> } |self| self.inner; [backend capabilities schema_version get_context load list_sessions delete_session list_archives load_archive get_memory list_memories search_memories delete_memory search_messages purge] {
 
-    async fn save_session(
-        &self,
-        session: &SessionId,
-        history: &[Message],
-        metadata: &Metadata,
-    ) -> Result<()> {
+    async fn save_session(&self, id: &SessionId, history: &[Message], meta: &Metadata) -> Result<()> {
         check_messages(history)?;
-        self.inner.save_session(session, history, metadata).await
+        self.inner.save_session(id, history, meta).await
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {

@@ -101,10 +101,10 @@ pub use memory_md::{
     ParsedMemory,
 };
 
-use crate::document::{derived_id, session_id_from};
-use crate::fs::{create_dir_all, io_error, read_to_string, write_atomic};
+use crate::document::{derived_id, read_sessions, session_id_from};
+use crate::fs::{create_dir_all, io_error, list_dir, read_to_string, write_atomic};
 use crate::time::{isoformat, parse_iso_time};
-use crate::{ArchiveExport, ExportDocument, SessionExport};
+use crate::{ArchiveExport, ExportDocument, Format, SessionExport};
 
 /// The session metadata key holding the Swarms headers and archive file names.
 pub const SWARMS_KEY: &str = "swarms";
@@ -259,22 +259,17 @@ pub fn find_agent_folders(path: &Path) -> Result<Vec<(PathBuf, String)>> {
     } else {
         path.to_path_buf()
     };
-    let entries = std::fs::read_dir(&base).map_err(|e| io_error(&base, "list", e))?;
-    let mut found = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| io_error(&base, "list", e))?;
+    let found = list_dir(&base, |entry| {
         let dir = entry.path();
-        if dir.join(MEMORY_FILE).is_file() {
-            found.push((dir, entry.file_name().to_string_lossy().into_owned()));
-        }
-    }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        dir.join(MEMORY_FILE).is_file().then_some((dir, name))
+    })?;
     if found.is_empty() {
         return Err(Error::not_found(format!(
             "{}: no {MEMORY_FILE} there, nor in an agent folder below it",
             path.display()
         )));
     }
-    found.sort();
     Ok(found)
 }
 
@@ -333,8 +328,7 @@ pub fn render_agent_folder(session: &SessionExport) -> Vec<(PathBuf, String)> {
         // `_2`, … for two compactions in one second rather than overwriting.
         let mut stem = kept_str(kept, "file")
             .filter(|s| {
-                s.starts_with("history_")
-                    && agentmem_core::name::validate_name("archive", s).is_ok()
+                s.starts_with("history_") && agentmem_core::validate_name("archive", s).is_ok()
             })
             .unwrap_or_else(|| archive_file_stem(compacted, 0));
         let mut n = 0;
@@ -379,32 +373,20 @@ pub fn write_agent_folder(dir: impl AsRef<Path>, session: &SessionExport) -> Res
 /// Reads the agent folders at `path` (see [`find_agent_folders`]), each as the session named
 /// by its folder, and checks the document as [`ExportDocument::validate`] does.
 pub fn import(path: impl AsRef<Path>) -> Result<ExportDocument> {
-    let path = path.as_ref();
-    let doc = read_folders(path, None)?;
-    doc.validate(&path.display().to_string())?;
-    Ok(doc)
+    Format::Swarms.import(path)
 }
 
 /// [`import`] without the final check; with `session`, `path` must hold exactly one agent
 /// folder, read as that session.
 pub(crate) fn read_folders(path: &Path, session: Option<&SessionId>) -> Result<ExportDocument> {
     let folders = find_agent_folders(path)?;
-    if session.is_some() && folders.len() > 1 {
-        return Err(Error::invalid_input(format!(
-            "{} holds {} agent folders; importing as one session needs exactly one",
-            path.display(),
-            folders.len()
-        )));
-    }
-    let mut doc = ExportDocument::new();
-    for (dir, name) in folders {
+    read_sessions(path, folders, "agent folders", session, |(dir, name)| {
         let id = match session {
             Some(id) => id.clone(),
             None => session_id_from(&name, &dir.display().to_string())?,
         };
-        doc.sessions.push(read_agent_folder(&dir, id)?);
-    }
-    Ok(doc)
+        read_agent_folder(&dir, id)
+    })
 }
 
 /// Writes every session of `doc` as an agent folder `dir/<session id>/` (see

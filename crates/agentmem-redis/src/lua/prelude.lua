@@ -110,3 +110,27 @@ local function delete_session(sid)
   redis.call('UNLINK', sk(sid, 'msgs'), sk(sid, 'meta'), archives, sk(sid, 'ainfo'))
   redis.call('ZREM', SESSIONS, sid)
 end
+
+-- Adds one query term's Okapi BM25 contribution, with agentmem-core's constants, formula
+-- and order of summation, to each document holding the term. `postings` has one
+-- {key, tf, ...} per such document; a document met first is made by `new_doc(posting)` as
+-- {..., ..., 0 (its score), its word count} and appended to `order`. The collection has `n`
+-- documents of `avg` words on average.
+local function bm25_term(docs, order, postings, n, avg, new_doc)
+  local df = #postings
+  if df == 0 then
+    return
+  end
+  local idf = math.log((n - df + 0.5) / (df + 0.5) + 1)
+  for _, p in ipairs(postings) do
+    local d = docs[p[1]]
+    if not d then
+      d = new_doc(p)
+      docs[p[1]] = d
+      order[#order + 1] = d
+    end
+    local tf = p[2]
+    local norm = K1 * (1 - B + B * d[4] / avg)
+    d[3] = d[3] + idf * tf * (K1 + 1) / (tf + norm)
+  end
+end

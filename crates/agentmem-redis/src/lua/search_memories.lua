@@ -26,6 +26,10 @@ local function kind_of(id)
   return k
 end
 local docs, order = {}, {}
+local function new_doc(p)
+  return {p[1], tonumber(redis.call('ZSCORE', ORDER, p[1]) or '0'), 0,
+          tonumber(redis.call('HGET', LENS, p[1]) or '0')}
+end
 for a = 4, #ARGV do
   local flat = redis.call('HGETALL', mtkey(ARGV[a]))
   local postings = {}
@@ -34,22 +38,7 @@ for a = 4, #ARGV do
       postings[#postings + 1] = {flat[i], tonumber(flat[i + 1])}
     end
   end
-  local df = #postings
-  if df > 0 then
-    local idf = math.log((n - df + 0.5) / (df + 0.5) + 1)
-    for _, p in ipairs(postings) do
-      local d = docs[p[1]]
-      if not d then
-        d = {p[1], tonumber(redis.call('ZSCORE', ORDER, p[1]) or '0'), 0,
-             tonumber(redis.call('HGET', LENS, p[1]) or '0')}
-        docs[p[1]] = d
-        order[#order + 1] = d
-      end
-      local tf = p[2]
-      local norm = K1 * (1 - B + B * d[4] / avg)
-      d[3] = d[3] + idf * tf * (K1 + 1) / (tf + norm)
-    end
-  end
+  bm25_term(docs, order, postings, n, avg, new_doc)
 end
 table.sort(order, function(x, y)
   if x[3] ~= y[3] then return x[3] > y[3] end

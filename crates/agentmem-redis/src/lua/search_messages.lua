@@ -16,6 +16,9 @@ if n <= 0 or limit <= 0 then
 end
 local avg = math.max(w / n, 1)
 local docs, order = {}, {}
+local function new_doc(p)
+  return {p[3], tonumber(p[4]), 0, p[5]}
+end
 for a = 4, #ARGV do
   local term = ARGV[a]
   local sids
@@ -24,31 +27,17 @@ for a = 4, #ARGV do
   else
     sids = redis.call('SMEMBERS', ixkey(term))
   end
+  -- {session:index, tf, session, index, word count} per message holding the term.
   local postings = {}
   for _, s in ipairs(sids) do
     local packed = redis.call('GET', sk(s, 't:' .. term))
     if packed then
       for idx, tf, len in string.gmatch(packed, '(%d+):(%d+):(%d+),') do
-        postings[#postings + 1] = {s, idx, tonumber(tf), tonumber(len)}
+        postings[#postings + 1] = {s .. ':' .. idx, tonumber(tf), s, idx, tonumber(len)}
       end
     end
   end
-  local df = #postings
-  if df > 0 then
-    local idf = math.log((n - df + 0.5) / (df + 0.5) + 1)
-    for _, p in ipairs(postings) do
-      local key = p[1] .. ':' .. p[2]
-      local d = docs[key]
-      if not d then
-        d = {p[1], tonumber(p[2]), 0, p[4]}
-        docs[key] = d
-        order[#order + 1] = d
-      end
-      local tf = p[3]
-      local norm = K1 * (1 - B + B * d[4] / avg)
-      d[3] = d[3] + idf * tf * (K1 + 1) / (tf + norm)
-    end
-  end
+  bm25_term(docs, order, postings, n, avg, new_doc)
 end
 -- Session ids compare by bytes, as Rust orders them (Lua's `<` follows the server's locale).
 local function byte_less(a, b)

@@ -263,19 +263,25 @@ impl Mount {
 }
 
 fn run_mount(args: &[&str], path: &std::path::Path) -> Result<(), String> {
-    let out = Command::new("mount")
-        .args(args)
-        .arg(path)
+    run_command(Command::new("mount").args(args).arg(path))
+}
+
+/// Runs `command` to its end with nothing on its standard input; `Err` names the command and
+/// says what it printed when it cannot run or fails.
+pub fn run_command(command: &mut Command) -> Result<(), String> {
+    let what = format!("{command:?}");
+    let out = command
+        .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run mount: {e}"))?;
+        .map_err(|e| format!("cannot run {what}: {e}"))?;
     if out.status.success() {
         Ok(())
     } else {
         Err(format!(
-            "mount {} {} failed: {}",
-            args.join(" "),
-            path.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
+            "{what} failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr).trim_end()
         ))
     }
 }

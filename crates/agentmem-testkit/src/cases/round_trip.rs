@@ -6,6 +6,30 @@ use serde_json::json;
 
 use super::{assert_kind, contents, load_some, metadata, sid};
 
+/// `save_session` then `load` returns exactly what was saved, metadata included.
+pub async fn save_and_load_round_trip(store: &dyn AgentMemory) {
+    let id = sid("round_trip");
+    let history = vec![
+        Message::system("You are helpful."),
+        Message::user("héllo ✓ 東京"),
+        Message::assistant("hi"),
+    ];
+    let meta = metadata(json!({"topic": "greeting", "turns": 3}));
+    store
+        .save_session(&id, &history, &meta)
+        .await
+        .expect("save_session");
+    let session = load_some(store, &id, None, "round trip").await;
+    assert_eq!(session.id, id);
+    assert_eq!(session.messages, history);
+    assert_eq!(session.metadata, meta);
+    assert_eq!(session.total_messages, 3);
+    assert!(
+        session.created_at <= session.updated_at,
+        "created_at must not be after updated_at"
+    );
+}
+
 /// Writes `messages` half by `append`, half by `save_session` (to another session), and
 /// checks both come back exactly, whole and under a limit.
 async fn assert_round_trip(store: &dyn AgentMemory, name: &str, messages: &[Message]) {

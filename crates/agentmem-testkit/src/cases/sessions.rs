@@ -7,30 +7,6 @@ use serde_json::json;
 
 use super::{assert_kind, contents, load_some, metadata, numbered, pause, sid};
 
-/// `save_session` then `load` returns exactly what was saved, metadata included.
-pub async fn save_and_load_round_trip(store: &dyn AgentMemory) {
-    let id = sid("round_trip");
-    let history = vec![
-        Message::system("You are helpful."),
-        Message::user("héllo ✓ 東京"),
-        Message::assistant("hi"),
-    ];
-    let meta = metadata(json!({"topic": "greeting", "turns": 3}));
-    store
-        .save_session(&id, &history, &meta)
-        .await
-        .expect("save_session");
-    let session = load_some(store, &id, None, "round trip").await;
-    assert_eq!(session.id, id);
-    assert_eq!(session.messages, history);
-    assert_eq!(session.metadata, meta);
-    assert_eq!(session.total_messages, 3);
-    assert!(
-        session.created_at <= session.updated_at,
-        "created_at must not be after updated_at"
-    );
-}
-
 /// A session that was never written loads as `None` under every limit (not an error), has
 /// no archives, is not listed, and `AgentMemoryExt` reports it empty and absent.
 pub async fn missing_session_loads_as_none(store: &dyn AgentMemory) {

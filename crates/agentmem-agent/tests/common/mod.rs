@@ -1,0 +1,149 @@
+//! What several test files share: [`Spy`], a store that records what the agent asks of it, and
+//! the calls every test makes with an answer it must get.
+
+#![allow(dead_code)] // each test file uses part of it
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use agentmem_agent::{Agent, TurnContext, TurnReport};
+use agentmem_core::backend::Registry;
+use agentmem_core::Layered;
+use agentmem_core::{
+    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, InMemory,
+    MemoryFilter, MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
+    Result, RetentionPolicy, Session, SessionId, SessionInfo,
+};
+
+/// The backends `Agent::from_config` may open here: the file backend.
+pub fn registry() -> Registry {
+    Registry::new().with::<agentmem_file::FileConfig>()
+}
+
+/// The messages' contents, in order.
+pub fn contents(messages: &[Message]) -> Vec<&str> {
+    messages.iter().map(|m| m.content.as_str()).collect()
+}
+
+/// What `agent` injects for `turn`, which must build.
+pub async fn turn_context(agent: &Agent, turn: &[Message]) -> TurnContext {
+    agent.context_for_turn(turn).await.expect("context")
+}
+
+/// What `agent` keeps of `conversation` after a turn, which must succeed.
+pub async fn after_turn(agent: &Agent, conversation: &[Message]) -> TurnReport {
+    agent.after_turn(conversation).await.expect("after turn")
+}
+
+/// A store that counts whole-session rewrites and appends, delegating everything; with
+/// [`Spy::with_context`], its `get_context` answers its own text instead.
+#[derive(Debug)]
+pub struct Spy {
+    inner: Layered<InMemory>,
+    pub saves: AtomicUsize,
+    pub appends: AtomicUsize,
+    /// Delays the first append, so a concurrent later one could overtake it.
+    slow_first_append: AtomicBool,
+    /// `get_context`'s own answer (`{query}` stands for the query); the inner store's when
+    /// `None`.
+    context: Option<String>,
+    /// The queries `get_context` was asked, in order.
+    queries: Mutex<Vec<Option<String>>>,
+}
+
+impl Spy {
+    pub fn new(slow_first_append: bool) -> Spy {
+        Spy {
+            inner: InMemory::new(),
+            saves: AtomicUsize::new(0),
+            appends: AtomicUsize::new(0),
+            slow_first_append: AtomicBool::new(slow_first_append),
+            context: None,
+            queries: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Whether `get_context` was asked about `query`.
+    pub fn asked(&self, query: &str) -> bool {
+        let queries = self.queries.lock().unwrap_or_else(|e| e.into_inner());
+        queries.contains(&Some(query.to_string()))
+    }
+
+    /// A spy whose `get_context` answers `text`, with `{query}` replaced by the query.
+    pub fn with_context(text: &str) -> Spy {
+        Spy {
+            context: Some(text.to_string()),
+            ..Spy::new(false)
+        }
+    }
+}
+
+#[async_trait]
+impl AgentMemory for Spy {
+    fn backend(&self) -> &'static str {
+        "spy"
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+    async fn schema_version(&self) -> Result<u32> {
+        self.inner.schema_version().await
+    }
+    async fn get_context(&self, query: Option<&str>) -> Result<String> {
+        (self.queries.lock().unwrap_or_else(|e| e.into_inner())).push(query.map(str::to_string));
+        match &self.context {
+            Some(text) => Ok(text.replace("{query}", query.unwrap_or("none"))),
+            None => self.inner.get_context(query).await,
+        }
+    }
+    async fn save_session(&self, s: &SessionId, h: &[Message], m: &Metadata) -> Result<()> {
+        self.saves.fetch_add(1, Ordering::SeqCst);
+        self.inner.save_session(s, h, m).await
+    }
+    async fn append(&self, s: &SessionId, messages: &[Message]) -> Result<()> {
+        self.appends.fetch_add(1, Ordering::SeqCst);
+        if self.slow_first_append.swap(false, Ordering::SeqCst) {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        self.inner.append(s, messages).await
+    }
+    async fn load(&self, s: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
+        self.inner.load(s, limit).await
+    }
+    async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
+        self.inner.list_sessions().await
+    }
+    async fn delete_session(&self, s: &SessionId) -> Result<bool> {
+        self.inner.delete_session(s).await
+    }
+    async fn compact(&self, s: &SessionId, r: &[Message]) -> Result<ArchiveInfo> {
+        self.inner.compact(s, r).await
+    }
+    async fn list_archives(&self, s: &SessionId) -> Result<Vec<ArchiveInfo>> {
+        self.inner.list_archives(s).await
+    }
+    async fn load_archive(&self, s: &SessionId, a: &ArchiveId) -> Result<Archive> {
+        self.inner.load_archive(s, a).await
+    }
+    async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
+        self.inner.put_memory(item).await
+    }
+    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
+        self.inner.get_memory(id).await
+    }
+    async fn list_memories(&self, f: &MemoryFilter) -> Result<Vec<MemoryItem>> {
+        self.inner.list_memories(f).await
+    }
+    async fn search_memories(&self, q: &str, f: &MemoryFilter) -> Result<Vec<MemoryHit>> {
+        self.inner.search_memories(q, f).await
+    }
+    async fn delete_memory(&self, id: &str) -> Result<bool> {
+        self.inner.delete_memory(id).await
+    }
+    async fn search_messages(&self, q: &str, s: &MessageQuery) -> Result<Vec<MessageHit>> {
+        self.inner.search_messages(q, s).await
+    }
+    async fn purge(&self, p: &RetentionPolicy) -> Result<PurgeReport> {
+        self.inner.purge(p).await
+    }
+}

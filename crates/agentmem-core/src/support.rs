@@ -1,0 +1,270 @@
+//! Helpers for backend implementations: the parts of the [`AgentMemory`](crate::AgentMemory)
+//! contract every store carries out the same way (archive ids, retention cutoffs, search
+//! limits), and reading back what a store wrote (timestamps, ids, percent-escaped names).
+//!
+//! Each backend calls these instead of keeping its own copy, so the stores agree to the letter
+//! (the same archive id after two compactions in one second, the same cutoff for an age too
+//! large to subtract, the same empty answer for a query without words).
+
+use chrono::{DateTime, Utc};
+
+use crate::error::{Error, Result};
+use crate::model::{ArchiveId, MemoryItem, Message};
+use crate::name::SessionId;
+use crate::search::{query_words, rank};
+use crate::store::{MemoryFilter, MemoryHit, MessageHit, RetentionPolicy};
+
+/// How many hits a memory search returns when its filter sets no limit.
+pub const DEFAULT_SEARCH_LIMIT: usize = 10;
+
+/// The number of hits a memory search with `filter` returns at most.
+///
+/// ```
+/// use agentmem_core::support::memory_search_limit;
+/// use agentmem_core::MemoryFilter;
+/// assert_eq!(memory_search_limit(&MemoryFilter::default()), 10);
+/// assert_eq!(memory_search_limit(&MemoryFilter::default().with_limit(3)), 3);
+/// ```
+pub fn memory_search_limit(filter: &MemoryFilter) -> usize {
+    filter.limit.unwrap_or(DEFAULT_SEARCH_LIMIT)
+}
+
+/// The distinct words of `query` (see [`query_words`]) when a search for at most `limit` hits
+/// can find anything; `None` when it cannot (no words, or a limit of 0), so a store answers
+/// with no hits without asking its server.
+///
+/// ```
+/// use agentmem_core::support::search_terms;
+/// assert_eq!(search_terms("Rust, rust GO", 5), Some(vec!["rust".into(), "go".into()]));
+/// assert_eq!(search_terms("?!", 5), None);
+/// assert_eq!(search_terms("rust", 0), None);
+/// ```
+pub fn search_terms(query: &str, limit: usize) -> Option<Vec<String>> {
+    let terms = query_words(query);
+    (limit > 0 && !terms.is_empty()).then_some(terms)
+}
+
+/// Drops all but the last `limit` of `items` (nothing when `limit` is `None`): listing
+/// memory items keeps the newest, and lists oldest first.
+///
+/// ```
+/// use agentmem_core::support::keep_last;
+/// let mut items = vec![1, 2, 3];
+/// keep_last(&mut items, Some(2));
+/// assert_eq!(items, [2, 3]);
+/// keep_last(&mut items, None);
+/// assert_eq!(items, [2, 3]);
+/// ```
+pub fn keep_last<T>(items: &mut Vec<T>, limit: Option<usize>) {
+    if let Some(limit) = limit {
+        items.drain(..items.len().saturating_sub(limit));
+    }
+}
+
+/// The items of `items` that `filter` lists: those of its kind, oldest first (a stable sort:
+/// items created at the same time keep the order given), only the newest `filter.limit`.
+/// For backends that hold the items in the client.
+pub fn select_memories<'a>(
+    items: impl IntoIterator<Item = &'a MemoryItem>,
+    filter: &MemoryFilter,
+) -> Vec<MemoryItem> {
+    let mut selected: Vec<MemoryItem> = items
+        .into_iter()
+        .filter(|item| filter.kind.is_none_or(|kind| item.kind == kind))
+        .cloned()
+        .collect();
+    selected.sort_by_key(|item| item.created_at);
+    keep_last(&mut selected, filter.limit);
+    selected
+}
+
+/// The items of `items` of `filter`'s kind that match `query`, ranked with
+/// [`rank`] (BM25), best first, at most [`memory_search_limit`]. For
+/// backends that search in the client.
+pub fn rank_memories<'a>(
+    query: &str,
+    items: impl IntoIterator<Item = &'a MemoryItem>,
+    filter: &MemoryFilter,
+) -> Vec<MemoryHit> {
+    let candidates: Vec<&MemoryItem> = items
+        .into_iter()
+        .filter(|item| filter.kind.is_none_or(|kind| item.kind == kind))
+        .collect();
+    let texts = candidates.iter().map(|item| item.text.as_str());
+    rank(query, texts, memory_search_limit(filter))
+        .into_iter()
+        .map(|(index, score)| MemoryHit {
+            item: candidates[index].clone(),
+            score,
+        })
+        .collect()
+}
+
+/// The messages of `candidates` (each with its session) that match `query`, ranked with
+/// [`rank`] (BM25), best first (ties in the order given), at most
+/// `limit`. For backends that search in the client.
+pub fn rank_messages<'a>(
+    query: &str,
+    candidates: impl IntoIterator<Item = (&'a SessionId, &'a Message)>,
+    limit: usize,
+) -> Vec<MessageHit> {
+    let candidates: Vec<(&SessionId, &Message)> = candidates.into_iter().collect();
+    let texts = candidates
+        .iter()
+        .map(|(_, message)| message.content.as_str());
+    rank(query, texts, limit)
+        .into_iter()
+        .map(|(index, score)| {
+            let (session, message) = candidates[index];
+            MessageHit {
+                session: session.clone(),
+                message: message.clone(),
+                score,
+            }
+        })
+        .collect()
+}
+
+/// A timestamp as stored: microseconds since the Unix epoch, the precision agentmem keeps, so
+/// a round trip through [`from_micros`] is exact.
+pub fn micros(time: DateTime<Utc>) -> i64 {
+    time.timestamp_micros()
+}
+
+/// Reads a timestamp stored by [`micros`]; `CorruptData` naming `what` when it is out of
+/// range.
+///
+/// ```
+/// use agentmem_core::support::{from_micros, micros};
+/// let t = agentmem_core::now();
+/// assert_eq!(from_micros(micros(t), "the creation time")?, t);
+/// assert!(from_micros(i64::MAX, "the creation time").is_err());
+/// # Ok::<(), agentmem_core::Error>(())
+/// ```
+pub fn from_micros(value: i64, what: &str) -> Result<DateTime<Utc>> {
+    DateTime::from_timestamp_micros(value)
+        .ok_or_else(|| Error::corrupt(format!("{what} holds an out-of-range time {value}")))
+}
+
+/// Reads a timestamp stored as decimal text of [`micros`]; `CorruptData` naming `what` when
+/// it is not one.
+pub fn parse_micros(text: &str, what: &str) -> Result<DateTime<Utc>> {
+    let value = text
+        .parse::<i64>()
+        .map_err(|_| Error::corrupt(format!("{what} {text:?} is not a timestamp")))?;
+    from_micros(value, what)
+}
+
+/// A session id read back from storage: `CorruptData` when it is not a valid id (something
+/// other than agentmem wrote it).
+pub fn stored_session_id(id: impl Into<String>) -> Result<SessionId> {
+    SessionId::new(id).map_err(|e| Error::corrupt(format!("stored session id is invalid: {e}")))
+}
+
+/// An archive id read back from storage: `CorruptData` when it is not a valid id.
+pub fn stored_archive_id(id: impl Into<String>) -> Result<ArchiveId> {
+    ArchiveId::new(id).map_err(|e| Error::corrupt(format!("stored archive id is invalid: {e}")))
+}
+
+/// The id of an archive made at `at` when the session has none from that second:
+/// `history_%Y-%m-%d_%H-%M-%S`, as the file backend (and Swarms) name archives.
+pub fn archive_id_base(at: DateTime<Utc>) -> String {
+    format!("history_{}", at.format("%Y-%m-%d_%H-%M-%S"))
+}
+
+/// The id of a new archive made at `at`: [`archive_id_base`] when `is_taken` says it is
+/// free, else the first free of the same with `_2`, `_3`, … (further compactions within that
+/// second). Always a valid [`ArchiveId`].
+///
+/// ```
+/// use chrono::TimeZone;
+/// use agentmem_core::support::free_archive_id;
+/// let at = chrono::Utc.with_ymd_and_hms(2026, 4, 20, 14, 30, 45).unwrap();
+/// assert_eq!(free_archive_id(at, |_| false), "history_2026-04-20_14-30-45");
+/// let taken = ["history_2026-04-20_14-30-45", "history_2026-04-20_14-30-45_2"];
+/// assert_eq!(free_archive_id(at, |id| taken.contains(&id)), "history_2026-04-20_14-30-45_3");
+/// ```
+pub fn free_archive_id(at: DateTime<Utc>, mut is_taken: impl FnMut(&str) -> bool) -> String {
+    let base = archive_id_base(at);
+    if !is_taken(&base) {
+        return base;
+    }
+    (2u64..)
+        .map(|n| format!("{base}_{n}"))
+        .find(|candidate| !is_taken(candidate))
+        .unwrap_or(base)
+}
+
+/// When a purge at `now` under `policy` expires sessions last written before the returned
+/// time: `None` when the policy sets no age, or one reaching back before any time chrono
+/// represents (nothing stored is that old).
+///
+/// ```
+/// use std::time::Duration;
+/// use agentmem_core::support::retention_cutoff;
+/// use agentmem_core::RetentionPolicy;
+/// let now = agentmem_core::now();
+/// let day = RetentionPolicy { max_age: Some(Duration::from_secs(86_400)), ..Default::default() };
+/// assert_eq!(retention_cutoff(&day, now), Some(now - chrono::Duration::days(1)));
+/// let forever = RetentionPolicy { max_age: Some(Duration::MAX), ..Default::default() };
+/// assert_eq!(retention_cutoff(&forever, now), None);
+/// assert_eq!(retention_cutoff(&RetentionPolicy::default(), now), None);
+/// ```
+pub fn retention_cutoff(policy: &RetentionPolicy, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let age = chrono::Duration::from_std(policy.max_age?).ok()?;
+    now.checked_sub_signed(age)
+}
+
+/// Decodes `%XX` escapes; `None` when an escape is malformed or the result is not UTF-8.
+///
+/// ```
+/// use agentmem_core::support::percent_decode;
+/// assert_eq!(percent_decode("x%20y%3F.db").as_deref(), Some("x y?.db"));
+/// assert_eq!(percent_decode("bad%2"), None);
+/// assert_eq!(percent_decode("%FF"), None);
+/// ```
+pub fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn archive_ids_get_a_suffix_within_one_second() {
+        let at = Utc
+            .with_ymd_and_hms(2026, 4, 20, 14, 30, 45)
+            .single()
+            .expect("valid time");
+        assert_eq!(
+            free_archive_id(at, |_| false),
+            "history_2026-04-20_14-30-45"
+        );
+        let mut taken = vec!["history_2026-04-20_14-30-45".to_string()];
+        let is_taken = |taken: &[String], id: &str| taken.iter().any(|t| t == id);
+        assert_eq!(
+            free_archive_id(at, |id| is_taken(&taken, id)),
+            "history_2026-04-20_14-30-45_2"
+        );
+        taken.push("history_2026-04-20_14-30-45_2".into());
+        assert_eq!(
+            free_archive_id(at, |id| is_taken(&taken, id)),
+            "history_2026-04-20_14-30-45_3"
+        );
+    }
+}

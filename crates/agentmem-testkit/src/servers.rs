@@ -1,0 +1,203 @@
+//! The shared test servers: their URLs (read at run time, defaulting to the local servers),
+//! fresh namespaces on them ([`ServerNamespace`]), and the cleanups that remove a namespace
+//! (`NamespaceGuard::redis_prefix`, `NamespaceGuard::postgres_schema`,
+//! `NamespaceGuard::mongodb_database`).
+//!
+//! The cleanups talk to the server with its driver, so each sits behind a feature of this
+//! crate: `redis`, `postgres`, `mongodb`. The URLs need none.
+
+#[cfg(any(feature = "redis", feature = "postgres", feature = "mongodb"))]
+use std::time::Duration;
+
+use crate::{env_url, NamespaceGuard};
+
+/// The Redis server when `REDIS_URL` is unset.
+pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
+/// The PostgreSQL server when `DATABASE_URL` is unset.
+pub const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+/// The MongoDB server when `MONGODB_URL` is unset.
+pub const DEFAULT_MONGODB_URL: &str = "mongodb://127.0.0.1:27017/?directConnection=true";
+
+/// `REDIS_URL`, read at run time, or [`DEFAULT_REDIS_URL`].
+pub fn redis_url() -> String {
+    env_url("REDIS_URL", DEFAULT_REDIS_URL)
+}
+
+/// `DATABASE_URL`, read at run time, or [`DEFAULT_POSTGRES_URL`].
+pub fn postgres_url() -> String {
+    env_url("DATABASE_URL", DEFAULT_POSTGRES_URL)
+}
+
+/// `MONGODB_URL`, read at run time, or [`DEFAULT_MONGODB_URL`].
+pub fn mongodb_url() -> String {
+    env_url("MONGODB_URL", DEFAULT_MONGODB_URL)
+}
+
+/// How long a cleanup waits for the server to answer before it gives up.
+#[cfg(any(feature = "redis", feature = "postgres", feature = "mongodb"))]
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A fresh namespace on a shared server: the store URL that selects it (for `agentmem::open`,
+/// a backend's `connect`, or the CLI's `--store`) and the guard that removes it when dropped.
+///
+/// ```no_run
+/// # #[cfg(feature = "redis")] {
+/// let namespace = agentmem_testkit::ServerNamespace::redis("convo");
+/// // redis://127.0.0.1:6379/?prefix=convo_4242_123456789_0
+/// let url = namespace.url();
+/// // … open `url` and test; its keys are deleted when `namespace` is dropped.
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct ServerNamespace {
+    url: String,
+    name: String,
+    guard: NamespaceGuard,
+}
+
+impl ServerNamespace {
+    /// A fresh key prefix on the Redis server at `REDIS_URL`, starting with `prefix`.
+    #[cfg(feature = "redis")]
+    pub fn redis(prefix: &str) -> Self {
+        let (base, name) = (redis_url(), crate::unique_namespace(prefix));
+        let guard = NamespaceGuard::new().redis_prefix(&base, &name);
+        ServerNamespace::new(with_query(&base, "prefix", &name), name, guard)
+    }
+
+    /// A fresh schema on the PostgreSQL server at `DATABASE_URL`, starting with `prefix`.
+    #[cfg(feature = "postgres")]
+    pub fn postgres(prefix: &str) -> Self {
+        let (base, name) = (postgres_url(), crate::unique_namespace(prefix));
+        let guard = NamespaceGuard::new().postgres_schema(&base, &name);
+        ServerNamespace::new(with_query(&base, "schema", &name), name, guard)
+    }
+
+    /// A fresh database on the MongoDB server at `MONGODB_URL`, starting with `prefix`.
+    #[cfg(feature = "mongodb")]
+    pub fn mongodb(prefix: &str) -> Self {
+        let (base, name) = (mongodb_url(), crate::unique_namespace(prefix));
+        let guard = NamespaceGuard::new().mongodb_database(&base, &name);
+        let mut url = url::Url::parse(&base).expect("MONGODB_URL is a valid URL");
+        url.set_path(&format!("/{name}"));
+        ServerNamespace::new(url.to_string(), name, guard)
+    }
+
+    #[cfg(any(feature = "redis", feature = "postgres", feature = "mongodb"))]
+    fn new(url: String, name: String, guard: NamespaceGuard) -> Self {
+        ServerNamespace { url, name, guard }
+    }
+
+    /// The store URL selecting this namespace.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The namespace's name: the key prefix, schema or database.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The guard alone, e.g. for [`TestStore::with_namespace`](crate::TestStore::with_namespace).
+    pub fn into_guard(self) -> NamespaceGuard {
+        self.guard
+    }
+}
+
+/// `base` with one more query parameter.
+#[cfg(any(feature = "redis", feature = "postgres"))]
+fn with_query(base: &str, key: &str, value: &str) -> String {
+    let mut url = url::Url::parse(base).expect("the server URL is a valid URL");
+    url.query_pairs_mut().append_pair(key, value);
+    url.to_string()
+}
+
+/// Whether `name` is a namespace this module may remove: ASCII letters, digits, `_` and `-`
+/// (what [`unique_namespace`] makes is such a name), so it is safe in a key pattern and as a
+/// quoted identifier.
+///
+/// [`unique_namespace`]: crate::unique_namespace
+#[cfg(any(feature = "redis", feature = "postgres", feature = "mongodb"))]
+fn checked(name: &str) -> Result<&str, String> {
+    if !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        Ok(name)
+    } else {
+        Err(format!("refusing to remove namespace {name:?}"))
+    }
+}
+
+impl NamespaceGuard {
+    /// Adds the deletion of every key under `{prefix}:` on the Redis server at `url` (without
+    /// the agentmem `prefix` parameter).
+    #[cfg(feature = "redis")]
+    pub fn redis_prefix(self, url: &str, prefix: &str) -> Self {
+        let (url, prefix) = (url.to_string(), prefix.to_string());
+        self.on_drop(format!("redis prefix {prefix}"), move || async move {
+            let pattern = format!("{}:*", checked(&prefix)?);
+            let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
+            let mut conn =
+                tokio::time::timeout(CONNECT_TIMEOUT, client.get_multiplexed_async_connection())
+                    .await
+                    .map_err(|_| "no answer from the server".to_string())?
+                    .map_err(|e| e.to_string())?;
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(&pattern)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| e.to_string())?;
+            for chunk in keys.chunks(500) {
+                redis::cmd("UNLINK")
+                    .arg(chunk)
+                    .query_async::<()>(&mut conn)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok::<(), String>(())
+        })
+    }
+
+    /// Adds `DROP SCHEMA … CASCADE` of `schema` on the PostgreSQL server at `url` (without the
+    /// agentmem `schema` or pool parameters).
+    #[cfg(feature = "postgres")]
+    pub fn postgres_schema(self, url: &str, schema: &str) -> Self {
+        let (url, schema) = (url.to_string(), schema.to_string());
+        self.on_drop(format!("postgres schema {schema}"), move || async move {
+            let sql = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", checked(&schema)?);
+            let mut config: tokio_postgres::Config = url.parse().map_err(|e| format!("{e}"))?;
+            config.connect_timeout(CONNECT_TIMEOUT);
+            let (client, connection) = config
+                .connect(tokio_postgres::NoTls)
+                .await
+                .map_err(|e| e.to_string())?;
+            let connection = tokio::spawn(connection);
+            let dropped = client.batch_execute(&sql).await.map_err(|e| e.to_string());
+            drop(client);
+            let _ = connection.await;
+            dropped
+        })
+    }
+
+    /// Adds the dropping of `database` on the MongoDB server at `url`.
+    #[cfg(feature = "mongodb")]
+    pub fn mongodb_database(self, url: &str, database: &str) -> Self {
+        let (url, database) = (url.to_string(), database.to_string());
+        self.on_drop(format!("mongodb database {database}"), move || async move {
+            let name = checked(&database)?;
+            let mut options = mongodb::options::ClientOptions::parse(&url)
+                .await
+                .map_err(|e| e.to_string())?;
+            options.server_selection_timeout = Some(CONNECT_TIMEOUT);
+            let client = mongodb::Client::with_options(options).map_err(|e| e.to_string())?;
+            let dropped = client
+                .database(name)
+                .drop()
+                .await
+                .map_err(|e| e.to_string());
+            client.shutdown().await;
+            dropped
+        })
+    }
+}
