@@ -1,4 +1,4 @@
-//! The `agentmem` command-line tool (C4, C5): inspect and repair agent memory on any store,
+//! The `agentmem` command-line tool: inspect and repair agent memory on any store,
 //! export and import it (agentmem's own lossless formats, Swarms agent folders, PraisonAI
 //! session files), and migrate it between backends.
 //!

@@ -1,4 +1,4 @@
-//! Copying every session, archive and memory item from one store to another (C5).
+//! Copying every session, archive and memory item from one store to another.
 //!
 //! Sessions are copied one at a time ([`crate::sync::sync_session`]), so only one session is
 //! ever in memory; memory items are upserted by id. Re-running a migration (or resuming an

@@ -10,7 +10,7 @@ use crate::compressor::Compressor;
 use crate::conversation::Conversation;
 use crate::tokens::{context_length_for_model, TokenEncoding, DEFAULT_CONTEXT_LENGTH};
 
-/// The environment variable naming the workspace folder when none is configured (A2).
+/// The environment variable naming the workspace folder when none is configured.
 pub const WORKSPACE_DIR_ENV: &str = "WORKSPACE_DIR";
 
 /// The workspace folder named by `WORKSPACE_DIR`, when set and not blank.
@@ -22,7 +22,7 @@ pub fn workspace_dir_from_env() -> Option<PathBuf> {
 
 /// Builds a [`Conversation`]; start with [`Conversation::builder`].
 ///
-/// Persistence is off by default (A1): without [`persistent(true)`](Self::persistent) the
+/// Persistence is off by default: without [`persistent(true)`](Self::persistent) the
 /// store is never called, not even to preload.
 #[must_use = "a builder does nothing until `build` is awaited"]
 pub struct ConversationBuilder {
@@ -104,7 +104,7 @@ impl ConversationBuilder {
         self
     }
 
-    /// The workspace folder (A2); when not set, `WORKSPACE_DIR` is read at build time.
+    /// The workspace folder; when not set, `WORKSPACE_DIR` is read at build time.
     /// The conversation only reports it ([`Conversation::workspace_dir`]): opening a file
     /// store there is the caller's (or the `agentmem` facade's) job.
     pub fn workspace_dir(mut self, dir: impl Into<PathBuf>) -> Self {

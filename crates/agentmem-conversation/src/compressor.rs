@@ -1,4 +1,4 @@
-//! The context compressor (A7): when to compact, and with which summarizer.
+//! The context compressor: when to compact, and with which summarizer.
 
 use std::sync::Arc;
 

@@ -40,11 +40,11 @@ pub struct Compaction {
 
 /// A Swarms-style conversation for one agent, over any [`AgentMemory`] store.
 ///
-/// - Ephemeral by default (A1): nothing touches the store.
+/// - Ephemeral by default: nothing touches the store.
 /// - Persistent: the agent name is the session id; on build, the stored memory is preloaded as
-///   one system message after the system prompt, rules and custom rules (A4); every added
-///   message is appended to the store at once (A5); [`compact`](Self::compact) archives the
-///   stored transcript and replaces it with a summary in one atomic store call (A6).
+///   one system message after the system prompt, rules and custom rules; every added
+///   message is appended to the store at once; [`compact`](Self::compact) archives the
+///   stored transcript and replaces it with a summary in one atomic store call.
 ///
 /// All methods take `&self`: share it as `Arc<Conversation>` between tasks. Adds are
 /// serialized by one async lock held across the store append, so the in-memory order is the
@@ -74,7 +74,7 @@ pub struct Conversation {
     session: SessionId,
     /// The store; `Some` only when the conversation was built persistent.
     store: Option<Arc<dyn AgentMemory>>,
-    /// Cleared by `stop_persisting` (A11).
+    /// Cleared by `stop_persisting`.
     persisting: AtomicBool,
     /// System prompt, rules and custom rules: rebuilt after compaction, never stored.
     preamble: Vec<Message>,
@@ -252,7 +252,7 @@ impl Conversation {
         self.preamble.len()
     }
 
-    /// Path of the active memory file (A8): the one given to the builder's `memory_file`,
+    /// Path of the active memory file: the one given to the builder's `memory_file`,
     /// while persisting; `None` when not persistent, after [`stop_persisting`](Self::stop_persisting),
     /// or when no path was given (backends without files).
     pub fn memory_path(&self) -> Option<PathBuf> {
@@ -263,7 +263,7 @@ impl Conversation {
         }
     }
 
-    /// Stops writing to the store from now on (A11); the in-memory history goes on and the
+    /// Stops writing to the store from now on; the in-memory history goes on and the
     /// stored memory is left as it is. Waits for a write in progress, so nothing is written
     /// after this returns.
     pub async fn stop_persisting(&self) {
@@ -285,7 +285,7 @@ impl Conversation {
             .filter(|_| self.persisting.load(Ordering::SeqCst))
     }
 
-    /// Adds a message from `role` (A5): to the store first when persisting, then to memory.
+    /// Adds a message from `role`: to the store first when persisting, then to memory.
     /// The message is created (id, timestamp) under the write lock, so timestamps follow the
     /// history order. Returns the message as added.
     ///
@@ -361,7 +361,7 @@ impl Conversation {
         }
     }
 
-    /// The history as structured messages (A8), preamble and preload included.
+    /// The history as structured messages, preamble and preload included.
     pub fn messages(&self) -> Vec<Message> {
         self.lock_history().messages().to_vec()
     }
@@ -376,7 +376,7 @@ impl Conversation {
         self.lock_history().messages().is_empty()
     }
 
-    /// The history as a prompt string (A8): `[{timestamp}] {role}: {content}` per message,
+    /// The history as a prompt string: `[{timestamp}] {role}: {content}` per message,
     /// joined by blank lines, as Swarms' `return_history_as_string`.
     pub fn prompt_string(&self) -> String {
         templates::prompt_string(self.lock_history().messages())
@@ -389,7 +389,7 @@ impl Conversation {
         self.encoding.count(&self.prompt_string())
     }
 
-    /// The content of the last message (A8), `None` when the history is empty.
+    /// The content of the last message, `None` when the history is empty.
     pub fn last_content(&self) -> Option<String> {
         self.lock_history()
             .messages()
@@ -407,7 +407,7 @@ impl Conversation {
         n
     }
 
-    /// Compacts memory (A6): the stored transcript moves to an archive and is replaced by one
+    /// Compacts memory: the stored transcript moves to an archive and is replaced by one
     /// system message, `[Compressed Memory Summary]` and the Swarms preamble then `summary`,
     /// in one atomic store call; then the in-memory history becomes the system prompt, rules,
     /// custom rules and that summary.
@@ -487,7 +487,7 @@ impl Conversation {
     }
 
     /// Compacts when the prompt string has reached the compressor's threshold × context
-    /// length (A7); call it at the top of each agent loop iteration. `Ok(None)` when
+    /// length; call it at the top of each agent loop iteration. `Ok(None)` when
     /// compression is off, the context length is 0, the prompt is under the threshold, or
     /// there is nothing to compress (only the preamble, or only a summary, after it).
     ///
@@ -539,7 +539,7 @@ impl Conversation {
         self.compact_locked(&summary, tokens).await.map(Some)
     }
 
-    /// Messages matching any word of `query`, best first (A10): through the store's ranked
+    /// Messages matching any word of `query`, best first: through the store's ranked
     /// search, scoped to this session, while persisting; otherwise BM25 over the in-memory
     /// history.
     pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<MessageHit>> {
@@ -564,7 +564,7 @@ impl Conversation {
     }
 
     /// Messages of the in-memory history whose content contains `keyword`, compared
-    /// case-insensitively as an exact substring (A10), oldest first. An empty keyword
+    /// case-insensitively as an exact substring, oldest first. An empty keyword
     /// matches nothing.
     pub fn search_keyword(&self, keyword: &str) -> Vec<Message> {
         if keyword.is_empty() {

@@ -1,4 +1,4 @@
-//! Exporting a conversation to JSON or YAML and loading it back (A9).
+//! Exporting a conversation to JSON or YAML and loading it back.
 //!
 //! The shape is Swarms' JSON export: a bare list of messages, each
 //! `{role, content, timestamp, message_id, …}`. agentmem adds `tool_call_id`, `tool_name` and

@@ -1,4 +1,4 @@
-//! Preloading stored memory into a new conversation (A4), within a token budget.
+//! Preloading stored memory into a new conversation, within a token budget.
 
 use agentmem_core::{Message, Role, Session};
 use agentmem_formats::swarms::{render_block, render_header};
@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use crate::templates::{preload_text, SUMMARY_PREFIX};
 use crate::tokens::TokenEncoding;
 
-/// What a conversation preloaded from the store (A4).
+/// What a conversation preloaded from the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Preload {

@@ -6,10 +6,10 @@ use chrono::SecondsFormat;
 
 use agentmem_core::Message;
 
-/// What precedes the preloaded memory in its system message (A4).
+/// What precedes the preloaded memory in its system message.
 pub const PRELOAD_PREFIX: &str = "[Persistent Memory — MEMORY.md]\nThe following is this conversation's persistent memory from prior sessions. Use it to continue context coherently.\n\n";
 
-/// What precedes a compaction summary in its system message (A6).
+/// What precedes a compaction summary in its system message.
 pub const SUMMARY_PREFIX: &str = "[Compressed Memory Summary]\nThe following is a compressed summary of earlier conversation turns, replacing the raw transcript to stay within the context window.\n\n";
 
 /// The text of the system message that carries a compaction summary.

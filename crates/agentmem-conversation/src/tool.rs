@@ -1,4 +1,4 @@
-//! Memory search as a tool an agent can call (A12).
+//! Memory search as a tool an agent can call.
 
 use std::fmt::Write as _;
 use std::sync::Arc;

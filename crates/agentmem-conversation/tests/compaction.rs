@@ -1,4 +1,4 @@
-//! Compaction (A6) and automatic compression (A7) on the in-memory store.
+//! Compaction and automatic compression on the in-memory store.
 #![allow(clippy::unwrap_used)]
 
 mod common;

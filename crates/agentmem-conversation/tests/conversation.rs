@@ -1,4 +1,4 @@
-//! Building, preload (A4), write-through (A5), access (A8) and stop writing (A11).
+//! Building, preload, write-through, access and stop writing.
 #![allow(clippy::unwrap_used)]
 
 mod common;

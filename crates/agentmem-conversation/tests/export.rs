@@ -1,4 +1,4 @@
-//! Export and load (A9): Swarms' JSON shape, YAML, exact round trips, errors naming the file.
+//! Export and load: Swarms' JSON shape, YAML, exact round trips, errors naming the file.
 #![allow(clippy::unwrap_used)]
 
 mod common;

@@ -1,4 +1,4 @@
-//! Search (A10) and the retrieval tool (A12).
+//! Search and the retrieval tool.
 #![allow(clippy::unwrap_used)]
 
 mod common;

@@ -1,4 +1,4 @@
-//! `WORKSPACE_DIR` is read when no workspace dir is configured (A2). A test binary of its own,
+//! `WORKSPACE_DIR` is read when no workspace dir is configured. A test binary of its own,
 //! because it changes the process environment.
 #![allow(clippy::unwrap_used)]
 

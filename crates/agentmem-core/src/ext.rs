@@ -60,7 +60,7 @@ pub trait AgentMemoryExt: AgentMemory {
         Ok(self.load(session, Some(0)).await?.is_some())
     }
 
-    /// Stores `text` as a new memory item of `kind` (B7) and returns it as stored.
+    /// Stores `text` as a new memory item of `kind` and returns it as stored.
     async fn store_memory(&self, kind: MemoryKind, text: &str) -> Result<MemoryItem> {
         self.put_memory(&MemoryItem::new(kind, text)).await
     }

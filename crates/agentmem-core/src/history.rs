@@ -1,4 +1,4 @@
-//! History windows that never separate a tool call from its result (C7).
+//! History windows that never separate a tool call from its result.
 
 use crate::model::Message;
 

@@ -1,4 +1,4 @@
-//! Validated names: session ids and agent names (safety rules, D).
+//! Validated names: session ids and agent names.
 //!
 //! Every backend builds file paths, Redis keys, SQL rows and Mongo documents from these
 //! names, so they are validated once, here, and nowhere else. A name is 1 to

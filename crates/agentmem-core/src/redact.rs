@@ -1,4 +1,4 @@
-//! Keeping secrets out of messages and logs (safety rules, D).
+//! Keeping secrets out of messages and logs.
 
 /// `url` with any password replaced by `***`, for error messages, `Debug` output and logs.
 /// A string that does not parse as a URL is returned unchanged (it has no password field to hide).

@@ -96,7 +96,7 @@ pub struct MemoryHit {
     pub score: f64,
 }
 
-/// What to delete when purging (C9). Both limits apply when both are set.
+/// What to delete when purging. Both limits apply when both are set.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RetentionPolicy {
     /// Delete sessions (with their archives) not written for longer than this.
@@ -131,10 +131,10 @@ pub trait AgentMemory: Debug + Send + Sync + 'static {
     /// What this backend guarantees beyond the common contract.
     fn capabilities(&self) -> Capabilities;
 
-    /// The schema version of the stored data, after forward migrations on open (C8).
+    /// The schema version of the stored data, after forward migrations on open.
     async fn schema_version(&self) -> Result<u32>;
 
-    /// The stored context relevant to `query` (B9): the best-matching memory items, or the
+    /// The stored context relevant to `query`: the best-matching memory items, or the
     /// most recent ones without a query, one per line as `- text`. Empty when nothing is stored.
     ///
     /// ```
@@ -199,7 +199,7 @@ pub trait AgentMemory: Debug + Send + Sync + 'static {
     async fn delete_session(&self, session: &SessionId) -> Result<bool>;
 
     /// Moves the session's current messages into a new archive and replaces them with
-    /// `replacement`, in one atomic step (A6): afterwards a reader sees either the old state or
+    /// `replacement`, in one atomic step: afterwards a reader sees either the old state or
     /// the new one, never a mix, and appends racing with it are never lost (they land either
     /// in the archive or after the replacement). `NotFound` when the session does not exist.
     ///
@@ -248,7 +248,7 @@ pub trait AgentMemory: Debug + Send + Sync + 'static {
     /// Deletes a memory item; `false` when it did not exist.
     async fn delete_memory(&self, id: &str) -> Result<bool>;
 
-    /// Messages containing any word of `query`, best first (A10), across sessions or in one.
+    /// Messages containing any word of `query`, best first, across sessions or in one.
     ///
     /// ```
     /// use agentmem_core::{AgentMemory, InMemory, Message, MessageQuery, SessionId};
@@ -271,7 +271,7 @@ pub trait AgentMemory: Debug + Send + Sync + 'static {
     /// ```
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>>;
 
-    /// Deletes what `policy` says has expired (C9).
+    /// Deletes what `policy` says has expired.
     ///
     /// ```
     /// use std::time::Duration;

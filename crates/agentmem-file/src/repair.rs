@@ -1,4 +1,4 @@
-//! Reports of what the backend found damaged (after a crash or a hand edit) and repaired (C3).
+//! Reports of what the backend found damaged (after a crash or a hand edit) and repaired.
 
 use std::fmt;
 use std::fs::File;
@@ -115,6 +115,21 @@ impl Findings {
         };
         tracing::warn!(report = %report, "agentmem file backend: damaged data found");
         self.list.push(report);
+    }
+
+    /// Records the temporary file at `path` (in the folder of `session`, if any), left by
+    /// `left_by`, and removes it when fixing. (Another process may be removing it at the same
+    /// time: a failed removal is expected.)
+    pub(crate) fn temp_file(&mut self, session: Option<&SessionId>, path: PathBuf, left_by: &str) {
+        if self.fix {
+            let _ = std::fs::remove_file(&path);
+        }
+        self.add(
+            RepairKind::TempFile,
+            session,
+            path,
+            format!("left by {left_by}"),
+        );
     }
 
     /// Records the torn last line of the log at `path` (of `session`, if any) and, when

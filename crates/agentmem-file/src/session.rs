@@ -429,15 +429,7 @@ impl SessionCtx<'_> {
         };
         for entry in entries.flatten() {
             if entry.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
-                f.add(
-                    RepairKind::TempFile,
-                    self.id(),
-                    entry.path(),
-                    "left by an interrupted rewrite",
-                );
-                if f.fix {
-                    let _ = std::fs::remove_file(entry.path());
-                }
+                f.temp_file(self.id(), entry.path(), "an interrupted rewrite");
             }
         }
         Ok(())
@@ -460,15 +452,7 @@ impl SessionCtx<'_> {
             let entry = entry.map_err(|e| io_error(dir, "cannot list", e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with(TMP_PREFIX) {
-                f.add(
-                    RepairKind::TempFile,
-                    self.id(),
-                    entry.path(),
-                    "left by an interrupted compaction",
-                );
-                if f.fix {
-                    let _ = std::fs::remove_file(entry.path());
-                }
+                f.temp_file(self.id(), entry.path(), "an interrupted compaction");
                 continue;
             }
             // Only our own archives; a Swarms `history_*.md` without a log is left alone.
@@ -741,7 +725,7 @@ impl SessionCtx<'_> {
         Ok(())
     }
 
-    /// Makes the session exactly `messages` with `metadata` (B9).
+    /// Makes the session exactly `messages` with `metadata`.
     pub(crate) fn save(
         &self,
         slot: &mut SessionSlot,
@@ -763,7 +747,7 @@ impl SessionCtx<'_> {
         }
     }
 
-    /// Archives the current messages and replaces them with `replacement` (A6). Order of
+    /// Archives the current messages and replaces them with `replacement`. Order of
     /// writes: archive log, archive view, session log, session view; a crash before the session
     /// log is replaced leaves an orphan archive (removed by the next sync), after it a stale
     /// view (regenerated). Either way the old or the new state, and no transcript is lost.

@@ -25,7 +25,7 @@ use crate::memories::{MemoryCtx, MemorySlot};
 use crate::repair::{Findings, RepairKind, RepairLog, RepairReport};
 use crate::session::{SessionCtx, SessionSlot, Synced};
 
-/// The schema version of the files this build writes (C8).
+/// The schema version of the files this build writes.
 pub const SCHEMA_VERSION: u32 = 1;
 const SCHEMA_FORMAT: &str = "agentmem-file";
 pub(crate) const BACKEND: &str = "file";
@@ -40,14 +40,14 @@ struct SchemaFile {
     schema_version: u32,
 }
 
-/// The file backend: agents' memory in a folder, readable by Swarms (B10, A2, A3).
+/// The file backend: agents' memory in a folder, readable by Swarms.
 ///
 /// Each session is a folder `agents/<id>/` with `session.jsonl` (the structured log, the
 /// source of truth), `MEMORY.md` (the same messages in the Swarms format, kept in step) and
 /// `archive/` (compacted-away transcripts). Memory items live in `memories.jsonl`. Appends
 /// write only new bytes; rewrites go through a temporary file and a rename; every operation
 /// on a session holds an exclusive advisory lock on it, so several processes can share a root
-/// (C2); damage left by a crash is repaired on first access and reported (C3). See the crate
+///; damage left by a crash is repaired on first access and reported. See the crate
 /// README for the whole design.
 ///
 /// ```

@@ -1,4 +1,4 @@
-//! Several processes appending to one session lose nothing (C2).
+//! Several processes appending to one session lose nothing.
 //!
 //! The test re-runs its own test binary as the child processes: `child_appender` does work
 //! only when `AGENTMEM_FILE_CHILD_ROOT` is set, which the parent sets for its children alone.

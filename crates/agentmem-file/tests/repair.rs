@@ -1,4 +1,4 @@
-//! Crash repair (C3): what a crash can leave behind is detected, reported and repaired on the
+//! Crash repair: what a crash can leave behind is detected, reported and repaired on the
 //! next open, and real corruption is an error naming the file and line, never a panic.
 
 use std::fs::OpenOptions;

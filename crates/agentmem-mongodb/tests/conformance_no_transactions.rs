@@ -1,4 +1,4 @@
-//! The agentmem conformance suite (C1) against `MONGODB_URL` with transactions turned off,
+//! The agentmem conformance suite against `MONGODB_URL` with transactions turned off,
 //! as on a standalone MongoDB: compaction and `save_session` use the epoch switch.
 
 mod common;

@@ -1,4 +1,4 @@
-//! Compaction (A6) and archives: reading back what the statements return. The operations are
+//! Compaction and archives: reading back what the statements return. The operations are
 //! the `AgentMemory` methods in `store.rs`.
 
 use agentmem_core::support::stored_archive_id;

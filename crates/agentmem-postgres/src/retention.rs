@@ -1,4 +1,4 @@
-//! Retention (C9): deleting sessions by age and by count.
+//! Retention: deleting sessions by age and by count.
 
 use agentmem_core::Result;
 use chrono::{DateTime, Utc};

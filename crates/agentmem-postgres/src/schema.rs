@@ -1,4 +1,4 @@
-//! Tables, indexes and forward migrations (C8).
+//! Tables, indexes and forward migrations.
 //!
 //! Each store lives in one PostgreSQL schema. `schema_migrations` records every applied
 //! version; opening a store applies the missing ones inside one transaction that holds a

@@ -1,4 +1,4 @@
-//! The agentmem conformance suite (C1) against the PostgreSQL at `DATABASE_URL`, one schema
+//! The agentmem conformance suite against the PostgreSQL at `DATABASE_URL`, one schema
 //! per test so the cases run in parallel, dropped when the test drops its store.
 
 mod common;

@@ -1,4 +1,4 @@
-//! The schema version kept under the prefix, and forward migrations (C8).
+//! The schema version kept under the prefix, and forward migrations.
 //!
 //! `{prefix}:schema` holds the version of the layout the data was written in. Opening a
 //! store writes [`SCHEMA_VERSION`] when the key is missing (a new store), runs the

@@ -1,4 +1,4 @@
-//! Multi-process contention on every backend (C2): 8 processes × 1,000 appends to one
+//! Multi-process contention on every backend: 8 processes × 1,000 appends to one
 //! session, and a process compacting while another appends. Afterwards every acknowledged
 //! message is there once, intact, and each process's messages are in its own order.
 //!

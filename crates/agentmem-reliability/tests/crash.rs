@@ -1,4 +1,4 @@
-//! Crash safety of the durable embedded backends (C3): a child appending (and compacting)
+//! Crash safety of the durable embedded backends: a child appending (and compacting)
 //! with fsync durability is killed with SIGKILL at a random moment, again and again; after
 //! each kill the store opens, every acknowledged message is present, intact and in order,
 //! nothing is duplicated, a compaction is all-or-nothing, and a torn tail is repaired and

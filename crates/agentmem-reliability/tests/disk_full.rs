@@ -1,4 +1,4 @@
-//! Disk full (C3): a store on a small tmpfs (mounted by the test, as root) is filled up.
+//! Disk full: a store on a small tmpfs (mounted by the test, as root) is filled up.
 //! Appends then fail cleanly with `Unavailable`, nothing half-written remains, every earlier
 //! message is intact and readable, and after space is freed the store works again.
 //!

@@ -1,4 +1,4 @@
-//! Hostile names and content on every backend (D): path traversal, absolute paths, NUL,
+//! Hostile names and content on every backend: path traversal, absolute paths, NUL,
 //! 10,000-character names, Redis glob characters, MongoDB `$`/`.` keys, SQL quotes, invalid
 //! UTF-8 on disk and a 50 MB message. Each is rejected with `InvalidInput` or stored and
 //! returned exactly, and nothing lands outside the store's root / prefix / schema / database.

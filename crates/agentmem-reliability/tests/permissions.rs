@@ -1,4 +1,4 @@
-//! Permissions (D): the file backend's files are 0600 and its folders 0700 after every kind
+//! Permissions: the file backend's files are 0600 and its folders 0700 after every kind
 //! of write (append, save, compact, memory, purge), and so is the SQLite database with its
 //! `-wal`/`-shm`; a store in a read-only folder gives a clear error and loses nothing.
 //!

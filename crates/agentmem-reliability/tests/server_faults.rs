@@ -1,4 +1,4 @@
-//! Server faults (C3): a second server instance, started by the test on a free port, is
+//! Server faults: a second server instance, started by the test on a free port, is
 //! killed in the middle of a run of batch appends and started again on the same data.
 //! While it is down, operations fail with `Unavailable` (promptly, no hang); nothing
 //! acknowledged is lost; no batch is half-written; and work resumes once it is back.

@@ -1,4 +1,4 @@
-//! Retention (C9): one `DELETE` per limit; messages and archives follow by foreign-key
+//! Retention: one `DELETE` per limit; messages and archives follow by foreign-key
 //! cascade, and their full-text entries by trigger.
 
 use agentmem_core::support::retention_cutoff;

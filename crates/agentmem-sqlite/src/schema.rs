@@ -1,4 +1,4 @@
-//! The schema, its version record and forward migrations (C8).
+//! The schema, its version record and forward migrations.
 //!
 //! Every table is prefixed `agentmem_`, so the store can share a database file with an
 //! application's own tables. The version lives in `agentmem_schema` (one row). Opening a

@@ -1,4 +1,4 @@
-//! The shared conformance suite (C1), on a fresh temporary database file per test, removed
+//! The shared conformance suite, on a fresh temporary database file per test, removed
 //! with its folder when the test drops its store.
 #![allow(missing_docs)]
 

@@ -16,6 +16,11 @@ use futures_util::future::BoxFuture;
 /// How long one cleanup may take before the guard gives up on it (and says so on stderr).
 pub const CLEANUP_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// How long a guard dropped by a failing test waits before its cleanups: the test's futures
+/// were dropped mid-way, and requests they had already sent may still land on the server (and
+/// recreate what the cleanup removed).
+const SETTLE_AFTER_PANIC: Duration = Duration::from_secs(1);
+
 type Cleanup = Box<dyn FnOnce() -> BoxFuture<'static, Result<(), String>> + Send>;
 
 /// What a guard does when dropped, in the order the steps were added.
@@ -29,7 +34,8 @@ enum Step {
 /// Removes a test's namespace when dropped: runs the cleanups added with
 /// [`on_drop`](Self::on_drop) and drops the values added with [`keep`](Self::keep), in the
 /// order they were added. A cleanup that fails or times out is reported on stderr, never as a
-/// panic (the guard may be dropped while a failing test unwinds).
+/// panic (the guard may be dropped while a failing test unwinds; it then waits a moment first,
+/// so requests the test had in flight land before the namespace is removed).
 ///
 /// Removal is often async (a query to the server) while `Drop` is not, and the guard may be
 /// dropped on a runtime's worker thread, in a current-thread runtime, or outside any runtime.
@@ -112,6 +118,13 @@ impl Debug for NamespaceGuard {
 
 impl Drop for NamespaceGuard {
     fn drop(&mut self) {
+        let cleans = self
+            .steps
+            .iter()
+            .any(|step| matches!(step, Step::Run { .. }));
+        if cleans && std::thread::panicking() {
+            std::thread::sleep(SETTLE_AFTER_PANIC);
+        }
         for step in self.steps.drain(..) {
             match step {
                 Step::Keep(value) => drop(value),

@@ -1,5 +1,5 @@
 //! Workspace scoping on real repositories built with git2 in temp folders, checked against the
-//! `git` binary where one is installed (C6).
+//! `git` binary where one is installed.
 #![cfg(feature = "git")]
 
 use std::path::{Path, PathBuf};

@@ -17,7 +17,7 @@ struct WorkspaceReport {
 }
 
 /// Prints the workspace identity of `path` (default: the current folder) and the
-/// workspace-scoped session id of `agent` there (B5).
+/// workspace-scoped session id of `agent` there.
 pub fn show(out: &mut Output, path: Option<PathBuf>, agent: Option<&str>) -> Result<()> {
     let path = match path {
         Some(p) => p,

@@ -70,7 +70,7 @@ const DEFAULT_CUES: &[&str] = &[
     "fact",
 ];
 
-/// Summarizes without a model (A7): the sentences that state facts and decisions (they contain
+/// Summarizes without a model: the sentences that state facts and decisions (they contain
 /// a cue such as "decided", "prefer", "must", "my name", or else a number), then the latest
 /// turns. When the budget is short, cue sentences win over number-only ones and newer over
 /// older; the kept facts print in transcript order.

@@ -1,4 +1,4 @@
-//! Summarizers turn a transcript into the text that replaces it on compaction (A7).
+//! Summarizers turn a transcript into the text that replaces it on compaction.
 
 use std::fmt::Debug;
 
