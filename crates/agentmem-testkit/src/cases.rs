@@ -240,7 +240,12 @@ where
         .map(|case| async move {
             let store = factory().await?;
             let outcome = AssertUnwindSafe(case.run(&*store)).catch_unwind().await;
-            drop(store);
+            if outcome.is_err() {
+                // As a failing `#[tokio::test]` would drop it, while its panic unwinds.
+                crate::guard::drop_after_failure(store);
+            } else {
+                drop(store);
+            }
             outcome.err().map(|panic| {
                 let why = panic
                     .downcast_ref::<String>()

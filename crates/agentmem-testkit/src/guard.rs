@@ -4,6 +4,7 @@
 //! schema, a MongoDB database, a temporary folder). The guard removes it when the test ends,
 //! passed or failed (a panic drops it too), so runs leave nothing behind on the server.
 
+use std::cell::Cell;
 use std::fmt::{self, Debug, Display};
 use std::future::Future;
 use std::ops::Deref;
@@ -16,12 +17,25 @@ use futures_util::future::BoxFuture;
 /// How long one cleanup may take before the guard gives up on it (and says so on stderr).
 pub const CLEANUP_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// How long a guard dropped by a failing test waits before its cleanups: the test's futures
-/// were dropped mid-way, and requests they had already sent may still land on the server (and
-/// recreate what the cleanup removed).
-const SETTLE_AFTER_PANIC: Duration = Duration::from_secs(1);
+/// How long a guard dropped by a failing test waits before each of its two rounds of
+/// cleanups: the test's futures were dropped mid-way, and requests they had already sent may
+/// still land on the server (and bring back what the first round removed).
+const SETTLE_AFTER_FAILURE: Duration = Duration::from_secs(1);
 
-type Cleanup = Box<dyn FnOnce() -> BoxFuture<'static, Result<(), String>> + Send>;
+type Cleanup = Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>;
+
+thread_local! {
+    /// Set while [`drop_after_failure`] drops a failed test's store on this thread.
+    static AFTER_FAILURE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Drops `value` (a failed test's store or guard) as a panic would: its cleanups settle and
+/// run twice. For runners that catch a test's panic before dropping its store.
+pub(crate) fn drop_after_failure<T>(value: T) {
+    AFTER_FAILURE.with(|flag| flag.set(true));
+    drop(value);
+    AFTER_FAILURE.with(|flag| flag.set(false));
+}
 
 /// What a guard does when dropped, in the order the steps were added.
 enum Step {
@@ -32,10 +46,15 @@ enum Step {
 }
 
 /// Removes a test's namespace when dropped: runs the cleanups added with
-/// [`on_drop`](Self::on_drop) and drops the values added with [`keep`](Self::keep), in the
-/// order they were added. A cleanup that fails or times out is reported on stderr, never as a
-/// panic (the guard may be dropped while a failing test unwinds; it then waits a moment first,
-/// so requests the test had in flight land before the namespace is removed).
+/// [`on_drop`](Self::on_drop), in the order they were added, then drops the values added with
+/// [`keep`](Self::keep). A cleanup that fails or times out is reported on stderr, never as a
+/// panic (the guard may be dropped while a failing test unwinds).
+///
+/// A failing test may leave requests in flight (its futures dropped mid-way, the requests
+/// already sent) that land after the cleanup and bring part of the namespace back. So a guard
+/// dropped by a failing test (while its panic unwinds) waits a moment, runs its cleanups, waits
+/// again and runs them a second time: a cleanup must be repeatable (removing what is already
+/// gone is not an error).
 ///
 /// Removal is often async (a query to the server) while `Drop` is not, and the guard may be
 /// dropped on a runtime's worker thread, in a current-thread runtime, or outside any runtime.
@@ -49,9 +68,12 @@ enum Step {
 ///
 /// let removed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
 /// let flag = removed.clone();
-/// let guard = NamespaceGuard::new().on_drop("the test namespace", move || async move {
-///     flag.store(true, std::sync::atomic::Ordering::SeqCst);
-///     Ok::<(), String>(())
+/// let guard = NamespaceGuard::new().on_drop("the test namespace", move || {
+///     let flag = flag.clone();
+///     async move {
+///         flag.store(true, std::sync::atomic::Ordering::SeqCst);
+///         Ok::<(), String>(())
+///     }
 /// });
 /// drop(guard);
 /// assert!(removed.load(std::sync::atomic::Ordering::SeqCst));
@@ -69,16 +91,19 @@ impl NamespaceGuard {
     }
 
     /// Adds a cleanup: `cleanup()` is called, and its future run to its end, when the guard
-    /// is dropped (on a thread and runtime of its own, see [`NamespaceGuard`]). `what` names
-    /// the namespace in the message printed when the cleanup fails.
+    /// is dropped (on a thread and runtime of its own; twice after a failing test: see
+    /// [`NamespaceGuard`]). `what` names the namespace in the message printed when the cleanup
+    /// fails.
     pub fn on_drop<F, Fut, E>(mut self, what: impl Into<String>, cleanup: F) -> Self
     where
-        F: FnOnce() -> Fut + Send + 'static,
+        F: Fn() -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), E>> + Send + 'static,
         E: Display,
     {
-        let cleanup: Cleanup =
-            Box::new(move || Box::pin(async move { cleanup().await.map_err(|e| e.to_string()) }));
+        let cleanup: Cleanup = Arc::new(move || {
+            let done = cleanup();
+            Box::pin(async move { done.await.map_err(|e| e.to_string()) })
+        });
         self.steps.push(Step::Run {
             what: what.into(),
             cleanup,
@@ -118,23 +143,27 @@ impl Debug for NamespaceGuard {
 
 impl Drop for NamespaceGuard {
     fn drop(&mut self) {
-        let cleans = self
-            .steps
-            .iter()
-            .any(|step| matches!(step, Step::Run { .. }));
-        if cleans && std::thread::panicking() {
-            std::thread::sleep(SETTLE_AFTER_PANIC);
-        }
+        let mut cleanups = Vec::new();
+        let mut kept = Vec::new();
         for step in self.steps.drain(..) {
             match step {
-                Step::Keep(value) => drop(value),
-                Step::Run { what, cleanup } => {
-                    if let Err(why) = run_to_end(cleanup) {
-                        eprintln!("agentmem-testkit: could not remove {what}: {why}");
-                    }
+                Step::Run { what, cleanup } => cleanups.push((what, cleanup)),
+                Step::Keep(value) => kept.push(value),
+            }
+        }
+        let failed = std::thread::panicking() || AFTER_FAILURE.with(Cell::get);
+        let rounds = if failed && !cleanups.is_empty() { 2 } else { 1 };
+        for round in 1..=rounds {
+            if failed {
+                std::thread::sleep(SETTLE_AFTER_FAILURE);
+            }
+            for (what, cleanup) in &cleanups {
+                if let Err(why) = run_to_end(Arc::clone(cleanup)) {
+                    eprintln!("agentmem-testkit: could not remove {what} (round {round}): {why}");
                 }
             }
         }
+        drop(kept);
     }
 }
 
@@ -216,7 +245,7 @@ impl<S: ?Sized + 'static> TestStore<S> {
     /// Adds a cleanup, as [`NamespaceGuard::on_drop`].
     pub fn on_drop<F, Fut, E>(mut self, what: impl Into<String>, cleanup: F) -> Self
     where
-        F: FnOnce() -> Fut + Send + 'static,
+        F: Fn() -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), E>> + Send + 'static,
         E: Display,
     {
@@ -263,37 +292,65 @@ mod tests {
 
     use super::*;
 
+    /// A cleanup that records `name` (and whether `probe` is gone) in `log`.
+    fn record<T: Send + Sync + 'static>(
+        log: &Arc<Mutex<Vec<(&'static str, bool)>>>,
+        name: &'static str,
+        probe: std::sync::Weak<T>,
+    ) -> impl Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync + 'static {
+        let log = log.clone();
+        move || {
+            let (log, gone) = (log.clone(), probe.upgrade().is_none());
+            Box::pin(async move {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                log.lock().map_err(|e| e.to_string())?.push((name, gone));
+                Ok(())
+            })
+        }
+    }
+
     #[tokio::test(flavor = "current_thread")]
     async fn cleanups_run_in_order_after_the_store_is_dropped_even_on_a_blocked_runtime() {
         let log = Arc::new(Mutex::new(Vec::new()));
         let weak = {
             let store = Arc::new(InMemory::new());
             let weak = Arc::downgrade(&store);
-            let (first, second) = (log.clone(), log.clone());
-            let probe = weak.clone();
             let guarded = TestStore::from_arc(store)
-                .on_drop("first", move || async move {
-                    let gone = probe.upgrade().is_none();
-                    first
-                        .lock()
-                        .map_err(|e| e.to_string())?
-                        .push(("first", gone));
-                    Ok::<(), String>(())
-                })
-                .with_namespace(NamespaceGuard::new().on_drop("second", move || async move {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    second
-                        .lock()
-                        .map_err(|e| e.to_string())?
-                        .push(("second", true));
-                    Ok::<(), String>(())
-                }));
+                .on_drop("first", record(&log, "first", weak.clone()))
+                .with_namespace(
+                    NamespaceGuard::new().on_drop("second", record(&log, "second", weak.clone())),
+                );
             assert_eq!(guarded.backend(), "memory");
             weak
         };
         assert!(weak.upgrade().is_none());
         let log = log.lock().expect("the log lock");
         assert_eq!(*log, [("first", true), ("second", true)]);
+    }
+
+    #[test]
+    fn after_a_failure_the_cleanups_run_twice() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let guard = NamespaceGuard::new()
+            .on_drop("first", record(&log, "first", std::sync::Weak::<()>::new()))
+            .on_drop(
+                "second",
+                record(&log, "second", std::sync::Weak::<()>::new()),
+            );
+        drop_after_failure(guard);
+        let twice = [
+            ("first", true),
+            ("second", true),
+            ("first", true),
+            ("second", true),
+        ];
+        assert_eq!(*log.lock().expect("the log lock"), twice);
+        // Not on the next drop.
+        drop(
+            NamespaceGuard::new()
+                .on_drop("third", record(&log, "third", std::sync::Weak::<()>::new())),
+        );
+        assert_eq!(log.lock().expect("the log lock").len(), 5);
     }
 
     #[test]
@@ -309,9 +366,9 @@ mod tests {
                     }
                     Ok::<(), String>(())
                 })
-                .on_drop("last", move || async move {
+                .on_drop("last", move || {
                     after.fetch_add(1, Ordering::SeqCst);
-                    Ok::<(), String>(())
+                    async { Ok::<(), String>(()) }
                 }),
         );
         assert_eq!(ran.load(Ordering::SeqCst), 1, "later cleanups still run");

@@ -134,70 +134,97 @@ impl NamespaceGuard {
     /// the agentmem `prefix` parameter).
     #[cfg(feature = "redis")]
     pub fn redis_prefix(self, url: &str, prefix: &str) -> Self {
-        let (url, prefix) = (url.to_string(), prefix.to_string());
-        self.on_drop(format!("redis prefix {prefix}"), move || async move {
-            let pattern = format!("{}:*", checked(&prefix)?);
-            let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
-            let mut conn =
-                tokio::time::timeout(CONNECT_TIMEOUT, client.get_multiplexed_async_connection())
-                    .await
-                    .map_err(|_| "no answer from the server".to_string())?
-                    .map_err(|e| e.to_string())?;
-            let keys: Vec<String> = redis::cmd("KEYS")
-                .arg(&pattern)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| e.to_string())?;
-            for chunk in keys.chunks(500) {
-                redis::cmd("UNLINK")
-                    .arg(chunk)
-                    .query_async::<()>(&mut conn)
-                    .await
-                    .map_err(|e| e.to_string())?;
-            }
-            Ok::<(), String>(())
-        })
+        self.removing("redis prefix", url, prefix, remove_redis_keys)
     }
 
     /// Adds `DROP SCHEMA … CASCADE` of `schema` on the PostgreSQL server at `url` (without the
     /// agentmem `schema` or pool parameters).
     #[cfg(feature = "postgres")]
     pub fn postgres_schema(self, url: &str, schema: &str) -> Self {
-        let (url, schema) = (url.to_string(), schema.to_string());
-        self.on_drop(format!("postgres schema {schema}"), move || async move {
-            let sql = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", checked(&schema)?);
-            let mut config: tokio_postgres::Config = url.parse().map_err(|e| format!("{e}"))?;
-            config.connect_timeout(CONNECT_TIMEOUT);
-            let (client, connection) = config
-                .connect(tokio_postgres::NoTls)
-                .await
-                .map_err(|e| e.to_string())?;
-            let connection = tokio::spawn(connection);
-            let dropped = client.batch_execute(&sql).await.map_err(|e| e.to_string());
-            drop(client);
-            let _ = connection.await;
-            dropped
-        })
+        self.removing("postgres schema", url, schema, drop_postgres_schema)
     }
 
     /// Adds the dropping of `database` on the MongoDB server at `url`.
     #[cfg(feature = "mongodb")]
     pub fn mongodb_database(self, url: &str, database: &str) -> Self {
-        let (url, database) = (url.to_string(), database.to_string());
-        self.on_drop(format!("mongodb database {database}"), move || async move {
-            let name = checked(&database)?;
-            let mut options = mongodb::options::ClientOptions::parse(&url)
-                .await
-                .map_err(|e| e.to_string())?;
-            options.server_selection_timeout = Some(CONNECT_TIMEOUT);
-            let client = mongodb::Client::with_options(options).map_err(|e| e.to_string())?;
-            let dropped = client
-                .database(name)
-                .drop()
-                .await
-                .map_err(|e| e.to_string());
-            client.shutdown().await;
-            dropped
+        self.removing("mongodb database", url, database, drop_mongodb_database)
+    }
+
+    /// Adds `remove(url, name)`, the removal of the namespace `name` (a `kind`) on the server
+    /// at `url`.
+    #[cfg(any(feature = "redis", feature = "postgres", feature = "mongodb"))]
+    fn removing<Fut>(
+        self,
+        kind: &str,
+        url: &str,
+        name: &str,
+        remove: fn(String, String) -> Fut,
+    ) -> Self
+    where
+        Fut: std::future::Future<Output = Result<(), String>> + Send + 'static,
+    {
+        let (url, name) = (url.to_string(), name.to_string());
+        self.on_drop(format!("{kind} {name}"), move || {
+            remove(url.clone(), name.clone())
         })
     }
+}
+
+/// Deletes every key under `{prefix}:` on the Redis server at `url`.
+#[cfg(feature = "redis")]
+async fn remove_redis_keys(url: String, prefix: String) -> Result<(), String> {
+    let pattern = format!("{}:*", checked(&prefix)?);
+    let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
+    let mut conn = tokio::time::timeout(CONNECT_TIMEOUT, client.get_multiplexed_async_connection())
+        .await
+        .map_err(|_| "no answer from the server".to_string())?
+        .map_err(|e| e.to_string())?;
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(&pattern)
+        .query_async(&mut conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    for chunk in keys.chunks(500) {
+        redis::cmd("UNLINK")
+            .arg(chunk)
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// `DROP SCHEMA IF EXISTS … CASCADE` of `schema` on the PostgreSQL server at `url`.
+#[cfg(feature = "postgres")]
+async fn drop_postgres_schema(url: String, schema: String) -> Result<(), String> {
+    let sql = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", checked(&schema)?);
+    let mut config: tokio_postgres::Config = url.parse().map_err(|e| format!("{e}"))?;
+    config.connect_timeout(CONNECT_TIMEOUT);
+    let (client, connection) = config
+        .connect(tokio_postgres::NoTls)
+        .await
+        .map_err(|e| e.to_string())?;
+    let connection = tokio::spawn(connection);
+    let dropped = client.batch_execute(&sql).await.map_err(|e| e.to_string());
+    drop(client);
+    let _ = connection.await;
+    dropped
+}
+
+/// Drops `database` on the MongoDB server at `url`.
+#[cfg(feature = "mongodb")]
+async fn drop_mongodb_database(url: String, database: String) -> Result<(), String> {
+    let name = checked(&database)?;
+    let mut options = mongodb::options::ClientOptions::parse(&url)
+        .await
+        .map_err(|e| e.to_string())?;
+    options.server_selection_timeout = Some(CONNECT_TIMEOUT);
+    let client = mongodb::Client::with_options(options).map_err(|e| e.to_string())?;
+    let dropped = client
+        .database(name)
+        .drop()
+        .await
+        .map_err(|e| e.to_string());
+    client.shutdown().await;
+    dropped
 }

@@ -83,7 +83,8 @@ async fn open_store(url: &str, allowed: ServerFeatures) -> Option<TestStore<Laye
             // cleanup on a runtime of its own and waits for it).
             Some(
                 TestStore::from_arc(store).on_drop(format!("mongodb database {db}"), move || {
-                    let task = driver_runtime().spawn(async move { dropped.drop_database().await });
+                    let store = Arc::clone(&dropped);
+                    let task = driver_runtime().spawn(async move { store.drop_database().await });
                     async move {
                         task.await
                             .map_err(|e| e.to_string())?
