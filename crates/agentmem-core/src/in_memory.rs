@@ -19,18 +19,15 @@ use crate::model::{
     now, Archive, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, Session, SessionInfo,
 };
 use crate::name::SessionId;
-use crate::search::rank;
 use crate::store::{
     AgentMemory, Capabilities, MemoryFilter, MemoryHit, MessageHit, MessageQuery, PurgeReport,
     RetentionPolicy,
 };
+use crate::support::{rank_memories, rank_messages, select_memories};
 use crate::Layered;
 
 /// The schema version [`InMemory`] reports (it has no stored schema to migrate).
 const SCHEMA_VERSION: u32 = 1;
-
-/// How many hits a memory search returns when the filter sets no limit.
-const DEFAULT_SEARCH_LIMIT: usize = 10;
 
 /// An [`AgentMemory`] held in the process's memory, safe to share between tasks.
 ///
@@ -304,38 +301,11 @@ impl AgentMemory for InMemory {
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        let state = self.state();
-        let mut items: Vec<MemoryItem> = state
-            .memories
-            .iter()
-            .filter(|m| filter.kind.is_none_or(|k| m.kind == k))
-            .cloned()
-            .collect();
-        drop(state);
-        // Stable sort: items created in the same microsecond keep their insertion order.
-        items.sort_by_key(|m| m.created_at);
-        if let Some(limit) = filter.limit {
-            items.drain(..items.len().saturating_sub(limit));
-        }
-        Ok(items)
+        Ok(select_memories(&self.state().memories, filter))
     }
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        let state = self.state();
-        let candidates: Vec<&MemoryItem> = state
-            .memories
-            .iter()
-            .filter(|m| filter.kind.is_none_or(|k| m.kind == k))
-            .collect();
-        let limit = filter.limit.unwrap_or(DEFAULT_SEARCH_LIMIT);
-        let hits = rank(query, candidates.iter().map(|m| m.text.as_str()), limit);
-        Ok(hits
-            .into_iter()
-            .map(|(index, score)| MemoryHit {
-                item: candidates[index].clone(),
-                score,
-            })
-            .collect())
+        Ok(rank_memories(query, &self.state().memories, filter))
     }
 
     async fn delete_memory(&self, id: &str) -> Result<bool> {
@@ -347,28 +317,12 @@ impl AgentMemory for InMemory {
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
         let state = self.state();
-        let candidates: Vec<(&SessionId, &Message)> = state
+        let candidates = state
             .sessions
             .iter()
             .filter(|(id, _)| scope.session.as_ref().is_none_or(|s| s == *id))
-            .flat_map(|(id, stored)| stored.messages.iter().map(move |m| (id, m)))
-            .collect();
-        let hits = rank(
-            query,
-            candidates.iter().map(|(_, m)| m.content.as_str()),
-            scope.limit,
-        );
-        Ok(hits
-            .into_iter()
-            .map(|(index, score)| {
-                let (session, message) = candidates[index];
-                MessageHit {
-                    session: session.clone(),
-                    message: message.clone(),
-                    score,
-                }
-            })
-            .collect())
+            .flat_map(|(id, stored)| stored.messages.iter().map(move |m| (id, m)));
+        Ok(rank_messages(query, candidates, scope.limit))
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
