@@ -17,7 +17,7 @@ use std::sync::Arc;
 use agentmem::conversation::{
     workspace_dir_from_env, Compressor, Conversation, ExtractiveSummarizer, MemorySearchTool,
 };
-use agentmem::file::{FileConfig, FileMemory};
+use agentmem::file::{FileConfig, FileStore};
 use agentmem::{AgentName, Role, SessionId};
 
 /// A stand-in for a model call.
@@ -38,7 +38,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // On the file backend the store root is the workspace dir, as in Swarms:
     // $WORKSPACE_DIR/agents/<agent name>/MEMORY.md
-    let store = FileMemory::connect_with(FileConfig::new(&workspace)).await?;
+    let store = FileStore::connect_with(FileConfig::new(&workspace)).await?;
     let agent: AgentName = "ResearchAgent".parse()?;
     let session = SessionId::from(agent.clone());
 

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agentmem::conversation::Conversation;
-use agentmem::file::{FileConfig, FileMemory};
+use agentmem::file::{FileConfig, FileStore};
 use agentmem::{AgentMemory, AgentMemoryExt, AgentName, Role, SessionId};
 
 const RESUME_ARG: &str = "--resume-from";
@@ -88,7 +88,7 @@ async fn second_process(home: &Path) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 async fn open_conversation(home: &Path) -> Result<Conversation, Box<dyn std::error::Error>> {
-    let store = FileMemory::connect_with(FileConfig::new(home)).await?;
+    let store = FileStore::connect_with(FileConfig::new(home)).await?;
     let agent: AgentName = "QuickstartAgent".parse()?;
     let memory_file = store.memory_md_path(&SessionId::from(agent.clone()));
     let store: Arc<dyn AgentMemory> = Arc::new(store);

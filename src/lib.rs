@@ -15,21 +15,21 @@
 //! [`.ci/run`]: https://github.com/agentmem/agentmem/blob/main/.ci/run
 //! [BENCHMARKS.md]: https://github.com/agentmem/agentmem/blob/main/BENCHMARKS.md
 //! [ARCHITECTURE.md]: https://github.com/agentmem/agentmem/blob/main/ARCHITECTURE.md
-#![cfg_attr(feature = "file", doc = "[`FileMemory`]: crate::file::FileMemory")]
+#![cfg_attr(feature = "file", doc = "[`FileStore`]: crate::file::FileStore")]
 #![cfg_attr(feature = "file", doc = "[`agentmem-file`]: crate::file")]
 #![cfg_attr(feature = "file", doc = "[`crates/agentmem-file`]: crate::file")]
 #![cfg_attr(
     feature = "sqlite",
-    doc = "[`SqliteMemory`]: crate::sqlite::SqliteMemory"
+    doc = "[`SqliteStore`]: crate::sqlite::SqliteStore"
 )]
 #![cfg_attr(feature = "sqlite", doc = "[`agentmem-sqlite`]: crate::sqlite")]
 #![cfg_attr(feature = "sqlite", doc = "[`crates/agentmem-sqlite`]: crate::sqlite")]
-#![cfg_attr(feature = "redis", doc = "[`RedisMemory`]: crate::redis::RedisMemory")]
+#![cfg_attr(feature = "redis", doc = "[`RedisStore`]: crate::redis::RedisStore")]
 #![cfg_attr(feature = "redis", doc = "[`agentmem-redis`]: crate::redis")]
 #![cfg_attr(feature = "redis", doc = "[`crates/agentmem-redis`]: crate::redis")]
 #![cfg_attr(
     feature = "postgres",
-    doc = "[`PostgresMemory`]: crate::postgres::PostgresMemory"
+    doc = "[`PostgresStore`]: crate::postgres::PostgresStore"
 )]
 #![cfg_attr(feature = "postgres", doc = "[`agentmem-postgres`]: crate::postgres")]
 #![cfg_attr(
@@ -38,7 +38,7 @@
 )]
 #![cfg_attr(
     feature = "mongodb",
-    doc = "[`MongoMemory`]: crate::mongodb::MongoMemory"
+    doc = "[`MongoStore`]: crate::mongodb::MongoStore"
 )]
 #![cfg_attr(feature = "mongodb", doc = "[`agentmem-mongodb`]: crate::mongodb")]
 #![cfg_attr(
@@ -95,7 +95,7 @@ mod open;
 pub use agentmem_core::backend::Backend;
 pub use agentmem_core::{
     async_trait, history, layer, now, search, AgentMemory, AgentMemoryExt, AgentName, Archive,
-    ArchiveId, ArchiveInfo, Capabilities, ContextStore, Error, ErrorKind, InMemory, Layered,
+    ArchiveId, ArchiveInfo, Capabilities, ContextStore, Error, ErrorKind, InMemoryStore, Layered,
     MemoryFilter, MemoryHit, MemoryItem, MemoryKind, Message, MessageHit, MessageQuery, Metadata,
     Operation, PurgeReport, Result, RetentionPolicy, Role, Session, SessionId, SessionInfo,
 };

@@ -32,7 +32,7 @@ async fn suite(service: &str, url: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_memory_store() {
-    let store: Arc<dyn AgentMemory> = Arc::new(agentmem::InMemory::new());
+    let store: Arc<dyn AgentMemory> = Arc::new(agentmem::InMemoryStore::new());
     agentmem_rig::cases::all(store.clone(), store).await;
 }
 

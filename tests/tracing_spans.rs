@@ -216,7 +216,7 @@ where
 #[tokio::test]
 async fn in_memory_store() {
     traced(|captured| async move {
-        check_spans(Arc::new(agentmem::InMemory::new()), &captured, &[]).await;
+        check_spans(Arc::new(agentmem::InMemoryStore::new()), &captured, &[]).await;
     })
     .await;
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use agentmem_agent::{Agent, AgentConfig};
 use agentmem_core::{
-    async_trait, AgentMemory, AgentMemoryExt, ContextStore, ErrorKind, InMemory, MemoryKind,
+    async_trait, AgentMemory, AgentMemoryExt, ContextStore, ErrorKind, InMemoryStore, MemoryKind,
     Message, Metadata, Operation, Result, Role, SessionId,
 };
 use agentmem_workspace::{session_id, WorkspaceId};
@@ -258,7 +258,7 @@ async fn features_beyond_the_protocol_are_refused_when_the_agent_is_built() {
 
 #[tokio::test]
 async fn every_agent_memory_is_a_context_store() {
-    let store = Arc::new(InMemory::new());
+    let store = Arc::new(InMemoryStore::new());
     store
         .store_memory(MemoryKind::Fact, "The user's name is Ada")
         .await

@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use agentmem_agent::{Agent, AgentConfig};
-use agentmem_core::{AgentMemory, InMemory, Message};
+use agentmem_core::{AgentMemory, InMemoryStore, Message};
 use agentmem_workspace::{session_id, WorkspaceId, GLOBAL_SESSIONS_ENV};
 use common::{after_turn, registry, turn_context};
 
@@ -28,7 +28,7 @@ async fn environment_switches_home_and_global_sessions() {
     // Workspace-scoped by default...
     let workspace = tmp.path().join("project");
     std::fs::create_dir_all(&workspace).expect("folder");
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
     let config = || {
         AgentConfig::default()
             .with_history(true)

@@ -1,5 +1,5 @@
 //! `Agent` through the public API: history injection, auto-save, workspace-scoped sessions,
-//! manual memory and auto-memory, on `InMemory` and the file store.
+//! manual memory and auto-memory, on `InMemoryStore` and the file store.
 
 mod common;
 
@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use agentmem_agent::{Agent, AgentConfig};
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ErrorKind, InMemory, MemoryFilter, MemoryKind, Message, Role,
+    AgentMemory, AgentMemoryExt, ErrorKind, InMemoryStore, MemoryFilter, MemoryKind, Message, Role,
     SessionId,
 };
 use agentmem_workspace::{session_id, WorkspaceId};
@@ -41,7 +41,7 @@ async fn run(agent: &Agent, user: &str, answer: &str) -> Vec<Message> {
 #[tokio::test]
 async fn a_second_run_in_the_same_workspace_sees_the_history() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
 
     let first = scoped_agent(dir.path(), &store, "assistant");
     run(&first, "My name is Alice", "Hello Alice").await;
@@ -63,7 +63,7 @@ async fn a_second_run_in_the_same_workspace_sees_the_history() {
 async fn other_workspaces_and_other_agents_start_fresh() {
     let a = tempfile::tempdir().expect("temp dir");
     let b = tempfile::tempdir().expect("temp dir");
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
     let in_a = scoped_agent(a.path(), &store, "assistant");
     run(&in_a, "secret project A", "noted").await;
 
@@ -83,7 +83,7 @@ async fn other_workspaces_and_other_agents_start_fresh() {
 async fn an_explicit_session_id_wins_and_is_not_scoped() {
     let a = tempfile::tempdir().expect("temp dir");
     let b = tempfile::tempdir().expect("temp dir");
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
     let config = |dir: &Path| history_config(dir).with_session_id("user_123");
     let in_a = Agent::new(config(a.path()), store.clone(), Some("assistant")).expect("memory");
     assert_eq!(
@@ -105,7 +105,7 @@ async fn an_explicit_session_id_wins_and_is_not_scoped() {
 #[tokio::test]
 async fn name_only_sessions_from_before_are_not_adopted() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
     let legacy: SessionId = "assistant".parse().expect("name");
     store
         .append_one(&legacy, Message::user("old global history"))
@@ -118,7 +118,7 @@ async fn name_only_sessions_from_before_are_not_adopted() {
 #[tokio::test]
 async fn history_is_limited_and_never_injected_twice() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
     let agent = Agent::new(
         history_config(dir.path()).with_history_limit(4),
         store.clone(),
@@ -159,7 +159,7 @@ async fn history_is_limited_and_never_injected_twice() {
 
 #[tokio::test]
 async fn injected_history_never_starts_with_an_orphaned_tool_result() {
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
     let session: SessionId = "tools".parse().expect("name");
     store
         .append(
@@ -246,7 +246,7 @@ async fn auto_save_appends_what_is_new_and_never_rewrites() {
 
 #[tokio::test]
 async fn stored_memories_go_into_the_system_prompt() {
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
     let agent =
         Agent::new(AgentConfig::enabled(), store.clone(), Some("assistant")).expect("memory");
     assert_eq!(agent.system_prompt("Base.").await.expect("prompt"), "Base.");
@@ -277,7 +277,7 @@ async fn stored_memories_go_into_the_system_prompt() {
 
 #[tokio::test]
 async fn auto_memory_keeps_one_fact_per_key() {
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
     let config = AgentConfig::default().with_auto_memory(true);
     let agent = Agent::new(config, store.clone(), None).expect("memory");
     let report = after_turn(
@@ -362,7 +362,7 @@ async fn from_config_opens_a_file_store_that_keeps_history_across_runs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_saves_of_one_conversation_store_each_message_once() {
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
     let config = AgentConfig::default()
         .with_history(true)
         .with_session_id("shared")
@@ -436,7 +436,7 @@ async fn concurrent_turns_are_stored_in_conversation_order() {
 async fn the_config_decides_global_sessions_over_the_environment() {
     let a = tempfile::tempdir().expect("temp dir");
     let b = tempfile::tempdir().expect("temp dir");
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
     let global = |dir: &Path| history_config(dir).with_global_sessions(true);
     let in_a = Agent::new(global(a.path()), store.clone(), Some("assistant")).expect("memory");
     let in_b = Agent::new(global(b.path()), store.clone(), Some("assistant")).expect("memory");

@@ -267,7 +267,7 @@ async fn append_rest(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use agentmem_core::{AgentMemoryExt, ErrorKind, InMemory, Layered};
+    use agentmem_core::{AgentMemoryExt, ErrorKind, InMemoryStore, Layered};
 
     fn session(n_archives: usize, per: usize) -> SessionExport {
         let mut s = SessionExport::new("s".parse().unwrap());
@@ -290,8 +290,8 @@ mod tests {
 
     /// An empty store, and a session with `n_archives` archives of `per` messages and `per`
     /// current messages to copy into it.
-    fn store_and_session(n_archives: usize, per: usize) -> (Layered<InMemory>, SessionExport) {
-        (InMemory::new(), session(n_archives, per))
+    fn store_and_session(n_archives: usize, per: usize) -> (Layered<InMemoryStore>, SessionExport) {
+        (InMemoryStore::new(), session(n_archives, per))
     }
 
     /// [`sync_session`] with the default options.

@@ -113,7 +113,7 @@ impl ConversationBuilder {
     }
 
     /// The path of the active memory file, reported by [`Conversation::memory_path`] while
-    /// persisting (for the file backend, `FileMemory::memory_md_path(&session)`).
+    /// persisting (for the file backend, `FileStore::memory_md_path(&session)`).
     pub fn memory_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.memory_file = Some(path.into());
         self

@@ -54,9 +54,9 @@ pub struct Compaction {
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use std::sync::Arc;
 /// use agentmem_conversation::Conversation;
-/// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemory, Role};
+/// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemoryStore, Role};
 ///
-/// let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+/// let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
 /// let convo = Conversation::builder("ResearchAgent".parse()?)
 ///     .system_prompt("You are a research assistant.")
 ///     .persistent(true)

@@ -10,22 +10,18 @@ use std::sync::Arc;
 use agentmem_conversation::templates::{PRELOAD_PREFIX, SUMMARY_PREFIX};
 use agentmem_conversation::{Compressor, Conversation, ExtractiveSummarizer};
 use agentmem_core::{AgentMemory, AgentMemoryExt, Layered, Role};
-use agentmem_file::{Durability, FileConfig, FileMemory};
+use agentmem_file::{Durability, FileConfig, FileStore};
 use common::{join_all, name, spawn_adders, transcript};
 
-async fn file_store(root: &Path) -> Arc<Layered<FileMemory>> {
+async fn file_store(root: &Path) -> Arc<Layered<FileStore>> {
     Arc::new(
-        FileMemory::connect_with(FileConfig::new(root).with_durability(Durability::Buffered))
+        FileStore::connect_with(FileConfig::new(root).with_durability(Durability::Buffered))
             .await
             .unwrap(),
     )
 }
 
-async fn open(
-    store: &Arc<Layered<FileMemory>>,
-    agent: &str,
-    context_length: usize,
-) -> Conversation {
+async fn open(store: &Arc<Layered<FileStore>>, agent: &str, context_length: usize) -> Conversation {
     let agent = name(agent);
     Conversation::builder(agent.clone())
         .system_prompt("You are a research assistant.")
@@ -46,7 +42,7 @@ async fn open(
 /// the file.
 async fn reopen_preloading_the_file(
     convo: Conversation,
-    store: &Arc<Layered<FileMemory>>,
+    store: &Arc<Layered<FileStore>>,
 ) -> (Conversation, String) {
     let path = convo.memory_path().unwrap();
     let agent = convo.agent_name().as_str().to_string();

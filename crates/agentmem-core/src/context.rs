@@ -26,7 +26,7 @@ use crate::store::AgentMemory;
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use agentmem_core::{async_trait, AgentMemory, ContextStore, InMemory, Message, Metadata,
+/// use agentmem_core::{async_trait, AgentMemory, ContextStore, InMemoryStore, Message, Metadata,
 ///     Result, SessionId};
 ///
 /// /// A custom store: a fixed preference as context, and every saved conversation kept.
@@ -62,7 +62,7 @@ use crate::store::AgentMemory;
 /// assert_eq!(mine.saved.lock().unwrap()[0].1[0].content, "hi");
 ///
 /// // Every AgentMemory is a ContextStore: its own get_context and save_session.
-/// let full: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+/// let full: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
 /// let store: Arc<dyn ContextStore> = Arc::new(full.clone());
 /// store.save_session(&chat, &[Message::user("hello")], &Metadata::new()).await?;
 /// assert_eq!(full.load(&chat, None).await?.unwrap().messages.len(), 1);

@@ -17,7 +17,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// `#[non_exhaustive]`, so a `match` needs a catch-all arm.
 ///
 /// ```
-/// use agentmem_core::{AgentMemory, Error, ErrorKind, InMemory, SessionId};
+/// use agentmem_core::{AgentMemory, Error, ErrorKind, InMemoryStore, SessionId};
 ///
 /// fn what_to_do(err: &Error) -> &'static str {
 ///     match err.kind() {
@@ -29,7 +29,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// }
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let missing: SessionId = "never-written".parse()?;
-/// let err = InMemory::new().compact(&missing, &[]).await.unwrap_err();
+/// let err = InMemoryStore::new().compact(&missing, &[]).await.unwrap_err();
 /// assert_eq!(what_to_do(&err), "start a new session");
 /// assert_eq!(what_to_do(&Error::unavailable("connection refused")), "retry later");
 /// assert_eq!(what_to_do(&Error::corrupt("torn record")), "report it");

@@ -14,9 +14,9 @@ use crate::store::AgentMemory;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemory, MemoryKind, Message, SessionId};
+/// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemoryStore, MemoryKind, Message, SessionId};
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+/// let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
 /// let id: SessionId = "demo".parse()?;
 /// // A missing session reads as empty, not as an error.
 /// assert!(!store.session_exists(&id).await?);

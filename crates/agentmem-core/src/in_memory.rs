@@ -1,4 +1,4 @@
-//! [`InMemory`]: the in-process reference implementation of [`AgentMemory`].
+//! [`InMemoryStore`]: the in-process reference implementation of [`AgentMemory`].
 //!
 //! Nothing is written anywhere: the store lives as long as the value. It is what the
 //! conformance suite (`agentmem-testkit`) is checked against first, what examples and tests
@@ -26,7 +26,7 @@ use crate::store::{
 use crate::support::{rank_memories, rank_messages, select_memories};
 use crate::Layered;
 
-/// The schema version [`InMemory`] reports (it has no stored schema to migrate).
+/// The schema version [`InMemoryStore`] reports (it has no stored schema to migrate).
 const SCHEMA_VERSION: u32 = 1;
 
 /// An [`AgentMemory`] held in the process's memory, safe to share between tasks.
@@ -36,10 +36,10 @@ const SCHEMA_VERSION: u32 = 1;
 /// compaction racing with appends sees each append either before or after it.
 ///
 /// ```
-/// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemory, Message, SessionId};
+/// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemoryStore, Message, SessionId};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().expect("runtime").block_on(async {
-/// let store = InMemory::new();
+/// let store = InMemoryStore::new();
 /// let id: SessionId = "demo".parse()?;
 /// store.append(&id, &[Message::user("hello"), Message::assistant("hi")]).await?;
 /// let archive = store.compact(&id, &[Message::system("[summary] greeted")]).await?;
@@ -49,7 +49,7 @@ const SCHEMA_VERSION: u32 = 1;
 /// # }).expect("example runs");
 /// ```
 #[derive(Debug, Default)]
-pub struct InMemory {
+pub struct InMemoryStore {
     state: Mutex<State>,
 }
 
@@ -121,10 +121,10 @@ impl StoredSession {
     }
 }
 
-impl InMemory {
+impl InMemoryStore {
     /// An empty store, wearing the standard [layers](crate::layer).
-    pub fn new() -> Layered<InMemory> {
-        layered(InMemory::default())
+    pub fn new() -> Layered<InMemoryStore> {
+        layered(InMemoryStore::default())
     }
 
     /// Locks the state. A panic while the lock was held cannot have left it half-changed
@@ -152,9 +152,9 @@ fn not_found_session(session: &SessionId) -> Error {
 }
 
 #[async_trait]
-impl AgentMemory for InMemory {
+impl AgentMemory for InMemoryStore {
     fn backend(&self) -> &'static str {
-        "memory"
+        "in-memory"
     }
 
     fn capabilities(&self) -> Capabilities {

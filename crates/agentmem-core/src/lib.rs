@@ -2,7 +2,7 @@
 // to docs.rs there; the definitions below come first, so rustdoc links to (and checks) the items.
 //! [`AgentMemory`]: crate::AgentMemory
 //! [`AgentMemoryExt`]: crate::AgentMemoryExt
-//! [`InMemory`]: crate::InMemory
+//! [`InMemoryStore`]: crate::InMemoryStore
 //! [`Message`]: crate::Message
 //! [`Role`]: crate::Role
 //! [`Session`]: crate::Session
@@ -47,7 +47,7 @@ pub mod support;
 pub use context::ContextStore;
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use ext::AgentMemoryExt;
-pub use in_memory::InMemory;
+pub use in_memory::InMemoryStore;
 pub use model::{
     new_id, now, Archive, ArchiveId, ArchiveInfo, MemoryItem, MemoryKind, Message, Metadata, Role,
     Session, SessionInfo,

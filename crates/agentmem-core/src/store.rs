@@ -125,7 +125,7 @@ pub struct PurgeReport {
 /// - Failures are typed by [`ErrorKind`](crate::ErrorKind); nothing acknowledged is lost.
 #[async_trait]
 pub trait AgentMemory: Debug + Send + Sync + 'static {
-    /// The backend's short name: `file`, `sqlite`, `redis`, `postgres`, `mongodb`, `memory`.
+    /// The backend's short name: `file`, `sqlite`, `redis`, `postgres`, `mongodb`, `in-memory`.
     fn backend(&self) -> &'static str;
 
     /// What this backend guarantees beyond the common contract.
@@ -138,9 +138,9 @@ pub trait AgentMemory: Debug + Send + Sync + 'static {
     /// most recent ones without a query, one per line as `- text`. Empty when nothing is stored.
     ///
     /// ```
-    /// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemory, MemoryKind};
+    /// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemoryStore, MemoryKind};
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let store = InMemory::new();
+    /// let store = InMemoryStore::new();
     /// assert_eq!(store.get_context(None).await?, "");
     /// store.store_memory(MemoryKind::Fact, "The user's name is Ada").await?;
     /// store.store_memory(MemoryKind::Fact, "The project uses PostgreSQL").await?;
@@ -204,9 +204,9 @@ pub trait AgentMemory: Debug + Send + Sync + 'static {
     /// in the archive or after the replacement). `NotFound` when the session does not exist.
     ///
     /// ```
-    /// use agentmem_core::{AgentMemory, AgentMemoryExt, ErrorKind, InMemory, Message, SessionId};
+    /// use agentmem_core::{AgentMemory, AgentMemoryExt, ErrorKind, InMemoryStore, Message, SessionId};
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let store = InMemory::new();
+    /// let store = InMemoryStore::new();
     /// let id: SessionId = "demo".parse()?;
     /// let old = vec![Message::user("hi"), Message::assistant("hello")];
     /// store.append(&id, &old).await?;
@@ -251,9 +251,9 @@ pub trait AgentMemory: Debug + Send + Sync + 'static {
     /// Messages containing any word of `query`, best first, across sessions or in one.
     ///
     /// ```
-    /// use agentmem_core::{AgentMemory, InMemory, Message, MessageQuery, SessionId};
+    /// use agentmem_core::{AgentMemory, InMemoryStore, Message, MessageQuery, SessionId};
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let store = InMemory::new();
+    /// let store = InMemoryStore::new();
     /// let (alice, bob): (SessionId, SessionId) = ("alice".parse()?, "bob".parse()?);
     /// store.append(&alice, &[Message::user("BigQuery pricing?"), Message::user("lunch")]).await?;
     /// store.append(&bob, &[Message::user("bigquery vs AlloyDB")]).await?;
@@ -275,9 +275,9 @@ pub trait AgentMemory: Debug + Send + Sync + 'static {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemory, Message, RetentionPolicy};
+    /// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemoryStore, Message, RetentionPolicy};
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let store = InMemory::new();
+    /// let store = InMemoryStore::new();
     /// for name in ["old", "new"] {
     ///     store.append_one(&name.parse()?, Message::user(name)).await?;
     /// }

@@ -27,15 +27,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use agentmem_core::{AgentMemory, Layered, Message, MessageQuery, SessionId};
-use agentmem_file::{Durability, FileConfig, FileMemory};
+use agentmem_file::{Durability, FileConfig, FileStore};
 use agentmem_testkit::bench::{
     self, big, compact_size, fill, message, messages, quick, runtime, timed_with_reset,
 };
 use agentmem_testkit::peak_memory;
 use criterion::{criterion_group, Criterion, Throughput};
 
-async fn store(dir: &Path, durability: Durability) -> Layered<FileMemory> {
-    FileMemory::connect_with(FileConfig::new(dir).with_durability(durability))
+async fn store(dir: &Path, durability: Durability) -> Layered<FileStore> {
+    FileStore::connect_with(FileConfig::new(dir).with_durability(durability))
         .await
         .unwrap()
 }
@@ -364,7 +364,7 @@ fn measure_peak_memory(n: usize) {
     peak_memory::measure_in_children(
         dir.path(),
         &[
-            ("agentmem", "agentmem FileMemory::load(None), new store"),
+            ("agentmem", "agentmem FileStore::load(None), new store"),
             ("raw_std", "raw_std std::fs::read + serde_json"),
         ],
         n,

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use agentmem_core::backend::BackendConfig;
 use agentmem_core::{async_trait, Error, Layered, Result};
 
-use crate::store::FileMemory;
+use crate::store::FileStore;
 
 /// When appends reach the disk.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -171,12 +171,12 @@ impl FromStr for FileConfig {
 /// ```
 #[async_trait]
 impl BackendConfig for FileConfig {
-    type Store = FileMemory;
+    type Store = FileStore;
     const BACKEND: &'static str = crate::store::BACKEND;
     const SCHEMES: &'static [&'static str] = &["file"];
 
-    async fn connect(self) -> Result<Layered<FileMemory>> {
-        FileMemory::connect_with(self).await
+    async fn connect(self) -> Result<Layered<FileStore>> {
+        FileStore::connect_with(self).await
     }
 }
 

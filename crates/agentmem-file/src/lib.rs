@@ -1,13 +1,13 @@
 // The crate documentation is the README (also shown on GitHub and crates.io). Its links point
 // to docs.rs there; the definitions below come first, so rustdoc links to (and checks) the items.
 //! [`AgentMemory`]: agentmem_core::AgentMemory
-//! [`FileMemory`]: crate::FileMemory
-//! [`FileMemory::connect`]: crate::FileMemory::connect
-//! [`FileMemory::connect_with`]: crate::FileMemory::connect_with
+//! [`FileStore`]: crate::FileStore
+//! [`FileStore::connect`]: crate::FileStore::connect
+//! [`FileStore::connect_with`]: crate::FileStore::connect_with
 //! [`Layered`]: agentmem_core::Layered
 //! [`Registry`]: agentmem_core::backend::Registry
-//! [`FileMemory::repairs`]: crate::FileMemory::repairs
-//! [`FileMemory::check`]: crate::FileMemory::check
+//! [`FileStore::repairs`]: crate::FileStore::repairs
+//! [`FileStore::check`]: crate::FileStore::check
 //! [`FileConfig`]: crate::FileConfig
 //! [`Durability::Fsync`]: crate::Durability::Fsync
 //! [`Durability::Buffered`]: crate::Durability::Buffered
@@ -27,4 +27,4 @@ mod tail;
 
 pub use config::{Durability, FileConfig};
 pub use repair::{RepairKind, RepairReport};
-pub use store::{FileMemory, SCHEMA_VERSION};
+pub use store::{FileStore, SCHEMA_VERSION};

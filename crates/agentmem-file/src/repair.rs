@@ -160,7 +160,7 @@ impl Findings {
     }
 }
 
-/// Every repair made by one `FileMemory`, for `FileMemory::repairs`.
+/// Every repair made by one `FileStore`, for `FileStore::repairs`.
 #[derive(Debug, Default)]
 pub(crate) struct RepairLog {
     reports: Mutex<Vec<RepairReport>>,

@@ -1,4 +1,4 @@
-//! [`FileMemory`]: the [`AgentMemory`] implementation over the files of one root folder.
+//! [`FileStore`]: the [`AgentMemory`] implementation over the files of one root folder.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -53,10 +53,10 @@ struct SchemaFile {
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
-/// use agentmem_file::{FileConfig, FileMemory};
+/// use agentmem_file::{FileConfig, FileStore};
 ///
 /// let dir = tempfile::tempdir()?;
-/// let store = FileMemory::connect_with(FileConfig::new(dir.path())).await?;
+/// let store = FileStore::connect_with(FileConfig::new(dir.path())).await?;
 /// let id: SessionId = "ResearchAgent".parse()?;
 /// store.append_one(&id, Message::user("Compare BigQuery and AlloyDB")).await?;
 /// let md = std::fs::read_to_string(store.memory_md_path(&id))?;
@@ -66,7 +66,7 @@ struct SchemaFile {
 /// # }).unwrap();
 /// ```
 #[derive(Debug, Clone)]
-pub struct FileMemory {
+pub struct FileStore {
     inner: Arc<Inner>,
 }
 
@@ -83,23 +83,23 @@ fn join_error(e: tokio::task::JoinError) -> Error {
     Error::backend("a blocking file task failed").with_source(e)
 }
 
-impl FileMemory {
+impl FileStore {
     /// Opens (creating when missing) the store at `config.root`: the folders (mode 0700), the
     /// schema file, and the removal of session folders a crash left half-deleted. The store
     /// wears the standard [layers](agentmem_core::layer) (validation, spans, error labels).
-    pub async fn connect_with(config: FileConfig) -> Result<Layered<FileMemory>> {
+    pub async fn connect_with(config: FileConfig) -> Result<Layered<FileStore>> {
         layer::open_layered(BACKEND, Self::open_raw(config)).await
     }
 
     /// Opens the store a `file://` URL names (see [`FileConfig`] for the syntax); this is what
-    /// `agentmem::open("file://…")` calls. Then as [`FileMemory::connect_with`].
-    pub async fn connect(url: &str) -> Result<Layered<FileMemory>> {
+    /// `agentmem::open("file://…")` calls. Then as [`FileStore::connect_with`].
+    pub async fn connect(url: &str) -> Result<Layered<FileStore>> {
         let config: FileConfig = url.parse()?;
         Self::connect_with(config).await
     }
 
     /// The raw store, without layers.
-    async fn open_raw(config: FileConfig) -> Result<FileMemory> {
+    async fn open_raw(config: FileConfig) -> Result<FileStore> {
         let layout = Layout::new(&config.root);
         let prepared = layout.clone();
         let findings = tokio::task::spawn_blocking(move || prepare_root(&prepared))
@@ -113,7 +113,7 @@ impl FileMemory {
             repairs: RepairLog::default(),
         };
         inner.repairs.extend(&findings);
-        Ok(FileMemory {
+        Ok(FileStore {
             inner: Arc::new(inner),
         })
     }
@@ -152,17 +152,17 @@ impl FileMemory {
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// # use std::io::Write;
     /// use agentmem_core::{AgentMemoryExt, Message, SessionId};
-    /// use agentmem_file::{FileConfig, FileMemory, RepairKind};
+    /// use agentmem_file::{FileConfig, FileStore, RepairKind};
     ///
     /// let dir = tempfile::tempdir()?;
     /// let id: SessionId = "ResearchAgent".parse()?;
-    /// let store = FileMemory::connect_with(FileConfig::new(dir.path())).await?;
+    /// let store = FileStore::connect_with(FileConfig::new(dir.path())).await?;
     /// store.append_one(&id, Message::user("Hello")).await?;
     /// // A crash in the middle of an append leaves half a line at the end of the log.
     /// let log = store.memory_md_path(&id).with_file_name("session.jsonl");
     /// std::fs::OpenOptions::new().append(true).open(&log)?.write_all(b"{\"role\":\"us")?;
     ///
-    /// let store = FileMemory::connect_with(FileConfig::new(dir.path())).await?; // the next process
+    /// let store = FileStore::connect_with(FileConfig::new(dir.path())).await?; // the next process
     /// assert!(store.repairs().is_empty()); // nothing repaired yet
     /// assert_eq!(store.messages(&id).await?.len(), 1); // first use: the torn line is cut away
     /// assert_eq!(store.repairs()[0].kind, RepairKind::TornTail);
@@ -175,17 +175,17 @@ impl FileMemory {
 
     /// Checks one session's files from scratch (not trusting what this process cached) and
     /// returns what is damaged. With `repair`, damage is repaired as on first access (and also
-    /// recorded in [`FileMemory::repairs`]); without, nothing is changed on disk. A damaged
+    /// recorded in [`FileStore::repairs`]); without, nothing is changed on disk. A damaged
     /// line in the middle of a log cannot be repaired safely: it is a `CorruptData` error.
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// # use std::io::Write;
     /// use agentmem_core::{AgentMemoryExt, Message, SessionId};
-    /// use agentmem_file::{FileConfig, FileMemory, RepairKind};
+    /// use agentmem_file::{FileConfig, FileStore, RepairKind};
     ///
     /// let dir = tempfile::tempdir()?;
-    /// let store = FileMemory::connect_with(FileConfig::new(dir.path())).await?;
+    /// let store = FileStore::connect_with(FileConfig::new(dir.path())).await?;
     /// let id: SessionId = "ResearchAgent".parse()?;
     /// store.append_one(&id, Message::user("Hello")).await?;
     /// // A crash in the middle of an append leaves half a line at the end of the log.
@@ -481,7 +481,7 @@ fn prepare_root(layout: &Layout) -> Result<Findings> {
 }
 
 #[async_trait]
-impl AgentMemory for FileMemory {
+impl AgentMemory for FileStore {
     fn backend(&self) -> &'static str {
         BACKEND
     }

@@ -1,14 +1,14 @@
 //! The whole conformance suite on the file backend, each test in a temporary folder that is
 //! removed when the test drops its store.
 
-use agentmem_file::{Durability, FileConfig, FileMemory};
+use agentmem_file::{Durability, FileConfig, FileStore};
 use agentmem_testkit::TestStore;
 
 async fn store() -> Option<TestStore> {
     let dir = tempfile::tempdir().expect("create a temp folder");
     // Buffered: the suite checks behaviour, not power-loss durability (tested elsewhere).
     let config = FileConfig::new(dir.path()).with_durability(Durability::Buffered);
-    let store = FileMemory::connect_with(config)
+    let store = FileStore::connect_with(config)
         .await
         .expect("open the file store");
     Some(TestStore::new(store).keep(dir).into_dyn())

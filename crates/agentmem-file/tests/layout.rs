@@ -8,7 +8,7 @@ use agentmem_core::{
     AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind, Message,
     Role, SessionId,
 };
-use agentmem_file::{Durability, FileConfig, FileMemory};
+use agentmem_file::{Durability, FileConfig, FileStore};
 use agentmem_formats::swarms::archive_file_stem;
 use agentmem_formats::time::isoformat;
 use chrono::{DateTime, TimeZone, Utc};
@@ -24,8 +24,8 @@ fn sid(name: &str) -> SessionId {
     name.parse().expect("valid id")
 }
 
-async fn open(root: &Path) -> Layered<FileMemory> {
-    FileMemory::connect_with(FileConfig::new(root).with_durability(Durability::Buffered))
+async fn open(root: &Path) -> Layered<FileStore> {
+    FileStore::connect_with(FileConfig::new(root).with_durability(Durability::Buffered))
         .await
         .expect("open")
 }
@@ -316,7 +316,7 @@ async fn the_memory_log_is_compacted_and_shared() {
 async fn urls_and_capabilities() {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("file://{}?durability=buffered", dir.path().display());
-    let store = FileMemory::connect(&url).await.expect("connect");
+    let store = FileStore::connect(&url).await.expect("connect");
     assert_eq!(store.root(), dir.path());
     assert_eq!(store.backend(), "file");
     assert!(!store.capabilities().durable);
@@ -325,12 +325,12 @@ async fn urls_and_capabilities() {
         store.schema_version().await.expect("version"),
         agentmem_file::SCHEMA_VERSION
     );
-    let fsync = FileMemory::connect(&format!("file://{}", dir.path().display()))
+    let fsync = FileStore::connect(&format!("file://{}", dir.path().display()))
         .await
         .expect("connect");
     assert!(fsync.capabilities().durable);
     for bad in ["file://relative/dir", "file:///x?sync=1", "redis://x"] {
-        let err = FileMemory::connect(bad).await.expect_err("rejected");
+        let err = FileStore::connect(bad).await.expect_err("rejected");
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
     }
     // A root written by a newer agentmem is refused rather than misread.
@@ -339,7 +339,7 @@ async fn urls_and_capabilities() {
         r#"{"format":"agentmem-file","schema_version":99}"#,
     )
     .expect("write");
-    let err = FileMemory::connect(&url).await.expect_err("newer schema");
+    let err = FileStore::connect(&url).await.expect_err("newer schema");
     assert_eq!(err.kind(), ErrorKind::Unsupported);
 }
 
@@ -411,7 +411,7 @@ async fn the_store_wears_the_standard_layers() {
         r#"{"format":"something-else","schema_version":1}"#,
     )
     .expect("write");
-    let err = FileMemory::connect_with(FileConfig::new(dir.path()))
+    let err = FileStore::connect_with(FileConfig::new(dir.path()))
         .await
         .expect_err("foreign root");
     assert_eq!(err.kind(), ErrorKind::CorruptData);

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::process::Command;
 
 use agentmem_core::{AgentMemory, Message, SessionId};
-use agentmem_file::{FileConfig, FileMemory};
+use agentmem_file::{FileConfig, FileStore};
 
 const PROCESSES: usize = 4;
 const PER_PROCESS: usize = 500;
@@ -24,7 +24,7 @@ async fn child_appender() {
     let (Ok(root), Ok(index)) = (std::env::var(ROOT_VAR), std::env::var(INDEX_VAR)) else {
         return; // Not a child: the parent test below drives this.
     };
-    let store = FileMemory::connect_with(FileConfig::new(root))
+    let store = FileStore::connect_with(FileConfig::new(root))
         .await
         .expect("open");
     for i in 0..PER_PROCESS {
@@ -66,7 +66,7 @@ async fn four_processes_append_to_one_session_and_lose_nothing() {
         assert!(status.success(), "a child process failed: {status}");
     }
 
-    let store = FileMemory::connect_with(FileConfig::new(dir.path()))
+    let store = FileStore::connect_with(FileConfig::new(dir.path()))
         .await
         .expect("open");
     let session = store

@@ -5,7 +5,7 @@ use std::fs::OpenOptions;
 use std::path::Path;
 
 use agentmem_core::{AgentMemory, AgentMemoryExt, ErrorKind, Layered, Message, SessionId};
-use agentmem_file::{Durability, FileConfig, FileMemory, RepairKind};
+use agentmem_file::{Durability, FileConfig, FileStore, RepairKind};
 use agentmem_formats::swarms::render_memory_md;
 use agentmem_formats::time::isoformat;
 use chrono::{DateTime, TimeZone, Utc};
@@ -20,8 +20,8 @@ fn sid(name: &str) -> SessionId {
     name.parse().expect("valid id")
 }
 
-async fn open(root: &Path) -> Layered<FileMemory> {
-    FileMemory::connect_with(FileConfig::new(root).with_durability(Durability::Fsync))
+async fn open(root: &Path) -> Layered<FileStore> {
+    FileStore::connect_with(FileConfig::new(root).with_durability(Durability::Fsync))
         .await
         .expect("open")
 }
@@ -46,7 +46,7 @@ fn three() -> Vec<Message> {
     ]
 }
 
-fn kinds(store: &Layered<FileMemory>) -> Vec<RepairKind> {
+fn kinds(store: &Layered<FileStore>) -> Vec<RepairKind> {
     store.repairs().iter().map(|r| r.kind).collect()
 }
 

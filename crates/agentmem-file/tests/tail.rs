@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 
 use agentmem_core::history::tail;
 use agentmem_core::{AgentMemory, ErrorKind, Layered, Message, Metadata, SessionId};
-use agentmem_file::{Durability, FileConfig, FileMemory, RepairKind};
+use agentmem_file::{Durability, FileConfig, FileStore, RepairKind};
 
-async fn open(root: &Path) -> Layered<FileMemory> {
-    FileMemory::connect_with(FileConfig::new(root).with_durability(Durability::Buffered))
+async fn open(root: &Path) -> Layered<FileStore> {
+    FileStore::connect_with(FileConfig::new(root).with_durability(Durability::Buffered))
         .await
         .unwrap()
 }
@@ -22,14 +22,14 @@ fn sid(name: &str) -> SessionId {
     name.parse().unwrap()
 }
 
-fn log_path(store: &Layered<FileMemory>, id: &SessionId) -> PathBuf {
+fn log_path(store: &Layered<FileStore>, id: &SessionId) -> PathBuf {
     store.memory_md_path(id).with_file_name("session.jsonl")
 }
 
 /// Compares every limit from 0 to past the end, on the warm `store` (the backwards path) and on
 /// a store opened afresh for each load (the whole-log path), with `history::tail` of the whole
 /// session.
-async fn check_windows(root: &Path, store: &Layered<FileMemory>, id: &SessionId) {
+async fn check_windows(root: &Path, store: &Layered<FileStore>, id: &SessionId) {
     let whole = store.load(id, None).await.unwrap().unwrap();
     let all = whole.messages.clone();
     assert_eq!(whole.total_messages, all.len() as u64);

@@ -12,20 +12,20 @@
 use std::time::{Duration, Instant};
 
 use agentmem_core::{AgentMemory, Layered, Message, MessageQuery, Metadata, Role, SessionId};
-use agentmem_mongodb::MongoMemory;
+use agentmem_mongodb::MongoStore;
 use agentmem_testkit::bench::{self, quick_or, runtime};
 use criterion::{criterion_group, criterion_main, Criterion};
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Document};
 
 /// A store in a fresh database, or `None` (with the reason printed) when no server answers.
-fn store(rt: &tokio::runtime::Runtime) -> Option<Layered<MongoMemory>> {
+fn store(rt: &tokio::runtime::Runtime) -> Option<Layered<MongoStore>> {
     let url = agentmem_testkit::servers::mongodb_url();
     let config = agentmem_mongodb::MongoConfig::new(&url)
         .unwrap()
         .with_database(agentmem_testkit::unique_namespace("bench"))
         .unwrap();
-    match rt.block_on(MongoMemory::connect_with(config)) {
+    match rt.block_on(MongoStore::connect_with(config)) {
         Ok(store) => Some(store),
         Err(e) => {
             eprintln!(
@@ -84,7 +84,7 @@ fn load_last_20(c: &mut Criterion) {
 }
 
 /// The raw side's collection, in the store's database.
-fn raw_collection(store: &MongoMemory) -> mongodb::Collection<Document> {
+fn raw_collection(store: &MongoStore) -> mongodb::Collection<Document> {
     store
         .client()
         .database(store.database_name())

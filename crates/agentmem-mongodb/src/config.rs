@@ -23,7 +23,7 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// concurrent operations per process; a modest pool is kinder to small servers.
 pub const DEFAULT_MAX_POOL_SIZE: u32 = 16;
 
-/// Where a [`MongoMemory`](crate::MongoMemory) keeps its data: a server URL and a database.
+/// Where a [`MongoStore`](crate::MongoStore) keeps its data: a server URL and a database.
 ///
 /// Parsed from `mongodb://[user:password@]host[:port][,host…]/[database][?options]`. The
 /// database comes from the URL path (default [`DEFAULT_DATABASE`]); the query options are the

@@ -1,11 +1,11 @@
 // The crate documentation is the README (also shown on GitHub and crates.io). Its links point
 // to docs.rs there; the definitions below come first, so rustdoc links to (and checks) the items.
 //! [`AgentMemory`]: agentmem_core::AgentMemory
-//! [`MongoMemory`]: crate::MongoMemory
-//! [`MongoMemory::connect_with`]: crate::MongoMemory::connect_with
-//! [`MongoMemory::from_client`]: crate::MongoMemory::from_client
-//! [`MongoMemory::features`]: crate::MongoMemory::features
-//! [`MongoMemory::from_client_with`]: crate::MongoMemory::from_client_with
+//! [`MongoStore`]: crate::MongoStore
+//! [`MongoStore::connect_with`]: crate::MongoStore::connect_with
+//! [`MongoStore::from_client`]: crate::MongoStore::from_client
+//! [`MongoStore::features`]: crate::MongoStore::features
+//! [`MongoStore::from_client_with`]: crate::MongoStore::from_client_with
 //! [`Layered`]: agentmem_core::Layered
 //! [`Registry`]: agentmem_core::backend::Registry
 //! [`MongoConfig`]: crate::MongoConfig
@@ -30,7 +30,7 @@ pub use config::{
     DEFAULT_MAX_POOL_SIZE, DEFAULT_SERVER_SELECTION_TIMEOUT,
 };
 pub use schema::{ServerFeatures, SCHEMA_VERSION};
-pub use store::MongoMemory;
+pub use store::MongoStore;
 
-/// The driver crate, re-exported so callers of [`MongoMemory::from_client`] use the same version.
+/// The driver crate, re-exported so callers of [`MongoStore::from_client`] use the same version.
 pub use mongodb;

@@ -5,7 +5,7 @@ use agentmem_core::{MemoryFilter, MemoryItem};
 use mongodb::bson::{doc, Document};
 
 use crate::codec::{kind_key, memory_doc};
-use crate::store::MongoMemory;
+use crate::store::MongoStore;
 use crate::transaction::TxError;
 
 /// The filter document for a [`MemoryFilter`]'s kind.
@@ -16,7 +16,7 @@ pub(crate) fn kind_filter(filter: &MemoryFilter) -> Document {
     }
 }
 
-impl MongoMemory {
+impl MongoStore {
     pub(crate) async fn try_put_memory(
         &self,
         item: &MemoryItem,

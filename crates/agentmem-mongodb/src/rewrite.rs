@@ -18,7 +18,7 @@ use crate::error::ResultExt;
 use crate::sessions::{
     len_i64, new_epoch, not_found, placed, session_doc, ArchiveEntry, Epoch, Head,
 };
-use crate::store::MongoMemory;
+use crate::store::MongoStore;
 use crate::transaction::{backoff, TxError, MAX_RETRIES};
 
 /// How long a non-transactional compaction waits for appends that reserved positions but
@@ -61,7 +61,7 @@ fn archive_docs(
         .collect()
 }
 
-impl MongoMemory {
+impl MongoStore {
     /// Writes `fields` (the new messages) under `epoch` at the seqs just below `low`, in the
     /// transaction `s`, and returns the new `low`. Taking seqs below `low` (rather than
     /// restarting at 0) keeps them below any append racing with the transaction, whose

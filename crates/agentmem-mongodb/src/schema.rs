@@ -39,7 +39,7 @@ pub struct ServerFeatures {
 
 impl ServerFeatures {
     /// Every feature: as a mask for
-    /// [`MongoMemory::from_client_with`](crate::MongoMemory::from_client_with), "use whatever
+    /// [`MongoStore::from_client_with`](crate::MongoStore::from_client_with), "use whatever
     /// the server has".
     pub const ALL: ServerFeatures = ServerFeatures {
         transactions: true,

@@ -22,7 +22,7 @@ use mongodb::Collection;
 
 use crate::codec::{all_docs, int_field, memory_from, message_from, str_field};
 use crate::memories::kind_filter;
-use crate::store::MongoMemory;
+use crate::store::MongoStore;
 
 /// Per-word candidates fetched on the `$text` path, as a multiple of the requested limit
 /// (plus a floor): enough that the merged top `limit` is the true top in practice.
@@ -173,7 +173,7 @@ pub(crate) struct Corpus<'a> {
     order: Document,
 }
 
-impl MongoMemory {
+impl MongoStore {
     /// The messages, of one session when given.
     pub(crate) fn message_corpus(&self, session: Option<&SessionId>) -> Corpus<'static> {
         let mut filter = doc! {};

@@ -36,7 +36,7 @@ use crate::codec::{
     all_docs, int_field, message_fields, message_from, metadata_field, str_field, time_field,
 };
 use crate::error::{from_driver, is_transient, server_code, ResultExt, DUPLICATE_KEY};
-use crate::store::MongoMemory;
+use crate::store::MongoStore;
 use crate::transaction::{backoff, TxError, MAX_RETRIES};
 
 /// The session document, decoded.
@@ -193,7 +193,7 @@ pub(crate) fn len_i64(n: usize) -> Result<i64> {
     i64::try_from(n).map_err(|_| Error::invalid_input("too many messages in one call"))
 }
 
-impl MongoMemory {
+impl MongoStore {
     pub(crate) async fn session_doc(&self, session: &SessionId) -> Result<Option<SessionDoc>> {
         let found = self
             .sessions()

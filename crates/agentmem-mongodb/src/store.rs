@@ -1,4 +1,4 @@
-//! [`MongoMemory`]: construction and the [`AgentMemory`] operations, built on the session
+//! [`MongoStore`]: construction and the [`AgentMemory`] operations, built on the session
 //! (`sessions.rs`), rewrite (`rewrite.rs`), memory and search modules and the transactions of
 //! `transaction.rs`.
 
@@ -35,41 +35,41 @@ use crate::transaction::{backoff, in_transaction, TxError, MAX_RETRIES};
 /// The constructors ([`connect`](Self::connect), [`connect_with`](Self::connect_with),
 /// [`from_client`](Self::from_client), [`from_client_with`](Self::from_client_with)) return
 /// the store wearing agentmem's standard [layers](agentmem_core::layer) (validation, spans,
-/// error labels), as a [`Layered<MongoMemory>`](Layered); it dereferences to the
-/// `MongoMemory`, so [`features`](Self::features), [`client`](Self::client) and the other
+/// error labels), as a [`Layered<MongoStore>`](Layered); it dereferences to the
+/// `MongoStore`, so [`features`](Self::features), [`client`](Self::client) and the other
 /// methods here are called on it directly.
 ///
 /// ```no_run
 /// # async fn demo() -> agentmem_core::Result<()> {
 /// use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
-/// use agentmem_mongodb::MongoMemory;
+/// use agentmem_mongodb::MongoStore;
 ///
-/// let store = MongoMemory::connect("mongodb://127.0.0.1:27017/agentmem?directConnection=true").await?;
+/// let store = MongoStore::connect("mongodb://127.0.0.1:27017/agentmem?directConnection=true").await?;
 /// let session: SessionId = "ResearchAgent".parse()?;
 /// store.append_one(&session, Message::user("Compare BigQuery and AlloyDB")).await?;
 /// let last = store.last_messages(&session, 20).await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
-pub struct MongoMemory {
+pub struct MongoStore {
     client: Client,
     db: Database,
     features: ServerFeatures,
-    /// See [`MongoMemory::retry_budget`].
+    /// See [`MongoStore::retry_budget`].
     retry_budget: Duration,
 }
 
-impl fmt::Debug for MongoMemory {
+impl fmt::Debug for MongoStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Never the URL: it may hold a password.
-        f.debug_struct("MongoMemory")
+        f.debug_struct("MongoStore")
             .field("database", &self.db.name())
             .field("features", &self.features)
             .finish()
     }
 }
 
-impl MongoMemory {
+impl MongoStore {
     /// Connects to the server and database a `mongodb://` URL names (see [`MongoConfig`]).
     ///
     /// Fails with `InvalidInput` for a malformed URL, `Unavailable` when no server answers
@@ -105,7 +105,7 @@ impl MongoMemory {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// use agentmem_mongodb::MongoMemory;
+    /// use agentmem_mongodb::MongoStore;
     /// use mongodb::{options::ClientOptions, Client};
     ///
     /// let mut options = ClientOptions::parse("mongodb://127.0.0.1:27017/?directConnection=true").await?;
@@ -113,7 +113,7 @@ impl MongoMemory {
     /// options.max_pool_size = Some(20);
     /// let client = Client::with_options(options)?;
     /// // The application keeps using `client`; the store shares its connection pool.
-    /// let store = MongoMemory::from_client(client.clone(), "agentmem").await?;
+    /// let store = MongoStore::from_client(client.clone(), "agentmem").await?;
     /// assert_eq!(store.database_name(), "agentmem");
     /// # Ok(()) }
     /// ```
@@ -134,13 +134,13 @@ impl MongoMemory {
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     /// use agentmem_mongodb::mongodb::Client;
-    /// use agentmem_mongodb::{MongoConfig, MongoMemory, ServerFeatures};
+    /// use agentmem_mongodb::{MongoConfig, MongoStore, ServerFeatures};
     ///
     /// let config = MongoConfig::new("mongodb://127.0.0.1:27017/agentmem?directConnection=true")?;
     /// let client = Client::with_options(config.client_options().await?)?;
     /// let mut allowed = ServerFeatures::ALL;
     /// allowed.transactions = false;
-    /// let store = MongoMemory::from_client_with(client, "agentmem", allowed).await?;
+    /// let store = MongoStore::from_client_with(client, "agentmem", allowed).await?;
     /// assert!(!store.features().transactions);
     /// # Ok(()) }
     /// ```
@@ -169,7 +169,7 @@ impl MongoMemory {
         let (_, detected) = schema::open(&client, &db).await?;
         let features = detected.only(allowed);
         tracing::debug!(database, ?features, "opened MongoDB agent memory");
-        Ok(MongoMemory {
+        Ok(MongoStore {
             client,
             db,
             features,
@@ -231,7 +231,7 @@ impl MongoMemory {
 }
 
 #[async_trait]
-impl AgentMemory for MongoMemory {
+impl AgentMemory for MongoStore {
     fn backend(&self) -> &'static str {
         BACKEND
     }
@@ -519,14 +519,14 @@ impl AgentMemory for MongoMemory {
 
 /// Connects by URL: registering this config (`Registry::with::<MongoConfig>()`) makes
 /// `mongodb://` (and `mongodb+srv://`, refused with `Unsupported` in this build) URLs open a
-/// [`MongoMemory`].
+/// [`MongoStore`].
 #[async_trait]
 impl BackendConfig for MongoConfig {
-    type Store = MongoMemory;
+    type Store = MongoStore;
     const BACKEND: &'static str = BACKEND;
     const SCHEMES: &'static [&'static str] = &["mongodb", "mongodb+srv"];
 
-    async fn connect(self) -> Result<Layered<MongoMemory>> {
-        MongoMemory::connect_with(self).await
+    async fn connect(self) -> Result<Layered<MongoStore>> {
+        MongoStore::connect_with(self).await
     }
 }

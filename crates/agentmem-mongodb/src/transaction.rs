@@ -8,9 +8,9 @@ use agentmem_core::{Error, Result};
 use mongodb::ClientSession;
 
 use crate::error::{is_transient, is_unreachable, server_code, ResultExt, DUPLICATE_KEY};
-use crate::store::MongoMemory;
+use crate::store::MongoStore;
 
-impl MongoMemory {
+impl MongoStore {
     pub(crate) async fn start_transaction(&self) -> Result<ClientSession> {
         let mut session = self.client().start_session().await.mapped()?;
         session.start_transaction().await.mapped()?;
@@ -102,7 +102,7 @@ impl From<Error> for TxError {
 pub(crate) const MAX_RETRIES: u32 = 30;
 
 /// How many more times a transaction is run after the server could not be reached (see
-/// [`MongoMemory::retry_transaction`]): one retry rides out a dropped connection.
+/// [`MongoStore::retry_transaction`]): one retry rides out a dropped connection.
 pub(crate) const MAX_UNREACHABLE_RETRIES: u32 = 1;
 
 /// How many times a commit whose outcome is unknown is sent again.
@@ -120,7 +120,7 @@ pub(crate) async fn backoff(attempt: u32) {
 }
 
 /// Runs `$body` (an expression using the `ClientSession` bound to `$s`) in a transaction,
-/// retrying the whole transaction as [`MongoMemory::retry_transaction`] decides (write
+/// retrying the whole transaction as [`MongoStore::retry_transaction`] decides (write
 /// conflicts with concurrent writers; briefly, an unreachable server), and maps driver errors.
 macro_rules! in_transaction {
     ($store:expr, |$s:ident| $body:expr) => {{
@@ -138,11 +138,11 @@ macro_rules! in_transaction {
                     Err(e) => e,
                 },
                 Err($crate::transaction::TxError::Driver(e)) => {
-                    $crate::store::MongoMemory::abandon(&mut session, Some(&e)).await;
+                    $crate::store::MongoStore::abandon(&mut session, Some(&e)).await;
                     e
                 }
                 Err($crate::transaction::TxError::Other(e)) => {
-                    $crate::store::MongoMemory::abandon(&mut session, None).await;
+                    $crate::store::MongoStore::abandon(&mut session, None).await;
                     break Err(e);
                 }
             };

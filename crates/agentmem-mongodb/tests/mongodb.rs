@@ -10,7 +10,7 @@ use agentmem_core::{
     SessionId,
 };
 use agentmem_mongodb::mongodb::bson::{doc, Bson, Document};
-use agentmem_mongodb::{MongoConfig, MongoMemory, ServerFeatures, SCHEMA_VERSION};
+use agentmem_mongodb::{MongoConfig, MongoStore, ServerFeatures, SCHEMA_VERSION};
 use serde_json::json;
 
 fn sid(s: &str) -> SessionId {
@@ -35,7 +35,7 @@ fn all_keys(d: &Document, out: &mut Vec<String>) {
     }
 }
 
-async fn raw(store: &MongoMemory, collection: &str) -> Vec<Document> {
+async fn raw(store: &MongoStore, collection: &str) -> Vec<Document> {
     use futures_util::TryStreamExt;
     store
         .client()
@@ -167,7 +167,7 @@ async fn schema_version_is_recorded_and_newer_is_refused() {
 
     // An older (here: absent) version is migrated forward on open.
     meta.delete_many(doc! {}).await.unwrap();
-    let reopened = MongoMemory::from_client(store.client().clone(), store.database_name())
+    let reopened = MongoStore::from_client(store.client().clone(), store.database_name())
         .await
         .unwrap();
     assert_eq!(reopened.schema_version().await.unwrap(), SCHEMA_VERSION);
@@ -176,7 +176,7 @@ async fn schema_version_is_recorded_and_newer_is_refused() {
     meta.update_one(doc! {"_id": "schema"}, doc! {"$set": {"version": 99}})
         .await
         .unwrap();
-    let err = MongoMemory::from_client(store.client().clone(), store.database_name())
+    let err = MongoStore::from_client(store.client().clone(), store.database_name())
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
@@ -292,11 +292,11 @@ async fn unreachable_server_is_unavailable_promptly() {
     // Port 1 is never a MongoDB server; the short timeout keeps the test fast.
     let url =
         "mongodb://user:hunter2@127.0.0.1:1/x?directConnection=true&serverSelectionTimeoutMS=300";
-    let err = MongoMemory::connect(url).await.unwrap_err();
+    let err = MongoStore::connect(url).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
     assert!(err.is_temporary());
     assert!(!err.to_string().contains("hunter2"), "{err}");
-    let err = MongoMemory::connect("mongodb://127.0.0.1:1/bad.name")
+    let err = MongoStore::connect("mongodb://127.0.0.1:1/bad.name")
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
@@ -309,7 +309,7 @@ async fn connect_opens_the_database_named_in_the_url() {
     let db = agentmem_testkit::unique_namespace("conn");
     let (base, query) = url.split_once('?').unwrap_or((&url, ""));
     let with_db = format!("{}/{db}?{query}", base.trim_end_matches('/'));
-    let store = match MongoMemory::connect(&with_db).await {
+    let store = match MongoStore::connect(&with_db).await {
         Ok(s) => s,
         Err(e) => return agentmem_testkit::service_unavailable("mongodb", &url, &e).unwrap_or(()),
     };
@@ -339,7 +339,7 @@ async fn features_match_capabilities() {
     assert!(caps.durable && caps.cross_process && !caps.native_expiry);
     // Turning a feature off sticks; turning on one the server lacks does not.
     let reopen = |allowed: ServerFeatures| {
-        MongoMemory::from_client_with(store.client().clone(), store.database_name(), allowed)
+        MongoStore::from_client_with(store.client().clone(), store.database_name(), allowed)
     };
     let mut off = f;
     off.transactions = false;

@@ -1,4 +1,4 @@
-//! PostgresMemory beside raw tokio-postgres running the same statements on the same tables:
+//! PostgresStore beside raw tokio-postgres running the same statements on the same tables:
 //! single append, batch append (1,000), last-20 load and whole load of a 100,000-message
 //! session, search, and compacting a 10,000-message session (2,000 in quick mode).
 //!
@@ -17,7 +17,7 @@ use std::time::Duration;
 use agentmem_core::{
     AgentMemory, AgentMemoryExt, Layered, Message, MessageQuery, Metadata, SessionId,
 };
-use agentmem_postgres::PostgresMemory;
+use agentmem_postgres::PostgresStore;
 use agentmem_testkit::bench::{self, compact_size, quick_or, runtime};
 use chrono::{DateTime, Utc};
 use criterion::Criterion;
@@ -223,7 +223,7 @@ fn main() {
     let schema = format!("ambench_{}", std::process::id());
     let sep = if base.contains('?') { '&' } else { '?' };
     let url = format!("{base}{sep}schema={schema}&pool_size=4");
-    let store = match rt.block_on(PostgresMemory::connect(&url)) {
+    let store = match rt.block_on(PostgresStore::connect(&url)) {
         Ok(store) => store,
         Err(e) => {
             eprintln!("SKIPPED: PostgreSQL at DATABASE_URL is unavailable: {e}");
@@ -254,7 +254,7 @@ fn main() {
     rt.block_on(store.drop_schema()).expect("drop bench schema");
 }
 
-fn bench_appends(c: &mut Criterion, rt: &Runtime, store: &Layered<PostgresMemory>, raw: &Raw) {
+fn bench_appends(c: &mut Criterion, rt: &Runtime, store: &Layered<PostgresStore>, raw: &Raw) {
     let mut group = c.benchmark_group("append_single");
     let single = sid("single");
     let mut i = 0usize;
@@ -291,7 +291,7 @@ fn bench_appends(c: &mut Criterion, rt: &Runtime, store: &Layered<PostgresMemory
 fn bench_reads(
     c: &mut Criterion,
     rt: &Runtime,
-    store: &Layered<PostgresMemory>,
+    store: &Layered<PostgresStore>,
     raw: &Raw,
     n: usize,
 ) {
@@ -340,7 +340,7 @@ fn bench_reads(
 /// Compacting a session of `compact_size()` messages into one summary. The session is rebuilt
 /// (untimed) before each run; the raw side runs the store's archive statement and the append
 /// of the summary in one transaction.
-fn bench_compact(c: &mut Criterion, rt: &Runtime, store: &Layered<PostgresMemory>, raw: &Raw) {
+fn bench_compact(c: &mut Criterion, rt: &Runtime, store: &Layered<PostgresStore>, raw: &Raw) {
     let n = compact_size();
     let history: Vec<Message> = (0..n).map(filler).collect();
     let summary = [Message::system("summary of the session so far")];

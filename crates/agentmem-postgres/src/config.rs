@@ -10,7 +10,7 @@ use agentmem_core::{Error, Result};
 use async_trait::async_trait;
 use tokio_postgres::config::{Host, SslMode};
 
-use crate::PostgresMemory;
+use crate::PostgresStore;
 
 /// The schema used when the URL names none.
 pub const DEFAULT_SCHEMA: &str = "agentmem";
@@ -243,12 +243,12 @@ impl FromStr for PostgresConfig {
 /// ```
 #[async_trait]
 impl BackendConfig for PostgresConfig {
-    type Store = PostgresMemory;
+    type Store = PostgresStore;
     const BACKEND: &'static str = crate::error::BACKEND;
     const SCHEMES: &'static [&'static str] = &["postgres", "postgresql"];
 
-    async fn connect(self) -> Result<Layered<PostgresMemory>> {
-        PostgresMemory::connect_with(self).await
+    async fn connect(self) -> Result<Layered<PostgresStore>> {
+        PostgresStore::connect_with(self).await
     }
 }
 

@@ -1,11 +1,11 @@
 // The crate documentation is the README (also shown on GitHub and crates.io). Its links point
 // to docs.rs there; the definitions below come first, so rustdoc links to (and checks) the items.
 //! [`AgentMemory`]: agentmem_core::AgentMemory
-//! [`PostgresMemory`]: crate::PostgresMemory
-//! [`PostgresMemory::connect`]: crate::PostgresMemory::connect
-//! [`PostgresMemory::connect_with`]: crate::PostgresMemory::connect_with
-//! [`PostgresMemory::from_client`]: crate::PostgresMemory::from_client
-//! [`drop_schema`]: crate::PostgresMemory::drop_schema
+//! [`PostgresStore`]: crate::PostgresStore
+//! [`PostgresStore::connect`]: crate::PostgresStore::connect
+//! [`PostgresStore::connect_with`]: crate::PostgresStore::connect_with
+//! [`PostgresStore::from_client`]: crate::PostgresStore::from_client
+//! [`drop_schema`]: crate::PostgresStore::drop_schema
 //! [`PostgresConfig`]: crate::PostgresConfig
 //! [`SCHEMA_VERSION`]: crate::SCHEMA_VERSION
 #![doc = include_str!("../README.md")]
@@ -59,9 +59,9 @@ mod store;
 
 pub use config::PostgresConfig;
 pub use schema::SCHEMA_VERSION;
-pub use store::PostgresMemory;
+pub use store::PostgresStore;
 
-/// Re-exported so callers can build a pool for [`PostgresMemory::from_client`] with the same
+/// Re-exported so callers can build a pool for [`PostgresStore::from_client`] with the same
 /// versions this crate uses.
 pub use deadpool_postgres;
 pub use tokio_postgres;

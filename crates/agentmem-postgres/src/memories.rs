@@ -8,7 +8,7 @@ use tokio_postgres::Row;
 
 use crate::codec::{get, storable_text, text_from};
 use crate::search::tsvector_literal;
-use crate::store::PostgresMemory;
+use crate::store::PostgresStore;
 
 /// How often `put_memory` is retried after losing a race to insert the same kind and key.
 pub(crate) const PUT_RETRIES: u32 = 3;
@@ -31,7 +31,7 @@ pub(crate) fn memory_from_row(row: &Row) -> Result<MemoryItem> {
     })
 }
 
-impl PostgresMemory {
+impl PostgresStore {
     /// One try of `put_memory`: replaces the item of `item`'s kind and key (keeping its id and
     /// creation time), else the one with its id, else inserts `item`, in one transaction.
     /// Returns the stored id and creation time. A `Conflict` means another writer inserted

@@ -3,12 +3,12 @@
 use agentmem_core::Result;
 use chrono::{DateTime, Utc};
 
-use crate::store::PostgresMemory;
+use crate::store::PostgresStore;
 
 /// How often a purge that lost a deadlock to another purge is run again.
 pub(crate) const PURGE_RETRIES: u32 = 3;
 
-impl PostgresMemory {
+impl PostgresStore {
     /// One try of a purge: deletes the sessions last written before `cutoff` and all but the
     /// `keep` most recently written, with their messages and archives, in one transaction.
     /// Returns how many sessions it deleted.

@@ -1,4 +1,4 @@
-//! [`PostgresMemory`]: construction, the connection pool, and the [`AgentMemory`] operations
+//! [`PostgresStore`]: construction, the connection pool, and the [`AgentMemory`] operations
 //! (each runs its statements through `run!`; `sessions.rs`, `archives.rs`, `memories.rs` and
 //! `search.rs` read their rows back).
 
@@ -49,16 +49,16 @@ const RECYCLE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The constructors ([`connect`](Self::connect), [`connect_with`](Self::connect_with),
 /// [`from_client`](Self::from_client)) return it wearing the standard
 /// [layers](agentmem_core::layer) (validation, spans, error labels) as a
-/// [`Layered<PostgresMemory>`](Layered), which dereferences to this type for
+/// [`Layered<PostgresStore>`](Layered), which dereferences to this type for
 /// [`schema`](Self::schema), [`pool`](Self::pool) and [`drop_schema`](Self::drop_schema).
 #[derive(Clone)]
-pub struct PostgresMemory {
+pub struct PostgresStore {
     pool: Pool,
     schema: Arc<str>,
     pub(crate) sql: Arc<Sql>,
 }
 
-impl PostgresMemory {
+impl PostgresStore {
     /// Connects with a `postgres://` URL (see [`PostgresConfig`] for the options), creating or
     /// migrating the schema. The store wears the standard [layers](agentmem_core::layer).
     ///
@@ -90,7 +90,7 @@ impl PostgresMemory {
     async fn open(pool: Pool, schema: &str) -> Result<Self> {
         validate_schema(schema)?;
         schema::migrate(&pool, schema).await?;
-        Ok(PostgresMemory {
+        Ok(PostgresStore {
             pool,
             schema: Arc::from(schema),
             sql: Arc::new(Sql::new(&quote_schema(schema))),
@@ -168,10 +168,10 @@ pub(crate) fn discard(client: Object) {
     drop(Object::take(client));
 }
 
-impl fmt::Debug for PostgresMemory {
+impl fmt::Debug for PostgresStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let status = self.pool.status();
-        f.debug_struct("PostgresMemory")
+        f.debug_struct("PostgresStore")
             .field("schema", &self.schema)
             .field("pool_size", &status.size)
             .field("pool_max_size", &status.max_size)
@@ -180,7 +180,7 @@ impl fmt::Debug for PostgresMemory {
 }
 
 #[async_trait]
-impl AgentMemory for PostgresMemory {
+impl AgentMemory for PostgresStore {
     fn backend(&self) -> &'static str {
         BACKEND
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use agentmem_core::{AgentMemory, AgentMemoryExt, ErrorKind, Message, SessionId};
 use agentmem_postgres::deadpool_postgres::{Manager, Pool, Runtime};
-use agentmem_postgres::{PostgresMemory, SCHEMA_VERSION};
+use agentmem_postgres::{PostgresStore, SCHEMA_VERSION};
 
 fn sid(name: &str) -> SessionId {
     SessionId::new(name).expect("valid test session id")
@@ -141,7 +141,7 @@ async fn terminated_connections_fail_clearly_and_the_pool_recovers() {
 #[tokio::test]
 async fn an_unreachable_server_is_unavailable() {
     // Port 1 on the loopback interface refuses connections at once.
-    let err = PostgresMemory::connect("postgres://postgres@127.0.0.1:1/test?connect_timeout=2")
+    let err = PostgresStore::connect("postgres://postgres@127.0.0.1:1/test?connect_timeout=2")
         .await
         .expect_err("nothing listens on port 1");
     eprintln!("connecting to port 1 failed as expected: {err}");
@@ -179,7 +179,7 @@ async fn concurrent_opens_of_a_new_schema_all_succeed_and_migrate_once() {
     let opens: Vec<_> = (0..8)
         .map(|_| {
             let url = url.clone();
-            tokio::spawn(async move { PostgresMemory::connect(&url).await })
+            tokio::spawn(async move { PostgresStore::connect(&url).await })
         })
         .collect();
     let mut stores = Vec::new();
@@ -247,7 +247,7 @@ async fn a_schema_from_a_newer_build_is_refused() {
         .await
         .expect("pretend a newer build migrated");
     let url = common::with_options(&common::database_url(), &[("schema", store.schema())]);
-    let err = PostgresMemory::connect(&url)
+    let err = PostgresStore::connect(&url)
         .await
         .expect_err("version 999 is newer than this build");
     assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
@@ -266,7 +266,7 @@ async fn reopening_keeps_data_and_version() {
         .await
         .expect("append");
     let url = common::with_options(&common::database_url(), &[("schema", store.schema())]);
-    let again = PostgresMemory::connect(&url).await.expect("reopen");
+    let again = PostgresStore::connect(&url).await.expect("reopen");
     assert_eq!(
         again.schema_version().await.expect("version"),
         SCHEMA_VERSION
@@ -283,7 +283,7 @@ async fn bad_urls_are_invalid_input_before_any_connection() {
         "postgres://127.0.0.1:1/test?pool_size=0",
         "redis://127.0.0.1:1/test",
     ] {
-        let err = PostgresMemory::connect(url).await.expect_err(url);
+        let err = PostgresStore::connect(url).await.expect_err(url);
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{url}: {err}");
     }
 }
@@ -299,7 +299,7 @@ async fn stores_share_a_pool_with_separate_schemas() {
         .expect("pool");
     let a = agentmem_testkit::unique_namespace(common::PREFIX);
     let b = agentmem_testkit::unique_namespace(common::PREFIX);
-    let store_a = match PostgresMemory::from_client(pool.clone(), &a).await {
+    let store_a = match PostgresStore::from_client(pool.clone(), &a).await {
         Ok(s) => s,
         Err(e) => {
             let _: Option<()> =
@@ -307,7 +307,7 @@ async fn stores_share_a_pool_with_separate_schemas() {
             return;
         }
     };
-    let store_b = PostgresMemory::from_client(pool, &b)
+    let store_b = PostgresStore::from_client(pool, &b)
         .await
         .expect("second schema");
     store_a
@@ -324,7 +324,7 @@ async fn stores_share_a_pool_with_separate_schemas() {
         1
     );
     assert!(
-        PostgresMemory::from_client(store_a.pool().clone(), "Bad-Name")
+        PostgresStore::from_client(store_a.pool().clone(), "Bad-Name")
             .await
             .is_err()
     );
@@ -402,11 +402,7 @@ async fn writers_in_separate_pools_keep_order_and_lose_nothing() {
     );
     let mut writers = vec![first.clone()];
     for _ in 0..3 {
-        writers.push(
-            PostgresMemory::connect(&url)
-                .await
-                .expect("another process"),
-        );
+        writers.push(PostgresStore::connect(&url).await.expect("another process"));
     }
     let session = sid("shared");
     let tasks: Vec<_> = writers

@@ -1,6 +1,6 @@
 //! agentmem-redis beside raw redis-rs doing the same commands.
 //!
-//! - `append_one`: `RedisMemory::append` of one message (one script: RPUSH + session meta +
+//! - `append_one`: `RedisStore::append` of one message (one script: RPUSH + session meta +
 //!   search index) vs one raw `RPUSH` of the same JSON.
 //! - `append_batch_1000`: one `append` of 1,000 messages (one script call) vs one pipeline of
 //!   1,000 raw `RPUSH` commands (one round trip).
@@ -23,7 +23,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use agentmem_core::{AgentMemory, Layered, Message, MessageQuery, SessionId};
-use agentmem_redis::{RedisConfig, RedisMemory};
+use agentmem_redis::{RedisConfig, RedisStore};
 use agentmem_testkit::bench::{self, big, compact_size, quick, quick_group};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use redis::aio::ConnectionManager;
@@ -39,7 +39,7 @@ fn messages(n: usize) -> Vec<Message> {
 }
 
 struct Setup {
-    store: Layered<RedisMemory>,
+    store: Layered<RedisStore>,
     raw: ConnectionManager,
     prefix: String,
 }
@@ -48,7 +48,7 @@ async fn setup() -> Option<Setup> {
     let url = agentmem_testkit::servers::redis_url();
     let prefix = agentmem_testkit::unique_namespace("bench");
     let config = RedisConfig::new(&url).ok()?.with_prefix(&prefix).ok()?;
-    let store = match RedisMemory::connect_with(config).await {
+    let store = match RedisStore::connect_with(config).await {
         Ok(store) => store,
         Err(e) => {
             eprintln!("SKIPPED: Redis at {url} is unavailable: {e}");

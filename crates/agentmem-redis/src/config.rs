@@ -8,7 +8,7 @@ use agentmem_core::backend::BackendConfig;
 use agentmem_core::Layered;
 use agentmem_core::{async_trait, Error, Result};
 
-use crate::{RedisMemory, BACKEND};
+use crate::{RedisStore, BACKEND};
 
 /// The key prefix used when the URL names none.
 pub const DEFAULT_PREFIX: &str = "agentmem";
@@ -30,7 +30,7 @@ const OWN_PARAMS: [&str; 3] = ["prefix", "connect_timeout_ms", "response_timeout
 /// Query parameters passed through to redis-rs.
 const REDIS_PARAMS: [&str; 1] = ["protocol"];
 
-/// Where a [`RedisMemory`](crate::RedisMemory) keeps its data.
+/// Where a [`RedisStore`](crate::RedisStore) keeps its data.
 ///
 /// Parsed from `redis://[user:password@]host[:port][/db][?options]` or `rediss://…`
 /// (TLS, cargo feature `tls`). Options:
@@ -220,12 +220,12 @@ impl fmt::Debug for RedisConfig {
 /// ```
 #[async_trait]
 impl BackendConfig for RedisConfig {
-    type Store = RedisMemory;
+    type Store = RedisStore;
     const BACKEND: &'static str = BACKEND;
     const SCHEMES: &'static [&'static str] = &["redis", "rediss"];
 
-    async fn connect(self) -> Result<Layered<RedisMemory>> {
-        RedisMemory::connect_with(self).await
+    async fn connect(self) -> Result<Layered<RedisStore>> {
+        RedisStore::connect_with(self).await
     }
 }
 

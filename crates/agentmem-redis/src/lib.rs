@@ -1,9 +1,9 @@
 // The crate documentation is the README (also shown on GitHub and crates.io). Its links point
 // to docs.rs there; the definitions below come first, so rustdoc links to (and checks) the items.
 //! [`AgentMemory`]: agentmem_core::AgentMemory
-//! [`RedisMemory`]: crate::RedisMemory
-//! [`RedisMemory::connect_with`]: crate::RedisMemory::connect_with
-//! [`RedisMemory::from_client`]: crate::RedisMemory::from_client
+//! [`RedisStore`]: crate::RedisStore
+//! [`RedisStore::connect_with`]: crate::RedisStore::connect_with
+//! [`RedisStore::from_client`]: crate::RedisStore::from_client
 //! [`RedisConfig`]: crate::RedisConfig
 //! [`Layered`]: agentmem_core::Layered
 //! [`Operation`]: agentmem_core::Operation
@@ -27,7 +27,7 @@ pub use config::{
     DEFAULT_RESPONSE_TIMEOUT, MAX_PREFIX_BYTES,
 };
 pub use schema::SCHEMA_VERSION;
-pub use store::RedisMemory;
+pub use store::RedisStore;
 
 /// The backend name: what `AgentMemory::backend` reports and errors are labelled with.
 pub(crate) const BACKEND: &str = "redis";

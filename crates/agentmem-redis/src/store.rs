@@ -1,4 +1,4 @@
-//! [`RedisMemory`]: the connection, its timeouts and retry rule, and the [`AgentMemory`]
+//! [`RedisStore`]: the connection, its timeouts and retry rule, and the [`AgentMemory`]
 //! operations: each builds a script invocation (or a pipeline), runs it, and reads the reply
 //! with the helpers of `sessions.rs` and `memories.rs`.
 
@@ -47,23 +47,23 @@ const CONNECT_RETRIES: usize = 1;
 ///
 /// Its constructors ([`connect`](Self::connect), [`connect_with`](Self::connect_with),
 /// [`from_client`](Self::from_client)) return it wearing the standard layer stack,
-/// [`Layered<RedisMemory>`](agentmem_core::Layered): validation, the `agentmem.op` span and
+/// [`Layered<RedisStore>`](agentmem_core::Layered): validation, the `agentmem.op` span and
 /// error labels. The layered store dereferences to this one, so [`prefix`](Self::prefix)
 /// works on it too.
 ///
 /// ```no_run
 /// use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
-/// use agentmem_redis::RedisMemory;
+/// use agentmem_redis::RedisStore;
 ///
 /// # async fn demo() -> agentmem_core::Result<()> {
-/// let store = RedisMemory::connect("redis://127.0.0.1:6379/?prefix=my_app").await?;
+/// let store = RedisStore::connect("redis://127.0.0.1:6379/?prefix=my_app").await?;
 /// let session: SessionId = "ResearchAgent".parse()?;
 /// store.append_one(&session, Message::user("Compare BigQuery and AlloyDB")).await?;
 /// let last = store.last_messages(&session, 20).await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
-pub struct RedisMemory {
+pub struct RedisStore {
     pub(crate) conn: ConnectionManager,
     pub(crate) keys: Keys,
     pub(crate) scripts: std::sync::Arc<Scripts>,
@@ -73,7 +73,7 @@ pub struct RedisMemory {
     server: String,
 }
 
-impl RedisMemory {
+impl RedisStore {
     /// Connects to the server named by `url` (see [`RedisConfig`] for the form and options),
     /// checks or creates the schema under the prefix, and migrates it forward if needed.
     /// The store wears the standard [layers](agentmem_core::layer).
@@ -107,12 +107,12 @@ impl RedisMemory {
     ///
     /// ```no_run
     /// use agentmem_core::{AgentMemoryExt, Message, SessionId};
-    /// use agentmem_redis::RedisMemory;
+    /// use agentmem_redis::RedisStore;
     ///
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     /// // A Unix socket, which a `redis://` URL cannot name.
     /// let client = redis::Client::open("redis+unix:///run/redis/redis.sock")?;
-    /// let store = RedisMemory::from_client(client, "my_app").await?;
+    /// let store = RedisStore::from_client(client, "my_app").await?;
     /// let session: SessionId = "ResearchAgent".parse()?;
     /// store.append_one(&session, Message::user("Compare BigQuery and AlloyDB")).await?;
     /// # Ok(()) }
@@ -166,7 +166,7 @@ impl RedisMemory {
         )
         .await
         .map_err(|_| timed_out(deadline))??;
-        Ok(RedisMemory {
+        Ok(RedisStore {
             conn,
             keys,
             scripts: std::sync::Arc::new(Scripts::new()),
@@ -220,9 +220,9 @@ fn timed_out(deadline: Duration) -> Error {
     Error::unavailable(format!("Redis did not answer within {deadline:?}"))
 }
 
-impl fmt::Debug for RedisMemory {
+impl fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedisMemory")
+        f.debug_struct("RedisStore")
             .field("server", &self.server)
             .field("prefix", &self.keys.prefix())
             .finish_non_exhaustive()
@@ -230,7 +230,7 @@ impl fmt::Debug for RedisMemory {
 }
 
 #[async_trait]
-impl AgentMemory for RedisMemory {
+impl AgentMemory for RedisStore {
     fn backend(&self) -> &'static str {
         BACKEND
     }

@@ -2,12 +2,12 @@
 //! `redis://127.0.0.1:6379`), each test under a key prefix of its own whose keys are deleted
 //! when the test drops its store.
 
-use agentmem_redis::RedisMemory;
+use agentmem_redis::RedisStore;
 use agentmem_testkit::{ServerNamespace, TestStore};
 
 async fn store() -> Option<TestStore> {
     let namespace = ServerNamespace::redis("conf");
-    match RedisMemory::connect(namespace.url()).await {
+    match RedisStore::connect(namespace.url()).await {
         Ok(store) => Some(
             TestStore::new(store)
                 .with_namespace(namespace.into_guard())

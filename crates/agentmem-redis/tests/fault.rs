@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use agentmem_core::{
     AgentMemory, AgentMemoryExt, ErrorKind, Message, MessageQuery, Operation, SessionId,
 };
-use agentmem_redis::{RedisConfig, RedisMemory};
+use agentmem_redis::{RedisConfig, RedisStore};
 
 /// A bound on every single operation of this test: the store promises a prompt error, so
 /// reaching this means it hung (the test then fails instead of hanging CI).
@@ -106,7 +106,7 @@ async fn server_death_gives_unavailable_and_recovery_follows_restart() {
     )
     .parse()
     .unwrap();
-    let store = guarded("connect", RedisMemory::connect_with(config))
+    let store = guarded("connect", RedisStore::connect_with(config))
         .await
         .unwrap();
     let id: SessionId = "survivor".parse().unwrap();
@@ -179,7 +179,7 @@ async fn connecting_to_a_closed_port_is_unavailable() {
     let port = free_port(); // bound and released: nothing listens there now
     let result = guarded(
         "connect",
-        RedisMemory::connect(&format!("redis://127.0.0.1:{port}/?connect_timeout_ms=500")),
+        RedisStore::connect(&format!("redis://127.0.0.1:{port}/?connect_timeout_ms=500")),
     )
     .await;
     let err = result.expect_err("nothing listens");
@@ -198,16 +198,14 @@ async fn refused_credentials_are_unavailable_and_never_echoed() {
         format!("redis://127.0.0.1:{port}/?connect_timeout_ms=500"),
         format!("redis://:wrong-pw@127.0.0.1:{port}/?connect_timeout_ms=500"),
     ] {
-        let err = guarded("connect", RedisMemory::connect(&url))
+        let err = guarded("connect", RedisStore::connect(&url))
             .await
             .expect_err("bad credentials");
         assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
         assert!(!format!("{err} {err:?}").contains("wrong-pw"), "{err:?}");
     }
     let url = format!("redis://:s3cret-pw@127.0.0.1:{port}/?prefix=auth");
-    let store = guarded("connect", RedisMemory::connect(&url))
-        .await
-        .unwrap();
+    let store = guarded("connect", RedisStore::connect(&url)).await.unwrap();
     assert!(!format!("{store:?}").contains("s3cret-pw"));
     let id: SessionId = "authed".parse().unwrap();
     guarded("append", store.append_one(&id, Message::user("in")))

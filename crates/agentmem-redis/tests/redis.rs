@@ -9,7 +9,7 @@ use agentmem_core::{
     AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind, Message,
     MessageQuery, Metadata, Operation, RetentionPolicy, SessionId,
 };
-use agentmem_redis::{RedisConfig, RedisMemory};
+use agentmem_redis::{RedisConfig, RedisStore};
 use redis::aio::MultiplexedConnection;
 
 fn url() -> String {
@@ -17,14 +17,14 @@ fn url() -> String {
 }
 
 /// A store under a fresh prefix and a raw connection to the same server.
-async fn open(tag: &str) -> Option<(Layered<RedisMemory>, MultiplexedConnection, String)> {
+async fn open(tag: &str) -> Option<(Layered<RedisStore>, MultiplexedConnection, String)> {
     let url = url();
     let prefix = agentmem_testkit::unique_namespace(tag);
     let config = RedisConfig::new(&url)
         .unwrap()
         .with_prefix(&prefix)
         .unwrap();
-    let store = match RedisMemory::connect_with(config).await {
+    let store = match RedisStore::connect_with(config).await {
         Ok(store) => store,
         Err(e) => return agentmem_testkit::service_unavailable("redis", &url, &e),
     };
@@ -128,7 +128,7 @@ async fn default_prefix_and_from_client() {
         Err(e) => panic!("REDIS_URL does not parse: {e}"),
     };
     let prefix = agentmem_testkit::unique_namespace("fc");
-    let store = match RedisMemory::from_client(client, &prefix).await {
+    let store = match RedisStore::from_client(client, &prefix).await {
         Ok(store) => store,
         Err(e) => {
             let skipped: Option<()> = agentmem_testkit::service_unavailable("redis", &url, &e);
@@ -139,7 +139,7 @@ async fn default_prefix_and_from_client() {
     assert_eq!(store.backend(), "redis");
     let debug = format!("{store:?}");
     assert!(debug.contains(&prefix), "{debug}");
-    let err = RedisMemory::from_client(redis::Client::open(url.as_str()).unwrap(), "bad:prefix")
+    let err = RedisStore::from_client(redis::Client::open(url.as_str()).unwrap(), "bad:prefix")
         .await
         .expect_err("invalid prefix");
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
@@ -179,7 +179,7 @@ async fn newer_schema_is_refused_and_garbage_is_corrupt() {
         .unwrap()
         .with_prefix(&prefix)
         .unwrap();
-    let err = RedisMemory::connect_with(config.clone())
+    let err = RedisStore::connect_with(config.clone())
         .await
         .expect_err("newer schema");
     assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
@@ -192,7 +192,7 @@ async fn newer_schema_is_refused_and_garbage_is_corrupt() {
         .query_async(&mut raw)
         .await
         .unwrap();
-    let err = RedisMemory::connect_with(config)
+    let err = RedisStore::connect_with(config)
         .await
         .expect_err("garbage schema");
     assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
@@ -468,20 +468,20 @@ async fn tls_handshake_against_a_plain_server_is_unavailable() {
     let config = RedisConfig::new(&tls_url).unwrap();
     assert!(config.is_tls());
     let config = config.with_connect_timeout(std::time::Duration::from_millis(500));
-    let err = RedisMemory::connect_with(config)
+    let err = RedisStore::connect_with(config)
         .await
         .expect_err("no TLS there");
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
 }
 
-/// The same writes on the reference store (`agentmem_core::InMemory`) and on Redis give the
+/// The same writes on the reference store (`agentmem_core::InMemoryStore`) and on Redis give the
 /// same search results: same hits, same order (ties included), same scores.
 #[tokio::test]
 async fn search_agrees_with_the_reference_store() {
     let Some((redis_store, mut raw, prefix)) = open("diff").await else {
         return;
     };
-    let reference = agentmem_core::InMemory::new();
+    let reference = agentmem_core::InMemoryStore::new();
     let stores: [&dyn AgentMemory; 2] = [&reference, &redis_store];
     let msg = |i: usize, text: &str| Message::user(text).with_id(format!("m{i}"));
     for store in stores {

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use agentmem::file::{FileMemory, RepairKind};
+use agentmem::file::{FileStore, RepairKind};
 use agentmem_core::{AgentMemory, Message, SessionId};
 use agentmem_reliability::{audit, tagged, SplitMix64};
 use common::{acks, compactions, spawn, transcript};
@@ -123,7 +123,7 @@ async fn kill_trials(kind: Kind, n: usize, compact_every: u64, max_delay_ms: u64
         // Reopen, as a new process would, and check.
         let file_store = match kind {
             Kind::File => Some(std::sync::Arc::new(
-                FileMemory::connect(&url).await.unwrap_or_else(|e| {
+                FileStore::connect(&url).await.unwrap_or_else(|e| {
                     panic!("{ctx}: the store does not open after the kill: {e}")
                 }),
             )),
@@ -215,7 +215,7 @@ async fn kill_trials(kind: Kind, n: usize, compact_every: u64, max_delay_ms: u64
 
         match kind {
             Kind::File => {
-                let file = FileMemory::connect(&url).await.unwrap();
+                let file = FileStore::connect(&url).await.unwrap();
                 // A fresh store checks from scratch: the repairs of the reopen above held.
                 let left = file.check(&session, false).await.unwrap();
                 assert!(
@@ -257,7 +257,7 @@ async fn file_torn_tail_is_reported_as_a_repair() {
         f.write_all(b"[{\"id\":\"w-000020\",\"role\":\"user\",\"cont")
             .unwrap();
     }
-    let store = FileMemory::connect(&url).await.unwrap();
+    let store = FileStore::connect(&url).await.unwrap();
     let messages = store.load(&session, None).await.unwrap().unwrap().messages;
     audit(&messages, &acked).unwrap();
     assert_eq!(messages.len(), 20);

@@ -251,11 +251,11 @@ fn open_on_garbage_urls_is_a_typed_error() {
 }
 
 /// Garbage appended to a `session.jsonl` (a torn or foreign tail): opening and loading gives
-/// a typed `CorruptData` error naming the file, or a repair reported by `FileMemory::repairs`
+/// a typed `CorruptData` error naming the file, or a repair reported by `FileStore::repairs`
 /// with every earlier message intact. Never a panic, never a silent change.
 #[test]
 fn garbage_after_a_session_log_is_repaired_or_corrupt() {
-    use agentmem::file::{Durability, FileConfig, FileMemory};
+    use agentmem::file::{Durability, FileConfig, FileStore};
     use agentmem_core::AgentMemory;
 
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -282,7 +282,7 @@ fn garbage_after_a_session_log_is_repaired_or_corrupt() {
                 .map(|i| agentmem_reliability::tagged::message("orig", i))
                 .collect();
             rt.block_on(async {
-                let store = FileMemory::connect_with(config.clone()).await.unwrap();
+                let store = FileStore::connect_with(config.clone()).await.unwrap();
                 store.append(&id, &originals[..2]).await.unwrap();
                 store.append(&id, &originals[2..]).await.unwrap();
             });
@@ -293,7 +293,7 @@ fn garbage_after_a_session_log_is_repaired_or_corrupt() {
             std::fs::write(&log, &bytes).unwrap();
 
             let (result, repairs) = rt.block_on(async {
-                let store = FileMemory::connect_with(config).await.unwrap();
+                let store = FileStore::connect_with(config).await.unwrap();
                 let r = store.load(&id, None).await;
                 (r, store.repairs())
             });

@@ -498,7 +498,7 @@ async fn postgres_hostile_input() {
     let Some((_, url, _probe)) = server_store("PostgreSQL", common::postgres_url).await else {
         return;
     };
-    let store = agentmem::postgres::PostgresMemory::connect(&url)
+    let store = agentmem::postgres::PostgresStore::connect(&url)
         .await
         .unwrap();
     let (f, marker) = hostile_suite(&store).await;
@@ -524,7 +524,7 @@ async fn mongodb_hostile_input() {
     let Some((db, url, _probe)) = server_store("MongoDB", common::mongo_url).await else {
         return;
     };
-    let store = agentmem::mongodb::MongoMemory::connect(&url).await.unwrap();
+    let store = agentmem::mongodb::MongoStore::connect(&url).await.unwrap();
     let (f, marker) = hostile_suite(&store).await;
     let client = store.client();
     let databases = client.list_database_names().await.unwrap();
@@ -546,12 +546,12 @@ fn refused_naming<T: std::fmt::Debug>(read: agentmem_core::Result<T>, file: &str
 /// dropped or rewritten.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_invalid_utf8_on_disk_is_corrupt_data_naming_the_file() {
-    use agentmem::file::FileMemory;
+    use agentmem::file::FileStore;
     let dir = tempfile::tempdir().unwrap();
     let url = format!("file://{}?durability=buffered", dir.path().display());
     let id: SessionId = "utf8".parse().unwrap();
     {
-        let store = FileMemory::connect(&url).await.unwrap();
+        let store = FileStore::connect(&url).await.unwrap();
         store.append(&id, &[Message::user("one")]).await.unwrap();
         store.append(&id, &[Message::user("two")]).await.unwrap();
     }
@@ -563,7 +563,7 @@ async fn file_invalid_utf8_on_disk_is_corrupt_data_naming_the_file() {
     bad[pos] = 0xff;
     bad[pos + 1] = 0xfe;
     std::fs::write(&log, &bad).unwrap();
-    let store = FileMemory::connect(&url).await.unwrap();
+    let store = FileStore::connect(&url).await.unwrap();
     refused_naming(store.load(&id, None).await, "session.jsonl");
     assert_eq!(std::fs::read(&log).unwrap(), bad, "nothing rewritten");
 
@@ -589,7 +589,7 @@ async fn file_invalid_utf8_on_disk_is_corrupt_data_naming_the_file() {
     let mut bad = text.clone();
     bad[pos] = 0xff;
     std::fs::write(&mem, &bad).unwrap();
-    let store = FileMemory::connect(&url).await.unwrap();
+    let store = FileStore::connect(&url).await.unwrap();
     refused_naming(
         store.list_memories(&MemoryFilter::default()).await,
         "memories.jsonl",

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use agentmem_core::{AgentMemory, InMemory};
+use agentmem_core::{AgentMemory, InMemoryStore};
 use agentmem_rig::AgentmemConversationMemory;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn behaviour_suite_on_the_in_memory_store() {
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
     agentmem_rig::cases::all(store.clone(), store).await;
 }
 
@@ -19,7 +19,7 @@ async fn a_rig_agent_continues_its_conversation() {
     use rig_agent::agent::AgentBuilder;
     use rig_agent::test_utils::{MockCompletionModel, MockTurn};
 
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
     let model = MockCompletionModel::from_turns([
         MockTurn::text("Hello, Alice!"),
         MockTurn::text("Your name is Alice."),

@@ -26,7 +26,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use agentmem_core::{AgentMemory, Layered, Message, MessageQuery, Metadata, Role, SessionId};
-use agentmem_sqlite::{SqliteConfig, SqliteMemory, Synchronous};
+use agentmem_sqlite::{SqliteConfig, SqliteStore, Synchronous};
 use agentmem_testkit::bench::{
     self, big, compact_size, fill, message, messages, runtime, timed_with_reset,
 };
@@ -34,9 +34,9 @@ use agentmem_testkit::peak_memory;
 use criterion::{criterion_group, Criterion, Throughput};
 use rusqlite::{params, Connection};
 
-async fn store(dir: &Path, synchronous: Synchronous) -> Layered<SqliteMemory> {
+async fn store(dir: &Path, synchronous: Synchronous) -> Layered<SqliteStore> {
     let config = SqliteConfig::file(dir.join("bench.db")).with_synchronous(synchronous);
-    SqliteMemory::connect_with(config).await.unwrap()
+    SqliteStore::connect_with(config).await.unwrap()
 }
 
 /// The baseline: plain rusqlite on a table shaped like the backend's.
@@ -397,7 +397,7 @@ fn measure_peak_memory(n: usize) {
     peak_memory::measure_in_children(
         dir.path(),
         &[
-            ("agentmem", "agentmem SqliteMemory::load(None), new store"),
+            ("agentmem", "agentmem SqliteStore::load(None), new store"),
             (
                 "raw_rusqlite",
                 "raw_rusqlite SELECT of the session, rows decoded",

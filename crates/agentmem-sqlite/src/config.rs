@@ -10,7 +10,7 @@ use agentmem_core::support::percent_decode;
 use agentmem_core::{async_trait, Error, Layered, Result};
 
 use crate::error::BACKEND;
-use crate::SqliteMemory;
+use crate::SqliteStore;
 
 /// The default busy timeout: how long a write waits for another writer before giving up.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -283,7 +283,7 @@ impl FromStr for SqliteConfig {
 }
 
 /// Makes the backend reachable by URL: `Registry::new().with::<SqliteConfig>()` opens
-/// `sqlite:` URLs with [`SqliteMemory::connect_with`].
+/// `sqlite:` URLs with [`SqliteStore::connect_with`].
 ///
 /// ```
 /// use agentmem_core::backend::Registry;
@@ -300,12 +300,12 @@ impl FromStr for SqliteConfig {
 /// ```
 #[async_trait]
 impl BackendConfig for SqliteConfig {
-    type Store = SqliteMemory;
+    type Store = SqliteStore;
     const BACKEND: &'static str = BACKEND;
     const SCHEMES: &'static [&'static str] = &["sqlite"];
 
-    async fn connect(self) -> Result<Layered<SqliteMemory>> {
-        SqliteMemory::connect_with(self).await
+    async fn connect(self) -> Result<Layered<SqliteStore>> {
+        SqliteStore::connect_with(self).await
     }
 }
 

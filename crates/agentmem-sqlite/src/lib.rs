@@ -1,10 +1,10 @@
 // The crate documentation is the README (also shown on GitHub and crates.io). Its links point
 // to docs.rs there; the definitions below come first, so rustdoc links to (and checks) the items.
 //! [`AgentMemory`]: agentmem_core::AgentMemory
-//! [`SqliteMemory`]: crate::SqliteMemory
-//! [`SqliteMemory::connect`]: crate::SqliteMemory::connect
-//! [`SqliteMemory::connect_with`]: crate::SqliteMemory::connect_with
-//! [`SqliteMemory::from_client`]: crate::SqliteMemory::from_client
+//! [`SqliteStore`]: crate::SqliteStore
+//! [`SqliteStore::connect`]: crate::SqliteStore::connect
+//! [`SqliteStore::connect_with`]: crate::SqliteStore::connect_with
+//! [`SqliteStore::from_client`]: crate::SqliteStore::from_client
 //! [`Layered`]: agentmem_core::Layered
 //! [`SqliteConfig`]: crate::SqliteConfig
 #![doc = include_str!("../README.md")]
@@ -26,4 +26,4 @@ mod store;
 pub use config::{Location, SqliteConfig, Synchronous};
 pub use schema::SCHEMA_VERSION;
 pub use search::match_expression;
-pub use store::SqliteMemory;
+pub use store::SqliteStore;

@@ -1,4 +1,4 @@
-//! [`SqliteMemory`]: the [`AgentMemory`] implementation.
+//! [`SqliteStore`]: the [`AgentMemory`] implementation.
 
 use std::fmt;
 use std::sync::Arc;
@@ -24,15 +24,15 @@ use crate::{archives, memories, retention, schema, search, sessions};
 /// connections.
 ///
 /// The constructors return the store wearing agentmem's standard layers
-/// ([`Layered<SqliteMemory>`](Layered): validation, spans, error labels), which dereferences
+/// ([`Layered<SqliteStore>`](Layered): validation, spans, error labels), which dereferences
 /// to this type for SQLite-specific methods such as [`database`](Self::database).
 ///
 /// ```
 /// use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
-/// use agentmem_sqlite::SqliteMemory;
+/// use agentmem_sqlite::SqliteStore;
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// let store = SqliteMemory::connect("sqlite::memory:").await?;
+/// let store = SqliteStore::connect("sqlite::memory:").await?;
 /// let session: SessionId = "ResearchAgent".parse()?;
 /// store.append_one(&session, Message::user("Compare BigQuery and AlloyDB")).await?;
 /// assert_eq!(store.messages(&session).await?.len(), 1);
@@ -40,21 +40,21 @@ use crate::{archives, memories, retention, schema, search, sessions};
 /// # }).unwrap();
 /// ```
 #[derive(Clone)]
-pub struct SqliteMemory {
+pub struct SqliteStore {
     pool: Arc<Pool>,
     /// Whether the database is a file other processes can open (not `:memory:`).
     shared_file: bool,
 }
 
-impl fmt::Debug for SqliteMemory {
+impl fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SqliteMemory")
+        f.debug_struct("SqliteStore")
             .field("db", &self.pool.db())
             .finish_non_exhaustive()
     }
 }
 
-impl SqliteMemory {
+impl SqliteStore {
     /// Opens the database a `sqlite:` URL names (see [`SqliteConfig`] for the forms and
     /// options), creating and migrating it as needed.
     ///
@@ -71,7 +71,7 @@ impl SqliteMemory {
         layer::open_layered(BACKEND, async move {
             let shared_file = matches!(config.location, Location::File(_));
             let pool = Pool::open(config).await?;
-            Ok(SqliteMemory::new(pool, shared_file))
+            Ok(SqliteStore::new(pool, shared_file))
         })
         .await
     }
@@ -84,11 +84,11 @@ impl SqliteMemory {
     ///
     /// ```
     /// use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
-    /// use agentmem_sqlite::SqliteMemory;
+    /// use agentmem_sqlite::SqliteStore;
     ///
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let connection = rusqlite::Connection::open_in_memory().unwrap();
-    /// let store = SqliteMemory::from_client(connection).await?;
+    /// let store = SqliteStore::from_client(connection).await?;
     /// let session: SessionId = "ResearchAgent".parse()?;
     /// store.append_one(&session, Message::user("hello")).await?;
     /// assert_eq!(store.database(), ":memory:");
@@ -100,14 +100,14 @@ impl SqliteMemory {
         layer::open_layered(BACKEND, async move {
             let shared_file = connection.path().is_some_and(|p| !p.is_empty());
             let pool = Pool::from_connection(connection).await?;
-            Ok(SqliteMemory::new(pool, shared_file))
+            Ok(SqliteStore::new(pool, shared_file))
         })
         .await
     }
 
     /// The raw store over `pool`; the constructors above wrap it in the standard layers.
     fn new(pool: Pool, shared_file: bool) -> Self {
-        SqliteMemory {
+        SqliteStore {
             pool: Arc::new(pool),
             shared_file,
         }
@@ -120,7 +120,7 @@ impl SqliteMemory {
 }
 
 #[async_trait]
-impl AgentMemory for SqliteMemory {
+impl AgentMemory for SqliteStore {
     fn backend(&self) -> &'static str {
         BACKEND
     }

@@ -2,7 +2,7 @@
 //! with its folder when the test drops its store.
 #![allow(missing_docs)]
 
-use agentmem_sqlite::SqliteMemory;
+use agentmem_sqlite::SqliteStore;
 use agentmem_testkit::TestStore;
 
 async fn store() -> Option<TestStore> {
@@ -13,7 +13,7 @@ async fn store() -> Option<TestStore> {
         "sqlite://{}/memory.db?synchronous=normal",
         dir.path().display()
     );
-    let store = SqliteMemory::connect(&url)
+    let store = SqliteStore::connect(&url)
         .await
         .expect("open a fresh SQLite database");
     Some(TestStore::new(store).keep(dir).into_dyn())

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::process::{Command, Stdio};
 
 use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
-use agentmem_sqlite::SqliteMemory;
+use agentmem_sqlite::SqliteStore;
 
 const PROCESSES: usize = 4;
 const PER_PROCESS: usize = 500;
@@ -54,7 +54,7 @@ async fn four_processes_append_to_one_session() {
         );
     }
 
-    let store = SqliteMemory::connect(&format!("sqlite://{}", db.display()))
+    let store = SqliteStore::connect(&format!("sqlite://{}", db.display()))
         .await
         .expect("open the shared database");
     let messages = store.messages(&session()).await.expect("load");
@@ -94,7 +94,7 @@ async fn appender() {
         .expect("worker number")
         .parse()
         .expect("worker number");
-    let store = SqliteMemory::connect(&format!("sqlite://{db}"))
+    let store = SqliteStore::connect(&format!("sqlite://{db}"))
         .await
         .expect("open the shared database");
     for i in 0..PER_PROCESS {

@@ -9,7 +9,7 @@ use agentmem_core::{
     AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind, Message,
     MessageQuery, Operation, RetentionPolicy, SessionId,
 };
-use agentmem_sqlite::{SqliteConfig, SqliteMemory, Synchronous, SCHEMA_VERSION};
+use agentmem_sqlite::{SqliteConfig, SqliteStore, Synchronous, SCHEMA_VERSION};
 use rusqlite::Connection;
 
 fn sid(name: &str) -> SessionId {
@@ -20,8 +20,8 @@ fn url(path: &Path) -> String {
     format!("sqlite://{}", path.display())
 }
 
-async fn open(path: &Path) -> Layered<SqliteMemory> {
-    SqliteMemory::connect(&url(path)).await.expect("open")
+async fn open(path: &Path) -> Layered<SqliteStore> {
+    SqliteStore::connect(&url(path)).await.expect("open")
 }
 
 /// Runs FTS5's own consistency check of an index against its content table.
@@ -149,7 +149,7 @@ async fn a_newer_schema_is_refused_and_the_file_left_unchanged() {
         .unwrap();
     } // Closing the last connection checkpoints the WAL into the file.
     let before = std::fs::read(&path).unwrap();
-    let err = SqliteMemory::connect(&url(&path)).await.unwrap_err();
+    let err = SqliteStore::connect(&url(&path)).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
     let text = err.to_string();
     assert!(text.contains("future.db"), "{text}");
@@ -190,7 +190,7 @@ async fn files_that_are_not_databases_are_corrupt_data_naming_the_file() {
     std::fs::write(&tiny, "hello\n").unwrap();
     for path in [&text, &random, &tiny] {
         let before = std::fs::read(path).unwrap();
-        let err = SqliteMemory::connect(&url(path)).await.unwrap_err();
+        let err = SqliteStore::connect(&url(path)).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
         assert!(
             err.to_string().contains(&path.display().to_string()),
@@ -204,7 +204,7 @@ async fn files_that_are_not_databases_are_corrupt_data_naming_the_file() {
 async fn a_missing_file_with_create_false_is_not_found() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("absent.db");
-    let err = SqliteMemory::connect(&format!("{}?create=false", url(&path)))
+    let err = SqliteStore::connect(&format!("{}?create=false", url(&path)))
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
@@ -217,7 +217,7 @@ async fn a_missing_file_with_create_false_is_not_found() {
 #[tokio::test]
 async fn bad_urls_are_invalid_input() {
     for bad in ["sqlite://x.db?journal=off", "sqlite://", "file://x.db"] {
-        let err = SqliteMemory::connect(bad).await.unwrap_err();
+        let err = SqliteStore::connect(bad).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}: {err}");
     }
 }
@@ -226,7 +226,7 @@ async fn bad_urls_are_invalid_input() {
 async fn a_held_write_lock_gives_unavailable_after_the_busy_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("locked.db");
-    let store = SqliteMemory::connect_with(
+    let store = SqliteStore::connect_with(
         SqliteConfig::file(&path).with_busy_timeout(Duration::from_millis(50)),
     )
     .await
@@ -253,7 +253,7 @@ async fn a_held_write_lock_gives_unavailable_after_the_busy_timeout() {
 
 #[tokio::test]
 async fn memory_urls_and_caller_connections_work() {
-    let store = SqliteMemory::connect("sqlite::memory:").await.unwrap();
+    let store = SqliteStore::connect("sqlite::memory:").await.unwrap();
     assert!(!store.capabilities().cross_process);
     assert!(store.capabilities().indexed_search);
     store
@@ -265,7 +265,7 @@ async fn memory_urls_and_caller_connections_work() {
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("caller.db");
-    let store = SqliteMemory::from_client(Connection::open(&path).unwrap())
+    let store = SqliteStore::from_client(Connection::open(&path).unwrap())
         .await
         .unwrap();
     assert!(store.capabilities().cross_process);
@@ -303,7 +303,7 @@ async fn full_text_indexes_follow_every_change() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("fts.db");
     let store =
-        SqliteMemory::connect_with(SqliteConfig::file(&path).with_synchronous(Synchronous::Normal))
+        SqliteStore::connect_with(SqliteConfig::file(&path).with_synchronous(Synchronous::Normal))
             .await
             .unwrap();
     let all = MessageQuery::default();
@@ -419,7 +419,7 @@ async fn full_text_indexes_follow_every_change() {
 
 #[tokio::test]
 async fn search_text_is_never_fts_syntax() {
-    let store = SqliteMemory::connect("sqlite::memory:").await.unwrap();
+    let store = SqliteStore::connect("sqlite::memory:").await.unwrap();
     store
         .append_one(&sid("s"), Message::user("NEAR the AND gate, col:umn"))
         .await
@@ -445,7 +445,7 @@ async fn search_text_is_never_fts_syntax() {
 
 #[tokio::test]
 async fn archives_in_the_same_second_get_suffixes_and_list_oldest_first() {
-    let store = SqliteMemory::connect("sqlite::memory:").await.unwrap();
+    let store = SqliteStore::connect("sqlite::memory:").await.unwrap();
     let s = sid("s");
     store.append_one(&s, Message::user("one")).await.unwrap();
     let mut ids = Vec::new();

@@ -218,11 +218,11 @@ const RUN_AT_ONCE: usize = 4;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use agentmem_core::{AgentMemory, InMemory};
+/// use agentmem_core::{AgentMemory, InMemoryStore};
 /// use agentmem_testkit::cases::{self, Area};
 ///
 /// async fn store() -> Option<Arc<dyn AgentMemory>> {
-///     Some(Arc::new(InMemory::new()))
+///     Some(Arc::new(InMemoryStore::new()))
 /// }
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {

@@ -197,12 +197,12 @@ fn run_to_end(cleanup: Cleanup) -> Result<(), String> {
 /// where a `TestStore<dyn AgentMemory>` is wanted.
 ///
 /// ```
-/// use agentmem_core::InMemory;
+/// use agentmem_core::InMemoryStore;
 /// use agentmem_testkit::TestStore;
 ///
 /// async fn store() -> Option<TestStore> {
-///     // An `InMemory` is its own namespace: nothing to remove.
-///     Some(TestStore::new(InMemory::new()).into_dyn())
+///     // An `InMemoryStore` is its own namespace: nothing to remove.
+///     Some(TestStore::new(InMemoryStore::new()).into_dyn())
 /// }
 /// ```
 pub struct TestStore<S: ?Sized + 'static = dyn AgentMemory> {
@@ -288,7 +288,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
 
-    use agentmem_core::InMemory;
+    use agentmem_core::InMemoryStore;
 
     use super::*;
 
@@ -313,14 +313,14 @@ mod tests {
     async fn cleanups_run_in_order_after_the_store_is_dropped_even_on_a_blocked_runtime() {
         let log = Arc::new(Mutex::new(Vec::new()));
         let weak = {
-            let store = Arc::new(InMemory::new());
+            let store = Arc::new(InMemoryStore::new());
             let weak = Arc::downgrade(&store);
             let guarded = TestStore::from_arc(store)
                 .on_drop("first", record(&log, "first", weak.clone()))
                 .with_namespace(
                     NamespaceGuard::new().on_drop("second", record(&log, "second", weak.clone())),
                 );
-            assert_eq!(guarded.backend(), "memory");
+            assert_eq!(guarded.backend(), "in-memory");
             weak
         };
         assert!(weak.upgrade().is_none());

@@ -1,12 +1,12 @@
-//! The whole conformance suite against `agentmem_core::InMemory`, the reference backend.
+//! The whole conformance suite against `agentmem_core::InMemoryStore`, the reference backend.
 
-use agentmem_core::{AgentMemory, InMemory, MemoryItem, MemoryKind};
+use agentmem_core::{AgentMemory, InMemoryStore, MemoryItem, MemoryKind};
 use agentmem_testkit::cases::{self, Area};
 use agentmem_testkit::TestStore;
 
-/// A fresh store per test: an `InMemory` is its own namespace, so there is nothing to remove.
+/// A fresh store per test: an `InMemoryStore` is its own namespace, so there is nothing to remove.
 async fn store() -> Option<TestStore> {
-    Some(TestStore::new(InMemory::new()).into_dyn())
+    Some(TestStore::new(InMemoryStore::new()).into_dyn())
 }
 
 agentmem_testkit::conformance_tests!(store);
@@ -23,7 +23,7 @@ async fn the_search_cases_from_the_registry() {
 #[should_panic(expected = "get_context_of_empty_store_is_empty")]
 async fn run_cases_names_the_cases_that_fail() {
     async fn not_empty() -> Option<TestStore> {
-        let store = InMemory::new();
+        let store = InMemoryStore::new();
         let item = MemoryItem::new(MemoryKind::Fact, "left over from another test");
         store.put_memory(&item).await.expect("put a memory item");
         Some(TestStore::new(store).into_dyn())

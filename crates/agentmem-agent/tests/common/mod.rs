@@ -10,7 +10,7 @@ use agentmem_agent::{Agent, TurnContext, TurnReport};
 use agentmem_core::backend::Registry;
 use agentmem_core::Layered;
 use agentmem_core::{
-    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, InMemory,
+    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, InMemoryStore,
     MemoryFilter, MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
     Result, RetentionPolicy, Session, SessionId, SessionInfo,
 };
@@ -39,7 +39,7 @@ pub async fn after_turn(agent: &Agent, conversation: &[Message]) -> TurnReport {
 /// [`Spy::with_context`], its `get_context` answers its own text instead.
 #[derive(Debug)]
 pub struct Spy {
-    inner: Layered<InMemory>,
+    inner: Layered<InMemoryStore>,
     pub saves: AtomicUsize,
     pub appends: AtomicUsize,
     /// Delays the first append, so a concurrent later one could overtake it.
@@ -54,7 +54,7 @@ pub struct Spy {
 impl Spy {
     pub fn new(slow_first_append: bool) -> Spy {
         Spy {
-            inner: InMemory::new(),
+            inner: InMemoryStore::new(),
             saves: AtomicUsize::new(0),
             appends: AtomicUsize::new(0),
             slow_first_append: AtomicBool::new(slow_first_append),

@@ -2,7 +2,7 @@
 //!
 //! Every backend is checked by reading everything back (sessions, archives, memory items):
 //! what fails to read as `CorruptData` is reported. The file backend is checked more deeply,
-//! through `FileMemory::check`, *before* anything else touches a session (the backend repairs
+//! through `FileStore::check`, *before* anything else touches a session (the backend repairs
 //! a session on first access, so a check that loaded first would only ever see healthy files).
 //! With `--repair`, the files of each damaged session (and a damaged memory log) are copied to
 //! a backup folder first, then repaired.
@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agentmem::file::{FileMemory, RepairReport};
+use agentmem::file::{FileStore, RepairReport};
 use agentmem::Backend;
 use agentmem_core::{AgentMemory, Error, ErrorKind, Layered, MemoryFilter, Result, SessionId};
 use agentmem_formats::create_private_dir;
@@ -83,7 +83,7 @@ pub async fn run(
 ) -> Result<()> {
     let backend = Backend::from_url(url)?;
     let report = if backend == Backend::File {
-        let store = FileMemory::connect(url)
+        let store = FileStore::connect(url)
             .await
             .map_err(|e| store_error(url, e))?;
         file_doctor(store, repair, backup_dir).await?
@@ -305,7 +305,7 @@ fn copy_recursive(from: &Path, to: &Path) -> Result<()> {
 }
 
 async fn file_doctor(
-    store: Layered<FileMemory>,
+    store: Layered<FileStore>,
     repair: bool,
     backup_dir: Option<PathBuf>,
 ) -> Result<DoctorReport> {

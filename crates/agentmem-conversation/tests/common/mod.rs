@@ -9,7 +9,7 @@ use agentmem_conversation::templates::SUMMARY_PREFIX;
 use agentmem_conversation::{Conversation, ConversationBuilder};
 use agentmem_core::{
     async_trait, AgentMemory, AgentMemoryExt, AgentName, Archive, ArchiveId, ArchiveInfo,
-    Capabilities, Error, ErrorKind, InMemory, MemoryFilter, MemoryHit, MemoryItem, Message,
+    Capabilities, Error, ErrorKind, InMemoryStore, MemoryFilter, MemoryHit, MemoryItem, Message,
     MessageHit, MessageQuery, Metadata, Operation, PurgeReport, Result, RetentionPolicy, Role,
     Session, SessionId, SessionInfo,
 };
@@ -19,7 +19,7 @@ pub fn name(s: &str) -> AgentName {
 }
 
 pub fn in_memory() -> Arc<dyn AgentMemory> {
-    Arc::new(InMemory::new())
+    Arc::new(InMemoryStore::new())
 }
 
 /// A conversation of `agent` that preloads from and writes through to `store`.

@@ -22,7 +22,7 @@
 //! use std::sync::Arc;
 //! use agentmem_core::layer::Layer;
 //! use agentmem_core::{async_trait, AgentMemory, AgentMemoryExt, Archive, ArchiveId, ArchiveInfo,
-//!     Capabilities, Error, ErrorKind, InMemory, MemoryFilter, MemoryHit, MemoryItem, Message,
+//!     Capabilities, Error, ErrorKind, InMemoryStore, MemoryFilter, MemoryHit, MemoryItem, Message,
 //!     MessageHit, MessageQuery, Metadata, PurgeReport, Result, RetentionPolicy, Session,
 //!     SessionId, SessionInfo};
 //!
@@ -62,7 +62,7 @@
 //!
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! let id: SessionId = "demo".parse()?;
-//! let store: Arc<dyn AgentMemory> = Arc::new(InMemory::new());
+//! let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
 //! store.append_one(&id, Message::user("hi")).await?;
 //! let archive_view = store.clone().with_layer(ReadOnlyLayer);
 //! assert_eq!(archive_view.messages(&id).await?.len(), 1);

@@ -123,7 +123,7 @@ layer_and_store! {
     ///
     /// | field | value |
     /// |---|---|
-    /// | `backend` | `file`, `sqlite`, `redis`, `postgres`, `mongodb`, `memory` |
+    /// | `backend` | `file`, `sqlite`, `redis`, `postgres`, `mongodb`, `in-memory` |
     /// | `op` | the [`Operation`]: `append`, `load`, `compact`, … (`open` for opening a store) |
     /// | `session` | the session id, when the operation has one |
     /// | `messages` | messages written, or read back (recorded when the operation ends) |
@@ -140,13 +140,13 @@ layer_and_store! {
     /// ([`Error::backend_name`](crate::Error::backend_name), [`Error::operation`](crate::Error::operation)).
     ///
     /// ```
-    /// use agentmem_core::{AgentMemory, ErrorKind, InMemory, Operation};
+    /// use agentmem_core::{AgentMemory, ErrorKind, InMemoryStore, Operation};
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let store = InMemory::new(); // wears the standard layers, `Traced` outermost
+    /// let store = InMemoryStore::new(); // wears the standard layers, `Traced` outermost
     /// let err = store.compact(&"missing".parse()?, &[]).await.unwrap_err();
     /// assert_eq!(err.kind(), ErrorKind::NotFound);
     /// assert_eq!(err.operation(), Some(Operation::Compact));
-    /// assert_eq!(err.backend_name(), Some("memory"));
+    /// assert_eq!(err.backend_name(), Some("in-memory"));
     /// # Ok::<(), agentmem_core::Error>(())
     /// # }).unwrap();
     /// ```

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use agentmem_core::{ErrorKind, Layered, Result};
 use agentmem_mongodb::mongodb::Client;
-use agentmem_mongodb::{MongoConfig, MongoMemory, ServerFeatures};
+use agentmem_mongodb::{MongoConfig, MongoStore, ServerFeatures};
 use agentmem_testkit::TestStore;
 
 /// The server with transactions and no text indexes (SecantusDB in CI).
@@ -65,17 +65,17 @@ pub async fn shared_client(url: &str) -> Result<Client> {
 /// A fresh store in a database of its own on the server at `url`, or `None` (skipped) when
 /// the server is unreachable and services are not required. The database is dropped when the
 /// test drops the store.
-pub async fn fresh_store(url: &str) -> Option<TestStore<Layered<MongoMemory>>> {
+pub async fn fresh_store(url: &str) -> Option<TestStore<Layered<MongoStore>>> {
     open_store(url, ServerFeatures::ALL).await
 }
 
-async fn open_store(url: &str, allowed: ServerFeatures) -> Option<TestStore<Layered<MongoMemory>>> {
+async fn open_store(url: &str, allowed: ServerFeatures) -> Option<TestStore<Layered<MongoStore>>> {
     let client = match shared_client(url).await {
         Ok(c) => c,
         Err(e) => return agentmem_testkit::service_unavailable("mongodb", url, &e),
     };
     let db = agentmem_testkit::unique_namespace("am");
-    match MongoMemory::from_client_with(client, &db, allowed).await {
+    match MongoStore::from_client_with(client, &db, allowed).await {
         Ok(store) => {
             let store = Arc::new(store);
             let dropped = Arc::clone(&store);

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentmem_core::Layered;
-use agentmem_postgres::PostgresMemory;
+use agentmem_postgres::PostgresStore;
 
 /// Every test schema starts with this, so stale ones can be found and dropped.
 pub const PREFIX: &str = "amtest";
@@ -27,7 +27,7 @@ pub fn with_options(url: &str, options: &[(&str, &str)]) -> String {
 
 /// A store in a schema of its own with the given extra URL options; `None` (test skipped)
 /// only when the server is unreachable and services are not required.
-pub async fn open(options: &[(&str, &str)]) -> Option<Layered<PostgresMemory>> {
+pub async fn open(options: &[(&str, &str)]) -> Option<Layered<PostgresStore>> {
     let schema = agentmem_testkit::unique_namespace(PREFIX);
     let mut all = vec![("schema", schema.as_str())];
     if !options.iter().any(|(key, _)| *key == "pool_size") {
@@ -35,7 +35,7 @@ pub async fn open(options: &[(&str, &str)]) -> Option<Layered<PostgresMemory>> {
     }
     all.extend_from_slice(options);
     let url = with_options(&database_url(), &all);
-    match PostgresMemory::connect(&url).await {
+    match PostgresStore::connect(&url).await {
         Ok(store) => {
             drop_stale_schemas(&store).await;
             Some(store)
@@ -56,7 +56,7 @@ pub async fn admin() -> tokio_postgres::Client {
 /// Drops test schemas whose creating process is gone, once per test process, so repeated
 /// runs do not pile schemas up. Names are `amtest_{pid}_{nanos}_{n}`; a schema is dropped
 /// only when no process with its pid exists (Linux only; elsewhere nothing is dropped).
-async fn drop_stale_schemas(store: &PostgresMemory) {
+async fn drop_stale_schemas(store: &PostgresStore) {
     static DONE: AtomicBool = AtomicBool::new(false);
     if !cfg!(target_os = "linux") || DONE.swap(true, Ordering::SeqCst) {
         return;

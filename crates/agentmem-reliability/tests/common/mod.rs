@@ -208,11 +208,11 @@ pub async fn open_or_skip(service: &str, url: &str) -> Option<Arc<dyn AgentMemor
 /// Removes a server store's namespace (Postgres schema, MongoDB database); a no-op elsewhere.
 pub async fn drop_namespace(url: &str) {
     if url.starts_with("postgres") {
-        if let Ok(store) = agentmem::postgres::PostgresMemory::connect(url).await {
+        if let Ok(store) = agentmem::postgres::PostgresStore::connect(url).await {
             let _ = store.drop_schema().await;
         }
     } else if url.starts_with("mongodb") {
-        if let Ok(store) = agentmem::mongodb::MongoMemory::connect(url).await {
+        if let Ok(store) = agentmem::mongodb::MongoStore::connect(url).await {
             let _ = store.drop_database().await;
         }
     }
