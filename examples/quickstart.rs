@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use agentmem::conversation::Conversation;
 use agentmem::file::{FileConfig, FileStore};
-use agentmem::{AgentMemory, AgentMemoryExt, AgentName, Role, SessionId};
+use agentmem::{AgentMemory, AgentMemoryExt, AgentName, Role, SessionId, SessionStore};
 
 const RESUME_ARG: &str = "--resume-from";
 

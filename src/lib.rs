@@ -96,8 +96,9 @@ pub use agentmem_core::backend::Backend;
 pub use agentmem_core::{
     async_trait, history, layer, now, search, AgentMemory, AgentMemoryExt, AgentName, Archive,
     ArchiveId, ArchiveInfo, Capabilities, ContextStore, Error, ErrorKind, InMemoryStore, Layered,
-    MemoryFilter, MemoryHit, MemoryItem, MemoryKind, Message, MessageHit, MessageQuery, Metadata,
-    Operation, PurgeReport, Result, RetentionPolicy, Role, Session, SessionId, SessionInfo,
+    MemoryFilter, MemoryHit, MemoryItem, MemoryKind, MemoryStore, Message, MessageHit,
+    MessageQuery, Metadata, Operation, PurgeReport, Result, RetentionPolicy, Role, Session,
+    SessionId, SessionInfo, SessionStore,
 };
 pub use open::{open, registry};
 

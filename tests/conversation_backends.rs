@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use agentmem::conversation::Conversation;
-use agentmem::{AgentMemory, AgentMemoryExt, Role, SessionId};
+use agentmem::{AgentMemory, AgentMemoryExt, Role, SessionId, SessionStore};
 mod common;
 
 // Which helpers are used depends on the backends compiled in.

@@ -6,7 +6,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use agentmem::{AgentMemory, AgentMemoryExt, MemoryFilter, MemoryKind, Message, MessageQuery};
+use agentmem::{
+    AgentMemory, AgentMemoryExt, MemoryFilter, MemoryKind, MemoryStore, Message, MessageQuery,
+    SessionStore,
+};
 use agentmem::{Operation, RetentionPolicy, SessionId};
 mod common;
 

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agentmem_core::backend::{Backend, Registry};
 use agentmem_core::{
-    AgentMemory, ContextStore, Error, MemoryFilter, MemoryItem, MemoryKind, Message, Metadata,
-    Result, Role, SessionId,
+    AgentMemory, ContextStore, Error, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message,
+    Metadata, Result, Role, SessionId, SessionStore,
 };
 use agentmem_workspace::{global_sessions_requested, session_id, workspace_id_with, WorkspaceId};
 
@@ -417,7 +417,7 @@ impl Agent {
         let own = match &self.protocol {
             Some(store) => Some(store.get_context(query).await?),
             None if self.config.store_context => {
-                Some(AgentMemory::get_context(&*self.store, query).await?)
+                Some(MemoryStore::get_context(&*self.store, query).await?)
             }
             None => None,
         };

@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use agentmem_core::{
-    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, ContextStore, Error,
-    MemoryFilter, MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, Operation,
-    PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo,
+    async_trait, Archive, ArchiveId, ArchiveInfo, Capabilities, ContextStore, Error, MemoryFilter,
+    MemoryHit, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata, Operation,
+    PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
 };
 
-/// The [`backend`](AgentMemory::backend) name of a protocol-only agent's store.
+/// The [`backend`](SessionStore::backend) name of a protocol-only agent's store.
 pub(crate) const PROTOCOL_BACKEND: &str = "context_store";
 
 /// A [`ContextStore`] seen as an [`AgentMemory`]: `get_context` and `save_session` go to it,
@@ -27,7 +27,7 @@ fn refused(operation: Operation) -> Error {
 }
 
 #[async_trait]
-impl AgentMemory for ProtocolOnly {
+impl SessionStore for ProtocolOnly {
     fn backend(&self) -> &'static str {
         PROTOCOL_BACKEND
     }
@@ -36,9 +36,6 @@ impl AgentMemory for ProtocolOnly {
     }
     async fn schema_version(&self) -> Result<u32> {
         Err(refused(Operation::SchemaVersion))
-    }
-    async fn get_context(&self, query: Option<&str>) -> Result<String> {
-        ContextStore::get_context(&*self.0, query).await
     }
     async fn save_session(&self, s: &SessionId, h: &[Message], m: &Metadata) -> Result<()> {
         ContextStore::save_session(&*self.0, s, h, m).await
@@ -64,6 +61,19 @@ impl AgentMemory for ProtocolOnly {
     async fn load_archive(&self, _: &SessionId, _: &ArchiveId) -> Result<Archive> {
         Err(refused(Operation::LoadArchive))
     }
+    async fn search_messages(&self, _: &str, _: &MessageQuery) -> Result<Vec<MessageHit>> {
+        Err(refused(Operation::SearchMessages))
+    }
+    async fn purge(&self, _: &RetentionPolicy) -> Result<PurgeReport> {
+        Err(refused(Operation::Purge))
+    }
+}
+
+#[async_trait]
+impl MemoryStore for ProtocolOnly {
+    async fn get_context(&self, query: Option<&str>) -> Result<String> {
+        ContextStore::get_context(&*self.0, query).await
+    }
     async fn put_memory(&self, _: &MemoryItem) -> Result<MemoryItem> {
         Err(refused(Operation::PutMemory))
     }
@@ -78,11 +88,5 @@ impl AgentMemory for ProtocolOnly {
     }
     async fn delete_memory(&self, _: &str) -> Result<bool> {
         Err(refused(Operation::DeleteMemory))
-    }
-    async fn search_messages(&self, _: &str, _: &MessageQuery) -> Result<Vec<MessageHit>> {
-        Err(refused(Operation::SearchMessages))
-    }
-    async fn purge(&self, _: &RetentionPolicy) -> Result<PurgeReport> {
-        Err(refused(Operation::Purge))
     }
 }

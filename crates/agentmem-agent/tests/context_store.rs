@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use agentmem_agent::{Agent, AgentConfig};
 use agentmem_core::{
-    async_trait, AgentMemory, AgentMemoryExt, ContextStore, ErrorKind, InMemoryStore, MemoryKind,
-    Message, Metadata, Operation, Result, Role, SessionId,
+    async_trait, AgentMemoryExt, ContextStore, ErrorKind, InMemoryStore, MemoryKind, Message,
+    Metadata, Operation, Result, Role, SessionId, SessionStore,
 };
 use agentmem_workspace::{session_id, WorkspaceId};
 use common::{after_turn, contents, turn_context, Spy};

@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use agentmem_agent::{Agent, AgentConfig};
-use agentmem_core::{AgentMemory, InMemoryStore, Message};
+use agentmem_core::{AgentMemory, InMemoryStore, Message, SessionStore};
 use agentmem_workspace::{session_id, WorkspaceId, GLOBAL_SESSIONS_ENV};
 use common::{after_turn, registry, turn_context};
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use agentmem_agent::learning::{detect_insights, insight_count, InsightCategory};
 use agentmem_agent::{Agent, AgentConfig};
-use agentmem_core::{AgentMemory, InMemoryStore, MemoryFilter, MemoryKind, Message};
+use agentmem_core::{AgentMemory, InMemoryStore, MemoryFilter, MemoryKind, MemoryStore, Message};
 use common::{after_turn, turn_context};
 
 fn categories(text: &str) -> Vec<InsightCategory> {

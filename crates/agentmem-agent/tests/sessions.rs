@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use agentmem_agent::{Agent, AgentConfig};
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ErrorKind, InMemoryStore, MemoryFilter, MemoryKind, Message, Role,
-    SessionId,
+    AgentMemory, AgentMemoryExt, ErrorKind, InMemoryStore, MemoryFilter, MemoryKind, MemoryStore,
+    Message, Role, SessionId, SessionStore,
 };
 use agentmem_workspace::{session_id, WorkspaceId};
 use common::{after_turn, contents, registry, turn_context, Spy};

@@ -4,7 +4,7 @@
 //! # Recreating archives
 //!
 //! The [`AgentMemory`] trait has no call that writes an archive directly: archives only come
-//! from [`AgentMemory::compact`], which moves the session's current messages into a new
+//! from [`SessionStore::compact`](agentmem_core::SessionStore::compact), which moves the session's current messages into a new
 //! archive and replaces them. So a session with archives A₁…Aₙ and current messages C is
 //! rebuilt by replaying its compactions:
 //!
@@ -267,7 +267,7 @@ async fn append_rest(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use agentmem_core::{AgentMemoryExt, ErrorKind, InMemoryStore, Layered};
+    use agentmem_core::{AgentMemoryExt, ErrorKind, InMemoryStore, Layered, SessionStore};
 
     fn session(n_archives: usize, per: usize) -> SessionExport {
         let mut s = SessionExport::new("s".parse().unwrap());

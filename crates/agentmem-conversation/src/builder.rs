@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agentmem_core::{AgentMemory, AgentName, Error, Result};
+use agentmem_core::{AgentMemory, AgentName, Error, Result, SessionStore};
 
 use crate::compressor::Compressor;
 use crate::conversation::Conversation;

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use agentmem_core::search::rank;
 use agentmem_core::{
     AgentMemory, AgentName, ArchiveInfo, ErrorKind, Message, MessageHit, MessageQuery, Result,
-    Role, SessionId,
+    Role, SessionId, SessionStore,
 };
 
 use crate::builder::{workspace_dir_from_env, ConversationBuilder};
@@ -54,7 +54,7 @@ pub struct Compaction {
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use std::sync::Arc;
 /// use agentmem_conversation::Conversation;
-/// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemoryStore, Role};
+/// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, AgentMemoryExt, InMemoryStore, Role};
 ///
 /// let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
 /// let convo = Conversation::builder("ResearchAgent".parse()?)

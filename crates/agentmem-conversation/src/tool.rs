@@ -6,7 +6,9 @@ use std::sync::Arc;
 use chrono::SecondsFormat;
 use serde_json::{json, Value};
 
-use agentmem_core::{AgentMemory, Error, MessageHit, MessageQuery, Result, SessionId};
+use agentmem_core::{
+    AgentMemory, Error, MessageHit, MessageQuery, Result, SessionId, SessionStore,
+};
 
 use crate::conversation::Conversation;
 

@@ -9,7 +9,7 @@ use agentmem_conversation::templates::{PRELOAD_PREFIX, SUMMARY_PREFIX};
 use agentmem_conversation::{
     Compressor, Conversation, ExtractiveSummarizer, Summarizer, SummaryRequest,
 };
-use agentmem_core::{async_trait, AgentMemory, AgentMemoryExt, Error, Result, Role};
+use agentmem_core::{async_trait, AgentMemory, AgentMemoryExt, Error, Result, Role, SessionStore};
 use common::{
     adder_text, compression_fails_untouched, contents, in_memory, join_all, persisting,
     spawn_adders, transcript, ScriptedStore,

@@ -14,8 +14,8 @@ use std::time::Duration;
 use agentmem_core::layer::layered;
 use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryItem, MemoryKind, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
-    Result, RetentionPolicy, Session, SessionId, SessionInfo,
+    MemoryHit, MemoryItem, MemoryKind, MemoryStore, Message, MessageHit, MessageQuery, Metadata,
+    PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
 };
 use agentmem_testkit::bench::quick;
 use criterion::{criterion_group, Criterion};
@@ -26,7 +26,7 @@ use tokio::runtime::Runtime;
 struct Noop;
 
 #[async_trait]
-impl AgentMemory for Noop {
+impl SessionStore for Noop {
     fn backend(&self) -> &'static str {
         "noop"
     }
@@ -60,6 +60,16 @@ impl AgentMemory for Noop {
     async fn load_archive(&self, _: &SessionId, _: &ArchiveId) -> Result<Archive> {
         Err(Error::not_found("no archive"))
     }
+    async fn search_messages(&self, _: &str, _: &MessageQuery) -> Result<Vec<MessageHit>> {
+        Ok(Vec::new())
+    }
+    async fn purge(&self, _: &RetentionPolicy) -> Result<PurgeReport> {
+        Ok(PurgeReport::default())
+    }
+}
+
+#[async_trait]
+impl MemoryStore for Noop {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         Ok(item.clone())
     }
@@ -74,12 +84,6 @@ impl AgentMemory for Noop {
     }
     async fn delete_memory(&self, _: &str) -> Result<bool> {
         Ok(false)
-    }
-    async fn search_messages(&self, _: &str, _: &MessageQuery) -> Result<Vec<MessageHit>> {
-        Ok(Vec::new())
-    }
-    async fn purge(&self, _: &RetentionPolicy) -> Result<PurgeReport> {
-        Ok(PurgeReport::default())
     }
 }
 

@@ -24,7 +24,7 @@ pub trait BackendConfig: FromStr<Err = Error> + fmt::Debug + Send + Sync + Sized
     /// The raw store this config connects to.
     type Store: AgentMemory;
 
-    /// The backend's short name, as [`AgentMemory::backend`] reports it.
+    /// The backend's short name, as [`SessionStore::backend`](crate::SessionStore::backend) reports it.
     const BACKEND: &'static str;
 
     /// The URL schemes this backend accepts: lowercase, without the `:`.
@@ -78,7 +78,7 @@ impl Backend {
     ];
 
     /// The backend's short name, as its [`BackendConfig::BACKEND`] and
-    /// [`AgentMemory::backend`] give it: `file`, `sqlite`, `redis`, `postgres`, `mongodb`.
+    /// [`SessionStore::backend`](crate::SessionStore::backend) give it: `file`, `sqlite`, `redis`, `postgres`, `mongodb`.
     pub fn as_str(self) -> &'static str {
         match self {
             Backend::File => "file",

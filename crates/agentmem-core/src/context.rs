@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use crate::error::Result;
 use crate::model::{Message, Metadata};
 use crate::name::SessionId;
-use crate::store::AgentMemory;
+use crate::store::{AgentMemory, MemoryStore, SessionStore};
 
 /// What an agent layer needs from memory: the context to inject before a turn, and a place to
 /// save the conversation after it.
@@ -22,11 +22,11 @@ use crate::store::AgentMemory;
 /// `save_session`: every store, `dyn AgentMemory` and `Arc<dyn AgentMemory>` can be used where a
 /// `ContextStore` is wanted. (With both traits in scope, a call such as `store.get_context(..)`
 /// on an `AgentMemory` is ambiguous for the compiler; name the trait:
-/// `AgentMemory::get_context(&store, ..)`. Both give the same answer.)
+/// `MemoryStore::get_context(&store, ..)`. Both give the same answer.)
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use agentmem_core::{async_trait, AgentMemory, ContextStore, InMemoryStore, Message, Metadata,
+/// use agentmem_core::{async_trait, AgentMemory, MemoryStore, SessionStore, ContextStore, InMemoryStore, Message, Metadata,
 ///     Result, SessionId};
 ///
 /// /// A custom store: a fixed preference as context, and every saved conversation kept.
@@ -88,14 +88,14 @@ pub trait ContextStore: Debug + Send + Sync + 'static {
 }
 
 /// Every store answers the protocol with its own
-/// [`AgentMemory::get_context`] and [`AgentMemory::save_session`].
+/// [`MemoryStore::get_context`] and [`SessionStore::save_session`].
 #[async_trait]
 impl<T: AgentMemory + ?Sized> ContextStore for T {
     async fn get_context(&self, query: Option<&str>) -> Result<String> {
-        AgentMemory::get_context(self, query).await
+        MemoryStore::get_context(self, query).await
     }
 
     async fn save_session(&self, id: &SessionId, history: &[Message], m: &Metadata) -> Result<()> {
-        AgentMemory::save_session(self, id, history, m).await
+        SessionStore::save_session(self, id, history, m).await
     }
 }

@@ -17,7 +17,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// `#[non_exhaustive]`, so a `match` needs a catch-all arm.
 ///
 /// ```
-/// use agentmem_core::{AgentMemory, Error, ErrorKind, InMemoryStore, SessionId};
+/// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, Error, ErrorKind, InMemoryStore, SessionId};
 ///
 /// fn what_to_do(err: &Error) -> &'static str {
 ///     match err.kind() {

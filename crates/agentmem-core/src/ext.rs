@@ -14,7 +14,7 @@ use crate::store::AgentMemory;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemoryStore, MemoryKind, Message, SessionId};
+/// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, AgentMemoryExt, InMemoryStore, MemoryKind, Message, SessionId};
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
 /// let id: SessionId = "demo".parse()?;

@@ -20,8 +20,8 @@ use crate::model::{
 };
 use crate::name::SessionId;
 use crate::store::{
-    AgentMemory, Capabilities, MemoryFilter, MemoryHit, MessageHit, MessageQuery, PurgeReport,
-    RetentionPolicy,
+    Capabilities, MemoryFilter, MemoryHit, MemoryStore, MessageHit, MessageQuery, PurgeReport,
+    RetentionPolicy, SessionStore,
 };
 use crate::support::{rank_memories, rank_messages, select_memories};
 use crate::Layered;
@@ -29,14 +29,14 @@ use crate::Layered;
 /// The schema version [`InMemoryStore`] reports (it has no stored schema to migrate).
 const SCHEMA_VERSION: u32 = 1;
 
-/// An [`AgentMemory`] held in the process's memory, safe to share between tasks.
+/// An [`AgentMemory`](crate::AgentMemory) held in the process's memory, safe to share between tasks.
 ///
 /// Every operation takes one short lock and never awaits while holding it, so each call is
 /// atomic with respect to every other: appends keep their acknowledged order, and a
 /// compaction racing with appends sees each append either before or after it.
 ///
 /// ```
-/// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemoryStore, Message, SessionId};
+/// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, AgentMemoryExt, InMemoryStore, Message, SessionId};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().expect("runtime").block_on(async {
 /// let store = InMemoryStore::new();
@@ -152,7 +152,7 @@ fn not_found_session(session: &SessionId) -> Error {
 }
 
 #[async_trait]
-impl AgentMemory for InMemoryStore {
+impl SessionStore for InMemoryStore {
     fn backend(&self) -> &'static str {
         "in-memory"
     }
@@ -267,6 +267,51 @@ impl AgentMemory for InMemoryStore {
             })
     }
 
+    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
+        let state = self.state();
+        let candidates = state
+            .sessions
+            .iter()
+            .filter(|(id, _)| scope.session.as_ref().is_none_or(|s| s == *id))
+            .flat_map(|(id, stored)| stored.messages.iter().map(move |m| (id, m)));
+        Ok(rank_messages(query, candidates, scope.limit))
+    }
+
+    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
+        let at = now();
+        let mut state = self.state();
+        let before = state.sessions.len();
+        if let Some(max_age) = policy.max_age {
+            // An age too large for chrono reaches back before any possible write: keep all.
+            if let Some(cutoff) = chrono::Duration::from_std(max_age)
+                .ok()
+                .and_then(|age| at.checked_sub_signed(age))
+            {
+                state.sessions.retain(|_, s| s.updated_at >= cutoff);
+            }
+        }
+        if let Some(max_sessions) = policy.max_sessions {
+            if state.sessions.len() > max_sessions {
+                let mut by_recency: Vec<(DateTime<Utc>, SessionId)> = state
+                    .sessions
+                    .iter()
+                    .map(|(id, s)| (s.updated_at, id.clone()))
+                    .collect();
+                // Newest first; equal times fall back to the id so the choice is stable.
+                by_recency.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+                for (_, id) in by_recency.into_iter().skip(max_sessions) {
+                    state.sessions.remove(&id);
+                }
+            }
+        }
+        Ok(PurgeReport {
+            sessions_deleted: (before - state.sessions.len()) as u64,
+        })
+    }
+}
+
+#[async_trait]
+impl MemoryStore for InMemoryStore {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         let mut state = self.state();
         // An item with the same kind and key is the one being replaced (keeping its id and
@@ -313,47 +358,5 @@ impl AgentMemory for InMemoryStore {
         let before = state.memories.len();
         state.memories.retain(|m| m.id != id);
         Ok(state.memories.len() != before)
-    }
-
-    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        let state = self.state();
-        let candidates = state
-            .sessions
-            .iter()
-            .filter(|(id, _)| scope.session.as_ref().is_none_or(|s| s == *id))
-            .flat_map(|(id, stored)| stored.messages.iter().map(move |m| (id, m)));
-        Ok(rank_messages(query, candidates, scope.limit))
-    }
-
-    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        let at = now();
-        let mut state = self.state();
-        let before = state.sessions.len();
-        if let Some(max_age) = policy.max_age {
-            // An age too large for chrono reaches back before any possible write: keep all.
-            if let Some(cutoff) = chrono::Duration::from_std(max_age)
-                .ok()
-                .and_then(|age| at.checked_sub_signed(age))
-            {
-                state.sessions.retain(|_, s| s.updated_at >= cutoff);
-            }
-        }
-        if let Some(max_sessions) = policy.max_sessions {
-            if state.sessions.len() > max_sessions {
-                let mut by_recency: Vec<(DateTime<Utc>, SessionId)> = state
-                    .sessions
-                    .iter()
-                    .map(|(id, s)| (s.updated_at, id.clone()))
-                    .collect();
-                // Newest first; equal times fall back to the id so the choice is stable.
-                by_recency.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-                for (_, id) in by_recency.into_iter().skip(max_sessions) {
-                    state.sessions.remove(&id);
-                }
-            }
-        }
-        Ok(PurgeReport {
-            sessions_deleted: (before - state.sessions.len()) as u64,
-        })
     }
 }

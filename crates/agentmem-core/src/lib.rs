@@ -2,6 +2,8 @@
 // to docs.rs there; the definitions below come first, so rustdoc links to (and checks) the items.
 //! [`AgentMemory`]: crate::AgentMemory
 //! [`AgentMemoryExt`]: crate::AgentMemoryExt
+//! [`SessionStore`]: crate::SessionStore
+//! [`MemoryStore`]: crate::MemoryStore
 //! [`InMemoryStore`]: crate::InMemoryStore
 //! [`Message`]: crate::Message
 //! [`Role`]: crate::Role
@@ -56,8 +58,8 @@ pub use name::{validate_name, AgentName, SessionId, MAX_NAME_BYTES};
 pub use operation::Operation;
 pub use redact::redact_url;
 pub use store::{
-    AgentMemory, Capabilities, MemoryFilter, MemoryHit, MessageHit, MessageQuery, PurgeReport,
-    RetentionPolicy,
+    AgentMemory, Capabilities, MemoryFilter, MemoryHit, MemoryStore, MessageHit, MessageQuery,
+    PurgeReport, RetentionPolicy, SessionStore,
 };
 
 /// A store wearing the standard layer stack (see [`layer`]): what every backend's

@@ -18,39 +18,39 @@ use std::fmt;
 pub enum Operation {
     /// Opening or connecting to a store (and migrating it).
     Open,
-    /// [`AgentMemory::schema_version`](crate::AgentMemory::schema_version).
+    /// [`SessionStore::schema_version`](crate::SessionStore::schema_version).
     SchemaVersion,
-    /// [`ContextStore::get_context`](crate::AgentMemory::get_context).
+    /// [`ContextStore::get_context`](crate::MemoryStore::get_context).
     GetContext,
-    /// [`AgentMemory::save_session`](crate::AgentMemory::save_session).
+    /// [`SessionStore::save_session`](crate::SessionStore::save_session).
     SaveSession,
-    /// [`AgentMemory::append`](crate::AgentMemory::append).
+    /// [`SessionStore::append`](crate::SessionStore::append).
     Append,
-    /// [`AgentMemory::load`](crate::AgentMemory::load).
+    /// [`SessionStore::load`](crate::SessionStore::load).
     Load,
-    /// [`AgentMemory::list_sessions`](crate::AgentMemory::list_sessions).
+    /// [`SessionStore::list_sessions`](crate::SessionStore::list_sessions).
     ListSessions,
-    /// [`AgentMemory::delete_session`](crate::AgentMemory::delete_session).
+    /// [`SessionStore::delete_session`](crate::SessionStore::delete_session).
     DeleteSession,
-    /// [`AgentMemory::compact`](crate::AgentMemory::compact).
+    /// [`SessionStore::compact`](crate::SessionStore::compact).
     Compact,
-    /// [`AgentMemory::list_archives`](crate::AgentMemory::list_archives).
+    /// [`SessionStore::list_archives`](crate::SessionStore::list_archives).
     ListArchives,
-    /// [`AgentMemory::load_archive`](crate::AgentMemory::load_archive).
+    /// [`SessionStore::load_archive`](crate::SessionStore::load_archive).
     LoadArchive,
-    /// [`AgentMemory::put_memory`](crate::AgentMemory::put_memory).
+    /// [`MemoryStore::put_memory`](crate::MemoryStore::put_memory).
     PutMemory,
-    /// [`AgentMemory::get_memory`](crate::AgentMemory::get_memory).
+    /// [`MemoryStore::get_memory`](crate::MemoryStore::get_memory).
     GetMemory,
-    /// [`AgentMemory::list_memories`](crate::AgentMemory::list_memories).
+    /// [`MemoryStore::list_memories`](crate::MemoryStore::list_memories).
     ListMemories,
-    /// [`AgentMemory::search_memories`](crate::AgentMemory::search_memories).
+    /// [`MemoryStore::search_memories`](crate::MemoryStore::search_memories).
     SearchMemories,
-    /// [`AgentMemory::delete_memory`](crate::AgentMemory::delete_memory).
+    /// [`MemoryStore::delete_memory`](crate::MemoryStore::delete_memory).
     DeleteMemory,
-    /// [`AgentMemory::search_messages`](crate::AgentMemory::search_messages).
+    /// [`SessionStore::search_messages`](crate::SessionStore::search_messages).
     SearchMessages,
-    /// [`AgentMemory::purge`](crate::AgentMemory::purge).
+    /// [`SessionStore::purge`](crate::SessionStore::purge).
     Purge,
     /// Exporting sessions or memory items to a file or stream.
     Export,

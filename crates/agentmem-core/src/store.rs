@@ -112,19 +112,19 @@ pub struct PurgeReport {
     pub sessions_deleted: u64,
 }
 
-/// A store of agent memory: sessions of messages, their archives, and memory items.
+/// Sessions of messages and their archives: the half of a store that keeps conversations.
 ///
-/// Object-safe, so it is used as `Arc<dyn AgentMemory>`; conveniences live in
-/// [`AgentMemoryExt`](crate::AgentMemoryExt). Every backend passes the same conformance suite
+/// Object-safe; used through [`AgentMemory`] (a store with both halves) as
+/// `Arc<dyn AgentMemory>`. Every backend passes the same conformance suite
 /// (`agentmem-testkit`), which is the executable form of the contract written here.
 ///
-/// Contract shared by all methods:
+/// Contract shared by all methods (of this trait and of [`MemoryStore`]):
 /// - Names were validated when the [`SessionId`] was built, so backends may use them as keys.
 /// - Messages in a session keep the order in which their appends were acknowledged;
 ///   a batch is appended contiguously and all-or-nothing.
 /// - Failures are typed by [`ErrorKind`](crate::ErrorKind); nothing acknowledged is lost.
 #[async_trait]
-pub trait AgentMemory: Debug + Send + Sync + 'static {
+pub trait SessionStore: Debug + Send + Sync + 'static {
     /// The backend's short name: `file`, `sqlite`, `redis`, `postgres`, `mongodb`, `in-memory`.
     fn backend(&self) -> &'static str;
 
@@ -134,11 +134,121 @@ pub trait AgentMemory: Debug + Send + Sync + 'static {
     /// The schema version of the stored data, after forward migrations on open.
     async fn schema_version(&self) -> Result<u32>;
 
+    /// Makes the stored session `id` exactly `history` with metadata `meta`, in one atomic
+    /// step. Creates the session when missing; an empty `history` leaves an empty session.
+    async fn save_session(
+        &self,
+        id: &SessionId,
+        history: &[Message],
+        meta: &Metadata,
+    ) -> Result<()>;
+
+    /// Appends `messages` to the end of the session without rewriting it, creating the session
+    /// when missing. Appending nothing does nothing (and creates nothing).
+    async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()>;
+
+    /// Loads a session, or only its last `limit` messages; `None` when it does not exist.
+    /// Under a limit, a tool result whose call falls outside the window is left out with it
+    /// (see [`crate::history::tail_start`]), so fewer than `limit` messages may come back.
+    async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>>;
+
+    /// Every session, ordered by id.
+    async fn list_sessions(&self) -> Result<Vec<SessionInfo>>;
+
+    /// Deletes a session with its archives; `false` when it did not exist.
+    async fn delete_session(&self, session: &SessionId) -> Result<bool>;
+
+    /// Moves the session's current messages into a new archive and replaces them with
+    /// `replacement`, in one atomic step: afterwards a reader sees either the old state or
+    /// the new one, never a mix, and appends racing with it are never lost (they land either
+    /// in the archive or after the replacement). `NotFound` when the session does not exist.
+    ///
+    /// ```
+    /// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, AgentMemoryExt, ErrorKind, InMemoryStore, Message, SessionId};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemoryStore::new();
+    /// let id: SessionId = "demo".parse()?;
+    /// let old = vec![Message::user("hi"), Message::assistant("hello")];
+    /// store.append(&id, &old).await?;
+    /// let summary = Message::system("[summary] the user greeted");
+    /// let info = store.compact(&id, std::slice::from_ref(&summary)).await?;
+    /// assert_eq!(info.message_count, 2);
+    /// // The session now holds only the replacement; the archive holds the old messages.
+    /// assert_eq!(store.messages(&id).await?, vec![summary]);
+    /// assert_eq!(store.load_archive(&id, &info.id).await?.messages, old);
+    /// assert_eq!(store.list_archives(&id).await?, vec![info]);
+    /// let missing: SessionId = "missing".parse()?;
+    /// let err = store.compact(&missing, &[]).await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::NotFound);
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo>;
+
+    /// The session's archives, oldest first; empty when it has none or does not exist.
+    async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>>;
+
+    /// One archive with its messages; `NotFound` when it does not exist.
+    async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive>;
+
+    /// Messages containing any word of `query`, best first, across sessions or in one.
+    ///
+    /// ```
+    /// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, InMemoryStore, Message, MessageQuery, SessionId};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemoryStore::new();
+    /// let (alice, bob): (SessionId, SessionId) = ("alice".parse()?, "bob".parse()?);
+    /// store.append(&alice, &[Message::user("BigQuery pricing?"), Message::user("lunch")]).await?;
+    /// store.append(&bob, &[Message::user("bigquery vs AlloyDB")]).await?;
+    /// // Any word matches, case-insensitively, in every session by default.
+    /// let hits = store.search_messages("BIGQUERY", &MessageQuery::default()).await?;
+    /// assert_eq!(hits.len(), 2);
+    /// // Or in one session, at most `limit` hits.
+    /// let scope = MessageQuery { session: Some(bob.clone()), limit: 5 };
+    /// let hits = store.search_messages("bigquery lunch", &scope).await?;
+    /// assert_eq!(hits.len(), 1);
+    /// assert_eq!(hits[0].session, bob);
+    /// assert_eq!(hits[0].message.content, "bigquery vs AlloyDB");
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>>;
+
+    /// Deletes what `policy` says has expired.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, AgentMemoryExt, InMemoryStore, Message, RetentionPolicy};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemoryStore::new();
+    /// for name in ["old", "new"] {
+    ///     store.append_one(&name.parse()?, Message::user(name)).await?;
+    /// }
+    /// // Keep only the most recently written session.
+    /// let policy = RetentionPolicy { max_sessions: Some(1), ..Default::default() };
+    /// assert_eq!(store.purge(&policy).await?.sessions_deleted, 1);
+    /// assert_eq!(store.list_sessions().await?[0].id.as_str(), "new");
+    /// // Delete sessions idle for over a day: "new" was written just now.
+    /// let day = Duration::from_secs(86_400);
+    /// let policy = RetentionPolicy { max_age: Some(day), ..Default::default() };
+    /// assert_eq!(store.purge(&policy).await?.sessions_deleted, 0);
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport>;
+}
+
+/// Memory items (facts, insights, …) and the context built from them: the half of a store that
+/// keeps what an agent learned.
+///
+/// Object-safe; used through [`AgentMemory`] (a store with both halves).
+#[async_trait]
+pub trait MemoryStore: Debug + Send + Sync + 'static {
     /// The stored context relevant to `query`: the best-matching memory items, or the
     /// most recent ones without a query, one per line as `- text`. Empty when nothing is stored.
     ///
     /// ```
-    /// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemoryStore, MemoryKind};
+    /// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, AgentMemoryExt, InMemoryStore, MemoryKind};
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let store = InMemoryStore::new();
     /// assert_eq!(store.get_context(None).await?, "");
@@ -174,63 +284,6 @@ pub trait AgentMemory: Debug + Send + Sync + 'static {
             .join("\n"))
     }
 
-    /// Makes the stored session `id` exactly `history` with metadata `meta`, in one atomic
-    /// step. Creates the session when missing; an empty `history` leaves an empty session.
-    async fn save_session(
-        &self,
-        id: &SessionId,
-        history: &[Message],
-        meta: &Metadata,
-    ) -> Result<()>;
-
-    /// Appends `messages` to the end of the session without rewriting it, creating the session
-    /// when missing. Appending nothing does nothing (and creates nothing).
-    async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()>;
-
-    /// Loads a session, or only its last `limit` messages; `None` when it does not exist.
-    /// Under a limit, a tool result whose call falls outside the window is left out with it
-    /// (see [`crate::history::tail_start`]), so fewer than `limit` messages may come back.
-    async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>>;
-
-    /// Every session, ordered by id.
-    async fn list_sessions(&self) -> Result<Vec<SessionInfo>>;
-
-    /// Deletes a session with its archives; `false` when it did not exist.
-    async fn delete_session(&self, session: &SessionId) -> Result<bool>;
-
-    /// Moves the session's current messages into a new archive and replaces them with
-    /// `replacement`, in one atomic step: afterwards a reader sees either the old state or
-    /// the new one, never a mix, and appends racing with it are never lost (they land either
-    /// in the archive or after the replacement). `NotFound` when the session does not exist.
-    ///
-    /// ```
-    /// use agentmem_core::{AgentMemory, AgentMemoryExt, ErrorKind, InMemoryStore, Message, SessionId};
-    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let store = InMemoryStore::new();
-    /// let id: SessionId = "demo".parse()?;
-    /// let old = vec![Message::user("hi"), Message::assistant("hello")];
-    /// store.append(&id, &old).await?;
-    /// let summary = Message::system("[summary] the user greeted");
-    /// let info = store.compact(&id, std::slice::from_ref(&summary)).await?;
-    /// assert_eq!(info.message_count, 2);
-    /// // The session now holds only the replacement; the archive holds the old messages.
-    /// assert_eq!(store.messages(&id).await?, vec![summary]);
-    /// assert_eq!(store.load_archive(&id, &info.id).await?.messages, old);
-    /// assert_eq!(store.list_archives(&id).await?, vec![info]);
-    /// let missing: SessionId = "missing".parse()?;
-    /// let err = store.compact(&missing, &[]).await.unwrap_err();
-    /// assert_eq!(err.kind(), ErrorKind::NotFound);
-    /// # Ok::<(), agentmem_core::Error>(())
-    /// # }).unwrap();
-    /// ```
-    async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo>;
-
-    /// The session's archives, oldest first; empty when it has none or does not exist.
-    async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>>;
-
-    /// One archive with its messages; `NotFound` when it does not exist.
-    async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive>;
-
     /// Stores a memory item. An item with the same id is replaced; so is one with the same kind
     /// and key, keeping its id and creation time. Returns the item as stored.
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem>;
@@ -247,50 +300,15 @@ pub trait AgentMemory: Debug + Send + Sync + 'static {
 
     /// Deletes a memory item; `false` when it did not exist.
     async fn delete_memory(&self, id: &str) -> Result<bool>;
-
-    /// Messages containing any word of `query`, best first, across sessions or in one.
-    ///
-    /// ```
-    /// use agentmem_core::{AgentMemory, InMemoryStore, Message, MessageQuery, SessionId};
-    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let store = InMemoryStore::new();
-    /// let (alice, bob): (SessionId, SessionId) = ("alice".parse()?, "bob".parse()?);
-    /// store.append(&alice, &[Message::user("BigQuery pricing?"), Message::user("lunch")]).await?;
-    /// store.append(&bob, &[Message::user("bigquery vs AlloyDB")]).await?;
-    /// // Any word matches, case-insensitively, in every session by default.
-    /// let hits = store.search_messages("BIGQUERY", &MessageQuery::default()).await?;
-    /// assert_eq!(hits.len(), 2);
-    /// // Or in one session, at most `limit` hits.
-    /// let scope = MessageQuery { session: Some(bob.clone()), limit: 5 };
-    /// let hits = store.search_messages("bigquery lunch", &scope).await?;
-    /// assert_eq!(hits.len(), 1);
-    /// assert_eq!(hits[0].session, bob);
-    /// assert_eq!(hits[0].message.content, "bigquery vs AlloyDB");
-    /// # Ok::<(), agentmem_core::Error>(())
-    /// # }).unwrap();
-    /// ```
-    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>>;
-
-    /// Deletes what `policy` says has expired.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use agentmem_core::{AgentMemory, AgentMemoryExt, InMemoryStore, Message, RetentionPolicy};
-    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let store = InMemoryStore::new();
-    /// for name in ["old", "new"] {
-    ///     store.append_one(&name.parse()?, Message::user(name)).await?;
-    /// }
-    /// // Keep only the most recently written session.
-    /// let policy = RetentionPolicy { max_sessions: Some(1), ..Default::default() };
-    /// assert_eq!(store.purge(&policy).await?.sessions_deleted, 1);
-    /// assert_eq!(store.list_sessions().await?[0].id.as_str(), "new");
-    /// // Delete sessions idle for over a day: "new" was written just now.
-    /// let day = Duration::from_secs(86_400);
-    /// let policy = RetentionPolicy { max_age: Some(day), ..Default::default() };
-    /// assert_eq!(store.purge(&policy).await?.sessions_deleted, 0);
-    /// # Ok::<(), agentmem_core::Error>(())
-    /// # }).unwrap();
-    /// ```
-    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport>;
 }
+
+/// A store of agent memory: [`SessionStore`] (sessions and archives) and [`MemoryStore`]
+/// (memory items) together. Implemented for every type with both halves; used as
+/// `Arc<dyn AgentMemory>`, with conveniences in [`AgentMemoryExt`](crate::AgentMemoryExt).
+///
+/// Calling a method on a concrete store needs its trait in scope (`SessionStore` or
+/// `MemoryStore`); through `dyn AgentMemory` or a generic `S: AgentMemory` both halves are
+/// reachable with this trait alone.
+pub trait AgentMemory: SessionStore + MemoryStore {}
+
+impl<T: SessionStore + MemoryStore + ?Sized> AgentMemory for T {}

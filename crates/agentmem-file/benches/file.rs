@@ -26,7 +26,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agentmem_core::{AgentMemory, Layered, Message, MessageQuery, SessionId};
+use agentmem_core::{Layered, Message, MessageQuery, SessionId, SessionStore};
 use agentmem_file::{Durability, FileConfig, FileStore};
 use agentmem_testkit::bench::{
     self, big, compact_size, fill, message, messages, quick, runtime, timed_with_reset,

@@ -159,7 +159,7 @@ impl FromStr for FileConfig {
 ///
 /// ```
 /// use agentmem_core::backend::Registry;
-/// use agentmem_core::AgentMemory;
+/// use agentmem_core::{AgentMemory, MemoryStore, SessionStore};
 /// use agentmem_file::FileConfig;
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let dir = tempfile::tempdir()?;

@@ -241,7 +241,7 @@ impl MemoryCtx<'_> {
         Ok(())
     }
 
-    /// Stores `item` (see `AgentMemory::put_memory`): an item with the same id, else one with
+    /// Stores `item` (see `MemoryStore::put_memory`): an item with the same id, else one with
     /// the same kind and key, is replaced, keeping its id and creation time.
     pub(crate) fn put(
         &self,

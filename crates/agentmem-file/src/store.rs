@@ -10,9 +10,9 @@ use agentmem_core::support::{
 };
 use agentmem_core::Layered;
 use agentmem_core::{
-    async_trait, now, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error,
-    MemoryFilter, MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
-    Result, RetentionPolicy, Session, SessionId, SessionInfo,
+    async_trait, now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
+    MemoryHit, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
+    Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
 };
 use serde::{Deserialize, Serialize};
 
@@ -52,7 +52,7 @@ struct SchemaFile {
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
+/// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, AgentMemoryExt, Message, SessionId};
 /// use agentmem_file::{FileConfig, FileStore};
 ///
 /// let dir = tempfile::tempdir()?;
@@ -481,7 +481,7 @@ fn prepare_root(layout: &Layout) -> Result<Findings> {
 }
 
 #[async_trait]
-impl AgentMemory for FileStore {
+impl SessionStore for FileStore {
     fn backend(&self) -> &'static str {
         BACKEND
     }
@@ -571,6 +571,45 @@ impl AgentMemory for FileStore {
         .await
     }
 
+    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
+        if search_terms(query, scope.limit).is_none() {
+            return Ok(Vec::new());
+        }
+        let all = self.all_messages(scope).await?;
+        let candidates = all.iter().map(|(session, message)| (session, message));
+        Ok(rank_messages(query, candidates, scope.limit))
+    }
+
+    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
+        let mut sessions = self.list_sessions().await?;
+        let cutoff = retention_cutoff(policy, now());
+        // Newest first, so `max_sessions` keeps the head.
+        sessions.sort_by(|a, b| {
+            b.updated_at
+                .cmp(&a.updated_at)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        let mut report = PurgeReport::default();
+        for (rank, info) in sessions.iter().enumerate() {
+            let too_many = policy.max_sessions.is_some_and(|max| rank >= max);
+            let too_old = cutoff.is_some_and(|c| info.updated_at < c);
+            let deleted = if too_many {
+                self.delete_one(&info.id, None).await?
+            } else if too_old {
+                self.delete_one(&info.id, cutoff).await?
+            } else {
+                false
+            };
+            if deleted {
+                report.sessions_deleted += 1;
+            }
+        }
+        Ok(report)
+    }
+}
+
+#[async_trait]
+impl MemoryStore for FileStore {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         let item = item.clone();
         self.memory_op(move |ctx, slot, f| ctx.put(slot, &item, f))
@@ -610,41 +649,5 @@ impl AgentMemory for FileStore {
         let id = id.to_string();
         self.memory_op(move |ctx, slot, f| ctx.delete(slot, &id, f))
             .await
-    }
-
-    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        if search_terms(query, scope.limit).is_none() {
-            return Ok(Vec::new());
-        }
-        let all = self.all_messages(scope).await?;
-        let candidates = all.iter().map(|(session, message)| (session, message));
-        Ok(rank_messages(query, candidates, scope.limit))
-    }
-
-    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        let mut sessions = self.list_sessions().await?;
-        let cutoff = retention_cutoff(policy, now());
-        // Newest first, so `max_sessions` keeps the head.
-        sessions.sort_by(|a, b| {
-            b.updated_at
-                .cmp(&a.updated_at)
-                .then_with(|| a.id.cmp(&b.id))
-        });
-        let mut report = PurgeReport::default();
-        for (rank, info) in sessions.iter().enumerate() {
-            let too_many = policy.max_sessions.is_some_and(|max| rank >= max);
-            let too_old = cutoff.is_some_and(|c| info.updated_at < c);
-            let deleted = if too_many {
-                self.delete_one(&info.id, None).await?
-            } else if too_old {
-                self.delete_one(&info.id, cutoff).await?
-            } else {
-                false
-            };
-            if deleted {
-                report.sessions_deleted += 1;
-            }
-        }
-        Ok(report)
     }
 }

@@ -5,8 +5,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind, Message,
-    Role, SessionId,
+    AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message,
+    Role, SessionId, SessionStore,
 };
 use agentmem_file::{Durability, FileConfig, FileStore};
 use agentmem_formats::swarms::archive_file_stem;

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::process::Command;
 
-use agentmem_core::{AgentMemory, Message, SessionId};
+use agentmem_core::{Message, SessionId, SessionStore};
 use agentmem_file::{FileConfig, FileStore};
 
 const PROCESSES: usize = 4;

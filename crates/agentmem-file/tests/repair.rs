@@ -4,7 +4,7 @@
 use std::fs::OpenOptions;
 use std::path::Path;
 
-use agentmem_core::{AgentMemory, AgentMemoryExt, ErrorKind, Layered, Message, SessionId};
+use agentmem_core::{AgentMemoryExt, ErrorKind, Layered, Message, SessionId, SessionStore};
 use agentmem_file::{Durability, FileConfig, FileStore, RepairKind};
 use agentmem_formats::swarms::render_memory_md;
 use agentmem_formats::time::isoformat;

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use agentmem_core::history::tail;
-use agentmem_core::{AgentMemory, ErrorKind, Layered, Message, Metadata, SessionId};
+use agentmem_core::{ErrorKind, Layered, Message, Metadata, SessionId, SessionStore};
 use agentmem_file::{Durability, FileConfig, FileStore, RepairKind};
 
 async fn open(root: &Path) -> Layered<FileStore> {

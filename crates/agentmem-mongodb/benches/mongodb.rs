@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use agentmem_core::{AgentMemory, Layered, Message, MessageQuery, Metadata, Role, SessionId};
+use agentmem_core::{Layered, Message, MessageQuery, Metadata, Role, SessionId, SessionStore};
 use agentmem_mongodb::MongoStore;
 use agentmem_testkit::bench::{self, quick_or, runtime};
 use criterion::{criterion_group, criterion_main, Criterion};

@@ -3,7 +3,7 @@
 use agentmem_core::{Error, ErrorKind};
 use mongodb::error::{Error as DriverError, ErrorKind as DriverKind, WriteFailure};
 
-/// The backend name: [`AgentMemory::backend`](agentmem_core::AgentMemory::backend), and the
+/// The backend name: [`SessionStore::backend`](agentmem_core::SessionStore::backend), and the
 /// label the layers put on this backend's errors.
 pub(crate) const BACKEND: &str = "mongodb";
 

@@ -10,9 +10,9 @@ use agentmem_core::layer::open_layered;
 use agentmem_core::support::{memory_search_limit, micros, retention_cutoff, search_terms};
 use agentmem_core::Layered;
 use agentmem_core::{
-    async_trait, now, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error,
-    MemoryFilter, MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
-    Result, RetentionPolicy, Session, SessionId, SessionInfo,
+    async_trait, now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
+    MemoryHit, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
+    Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
 };
 use mongodb::bson::{doc, oid::ObjectId, Document};
 use mongodb::{Client, Collection, Database};
@@ -41,7 +41,7 @@ use crate::transaction::{backoff, in_transaction, TxError, MAX_RETRIES};
 ///
 /// ```no_run
 /// # async fn demo() -> agentmem_core::Result<()> {
-/// use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
+/// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, AgentMemoryExt, Message, SessionId};
 /// use agentmem_mongodb::MongoStore;
 ///
 /// let store = MongoStore::connect("mongodb://127.0.0.1:27017/agentmem?directConnection=true").await?;
@@ -231,7 +231,7 @@ impl MongoStore {
 }
 
 #[async_trait]
-impl AgentMemory for MongoStore {
+impl SessionStore for MongoStore {
     fn backend(&self) -> &'static str {
         BACKEND
     }
@@ -419,6 +419,44 @@ impl AgentMemory for MongoStore {
         })
     }
 
+    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
+        let Some(terms) = search_terms(query, scope.limit) else {
+            return Ok(Vec::new());
+        };
+        // Only the current epoch of each session is visible; search within those.
+        let epochs = self.current_epochs(scope.session.as_ref()).await?;
+        if epochs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let corpus = self.message_corpus(scope.session.as_ref());
+        let hits = self.scored(&corpus, query, &terms, scope.limit).await?;
+        message_hits(hits, &epochs, scope.limit)
+    }
+
+    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
+        if policy.max_age.is_none() && policy.max_sessions.is_none() {
+            return Ok(PurgeReport::default());
+        }
+        // Newest first, so `max_sessions` keeps the head of the list.
+        let sessions = self.sessions();
+        let newest_first = sessions
+            .find(doc! {})
+            .projection(doc! {"_id": 1, "updated": 1})
+            .sort(doc! {"updated": -1, "_id": 1});
+        let docs = all_docs(newest_first).await?;
+        let cutoff = retention_cutoff(policy, now()).map(micros);
+        let mut report = PurgeReport::default();
+        for id in expired(&docs, policy, cutoff)? {
+            if self.delete_session(&id).await? {
+                report.sessions_deleted += 1;
+            }
+        }
+        Ok(report)
+    }
+}
+
+#[async_trait]
+impl MemoryStore for MongoStore {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         let mut attempt = 0;
         loop {
@@ -479,41 +517,6 @@ impl AgentMemory for MongoStore {
             .await
             .mapped()?;
         Ok(result.deleted_count > 0)
-    }
-
-    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        let Some(terms) = search_terms(query, scope.limit) else {
-            return Ok(Vec::new());
-        };
-        // Only the current epoch of each session is visible; search within those.
-        let epochs = self.current_epochs(scope.session.as_ref()).await?;
-        if epochs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let corpus = self.message_corpus(scope.session.as_ref());
-        let hits = self.scored(&corpus, query, &terms, scope.limit).await?;
-        message_hits(hits, &epochs, scope.limit)
-    }
-
-    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        if policy.max_age.is_none() && policy.max_sessions.is_none() {
-            return Ok(PurgeReport::default());
-        }
-        // Newest first, so `max_sessions` keeps the head of the list.
-        let sessions = self.sessions();
-        let newest_first = sessions
-            .find(doc! {})
-            .projection(doc! {"_id": 1, "updated": 1})
-            .sort(doc! {"updated": -1, "_id": 1});
-        let docs = all_docs(newest_first).await?;
-        let cutoff = retention_cutoff(policy, now()).map(micros);
-        let mut report = PurgeReport::default();
-        for id in expired(&docs, policy, cutoff)? {
-            if self.delete_session(&id).await? {
-                report.sessions_deleted += 1;
-            }
-        }
-        Ok(report)
     }
 }
 

@@ -6,8 +6,8 @@ mod common;
 
 use agentmem_core::backend::{BackendConfig, Registry};
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ErrorKind, MemoryItem, MemoryKind, Message, Metadata, Operation,
-    SessionId,
+    AgentMemoryExt, ErrorKind, MemoryItem, MemoryKind, MemoryStore, Message, Metadata, Operation,
+    SessionId, SessionStore,
 };
 use agentmem_mongodb::mongodb::bson::{doc, Bson, Document};
 use agentmem_mongodb::{MongoConfig, MongoStore, ServerFeatures, SCHEMA_VERSION};

@@ -9,8 +9,8 @@
 mod common;
 
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, MemoryFilter, MemoryItem, MemoryKind, Message, MessageQuery,
-    SessionId,
+    AgentMemoryExt, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message, MessageQuery,
+    SessionId, SessionStore,
 };
 use agentmem_testkit::cases::{self, Area, Case};
 

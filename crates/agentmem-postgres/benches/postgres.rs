@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, Layered, Message, MessageQuery, Metadata, SessionId,
+    AgentMemoryExt, Layered, Message, MessageQuery, Metadata, SessionId, SessionStore,
 };
 use agentmem_postgres::PostgresStore;
 use agentmem_testkit::bench::{self, compact_size, quick_or, runtime};

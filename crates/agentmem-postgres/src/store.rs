@@ -13,9 +13,9 @@ use agentmem_core::support::{
 };
 use agentmem_core::Layered;
 use agentmem_core::{
-    now, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, ErrorKind,
-    MemoryFilter, MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
-    Result, RetentionPolicy, Session, SessionId, SessionInfo,
+    now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, ErrorKind, MemoryFilter, MemoryHit,
+    MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
+    RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
 };
 use async_trait::async_trait;
 use chrono::Datelike;
@@ -110,7 +110,7 @@ impl PostgresStore {
     /// Drops this store's schema with everything in it: every session, archive and memory
     /// item, irrecoverably. Meant for removing a tenant or a test namespace.
     ///
-    /// Not an [`AgentMemory`] operation, so no layer traces or labels it; its errors say
+    /// Not an [`AgentMemory`](agentmem_core::AgentMemory) operation, so no layer traces or labels it; its errors say
     /// "PostgreSQL" in their message.
     pub async fn drop_schema(&self) -> Result<()> {
         let sql = format!(
@@ -180,7 +180,7 @@ impl fmt::Debug for PostgresStore {
 }
 
 #[async_trait]
-impl AgentMemory for PostgresStore {
+impl SessionStore for PostgresStore {
     fn backend(&self) -> &'static str {
         BACKEND
     }
@@ -335,6 +335,57 @@ impl AgentMemory for PostgresStore {
         archive_from(session, archive, &rows)
     }
 
+    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
+        let Some(tsquery) = tsquery_literal(query).filter(|_| scope.limit > 0) else {
+            return Ok(Vec::new());
+        };
+        let limit = i64::try_from(scope.limit).unwrap_or(i64::MAX);
+        let session = scope.session.as_ref().map(SessionId::as_str);
+        let rows = run!(self, READ_RETRIES, |client| async {
+            match session {
+                Some(session) => {
+                    let st = client.prepare_cached(&self.sql.search_session).await?;
+                    client.query(&st, &[&tsquery, &limit, &session]).await
+                }
+                None => {
+                    let st = client.prepare_cached(&self.sql.search_messages).await?;
+                    client.query(&st, &[&tsquery, &limit]).await
+                }
+            }
+        })?;
+        rows.iter().map(message_hit).collect()
+    }
+
+    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
+        if policy.max_age.is_none() && policy.max_sessions.is_none() {
+            return Ok(PurgeReport::default());
+        }
+        // Ages are measured on the client's clock, the one `updated_at` was written with.
+        // An age reaching before year 1 expires nothing (and such a cutoff could not even be
+        // bound: PostgreSQL timestamps end in 4714 BC).
+        let cutoff = retention_cutoff(policy, now()).filter(|cutoff| cutoff.year() >= 1);
+        let keep = policy
+            .max_sessions
+            .map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+        // Two purges running at once may lock the same sessions in opposite orders; the
+        // loser of the resulting deadlock is rolled back whole and simply runs again.
+        let mut attempt = 0;
+        let deleted = loop {
+            match self.purge_once(cutoff, keep).await {
+                Err(e) if e.kind() == ErrorKind::Conflict && attempt < PURGE_RETRIES => {
+                    attempt += 1
+                }
+                other => break other?,
+            }
+        };
+        Ok(PurgeReport {
+            sessions_deleted: deleted as u64,
+        })
+    }
+}
+
+#[async_trait]
+impl MemoryStore for PostgresStore {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         let mut attempt = 0;
         loop {
@@ -401,53 +452,5 @@ impl AgentMemory for PostgresStore {
             client.execute(&st, &[&id]).await
         })?;
         Ok(deleted > 0)
-    }
-
-    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        let Some(tsquery) = tsquery_literal(query).filter(|_| scope.limit > 0) else {
-            return Ok(Vec::new());
-        };
-        let limit = i64::try_from(scope.limit).unwrap_or(i64::MAX);
-        let session = scope.session.as_ref().map(SessionId::as_str);
-        let rows = run!(self, READ_RETRIES, |client| async {
-            match session {
-                Some(session) => {
-                    let st = client.prepare_cached(&self.sql.search_session).await?;
-                    client.query(&st, &[&tsquery, &limit, &session]).await
-                }
-                None => {
-                    let st = client.prepare_cached(&self.sql.search_messages).await?;
-                    client.query(&st, &[&tsquery, &limit]).await
-                }
-            }
-        })?;
-        rows.iter().map(message_hit).collect()
-    }
-
-    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        if policy.max_age.is_none() && policy.max_sessions.is_none() {
-            return Ok(PurgeReport::default());
-        }
-        // Ages are measured on the client's clock, the one `updated_at` was written with.
-        // An age reaching before year 1 expires nothing (and such a cutoff could not even be
-        // bound: PostgreSQL timestamps end in 4714 BC).
-        let cutoff = retention_cutoff(policy, now()).filter(|cutoff| cutoff.year() >= 1);
-        let keep = policy
-            .max_sessions
-            .map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-        // Two purges running at once may lock the same sessions in opposite orders; the
-        // loser of the resulting deadlock is rolled back whole and simply runs again.
-        let mut attempt = 0;
-        let deleted = loop {
-            match self.purge_once(cutoff, keep).await {
-                Err(e) if e.kind() == ErrorKind::Conflict && attempt < PURGE_RETRIES => {
-                    attempt += 1
-                }
-                other => break other?,
-            }
-        };
-        Ok(PurgeReport {
-            sessions_deleted: deleted as u64,
-        })
     }
 }

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use agentmem_core::{AgentMemory, AgentMemoryExt, ErrorKind, Message, SessionId};
+use agentmem_core::{AgentMemoryExt, ErrorKind, Message, SessionId, SessionStore};
 use agentmem_postgres::deadpool_postgres::{Manager, Pool, Runtime};
 use agentmem_postgres::{PostgresStore, SCHEMA_VERSION};
 

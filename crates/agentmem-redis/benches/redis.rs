@@ -22,7 +22,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use agentmem_core::{AgentMemory, Layered, Message, MessageQuery, SessionId};
+use agentmem_core::{Layered, Message, MessageQuery, SessionId, SessionStore};
 use agentmem_redis::{RedisConfig, RedisStore};
 use agentmem_testkit::bench::{self, big, compact_size, quick, quick_group};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};

@@ -29,5 +29,5 @@ pub use config::{
 pub use schema::SCHEMA_VERSION;
 pub use store::RedisStore;
 
-/// The backend name: what `AgentMemory::backend` reports and errors are labelled with.
+/// The backend name: what `SessionStore::backend` reports and errors are labelled with.
 pub(crate) const BACKEND: &str = "redis";

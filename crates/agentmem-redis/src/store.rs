@@ -12,9 +12,9 @@ use agentmem_core::support::{
 };
 use agentmem_core::Layered;
 use agentmem_core::{
-    async_trait, now, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error,
-    MemoryFilter, MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
-    Result, RetentionPolicy, Session, SessionId, SessionInfo,
+    async_trait, now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
+    MemoryHit, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
+    Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, Pipeline, RedisResult, ScriptInvocation};
@@ -38,7 +38,7 @@ use crate::BACKEND;
 /// backoff) before the waiting commands fail: one, so a dead server is reported quickly.
 const CONNECT_RETRIES: usize = 1;
 
-/// An [`AgentMemory`] on Redis (backend name `redis`).
+/// An [`AgentMemory`](agentmem_core::AgentMemory) on Redis (backend name `redis`).
 ///
 /// Cheap to clone: clones share one multiplexed, reconnecting connection
 /// (`redis::aio::ConnectionManager`). While the server is down every operation fails
@@ -52,7 +52,7 @@ const CONNECT_RETRIES: usize = 1;
 /// works on it too.
 ///
 /// ```no_run
-/// use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
+/// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, AgentMemoryExt, Message, SessionId};
 /// use agentmem_redis::RedisStore;
 ///
 /// # async fn demo() -> agentmem_core::Result<()> {
@@ -230,7 +230,7 @@ impl fmt::Debug for RedisStore {
 }
 
 #[async_trait]
-impl AgentMemory for RedisStore {
+impl SessionStore for RedisStore {
     fn backend(&self) -> &'static str {
         BACKEND
     }
@@ -344,6 +344,46 @@ impl AgentMemory for RedisStore {
         archive_from(session, archive, self.query(&pipe).await?)
     }
 
+    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
+        let Some(terms) = search_terms(query, scope.limit) else {
+            return Ok(Vec::new());
+        };
+        let mut inv = self.scripts.search_messages.prepare_invoke();
+        inv.arg(self.keys.prefix())
+            .arg(scope.session.as_ref().map_or("", SessionId::as_str))
+            .arg(scope.limit.min(u32::MAX as usize))
+            .arg(terms);
+        message_hits(self.invoke(&inv).await?)
+    }
+
+    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
+        let cutoff = retention_cutoff(policy, now()).map(|t| micros(t).to_string());
+        if cutoff.is_none() && policy.max_sessions.is_none() {
+            return Ok(PurgeReport::default());
+        }
+        let cutoff = cutoff.unwrap_or_default();
+        let max = policy
+            .max_sessions
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        let mut report = PurgeReport::default();
+        loop {
+            let mut inv = self.scripts.purge.prepare_invoke();
+            inv.arg(self.keys.prefix())
+                .arg(&cutoff)
+                .arg(&max)
+                .arg(PURGE_BATCH);
+            let deleted: u64 = self.invoke(&inv).await?;
+            if deleted == 0 {
+                return Ok(report);
+            }
+            report.sessions_deleted += deleted;
+        }
+    }
+}
+
+#[async_trait]
+impl MemoryStore for RedisStore {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         let index = index_entry(&item.text).to_string();
         let mut stored = item.clone();
@@ -400,42 +440,5 @@ impl AgentMemory for RedisStore {
         inv.arg(self.keys.prefix()).arg(id);
         let deleted: i64 = self.invoke(&inv).await?;
         Ok(deleted == 1)
-    }
-
-    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        let Some(terms) = search_terms(query, scope.limit) else {
-            return Ok(Vec::new());
-        };
-        let mut inv = self.scripts.search_messages.prepare_invoke();
-        inv.arg(self.keys.prefix())
-            .arg(scope.session.as_ref().map_or("", SessionId::as_str))
-            .arg(scope.limit.min(u32::MAX as usize))
-            .arg(terms);
-        message_hits(self.invoke(&inv).await?)
-    }
-
-    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        let cutoff = retention_cutoff(policy, now()).map(|t| micros(t).to_string());
-        if cutoff.is_none() && policy.max_sessions.is_none() {
-            return Ok(PurgeReport::default());
-        }
-        let cutoff = cutoff.unwrap_or_default();
-        let max = policy
-            .max_sessions
-            .map(|n| n.to_string())
-            .unwrap_or_default();
-        let mut report = PurgeReport::default();
-        loop {
-            let mut inv = self.scripts.purge.prepare_invoke();
-            inv.arg(self.keys.prefix())
-                .arg(&cutoff)
-                .arg(&max)
-                .arg(PURGE_BATCH);
-            let deleted: u64 = self.invoke(&inv).await?;
-            if deleted == 0 {
-                return Ok(report);
-            }
-            report.sessions_deleted += deleted;
-        }
     }
 }

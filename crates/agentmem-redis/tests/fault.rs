@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ErrorKind, Message, MessageQuery, Operation, SessionId,
+    AgentMemoryExt, ErrorKind, Message, MessageQuery, Operation, SessionId, SessionStore,
 };
 use agentmem_redis::{RedisConfig, RedisStore};
 

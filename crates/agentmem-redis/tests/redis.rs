@@ -6,8 +6,9 @@
 use agentmem_core::backend::{BackendConfig, Registry};
 use agentmem_core::search::rank;
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind, Message,
-    MessageQuery, Metadata, Operation, RetentionPolicy, SessionId,
+    AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind,
+    MemoryStore, Message, MessageQuery, Metadata, Operation, RetentionPolicy, SessionId,
+    SessionStore,
 };
 use agentmem_redis::{RedisConfig, RedisStore};
 use redis::aio::MultiplexedConnection;

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use agentmem::file::{FileStore, RepairKind};
-use agentmem_core::{AgentMemory, Message, SessionId};
+use agentmem_core::{AgentMemory, Message, SessionId, SessionStore};
 use agentmem_reliability::{audit, tagged, SplitMix64};
 use common::{acks, compactions, spawn, transcript};
 

@@ -8,7 +8,7 @@
 
 mod common;
 
-use agentmem_core::{AgentMemory, ErrorKind, Message, SessionId};
+use agentmem_core::{AgentMemory, ErrorKind, Message, SessionId, SessionStore};
 use agentmem_reliability::{audit, tagged};
 use common::{loud_skip, Mount};
 

@@ -256,7 +256,7 @@ fn open_on_garbage_urls_is_a_typed_error() {
 #[test]
 fn garbage_after_a_session_log_is_repaired_or_corrupt() {
     use agentmem::file::{Durability, FileConfig, FileStore};
-    use agentmem_core::AgentMemory;
+    use agentmem_core::SessionStore;
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

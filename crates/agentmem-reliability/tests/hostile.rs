@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agentmem_core::{
-    AgentMemory, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, Message, MessageQuery, Metadata,
-    SessionId,
+    AgentMemory, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message,
+    MessageQuery, Metadata, SessionId, SessionStore,
 };
 use agentmem_testkit::unique_namespace;
 use serde_json::json;

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentmem_core::{
-    AgentMemory, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, Message, Metadata,
-    RetentionPolicy, SessionId,
+    AgentMemory, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message, Metadata,
+    RetentionPolicy, SessionId, SessionStore,
 };
 use common::{loud_skip, Mount};
 

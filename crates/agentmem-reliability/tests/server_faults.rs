@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agentmem_core::{AgentMemory, ErrorKind, SessionId};
+use agentmem_core::{AgentMemory, ErrorKind, SessionId, SessionStore};
 use agentmem_reliability::{audit, tagged};
 use common::{free_port, run_command};
 

@@ -8,7 +8,9 @@
 
 use std::sync::Arc;
 
-use agentmem_core::{AgentMemory, AgentMemoryExt, ErrorKind, Message, Role, SessionId};
+use agentmem_core::{
+    AgentMemory, AgentMemoryExt, ErrorKind, Message, Role, SessionId, SessionStore,
+};
 use rig_core::completion::Message as RigMessage;
 use rig_core::id::ConversationId;
 use rig_core::memory::ConversationMemory;

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use agentmem_core::{AgentMemory, Error, SessionId};
+use agentmem_core::{AgentMemory, Error, SessionId, SessionStore};
 use rig_core::completion::Message as RigMessage;
 use rig_core::id::ConversationId;
 use rig_core::memory::{ConversationMemory, MemoryError};

@@ -25,7 +25,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agentmem_core::{AgentMemory, Layered, Message, MessageQuery, Metadata, Role, SessionId};
+use agentmem_core::{Layered, Message, MessageQuery, Metadata, Role, SessionId, SessionStore};
 use agentmem_sqlite::{SqliteConfig, SqliteStore, Synchronous};
 use agentmem_testkit::bench::{
     self, big, compact_size, fill, message, messages, runtime, timed_with_reset,

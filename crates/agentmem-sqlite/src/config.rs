@@ -287,7 +287,7 @@ impl FromStr for SqliteConfig {
 ///
 /// ```
 /// use agentmem_core::backend::Registry;
-/// use agentmem_core::AgentMemory;
+/// use agentmem_core::{AgentMemory, MemoryStore, SessionStore};
 /// use agentmem_sqlite::SqliteConfig;
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use agentmem_core::layer;
 use agentmem_core::Layered;
 use agentmem_core::{
-    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, MemoryFilter,
-    MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
-    RetentionPolicy, Session, SessionId, SessionInfo,
+    async_trait, Archive, ArchiveId, ArchiveInfo, Capabilities, MemoryFilter, MemoryHit,
+    MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
+    RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
 };
 use rusqlite::Connection;
 
@@ -28,7 +28,7 @@ use crate::{archives, memories, retention, schema, search, sessions};
 /// to this type for SQLite-specific methods such as [`database`](Self::database).
 ///
 /// ```
-/// use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
+/// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, AgentMemoryExt, Message, SessionId};
 /// use agentmem_sqlite::SqliteStore;
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -83,7 +83,7 @@ impl SqliteStore {
     /// one connection.
     ///
     /// ```
-    /// use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
+    /// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, AgentMemoryExt, Message, SessionId};
     /// use agentmem_sqlite::SqliteStore;
     ///
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -120,7 +120,7 @@ impl SqliteStore {
 }
 
 #[async_trait]
-impl AgentMemory for SqliteStore {
+impl SessionStore for SqliteStore {
     fn backend(&self) -> &'static str {
         BACKEND
     }
@@ -197,6 +197,23 @@ impl AgentMemory for SqliteStore {
             .await
     }
 
+    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
+        let (query, scope) = (query.to_string(), scope.clone());
+        self.pool
+            .read(move |conn| search::messages(conn, &query, &scope))
+            .await
+    }
+
+    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
+        let policy = *policy;
+        self.pool
+            .write(move |conn| retention::purge(conn, &policy))
+            .await
+    }
+}
+
+#[async_trait]
+impl MemoryStore for SqliteStore {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         let item = item.clone();
         self.pool
@@ -227,20 +244,6 @@ impl AgentMemory for SqliteStore {
         let id = id.to_string();
         self.pool
             .write(move |conn| memories::delete(conn, &id))
-            .await
-    }
-
-    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        let (query, scope) = (query.to_string(), scope.clone());
-        self.pool
-            .read(move |conn| search::messages(conn, &query, &scope))
-            .await
-    }
-
-    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        let policy = *policy;
-        self.pool
-            .write(move |conn| retention::purge(conn, &policy))
             .await
     }
 }

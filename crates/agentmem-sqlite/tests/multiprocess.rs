@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::process::{Command, Stdio};
 
-use agentmem_core::{AgentMemory, AgentMemoryExt, Message, SessionId};
+use agentmem_core::{AgentMemoryExt, Message, SessionId, SessionStore};
 use agentmem_sqlite::SqliteStore;
 
 const PROCESSES: usize = 4;

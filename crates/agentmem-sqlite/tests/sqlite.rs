@@ -6,8 +6,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind, Message,
-    MessageQuery, Operation, RetentionPolicy, SessionId,
+    AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message,
+    MessageQuery, Operation, RetentionPolicy, SessionId, SessionStore,
 };
 use agentmem_sqlite::{SqliteConfig, SqliteStore, Synchronous, SCHEMA_VERSION};
 use rusqlite::Connection;

@@ -218,7 +218,7 @@ const RUN_AT_ONCE: usize = 4;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use agentmem_core::{AgentMemory, InMemoryStore};
+/// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, InMemoryStore};
 /// use agentmem_testkit::cases::{self, Area};
 ///
 /// async fn store() -> Option<Arc<dyn AgentMemory>> {

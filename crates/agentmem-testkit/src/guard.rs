@@ -288,7 +288,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
 
-    use agentmem_core::InMemoryStore;
+    use agentmem_core::{InMemoryStore, SessionStore};
 
     use super::*;
 

@@ -1,6 +1,6 @@
 //! The whole conformance suite against `agentmem_core::InMemoryStore`, the reference backend.
 
-use agentmem_core::{AgentMemory, InMemoryStore, MemoryItem, MemoryKind};
+use agentmem_core::{InMemoryStore, MemoryItem, MemoryKind, MemoryStore};
 use agentmem_testkit::cases::{self, Area};
 use agentmem_testkit::TestStore;
 

@@ -10,9 +10,9 @@ use agentmem_agent::{Agent, TurnContext, TurnReport};
 use agentmem_core::backend::Registry;
 use agentmem_core::Layered;
 use agentmem_core::{
-    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, InMemoryStore,
-    MemoryFilter, MemoryHit, MemoryItem, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
-    Result, RetentionPolicy, Session, SessionId, SessionInfo,
+    async_trait, Archive, ArchiveId, ArchiveInfo, Capabilities, InMemoryStore, MemoryFilter,
+    MemoryHit, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
+    Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
 };
 
 /// The backends `Agent::from_config` may open here: the file backend.
@@ -79,7 +79,7 @@ impl Spy {
 }
 
 #[async_trait]
-impl AgentMemory for Spy {
+impl SessionStore for Spy {
     fn backend(&self) -> &'static str {
         "spy"
     }
@@ -88,13 +88,6 @@ impl AgentMemory for Spy {
     }
     async fn schema_version(&self) -> Result<u32> {
         self.inner.schema_version().await
-    }
-    async fn get_context(&self, query: Option<&str>) -> Result<String> {
-        (self.queries.lock().unwrap_or_else(|e| e.into_inner())).push(query.map(str::to_string));
-        match &self.context {
-            Some(text) => Ok(text.replace("{query}", query.unwrap_or("none"))),
-            None => self.inner.get_context(query).await,
-        }
     }
     async fn save_session(&self, s: &SessionId, h: &[Message], m: &Metadata) -> Result<()> {
         self.saves.fetch_add(1, Ordering::SeqCst);
@@ -125,6 +118,23 @@ impl AgentMemory for Spy {
     async fn load_archive(&self, s: &SessionId, a: &ArchiveId) -> Result<Archive> {
         self.inner.load_archive(s, a).await
     }
+    async fn search_messages(&self, q: &str, s: &MessageQuery) -> Result<Vec<MessageHit>> {
+        self.inner.search_messages(q, s).await
+    }
+    async fn purge(&self, p: &RetentionPolicy) -> Result<PurgeReport> {
+        self.inner.purge(p).await
+    }
+}
+
+#[async_trait]
+impl MemoryStore for Spy {
+    async fn get_context(&self, query: Option<&str>) -> Result<String> {
+        (self.queries.lock().unwrap_or_else(|e| e.into_inner())).push(query.map(str::to_string));
+        match &self.context {
+            Some(text) => Ok(text.replace("{query}", query.unwrap_or("none"))),
+            None => self.inner.get_context(query).await,
+        }
+    }
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         self.inner.put_memory(item).await
     }
@@ -139,11 +149,5 @@ impl AgentMemory for Spy {
     }
     async fn delete_memory(&self, id: &str) -> Result<bool> {
         self.inner.delete_memory(id).await
-    }
-    async fn search_messages(&self, q: &str, s: &MessageQuery) -> Result<Vec<MessageHit>> {
-        self.inner.search_messages(q, s).await
-    }
-    async fn purge(&self, p: &RetentionPolicy) -> Result<PurgeReport> {
-        self.inner.purge(p).await
     }
 }

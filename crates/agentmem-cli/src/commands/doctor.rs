@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use agentmem::file::{FileStore, RepairReport};
 use agentmem::Backend;
-use agentmem_core::{AgentMemory, Error, ErrorKind, Layered, MemoryFilter, Result, SessionId};
+use agentmem_core::{
+    AgentMemory, Error, ErrorKind, Layered, MemoryFilter, Result, SessionId, SessionStore,
+};
 use agentmem_formats::create_private_dir;
 use serde::Serialize;
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use agentmem_core::{AgentMemory, MemoryFilter, MemoryKind, Result};
+use agentmem_core::{AgentMemory, MemoryFilter, MemoryKind, MemoryStore, Result};
 
 use crate::output::{snippet, time, Output};
 

@@ -9,7 +9,7 @@ use agentmem::conversation::templates::summary_text;
 use agentmem::conversation::{ExtractiveSummarizer, SummaryRequest};
 use agentmem_core::{
     AgentMemory, AgentMemoryExt, Error, Message, MessageQuery, Result, RetentionPolicy, Role,
-    SessionId,
+    SessionId, SessionStore,
 };
 use agentmem_formats::swarms::render_memory_md;
 use serde_json::json;

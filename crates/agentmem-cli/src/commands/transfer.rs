@@ -4,7 +4,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agentmem_core::{AgentMemory, Error, MemoryFilter, MemoryItem, Operation, Result, SessionId};
+use agentmem_core::{
+    AgentMemory, Error, MemoryFilter, MemoryItem, MemoryStore, Operation, Result, SessionId,
+    SessionStore,
+};
 use serde::Serialize;
 
 use agentmem_formats::{

@@ -9,9 +9,9 @@ use agentmem_conversation::templates::SUMMARY_PREFIX;
 use agentmem_conversation::{Conversation, ConversationBuilder};
 use agentmem_core::{
     async_trait, AgentMemory, AgentMemoryExt, AgentName, Archive, ArchiveId, ArchiveInfo,
-    Capabilities, Error, ErrorKind, InMemoryStore, MemoryFilter, MemoryHit, MemoryItem, Message,
-    MessageHit, MessageQuery, Metadata, Operation, PurgeReport, Result, RetentionPolicy, Role,
-    Session, SessionId, SessionInfo,
+    Capabilities, Error, ErrorKind, InMemoryStore, MemoryFilter, MemoryHit, MemoryItem,
+    MemoryStore, Message, MessageHit, MessageQuery, Metadata, Operation, PurgeReport, Result,
+    RetentionPolicy, Role, Session, SessionId, SessionInfo, SessionStore,
 };
 
 pub fn name(s: &str) -> AgentName {
@@ -140,18 +140,13 @@ impl ScriptedStore {
     }
 }
 
-/// `impl AgentMemory for ScriptedStore`: each listed method goes through
-/// [`ScriptedStore::run`] as its operation.
+/// `impl $store for ScriptedStore`: each listed method goes through [`ScriptedStore::run`] as
+/// its operation.
 macro_rules! scripted_methods {
-    ($($op:ident => fn $method:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+    ($store:ident { $($own:item)* } $($op:ident => fn $method:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
         #[async_trait]
-        impl AgentMemory for ScriptedStore {
-            fn backend(&self) -> &'static str {
-                self.inner.backend()
-            }
-            fn capabilities(&self) -> Capabilities {
-                self.inner.capabilities()
-            }
+        impl $store for ScriptedStore {
+            $($own)*
             $(async fn $method(&self, $($arg: $ty),*) -> Result<$ret> {
                 self.run(Operation::$op, self.inner.$method($($arg),*)).await
             })*
@@ -160,6 +155,14 @@ macro_rules! scripted_methods {
 }
 
 scripted_methods! {
+    SessionStore {
+        fn backend(&self) -> &'static str {
+            self.inner.backend()
+        }
+        fn capabilities(&self) -> Capabilities {
+            self.inner.capabilities()
+        }
+    }
     SchemaVersion => fn schema_version() -> u32;
     SaveSession => fn save_session(s: &SessionId, h: &[Message], m: &Metadata) -> ();
     Append => fn append(s: &SessionId, m: &[Message]) -> ();
@@ -169,13 +172,17 @@ scripted_methods! {
     Compact => fn compact(s: &SessionId, r: &[Message]) -> ArchiveInfo;
     ListArchives => fn list_archives(s: &SessionId) -> Vec<ArchiveInfo>;
     LoadArchive => fn load_archive(s: &SessionId, a: &ArchiveId) -> Archive;
+    SearchMessages => fn search_messages(q: &str, s: &MessageQuery) -> Vec<MessageHit>;
+    Purge => fn purge(p: &RetentionPolicy) -> PurgeReport;
+}
+
+scripted_methods! {
+    MemoryStore {}
     PutMemory => fn put_memory(i: &MemoryItem) -> MemoryItem;
     GetMemory => fn get_memory(id: &str) -> Option<MemoryItem>;
     ListMemories => fn list_memories(f: &MemoryFilter) -> Vec<MemoryItem>;
     SearchMemories => fn search_memories(q: &str, f: &MemoryFilter) -> Vec<MemoryHit>;
     DeleteMemory => fn delete_memory(id: &str) -> bool;
-    SearchMessages => fn search_messages(q: &str, s: &MessageQuery) -> Vec<MessageHit>;
-    Purge => fn purge(p: &RetentionPolicy) -> PurgeReport;
 }
 
 /// The messages after the system prompt, rules and custom rules.

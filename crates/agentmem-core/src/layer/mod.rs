@@ -1,9 +1,10 @@
 //! Layers: cross-cutting work written once and worn by every store.
 //!
-//! A backend implements [`AgentMemory`] for its raw store and nothing else: no validation, no
-//! spans, no error labels. Its constructors (`connect`, `connect_with`, `from_client`) hand
-//! the raw store to [`layered`] (or [`open_layered`]), so every store a user gets wears the
-//! same standard stack:
+//! A backend implements [`SessionStore`](crate::SessionStore) and
+//! [`MemoryStore`](crate::MemoryStore) (together [`AgentMemory`]) for its raw store and nothing
+//! else: no validation, no spans, no error labels. Its constructors (`connect`, `connect_with`,
+//! `from_client`) hand the raw store to [`layered`] (or [`open_layered`]), so every store a user
+//! gets wears the same standard stack:
 //!
 //! | layer | what it does |
 //! |---|---|
@@ -22,7 +23,7 @@
 //! use std::sync::Arc;
 //! use agentmem_core::layer::Layer;
 //! use agentmem_core::{async_trait, AgentMemory, AgentMemoryExt, Archive, ArchiveId, ArchiveInfo,
-//!     Capabilities, Error, ErrorKind, InMemoryStore, MemoryFilter, MemoryHit, MemoryItem, Message,
+//!     Capabilities, Error, ErrorKind, InMemoryStore, MemoryFilter, MemoryStore, SessionStore, MemoryHit, MemoryItem, Message,
 //!     MessageHit, MessageQuery, Metadata, PurgeReport, Result, RetentionPolicy, Session,
 //!     SessionId, SessionInfo};
 //!
@@ -39,7 +40,7 @@
 //! fn refused() -> Error { Error::unsupported("this store is read-only") }
 //!
 //! #[async_trait]
-//! impl<S: AgentMemory> AgentMemory for ReadOnly<S> {
+//! impl<S: AgentMemory> SessionStore for ReadOnly<S> {
 //!     fn backend(&self) -> &'static str { self.0.backend() }
 //!     fn capabilities(&self) -> Capabilities { self.0.capabilities() }
 //!     async fn schema_version(&self) -> Result<u32> { self.0.schema_version().await }
@@ -51,13 +52,18 @@
 //!     async fn compact(&self, _: &SessionId, _: &[Message]) -> Result<ArchiveInfo> { Err(refused()) }
 //!     async fn list_archives(&self, s: &SessionId) -> Result<Vec<ArchiveInfo>> { self.0.list_archives(s).await }
 //!     async fn load_archive(&self, s: &SessionId, a: &ArchiveId) -> Result<Archive> { self.0.load_archive(s, a).await }
+//!     async fn search_messages(&self, q: &str, s: &MessageQuery) -> Result<Vec<MessageHit>> { self.0.search_messages(q, s).await }
+//!     async fn purge(&self, _: &RetentionPolicy) -> Result<PurgeReport> { Err(refused()) }
+//! }
+//!
+//! #[async_trait]
+//! impl<S: AgentMemory> MemoryStore for ReadOnly<S> {
+//!     async fn get_context(&self, query: Option<&str>) -> Result<String> { self.0.get_context(query).await }
 //!     async fn put_memory(&self, _: &MemoryItem) -> Result<MemoryItem> { Err(refused()) }
 //!     async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> { self.0.get_memory(id).await }
 //!     async fn list_memories(&self, f: &MemoryFilter) -> Result<Vec<MemoryItem>> { self.0.list_memories(f).await }
 //!     async fn search_memories(&self, q: &str, f: &MemoryFilter) -> Result<Vec<MemoryHit>> { self.0.search_memories(q, f).await }
 //!     async fn delete_memory(&self, _: &str) -> Result<bool> { Err(refused()) }
-//!     async fn search_messages(&self, q: &str, s: &MessageQuery) -> Result<Vec<MessageHit>> { self.0.search_messages(q, s).await }
-//!     async fn purge(&self, _: &RetentionPolicy) -> Result<PurgeReport> { Err(refused()) }
 //! }
 //!
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {

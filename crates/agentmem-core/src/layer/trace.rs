@@ -7,14 +7,14 @@ use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
 use crate::error::{Error, Result};
-use crate::layer::forward::forward_agent_memory;
+use crate::layer::forward::forward_store;
 use crate::model::SessionInfo;
 use crate::model::{Archive, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, Session};
 use crate::name::SessionId;
 use crate::operation::Operation;
 use crate::store::{
-    AgentMemory, Capabilities, MemoryFilter, MemoryHit, MessageHit, MessageQuery, PurgeReport,
-    RetentionPolicy,
+    AgentMemory, Capabilities, MemoryFilter, MemoryHit, MemoryStore, MessageHit, MessageQuery,
+    PurgeReport, RetentionPolicy, SessionStore,
 };
 
 /// The span name every backend operation runs in.
@@ -140,7 +140,7 @@ layer_and_store! {
     /// ([`Error::backend_name`](crate::Error::backend_name), [`Error::operation`](crate::Error::operation)).
     ///
     /// ```
-    /// use agentmem_core::{AgentMemory, ErrorKind, InMemoryStore, Operation};
+    /// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, ErrorKind, InMemoryStore, Operation};
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let store = InMemoryStore::new(); // wears the standard layers, `Traced` outermost
     /// let err = store.compact(&"missing".parse()?, &[]).await.unwrap_err();
@@ -166,16 +166,10 @@ fn session_len(session: &Option<Session>) -> usize {
     session.as_ref().map_or(0, |s| s.messages.len())
 }
 
-forward_agent_memory!({ impl<S: AgentMemory> AgentMemory for Traced<S> } |self| self.inner; [backend capabilities] {
-
+forward_store!({ impl<S: AgentMemory> SessionStore for Traced<S> } |self| self.inner; [backend capabilities] {
     async fn schema_version(&self) -> Result<u32> {
         let op = self.op(Operation::SchemaVersion, None);
         op.run(self.inner.schema_version()).await
-    }
-
-    async fn get_context(&self, query: Option<&str>) -> Result<String> {
-        let op = self.op(Operation::GetContext, None);
-        op.run(self.inner.get_context(query)).await
     }
 
     async fn save_session(&self, id: &SessionId, history: &[Message], meta: &Metadata) -> Result<()> {
@@ -225,6 +219,24 @@ forward_agent_memory!({ impl<S: AgentMemory> AgentMemory for Traced<S> } |self| 
         .await
     }
 
+    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
+        let op = self.op(Operation::SearchMessages, scope.session.as_ref());
+        op.run_counted(self.inner.search_messages(query, scope), Vec::len)
+            .await
+    }
+
+    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
+        let op = self.op(Operation::Purge, None);
+        op.run(self.inner.purge(policy)).await
+    }
+});
+
+forward_store!({ impl<S: AgentMemory> MemoryStore for Traced<S> } |self| self.inner; [] {
+    async fn get_context(&self, query: Option<&str>) -> Result<String> {
+        let op = self.op(Operation::GetContext, None);
+        op.run(self.inner.get_context(query)).await
+    }
+
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         let op = self.op(Operation::PutMemory, None);
         op.run(self.inner.put_memory(item)).await
@@ -248,16 +260,5 @@ forward_agent_memory!({ impl<S: AgentMemory> AgentMemory for Traced<S> } |self| 
     async fn delete_memory(&self, id: &str) -> Result<bool> {
         let op = self.op(Operation::DeleteMemory, None);
         op.run(self.inner.delete_memory(id)).await
-    }
-
-    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        let op = self.op(Operation::SearchMessages, scope.session.as_ref());
-        op.run_counted(self.inner.search_messages(query, scope), Vec::len)
-            .await
-    }
-
-    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        let op = self.op(Operation::Purge, None);
-        op.run(self.inner.purge(policy)).await
     }
 });

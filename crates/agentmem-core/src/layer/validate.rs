@@ -1,13 +1,13 @@
 //! [`Validated`]: what is storable is decided here, once, for every backend.
 
 use crate::error::Result;
-use crate::layer::forward::forward_agent_memory;
+use crate::layer::forward::forward_store;
 use crate::model::SessionInfo;
 use crate::model::{Archive, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, Session};
 use crate::name::SessionId;
 use crate::store::{
-    AgentMemory, Capabilities, MemoryFilter, MemoryHit, MessageHit, MessageQuery, PurgeReport,
-    RetentionPolicy,
+    AgentMemory, Capabilities, MemoryFilter, MemoryHit, MemoryStore, MessageHit, MessageQuery,
+    PurgeReport, RetentionPolicy, SessionStore,
 };
 
 /// Checks that every message can be stored and read back; the first bad one fails the batch,
@@ -32,8 +32,7 @@ layer_and_store! {
     Validated
 }
 
-forward_agent_memory!({ impl<S: AgentMemory> AgentMemory for Validated<S> } |self| self.inner; [backend capabilities schema_version get_context load list_sessions delete_session list_archives load_archive get_memory list_memories search_memories delete_memory search_messages purge] {
-
+forward_store!({ impl<S: AgentMemory> SessionStore for Validated<S> } |self| self.inner; [backend capabilities schema_version load list_sessions delete_session list_archives load_archive search_messages purge] {
     async fn save_session(&self, id: &SessionId, history: &[Message], meta: &Metadata) -> Result<()> {
         check_messages(history)?;
         self.inner.save_session(id, history, meta).await
@@ -51,7 +50,9 @@ forward_agent_memory!({ impl<S: AgentMemory> AgentMemory for Validated<S> } |sel
         check_messages(replacement)?;
         self.inner.compact(session, replacement).await
     }
+});
 
+forward_store!({ impl<S: AgentMemory> MemoryStore for Validated<S> } |self| self.inner; [get_context get_memory list_memories search_memories delete_memory] {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         check_memory_item(item)?;
         self.inner.put_memory(item).await
