@@ -8,7 +8,7 @@
 //! [`agentmem::registry`]: crate::registry
 //! [`agentmem-conversation`]: crate::conversation
 //! [`agentmem-workspace`]: crate::workspace
-//! [`crates/agentmem-core`]: crate::core
+//! [`crates/agentmem-core`]: https://docs.rs/agentmem-core
 //! [`agentmem-testkit`]: https://github.com/agentmem/agentmem/tree/main/crates/agentmem-testkit
 //! [`crates/agentmem-testkit`]: https://github.com/agentmem/agentmem/tree/main/crates/agentmem-testkit
 //! [`crates/agentmem-reliability`]: https://github.com/agentmem/agentmem/tree/main/crates/agentmem-reliability
@@ -92,18 +92,17 @@
 
 mod open;
 
-pub use agentmem_core::backend::Backend;
+// The facade re-exports what a user of the library names; a backend author depends on
+// `agentmem-core` itself (as sqlx drivers depend on sqlx-core), so each item has one path here.
+pub use agentmem_core::backend::{Backend, BackendConfig, Registry};
 pub use agentmem_core::{
     async_trait, history, layer, now, search, AgentMemory, AgentMemoryExt, AgentName, Archive,
     ArchiveId, ArchiveInfo, Capabilities, ContextStore, Error, ErrorKind, InMemoryStore, Layered,
-    MemoryFilter, MemoryHit, MemoryItem, MemoryKind, MemoryStore, Message, MessageHit,
-    MessageQuery, Metadata, Operation, PurgeReport, Result, RetentionPolicy, Role, Session,
-    SessionId, SessionInfo, SessionStore,
+    MemoryFilter, MemoryHit, MemoryId, MemoryItem, MemoryKind, MemoryStore, Message, MessageHit,
+    MessageId, MessageQuery, Metadata, Operation, PurgeReport, Result, RetentionPolicy, Role,
+    Session, SessionId, SessionInfo, SessionStore, MAX_METADATA_DEPTH,
 };
 pub use open::{open, registry};
-
-/// The core crate, for backend authors.
-pub use agentmem_core as core;
 
 /// The Swarms-style conversation engine: preload, write-through, compaction, auto-compression.
 pub use agentmem_conversation as conversation;

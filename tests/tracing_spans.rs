@@ -224,39 +224,47 @@ async fn in_memory_store() {
     .await;
 }
 
-#[cfg(feature = "file")]
-#[tokio::test]
-async fn file_backend() {
+/// Checks the spans of the store at the URL that `url_in` gives for a new temporary folder.
+#[cfg(any(feature = "file", feature = "sqlite"))]
+async fn check_local_store(url_in: fn(&std::path::Path) -> String) {
     traced(|captured| async move {
         let dir = tempfile::tempdir().expect("temporary folder");
-        let url = format!("file://{}?durability=buffered", dir.path().display());
-        let store = agentmem::open(&url).await.expect("file store");
+        let url = url_in(dir.path());
+        let store = agentmem::open(&url)
+            .await
+            .unwrap_or_else(|e| panic!("open {url}: {e}"));
         check_spans(store, &captured, &[]).await;
     })
     .await;
+}
+
+/// Checks the spans of the `service` store in `namespace`, when its server is reachable.
+#[cfg(any(feature = "redis", feature = "mongodb"))]
+async fn check_server_store(service: &str, namespace: ServerNamespace) {
+    traced(|captured| async move {
+        if let Some(store) = open_fresh(service, namespace).await {
+            check_spans(store.arc(), &captured, &[]).await;
+        }
+    })
+    .await;
+}
+
+#[cfg(feature = "file")]
+#[tokio::test]
+async fn file_backend() {
+    check_local_store(|dir| format!("file://{}?durability=buffered", dir.display())).await;
 }
 
 #[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn sqlite_backend() {
-    traced(|captured| async move {
-        let dir = tempfile::tempdir().expect("temporary folder");
-        let url = format!("sqlite://{}", dir.path().join("traced.db").display());
-        let store = agentmem::open(&url).await.expect("sqlite store");
-        check_spans(store, &captured, &[]).await;
-    })
-    .await;
+    check_local_store(|dir| format!("sqlite://{}", dir.join("traced.db").display())).await;
 }
 
 #[cfg(feature = "redis")]
 #[tokio::test]
 async fn redis_backend() {
-    traced(|captured| async move {
-        if let Some(store) = open_fresh("redis", ServerNamespace::redis("traced")).await {
-            check_spans(store.arc(), &captured, &[]).await;
-        }
-    })
-    .await;
+    check_server_store("redis", ServerNamespace::redis("traced")).await;
 }
 
 /// With a password in the URL (trust authentication ignores it), the password appears in no
@@ -290,10 +298,5 @@ async fn postgres_backend() {
 #[cfg(feature = "mongodb")]
 #[tokio::test]
 async fn mongodb_backend() {
-    traced(|captured| async move {
-        if let Some(store) = open_fresh("mongodb", ServerNamespace::mongodb("traced")).await {
-            check_spans(store.arc(), &captured, &[]).await;
-        }
-    })
-    .await;
+    check_server_store("mongodb", ServerNamespace::mongodb("traced")).await;
 }

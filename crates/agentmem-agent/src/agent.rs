@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use agentmem_core::backend::{Backend, Registry};
 use agentmem_core::{
     AgentMemory, ContextStore, Error, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message,
-    Metadata, Result, Role, SessionId, SessionStore,
+    MessageId, Metadata, Result, Role, SessionId, SessionStore,
 };
 use agentmem_workspace::{global_sessions_requested, session_id, workspace_id_with, WorkspaceId};
 
@@ -78,12 +78,12 @@ pub struct Agent {
 struct State {
     /// Per session written by auto-save or history: ids known to be stored there (`None`
     /// until the session has been read once).
-    stored: HashMap<SessionId, HashSet<String>>,
+    stored: HashMap<SessionId, HashSet<MessageId>>,
     /// Ids of messages auto-memory and learning have seen (or that came from the store, and
     /// so were seen by an earlier run).
-    processed: HashSet<String>,
+    processed: HashSet<MessageId>,
     /// Per session saved whole through a [`ContextStore`]: the ids of the last save, in order.
-    saved_whole: HashMap<SessionId, Vec<String>>,
+    saved_whole: HashMap<SessionId, Vec<MessageId>>,
 }
 
 impl fmt::Debug for Agent {
@@ -516,7 +516,7 @@ impl Agent {
         let known = self.state().stored.contains_key(session);
         if !known {
             // Read the session once: the conversation may hold messages an earlier run saved.
-            let ids: HashSet<String> = self
+            let ids: HashSet<MessageId> = self
                 .store
                 .load(session, None)
                 .await?
@@ -567,7 +567,7 @@ impl Agent {
             .filter(|m| m.role != Role::System)
             .cloned()
             .collect();
-        let ids: Vec<String> = history.iter().map(|m| m.id.clone()).collect();
+        let ids: Vec<MessageId> = history.iter().map(|m| m.id.clone()).collect();
         let new = match self.state().saved_whole.get(session) {
             Some(last) if *last == ids => return Ok(0),
             Some(last) => ids.iter().filter(|id| !last.contains(id)).count(),

@@ -28,7 +28,7 @@
 
 use std::fmt;
 
-use agentmem_core::{MemoryItem, MemoryKind};
+use agentmem_core::{MemoryId, MemoryItem, MemoryKind};
 
 use crate::text::{clauses, normalise, stable_hash, truncate, Clause};
 
@@ -109,8 +109,9 @@ impl Insight {
 
 /// The id of the insight item with `key`: `insight_` + a stable hash, so the current item is
 /// one `get_memory` away.
-pub fn insight_id(key: &str) -> String {
-    format!("insight_{}", stable_hash(key))
+pub fn insight_id(key: &str) -> MemoryId {
+    // `insight_` and 32 hex digits: always a valid id, whatever the key.
+    MemoryId::new(format!("insight_{}", stable_hash(key))).expect("insight ids are valid ids")
 }
 
 /// How many message ids an insight remembers to avoid counting a message twice.

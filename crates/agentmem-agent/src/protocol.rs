@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use agentmem_core::{
     async_trait, Archive, ArchiveId, ArchiveInfo, Capabilities, ContextStore, Error, MemoryFilter,
-    MemoryHit, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata, Operation,
-    PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
+    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata,
+    Operation, PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
 };
 
 /// The [`backend`](SessionStore::backend) name of a protocol-only agent's store.
@@ -77,7 +77,7 @@ impl MemoryStore for ProtocolOnly {
     async fn put_memory(&self, _: &MemoryItem) -> Result<MemoryItem> {
         Err(refused(Operation::PutMemory))
     }
-    async fn get_memory(&self, _: &str) -> Result<Option<MemoryItem>> {
+    async fn get_memory(&self, _: &MemoryId) -> Result<Option<MemoryItem>> {
         Err(refused(Operation::GetMemory))
     }
     async fn list_memories(&self, _: &MemoryFilter) -> Result<Vec<MemoryItem>> {
@@ -86,7 +86,7 @@ impl MemoryStore for ProtocolOnly {
     async fn search_memories(&self, _: &str, _: &MemoryFilter) -> Result<Vec<MemoryHit>> {
         Err(refused(Operation::SearchMemories))
     }
-    async fn delete_memory(&self, _: &str) -> Result<bool> {
+    async fn delete_memory(&self, _: &MemoryId) -> Result<bool> {
         Err(refused(Operation::DeleteMemory))
     }
 }

@@ -4,12 +4,10 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use agentmem_agent::{Agent, AgentConfig};
-use agentmem_core::{AgentMemory, InMemoryStore, Message, SessionStore};
+use agentmem_core::{Message, SessionStore};
 use agentmem_workspace::{session_id, WorkspaceId, GLOBAL_SESSIONS_ENV};
-use common::{after_turn, registry, turn_context};
+use common::{after_turn, from_config, in_memory, turn_context};
 
 #[tokio::test]
 async fn environment_switches_home_and_global_sessions() {
@@ -19,16 +17,14 @@ async fn environment_switches_home_and_global_sessions() {
     std::env::remove_var(GLOBAL_SESSIONS_ENV);
 
     // Off costs nothing: no store, no folder.
-    let off = Agent::from_config(AgentConfig::default(), Some("assistant"), &registry())
-        .await
-        .expect("from config");
+    let off = from_config(AgentConfig::default(), Some("assistant")).await;
     assert!(off.is_none());
     assert!(!home.exists(), "nothing may be created while memory is off");
 
     // Workspace-scoped by default...
     let workspace = tmp.path().join("project");
     std::fs::create_dir_all(&workspace).expect("folder");
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
+    let store = in_memory();
     let config = || {
         AgentConfig::default()
             .with_history(true)
@@ -59,14 +55,9 @@ async fn environment_switches_home_and_global_sessions() {
     std::env::remove_var(GLOBAL_SESSIONS_ENV);
 
     // The default store is the file backend under AGENTMEM_HOME, opened only when needed.
-    let on = Agent::from_config(
-        "history".parse().expect("preset"),
-        Some("assistant"),
-        &registry(),
-    )
-    .await
-    .expect("from config")
-    .expect("history is on");
+    let on = from_config("history".parse().expect("preset"), Some("assistant"))
+        .await
+        .expect("history is on");
     assert_eq!(on.store().backend(), "file");
     after_turn(&on, &[Message::user("hello")]).await;
     assert!(home.exists(), "the default store lives under AGENTMEM_HOME");

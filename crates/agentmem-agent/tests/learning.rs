@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use agentmem_agent::learning::{detect_insights, insight_count, InsightCategory};
 use agentmem_agent::{Agent, AgentConfig};
-use agentmem_core::{AgentMemory, InMemoryStore, MemoryFilter, MemoryKind, MemoryStore, Message};
-use common::{after_turn, turn_context};
+use agentmem_core::{AgentMemory, MemoryFilter, MemoryKind, MemoryStore, Message};
+use common::{after_turn, in_memory, turn_context};
 
 fn categories(text: &str) -> Vec<InsightCategory> {
     detect_insights(text).iter().map(|i| i.category).collect()
@@ -103,7 +103,7 @@ async fn learning_agent(store: Arc<dyn AgentMemory>) -> Agent {
 
 #[tokio::test]
 async fn insights_are_counted_once_per_message_and_injected() {
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
+    let store = in_memory();
     let agent = learning_agent(store.clone()).await;
 
     let first = Message::user("Always use type hints.");
@@ -144,7 +144,7 @@ async fn insights_are_counted_once_per_message_and_injected() {
 
 #[tokio::test]
 async fn a_request_is_injected_only_once_it_recurs() {
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
+    let store = in_memory();
     let agent = learning_agent(store.clone()).await;
     after_turn(&agent, &[Message::user("Please summarise the logs")]).await;
     let prompt = agent.system_prompt("").await.expect("prompt");
@@ -166,7 +166,7 @@ async fn a_request_is_injected_only_once_it_recurs() {
 
 #[tokio::test]
 async fn assistant_messages_teach_nothing() {
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
+    let store = in_memory();
     let agent = learning_agent(store.clone()).await;
     let report = after_turn(&agent, &[Message::assistant("Always use type hints.")]).await;
     assert!(report.insights.is_empty());

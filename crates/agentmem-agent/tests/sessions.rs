@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use agentmem_agent::{Agent, AgentConfig};
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ErrorKind, InMemoryStore, MemoryFilter, MemoryKind, MemoryStore,
-    Message, Role, SessionId, SessionStore,
+    AgentMemory, AgentMemoryExt, ErrorKind, MemoryFilter, MemoryKind, MemoryStore, Message, Role,
+    SessionId, SessionStore,
 };
 use agentmem_workspace::{session_id, WorkspaceId};
-use common::{after_turn, contents, registry, turn_context, Spy};
+use common::{after_turn, contents, from_config, in_memory, turn_context, Spy};
 
 /// History scoped by `workspace`, whatever `AGENTMEM_GLOBAL_SESSIONS` says in this shell.
 fn history_config(workspace: &Path) -> AgentConfig {
@@ -41,7 +41,7 @@ async fn run(agent: &Agent, user: &str, answer: &str) -> Vec<Message> {
 #[tokio::test]
 async fn a_second_run_in_the_same_workspace_sees_the_history() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
+    let store = in_memory();
 
     let first = scoped_agent(dir.path(), &store, "assistant");
     run(&first, "My name is Alice", "Hello Alice").await;
@@ -63,27 +63,29 @@ async fn a_second_run_in_the_same_workspace_sees_the_history() {
 async fn other_workspaces_and_other_agents_start_fresh() {
     let a = tempfile::tempdir().expect("temp dir");
     let b = tempfile::tempdir().expect("temp dir");
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
+    let store = in_memory();
     let in_a = scoped_agent(a.path(), &store, "assistant");
     run(&in_a, "secret project A", "noted").await;
 
-    let in_b = scoped_agent(b.path(), &store, "assistant");
-    assert_ne!(in_b.history_session(), in_a.history_session());
-    let context = turn_context(&in_b, &[Message::user("hi")]).await;
-    assert!(
-        context.history.is_empty(),
-        "history leaked across workspaces"
-    );
-
-    let reviewer = scoped_agent(a.path(), &store, "reviewer");
-    assert!(turn_context(&reviewer, &[]).await.history.is_empty());
+    let fresh = [
+        (
+            scoped_agent(b.path(), &store, "assistant"),
+            "another workspace",
+        ),
+        (scoped_agent(a.path(), &store, "reviewer"), "another agent"),
+    ];
+    for (agent, who) in &fresh {
+        assert_ne!(agent.history_session(), in_a.history_session(), "{who}");
+        let context = turn_context(agent, &[Message::user("hi")]).await;
+        assert!(context.history.is_empty(), "history leaked to {who}");
+    }
 }
 
 #[tokio::test]
 async fn an_explicit_session_id_wins_and_is_not_scoped() {
     let a = tempfile::tempdir().expect("temp dir");
     let b = tempfile::tempdir().expect("temp dir");
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
+    let store = in_memory();
     let config = |dir: &Path| history_config(dir).with_session_id("user_123");
     let in_a = Agent::new(config(a.path()), store.clone(), Some("assistant")).expect("memory");
     assert_eq!(
@@ -105,7 +107,7 @@ async fn an_explicit_session_id_wins_and_is_not_scoped() {
 #[tokio::test]
 async fn name_only_sessions_from_before_are_not_adopted() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
+    let store = in_memory();
     let legacy: SessionId = "assistant".parse().expect("name");
     store
         .append_one(&legacy, Message::user("old global history"))
@@ -118,7 +120,7 @@ async fn name_only_sessions_from_before_are_not_adopted() {
 #[tokio::test]
 async fn history_is_limited_and_never_injected_twice() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
+    let store = in_memory();
     let agent = Agent::new(
         history_config(dir.path()).with_history_limit(4),
         store.clone(),
@@ -159,7 +161,7 @@ async fn history_is_limited_and_never_injected_twice() {
 
 #[tokio::test]
 async fn injected_history_never_starts_with_an_orphaned_tool_result() {
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
+    let store = in_memory();
     let session: SessionId = "tools".parse().expect("name");
     store
         .append(
@@ -224,12 +226,7 @@ async fn auto_save_appends_what_is_new_and_never_rewrites() {
     let stored = spy.messages(&session).await.expect("messages");
     assert_eq!(
         contents(&stored),
-        [
-            "Hello!",
-            "Hi there!",
-            "Remember my name is John",
-            "Got it, John!"
-        ],
+        contents(&conversation[1..]),
         "system messages are not saved; order is kept"
     );
 
@@ -246,7 +243,7 @@ async fn auto_save_appends_what_is_new_and_never_rewrites() {
 
 #[tokio::test]
 async fn stored_memories_go_into_the_system_prompt() {
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
+    let store = in_memory();
     let agent =
         Agent::new(AgentConfig::enabled(), store.clone(), Some("assistant")).expect("memory");
     assert_eq!(agent.system_prompt("Base.").await.expect("prompt"), "Base.");
@@ -277,7 +274,7 @@ async fn stored_memories_go_into_the_system_prompt() {
 
 #[tokio::test]
 async fn auto_memory_keeps_one_fact_per_key() {
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
+    let store = in_memory();
     let config = AgentConfig::default().with_auto_memory(true);
     let agent = Agent::new(config, store.clone(), None).expect("memory");
     let report = after_turn(
@@ -321,15 +318,11 @@ async fn auto_memory_keeps_one_fact_per_key() {
 async fn a_config_with_nothing_on_opens_nothing() {
     // Everything off: no store is opened at all (the default file store under the agentmem
     // home is not even created; memory_home_env.rs checks the folder on disk).
-    let agent = Agent::from_config(AgentConfig::default(), Some("assistant"), &registry())
+    assert!(from_config(AgentConfig::default(), Some("assistant"))
         .await
-        .expect("from config");
-    assert!(agent.is_none());
-    let off = AgentConfig::default().with_history_limit(50);
-    assert!(Agent::from_config(off, None, &registry())
-        .await
-        .expect("from config")
         .is_none());
+    let off = AgentConfig::default().with_history_limit(50);
+    assert!(from_config(off, None).await.is_none());
 }
 
 #[tokio::test]
@@ -344,16 +337,14 @@ async fn from_config_opens_a_file_store_that_keeps_history_across_runs() {
             .with_workspace_dir(workspace.path())
     };
     {
-        let agent = Agent::from_config(config(), Some("assistant"), &registry())
+        let agent = from_config(config(), Some("assistant"))
             .await
-            .expect("open")
             .expect("enabled");
         assert_eq!(agent.store().backend(), "file");
         run(&agent, "My name is Alice", "Hello Alice").await;
     }
-    let agent = Agent::from_config(config(), Some("assistant"), &registry())
+    let agent = from_config(config(), Some("assistant"))
         .await
-        .expect("open")
         .expect("enabled");
     let context = turn_context(&agent, &[Message::user("name?")]).await;
     assert_eq!(context.history.len(), 2);
@@ -362,7 +353,7 @@ async fn from_config_opens_a_file_store_that_keeps_history_across_runs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_saves_of_one_conversation_store_each_message_once() {
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
+    let store = in_memory();
     let config = AgentConfig::default()
         .with_history(true)
         .with_session_id("shared")
@@ -419,15 +410,7 @@ async fn concurrent_turns_are_stored_in_conversation_order() {
 
     let session: SessionId = "ordered".parse().expect("name");
     let stored = spy.messages(&session).await.expect("messages");
-    assert_eq!(
-        contents(&stored),
-        [
-            "first question",
-            "first answer",
-            "second question",
-            "second answer"
-        ]
-    );
+    assert_eq!(contents(&stored), contents(&conversation));
 }
 
 /// `with_global_sessions` decides over the environment: global gives one history per agent
@@ -436,7 +419,7 @@ async fn concurrent_turns_are_stored_in_conversation_order() {
 async fn the_config_decides_global_sessions_over_the_environment() {
     let a = tempfile::tempdir().expect("temp dir");
     let b = tempfile::tempdir().expect("temp dir");
-    let store: Arc<dyn AgentMemory> = Arc::new(InMemoryStore::new());
+    let store = in_memory();
     let global = |dir: &Path| history_config(dir).with_global_sessions(true);
     let in_a = Agent::new(global(a.path()), store.clone(), Some("assistant")).expect("memory");
     let in_b = Agent::new(global(b.path()), store.clone(), Some("assistant")).expect("memory");

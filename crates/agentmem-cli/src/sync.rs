@@ -267,7 +267,9 @@ async fn append_rest(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use agentmem_core::{AgentMemoryExt, ErrorKind, InMemoryStore, Layered, SessionStore};
+    use agentmem_core::{
+        AgentMemoryExt, ErrorKind, InMemoryStore, Layered, MessageId, SessionStore,
+    };
 
     fn session(n_archives: usize, per: usize) -> SessionExport {
         let mut s = SessionExport::new("s".parse().unwrap());
@@ -277,7 +279,8 @@ mod tests {
             (0..n)
                 .map(|_| {
                     counter += 1;
-                    Message::user(format!("m{counter}")).with_id(format!("id{counter}"))
+                    Message::user(format!("m{counter}"))
+                        .with_id(MessageId::new(format!("id{counter}")).expect("valid message id"))
                 })
                 .collect()
         };
@@ -348,7 +351,10 @@ mod tests {
     async fn diverging_destination_is_a_conflict_and_untouched() {
         let (store, s) = store_and_session(0, 3);
         store
-            .append_one(&s.id, Message::user("other").with_id("x"))
+            .append_one(
+                &s.id,
+                Message::user("other").with_id(MessageId::new("x").expect("valid message id")),
+            )
             .await
             .unwrap();
         let err = sync_default(&store, &s).await.unwrap_err();

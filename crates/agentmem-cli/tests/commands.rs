@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{agentmem, fails, fixture, json, ok, on};
+use common::{agentmem, column, fails, fixture, import, json, ok, on, rows};
 use predicates::prelude::*;
 
 const COMMANDS: [&str; 14] = [
@@ -54,13 +54,7 @@ fn append_show_search_and_list() {
     ok(on(dir.path()).args(["append", "other", "--role", "assistant", "unrelated"]));
 
     let sessions = json(on(dir.path()).arg("sessions"));
-    let ids: Vec<&str> = sessions
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, ["ResearchAgent", "other"]);
+    assert_eq!(column(&sessions, "id"), ["ResearchAgent", "other"]);
     assert_eq!(sessions[0]["message_count"], 2);
     let text = ok(on(dir.path()).arg("sessions"));
     assert!(
@@ -78,7 +72,7 @@ fn append_show_search_and_list() {
         "stdin's final newline is dropped: {shown}"
     );
     let last = json(on(dir.path()).args(["show", "ResearchAgent", "--limit", "1"]));
-    assert_eq!(last["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(rows(&last["messages"]).len(), 1);
     assert_eq!(last["total_messages"], 2);
     let md = ok(on(dir.path()).args(["show", "ResearchAgent", "--format", "markdown"]));
     assert!(
@@ -96,16 +90,11 @@ fn append_show_search_and_list() {
     assert_eq!(as_json["id"], "ResearchAgent");
 
     let hits = json(on(dir.path()).args(["search", "bigquery"]));
-    assert_eq!(hits.as_array().unwrap().len(), 2);
-    assert!(hits
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|h| h["session"] == "ResearchAgent"));
+    assert_eq!(column(&hits, "session"), ["ResearchAgent", "ResearchAgent"]);
     let scoped = json(on(dir.path()).args(["search", "unrelated", "--session", "ResearchAgent"]));
-    assert!(scoped.as_array().unwrap().is_empty());
+    assert!(rows(&scoped).is_empty());
     let limited = json(on(dir.path()).args(["search", "bigquery", "--limit", "1"]));
-    assert_eq!(limited.as_array().unwrap().len(), 1);
+    assert_eq!(rows(&limited).len(), 1);
     let table = ok(on(dir.path()).args(["search", "serverless"]));
     assert!(
         table.lines().count() == 2 && table.contains("BigQuery is serverless."),
@@ -131,9 +120,7 @@ fn compact_archives_delete_and_purge() {
     let auto = json(on(dir.path()).args(["compact", "s", "--auto"]));
     assert_eq!(auto["archive"]["message_count"], 2);
     let archives = json(on(dir.path()).args(["archives", "s"]));
-    let counts: Vec<u64> = archives
-        .as_array()
-        .unwrap()
+    let counts: Vec<u64> = rows(&archives)
         .iter()
         .map(|a| a["message_count"].as_u64().unwrap())
         .collect();
@@ -147,36 +134,24 @@ fn compact_archives_delete_and_purge() {
     let purged = json(on(dir.path()).args(["purge", "--keep", "1"]));
     assert_eq!(purged["sessions_deleted"], 1);
     let left = json(on(dir.path()).arg("sessions"));
-    assert_eq!(left.as_array().unwrap().len(), 1);
+    assert_eq!(rows(&left).len(), 1);
     let id = left[0]["id"].as_str().unwrap().to_string();
     assert_eq!(
         ok(on(dir.path()).args(["delete", &id])),
         format!("deleted session {id}\n")
     );
     fails(on(dir.path()).args(["delete", &id]), 3);
-    assert!(json(on(dir.path()).arg("sessions"))
-        .as_array()
-        .unwrap()
-        .is_empty());
+    assert!(rows(&json(on(dir.path()).arg("sessions"))).is_empty());
 }
 
 #[test]
 fn memories_list_and_filter() {
     let dir = tempfile::tempdir().unwrap();
-    ok(on(dir.path())
-        .args(["import"])
-        .arg(fixture("export.jsonl"))
-        .args(["--format", "jsonl"]));
+    ok(import(dir.path(), fixture("export.jsonl"), "jsonl"));
     let all = json(on(dir.path()).arg("memories"));
-    let ids: Vec<&str> = all
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, ["f1", "n1"]);
+    assert_eq!(column(&all, "id"), ["f1", "n1"]);
     let facts = json(on(dir.path()).args(["memories", "--kind", "fact"]));
-    assert_eq!(facts.as_array().unwrap().len(), 1);
+    assert_eq!(rows(&facts).len(), 1);
     assert_eq!(facts[0]["text"], "The user's name is Alice.");
     let table = ok(on(dir.path()).arg("memories"));
     assert!(
@@ -246,10 +221,7 @@ fn default_store_is_the_agentmem_home_and_env_sets_it() {
 #[test]
 fn doctor_reports_repairs_and_keeps_a_backup() {
     let dir = tempfile::tempdir().unwrap();
-    ok(on(dir.path())
-        .args(["import"])
-        .arg(fixture("export.jsonl"))
-        .args(["--format", "jsonl"]));
+    ok(import(dir.path(), fixture("export.jsonl"), "jsonl"));
     let healthy = ok(on(dir.path()).arg("doctor"));
     assert!(healthy.contains("schema version 1"), "{healthy}");
     assert!(
@@ -293,10 +265,7 @@ fn doctor_reports_repairs_and_keeps_a_backup() {
     );
     assert!(ok(on(dir.path()).arg("doctor")).contains("problems:  none"));
     assert_eq!(
-        json(on(dir.path()).args(["show", "user_123"]))["messages"]
-            .as_array()
-            .unwrap()
-            .len(),
+        rows(&json(on(dir.path()).args(["show", "user_123"]))["messages"]).len(),
         2
     );
 }
@@ -304,10 +273,7 @@ fn doctor_reports_repairs_and_keeps_a_backup() {
 #[test]
 fn doctor_repairs_a_torn_memory_log() {
     let dir = tempfile::tempdir().unwrap();
-    ok(on(dir.path())
-        .args(["import"])
-        .arg(fixture("export.jsonl"))
-        .args(["--format", "jsonl"]));
+    ok(import(dir.path(), fixture("export.jsonl"), "jsonl"));
     let log = dir.path().join("memories.jsonl");
     let mut bytes = std::fs::read(&log).unwrap();
     bytes.extend_from_slice(b"{\"op\":\"put\",\"item\":{\"id\"");
@@ -318,13 +284,7 @@ fn doctor_repairs_a_torn_memory_log() {
         out.contains("torn tail, repaired") && out.contains("backup:"),
         "{out}"
     );
-    assert_eq!(
-        json(on(dir.path()).arg("memories"))
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(rows(&json(on(dir.path()).arg("memories"))).len(), 2);
     let backups = std::fs::read_dir(dir.path().join("backups"))
         .unwrap()
         .count();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{agentmem, fails, fixture, json, ok, on};
+use common::{agentmem, column, fails, fixture, import, json, ok, on};
 
 fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
     let path = dir.join(name);
@@ -13,9 +13,17 @@ fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
 
 #[test]
 fn usage_errors_are_one_line_with_code_2() {
-    fails(agentmem().arg("frobnicate"), 2);
-    fails(agentmem().args(["show"]), 2);
-    fails(agentmem().args(["import", "x", "--format", "xml"]), 2);
+    for args in [
+        &["frobnicate"][..],
+        &["show"],
+        &["import", "x", "--format", "xml"],
+        &["purge", "--older-than", "soon"],
+        &["purge"],
+        &["export", "--format", "jsonl"],
+        &["compact", "s", "--summary", "x", "--auto"],
+    ] {
+        fails(agentmem().args(args), 2);
+    }
     let err = fails(agentmem().args(["show", "../etc"]), 2);
     assert!(
         err.contains("invalid session id") && err.contains("`..`"),
@@ -23,13 +31,6 @@ fn usage_errors_are_one_line_with_code_2() {
     );
     let err = fails(agentmem().args(["append", "a/b", "--role", "user", "x"]), 2);
     assert!(err.contains("path separator"), "{err}");
-    fails(agentmem().args(["purge", "--older-than", "soon"]), 2);
-    fails(agentmem().args(["purge"]), 2);
-    fails(agentmem().args(["export", "--format", "jsonl"]), 2);
-    fails(
-        agentmem().args(["compact", "s", "--summary", "x", "--auto"]),
-        2,
-    );
 }
 
 #[test]
@@ -40,16 +41,14 @@ fn bad_roles_and_missing_sessions() {
         2,
     );
     assert!(err.contains("invalid role"), "{err}");
-    fails(on(dir.path()).args(["show", "missing"]), 3);
-    fails(on(dir.path()).args(["archives", "missing"]), 3);
-    fails(
-        on(dir.path()).args(["compact", "missing", "--summary", "x"]),
-        3,
-    );
-    fails(
-        on(dir.path()).args(["export", "missing", "--format", "jsonl"]),
-        3,
-    );
+    for args in [
+        &["show", "missing"][..],
+        &["archives", "missing"],
+        &["compact", "missing", "--summary", "x"],
+        &["export", "missing", "--format", "jsonl"],
+    ] {
+        fails(on(dir.path()).args(args), 3);
+    }
 }
 
 #[test]
@@ -59,117 +58,69 @@ fn malformed_files_name_the_file_and_line() {
     let good = std::fs::read_to_string(fixture("export.jsonl")).unwrap();
     let lines: Vec<&str> = good.lines().collect();
 
-    let bad_json = write(
-        dir.path(),
-        "a.jsonl",
-        &format!("{}\n{}\n{{oops\n", lines[0], lines[1]),
-    );
-    let err = fails(
-        on(&store)
-            .arg("import")
-            .arg(&bad_json)
-            .args(["--format", "jsonl"]),
-        4,
-    );
-    assert!(err.contains("a.jsonl line 3"), "{err}");
-
-    let cut = write(
-        dir.path(),
-        "cut.jsonl",
-        &format!("{}\n", lines[..5].join("\n")),
-    );
-    let err = fails(
-        on(&store)
-            .arg("import")
-            .arg(&cut)
-            .args(["--format", "jsonl"]),
-        4,
-    );
-    assert!(
-        err.contains("cut.jsonl line 6") && err.contains("ends early"),
-        "{err}"
-    );
-
-    let bad_id = write(
-        dir.path(),
-        "id.jsonl",
-        "{\"agentmem_export\":1}\n{\"type\":\"session\",\"id\":\"../x\",\"messages\":0,\"archives\":0}\n",
-    );
-    let err = fails(
-        on(&store)
-            .arg("import")
-            .arg(&bad_id)
-            .args(["--format", "jsonl"]),
-        4,
-    );
-    assert!(
-        err.contains("id.jsonl line 2") && err.contains("`..`"),
-        "{err}"
-    );
-
-    let version = write(dir.path(), "v.jsonl", "{\"agentmem_export\":9}\n");
-    fails(
-        on(&store)
-            .arg("import")
-            .arg(&version)
-            .args(["--format", "jsonl"]),
-        7,
-    );
-
-    let doc = write(
-        dir.path(),
-        "a.json",
-        "{\"agentmem_export\": 1, \"sessions\": [{\"id\": 5}]}",
-    );
-    let err = fails(
-        on(&store)
-            .arg("import")
-            .arg(&doc)
-            .args(["--format", "json"]),
-        4,
-    );
-    assert!(err.contains("a.json") && err.contains("line 1"), "{err}");
-
-    let yaml = write(
-        dir.path(),
-        "a.yaml",
-        "agentmem_export: 1\nsessions:\n  - id: [\n",
-    );
-    let err = fails(
-        on(&store)
-            .arg("import")
-            .arg(&yaml)
-            .args(["--format", "yaml"]),
-        4,
-    );
-    assert!(err.contains("a.yaml"), "{err}");
-
-    let praison = write(dir.path(), "p.json", "{\"session_id\": \"s\", \"messages\": [{\"role\": \"user\", \"content\": \"x\", \"timestamp\": \"noon\"}]}");
-    let err = fails(
-        on(&store)
-            .arg("import")
-            .arg(&praison)
-            .args(["--format", "praisonai"]),
-        4,
-    );
-    assert!(err.contains("p.json"), "{err}");
-    let praison = write(
-        dir.path(),
-        "q.json",
-        "{\"session_id\": \"a/b\", \"messages\": []}",
-    );
-    let err = fails(
-        on(&store)
-            .arg("import")
-            .arg(&praison)
-            .args(["--format", "praisonai"]),
-        2,
-    );
-    assert!(err.contains("q.json") && err.contains("--session"), "{err}");
-    ok(on(&store)
-        .arg("import")
-        .arg(&praison)
-        .args(["--format", "praisonai", "--session", "ab"]));
+    // The file, its text, the format it is imported as, the exit code, and what the error
+    // line must name.
+    let bad_files: [(&str, String, &str, i32, &[&str]); 8] = [
+        (
+            "a.jsonl",
+            format!("{}\n{}\n{{oops\n", lines[0], lines[1]),
+            "jsonl",
+            4,
+            &["a.jsonl line 3"],
+        ),
+        (
+            "cut.jsonl",
+            format!("{}\n", lines[..5].join("\n")),
+            "jsonl",
+            4,
+            &["cut.jsonl line 6", "ends early"],
+        ),
+        (
+            "id.jsonl",
+            "{\"agentmem_export\":1}\n{\"type\":\"session\",\"id\":\"../x\",\"messages\":0,\"archives\":0}\n".into(),
+            "jsonl",
+            4,
+            &["id.jsonl line 2", "`..`"],
+        ),
+        ("v.jsonl", "{\"agentmem_export\":9}\n".into(), "jsonl", 7, &[]),
+        (
+            "a.json",
+            "{\"agentmem_export\": 1, \"sessions\": [{\"id\": 5}]}".into(),
+            "json",
+            4,
+            &["a.json", "line 1"],
+        ),
+        (
+            "a.yaml",
+            "agentmem_export: 1\nsessions:\n  - id: [\n".into(),
+            "yaml",
+            4,
+            &["a.yaml"],
+        ),
+        (
+            "p.json",
+            "{\"session_id\": \"s\", \"messages\": [{\"role\": \"user\", \"content\": \"x\", \"timestamp\": \"noon\"}]}".into(),
+            "praisonai",
+            4,
+            &["p.json"],
+        ),
+        (
+            "q.json",
+            "{\"session_id\": \"a/b\", \"messages\": []}".into(),
+            "praisonai",
+            2,
+            &["q.json", "--session"],
+        ),
+    ];
+    for (name, text, format, code, named) in &bad_files {
+        let path = write(dir.path(), name, text);
+        let err = fails(import(&store, &path, format), *code);
+        for part in *named {
+            assert!(err.contains(part), "{name}: `{part}` not named in {err}");
+        }
+    }
+    // The session id PraisonAI's q.json lacks can be given.
+    ok(import(&store, dir.path().join("q.json"), "praisonai").args(["--session", "ab"]));
 
     let agent = dir.path().join("agents/Broken");
     std::fs::create_dir_all(agent.join("archive")).unwrap();
@@ -180,41 +131,16 @@ fn malformed_files_name_the_file_and_line() {
         &memory[..memory.len() - 4],
     )
     .unwrap();
-    let err = fails(
-        on(&store)
-            .arg("import")
-            .arg(&agent)
-            .args(["--format", "swarms"]),
-        4,
-    );
+    let err = fails(import(&store, &agent, "swarms"), 4);
     assert!(err.contains("history_2026-01-01_00-00-00.md line"), "{err}");
 
-    let err = fails(
-        on(&store)
-            .arg("import")
-            .arg(dir.path().join("nope.jsonl"))
-            .args(["--format", "jsonl"]),
-        3,
-    );
-    assert!(err.contains("nope.jsonl"), "{err}");
-    let err = fails(
-        on(&store)
-            .arg("import")
-            .arg(dir.path().join("nope"))
-            .args(["--format", "swarms"]),
-        3,
-    );
-    assert!(err.contains("nope"), "{err}");
+    for (missing, format) in [("nope.jsonl", "jsonl"), ("nope", "swarms")] {
+        let err = fails(import(&store, dir.path().join(missing), format), 3);
+        assert!(err.contains(missing), "{err}");
+    }
 
     // None of the failed imports wrote anything (the praisonai one with --session did).
-    let sessions = json(on(&store).arg("sessions"));
-    let ids: Vec<&str> = sessions
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, ["ab"]);
+    assert_eq!(column(&json(on(&store).arg("sessions")), "id"), ["ab"]);
 }
 
 #[test]
@@ -259,14 +185,13 @@ fn unreachable_and_unknown_stores() {
 fn export_refuses_a_non_empty_folder_and_needs_one_for_folders() {
     let dir = tempfile::tempdir().unwrap();
     ok(on(dir.path()).args(["append", "s", "--role", "user", "x"]));
-    fails(
-        on(dir.path()).args(["export", "s", "--format", "swarms"]),
-        2,
-    );
-    fails(
-        on(dir.path()).args(["export", "--all", "--format", "praisonai"]),
-        2,
-    );
+    // The folder formats need `-o`.
+    for args in [
+        ["export", "s", "--format", "swarms"],
+        ["export", "--all", "--format", "praisonai"],
+    ] {
+        fails(on(dir.path()).args(args), 2);
+    }
     let busy = dir.path().join("busy");
     std::fs::create_dir_all(&busy).unwrap();
     std::fs::write(busy.join("keep.txt"), "x").unwrap();

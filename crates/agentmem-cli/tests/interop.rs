@@ -4,18 +4,14 @@
 
 mod common;
 
-use common::{fails, fixture, json, ok, on};
+use common::{fails, fixture, import, json, ok, on, rows};
 use serde_json::Value;
-
-fn import(dir: &std::path::Path, path: &std::path::Path, format: &str) -> String {
-    ok(on(dir).arg("import").arg(path).args(["--format", format]))
-}
 
 #[test]
 fn jsonl_to_store_to_jsonl_is_byte_identical() {
     let dir = tempfile::tempdir().unwrap();
     let original = std::fs::read(fixture("export.jsonl")).unwrap();
-    import(dir.path(), &fixture("export.jsonl"), "jsonl");
+    ok(import(dir.path(), fixture("export.jsonl"), "jsonl"));
     let exported = ok(on(dir.path()).args(["export", "--all", "--format", "jsonl"]));
     assert_eq!(exported.as_bytes(), original.as_slice());
     // Into a file too.
@@ -29,7 +25,7 @@ fn jsonl_to_store_to_jsonl_is_byte_identical() {
     );
     assert_eq!(std::fs::read(&file).unwrap(), original);
     // Importing again writes nothing.
-    let again = import(dir.path(), &fixture("export.jsonl"), "jsonl");
+    let again = ok(import(dir.path(), fixture("export.jsonl"), "jsonl"));
     assert!(
         again.contains("(0 new; 0 messages and 0 archives written)"),
         "{again}"
@@ -39,7 +35,7 @@ fn jsonl_to_store_to_jsonl_is_byte_identical() {
 #[test]
 fn json_and_yaml_carry_the_same_content() {
     let source = tempfile::tempdir().unwrap();
-    import(source.path(), &fixture("export.jsonl"), "jsonl");
+    ok(import(source.path(), fixture("export.jsonl"), "jsonl"));
     let original = std::fs::read_to_string(fixture("export.jsonl")).unwrap();
     for format in ["json", "yaml"] {
         let file = source.path().join(format!("all.{format}"));
@@ -47,29 +43,27 @@ fn json_and_yaml_carry_the_same_content() {
             .args(["export", "--all", "--format", format, "-o"])
             .arg(&file));
         let dest = tempfile::tempdir().unwrap();
-        import(dest.path(), &file, format);
+        ok(import(dest.path(), &file, format));
         let back = ok(on(dest.path()).args(["export", "--all", "--format", "jsonl"]));
         assert_eq!(back, original, "{format}");
     }
     let one = ok(on(source.path()).args(["export", "user_123", "--format", "json"]));
     let doc: Value = serde_json::from_str(&one).unwrap();
-    assert_eq!(doc["sessions"].as_array().unwrap().len(), 1);
-    assert!(doc["memories"].as_array().unwrap().is_empty());
+    assert_eq!(rows(&doc["sessions"]).len(), 1);
+    assert!(rows(&doc["memories"]).is_empty());
 }
 
 fn messages(dir: &std::path::Path, session: &str) -> (Vec<Value>, Vec<Vec<Value>>) {
     let shown = json(on(dir).args(["show", session]));
-    let current = shown["messages"].as_array().unwrap().clone();
+    let current = rows(&shown["messages"]).to_vec();
     let archives = json(on(dir).args(["archives", session]));
     let doc: Value =
         serde_json::from_str(&ok(on(dir).args(["export", session, "--format", "json"]))).unwrap();
-    let archived: Vec<Vec<Value>> = doc["sessions"][0]["archives"]
-        .as_array()
-        .unwrap()
+    let archived: Vec<Vec<Value>> = rows(&doc["sessions"][0]["archives"])
         .iter()
-        .map(|a| a["messages"].as_array().unwrap().clone())
+        .map(|a| rows(&a["messages"]).to_vec())
         .collect();
-    assert_eq!(archives.as_array().unwrap().len(), archived.len());
+    assert_eq!(rows(&archives).len(), archived.len());
     (current, archived)
 }
 
@@ -85,7 +79,7 @@ fn role_content_time(m: &Value) -> (String, String, String) {
 fn swarms_folder_imports_to_the_expected_messages_and_exports_back() {
     let dir = tempfile::tempdir().unwrap();
     let folder = fixture("swarms/ResearchAgent");
-    let out = import(dir.path(), &folder, "swarms");
+    let out = ok(import(dir.path(), &folder, "swarms"));
     assert!(out.contains("8 messages and 2 archives written"), "{out}");
     let (current, archives) = messages(dir.path(), "ResearchAgent");
     let rct: Vec<_> = current.iter().map(role_content_time).collect();
@@ -121,7 +115,7 @@ fn swarms_folder_imports_to_the_expected_messages_and_exports_back() {
     assert_eq!(role_content_time(&archives[1][1]).1, "Which is cheaper?");
 
     // Re-importing adds nothing: ids are derived from the folder's content.
-    let again = import(dir.path(), &folder, "swarms");
+    let again = ok(import(dir.path(), &folder, "swarms"));
     assert!(
         again.contains("0 messages and 0 archives written"),
         "{again}"
@@ -145,24 +139,16 @@ fn swarms_folder_imports_to_the_expected_messages_and_exports_back() {
     }
     // And the export re-imports (elsewhere) to the same messages.
     let other = tempfile::tempdir().unwrap();
-    ok(on(other.path()).arg("import").arg(&exported).args([
-        "--format",
-        "swarms",
-        "--session",
-        "ResearchAgent",
-    ]));
+    ok(import(other.path(), &exported, "swarms").args(["--session", "ResearchAgent"]));
     assert_eq!(messages(other.path(), "ResearchAgent"), (current, archives));
     // A workspace folder with agents/ imports each agent under its name.
     let ws = tempfile::tempdir().unwrap();
     let agent = ws.path().join("agents/Writer");
     std::fs::create_dir_all(&agent).unwrap();
     std::fs::copy(folder.join("MEMORY.md"), agent.join("MEMORY.md")).unwrap();
-    import(other.path(), ws.path(), "swarms");
+    ok(import(other.path(), ws.path(), "swarms"));
     assert_eq!(
-        json(on(other.path()).args(["show", "Writer"]))["messages"]
-            .as_array()
-            .unwrap()
-            .len(),
+        rows(&json(on(other.path()).args(["show", "Writer"]))["messages"]).len(),
         3
     );
 }
@@ -171,7 +157,7 @@ fn swarms_folder_imports_to_the_expected_messages_and_exports_back() {
 fn praisonai_session_imports_to_the_expected_messages_and_exports_back() {
     let dir = tempfile::tempdir().unwrap();
     let file = fixture("praisonai/history_4f2a9c1e.json");
-    import(dir.path(), &file, "praisonai");
+    ok(import(dir.path(), &file, "praisonai"));
     let (current, archives) = messages(dir.path(), "history_4f2a9c1e");
     let got: Vec<_> = current.iter().map(role_content_time).collect();
     let expected = [
@@ -236,7 +222,7 @@ fn praisonai_session_imports_to_the_expected_messages_and_exports_back() {
     let other = tempfile::tempdir().unwrap();
     let path = other.path().join("session.json");
     std::fs::write(&path, &exported).unwrap();
-    import(other.path(), &path, "praisonai");
+    ok(import(other.path(), &path, "praisonai"));
     assert_eq!(
         messages(other.path(), "history_4f2a9c1e"),
         (current, archives)
@@ -249,30 +235,21 @@ fn praisonai_session_imports_to_the_expected_messages_and_exports_back() {
         .arg(&all));
     assert!(all.join("history_4f2a9c1e.json").is_file());
     let third = tempfile::tempdir().unwrap();
-    ok(on(third.path())
-        .arg("import")
-        .arg(&all)
-        .args(["--format", "praisonai"]));
-    assert_eq!(
-        json(on(third.path()).arg("sessions"))
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    ok(import(third.path(), &all, "praisonai"));
+    assert_eq!(rows(&json(on(third.path()).arg("sessions"))).len(), 1);
 }
 
 #[test]
 fn native_sessions_survive_the_python_formats() {
     let dir = tempfile::tempdir().unwrap();
-    import(dir.path(), &fixture("export.jsonl"), "jsonl");
+    ok(import(dir.path(), fixture("export.jsonl"), "jsonl"));
     let (current, archives) = messages(dir.path(), "ResearchAgent");
     let file = dir.path().join("p.json");
     ok(on(dir.path())
         .args(["export", "ResearchAgent", "--format", "praisonai", "-o"])
         .arg(&file));
     let other = tempfile::tempdir().unwrap();
-    import(other.path(), &file, "praisonai");
+    ok(import(other.path(), &file, "praisonai"));
     // Ids, tool pairing, agent roles, metadata and archive boundaries all come back.
     assert_eq!(messages(other.path(), "ResearchAgent"), (current, archives));
 }
@@ -281,55 +258,31 @@ fn native_sessions_survive_the_python_formats() {
 fn importing_into_a_diverging_session_is_a_conflict_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     ok(on(dir.path()).args(["append", "user_123", "--role", "user", "something else"]));
-    let err = fails(
-        on(dir.path())
-            .arg("import")
-            .arg(fixture("export.jsonl"))
-            .args(["--format", "jsonl"]),
-        6,
-    );
+    let err = fails(import(dir.path(), fixture("export.jsonl"), "jsonl"), 6);
     assert!(err.contains("user_123") && err.contains("differs"), "{err}");
     // Conflicts are found before anything is written: no other session was imported.
     assert_eq!(
-        json(on(dir.path()).args(["show", "user_123"]))["messages"]
-            .as_array()
-            .unwrap()
-            .len(),
+        rows(&json(on(dir.path()).args(["show", "user_123"]))["messages"]).len(),
         1
     );
-    assert_eq!(
-        json(on(dir.path()).arg("sessions"))
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
-    assert!(json(on(dir.path()).arg("memories"))
-        .as_array()
-        .unwrap()
-        .is_empty());
+    assert_eq!(rows(&json(on(dir.path()).arg("sessions"))).len(), 1);
+    assert!(rows(&json(on(dir.path()).arg("memories"))).is_empty());
 }
 
 #[test]
 fn import_under_another_session_id() {
     let dir = tempfile::tempdir().unwrap();
     let err = fails(
-        on(dir.path())
-            .arg("import")
-            .arg(fixture("export.jsonl"))
-            .args(["--format", "jsonl", "--session", "x"]),
+        import(dir.path(), fixture("export.jsonl"), "jsonl").args(["--session", "x"]),
         2,
     );
     assert!(err.contains("holds 3 sessions"), "{err}");
     let one = dir.path().join("one.jsonl");
-    import(dir.path(), &fixture("export.jsonl"), "jsonl");
+    ok(import(dir.path(), fixture("export.jsonl"), "jsonl"));
     ok(on(dir.path())
         .args(["export", "user_123", "--format", "jsonl", "-o"])
         .arg(&one));
-    ok(on(dir.path())
-        .arg("import")
-        .arg(&one)
-        .args(["--format", "jsonl", "--session", "copy"]));
+    ok(import(dir.path(), &one, "jsonl").args(["--session", "copy"]));
     let a = json(on(dir.path()).args(["show", "user_123"]));
     let b = json(on(dir.path()).args(["show", "copy"]));
     assert_eq!(a["messages"], b["messages"]);

@@ -11,11 +11,11 @@ mod common;
 
 use std::path::Path;
 
-use agentmem_core::{MemoryItem, MemoryKind, Message, Role};
+use agentmem_core::{MemoryId, MemoryItem, MemoryKind, Message, MessageId, Role};
 use agentmem_formats::{jsonl, ArchiveExport, ExportDocument, SessionExport};
 use agentmem_testkit::{service_unavailable, ServerNamespace};
 use chrono::{DateTime, Duration, Utc};
-use common::{agentmem, file_url, json, ok, on};
+use common::{agentmem, file_url, import, json, ok, on, rows};
 
 /// 10,000 messages in five sessions, with archives, tool pairs, agent roles, metadata and
 /// memory items.
@@ -48,7 +48,8 @@ fn generated() -> ExportDocument {
                     })
                     .with_metadata("nested", serde_json::json!({"z": [1, 2], "a": null})),
                 };
-                m.with_id(id).with_timestamp(t)
+                m.with_id(MessageId::new(id).expect("valid message id"))
+                    .with_timestamp(t)
             })
             .collect()
     };
@@ -75,7 +76,7 @@ fn generated() -> ExportDocument {
     for i in 0..5 {
         let t = start + Duration::seconds(i);
         let mut item = MemoryItem::new(MemoryKind::ALL[i as usize % 4], format!("fact number {i}"));
-        item.id = format!("mem{i}");
+        item.id = MemoryId::new(format!("mem{i}")).expect("valid memory id");
         item.created_at = t;
         item.updated_at = t + Duration::microseconds(7);
         if i == 0 {
@@ -115,10 +116,7 @@ fn ten_thousand_messages_through_every_backend_and_back() {
     std::fs::write(&input, &expected).unwrap();
 
     let first = dir.path().join("first");
-    ok(on(&first)
-        .arg("import")
-        .arg(&input)
-        .args(["--format", "jsonl"]));
+    ok(import(&first, &input, "jsonl"));
     let mut chain = vec![
         file_url(&first),
         format!("sqlite://{}", dir.path().join("m.db").display()),
@@ -168,10 +166,7 @@ fn ten_thousand_messages_through_every_backend_and_back() {
     );
     assert_eq!(dry["messages_written"], 10_000);
     assert_eq!(dry["verified"], false);
-    assert!(json(on(&dir.path().join("dry")).arg("sessions"))
-        .as_array()
-        .unwrap()
-        .is_empty());
+    assert!(rows(&json(on(&dir.path().join("dry")).arg("sessions"))).is_empty());
 
     for namespace in &servers {
         ok(agentmem().args(["--store", namespace.url(), "purge", "--keep", "0"]));
@@ -183,10 +178,7 @@ fn an_interrupted_migration_resumes_without_duplicates() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
     let dst = dir.path().join("dst");
-    ok(on(&src)
-        .arg("import")
-        .arg(common::fixture("export.jsonl"))
-        .args(["--format", "jsonl"]));
+    ok(import(&src, common::fixture("export.jsonl"), "jsonl"));
     // The destination already holds part of a session (as if a migration stopped there).
     let partial = dir.path().join("partial.jsonl");
     let text = std::fs::read_to_string(common::fixture("export.jsonl")).unwrap();
@@ -202,10 +194,7 @@ fn an_interrupted_migration_resumes_without_duplicates() {
     ];
     lines.push(String::new());
     std::fs::write(&partial, lines.join("\n")).unwrap();
-    ok(on(&dst)
-        .arg("import")
-        .arg(&partial)
-        .args(["--format", "jsonl"]));
+    ok(import(&dst, &partial, "jsonl"));
 
     let run = agentmem()
         .args([

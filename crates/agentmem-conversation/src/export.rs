@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use chrono::SecondsFormat;
 use serde::{Deserialize, Serialize};
 
-use agentmem_core::{now, Error, Message, Metadata, Result, Role};
+use agentmem_core::{now, Error, Message, MessageId, Metadata, Result, Role};
 use agentmem_formats::time::parse_iso_time;
 
 use crate::conversation::Conversation;
@@ -63,7 +63,7 @@ struct Exported {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     timestamp: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    message_id: Option<String>,
+    message_id: Option<MessageId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     tool_call_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -126,7 +126,7 @@ impl Exported {
 /// use chrono::{TimeZone, Utc};
 ///
 /// let time = Utc.with_ymd_and_hms(2026, 4, 20, 18, 35, 4).unwrap();
-/// let hi = Message::user("Hi").with_id("m1").with_timestamp(time);
+/// let hi = Message::user("Hi").with_id("m1".parse()?).with_timestamp(time);
 /// assert_eq!(messages_to_json(&[hi])?, r#"[
 ///   {
 ///     "role": "user",
@@ -151,7 +151,7 @@ pub fn messages_to_json(messages: &[Message]) -> Result<String> {
 /// use chrono::{TimeZone, Utc};
 ///
 /// let time = Utc.with_ymd_and_hms(2026, 4, 20, 18, 35, 4).unwrap();
-/// let hi = Message::user("Hi").with_id("m1").with_timestamp(time);
+/// let hi = Message::user("Hi").with_id("m1".parse()?).with_timestamp(time);
 /// assert_eq!(
 ///     messages_to_yaml(&[hi])?,
 ///     "- role: user\n  content: Hi\n  timestamp: 2026-04-20T18:35:04.000000Z\n  message_id: m1\n"

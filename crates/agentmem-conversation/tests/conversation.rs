@@ -13,7 +13,7 @@ use agentmem_formats::swarms::{render_block, render_header};
 use agentmem_formats::time::isoformat;
 use chrono::{TimeZone, Utc};
 use common::{
-    adder_text, in_memory, join_all, name, persisting, spawn_adders, FailMode, ScriptedStore,
+    adder_text, built, in_memory, join_all, name, persisting, spawn_adders, FailMode, ScriptedStore,
 };
 
 fn at(h: u32, m: u32, s: u32) -> chrono::DateTime<Utc> {
@@ -23,15 +23,15 @@ fn at(h: u32, m: u32, s: u32) -> chrono::DateTime<Utc> {
 #[tokio::test]
 async fn ephemeral_by_default_never_calls_the_store() {
     let store = ScriptedStore::new(in_memory(), None);
-    let convo = Conversation::builder(name("Ephemeral"))
-        .system_prompt("sys")
-        .store(store.clone())
-        .memory_file("/nowhere/MEMORY.md")
-        .context_length(50)
-        .compressor(Compressor::default().with_threshold(0.1))
-        .build()
-        .await
-        .unwrap();
+    let convo = built(
+        Conversation::builder(name("Ephemeral"))
+            .system_prompt("sys")
+            .store(store.clone())
+            .memory_file("/nowhere/MEMORY.md")
+            .context_length(50)
+            .compressor(Compressor::default().with_threshold(0.1)),
+    )
+    .await;
     convo
         .add(Role::User, "hello there, remember the number 42")
         .await
@@ -106,13 +106,13 @@ async fn preload_follows_the_static_prompt_with_exact_swarms_text() {
         .unwrap()
         .created_at;
 
-    let convo = persisting("ResearchAgent", store.clone())
-        .system_prompt("You are a research assistant.")
-        .rules("Cite sources.")
-        .custom_rules_prompt("Answer in English.")
-        .build()
-        .await
-        .unwrap();
+    let convo = built(
+        persisting("ResearchAgent", store.clone())
+            .system_prompt("You are a research assistant.")
+            .rules("Cite sources.")
+            .custom_rules_prompt("Answer in English."),
+    )
+    .await;
     let m = convo.messages();
     assert_eq!(m.len(), 4);
     assert_eq!(
@@ -150,11 +150,7 @@ async fn preload_follows_the_static_prompt_with_exact_swarms_text() {
 #[tokio::test]
 async fn nothing_is_preloaded_without_stored_memory() {
     let store = in_memory();
-    let convo = persisting("Fresh", store.clone())
-        .system_prompt("sys")
-        .build()
-        .await
-        .unwrap();
+    let convo = built(persisting("Fresh", store.clone()).system_prompt("sys")).await;
     assert_eq!(convo.messages().len(), 1);
     assert!(convo.preloaded().is_none());
     // A session holding only blank messages has nothing to remember either.
@@ -163,7 +159,7 @@ async fn nothing_is_preloaded_without_stored_memory() {
         .append_one(&session, Message::user(" "))
         .await
         .unwrap();
-    let convo = persisting("Blank", store).build().await.unwrap();
+    let convo = built(persisting("Blank", store)).await;
     assert!(convo.messages().is_empty());
 }
 
@@ -181,11 +177,7 @@ async fn preload_keeps_the_newest_blocks_within_its_token_budget() {
     store.append(&session, &msgs).await.unwrap();
     let stored = store.load(&session, None).await.unwrap().unwrap();
     let budget = 300;
-    let convo = persisting("Budget", store)
-        .preload_token_budget(budget)
-        .build()
-        .await
-        .unwrap();
+    let convo = built(persisting("Budget", store).preload_token_budget(budget)).await;
     let p = convo.preloaded().unwrap().clone();
     assert!(
         p.kept > 0 && p.dropped > 0 && p.kept + p.dropped == 60,
@@ -225,11 +217,7 @@ async fn preload_keeps_a_leading_compaction_summary_then_the_newest_blocks() {
     msgs.extend((0..60).map(|i| Message::user(format!("Entry {i}: the quick brown fox jumps."))));
     store.append(&session, &msgs).await.unwrap();
     let stored = store.load(&session, None).await.unwrap().unwrap();
-    let convo = persisting("Pinned", store)
-        .preload_token_budget(400)
-        .build()
-        .await
-        .unwrap();
+    let convo = built(persisting("Pinned", store).preload_token_budget(400)).await;
     let p = convo.preloaded().unwrap();
     assert!(p.dropped > 0 && p.kept > 1, "{p:?}");
     let first_kept = 1 + p.dropped;
@@ -246,11 +234,8 @@ async fn preload_keeps_a_leading_compaction_summary_then_the_newest_blocks() {
     assert!(TokenEncoding::O200kBase.count(&p.text) <= 400);
 
     // A summary too big for the budget is not pinned: the newest blocks are kept instead.
-    let convo = persisting("Pinned", convo.store().unwrap().clone())
-        .preload_token_budget(150)
-        .build()
-        .await
-        .unwrap();
+    let convo =
+        built(persisting("Pinned", convo.store().unwrap().clone()).preload_token_budget(150)).await;
     let p = convo.preloaded().unwrap();
     assert!(!p.text.contains("Compressed Memory Summary"));
     assert!(p.text.contains("Entry 59:"));
@@ -264,11 +249,7 @@ async fn default_preload_budget_is_half_the_context() {
         .map(|i| Message::user(format!("Line {i} with a few words of padding text.")))
         .collect();
     store.append(&session, &msgs).await.unwrap();
-    let convo = persisting("Half", store)
-        .context_length(1_000)
-        .build()
-        .await
-        .unwrap();
+    let convo = built(persisting("Half", store).context_length(1_000)).await;
     let p = convo.preloaded().unwrap();
     assert!(p.dropped > 0);
     assert!(TokenEncoding::O200kBase.count(&p.text) <= 500);
@@ -300,13 +281,13 @@ async fn write_through_keeps_messages_and_restarts_do_not_duplicate_the_prompt()
 async fn a_failed_append_leaves_memory_equal_to_the_store() {
     // Calls: load (build), append (ok), append (fails), then a load to check the store.
     let store = ScriptedStore::new(in_memory(), Some(3));
-    let convo = persisting("Flaky", store.clone()).build().await.unwrap();
+    let convo = built(persisting("Flaky", store.clone())).await;
     convo.add(Role::User, "kept").await.unwrap();
     let err = convo.add(Role::User, "lost").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable);
     assert_eq!(convo.last_content().as_deref(), Some("kept"));
     assert_eq!(store.log(), ["load", "append", "append", "load"]);
-    let bad = Message::user("x").with_id("");
+    let bad = Message::new(Role::Agent("User".into()), "x");
     assert_eq!(
         convo.add_message(bad).await.unwrap_err().kind(),
         ErrorKind::InvalidInput
@@ -316,7 +297,7 @@ async fn a_failed_append_leaves_memory_equal_to_the_store() {
     // holds the message, as the store does.
     let inner = in_memory();
     let store = ScriptedStore::with_mode(inner.clone(), Some(2), FailMode::After);
-    let convo = persisting("Flaky", store).build().await.unwrap();
+    let convo = built(persisting("Flaky", store)).await;
     let err = convo.add(Role::User, "landed").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable);
     assert_eq!(
@@ -329,13 +310,7 @@ async fn a_failed_append_leaves_memory_equal_to_the_store() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_adds_keep_one_order_in_memory_and_store() {
     let store = in_memory();
-    let convo = Arc::new(
-        persisting("Busy", store.clone())
-            .system_prompt("sys")
-            .build()
-            .await
-            .unwrap(),
-    );
+    let convo = Arc::new(built(persisting("Busy", store.clone()).system_prompt("sys")).await);
     join_all(spawn_adders(&convo, 8, 25)).await;
     let memory = convo.messages()[1..].to_vec();
     let stored = store.messages(convo.session_id()).await.unwrap();
@@ -356,11 +331,7 @@ async fn concurrent_adds_keep_one_order_in_memory_and_store() {
 async fn stop_persisting_keeps_memory_and_stops_writes() {
     let store = in_memory();
     let path = PathBuf::from("/ws/agents/Stopper/MEMORY.md");
-    let convo = persisting("Stopper", store.clone())
-        .memory_file(path.clone())
-        .build()
-        .await
-        .unwrap();
+    let convo = built(persisting("Stopper", store.clone()).memory_file(path.clone())).await;
     assert_eq!(convo.memory_path(), Some(path));
     assert!(convo.is_persisting());
     convo.add(Role::User, "written").await.unwrap();
@@ -390,11 +361,7 @@ async fn stop_persisting_keeps_memory_and_stops_writes() {
 
 #[tokio::test]
 async fn prompt_string_and_last_content() {
-    let convo = Conversation::builder(name("Prompt"))
-        .system_prompt("Be brief.")
-        .build()
-        .await
-        .unwrap();
+    let convo = built(Conversation::builder(name("Prompt")).system_prompt("Be brief.")).await;
     let sys_time = convo.messages()[0].timestamp;
     convo
         .add_message(Message::user("Hi").with_timestamp(at(18, 35, 4)))
@@ -423,7 +390,7 @@ async fn prompt_string_and_last_content() {
     assert_eq!(convo.len(), 3);
     assert_eq!(convo.agent_role(), Role::Agent("Prompt".into()));
 
-    let empty = Conversation::builder(name("Empty")).build().await.unwrap();
+    let empty = built(Conversation::builder(name("Empty"))).await;
     assert!(empty.is_empty());
     assert_eq!(empty.last_content(), None);
     assert_eq!(empty.prompt_string(), "");
@@ -461,7 +428,7 @@ async fn context_length_and_encoding_resolve_from_the_model() {
         if let Some(length) = length {
             builder = builder.context_length(length);
         }
-        let c = builder.build().await.unwrap();
+        let c = built(builder).await;
         assert_eq!(
             (c.context_length(), c.token_encoding()),
             resolved,
@@ -480,10 +447,6 @@ async fn context_length_and_encoding_resolve_from_the_model() {
 
 #[tokio::test]
 async fn configured_workspace_dir_wins() {
-    let c = Conversation::builder(name("Ws"))
-        .workspace_dir("/configured")
-        .build()
-        .await
-        .unwrap();
+    let c = built(Conversation::builder(name("Ws")).workspace_dir("/configured")).await;
     assert_eq!(c.workspace_dir(), Some(std::path::Path::new("/configured")));
 }

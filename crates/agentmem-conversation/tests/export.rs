@@ -5,7 +5,7 @@ mod common;
 
 use agentmem_conversation::export::{messages_from_json, messages_from_yaml, read_messages};
 use agentmem_conversation::{Conversation, ExportFormat};
-use agentmem_core::{ErrorKind, Message, Role};
+use agentmem_core::{ErrorKind, Message, MessageId, Role};
 use chrono::{TimeZone, Utc};
 use common::name;
 
@@ -78,9 +78,13 @@ async fn exports_are_readable_by_the_owner_only() {
 async fn json_export_has_the_swarms_shape() {
     let c = Conversation::builder(name("Shape")).build().await.unwrap();
     let t = Utc.with_ymd_and_hms(2026, 4, 20, 18, 35, 4).unwrap();
-    c.add_message(Message::user("Hi").with_id("m1").with_timestamp(t))
-        .await
-        .unwrap();
+    c.add_message(
+        Message::user("Hi")
+            .with_id(MessageId::new("m1").expect("valid message id"))
+            .with_timestamp(t),
+    )
+    .await
+    .unwrap();
     let value: serde_json::Value = serde_json::from_str(&c.to_json().unwrap()).unwrap();
     assert_eq!(
         value,

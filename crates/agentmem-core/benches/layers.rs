@@ -14,8 +14,8 @@ use std::time::Duration;
 use agentmem_core::layer::layered;
 use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryItem, MemoryKind, MemoryStore, Message, MessageHit, MessageQuery, Metadata,
-    PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
+    MemoryHit, MemoryId, MemoryItem, MemoryKind, MemoryStore, Message, MessageHit, MessageQuery,
+    Metadata, PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
 };
 use agentmem_testkit::bench::quick;
 use criterion::{criterion_group, Criterion};
@@ -73,7 +73,7 @@ impl MemoryStore for Noop {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         Ok(item.clone())
     }
-    async fn get_memory(&self, _: &str) -> Result<Option<MemoryItem>> {
+    async fn get_memory(&self, _: &MemoryId) -> Result<Option<MemoryItem>> {
         Ok(None)
     }
     async fn list_memories(&self, _: &MemoryFilter) -> Result<Vec<MemoryItem>> {
@@ -82,7 +82,7 @@ impl MemoryStore for Noop {
     async fn search_memories(&self, _: &str, _: &MemoryFilter) -> Result<Vec<MemoryHit>> {
         Ok(Vec::new())
     }
-    async fn delete_memory(&self, _: &str) -> Result<bool> {
+    async fn delete_memory(&self, _: &MemoryId) -> Result<bool> {
         Ok(false)
     }
 }

@@ -6,6 +6,7 @@
 //! against: each method does exactly what the contract of [`AgentMemory`] says, with the
 //! shared algorithms of [`crate::history`] and [`crate::search`].
 
+use crate::MemoryId;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -341,8 +342,8 @@ impl MemoryStore for InMemoryStore {
         }
     }
 
-    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        Ok(self.state().memories.iter().find(|m| m.id == id).cloned())
+    async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
+        Ok(self.state().memories.iter().find(|m| &m.id == id).cloned())
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
@@ -353,10 +354,10 @@ impl MemoryStore for InMemoryStore {
         Ok(rank_memories(query, &self.state().memories, filter))
     }
 
-    async fn delete_memory(&self, id: &str) -> Result<bool> {
+    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
         let mut state = self.state();
         let before = state.memories.len();
-        state.memories.retain(|m| m.id != id);
+        state.memories.retain(|m| &m.id != id);
         Ok(state.memories.len() != before)
     }
 }

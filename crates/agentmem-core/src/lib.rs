@@ -52,9 +52,9 @@ pub use ext::AgentMemoryExt;
 pub use in_memory::InMemoryStore;
 pub use model::{
     new_id, now, Archive, ArchiveId, ArchiveInfo, MemoryItem, MemoryKind, Message, Metadata, Role,
-    Session, SessionInfo,
+    Session, SessionInfo, MAX_METADATA_DEPTH,
 };
-pub use name::{validate_name, AgentName, SessionId, MAX_NAME_BYTES};
+pub use name::{validate_name, AgentName, MemoryId, MessageId, SessionId, MAX_NAME_BYTES};
 pub use operation::Operation;
 pub use redact::redact_url;
 pub use store::{

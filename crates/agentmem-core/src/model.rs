@@ -10,7 +10,7 @@ use chrono::{DateTime, SubsecRound, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::name::{validate_name, SessionId};
+use crate::name::{validate_name, MemoryId, MessageId, SessionId};
 
 /// Free-form metadata attached to messages, sessions and memory items.
 pub type Metadata = serde_json::Map<String, serde_json::Value>;
@@ -113,9 +113,35 @@ impl<'de> Deserialize<'de> for Role {
     }
 }
 
-/// A new random id (32 lowercase hex digits) for messages and memory items.
+/// A new random token (32 lowercase hex digits), for names that must not collide (temporary
+/// files, for example). Messages and memory items take [`MessageId::random`] and
+/// [`MemoryId::random`].
 pub fn new_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// How deep metadata may nest: a value inside the metadata map is level 1, a value inside that
+/// level 2, and so on. JSON and BSON readers stop at 100-128 levels counted from the whole
+/// record, so the limit leaves room for the record around the metadata.
+pub const MAX_METADATA_DEPTH: usize = 64;
+
+/// Refuses metadata nested deeper than [`MAX_METADATA_DEPTH`] (without recursing, so hostile
+/// input cannot exhaust the stack here).
+fn check_metadata_depth(what: &str, metadata: &Metadata) -> Result<()> {
+    let mut stack: Vec<(&serde_json::Value, usize)> = metadata.values().map(|v| (v, 1)).collect();
+    while let Some((value, depth)) = stack.pop() {
+        if depth > MAX_METADATA_DEPTH {
+            return Err(Error::invalid_input(format!(
+                "{what} nests deeper than {MAX_METADATA_DEPTH} levels"
+            )));
+        }
+        match value {
+            serde_json::Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth + 1))),
+            serde_json::Value::Object(map) => stack.extend(map.values().map(|v| (v, depth + 1))),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// One message of a conversation.
@@ -126,7 +152,7 @@ pub fn new_id() -> String {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     /// Unique id, kept across backends (migration and de-duplication rely on it).
-    pub id: String,
+    pub id: MessageId,
     /// Who said it.
     pub role: Role,
     /// The text.
@@ -148,7 +174,7 @@ impl Message {
     /// A message from `role` with `content`, a fresh id and the current time.
     pub fn new(role: Role, content: impl Into<String>) -> Self {
         Message {
-            id: new_id(),
+            id: MessageId::random(),
             role,
             content: content.into(),
             timestamp: now(),
@@ -222,8 +248,8 @@ impl Message {
     }
 
     /// Sets the id.
-    pub fn with_id(mut self, id: impl Into<String>) -> Self {
-        self.id = id.into();
+    pub fn with_id(mut self, id: MessageId) -> Self {
+        self.id = id;
         self
     }
 
@@ -253,19 +279,26 @@ impl Message {
         self.role != Role::Tool && self.tool_call_id.is_some()
     }
 
-    /// Checks what every backend relies on: a non-empty id of at most 128 bytes without
-    /// control characters.
+    /// Checks that every backend can store this message and read it back equal: the one rule
+    /// for what is storable, applied on the way in by the validation layer.
+    ///
+    /// The id was validated when the [`MessageId`] was built. An agent's name must be what
+    /// [`Role::parse`] reads back as that agent: not empty, at most 128 bytes, no control
+    /// characters or surrounding spaces, and not a standard role in another case (an agent
+    /// called `User` would come back as [`Role::User`]). Metadata nests at most
+    /// [`MAX_METADATA_DEPTH`] levels (deeper JSON is refused by the readers of JSON and BSON).
     pub fn validate(&self) -> Result<()> {
-        if self.id.is_empty()
-            || self.id.len() > crate::name::MAX_NAME_BYTES
-            || self.id.chars().any(char::is_control)
-        {
-            return Err(Error::invalid_input(format!(
-                "invalid message id {:?}: it must be 1-128 bytes without control characters",
-                self.id.chars().take(40).collect::<String>()
-            )));
+        if let Role::Agent(name) = &self.role {
+            match Role::parse(name)? {
+                Role::Agent(_) => {}
+                standard => {
+                    return Err(Error::invalid_input(format!(
+                        "invalid role {name:?}: an agent may not be named after the standard role `{standard}`"
+                    )))
+                }
+            }
         }
-        Ok(())
+        check_metadata_depth("message metadata", &self.metadata)
     }
 }
 
@@ -440,7 +473,7 @@ impl FromStr for MemoryKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryItem {
     /// Unique id.
-    pub id: String,
+    pub id: MemoryId,
     /// What kind of memory it is.
     pub kind: MemoryKind,
     /// An optional key, unique per kind: storing an item with the same kind and key replaces
@@ -463,7 +496,7 @@ impl MemoryItem {
     pub fn new(kind: MemoryKind, text: impl Into<String>) -> Self {
         let t = now();
         MemoryItem {
-            id: new_id(),
+            id: MemoryId::random(),
             kind,
             key: None,
             text: text.into(),
@@ -489,16 +522,10 @@ impl MemoryItem {
         self
     }
 
-    /// Checks the id (as for messages) and the key (1-256 bytes, no control characters).
+    /// Checks the key (1-256 bytes, no control characters) and the metadata's depth (as for
+    /// messages); the id was validated when the [`MemoryId`] was built.
     pub fn validate(&self) -> Result<()> {
-        if self.id.is_empty()
-            || self.id.len() > crate::name::MAX_NAME_BYTES
-            || self.id.chars().any(char::is_control)
-        {
-            return Err(Error::invalid_input(
-                "invalid memory id: it must be 1-128 bytes without control characters",
-            ));
-        }
+        check_metadata_depth("memory metadata", &self.metadata)?;
         if let Some(key) = &self.key {
             if key.is_empty() || key.len() > 256 || key.chars().any(char::is_control) {
                 return Err(Error::invalid_input(

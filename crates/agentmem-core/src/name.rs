@@ -1,4 +1,4 @@
-//! Validated names: session ids and agent names.
+//! Validated names and ids: session ids, agent names, message ids and memory ids.
 //!
 //! Every backend builds file paths, Redis keys, SQL rows and Mongo documents from these
 //! names, so they are validated once, here, and nowhere else. A name is 1 to
@@ -82,8 +82,24 @@ fn truncate_for_message(value: &str) -> String {
     }
 }
 
+/// Checks an id (of a message or a memory item): 1 to [`MAX_NAME_BYTES`] bytes without control
+/// characters. Ids come from other systems (OpenAI's `msg_…`, PraisonAI's, uuids), so they are
+/// not held to the naming rules; every backend stores them as values, never as paths or keys.
+fn validate_id(what: &str, value: &str) -> Result<()> {
+    if value.is_empty() || value.len() > MAX_NAME_BYTES || value.chars().any(char::is_control) {
+        return Err(Error::invalid_input(format!(
+            "invalid {what} {:?}: it must be 1-{MAX_NAME_BYTES} bytes without control characters",
+            truncate_for_message(value)
+        )));
+    }
+    Ok(())
+}
+
 macro_rules! validated_name {
     ($(#[$doc:meta])* $name:ident, $what:literal) => {
+        validated_name!($(#[$doc])* $name, $what, validate_name);
+    };
+    ($(#[$doc:meta])* $name:ident, $what:literal, $validate:ident) => {
         $(#[$doc])*
         #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
         #[serde(transparent)]
@@ -93,7 +109,7 @@ macro_rules! validated_name {
             /// Validates `value` and wraps it.
             pub fn new(value: impl Into<String>) -> Result<Self> {
                 let value = value.into();
-                validate_name($what, &value)?;
+                $validate($what, &value)?;
                 Ok(Self(value))
             }
 
@@ -147,6 +163,30 @@ macro_rules! validated_name {
             }
         }
 
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<String> for $name {
+            fn eq(&self, other: &String) -> bool {
+                &self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(name: $name) -> String {
+                name.0
+            }
+        }
+
         impl fmt::Debug for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 write!(f, "{}({:?})", stringify!($name), self.0)
@@ -180,6 +220,77 @@ validated_name!(
     AgentName,
     "agent name"
 );
+
+validated_name!(
+    /// The id of a message, unique within the store and kept across backends (migration and
+    /// de-duplication rely on it).
+    ///
+    /// ```
+    /// use agentmem_core::MessageId;
+    /// let id: MessageId = "msg_0a1b".parse().unwrap();
+    /// assert_eq!(id, "msg_0a1b");
+    /// assert!("".parse::<MessageId>().is_err());
+    /// assert!("a\nb".parse::<MessageId>().is_err());
+    /// assert_ne!(MessageId::random(), MessageId::random());
+    /// ```
+    MessageId,
+    "message id",
+    validate_id
+);
+
+validated_name!(
+    /// The id of a memory item, unique within the store.
+    MemoryId,
+    "memory id",
+    validate_id
+);
+
+macro_rules! random_id {
+    ($($name:ident),*) => {$(
+        impl $name {
+            /// A new random id (32 lowercase hex digits).
+            pub fn random() -> Self {
+                Self(uuid::Uuid::new_v4().simple().to_string())
+            }
+
+            /// An id derived from `digest` (a hash of what the id stands for), as lowercase hex
+            /// of its first 64 bytes: the same digest always gives the same id.
+            pub fn from_digest(digest: &[u8]) -> Self {
+                use std::fmt::Write;
+                let mut hex = String::with_capacity(digest.len().min(64) * 2);
+                for byte in digest.iter().take(64) {
+                    let _ = write!(hex, "{byte:02x}");
+                }
+                if hex.is_empty() {
+                    return Self::random();
+                }
+                Self(hex)
+            }
+        }
+    )*};
+}
+
+random_id!(MessageId, MemoryId);
+
+macro_rules! id_as_str {
+    ($($name:ident),*) => {$(
+        /// Ids are opaque strings to every reader, so an id reads as one.
+        impl std::ops::Deref for $name {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl From<$name> for serde_json::Value {
+            fn from(id: $name) -> serde_json::Value {
+                serde_json::Value::String(id.0)
+            }
+        }
+    )*};
+}
+
+id_as_str!(MessageId, MemoryId);
 
 impl From<AgentName> for SessionId {
     /// Swarms keys an agent's memory by its name, so an agent name is a valid session id.

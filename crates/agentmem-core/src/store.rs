@@ -1,5 +1,6 @@
 //! The [`AgentMemory`] trait every backend implements, and the types its methods take.
 
+use crate::MemoryId;
 use std::fmt::Debug;
 use std::time::Duration;
 
@@ -289,7 +290,7 @@ pub trait MemoryStore: Debug + Send + Sync + 'static {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem>;
 
     /// One memory item by id.
-    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>>;
+    async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>>;
 
     /// Memory items matching `filter`, oldest first (the newest `limit` when limited).
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>>;
@@ -299,7 +300,7 @@ pub trait MemoryStore: Debug + Send + Sync + 'static {
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>>;
 
     /// Deletes a memory item; `false` when it did not exist.
-    async fn delete_memory(&self, id: &str) -> Result<bool>;
+    async fn delete_memory(&self, id: &MemoryId) -> Result<bool>;
 }
 
 /// A store of agent memory: [`SessionStore`] (sessions and archives) and [`MemoryStore`]

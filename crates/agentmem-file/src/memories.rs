@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 
-use agentmem_core::{now, Error, MemoryItem, Result};
+use agentmem_core::{now, Error, MemoryId, MemoryItem, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Durability;
@@ -29,7 +29,7 @@ enum Record {
     /// The item as stored (ids and creation times already resolved): upsert by id.
     Put { item: MemoryItem },
     /// Removal by id.
-    Delete { id: String },
+    Delete { id: MemoryId },
 }
 
 /// The cached replay of the memory log. Guarded by the log's in-process mutex.
@@ -41,7 +41,7 @@ pub(crate) struct MemorySlot {
     lines: u64,
     /// Live items in first-stored order (replacement keeps the place).
     items: Vec<MemoryItem>,
-    by_id: HashMap<String, usize>,
+    by_id: HashMap<MemoryId, usize>,
 }
 
 impl MemorySlot {
@@ -265,7 +265,7 @@ impl MemoryCtx<'_> {
             stored.updated_at = now().max(stored.created_at);
         }
         // Keys are unique per kind: an item replaced by id may take a key another item holds.
-        let shadowed: Vec<String> = match &stored.key {
+        let shadowed: Vec<MemoryId> = match &stored.key {
             Some(key) => slot
                 .items
                 .iter()
@@ -289,12 +289,17 @@ impl MemoryCtx<'_> {
     }
 
     /// Deletes an item; `false` when it did not exist.
-    pub(crate) fn delete(&self, slot: &mut MemorySlot, id: &str, f: &mut Findings) -> Result<bool> {
+    pub(crate) fn delete(
+        &self,
+        slot: &mut MemorySlot,
+        id: &MemoryId,
+        f: &mut Findings,
+    ) -> Result<bool> {
         self.sync(slot, f)?;
         if slot.get(id).is_none() {
             return Ok(false);
         }
-        self.append(slot, Record::Delete { id: id.to_string() })?;
+        self.append(slot, Record::Delete { id: id.clone() })?;
         Ok(true)
     }
 }

@@ -11,8 +11,8 @@ use agentmem_core::support::{
 use agentmem_core::Layered;
 use agentmem_core::{
     async_trait, now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
-    Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
+    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata,
+    PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
 };
 use serde::{Deserialize, Serialize};
 
@@ -616,7 +616,7 @@ impl MemoryStore for FileStore {
             .await
     }
 
-    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
+    async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
         let id = id.to_string();
         self.memory_op(move |ctx, slot, f| {
             ctx.sync(slot, f)?;
@@ -645,8 +645,8 @@ impl MemoryStore for FileStore {
         .await
     }
 
-    async fn delete_memory(&self, id: &str) -> Result<bool> {
-        let id = id.to_string();
+    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
+        let id = id.clone();
         self.memory_op(move |ctx, slot, f| ctx.delete(slot, &id, f))
             .await
     }

@@ -1,33 +1,24 @@
 //! What lands on disk: exact Swarms bytes, file modes, names that cannot escape the root,
 //! several stores sharing one root, and the memory log.
 
+mod common;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use agentmem_core::{
-    AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message,
-    Role, SessionId, SessionStore,
+    AgentMemoryExt, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message, Role,
+    SessionId, SessionStore,
 };
-use agentmem_file::{Durability, FileConfig, FileStore};
+use agentmem_file::{FileConfig, FileStore};
 use agentmem_formats::swarms::archive_file_stem;
 use agentmem_formats::time::isoformat;
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
+use common::{at, fresh, open, sid};
 
+/// [`at`] `s` seconds and `micros` microseconds.
 fn t(s: u32, micros: i64) -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 4, 20, 18, 35, s)
-        .single()
-        .expect("valid time")
-        + chrono::Duration::microseconds(micros)
-}
-
-fn sid(name: &str) -> SessionId {
-    name.parse().expect("valid id")
-}
-
-async fn open(root: &Path) -> Layered<FileStore> {
-    FileStore::connect_with(FileConfig::new(root).with_durability(Durability::Buffered))
-        .await
-        .expect("open")
+    at(s) + chrono::Duration::microseconds(micros)
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -42,9 +33,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[tokio::test]
 async fn memory_md_and_archives_hold_exact_swarms_bytes() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = open(dir.path()).await;
-    let id = sid("ResearchAgent");
+    let (dir, store, id) = fresh("ResearchAgent").await;
     let messages = vec![
         Message::user("  Research cloud database options for low-latency analytics.\n")
             .with_timestamp(t(4, 0)),
@@ -346,9 +335,7 @@ async fn urls_and_capabilities() {
 #[tokio::test]
 async fn appends_add_bytes_in_place_without_rewriting() {
     use std::os::unix::fs::MetadataExt;
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = open(dir.path()).await;
-    let id = sid("in_place");
+    let (dir, store, id) = fresh("in_place").await;
     store
         .append_one(&id, Message::user("first"))
         .await
@@ -386,9 +373,7 @@ async fn appends_add_bytes_in_place_without_rewriting() {
 
 #[tokio::test]
 async fn the_store_wears_the_standard_layers() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = open(dir.path()).await;
-    let id = sid("layered");
+    let (dir, store, id) = fresh("layered").await;
     // Errors say which backend and operation they came from.
     let err = store.compact(&id, &[]).await.expect_err("missing session");
     assert_eq!(err.kind(), ErrorKind::NotFound);
@@ -396,7 +381,7 @@ async fn the_store_wears_the_standard_layers() {
     assert_eq!(err.backend_name(), Some("file"));
     // A message no reader could accept is refused before anything is written.
     let err = store
-        .append(&id, &[Message::user("bad id").with_id("")])
+        .append(&id, &[Message::new(Role::Agent(" bob".into()), "bad role")])
         .await
         .expect_err("invalid message");
     assert_eq!(err.kind(), ErrorKind::InvalidInput);

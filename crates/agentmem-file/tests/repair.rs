@@ -1,29 +1,22 @@
 //! Crash repair: what a crash can leave behind is detected, reported and repaired on the
 //! next open, and real corruption is an error naming the file and line, never a panic.
 
+mod common;
+
 use std::fs::OpenOptions;
 use std::path::Path;
 
-use agentmem_core::{AgentMemoryExt, ErrorKind, Layered, Message, SessionId, SessionStore};
-use agentmem_file::{Durability, FileConfig, FileStore, RepairKind};
+use agentmem_core::{
+    AgentMemoryExt, ErrorKind, Layered, Message, MessageId, SessionId, SessionStore,
+};
+use agentmem_file::{Durability, FileStore, RepairKind};
 use agentmem_formats::swarms::render_memory_md;
 use agentmem_formats::time::isoformat;
-use chrono::{DateTime, TimeZone, Utc};
+use common::{at, open_with, sid};
 
-fn t(s: u32) -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 4, 20, 18, 35, s)
-        .single()
-        .expect("valid time")
-}
-
-fn sid(name: &str) -> SessionId {
-    name.parse().expect("valid id")
-}
-
+/// Opens the store in `root` with fsync, the durability whose crashes these tests mimic.
 async fn open(root: &Path) -> Layered<FileStore> {
-    FileStore::connect_with(FileConfig::new(root).with_durability(Durability::Fsync))
-        .await
-        .expect("open")
+    open_with(root, Durability::Fsync).await
 }
 
 fn truncate(path: &Path, len: u64) {
@@ -37,13 +30,33 @@ fn truncate(path: &Path, len: u64) {
 fn three() -> Vec<Message> {
     vec![
         Message::user("Research cloud databases.")
-            .with_timestamp(t(1))
-            .with_id("m1"),
+            .with_timestamp(at(1))
+            .with_id(MessageId::new("m1").expect("valid message id")),
         Message::assistant("BigQuery, ClickHouse,\n---\nAlloyDB.")
-            .with_timestamp(t(2))
-            .with_id("m2"),
-        Message::user("Thanks").with_timestamp(t(3)).with_id("m3"),
+            .with_timestamp(at(2))
+            .with_id(MessageId::new("m2").expect("valid message id")),
+        Message::user("Thanks")
+            .with_timestamp(at(3))
+            .with_id(MessageId::new("m3").expect("valid message id")),
     ]
+}
+
+/// Each of `messages` as a batch of its own, to be appended one by one.
+fn one_by_one(messages: Vec<Message>) -> impl Iterator<Item = Vec<Message>> {
+    messages.into_iter().map(|m| vec![m])
+}
+
+/// Appends each of `batches` to session `id` of the store in `root`, then closes the store, as
+/// a process that exited (or crashed later) leaves it.
+async fn write_and_close(
+    root: &Path,
+    id: &SessionId,
+    batches: impl IntoIterator<Item = Vec<Message>>,
+) {
+    let store = open(root).await;
+    for batch in batches {
+        store.append(id, &batch).await.expect("append");
+    }
 }
 
 fn kinds(store: &Layered<FileStore>) -> Vec<RepairKind> {
@@ -54,12 +67,8 @@ fn kinds(store: &Layered<FileStore>) -> Vec<RepairKind> {
 async fn memory_md_cut_mid_record_is_reported_and_regenerated() {
     let dir = tempfile::tempdir().expect("temp dir");
     let id = sid("ResearchAgent");
-    let md_path;
-    {
-        let store = open(dir.path()).await;
-        store.append(&id, &three()).await.expect("append");
-        md_path = store.memory_md_path(&id);
-    }
+    write_and_close(dir.path(), &id, [three()]).await;
+    let md_path = dir.path().join("agents/ResearchAgent/MEMORY.md");
     let original = std::fs::read(&md_path).expect("read MEMORY.md");
     truncate(&md_path, original.len() as u64 - 12);
 
@@ -89,17 +98,11 @@ async fn session_log_cut_mid_line_keeps_every_complete_message() {
     let dir = tempfile::tempdir().expect("temp dir");
     let id = sid("torn");
     let batch = vec![
-        Message::assistant("batch one").with_timestamp(t(4)),
-        Message::assistant("batch two").with_timestamp(t(5)),
+        Message::assistant("batch one").with_timestamp(at(4)),
+        Message::assistant("batch two").with_timestamp(at(5)),
     ];
     let log_path = dir.path().join("agents/torn/session.jsonl");
-    {
-        let store = open(dir.path()).await;
-        for m in three() {
-            store.append_one(&id, m).await.expect("append");
-        }
-        store.append(&id, &batch).await.expect("append batch");
-    }
+    write_and_close(dir.path(), &id, one_by_one(three()).chain([batch])).await;
     let full = std::fs::read(&log_path).expect("read log");
     // Cut the last line (the batch) in the middle: the whole batch goes, never half of it.
     truncate(&log_path, full.len() as u64 - 40);
@@ -119,7 +122,7 @@ async fn session_log_cut_mid_line_keeps_every_complete_message() {
 
     // Appends continue cleanly after the repair, and a second process sees them.
     store
-        .append_one(&id, Message::user("after").with_timestamp(t(6)))
+        .append_one(&id, Message::user("after").with_timestamp(at(6)))
         .await
         .expect("append");
     let other = open(dir.path()).await;
@@ -132,10 +135,7 @@ async fn an_unparsable_last_line_is_a_torn_tail() {
     let dir = tempfile::tempdir().expect("temp dir");
     let id = sid("garbage_tail");
     let log_path = dir.path().join("agents/garbage_tail/session.jsonl");
-    {
-        let store = open(dir.path()).await;
-        store.append(&id, &three()).await.expect("append");
-    }
+    write_and_close(dir.path(), &id, [three()]).await;
     // A power loss can leave zeros where a line should be.
     let mut bytes = std::fs::read(&log_path).expect("read");
     let good_len = bytes.len();
@@ -153,12 +153,7 @@ async fn a_malformed_line_in_the_middle_is_corrupt_data_naming_file_and_line() {
     let dir = tempfile::tempdir().expect("temp dir");
     let id = sid("corrupt");
     let log_path = dir.path().join("agents/corrupt/session.jsonl");
-    {
-        let store = open(dir.path()).await;
-        for m in three() {
-            store.append_one(&id, m).await.expect("append");
-        }
-    }
+    write_and_close(dir.path(), &id, one_by_one(three())).await;
     let text = std::fs::read_to_string(&log_path).expect("read");
     let mut lines: Vec<&str> = text.lines().collect();
     lines[2] = "{\"id\": \"half a message";
@@ -186,7 +181,7 @@ async fn a_malformed_line_in_the_middle_is_corrupt_data_naming_file_and_line() {
 async fn interrupted_compactions_leave_the_old_or_the_new_state() {
     let dir = tempfile::tempdir().expect("temp dir");
     let id = sid("compacted");
-    let summary = Message::system("[Compressed Memory Summary]\nsummary").with_timestamp(t(9));
+    let summary = Message::system("[Compressed Memory Summary]\nsummary").with_timestamp(at(9));
     let (archive_dir, md_path, info, before_md);
     {
         let store = open(dir.path()).await;
@@ -303,7 +298,7 @@ async fn a_swarms_memory_md_without_a_log_is_imported() {
         swarms
     );
     store
-        .append_one(&id, Message::user("more").with_timestamp(t(30)))
+        .append_one(&id, Message::user("more").with_timestamp(at(30)))
         .await
         .expect("append");
     let md = std::fs::read_to_string(folder.join("MEMORY.md")).expect("read");
@@ -342,8 +337,8 @@ async fn a_crash_after_any_step_of_compaction_leaves_old_or_new_state() {
     let source = dir.path().join("source");
     let id = sid("steps");
     let summary = Message::system("[Compressed Memory Summary]\nS")
-        .with_timestamp(t(9))
-        .with_id("s");
+        .with_timestamp(at(9))
+        .with_id(MessageId::new("s").expect("valid message id"));
     let store = open(&source).await;
     store.append(&id, &three()).await.expect("append");
     let before = dir.path().join("before");

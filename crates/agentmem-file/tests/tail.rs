@@ -8,19 +8,12 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+mod common;
+
 use agentmem_core::history::tail;
 use agentmem_core::{ErrorKind, Layered, Message, Metadata, SessionId, SessionStore};
-use agentmem_file::{Durability, FileConfig, FileStore, RepairKind};
-
-async fn open(root: &Path) -> Layered<FileStore> {
-    FileStore::connect_with(FileConfig::new(root).with_durability(Durability::Buffered))
-        .await
-        .unwrap()
-}
-
-fn sid(name: &str) -> SessionId {
-    name.parse().unwrap()
-}
+use agentmem_file::{FileStore, RepairKind};
+use common::{fresh, open, sid};
 
 fn log_path(store: &Layered<FileStore>, id: &SessionId) -> PathBuf {
     store.memory_md_path(id).with_file_name("session.jsonl")
@@ -77,9 +70,7 @@ fn tool_heavy() -> Vec<Vec<Message>> {
 
 #[tokio::test]
 async fn tool_calls_and_results_at_every_window_edge() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path()).await;
-    let id = sid("tools");
+    let (dir, store, id) = fresh("tools").await;
     for batch in tool_heavy() {
         store.append(&id, &batch).await.unwrap();
     }
@@ -88,9 +79,7 @@ async fn tool_calls_and_results_at_every_window_edge() {
 
 #[tokio::test]
 async fn long_lines_and_multibyte_text_across_blocks() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path()).await;
-    let id = sid("long");
+    let (dir, store, id) = fresh("long").await;
     // Lines of 40-400 KB, most longer than the 64 KiB read step, full of multibyte
     // characters, so block boundaries fall inside them and inside characters.
     let long = |k: usize| "é漢🙂 ".repeat(k * 4_000 + 1);
@@ -114,9 +103,7 @@ async fn long_lines_and_multibyte_text_across_blocks() {
 
 #[tokio::test]
 async fn many_small_lines_span_many_blocks() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path()).await;
-    let id = sid("many");
+    let (_dir, store, id) = fresh("many").await;
     let batch: Vec<Message> = (0..3_000)
         .map(|i| Message::user(format!("message {i} ünïcödé")))
         .collect();
@@ -137,9 +124,7 @@ async fn many_small_lines_span_many_blocks() {
 
 #[tokio::test]
 async fn empty_and_missing_sessions() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path()).await;
-    let id = sid("empty");
+    let (dir, store, id) = fresh("empty").await;
     assert!(store.load(&id, Some(3)).await.unwrap().is_none());
     let mut meta = Metadata::new();
     meta.insert("k".into(), serde_json::json!("v"));
@@ -155,9 +140,7 @@ async fn empty_and_missing_sessions() {
 
 #[tokio::test]
 async fn after_save_session_and_compaction() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path()).await;
-    let id = sid("rewritten");
+    let (dir, store, id) = fresh("rewritten").await;
     let history: Vec<Message> = tool_heavy().into_iter().flatten().collect();
     store
         .save_session(&id, &history, &Metadata::new())
@@ -199,10 +182,7 @@ async fn appends_by_another_store_are_counted() {
     a.append(&id, &[Message::user("one"), Message::user("two")])
         .await
         .unwrap();
-    assert_eq!(
-        a.load(&id, Some(1)).await.unwrap().unwrap().total_messages,
-        2
-    );
+    assert_eq!(total_seen(&a, &id, 1).await, 2);
     b.append(&id, &[Message::tool_call("c", "t", "{}")])
         .await
         .unwrap();
@@ -220,6 +200,26 @@ async fn appends_by_another_store_are_counted() {
     check_windows(dir.path(), &a, &id).await;
 }
 
+/// Appends user messages `m0`, `m1`, … (`count` of them) to session `id`, one append each.
+async fn append_numbered(store: &Layered<FileStore>, id: &SessionId, count: usize) {
+    for i in 0..count {
+        store
+            .append(id, &[Message::user(format!("m{i}"))])
+            .await
+            .unwrap();
+    }
+}
+
+/// The session's total message count, as a load of its last `window` messages reports it.
+async fn total_seen(store: &Layered<FileStore>, id: &SessionId, window: usize) -> u64 {
+    store
+        .load(id, Some(window))
+        .await
+        .unwrap()
+        .unwrap()
+        .total_messages
+}
+
 /// Appends raw bytes to the log, as a process that crashed mid-append leaves them.
 fn append_raw(path: &Path, bytes: &[u8]) {
     let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
@@ -233,26 +233,11 @@ async fn a_torn_last_line_is_repaired_before_the_window_is_read() {
         &b"[{\"id\":\"x\"}, not json\n"[..],
         "{\"content\":\"é漢".as_bytes(),
     ] {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(dir.path()).await;
-        let id = sid("torn");
-        for i in 0..30 {
-            store
-                .append(&id, &[Message::user(format!("m{i}"))])
-                .await
-                .unwrap();
-        }
+        let (dir, store, id) = fresh("torn").await;
+        append_numbered(&store, &id, 30).await;
         let path = log_path(&store, &id);
         // Warm: this store knows the session.
-        assert_eq!(
-            store
-                .load(&id, Some(2))
-                .await
-                .unwrap()
-                .unwrap()
-                .total_messages,
-            30
-        );
+        assert_eq!(total_seen(&store, &id, 2).await, 30);
         let good = {
             let mut line = serde_json::to_vec(&Message::assistant("appended elsewhere")).unwrap();
             line.push(b'\n');
@@ -289,24 +274,9 @@ async fn a_torn_last_line_is_repaired_before_the_window_is_read() {
 
 #[tokio::test]
 async fn a_damaged_line_in_the_window_is_corrupt_data() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path()).await;
-    let id = sid("damaged");
-    for i in 0..10 {
-        store
-            .append(&id, &[Message::user(format!("m{i}"))])
-            .await
-            .unwrap();
-    }
-    assert_eq!(
-        store
-            .load(&id, Some(1))
-            .await
-            .unwrap()
-            .unwrap()
-            .total_messages,
-        10
-    );
+    let (_dir, store, id) = fresh("damaged").await;
+    append_numbered(&store, &id, 10).await;
+    assert_eq!(total_seen(&store, &id, 1).await, 10);
     // Overwrite the first byte of the second-to-last line in place (same length, same file).
     let path = log_path(&store, &id);
     let mut bytes = std::fs::read(&path).unwrap();

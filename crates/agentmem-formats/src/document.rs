@@ -5,7 +5,9 @@ use std::str::FromStr;
 
 use std::path::Path;
 
-use agentmem_core::{ArchiveInfo, Error, MemoryItem, Message, Metadata, Result, SessionId};
+use agentmem_core::{
+    ArchiveInfo, Error, MemoryItem, Message, MessageId, Metadata, Result, SessionId,
+};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -360,7 +362,7 @@ fn canonical_value(value: &mut serde_json::Value) {
 /// A message id derived from `parts`, for formats that keep no ids (Swarms, PraisonAI): the
 /// first 32 hex digits of sha256 of the parts joined by NUL. Re-importing the same file gives
 /// the same ids, so an import can be re-run without duplicating messages.
-pub(crate) fn derived_id(parts: &[&str]) -> String {
+pub(crate) fn derived_id(parts: &[&str]) -> MessageId {
     let mut hasher = Sha256::new();
     for (i, part) in parts.iter().enumerate() {
         if i > 0 {
@@ -368,12 +370,7 @@ pub(crate) fn derived_id(parts: &[&str]) -> String {
         }
         hasher.update(part.as_bytes());
     }
-    hasher
-        .finalize()
-        .iter()
-        .take(16)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    MessageId::from_digest(&hasher.finalize()[..16])
 }
 
 /// What a one-document parser made of `source`: its error as corrupt data named by `source`,

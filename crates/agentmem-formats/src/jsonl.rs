@@ -363,13 +363,17 @@ fn kind(record: &Record) -> &'static str {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use agentmem_core::{MemoryKind, Role};
+    use agentmem_core::{MemoryId, MemoryKind, MessageId, Role};
 
     fn sample() -> ExportDocument {
         let t = chrono::DateTime::parse_from_rfc3339("2026-04-20T18:35:04.123456Z")
             .unwrap()
             .with_timezone(&chrono::Utc);
-        let m = |id: &str, text: &str| Message::new(Role::User, text).with_id(id).with_timestamp(t);
+        let m = |id: &str, text: &str| {
+            Message::new(Role::User, text)
+                .with_id(MessageId::new(id).expect("valid message id"))
+                .with_timestamp(t)
+        };
         let mut s = SessionExport::new("demo".parse().unwrap());
         s.metadata.insert("b".into(), 1.into());
         s.metadata.insert("a".into(), "x".into());
@@ -381,7 +385,7 @@ mod tests {
         let mut doc = ExportDocument::new();
         doc.sessions.push(s);
         let mut item = MemoryItem::new(MemoryKind::Fact, "likes tea").with_key("drink");
-        item.id = "f1".into();
+        item.id = MemoryId::new("f1").unwrap();
         item.created_at = t;
         item.updated_at = t;
         doc.memories.push(item);

@@ -62,7 +62,7 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use agentmem_core::{Error, Message, Metadata, Result, Role, SessionId};
+use agentmem_core::{Error, Message, MessageId, Metadata, Result, Role, SessionId};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -384,13 +384,14 @@ fn import_list(
                 &k.to_string(),
             ])
         };
-        let stored_id = |k: usize| -> Result<String> {
+        let stored_id = |k: usize| -> Result<MessageId> {
             match agentmem
                 .get("ids")
                 .and_then(|ids| ids.get(k))
                 .or(if k == 0 { agentmem.get("id") } else { None })
             {
-                Some(Value::String(id)) => Ok(id.clone()),
+                Some(Value::String(id)) => MessageId::new(id.as_str())
+                    .map_err(|e| at(format!("metadata.agentmem ids: {e}"))),
                 Some(_) => Err(at("metadata.agentmem ids must be strings".into())),
                 None => Ok(derived(k)),
             }
@@ -704,7 +705,7 @@ fn export_list(
                 }
             }
             let ids: Vec<&str> = group.iter().map(|m| m.id.as_str()).collect();
-            if ids.iter().enumerate().any(|(k, id)| *id != derived(k)) {
+            if ids.iter().enumerate().any(|(k, id)| derived(k) != *id) {
                 agentmem.insert("ids".into(), json!(ids));
             }
             if group.iter().any(|m| m.timestamp != first.timestamp) {
@@ -745,7 +746,7 @@ fn export_list(
         }
 
         if first.id != derived(0) {
-            agentmem.insert("id".into(), Value::String(first.id.clone()));
+            agentmem.insert("id".into(), Value::String(first.id.to_string()));
         }
         if first.role == Role::Tool {
             let paired = first.tool_call_id.as_ref().and_then(|id| names.get(id));

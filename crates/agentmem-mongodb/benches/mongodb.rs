@@ -11,7 +11,9 @@
 
 use std::time::{Duration, Instant};
 
-use agentmem_core::{Layered, Message, MessageQuery, Metadata, Role, SessionId, SessionStore};
+use agentmem_core::{
+    Layered, Message, MessageId, MessageQuery, Metadata, Role, SessionId, SessionStore,
+};
 use agentmem_mongodb::MongoStore;
 use agentmem_testkit::bench::{self, quick_or, runtime};
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -92,7 +94,7 @@ fn raw_collection(store: &MongoStore) -> mongodb::Collection<Document> {
 }
 
 fn raw_doc(session: &str, seq: i64, m: &Message) -> Document {
-    doc! {"s": session, "seq": seq, "id": &m.id, "role": "user", "content": &m.content,
+    doc! {"s": session, "seq": seq, "id": m.id.as_str(), "role": "user", "content": &m.content,
     "ts": m.timestamp.timestamp_micros()}
 }
 
@@ -116,7 +118,7 @@ async fn raw_load_all(coll: &mongodb::Collection<Document>, session: &str) -> Ve
         .unwrap();
     docs.iter()
         .map(|d| Message {
-            id: d.get_str("id").unwrap().to_string(),
+            id: MessageId::new(d.get_str("id").unwrap().to_string()).expect("valid message id"),
             role: Role::User,
             content: d.get_str("content").unwrap().to_string(),
             timestamp: chrono::DateTime::from_timestamp_micros(d.get_i64("ts").unwrap())

@@ -12,7 +12,9 @@
 use std::future::IntoFuture;
 
 use agentmem_core::support::{from_micros, micros};
-use agentmem_core::{Error, MemoryItem, MemoryKind, Message, Metadata, Result, Role};
+use agentmem_core::{
+    Error, MemoryId, MemoryItem, MemoryKind, Message, MessageId, Metadata, Result, Role,
+};
 use chrono::{DateTime, Utc};
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
@@ -139,7 +141,7 @@ pub(crate) fn metadata_field(d: &Document, field: &str) -> Result<Metadata> {
 /// (The validate layer has checked the message.)
 pub(crate) fn message_fields(m: &Message) -> Result<Document> {
     let mut d = doc! {
-        "id": &m.id,
+        "id": m.id.as_str(),
         "role": m.role.as_str(),
         "content": &m.content,
         "ts": micros(m.timestamp),
@@ -159,7 +161,8 @@ pub(crate) fn message_from(d: &Document) -> Result<Message> {
     let role = Role::parse(role)
         .map_err(|e| Error::corrupt(format!("stored role is invalid: {}", e.message())))?;
     Ok(Message {
-        id: str_field(d, "id")?.to_string(),
+        id: MessageId::new(str_field(d, "id")?)
+            .map_err(|e| Error::corrupt(format!("stored message id: {e}")))?,
         role,
         content: str_field(d, "content")?.to_string(),
         timestamp: time_field(d, "ts")?,
@@ -178,7 +181,7 @@ pub(crate) fn kind_key(kind: MemoryKind, key: Option<&str>) -> Option<String> {
 /// A memory item as stored; `_id` is its id. (The validate layer has checked the item.)
 pub(crate) fn memory_doc(item: &MemoryItem) -> Result<Document> {
     let mut d = doc! {
-        "_id": &item.id,
+        "_id": item.id.as_str(),
         "kind": item.kind.as_str(),
         "text": &item.text,
         "created": micros(item.created_at),
@@ -211,7 +214,8 @@ pub(crate) fn memory_from(d: &Document) -> Result<MemoryItem> {
         .parse()
         .map_err(|_| Error::corrupt(format!("stored memory kind {kind:?} is unknown")))?;
     Ok(MemoryItem {
-        id: str_field(d, "_id")?.to_string(),
+        id: MemoryId::new(str_field(d, "_id")?)
+            .map_err(|e| Error::corrupt(format!("stored memory id: {e}")))?,
         kind,
         key: opt_str_field(d, "key")?,
         text: str_field(d, "text")?.to_string(),

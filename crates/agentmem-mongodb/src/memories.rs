@@ -1,7 +1,7 @@
 //! Memory items: one document each in `memories`, `_id` = item id, with `kind_key` (kind and
 //! key) under a unique sparse index so that a keyed item replaces the earlier one.
 
-use agentmem_core::{MemoryFilter, MemoryItem};
+use agentmem_core::{MemoryFilter, MemoryId, MemoryItem};
 use mongodb::bson::{doc, Document};
 
 use crate::codec::{kind_key, memory_doc};
@@ -29,7 +29,9 @@ impl MongoStore {
                 if let (Ok(id), Ok(created)) =
                     (existing.get_str("_id"), existing.get_i64("created"))
                 {
-                    stored.id = id.to_string();
+                    stored.id = MemoryId::new(id).map_err(|e| {
+                        agentmem_core::Error::corrupt(format!("stored memory id: {e}"))
+                    })?;
                     stored.created_at =
                         chrono::DateTime::from_timestamp_micros(created).unwrap_or(item.created_at);
                 }
@@ -37,12 +39,14 @@ impl MongoStore {
         }
         let d = memory_doc(&stored)?;
         self.memories()
-            .replace_one(doc! {"_id": &stored.id}, d)
+            .replace_one(doc! {"_id": stored.id.as_str()}, d)
             .upsert(true)
             .await?;
         if stored.id != item.id {
             // The caller's id named another item: it is replaced too, by this one.
-            self.memories().delete_one(doc! {"_id": &item.id}).await?;
+            self.memories()
+                .delete_one(doc! {"_id": item.id.as_str()})
+                .await?;
         }
         Ok(stored)
     }

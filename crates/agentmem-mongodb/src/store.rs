@@ -11,8 +11,8 @@ use agentmem_core::support::{memory_search_limit, micros, retention_cutoff, sear
 use agentmem_core::Layered;
 use agentmem_core::{
     async_trait, now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
-    Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
+    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata,
+    PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
 };
 use mongodb::bson::{doc, oid::ObjectId, Document};
 use mongodb::{Client, Collection, Database};
@@ -476,8 +476,12 @@ impl MemoryStore for MongoStore {
         }
     }
 
-    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
-        let found = self.memories().find_one(doc! {"_id": id}).await.mapped()?;
+    async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
+        let found = self
+            .memories()
+            .find_one(doc! {"_id": id.as_str()})
+            .await
+            .mapped()?;
         found.map(|d| memory_from(&d)).transpose()
     }
 
@@ -510,10 +514,10 @@ impl MemoryStore for MongoStore {
         memory_hits(self.scored(&corpus, query, &terms, limit).await?, limit)
     }
 
-    async fn delete_memory(&self, id: &str) -> Result<bool> {
+    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
         let result = self
             .memories()
-            .delete_one(doc! {"_id": id})
+            .delete_one(doc! {"_id": id.as_str()})
             .await
             .mapped()?;
         Ok(result.deleted_count > 0)

@@ -6,8 +6,8 @@ mod common;
 
 use agentmem_core::backend::{BackendConfig, Registry};
 use agentmem_core::{
-    AgentMemoryExt, ErrorKind, MemoryItem, MemoryKind, MemoryStore, Message, Metadata, Operation,
-    SessionId, SessionStore,
+    AgentMemoryExt, ErrorKind, MemoryItem, MemoryKind, MemoryStore, Message, MessageId, Metadata,
+    Operation, SessionId, SessionStore,
 };
 use agentmem_mongodb::mongodb::bson::{doc, Bson, Document};
 use agentmem_mongodb::{MongoConfig, MongoStore, ServerFeatures, SCHEMA_VERSION};
@@ -73,26 +73,44 @@ async fn metadata_keys_cannot_inject_operators_or_paths() {
     msg.metadata = meta.clone();
     store.save_session(&s, &[msg.clone()], &meta).await.unwrap();
     store
-        .append_one(&s, msg.clone().with_id("second"))
+        .append_one(
+            &s,
+            msg.clone()
+                .with_id(MessageId::new("second").expect("valid message id")),
+        )
         .await
         .unwrap();
     let mut item = MemoryItem::new(MemoryKind::Fact, "likes tea").with_key("drink");
     item.metadata = meta.clone();
     store.put_memory(&item).await.unwrap();
     store
-        .compact(&s, &[msg.clone().with_id("summary")])
+        .compact(
+            &s,
+            &[msg
+                .clone()
+                .with_id(MessageId::new("summary").expect("valid message id"))],
+        )
         .await
         .unwrap();
 
     // Everything round-trips exactly...
     let loaded = store.load(&s, None).await.unwrap().unwrap();
     assert_eq!(loaded.metadata, meta);
-    assert_eq!(loaded.messages, vec![msg.clone().with_id("summary")]);
+    assert_eq!(
+        loaded.messages,
+        vec![msg
+            .clone()
+            .with_id(MessageId::new("summary").expect("valid message id"))]
+    );
     let archive = store.list_archives(&s).await.unwrap();
     let archived = store.load_archive(&s, &archive[0].id).await.unwrap();
     assert_eq!(
         archived.messages,
-        vec![msg.clone(), msg.clone().with_id("second")]
+        vec![
+            msg.clone(),
+            msg.clone()
+                .with_id(MessageId::new("second").expect("valid message id"))
+        ]
     );
     assert_eq!(store.get_memory(&item.id).await.unwrap().unwrap(), item);
 

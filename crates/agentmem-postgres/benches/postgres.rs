@@ -70,7 +70,7 @@ impl RawBatch {
     fn new(n: usize) -> Self {
         let messages: Vec<Message> = (0..n).map(filler).collect();
         RawBatch {
-            ids: messages.iter().map(|m| m.id.clone()).collect(),
+            ids: messages.iter().map(|m| m.id.to_string()).collect(),
             roles: vec!["assistant"; n],
             contents: messages.iter().map(|m| m.content.clone()).collect(),
             raws: vec![None; n],

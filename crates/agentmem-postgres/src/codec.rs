@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use agentmem_core::{Error, Message, Metadata, Result, Role};
+use agentmem_core::{Error, Message, MessageId, Metadata, Result, Role};
 use chrono::{DateTime, Utc};
 use tokio_postgres::types::{Json, ToSql};
 use tokio_postgres::Row;
@@ -135,8 +135,10 @@ pub(crate) fn message_from_row(row: &Row, start: usize) -> Result<Message> {
         .map_err(|e| Error::corrupt(format!("stored role does not parse: {e}")))?;
     let content = text_from(get(row, start + 2)?, get(row, start + 3)?)?;
     let metadata: Option<Json<Metadata>> = get(row, start + 7)?;
+    let id: String = get(row, start)?;
     Ok(Message {
-        id: get(row, start)?,
+        id: MessageId::new(id)
+            .map_err(|e| Error::corrupt(format!("stored message id is invalid: {e}")))?,
         role,
         content,
         timestamp: get(row, start + 4)?,

@@ -1,7 +1,7 @@
 //! Memory items (B6-B8): facts, insights and notes, with replacement by kind and key. The
 //! operations are the `AgentMemory` methods in `store.rs`.
 
-use agentmem_core::{Error, MemoryItem, MemoryKind, Metadata, Result};
+use agentmem_core::{Error, MemoryId, MemoryItem, MemoryKind, Metadata, Result};
 use chrono::{DateTime, Utc};
 use tokio_postgres::types::{Json, ToSql};
 use tokio_postgres::Row;
@@ -20,8 +20,10 @@ pub(crate) fn memory_from_row(row: &Row) -> Result<MemoryItem> {
         .parse()
         .map_err(|e| Error::corrupt(format!("stored memory kind does not parse: {e}")))?;
     let metadata: Option<Json<Metadata>> = get(row, 5)?;
+    let id: String = get(row, 0)?;
     Ok(MemoryItem {
-        id: get(row, 0)?,
+        id: MemoryId::new(id)
+            .map_err(|e| Error::corrupt(format!("stored memory id is invalid: {e}")))?,
         kind,
         key: get(row, 2)?,
         text: text_from(get(row, 3)?, get(row, 4)?)?,
@@ -53,14 +55,15 @@ impl PostgresStore {
                     // The new item replaces the one with its key, and also any other
                     // item that had its id.
                     let st = tx.prepare_cached(&self.sql.memory_delete_other).await?;
-                    tx.execute(&st, &[&item.id, &kept]).await?;
+                    tx.execute(&st, &[&item.id.as_str(), &kept]).await?;
                     tx.commit().await?;
                     return Ok((kept, created));
                 }
             }
             let st = tx.prepare_cached(&self.sql.memory_upsert).await?;
+            let id = item.id.as_str();
             let params: [&(dyn ToSql + Sync); 9] = [
-                &item.id,
+                &id,
                 &kind,
                 &item.key,
                 &text,

@@ -14,8 +14,8 @@ use agentmem_core::support::{
 use agentmem_core::Layered;
 use agentmem_core::{
     now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, ErrorKind, MemoryFilter, MemoryHit,
-    MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
-    RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
+    MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
+    Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
 };
 use async_trait::async_trait;
 use chrono::Datelike;
@@ -392,7 +392,9 @@ impl MemoryStore for PostgresStore {
             match self.put_once(item).await {
                 Ok((id, created_at)) => {
                     return Ok(MemoryItem {
-                        id,
+                        id: MemoryId::new(id).map_err(|e| {
+                            Error::corrupt(format!("stored memory id is invalid: {e}"))
+                        })?,
                         created_at,
                         ..item.clone()
                     })
@@ -407,10 +409,10 @@ impl MemoryStore for PostgresStore {
         }
     }
 
-    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
+    async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
         let row = run!(self, READ_RETRIES, |client| async {
             let st = client.prepare_cached(&self.sql.memory_get).await?;
-            client.query_opt(&st, &[&id]).await
+            client.query_opt(&st, &[&id.as_str()]).await
         })?;
         row.map(|row| memory_from_row(&row)).transpose()
     }
@@ -446,10 +448,10 @@ impl MemoryStore for PostgresStore {
         rows.iter().map(memory_hit).collect()
     }
 
-    async fn delete_memory(&self, id: &str) -> Result<bool> {
+    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
         let deleted = run!(self, 0, |client| async {
             let st = client.prepare_cached(&self.sql.memory_delete).await?;
-            client.execute(&st, &[&id]).await
+            client.execute(&st, &[&id.as_str()]).await
         })?;
         Ok(deleted > 0)
     }

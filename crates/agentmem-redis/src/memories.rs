@@ -29,7 +29,7 @@ pub(crate) fn put_item<'s>(
     let json = serde_json::to_string(item).map_err(|e| encode_json("a memory item", e))?;
     let mut inv = script.prepare_invoke();
     inv.arg(keys.prefix())
-        .arg(&item.id)
+        .arg(item.id.as_str())
         .arg(item.kind.as_str())
         .arg(item.key.as_deref().unwrap_or(""))
         .arg(micros(item.created_at))

@@ -13,8 +13,8 @@ use agentmem_core::support::{
 use agentmem_core::Layered;
 use agentmem_core::{
     async_trait, now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
-    Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
+    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata,
+    PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, Pipeline, RedisResult, ScriptInvocation};
@@ -394,7 +394,8 @@ impl MemoryStore for RedisStore {
                 return Ok(stored);
             };
             // Replacing an existing item: keep its id and creation time.
-            stored.id = id;
+            stored.id =
+                MemoryId::new(id).map_err(|e| Error::corrupt(format!("stored memory id: {e}")))?;
             stored.created_at = created_at;
         }
         Err(Error::conflict(format!(
@@ -403,9 +404,9 @@ impl MemoryStore for RedisStore {
         )))
     }
 
-    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
+    async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
         let mut cmd = redis::cmd("HGET");
-        cmd.arg(self.keys.memory_items()).arg(id);
+        cmd.arg(self.keys.memory_items()).arg(id.as_str());
         let raw: Option<Vec<u8>> = self
             .run(|mut c: ConnectionManager| {
                 let cmd = &cmd;
@@ -435,9 +436,9 @@ impl MemoryStore for RedisStore {
         memory_hits(self.invoke(&inv).await?)
     }
 
-    async fn delete_memory(&self, id: &str) -> Result<bool> {
+    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
         let mut inv = self.scripts.delete_memory.prepare_invoke();
-        inv.arg(self.keys.prefix()).arg(id);
+        inv.arg(self.keys.prefix()).arg(id.as_str());
         let deleted: i64 = self.invoke(&inv).await?;
         Ok(deleted == 1)
     }

@@ -6,9 +6,9 @@
 use agentmem_core::backend::{BackendConfig, Registry};
 use agentmem_core::search::rank;
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind,
-    MemoryStore, Message, MessageQuery, Metadata, Operation, RetentionPolicy, SessionId,
-    SessionStore,
+    AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryId, MemoryItem,
+    MemoryKind, MemoryStore, Message, MessageId, MessageQuery, Metadata, Operation,
+    RetentionPolicy, Role, SessionId, SessionStore,
 };
 use agentmem_redis::{RedisConfig, RedisStore};
 use redis::aio::MultiplexedConnection;
@@ -224,7 +224,11 @@ async fn malformed_stored_data_is_corrupt_data() {
         .await
         .unwrap();
     assert_eq!(
-        store.get_memory("m1").await.expect_err("bad item").kind(),
+        store
+            .get_memory(&MemoryId::new("m1").expect("valid memory id"))
+            .await
+            .expect_err("bad item")
+            .kind(),
         ErrorKind::CorruptData
     );
 
@@ -484,7 +488,9 @@ async fn search_agrees_with_the_reference_store() {
     };
     let reference = agentmem_core::InMemoryStore::new();
     let stores: [&dyn AgentMemory; 2] = [&reference, &redis_store];
-    let msg = |i: usize, text: &str| Message::user(text).with_id(format!("m{i}"));
+    let msg = |i: usize, text: &str| {
+        Message::user(text).with_id(MessageId::new(format!("m{i}")).expect("valid message id"))
+    };
     for store in stores {
         // Ids whose byte order differs from most locales' order; equal texts tie on score.
         for (n, name) in ["b", "B", "a", "Ärger", "_x"].into_iter().enumerate() {
@@ -516,13 +522,13 @@ async fn search_agrees_with_the_reference_store() {
                 MemoryKind::Insight
             };
             let mut item = MemoryItem::new(kind, text);
-            item.id = format!("item{n}");
+            item.id = MemoryId::new(format!("item{n}")).expect("valid memory id");
             store.put_memory(&item).await.unwrap();
         }
     }
     let view = |hits: Vec<agentmem_core::MessageHit>| -> Vec<(String, String, f64)> {
         hits.into_iter()
-            .map(|h| (h.session.into_string(), h.message.id, h.score))
+            .map(|h| (h.session.into_string(), h.message.id.to_string(), h.score))
             .collect()
     };
     for query in ["tie", "rust", "go rust", "breaker tie", "nothing"] {
@@ -539,7 +545,9 @@ async fn search_agrees_with_the_reference_store() {
                     limit: Some(limit),
                 };
                 let ids = |hits: Vec<agentmem_core::MemoryHit>| -> Vec<(String, f64)> {
-                    hits.into_iter().map(|h| (h.item.id, h.score)).collect()
+                    hits.into_iter()
+                        .map(|h| (h.item.id.to_string(), h.score))
+                        .collect()
                 };
                 let want = ids(reference.search_memories(query, &filter).await.unwrap());
                 let got = ids(redis_store.search_memories(query, &filter).await.unwrap());
@@ -599,11 +607,11 @@ async fn invalid_messages_are_refused_by_the_layers_before_any_write() {
         return;
     };
     let id = sid("checked");
-    let bad = Message::user("fine text").with_id("");
+    let bad = Message::new(Role::Agent(String::new()), "fine text");
     let err = store
         .append(&id, &[Message::user("ok"), bad])
         .await
-        .expect_err("empty message id");
+        .expect_err("empty agent name");
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
     assert_eq!(err.operation(), Some(Operation::Append));
     assert_eq!(err.backend_name(), Some("redis"));

@@ -77,7 +77,7 @@ mod tests {
     use crate::tagged::message;
 
     fn ids(ms: &[Message]) -> Vec<String> {
-        ms.iter().map(|m| m.id.clone()).collect()
+        ms.iter().map(|m| m.id.to_string()).collect()
     }
 
     #[test]
@@ -105,6 +105,6 @@ mod tests {
         assert!(audit(&[bad], &[]).unwrap_err().contains("intact"));
         // present but not acknowledged: reported, not an error
         let a = audit(&ms, &ids(&ms[..1])).unwrap();
-        assert_eq!(a.unacknowledged, vec![ms[1].id.clone()]);
+        assert_eq!(a.unacknowledged, vec![ms[1].id.to_string()]);
     }
 }

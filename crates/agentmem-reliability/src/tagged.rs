@@ -1,7 +1,7 @@
 //! Test messages that carry their writer and sequence number, with content derived from both,
 //! so a stored message can be checked for being intact and in its writer's order.
 
-use agentmem_core::{Message, Role};
+use agentmem_core::{Message, MessageId, Role};
 
 /// Metadata key holding the writer's label.
 pub const WRITER_KEY: &str = "w";
@@ -9,8 +9,8 @@ pub const WRITER_KEY: &str = "w";
 pub const SEQ_KEY: &str = "i";
 
 /// The id of message `seq` of `writer`: `{writer}-{seq:06}`.
-pub fn message_id(writer: &str, seq: u64) -> String {
-    format!("{writer}-{seq:06}")
+pub fn message_id(writer: &str, seq: u64) -> MessageId {
+    MessageId::new(format!("{writer}-{seq:06}")).expect("writer names make valid message ids")
 }
 
 /// The content of message `seq` of `writer`: several lines, non-ASCII text and a length that

@@ -40,7 +40,7 @@ async fn fill_up(kind: &str, size: &str, url_for: impl Fn(&std::path::Path) -> S
             tagged::message("d", 2 * seq + 1),
         ];
         match store.append(&id, &batch).await {
-            Ok(()) => acked.extend(batch.iter().map(|m| m.id.clone())),
+            Ok(()) => acked.extend(batch.iter().map(|m| m.id.to_string())),
             Err(e) => {
                 failure = Some(e);
                 break;
@@ -59,7 +59,7 @@ async fn fill_up(kind: &str, size: &str, url_for: impl Fn(&std::path::Path) -> S
         if let Err(e) = r {
             assert_eq!(e.kind(), ErrorKind::Unavailable, "{kind}: {e}");
         } else {
-            acked.push(tagged::message_id("d", seq));
+            acked.push(tagged::message_id("d", seq).to_string());
         }
     }
     let compact = store.compact(&id, &[Message::system("summary")]).await;
@@ -98,7 +98,7 @@ async fn fill_up(kind: &str, size: &str, url_for: impl Fn(&std::path::Path) -> S
         .append(&id, std::slice::from_ref(&after))
         .await
         .unwrap();
-    acked.push(after.id.clone());
+    acked.push(after.id.to_string());
     let (all, _, _) = common::transcript(reopened.as_ref(), &id).await;
     audit(&all, &acked).unwrap();
     println!(

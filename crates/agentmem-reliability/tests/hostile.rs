@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agentmem_core::{
-    AgentMemory, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message,
-    MessageQuery, Metadata, SessionId, SessionStore,
+    AgentMemory, ErrorKind, MemoryFilter, MemoryId, MemoryItem, MemoryKind, MemoryStore, Message,
+    MessageId, MessageQuery, Metadata, SessionId, SessionStore,
 };
 use agentmem_testkit::unique_namespace;
 use serde_json::json;
@@ -115,18 +115,21 @@ fn hostile_messages(marker: &str) -> Vec<Message> {
         base(format!("### User — 2026-01-01T00:00:00\n\n---\n\n{marker}")),
         base(String::new()),
         base(format!("emoji 👩‍👩‍👧 {marker}")),
-        base(format!("id test {marker}")).with_id(format!("../../{marker}")),
-        base(format!("id test {marker}")).with_id(format!("${marker}")),
-        base(format!("id test {marker}")).with_id(format!("{marker}.a.b")),
-        base(format!("id test {marker}")).with_id(format!("{marker}'); --")),
-        base(format!("id test {marker}")).with_id(format!("{marker}:*")),
-        base(format!("id test {marker}")).with_id(format!("/tmp/{marker}")),
-        base(format!("id test {marker}")).with_id(format!("{marker}\0")),
-        base(format!("id test {marker}")).with_id("x".repeat(10_000)),
+        base(format!("id test {marker}"))
+            .with_id(MessageId::new(format!("../../{marker}")).expect("valid message id")),
+        base(format!("id test {marker}"))
+            .with_id(MessageId::new(format!("${marker}")).expect("valid message id")),
+        base(format!("id test {marker}"))
+            .with_id(MessageId::new(format!("{marker}.a.b")).expect("valid message id")),
+        base(format!("id test {marker}"))
+            .with_id(MessageId::new(format!("{marker}'); --")).expect("valid message id")),
+        base(format!("id test {marker}"))
+            .with_id(MessageId::new(format!("{marker}:*")).expect("valid message id")),
+        base(format!("id test {marker}"))
+            .with_id(MessageId::new(format!("/tmp/{marker}")).expect("valid message id")),
         m_dollar,
         m_empty,
         m_nul,
-        base(format!("bad id {marker}")).with_id(""),
         {
             let mut m = Message::tool_call(format!("{marker}'*"), format!("$tool.{marker}"), "{}");
             m.content = format!("tool {marker}");
@@ -149,6 +152,22 @@ async fn hostile_checks(store: &dyn AgentMemory, marker: &str) -> Figures {
     for name in hostile_names(marker) {
         let err = SessionId::new(name.clone()).expect_err("a hostile name is refused");
         assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        f.names_refused += 1;
+    }
+    // Ids no backend could store are refused before any store sees them, also on import.
+    for id in [format!("{marker}\0"), "x".repeat(10_000), String::new()] {
+        let err = MessageId::new(id.clone()).expect_err("a hostile message id is refused");
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert!(
+            MemoryId::new(id.clone()).is_err(),
+            "a hostile memory id is refused"
+        );
+        let mut json = serde_json::to_value(Message::user("x")).unwrap();
+        json["id"] = serde_json::Value::String(id);
+        assert!(
+            serde_json::from_value::<Message>(json).is_err(),
+            "a hostile id does not parse"
+        );
         f.names_refused += 1;
     }
 
@@ -271,7 +290,7 @@ async fn hostile_checks(store: &dyn AgentMemory, marker: &str) -> Figures {
     .enumerate()
     {
         let mut item = MemoryItem::new(MemoryKind::Fact, format!("hostile id {i}"));
-        item.id = id;
+        item.id = MemoryId::new(id).expect("valid memory id");
         items.push(item);
     }
     for item in items {
@@ -289,13 +308,17 @@ async fn hostile_checks(store: &dyn AgentMemory, marker: &str) -> Figures {
     }
     // Glob-like ids address nothing but themselves.
     for probe in ["?", "[a-z]*", "%", "_", ".*"] {
-        let got = store.get_memory(probe).await;
+        let got = store
+            .get_memory(&MemoryId::new(probe).expect("valid memory id"))
+            .await;
         assert!(
             matches!(got, Ok(None))
                 || matches!(&got, Err(e) if e.kind() == ErrorKind::InvalidInput),
             "{backend}: get_memory({probe:?}) = {got:?}"
         );
-        let deleted = store.delete_memory(probe).await;
+        let deleted = store
+            .delete_memory(&MemoryId::new(probe).expect("valid memory id"))
+            .await;
         assert!(
             matches!(deleted, Ok(false))
                 || matches!(&deleted, Err(e) if e.kind() == ErrorKind::InvalidInput),
@@ -303,7 +326,9 @@ async fn hostile_checks(store: &dyn AgentMemory, marker: &str) -> Figures {
         );
     }
     // Deleting the item whose id is `*` deletes that one only.
-    let _ = store.delete_memory("*").await;
+    let _ = store
+        .delete_memory(&MemoryId::new("*").expect("valid memory id"))
+        .await;
     for keeper in &keepers {
         assert_eq!(
             store.get_memory(&keeper.id).await.unwrap().as_ref(),

@@ -82,7 +82,7 @@ async fn writer(
             run.batches_tried += 1;
             match result {
                 Ok(()) => {
-                    run.acked.extend(batch.iter().map(|m| m.id.clone()));
+                    run.acked.extend(batch.iter().map(|m| m.id.to_string()));
                     if restarted.load(Ordering::SeqCst) {
                         run.acked_after_restart += BATCH;
                     }

@@ -25,7 +25,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agentmem_core::{Layered, Message, MessageQuery, Metadata, Role, SessionId, SessionStore};
+use agentmem_core::{
+    Layered, Message, MessageId, MessageQuery, Metadata, Role, SessionId, SessionStore,
+};
 use agentmem_sqlite::{SqliteConfig, SqliteStore, Synchronous};
 use agentmem_testkit::bench::{
     self, big, compact_size, fill, message, messages, runtime, timed_with_reset,
@@ -83,7 +85,7 @@ const RAW_SEARCH: &str = "SELECT m.message_id, m.content, m.timestamp FROM raw_f
 fn decode(row: &rusqlite::Row<'_>) -> rusqlite::Result<Message> {
     // A struct literal: `Message::user` would spend time on a fresh id and clock read.
     Ok(Message {
-        id: row.get(0)?,
+        id: MessageId::new(row.get::<_, String>(0)?).expect("valid message id"),
         role: Role::User,
         content: row.get(1)?,
         timestamp: chrono::DateTime::from_timestamp_micros(row.get(2)?).unwrap_or_default(),
@@ -102,7 +104,7 @@ fn insert(conn: &Connection, next_seq: &mut i64, session: &str, messages: &[Mess
             .execute(params![
                 session,
                 *next_seq,
-                m.id,
+                m.id.as_str(),
                 m.content,
                 m.timestamp.timestamp_micros()
             ])

@@ -1,6 +1,6 @@
 //! Memory items: upsert by id or by (kind, key), get, list, delete.
 
-use agentmem_core::{MemoryFilter, MemoryItem};
+use agentmem_core::{MemoryFilter, MemoryId, MemoryItem};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::error::SqlResult;
@@ -28,10 +28,10 @@ pub(crate) fn put(conn: &mut Connection, item: &MemoryItem) -> SqlResult<MemoryI
     };
     let stored = match same_key {
         Some((rowid, existing_id, created_at)) => {
-            if existing_id != item.id {
+            if item.id != existing_id.as_str() {
                 tx.execute(
                     "DELETE FROM agentmem_memories WHERE item_id = ?1",
-                    [&item.id],
+                    [item.id.as_str()],
                 )?;
             }
             tx.execute(
@@ -39,7 +39,8 @@ pub(crate) fn put(conn: &mut Connection, item: &MemoryItem) -> SqlResult<MemoryI
                 params![rowid, item.text, metadata, rows::micros(item.updated_at)],
             )?;
             MemoryItem {
-                id: existing_id,
+                id: MemoryId::new(existing_id)
+                    .map_err(|e| crate::error::corrupt(format!("memory id: {e}")))?,
                 created_at: rows::time(created_at)?,
                 ..item.clone()
             }
@@ -54,7 +55,7 @@ pub(crate) fn put(conn: &mut Connection, item: &MemoryItem) -> SqlResult<MemoryI
                      created_at = excluded.created_at, updated_at = excluded.updated_at",
             )?
             .execute(params![
-                item.id,
+                item.id.as_str(),
                 item.kind.as_str(),
                 item.key,
                 item.text,

@@ -5,7 +5,7 @@
 //! names. Rows are read raw first and decoded after, so a malformed value becomes a typed
 //! `CorruptData` error instead of a conversion panic.
 
-use agentmem_core::{MemoryItem, Message, Metadata, Role};
+use agentmem_core::{MemoryId, MemoryItem, Message, MessageId, Metadata, Role};
 use chrono::{DateTime, Utc};
 use rusqlite::Row;
 
@@ -81,7 +81,7 @@ impl RawMessage {
             role: Role::parse(&self.role).map_err(|_| corrupt(format!("role {:?}", self.role)))?,
             timestamp: time(self.timestamp)?,
             metadata: metadata(self.metadata.as_deref())?,
-            id: self.id,
+            id: MessageId::new(self.id).map_err(|e| corrupt(format!("message id: {e}")))?,
             content: self.content,
             tool_call_id: self.tool_call_id,
             tool_name: self.tool_name,
@@ -124,7 +124,7 @@ impl RawMemory {
             metadata: metadata(self.metadata.as_deref())?,
             created_at: time(self.created_at)?,
             updated_at: time(self.updated_at)?,
-            id: self.id,
+            id: MemoryId::new(self.id).map_err(|e| corrupt(format!("memory id: {e}")))?,
             key: self.key,
             text: self.text,
         })

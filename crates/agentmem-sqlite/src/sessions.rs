@@ -75,7 +75,7 @@ pub(crate) fn insert_live(
         insert.execute(params![
             rowid,
             seq,
-            m.id,
+            m.id.as_str(),
             m.role.as_str(),
             m.content,
             rows::micros(m.timestamp),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use agentmem_core::layer;
 use agentmem_core::Layered;
 use agentmem_core::{
-    async_trait, Archive, ArchiveId, ArchiveInfo, Capabilities, MemoryFilter, MemoryHit,
+    async_trait, Archive, ArchiveId, ArchiveInfo, Capabilities, MemoryFilter, MemoryHit, MemoryId,
     MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
     RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
 };
@@ -221,7 +221,7 @@ impl MemoryStore for SqliteStore {
             .await
     }
 
-    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
+    async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
         let id = id.to_string();
         self.pool.read(move |conn| memories::get(conn, &id)).await
     }
@@ -240,7 +240,7 @@ impl MemoryStore for SqliteStore {
             .await
     }
 
-    async fn delete_memory(&self, id: &str) -> Result<bool> {
+    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
         let id = id.to_string();
         self.pool
             .write(move |conn| memories::delete(conn, &id))

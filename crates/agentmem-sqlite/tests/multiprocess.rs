@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::process::{Command, Stdio};
 
-use agentmem_core::{AgentMemoryExt, Message, SessionId, SessionStore};
+use agentmem_core::{AgentMemoryExt, Message, MessageId, SessionId, SessionStore};
 use agentmem_sqlite::SqliteStore;
 
 const PROCESSES: usize = 4;
@@ -99,7 +99,7 @@ async fn appender() {
         .expect("open the shared database");
     for i in 0..PER_PROCESS {
         let m = Message::user(content(worker, i))
-            .with_id(format!("w{worker}-{i}"))
+            .with_id(MessageId::new(format!("w{worker}-{i}")).expect("valid message id"))
             .with_metadata("worker", worker)
             .with_metadata("i", i);
         store.append(&session(), &[m]).await.expect("append");

@@ -20,7 +20,9 @@ use std::ops::Deref;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
-use agentmem_core::{AgentMemory, ErrorKind, Message, Metadata, Result, Session, SessionId};
+use agentmem_core::{
+    AgentMemory, ErrorKind, Message, MessageId, Metadata, Result, Session, SessionId, SessionInfo,
+};
 use futures_util::future::BoxFuture;
 use futures_util::{FutureExt, StreamExt};
 
@@ -272,6 +274,11 @@ pub(crate) fn sid(name: &str) -> SessionId {
     SessionId::new(name).unwrap_or_else(|e| panic!("test session id {name:?} must be valid: {e}"))
 }
 
+/// A message id the test knows to be valid.
+pub(crate) fn mid(id: &str) -> MessageId {
+    MessageId::new(id).unwrap_or_else(|e| panic!("test message id {id:?} must be valid: {e}"))
+}
+
 /// Metadata from a JSON object literal.
 pub(crate) fn metadata(value: serde_json::Value) -> Metadata {
     match value {
@@ -328,4 +335,149 @@ pub(crate) fn numbered(prefix: &str, n: usize) -> Vec<Message> {
     (0..n)
         .map(|i| Message::user(format!("{prefix} {i}")))
         .collect()
+}
+
+/// The first session `list_sessions` reports, which must exist.
+pub(crate) async fn first_listed(store: &dyn AgentMemory, what: &str) -> SessionInfo {
+    must::list_sessions(store)
+        .await
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("{what}: list_sessions listed no session"))
+}
+
+/// Asserts that session `id` does not exist: `load` returns `None`.
+pub(crate) async fn assert_no_session(store: &dyn AgentMemory, id: &SessionId, what: &str) {
+    let loaded = store
+        .load(id, None)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: load({id}) failed: {e}"));
+    assert!(
+        loaded.is_none(),
+        "{what}: session {id} must not exist, load returned {loaded:?}"
+    );
+}
+
+/// Asserts that the store lists no session.
+pub(crate) async fn assert_no_sessions(store: &dyn AgentMemory, what: &str) {
+    let listed = must::list_sessions(store).await;
+    assert!(
+        listed.is_empty(),
+        "{what}: expected no sessions, got {listed:?}"
+    );
+}
+
+/// Asserts that session `id` has no archives.
+pub(crate) async fn assert_no_archives(store: &dyn AgentMemory, id: &SessionId, what: &str) {
+    let archives = must::list_archives(store, id).await;
+    assert!(
+        archives.is_empty(),
+        "{what}: expected no archives of {id}, got {archives:?}"
+    );
+}
+
+/// Store calls a case needs to succeed (setup, or reads whose result it then checks): each
+/// panics naming the call, and the session it was about, when the store returns an error.
+pub(crate) mod must {
+    use std::fmt;
+
+    use agentmem_core::{
+        AgentMemory, AgentMemoryExt, ArchiveInfo, MemoryFilter, MemoryId, MemoryItem, MemoryKind,
+        Message, Metadata, Result, SessionId, SessionInfo,
+    };
+
+    /// The value of a call's `result`, or a panic naming the `call` and its error.
+    fn ok<T>(result: Result<T>, call: fmt::Arguments<'_>) -> T {
+        result.unwrap_or_else(|e| panic!("{call} failed: {e}"))
+    }
+
+    /// Appends `messages` to session `id`.
+    pub(crate) async fn append(store: &dyn AgentMemory, id: &SessionId, messages: &[Message]) {
+        let n = messages.len();
+        ok(
+            store.append(id, messages).await,
+            format_args!("append of {n} message(s) to {id}"),
+        );
+    }
+
+    /// Replaces session `id` with `messages` and `metadata`.
+    pub(crate) async fn save_session(
+        store: &dyn AgentMemory,
+        id: &SessionId,
+        messages: &[Message],
+        metadata: &Metadata,
+    ) {
+        let n = messages.len();
+        ok(
+            store.save_session(id, messages, metadata).await,
+            format_args!("save_session of {n} message(s) to {id}"),
+        );
+    }
+
+    /// Archives the messages of session `id`, leaving `replacement` in it.
+    pub(crate) async fn compact(
+        store: &dyn AgentMemory,
+        id: &SessionId,
+        replacement: &[Message],
+    ) -> ArchiveInfo {
+        let archived = store.compact(id, replacement).await;
+        ok(archived, format_args!("compact of {id}"))
+    }
+
+    /// Every session, as `list_sessions` reports them.
+    pub(crate) async fn list_sessions(store: &dyn AgentMemory) -> Vec<SessionInfo> {
+        ok(store.list_sessions().await, format_args!("list_sessions"))
+    }
+
+    /// The archives of session `id`, as `list_archives` reports them.
+    pub(crate) async fn list_archives(store: &dyn AgentMemory, id: &SessionId) -> Vec<ArchiveInfo> {
+        let listed = store.list_archives(id).await;
+        ok(listed, format_args!("list_archives({id})"))
+    }
+
+    /// Stores a new memory item of `kind` with `text`.
+    pub(crate) async fn store_memory(
+        store: &dyn AgentMemory,
+        kind: MemoryKind,
+        text: &str,
+    ) -> MemoryItem {
+        let stored = store.store_memory(kind, text).await;
+        ok(stored, format_args!("store_memory({kind:?}, {text:?})"))
+    }
+
+    /// Stores a new memory item of `kind` for each of `texts`, in order.
+    pub(crate) async fn store_memories<T: AsRef<str>>(
+        store: &dyn AgentMemory,
+        kind: MemoryKind,
+        texts: impl IntoIterator<Item = T>,
+    ) -> Vec<MemoryItem> {
+        let mut stored = Vec::new();
+        for text in texts {
+            stored.push(store_memory(store, kind, text.as_ref()).await);
+        }
+        stored
+    }
+
+    /// Puts `item` (an insert or an upsert), returning the item as stored.
+    pub(crate) async fn put_memory(store: &dyn AgentMemory, item: &MemoryItem) -> MemoryItem {
+        let text = &item.text;
+        ok(
+            store.put_memory(item).await,
+            format_args!("put_memory({text:?})"),
+        )
+    }
+
+    /// The memory item stored under `id`, if there is one.
+    pub(crate) async fn get_memory(store: &dyn AgentMemory, id: &MemoryId) -> Option<MemoryItem> {
+        ok(store.get_memory(id).await, format_args!("get_memory({id})"))
+    }
+
+    /// The memory items `filter` selects, as `list_memories` reports them.
+    pub(crate) async fn list_memories(
+        store: &dyn AgentMemory,
+        filter: &MemoryFilter,
+    ) -> Vec<MemoryItem> {
+        let listed = store.list_memories(filter).await;
+        ok(listed, format_args!("list_memories({filter:?})"))
+    }
 }

@@ -4,20 +4,33 @@
 #![allow(dead_code)] // each test file uses part of it
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use agentmem_agent::{Agent, TurnContext, TurnReport};
+use agentmem_agent::{Agent, AgentConfig, TurnContext, TurnReport};
 use agentmem_core::backend::Registry;
 use agentmem_core::Layered;
 use agentmem_core::{
-    async_trait, Archive, ArchiveId, ArchiveInfo, Capabilities, InMemoryStore, MemoryFilter,
-    MemoryHit, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
-    Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
+    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, InMemoryStore,
+    MemoryFilter, MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery,
+    Metadata, PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
 };
 
 /// The backends `Agent::from_config` may open here: the file backend.
 pub fn registry() -> Registry {
     Registry::new().with::<agentmem_file::FileConfig>()
+}
+
+/// What `Agent::from_config` makes of `config` for agent `name` with [`registry`], which must
+/// not fail: `None` when the config turns nothing on.
+pub async fn from_config(config: AgentConfig, name: Option<&str>) -> Option<Agent> {
+    Agent::from_config(config, name, &registry())
+        .await
+        .expect("from config")
+}
+
+/// An empty in-memory store, as the agent takes it.
+pub fn in_memory() -> Arc<dyn AgentMemory> {
+    Arc::new(InMemoryStore::new())
 }
 
 /// The messages' contents, in order.
@@ -138,7 +151,7 @@ impl MemoryStore for Spy {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         self.inner.put_memory(item).await
     }
-    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
+    async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
         self.inner.get_memory(id).await
     }
     async fn list_memories(&self, f: &MemoryFilter) -> Result<Vec<MemoryItem>> {
@@ -147,7 +160,7 @@ impl MemoryStore for Spy {
     async fn search_memories(&self, q: &str, f: &MemoryFilter) -> Result<Vec<MemoryHit>> {
         self.inner.search_memories(q, f).await
     }
-    async fn delete_memory(&self, id: &str) -> Result<bool> {
+    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
         self.inner.delete_memory(id).await
     }
 }

@@ -19,7 +19,7 @@ pub async fn list(
     let items = store.list_memories(&filter).await?;
     out.listing(&items, &["ID", "KIND", "KEY", "UPDATED", "TEXT"], |i| {
         vec![
-            i.id.clone(),
+            i.id.to_string(),
             i.kind.to_string(),
             i.key.clone().unwrap_or_default(),
             time(i.updated_at),

@@ -93,4 +93,4 @@ pub fn store_error(url: &str, e: Error) -> Error {
 }
 
 /// `url` with any password replaced by `***`.
-pub use agentmem::core::redact_url as redact;
+pub use agentmem_core::redact_url as redact;

@@ -1,9 +1,12 @@
 //! Helpers shared by the tests that drive the built `agentmem` binary.
 #![allow(dead_code, clippy::unwrap_used)]
 
+use std::borrow::BorrowMut;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use serde_json::Value;
 
 /// The built binary, with none of the environment that could point it at a real store.
 pub fn agentmem() -> Command {
@@ -22,6 +25,14 @@ pub fn on(dir: &Path) -> Command {
     cmd
 }
 
+/// The binary importing `input`, written in `format`, into the file store in `dir` (more
+/// arguments may be added).
+pub fn import(dir: &Path, input: impl AsRef<OsStr>, format: &str) -> Command {
+    let mut cmd = on(dir);
+    cmd.arg("import").arg(input).args(["--format", format]);
+    cmd
+}
+
 /// The URL of a file store in `dir`.
 pub fn file_url(dir: &Path) -> String {
     format!("file://{}?durability=buffered", dir.display())
@@ -35,8 +46,8 @@ pub fn fixture(relative: &str) -> PathBuf {
 }
 
 /// Runs `cmd`, expects success, returns standard output.
-pub fn ok(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap();
+pub fn ok(mut cmd: impl BorrowMut<Command>) -> String {
+    let out = cmd.borrow_mut().output().unwrap();
     assert!(
         out.status.success(),
         "command failed ({:?}): {}",
@@ -48,10 +59,11 @@ pub fn ok(cmd: &mut Command) -> String {
 
 /// Runs `cmd`, expects exit code `code` and exactly one line on standard error, which is
 /// returned.
-pub fn fails(cmd: &mut Command, code: i32) -> String {
+pub fn fails(mut cmd: impl BorrowMut<Command>, code: i32) -> String {
+    let cmd = cmd.borrow_mut();
     let out = cmd.output().unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
+    assert_eq!(out.status.code(), Some(code), "{cmd:?}: stderr: {stderr}");
     assert_eq!(
         stderr.lines().count(),
         1,
@@ -66,6 +78,23 @@ pub fn fails(cmd: &mut Command, code: i32) -> String {
 }
 
 /// Runs `cmd` with `--json` and parses standard output.
-pub fn json(cmd: &mut Command) -> serde_json::Value {
-    serde_json::from_str(&ok(cmd.arg("--json"))).unwrap()
+pub fn json(mut cmd: impl BorrowMut<Command>) -> Value {
+    serde_json::from_str(&ok(cmd.borrow_mut().arg("--json"))).unwrap()
+}
+
+/// The elements of the JSON array `value` (the rows a `--json` listing prints).
+pub fn rows(value: &Value) -> &[Value] {
+    value.as_array().expect("a JSON array")
+}
+
+/// The string field `field` of each row of the JSON array `value`, in order.
+pub fn column<'a>(value: &'a Value, field: &str) -> Vec<&'a str> {
+    rows(value)
+        .iter()
+        .map(|row| {
+            row[field]
+                .as_str()
+                .unwrap_or_else(|| panic!("`{field}` is not a string in {row}"))
+        })
+        .collect()
 }

@@ -9,7 +9,7 @@ use agentmem_conversation::templates::SUMMARY_PREFIX;
 use agentmem_conversation::{Conversation, ConversationBuilder};
 use agentmem_core::{
     async_trait, AgentMemory, AgentMemoryExt, AgentName, Archive, ArchiveId, ArchiveInfo,
-    Capabilities, Error, ErrorKind, InMemoryStore, MemoryFilter, MemoryHit, MemoryItem,
+    Capabilities, Error, ErrorKind, InMemoryStore, MemoryFilter, MemoryHit, MemoryId, MemoryItem,
     MemoryStore, Message, MessageHit, MessageQuery, Metadata, Operation, PurgeReport, Result,
     RetentionPolicy, Role, Session, SessionId, SessionInfo, SessionStore,
 };
@@ -20,6 +20,11 @@ pub fn name(s: &str) -> AgentName {
 
 pub fn in_memory() -> Arc<dyn AgentMemory> {
     Arc::new(InMemoryStore::new())
+}
+
+/// The conversation `builder` describes, which must build.
+pub async fn built(builder: ConversationBuilder) -> Conversation {
+    builder.build().await.unwrap()
 }
 
 /// A conversation of `agent` that preloads from and writes through to `store`.
@@ -179,10 +184,10 @@ scripted_methods! {
 scripted_methods! {
     MemoryStore {}
     PutMemory => fn put_memory(i: &MemoryItem) -> MemoryItem;
-    GetMemory => fn get_memory(id: &str) -> Option<MemoryItem>;
+    GetMemory => fn get_memory(id: &MemoryId) -> Option<MemoryItem>;
     ListMemories => fn list_memories(f: &MemoryFilter) -> Vec<MemoryItem>;
     SearchMemories => fn search_memories(q: &str, f: &MemoryFilter) -> Vec<MemoryHit>;
-    DeleteMemory => fn delete_memory(id: &str) -> bool;
+    DeleteMemory => fn delete_memory(id: &MemoryId) -> bool;
 }
 
 /// The messages after the system prompt, rules and custom rules.

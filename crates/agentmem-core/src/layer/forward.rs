@@ -121,7 +121,7 @@ macro_rules! forward_store {
     };
     (@munch {$($head:tt)*} |$this:ident| $inner:expr; [get_memory $($rest:ident)*] [$($acc:tt)*] {$($own:tt)*}) => {
         forward_store!(@munch {$($head)*} |$this| $inner; [$($rest)*] [$($acc)*
-            async fn get_memory(&$this, id: &str) -> Result<Option<MemoryItem>> {
+            async fn get_memory(&$this, id: &$crate::MemoryId) -> Result<Option<MemoryItem>> {
             $inner.get_memory(id).await
         }
         ] {$($own)*});
@@ -142,7 +142,7 @@ macro_rules! forward_store {
     };
     (@munch {$($head:tt)*} |$this:ident| $inner:expr; [delete_memory $($rest:ident)*] [$($acc:tt)*] {$($own:tt)*}) => {
         forward_store!(@munch {$($head)*} |$this| $inner; [$($rest)*] [$($acc)*
-            async fn delete_memory(&$this, id: &str) -> Result<bool> {
+            async fn delete_memory(&$this, id: &$crate::MemoryId) -> Result<bool> {
             $inner.delete_memory(id).await
         }
         ] {$($own)*});

@@ -23,9 +23,9 @@
 //! use std::sync::Arc;
 //! use agentmem_core::layer::Layer;
 //! use agentmem_core::{async_trait, AgentMemory, AgentMemoryExt, Archive, ArchiveId, ArchiveInfo,
-//!     Capabilities, Error, ErrorKind, InMemoryStore, MemoryFilter, MemoryStore, SessionStore, MemoryHit, MemoryItem, Message,
-//!     MessageHit, MessageQuery, Metadata, PurgeReport, Result, RetentionPolicy, Session,
-//!     SessionId, SessionInfo};
+//!     Capabilities, Error, ErrorKind, InMemoryStore, MemoryFilter, MemoryHit, MemoryId, MemoryItem,
+//!     MemoryStore, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
+//!     RetentionPolicy, Session, SessionId, SessionInfo, SessionStore};
 //!
 //! /// Refuses every write; reads go through.
 //! #[derive(Debug)]
@@ -60,10 +60,10 @@
 //! impl<S: AgentMemory> MemoryStore for ReadOnly<S> {
 //!     async fn get_context(&self, query: Option<&str>) -> Result<String> { self.0.get_context(query).await }
 //!     async fn put_memory(&self, _: &MemoryItem) -> Result<MemoryItem> { Err(refused()) }
-//!     async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> { self.0.get_memory(id).await }
+//!     async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> { self.0.get_memory(id).await }
 //!     async fn list_memories(&self, f: &MemoryFilter) -> Result<Vec<MemoryItem>> { self.0.list_memories(f).await }
 //!     async fn search_memories(&self, q: &str, f: &MemoryFilter) -> Result<Vec<MemoryHit>> { self.0.search_memories(q, f).await }
-//!     async fn delete_memory(&self, _: &str) -> Result<bool> { Err(refused()) }
+//!     async fn delete_memory(&self, _: &MemoryId) -> Result<bool> { Err(refused()) }
 //! }
 //!
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {

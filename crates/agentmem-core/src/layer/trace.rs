@@ -1,5 +1,6 @@
 //! [`TraceLayer`] and [`Traced`]: `tracing` spans and error labels for store operations.
 
+use crate::MemoryId;
 use std::future::Future;
 use std::time::Instant;
 
@@ -242,7 +243,7 @@ forward_store!({ impl<S: AgentMemory> MemoryStore for Traced<S> } |self| self.in
         op.run(self.inner.put_memory(item)).await
     }
 
-    async fn get_memory(&self, id: &str) -> Result<Option<MemoryItem>> {
+    async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
         let op = self.op(Operation::GetMemory, None);
         op.run(self.inner.get_memory(id)).await
     }
@@ -257,7 +258,7 @@ forward_store!({ impl<S: AgentMemory> MemoryStore for Traced<S> } |self| self.in
         op.run(self.inner.search_memories(query, filter)).await
     }
 
-    async fn delete_memory(&self, id: &str) -> Result<bool> {
+    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
         let op = self.op(Operation::DeleteMemory, None);
         op.run(self.inner.delete_memory(id)).await
     }

@@ -16,7 +16,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use agentmem_core::{ErrorKind, Message, SessionId};
+use agentmem_core::{ErrorKind, Message, MessageId, SessionId};
 use agentmem_reliability::protocol::Event;
 use agentmem_reliability::tagged;
 
@@ -61,14 +61,18 @@ async fn churn(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         let end = (seq + batch).min(count);
         let messages: Vec<Message> = (seq..end).map(|i| tagged::message(&writer, i)).collect();
         store.append(&session, &messages).await?;
-        let acks: Vec<Event> = messages.iter().map(|m| Event::Ack(m.id.clone())).collect();
+        let acks: Vec<Event> = messages
+            .iter()
+            .map(|m| Event::Ack(m.id.to_string()))
+            .collect();
         emit_all(&acks)?;
         seq = end;
         batches += 1;
         if compact_every > 0 && batches.is_multiple_of(compact_every) {
             let summary_id = format!("{writer}-sum-{summaries}");
             summaries += 1;
-            let summary = Message::system(format!("summary {summary_id}")).with_id(&summary_id);
+            let summary = Message::system(format!("summary {summary_id}"))
+                .with_id(MessageId::new(&summary_id)?);
             let info = store.compact(&session, &[summary]).await?;
             emit(&Event::Compacted {
                 archive: info.id.to_string(),
@@ -93,7 +97,8 @@ async fn compact(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     while done < rounds {
         let summary_id = format!("{label}-sum-{done}");
         let replacement: Vec<Message> = if with_summary == 1 {
-            vec![Message::system(format!("summary {summary_id}")).with_id(&summary_id)]
+            vec![Message::system(format!("summary {summary_id}"))
+                .with_id(MessageId::new(&summary_id)?)]
         } else {
             Vec::new()
         };

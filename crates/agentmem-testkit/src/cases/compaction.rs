@@ -5,7 +5,10 @@ use std::collections::HashSet;
 use agentmem_core::{AgentMemory, ArchiveId, ErrorKind, Message};
 use serde_json::json;
 
-use super::{assert_kind, contents, load_some, metadata, numbered, pause, sid};
+use super::{
+    assert_kind, assert_no_archives, assert_no_session, assert_no_sessions, contents, load_some,
+    metadata, must, numbered, pause, sid,
+};
 
 /// After `compact`, the new archive holds exactly the old messages, the session holds
 /// exactly the replacement, the session's metadata and `created_at` are kept, and the
@@ -19,15 +22,12 @@ pub async fn compact_moves_messages_to_archive(store: &dyn AgentMemory) {
         Message::assistant("answer"),
     ];
     let meta = metadata(json!({"agent": "ResearchAgent"}));
-    store
-        .save_session(&id, &old, &meta)
-        .await
-        .expect("save_session");
+    must::save_session(store, &id, &old, &meta).await;
     let before = load_some(store, &id, None, "compact").await;
     let replacement = vec![Message::system(
         "[Compressed Memory Summary] asked and answered",
     )];
-    let info = store.compact(&id, &replacement).await.expect("compact");
+    let info = must::compact(store, &id, &replacement).await;
     assert_eq!(info.session, id, "ArchiveInfo names the session");
     assert_eq!(
         info.message_count, 4,
@@ -48,7 +48,7 @@ pub async fn compact_moves_messages_to_archive(store: &dyn AgentMemory) {
         "compaction keeps created_at"
     );
     assert_eq!(
-        store.list_archives(&id).await.expect("list_archives"),
+        must::list_archives(store, &id).await,
         std::slice::from_ref(&info),
         "list_archives reports the archive"
     );
@@ -66,8 +66,8 @@ pub async fn compact_moves_messages_to_archive(store: &dyn AgentMemory) {
 /// Compacting with an empty replacement leaves an existing, empty session.
 pub async fn compact_with_empty_replacement_leaves_empty_session(store: &dyn AgentMemory) {
     let id = sid("emptied");
-    store.append(&id, &numbered("m", 3)).await.expect("append");
-    let info = store.compact(&id, &[]).await.expect("compact");
+    must::append(store, &id, &numbered("m", 3)).await;
+    let info = must::compact(store, &id, &[]).await;
     let session = load_some(store, &id, None, "empty replacement").await;
     assert!(
         session.messages.is_empty() && session.total_messages == 0,
@@ -82,10 +82,7 @@ pub async fn compact_with_empty_replacement_leaves_empty_session(store: &dyn Age
             .len(),
         3
     );
-    store
-        .append(&id, &numbered("next", 1))
-        .await
-        .expect("append after");
+    must::append(store, &id, &numbered("next", 1)).await;
     assert_eq!(
         contents(
             &load_some(store, &id, None, "empty replacement")
@@ -102,12 +99,12 @@ pub async fn archives_are_listed_oldest_first(store: &dyn AgentMemory) {
     let mut expected = Vec::new();
     for round in 0..3 {
         let msgs = numbered(&format!("round {round}"), round + 1);
-        store.append(&id, &msgs).await.expect("append");
-        let info = store.compact(&id, &[]).await.expect("compact");
+        must::append(store, &id, &msgs).await;
+        let info = must::compact(store, &id, &[]).await;
         expected.push((info, msgs));
         pause().await;
     }
-    let listed = store.list_archives(&id).await.expect("list_archives");
+    let listed = must::list_archives(store, &id).await;
     let infos: Vec<_> = expected.iter().map(|(info, _)| info.clone()).collect();
     assert_eq!(listed, infos, "archives must be listed oldest first");
     for window in listed.windows(2) {
@@ -138,11 +135,8 @@ pub async fn compactions_in_one_second_all_survive(store: &dyn AgentMemory) {
     let mut made = Vec::new();
     for round in 0..ROUNDS {
         let msg = Message::user(format!("round {round}"));
-        store
-            .append(&id, std::slice::from_ref(&msg))
-            .await
-            .expect("append");
-        made.push((store.compact(&id, &[]).await.expect("compact"), msg));
+        must::append(store, &id, std::slice::from_ref(&msg)).await;
+        made.push((must::compact(store, &id, &[]).await, msg));
     }
     let distinct: HashSet<&ArchiveId> = made.iter().map(|(info, _)| &info.id).collect();
     assert_eq!(
@@ -150,7 +144,7 @@ pub async fn compactions_in_one_second_all_survive(store: &dyn AgentMemory) {
         ROUNDS,
         "every compaction gets its own archive id"
     );
-    let listed = store.list_archives(&id).await.expect("list_archives");
+    let listed = must::list_archives(store, &id).await;
     let listed_rounds: Vec<String> = {
         let mut v = Vec::new();
         for info in &listed {
@@ -173,9 +167,9 @@ pub async fn compactions_in_one_second_all_survive(store: &dyn AgentMemory) {
 /// an archive of one session cannot be loaded through another session.
 pub async fn unknown_archive_is_not_found(store: &dyn AgentMemory) {
     let (a, b) = (sid("owner"), sid("other"));
-    store.append(&a, &numbered("m", 1)).await.expect("append");
-    store.append(&b, &numbered("m", 1)).await.expect("append");
-    let info = store.compact(&a, &[]).await.expect("compact");
+    must::append(store, &a, &numbered("m", 1)).await;
+    must::append(store, &b, &numbered("m", 1)).await;
+    let info = must::compact(store, &a, &[]).await;
     let unknown = ArchiveId::new("history_1999-01-01_00-00-00").expect("valid archive id");
     assert_kind(
         store.load_archive(&a, &unknown).await,
@@ -192,16 +186,8 @@ pub async fn unknown_archive_is_not_found(store: &dyn AgentMemory) {
         ErrorKind::NotFound,
         "load_archive of another session's archive",
     );
-    assert!(store
-        .list_archives(&b)
-        .await
-        .expect("list_archives")
-        .is_empty());
-    assert!(store
-        .list_archives(&sid("missing"))
-        .await
-        .expect("list_archives")
-        .is_empty());
+    assert_no_archives(store, &b, "a session never compacted").await;
+    assert_no_archives(store, &sid("missing"), "a missing session").await;
 }
 
 /// `compact` of a missing session is `NotFound` and creates nothing.
@@ -212,18 +198,7 @@ pub async fn compact_missing_session_is_not_found(store: &dyn AgentMemory) {
         ErrorKind::NotFound,
         "compact of a missing session",
     );
-    assert!(
-        store.load(&id, None).await.expect("load").is_none(),
-        "a failed compact must not create the session"
-    );
-    assert!(store
-        .list_archives(&id)
-        .await
-        .expect("list_archives")
-        .is_empty());
-    assert!(store
-        .list_sessions()
-        .await
-        .expect("list_sessions")
-        .is_empty());
+    assert_no_session(store, &id, "a failed compact must not create the session").await;
+    assert_no_archives(store, &id, "a failed compact must not archive").await;
+    assert_no_sessions(store, "a failed compact must not list a session").await;
 }

@@ -7,10 +7,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use agentmem_core::{AgentMemory, Message, SessionId};
+use agentmem_core::{AgentMemory, Message, MessageId, SessionId};
 use futures_util::future::join_all;
 
-use super::{contents, ids, load_some, numbered, sid};
+use super::{contents, ids, load_some, mid, must, numbered, sid};
 
 const TASKS: usize = 16;
 const PER_TASK: usize = 25;
@@ -20,8 +20,33 @@ fn numbers(content: &str) -> Vec<usize> {
     content.split(' ').filter_map(|w| w.parse().ok()).collect()
 }
 
+/// For each of `tasks` tasks, `per_task` user messages `task {t} message {i}`.
+fn task_messages(tasks: usize, per_task: usize) -> Vec<Vec<Message>> {
+    (0..tasks)
+        .map(|t| {
+            (0..per_task)
+                .map(|i| Message::user(format!("task {t} message {i}")))
+                .collect()
+        })
+        .collect()
+}
+
+/// The ids of `messages`, as a set.
+fn id_set<'m>(messages: impl IntoIterator<Item = &'m Message>) -> HashSet<MessageId> {
+    messages.into_iter().map(|m| m.id.clone()).collect()
+}
+
+/// Appends `messages` to session `id` one at a time, yielding after each so that other
+/// tasks' appends interleave with them.
+async fn append_one_by_one(store: &dyn AgentMemory, id: &SessionId, messages: &[Message]) {
+    for m in messages {
+        must::append(store, id, std::slice::from_ref(m)).await;
+        tokio::task::yield_now().await;
+    }
+}
+
 /// Checks that the messages hold every expected id exactly once.
-fn assert_exactly_once(messages: &[Message], expected: &HashSet<String>, what: &str) {
+fn assert_exactly_once(messages: &[Message], expected: &HashSet<MessageId>, what: &str) {
     let mut seen = HashSet::new();
     for m in messages {
         assert!(
@@ -30,7 +55,7 @@ fn assert_exactly_once(messages: &[Message], expected: &HashSet<String>, what: &
             m.content
         );
     }
-    let missing: Vec<&String> = expected
+    let missing: Vec<&MessageId> = expected
         .iter()
         .filter(|id| !seen.contains(id.as_str()))
         .collect();
@@ -50,28 +75,15 @@ fn assert_exactly_once(messages: &[Message], expected: &HashSet<String>, what: &
 /// and each task's messages are in the order it appended them.
 pub async fn concurrent_appends_keep_each_task_order(store: &dyn AgentMemory) {
     let id = sid("contended");
-    let per_task: Vec<Vec<Message>> = (0..TASKS)
-        .map(|t| {
-            (0..PER_TASK)
-                .map(|i| Message::user(format!("task {t} message {i}")))
-                .collect()
-        })
-        .collect();
-    join_all(per_task.iter().map(|msgs| {
-        let id = &id;
-        async move {
-            for m in msgs {
-                store
-                    .append(id, std::slice::from_ref(m))
-                    .await
-                    .expect("concurrent append");
-                tokio::task::yield_now().await;
-            }
-        }
-    }))
+    let per_task = task_messages(TASKS, PER_TASK);
+    join_all(
+        per_task
+            .iter()
+            .map(|msgs| append_one_by_one(store, &id, msgs)),
+    )
     .await;
     let session = load_some(store, &id, None, "concurrent appends").await;
-    let expected: HashSet<String> = per_task.iter().flatten().map(|m| m.id.clone()).collect();
+    let expected = id_set(per_task.iter().flatten());
     assert_exactly_once(&session.messages, &expected, "concurrent appends");
     assert_eq!(session.total_messages, (TASKS * PER_TASK) as u64);
     let mut next = [0usize; TASKS];
@@ -105,22 +117,14 @@ pub async fn concurrent_batch_appends_stay_contiguous(store: &dyn AgentMemory) {
         let id = &id;
         async move {
             for batch in task {
-                store
-                    .append(id, batch)
-                    .await
-                    .expect("concurrent batch append");
+                must::append(store, id, batch).await;
                 tokio::task::yield_now().await;
             }
         }
     }))
     .await;
     let messages = load_some(store, &id, None, "batches").await.messages;
-    let expected: HashSet<String> = batches
-        .iter()
-        .flatten()
-        .flatten()
-        .map(|m| m.id.clone())
-        .collect();
+    let expected = id_set(batches.iter().flatten().flatten());
     assert_exactly_once(&messages, &expected, "concurrent batches");
     let mut next_batch = [0usize; TASKS];
     for chunk in messages.chunks(BATCH) {
@@ -151,15 +155,11 @@ pub async fn concurrent_appends_to_many_sessions_do_not_mix(store: &dyn AgentMem
             )
         })
         .collect();
-    join_all(sessions.iter().map(|(id, msgs)| async move {
-        for m in msgs {
-            store
-                .append(id, std::slice::from_ref(m))
-                .await
-                .expect("append");
-            tokio::task::yield_now().await;
-        }
-    }))
+    join_all(
+        sessions
+            .iter()
+            .map(|(id, msgs)| append_one_by_one(store, id, msgs)),
+    )
     .await;
     for (id, msgs) in &sessions {
         assert_eq!(
@@ -168,7 +168,7 @@ pub async fn concurrent_appends_to_many_sessions_do_not_mix(store: &dyn AgentMem
             "session {id}"
         );
     }
-    let listed = store.list_sessions().await.expect("list_sessions");
+    let listed = must::list_sessions(store).await;
     assert_eq!(listed.len(), TASKS, "every session is listed");
     assert!(
         listed.iter().all(|i| i.message_count == PER_TASK as u64),
@@ -187,43 +187,27 @@ pub async fn appends_racing_compaction_are_never_lost(store: &dyn AgentMemory) {
     const COMPACTIONS: usize = 4;
     let id = sid("racing");
     let initial = numbered("initial", 5);
-    store.append(&id, &initial).await.expect("append initial");
-    let per_task: Vec<Vec<Message>> = (0..APPENDERS)
-        .map(|t| {
-            (0..APPENDS)
-                .map(|i| Message::user(format!("task {t} message {i}")))
-                .collect()
-        })
-        .collect();
+    must::append(store, &id, &initial).await;
+    let per_task = task_messages(APPENDERS, APPENDS);
     let summaries: Vec<Message> = (0..COMPACTIONS)
-        .map(|k| Message::system(format!("summary {k}")).with_id(format!("summary-{k}")))
+        .map(|k| Message::system(format!("summary {k}")).with_id(mid(&format!("summary-{k}"))))
         .collect();
-    let appenders = join_all(per_task.iter().map(|msgs| {
-        let id = &id;
-        async move {
-            for m in msgs {
-                store
-                    .append(id, std::slice::from_ref(m))
-                    .await
-                    .expect("append racing compaction");
-                tokio::task::yield_now().await;
-            }
-        }
-    }));
+    let appenders = join_all(
+        per_task
+            .iter()
+            .map(|msgs| append_one_by_one(store, &id, msgs)),
+    );
     let compactor = async {
         for summary in &summaries {
             for _ in 0..5 {
                 tokio::task::yield_now().await;
             }
-            store
-                .compact(&id, std::slice::from_ref(summary))
-                .await
-                .expect("compact racing appends");
+            must::compact(store, &id, std::slice::from_ref(summary)).await;
         }
     };
     tokio::join!(appenders, compactor);
 
-    let archives = store.list_archives(&id).await.expect("list_archives");
+    let archives = must::list_archives(store, &id).await;
     assert_eq!(archives.len(), COMPACTIONS, "one archive per compaction");
     let mut stages: Vec<Vec<Message>> = Vec::new();
     for info in &archives {
@@ -250,8 +234,7 @@ pub async fn appends_racing_compaction_are_never_lost(store: &dyn AgentMemory) {
         );
     }
     let all: Vec<Message> = stages.into_iter().flatten().collect();
-    let mut expected: HashSet<String> = per_task.iter().flatten().map(|m| m.id.clone()).collect();
-    expected.extend(initial.iter().chain(&summaries).map(|m| m.id.clone()));
+    let expected = id_set(per_task.iter().flatten().chain(&initial).chain(&summaries));
     assert_exactly_once(&all, &expected, "appends racing compaction");
     let mut next: HashMap<usize, usize> = HashMap::new();
     for m in all.iter().filter(|m| m.content.starts_with("task ")) {

@@ -2,7 +2,7 @@
 
 use agentmem_core::{history, AgentMemory, AgentMemoryExt, Message};
 
-use super::{contents, load_some, numbered, sid};
+use super::{contents, first_listed, load_some, must, numbered, sid};
 
 /// Sequential appends, one by one and in a batch, keep their order.
 pub async fn append_preserves_order(store: &dyn AgentMemory) {
@@ -116,29 +116,17 @@ pub async fn total_messages_counts_the_whole_session(store: &dyn AgentMemory) {
             "limit {limit:?}"
         );
     }
-    store
-        .compact(&id, &numbered("summary", 2))
-        .await
-        .expect("compact");
-    store
-        .append(&id, &numbered("new", 1))
-        .await
-        .expect("append");
+    must::compact(store, &id, &numbered("summary", 2)).await;
+    must::append(store, &id, &numbered("new", 1)).await;
     let session = load_some(store, &id, Some(1), "totals").await;
     assert_eq!(
         session.total_messages, 3,
         "after compaction only the replacement and new messages count"
     );
     assert_eq!(contents(&session.messages), ["new 0"]);
-    let info = store
-        .list_sessions()
-        .await
-        .expect("list")
-        .into_iter()
-        .next()
-        .expect("listed");
     assert_eq!(
-        info.message_count, 3,
+        first_listed(store, "totals").await.message_count,
+        3,
         "list_sessions counts like total_messages"
     );
 }

@@ -1,13 +1,24 @@
 //! Memory items: put, get, list, delete, and upserts by id and by (kind, key).
 
-use agentmem_core::{AgentMemory, AgentMemoryExt, MemoryFilter, MemoryItem, MemoryKind};
+use agentmem_core::{AgentMemory, MemoryFilter, MemoryId, MemoryItem, MemoryKind};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::{metadata, pause};
+use super::{metadata, must, pause};
 
+/// The texts of `items`, for readable assertion output.
 fn texts(items: &[MemoryItem]) -> Vec<&str> {
     items.iter().map(|i| i.text.as_str()).collect()
+}
+
+/// Every memory item, oldest first.
+async fn all_items(store: &dyn AgentMemory) -> Vec<MemoryItem> {
+    must::list_memories(store, &MemoryFilter::default()).await
+}
+
+/// The text of the item stored under `id`, or `None` if there is none.
+async fn stored_text(store: &dyn AgentMemory, id: &MemoryId) -> Option<String> {
+    must::get_memory(store, id).await.map(|item| item.text)
 }
 
 /// A stored item comes back from `put_memory` and `get_memory` with the same id, kind, key,
@@ -20,7 +31,7 @@ pub async fn memory_item_round_trips(store: &dyn AgentMemory) {
     .with_key("pref.ui")
     .with_metadata("importance", 0.8)
     .with_metadata("source", json!({"session": "s1", "turn": 4}));
-    let stored = store.put_memory(&item).await.expect("put_memory");
+    let stored = must::put_memory(store, &item).await;
     assert_eq!(
         (
             &stored.id,
@@ -32,16 +43,11 @@ pub async fn memory_item_round_trips(store: &dyn AgentMemory) {
         (&item.id, item.kind, &item.key, &item.text, &item.metadata),
         "a new item is stored as given"
     );
-    let got = store
-        .get_memory(&item.id)
+    let got = must::get_memory(store, &item.id)
         .await
-        .expect("get_memory")
-        .expect("item exists");
+        .expect("the item put exists");
     assert_eq!(got, stored, "get_memory returns the item as stored");
-    let made = store
-        .store_memory(MemoryKind::ShortTerm, "working note")
-        .await
-        .expect("store_memory");
+    let made = must::store_memory(store, MemoryKind::ShortTerm, "working note").await;
     assert_eq!(
         store.get_memory(&made.id).await.expect("get_memory"),
         Some(made)
@@ -49,7 +55,7 @@ pub async fn memory_item_round_trips(store: &dyn AgentMemory) {
     for missing in ["no-such-id", "'; DROP TABLE x; --", "{\"$ne\": null}", "*"] {
         assert!(
             store
-                .get_memory(missing)
+                .get_memory(&missing.parse().expect("memory id"))
                 .await
                 .expect("get_memory of an unknown id")
                 .is_none(),
@@ -69,7 +75,7 @@ pub async fn memory_item_timestamps_round_trip(store: &dyn AgentMemory) {
     let mut item = MemoryItem::new(MemoryKind::Fact, "remembered long ago");
     item.created_at = parse("2001-02-03T04:05:06.123456Z");
     item.updated_at = parse("2002-03-04T05:06:07.654321Z");
-    let stored = store.put_memory(&item).await.expect("put_memory");
+    let stored = must::put_memory(store, &item).await;
     assert_eq!(
         stored, item,
         "a new item is stored exactly as given, timestamps included"
@@ -82,14 +88,8 @@ pub async fn memory_item_timestamps_round_trip(store: &dyn AgentMemory) {
 
 /// `delete_memory` returns `true` once, then `false`; the item is gone from get and list.
 pub async fn memory_delete_then_gone(store: &dyn AgentMemory) {
-    let keep = store
-        .store_memory(MemoryKind::Fact, "keep me")
-        .await
-        .expect("store");
-    let doomed = store
-        .store_memory(MemoryKind::Fact, "delete me")
-        .await
-        .expect("store");
+    let keep = must::store_memory(store, MemoryKind::Fact, "keep me").await;
+    let doomed = must::store_memory(store, MemoryKind::Fact, "delete me").await;
     assert!(
         store.delete_memory(&doomed.id).await.expect("delete"),
         "deleting an existing item returns true"
@@ -99,49 +99,37 @@ pub async fn memory_delete_then_gone(store: &dyn AgentMemory) {
         "deleting it again returns false"
     );
     assert!(!store
-        .delete_memory("never-existed")
+        .delete_memory(&"never-existed".parse().expect("memory id"))
         .await
         .expect("delete unknown"));
     assert!(store.get_memory(&doomed.id).await.expect("get").is_none());
     assert_eq!(
-        store
-            .list_memories(&MemoryFilter::default())
-            .await
-            .expect("list"),
-        [keep]
+        all_items(store).await,
+        [keep],
+        "only the other item is left"
     );
 }
 
 /// Putting an item with an existing id replaces it (one item, the new text and metadata).
 pub async fn memory_upsert_by_id_replaces(store: &dyn AgentMemory) {
-    let first = store
-        .put_memory(&MemoryItem::new(MemoryKind::Insight, "version one"))
-        .await
-        .expect("put");
+    let first = must::put_memory(store, &MemoryItem::new(MemoryKind::Insight, "version one")).await;
     let mut second = first.clone();
     second.text = "version two".into();
     second.metadata = metadata(json!({"revision": 2}));
-    let stored = store.put_memory(&second).await.expect("put again");
+    let stored = must::put_memory(store, &second).await;
     assert_eq!(
         (stored.id.as_str(), stored.text.as_str()),
         (first.id.as_str(), "version two")
     );
-    let got = store
-        .get_memory(&first.id)
+    let got = must::get_memory(store, &first.id)
         .await
-        .expect("get")
-        .expect("exists");
+        .expect("the upserted item exists");
     assert_eq!(
         (got.text.as_str(), &got.metadata),
         ("version two", &second.metadata)
     );
     assert_eq!(
-        texts(
-            &store
-                .list_memories(&MemoryFilter::default())
-                .await
-                .expect("list")
-        ),
+        texts(&all_items(store).await),
         ["version two"],
         "still one item"
     );
@@ -150,15 +138,14 @@ pub async fn memory_upsert_by_id_replaces(store: &dyn AgentMemory) {
 /// Putting an item whose kind and key match a stored one replaces it, keeping the stored
 /// id and `created_at` and taking the new text; the new item's own id is not stored.
 pub async fn memory_upsert_by_kind_and_key_keeps_identity(store: &dyn AgentMemory) {
-    let alice = store
-        .put_memory(
-            &MemoryItem::new(MemoryKind::Fact, "The user's name is Alice").with_key("user.name"),
-        )
-        .await
-        .expect("put Alice");
+    let named = |name: &str| {
+        MemoryItem::new(MemoryKind::Fact, format!("The user's name is {name}"))
+            .with_key("user.name")
+    };
+    let alice = must::put_memory(store, &named("Alice")).await;
     pause().await;
-    let bob = MemoryItem::new(MemoryKind::Fact, "The user's name is Bob").with_key("user.name");
-    let stored = store.put_memory(&bob).await.expect("put Bob");
+    let bob = named("Bob");
+    let stored = must::put_memory(store, &bob).await;
     assert_eq!(
         stored.id, alice.id,
         "an upsert by (kind, key) keeps the stored id"
@@ -180,58 +167,27 @@ pub async fn memory_upsert_by_kind_and_key_keeps_identity(store: &dyn AgentMemor
         store.get_memory(&bob.id).await.expect("get").is_none(),
         "the replacing item's own id is not stored"
     );
-    assert_eq!(
-        texts(
-            &store
-                .list_memories(&MemoryFilter::default())
-                .await
-                .expect("list")
-        ),
-        ["The user's name is Bob"]
-    );
+    assert_eq!(texts(&all_items(store).await), ["The user's name is Bob"]);
 }
 
 /// The same key under another kind is a separate item, and items without a key never
 /// replace each other, even with identical text.
 pub async fn memory_same_key_other_kind_is_separate(store: &dyn AgentMemory) {
-    let fact = store
-        .put_memory(&MemoryItem::new(MemoryKind::Fact, "fact").with_key("topic"))
-        .await
-        .expect("put");
-    let long = store
-        .put_memory(&MemoryItem::new(MemoryKind::LongTerm, "long").with_key("topic"))
-        .await
-        .expect("put");
+    let keyed = |kind, text| MemoryItem::new(kind, text).with_key("topic");
+    let fact = must::put_memory(store, &keyed(MemoryKind::Fact, "fact")).await;
+    let long = must::put_memory(store, &keyed(MemoryKind::LongTerm, "long")).await;
     assert_ne!(fact.id, long.id, "different kinds keep different items");
-    store
-        .store_memory(MemoryKind::Fact, "same text")
-        .await
-        .expect("store");
-    store
-        .store_memory(MemoryKind::Fact, "same text")
-        .await
-        .expect("store");
-    let all = store
-        .list_memories(&MemoryFilter::default())
-        .await
-        .expect("list");
+    must::store_memories(store, MemoryKind::Fact, ["same text", "same text"]).await;
+    let all = all_items(store).await;
     assert_eq!(all.len(), 4, "four separate items, got {:?}", texts(&all));
-    assert_eq!(
-        store
-            .get_memory(&fact.id)
-            .await
-            .expect("get")
-            .map(|i| i.text),
-        Some("fact".into())
-    );
-    assert_eq!(
-        store
-            .get_memory(&long.id)
-            .await
-            .expect("get")
-            .map(|i| i.text),
-        Some("long".into())
-    );
+    for (item, text) in [(&fact, "fact"), (&long, "long")] {
+        assert_eq!(
+            stored_text(store, &item.id).await.as_deref(),
+            Some(text),
+            "the {:?} item keyed \"topic\"",
+            item.kind
+        );
+    }
 }
 
 /// `list_memories` filters by kind and lists oldest first.
@@ -242,24 +198,18 @@ pub async fn memory_list_filters_by_kind(store: &dyn AgentMemory) {
         (MemoryKind::Fact, "fact two"),
         (MemoryKind::ShortTerm, "short one"),
     ] {
-        store.store_memory(kind, text).await.expect("store");
+        must::store_memory(store, kind, text).await;
         pause().await;
     }
-    let facts = store
-        .list_memories(&MemoryFilter::kind(MemoryKind::Fact))
-        .await
-        .expect("list facts");
+    let facts = must::list_memories(store, &MemoryFilter::kind(MemoryKind::Fact)).await;
     assert_eq!(texts(&facts), ["fact one", "fact two"]);
     assert!(facts.iter().all(|i| i.kind == MemoryKind::Fact));
-    assert!(store
-        .list_memories(&MemoryFilter::kind(MemoryKind::LongTerm))
-        .await
-        .expect("list")
-        .is_empty());
-    let all = store
-        .list_memories(&MemoryFilter::default())
-        .await
-        .expect("list all");
+    assert!(
+        must::list_memories(store, &MemoryFilter::kind(MemoryKind::LongTerm))
+            .await
+            .is_empty()
+    );
+    let all = all_items(store).await;
     assert_eq!(
         texts(&all),
         ["fact one", "insight one", "fact two", "short one"],
@@ -276,14 +226,10 @@ pub async fn memory_list_limit_returns_newest_oldest_first(store: &dyn AgentMemo
         } else {
             MemoryKind::Insight
         };
-        store
-            .store_memory(kind, &format!("item {i}"))
-            .await
-            .expect("store");
+        must::store_memory(store, kind, &format!("item {i}")).await;
         pause().await;
     }
-    let list =
-        |f: MemoryFilter| async move { store.list_memories(&f).await.expect("list_memories") };
+    let list = |f: MemoryFilter| async move { must::list_memories(store, &f).await };
     assert_eq!(
         texts(&list(MemoryFilter::default().with_limit(3)).await),
         ["item 2", "item 3", "item 4"]

@@ -2,16 +2,32 @@
 
 use std::time::Duration;
 
-use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ErrorKind, MemoryFilter, MemoryKind, RetentionPolicy, SessionId,
+use agentmem_core::{AgentMemory, ErrorKind, MemoryFilter, MemoryKind, RetentionPolicy, SessionId};
+
+use super::{
+    assert_kind, assert_no_archives, assert_no_session, assert_no_sessions, must, numbered, pause,
+    sid,
 };
 
-use super::{assert_kind, numbered, pause, sid};
-
+/// The lines of `context`, sorted, to compare regardless of rank.
 fn lines(context: &str) -> Vec<&str> {
     let mut v: Vec<&str> = context.lines().collect();
     v.sort_unstable();
     v
+}
+
+/// Purges with a `max_sessions` of `keep` (and no `max_age`), returning how many sessions
+/// the purge reports deleted.
+async fn purge_sessions_beyond(store: &dyn AgentMemory, keep: usize) -> u64 {
+    let policy = RetentionPolicy {
+        max_age: None,
+        max_sessions: Some(keep),
+    };
+    store
+        .purge(&policy)
+        .await
+        .unwrap_or_else(|e| panic!("purge({policy:?}) failed: {e}"))
+        .sessions_deleted
 }
 
 /// An empty store gives an empty context, with and without a query.
@@ -38,16 +54,12 @@ pub async fn get_context_of_empty_store_is_empty(store: &dyn AgentMemory) {
 
 /// With a query, the context is the matching items, one `- text` line each, and nothing else.
 pub async fn get_context_with_query_lists_matching_items(store: &dyn AgentMemory) {
-    for text in [
+    let texts = [
         "The user prefers dark mode",
         "The user lives in Lisbon",
         "The project uses Rust and Tokio",
-    ] {
-        store
-            .store_memory(MemoryKind::LongTerm, text)
-            .await
-            .expect("store");
-    }
+    ];
+    must::store_memories(store, MemoryKind::LongTerm, texts).await;
     assert_eq!(
         store
             .get_context(Some("Lisbon"))
@@ -78,16 +90,11 @@ pub async fn get_context_with_query_lists_matching_items(store: &dyn AgentMemory
 
 /// Without a query, the context lists the 20 most recent items, one `- text` line each.
 pub async fn get_context_without_query_lists_recent_items(store: &dyn AgentMemory) {
-    for i in 0..25 {
-        store
-            .store_memory(MemoryKind::Fact, &format!("fact number {i:02}"))
-            .await
-            .expect("store");
-        if i == 4 {
-            // Items 0-4 are the oldest; they must be the ones left out.
-            pause().await;
-        }
-    }
+    let texts = |range: std::ops::Range<usize>| range.map(|i| format!("fact number {i:02}"));
+    must::store_memories(store, MemoryKind::Fact, texts(0..5)).await;
+    // Items 0-4 are the oldest; they must be the ones left out.
+    pause().await;
+    must::store_memories(store, MemoryKind::Fact, texts(5..25)).await;
     let context = store.get_context(None).await.expect("get_context");
     let expected: Vec<String> = (5..25).map(|i| format!("- fact number {i:02}")).collect();
     assert_eq!(lines(&context), expected, "the 20 most recent items");
@@ -99,38 +106,22 @@ pub async fn get_context_without_query_lists_recent_items(store: &dyn AgentMemor
 pub async fn purge_max_sessions_keeps_the_newest(store: &dyn AgentMemory) {
     let names: Vec<SessionId> = (1..=5).map(|i| sid(&format!("s{i}"))).collect();
     for id in &names {
-        store
-            .append(id, &numbered(id.as_str(), 2))
-            .await
-            .expect("append");
+        must::append(store, id, &numbered(id.as_str(), 2)).await;
         if id.as_str() == "s2" {
-            store.compact(id, &[]).await.expect("compact");
+            must::compact(store, id, &[]).await;
         }
         pause().await;
     }
-    let s2_archive = store.list_archives(&names[1]).await.expect("list_archives")[0]
-        .id
-        .clone();
-    store
-        .append(&names[0], &numbered("touched", 1))
+    let s2_archive = must::list_archives(store, &names[1]).await[0].id.clone();
+    must::append(store, &names[0], &numbered("touched", 1)).await;
+    let item = must::store_memory(store, MemoryKind::LongTerm, "survives purges").await;
+    assert_eq!(
+        purge_sessions_beyond(store, 2).await,
+        3,
+        "three sessions deleted"
+    );
+    let left: Vec<String> = must::list_sessions(store)
         .await
-        .expect("append");
-    let item = store
-        .store_memory(MemoryKind::LongTerm, "survives purges")
-        .await
-        .expect("store");
-    let report = store
-        .purge(&RetentionPolicy {
-            max_age: None,
-            max_sessions: Some(2),
-        })
-        .await
-        .expect("purge");
-    assert_eq!(report.sessions_deleted, 3, "three sessions deleted");
-    let left: Vec<String> = store
-        .list_sessions()
-        .await
-        .expect("list")
         .into_iter()
         .map(|i| i.id.into_string())
         .collect();
@@ -139,14 +130,7 @@ pub async fn purge_max_sessions_keeps_the_newest(store: &dyn AgentMemory) {
         ["s1", "s5"],
         "the two most recently written sessions are kept"
     );
-    assert!(
-        store
-            .list_archives(&names[1])
-            .await
-            .expect("list_archives")
-            .is_empty(),
-        "archives of purged sessions are gone"
-    );
+    assert_no_archives(store, &names[1], "archives of purged sessions are gone").await;
     assert_kind(
         store.load_archive(&names[1], &s2_archive).await,
         ErrorKind::NotFound,
@@ -157,25 +141,19 @@ pub async fn purge_max_sessions_keeps_the_newest(store: &dyn AgentMemory) {
         Some(item),
         "purge leaves memory items alone"
     );
-    let report = store
-        .purge(&RetentionPolicy {
-            max_age: None,
-            max_sessions: Some(0),
-        })
-        .await
-        .expect("purge all");
-    assert_eq!(report.sessions_deleted, 2);
-    assert!(store.list_sessions().await.expect("list").is_empty());
+    assert_eq!(
+        purge_sessions_beyond(store, 0).await,
+        2,
+        "max_sessions: 0 deletes the two left"
+    );
+    assert_no_sessions(store, "max_sessions: 0").await;
 }
 
 /// A `max_age` of an hour (or far more) deletes nothing just written; the default policy
 /// deletes nothing at all.
 pub async fn purge_max_age_of_an_hour_deletes_nothing(store: &dyn AgentMemory) {
     for i in 0..3 {
-        store
-            .append(&sid(&format!("fresh{i}")), &numbered("m", 1))
-            .await
-            .expect("append");
+        must::append(store, &sid(&format!("fresh{i}")), &numbered("m", 1)).await;
     }
     for policy in [
         RetentionPolicy {
@@ -191,7 +169,7 @@ pub async fn purge_max_age_of_an_hour_deletes_nothing(store: &dyn AgentMemory) {
         let report = store.purge(&policy).await.expect("purge");
         assert_eq!(report.sessions_deleted, 0, "{policy:?} deletes nothing");
     }
-    assert_eq!(store.list_sessions().await.expect("list").len(), 3);
+    assert_eq!(must::list_sessions(store).await.len(), 3);
 }
 
 /// A `max_age` of zero deletes every session last written before now, with its archives,
@@ -199,16 +177,10 @@ pub async fn purge_max_age_of_an_hour_deletes_nothing(store: &dyn AgentMemory) {
 pub async fn purge_max_age_zero_deletes_everything_older(store: &dyn AgentMemory) {
     for i in 0..3 {
         let id = sid(&format!("old{i}"));
-        store.append(&id, &numbered("m", 2)).await.expect("append");
-        store
-            .compact(&id, &numbered("summary", 1))
-            .await
-            .expect("compact");
+        must::append(store, &id, &numbered("m", 2)).await;
+        must::compact(store, &id, &numbered("summary", 1)).await;
     }
-    let item = store
-        .store_memory(MemoryKind::Fact, "kept")
-        .await
-        .expect("store");
+    let item = must::store_memory(store, MemoryKind::Fact, "kept").await;
     pause().await;
     let report = store
         .purge(&RetentionPolicy {
@@ -218,28 +190,16 @@ pub async fn purge_max_age_zero_deletes_everything_older(store: &dyn AgentMemory
         .await
         .expect("purge");
     assert_eq!(report.sessions_deleted, 3);
-    assert!(
-        store.list_sessions().await.expect("list").is_empty(),
-        "every session is gone"
-    );
+    assert_no_sessions(store, "every session is gone").await;
     for i in 0..3 {
         let id = sid(&format!("old{i}"));
-        assert!(store.load(&id, None).await.expect("load").is_none());
-        assert!(
-            store
-                .list_archives(&id)
-                .await
-                .expect("list_archives")
-                .is_empty(),
-            "archives are purged too"
-        );
+        assert_no_session(store, &id, "a purged session").await;
+        assert_no_archives(store, &id, "archives are purged too").await;
     }
     assert_eq!(
-        store
-            .list_memories(&MemoryFilter::default())
-            .await
-            .expect("list"),
-        [item]
+        must::list_memories(store, &MemoryFilter::default()).await,
+        [item],
+        "purge leaves memory items alone"
     );
 }
 
@@ -247,10 +207,7 @@ pub async fn purge_max_age_zero_deletes_everything_older(store: &dyn AgentMemory
 pub async fn schema_version_is_positive_and_stable(store: &dyn AgentMemory) {
     let first = store.schema_version().await.expect("schema_version");
     assert!(first >= 1, "schema version must be at least 1, got {first}");
-    store
-        .append(&sid("after_write"), &numbered("m", 1))
-        .await
-        .expect("append");
+    must::append(store, &sid("after_write"), &numbered("m", 1)).await;
     assert_eq!(
         store.schema_version().await.expect("schema_version"),
         first,

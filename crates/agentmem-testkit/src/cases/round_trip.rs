@@ -4,7 +4,10 @@ use agentmem_core::{AgentMemory, ErrorKind, MemoryItem, MemoryKind, Message, Rol
 use chrono::{DateTime, TimeZone, Utc};
 use serde_json::json;
 
-use super::{assert_kind, contents, load_some, metadata, sid};
+use super::{
+    assert_kind, assert_no_archives, assert_no_session, contents, load_some, metadata, mid, must,
+    sid,
+};
 
 /// `save_session` then `load` returns exactly what was saved, metadata included.
 pub async fn save_and_load_round_trip(store: &dyn AgentMemory) {
@@ -15,10 +18,7 @@ pub async fn save_and_load_round_trip(store: &dyn AgentMemory) {
         Message::assistant("hi"),
     ];
     let meta = metadata(json!({"topic": "greeting", "turns": 3}));
-    store
-        .save_session(&id, &history, &meta)
-        .await
-        .expect("save_session");
+    must::save_session(store, &id, &history, &meta).await;
     let session = load_some(store, &id, None, "round trip").await;
     assert_eq!(session.id, id);
     assert_eq!(session.messages, history);
@@ -34,13 +34,9 @@ pub async fn save_and_load_round_trip(store: &dyn AgentMemory) {
 /// checks both come back exactly, whole and under a limit.
 async fn assert_round_trip(store: &dyn AgentMemory, name: &str, messages: &[Message]) {
     let appended = sid(&format!("{name}_appended"));
-    store.append(&appended, messages).await.expect("append");
+    must::append(store, &appended, messages).await;
     let saved = sid(&format!("{name}_saved"));
-    let meta = metadata(json!({}));
-    store
-        .save_session(&saved, messages, &meta)
-        .await
-        .expect("save_session");
+    must::save_session(store, &saved, messages, &metadata(json!({}))).await;
     for id in [&appended, &saved] {
         let session = load_some(store, id, None, name).await;
         assert_eq!(
@@ -126,14 +122,8 @@ pub async fn large_message_round_trips(store: &dyn AgentMemory) {
         Message::tool_result("c1", "fetch", big.clone()),
         Message::assistant("after"),
     ];
-    store
-        .append(&id, &messages[..1])
-        .await
-        .expect("append small");
-    store
-        .append(&id, &messages[1..])
-        .await
-        .expect("append 5 MB");
+    must::append(store, &id, &messages[..1]).await;
+    must::append(store, &id, &messages[1..]).await;
     let session = load_some(store, &id, None, "large").await;
     assert_eq!(session.messages.len(), 3, "large: message count");
     let got = &session.messages[1];
@@ -172,13 +162,13 @@ pub async fn empty_content_round_trips(store: &dyn AgentMemory) {
 /// tool-call id and tool name on calls and results, and metadata.
 pub async fn message_fields_round_trip(store: &dyn AgentMemory) {
     let messages = vec![
-        Message::system("rules").with_id("msg-0001"),
+        Message::system("rules").with_id(mid("msg-0001")),
         Message::user("what is the weather?").with_metadata("source", "cli"),
         Message::tool_call("call_42", "weather.lookup", "{\"city\":\"Lisbon\"}"),
         Message::tool_result("call_42", "weather.lookup", "sunny, 24°C"),
         Message::assistant("It is sunny."),
         Message::new(Role::Agent("ResearchAgent".into()), "handing over"),
-        Message::user("id with punctuation").with_id("id:with/odd'chars\"and spaces"),
+        Message::user("id with punctuation").with_id(mid("id:with/odd'chars\"and spaces")),
     ];
     assert_round_trip(store, "fields", &messages).await;
 }
@@ -202,10 +192,7 @@ pub async fn hostile_metadata_round_trips(store: &dyn AgentMemory) {
     let id = sid("hostile_metadata");
     let mut message = Message::user("carries metadata");
     message.metadata = nasty.clone();
-    store
-        .save_session(&id, std::slice::from_ref(&message), &nasty)
-        .await
-        .expect("save_session");
+    must::save_session(store, &id, std::slice::from_ref(&message), &nasty).await;
     let session = load_some(store, &id, None, "hostile metadata").await;
     assert_eq!(
         session.metadata, nasty,
@@ -217,10 +204,7 @@ pub async fn hostile_metadata_round_trips(store: &dyn AgentMemory) {
         "message metadata must round-trip exactly"
     );
     let appended = sid("hostile_metadata_append");
-    store
-        .append(&appended, std::slice::from_ref(&message))
-        .await
-        .expect("append");
+    must::append(store, &appended, std::slice::from_ref(&message)).await;
     let got = load_some(store, &appended, None, "hostile metadata").await;
     assert_eq!(
         got.messages,
@@ -230,20 +214,15 @@ pub async fn hostile_metadata_round_trips(store: &dyn AgentMemory) {
 
     let mut item = MemoryItem::new(MemoryKind::Fact, "item with hostile metadata");
     item.metadata = nasty.clone();
-    store.put_memory(&item).await.expect("put_memory");
-    let stored = store
-        .get_memory(&item.id)
+    must::put_memory(store, &item).await;
+    let stored = must::get_memory(store, &item.id)
         .await
-        .expect("get_memory")
-        .expect("item exists");
+        .expect("the item put exists");
     assert_eq!(
         stored.metadata, nasty,
         "memory item metadata must round-trip exactly"
     );
-    let listed = store
-        .list_sessions()
-        .await
-        .expect("list_sessions after hostile writes");
+    let listed = must::list_sessions(store).await;
     assert_eq!(
         listed.len(),
         2,
@@ -251,6 +230,7 @@ pub async fn hostile_metadata_round_trips(store: &dyn AgentMemory) {
     );
 }
 
+/// A timestamp from an RFC 3339 string the test knows to be valid.
 fn at(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s)
         .map(|t| t.with_timezone(&Utc))
@@ -279,45 +259,71 @@ pub async fn timestamps_round_trip_exactly(store: &dyn AgentMemory) {
     // Session times agree between load and list.
     let id = sid("timestamps_appended");
     let session = load_some(store, &id, None, "timestamps").await;
-    let info = store
-        .list_sessions()
+    let info = must::list_sessions(store)
         .await
-        .expect("list_sessions")
         .into_iter()
         .find(|i| i.id == id)
         .expect("session listed");
     assert_eq!(
-        info.created_at, session.created_at,
-        "created_at: list and load must agree"
-    );
-    assert_eq!(
-        info.updated_at, session.updated_at,
-        "updated_at: list and load must agree"
+        (info.created_at, info.updated_at),
+        (session.created_at, session.updated_at),
+        "created_at and updated_at: list and load must agree"
     );
 }
 
-/// A batch with one invalid message (empty id, control characters in the id, an id over 128
-/// bytes) is rejected with `InvalidInput` as a whole: `append` writes nothing (and creates no
-/// session), `save_session` and `compact` leave the session as it was; memory items with an
-/// empty id or an empty key are rejected too. (Reading: backends enforce
-/// `Message::validate`/`MemoryItem::validate`, and "all-or-nothing" covers validation.)
+/// Messages a store could not read back equal: an agent named with surrounding spaces, an
+/// empty agent name, one over 128 bytes, one named after a standard role (`User`), metadata
+/// nested deeper than [`agentmem_core::MAX_METADATA_DEPTH`].
+fn unstorable_messages() -> Vec<(&'static str, Message)> {
+    let mut deep = json!("bottom");
+    for _ in 0..200 {
+        deep = json!([deep]);
+    }
+    vec![
+        (
+            "agent name with a leading space",
+            Message::new(Role::Agent(" bob".into()), "x"),
+        ),
+        (
+            "empty agent name",
+            Message::new(Role::Agent(String::new()), "x"),
+        ),
+        (
+            "agent name over 128 bytes",
+            Message::new(Role::Agent("a".repeat(129)), "x"),
+        ),
+        (
+            "agent named after a standard role",
+            Message::new(Role::Agent("User".into()), "x"),
+        ),
+        (
+            "metadata 200 levels deep",
+            Message::user("x").with_metadata("args", deep),
+        ),
+    ]
+}
+
+/// A batch with one message a store could not read back (see `unstorable_messages`) is
+/// rejected with `InvalidInput` as a whole: `append` writes nothing (and creates no session),
+/// `save_session` and `compact` leave the session as it was; memory items with an empty key or
+/// too deep metadata are rejected too. What a store accepts, every later reader reads back.
 pub async fn invalid_records_are_rejected_whole(store: &dyn AgentMemory) {
     let id = sid("invalid_records");
-    for bad_id in ["", "line\nbreak", &"x".repeat(200)] {
-        let batch = vec![Message::user("good"), Message::user("bad").with_id(bad_id)];
+    for (what, bad) in unstorable_messages() {
+        let batch = vec![Message::user("good"), bad];
         assert_kind(
             store.append(&id, &batch).await,
             ErrorKind::InvalidInput,
-            "append with a bad message id",
+            &format!("append with an {what}"),
         );
-        assert!(
-            store.load(&id, None).await.expect("load").is_none(),
-            "a rejected append must create nothing"
-        );
+        assert_no_session(store, &id, &format!("a rejected append ({what})")).await;
     }
     let good = vec![Message::user("kept")];
-    store.append(&id, &good).await.expect("append good");
-    let bad = vec![Message::user("new"), Message::user("bad").with_id("")];
+    must::append(store, &id, &good).await;
+    let bad = vec![
+        Message::user("new"),
+        Message::new(Role::Agent("Tool".into()), "bad"),
+    ];
     let meta = metadata(json!({"changed": true}));
     assert_kind(
         store.save_session(&id, &bad, &meta).await,
@@ -338,14 +344,7 @@ pub async fn invalid_records_are_rejected_whole(store: &dyn AgentMemory) {
         session.metadata.is_empty(),
         "a rejected save_session must not change metadata"
     );
-    assert!(
-        store
-            .list_archives(&id)
-            .await
-            .expect("list_archives")
-            .is_empty(),
-        "a rejected compact must not archive"
-    );
+    assert_no_archives(store, &id, "a rejected compact must not archive").await;
 
     let item = MemoryItem::new(MemoryKind::Fact, "x").with_key("");
     assert_kind(
@@ -353,19 +352,17 @@ pub async fn invalid_records_are_rejected_whole(store: &dyn AgentMemory) {
         ErrorKind::InvalidInput,
         "put_memory with an empty key",
     );
+    let (_, deep) = unstorable_messages().pop().expect("the deep metadata case");
     let mut item = MemoryItem::new(MemoryKind::Fact, "x");
-    item.id = String::new();
+    item.metadata = deep.metadata;
     assert_kind(
         store.put_memory(&item).await,
         ErrorKind::InvalidInput,
-        "put_memory with an empty id",
+        "put_memory with metadata 200 levels deep",
     );
+    let stored = must::list_memories(store, &Default::default()).await;
     assert!(
-        store
-            .list_memories(&Default::default())
-            .await
-            .expect("list_memories")
-            .is_empty(),
-        "rejected items must not be stored"
+        stored.is_empty(),
+        "rejected items must not be stored, got {stored:?}"
     );
 }

@@ -6,24 +6,26 @@
 //! not match.
 
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, MemoryFilter, MemoryHit, MemoryItem, MemoryKind, Message,
-    MessageHit, MessageQuery,
+    AgentMemory, MemoryFilter, MemoryHit, MemoryItem, MemoryKind, Message, MessageHit, MessageQuery,
 };
 
-use super::{numbered, sid};
+use super::{must, numbered, sid};
 
 const DENSE: &str = "kubernetes kubernetes kubernetes cluster";
 const SPARSE: &str = "a long report that mentions kubernetes only once among many other words about databases, networking, storage budgets, deployment pipelines and hiring plans";
 const UNRELATED: &str = "recipe for tomato soup with basil and garlic";
 
+/// The texts of the items `hits` found, best first.
 fn hit_texts(hits: &[MemoryHit]) -> Vec<&str> {
     hits.iter().map(|h| h.item.text.as_str()).collect()
 }
 
+/// The contents of the messages `hits` found, best first.
 fn hit_contents(hits: &[MessageHit]) -> Vec<&str> {
     hits.iter().map(|h| h.message.content.as_str()).collect()
 }
 
+/// Asserts that `scores` never increase: hits come best first.
 fn assert_best_first(scores: impl Iterator<Item = f64>, what: &str) {
     let scores: Vec<f64> = scores.collect();
     assert!(
@@ -32,6 +34,7 @@ fn assert_best_first(scores: impl Iterator<Item = f64>, what: &str) {
     );
 }
 
+/// Searches memory items, panicking if the search fails.
 async fn search_items(
     store: &dyn AgentMemory,
     query: &str,
@@ -43,6 +46,7 @@ async fn search_items(
         .unwrap_or_else(|e| panic!("search_memories({query:?}): {e}"))
 }
 
+/// Searches messages, panicking if the search fails.
 async fn search_msgs(
     store: &dyn AgentMemory,
     query: &str,
@@ -54,23 +58,38 @@ async fn search_msgs(
         .unwrap_or_else(|e| panic!("search_messages({query:?}): {e}"))
 }
 
+/// Asserts that `query` finds `expected` memory items under the default filter.
+async fn assert_item_hits(store: &dyn AgentMemory, query: &str, expected: usize, what: &str) {
+    let hits = search_items(store, query, &MemoryFilter::default()).await;
+    let found = hit_texts(&hits);
+    assert_eq!(
+        found.len(),
+        expected,
+        "{what}: search_memories({query:?}) found {found:?}"
+    );
+}
+
+/// Asserts that `query` finds `expected` messages across all sessions under the default limit.
+async fn assert_message_hits(store: &dyn AgentMemory, query: &str, expected: usize, what: &str) {
+    let hits = search_msgs(store, query, &MessageQuery::default()).await;
+    let found = hit_contents(&hits);
+    assert_eq!(
+        found.len(),
+        expected,
+        "{what}: search_messages({query:?}) found {found:?}"
+    );
+}
+
 /// The item with more occurrences of the term in a short text ranks above one mentioning it
 /// once in a long text; non-matching items are absent; hits carry the stored item.
 pub async fn search_memories_ranks_by_relevance(store: &dyn AgentMemory) {
-    let mut stored = Vec::new();
-    for text in [
+    let texts = [
         SPARSE,
         UNRELATED,
         DENSE,
         "weekly meeting notes about budgets",
-    ] {
-        stored.push(
-            store
-                .store_memory(MemoryKind::LongTerm, text)
-                .await
-                .expect("store"),
-        );
-    }
+    ];
+    let stored = must::store_memories(store, MemoryKind::LongTerm, texts).await;
     let hits = search_items(store, "Kubernetes", &MemoryFilter::default()).await;
     assert_eq!(
         hit_texts(&hits),
@@ -83,18 +102,12 @@ pub async fn search_memories_ranks_by_relevance(store: &dyn AgentMemory) {
 
 /// Matching is case-insensitive in both directions.
 pub async fn search_memories_is_case_insensitive(store: &dyn AgentMemory) {
-    store
-        .store_memory(MemoryKind::Fact, "PostgreSQL replication notes")
-        .await
-        .expect("store");
-    store
-        .store_memory(MemoryKind::Fact, "kafka consumer groups")
-        .await
-        .expect("store");
-    store
-        .store_memory(MemoryKind::Fact, "unrelated gardening tips")
-        .await
-        .expect("store");
+    let texts = [
+        "PostgreSQL replication notes",
+        "kafka consumer groups",
+        "unrelated gardening tips",
+    ];
+    must::store_memories(store, MemoryKind::Fact, texts).await;
     for query in ["postgresql", "POSTGRESQL", "PostgreSQL"] {
         assert_eq!(
             hit_texts(&search_items(store, query, &MemoryFilter::default()).await),
@@ -111,17 +124,13 @@ pub async fn search_memories_is_case_insensitive(store: &dyn AgentMemory) {
 /// A query matches items containing any of its words (OR, not AND), and queries with
 /// punctuation or search-syntax characters around words still search those words.
 pub async fn search_memories_matches_any_query_word(store: &dyn AgentMemory) {
-    for text in [
+    let texts = [
         "zebra stripes",
         "giraffe necks",
         "penguin colonies",
         "zebra and giraffe together",
-    ] {
-        store
-            .store_memory(MemoryKind::Fact, text)
-            .await
-            .expect("store");
-    }
+    ];
+    must::store_memories(store, MemoryKind::Fact, texts).await;
     let mut found =
         hit_texts(&search_items(store, "zebra giraffe", &MemoryFilter::default()).await)
             .into_iter()
@@ -162,21 +171,14 @@ pub async fn search_memories_matches_any_query_word(store: &dyn AgentMemory) {
 /// Words in any script are searchable, case-insensitively where the script has case:
 /// German with umlauts, Cyrillic (queried in upper case), and Japanese between spaces.
 pub async fn search_finds_words_in_any_script(store: &dyn AgentMemory) {
-    for text in [
+    let texts = [
         "Viele Grüße aus München",
         "Привет из Москвы",
         "東京 の 天気",
         "plain ascii words",
-    ] {
-        store
-            .store_memory(MemoryKind::Fact, text)
-            .await
-            .expect("store");
-    }
-    store
-        .append(&sid("scripts"), &[Message::user("Привет из Москвы")])
-        .await
-        .expect("append");
+    ];
+    must::store_memories(store, MemoryKind::Fact, texts).await;
+    must::append(store, &sid("scripts"), &[Message::user("Привет из Москвы")]).await;
     for (query, expected) in [
         ("münchen", "Viele Grüße aus München"),
         ("ПРИВЕТ", "Привет из Москвы"),
@@ -195,80 +197,45 @@ pub async fn search_finds_words_in_any_script(store: &dyn AgentMemory) {
 
 /// The limit is honoured; without one a memory search returns at most 10.
 pub async fn search_memories_honours_limit(store: &dyn AgentMemory) {
-    for i in 0..15 {
-        store
-            .store_memory(MemoryKind::Fact, &format!("telescope observation {i}"))
-            .await
-            .expect("store");
+    let observations = (0..15).map(|i| format!("telescope observation {i}"));
+    must::store_memories(store, MemoryKind::Fact, observations).await;
+    let notes = (0..3).map(|i| format!("unrelated note {i}"));
+    must::store_memories(store, MemoryKind::Fact, notes).await;
+    for (limit, expected, what) in [
+        (Some(5), 5, "limit 5 finds 5"),
+        (None, 10, "the default limit is 10"),
+        (Some(100), 15, "limit 100 finds all 15"),
+        (Some(0), 0, "limit 0 finds nothing"),
+    ] {
+        let filter = limit.map_or_else(MemoryFilter::default, |limit| {
+            MemoryFilter::default().with_limit(limit)
+        });
+        let hits = search_items(store, "telescope", &filter).await;
+        assert_eq!(hits.len(), expected, "{what}");
     }
-    for i in 0..3 {
-        store
-            .store_memory(MemoryKind::Fact, &format!("unrelated note {i}"))
-            .await
-            .expect("store");
-    }
-    assert_eq!(
-        search_items(store, "telescope", &MemoryFilter::default().with_limit(5))
-            .await
-            .len(),
-        5
-    );
-    assert_eq!(
-        search_items(store, "telescope", &MemoryFilter::default())
-            .await
-            .len(),
-        10,
-        "the default limit is 10"
-    );
-    assert_eq!(
-        search_items(store, "telescope", &MemoryFilter::default().with_limit(100))
-            .await
-            .len(),
-        15
-    );
-    assert!(
-        search_items(store, "telescope", &MemoryFilter::default().with_limit(0))
-            .await
-            .is_empty(),
-        "limit 0 finds nothing"
-    );
 }
 
 /// A kind filter restricts the search to that kind.
 pub async fn search_memories_filters_by_kind(store: &dyn AgentMemory) {
-    store
-        .store_memory(MemoryKind::Fact, "volcano eruption fact")
-        .await
-        .expect("store");
-    store
-        .store_memory(MemoryKind::Insight, "volcano eruption insight")
-        .await
-        .expect("store");
-    store
-        .store_memory(MemoryKind::Insight, "glacier insight")
-        .await
-        .expect("store");
+    must::store_memory(store, MemoryKind::Fact, "volcano eruption fact").await;
+    let insights = ["volcano eruption insight", "glacier insight"];
+    must::store_memories(store, MemoryKind::Insight, insights).await;
     let hits = search_items(store, "volcano", &MemoryFilter::kind(MemoryKind::Insight)).await;
     assert_eq!(hit_texts(&hits), ["volcano eruption insight"]);
-    assert_eq!(
-        search_items(store, "volcano", &MemoryFilter::default())
-            .await
-            .len(),
-        2
-    );
+    assert_item_hits(
+        store,
+        "volcano",
+        2,
+        "without a kind filter both volcano items are found",
+    )
+    .await;
 }
 
 /// A query without words (empty, blanks, punctuation, glob or operator characters) returns
 /// no hits rather than an error, for items and messages; an SQL-looking query is harmless.
 pub async fn search_without_words_returns_nothing(store: &dyn AgentMemory) {
-    store
-        .store_memory(MemoryKind::Fact, "something stored")
-        .await
-        .expect("store");
-    store
-        .append(&sid("punct"), &[Message::user("something said")])
-        .await
-        .expect("append");
+    must::store_memory(store, MemoryKind::Fact, "something stored").await;
+    must::append(store, &sid("punct"), &[Message::user("something said")]).await;
     for query in [
         "",
         "   ",
@@ -279,26 +246,14 @@ pub async fn search_without_words_returns_nothing(store: &dyn AgentMemory) {
         "'\"",
         "...",
     ] {
-        assert!(
-            search_items(store, query, &MemoryFilter::default())
-                .await
-                .is_empty(),
-            "search_memories({query:?}) finds nothing"
-        );
-        assert!(
-            search_msgs(store, query, &MessageQuery::default())
-                .await
-                .is_empty(),
-            "search_messages({query:?}) finds nothing"
-        );
+        assert_item_hits(store, query, 0, "a query without words finds no item").await;
+        assert_message_hits(store, query, 0, "a query without words finds no message").await;
     }
     search_items(store, "'; DROP TABLE x; --", &MemoryFilter::default()).await;
     search_msgs(store, "'; DROP TABLE x; --", &MessageQuery::default()).await;
     assert_eq!(
-        store
-            .list_memories(&MemoryFilter::default())
+        must::list_memories(store, &MemoryFilter::default())
             .await
-            .expect("list")
             .len(),
         1,
         "the store is intact"
@@ -310,14 +265,13 @@ pub async fn search_without_words_returns_nothing(store: &dyn AgentMemory) {
 pub async fn search_messages_ranks_by_relevance(store: &dyn AgentMemory) {
     let (a, b) = (sid("search_a"), sid("search_b"));
     let dense = Message::assistant(DENSE);
-    store
-        .append(&a, &[Message::user(SPARSE), Message::user(UNRELATED)])
-        .await
-        .expect("append");
-    store
-        .append(&b, &[dense.clone(), Message::user("lunch plans")])
-        .await
-        .expect("append");
+    must::append(
+        store,
+        &a,
+        &[Message::user(SPARSE), Message::user(UNRELATED)],
+    )
+    .await;
+    must::append(store, &b, &[dense.clone(), Message::user("lunch plans")]).await;
     let hits = search_msgs(store, "KUBERNETES", &MessageQuery::default()).await;
     assert_eq!(
         hit_contents(&hits),
@@ -336,20 +290,12 @@ pub async fn search_messages_ranks_by_relevance(store: &dyn AgentMemory) {
 /// A session scope restricts message search to that session; a missing session finds nothing.
 pub async fn search_messages_scoped_to_one_session(store: &dyn AgentMemory) {
     let (a, b) = (sid("scope_a"), sid("scope_b"));
-    store
-        .append(
-            &a,
-            &[
-                Message::user("lighthouse keeper log"),
-                Message::user("other"),
-            ],
-        )
-        .await
-        .expect("append");
-    store
-        .append(&b, &[Message::user("lighthouse repairs")])
-        .await
-        .expect("append");
+    let in_a = [
+        Message::user("lighthouse keeper log"),
+        Message::user("other"),
+    ];
+    must::append(store, &a, &in_a).await;
+    must::append(store, &b, &[Message::user("lighthouse repairs")]).await;
     let scoped = |s: &str| MessageQuery {
         session: Some(sid(s)),
         limit: 10,
@@ -357,13 +303,7 @@ pub async fn search_messages_scoped_to_one_session(store: &dyn AgentMemory) {
     let hits = search_msgs(store, "lighthouse", &scoped("scope_a")).await;
     assert_eq!(hit_contents(&hits), ["lighthouse keeper log"]);
     assert!(hits.iter().all(|h| h.session == a));
-    assert_eq!(
-        search_msgs(store, "lighthouse", &MessageQuery::default())
-            .await
-            .len(),
-        2,
-        "unscoped finds both"
-    );
+    assert_message_hits(store, "lighthouse", 2, "unscoped finds both").await;
     assert!(search_msgs(store, "lighthouse", &scoped("scope_missing"))
         .await
         .is_empty());
@@ -372,113 +312,67 @@ pub async fn search_messages_scoped_to_one_session(store: &dyn AgentMemory) {
 /// The message search limit is honoured, including 0 (no hits, not "unlimited").
 pub async fn search_messages_honours_limit(store: &dyn AgentMemory) {
     let id = sid("many");
-    store
-        .append(&id, &numbered("satellite telemetry", 12))
-        .await
-        .expect("append");
-    store
-        .append(&id, &numbered("noise", 3))
-        .await
-        .expect("append");
+    must::append(store, &id, &numbered("satellite telemetry", 12)).await;
+    must::append(store, &id, &numbered("noise", 3)).await;
     let limited = |limit| MessageQuery {
         session: None,
         limit,
     };
-    assert_eq!(search_msgs(store, "satellite", &limited(4)).await.len(), 4);
-    assert_eq!(
-        search_msgs(store, "satellite", &limited(50)).await.len(),
-        12
-    );
-    assert_eq!(
-        search_msgs(store, "satellite", &MessageQuery::default())
-            .await
-            .len(),
-        10,
-        "the default limit is 10"
-    );
-    assert!(
-        search_msgs(store, "satellite", &limited(0))
-            .await
-            .is_empty(),
-        "limit 0 finds nothing"
-    );
+    for (scope, expected, what) in [
+        (limited(4), 4, "limit 4 finds 4"),
+        (limited(50), 12, "limit 50 finds all 12"),
+        (MessageQuery::default(), 10, "the default limit is 10"),
+        (limited(0), 0, "limit 0 finds nothing"),
+    ] {
+        let hits = search_msgs(store, "satellite", &scope).await;
+        assert_eq!(hits.len(), expected, "{what}");
+    }
 }
 
 /// Search stays in step with writes: replaced and deleted items, messages replaced by
 /// `save_session` or `compact`, and deleted sessions are no longer found; new text is.
 pub async fn search_follows_updates_and_deletes(store: &dyn AgentMemory) {
-    let item = store
-        .put_memory(
-            &MemoryItem::new(MemoryKind::Fact, "favourite colour aquamarine").with_key("colour"),
-        )
-        .await
-        .expect("put");
-    store
-        .put_memory(
-            &MemoryItem::new(MemoryKind::Fact, "favourite colour vermilion").with_key("colour"),
-        )
-        .await
-        .expect("upsert");
-    assert!(
-        search_items(store, "aquamarine", &MemoryFilter::default())
-            .await
-            .is_empty(),
-        "replaced text is not found"
-    );
-    assert_eq!(
-        search_items(store, "vermilion", &MemoryFilter::default())
-            .await
-            .len(),
-        1,
-        "new text is found"
-    );
+    let colour = |name: &str| {
+        MemoryItem::new(MemoryKind::Fact, format!("favourite colour {name}")).with_key("colour")
+    };
+    let item = must::put_memory(store, &colour("aquamarine")).await;
+    must::put_memory(store, &colour("vermilion")).await;
+    assert_item_hits(store, "aquamarine", 0, "replaced text is not found").await;
+    assert_item_hits(store, "vermilion", 1, "new text is found").await;
     store.delete_memory(&item.id).await.expect("delete");
-    assert!(
-        search_items(store, "vermilion", &MemoryFilter::default())
-            .await
-            .is_empty(),
-        "deleted items are not found"
-    );
+    assert_item_hits(store, "vermilion", 0, "deleted items are not found").await;
 
     let (a, b) = (sid("index_a"), sid("index_b"));
-    store
-        .append(&a, &[Message::user("marmalade recipe")])
-        .await
-        .expect("append");
-    store
-        .save_session(&a, &[Message::user("porridge recipe")], &Default::default())
-        .await
-        .expect("save");
-    assert!(
-        search_msgs(store, "marmalade", &MessageQuery::default())
-            .await
-            .is_empty(),
-        "messages replaced by save_session are not found"
-    );
-    assert_eq!(
-        search_msgs(store, "porridge", &MessageQuery::default())
-            .await
-            .len(),
-        1
-    );
-    store
-        .compact(&a, &[Message::system("summary about pancakes")])
-        .await
-        .expect("compact");
+    must::append(store, &a, &[Message::user("marmalade recipe")]).await;
+    let porridge = [Message::user("porridge recipe")];
+    must::save_session(store, &a, &porridge, &Default::default()).await;
+    assert_message_hits(
+        store,
+        "marmalade",
+        0,
+        "messages replaced by save_session are not found",
+    )
+    .await;
+    assert_message_hits(
+        store,
+        "porridge",
+        1,
+        "the messages save_session wrote are found",
+    )
+    .await;
+    must::compact(store, &a, &[Message::system("summary about pancakes")]).await;
     assert_eq!(
         hit_contents(&search_msgs(store, "pancakes", &MessageQuery::default()).await),
         ["summary about pancakes"],
         "a compaction's replacement is found"
     );
-    store
-        .append(&b, &[Message::user("quinoa salad")])
-        .await
-        .expect("append");
+    must::append(store, &b, &[Message::user("quinoa salad")]).await;
     store.delete_session(&b).await.expect("delete_session");
-    assert!(
-        search_msgs(store, "quinoa", &MessageQuery::default())
-            .await
-            .is_empty(),
-        "messages of deleted sessions are not found"
-    );
+    assert_message_hits(
+        store,
+        "quinoa",
+        0,
+        "messages of deleted sessions are not found",
+    )
+    .await;
 }

@@ -5,7 +5,10 @@ use agentmem_core::{
 };
 use serde_json::json;
 
-use super::{assert_kind, contents, load_some, metadata, numbered, pause, sid};
+use super::{
+    assert_kind, assert_no_archives, assert_no_session, assert_no_sessions, contents, first_listed,
+    load_some, metadata, must, numbered, pause, sid,
+};
 
 /// A session that was never written loads as `None` under every limit (not an error), has
 /// no archives, is not listed, and `AgentMemoryExt` reports it empty and absent.
@@ -24,19 +27,8 @@ pub async fn missing_session_loads_as_none(store: &dyn AgentMemory) {
         .expect("last_messages")
         .is_empty());
     assert!(!store.session_exists(&id).await.expect("session_exists"));
-    assert!(store
-        .list_archives(&id)
-        .await
-        .expect("list_archives")
-        .is_empty());
-    assert!(
-        store
-            .list_sessions()
-            .await
-            .expect("list_sessions")
-            .is_empty(),
-        "an empty store lists no sessions"
-    );
+    assert_no_archives(store, &id, "a missing session").await;
+    assert_no_sessions(store, "an empty store").await;
 }
 
 /// `save_session` with no messages creates an empty session: it loads as `Some` with 0
@@ -44,10 +36,7 @@ pub async fn missing_session_loads_as_none(store: &dyn AgentMemory) {
 pub async fn saving_empty_history_creates_empty_session(store: &dyn AgentMemory) {
     let id = sid("empty_saved");
     let meta = metadata(json!({"purpose": "placeholder"}));
-    store
-        .save_session(&id, &[], &meta)
-        .await
-        .expect("save_session([])");
+    must::save_session(store, &id, &[], &meta).await;
     for limit in [None, Some(0), Some(10)] {
         let session = load_some(store, &id, limit, "empty session").await;
         assert!(
@@ -61,7 +50,7 @@ pub async fn saving_empty_history_creates_empty_session(store: &dyn AgentMemory)
         );
     }
     assert!(store.session_exists(&id).await.expect("session_exists"));
-    let listed = store.list_sessions().await.expect("list_sessions");
+    let listed = must::list_sessions(store).await;
     assert_eq!(listed.len(), 1, "the empty session is listed");
     assert_eq!(listed[0].message_count, 0);
 }
@@ -70,25 +59,13 @@ pub async fn saving_empty_history_creates_empty_session(store: &dyn AgentMemory)
 /// unchanged, `updated_at` included.
 pub async fn appending_nothing_changes_nothing(store: &dyn AgentMemory) {
     let id = sid("append_nothing");
-    store
-        .append(&id, &[])
-        .await
-        .expect("append([]) to a missing session");
-    assert!(
-        store.load(&id, None).await.expect("load").is_none(),
-        "append([]) must not create a session"
-    );
-    assert!(
-        store.list_sessions().await.expect("list").is_empty(),
-        "append([]) must not list a session"
-    );
-    store.append(&id, &numbered("m", 2)).await.expect("append");
+    must::append(store, &id, &[]).await;
+    assert_no_session(store, &id, "append([]) to a missing session").await;
+    assert_no_sessions(store, "append([]) to a missing session").await;
+    must::append(store, &id, &numbered("m", 2)).await;
     let before = load_some(store, &id, None, "append nothing").await;
     pause().await;
-    store
-        .append(&id, &[])
-        .await
-        .expect("append([]) to an existing session");
+    must::append(store, &id, &[]).await;
     let after = load_some(store, &id, None, "append nothing").await;
     assert_eq!(
         after, before,
@@ -101,18 +78,13 @@ pub async fn appending_nothing_changes_nothing(store: &dyn AgentMemory) {
 pub async fn save_session_replaces_messages_and_metadata(store: &dyn AgentMemory) {
     let id = sid("replace");
     let first = numbered("first", 4);
-    store
-        .save_session(&id, &first, &metadata(json!({"old": 1, "shared": "old"})))
-        .await
-        .expect("save 1");
+    let meta1 = metadata(json!({"old": 1, "shared": "old"}));
+    must::save_session(store, &id, &first, &meta1).await;
     let one = load_some(store, &id, None, "replace").await;
     pause().await;
     let second = vec![Message::system("summary"), Message::user("second")];
     let meta2 = metadata(json!({"new": 2, "shared": "new"}));
-    store
-        .save_session(&id, &second, &meta2)
-        .await
-        .expect("save 2");
+    must::save_session(store, &id, &second, &meta2).await;
     let two = load_some(store, &id, None, "replace").await;
     assert_eq!(
         two.messages, second,
@@ -131,10 +103,7 @@ pub async fn save_session_replaces_messages_and_metadata(store: &dyn AgentMemory
         two.updated_at >= one.updated_at,
         "updated_at must not move backwards"
     );
-    store
-        .save_session(&id, &[], &Metadata::new())
-        .await
-        .expect("save 3");
+    must::save_session(store, &id, &[], &Metadata::new()).await;
     let three = load_some(store, &id, None, "replace").await;
     assert!(
         three.messages.is_empty() && three.metadata.is_empty(),
@@ -147,14 +116,8 @@ pub async fn save_session_replaces_messages_and_metadata(store: &dyn AgentMemory
 pub async fn append_keeps_session_metadata(store: &dyn AgentMemory) {
     let id = sid("meta_kept");
     let meta = metadata(json!({"agent": "ResearchAgent"}));
-    store
-        .save_session(&id, &numbered("saved", 1), &meta)
-        .await
-        .expect("save_session");
-    store
-        .append(&id, &numbered("appended", 2))
-        .await
-        .expect("append");
+    must::save_session(store, &id, &numbered("saved", 1), &meta).await;
+    must::append(store, &id, &numbered("appended", 2)).await;
     let session = load_some(store, &id, None, "metadata kept").await;
     assert_eq!(
         session.metadata, meta,
@@ -165,10 +128,7 @@ pub async fn append_keeps_session_metadata(store: &dyn AgentMemory) {
         ["saved 0", "appended 0", "appended 1"]
     );
     let fresh = sid("meta_fresh");
-    store
-        .append(&fresh, &numbered("m", 1))
-        .await
-        .expect("append");
+    must::append(store, &fresh, &numbered("m", 1)).await;
     assert!(load_some(store, &fresh, None, "fresh")
         .await
         .metadata
@@ -183,12 +143,9 @@ pub async fn list_sessions_ordered_by_id_with_counts(store: &dyn AgentMemory) {
         "b", "a", "B", "a.b", "a_b", "é", "Z", "a b", "a-b", "10", "9",
     ];
     for (i, name) in names.iter().enumerate() {
-        store
-            .append(&sid(name), &numbered(name, i + 1))
-            .await
-            .expect("append");
+        must::append(store, &sid(name), &numbered(name, i + 1)).await;
     }
-    let listed = store.list_sessions().await.expect("list_sessions");
+    let listed = must::list_sessions(store).await;
     let mut expected: Vec<&str> = names.to_vec();
     expected.sort_unstable();
     let got: Vec<&str> = listed.iter().map(|i| i.id.as_str()).collect();
@@ -235,10 +192,7 @@ pub async fn updated_at_moves_forward_on_writes(store: &dyn AgentMemory) {
         second.updated_at
     );
     pause().await;
-    store
-        .save_session(&id, &numbered("c", 1), &Metadata::new())
-        .await
-        .expect("save_session");
+    must::save_session(store, &id, &numbered("c", 1), &Metadata::new()).await;
     let third = load_some(store, &id, Some(0), "times").await;
     assert!(
         third.updated_at > second.updated_at,
@@ -248,13 +202,7 @@ pub async fn updated_at_moves_forward_on_writes(store: &dyn AgentMemory) {
         third.created_at, first.created_at,
         "save_session must keep created_at"
     );
-    let info = store
-        .list_sessions()
-        .await
-        .expect("list")
-        .into_iter()
-        .next()
-        .expect("listed");
+    let info = first_listed(store, "times").await;
     assert_eq!(
         (info.created_at, info.updated_at),
         (third.created_at, third.updated_at),
@@ -268,22 +216,11 @@ pub async fn updated_at_moves_forward_on_writes(store: &dyn AgentMemory) {
 pub async fn delete_session_removes_it_and_its_archives(store: &dyn AgentMemory) {
     let (a, b) = (sid("doomed"), sid("survivor"));
     for id in [&a, &b] {
-        store
-            .append(id, &numbered(id.as_str(), 3))
-            .await
-            .expect("append");
-        store
-            .compact(id, &[Message::system("summary")])
-            .await
-            .expect("compact");
-        store
-            .append(id, &numbered("after", 1))
-            .await
-            .expect("append");
+        must::append(store, id, &numbered(id.as_str(), 3)).await;
+        must::compact(store, id, &[Message::system("summary")]).await;
+        must::append(store, id, &numbered("after", 1)).await;
     }
-    let archive_a = store.list_archives(&a).await.expect("list_archives")[0]
-        .id
-        .clone();
+    let archive_a = must::list_archives(store, &a).await[0].id.clone();
     let b_before = load_some(store, &b, None, "delete").await;
     assert!(
         store.delete_session(&a).await.expect("delete"),
@@ -297,27 +234,15 @@ pub async fn delete_session_removes_it_and_its_archives(store: &dyn AgentMemory)
         .delete_session(&sid("never_existed"))
         .await
         .expect("delete missing"));
-    assert!(
-        store.load(&a, None).await.expect("load").is_none(),
-        "a deleted session loads as None"
-    );
-    assert!(
-        store
-            .list_archives(&a)
-            .await
-            .expect("list_archives")
-            .is_empty(),
-        "archives are deleted with the session"
-    );
+    assert_no_session(store, &a, "a deleted session").await;
+    assert_no_archives(store, &a, "archives are deleted with the session").await;
     assert_kind(
         store.load_archive(&a, &archive_a).await,
         ErrorKind::NotFound,
         "load_archive of a deleted session",
     );
-    let listed: Vec<SessionId> = store
-        .list_sessions()
+    let listed: Vec<SessionId> = must::list_sessions(store)
         .await
-        .expect("list")
         .into_iter()
         .map(|i| i.id)
         .collect();
@@ -332,27 +257,17 @@ pub async fn delete_session_removes_it_and_its_archives(store: &dyn AgentMemory)
         "the other session is untouched"
     );
     assert_eq!(
-        store.list_archives(&b).await.expect("list_archives").len(),
+        must::list_archives(store, &b).await.len(),
         1,
         "the other session keeps its archive"
     );
-    store
-        .append(&a, &numbered("reborn", 1))
-        .await
-        .expect("append");
+    must::append(store, &a, &numbered("reborn", 1)).await;
     assert_eq!(
         contents(&load_some(store, &a, None, "delete").await.messages),
         ["reborn 0"],
         "a re-created session starts empty"
     );
-    assert!(
-        store
-            .list_archives(&a)
-            .await
-            .expect("list_archives")
-            .is_empty(),
-        "old archives do not come back"
-    );
+    assert_no_archives(store, &a, "old archives do not come back").await;
 }
 
 /// Distinct valid ids never collide, however similar (`a.b`, `a_b`, `a b`, `A.b`, `a-b`, …),
@@ -376,10 +291,8 @@ pub async fn similar_names_do_not_collide(store: &dyn AgentMemory) {
         "エージェント",
     ];
     for name in &names {
-        store
-            .append(&sid(name), &[Message::user(format!("content of {name}"))])
-            .await
-            .expect("append");
+        let message = Message::user(format!("content of {name}"));
+        must::append(store, &sid(name), &[message]).await;
     }
     for name in &names {
         let session = load_some(store, &sid(name), None, "similar names").await;
@@ -390,19 +303,17 @@ pub async fn similar_names_do_not_collide(store: &dyn AgentMemory) {
         );
     }
     assert_eq!(
-        store.list_sessions().await.expect("list").len(),
+        must::list_sessions(store).await.len(),
         names.len(),
         "every id is a separate session"
     );
-    store.compact(&sid("a_b"), &[]).await.expect("compact a_b");
-    assert!(
-        store
-            .list_archives(&sid("a.b"))
-            .await
-            .expect("list_archives")
-            .is_empty(),
-        "archives do not leak between similar ids"
-    );
+    must::compact(store, &sid("a_b"), &[]).await;
+    assert_no_archives(
+        store,
+        &sid("a.b"),
+        "archives do not leak between similar ids",
+    )
+    .await;
     assert!(store.delete_session(&sid("a.b")).await.expect("delete"));
     for name in names.iter().filter(|n| **n != "a.b") {
         assert!(
@@ -434,12 +345,5 @@ pub async fn invalid_names_are_rejected(store: &dyn AgentMemory) {
             "ArchiveId::new of an unsafe name",
         );
     }
-    assert!(
-        store
-            .list_sessions()
-            .await
-            .expect("list_sessions")
-            .is_empty(),
-        "nothing was written"
-    );
+    assert_no_sessions(store, "nothing was written").await;
 }
