@@ -205,7 +205,12 @@ pub fn has_personal_cue(text: &str) -> bool {
         .any(|w| CUE_WORDS.iter().any(|cue| w.eq_ignore_ascii_case(cue)))
 }
 
-/// Every fact found in `text`, in order; empty when the gate finds no cue.
+/// The most facts one message yields: "I use a and b and c and …" is one list, not a
+/// thousand writes.
+pub const MAX_FACTS_PER_MESSAGE: usize = 16;
+
+/// Every fact found in `text`, in order, at most [`MAX_FACTS_PER_MESSAGE`] (the last ones);
+/// empty when the gate finds no cue.
 pub fn extract_facts(text: &str) -> Vec<Fact> {
     if !has_personal_cue(text) {
         return Vec::new();
@@ -215,11 +220,18 @@ pub fn extract_facts(text: &str) -> Vec<Fact> {
         extract_from_clause(&clause, &mut facts);
     }
     // One fact per key: the last statement in a message wins, as a later message would.
+    // Walking backwards keeps each key's last fact in one pass.
+    let mut seen = std::collections::HashSet::new();
     let mut unique: Vec<Fact> = Vec::new();
-    for fact in facts {
-        unique.retain(|f| f.key != fact.key);
-        unique.push(fact);
+    for fact in facts.into_iter().rev() {
+        if unique.len() == MAX_FACTS_PER_MESSAGE {
+            break;
+        }
+        if seen.insert(fact.key.clone()) {
+            unique.push(fact);
+        }
     }
+    unique.reverse();
     unique
 }
 

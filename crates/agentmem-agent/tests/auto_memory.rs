@@ -174,3 +174,26 @@ fn odd_input_never_panics() {
     let long = "I like Rust ".repeat(10_000);
     assert!(!extract_facts(&long).is_empty());
 }
+
+/// A message listing thousands of tools yields a bounded number of facts (the last ones), in
+/// one linear pass, not one write per item.
+#[test]
+fn facts_per_message_are_bounded() {
+    use agentmem_agent::auto_memory::MAX_FACTS_PER_MESSAGE;
+    let tools: Vec<String> = (0..5_000).map(|i| format!("tool{i}")).collect();
+    let text = format!("I use {}", tools.join(" and "));
+    let facts = extract_facts(&text);
+    assert!(!facts.is_empty(), "the list is still remembered");
+    assert!(
+        facts.len() <= MAX_FACTS_PER_MESSAGE,
+        "{} facts",
+        facts.len()
+    );
+    let keys: std::collections::HashSet<&str> = facts.iter().map(|f| f.key.as_str()).collect();
+    assert_eq!(keys.len(), facts.len(), "one fact per key");
+    assert!(
+        facts.iter().any(|f| f.value == "tool4999"),
+        "the last statement wins: {:?}",
+        facts.iter().map(|f| &f.value).collect::<Vec<_>>()
+    );
+}

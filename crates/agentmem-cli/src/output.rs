@@ -131,6 +131,21 @@ pub fn snippet(text: &str, max: usize) -> String {
     }
 }
 
+/// `text` safe to print on a terminal: line breaks and tabs kept, every other control
+/// character (escape sequences, carriage returns, C1 controls) shown as `\u{..}`, so stored
+/// text cannot move the cursor, recolour or retitle the terminal.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// `n` and the noun, plural unless `n` is 1: `1 session`, `3 sessions`, `2 memory items`.
 pub fn count(n: u64, noun: &str) -> String {
     if n == 1 {

@@ -102,6 +102,29 @@ fn append_show_search_and_list() {
     );
 }
 
+/// `show` prints stored text without letting it drive the terminal: escape sequences and
+/// other control characters come out escaped; line breaks stay.
+#[test]
+fn show_escapes_terminal_control_sequences() {
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = "red \u{1b}[31mtext\u{1b}]0;title\u{7}\rback\u{9b}2J\nsecond line";
+    ok(on(dir.path()).args(["append", "s", "--role", "user", hostile]));
+    let shown = ok(on(dir.path()).args(["show", "s"]));
+    assert!(
+        !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
+        "{shown:?}"
+    );
+    assert!(
+        !shown.contains('\r') && !shown.contains('\u{9b}'),
+        "{shown:?}"
+    );
+    assert!(shown.contains("red \\u{1b}[31mtext"), "{shown:?}");
+    assert!(shown.contains("\nsecond line"), "{shown:?}");
+    // The stored message itself is unchanged.
+    let stored = json(on(dir.path()).args(["show", "s"]));
+    assert_eq!(stored["messages"][0]["content"], hostile);
+}
+
 #[test]
 fn compact_archives_delete_and_purge() {
     let dir = tempfile::tempdir().unwrap();

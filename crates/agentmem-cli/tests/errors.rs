@@ -60,7 +60,14 @@ fn malformed_files_name_the_file_and_line() {
 
     // The file, its text, the format it is imported as, the exit code, and what the error
     // line must name.
-    let bad_files: [(&str, String, &str, i32, &[&str]); 8] = [
+    // A YAML bomb: one 1 MB message anchored and referenced 10,000 times (10 GB expanded).
+    let bomb = format!(
+        "agentmem_export: 1\nbig: &big \"{}\"\nsessions:\n  - id: s\n    messages: [{}]\n",
+        "x".repeat(1 << 20),
+        vec!["*big"; 10_000].join(", ")
+    );
+    let bad_files: [(&str, String, &str, i32, &[&str]); 9] = [
+        ("bomb.yaml", bomb, "yaml", 2, &["bomb.yaml", "expands beyond"]),
         (
             "a.jsonl",
             format!("{}\n{}\n{{oops\n", lines[0], lines[1]),
@@ -141,6 +148,28 @@ fn malformed_files_name_the_file_and_line() {
 
     // None of the failed imports wrote anything (the praisonai one with --session did).
     assert_eq!(column(&json(on(&store).arg("sessions")), "id"), ["ab"]);
+}
+
+/// No URL form a backend accepts shows its password in an error: multi-host URLs (which a
+/// URL parser refuses), a `password=` parameter, and libpq keyword strings.
+#[test]
+fn passwords_are_hidden_in_every_url_form() {
+    for url in [
+        "postgres://u:hunter2@127.0.0.1:1,127.0.0.1:2/db",
+        "postgres://u@127.0.0.1:1/db?password=hunter2",
+        "mongodb://u:hunter2@127.0.0.1:1,127.0.0.1:2/db?serverSelectionTimeoutMS=300",
+        "host=127.0.0.1 port=1 user=u password=hunter2",
+        "host=127.0.0.1 password='hunter2 with spaces'",
+    ] {
+        let out = agentmem()
+            .args(["--store", url, "sessions"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(!out.status.success(), "{url}: {stderr}");
+        assert!(stderr.starts_with("agentmem: "), "{url}: {stderr}");
+        assert!(!stderr.contains("hunter2"), "{url}: {stderr}");
+    }
 }
 
 #[test]

@@ -190,6 +190,7 @@ pub fn messages_from_json(text: &str) -> Result<Vec<Message>> {
 
 /// Messages from YAML text (`CorruptData` naming the problem when malformed).
 pub fn messages_from_yaml(text: &str) -> Result<Vec<Message>> {
+    agentmem_formats::yaml::check_expansion(text)?;
     into_messages(serde_norway::from_str(text), "YAML")
 }
 
@@ -252,7 +253,11 @@ pub async fn read_messages(path: impl AsRef<Path>) -> Result<Vec<Message>> {
 
 /// Writes `text` to `path` atomically: a temporary file beside it, flushed, then renamed over
 /// it, so an interrupted export never leaves a truncated file (Swarms' interrupted JSON save
-/// reloads as an empty conversation). Readable by the owner only on Unix.
+/// reloads as an empty conversation); then the folder is synced, so the rename survives a
+/// crash too. Readable by the owner only on Unix.
+///
+/// The temporary name is random and created exclusively (`O_EXCL`, which never follows a
+/// symbolic link), so nobody can point it at another file beforehand.
 async fn write_atomically(path: &Path, text: String) -> Result<()> {
     let name = path
         .file_name()
@@ -260,7 +265,7 @@ async fn write_atomically(path: &Path, text: String) -> Result<()> {
     let tmp: PathBuf = path.with_file_name(format!(
         ".{}.tmp-{}",
         name.to_string_lossy(),
-        std::process::id()
+        agentmem_core::new_id()
     ));
     let context = |e: std::io::Error, what: &str| {
         let err = Error::from(e);
@@ -269,19 +274,36 @@ async fn write_atomically(path: &Path, text: String) -> Result<()> {
     let write = async {
         use tokio::io::AsyncWriteExt;
         let mut options = tokio::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
+        options.write(true).create_new(true);
         #[cfg(unix)]
         options.mode(0o600);
         let mut file = options.open(&tmp).await?;
         file.write_all(text.as_bytes()).await?;
         file.sync_all().await?;
-        tokio::fs::rename(&tmp, path).await
+        tokio::fs::rename(&tmp, path).await?;
+        sync_folder(path).await
     };
     if let Err(e) = write.await {
         // Best effort: the temporary file is garbage whatever happened.
         let _ = tokio::fs::remove_file(&tmp).await;
         return Err(context(e, "write it"));
     }
+    Ok(())
+}
+
+/// Syncs the folder holding `path`, so a rename into it is durable (a no-op off Unix, where
+/// folders cannot be opened for syncing).
+async fn sync_folder(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        let folder = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        tokio::fs::File::open(folder).await?.sync_all().await?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
     Ok(())
 }
 

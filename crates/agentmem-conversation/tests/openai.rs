@@ -187,3 +187,33 @@ async fn bad_keys_and_garbage_replies_are_typed_errors() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable);
 }
+
+/// The conversation and the API key never travel in clear text to another machine, and
+/// credentials in the base URL never appear in errors.
+#[tokio::test]
+async fn plain_http_is_refused_except_to_loopback_and_credentials_are_not_echoed() {
+    let request = SummaryRequest::new(vec![Message::user("hi")], 10);
+    for base in [
+        "http://gateway.example/v1",
+        "http://user:hunter2@10.1.2.3:8080/v1",
+        "ftp://gateway.example/v1",
+    ] {
+        let err = OpenAiSummarizer::new("m")
+            .with_api_key("sk-test")
+            .with_base_url(base)
+            .summarize(&request)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{base}: {err}");
+        assert!(err.to_string().contains("https://"), "{err}");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+    }
+    // Loopback over http is allowed (a local model server); the reply is what decides.
+    let (url, _) = serve_once(401, r#"{"error":"bad key"}"#);
+    let with_credentials = url.replacen("http://", "http://user:hunter2@", 1);
+    let summarizer = summarizer_at(with_credentials);
+    assert!(!format!("{summarizer:?}").contains("hunter2"));
+    let err = summarizer.summarize(&request).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+}

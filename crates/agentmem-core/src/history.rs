@@ -2,11 +2,11 @@
 
 use crate::model::Message;
 
-/// Where the last `limit` messages of `messages` start, moved forward past any tool results
-/// whose call would fall outside the window.
+/// Where the last `limit` messages of `messages` start, moved forward until no tool result in
+/// the window has lost its call (see [`complete_from`]).
 ///
 /// Every backend fetches the last `limit` messages, then drops this many from the front; so a
-/// window never begins with an orphaned tool result, and never holds more than `limit` messages.
+/// window never holds a tool result without its call, and never more than `limit` messages.
 ///
 /// ```
 /// use agentmem_core::{history::tail_start, Message};
@@ -21,14 +21,71 @@ use crate::model::Message;
 /// assert_eq!(tail_start(&msgs, 3), 1);
 /// ```
 pub fn tail_start(messages: &[Message], limit: usize) -> usize {
-    let mut start = messages.len().saturating_sub(limit);
+    let start = messages.len().saturating_sub(limit);
     if start == 0 {
         return 0;
     }
-    while start < messages.len() && messages[start].is_tool_result() {
-        start += 1;
+    complete_from(messages, start)
+}
+
+/// The first index at or after `from` where a window running to the end of `messages` is
+/// complete: every tool result in it follows its call inside it. (A window that runs to the
+/// end holds every result of the calls it holds, so it never has a call without its results.)
+///
+/// A result pairs with the latest earlier call of the same `tool_call_id`; a result without an
+/// id pairs with the nearest earlier message that is not a tool result. Parallel tool calls
+/// (`[call_a, call_b, result_a, result_b]`) and interleaved ones are kept or dropped as a
+/// group, so cutting between two calls drops the results of both.
+///
+/// ```
+/// use agentmem_core::{history::complete_from, Message};
+/// let msgs = vec![
+///     Message::user("weather in Kyoto and Osaka?"),
+///     Message::tool_call("k", "weather", "{\"city\":\"Kyoto\"}"),
+///     Message::tool_call("o", "weather", "{\"city\":\"Osaka\"}"),
+///     Message::tool_result("k", "weather", "sunny"),
+///     Message::tool_result("o", "weather", "rain"),
+///     Message::assistant("Sunny in Kyoto, rain in Osaka."),
+/// ];
+/// assert_eq!(complete_from(&msgs, 1), 1);
+/// // From `call_o` on, the result of `k` would have no call: the window starts after both.
+/// assert_eq!(complete_from(&msgs, 2), 5);
+/// ```
+pub fn complete_from(messages: &[Message], from: usize) -> usize {
+    let len = messages.len();
+    if from >= len {
+        return len;
     }
-    start
+    // A result at `j` whose call is at `c` (or nowhere from `from` on) forbids every start in
+    // `c+1..=j`; the answer is the first start not forbidden. `depth[s]` counts the forbidding
+    // results by a difference array, so the whole scan is linear.
+    let mut depth = vec![0i64; len + 2];
+    let mut last_call: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut last_speaker: Option<usize> = None;
+    for (j, m) in messages.iter().enumerate().skip(from) {
+        if m.is_tool_result() {
+            let call = match &m.tool_call_id {
+                Some(id) => last_call.get(id.as_str()).copied(),
+                None => last_speaker,
+            };
+            let first_forbidden = call.map_or(from, |c| c + 1);
+            depth[first_forbidden] += 1;
+            depth[j + 1] -= 1;
+        } else {
+            if let Some(id) = &m.tool_call_id {
+                last_call.insert(id.as_str(), j);
+            }
+            last_speaker = Some(j);
+        }
+    }
+    let mut covered = 0i64;
+    for (s, delta) in depth.iter().enumerate().take(len + 1) {
+        covered += delta;
+        if s >= from && covered == 0 {
+            return s;
+        }
+    }
+    len
 }
 
 /// The last `limit` messages of `messages`, without orphaned tool results (see [`tail_start`]).
@@ -51,7 +108,8 @@ pub fn tail(messages: &[Message], limit: usize) -> &[Message] {
     &messages[tail_start(messages, limit)..]
 }
 
-/// Drops tool results at the front of an already-cut window whose calls were cut off.
+/// Drops the front of an already-cut window up to where it is complete (see
+/// [`complete_from`]): no tool result is left whose call was cut off.
 ///
 /// Backends that fetch the last N rows directly (SQL `ORDER BY seq DESC LIMIT N`, Redis
 /// `LRANGE -N -1`) call this on the result; `window_is_whole` says whether the window holds
@@ -73,8 +131,8 @@ pub fn trim_orphans(mut window: Vec<Message>, window_is_whole: bool) -> Vec<Mess
     if window_is_whole {
         return window;
     }
-    let orphans = window.iter().take_while(|m| m.is_tool_result()).count();
-    window.drain(..orphans);
+    let start = complete_from(&window, 0);
+    window.drain(..start);
     window
 }
 
@@ -82,6 +140,7 @@ pub fn trim_orphans(mut window: Vec<Message>, window_is_whole: bool) -> Vec<Mess
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::model::Role;
 
     fn convo() -> Vec<Message> {
         vec![
@@ -113,6 +172,95 @@ mod tests {
             assert!(w.len() <= n);
             assert!(w.first().is_none_or(|f| !f.is_tool_result()), "n={n}");
         }
+    }
+
+    /// The PraisonAI importer's shape: two parallel calls, then their results.
+    fn parallel() -> Vec<Message> {
+        vec![
+            Message::user("weather in Kyoto and Osaka?"),
+            Message::tool_call("call_kyoto", "weather", "{}"),
+            Message::tool_call("call_osaka", "weather", "{}"),
+            Message::tool_result("call_kyoto", "weather", "sunny"),
+            Message::tool_result("call_osaka", "weather", "rain"),
+            Message::assistant("sunny and rain"),
+            Message::user("thanks"),
+        ]
+    }
+
+    /// Calls and results interleaved: a's call, b's call, a's result, c's call, b's and c's
+    /// results, and results without ids after their caller.
+    fn interleaved() -> Vec<Message> {
+        let mut bare = Message::new(Role::Tool, "bare result");
+        bare.tool_call_id = None;
+        vec![
+            Message::user("go"),
+            Message::tool_call("a", "t", "{}"),
+            Message::tool_call("b", "t", "{}"),
+            Message::tool_result("a", "t", "ra"),
+            Message::tool_call("c", "t", "{}"),
+            Message::tool_result("b", "t", "rb"),
+            Message::tool_result("c", "t", "rc"),
+            Message::assistant("calling a tool without an id"),
+            bare.clone(),
+            bare,
+            Message::assistant("done"),
+        ]
+    }
+
+    /// Whether every tool result in `window` follows its call inside it.
+    fn complete(window: &[Message]) -> bool {
+        window.iter().enumerate().all(|(j, m)| {
+            if !m.is_tool_result() {
+                return true;
+            }
+            let before = &window[..j];
+            match &m.tool_call_id {
+                Some(id) => before
+                    .iter()
+                    .any(|c| c.is_tool_call() && c.tool_call_id.as_deref() == Some(id)),
+                None => before.iter().any(|c| !c.is_tool_result()),
+            }
+        })
+    }
+
+    #[test]
+    fn parallel_calls_stay_with_their_results_at_every_window_edge() {
+        let m = parallel();
+        // The issue's case: the last five would hold result_kyoto without its call.
+        assert_eq!(tail_start(&m, 5), 5);
+        assert_eq!(tail(&m, 5).len(), 2);
+        assert_eq!(tail_start(&m, 6), 1);
+        for convo in [parallel(), interleaved(), convo()] {
+            for n in 0..=convo.len() + 1 {
+                let window = tail(&convo, n);
+                assert!(window.len() <= n, "n={n}");
+                assert!(complete(window), "n={n}: {window:?}");
+                // The longest complete window: one more message would break it or exceed n.
+                let start = tail_start(&convo, n);
+                if start > 0 && start > convo.len().saturating_sub(n) {
+                    assert!(
+                        !complete(&convo[start - 1..]),
+                        "n={n}: {start} is not the first"
+                    );
+                }
+                let cut = convo[convo.len().saturating_sub(n)..].to_vec();
+                let whole = n >= convo.len();
+                assert_eq!(trim_orphans(cut, whole), window.to_vec(), "n={n}");
+            }
+        }
+    }
+
+    #[test]
+    fn interleaved_calls_are_cut_as_a_group() {
+        let m = interleaved();
+        // Starting at b's call leaves a's result orphaned; at a's result, c's call is fine
+        // but b's result is orphaned: the first complete start is after rc.
+        assert_eq!(complete_from(&m, 2), 7);
+        assert_eq!(complete_from(&m, 1), 1);
+        // A result without an id pairs with the message before it.
+        assert_eq!(complete_from(&m, 8), 10);
+        assert_eq!(complete_from(&m, 7), 7);
+        assert_eq!(complete_from(&m, m.len()), m.len());
     }
 
     #[test]

@@ -102,23 +102,11 @@ impl StoredSession {
     /// A new archive id for a compaction at `at`: `history_%Y-%m-%d_%H-%M-%S`, with `_2`,
     /// `_3`, … when that id is already taken (several compactions in one second).
     fn next_archive_id(&self, at: DateTime<Utc>) -> Result<ArchiveId> {
-        let base = format!("history_{}", at.format("%Y-%m-%d_%H-%M-%S"));
-        let taken = |candidate: &str| {
+        ArchiveId::new(crate::support::free_archive_id(at, |candidate| {
             self.archives
                 .iter()
                 .any(|a| a.info.id.as_str() == candidate)
-        };
-        if !taken(&base) {
-            return ArchiveId::new(base);
-        }
-        let mut n = 2u64;
-        loop {
-            let candidate = format!("{base}_{n}");
-            if !taken(&candidate) {
-                return ArchiveId::new(candidate);
-            }
-            n += 1;
-        }
+        }))
     }
 }
 

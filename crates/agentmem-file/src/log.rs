@@ -103,10 +103,11 @@ pub(crate) struct Scan<T> {
 
 /// Parses the lines of `bytes`, whose first line is line number `first_line` of `path`.
 ///
-/// Only the last line may be damaged (a crash mid-append leaves at most that): a last piece
-/// without a newline, or a last line that does not parse, becomes [`Scan::torn`]. Any other
-/// unparsable line is `CorruptData` naming the file and line: it is not a crash artefact and
-/// dropping it silently could lose acknowledged data.
+/// Only the end of the log may be torn (a crash mid-append leaves at most that): a last piece
+/// without a newline, or a last line of nothing but NUL bytes (a hole the file system filled
+/// with zeros), becomes [`Scan::torn`]. A complete line that does not parse, last or not, is
+/// `CorruptData` naming the file and line: an append writes its newline last, so a whole line
+/// is not a crash artefact, and dropping it could lose an acknowledged message.
 pub(crate) fn scan_lines<T>(
     bytes: &[u8],
     first_line: u64,
@@ -134,7 +135,7 @@ pub(crate) fn scan_lines<T>(
         let end = offset + nl;
         match parse(line, &bytes[offset..end]) {
             Ok(record) => records.push(record),
-            Err(why) if end + 1 == bytes.len() => {
+            Err(why) if end + 1 == bytes.len() && bytes[offset..end].iter().all(|&b| b == 0) => {
                 return Ok(Scan {
                     records,
                     valid_len: offset,
@@ -252,9 +253,13 @@ mod tests {
         assert_eq!(s.records, vec![1, 2]);
         assert_eq!(s.valid_len, 4);
         assert_eq!(s.torn.unwrap().line, 3);
-        let s = scan_lines(b"1\n2\nx\n", 5, p, parse_num).unwrap();
+        let s = scan_lines(b"1\n2\n\0\0\0\n", 5, p, parse_num).unwrap();
         assert_eq!(s.valid_len, 4);
         assert_eq!(s.torn.unwrap().line, 7);
+        // A whole last line that does not parse is not torn: it is reported, never dropped.
+        let e = scan_lines(b"1\n2\nx\n", 5, p, parse_num).unwrap_err();
+        assert_eq!(e.kind(), agentmem_core::ErrorKind::CorruptData);
+        assert!(e.to_string().contains("x.jsonl line 7"), "{e}");
         let e = scan_lines(b"1\nx\n3\n", 1, p, parse_num).unwrap_err();
         assert_eq!(e.kind(), agentmem_core::ErrorKind::CorruptData);
         assert!(e.to_string().contains("x.jsonl line 2"), "{e}");

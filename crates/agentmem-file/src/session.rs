@@ -695,7 +695,15 @@ impl SessionCtx<'_> {
         messages: &[Message],
         metadata: Metadata,
     ) -> Result<()> {
+        let new_folder = !self.paths.dir.exists();
         create_dirs(&self.paths.dir)?;
+        if new_folder {
+            // The folder's entry in `agents/` must reach the disk too, or a crash can lose the
+            // whole session although its files were synced.
+            if let Some(agents) = self.paths.dir.parent() {
+                sync_dir(agents)?;
+            }
+        }
         let mut header = SessionHeader::new(self.id, now());
         header.metadata = metadata;
         self.rewrite(slot, header, messages)

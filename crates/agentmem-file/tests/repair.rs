@@ -131,7 +131,7 @@ async fn session_log_cut_mid_line_keeps_every_complete_message() {
 }
 
 #[tokio::test]
-async fn an_unparsable_last_line_is_a_torn_tail() {
+async fn a_zero_filled_last_line_is_a_torn_tail() {
     let dir = tempfile::tempdir().expect("temp dir");
     let id = sid("garbage_tail");
     let log_path = dir.path().join("agents/garbage_tail/session.jsonl");
@@ -146,6 +146,31 @@ async fn an_unparsable_last_line_is_a_torn_tail() {
     assert_eq!(store.messages(&id).await.expect("load"), three());
     assert_eq!(kinds(&store), [RepairKind::TornTail]);
     assert_eq!(std::fs::read(&log_path).expect("read").len(), good_len);
+}
+
+#[tokio::test]
+async fn a_complete_last_line_that_does_not_parse_is_never_deleted() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let id = sid("whole_bad_tail");
+    let log_path = dir.path().join("agents/whole_bad_tail/session.jsonl");
+    write_and_close(dir.path(), &id, [three()]).await;
+    // A whole line (newline-terminated) that no reader accepts: not what a crash leaves.
+    let mut bytes = std::fs::read(&log_path).expect("read");
+    bytes.extend_from_slice(b"[{\"id\":\"x\", \"role\": \"\"}]\n");
+    std::fs::write(&log_path, &bytes).expect("write");
+    let bad_line = bytes.iter().filter(|&&b| b == b'\n').count();
+    for store in [open(dir.path()).await, open(dir.path()).await] {
+        let err = store.load(&id, None).await.expect_err("corrupt, not torn");
+        assert_eq!(err.kind(), ErrorKind::CorruptData);
+        let named = format!("session.jsonl line {bad_line}:");
+        assert!(err.to_string().contains(&named), "{err}");
+        assert!(store.repairs().is_empty(), "{:?}", store.repairs());
+        assert_eq!(
+            std::fs::read(&log_path).expect("read"),
+            bytes,
+            "nothing truncated"
+        );
+    }
 }
 
 #[tokio::test]

@@ -230,7 +230,7 @@ fn append_raw(path: &Path, bytes: &[u8]) {
 async fn a_torn_last_line_is_repaired_before_the_window_is_read() {
     for torn in [
         &b"{\"id\":\"x\",\"role\":\"user\",\"cont"[..],
-        &b"[{\"id\":\"x\"}, not json\n"[..],
+        &b"\0\0\0\0\0\0\0\0\n"[..],
         "{\"content\":\"é漢".as_bytes(),
     ] {
         let (dir, store, id) = fresh("torn").await;
@@ -270,6 +270,33 @@ async fn a_torn_last_line_is_repaired_before_the_window_is_read() {
             .iter()
             .any(|r| r.kind == RepairKind::TornTail));
     }
+}
+
+#[tokio::test]
+async fn a_complete_unparsable_last_line_is_corrupt_data_not_a_torn_tail() {
+    let (dir, store, id) = fresh("whole_bad").await;
+    append_numbered(&store, &id, 10).await;
+    assert_eq!(total_seen(&store, &id, 2).await, 10);
+    let path = log_path(&store, &id);
+    append_raw(&path, b"[{\"id\":\"x\"}, not json\n");
+    let before = std::fs::read(&path).unwrap();
+    for limit in [Some(3), None] {
+        let err = store.load(&id, limit).await.expect_err("corrupt, not torn");
+        assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "nothing truncated ({limit:?})"
+        );
+    }
+    let fresh = open(dir.path()).await;
+    assert!(fresh.load(&id, Some(3)).await.is_err());
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "nothing truncated by a new store"
+    );
+    assert!(store.repairs().is_empty() && fresh.repairs().is_empty());
 }
 
 #[tokio::test]

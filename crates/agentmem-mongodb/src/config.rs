@@ -185,25 +185,9 @@ fn authority_end(rest: &str) -> usize {
         .map_or(before_query, |slash| host_start + slash)
 }
 
-/// `url` with the password (after the first `:` of the user info) replaced by `***`.
+/// `url` with the password replaced by `***` (core's redaction, which knows multi-host URLs).
 pub(crate) fn redact(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_string();
-    };
-    let rest = &url[scheme_end + 3..];
-    let end = authority_end(rest);
-    let Some(at) = rest[..end].rfind('@') else {
-        return url.to_string();
-    };
-    match rest[..at].find(':') {
-        Some(colon) => format!(
-            "{}{}:***{}",
-            &url[..scheme_end + 3],
-            &rest[..colon],
-            &rest[at..]
-        ),
-        None => url.to_string(),
-    }
+    agentmem_core::redact_url(url)
 }
 
 #[cfg(test)]

@@ -266,12 +266,7 @@ fn config_error(error: Error) -> Error {
 }
 
 fn redact(url: &url::Url) -> String {
-    let mut shown = url.clone();
-    if shown.password().is_some() {
-        // Only fails for URLs that cannot have a password, which this one has.
-        let _ = shown.set_password(Some("***"));
-    }
-    shown.to_string()
+    agentmem_core::redact_url(url.as_str())
 }
 
 #[cfg(test)]

@@ -72,6 +72,7 @@ macro_rules! __all_cases {
                 last_n_larger_than_session_returns_all,
                 last_n_zero_returns_no_messages,
                 last_n_never_starts_with_orphaned_tool_result,
+                last_n_keeps_parallel_tool_calls_whole,
                 total_messages_counts_the_whole_session,
             }
             [concurrency, Concurrency, "Concurrent appends: nothing lost or duplicated, each task's order kept, batches contiguous, appends racing a compaction landing once."] {

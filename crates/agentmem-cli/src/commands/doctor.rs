@@ -279,9 +279,11 @@ fn check_memory_log(path: &Path) -> Result<Option<Problem>> {
             continue;
         }
         if serde_json::from_slice::<serde_json::Value>(line).is_err() {
-            let is_final_record = i + 2 == count;
-            return Ok(Some(if is_final_record {
-                problem("torn tail", format!("line {} is not a whole record", i + 1))
+            // As the file backend decides: a whole line is never a crash artefact, except a
+            // last one of NUL bytes (a hole the file system zero-filled).
+            let zero_filled_tail = i + 2 == count && line.iter().all(|&b| b == 0);
+            return Ok(Some(if zero_filled_tail {
+                problem("torn tail", format!("line {} is zero-filled", i + 1))
             } else {
                 problem("corrupt", format!("line {} is not valid JSON", i + 1))
             }));
@@ -290,20 +292,33 @@ fn check_memory_log(path: &Path) -> Result<Option<Problem>> {
     Ok(None)
 }
 
+/// Copies the file or folder `from` to `to` (which must not exist), for a backup. Symbolic
+/// links are not followed, and not copied: a backup of the store holds the store's own files,
+/// never what a link planted in it points to. Copies are created exclusively, owner-only.
 fn copy_recursive(from: &Path, to: &Path) -> Result<()> {
-    if from.is_dir() {
+    let meta = std::fs::symlink_metadata(from).map_err(|e| io_error(from, "back up", e))?;
+    if meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    if meta.is_dir() {
         create_private_dir(to)?;
         let entries = std::fs::read_dir(from).map_err(|e| io_error(from, "list", e))?;
         for entry in entries {
             let entry = entry.map_err(|e| io_error(from, "list", e))?;
             copy_recursive(&entry.path(), &to.join(entry.file_name()))?;
         }
-        Ok(())
-    } else {
-        std::fs::copy(from, to)
-            .map(|_| ())
-            .map_err(|e| io_error(from, "back up", e))
+        return Ok(());
     }
+    let mut source = std::fs::File::open(from).map_err(|e| io_error(from, "back up", e))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut copy = options.open(to).map_err(|e| io_error(to, "create", e))?;
+    std::io::copy(&mut source, &mut copy)
+        .and_then(|_| copy.sync_all())
+        .map(|_| ())
+        .map_err(|e| io_error(from, "back up", e))
 }
 
 async fn file_doctor(
@@ -385,6 +400,27 @@ async fn file_doctor(
 mod tests {
     use super::*;
 
+    #[cfg(unix)]
+    #[test]
+    fn backups_do_not_follow_symbolic_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret.txt");
+        std::fs::write(&secret, "outside the store").unwrap();
+        let store = dir.path().join("agents/s");
+        std::fs::create_dir_all(&store).unwrap();
+        std::fs::write(store.join("session.jsonl"), "{}\n").unwrap();
+        std::os::unix::fs::symlink(&secret, store.join("MEMORY.md")).unwrap();
+        let backup = dir.path().join("backup");
+        copy_recursive(&store, &backup).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(backup.join("session.jsonl")).unwrap(),
+            "{}\n"
+        );
+        assert!(std::fs::symlink_metadata(backup.join("MEMORY.md")).is_err());
+        // The backup's files are new: an existing one is not overwritten through a link.
+        assert!(copy_recursive(&store, &backup).is_err());
+    }
+
     #[test]
     fn memory_log_checks() {
         let dir = tempfile::tempdir().unwrap();
@@ -394,8 +430,11 @@ mod tests {
         assert!(check_memory_log(&p).unwrap().is_none());
         std::fs::write(&p, "{\"a\":1}\n{\"b\":").unwrap();
         assert_eq!(check_memory_log(&p).unwrap().unwrap().kind, "torn tail");
-        std::fs::write(&p, "{\"a\":1}\n{\"b\":\n").unwrap();
+        std::fs::write(&p, "{\"a\":1}\n\0\0\0\n").unwrap();
         assert_eq!(check_memory_log(&p).unwrap().unwrap().kind, "torn tail");
+        // A whole last line that does not parse is reported, not taken for a crash.
+        std::fs::write(&p, "{\"a\":1}\n{\"b\":\n").unwrap();
+        assert_eq!(check_memory_log(&p).unwrap().unwrap().kind, "corrupt");
         std::fs::write(&p, "{\"a\":1}\nxx\n{\"b\":2}\n").unwrap();
         assert_eq!(check_memory_log(&p).unwrap().unwrap().kind, "corrupt");
     }

@@ -15,7 +15,7 @@ use agentmem_formats::swarms::render_memory_md;
 use serde_json::json;
 
 use crate::cli::ShowFormat;
-use crate::output::{count, snippet, time, Output};
+use crate::output::{count, printable, snippet, time, Output};
 
 /// The summary length `compact --auto` asks for, in tokens.
 const AUTO_SUMMARY_TOKENS: usize = 512;
@@ -83,7 +83,7 @@ pub async fn show(
                     "[{}] {}: {}",
                     time(m.timestamp),
                     role_label(m),
-                    m.content
+                    printable(&m.content)
                 ))?;
             }
             Ok(())

@@ -61,7 +61,7 @@ impl fmt::Debug for OpenAiSummarizer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiSummarizer")
             .field("model", &self.model)
-            .field("base_url", &self.base_url)
+            .field("base_url", &agentmem_core::redact_url(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "***"))
             .field("timeout", &self.timeout)
             .finish()
@@ -113,7 +113,42 @@ impl OpenAiSummarizer {
         format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
     }
 
+    /// The endpoint as errors show it: credentials in the URL hidden.
+    fn shown_endpoint(&self) -> String {
+        agentmem_core::redact_url(&self.endpoint())
+    }
+
+    /// Refuses to send the conversation (and the API key) in clear text: `https://` is
+    /// required, except to a loopback address (a local model server).
+    fn check_transport(&self) -> Result<()> {
+        let endpoint = self.endpoint();
+        let uri: ureq::http::Uri = endpoint.parse().map_err(|e| {
+            Error::invalid_input(format!(
+                "invalid summarizer base URL {}",
+                self.shown_endpoint()
+            ))
+            .with_source(e)
+        })?;
+        let host = uri.host().unwrap_or("");
+        let loopback = host.eq_ignore_ascii_case("localhost")
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        match uri.scheme_str() {
+            Some("https") => Ok(()),
+            Some("http") if loopback => Ok(()),
+            _ => Err(Error::invalid_input(format!(
+                "the summarizer base URL {} must use https:// (plain http:// only to a \
+                 loopback address): the conversation and the API key would travel in clear text",
+                self.shown_endpoint()
+            ))),
+        }
+    }
+
     fn call_blocking(&self, body: serde_json::Value) -> Result<String> {
+        self.check_transport()?;
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(self.timeout))
             .http_status_as_error(false)
@@ -126,16 +161,19 @@ impl OpenAiSummarizer {
             request = request.header("Authorization", format!("Bearer {key}"));
         }
         let mut response = request.send_json(&body).map_err(|e| {
-            Error::unavailable(format!("cannot reach {}", self.endpoint())).with_source(e)
+            Error::unavailable(format!("cannot reach {}", self.shown_endpoint())).with_source(e)
         })?;
         let status = response.status().as_u16();
         let text = response.body_mut().read_to_string().map_err(|e| {
-            Error::unavailable(format!("cannot read the reply of {}", self.endpoint()))
-                .with_source(e)
+            Error::unavailable(format!(
+                "cannot read the reply of {}",
+                self.shown_endpoint()
+            ))
+            .with_source(e)
         })?;
         if !(200..300).contains(&status) {
             let shown: String = text.chars().take(300).collect();
-            let message = format!("{} answered HTTP {status}: {shown}", self.endpoint());
+            let message = format!("{} answered HTTP {status}: {shown}", self.shown_endpoint());
             return Err(match status {
                 401 | 403 => Error::invalid_input(format!("{message} (check the API key)")),
                 400 | 404 | 422 => Error::invalid_input(message),
@@ -146,7 +184,7 @@ impl OpenAiSummarizer {
         let reply: ChatCompletion = serde_json::from_str(&text).map_err(|e| {
             Error::corrupt(format!(
                 "{} answered with something that is not a chat completion",
-                self.endpoint()
+                self.shown_endpoint()
             ))
             .with_source(e)
         })?;
@@ -158,7 +196,10 @@ impl OpenAiSummarizer {
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
             .ok_or_else(|| {
-                Error::corrupt(format!("{} answered without summary text", self.endpoint()))
+                Error::corrupt(format!(
+                    "{} answered without summary text",
+                    self.shown_endpoint()
+                ))
             })
     }
 }

@@ -63,22 +63,23 @@ pub fn render_memory_md(
     text
 }
 
-/// The file stem of an archive made at `time`: `history_%Y-%m-%d_%H-%M-%S` for `n == 0`,
-/// `history_%Y-%m-%d_%H-%M-%S_{n}` otherwise (so two compactions in one second do not
-/// overwrite each other, which Swarms does).
+/// The file stem of the `n`-th archive (from 0) made within the second of `time`: Swarms'
+/// `history_%Y-%m-%d_%H-%M-%S` for the first, then `_2`, `_3`, … (so two compactions in one
+/// second do not overwrite each other, which Swarms does). Every backend names archives so
+/// ([`agentmem_core::support::free_archive_id`]).
 ///
 /// ```
 /// use chrono::TimeZone;
 /// let t = chrono::Utc.with_ymd_and_hms(2026, 4, 20, 14, 30, 45).unwrap();
 /// assert_eq!(agentmem_formats::swarms::archive_file_stem(t, 0), "history_2026-04-20_14-30-45");
-/// assert_eq!(agentmem_formats::swarms::archive_file_stem(t, 2), "history_2026-04-20_14-30-45_2");
+/// assert_eq!(agentmem_formats::swarms::archive_file_stem(t, 1), "history_2026-04-20_14-30-45_2");
 /// ```
 pub fn archive_file_stem(time: DateTime<Utc>, n: u32) -> String {
-    let base = time.format("history_%Y-%m-%d_%H-%M-%S").to_string();
+    let base = agentmem_core::support::archive_id_base(time);
     if n == 0 {
         base
     } else {
-        format!("{base}_{n}")
+        format!("{base}_{}", u64::from(n) + 1)
     }
 }
 
@@ -312,7 +313,7 @@ mod tests {
         );
         assert_eq!(
             archive_file_stem(t(14, 30, 45, 0), 1),
-            "history_2026-04-20_14-30-45_1"
+            "history_2026-04-20_14-30-45_2"
         );
     }
 

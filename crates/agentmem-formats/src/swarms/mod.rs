@@ -324,8 +324,8 @@ pub fn render_agent_folder(session: &SessionExport) -> Vec<(PathBuf, String)> {
             .or_else(|| archive.messages.last().map(|m| m.timestamp))
             .unwrap_or(started);
         let header_time = kept_time(kept).unwrap_or(started);
-        // The imported file name when there is one; else the compaction time, with `_1`,
-        // `_2`, … for two compactions in one second rather than overwriting.
+        // The imported file name when there is one; else the compaction time, with `_2`,
+        // `_3`, … for more compactions in one second rather than overwriting.
         let mut stem = kept_str(kept, "file")
             .filter(|s| {
                 s.starts_with("history_") && agentmem_core::validate_name("archive", s).is_ok()

@@ -144,6 +144,28 @@ pub async fn compactions_in_one_second_all_survive(store: &dyn AgentMemory) {
         ROUNDS,
         "every compaction gets its own archive id"
     );
+    // One naming rule everywhere: Swarms' `history_<second>` for the first archive of a
+    // second, then `_2`, `_3`, … for the next ones within it.
+    let mut in_second: Vec<(String, usize)> = Vec::new();
+    for (info, _) in &made {
+        let base = agentmem_core::support::archive_id_base(info.created_at);
+        let k = match in_second.last_mut() {
+            Some((b, k)) if *b == base => {
+                *k += 1;
+                *k
+            }
+            _ => {
+                in_second.push((base.clone(), 0));
+                0
+            }
+        };
+        let expected = if k == 0 {
+            base
+        } else {
+            format!("{base}_{}", k + 1)
+        };
+        assert_eq!(info.id.as_str(), expected, "archive {k} of its second");
+    }
     let listed = must::list_archives(store, &id).await;
     let listed_rounds: Vec<String> = {
         let mut v = Vec::new();

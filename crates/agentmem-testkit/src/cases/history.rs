@@ -104,6 +104,62 @@ pub async fn last_n_never_starts_with_orphaned_tool_result(store: &dyn AgentMemo
     }
 }
 
+/// Parallel tool calls (two calls, then their two results, as OpenAI and the PraisonAI
+/// importer write them) and interleaved ones: for every limit the window is exactly
+/// `history::tail`, and no tool result in it has lost its call, wherever the edge falls.
+pub async fn last_n_keeps_parallel_tool_calls_whole(store: &dyn AgentMemory) {
+    let id = sid("parallel_tools");
+    let msgs = vec![
+        Message::user("weather in Kyoto and Osaka?"),
+        Message::tool_call("call_kyoto", "weather", "{\"city\":\"Kyoto\"}"),
+        Message::tool_call("call_osaka", "weather", "{\"city\":\"Osaka\"}"),
+        Message::tool_result("call_kyoto", "weather", "sunny"),
+        Message::tool_result("call_osaka", "weather", "rain"),
+        Message::assistant("Sunny in Kyoto, rain in Osaka."),
+        Message::user("and the time?"),
+        Message::tool_call("t1", "clock", "{}"),
+        Message::tool_call("t2", "clock", "{}"),
+        Message::tool_result("t1", "clock", "14:00"),
+        Message::tool_call("t3", "calendar", "{}"),
+        Message::tool_result("t2", "clock", "15:00"),
+        Message::tool_result("t3", "calendar", "free"),
+        Message::assistant("14:00 and 15:00, and you are free."),
+    ];
+    must::append(store, &id, &msgs).await;
+    for n in 0..=msgs.len() + 1 {
+        let window = load_some(store, &id, Some(n), "parallel tool calls")
+            .await
+            .messages;
+        assert_eq!(
+            contents(&window),
+            contents(history::tail(&msgs, n)),
+            "window of the last {n} messages"
+        );
+        for (j, m) in window
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.is_tool_result())
+        {
+            let call = m.tool_call_id.as_deref();
+            assert!(
+                window[..j]
+                    .iter()
+                    .any(|c| c.is_tool_call() && c.tool_call_id.as_deref() == call),
+                "the last {n} hold the result {:?} without its call",
+                m.content
+            );
+        }
+    }
+    // The window: the last five would start at call_osaka and hold result_kyoto.
+    let first = &msgs[..7];
+    let id = sid("parallel_tools_short");
+    must::append(store, &id, first).await;
+    let window = load_some(store, &id, Some(5), "parallel tool calls")
+        .await
+        .messages;
+    assert_eq!(contents(&window), contents(&first[5..]), "last 5 of 7");
+}
+
 /// `total_messages` counts the whole session under any limit, and after a compaction only
 /// the messages now in the session (archived ones are not counted).
 pub async fn total_messages_counts_the_whole_session(store: &dyn AgentMemory) {
