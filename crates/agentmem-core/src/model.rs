@@ -285,9 +285,24 @@ impl Message {
     /// The id was validated when the [`MessageId`] was built. An agent's name must be what
     /// [`Role::parse`] reads back as that agent: not empty, at most 128 bytes, no control
     /// characters or surrounding spaces, and not a standard role in another case (an agent
-    /// called `User` would come back as [`Role::User`]). Metadata nests at most
-    /// [`MAX_METADATA_DEPTH`] levels (deeper JSON is refused by the readers of JSON and BSON).
+    /// called `User` would come back as [`Role::User`]). A tool call id and a tool name are at
+    /// most 256 bytes without control characters (identifiers, and PostgreSQL text cannot hold
+    /// a NUL). Metadata nests at most [`MAX_METADATA_DEPTH`] levels (deeper JSON is refused by
+    /// the readers of JSON and BSON).
     pub fn validate(&self) -> Result<()> {
+        for (what, value) in [
+            ("tool_call_id", &self.tool_call_id),
+            ("tool_name", &self.tool_name),
+        ] {
+            if let Some(v) = value {
+                if v.len() > 256 || v.chars().any(char::is_control) {
+                    return Err(Error::invalid_input(format!(
+                        "invalid {what} {:?}: it must be at most 256 bytes without control characters",
+                        v.chars().take(40).collect::<String>()
+                    )));
+                }
+            }
+        }
         if let Role::Agent(name) = &self.role {
             match Role::parse(name)? {
                 Role::Agent(_) => {}

@@ -26,16 +26,6 @@ pub(crate) fn storable_text(text: &str) -> (Cow<'_, str>, Option<&[u8]>) {
     }
 }
 
-/// Rejects optional text columns PostgreSQL cannot store (NUL), with a clear message.
-fn check_no_nul(what: &str, value: Option<&str>) -> Result<()> {
-    match value {
-        Some(v) if v.contains('\0') => Err(Error::invalid_input(format!(
-            "{what} contains a NUL character, which PostgreSQL text cannot hold"
-        ))),
-        _ => Ok(()),
-    }
-}
-
 /// Messages laid out column by column, written at one time: the parameters of one
 /// multi-row `unnest` insert (see [`params`](Self::params)).
 pub(crate) struct MessageColumns<'a> {
@@ -73,8 +63,7 @@ impl<'a> MessageColumns<'a> {
             tsvs: Vec::with_capacity(n),
         };
         for m in messages {
-            check_no_nul("tool_call_id", m.tool_call_id.as_deref())?;
-            check_no_nul("tool_name", m.tool_name.as_deref())?;
+            // Tool ids and names hold no NUL (PostgreSQL text cannot): `Message::validate`.
             let (content, raw) = storable_text(&m.content);
             c.ids.push(&m.id);
             c.roles.push(m.role.as_str());
