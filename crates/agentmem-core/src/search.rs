@@ -18,13 +18,53 @@ pub fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The distinct words of a query, in order of first appearance.
+/// Words longer than this (bytes) are neither indexed nor searched, on every backend
+/// (PostgreSQL's limit for one lexeme).
+pub const MAX_WORD_BYTES: usize = 2046;
+
+/// The most distinct words a query keeps, the first ones: a query may be a whole message
+/// (the agent layer searches with the last user message), and no backend should build a
+/// query or a script argument of unbounded size from it.
+pub const MAX_QUERY_WORDS: usize = 1024;
+
+/// The most distinct words one text contributes to a search index, the first ones (a text of
+/// more distinct words is still stored whole; its later words are not searchable).
+pub const MAX_INDEXED_WORDS: usize = 10_000;
+
+/// The distinct words of a query, in order of first appearance: at most [`MAX_QUERY_WORDS`],
+/// none longer than [`MAX_WORD_BYTES`].
 pub fn query_words(query: &str) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     words(query)
         .into_iter()
-        .filter(|w| seen.insert(w.clone()))
+        .filter(|w| w.len() <= MAX_WORD_BYTES && seen.insert(w.clone()))
+        .take(MAX_QUERY_WORDS)
         .collect()
+}
+
+/// The words of `text` a search index holds, in order: every occurrence of its first
+/// [`MAX_INDEXED_WORDS`] distinct words, none longer than [`MAX_WORD_BYTES`]. Every backend
+/// with an index of its own, and the client-side ranking, count these.
+///
+/// ```
+/// use agentmem_core::search::index_words;
+/// assert_eq!(index_words("Rust, rust and Go"), ["rust", "rust", "and", "go"]);
+/// let long = "x".repeat(3000);
+/// assert_eq!(index_words(&format!("{long} ok")), ["ok"]);
+/// ```
+pub fn index_words(text: &str) -> Vec<String> {
+    let mut distinct = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for w in words(text) {
+        if w.len() > MAX_WORD_BYTES {
+            continue;
+        }
+        if distinct.contains(&w) || distinct.len() < MAX_INDEXED_WORDS {
+            distinct.insert(w.clone());
+            out.push(w);
+        }
+    }
+    out
 }
 
 const K1: f64 = 1.2;
@@ -60,7 +100,7 @@ pub fn rank<'a>(
     let mut n_docs = 0usize;
     for (index, doc) in documents.into_iter().enumerate() {
         n_docs += 1;
-        let ws = words(doc);
+        let ws = index_words(doc);
         total_len += ws.len();
         let mut tf = vec![0u32; terms.len()];
         for w in &ws {
@@ -135,6 +175,22 @@ mod tests {
         let hits = rank("Kubernetes", docs.iter().copied(), 10);
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [0, 1]);
         assert!(hits[0].1 > hits[1].1 && hits[1].1 > 0.0);
+    }
+
+    #[test]
+    fn queries_and_indexes_are_bounded() {
+        let query: String = (0..5_000).map(|i| format!("q{i} q{i} ")).collect();
+        let terms = query_words(&query);
+        assert_eq!(terms.len(), MAX_QUERY_WORDS);
+        assert_eq!((terms[0].as_str(), terms[1].as_str()), ("q0", "q1"));
+        let long = "y".repeat(MAX_WORD_BYTES + 1);
+        assert_eq!(query_words(&format!("{long} ok")), ["ok"]);
+        // A document beyond the index cap is ranked on its first words only.
+        let doc: String = (0..MAX_INDEXED_WORDS + 10)
+            .map(|i| format!("d{i} "))
+            .collect();
+        assert_eq!(rank("d0", [doc.as_str()], 10).len(), 1);
+        assert!(rank(&format!("d{}", MAX_INDEXED_WORDS + 5), [doc.as_str()], 10).is_empty());
     }
 
     #[test]

@@ -129,8 +129,13 @@ async fn text_search(
     Ok(hits)
 }
 
+/// The most candidates the regex fallback fetches and ranks: the newest ones, so a common
+/// word in a huge store costs a bounded read.
+const FALLBACK_CANDIDATES: i64 = 10_000;
+
 /// Fetches the documents of `coll` (restricted by `filter`) whose `field` contains any term,
-/// oldest first by `order`, and ranks them with BM25; best first.
+/// the newest [`FALLBACK_CANDIDATES`] of them put oldest first by `order`, and ranks them with
+/// BM25; best first.
 async fn fallback_search(
     coll: &Collection<Document>,
     filter: &Document,
@@ -144,7 +149,18 @@ async fn fallback_search(
         field,
         doc! {"$regex": any_word_regex(terms), "$options": "i"},
     );
-    let docs = all_docs(coll.find(f).sort(order)).await?;
+    let newest_first: Document = order
+        .iter()
+        .map(|(key, direction)| {
+            let ascending = direction.as_i32() != Some(-1) && direction.as_i64() != Some(-1);
+            (
+                key.clone(),
+                mongodb::bson::Bson::Int32(if ascending { -1 } else { 1 }),
+            )
+        })
+        .collect();
+    let mut docs = all_docs(coll.find(f).sort(newest_first).limit(FALLBACK_CANDIDATES)).await?;
+    docs.reverse();
     let texts: Vec<&str> = docs
         .iter()
         .map(|d| str_field(d, field))

@@ -12,10 +12,9 @@
 //! Ranking is `ts_rank(tsv, query, 1)`: term frequency, divided by `1 + log(length)`, so a
 //! short text using the word often ranks above a long one mentioning it once.
 
-use std::collections::HashSet;
 use std::fmt::Write as _;
 
-use agentmem_core::search::words;
+use agentmem_core::search::{index_words, query_words};
 use agentmem_core::support::stored_session_id;
 use agentmem_core::{MemoryHit, MessageHit, Result};
 use tokio_postgres::Row;
@@ -23,14 +22,12 @@ use tokio_postgres::Row;
 use crate::codec::{get, message_from_row};
 use crate::memories::memory_from_row;
 
-/// PostgreSQL rejects lexemes longer than this (bytes); such "words" are left unindexed.
-const MAX_LEXEME_BYTES: usize = 2046;
+/// PostgreSQL rejects lexemes longer than this (bytes); `index_words` leaves them out.
+const MAX_LEXEME_BYTES: usize = agentmem_core::search::MAX_WORD_BYTES;
 /// PostgreSQL keeps at most this many positions per lexeme.
 const MAX_POSITIONS: usize = 256;
 /// Positions above this are stored as this.
 const MAX_POSITION: usize = 16_383;
-/// The most words a query keeps (see [`tsquery_literal`]).
-const MAX_QUERY_WORDS: usize = 16_000;
 /// Lexemes with their positions must take under 1 MiB in one `tsvector`; stay below. Text
 /// beyond that (a message of several hundred kilobytes of distinct words) is not indexed.
 const MAX_TSVECTOR_BYTES: usize = 1_000_000;
@@ -39,7 +36,7 @@ const MAX_TSVECTOR_BYTES: usize = 1_000_000;
 ///
 /// When the words would overflow a `tsvector`, the words that appear first are kept.
 pub(crate) fn tsvector_literal(text: &str) -> String {
-    let words = words(text);
+    let words = index_words(text);
     // Sorting (word, position) pairs groups each word's positions in ascending order, the
     // layout PostgreSQL keeps anyway, without a map or a list per word.
     let mut pairs: Vec<(&str, usize)> = words
@@ -107,18 +104,9 @@ pub(crate) fn tsvector_literal(text: &str) -> String {
 /// The `tsquery` text matching any word of `query`; `None` when it has no words.
 pub(crate) fn tsquery_literal(query: &str) -> Option<String> {
     let mut out = String::new();
-    // The distinct words in order of first appearance, as `query_words` gives them, but
-    // with a set: `query_words` is quadratic, and queries can be whole documents.
-    let mut seen = HashSet::new();
-    let distinct = words(query).into_iter().filter(|w| seen.insert(w.clone()));
-    // A tsquery holds fewer than 32,768 nodes (words and `|`s); a longer query keeps its
-    // first MAX_QUERY_WORDS words.
-    for w in distinct.take(MAX_QUERY_WORDS) {
-        // A longer word cannot be in any index (see tsvector_literal), and PostgreSQL would
-        // reject it in a query.
-        if w.len() > MAX_LEXEME_BYTES {
-            continue;
-        }
+    // The words every backend searches for (capped well below a tsquery's 32,768 nodes, and
+    // none longer than a lexeme).
+    for w in query_words(query) {
         if !out.is_empty() {
             out.push_str(" | ");
         }
@@ -170,7 +158,7 @@ mod tests {
         );
         assert_eq!(tsvector_literal("!!!"), "");
         let long = "x".repeat(3000);
-        assert_eq!(tsvector_literal(&format!("{long} ok")), "'ok':2");
+        assert_eq!(tsvector_literal(&format!("{long} ok")), "'ok':1");
     }
 
     #[test]
@@ -190,10 +178,15 @@ mod tests {
     }
 
     #[test]
-    fn long_queries_are_cut_to_what_a_tsquery_holds() {
+    fn long_queries_are_cut_to_what_every_backend_searches() {
         let query: String = (0..20_000).map(|i| format!("q{i} ")).collect();
         let literal = tsquery_literal(&query).expect("words");
-        assert_eq!(literal.matches(" | ").count(), MAX_QUERY_WORDS - 1);
+        let kept = agentmem_core::search::MAX_QUERY_WORDS;
+        assert_eq!(literal.matches(" | ").count(), kept - 1);
+        assert!(
+            literal.starts_with("'q0' | 'q1'"),
+            "the first words are kept"
+        );
     }
 
     #[test]

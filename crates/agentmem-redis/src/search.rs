@@ -8,13 +8,13 @@
 
 use std::collections::BTreeMap;
 
-use agentmem_core::search::words;
+use agentmem_core::search::index_words;
 use agentmem_core::{Error, Result};
 use serde_json::{json, Value};
 
 /// One text's index entry: `{"l": word count, "t": {term: "frequency"}}`.
 pub(crate) fn index_entry(text: &str) -> Value {
-    let ws = words(text);
+    let ws = index_words(text);
     let mut tf: BTreeMap<String, u64> = BTreeMap::new();
     for w in &ws {
         *tf.entry(w.clone()).or_insert(0) += 1;
@@ -41,6 +41,20 @@ pub(crate) fn parse_score(text: &str) -> Result<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_are_capped_as_every_index_is() {
+        use agentmem_core::search::{MAX_INDEXED_WORDS, MAX_WORD_BYTES};
+        let text: String = (0..MAX_INDEXED_WORDS + 5_000)
+            .map(|i| format!("w{i} "))
+            .collect::<String>()
+            + &"x".repeat(MAX_WORD_BYTES + 1);
+        let e = index_entry(&text);
+        let terms = e["t"].as_object().unwrap();
+        assert_eq!(terms.len(), MAX_INDEXED_WORDS);
+        assert!(terms.contains_key("w0") && !terms.contains_key(&format!("w{MAX_INDEXED_WORDS}")));
+        assert_eq!(e["l"], MAX_INDEXED_WORDS);
+    }
 
     #[test]
     fn entries_count_words_and_frequencies() {
