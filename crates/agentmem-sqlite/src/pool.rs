@@ -53,7 +53,7 @@ impl Pool {
     fn open_blocking(config: &SqliteConfig) -> Result<Pool> {
         let db: Arc<str> = Arc::from(config.location.to_string());
         let mut first = open_connection(config, &db)?;
-        prepare(&mut first, Some(config), &db).map_err(|f| match (f, &config.location) {
+        prepare_waiting(&mut first, config, &db).map_err(|f| match (f, &config.location) {
             // Readying writes (WAL files, migrations): say so when the file is not writable.
             (Failure::Sql(e), Location::File(path)) => crate::files::open_failure(e, path, &db),
             (f, _) => f.into_error(&db),
@@ -241,6 +241,34 @@ fn configure(conn: &Connection, config: Option<&SqliteConfig>) -> SqlResult<()> 
         conn.pragma_update(None, "synchronous", config.synchronous.as_str())?;
     }
     Ok(())
+}
+
+/// [`prepare`], retried while another process holds the database, up to the busy timeout.
+///
+/// SQLite does not always wait in its busy handler while a database is being readied: a
+/// switch to WAL mode, or a reader meeting another process's switch or migration, can fail
+/// with `SQLITE_BUSY` at once. Agents started together on one new file must all open it, so
+/// opening waits as writes do.
+fn prepare_waiting(conn: &mut Connection, config: &SqliteConfig, db: &str) -> SqlResult<()> {
+    let deadline = std::time::Instant::now() + config.busy_timeout;
+    let mut pause = std::time::Duration::from_millis(5);
+    loop {
+        match prepare(conn, Some(config), db) {
+            Err(Failure::Sql(e)) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(100));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Whether `e` says another connection holds the database.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 /// Readies the first connection: reads the schema version (refusing a newer one or a file

@@ -105,3 +105,54 @@ async fn appender() {
         store.append(&session(), &[m]).await.expect("append");
     }
 }
+
+const OPEN_DB_VAR: &str = "AGENTMEM_SQLITE_MP_OPEN_DB";
+
+/// Agents started together on one new file must all open it: eight processes create, switch
+/// to WAL and migrate one new database at once, five times over; every open succeeds (opening
+/// waits for the others as writes do, instead of failing at once with "locked").
+#[test]
+fn eight_processes_open_one_new_database_together() {
+    let exe = std::env::current_exe().expect("path of this test binary");
+    for round in 0..5 {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let db = dir.path().join("new.db");
+        let children: Vec<_> = (0..8)
+            .map(|_| {
+                Command::new(&exe)
+                    .args(["--exact", "opener", "--nocapture", "--test-threads=1"])
+                    .env(OPEN_DB_VAR, &db)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("start a child process")
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().expect("wait for a child");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && stdout.contains("1 passed"),
+                "round {round}: a child could not open the new database: {}\n{stdout}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+/// Run only as a child of `eight_processes_open_one_new_database_together`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opener() {
+    let Ok(db) = std::env::var(OPEN_DB_VAR) else {
+        eprintln!("opener only runs as a child of eight_processes_open_one_new_database_together");
+        return;
+    };
+    let store = SqliteStore::connect(&format!("sqlite://{db}"))
+        .await
+        .expect("open the new database beside seven other processes");
+    store
+        .append_one(&session(), Message::user("opened"))
+        .await
+        .expect("append");
+}
