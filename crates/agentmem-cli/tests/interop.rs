@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{fails, fixture, import, json, ok, on, rows};
+use common::{column, fails, fixture, import, json, ok, on, rows};
 use serde_json::Value;
 
 #[test]
@@ -30,6 +30,50 @@ fn jsonl_to_store_to_jsonl_is_byte_identical() {
         again.contains("(0 new; 0 messages and 0 archives written)"),
         "{again}"
     );
+    assert!(again.contains("2 memory items (0 new)"), "{again}");
+}
+
+/// Memory items follow the sessions' policy: an import adds what the store lacks, skips what
+/// it holds already, and stops with a conflict (writing nothing) where it would overwrite.
+#[test]
+fn importing_memory_items_never_overwrites() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let header = "{\"agentmem_export\":1}\n";
+    let item = |id: &str, key: &str, text: &str| {
+        format!(
+            "{{\"type\":\"memory\",\"id\":\"{id}\",\"kind\":\"fact\",\"key\":\"{key}\",\
+             \"text\":\"{text}\",\"created_at\":\"2026-04-21T09:00:03Z\",\
+             \"updated_at\":\"2026-04-21T09:00:03Z\"}}\n"
+        )
+    };
+    let first = dir.path().join("first.jsonl");
+    std::fs::write(
+        &first,
+        format!("{header}{}", item("f1", "user.name", "Alice")),
+    )
+    .unwrap();
+    assert!(ok(import(&store, &first, "jsonl")).contains("1 memory item (1 new)"));
+    for (name, body, named) in [
+        ("same_id.jsonl", item("f1", "user.name", "Bob"), "f1"),
+        (
+            "same_key.jsonl",
+            item("f2", "user.name", "Bob"),
+            "user.name",
+        ),
+    ] {
+        let path = dir.path().join(name);
+        let other = item("f3", "user.city", "Paris");
+        std::fs::write(&path, format!("{header}{other}{body}")).unwrap();
+        let err = fails(import(&store, &path, "jsonl"), 6);
+        assert!(err.contains(named), "{name}: {err}");
+        let listed = json(on(&store).arg("memories"));
+        assert_eq!(
+            column(&listed, "text"),
+            ["Alice"],
+            "{name}: nothing was written"
+        );
+    }
 }
 
 #[test]

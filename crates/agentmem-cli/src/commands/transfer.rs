@@ -267,11 +267,40 @@ struct ImportSummary {
     messages_written: u64,
     archives_written: u64,
     memories: u64,
+    memories_written: u64,
+}
+
+/// What importing `item` into `store` would do: `Ok(true)` to write it, `Ok(false)` when the
+/// store holds it already (same id, same content), and `Conflict` when the store holds
+/// something else under its id, or another item under its kind and key (which the import
+/// would replace). The same policy as for sessions: an import adds, never overwrites.
+async fn memory_import_plan(store: &Arc<dyn AgentMemory>, item: &MemoryItem) -> Result<bool> {
+    if let Some(existing) = store.get_memory(&item.id).await? {
+        if existing == *item {
+            return Ok(false);
+        }
+        return Err(Error::conflict(format!(
+            "memory item `{}` differs from the one in the store; nothing was imported",
+            item.id
+        )));
+    }
+    if let Some(key) = &item.key {
+        let same_kind = store.list_memories(&MemoryFilter::kind(item.kind)).await?;
+        if let Some(other) = same_kind.iter().find(|m| m.key.as_ref() == Some(key)) {
+            return Err(Error::conflict(format!(
+                "memory item `{}` would replace `{}`, stored under the same kind and key `{key}`; \
+                 nothing was imported",
+                item.id, other.id
+            )));
+        }
+    }
+    Ok(true)
 }
 
 /// `import`: parse and validate the whole input, check it against the store, then write it
 /// session by session (a new session in one write per archive, see [`crate::sync`]), then the
-/// memory items.
+/// memory items the store does not hold yet. A session or an item that conflicts with the
+/// store stops the import before anything is written.
 pub async fn import(
     store: &Arc<dyn AgentMemory>,
     out: &mut Output,
@@ -289,6 +318,12 @@ pub async fn import(
     for s in &doc.sessions {
         sync_session(store.as_ref(), s, plan).await?;
     }
+    let mut new_items = Vec::new();
+    for item in &doc.memories {
+        if memory_import_plan(store, item).await? {
+            new_items.push(item);
+        }
+    }
     let mut summary = ImportSummary::default();
     for s in &doc.sessions {
         let report = sync_session(store.as_ref(), s, SyncOptions::default()).await?;
@@ -297,20 +332,22 @@ pub async fn import(
         summary.messages_written += report.messages_written;
         summary.archives_written += report.archives_written;
     }
-    for item in &doc.memories {
+    summary.memories = doc.memories.len() as u64;
+    for item in new_items {
         store.put_memory(item).await?;
-        summary.memories += 1;
+        summary.memories_written += 1;
     }
     if out.json() {
         return out.json_value(&summary);
     }
     out.line(format!(
-        "imported {} ({} new; {} and {} written) and {} from {}",
+        "imported {} ({} new; {} and {} written) and {} ({} new) from {}",
         count(summary.sessions, "session"),
         summary.sessions_created,
         count(summary.messages_written, "message"),
         count(summary.archives_written, "archive"),
         count(summary.memories, "memory item"),
+        summary.memories_written,
         path.display()
     ))
 }
