@@ -4,19 +4,25 @@
 //! ```text
 //! agentmem-stress churn   <url> <session> <writer> <count> <batch> <compact_every>
 //! agentmem-stress compact <url> <session> <label> <rounds> <summary:0|1> <pause_ms>
+//! agentmem-stress remember <url> <writer> <count> <shared_keys>
 //! ```
 //!
 //! `churn` appends messages `0..count` of `writer` (see `agentmem_reliability::tagged`) in
 //! batches of `batch`, and after every `compact_every` batches (never when 0) compacts the
 //! session, replacing it with one summary message. `compact` compacts the session `rounds`
-//! times, `pause_ms` apart, waiting for the session to exist first. Any error ends the process
-//! with status 1 and the error on stderr.
+//! times, `pause_ms` apart, waiting for the session to exist first. `remember` stores `count`
+//! memory items of its own (`ack <id>` each), each followed, when `shared_keys` is above 0, by
+//! an upsert of the fact under key `shared.k<i % shared_keys>` that every writer updates
+//! (`ack <key>=<text>`), as auto-memory does. Any error ends the process with status 1 and
+//! the error on stderr.
 
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use agentmem_core::{ErrorKind, Message, MessageId, SessionId};
+use agentmem_core::{
+    ErrorKind, MemoryId, MemoryItem, MemoryKind, MemoryStore, Message, MessageId, SessionId,
+};
 use agentmem_reliability::protocol::Event;
 use agentmem_reliability::tagged;
 
@@ -120,6 +126,33 @@ async fn compact(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+async fn remember(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let url: String = arg(args, 0, "url")?;
+    let writer: String = arg(args, 1, "writer")?;
+    let count: u64 = arg(args, 2, "count")?;
+    let shared_keys: u64 = arg(args, 3, "shared_keys")?;
+    let store = agentmem::open(&url).await?;
+    emit(&Event::Ready)?;
+    for i in 0..count {
+        let mut own = MemoryItem::new(MemoryKind::LongTerm, format!("{writer} note {i}"));
+        own.id = MemoryId::new(format!("{writer}-m{i:05}"))?;
+        store.put_memory(&own).await?;
+        emit(&Event::Ack(own.id.to_string()))?;
+        if shared_keys > 0 {
+            let key = format!("shared.k{}", i % shared_keys);
+            let text = format!("{writer}:{i}");
+            store
+                .put_memory(
+                    &MemoryItem::new(MemoryKind::Fact, text.as_str()).with_key(key.as_str()),
+                )
+                .await?;
+            emit(&Event::Ack(format!("{key}={text}")))?;
+        }
+    }
+    emit(&Event::Done)?;
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -136,7 +169,8 @@ fn main() -> ExitCode {
         match args.first().map(String::as_str) {
             Some("churn") => churn(&args[1..]).await,
             Some("compact") => compact(&args[1..]).await,
-            _ => Err("usage: agentmem-stress churn|compact …".into()),
+            Some("remember") => remember(&args[1..]).await,
+            _ => Err("usage: agentmem-stress churn|compact|remember …".into()),
         }
     });
     match result {
