@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::path::{Path, PathBuf};
+
 use common::{agentmem, column, fails, fixture, import, json, ok, on, rows};
 use predicates::prelude::*;
 
@@ -293,14 +295,57 @@ fn doctor_reports_repairs_and_keeps_a_backup() {
     );
 }
 
+/// A store in `dir` holding the fixture export, with `tail` written after the last line of
+/// its file `relative`: that file's path and its bytes now.
+fn imported_with_tail(dir: &Path, relative: &str, tail: &[u8]) -> (PathBuf, Vec<u8>) {
+    ok(import(dir, fixture("export.jsonl"), "jsonl"));
+    let file = dir.join(relative);
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes.extend_from_slice(tail);
+    std::fs::write(&file, &bytes).unwrap();
+    (file, bytes)
+}
+
+/// A whole line that does not parse is not a crash artefact: `doctor` reports it with its
+/// line number and never deletes it, not even with `--repair`.
+#[test]
+fn doctor_reports_a_whole_bad_line_and_never_deletes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, bytes) = imported_with_tail(
+        dir.path(),
+        "agents/user_123/session.jsonl",
+        b"[{\"id\":\"x\",\"role\":\"\"}]\n",
+    );
+    let line = bytes.iter().filter(|&&b| b == b'\n').count();
+    for args in [
+        &["doctor", "--json"][..],
+        &["doctor", "--json", "--repair"][..],
+    ] {
+        let out = on(dir.path()).args(args).output().unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let problem = &report["problems"][0];
+        assert_eq!(problem["kind"], "corrupt", "{report}");
+        let detail = problem["detail"].as_str().unwrap_or_default();
+        assert!(
+            detail.contains(&format!("line {line}")),
+            "{args:?}: {report}"
+        );
+        assert_eq!(
+            std::fs::read(&log).unwrap(),
+            bytes,
+            "{args:?}: nothing deleted"
+        );
+    }
+}
+
 #[test]
 fn doctor_repairs_a_torn_memory_log() {
     let dir = tempfile::tempdir().unwrap();
-    ok(import(dir.path(), fixture("export.jsonl"), "jsonl"));
-    let log = dir.path().join("memories.jsonl");
-    let mut bytes = std::fs::read(&log).unwrap();
-    bytes.extend_from_slice(b"{\"op\":\"put\",\"item\":{\"id\"");
-    std::fs::write(&log, &bytes).unwrap();
+    imported_with_tail(
+        dir.path(),
+        "memories.jsonl",
+        b"{\"op\":\"put\",\"item\":{\"id\"",
+    );
     fails(on(dir.path()).arg("doctor"), 4);
     let out = ok(on(dir.path()).args(["doctor", "--repair"]));
     assert!(

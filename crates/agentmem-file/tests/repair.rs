@@ -4,7 +4,7 @@
 mod common;
 
 use std::fs::OpenOptions;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use agentmem_core::{
     AgentMemoryExt, ErrorKind, Layered, Message, MessageId, SessionId, SessionStore,
@@ -130,18 +130,25 @@ async fn session_log_cut_mid_line_keeps_every_complete_message() {
     assert!(other.repairs().is_empty(), "{:?}", other.repairs());
 }
 
+/// Session `name` in `root` holding [`three`] in one batch, with `tail` written after its
+/// log's last line: the log's path, its bytes now, and its length before the tail.
+async fn session_with_tail(root: &Path, name: &str, tail: &[u8]) -> (PathBuf, Vec<u8>, usize) {
+    let log_path = root.join("agents").join(name).join("session.jsonl");
+    write_and_close(root, &sid(name), [three()]).await;
+    let mut bytes = std::fs::read(&log_path).expect("read");
+    let good_len = bytes.len();
+    bytes.extend_from_slice(tail);
+    std::fs::write(&log_path, &bytes).expect("write");
+    (log_path, bytes, good_len)
+}
+
 #[tokio::test]
 async fn a_zero_filled_last_line_is_a_torn_tail() {
     let dir = tempfile::tempdir().expect("temp dir");
     let id = sid("garbage_tail");
-    let log_path = dir.path().join("agents/garbage_tail/session.jsonl");
-    write_and_close(dir.path(), &id, [three()]).await;
     // A power loss can leave zeros where a line should be.
-    let mut bytes = std::fs::read(&log_path).expect("read");
-    let good_len = bytes.len();
-    bytes.extend_from_slice(&[0u8; 64]);
-    bytes.push(b'\n');
-    std::fs::write(&log_path, &bytes).expect("write");
+    let zeros = [&[0u8; 64][..], b"\n"].concat();
+    let (log_path, _, good_len) = session_with_tail(dir.path(), "garbage_tail", &zeros).await;
     let store = open(dir.path()).await;
     assert_eq!(store.messages(&id).await.expect("load"), three());
     assert_eq!(kinds(&store), [RepairKind::TornTail]);
@@ -152,12 +159,9 @@ async fn a_zero_filled_last_line_is_a_torn_tail() {
 async fn a_complete_last_line_that_does_not_parse_is_never_deleted() {
     let dir = tempfile::tempdir().expect("temp dir");
     let id = sid("whole_bad_tail");
-    let log_path = dir.path().join("agents/whole_bad_tail/session.jsonl");
-    write_and_close(dir.path(), &id, [three()]).await;
     // A whole line (newline-terminated) that no reader accepts: not what a crash leaves.
-    let mut bytes = std::fs::read(&log_path).expect("read");
-    bytes.extend_from_slice(b"[{\"id\":\"x\", \"role\": \"\"}]\n");
-    std::fs::write(&log_path, &bytes).expect("write");
+    let bad = b"[{\"id\":\"x\", \"role\": \"\"}]\n";
+    let (log_path, bytes, _) = session_with_tail(dir.path(), "whole_bad_tail", bad).await;
     let bad_line = bytes.iter().filter(|&&b| b == b'\n').count();
     for store in [open(dir.path()).await, open(dir.path()).await] {
         let err = store.load(&id, None).await.expect_err("corrupt, not torn");

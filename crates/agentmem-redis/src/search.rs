@@ -50,7 +50,7 @@ mod tests {
             .collect::<String>()
             + &"x".repeat(MAX_WORD_BYTES + 1);
         let e = index_entry(&text);
-        let terms = e["t"].as_object().unwrap();
+        let terms = e["t"].as_object().expect("a terms object");
         assert_eq!(terms.len(), MAX_INDEXED_WORDS);
         assert!(terms.contains_key("w0") && !terms.contains_key(&format!("w{MAX_INDEXED_WORDS}")));
         assert_eq!(e["l"], MAX_INDEXED_WORDS);

@@ -104,7 +104,19 @@ fn hostile_messages(marker: &str) -> Vec<Message> {
     let m_dollar = with_meta(dollar);
     let m_empty = with_meta(empty_key);
     let m_nul = with_meta(nul_key);
-    vec![
+    // Ids that would be paths, operators or patterns if a backend used them as such.
+    let id_tests = [
+        format!("../../{marker}"),
+        format!("${marker}"),
+        format!("{marker}.a.b"),
+        format!("{marker}'); --"),
+        format!("{marker}:*"),
+        format!("/tmp/{marker}"),
+    ]
+    .map(|id| {
+        base(format!("id test {marker}")).with_id(MessageId::new(id).expect("valid message id"))
+    });
+    let mut all = vec![
         base(sql.clone()),
         base(format!("'; DROP TABLE messages; -- {marker}")),
         base(format!("glob * ? [a-z] \\ {marker}:*")),
@@ -115,18 +127,6 @@ fn hostile_messages(marker: &str) -> Vec<Message> {
         base(format!("### User — 2026-01-01T00:00:00\n\n---\n\n{marker}")),
         base(String::new()),
         base(format!("emoji 👩‍👩‍👧 {marker}")),
-        base(format!("id test {marker}"))
-            .with_id(MessageId::new(format!("../../{marker}")).expect("valid message id")),
-        base(format!("id test {marker}"))
-            .with_id(MessageId::new(format!("${marker}")).expect("valid message id")),
-        base(format!("id test {marker}"))
-            .with_id(MessageId::new(format!("{marker}.a.b")).expect("valid message id")),
-        base(format!("id test {marker}"))
-            .with_id(MessageId::new(format!("{marker}'); --")).expect("valid message id")),
-        base(format!("id test {marker}"))
-            .with_id(MessageId::new(format!("{marker}:*")).expect("valid message id")),
-        base(format!("id test {marker}"))
-            .with_id(MessageId::new(format!("/tmp/{marker}")).expect("valid message id")),
         m_dollar,
         m_empty,
         m_nul,
@@ -135,7 +135,9 @@ fn hostile_messages(marker: &str) -> Vec<Message> {
             m.content = format!("tool {marker}");
             m
         },
-    ]
+    ];
+    all.extend(id_tests);
+    all
 }
 
 /// The backend-independent part: names, messages, memory items, searches and a 50 MB message,

@@ -15,6 +15,34 @@ const PER_PROCESS: usize = 500;
 const DB_VAR: &str = "AGENTMEM_SQLITE_MP_DB";
 const WORKER_VAR: &str = "AGENTMEM_SQLITE_MP_WORKER";
 
+/// Runs `n` copies of this test binary at once, each running only the test `test` (set up by
+/// `setup` with its number), and asserts that every one ran it and passed.
+fn run_children(test: &str, n: usize, setup: impl Fn(usize, &mut Command)) {
+    let exe = std::env::current_exe().expect("path of this test binary");
+    let children: Vec<_> = (0..n)
+        .map(|i| {
+            let mut child = Command::new(&exe);
+            child
+                .args(["--exact", test, "--nocapture", "--test-threads=1"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            setup(i, &mut child);
+            child.spawn().expect("start a child process")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("wait for a child");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        // "1 passed" guards against a filter typo that would run no test and still exit 0.
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "child running {test} failed: {}\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 fn session() -> SessionId {
     SessionId::new("shared").expect("valid session id")
 }
@@ -23,36 +51,10 @@ fn session() -> SessionId {
 async fn four_processes_append_to_one_session() {
     let dir = tempfile::tempdir().expect("temporary folder");
     let db = dir.path().join("shared.db");
-    let exe = std::env::current_exe().expect("path of this test binary");
     // The children race to create and migrate the database too.
-    let children: Vec<_> = (0..PROCESSES)
-        .map(|worker| {
-            Command::new(&exe)
-                .args(["--exact", "appender", "--nocapture", "--test-threads=1"])
-                .env(DB_VAR, &db)
-                .env(WORKER_VAR, worker.to_string())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("start a child process")
-        })
-        .collect();
-    for child in children {
-        let out = child.wait_with_output().expect("wait for a child");
-        assert!(
-            out.status.success(),
-            "child failed: {}\n{}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        // Guards against a filter typo that would run no test and still exit 0.
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("1 passed"),
-            "the child did not run the appender: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-    }
+    run_children("appender", PROCESSES, |worker, child| {
+        child.env(DB_VAR, &db).env(WORKER_VAR, worker.to_string());
+    });
 
     let store = SqliteStore::connect(&format!("sqlite://{}", db.display()))
         .await
@@ -113,31 +115,12 @@ const OPEN_DB_VAR: &str = "AGENTMEM_SQLITE_MP_OPEN_DB";
 /// waits for the others as writes do, instead of failing at once with "locked").
 #[test]
 fn eight_processes_open_one_new_database_together() {
-    let exe = std::env::current_exe().expect("path of this test binary");
-    for round in 0..5 {
+    for _round in 0..5 {
         let dir = tempfile::tempdir().expect("temporary folder");
         let db = dir.path().join("new.db");
-        let children: Vec<_> = (0..8)
-            .map(|_| {
-                Command::new(&exe)
-                    .args(["--exact", "opener", "--nocapture", "--test-threads=1"])
-                    .env(OPEN_DB_VAR, &db)
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .expect("start a child process")
-            })
-            .collect();
-        for child in children {
-            let out = child.wait_with_output().expect("wait for a child");
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(
-                out.status.success() && stdout.contains("1 passed"),
-                "round {round}: a child could not open the new database: {}\n{stdout}\n{}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
+        run_children("opener", 8, |_, child| {
+            child.env(OPEN_DB_VAR, &db);
+        });
     }
 }
 

@@ -1,6 +1,6 @@
 //! Order of appends and last-N windows that keep tool calls with their results (C7).
 
-use agentmem_core::{history, AgentMemory, AgentMemoryExt, Message};
+use agentmem_core::{history, AgentMemory, AgentMemoryExt, Message, SessionId};
 
 use super::{contents, first_listed, load_some, must, numbered, sid};
 
@@ -63,27 +63,14 @@ pub async fn last_n_zero_returns_no_messages(store: &dyn AgentMemory) {
     );
 }
 
-/// No window starts with a tool result whose call was cut off: for every limit, the window
-/// is exactly `history::tail(messages, limit)` (results dropped with their call, so fewer
-/// than `limit` may come back), including a call with two results and back-to-back calls.
-pub async fn last_n_never_starts_with_orphaned_tool_result(store: &dyn AgentMemory) {
-    let id = sid("tools");
-    let msgs = vec![
-        Message::system("rules"),
-        Message::user("weather and time in Lisbon?"),
-        Message::tool_call("c1", "weather", "{\"city\":\"Lisbon\"}"),
-        Message::tool_result("c1", "weather", "sunny"),
-        Message::tool_result("c1", "weather", "24°C"),
-        Message::tool_call("c2", "clock", "{}"),
-        Message::tool_result("c2", "clock", "14:00"),
-        Message::assistant("Sunny, 24°C, 14:00."),
-        Message::tool_call("c3", "search", "{}"),
-        Message::tool_result("c3", "search", "result"),
-    ];
-    store.append(&id, &msgs).await.expect("append");
+/// Appends `msgs` to session `id`, then checks the window of every limit: exactly
+/// `history::tail(msgs, limit)` (all fields), never more than the limit, and no tool result
+/// in it without its call before it.
+async fn assert_windows_keep_tool_calls(store: &dyn AgentMemory, id: &SessionId, msgs: &[Message]) {
+    must::append(store, id, msgs).await;
     for n in 0..=msgs.len() + 1 {
-        let window = load_some(store, &id, Some(n), "tool pairs").await.messages;
-        let expected = history::tail(&msgs, n);
+        let window = load_some(store, id, Some(n), "tool calls").await.messages;
+        let expected = history::tail(msgs, n);
         assert_eq!(
             contents(&window),
             contents(expected),
@@ -96,44 +83,6 @@ pub async fn last_n_never_starts_with_orphaned_tool_result(store: &dyn AgentMemo
         assert!(
             window.len() <= n,
             "a window never holds more than the limit"
-        );
-        assert!(
-            window.first().is_none_or(|m| !m.is_tool_result()),
-            "the last {n} must not start with an orphaned tool result"
-        );
-    }
-}
-
-/// Parallel tool calls (two calls, then their two results, as OpenAI and the PraisonAI
-/// importer write them) and interleaved ones: for every limit the window is exactly
-/// `history::tail`, and no tool result in it has lost its call, wherever the edge falls.
-pub async fn last_n_keeps_parallel_tool_calls_whole(store: &dyn AgentMemory) {
-    let id = sid("parallel_tools");
-    let msgs = vec![
-        Message::user("weather in Kyoto and Osaka?"),
-        Message::tool_call("call_kyoto", "weather", "{\"city\":\"Kyoto\"}"),
-        Message::tool_call("call_osaka", "weather", "{\"city\":\"Osaka\"}"),
-        Message::tool_result("call_kyoto", "weather", "sunny"),
-        Message::tool_result("call_osaka", "weather", "rain"),
-        Message::assistant("Sunny in Kyoto, rain in Osaka."),
-        Message::user("and the time?"),
-        Message::tool_call("t1", "clock", "{}"),
-        Message::tool_call("t2", "clock", "{}"),
-        Message::tool_result("t1", "clock", "14:00"),
-        Message::tool_call("t3", "calendar", "{}"),
-        Message::tool_result("t2", "clock", "15:00"),
-        Message::tool_result("t3", "calendar", "free"),
-        Message::assistant("14:00 and 15:00, and you are free."),
-    ];
-    must::append(store, &id, &msgs).await;
-    for n in 0..=msgs.len() + 1 {
-        let window = load_some(store, &id, Some(n), "parallel tool calls")
-            .await
-            .messages;
-        assert_eq!(
-            contents(&window),
-            contents(history::tail(&msgs, n)),
-            "window of the last {n} messages"
         );
         for (j, m) in window
             .iter()
@@ -150,6 +99,48 @@ pub async fn last_n_keeps_parallel_tool_calls_whole(store: &dyn AgentMemory) {
             );
         }
     }
+}
+
+/// No window starts with a tool result whose call was cut off: for every limit, the window
+/// is exactly `history::tail(messages, limit)` (results dropped with their call, so fewer
+/// than `limit` may come back), including a call with two results and back-to-back calls.
+pub async fn last_n_never_starts_with_orphaned_tool_result(store: &dyn AgentMemory) {
+    let msgs = vec![
+        Message::system("rules"),
+        Message::user("weather and time in Lisbon?"),
+        Message::tool_call("c1", "weather", "{\"city\":\"Lisbon\"}"),
+        Message::tool_result("c1", "weather", "sunny"),
+        Message::tool_result("c1", "weather", "24°C"),
+        Message::tool_call("c2", "clock", "{}"),
+        Message::tool_result("c2", "clock", "14:00"),
+        Message::assistant("Sunny, 24°C, 14:00."),
+        Message::tool_call("c3", "search", "{}"),
+        Message::tool_result("c3", "search", "result"),
+    ];
+    assert_windows_keep_tool_calls(store, &sid("tools"), &msgs).await;
+}
+
+/// Parallel tool calls (two calls, then their two results, as OpenAI and the PraisonAI
+/// importer write them) and interleaved ones: for every limit the window is exactly
+/// `history::tail`, and no tool result in it has lost its call, wherever the edge falls.
+pub async fn last_n_keeps_parallel_tool_calls_whole(store: &dyn AgentMemory) {
+    let msgs = vec![
+        Message::user("weather in Kyoto and Osaka?"),
+        Message::tool_call("call_kyoto", "weather", "{\"city\":\"Kyoto\"}"),
+        Message::tool_call("call_osaka", "weather", "{\"city\":\"Osaka\"}"),
+        Message::tool_result("call_kyoto", "weather", "sunny"),
+        Message::tool_result("call_osaka", "weather", "rain"),
+        Message::assistant("Sunny in Kyoto, rain in Osaka."),
+        Message::user("and the time?"),
+        Message::tool_call("t1", "clock", "{}"),
+        Message::tool_call("t2", "clock", "{}"),
+        Message::tool_result("t1", "clock", "14:00"),
+        Message::tool_call("t3", "calendar", "{}"),
+        Message::tool_result("t2", "clock", "15:00"),
+        Message::tool_result("t3", "calendar", "free"),
+        Message::assistant("14:00 and 15:00, and you are free."),
+    ];
+    assert_windows_keep_tool_calls(store, &sid("parallel_tools"), &msgs).await;
     // The window: the last five would start at call_osaka and hold result_kyoto.
     let first = &msgs[..7];
     let id = sid("parallel_tools_short");
