@@ -307,35 +307,52 @@ fn imported_with_tail(dir: &Path, relative: &str, tail: &[u8]) -> (PathBuf, Vec<
 }
 
 /// A whole line that does not parse is not a crash artefact: `doctor` reports it with its
-/// line number and never deletes it, not even with `--repair`.
+/// line number and changes nothing; `doctor --repair` sets it aside in the session's
+/// `quarantine/` (after a backup), never deleting it, and later runs keep reporting it.
 #[test]
-fn doctor_reports_a_whole_bad_line_and_never_deletes_it() {
+fn doctor_reports_a_whole_bad_line_and_repair_sets_it_aside() {
     let dir = tempfile::tempdir().unwrap();
-    let (log, bytes) = imported_with_tail(
-        dir.path(),
-        "agents/user_123/session.jsonl",
-        b"[{\"id\":\"x\",\"role\":\"\"}]\n",
-    );
+    let bad = b"[{\"id\":\"x\",\"role\":\"\"}]\n";
+    let (log, bytes) = imported_with_tail(dir.path(), "agents/user_123/session.jsonl", bad);
     let line = bytes.iter().filter(|&&b| b == b'\n').count();
-    for args in [
-        &["doctor", "--json"][..],
-        &["doctor", "--json", "--repair"][..],
-    ] {
+    let doctor = |args: &[&str]| -> serde_json::Value {
         let out = on(dir.path()).args(args).output().unwrap();
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let problem = &report["problems"][0];
-        assert_eq!(problem["kind"], "corrupt", "{report}");
-        let detail = problem["detail"].as_str().unwrap_or_default();
-        assert!(
-            detail.contains(&format!("line {line}")),
-            "{args:?}: {report}"
-        );
-        assert_eq!(
-            std::fs::read(&log).unwrap(),
-            bytes,
-            "{args:?}: nothing deleted"
-        );
-    }
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let report = doctor(&["doctor", "--json"]);
+    let problem = &report["problems"][0];
+    assert_eq!(problem["kind"], "corrupt", "{report}");
+    let detail = problem["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains(&format!("line {line}")), "{report}");
+    assert_eq!(
+        std::fs::read(&log).unwrap(),
+        bytes,
+        "a check changes nothing"
+    );
+
+    let report = doctor(&["doctor", "--json", "--repair"]);
+    let problem = &report["problems"][0];
+    assert_eq!(problem["kind"], "quarantined lines", "{report}");
+    assert_eq!(problem["repaired"], true, "{report}");
+    let detail = problem["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains(&format!("line {line}")), "{report}");
+    let quarantine = dir.path().join("agents/user_123/quarantine");
+    let kept: Vec<Vec<u8>> = std::fs::read_dir(&quarantine)
+        .unwrap()
+        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(kept, [bad.to_vec()], "set aside byte for byte");
+    assert_eq!(
+        rows(&json(on(dir.path()).args(["show", "user_123"]))["messages"]).len(),
+        2,
+        "the readable messages are all there"
+    );
+    let report = doctor(&["doctor", "--json"]);
+    assert_eq!(
+        report["problems"][0]["kind"], "quarantined lines",
+        "{report}"
+    );
+    assert_eq!(report["problems"][0]["repaired"], false, "{report}");
 }
 
 #[test]

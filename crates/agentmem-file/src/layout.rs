@@ -25,6 +25,8 @@ pub(crate) const SESSION_LOG: &str = "session.jsonl";
 pub(crate) const MEMORY_MD: &str = "MEMORY.md";
 /// Prefix of session folders being deleted.
 pub(crate) const TRASH_PREFIX: &str = ".trash-";
+/// Folder, in a session's folder, of log lines set aside because they do not parse.
+pub(crate) const QUARANTINE_DIR: &str = "quarantine";
 
 /// The fixed paths of one root.
 #[derive(Debug, Clone)]

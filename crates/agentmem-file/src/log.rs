@@ -92,13 +92,26 @@ pub(crate) struct TornTail {
 }
 
 /// The result of reading lines of a log: the parsed records, how many bytes of the input
-/// were whole records, and the torn last line if there was one.
+/// were whole records, the torn last line if there was one, and (when kept, see
+/// [`scan_lines_keeping_bad`]) the complete lines that did not parse.
 #[derive(Debug)]
 pub(crate) struct Scan<T> {
     pub(crate) records: Vec<T>,
     pub(crate) valid_len: usize,
     pub(crate) lines: u64,
     pub(crate) torn: Option<TornTail>,
+    pub(crate) bad: Vec<BadLine>,
+}
+
+/// A complete line of a log that does not parse: not a crash artefact, kept for people.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BadLine {
+    /// Its 1-based line number.
+    pub(crate) line: u64,
+    /// Why it does not parse.
+    pub(crate) reason: String,
+    /// Its bytes in the input, without the newline.
+    pub(crate) bytes: std::ops::Range<usize>,
 }
 
 /// Parses the lines of `bytes`, whose first line is line number `first_line` of `path`.
@@ -112,8 +125,30 @@ pub(crate) fn scan_lines<T>(
     bytes: &[u8],
     first_line: u64,
     path: &Path,
-    mut parse: impl FnMut(u64, &[u8]) -> std::result::Result<T, String>,
+    parse: impl FnMut(u64, &[u8]) -> std::result::Result<T, String>,
 ) -> Result<Scan<T>> {
+    scan(bytes, first_line, path, parse, false)
+}
+
+/// As [`scan_lines`], but a complete line that does not parse is kept in [`Scan::bad`] (with
+/// its place in `bytes`) instead of failing the scan, so it can be set aside whole.
+pub(crate) fn scan_lines_keeping_bad<T>(
+    bytes: &[u8],
+    first_line: u64,
+    path: &Path,
+    parse: impl FnMut(u64, &[u8]) -> std::result::Result<T, String>,
+) -> Result<Scan<T>> {
+    scan(bytes, first_line, path, parse, true)
+}
+
+fn scan<T>(
+    bytes: &[u8],
+    first_line: u64,
+    path: &Path,
+    mut parse: impl FnMut(u64, &[u8]) -> std::result::Result<T, String>,
+    keep_bad: bool,
+) -> Result<Scan<T>> {
+    let mut bad = Vec::new();
     let mut records = Vec::new();
     let mut offset = 0usize;
     let mut line = first_line;
@@ -130,6 +165,7 @@ pub(crate) fn scan_lines<T>(
                         bytes.len() - offset
                     ),
                 }),
+                bad,
             });
         };
         let end = offset + nl;
@@ -141,8 +177,14 @@ pub(crate) fn scan_lines<T>(
                     valid_len: offset,
                     lines: line - first_line,
                     torn: Some(TornTail { line, reason: why }),
+                    bad,
                 })
             }
+            Err(reason) if keep_bad => bad.push(BadLine {
+                line,
+                reason,
+                bytes: offset..end,
+            }),
             Err(why) => return Err(corrupt_line(path, line, why)),
         }
         offset = end + 1;
@@ -153,6 +195,7 @@ pub(crate) fn scan_lines<T>(
         valid_len: offset,
         lines: line - first_line,
         torn: None,
+        bad,
     })
 }
 

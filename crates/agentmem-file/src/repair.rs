@@ -34,6 +34,10 @@ pub enum RepairKind {
     /// A `MEMORY.md` without `session.jsonl` (written by Swarms): it is imported into a new
     /// `session.jsonl`.
     Imported,
+    /// Complete lines of `session.jsonl` that do not parse (edited, or damaged by something
+    /// other than a crash): set aside byte for byte in the session's `quarantine/` folder,
+    /// never deleted; the session keeps its readable lines.
+    Quarantined,
 }
 
 impl RepairKind {
@@ -47,6 +51,7 @@ impl RepairKind {
             RepairKind::TempFile => "temporary file",
             RepairKind::Trash => "trash",
             RepairKind::Imported => "imported MEMORY.md",
+            RepairKind::Quarantined => "quarantined lines",
         }
     }
 }

@@ -21,10 +21,10 @@ use crate::config::Durability;
 use crate::fsutil::{
     create_dirs, io_error, list_dir, open_append, stat, sync_dir, write_atomic, FileId, TMP_PREFIX,
 };
-use crate::layout::SessionPaths;
+use crate::layout::{SessionPaths, QUARANTINE_DIR};
 use crate::log::{
     encode_append, encode_log, parse_archive_header, parse_entry, parse_session_header, scan_lines,
-    ArchiveHeader, SessionHeader, ARCHIVE_FORMAT, LOG_VERSION,
+    scan_lines_keeping_bad, ArchiveHeader, BadLine, SessionHeader, ARCHIVE_FORMAT, LOG_VERSION,
 };
 use crate::repair::{Findings, RepairKind};
 
@@ -177,11 +177,20 @@ impl SessionCtx<'_> {
         let id = FileId::of(&meta);
         let mut loaded = None;
         let mut changed = false;
-        match slot.open.as_mut() {
-            Some(o) if o.log_id == id && o.log_len == meta.len() => {}
+        let tail_read = match slot.open.as_mut() {
+            Some(o) if o.log_id == id && o.log_len == meta.len() => Some(Ok(())),
             Some(o) if o.log_id == id && o.log_len < meta.len() => {
-                self.read_tail(o, meta.len(), f)?;
                 changed = true;
+                Some(self.read_tail(o, meta.len(), f))
+            }
+            _ => None,
+        };
+        match tail_read {
+            Some(Ok(())) => {}
+            // A whole appended line that does not parse: read the log afresh, which sets it
+            // aside (see `quarantine`).
+            Some(Err(e)) if !(e.kind() == agentmem_core::ErrorKind::CorruptData && f.fix) => {
+                return Err(e)
             }
             _ => {
                 let (o, messages) = self.full_load(f)?;
@@ -201,24 +210,81 @@ impl SessionCtx<'_> {
         })
     }
 
-    /// Reads the whole log, repairs a torn tail, cleans the session folder and its archives.
+    /// Reads the whole log, repairs a torn tail, sets complete lines that do not parse aside
+    /// (see [`quarantine`](Self::quarantine)), cleans the session folder and its archives.
     fn full_load(&self, f: &mut Findings) -> Result<(OpenSession, Vec<Message>)> {
         let p = &self.paths;
-        let log = open_append(&p.log)?;
-        let meta = log
+        let mut log = open_append(&p.log)?;
+        let mut meta = log
             .metadata()
             .map_err(|e| io_error(&p.log, "cannot stat", e))?;
         let bytes = read_range(&log, &p.log, 0, meta.len())?;
-        let (header, messages, scan_valid, lines, torn) = parse_log(&bytes, &p.log)?;
+        let parsed = parse_log(&bytes, &p.log)?;
         let mut log_len = meta.len();
-        if let Some(torn) = torn {
-            log_len = scan_valid as u64;
-            f.torn_tail(self.id(), &p.log, &log, &torn, log_len)?;
+        let mut lines = parsed.lines;
+        if let Some(first) = parsed.bad.first() {
+            if !f.fix {
+                return Err(crate::fsutil::corrupt_line(
+                    &p.log,
+                    first.line,
+                    first.reason.clone(),
+                ));
+            }
+            self.quarantine(&bytes, &parsed, f)?;
+            log = open_append(&p.log)?;
+            meta = log
+                .metadata()
+                .map_err(|e| io_error(&p.log, "cannot stat", e))?;
+            log_len = meta.len();
+            lines = 1 + parsed.messages.len() as u64;
+        } else if let Some(torn) = &parsed.torn {
+            log_len = parsed.valid_len as u64;
+            f.torn_tail(self.id(), &p.log, &log, torn, log_len)?;
         }
         self.clean_folder(f)?;
-        self.scan_archives(header.generation, f)?;
-        let open = OpenSession::new(log, &meta, log_len, lines, header, &messages);
-        Ok((open, messages))
+        self.scan_archives(parsed.header.generation, f)?;
+        let open = OpenSession::new(log, &meta, log_len, lines, parsed.header, &parsed.messages);
+        Ok((open, parsed.messages))
+    }
+
+    /// Sets the complete lines of the log that do not parse aside, byte for byte, in a new file
+    /// of `quarantine/`, then replaces the log by its readable lines (a torn tail goes with
+    /// them: it was never acknowledged). A whole line is not what a crash leaves, so it is
+    /// never deleted: it is kept for people, reported (with its line numbers) as a repair and
+    /// by `doctor`, and the session stays readable.
+    fn quarantine(&self, bytes: &[u8], parsed: &ParsedLog, f: &mut Findings) -> Result<()> {
+        let p = &self.paths;
+        let dir = p.dir.join(QUARANTINE_DIR);
+        create_dirs(&dir)?;
+        let file = dir.join(format!(
+            "session-{}-{}.jsonl",
+            now().format("%Y%m%dT%H%M%S%.6fZ"),
+            &agentmem_core::new_id()[..8]
+        ));
+        let mut kept = Vec::new();
+        for bad in &parsed.bad {
+            kept.extend_from_slice(&bytes[bad.bytes.clone()]);
+            kept.push(b'\n');
+        }
+        write_atomic(&dir, &file, &kept)?;
+        write_atomic(
+            &p.dir,
+            &p.log,
+            &encode_log(&parsed.header, &parsed.messages)?,
+        )?;
+        let numbers: Vec<String> = parsed.bad.iter().map(|b| b.line.to_string()).collect();
+        f.add(
+            RepairKind::Quarantined,
+            self.id(),
+            p.log.clone(),
+            format!(
+                "line {} does not parse ({}); set aside in {}, the session keeps its readable lines",
+                numbers.join(", line "),
+                parsed.bad[0].reason,
+                file.display()
+            ),
+        );
+        Ok(())
     }
 
     /// Reads what another process appended since this one last looked.
@@ -340,11 +406,18 @@ impl SessionCtx<'_> {
     pub(crate) fn read_all(&self, o: &OpenSession) -> Result<Vec<Message>> {
         let p = &self.paths;
         let bytes = read_range(&o.log, &p.log, 0, o.log_len)?;
-        let (_, messages, _, _, torn) = parse_log(&bytes, &p.log)?;
-        if let Some(torn) = torn {
+        let parsed = parse_log(&bytes, &p.log)?;
+        if let Some(bad) = parsed.bad.first() {
+            return Err(crate::fsutil::corrupt_line(
+                &p.log,
+                bad.line,
+                bad.reason.clone(),
+            ));
+        }
+        if let Some(torn) = parsed.torn {
             return Err(crate::fsutil::corrupt_line(&p.log, torn.line, torn.reason));
         }
-        Ok(messages)
+        Ok(parsed.messages)
     }
 
     /// The messages of the session after `sync`: `None` when it does not exist.
@@ -837,19 +910,23 @@ fn note_messages(o: &mut OpenSession, messages: &[Message]) {
     }
 }
 
-/// Parses a whole session log: header, messages, whole-record length, line count, torn tail.
-#[allow(clippy::type_complexity)]
-fn parse_log(
-    bytes: &[u8],
-    path: &Path,
-) -> Result<(
-    SessionHeader,
-    Vec<Message>,
-    usize,
-    u64,
-    Option<crate::log::TornTail>,
-)> {
-    let scan = scan_lines(bytes, 1, path, |line, bytes| {
+/// A whole session log, parsed.
+struct ParsedLog {
+    header: SessionHeader,
+    messages: Vec<Message>,
+    /// Bytes of whole lines (the torn tail, if any, starts there).
+    valid_len: usize,
+    /// Whole lines, header included.
+    lines: u64,
+    torn: Option<crate::log::TornTail>,
+    /// Complete lines that do not parse (never the header: a log without a readable header is
+    /// an error).
+    bad: Vec<BadLine>,
+}
+
+/// Parses a whole session log, keeping the complete lines that do not parse aside.
+fn parse_log(bytes: &[u8], path: &Path) -> Result<ParsedLog> {
+    let scan = scan_lines_keeping_bad(bytes, 1, path, |line, bytes| {
         if line == 1 {
             parse_session_header(bytes).map(LogLine::Header)
         } else {
@@ -857,8 +934,15 @@ fn parse_log(
         }
     })?;
     let mut records = scan.records.into_iter();
-    let header = match records.next() {
-        Some(LogLine::Header(h)) => h,
+    let header = match (records.next(), scan.bad.first()) {
+        (Some(LogLine::Header(h)), _) => h,
+        (_, Some(bad)) if bad.line == 1 => {
+            return Err(crate::fsutil::corrupt_line(
+                path,
+                1,
+                format!("no session header: {}", bad.reason),
+            ));
+        }
         _ => {
             // The log is created whole by a rename, so a missing header is not a crash artefact.
             let why = scan
@@ -877,7 +961,14 @@ fn parse_log(
             messages.extend(batch);
         }
     }
-    Ok((header, messages, scan.valid_len, scan.lines, scan.torn))
+    Ok(ParsedLog {
+        header,
+        messages,
+        valid_len: scan.valid_len,
+        lines: scan.lines,
+        torn: scan.torn,
+        bad: scan.bad,
+    })
 }
 
 fn read_archive_header(path: &Path) -> Result<ArchiveHeader> {

@@ -155,55 +155,80 @@ async fn a_zero_filled_last_line_is_a_torn_tail() {
     assert_eq!(std::fs::read(&log_path).expect("read").len(), good_len);
 }
 
+/// The files of the session folder's `quarantine/`, with their bytes.
+fn quarantined(root: &Path, name: &str) -> Vec<Vec<u8>> {
+    let dir = root.join("agents").join(name).join("quarantine");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    entries
+        .map(|e| std::fs::read(e.expect("entry").path()).expect("read"))
+        .collect()
+}
+
 #[tokio::test]
-async fn a_complete_last_line_that_does_not_parse_is_never_deleted() {
+async fn a_complete_last_line_that_does_not_parse_is_set_aside_never_deleted() {
     let dir = tempfile::tempdir().expect("temp dir");
     let id = sid("whole_bad_tail");
     // A whole line (newline-terminated) that no reader accepts: not what a crash leaves.
     let bad = b"[{\"id\":\"x\", \"role\": \"\"}]\n";
     let (log_path, bytes, _) = session_with_tail(dir.path(), "whole_bad_tail", bad).await;
     let bad_line = bytes.iter().filter(|&&b| b == b'\n').count();
-    for store in [open(dir.path()).await, open(dir.path()).await] {
-        let err = store.load(&id, None).await.expect_err("corrupt, not torn");
-        assert_eq!(err.kind(), ErrorKind::CorruptData);
-        let named = format!("session.jsonl line {bad_line}:");
-        assert!(err.to_string().contains(&named), "{err}");
-        assert!(store.repairs().is_empty(), "{:?}", store.repairs());
-        assert_eq!(
-            std::fs::read(&log_path).expect("read"),
-            bytes,
-            "nothing truncated"
-        );
-    }
+    // Checking alone changes nothing and names the line.
+    let store = open(dir.path()).await;
+    let err = store
+        .check(&id, false)
+        .await
+        .expect_err("corrupt, not torn");
+    assert_eq!(err.kind(), ErrorKind::CorruptData);
+    assert!(
+        err.to_string()
+            .contains(&format!("session.jsonl line {bad_line}:")),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&log_path).expect("read"), bytes);
+    // Reading sets the line aside, byte for byte, and keeps the session readable.
+    assert_eq!(store.messages(&id).await.expect("load"), three());
+    assert_eq!(kinds(&store), [RepairKind::Quarantined]);
+    let detail = &store.repairs()[0].detail;
+    assert!(detail.contains(&format!("line {bad_line}")), "{detail}");
+    assert_eq!(quarantined(dir.path(), "whole_bad_tail"), [bad.to_vec()]);
+    let other = open(dir.path()).await;
+    assert_eq!(other.messages(&id).await.expect("load"), three());
+    assert!(other.repairs().is_empty(), "{:?}", other.repairs());
 }
 
 #[tokio::test]
-async fn a_malformed_line_in_the_middle_is_corrupt_data_naming_file_and_line() {
+async fn a_malformed_line_in_the_middle_is_named_and_set_aside() {
     let dir = tempfile::tempdir().expect("temp dir");
     let id = sid("corrupt");
     let log_path = dir.path().join("agents/corrupt/session.jsonl");
     write_and_close(dir.path(), &id, one_by_one(three())).await;
     let text = std::fs::read_to_string(&log_path).expect("read");
     let mut lines: Vec<&str> = text.lines().collect();
-    lines[2] = "{\"id\": \"half a message";
+    let broken = "{\"id\": \"half a message";
+    lines[2] = broken;
     std::fs::write(&log_path, lines.join("\n") + "\n").expect("write");
     let store = open(dir.path()).await;
-    let err = store.load(&id, None).await.expect_err("corrupt");
+    let err = store.check(&id, false).await.expect_err("check reports it");
     assert_eq!(err.kind(), ErrorKind::CorruptData);
     assert!(err.to_string().contains("session.jsonl line 3"), "{err}");
-    // Nothing was dropped or truncated.
     assert_eq!(
         std::fs::read_to_string(&log_path)
             .expect("read")
             .lines()
             .count(),
-        4
+        4,
+        "a check drops nothing"
     );
-    let err = store
-        .check(&id, false)
-        .await
-        .expect_err("check reports it too");
-    assert_eq!(err.kind(), ErrorKind::CorruptData);
+    // The other messages stay readable; the broken line is kept aside, not dropped.
+    let kept = store.messages(&id).await.expect("load");
+    assert_eq!(kept, [three()[0].clone(), three()[2].clone()]);
+    assert_eq!(
+        quarantined(dir.path(), "corrupt"),
+        [format!("{broken}\n").into_bytes()]
+    );
+    assert_eq!(kinds(&store), [RepairKind::Quarantined]);
 }
 
 #[tokio::test]

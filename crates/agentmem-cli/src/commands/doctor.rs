@@ -292,6 +292,31 @@ fn check_memory_log(path: &Path) -> Result<Option<Problem>> {
     Ok(None)
 }
 
+/// Lines set aside earlier in the session's `quarantine/` (see the file backend): a problem
+/// each file, until a person has looked at them and removed them.
+fn quarantined_files(id: &SessionId, session_dir: &Path) -> Result<Vec<Problem>> {
+    let dir = session_dir.join("quarantine");
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_error(&dir, "list", e)),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| io_error(&dir, "list", e))?.path();
+        found.push(Problem {
+            kind: "quarantined lines".into(),
+            session: Some(id.to_string()),
+            path: Some(path.display().to_string()),
+            detail: "log lines that did not parse, set aside: look at them, then remove the file"
+                .into(),
+            repaired: false,
+        });
+    }
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(found)
+}
+
 /// Copies the file or folder `from` to `to` (which must not exist), for a backup. Symbolic
 /// links are not followed, and not copied: a backup of the store holds the store's own files,
 /// never what a link planted in it points to. Copies are created exclusively, owner-only.
@@ -339,8 +364,27 @@ async fn file_doctor(
     let mut problems: Vec<Problem> = store.repairs().into_iter().map(Problem::found).collect();
 
     for id in session_folders(&root)? {
+        let session_dir = root.join("agents").join(id.as_str());
+        problems.extend(quarantined_files(&id, &session_dir)?);
         let findings = match store.check(&id, false).await {
             Ok(f) => f,
+            // A whole line that does not parse: with --repair it is set aside (after a backup).
+            Err(e) if e.kind() == ErrorKind::CorruptData && repair => {
+                copy_recursive(&session_dir, &backup.join("agents").join(id.as_str()))?;
+                backup_used = true;
+                match store.check(&id, true).await {
+                    Ok(fixed) => {
+                        problems.extend(fixed.into_iter().map(Problem::found));
+                        count_session(&store, &id, &mut counts, &mut problems).await?;
+                    }
+                    Err(e) if e.kind() == ErrorKind::CorruptData => {
+                        problems.push(Problem::corrupt(Some(&id), &e));
+                        counts.unchecked_sessions += 1;
+                    }
+                    Err(e) => return Err(e),
+                }
+                continue;
+            }
             Err(e) if e.kind() == ErrorKind::CorruptData => {
                 problems.push(Problem::corrupt(Some(&id), &e));
                 counts.unchecked_sessions += 1;
