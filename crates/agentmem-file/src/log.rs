@@ -93,7 +93,7 @@ pub(crate) struct TornTail {
 
 /// The result of reading lines of a log: the parsed records, how many bytes of the input
 /// were whole records, the torn last line if there was one, and (when kept, see
-/// [`scan_lines_keeping_bad`]) the complete lines that did not parse.
+/// `keep_bad` of [`scan_lines`]) the complete lines that did not parse.
 #[derive(Debug)]
 pub(crate) struct Scan<T> {
     pub(crate) records: Vec<T>,
@@ -120,33 +120,15 @@ pub(crate) struct BadLine {
 /// without a newline, or a last line of nothing but NUL bytes (a hole the file system filled
 /// with zeros), becomes [`Scan::torn`]. A complete line that does not parse, last or not, is
 /// `CorruptData` naming the file and line: an append writes its newline last, so a whole line
-/// is not a crash artefact, and dropping it could lose an acknowledged message.
+/// is not a crash artefact, and dropping it could lose an acknowledged message. With
+/// `keep_bad`, such lines are kept in [`Scan::bad`] (with their place in `bytes`) instead of
+/// failing the scan, so they can be set aside whole.
 pub(crate) fn scan_lines<T>(
     bytes: &[u8],
     first_line: u64,
     path: &Path,
-    parse: impl FnMut(u64, &[u8]) -> std::result::Result<T, String>,
-) -> Result<Scan<T>> {
-    scan(bytes, first_line, path, parse, false)
-}
-
-/// As [`scan_lines`], but a complete line that does not parse is kept in [`Scan::bad`] (with
-/// its place in `bytes`) instead of failing the scan, so it can be set aside whole.
-pub(crate) fn scan_lines_keeping_bad<T>(
-    bytes: &[u8],
-    first_line: u64,
-    path: &Path,
-    parse: impl FnMut(u64, &[u8]) -> std::result::Result<T, String>,
-) -> Result<Scan<T>> {
-    scan(bytes, first_line, path, parse, true)
-}
-
-fn scan<T>(
-    bytes: &[u8],
-    first_line: u64,
-    path: &Path,
-    mut parse: impl FnMut(u64, &[u8]) -> std::result::Result<T, String>,
     keep_bad: bool,
+    mut parse: impl FnMut(u64, &[u8]) -> std::result::Result<T, String>,
 ) -> Result<Scan<T>> {
     let mut bad = Vec::new();
     let mut records = Vec::new();
@@ -290,22 +272,26 @@ mod tests {
     #[test]
     fn torn_tails_and_corrupt_middles() {
         let p = Path::new("x.jsonl");
-        let s = scan_lines(b"1\n2\n", 1, p, parse_num).unwrap();
+        let s = scan_lines(b"1\n2\n", 1, p, false, parse_num).unwrap();
         assert_eq!((s.records, s.valid_len, s.torn), (vec![1, 2], 4, None));
-        let s = scan_lines(b"1\n2\n3", 1, p, parse_num).unwrap();
+        let s = scan_lines(b"1\n2\n3", 1, p, false, parse_num).unwrap();
         assert_eq!(s.records, vec![1, 2]);
         assert_eq!(s.valid_len, 4);
         assert_eq!(s.torn.unwrap().line, 3);
-        let s = scan_lines(b"1\n2\n\0\0\0\n", 5, p, parse_num).unwrap();
+        let s = scan_lines(b"1\n2\n\0\0\0\n", 5, p, false, parse_num).unwrap();
         assert_eq!(s.valid_len, 4);
         assert_eq!(s.torn.unwrap().line, 7);
         // A whole last line that does not parse is not torn: it is reported, never dropped.
-        let e = scan_lines(b"1\n2\nx\n", 5, p, parse_num).unwrap_err();
+        let e = scan_lines(b"1\n2\nx\n", 5, p, false, parse_num).unwrap_err();
         assert_eq!(e.kind(), agentmem_core::ErrorKind::CorruptData);
         assert!(e.to_string().contains("x.jsonl line 7"), "{e}");
-        let e = scan_lines(b"1\nx\n3\n", 1, p, parse_num).unwrap_err();
+        let e = scan_lines(b"1\nx\n3\n", 1, p, false, parse_num).unwrap_err();
         assert_eq!(e.kind(), agentmem_core::ErrorKind::CorruptData);
         assert!(e.to_string().contains("x.jsonl line 2"), "{e}");
+        // Kept aside instead when asked: the records around it and its place.
+        let s = scan_lines(b"1\nx\n3\n", 1, p, true, parse_num).unwrap();
+        assert_eq!((s.records, s.valid_len, s.torn), (vec![1, 3], 6, None));
+        assert_eq!((s.bad[0].line, s.bad[0].bytes.clone()), (2, 2..3));
     }
 
     #[test]

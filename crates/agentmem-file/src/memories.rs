@@ -154,7 +154,7 @@ impl MemoryCtx<'_> {
         ];
         file.read_exact_at(&mut bytes, start)
             .map_err(|e| io_error(path, "cannot read", e))?;
-        let scan = scan_lines(&bytes, slot.lines + 1, path, parse_record)?;
+        let scan = scan_lines(&bytes, slot.lines + 1, path, false, parse_record)?;
         let valid = start + scan.valid_len as u64;
         if let Some(torn) = &scan.torn {
             f.torn_tail(None, path, file, torn, valid)?;

@@ -24,7 +24,7 @@ use crate::fsutil::{
 use crate::layout::{SessionPaths, QUARANTINE_DIR};
 use crate::log::{
     encode_append, encode_log, parse_archive_header, parse_entry, parse_session_header, scan_lines,
-    scan_lines_keeping_bad, ArchiveHeader, BadLine, SessionHeader, ARCHIVE_FORMAT, LOG_VERSION,
+    ArchiveHeader, BadLine, SessionHeader, ARCHIVE_FORMAT, LOG_VERSION,
 };
 use crate::repair::{Findings, RepairKind};
 
@@ -291,7 +291,9 @@ impl SessionCtx<'_> {
     fn read_tail(&self, o: &mut OpenSession, len: u64, f: &mut Findings) -> Result<()> {
         let p = &self.paths;
         let bytes = read_range(&o.log, &p.log, o.log_len, len)?;
-        let scan = scan_lines(&bytes, o.lines + 1, &p.log, |_, line| parse_entry(line))?;
+        let scan = scan_lines(&bytes, o.lines + 1, &p.log, false, |_, line| {
+            parse_entry(line)
+        })?;
         let new_len = o.log_len + scan.valid_len as u64;
         if let Some(torn) = &scan.torn {
             f.torn_tail(self.id(), &p.log, &o.log, torn, new_len)?;
@@ -585,7 +587,7 @@ impl SessionCtx<'_> {
     fn read_archive_file(&self, path: &Path, stem: &str) -> Result<Archive> {
         let bytes = std::fs::read(path).map_err(|e| io_error(path, "cannot read", e))?;
         let mut header = None;
-        let scan = scan_lines(&bytes, 1, path, |line, bytes| {
+        let scan = scan_lines(&bytes, 1, path, false, |line, bytes| {
             if line == 1 {
                 header = Some(parse_archive_header(bytes)?);
                 Ok(Vec::new())
@@ -926,7 +928,7 @@ struct ParsedLog {
 
 /// Parses a whole session log, keeping the complete lines that do not parse aside.
 fn parse_log(bytes: &[u8], path: &Path) -> Result<ParsedLog> {
-    let scan = scan_lines_keeping_bad(bytes, 1, path, |line, bytes| {
+    let scan = scan_lines(bytes, 1, path, true, |line, bytes| {
         if line == 1 {
             parse_session_header(bytes).map(LogLine::Header)
         } else {

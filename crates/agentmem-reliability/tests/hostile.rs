@@ -569,8 +569,9 @@ fn refused_naming<T: std::fmt::Debug>(read: agentmem_core::Result<T>, file: &str
     assert!(err.to_string().contains(file), "names the file: {err}");
 }
 
-/// Invalid UTF-8 in the file backend's files: `CorruptData` naming the file, nothing
-/// dropped or rewritten.
+/// Invalid UTF-8 in the file backend's files: nothing dropped. A whole line of
+/// `session.jsonl` is set aside byte for byte in `quarantine/` (the session keeps its other
+/// lines); `MEMORY.md` and `memories.jsonl` are `CorruptData` naming the file, not rewritten.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_invalid_utf8_on_disk_is_corrupt_data_naming_the_file() {
     use agentmem::file::FileStore;
@@ -591,8 +592,27 @@ async fn file_invalid_utf8_on_disk_is_corrupt_data_naming_the_file() {
     bad[pos + 1] = 0xfe;
     std::fs::write(&log, &bad).unwrap();
     let store = FileStore::connect(&url).await.unwrap();
-    refused_naming(store.load(&id, None).await, "session.jsonl");
-    assert_eq!(std::fs::read(&log).unwrap(), bad, "nothing rewritten");
+    let err = store.check(&id, false).await.expect_err("a check names it");
+    assert!(err.to_string().contains("session.jsonl line 2"), "{err}");
+    assert_eq!(
+        std::fs::read(&log).unwrap(),
+        bad,
+        "a check rewrites nothing"
+    );
+    let kept = store.load(&id, None).await.unwrap().unwrap().messages;
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].content, "two");
+    let line_start = bad[..pos].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    let line_end = pos + bad[pos..].iter().position(|&b| b == b'\n').unwrap() + 1;
+    let quarantined: Vec<Vec<u8>> = std::fs::read_dir(dir.path().join("agents/utf8/quarantine"))
+        .unwrap()
+        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(
+        quarantined,
+        [bad[line_start..line_end].to_vec()],
+        "set aside byte for byte"
+    );
 
     // A Swarms MEMORY.md (no session.jsonl) with invalid UTF-8.
     let swarms: SessionId = "swarms".parse().unwrap();
@@ -621,7 +641,7 @@ async fn file_invalid_utf8_on_disk_is_corrupt_data_naming_the_file() {
         store.list_memories(&MemoryFilter::default()).await,
         "memories.jsonl",
     );
-    println!("hostile: file: invalid UTF-8 in session.jsonl, MEMORY.md and memories.jsonl: 3 of 3 refused as corrupt data naming the file, nothing rewritten");
+    println!("hostile: file: invalid UTF-8 in session.jsonl (set aside in quarantine/), MEMORY.md and memories.jsonl (refused as corrupt data naming the file): nothing dropped");
 }
 
 /// Invalid UTF-8 written into SQLite's text columns behind the store's back: a typed error.

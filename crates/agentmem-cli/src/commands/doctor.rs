@@ -226,17 +226,21 @@ async fn generic_doctor(url: &str, store: Arc<dyn AgentMemory>) -> Result<Doctor
     })
 }
 
+/// The entries of folder `dir`; none when it does not exist.
+fn entries_of(dir: &Path) -> Result<Vec<std::fs::DirEntry>> {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(|e| io_error(dir, "list", e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(io_error(dir, "list", e)),
+    }
+}
+
 /// The session folders under `<root>/agents`, without touching them through the backend.
 fn session_folders(root: &Path) -> Result<Vec<SessionId>> {
-    let agents = root.join("agents");
-    let entries = match std::fs::read_dir(&agents) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_error(&agents, "list", e)),
-    };
     let mut ids = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| io_error(&agents, "list", e))?;
+    for entry in entries_of(&root.join("agents"))? {
         if entry.file_type().is_ok_and(|t| t.is_dir()) {
             if let Some(id) = entry
                 .file_name()
@@ -295,15 +299,9 @@ fn check_memory_log(path: &Path) -> Result<Option<Problem>> {
 /// Lines set aside earlier in the session's `quarantine/` (see the file backend): a problem
 /// each file, until a person has looked at them and removed them.
 fn quarantined_files(id: &SessionId, session_dir: &Path) -> Result<Vec<Problem>> {
-    let dir = session_dir.join("quarantine");
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_error(&dir, "list", e)),
-    };
     let mut found = Vec::new();
-    for entry in entries {
-        let path = entry.map_err(|e| io_error(&dir, "list", e))?.path();
+    for entry in entries_of(&session_dir.join("quarantine"))? {
+        let path = entry.path();
         found.push(Problem {
             kind: "quarantined lines".into(),
             session: Some(id.to_string()),
