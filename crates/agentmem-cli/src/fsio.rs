@@ -5,7 +5,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use agentmem_core::{Error, Result};
-use agentmem_formats::create_private_dir;
+use agentmem_formats::{create_private_dir, sync_parent_folder};
 use tempfile::NamedTempFile;
 
 /// An I/O error on `path` as an agentmem error of the matching kind: "cannot `verb` `path`".
@@ -50,7 +50,7 @@ impl AtomicFile {
             .map_err(|e| io_error(&path, "write", e))?;
         tmp.persist(&path)
             .map_err(|e| io_error(&path, "write", e.error))?;
-        sync_folder(&path).map_err(|e| io_error(&path, "sync the folder of", e))
+        sync_parent_folder(&path).map_err(|e| io_error(&path, "sync the folder of", e))
     }
 }
 
@@ -70,19 +70,4 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     file.write_all(bytes)
         .map_err(|e| io_error(path, "write", e))?;
     file.commit()
-}
-
-/// Syncs the folder holding `path`, so a rename into it survives a crash (a no-op off Unix).
-fn sync_folder(path: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        let folder = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        std::fs::File::open(folder)?.sync_all()?;
-    }
-    #[cfg(not(unix))]
-    let _ = path;
-    Ok(())
 }

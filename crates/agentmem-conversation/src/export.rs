@@ -281,29 +281,16 @@ async fn write_atomically(path: &Path, text: String) -> Result<()> {
         file.write_all(text.as_bytes()).await?;
         file.sync_all().await?;
         tokio::fs::rename(&tmp, path).await?;
-        sync_folder(path).await
+        let target = path.to_path_buf();
+        tokio::task::spawn_blocking(move || agentmem_formats::sync_parent_folder(&target))
+            .await
+            .map_err(std::io::Error::other)?
     };
     if let Err(e) = write.await {
         // Best effort: the temporary file is garbage whatever happened.
         let _ = tokio::fs::remove_file(&tmp).await;
         return Err(context(e, "write it"));
     }
-    Ok(())
-}
-
-/// Syncs the folder holding `path`, so a rename into it is durable (a no-op off Unix, where
-/// folders cannot be opened for syncing).
-async fn sync_folder(path: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        let folder = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        tokio::fs::File::open(folder).await?.sync_all().await?;
-    }
-    #[cfg(not(unix))]
-    let _ = path;
     Ok(())
 }
 

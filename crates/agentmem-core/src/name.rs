@@ -245,7 +245,9 @@ validated_name!(
     validate_id
 );
 
-macro_rules! random_id {
+/// What message and memory ids have beyond the validated-name basics: fresh and derived ids,
+/// and reading as the opaque strings they are.
+macro_rules! opaque_id {
     ($($name:ident),*) => {$(
         impl $name {
             /// A new random id (32 lowercase hex digits).
@@ -253,27 +255,18 @@ macro_rules! random_id {
                 Self(uuid::Uuid::new_v4().simple().to_string())
             }
 
-            /// An id derived from `digest` (a hash of what the id stands for), as lowercase hex
-            /// of its first 64 bytes: the same digest always gives the same id.
-            pub fn from_digest(digest: &[u8]) -> Self {
+            /// An id derived from `digest` (the first 16 bytes of a hash of what the id stands
+            /// for), as 32 lowercase hex digits: the same digest always gives the same id.
+            pub fn from_digest(digest: &[u8; 16]) -> Self {
                 use std::fmt::Write;
-                let mut hex = String::with_capacity(digest.len().min(64) * 2);
-                for byte in digest.iter().take(64) {
+                let mut hex = String::with_capacity(32);
+                for byte in digest {
                     let _ = write!(hex, "{byte:02x}");
-                }
-                if hex.is_empty() {
-                    return Self::random();
                 }
                 Self(hex)
             }
         }
-    )*};
-}
 
-random_id!(MessageId, MemoryId);
-
-macro_rules! id_as_str {
-    ($($name:ident),*) => {$(
         /// Ids are opaque strings to every reader, so an id reads as one.
         impl std::ops::Deref for $name {
             type Target = str;
@@ -290,7 +283,7 @@ macro_rules! id_as_str {
     )*};
 }
 
-id_as_str!(MessageId, MemoryId);
+opaque_id!(MessageId, MemoryId);
 
 impl From<AgentName> for SessionId {
     /// Swarms keys an agent's memory by its name, so an agent name is a valid session id.

@@ -370,7 +370,10 @@ pub(crate) fn derived_id(parts: &[&str]) -> MessageId {
         }
         hasher.update(part.as_bytes());
     }
-    MessageId::from_digest(&hasher.finalize()[..16])
+    let digest = hasher.finalize();
+    let mut first = [0u8; 16];
+    first.copy_from_slice(&digest[..16]);
+    MessageId::from_digest(&first)
 }
 
 /// What a one-document parser made of `source`: its error as corrupt data named by `source`,

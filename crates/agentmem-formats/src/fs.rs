@@ -64,6 +64,22 @@ pub fn create_dir_all(dir: &Path) -> Result<()> {
         .map_err(|e| io_error(dir, "create the folder", e))
 }
 
+/// Syncs the folder holding `path`, so a file created or renamed into it survives a crash (a
+/// no-op off Unix, where folders cannot be opened for syncing).
+pub fn sync_parent_folder(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        let folder = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        std::fs::File::open(folder)?.sync_all()?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
 /// Writes `bytes` to `path` through a temporary file in the same folder and a rename, so a
 /// reader (or a crash) never sees half a file. The file is readable by its owner only.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {

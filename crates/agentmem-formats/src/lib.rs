@@ -26,7 +26,7 @@ pub mod swarms;
 pub mod time;
 pub mod yaml;
 
-pub use fs::create_dir_all as create_private_dir;
+pub use fs::{create_dir_all as create_private_dir, sync_parent_folder};
 
 pub use document::{
     canonical_map, canonical_session, canonicalize, ArchiveExport, ExportDocument, Format,

@@ -5,7 +5,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use agentmem_core::support::percent_decode;
-use agentmem_core::{Error, Result};
+use agentmem_core::{redact_url, Error, Result};
 use mongodb::options::ClientOptions;
 
 /// The database used when the URL names none.
@@ -54,7 +54,7 @@ impl MongoConfig {
         let scheme_end = url.find("://").ok_or_else(|| {
             Error::invalid_input(format!(
                 "MongoDB URL {:?} has no scheme; expected mongodb://host:27017/database",
-                redact(url)
+                redact_url(url)
             ))
         })?;
         match &url[..scheme_end] {
@@ -76,7 +76,7 @@ impl MongoConfig {
         if rest[after_auth..authority_end].is_empty() {
             return Err(Error::invalid_input(format!(
                 "MongoDB URL {:?} names no host",
-                redact(url)
+                redact_url(url)
             )));
         }
         let tail = &rest[authority_end..];
@@ -118,7 +118,7 @@ impl MongoConfig {
 
     /// The URL with any password replaced by `***`, for messages and logs.
     pub fn redacted_url(&self) -> String {
-        redact(&self.url)
+        redact_url(&self.url)
     }
 
     /// The driver's options for this URL, with agentmem's shorter defaults for server
@@ -185,11 +185,6 @@ fn authority_end(rest: &str) -> usize {
         .map_or(before_query, |slash| host_start + slash)
 }
 
-/// `url` with the password replaced by `***` (core's redaction, which knows multi-host URLs).
-pub(crate) fn redact(url: &str) -> String {
-    agentmem_core::redact_url(url)
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -254,8 +249,8 @@ mod tests {
         assert!(!shown.contains("w0rd"), "{shown}");
         assert!(shown.contains("app:***@db.example:27017/mem"), "{shown}");
         assert_eq!(c.database(), "mem");
-        assert_eq!(redact("mongodb://h:1/x"), "mongodb://h:1/x");
-        assert_eq!(redact("mongodb://user@h/x"), "mongodb://user@h/x");
+        assert_eq!(redact_url("mongodb://h:1/x"), "mongodb://h:1/x");
+        assert_eq!(redact_url("mongodb://user@h/x"), "mongodb://user@h/x");
         let err = MongoConfig::new("mongodb://app:secret@h/a.b").unwrap_err();
         assert!(!err.to_string().contains("secret"), "{err}");
     }

@@ -22,8 +22,6 @@ use tokio_postgres::Row;
 use crate::codec::{get, message_from_row};
 use crate::memories::memory_from_row;
 
-/// PostgreSQL rejects lexemes longer than this (bytes); `index_words` leaves them out.
-const MAX_LEXEME_BYTES: usize = agentmem_core::search::MAX_WORD_BYTES;
 /// PostgreSQL keeps at most this many positions per lexeme.
 const MAX_POSITIONS: usize = 256;
 /// Positions above this are stored as this.
@@ -42,7 +40,6 @@ pub(crate) fn tsvector_literal(text: &str) -> String {
     let mut pairs: Vec<(&str, usize)> = words
         .iter()
         .enumerate()
-        .filter(|(_, w)| w.len() <= MAX_LEXEME_BYTES)
         .map(|(i, w)| (w.as_str(), (i + 1).min(MAX_POSITION)))
         .collect();
     pairs.sort_unstable();

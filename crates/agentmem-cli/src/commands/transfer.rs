@@ -270,13 +270,14 @@ struct ImportSummary {
     memories_written: u64,
 }
 
-/// What importing `item` into `store` would do: `Ok(true)` to write it, `Ok(false)` when the
-/// store holds it already (same id, same content), and `Conflict` when the store holds
-/// something else under its id, or another item under its kind and key (which the import
-/// would replace). The same policy as for sessions: an import adds, never overwrites.
-async fn memory_import_plan(store: &Arc<dyn AgentMemory>, item: &MemoryItem) -> Result<bool> {
-    if let Some(existing) = store.get_memory(&item.id).await? {
-        if existing == *item {
+/// What importing `item` would do to a store holding `stored`: `Ok(true)` to write it,
+/// `Ok(false)` when the store holds it already (same id, same content), and `Conflict` when
+/// the store holds something else under its id, or another item under its kind and key
+/// (which the import would replace). The same policy as for sessions: an import adds, never
+/// overwrites.
+fn memory_import_plan(stored: &[MemoryItem], item: &MemoryItem) -> Result<bool> {
+    if let Some(existing) = stored.iter().find(|m| m.id == item.id) {
+        if existing == item {
             return Ok(false);
         }
         return Err(Error::conflict(format!(
@@ -285,8 +286,10 @@ async fn memory_import_plan(store: &Arc<dyn AgentMemory>, item: &MemoryItem) -> 
         )));
     }
     if let Some(key) = &item.key {
-        let same_kind = store.list_memories(&MemoryFilter::kind(item.kind)).await?;
-        if let Some(other) = same_kind.iter().find(|m| m.key.as_ref() == Some(key)) {
+        let same_key = stored
+            .iter()
+            .find(|m| m.kind == item.kind && m.key.as_ref() == Some(key));
+        if let Some(other) = same_key {
             return Err(Error::conflict(format!(
                 "memory item `{}` would replace `{}`, stored under the same kind and key `{key}`; \
                  nothing was imported",
@@ -318,9 +321,15 @@ pub async fn import(
     for s in &doc.sessions {
         sync_session(store.as_ref(), s, plan).await?;
     }
+    // One listing of the store's items answers every item's check.
+    let stored = if doc.memories.is_empty() {
+        Vec::new()
+    } else {
+        store.list_memories(&MemoryFilter::default()).await?
+    };
     let mut new_items = Vec::new();
     for item in &doc.memories {
-        if memory_import_plan(store, item).await? {
+        if memory_import_plan(&stored, item)? {
             new_items.push(item);
         }
     }
