@@ -27,6 +27,8 @@ async fn run_agent(url: &str, question: &str, answer: &str) -> agentmem::Result<
         .unwrap_or_default();
     let workspace = agent.workspace().map(|w| w.to_string()).unwrap_or_default();
     println!("  workspace {workspace}\n  session   {session}");
+    // Facts and notes are kept to this agent in this workspace, like its history.
+    println!("  memories  {}", agent.memory_scope());
 
     let turn = vec![Message::user(question)];
     let context = agent.context_for_turn(&turn).await?;

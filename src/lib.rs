@@ -98,9 +98,9 @@ pub use agentmem_core::backend::{Backend, BackendConfig, Registry};
 pub use agentmem_core::{
     async_trait, history, layer, now, search, AgentMemory, AgentMemoryExt, AgentName, Archive,
     ArchiveId, ArchiveInfo, Capabilities, ContextStore, Error, ErrorKind, InMemoryStore, Layered,
-    MemoryFilter, MemoryHit, MemoryId, MemoryItem, MemoryKind, MemoryStore, Message, MessageHit,
-    MessageId, MessageQuery, Metadata, Operation, PurgeReport, Result, RetentionPolicy, Role,
-    Session, SessionId, SessionInfo, SessionStore, MAX_METADATA_DEPTH,
+    MemoryFilter, MemoryHit, MemoryId, MemoryItem, MemoryKind, MemoryScope, MemoryStore, Message,
+    MessageHit, MessageId, MessageQuery, Metadata, Operation, PurgeReport, Result, RetentionPolicy,
+    Role, ScopeFilter, Session, SessionId, SessionInfo, SessionStore, MAX_METADATA_DEPTH,
 };
 pub use open::{open, registry};
 

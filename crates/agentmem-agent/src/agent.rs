@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agentmem_core::backend::{Backend, Registry};
 use agentmem_core::{
-    AgentMemory, ContextStore, Error, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message,
-    MessageId, Metadata, Result, Role, SessionId, SessionStore,
+    AgentMemory, ContextStore, Error, MemoryFilter, MemoryItem, MemoryKind, MemoryScope,
+    MemoryStore, Message, MessageId, Metadata, Result, Role, SessionId, SessionStore,
 };
 use agentmem_workspace::{global_sessions_requested, session_id, workspace_id_with, WorkspaceId};
 
@@ -18,6 +18,7 @@ use crate::learning::{
     detect_insights, insight_category, insight_count, insight_id, record, Insight, InsightCategory,
 };
 use crate::protocol::ProtocolOnly;
+use crate::text::stable_hash;
 
 /// How many facts, insights and notes of each kind the memory block shows at most.
 const FACTS_SHOWN: usize = 30;
@@ -65,6 +66,8 @@ pub struct Agent {
     protocol: Option<Arc<dyn ContextStore>>,
     name: Option<String>,
     workspace: Option<WorkspaceId>,
+    /// The scope of the memory items it stores and reads.
+    memory_scope: MemoryScope,
     history_session: Option<SessionId>,
     auto_save_session: Option<SessionId>,
     state: Mutex<State>,
@@ -111,24 +114,25 @@ impl Sessions {
     /// workspace-scoped when `scoped`, else there is none. Blocking: a workspace-scoped history
     /// session reads the file system (git discovery and the root-commit walk).
     fn resolve(config: &AgentConfig, name: Option<&str>, scoped: bool) -> Result<Sessions> {
-        let mut workspace = None;
+        // The workspace scopes the history session and, unless the config gives a scope, the
+        // memory items; an explicit session id scopes neither.
+        let needs_workspace =
+            config.session_id.is_none() && (scoped || config.memory_scope.is_none());
+        let workspace = needs_workspace.then(|| {
+            let global = config
+                .global_sessions
+                .unwrap_or_else(global_sessions_requested);
+            match &config.workspace_dir {
+                Some(dir) => workspace_id_with(dir, global),
+                None => match std::env::current_dir() {
+                    Ok(dir) => workspace_id_with(&dir, global),
+                    Err(_) => WorkspaceId::Global,
+                },
+            }
+        });
         let history = match (&config.session_id, scoped) {
             (Some(id), _) => Some(SessionId::new(id.clone())?),
-            (None, true) => {
-                let global = config
-                    .global_sessions
-                    .unwrap_or_else(global_sessions_requested);
-                let ws = match &config.workspace_dir {
-                    Some(dir) => workspace_id_with(dir, global),
-                    None => match std::env::current_dir() {
-                        Ok(dir) => workspace_id_with(&dir, global),
-                        Err(_) => WorkspaceId::Global,
-                    },
-                };
-                let id = session_id(&ws, name);
-                workspace = Some(ws);
-                Some(id)
-            }
+            (None, true) => workspace.as_ref().map(|ws| session_id(ws, name)),
             (None, false) => None,
         };
         let auto_save = config
@@ -257,12 +261,21 @@ impl Agent {
         name: Option<String>,
         sessions: Sessions,
     ) -> Agent {
+        let memory_scope = config.memory_scope.clone().unwrap_or_else(|| MemoryScope {
+            agent: name.as_deref().map(scope_agent_name),
+            workspace: sessions
+                .workspace
+                .as_ref()
+                .and_then(WorkspaceId::scope_name),
+            owner: config.owner.clone(),
+        });
         Agent {
             config,
             store,
             protocol,
             name,
             workspace: sessions.workspace,
+            memory_scope,
             history_session: sessions.history,
             auto_save_session: sessions.auto_save,
             state: Mutex::new(State::default()),
@@ -344,10 +357,18 @@ impl Agent {
         self.name.as_deref()
     }
 
-    /// The workspace the history session was scoped by (`None` with an explicit session id or
-    /// with history off).
+    /// The workspace the history session and the memory items are scoped by (`None` with an
+    /// explicit session id, or with history off and a memory scope in the config).
     pub fn workspace(&self) -> Option<&WorkspaceId> {
         self.workspace.as_ref()
+    }
+
+    /// The scope of the memory items the agent stores (auto-memory facts, insights, notes) and
+    /// of those its memory block reads (the items visible from it, see [`MemoryScope::sees`]):
+    /// [`AgentConfig::memory_scope`] when set, else the agent's name, its workspace and
+    /// [`AgentConfig::owner`].
+    pub fn memory_scope(&self) -> &MemoryScope {
+        &self.memory_scope
     }
 
     /// The session history is loaded from and kept in (`None` with history off and no
@@ -429,16 +450,18 @@ impl Agent {
     }
 
     /// Stores `text` as a memory item of `kind` ([`MemoryKind::ShortTerm`] for the task at
-    /// hand, [`MemoryKind::LongTerm`] to keep); it appears in later contexts.
+    /// hand, expiring after [`short_term_ttl`](AgentConfig::short_term_ttl);
+    /// [`MemoryKind::LongTerm`] to keep) in the agent's [`memory_scope`](Self::memory_scope);
+    /// it appears in later contexts.
     /// `InvalidInput` when `text` is blank.
     pub async fn store_memory(&self, text: &str, kind: MemoryKind) -> Result<MemoryItem> {
         let text = text.trim();
         if text.is_empty() {
             return Err(Error::invalid_input("a memory needs some text"));
         }
-        let mut item = MemoryItem::new(kind, text);
-        if let Some(name) = &self.name {
-            item = item.with_metadata("agent", name.clone());
+        let mut item = MemoryItem::new(kind, text).in_scope(self.memory_scope.clone());
+        if let (MemoryKind::ShortTerm, Some(ttl)) = (kind, self.config.short_term_ttl) {
+            item = item.expiring_in(ttl);
         }
         self.store.put_memory(&item).await
     }
@@ -491,6 +514,7 @@ impl Agent {
                     for fact in extract_facts(&message.content) {
                         let item = fact
                             .to_memory_item()
+                            .in_scope(self.memory_scope.clone())
                             .with_metadata("message_id", message.id.clone());
                         self.store.put_memory(&item).await?;
                         report.facts.push(fact);
@@ -498,8 +522,11 @@ impl Agent {
                 }
                 if self.config.learn {
                     for insight in detect_insights(&message.content) {
-                        let existing = self.store.get_memory(&insight_id(&insight.key)).await?;
-                        if let Some(item) = record(&insight, &message.id, existing) {
+                        let id = insight_id(&self.memory_scope, &insight.key);
+                        let existing = self.store.get_memory(&id).await?;
+                        if let Some(item) =
+                            record(&insight, &self.memory_scope, &message.id, existing)
+                        {
                             self.store.put_memory(&item).await?;
                             report.insights.push(insight);
                         }
@@ -582,15 +609,20 @@ impl Agent {
         Ok(new)
     }
 
+    /// The items of `kind` the agent's memory block reads: those visible from its scope.
+    fn visible(&self, kind: MemoryKind) -> MemoryFilter {
+        MemoryFilter::kind(kind).visible_from(self.memory_scope.clone())
+    }
+
     /// The stored context as a Markdown block; empty when nothing is stored.
     async fn memory_block(&self, query: Option<&str>) -> Result<String> {
         let facts = self
             .store
-            .list_memories(&MemoryFilter::kind(MemoryKind::Fact).with_limit(FACTS_SHOWN))
+            .list_memories(&self.visible(MemoryKind::Fact).with_limit(FACTS_SHOWN))
             .await?;
         let mut insights: Vec<MemoryItem> = self
             .store
-            .list_memories(&MemoryFilter::kind(MemoryKind::Insight))
+            .list_memories(&self.visible(MemoryKind::Insight))
             .await?
             .into_iter()
             .filter(|item| {
@@ -605,7 +637,7 @@ impl Agent {
         // Long-term notes: those matching the query first, then the newest.
         let mut notes: Vec<MemoryItem> = Vec::new();
         if let Some(q) = query.map(str::trim).filter(|q| !q.is_empty()) {
-            let filter = MemoryFilter::kind(MemoryKind::LongTerm).with_limit(NOTES_SHOWN);
+            let filter = self.visible(MemoryKind::LongTerm).with_limit(NOTES_SHOWN);
             notes.extend(
                 self.store
                     .search_memories(q, &filter)
@@ -616,7 +648,7 @@ impl Agent {
         }
         let newest = self
             .store
-            .list_memories(&MemoryFilter::kind(MemoryKind::LongTerm).with_limit(NOTES_SHOWN))
+            .list_memories(&self.visible(MemoryKind::LongTerm).with_limit(NOTES_SHOWN))
             .await?;
         for item in newest.into_iter().rev() {
             if notes.len() >= NOTES_SHOWN {
@@ -628,7 +660,7 @@ impl Agent {
         }
         let short = self
             .store
-            .list_memories(&MemoryFilter::kind(MemoryKind::ShortTerm).with_limit(NOTES_SHOWN))
+            .list_memories(&self.visible(MemoryKind::ShortTerm).with_limit(NOTES_SHOWN))
             .await?;
 
         let mut block = String::new();
@@ -667,6 +699,16 @@ impl Agent {
             return Ok(block);
         }
         Ok(format!("# Memory\n\n{}", block.trim_end()))
+    }
+}
+
+/// The agent part of a memory scope for the agent `name`: the name itself when it is a valid
+/// scope part, else `agent-` + a stable hash of it (agent names are free text).
+fn scope_agent_name(name: &str) -> String {
+    if MemoryScope::agent(name).validate().is_ok() {
+        name.to_string()
+    } else {
+        format!("agent-{}", stable_hash(name))
     }
 }
 

@@ -3,9 +3,10 @@
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::time::Duration;
 
 use agentmem_core::backend::Backend;
-use agentmem_core::{redact_url as redact, Error, Result, SessionId};
+use agentmem_core::{redact_url as redact, Error, MemoryScope, Result, SessionId};
 
 /// Where an agent's memory is stored: a backend's default location, or a store URL (opened
 /// through a [`Registry`](agentmem_core::backend::Registry)).
@@ -142,7 +143,21 @@ pub struct AgentConfig {
     /// workspace). `None` reads `AGENTMEM_GLOBAL_SESSIONS` when the agent is built; `Some`
     /// decides regardless of the environment.
     pub global_sessions: Option<bool>,
+    /// The scope of the agent's memory items (what it stores, and what its memory block
+    /// reads: see [`MemoryScope::sees`]). `None` means the agent's own: its name, the workspace
+    /// its history is scoped by (none with an explicit `session_id`) and the `owner`. Set
+    /// [`MemoryScope::global`] to share items deliberately between every agent and project.
+    pub memory_scope: Option<MemoryScope>,
+    /// The end user the agent's memory belongs to (the owner part of its memory scope); `None`
+    /// shares it between users.
+    pub owner: Option<String>,
+    /// How long short-term memory items ([`MemoryKind::ShortTerm`](agentmem_core::MemoryKind))
+    /// live after they are stored; `None` keeps them until deleted. Default: one day.
+    pub short_term_ttl: Option<Duration>,
 }
+
+/// How long short-term memory items live by default: one day.
+pub const DEFAULT_SHORT_TERM_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
 impl Default for AgentConfig {
     fn default() -> Self {
@@ -157,6 +172,9 @@ impl Default for AgentConfig {
             store_context: false,
             workspace_dir: None,
             global_sessions: None,
+            memory_scope: None,
+            owner: None,
+            short_term_ttl: Some(DEFAULT_SHORT_TERM_TTL),
         }
     }
 }
@@ -291,6 +309,24 @@ impl AgentConfig {
         self
     }
 
+    /// Sets the memory scope (see [`memory_scope`](Self::memory_scope)).
+    pub fn with_memory_scope(mut self, scope: MemoryScope) -> Self {
+        self.memory_scope = Some(scope);
+        self
+    }
+
+    /// Sets the owner (see [`owner`](Self::owner)).
+    pub fn with_owner(mut self, owner: impl Into<String>) -> Self {
+        self.owner = Some(owner.into());
+        self
+    }
+
+    /// Sets how long short-term items live (see [`short_term_ttl`](Self::short_term_ttl)).
+    pub fn with_short_term_ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.short_term_ttl = ttl;
+        self
+    }
+
     /// Whether any feature is on, that is whether a store is needed at all.
     pub fn is_enabled(&self) -> bool {
         self.backend.is_some()
@@ -301,8 +337,15 @@ impl AgentConfig {
             || self.learn
     }
 
-    /// Checks the session names (they must be valid [`SessionId`]s) and the store spec.
+    /// Checks the session names (they must be valid [`SessionId`]s), the memory scope and
+    /// owner (valid names, see [`MemoryScope::validate`]), and the store spec.
     pub fn validate(&self) -> Result<()> {
+        if let Some(scope) = &self.memory_scope {
+            scope.validate()?;
+        }
+        if let Some(owner) = &self.owner {
+            MemoryScope::global().with_owner(owner.clone()).validate()?;
+        }
         if let Some(name) = &self.auto_save {
             SessionId::new(name.clone())?;
         }

@@ -28,7 +28,7 @@
 
 use std::fmt;
 
-use agentmem_core::{MemoryId, MemoryItem, MemoryKind};
+use agentmem_core::{MemoryId, MemoryItem, MemoryKind, MemoryScope};
 
 use crate::text::{clauses, normalise, stable_hash, truncate, Clause};
 
@@ -94,24 +94,31 @@ impl Insight {
         })
     }
 
-    /// A new item for this insight, seen once in `message_id`; [`record`] merges it with an
-    /// existing one.
-    pub fn to_memory_item(&self, message_id: &str) -> MemoryItem {
+    /// A new item in `scope` for this insight, seen once in `message_id`; [`record`] merges
+    /// it with an existing one.
+    pub fn to_memory_item(&self, scope: &MemoryScope, message_id: &str) -> MemoryItem {
         let mut item = MemoryItem::new(MemoryKind::Insight, self.text.clone())
             .with_key(self.key.clone())
+            .in_scope(scope.clone())
             .with_metadata("category", self.category.as_str())
             .with_metadata("count", 1u64)
             .with_metadata("message_ids", serde_json::json!([message_id]));
-        item.id = insight_id(&self.key);
+        item.id = insight_id(scope, &self.key);
         item
     }
 }
 
-/// The id of the insight item with `key`: `insight_` + a stable hash, so the current item is
-/// one `get_memory` away.
-pub fn insight_id(key: &str) -> MemoryId {
+/// The id of the insight item with `key` in `scope`: `insight_` + a stable hash of both, so
+/// the current item is one `get_memory` away and each scope counts its own.
+pub fn insight_id(scope: &MemoryScope, key: &str) -> MemoryId {
+    // The global scope keeps the ids insights had before scopes.
+    let hashed = if scope.is_global() {
+        stable_hash(key)
+    } else {
+        stable_hash(&format!("{}\n{key}", scope.stored_form()))
+    };
     // `insight_` and 32 hex digits: always a valid id, whatever the key.
-    MemoryId::new(format!("insight_{}", stable_hash(key))).expect("insight ids are valid ids")
+    MemoryId::new(format!("insight_{hashed}")).expect("insight ids are valid ids")
 }
 
 /// How many message ids an insight remembers to avoid counting a message twice.
@@ -122,11 +129,12 @@ const KEPT_MESSAGE_IDS: usize = 32;
 /// item to store, or `None` when nothing changes.
 pub fn record(
     insight: &Insight,
+    scope: &MemoryScope,
     message_id: &str,
     existing: Option<MemoryItem>,
 ) -> Option<MemoryItem> {
     let Some(mut item) = existing else {
-        return Some(insight.to_memory_item(message_id));
+        return Some(insight.to_memory_item(scope, message_id));
     };
     let mut ids: Vec<serde_json::Value> = item
         .metadata

@@ -29,6 +29,6 @@ mod protocol;
 mod text;
 
 pub use agent::{Agent, TurnReport};
-pub use config::{AgentConfig, StoreSpec, DEFAULT_HISTORY_LIMIT};
+pub use config::{AgentConfig, StoreSpec, DEFAULT_HISTORY_LIMIT, DEFAULT_SHORT_TERM_TTL};
 pub use context::TurnContext;
 pub use home::{agentmem_home, HOME_ENV};

@@ -95,10 +95,30 @@ pub enum Command {
         session: SessionId,
     },
     /// List memory items, oldest first.
+    ///
+    /// Without a scope option every scope is listed. With `--agent`, `--workspace` or
+    /// `--owner`, the items that agent sees: its own and those shared along the parts it
+    /// leaves unset (global items, agent-wide ones); `--exact` lists that scope alone.
+    #[command(group(ArgGroup::new("scope").multiple(true).args(["agent", "workspace", "owner"])))]
     Memories {
         /// Only this kind: short_term, long_term, fact, insight.
         #[arg(long, value_parser = parse_kind)]
         kind: Option<MemoryKind>,
+        /// The agent part of the scope (an agent's name).
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
+        /// The workspace part of the scope, as `workspace-id` shows it (`git-…`, `dir-…`).
+        #[arg(long, value_name = "NAME")]
+        workspace: Option<String>,
+        /// The owner part of the scope (the end user).
+        #[arg(long, value_name = "NAME")]
+        owner: Option<String>,
+        /// Only the global items (shared by every agent, workspace and owner).
+        #[arg(long, conflicts_with = "scope")]
+        global: bool,
+        /// Only the items of exactly the scope given, not those it sees besides.
+        #[arg(long, requires = "scope")]
+        exact: bool,
     },
     /// Delete a session with its archives.
     Delete {
@@ -106,15 +126,19 @@ pub enum Command {
         #[arg(value_parser = parse_session)]
         session: SessionId,
     },
-    /// Delete sessions not written for a while (and, optionally, all but the newest N).
-    #[command(group(ArgGroup::new("policy").required(true).multiple(true).args(["older_than", "keep"])))]
+    /// Delete sessions not written for a while (and, optionally, all but the newest N), memory
+    /// items not updated for a while, and every expired memory item.
+    #[command(group(ArgGroup::new("policy").required(true).multiple(true).args(["older_than", "keep", "memories_older_than"])))]
     Purge {
-        /// Age limit, like 30d, 12h, 90m, 2w or 1d12h.
+        /// Age limit for sessions, like 30d, 12h, 90m, 2w or 1d12h.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         older_than: Option<Duration>,
         /// Keep only the N most recently written sessions.
         #[arg(long, value_name = "N")]
         keep: Option<usize>,
+        /// Age limit for memory items (by their last update).
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        memories_older_than: Option<Duration>,
     },
     /// Show the workspace identity of a folder and the session id an agent gets there.
     WorkspaceId {

@@ -174,9 +174,14 @@ async fn verify(
     }
     let stored = to.list_memories(&MemoryFilter::default()).await?;
     for item in items {
-        // An item may have replaced an older one with the same kind and key, keeping its id.
+        // An item may have replaced an older one with the same scope, kind and key, keeping
+        // its id.
         let found = stored.iter().any(|s| {
-            s.id == item.id || (item.key.is_some() && s.kind == item.kind && s.key == item.key)
+            s.id == item.id
+                || (item.key.is_some()
+                    && s.kind == item.kind
+                    && s.scope == item.scope
+                    && s.key == item.key)
         });
         if !found {
             return Err(fail(format!(

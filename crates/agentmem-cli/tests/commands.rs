@@ -155,7 +155,7 @@ fn compact_archives_delete_and_purge() {
 
     ok(on(dir.path()).args(["append", "t", "--role", "user", "x"]));
     let purged = ok(on(dir.path()).args(["purge", "--older-than", "30d"]));
-    assert_eq!(purged, "purged 0 sessions\n");
+    assert_eq!(purged, "purged 0 sessions, 0 memory items\n");
     let purged = json(on(dir.path()).args(["purge", "--keep", "1"]));
     assert_eq!(purged["sessions_deleted"], 1);
     let left = json(on(dir.path()).arg("sessions"));
@@ -184,6 +184,87 @@ fn memories_list_and_filter() {
         "{table}"
     );
     fails(on(dir.path()).args(["memories", "--kind", "facts"]), 2);
+}
+
+/// `memories` shows each item's scope and expiry, and filters by scope: what an agent sees
+/// (`--agent`, `--workspace`, `--owner`), one scope alone (`--exact`), or the global items;
+/// `purge` deletes expired items and, with `--memories-older-than`, old ones.
+#[test]
+fn memories_show_and_filter_scopes() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("scoped.jsonl");
+    let item = |id: &str, scope: &str, text: &str, extra: &str| {
+        format!(
+            r#"{{"type":"memory","id":"{id}","kind":"fact","key":"name","scope":{scope},"text":"{text}","created_at":"2026-04-21T09:00:03Z","updated_at":"2026-04-21T09:00:03Z"{extra}}}"#
+        )
+    };
+    let lines = [
+        r#"{"agentmem_export":1}"#.to_string(),
+        item("g", "{}", "shared", ""),
+        item("a", r#"{"agent":"alice"}"#, "alice anywhere", ""),
+        item(
+            "ak",
+            r#"{"agent":"alice","workspace":"git-kyoto"}"#,
+            "alice in kyoto",
+            "",
+        ),
+        item(
+            "bk",
+            r#"{"agent":"bob","workspace":"git-kyoto"}"#,
+            "bob in kyoto",
+            "",
+        ),
+        item(
+            "x",
+            r#"{"agent":"bob"}"#,
+            "expired",
+            r#","expires_at":"2026-01-01T00:00:00Z""#,
+        ),
+    ];
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    ok(import(dir.path(), &input, "jsonl"));
+
+    let all = json(on(dir.path()).arg("memories"));
+    assert_eq!(
+        column(&all, "id"),
+        ["g", "a", "ak", "bk"],
+        "every live item"
+    );
+    assert_eq!(all[2]["scope"]["workspace"], "git-kyoto");
+    let table = ok(on(dir.path()).arg("memories"));
+    assert!(
+        table.contains("SCOPE") && table.contains("agent:alice/workspace:git-kyoto"),
+        "{table}"
+    );
+    assert!(table.contains("global"), "{table}");
+    let sees = |args: &[&str]| {
+        let listed = json(on(dir.path()).arg("memories").args(args));
+        column(&listed, "id")
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        sees(&["--agent", "alice", "--workspace", "git-kyoto"]),
+        ["g", "a", "ak"]
+    );
+    assert_eq!(sees(&["--agent", "alice", "--exact"]), ["a"]);
+    assert_eq!(sees(&["--global"]), ["g"]);
+    assert_eq!(sees(&["--agent", "bob"]), ["g"]);
+    fails(
+        on(dir.path()).args(["memories", "--global", "--agent", "alice"]),
+        2,
+    );
+    fails(on(dir.path()).args(["memories", "--exact"]), 2);
+    let refused = fails(on(dir.path()).args(["memories", "--agent", "a/b"]), 2);
+    assert!(refused.contains("path separator"), "{refused}");
+
+    let purged = ok(on(dir.path()).args(["purge", "--memories-older-than", "1d"]));
+    assert_eq!(
+        purged, "purged 0 sessions, 5 memory items\n",
+        "four old, one expired"
+    );
+    assert!(rows(&json(on(dir.path()).arg("memories"))).is_empty());
 }
 
 #[test]

@@ -24,7 +24,9 @@ use crate::store::{
     Capabilities, MemoryFilter, MemoryHit, MemoryStore, MessageHit, MessageQuery, PurgeReport,
     RetentionPolicy, SessionStore,
 };
-use crate::support::{rank_memories, rank_messages, select_memories};
+use crate::support::{
+    memory_is_purged, memory_retention_cutoff, rank_memories, rank_messages, select_memories,
+};
 use crate::Layered;
 
 /// The schema version [`InMemoryStore`] reports (it has no stored schema to migrate).
@@ -293,8 +295,14 @@ impl SessionStore for InMemoryStore {
                 }
             }
         }
+        let cutoff = memory_retention_cutoff(policy, at);
+        let memories_before = state.memories.len();
+        state
+            .memories
+            .retain(|item| !memory_is_purged(item, cutoff, at));
         Ok(PurgeReport {
             sessions_deleted: (before - state.sessions.len()) as u64,
+            memories_deleted: (memories_before - state.memories.len()) as u64,
         })
     }
 }
@@ -303,14 +311,17 @@ impl SessionStore for InMemoryStore {
 impl MemoryStore for InMemoryStore {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         let mut state = self.state();
-        // An item with the same kind and key is the one being replaced (keeping its id and
-        // creation time); otherwise one with the same id; otherwise this is a new item.
-        let same_key = item.key.as_ref().and_then(|key| {
-            state
-                .memories
-                .iter()
-                .position(|m| m.kind == item.kind && m.key.as_ref() == Some(key))
-        });
+        let at = now();
+        let holds_key = |m: &MemoryItem| {
+            item.key.is_some() && m.key == item.key && m.kind == item.kind && m.scope == item.scope
+        };
+        // An expired item with the key is gone: the new item does not take it over.
+        state
+            .memories
+            .retain(|m| !(m.is_expired_at(at) && holds_key(m)));
+        // An item with the same scope, kind and key is the one being replaced (keeping its id
+        // and creation time); otherwise one with the same id; otherwise this is a new item.
+        let same_key = state.memories.iter().position(holds_key);
         let target = same_key.or_else(|| state.memories.iter().position(|m| m.id == item.id));
         match target {
             Some(index) => {
@@ -331,7 +342,13 @@ impl MemoryStore for InMemoryStore {
     }
 
     async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
-        Ok(self.state().memories.iter().find(|m| &m.id == id).cloned())
+        let at = now();
+        Ok(self
+            .state()
+            .memories
+            .iter()
+            .find(|m| &m.id == id && !m.is_expired_at(at))
+            .cloned())
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {

@@ -42,6 +42,7 @@ mod model;
 mod name;
 mod operation;
 mod redact;
+mod scope;
 pub mod search;
 mod store;
 pub mod support;
@@ -57,6 +58,7 @@ pub use model::{
 pub use name::{validate_name, AgentName, MemoryId, MessageId, SessionId, MAX_NAME_BYTES};
 pub use operation::Operation;
 pub use redact::redact_url;
+pub use scope::{MemoryScope, ScopeFilter};
 pub use store::{
     AgentMemory, Capabilities, MemoryFilter, MemoryHit, MemoryStore, MessageHit, MessageQuery,
     PurgeReport, RetentionPolicy, SessionStore,

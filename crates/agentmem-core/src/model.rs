@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::name::{validate_name, MemoryId, MessageId, SessionId};
+use crate::scope::MemoryScope;
 
 /// Free-form metadata attached to messages, sessions and memory items.
 pub type Metadata = serde_json::Map<String, serde_json::Value>;
@@ -491,8 +492,11 @@ pub struct MemoryItem {
     pub id: MemoryId,
     /// What kind of memory it is.
     pub kind: MemoryKind,
-    /// An optional key, unique per kind: storing an item with the same kind and key replaces
-    /// the earlier one (so "my name is Bob" replaces "Alice").
+    /// Whose item it is (the global scope when unset): see [`MemoryScope`].
+    #[serde(default, skip_serializing_if = "MemoryScope::is_global")]
+    pub scope: MemoryScope,
+    /// An optional key, unique per scope and kind: storing an item with the same scope, kind
+    /// and key replaces the earlier one (so "my name is Bob" replaces "Alice").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     /// The remembered text.
@@ -504,6 +508,10 @@ pub struct MemoryItem {
     pub created_at: DateTime<Utc>,
     /// When it was last replaced.
     pub updated_at: DateTime<Utc>,
+    /// When it expires (never when `None`). From then on it is gone for every reader: `get`,
+    /// listings and searches skip it, a put with its key starts afresh, and a purge deletes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 impl MemoryItem {
@@ -513,12 +521,40 @@ impl MemoryItem {
         MemoryItem {
             id: MemoryId::random(),
             kind,
+            scope: MemoryScope::global(),
             key: None,
             text: text.into(),
             metadata: Metadata::new(),
             created_at: t,
             updated_at: t,
+            expires_at: None,
         }
+    }
+
+    /// Sets the scope (see [`MemoryItem::scope`]).
+    pub fn in_scope(mut self, scope: MemoryScope) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// Sets the expiry time (see [`MemoryItem::expires_at`]).
+    pub fn expiring_at(mut self, at: DateTime<Utc>) -> Self {
+        self.expires_at = Some(at);
+        self
+    }
+
+    /// Makes the item expire `ttl` after its creation time; a time to live too long for a
+    /// timestamp leaves it without expiry.
+    pub fn expiring_in(mut self, ttl: std::time::Duration) -> Self {
+        self.expires_at = chrono::Duration::from_std(ttl)
+            .ok()
+            .and_then(|ttl| self.created_at.checked_add_signed(ttl));
+        self
+    }
+
+    /// Whether the item has expired at `now`.
+    pub fn is_expired_at(&self, now: DateTime<Utc>) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
     }
 
     /// Sets the key (see [`MemoryItem::key`]).
@@ -537,10 +573,12 @@ impl MemoryItem {
         self
     }
 
-    /// Checks the key (1-256 bytes, no control characters) and the metadata's depth (as for
-    /// messages); the id was validated when the [`MemoryId`] was built.
+    /// Checks the key (1-256 bytes, no control characters), the scope's parts (see
+    /// [`MemoryScope::validate`]) and the metadata's depth (as for messages); the id was
+    /// validated when the [`MemoryId`] was built.
     pub fn validate(&self) -> Result<()> {
         check_metadata_depth("memory metadata", &self.metadata)?;
+        self.scope.validate()?;
         if let Some(key) = &self.key {
             if key.is_empty() || key.len() > 256 || key.chars().any(char::is_control) {
                 return Err(Error::invalid_input(

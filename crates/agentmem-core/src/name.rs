@@ -6,7 +6,9 @@
 //! single spaces. That rules out path separators, `..`, NUL and control characters, Redis
 //! glob characters (`* ? [ ] \`), the `:` used to build Redis keys, and a leading `$` or `.`
 //! that MongoDB would read as an operator or a field path. Distinct valid names never map
-//! to the same key: nothing is escaped or folded.
+//! to the same key: nothing is escaped or folded. (On a file system that ignores case, two
+//! names differing only in case would share a folder: the file backend detects it and
+//! refuses the second spelling with `Conflict`.)
 
 use std::borrow::Borrow;
 use std::fmt;

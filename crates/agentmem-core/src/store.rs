@@ -13,6 +13,8 @@ use crate::model::{
     Archive, ArchiveInfo, MemoryItem, MemoryKind, Message, Metadata, Session, SessionInfo,
 };
 use crate::name::SessionId;
+use crate::scope::{MemoryScope, ScopeFilter};
+use chrono::{DateTime, Utc};
 
 /// What a backend can do beyond the contract every backend meets.
 ///
@@ -52,11 +54,13 @@ impl Default for MessageQuery {
     }
 }
 
-/// Which memory items to list or search.
+/// Which memory items to list or search. Expired items are never listed or found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MemoryFilter {
     /// Only items of this kind (all kinds when `None`).
     pub kind: Option<MemoryKind>,
+    /// Only items of these scopes (all scopes by default).
+    pub scope: ScopeFilter,
     /// At most this many items (all when `None`; searches default to 10).
     pub limit: Option<usize>,
 }
@@ -66,8 +70,27 @@ impl MemoryFilter {
     pub fn kind(kind: MemoryKind) -> Self {
         MemoryFilter {
             kind: Some(kind),
-            limit: None,
+            ..MemoryFilter::default()
         }
+    }
+
+    /// Items visible from `scope` (see [`MemoryScope::sees`]): what an agent there reads.
+    pub fn visible_from(mut self, scope: MemoryScope) -> Self {
+        self.scope = ScopeFilter::VisibleFrom(scope);
+        self
+    }
+
+    /// Sets the scope filter.
+    pub fn with_scope(mut self, scope: ScopeFilter) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// Whether `item` passes the kind and scope filters and has not expired at `now`.
+    pub fn matches(&self, item: &MemoryItem, now: DateTime<Utc>) -> bool {
+        self.kind.is_none_or(|kind| item.kind == kind)
+            && self.scope.matches(&item.scope)
+            && !item.is_expired_at(now)
     }
 
     /// Sets the limit.
@@ -97,13 +120,17 @@ pub struct MemoryHit {
     pub score: f64,
 }
 
-/// What to delete when purging. Both limits apply when both are set.
+/// What to delete when purging. Every limit set applies. A purge also deletes every
+/// expired memory item, whatever the policy.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RetentionPolicy {
     /// Delete sessions (with their archives) not written for longer than this.
     pub max_age: Option<Duration>,
     /// Keep only this many sessions, the most recently written ones.
     pub max_sessions: Option<usize>,
+    /// Delete memory items not updated for longer than this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_memory_age: Option<Duration>,
 }
 
 /// What a purge deleted.
@@ -111,6 +138,9 @@ pub struct RetentionPolicy {
 pub struct PurgeReport {
     /// Sessions deleted, with their archives.
     pub sessions_deleted: u64,
+    /// Memory items deleted: expired, or older than the policy's `max_memory_age`.
+    #[serde(default)]
+    pub memories_deleted: u64,
 }
 
 /// Sessions of messages and their archives: the half of a store that keeps conversations.
@@ -273,9 +303,8 @@ pub trait MemoryStore: Debug + Send + Sync + 'static {
                 .map(|hit| hit.item)
                 .collect(),
             _ => {
-                let all = self.list_memories(&MemoryFilter::default()).await?;
-                let skip = all.len().saturating_sub(20);
-                all.into_iter().skip(skip).collect()
+                self.list_memories(&MemoryFilter::default().with_limit(20))
+                    .await?
             }
         };
         Ok(items
@@ -285,11 +314,12 @@ pub trait MemoryStore: Debug + Send + Sync + 'static {
             .join("\n"))
     }
 
-    /// Stores a memory item. An item with the same id is replaced; so is one with the same kind
-    /// and key, keeping its id and creation time. Returns the item as stored.
+    /// Stores a memory item. An item with the same id is replaced; so is one with the same
+    /// scope, kind and key, keeping its id and creation time (unless it has expired: then it
+    /// is replaced by `item` as given). Returns the item as stored.
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem>;
 
-    /// One memory item by id.
+    /// One memory item by id (`None` when it has expired).
     async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>>;
 
     /// Memory items matching `filter`, oldest first (the newest `limit` when limited).
@@ -299,7 +329,8 @@ pub trait MemoryStore: Debug + Send + Sync + 'static {
     /// default 10). Words are letters and digits, matched case-insensitively.
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>>;
 
-    /// Deletes a memory item; `false` when it did not exist.
+    /// Deletes a memory item; `false` when there was none with this id (an expired item still
+    /// held may count either way).
     async fn delete_memory(&self, id: &MemoryId) -> Result<bool>;
 }
 

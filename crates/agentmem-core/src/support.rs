@@ -61,16 +61,17 @@ pub fn keep_last<T>(items: &mut Vec<T>, limit: Option<usize>) {
     }
 }
 
-/// The items of `items` that `filter` lists: those of its kind, oldest first (a stable sort:
-/// items created at the same time keep the order given), only the newest `filter.limit`.
-/// For backends that hold the items in the client.
+/// The items of `items` that `filter` lists: those of its kind and scope that have not
+/// expired, oldest first (a stable sort: items created at the same time keep the order given),
+/// only the newest `filter.limit`. For backends that hold the items in the client.
 pub fn select_memories<'a>(
     items: impl IntoIterator<Item = &'a MemoryItem>,
     filter: &MemoryFilter,
 ) -> Vec<MemoryItem> {
+    let now = crate::now();
     let mut selected: Vec<MemoryItem> = items
         .into_iter()
-        .filter(|item| filter.kind.is_none_or(|kind| item.kind == kind))
+        .filter(|item| filter.matches(item, now))
         .cloned()
         .collect();
     selected.sort_by_key(|item| item.created_at);
@@ -78,17 +79,18 @@ pub fn select_memories<'a>(
     selected
 }
 
-/// The items of `items` of `filter`'s kind that match `query`, ranked with
-/// [`rank`] (BM25), best first, at most [`memory_search_limit`]. For
+/// The items of `items` that `filter` passes (kind, scope, not expired) and that match
+/// `query`, ranked with [`rank`] (BM25), best first, at most [`memory_search_limit`]. For
 /// backends that search in the client.
 pub fn rank_memories<'a>(
     query: &str,
     items: impl IntoIterator<Item = &'a MemoryItem>,
     filter: &MemoryFilter,
 ) -> Vec<MemoryHit> {
+    let now = crate::now();
     let candidates: Vec<&MemoryItem> = items
         .into_iter()
-        .filter(|item| filter.kind.is_none_or(|kind| item.kind == kind))
+        .filter(|item| filter.matches(item, now))
         .collect();
     let texts = candidates.iter().map(|item| item.text.as_str());
     rank(query, texts, memory_search_limit(filter))
@@ -211,8 +213,30 @@ pub fn free_archive_id(at: DateTime<Utc>, mut is_taken: impl FnMut(&str) -> bool
 /// assert_eq!(retention_cutoff(&RetentionPolicy::default(), now), None);
 /// ```
 pub fn retention_cutoff(policy: &RetentionPolicy, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    let age = chrono::Duration::from_std(policy.max_age?).ok()?;
-    now.checked_sub_signed(age)
+    age_cutoff(policy.max_age?, now)
+}
+
+/// When a purge at `now` under `policy` deletes memory items last updated before the
+/// returned time (as [`retention_cutoff`], for `max_memory_age`).
+pub fn memory_retention_cutoff(
+    policy: &RetentionPolicy,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    age_cutoff(policy.max_memory_age?, now)
+}
+
+fn age_cutoff(age: std::time::Duration, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    now.checked_sub_signed(chrono::Duration::from_std(age).ok()?)
+}
+
+/// Whether a purge at `now` with the memory cutoff `cutoff` (see [`memory_retention_cutoff`])
+/// deletes `item`: it has expired, or was last updated before the cutoff.
+pub fn memory_is_purged(
+    item: &MemoryItem,
+    cutoff: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> bool {
+    item.is_expired_at(now) || cutoff.is_some_and(|cutoff| item.updated_at < cutoff)
 }
 
 /// Decodes `%XX` escapes; `None` when an escape is malformed or the result is not UTF-8.

@@ -55,6 +55,22 @@ pub(crate) fn list_dir(dir: &Path) -> Result<Option<std::fs::ReadDir>, Error> {
 }
 
 /// Creates `path` and missing parents with mode 0700 (existing folders are left as they are).
+/// Whether the file system of `dir` ignores case in names (as macOS's and Windows's do by
+/// default, and ext4 or tmpfs folders with casefolding): a probe file created in lower case is
+/// also found in upper case. The probe is removed again.
+pub(crate) fn ignores_case(dir: &Path) -> Result<bool, Error> {
+    let name = format!("{TMP_PREFIX}case-probe-{}", agentmem_core::new_id());
+    let probe = dir.join(&name);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|e| io_error(&probe, "cannot create", e))?;
+    let found = std::fs::symlink_metadata(dir.join(name.to_uppercase())).is_ok();
+    let _ = std::fs::remove_file(&probe);
+    Ok(found)
+}
+
 pub(crate) fn create_dirs(path: &Path) -> Result<(), Error> {
     DirBuilder::new()
         .recursive(true)
@@ -156,5 +172,19 @@ impl Drop for FileLockGuard<'_> {
         if let Err(e) = self.file.unlock() {
             tracing::warn!(error = %e, "cannot release a file lock");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ignores_case;
+
+    /// This machine's file systems keep case apart (the probe leaves nothing behind); the
+    /// other answer is `a_folder_spelled_with_other_case_is_a_twin`'s case.
+    #[test]
+    fn the_case_probe_answers_and_cleans_up() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        assert!(!ignores_case(dir.path()).expect("probe"));
+        assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 0);
     }
 }

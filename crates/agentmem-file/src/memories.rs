@@ -8,7 +8,9 @@ use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 
+use agentmem_core::support::memory_is_purged;
 use agentmem_core::{now, Error, MemoryId, MemoryItem, Result};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Durability;
@@ -18,7 +20,9 @@ use crate::log::{push_line, scan_lines};
 use crate::repair::Findings;
 
 const MEMORY_FORMAT: &str = "agentmem.memories";
-const MEMORY_VERSION: u32 = 1;
+/// 2: items carry a scope and an expiry time. A version-1 reader would take scoped items for
+/// global ones, so a version-1 log is rewritten as version 2 before its first new record.
+const MEMORY_VERSION: u32 = 2;
 
 /// One line of `memories.jsonl`.
 #[derive(Debug, Serialize, Deserialize)]
@@ -27,7 +31,7 @@ enum Record {
     /// The first line.
     Header { format: String, version: u32 },
     /// The item as stored (ids and creation times already resolved): upsert by id.
-    Put { item: MemoryItem },
+    Put { item: Box<MemoryItem> },
     /// Removal by id.
     Delete { id: MemoryId },
 }
@@ -37,6 +41,8 @@ enum Record {
 pub(crate) struct MemorySlot {
     pub(crate) lock_file: Option<File>,
     file: Option<(File, FileId)>,
+    /// The version in the open log's header.
+    version: u32,
     len: u64,
     lines: u64,
     /// Live items in first-stored order (replacement keeps the place).
@@ -56,6 +62,7 @@ impl MemorySlot {
 
     fn reset(&mut self) {
         self.file = None;
+        self.version = 0;
         self.len = 0;
         self.lines = 0;
         self.items.clear();
@@ -64,12 +71,12 @@ impl MemorySlot {
 
     fn apply(&mut self, record: Record) {
         match record {
-            Record::Header { .. } => {}
+            Record::Header { version, .. } => self.version = version,
             Record::Put { item } => match self.by_id.get(&item.id) {
-                Some(&i) => self.items[i] = item,
+                Some(&i) => self.items[i] = *item,
                 None => {
                     self.by_id.insert(item.id.clone(), self.items.len());
-                    self.items.push(item);
+                    self.items.push(*item);
                 }
             },
             Record::Delete { id } => {
@@ -90,6 +97,24 @@ impl MemorySlot {
 pub(crate) struct MemoryCtx<'a> {
     pub(crate) layout: &'a Layout,
     pub(crate) durability: Durability,
+}
+
+/// Whether `stored` holds the key `item` would take: the same scope, kind and key.
+fn holds_key_of(stored: &MemoryItem, item: &MemoryItem) -> bool {
+    item.key.is_some()
+        && stored.key == item.key
+        && stored.kind == item.kind
+        && stored.scope == item.scope
+}
+
+/// A put of every live item, to rewrite the log with.
+fn live_records(slot: &MemorySlot) -> Vec<Record> {
+    slot.items
+        .iter()
+        .map(|item| Record::Put {
+            item: Box::new(item.clone()),
+        })
+        .collect()
 }
 
 fn parse_record(line: u64, bytes: &[u8]) -> std::result::Result<Record, String> {
@@ -169,10 +194,15 @@ impl MemoryCtx<'_> {
 
     fn append(&self, slot: &mut MemorySlot, record: Record) -> Result<()> {
         let path = &self.layout.memories;
-        if slot.file.is_none() {
-            // A new log: the header with the first record.
-            self.write_whole(slot, std::slice::from_ref(&record))?;
-            slot.apply(record);
+        if slot.file.is_none() || slot.version < MEMORY_VERSION {
+            // A new log, or one an older reader could misread: the header with the live items
+            // and the record, in one rename.
+            let mut records = live_records(slot);
+            records.push(record);
+            self.write_whole(slot, &records)?;
+            if let Some(record) = records.pop() {
+                slot.apply(record);
+            }
             return Ok(());
         }
         let Some((file, _)) = slot.file.as_mut() else {
@@ -211,11 +241,7 @@ impl MemoryCtx<'_> {
         if slot.lines <= 2 * live + 64 {
             return Ok(());
         }
-        let puts: Vec<Record> = slot
-            .items
-            .iter()
-            .map(|item| Record::Put { item: item.clone() })
-            .collect();
+        let puts = live_records(slot);
         self.write_whole(slot, &puts)
     }
 
@@ -236,13 +262,14 @@ impl MemoryCtx<'_> {
         }
         write_atomic(&self.layout.root, path, &bytes)?;
         slot.file = Some(open_append_with_id(path)?);
+        slot.version = MEMORY_VERSION;
         slot.len = bytes.len() as u64;
         slot.lines = 1 + records.len() as u64;
         Ok(())
     }
 
-    /// Stores `item` (see `MemoryStore::put_memory`): an item with the same id, else one with
-    /// the same kind and key, is replaced, keeping its id and creation time.
+    /// Stores `item` (see `MemoryStore::put_memory`): a live item with the same id, else one
+    /// with the same scope, kind and key, is replaced, keeping its id and creation time.
     pub(crate) fn put(
         &self,
         slot: &mut MemorySlot,
@@ -250,42 +277,63 @@ impl MemoryCtx<'_> {
         f: &mut Findings,
     ) -> Result<MemoryItem> {
         self.sync(slot, f)?;
+        let at = now();
         let mut stored = item.clone();
-        let existing = slot.get(&item.id).cloned().or_else(|| {
-            item.key.as_ref().and_then(|key| {
+        // An expired item is gone: nothing takes over its id or creation time.
+        let existing = slot
+            .get(&item.id)
+            .filter(|i| !i.is_expired_at(at))
+            .or_else(|| {
                 slot.items
                     .iter()
-                    .find(|i| i.kind == item.kind && i.key.as_ref() == Some(key))
-                    .cloned()
+                    .find(|i| holds_key_of(i, item) && !i.is_expired_at(at))
             })
-        });
+            .cloned();
         if let Some(old) = existing {
             stored.id = old.id;
             stored.created_at = old.created_at;
-            stored.updated_at = now().max(stored.created_at);
+            stored.updated_at = at.max(stored.created_at);
         }
-        // Keys are unique per kind: an item replaced by id may take a key another item holds.
-        let shadowed: Vec<MemoryId> = match &stored.key {
-            Some(key) => slot
-                .items
-                .iter()
-                .filter(|i| {
-                    i.id != stored.id && i.kind == stored.kind && i.key.as_ref() == Some(key)
-                })
-                .map(|i| i.id.clone())
-                .collect(),
-            None => Vec::new(),
-        };
+        // Keys are unique per scope and kind: an item replaced by id may take a key another
+        // (live or expired) item holds.
+        let shadowed: Vec<MemoryId> = slot
+            .items
+            .iter()
+            .filter(|i| i.id != stored.id && holds_key_of(i, &stored))
+            .map(|i| i.id.clone())
+            .collect();
         for id in shadowed {
             self.append(slot, Record::Delete { id })?;
         }
         self.append(
             slot,
             Record::Put {
-                item: stored.clone(),
+                item: Box::new(stored.clone()),
             },
         )?;
         Ok(stored)
+    }
+
+    /// Deletes the items a purge at `now` with the memory cutoff `cutoff` deletes (see
+    /// `support::memory_is_purged`), returning how many.
+    pub(crate) fn purge(
+        &self,
+        slot: &mut MemorySlot,
+        cutoff: Option<DateTime<Utc>>,
+        f: &mut Findings,
+    ) -> Result<u64> {
+        self.sync(slot, f)?;
+        let at = now();
+        let doomed: Vec<MemoryId> = slot
+            .items
+            .iter()
+            .filter(|i| memory_is_purged(i, cutoff, at))
+            .map(|i| i.id.clone())
+            .collect();
+        for id in &doomed {
+            self.append(slot, Record::Delete { id: id.clone() })?;
+        }
+        Ok(doomed.len() as u64)
     }
 
     /// Deletes an item; `false` when it did not exist.

@@ -122,11 +122,48 @@ pub(crate) struct SessionCtx<'a> {
     pub(crate) id: &'a SessionId,
     pub(crate) paths: SessionPaths,
     pub(crate) durability: Durability,
+    /// Whether the file system ignores case in names: then a session's folder may be another
+    /// session's whose name differs only in case, which `sync` refuses.
+    pub(crate) ignores_case: bool,
 }
 
 enum LogLine {
     Header(SessionHeader),
     Entry(Vec<Message>),
+}
+
+/// On a file system that ignores case, `Conflict` when the folder `dir` of session `id` is
+/// there under another spelling (the folder of a session whose name differs only in case):
+/// the two sessions would share one folder, while distinct names must never collide.
+fn refuse_case_twin(dir: &Path, id: &SessionId) -> Result<()> {
+    let Some(parent) = dir.parent() else {
+        return Ok(());
+    };
+    let Some(entries) = list_dir(parent)? else {
+        return Ok(());
+    };
+    let names: Vec<std::ffi::OsString> = entries.flatten().map(|e| e.file_name()).collect();
+    match case_twin(&names, id.as_str()) {
+        Some(twin) => Err(Error::conflict(format!(
+            "session `{id}` would share its folder with session `{twin}`: this file system \
+             ignores case in names, so names that differ only in case collide; use another name"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Among the folder names `names`, the one that spells `id` with other case, when `id` itself
+/// is not there (on a file system that ignores case, at most one spelling exists).
+fn case_twin(names: &[std::ffi::OsString], id: &str) -> Option<String> {
+    if names.iter().any(|n| n == id) {
+        return None;
+    }
+    let folded = id.to_lowercase();
+    names
+        .iter()
+        .filter_map(|n| n.to_str())
+        .find(|n| n.to_lowercase() == folded)
+        .map(str::to_string)
 }
 
 /// A file time as a model time (microseconds, like every agentmem time).
@@ -162,6 +199,9 @@ impl SessionCtx<'_> {
 
     fn sync_inner(&self, slot: &mut SessionSlot, f: &mut Findings) -> Result<Synced> {
         let p = &self.paths;
+        if self.ignores_case && slot.open.is_none() {
+            refuse_case_twin(&p.dir, self.id)?;
+        }
         let meta = match stat(&p.log)? {
             Some(meta) => meta,
             None => {
@@ -990,5 +1030,28 @@ fn remove_if_exists(path: &Path) -> Result<()> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(io_error(path, "cannot remove", e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+
+    use super::case_twin;
+
+    fn names(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    /// On a file system that ignores case, `alice`'s folder path finds `Alice`'s folder: the
+    /// listing shows the other spelling and not `alice` itself, which is the collision.
+    #[test]
+    fn a_folder_spelled_with_other_case_is_a_twin() {
+        let listing = names(&["Alice", "bob", ".trash-x", "ÉLODIE"]);
+        assert_eq!(case_twin(&listing, "alice").as_deref(), Some("Alice"));
+        assert_eq!(case_twin(&listing, "élodie").as_deref(), Some("ÉLODIE"));
+        assert_eq!(case_twin(&listing, "Alice"), None, "its own folder");
+        assert_eq!(case_twin(&listing, "carol"), None, "a new session");
+        assert_eq!(case_twin(&names(&["alice", "Alice"]), "alice"), None);
     }
 }

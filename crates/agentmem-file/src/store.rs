@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use agentmem_core::layer;
 use agentmem_core::support::{
-    rank_memories, rank_messages, retention_cutoff, search_terms, select_memories,
+    memory_retention_cutoff, rank_memories, rank_messages, retention_cutoff, search_terms,
+    select_memories,
 };
 use agentmem_core::Layered;
 use agentmem_core::{
@@ -18,7 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Durability, FileConfig};
 use crate::fsutil::{
-    create_dirs, io_error, list_dir, open_lock_file, stat, sync_dir, write_atomic, FileLockGuard,
+    create_dirs, ignores_case, io_error, list_dir, open_lock_file, stat, sync_dir, write_atomic,
+    FileLockGuard,
 };
 use crate::layout::{Layout, TRASH_PREFIX};
 use crate::memories::{MemoryCtx, MemorySlot};
@@ -74,6 +76,8 @@ pub struct FileStore {
 struct Inner {
     layout: Layout,
     durability: Durability,
+    /// Whether the file system of `agents/` ignores case in names (see `ignores_case`).
+    ignores_case: bool,
     sessions: std::sync::Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<SessionSlot>>>>,
     memories: Arc<tokio::sync::Mutex<MemorySlot>>,
     repairs: RepairLog,
@@ -102,12 +106,16 @@ impl FileStore {
     async fn open_raw(config: FileConfig) -> Result<FileStore> {
         let layout = Layout::new(&config.root);
         let prepared = layout.clone();
-        let findings = tokio::task::spawn_blocking(move || prepare_root(&prepared))
-            .await
-            .map_err(join_error)??;
+        let (findings, ignores_case) = tokio::task::spawn_blocking(move || {
+            let findings = prepare_root(&prepared)?;
+            Ok::<_, Error>((findings, ignores_case(&prepared.agents)?))
+        })
+        .await
+        .map_err(join_error)??;
         let inner = Inner {
             layout,
             durability: config.durability,
+            ignores_case,
             sessions: std::sync::Mutex::new(HashMap::new()),
             memories: Arc::new(tokio::sync::Mutex::new(MemorySlot::default())),
             repairs: RepairLog::default(),
@@ -256,6 +264,7 @@ impl FileStore {
                 id: &id,
                 paths: inner.layout.session(&id),
                 durability: inner.durability,
+                ignores_case: inner.ignores_case,
             };
             let lock = match guard.lock_file.take() {
                 Some(file) => file,
@@ -604,6 +613,10 @@ impl SessionStore for FileStore {
                 report.sessions_deleted += 1;
             }
         }
+        let memory_cutoff = memory_retention_cutoff(policy, now());
+        report.memories_deleted = self
+            .memory_op(move |ctx, slot, f| ctx.purge(slot, memory_cutoff, f))
+            .await?;
         Ok(report)
     }
 }
@@ -620,7 +633,8 @@ impl MemoryStore for FileStore {
         let id = id.to_string();
         self.memory_op(move |ctx, slot, f| {
             ctx.sync(slot, f)?;
-            Ok(slot.get(&id).cloned())
+            let at = now();
+            Ok(slot.get(&id).filter(|i| !i.is_expired_at(at)).cloned())
         })
         .await
     }

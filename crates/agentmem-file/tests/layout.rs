@@ -7,8 +7,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use agentmem_core::{
-    AgentMemoryExt, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message, Role,
-    SessionId, SessionStore,
+    AgentMemoryExt, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, MemoryScope, MemoryStore,
+    Message, Role, SessionId, SessionStore,
 };
 use agentmem_file::{FileConfig, FileStore};
 use agentmem_formats::swarms::archive_file_stem;
@@ -299,6 +299,48 @@ async fn the_memory_log_is_compacted_and_shared() {
         .await
         .expect("list")
         .is_empty());
+}
+
+/// A memory log written before scopes (version 1) reads as global items; the first new record
+/// rewrites it as version 2 with every item kept, so an older reader refuses it rather than
+/// taking scoped items for global ones.
+#[tokio::test]
+async fn a_version_1_memory_log_is_upgraded_before_scoped_records() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("memories.jsonl");
+    std::fs::write(
+        &path,
+        concat!(
+            r#"{"op":"header","format":"agentmem.memories","version":1}"#,
+            "\n",
+            r#"{"op":"put","item":{"id":"old1","kind":"fact","key":"name","text":"The user's name is Ada","created_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z"}}"#,
+            "\n",
+        ),
+    )
+    .expect("write a version-1 log");
+    let store = open(dir.path()).await;
+    let old = store
+        .get_memory(&"old1".parse().expect("id"))
+        .await
+        .expect("get")
+        .expect("the old item reads back");
+    assert!(old.scope.is_global() && old.expires_at.is_none());
+    let bob = MemoryItem::new(MemoryKind::Fact, "The user's name is Bob")
+        .with_key("name")
+        .in_scope(MemoryScope::agent("bob"));
+    let stored = store.put_memory(&bob).await.expect("put");
+    assert_eq!(stored, bob, "another scope's key is a new item");
+    let log = std::fs::read_to_string(&path).expect("read");
+    assert!(
+        log.starts_with(r#"{"op":"header","format":"agentmem.memories","version":2}"#),
+        "{log}"
+    );
+    let reopened = open(dir.path()).await;
+    let all = reopened
+        .list_memories(&MemoryFilter::default())
+        .await
+        .expect("list");
+    assert_eq!(all, [old, bob]);
 }
 
 #[tokio::test]

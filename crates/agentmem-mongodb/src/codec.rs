@@ -1,7 +1,8 @@
 //! How model values are stored in BSON documents, and read back.
 //!
-//! - Timestamps are `i64` microseconds since the Unix epoch: BSON dates keep milliseconds
-//!   only, and agentmem timestamps round-trip exactly at microseconds.
+//! - Timestamps (a memory item's expiry time too) are `i64` microseconds since the Unix
+//!   epoch: BSON dates keep milliseconds only, and agentmem timestamps round-trip exactly at
+//!   microseconds.
 //! - Metadata is stored as one JSON string. Its keys are caller data and may start with `$`
 //!   or contain `.`, which MongoDB would read as operators or field paths; as a string value
 //!   they are opaque to the server, and JSON keeps every value (big integers, floats, nested
@@ -13,7 +14,8 @@ use std::future::IntoFuture;
 
 use agentmem_core::support::{from_micros, micros};
 use agentmem_core::{
-    Error, MemoryId, MemoryItem, MemoryKind, Message, MessageId, Metadata, Result, Role,
+    Error, MemoryId, MemoryItem, MemoryKind, MemoryScope, Message, MessageId, Metadata, Result,
+    Role,
 };
 use chrono::{DateTime, Utc};
 use futures_util::TryStreamExt;
@@ -81,6 +83,14 @@ pub(crate) async fn all_docs(
 /// Reads a timestamp stored as [`micros`].
 pub(crate) fn time_field(d: &Document, field: &str) -> Result<DateTime<Utc>> {
     from_micros(int_field(d, field)?, &format!("field `{field}`"))
+}
+
+/// Reads an optional timestamp stored as [`micros`] (absent or null is `None`).
+pub(crate) fn opt_time_field(d: &Document, field: &str) -> Result<Option<DateTime<Utc>>> {
+    match d.get(field) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(_) => time_field(d, field).map(Some),
+    }
 }
 
 /// Reads an integer field stored as i32 or i64.
@@ -172,21 +182,28 @@ pub(crate) fn message_from(d: &Document) -> Result<Message> {
     })
 }
 
-/// The stored form of `kind` and `key` that a unique (sparse) index guards: present only
-/// when the item has a key: `kind/key`, unambiguous because no kind name contains `/`.
+/// The stored form of `kind` and `key`, present only when the item has a key: `kind/key`,
+/// unambiguous because no kind name contains `/`. The unique index on (`scope`, `kind_key`),
+/// partial to the documents that have a `kind_key`, makes a key unique per scope and kind.
 pub(crate) fn kind_key(kind: MemoryKind, key: Option<&str>) -> Option<String> {
     key.map(|k| format!("{}/{k}", kind.as_str()))
 }
 
-/// A memory item as stored; `_id` is its id. (The validate layer has checked the item.)
+/// A memory item as stored; `_id` is its id, `scope` the scope's
+/// [stored form](MemoryScope::stored_form) (`""` for the global scope), `expires` the expiry
+/// time (left out when the item never expires). (The validate layer has checked the item.)
 pub(crate) fn memory_doc(item: &MemoryItem) -> Result<Document> {
     let mut d = doc! {
         "_id": item.id.as_str(),
         "kind": item.kind.as_str(),
+        "scope": item.scope.stored_form(),
         "text": &item.text,
         "created": micros(item.created_at),
         "updated": micros(item.updated_at),
     };
+    if let Some(at) = item.expires_at {
+        d.insert("expires", micros(at));
+    }
     if let Some(key) = &item.key {
         d.insert("key", key);
     }
@@ -207,21 +224,29 @@ fn with_metadata(what: &'static str, mut d: Document, metadata: &Metadata) -> Re
     Ok(d)
 }
 
-/// Reads a memory item stored with [`memory_doc`].
+/// Reads a memory item stored with [`memory_doc`]. A document without `scope` (written by a
+/// build before schema version 2 after this one migrated the database) is global.
 pub(crate) fn memory_from(d: &Document) -> Result<MemoryItem> {
     let kind = str_field(d, "kind")?;
     let kind: MemoryKind = kind
         .parse()
         .map_err(|_| Error::corrupt(format!("stored memory kind {kind:?} is unknown")))?;
+    let scope = match opt_str_field(d, "scope")? {
+        None => MemoryScope::global(),
+        Some(stored) => MemoryScope::from_stored_form(&stored)
+            .map_err(|e| Error::corrupt(format!("field `scope`: {}", e.message())))?,
+    };
     Ok(MemoryItem {
         id: MemoryId::new(str_field(d, "_id")?)
             .map_err(|e| Error::corrupt(format!("stored memory id: {e}")))?,
         kind,
+        scope,
         key: opt_str_field(d, "key")?,
         text: str_field(d, "text")?.to_string(),
         metadata: metadata_field(d, "metadata")?,
         created_at: time_field(d, "created")?,
         updated_at: time_field(d, "updated")?,
+        expires_at: opt_time_field(d, "expires")?,
     })
 }
 
@@ -291,6 +316,42 @@ mod tests {
             .with_metadata("$set", json!({"importance": 0.8}));
         let d = memory_doc(&item).unwrap();
         assert_eq!(d.get_str("kind_key").unwrap(), "fact/drink");
+        assert_eq!(d.get_str("scope").unwrap(), "", "the global scope");
+        assert!(d.get("expires").is_none(), "never expires");
         assert_eq!(memory_from(&d).unwrap(), item);
+
+        // A scope and an expiry time (at microseconds) round-trip too.
+        let at = chrono::DateTime::from_timestamp_micros(1_750_000_000_123_456).unwrap();
+        let scoped = item
+            .in_scope(MemoryScope::agent("alice").with_owner("ada@example.com"))
+            .expiring_at(at);
+        let d = memory_doc(&scoped).unwrap();
+        assert_eq!(
+            d.get_str("scope").unwrap(),
+            "agent:alice/owner:ada@example.com"
+        );
+        assert_eq!(d.get_i64("expires").unwrap(), 1_750_000_000_123_456);
+        assert_eq!(memory_from(&d).unwrap(), scoped);
+
+        // Written before schema version 2: no scope field, so global.
+        let mut d = memory_doc(&MemoryItem::new(MemoryKind::Fact, "old")).unwrap();
+        d.remove("scope");
+        assert!(memory_from(&d).unwrap().scope.is_global());
+    }
+
+    #[test]
+    fn unreadable_scopes_and_expiry_times_are_corrupt_data() {
+        let item = MemoryItem::new(MemoryKind::Fact, "x");
+        for (field, value) in [
+            ("scope", Bson::String("agent:a/agent:b".into())),
+            ("scope", Bson::Int32(1)),
+            ("expires", Bson::String("tomorrow".into())),
+        ] {
+            let mut d = memory_doc(&item).unwrap();
+            d.insert(field, value);
+            let err = memory_from(&d).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::CorruptData, "{field}");
+            assert!(err.to_string().contains(field), "{err}");
+        }
     }
 }

@@ -13,6 +13,8 @@ pub(crate) const DUPLICATE_KEY: i32 = 11000;
 pub(crate) const WRITE_CONFLICT: i32 = 112;
 /// Server error code for an index option the server cannot build (no text indexes, say).
 pub(crate) const CANNOT_CREATE_INDEX: i32 = 67;
+/// Server error code for dropping an index that does not exist.
+pub(crate) const INDEX_NOT_FOUND: i32 = 27;
 
 /// The server's error code, wherever the driver put it.
 pub(crate) fn server_code(e: &DriverError) -> Option<i32> {

@@ -6,10 +6,14 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::IndexOptions;
 use mongodb::{Client, Database, IndexModel};
 
-use crate::error::{from_driver, server_code, ResultExt, CANNOT_CREATE_INDEX};
+use crate::error::{from_driver, server_code, ResultExt, CANNOT_CREATE_INDEX, INDEX_NOT_FOUND};
 
 /// The schema version this build writes. Stored in `meta` as `{_id: "schema", version}`.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// - 1: the first layout.
+/// - 2: memory items have a scope (`scope`, the stored form, `""` for global) and an expiry
+///   time (`expires`); keys are unique per (`scope`, `kind_key`) instead of per `kind_key`.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Collection of bookkeeping documents (the schema version).
 pub(crate) const META: &str = "meta";
@@ -25,6 +29,9 @@ pub(crate) const MESSAGES: &str = "messages";
 pub(crate) const ARCHIVED: &str = "archived_messages";
 /// One document per memory item; `_id` is the item id.
 pub(crate) const MEMORIES: &str = "memories";
+
+/// The unique index of schema version 1 on `kind_key` alone, dropped by the move to 2.
+const V1_KIND_KEY_INDEX: &str = "kind_key";
 
 /// What the server behind a store supports, detected once when the store is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,10 +64,14 @@ impl ServerFeatures {
 
 /// Forward migrations: `MIGRATIONS[v]` takes a database at version `v` to `v + 1`.
 /// Version 0 is an empty database; 0 → 1 lays out the collections and indexes, which
-/// [`ensure_indexes`] (run on every open, idempotently) already does, so it has no data step.
-/// A later layout change adds its step here and bumps [`SCHEMA_VERSION`].
-const MIGRATIONS: [fn(&Database) -> MigrationFuture<'_>; SCHEMA_VERSION as usize] =
-    [|_| Box::pin(async { Ok(()) })];
+/// [`ensure_indexes`] (run on every open, idempotently, before the migrations) already does,
+/// so it has no data step. 1 → 2 is [`scope_memories`]. A later layout change adds its step
+/// here and bumps [`SCHEMA_VERSION`]. Every step is idempotent: two processes opening the
+/// database at once may both run it.
+const MIGRATIONS: [fn(&Database) -> MigrationFuture<'_>; SCHEMA_VERSION as usize] = [
+    |_| Box::pin(async { Ok(()) }),
+    |db| Box::pin(scope_memories(db)),
+];
 
 type MigrationFuture<'a> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send + 'a>>;
@@ -104,6 +115,30 @@ pub(crate) async fn open(client: &Client, db: &Database) -> Result<(u32, ServerF
     ))
 }
 
+/// 1 → 2: memory keys become unique per scope. [`ensure_indexes`] has already created the
+/// unique index on (`scope`, `kind_key`) (the items of version 1, without `scope`, are
+/// unique in it by `kind_key`); this drops the version 1 index on `kind_key` alone, which
+/// would keep one key from being used in two scopes, and makes every item without a scope
+/// global (`scope: ""`). Items of version 1 have no `expires`, so they never expire. Safe to
+/// run twice or concurrently: an index already dropped is skipped, and the update only sets
+/// fields still missing.
+async fn scope_memories(db: &Database) -> Result<()> {
+    let memories = db.collection::<Document>(MEMORIES);
+    match memories.drop_index(V1_KIND_KEY_INDEX).await {
+        Ok(()) => {}
+        Err(e) if server_code(&e) == Some(INDEX_NOT_FOUND) => {}
+        Err(e) => return Err(from_driver(e)),
+    }
+    memories
+        .update_many(
+            doc! {"scope": {"$exists": false}},
+            doc! {"$set": {"scope": ""}},
+        )
+        .await
+        .mapped()?;
+    Ok(())
+}
+
 /// The schema version recorded in the database, 0 when none is.
 pub(crate) async fn stored_version(db: &Database) -> Result<u32> {
     let found = db
@@ -136,38 +171,41 @@ async fn supports_transactions(client: &Client) -> Result<bool> {
     Ok(sessions && replicated)
 }
 
-fn index(keys: Document, name: &str) -> IndexModel {
-    IndexModel::builder()
-        .keys(keys)
-        .options(IndexOptions::builder().name(name.to_string()).build())
-        .build()
+/// The index `name` over `keys` with `options`.
+fn named_index(keys: Document, name: &str, mut options: IndexOptions) -> IndexModel {
+    options.name = Some(name.to_string());
+    IndexModel::builder().keys(keys).options(options).build()
 }
 
-fn unique_index(keys: Document, name: &str, sparse: bool) -> IndexModel {
-    IndexModel::builder()
-        .keys(keys)
-        .options(
-            IndexOptions::builder()
-                .name(name.to_string())
-                .unique(true)
-                .sparse(sparse)
-                .build(),
-        )
-        .build()
+fn index(keys: Document, name: &str) -> IndexModel {
+    named_index(keys, name, IndexOptions::default())
+}
+
+fn unique_index(keys: Document, name: &str) -> IndexModel {
+    named_index(keys, name, IndexOptions::builder().unique(true).build())
+}
+
+/// A unique index over the documents that have `field` only (a partial index: a sparse one
+/// would still hold every document of a compound index whose other fields are set).
+fn unique_where_present(keys: Document, field: &str, name: &str) -> IndexModel {
+    let options = IndexOptions::builder()
+        .unique(true)
+        .partial_filter_expression(doc! {field: {"$exists": true}})
+        .build();
+    named_index(keys, name, options)
+}
+
+fn sparse_index(keys: Document, name: &str) -> IndexModel {
+    named_index(keys, name, IndexOptions::builder().sparse(true).build())
 }
 
 /// A text index without stemming or stop words (`default_language: "none"`), so `$text`
 /// matches whole words as agentmem's search contract says.
 fn text_index(field: &str, name: &str) -> IndexModel {
-    IndexModel::builder()
-        .keys(doc! {field: "text"})
-        .options(
-            IndexOptions::builder()
-                .name(name.to_string())
-                .default_language("none".to_string())
-                .build(),
-        )
-        .build()
+    let options = IndexOptions::builder()
+        .default_language("none".to_string())
+        .build();
+    named_index(doc! {field: "text"}, name, options)
 }
 
 /// Creates every collection's indexes (a no-op when they exist) and returns whether the
@@ -183,7 +221,6 @@ pub(crate) async fn ensure_indexes(db: &Database) -> Result<bool> {
         unique_index(
             doc! {"session": 1, "epoch": 1, "seq": 1},
             "session_epoch_seq",
-            false,
         ),
     )
     .await
@@ -193,7 +230,6 @@ pub(crate) async fn ensure_indexes(db: &Database) -> Result<bool> {
         unique_index(
             doc! {"session": 1, "epoch": 1, "archive": 1, "pos": 1},
             "session_epoch_archive_pos",
-            false,
         ),
     )
     .await
@@ -204,12 +240,27 @@ pub(crate) async fn ensure_indexes(db: &Database) -> Result<bool> {
     create(HEADS, index(doc! {"session": 1}, "session"))
         .await
         .mapped()?;
+    // A key is unique per scope and kind (`kind_key`, present only on keyed items).
     create(
         MEMORIES,
-        unique_index(doc! {"kind_key": 1}, "kind_key", true),
+        unique_where_present(
+            doc! {"scope": 1, "kind_key": 1},
+            "kind_key",
+            "scope_kind_key",
+        ),
     )
     .await
     .mapped()?;
+    // Listings and searches select by scope; purges delete expired items.
+    create(
+        MEMORIES,
+        index(doc! {"scope": 1, "created": 1}, "scope_created"),
+    )
+    .await
+    .mapped()?;
+    create(MEMORIES, sparse_index(doc! {"expires": 1}, "expires"))
+        .await
+        .mapped()?;
     // `created` alone: a compound index with `_id` breaks some compatible servers, and
     // items created in the same microsecond are rare enough to sort in memory.
     create(MEMORIES, index(doc! {"created": 1}, "created"))

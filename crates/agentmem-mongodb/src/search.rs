@@ -14,14 +14,14 @@
 use std::collections::{HashMap, HashSet};
 
 use agentmem_core::search::{rank, words};
-use agentmem_core::support::stored_session_id;
-use agentmem_core::{MemoryFilter, MemoryHit, MessageHit, Result, SessionId};
+use agentmem_core::support::{micros, stored_session_id};
+use agentmem_core::{now, MemoryFilter, MemoryHit, MessageHit, Result, SessionId};
 use futures_util::future::try_join_all;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Collection;
 
 use crate::codec::{all_docs, int_field, memory_from, message_from, str_field};
-use crate::memories::kind_filter;
+use crate::memories::{memory_selection, unexpired_alternatives};
 use crate::store::MongoStore;
 
 /// Per-word candidates fetched on the `$text` path, as a multiple of the requested limit
@@ -69,13 +69,20 @@ const MESSAGE_FIELDS: &[&str] = &[
     "tool_name",
     "metadata",
 ];
-const MEMORY_FIELDS: &[&str] = &["kind", "key", "text", "metadata", "created", "updated"];
+const MEMORY_FIELDS: &[&str] = &[
+    "kind", "scope", "key", "text", "metadata", "created", "updated", "expires",
+];
 
-/// Runs one `$text` query per term on `coll` (restricted by `filter`) and merges the hits
-/// whose `field` really contains the term, summing scores; best first.
+/// Runs one `$text` query per term on `coll` (restricted by `filter` and, when there are
+/// any, one of `alternatives`) and merges the hits whose `field` really contains the term,
+/// summing scores; best first.
+///
+/// Each alternative gets queries of its own (their hits are concatenated; the alternatives
+/// are disjoint, so no document is counted twice) instead of one `$or`: some servers
+/// (nx-27017) score every document 0 when `$text` shares its filter with a logical operator.
 async fn text_search(
     coll: &Collection<Document>,
-    filter: &Document,
+    (filter, alternatives): (&Document, &[Document]),
     (field, fields): (&str, &[&str]),
     terms: &[String],
     limit: usize,
@@ -85,9 +92,21 @@ async fn text_search(
         projection.insert(*f, 1);
     }
     let fetch = i64::try_from((limit * TEXT_OVERFETCH).max(TEXT_MIN_FETCH)).unwrap_or(i64::MAX);
-    let per_term = try_join_all(terms.iter().map(|term| {
-        let mut f = filter.clone();
-        f.insert("$text", doc! {"$search": term.as_str()});
+    let no_alternative = [doc! {}];
+    let alternatives = if alternatives.is_empty() {
+        &no_alternative[..]
+    } else {
+        alternatives
+    };
+    let queries = terms.iter().flat_map(|term| {
+        alternatives.iter().map(move |alternative| {
+            let mut f = filter.clone();
+            f.extend(alternative.clone());
+            f.insert("$text", doc! {"$search": term.as_str()});
+            (term, f)
+        })
+    });
+    let per_term = try_join_all(queries.map(|(term, f)| {
         let projection = projection.clone();
         async move {
             let find = coll
@@ -178,12 +197,15 @@ async fn fallback_search(
         .collect())
 }
 
-/// What a search looks through: `coll` restricted by `filter`, with the text in `field`;
-/// `fields` are all the stored fields (for `$text` projections), `order` the order in which
-/// the fallback fetches candidates (oldest first).
+/// What a search looks through: `coll` restricted by `filter` and, when there are any, one
+/// of `alternatives` (disjoint conditions, queried one by one on the `$text` path: see
+/// [`text_search`]), with the text in `field`; `fields` are all the stored fields (for
+/// `$text` projections), `order` the order in which the fallback fetches candidates (oldest
+/// first).
 pub(crate) struct Corpus<'a> {
     coll: Collection<Document>,
     filter: Document,
+    alternatives: Vec<Document>,
     field: &'a str,
     fields: &'a [&'a str],
     order: Document,
@@ -199,17 +221,19 @@ impl MongoStore {
         Corpus {
             coll: self.messages(),
             filter,
+            alternatives: Vec::new(),
             field: "content",
             fields: MESSAGE_FIELDS,
             order: doc! {"session": 1, "epoch": 1, "seq": 1},
         }
     }
 
-    /// The memory items `filter` selects.
+    /// The memory items `filter` selects (its kind and scopes), less those expired now.
     pub(crate) fn memory_corpus(&self, filter: &MemoryFilter) -> Corpus<'static> {
         Corpus {
             coll: self.memories(),
-            filter: kind_filter(filter),
+            filter: memory_selection(filter),
+            alternatives: unexpired_alternatives(micros(now())).to_vec(),
             field: "text",
             fields: MEMORY_FIELDS,
             order: doc! {"created": 1, "_id": 1},
@@ -229,14 +253,19 @@ impl MongoStore {
         let Corpus {
             coll,
             filter,
+            alternatives,
             field,
             fields,
             order,
         } = corpus;
         if self.features().text_search {
-            text_search(coll, filter, (field, fields), terms, limit).await
+            text_search(coll, (filter, alternatives), (field, fields), terms, limit).await
         } else {
-            fallback_search(coll, filter, field, order.clone(), query, terms).await
+            let mut filter = filter.clone();
+            if !alternatives.is_empty() {
+                filter.insert("$or", alternatives.clone());
+            }
+            fallback_search(coll, &filter, field, order.clone(), query, terms).await
         }
     }
 

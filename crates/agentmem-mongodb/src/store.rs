@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use agentmem_core::backend::BackendConfig;
 use agentmem_core::layer::open_layered;
-use agentmem_core::support::{memory_search_limit, micros, retention_cutoff, search_terms};
+use agentmem_core::support::{
+    memory_retention_cutoff, memory_search_limit, micros, retention_cutoff, search_terms,
+};
 use agentmem_core::Layered;
 use agentmem_core::{
     async_trait, now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
@@ -20,7 +22,7 @@ use mongodb::{Client, Collection, Database};
 use crate::codec::{all_docs, check_size, memory_from, message_from, metadata_to_bson};
 use crate::config::{validate_database_name, MongoConfig, DEFAULT_SERVER_SELECTION_TIMEOUT};
 use crate::error::{from_driver, server_code, ResultExt, BACKEND, DUPLICATE_KEY};
-use crate::memories::kind_filter;
+use crate::memories::memory_filter;
 use crate::rewrite::archive_info;
 use crate::schema::{self, ServerFeatures, ARCHIVED, HEADS, MEMORIES, MESSAGES, SESSIONS};
 use crate::search::{memory_hits, message_hits};
@@ -434,23 +436,35 @@ impl SessionStore for MongoStore {
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        if policy.max_age.is_none() && policy.max_sessions.is_none() {
-            return Ok(PurgeReport::default());
-        }
-        // Newest first, so `max_sessions` keeps the head of the list.
-        let sessions = self.sessions();
-        let newest_first = sessions
-            .find(doc! {})
-            .projection(doc! {"_id": 1, "updated": 1})
-            .sort(doc! {"updated": -1, "_id": 1});
-        let docs = all_docs(newest_first).await?;
-        let cutoff = retention_cutoff(policy, now()).map(micros);
+        let at = now();
         let mut report = PurgeReport::default();
-        for id in expired(&docs, policy, cutoff)? {
-            if self.delete_session(&id).await? {
-                report.sessions_deleted += 1;
+        if policy.max_age.is_some() || policy.max_sessions.is_some() {
+            // Newest first, so `max_sessions` keeps the head of the list.
+            let sessions = self.sessions();
+            let newest_first = sessions
+                .find(doc! {})
+                .projection(doc! {"_id": 1, "updated": 1})
+                .sort(doc! {"updated": -1, "_id": 1});
+            let docs = all_docs(newest_first).await?;
+            let cutoff = retention_cutoff(policy, at).map(micros);
+            for id in expired(&docs, policy, cutoff)? {
+                if self.delete_session(&id).await? {
+                    report.sessions_deleted += 1;
+                }
             }
         }
+        // Memory items: every expired one and, with `max_memory_age`, every one not updated
+        // since the cutoff, in one delete.
+        let mut doomed = vec![doc! {"expires": {"$lte": micros(at)}}];
+        if let Some(cutoff) = memory_retention_cutoff(policy, at) {
+            doomed.push(doc! {"updated": {"$lt": micros(cutoff)}});
+        }
+        let deleted = self
+            .memories()
+            .delete_many(doc! {"$or": doomed})
+            .await
+            .mapped()?;
+        report.memories_deleted = deleted.deleted_count;
         Ok(report)
     }
 }
@@ -462,8 +476,8 @@ impl MemoryStore for MongoStore {
         loop {
             match self.try_put_memory(item).await {
                 Ok(stored) => return Ok(stored),
-                // Two writers inserting the same kind and key at once: the loser retries and
-                // then replaces the winner's item.
+                // Two writers inserting the same scope, kind and key at once: the loser retries
+                // and then replaces the winner's item.
                 Err(TxError::Driver(e))
                     if server_code(&e) == Some(DUPLICATE_KEY) && attempt < MAX_RETRIES =>
                 {
@@ -482,7 +496,10 @@ impl MemoryStore for MongoStore {
             .find_one(doc! {"_id": id.as_str()})
             .await
             .mapped()?;
-        found.map(|d| memory_from(&d)).transpose()
+        let item = found.map(|d| memory_from(&d)).transpose()?;
+        // An expired item is gone, though it is stored until a put of its key or a purge.
+        let at = now();
+        Ok(item.filter(|item| !item.is_expired_at(at)))
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
@@ -490,7 +507,8 @@ impl MemoryStore for MongoStore {
             return Ok(Vec::new());
         }
         let memories = self.memories();
-        let query = memories.find(kind_filter(filter));
+        // The scope and expiry are selected by the query, so the limit counts only listed items.
+        let query = memories.find(memory_filter(filter, micros(now())));
         let docs = match filter.limit {
             None => all_docs(query.sort(doc! {"created": 1, "_id": 1})).await?,
             Some(n) => {

@@ -6,10 +6,12 @@ mod common;
 
 use agentmem_core::backend::{BackendConfig, Registry};
 use agentmem_core::{
-    AgentMemoryExt, ErrorKind, MemoryItem, MemoryKind, MemoryStore, Message, MessageId, Metadata,
-    Operation, SessionId, SessionStore,
+    AgentMemoryExt, ErrorKind, MemoryFilter, MemoryId, MemoryItem, MemoryKind, MemoryScope,
+    MemoryStore, Message, MessageId, Metadata, Operation, SessionId, SessionStore,
 };
 use agentmem_mongodb::mongodb::bson::{doc, Bson, Document};
+use agentmem_mongodb::mongodb::options::IndexOptions;
+use agentmem_mongodb::mongodb::IndexModel;
 use agentmem_mongodb::{MongoConfig, MongoStore, ServerFeatures, SCHEMA_VERSION};
 use serde_json::json;
 
@@ -211,6 +213,125 @@ async fn schema_version_is_recorded_and_newer_is_refused() {
         store.schema_version().await.unwrap_err().kind(),
         ErrorKind::CorruptData
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_scope_and_expiry_are_fields_of_their_own() {
+    let Some(store) = common::fresh_store(&common::url()).await else {
+        return;
+    };
+    let at = chrono::DateTime::from_timestamp_micros(4_102_444_800_000_001).unwrap();
+    let scoped = MemoryItem::new(MemoryKind::Fact, "likes tea")
+        .with_key("drink")
+        .in_scope(MemoryScope::agent("alice").with_workspace("git-kyoto"))
+        .expiring_at(at);
+    let global = MemoryItem::new(MemoryKind::Fact, "likes coffee").with_key("drink");
+    store.put_memory(&scoped).await.unwrap();
+    store.put_memory(&global).await.unwrap();
+    let docs = raw(&store, "memories").await;
+    let find = |id: &MemoryId| {
+        docs.iter()
+            .find(|d| d.get_str("_id") == Ok(id.as_str()))
+            .unwrap()
+    };
+    let d = find(&scoped.id);
+    assert_eq!(
+        d.get_str("scope").unwrap(),
+        "agent:alice/workspace:git-kyoto"
+    );
+    assert_eq!(d.get_i64("expires").unwrap(), 4_102_444_800_000_001);
+    let d = find(&global.id);
+    assert_eq!(d.get_str("scope").unwrap(), "", "the global scope");
+    assert!(d.get("expires").is_none(), "never expires");
+    assert_eq!(store.get_memory(&scoped.id).await.unwrap(), Some(scoped));
+}
+
+/// A database of schema version 1 (items without `scope`, keys unique per `kind_key`) opened
+/// by two processes at once: both migrate it, old items become global and never expire, and
+/// a key can then be used in another scope.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_1_memories_migrate_to_the_global_scope() {
+    let Some(store) = common::fresh_store(&common::url()).await else {
+        return;
+    };
+    let db = store.client().database(store.database_name());
+    let memories = db.collection::<Document>("memories");
+    memories.drop_index("scope_kind_key").await.unwrap();
+    let v1_index = IndexModel::builder()
+        .keys(doc! {"kind_key": 1})
+        .options(
+            IndexOptions::builder()
+                .name("kind_key".to_string())
+                .unique(true)
+                .sparse(true)
+                .build(),
+        )
+        .build();
+    memories.create_index(v1_index).await.unwrap();
+    let t = 1_700_000_000_000_001i64;
+    memories
+        .insert_many([
+            doc! {
+                "_id": "old-keyed", "kind": "fact", "key": "name", "kind_key": "fact/name",
+                "text": "The user's name is Ada", "created": t, "updated": t,
+            },
+            doc! {
+                "_id": "old-plain", "kind": "insight", "text": "likes tea",
+                "created": t, "updated": t,
+            },
+        ])
+        .await
+        .unwrap();
+    db.collection::<Document>("meta")
+        .update_one(doc! {"_id": "schema"}, doc! {"$set": {"version": 1}})
+        .await
+        .unwrap();
+
+    let open = || MongoStore::from_client(store.client().clone(), store.database_name());
+    let (first, second) = tokio::join!(open(), open());
+    let reopened = first.unwrap();
+    second.unwrap();
+    assert_eq!(reopened.schema_version().await.unwrap(), SCHEMA_VERSION);
+    let indexes = memories.list_index_names().await.unwrap();
+    assert!(
+        indexes.contains(&"scope_kind_key".to_string()),
+        "{indexes:?}"
+    );
+    assert!(!indexes.contains(&"kind_key".to_string()), "{indexes:?}");
+    for d in raw(&reopened, "memories").await {
+        assert_eq!(d.get_str("scope").unwrap(), "", "{d:?}");
+    }
+    let old = reopened
+        .get_memory(&MemoryId::new("old-keyed").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(old.scope.is_global());
+    assert_eq!(old.expires_at, None);
+    assert_eq!(old.created_at.timestamp_micros(), t);
+
+    // The key is now unique per scope: alice gets an item of her own, and a global put
+    // replaces the old item in place.
+    let alice = reopened
+        .put_memory(
+            &MemoryItem::new(MemoryKind::Fact, "The user's name is Bob")
+                .with_key("name")
+                .in_scope(MemoryScope::agent("alice")),
+        )
+        .await
+        .unwrap();
+    assert_ne!(alice.id, old.id);
+    let global = reopened
+        .put_memory(&MemoryItem::new(MemoryKind::Fact, "The user's name is Eve").with_key("name"))
+        .await
+        .unwrap();
+    assert_eq!(global.id, old.id);
+    assert_eq!(global.created_at, old.created_at);
+    let all = reopened
+        .list_memories(&MemoryFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 3, "{all:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

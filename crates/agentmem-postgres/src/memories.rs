@@ -1,7 +1,8 @@
-//! Memory items (B6-B8): facts, insights and notes, with replacement by kind and key. The
-//! operations are the `AgentMemory` methods in `store.rs`.
+//! Memory items (B6-B8): facts, insights and notes, each in a scope, with replacement by
+//! scope, kind and key, and an optional expiry time. The operations are the `AgentMemory`
+//! methods in `store.rs`.
 
-use agentmem_core::{Error, MemoryId, MemoryItem, MemoryKind, Metadata, Result};
+use agentmem_core::{Error, MemoryId, MemoryItem, MemoryKind, MemoryScope, Metadata, Result};
 use chrono::{DateTime, Utc};
 use tokio_postgres::types::{Json, ToSql};
 use tokio_postgres::Row;
@@ -10,7 +11,8 @@ use crate::codec::{get, storable_text, text_from};
 use crate::search::tsvector_literal;
 use crate::store::PostgresStore;
 
-/// How often `put_memory` is retried after losing a race to insert the same kind and key.
+/// How often `put_memory` is retried after losing a race to insert the same scope, kind and
+/// key.
 pub(crate) const PUT_RETRIES: u32 = 3;
 
 /// The item in `row`, whose first columns are [`crate::sql::MEMORY_COLUMNS`].
@@ -21,34 +23,58 @@ pub(crate) fn memory_from_row(row: &Row) -> Result<MemoryItem> {
         .map_err(|e| Error::corrupt(format!("stored memory kind does not parse: {e}")))?;
     let metadata: Option<Json<Metadata>> = get(row, 5)?;
     let id: String = get(row, 0)?;
+    let scope: String = get(row, 8)?;
+    let scope = MemoryScope::from_stored_form(&scope)
+        .map_err(|_| Error::corrupt(format!("stored memory scope {scope:?} does not parse")))?;
     Ok(MemoryItem {
         id: MemoryId::new(id)
             .map_err(|e| Error::corrupt(format!("stored memory id is invalid: {e}")))?,
         kind,
+        scope,
         key: get(row, 2)?,
         text: text_from(get(row, 3)?, get(row, 4)?)?,
         metadata: metadata.map(|Json(m)| m).unwrap_or_default(),
         created_at: get(row, 6)?,
         updated_at: get(row, 7)?,
+        expires_at: get(row, 9)?,
     })
 }
 
 impl PostgresStore {
-    /// One try of `put_memory`: replaces the item of `item`'s kind and key (keeping its id and
-    /// creation time), else the one with its id, else inserts `item`, in one transaction.
-    /// Returns the stored id and creation time. A `Conflict` means another writer inserted
-    /// the same kind and key meanwhile; the next try finds its row.
-    pub(crate) async fn put_once(&self, item: &MemoryItem) -> Result<(String, DateTime<Utc>)> {
+    /// One try of `put_memory`, in one transaction: deletes an item of `item`'s scope, kind
+    /// and key that has expired at `now`; then replaces the (live) one of that scope, kind and
+    /// key (keeping its id and creation time), else the one with `item`'s id, else inserts
+    /// `item`. Returns the stored id and creation time. A `Conflict` means another writer
+    /// inserted the same scope, kind and key meanwhile; the next try finds its row.
+    pub(crate) async fn put_once(
+        &self,
+        item: &MemoryItem,
+        now: DateTime<Utc>,
+    ) -> Result<(String, DateTime<Utc>)> {
         let (text, raw) = storable_text(&item.text);
         let metadata = (!item.metadata.is_empty()).then_some(Json(&item.metadata));
         let tsv = tsvector_literal(&item.text);
         let kind = item.kind.as_str();
+        let scope = item.scope.stored_form();
         run!(self, 0, |client| async {
             let tx = client.transaction().await?;
             if let Some(key) = &item.key {
+                let st = tx
+                    .prepare_cached(&self.sql.memory_delete_expired_key)
+                    .await?;
+                tx.execute(&st, &[&scope, &kind, key, &now]).await?;
                 let st = tx.prepare_cached(&self.sql.memory_update_by_key).await?;
-                let params: [&(dyn ToSql + Sync); 7] =
-                    [&kind, key, &text, &raw, &metadata, &item.updated_at, &tsv];
+                let params: [&(dyn ToSql + Sync); 9] = [
+                    &scope,
+                    &kind,
+                    key,
+                    &text,
+                    &raw,
+                    &metadata,
+                    &item.updated_at,
+                    &tsv,
+                    &item.expires_at,
+                ];
                 if let Some(row) = tx.query_opt(&st, &params).await? {
                     let kept: String = row.try_get(0)?;
                     let created: DateTime<Utc> = row.try_get(1)?;
@@ -62,7 +88,7 @@ impl PostgresStore {
             }
             let st = tx.prepare_cached(&self.sql.memory_upsert).await?;
             let id = item.id.as_str();
-            let params: [&(dyn ToSql + Sync); 9] = [
+            let params: [&(dyn ToSql + Sync); 11] = [
                 &id,
                 &kind,
                 &item.key,
@@ -72,6 +98,8 @@ impl PostgresStore {
                 &item.created_at,
                 &item.updated_at,
                 &tsv,
+                &scope,
+                &item.expires_at,
             ];
             let row = tx.query_one(&st, &params).await?;
             let stored = (row.try_get(0)?, row.try_get(1)?);

@@ -1,4 +1,5 @@
-//! Retention: deleting sessions by age and by count.
+//! Retention: deleting sessions by age and by count, and memory items that have expired or
+//! were not updated for too long.
 
 use agentmem_core::Result;
 use chrono::{DateTime, Utc};
@@ -9,14 +10,17 @@ use crate::store::PostgresStore;
 pub(crate) const PURGE_RETRIES: u32 = 3;
 
 impl PostgresStore {
-    /// One try of a purge: deletes the sessions last written before `cutoff` and all but the
-    /// `keep` most recently written, with their messages and archives, in one transaction.
-    /// Returns how many sessions it deleted.
+    /// One try of a purge, in one transaction: deletes the sessions last written before
+    /// `cutoff` and all but the `keep` most recently written, with their messages and
+    /// archives, and the memory items expired at `now` or last updated before
+    /// `memory_cutoff`. Returns how many sessions and memory items it deleted.
     pub(crate) async fn purge_once(
         &self,
         cutoff: Option<DateTime<Utc>>,
         keep: Option<i64>,
-    ) -> Result<usize> {
+        now: DateTime<Utc>,
+        memory_cutoff: Option<DateTime<Utc>>,
+    ) -> Result<(usize, u64)> {
         run!(self, 0, |client| async {
             let tx = client.transaction().await?;
             let mut doomed: Vec<String> = Vec::new();
@@ -39,8 +43,10 @@ impl PostgresStore {
                 let st = tx.prepare_cached(&self.sql.delete_dependents).await?;
                 tx.execute(&st, &[&doomed]).await?;
             }
+            let st = tx.prepare_cached(&self.sql.purge_memories).await?;
+            let memories = tx.execute(&st, &[&now, &memory_cutoff]).await?;
             tx.commit().await?;
-            Ok(doomed.len())
+            Ok((doomed.len(), memories))
         })
     }
 }

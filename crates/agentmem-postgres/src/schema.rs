@@ -12,7 +12,7 @@ use crate::config::quote_schema;
 use crate::error;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// First key of the advisory lock (`'amem'` in ASCII), so agentmem's locks do not collide
 /// with an application's own one-key advisory locks.
@@ -27,20 +27,21 @@ struct Migration {
 }
 
 /// Every migration, oldest first. Append new ones; never edit an applied one.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    description: "sessions, messages, archives, memory items",
-    // Ids use the "C" collation: byte order, which is the order the trait promises
-    // (`list_sessions` is ordered by id) and is also cheaper to compare.
-    // Metadata is `json`, not `jsonb`: it is only ever stored and returned, never queried,
-    // and `json` keeps every valid JSON text exactly (jsonb rejects `\u0000`).
-    // `content_raw` holds the exact bytes only when the content contains NUL, which a
-    // PostgreSQL `text` value cannot; `content` then holds it with NUL replaced.
-    // `tsv` is written by the client from agentmem's own word rule, so matching is the same
-    // on every backend (see search.rs).
-    // There are no foreign keys: every write goes through this crate, which deletes
-    // dependent rows itself, and per-row RI checks would slow batch appends.
-    sql: r#"
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "sessions, messages, archives, memory items",
+        // Ids use the "C" collation: byte order, which is the order the trait promises
+        // (`list_sessions` is ordered by id) and is also cheaper to compare.
+        // Metadata is `json`, not `jsonb`: it is only ever stored and returned, never queried,
+        // and `json` keeps every valid JSON text exactly (jsonb rejects `\u0000`).
+        // `content_raw` holds the exact bytes only when the content contains NUL, which a
+        // PostgreSQL `text` value cannot; `content` then holds it with NUL replaced.
+        // `tsv` is written by the client from agentmem's own word rule, so matching is the same
+        // on every backend (see search.rs).
+        // There are no foreign keys: every write goes through this crate, which deletes
+        // dependent rows itself, and per-row RI checks would slow batch appends.
+        sql: r#"
 CREATE TABLE {s}.sessions (
     id            text COLLATE "C" PRIMARY KEY,
     metadata      json        NOT NULL,
@@ -108,7 +109,24 @@ CREATE UNIQUE INDEX memories_kind_key ON {s}.memories (kind, key) WHERE key IS N
 CREATE INDEX memories_created ON {s}.memories (created_at, ord);
 CREATE INDEX memories_tsv ON {s}.memories USING gin (tsv);
 "#,
-}];
+    },
+    Migration {
+        version: 2,
+        description: "memory item scopes and expiry",
+        // `scope` is the scope's stored form (`''` for global); a key becomes unique per
+        // (scope, kind) instead of per kind. Existing items become global and never expire.
+        // Adding a column with a constant default rewrites no rows.
+        sql: r#"
+ALTER TABLE {s}.memories ADD COLUMN scope text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE {s}.memories ADD COLUMN expires_at timestamptz;
+DROP INDEX {s}.memories_kind_key;
+CREATE UNIQUE INDEX memories_scope_kind_key ON {s}.memories (scope, kind, key)
+    WHERE key IS NOT NULL;
+CREATE INDEX memories_scope ON {s}.memories (scope, created_at, ord);
+CREATE INDEX memories_expires ON {s}.memories (expires_at) WHERE expires_at IS NOT NULL;
+"#,
+    },
+];
 
 /// Creates the schema when missing and applies every migration it lacks, once, even when
 /// several processes open it at the same moment. Fails with

@@ -135,11 +135,11 @@ pub(crate) fn message_hit(row: &Row) -> Result<MessageHit> {
     })
 }
 
-/// A row of the `memory_search` statement.
+/// A row of the `memory_search` (or `memory_search_in_scopes`) statement.
 pub(crate) fn memory_hit(row: &Row) -> Result<MemoryHit> {
     Ok(MemoryHit {
         item: memory_from_row(row)?,
-        score: get(row, 8)?,
+        score: get(row, 10)?,
     })
 }
 

@@ -49,6 +49,8 @@ pub(crate) struct Sql {
     pub purge_age: String,
     /// Deletes all but the `$1` most recently written sessions.
     pub purge_count: String,
+    /// Deletes the memory items expired at `$1` or last updated before `$2` (none when NULL).
+    pub purge_memories: String,
     /// Archives of session `$1`, oldest first.
     pub list_archives: String,
     /// Archive `$2` of session `$1` with its messages.
@@ -57,25 +59,39 @@ pub(crate) struct Sql {
     pub search_messages: String,
     /// Like `search_messages`, in session `$3` only.
     pub search_session: String,
-    /// Replaces the item of kind `$1` and key `$2`, keeping its id and creation time.
+    /// Deletes the item of scope `$1`, kind `$2` and key `$3` if it has expired at `$4`.
+    pub memory_delete_expired_key: String,
+    /// Replaces the item of scope `$1`, kind `$2` and key `$3` with `$4..$9`, keeping its id
+    /// and creation time.
     pub memory_update_by_key: String,
     /// Inserts an item or replaces the one with the same id.
     pub memory_upsert: String,
     /// Deletes item `$1` unless it is `$2`.
     pub memory_delete_other: String,
-    /// Item `$1`.
+    /// Item `$1`, unless it has expired at `$2`.
     pub memory_get: String,
-    /// The newest `$2` items (all when NULL) of kind `$1` (any when NULL), newest first.
+    /// The newest `$2` items (all when NULL) of kind `$1` (any when NULL) not expired at `$3`,
+    /// newest first.
     pub memory_list: String,
-    /// Ranked items matching tsquery text `$1`, kind `$2` (any when NULL), at most `$3`.
+    /// Like `memory_list`, of the scopes (stored forms) in `$4` only.
+    pub memory_list_in_scopes: String,
+    /// Ranked items matching tsquery text `$1`, kind `$2` (any when NULL), not expired at
+    /// `$4`, at most `$3`.
     pub memory_search: String,
+    /// Like `memory_search`, of the scopes (stored forms) in `$5` only.
+    pub memory_search_in_scopes: String,
     /// Deletes item `$1`.
     pub memory_delete: String,
 }
 
 /// The columns of a memory item row, in the order `memory_from_row` reads them.
 pub(crate) const MEMORY_COLUMNS: &str =
-    "id, kind, key, text, text_raw, metadata, created_at, updated_at";
+    "id, kind, key, text, text_raw, metadata, created_at, updated_at, scope, expires_at";
+
+/// The condition that a memory item has not expired at `$n`.
+fn live(n: usize) -> String {
+    format!("(expires_at IS NULL OR expires_at > ${n})")
+}
 
 impl Sql {
     /// The statements for the quoted schema `s`.
@@ -192,41 +208,66 @@ impl Sql {
                  ORDER BY score DESC, seq
                  LIMIT $2"
             ),
+            purge_memories: format!(
+                "DELETE FROM {s}.memories WHERE expires_at <= $1 OR updated_at < $2"
+            ),
+            memory_delete_expired_key: format!(
+                "DELETE FROM {s}.memories
+                 WHERE scope = $1 AND kind = $2 AND key = $3 AND expires_at <= $4"
+            ),
             memory_update_by_key: format!(
-                "UPDATE {s}.memories SET text = $3, text_raw = $4, metadata = $5,
-                     updated_at = $6, tsv = $7::text::tsvector
-                 WHERE kind = $1 AND key = $2
+                "UPDATE {s}.memories SET text = $4, text_raw = $5, metadata = $6,
+                     updated_at = $7, tsv = $8::text::tsvector, expires_at = $9
+                 WHERE scope = $1 AND kind = $2 AND key = $3
                  RETURNING id, created_at"
             ),
             memory_upsert: format!(
                 "INSERT INTO {s}.memories AS t
-                     (id, kind, key, text, text_raw, metadata, created_at, updated_at, tsv)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::tsvector)
+                     (id, kind, key, text, text_raw, metadata, created_at, updated_at, tsv,
+                      scope, expires_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::tsvector, $10, $11)
                  ON CONFLICT (id) DO UPDATE SET
                      kind = EXCLUDED.kind, key = EXCLUDED.key, text = EXCLUDED.text,
                      text_raw = EXCLUDED.text_raw, metadata = EXCLUDED.metadata,
                      created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at,
-                     tsv = EXCLUDED.tsv
+                     tsv = EXCLUDED.tsv, scope = EXCLUDED.scope, expires_at = EXCLUDED.expires_at
                  RETURNING id, created_at"
             ),
             memory_delete_other: format!("DELETE FROM {s}.memories WHERE id = $1 AND id <> $2"),
-            memory_get: format!("SELECT {MEMORY_COLUMNS} FROM {s}.memories WHERE id = $1"),
-            memory_list: format!(
-                "SELECT {MEMORY_COLUMNS} FROM {s}.memories
-                 WHERE $1::text IS NULL OR kind = $1
-                 ORDER BY created_at DESC, ord DESC
-                 LIMIT $2"
+            memory_get: format!(
+                "SELECT {MEMORY_COLUMNS} FROM {s}.memories WHERE id = $1 AND {live}",
+                live = live(2)
             ),
-            memory_search: format!(
-                "SELECT {MEMORY_COLUMNS}, ts_rank(tsv, q, 1)::float8 AS score
-                 FROM {s}.memories, CAST($1::text AS tsquery) AS q
-                 WHERE tsv @@ q AND ($2::text IS NULL OR kind = $2)
-                 ORDER BY score DESC, created_at, ord
-                 LIMIT $3"
-            ),
+            memory_list: memory_list(s, ""),
+            memory_list_in_scopes: memory_list(s, " AND scope = ANY($4::text[])"),
+            memory_search: memory_search(s, ""),
+            memory_search_in_scopes: memory_search(s, " AND scope = ANY($5::text[])"),
             memory_delete: format!("DELETE FROM {s}.memories WHERE id = $1"),
         }
     }
+}
+
+/// The `memory_list` statement, with `and` added to its condition.
+fn memory_list(s: &str, and: &str) -> String {
+    format!(
+        "SELECT {MEMORY_COLUMNS} FROM {s}.memories
+         WHERE ($1::text IS NULL OR kind = $1) AND {live}{and}
+         ORDER BY created_at DESC, ord DESC
+         LIMIT $2",
+        live = live(3)
+    )
+}
+
+/// The `memory_search` statement, with `and` added to its condition.
+fn memory_search(s: &str, and: &str) -> String {
+    format!(
+        "SELECT {MEMORY_COLUMNS}, ts_rank(tsv, q, 1)::float8 AS score
+         FROM {s}.memories, CAST($1::text AS tsquery) AS q
+         WHERE tsv @@ q AND ($2::text IS NULL OR kind = $2) AND {live}{and}
+         ORDER BY score DESC, created_at, ord
+         LIMIT $3",
+        live = live(4)
+    )
 }
 
 /// `WITH s AS (<session>) INSERT …`: `session` writes the session row of `$1` at time `$2`

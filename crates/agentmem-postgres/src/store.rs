@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use agentmem_core::layer::open_layered;
 use agentmem_core::support::{
-    archive_id_base, free_archive_id, memory_search_limit, retention_cutoff,
+    archive_id_base, free_archive_id, memory_retention_cutoff, memory_search_limit,
+    retention_cutoff,
 };
 use agentmem_core::Layered;
 use agentmem_core::{
@@ -357,21 +358,20 @@ impl SessionStore for PostgresStore {
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        if policy.max_age.is_none() && policy.max_sessions.is_none() {
-            return Ok(PurgeReport::default());
-        }
-        // Ages are measured on the client's clock, the one `updated_at` was written with.
-        // An age reaching before year 1 expires nothing (and such a cutoff could not even be
-        // bound: PostgreSQL timestamps end in 4714 BC).
-        let cutoff = retention_cutoff(policy, now()).filter(|cutoff| cutoff.year() >= 1);
+        // Ages and expiry are measured on the client's clock, the one `updated_at` was written
+        // with. An age reaching before year 1 expires nothing (and such a cutoff could not
+        // even be bound: PostgreSQL timestamps end in 4714 BC).
+        let at = now();
+        let cutoff = retention_cutoff(policy, at).filter(|cutoff| cutoff.year() >= 1);
+        let memory_cutoff = memory_retention_cutoff(policy, at).filter(|cutoff| cutoff.year() >= 1);
         let keep = policy
             .max_sessions
             .map(|n| i64::try_from(n).unwrap_or(i64::MAX));
         // Two purges running at once may lock the same sessions in opposite orders; the
         // loser of the resulting deadlock is rolled back whole and simply runs again.
         let mut attempt = 0;
-        let deleted = loop {
-            match self.purge_once(cutoff, keep).await {
+        let (sessions, memories) = loop {
+            match self.purge_once(cutoff, keep, at, memory_cutoff).await {
                 Err(e) if e.kind() == ErrorKind::Conflict && attempt < PURGE_RETRIES => {
                     attempt += 1
                 }
@@ -379,7 +379,8 @@ impl SessionStore for PostgresStore {
             }
         };
         Ok(PurgeReport {
-            sessions_deleted: deleted as u64,
+            sessions_deleted: sessions as u64,
+            memories_deleted: memories,
         })
     }
 }
@@ -389,7 +390,7 @@ impl MemoryStore for PostgresStore {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         let mut attempt = 0;
         loop {
-            match self.put_once(item).await {
+            match self.put_once(item, now()).await {
                 Ok((id, created_at)) => {
                     return Ok(MemoryItem {
                         id: MemoryId::new(id).map_err(|e| {
@@ -399,8 +400,8 @@ impl MemoryStore for PostgresStore {
                         ..item.clone()
                     })
                 }
-                // Another writer inserted the same kind and key between our update and
-                // insert; the update now finds its row.
+                // Another writer inserted the same scope, kind and key between our update
+                // and insert; the update now finds its row.
                 Err(e) if e.kind() == ErrorKind::Conflict && attempt < PUT_RETRIES => {
                     attempt += 1;
                 }
@@ -410,9 +411,10 @@ impl MemoryStore for PostgresStore {
     }
 
     async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
+        let at = now();
         let row = run!(self, READ_RETRIES, |client| async {
             let st = client.prepare_cached(&self.sql.memory_get).await?;
-            client.query_opt(&st, &[&id.as_str()]).await
+            client.query_opt(&st, &[&id.as_str(), &at]).await
         })?;
         row.map(|row| memory_from_row(&row)).transpose()
     }
@@ -421,9 +423,21 @@ impl MemoryStore for PostgresStore {
         let kind = filter.kind.map(|k| k.as_str());
         // NULL means no LIMIT.
         let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+        let at = now();
+        let scopes = filter.scope.stored_forms();
         let rows = run!(self, READ_RETRIES, |client| async {
-            let st = client.prepare_cached(&self.sql.memory_list).await?;
-            client.query(&st, &[&kind, &limit]).await
+            match &scopes {
+                None => {
+                    let st = client.prepare_cached(&self.sql.memory_list).await?;
+                    client.query(&st, &[&kind, &limit, &at]).await
+                }
+                Some(scopes) => {
+                    let st = client
+                        .prepare_cached(&self.sql.memory_list_in_scopes)
+                        .await?;
+                    client.query(&st, &[&kind, &limit, &at, scopes]).await
+                }
+            }
         })?;
         // Fetched newest first so a limit keeps the newest; returned oldest first.
         let mut items = rows
@@ -441,9 +455,23 @@ impl MemoryStore for PostgresStore {
         };
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let kind = filter.kind.map(|k| k.as_str());
+        let at = now();
+        let scopes = filter.scope.stored_forms();
         let rows = run!(self, READ_RETRIES, |client| async {
-            let st = client.prepare_cached(&self.sql.memory_search).await?;
-            client.query(&st, &[&tsquery, &kind, &limit]).await
+            match &scopes {
+                None => {
+                    let st = client.prepare_cached(&self.sql.memory_search).await?;
+                    client.query(&st, &[&tsquery, &kind, &limit, &at]).await
+                }
+                Some(scopes) => {
+                    let st = client
+                        .prepare_cached(&self.sql.memory_search_in_scopes)
+                        .await?;
+                    client
+                        .query(&st, &[&tsquery, &kind, &limit, &at, scopes])
+                        .await
+                }
+            }
         })?;
         rows.iter().map(memory_hit).collect()
     }

@@ -5,7 +5,10 @@ mod common;
 
 use std::time::Duration;
 
-use agentmem_core::{AgentMemoryExt, ErrorKind, Message, SessionId, SessionStore};
+use agentmem_core::{
+    AgentMemoryExt, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, MemoryScope, MemoryStore,
+    Message, SessionId, SessionStore,
+};
 use agentmem_postgres::deadpool_postgres::{Manager, Pool, Runtime};
 use agentmem_postgres::{PostgresStore, SCHEMA_VERSION};
 
@@ -265,13 +268,97 @@ async fn reopening_keeps_data_and_version() {
         .append_one(&sid("kept"), Message::user("still here"))
         .await
         .expect("append");
+    let again = reopen_current(&store).await;
+    assert_eq!(again.messages(&sid("kept")).await.expect("load").len(), 1);
+    store.drop_schema().await.expect("drop test schema");
+}
+
+/// A second connection to `store`'s schema, which must open (migrating it if need be) and
+/// report this build's schema version.
+async fn reopen_current(store: &PostgresStore) -> agentmem_core::Layered<PostgresStore> {
     let url = common::with_options(&common::database_url(), &[("schema", store.schema())]);
-    let again = PostgresStore::connect(&url).await.expect("reopen");
+    let again = PostgresStore::connect(&url)
+        .await
+        .expect("reopen (and migrate)");
     assert_eq!(
         again.schema_version().await.expect("version"),
         SCHEMA_VERSION
     );
-    assert_eq!(again.messages(&sid("kept")).await.expect("load").len(), 1);
+    again
+}
+
+#[tokio::test]
+async fn version_1_memories_become_global_when_migrated_to_2() {
+    let Some(store) = common::open(&[]).await else {
+        return;
+    };
+    let s = format!("\"{}\"", store.schema());
+    let admin = common::admin().await;
+    // Put the memories table back as version 1 left it, with an item in it.
+    admin
+        .batch_execute(&format!(
+            "DROP INDEX {s}.memories_scope_kind_key;
+             DROP INDEX {s}.memories_scope;
+             DROP INDEX {s}.memories_expires;
+             ALTER TABLE {s}.memories DROP COLUMN scope, DROP COLUMN expires_at;
+             CREATE UNIQUE INDEX memories_kind_key ON {s}.memories (kind, key)
+                 WHERE key IS NOT NULL;
+             DELETE FROM {s}.schema_migrations WHERE version > 1;
+             INSERT INTO {s}.memories (id, kind, key, text, created_at, updated_at, tsv)
+                 VALUES ('old', 'fact', 'name', 'name is Ada', now(), now(), 'ada:3');"
+        ))
+        .await
+        .expect("downgrade to version 1");
+    let again = reopen_current(&store).await;
+    let old = again
+        .get_memory(&"old".parse().expect("id"))
+        .await
+        .expect("get")
+        .expect("the item survives");
+    assert_eq!(
+        (old.scope.clone(), old.expires_at),
+        (MemoryScope::global(), None)
+    );
+    assert_eq!(old.text, "name is Ada");
+    let hits = again
+        .search_memories("ada", &MemoryFilter::default())
+        .await
+        .expect("search");
+    assert_eq!(hits.len(), 1);
+    // The key is now unique per scope: another scope gets an item of its own.
+    let alice = MemoryItem::new(MemoryKind::Fact, "name is Bea")
+        .with_key("name")
+        .in_scope(MemoryScope::agent("alice"));
+    assert_eq!(again.put_memory(&alice).await.expect("put"), alice);
+    let replaced = again
+        .put_memory(&MemoryItem::new(MemoryKind::Fact, "name is Cy").with_key("name"))
+        .await
+        .expect("put");
+    assert_eq!(replaced.id, old.id, "the global item is replaced by key");
+    store.drop_schema().await.expect("drop test schema");
+}
+
+#[tokio::test]
+async fn an_unreadable_scope_is_corrupt_data() {
+    let Some(store) = common::open(&[]).await else {
+        return;
+    };
+    let item = MemoryItem::new(MemoryKind::Fact, "x").in_scope(MemoryScope::agent("a"));
+    store.put_memory(&item).await.expect("put");
+    common::admin()
+        .await
+        .execute(
+            &format!(
+                "UPDATE \"{}\".memories SET scope = 'agent:a/x:y'",
+                store.schema()
+            ),
+            &[],
+        )
+        .await
+        .expect("damage the scope");
+    let err = store.get_memory(&item.id).await.expect_err("corrupt");
+    assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
+    assert!(err.to_string().contains("agent:a/x:y"), "{err}");
     store.drop_schema().await.expect("drop test schema");
 }
 

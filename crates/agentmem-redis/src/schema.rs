@@ -13,8 +13,9 @@ use redis::Script;
 use crate::error::from_redis;
 use crate::keys::Keys;
 
-/// The layout this build writes (documented in the crate README).
-pub const SCHEMA_VERSION: u32 = 1;
+/// The layout this build writes (documented in the crate README). Version 2 added memory-item
+/// scopes and expiry.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One forward migration: a Lua body that rewrites the data under the prefix (`ARGV[1]`)
 /// from version `from` to `from + 1`. It runs wrapped by [`guarded`], which skips it unless
@@ -25,9 +26,15 @@ pub(crate) struct Migration {
     pub(crate) script: &'static str,
 }
 
-/// Migrations of this build, oldest first. Version 1 is the first layout, so there are none
-/// yet; the next layout change adds `Migration { from: 1, .. }` here.
-pub(crate) const MIGRATIONS: &[Migration] = &[];
+/// Migrations of this build, oldest first.
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    // 1 -> 2: memory items gain a scope and an expiry; the items of version 1 become global
+    // and never expire (see the script for the entries it converts).
+    Migration {
+        from: 1,
+        script: include_str!("lua/migrate_1_2.lua"),
+    },
+];
 
 /// Wraps a migration body so it runs only when the stored version is still `from`, and
 /// bumps the version with it. Returns 1 when it ran, 0 when someone else had migrated.

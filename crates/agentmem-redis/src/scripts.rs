@@ -1,7 +1,8 @@
 //! The Lua scripts behind every multi-key step, so each runs atomically on the server.
 //!
 //! Redis runs one script at a time, so a script sees and leaves a consistent state: an
-//! append and its index entries, a compaction and the appends racing with it, a purge batch.
+//! append and its index entries, a compaction and the appends racing with it, a purge batch,
+//! a memory item and its index entries.
 //! `redis::Script` sends `EVALSHA` and loads the source once per server (again after a
 //! restart empties the script cache).
 
@@ -40,6 +41,7 @@ pub(crate) struct Scripts {
     pub(crate) delete_memory: Script,
     pub(crate) list_memories: Script,
     pub(crate) search_memories: Script,
+    pub(crate) purge_memories: Script,
 }
 
 impl Scripts {
@@ -57,6 +59,7 @@ impl Scripts {
             delete_memory: memory_script!("lua/delete_memory.lua"),
             list_memories: memory_script!("lua/list_memories.lua"),
             search_memories: memory_script!("lua/search_memories.lua"),
+            purge_memories: memory_script!("lua/purge_memories.lua"),
         }
     }
 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use agentmem_core::layer;
 use agentmem_core::support::{
-    archive_id_base, memory_search_limit, micros, retention_cutoff, search_terms,
+    archive_id_base, memory_retention_cutoff, memory_search_limit, micros, retention_cutoff,
+    search_terms,
 };
 use agentmem_core::Layered;
 use agentmem_core::{
@@ -24,7 +25,10 @@ use crate::config::{
 };
 use crate::error::{encode_json, from_redis};
 use crate::keys::Keys;
-use crate::memories::{items_from, memory_hits, parse_item, put_item, rebase, MAX_REBASES};
+use crate::memories::{
+    items_from, list_items, memory_hits, parse_item, purge_items, put_item, rebase, search_items,
+    MAX_REBASES,
+};
 use crate::schema::{self, MIGRATIONS, SCHEMA_VERSION};
 use crate::scripts::Scripts;
 use crate::search::index_entry;
@@ -357,27 +361,37 @@ impl SessionStore for RedisStore {
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        let cutoff = retention_cutoff(policy, now()).map(|t| micros(t).to_string());
-        if cutoff.is_none() && policy.max_sessions.is_none() {
-            return Ok(PurgeReport::default());
-        }
-        let cutoff = cutoff.unwrap_or_default();
-        let max = policy
-            .max_sessions
-            .map(|n| n.to_string())
-            .unwrap_or_default();
+        let at = now();
         let mut report = PurgeReport::default();
+        let cutoff = retention_cutoff(policy, at).map(|t| micros(t).to_string());
+        if cutoff.is_some() || policy.max_sessions.is_some() {
+            let cutoff = cutoff.unwrap_or_default();
+            let max = policy
+                .max_sessions
+                .map(|n| n.to_string())
+                .unwrap_or_default();
+            loop {
+                let mut inv = self.scripts.purge.prepare_invoke();
+                inv.arg(self.keys.prefix())
+                    .arg(&cutoff)
+                    .arg(&max)
+                    .arg(PURGE_BATCH);
+                let deleted: u64 = self.invoke(&inv).await?;
+                if deleted == 0 {
+                    break;
+                }
+                report.sessions_deleted += deleted;
+            }
+        }
+        // Memory items: every expired one, and those older than `max_memory_age`.
+        let memory_cutoff = memory_retention_cutoff(policy, at);
         loop {
-            let mut inv = self.scripts.purge.prepare_invoke();
-            inv.arg(self.keys.prefix())
-                .arg(&cutoff)
-                .arg(&max)
-                .arg(PURGE_BATCH);
+            let inv = purge_items(&self.scripts.purge_memories, &self.keys, at, memory_cutoff);
             let deleted: u64 = self.invoke(&inv).await?;
             if deleted == 0 {
                 return Ok(report);
             }
-            report.sessions_deleted += deleted;
+            report.memories_deleted += deleted;
         }
     }
 }
@@ -388,7 +402,7 @@ impl MemoryStore for RedisStore {
         let index = index_entry(&item.text).to_string();
         let mut stored = item.clone();
         for _ in 0..MAX_REBASES {
-            let inv = put_item(&self.scripts.put_memory, &self.keys, &stored, &index)?;
+            let inv = put_item(&self.scripts.put_memory, &self.keys, &stored, &index, now())?;
             let reply: Vec<String> = self.invoke(&inv).await?;
             let Some((id, created_at)) = rebase(&reply)? else {
                 return Ok(stored);
@@ -413,13 +427,16 @@ impl MemoryStore for RedisStore {
                 async move { cmd.query_async(&mut c).await }
             })
             .await?;
-        raw.map(|bytes| parse_item(&bytes)).transpose()
+        // An expired item stays stored until a purge or a put with its key deletes it.
+        let at = now();
+        Ok(raw
+            .map(|bytes| parse_item(&bytes))
+            .transpose()?
+            .filter(|item| !item.is_expired_at(at)))
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        let mut inv = self.scripts.list_memories.prepare_invoke();
-        inv.arg(self.keys.prefix())
-            .arg(filter.kind.map_or("", |k| k.as_str()));
+        let inv = list_items(&self.scripts.list_memories, &self.keys, filter, now());
         items_from(self.invoke(&inv).await?, filter.limit)
     }
 
@@ -428,11 +445,8 @@ impl MemoryStore for RedisStore {
         let Some(terms) = search_terms(query, limit) else {
             return Ok(Vec::new());
         };
-        let mut inv = self.scripts.search_memories.prepare_invoke();
-        inv.arg(self.keys.prefix())
-            .arg(filter.kind.map_or("", |k| k.as_str()))
-            .arg(limit.min(u32::MAX as usize))
-            .arg(terms);
+        let script = &self.scripts.search_memories;
+        let inv = search_items(script, &self.keys, filter, limit, now(), terms);
         memory_hits(self.invoke(&inv).await?)
     }
 

@@ -1,14 +1,15 @@
 //! Redis-specific behaviour beyond the conformance suite: prefix isolation, the schema
-//! guard, corrupt data, and the self-kept search index staying exact (no stale entries, no
-//! leftover keys, the same scores as agentmem-core's BM25).
+//! guard and the migration of version 1 data, corrupt data, and the self-kept search index
+//! staying exact (no stale entries, no leftover keys, the same scores as agentmem-core's BM25,
+//! within scopes too).
 #![allow(clippy::unwrap_used)]
 
 use agentmem_core::backend::{BackendConfig, Registry};
 use agentmem_core::search::rank;
 use agentmem_core::{
     AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryId, MemoryItem,
-    MemoryKind, MemoryStore, Message, MessageId, MessageQuery, Metadata, Operation,
-    RetentionPolicy, Role, SessionId, SessionStore,
+    MemoryKind, MemoryScope, MemoryStore, Message, MessageId, MessageQuery, Metadata, Operation,
+    RetentionPolicy, Role, ScopeFilter, SessionId, SessionStore,
 };
 use agentmem_redis::{RedisConfig, RedisStore};
 use redis::aio::MultiplexedConnection;
@@ -60,6 +61,30 @@ async fn drop_prefix(raw: &mut MultiplexedConnection, prefix: &str) {
     }
 }
 
+/// Sets the raw string `key` (under `prefix`) to `value`, as a client of another version (or
+/// something else entirely) might have.
+async fn set_raw(
+    raw: &mut MultiplexedConnection,
+    prefix: &str,
+    key: &str,
+    value: impl redis::ToRedisArgs,
+) {
+    let _: () = redis::cmd("SET")
+        .arg(format!("{prefix}:{key}"))
+        .arg(value)
+        .query_async(raw)
+        .await
+        .unwrap();
+}
+
+/// The config of a store under `prefix` on the test server.
+fn config_for(prefix: &str) -> RedisConfig {
+    RedisConfig::new(&url())
+        .unwrap()
+        .with_prefix(prefix)
+        .unwrap()
+}
+
 fn sid(s: &str) -> SessionId {
     s.parse().unwrap()
 }
@@ -99,8 +124,8 @@ async fn prefixes_isolate_stores_on_one_server() {
         .is_empty());
     assert_eq!(
         b.purge(&RetentionPolicy {
-            max_age: None,
-            max_sessions: Some(0)
+            max_sessions: Some(0),
+            ..RetentionPolicy::default()
         })
         .await
         .unwrap()
@@ -170,16 +195,8 @@ async fn newer_schema_is_refused_and_garbage_is_corrupt() {
         .unwrap();
     assert_eq!(stored, agentmem_redis::SCHEMA_VERSION.to_string());
 
-    let _: () = redis::cmd("SET")
-        .arg(format!("{prefix}:schema"))
-        .arg(99)
-        .query_async(&mut raw)
-        .await
-        .unwrap();
-    let config = RedisConfig::new(&url())
-        .unwrap()
-        .with_prefix(&prefix)
-        .unwrap();
+    set_raw(&mut raw, &prefix, "schema", 99).await;
+    let config = config_for(&prefix);
     let err = RedisStore::connect_with(config.clone())
         .await
         .expect_err("newer schema");
@@ -187,12 +204,7 @@ async fn newer_schema_is_refused_and_garbage_is_corrupt() {
     assert_eq!(err.operation(), Some(Operation::Open), "{err}");
     assert!(err.to_string().contains("99"), "{err}");
 
-    let _: () = redis::cmd("SET")
-        .arg(format!("{prefix}:schema"))
-        .arg("one")
-        .query_async(&mut raw)
-        .await
-        .unwrap();
+    set_raw(&mut raw, &prefix, "schema", "one").await;
     let err = RedisStore::connect_with(config)
         .await
         .expect_err("garbage schema");
@@ -234,12 +246,7 @@ async fn malformed_stored_data_is_corrupt_data() {
 
     // A key of the wrong type under the prefix.
     let other = sid("wrong_type");
-    let _: () = redis::cmd("SET")
-        .arg(format!("{prefix}:s:wrong_type:msgs"))
-        .arg("x")
-        .query_async(&mut raw)
-        .await
-        .unwrap();
+    set_raw(&mut raw, &prefix, "s:wrong_type:msgs", "x").await;
     let err = store
         .append_one(&other, Message::user("x"))
         .await
@@ -324,8 +331,8 @@ async fn scores_match_agentmem_core_bm25() {
     drop_prefix(&mut raw, &prefix).await;
 }
 
-/// After every kind of rewrite the index holds exactly the current messages, and deleting
-/// everything leaves no key but the schema behind.
+/// After every kind of rewrite the index holds exactly the current messages and items, and
+/// deleting everything leaves no key but the schema and the counters behind.
 #[tokio::test]
 async fn index_never_goes_stale_and_deletes_leave_no_keys() {
     let Some((store, mut raw, prefix)) = open("stale").await else {
@@ -394,8 +401,8 @@ async fn index_never_goes_stale_and_deletes_leave_no_keys() {
     assert_eq!(
         store
             .purge(&RetentionPolicy {
-                max_age: None,
-                max_sessions: Some(1)
+                max_sessions: Some(1),
+                ..RetentionPolicy::default()
             })
             .await
             .unwrap()
@@ -433,6 +440,48 @@ async fn index_never_goes_stale_and_deletes_leave_no_keys() {
         1
     );
 
+    // Scoped and expiring items leave nothing behind either: replaced by a put over their key
+    // once expired, purged, or deleted.
+    let past = agentmem_core::now() - chrono::Duration::seconds(1);
+    let expired = store
+        .put_memory(
+            &MemoryItem::new(MemoryKind::Insight, "theta note")
+                .with_key("k")
+                .in_scope(alice())
+                .expiring_at(past),
+        )
+        .await
+        .unwrap();
+    let fresh = store
+        .put_memory(
+            &MemoryItem::new(MemoryKind::Insight, "iota note")
+                .with_key("k")
+                .in_scope(alice())
+                .expiring_at(past + chrono::Duration::days(1)),
+        )
+        .await
+        .unwrap();
+    assert_ne!(fresh.id, expired.id, "an expired item is not taken over");
+    store
+        .put_memory(
+            &MemoryItem::new(MemoryKind::Fact, "kappa note")
+                .in_scope(bob())
+                .expiring_at(past),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .search_memories("note", &MemoryFilter::default())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    let report = store.purge(&RetentionPolicy::default()).await.unwrap();
+    assert_eq!((report.sessions_deleted, report.memories_deleted), (0, 1));
+    assert!(store.delete_memory(&fresh.id).await.unwrap());
+
     assert!(store.delete_session(&other).await.unwrap());
     assert!(store.delete_memory(&item.id).await.unwrap());
     assert!(store
@@ -456,6 +505,16 @@ async fn index_never_goes_stale_and_deletes_leave_no_keys() {
         .await
         .unwrap();
     assert_eq!(stats, [0, 0]);
+    // The memory counters of the whole store are back to zero; those of scopes are gone.
+    let mstats: Vec<(String, i64)> = redis::cmd("HGETALL")
+        .arg(format!("{prefix}:mem:stats"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    for (field, value) in mstats {
+        assert_eq!(field.matches(':').count(), 1, "{field}");
+        assert_eq!(value, 0, "{field}");
+    }
     drop_prefix(&mut raw, &prefix).await;
 }
 
@@ -479,8 +538,17 @@ async fn tls_handshake_against_a_plain_server_is_unavailable() {
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
 }
 
+fn alice() -> MemoryScope {
+    MemoryScope::agent("alice").with_workspace("git-kyoto")
+}
+
+fn bob() -> MemoryScope {
+    MemoryScope::agent("bob").with_workspace("git-kyoto")
+}
+
 /// The same writes on the reference store (`agentmem_core::InMemoryStore`) and on Redis give the
-/// same search results: same hits, same order (ties included), same scores.
+/// same search results: same hits, same order (ties included), same scores, with scope filters
+/// too (the collection statistics are kept per kind and scope).
 #[tokio::test]
 async fn search_agrees_with_the_reference_store() {
     let Some((redis_store, mut raw, prefix)) = open("diff").await else {
@@ -525,6 +593,21 @@ async fn search_agrees_with_the_reference_store() {
             item.id = MemoryId::new(format!("item{n}")).expect("valid memory id");
             store.put_memory(&item).await.unwrap();
         }
+        // Scoped items, with texts of different lengths so every scope's collection differs.
+        for (n, (scope, text)) in [
+            (alice(), "alice likes rust"),
+            (alice(), "alice tie tie and many more words here"),
+            (MemoryScope::agent("alice"), "rust go rust"),
+            (bob(), "bob likes go"),
+            (bob(), "tie"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut item = MemoryItem::new(MemoryKind::Fact, text).in_scope(scope);
+            item.id = MemoryId::new(format!("scoped{n}")).expect("valid memory id");
+            store.put_memory(&item).await.unwrap();
+        }
     }
     let view = |hits: Vec<agentmem_core::MessageHit>| -> Vec<(String, String, f64)> {
         hits.into_iter()
@@ -539,9 +622,17 @@ async fn search_agrees_with_the_reference_store() {
                 let got = view(redis_store.search_messages(query, &scope).await.unwrap());
                 assert_eq!(got, want, "{query:?} {scope:?}");
             }
-            for kind in [None, Some(MemoryKind::Fact)] {
+            for (kind, scope) in [
+                (None, ScopeFilter::All),
+                (Some(MemoryKind::Fact), ScopeFilter::All),
+                (None, ScopeFilter::VisibleFrom(alice())),
+                (Some(MemoryKind::Fact), ScopeFilter::VisibleFrom(alice())),
+                (None, ScopeFilter::Exactly(bob())),
+                (Some(MemoryKind::Insight), ScopeFilter::Exactly(bob())),
+            ] {
                 let filter = MemoryFilter {
                     kind,
+                    scope,
                     limit: Some(limit),
                 };
                 let ids = |hits: Vec<agentmem_core::MemoryHit>| -> Vec<(String, f64)> {
@@ -623,5 +714,275 @@ async fn invalid_messages_are_refused_by_the_layers_before_any_write() {
         keys_under(&mut raw, &prefix).await,
         [format!("{prefix}:schema")]
     );
+    drop_prefix(&mut raw, &prefix).await;
+}
+
+/// Writes `item` as version 1 of the layout did (`put_memory.lua` of schema 1): no scope, no
+/// expiry, key index by kind and key, counters per kind only.
+async fn put_v1_item(raw: &mut MultiplexedConnection, prefix: &str, seq: i64, item: &MemoryItem) {
+    use agentmem_core::support::micros;
+    let words = agentmem_core::search::index_words(&item.text);
+    let mut tf = std::collections::BTreeMap::<String, u64>::new();
+    for w in &words {
+        *tf.entry(w.clone()).or_default() += 1;
+    }
+    let tf: std::collections::BTreeMap<String, String> =
+        tf.into_iter().map(|(w, n)| (w, n.to_string())).collect();
+    let index = serde_json::json!({ "l": words.len(), "t": tf }).to_string();
+    let id = item.id.as_str();
+    let kind = item.kind.as_str();
+    let key = item.key.as_deref().unwrap_or("");
+    let mut pipe = redis::pipe();
+    pipe.atomic()
+        .hset(
+            format!("{prefix}:mem:items"),
+            id,
+            serde_json::to_string(item).unwrap(),
+        )
+        .hset(
+            format!("{prefix}:mem:meta"),
+            id,
+            format!("{}\n{kind}\n{key}", micros(item.created_at)),
+        )
+        .zadd(format!("{prefix}:mem:order"), id, seq)
+        .set(format!("{prefix}:mem:seq"), seq)
+        .zadd(format!("{prefix}:mem:kind:{kind}"), id, seq)
+        .hset(format!("{prefix}:mem:terms"), id, &index)
+        .hincr(format!("{prefix}:mem:stats"), format!("docs:{kind}"), 1)
+        .hincr(
+            format!("{prefix}:mem:stats"),
+            format!("words:{kind}"),
+            words.len(),
+        );
+    if !key.is_empty() {
+        pipe.hset(format!("{prefix}:mem:keys"), format!("{kind}\n{key}"), id);
+    }
+    if !words.is_empty() {
+        pipe.hset(format!("{prefix}:mem:lens"), id, words.len());
+    }
+    for (term, n) in &tf {
+        pipe.hset(format!("{prefix}:mem:t:{term}"), id, n);
+    }
+    let _: () = pipe.query_async(raw).await.unwrap();
+}
+
+/// Hashes of the memory layout, to compare the data before and after a step.
+async fn memory_hashes(
+    raw: &mut MultiplexedConnection,
+    prefix: &str,
+) -> Vec<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for name in ["meta", "keys", "stats"] {
+        let mut fields: Vec<(String, String)> = redis::cmd("HGETALL")
+            .arg(format!("{prefix}:mem:{name}"))
+            .query_async(raw)
+            .await
+            .unwrap();
+        fields.sort();
+        out.push(fields);
+    }
+    for name in ["updated", "scope:", "expires"] {
+        let mut members: Vec<(String, String)> = redis::cmd("ZRANGE")
+            .arg(format!("{prefix}:mem:{name}"))
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query_async(raw)
+            .await
+            .unwrap();
+        members.sort();
+        out.push(members);
+    }
+    out
+}
+
+/// Data of schema version 1 migrates to the current layout once, even with two stores opening
+/// it at the same time: its items become global and never expire, keep their keys (an upsert
+/// finds them), their search scores, and their update times (which a purge by age reads, taken
+/// from the JSON whatever its precision or year); running the migration again changes nothing.
+#[tokio::test]
+async fn version_1_memory_items_migrate() {
+    let Some((_, mut raw, prefix)) = open("migrate_v1").await else {
+        return;
+    };
+    let time = |s: &str| {
+        chrono::DateTime::parse_from_rfc3339(s)
+            .unwrap()
+            .with_timezone(&chrono::Utc)
+    };
+    let recent = agentmem_core::now() - chrono::Duration::hours(1);
+    let far_future = chrono::DateTime::from_timestamp(253_402_300_800, 0).unwrap();
+    let specs = [
+        (
+            "v1-a",
+            MemoryKind::Fact,
+            Some("name"),
+            "the user is alpha beta",
+            recent,
+        ),
+        (
+            "v1-b",
+            MemoryKind::Insight,
+            None,
+            "alpha gamma gamma",
+            recent,
+        ),
+        (
+            "v1-c",
+            MemoryKind::Fact,
+            Some("k:1/x"),
+            "old alpha",
+            time("2001-02-03T04:05:06Z"),
+        ),
+        (
+            "v1-d",
+            MemoryKind::Fact,
+            None,
+            "millis",
+            time("2004-02-29T23:59:59.123Z"),
+        ),
+        (
+            "v1-e",
+            MemoryKind::LongTerm,
+            None,
+            "nanos",
+            time("1969-12-31T23:59:59.999999999Z"),
+        ),
+        // Year 10000, which serde writes as `+10000-01-01T00:00:00Z`.
+        ("v1-f", MemoryKind::ShortTerm, None, "far", far_future),
+    ];
+    let mut items = Vec::new();
+    for (n, (id, kind, key, text, updated)) in specs.into_iter().enumerate() {
+        let mut item = MemoryItem::new(kind, text);
+        item.id = MemoryId::new(id).unwrap();
+        item.key = key.map(str::to_string);
+        item.created_at = time("2000-01-01T00:00:00.5Z").min(updated);
+        item.updated_at = updated;
+        put_v1_item(&mut raw, &prefix, n as i64 + 1, &item).await;
+        items.push(item);
+    }
+    set_raw(&mut raw, &prefix, "schema", 1).await;
+
+    let config = config_for(&prefix);
+    let (a, b) = tokio::join!(
+        RedisStore::connect_with(config.clone()),
+        RedisStore::connect_with(config.clone())
+    );
+    let (store, other) = (a.unwrap(), b.unwrap());
+    assert_eq!(store.schema_version().await.unwrap(), 2);
+    assert_eq!(other.schema_version().await.unwrap(), 2);
+
+    let meta: String = redis::cmd("HGET")
+        .arg(format!("{prefix}:mem:meta"))
+        .arg("v1-c")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(
+        meta,
+        format!(
+            "{}\n\n\nfact\nk:1/x",
+            items[2].created_at.timestamp_micros()
+        )
+    );
+    for item in &items {
+        let score: f64 = redis::cmd("ZSCORE")
+            .arg(format!("{prefix}:mem:updated"))
+            .arg(item.id.as_str())
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        assert_eq!(
+            score,
+            item.updated_at.timestamp_micros() as f64,
+            "{}",
+            item.updated_at
+        );
+    }
+    // Running the migration again (as after a cut-short run) changes nothing.
+    let migrated = memory_hashes(&mut raw, &prefix).await;
+    set_raw(&mut raw, &prefix, "schema", 1).await;
+    assert_eq!(store.schema_version().await.unwrap(), 2);
+    assert_eq!(memory_hashes(&mut raw, &prefix).await, migrated);
+
+    // Every item reads back as it was written, global and never expiring, oldest first.
+    let written = items.clone();
+    items.sort_by_key(|item| item.created_at);
+    assert_eq!(
+        store.list_memories(&MemoryFilter::default()).await.unwrap(),
+        items
+    );
+    let global = MemoryFilter::default().with_scope(ScopeFilter::Exactly(MemoryScope::global()));
+    assert_eq!(store.list_memories(&global).await.unwrap(), items);
+    assert_eq!(
+        store
+            .list_memories(&MemoryFilter::default().visible_from(alice()))
+            .await
+            .unwrap(),
+        items
+    );
+    assert!(store
+        .list_memories(&MemoryFilter::default().with_scope(ScopeFilter::Exactly(alice())))
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        store.get_memory(&written[0].id).await.unwrap().as_ref(),
+        Some(&written[0])
+    );
+
+    // Search ranks them as the reference store does.
+    let reference = agentmem_core::InMemoryStore::new();
+    for item in &written {
+        reference.put_memory(item).await.unwrap();
+    }
+    for filter in [
+        MemoryFilter::default(),
+        MemoryFilter::kind(MemoryKind::Fact).visible_from(alice()),
+    ] {
+        let hits = |hits: Vec<agentmem_core::MemoryHit>| -> Vec<(String, f64)> {
+            hits.into_iter()
+                .map(|h| (h.item.id.to_string(), h.score))
+                .collect()
+        };
+        let want = hits(reference.search_memories("alpha", &filter).await.unwrap());
+        assert!(!want.is_empty());
+        let got = hits(store.search_memories("alpha", &filter).await.unwrap());
+        assert_eq!(got, want, "{filter:?}");
+    }
+
+    // The keys still work: a global put replaces, a scoped one is another item.
+    let renamed = MemoryItem::new(MemoryKind::Fact, "the user is delta").with_key("name");
+    let stored = store.put_memory(&renamed).await.unwrap();
+    assert_eq!(
+        (&stored.id, stored.created_at),
+        (&written[0].id, written[0].created_at)
+    );
+    let scoped = store
+        .put_memory(&renamed.clone().in_scope(alice()))
+        .await
+        .unwrap();
+    assert_eq!(scoped.id, renamed.id, "alice's item is new");
+
+    // A purge by age reads the migrated update times.
+    let report = store
+        .purge(&RetentionPolicy {
+            max_memory_age: Some(std::time::Duration::from_secs(86_400)),
+            ..RetentionPolicy::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(report.memories_deleted, 3, "v1-c, v1-d and v1-e are old");
+    let mut left: Vec<String> = store
+        .list_memories(&MemoryFilter::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|item| item.id.to_string())
+        .collect();
+    left.sort();
+    let mut want = vec!["v1-a", "v1-b", "v1-f", renamed.id.as_str()];
+    want.sort_unstable();
+    assert_eq!(left, want);
     drop_prefix(&mut raw, &prefix).await;
 }

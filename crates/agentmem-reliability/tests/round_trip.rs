@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use agentmem_core::{
-    AgentMemory, ErrorKind, MemoryItem, MemoryKind, Message, Metadata, Role, SessionId,
+    AgentMemory, ErrorKind, MemoryItem, MemoryKind, MemoryScope, Message, Metadata, Role, SessionId,
 };
 use chrono::{TimeZone, Utc};
 use proptest::prelude::*;
@@ -109,13 +109,42 @@ fn message() -> impl Strategy<Value = Message> {
         })
 }
 
+/// A scope part: none, a name, or (rarely) anything, which the rule may refuse.
+fn scope_part() -> impl Strategy<Value = Option<String>> {
+    prop_oneof![
+        4 => Just(None),
+        3 => "[a-zA-Z0-9_.@+-]{1,20}( [a-z0-9]{1,8})?".prop_map(Some),
+        1 => nasty_string().prop_map(Some),
+    ]
+}
+
 fn memory_item() -> impl Strategy<Value = MemoryItem> {
-    (text(), proptest::option::of(nasty_string()), metadata()).prop_map(|(text, key, metadata)| {
-        let mut item = MemoryItem::new(MemoryKind::Fact, text);
-        item.key = key;
-        item.metadata = metadata;
-        item
-    })
+    let scope = (scope_part(), scope_part(), scope_part()).prop_map(|(agent, workspace, owner)| {
+        MemoryScope {
+            agent,
+            workspace,
+            owner,
+        }
+    });
+    // Expiry in the future only: an expired item reads back as absent, by design.
+    let expires = proptest::option::of(1i64..3_000_000_000_000_000);
+    (
+        text(),
+        proptest::option::of(nasty_string()),
+        metadata(),
+        scope,
+        expires,
+    )
+        .prop_map(|(text, key, metadata, scope, expires)| {
+            let mut item = MemoryItem::new(MemoryKind::Fact, text).in_scope(scope);
+            item.key = key;
+            item.metadata = metadata;
+            if let Some(micros) = expires {
+                let at = item.created_at + chrono::Duration::microseconds(micros);
+                item = item.expiring_at(at);
+            }
+            item
+        })
 }
 
 /// One case: append `batch` and put `item`; what was accepted reads back equal through a new

@@ -2,10 +2,11 @@
 //!
 //! Timestamps are integer microseconds since the Unix epoch (the model's precision, so a round
 //! trip is exact); metadata is JSON text (`NULL` when empty); roles and kinds are their stored
-//! names. Rows are read raw first and decoded after, so a malformed value becomes a typed
+//! names; a memory item's scope is its [stored form](MemoryScope::stored_form) (`''` for the
+//! global scope) and a missing expiry time is `NULL`. Rows are read raw first and decoded after, so a malformed value becomes a typed
 //! `CorruptData` error instead of a conversion panic.
 
-use agentmem_core::{MemoryId, MemoryItem, Message, MessageId, Metadata, Role};
+use agentmem_core::{MemoryId, MemoryItem, MemoryScope, Message, MessageId, Metadata, Role};
 use chrono::{DateTime, Utc};
 use rusqlite::Row;
 
@@ -17,7 +18,7 @@ pub(crate) const MESSAGE_COLUMNS: &str =
 
 /// Memory item columns, in the order [`RawMemory::read`] expects.
 pub(crate) const MEMORY_COLUMNS: &str =
-    "m.item_id, m.kind, m.key, m.text, m.metadata, m.created_at, m.updated_at";
+    "m.item_id, m.kind, m.key, m.text, m.metadata, m.created_at, m.updated_at, m.scope, m.expires_at";
 
 /// A time as stored.
 pub(crate) use agentmem_core::support::micros;
@@ -98,6 +99,8 @@ pub(crate) struct RawMemory {
     metadata: Option<String>,
     created_at: i64,
     updated_at: i64,
+    scope: String,
+    expires_at: Option<i64>,
 }
 
 impl RawMemory {
@@ -111,6 +114,8 @@ impl RawMemory {
             metadata: row.get(at + 4)?,
             created_at: row.get(at + 5)?,
             updated_at: row.get(at + 6)?,
+            scope: row.get(at + 7)?,
+            expires_at: row.get(at + 8)?,
         })
     }
 
@@ -124,6 +129,9 @@ impl RawMemory {
             metadata: metadata(self.metadata.as_deref())?,
             created_at: time(self.created_at)?,
             updated_at: time(self.updated_at)?,
+            expires_at: self.expires_at.map(time).transpose()?,
+            scope: MemoryScope::from_stored_form(&self.scope)
+                .map_err(|_| corrupt(format!("memory scope {:?}", self.scope)))?,
             id: MemoryId::new(self.id).map_err(|e| corrupt(format!("memory id: {e}")))?,
             key: self.key,
             text: self.text,

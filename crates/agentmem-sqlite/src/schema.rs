@@ -14,6 +14,27 @@ use crate::error::{corrupt, SqlResult};
 /// The schema version this build writes and understands.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
+/// The triggers that keep `agentmem_memories_fts` in step with `agentmem_memories`: made by
+/// migration 2, and again by migration 3, which rebuilds the table they belong to.
+macro_rules! memories_fts_triggers {
+    () => {
+        r#"
+    CREATE TRIGGER agentmem_memories_fts_insert AFTER INSERT ON agentmem_memories BEGIN
+        INSERT INTO agentmem_memories_fts (rowid, text) VALUES (new.id, new.text);
+    END;
+    CREATE TRIGGER agentmem_memories_fts_delete AFTER DELETE ON agentmem_memories BEGIN
+        INSERT INTO agentmem_memories_fts (agentmem_memories_fts, rowid, text)
+            VALUES ('delete', old.id, old.text);
+    END;
+    CREATE TRIGGER agentmem_memories_fts_update AFTER UPDATE OF text ON agentmem_memories BEGIN
+        INSERT INTO agentmem_memories_fts (agentmem_memories_fts, rowid, text)
+            VALUES ('delete', old.id, old.text);
+        INSERT INTO agentmem_memories_fts (rowid, text) VALUES (new.id, new.text);
+    END;
+"#
+    };
+}
+
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
     // 1: sessions, messages (live and archived, in one table), archives, memory items.
@@ -74,7 +95,8 @@ const MIGRATIONS: &[&str] = &[
     "#,
     // 2: full-text indexes over message content and memory text, kept in step by triggers,
     // built from the rows already stored.
-    r#"
+    concat!(
+        r#"
     CREATE VIRTUAL TABLE agentmem_messages_fts USING fts5 (
         content, content = 'agentmem_messages', content_rowid = 'id',
         tokenize = 'unicode61 remove_diacritics 0'
@@ -97,21 +119,64 @@ const MIGRATIONS: &[&str] = &[
         text, content = 'agentmem_memories', content_rowid = 'id',
         tokenize = 'unicode61 remove_diacritics 0'
     );
-    CREATE TRIGGER agentmem_memories_fts_insert AFTER INSERT ON agentmem_memories BEGIN
-        INSERT INTO agentmem_memories_fts (rowid, text) VALUES (new.id, new.text);
-    END;
-    CREATE TRIGGER agentmem_memories_fts_delete AFTER DELETE ON agentmem_memories BEGIN
-        INSERT INTO agentmem_memories_fts (agentmem_memories_fts, rowid, text)
-            VALUES ('delete', old.id, old.text);
-    END;
-    CREATE TRIGGER agentmem_memories_fts_update AFTER UPDATE OF text ON agentmem_memories BEGIN
-        INSERT INTO agentmem_memories_fts (agentmem_memories_fts, rowid, text)
-            VALUES ('delete', old.id, old.text);
-        INSERT INTO agentmem_memories_fts (rowid, text) VALUES (new.id, new.text);
-    END;
+"#,
+        memories_fts_triggers!(),
+        r#"
     INSERT INTO agentmem_memories_fts (agentmem_memories_fts) VALUES ('rebuild');
-    "#,
+    "#
+    ),
+    // 3: memory item scopes and expiry. A key becomes unique per (scope, kind) instead of per
+    // kind; SQLite cannot change a table constraint, so the table is rebuilt: the rows are
+    // copied with their `id`s (the full-text index's rowids stay valid, so it needs no
+    // rebuild), existing items become global (`scope = ''`) and never expire. The old
+    // table's indexes and full-text triggers go with it (dropping it fires no trigger), and
+    // are made again on the new one.
+    concat!(
+        r#"
+    CREATE TABLE agentmem_memories_v3 (
+        id INTEGER PRIMARY KEY,
+        item_id TEXT NOT NULL UNIQUE,
+        scope TEXT NOT NULL DEFAULT '',
+        kind TEXT NOT NULL,
+        key TEXT,
+        text TEXT NOT NULL,
+        metadata TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        expires_at INTEGER,
+        UNIQUE (scope, kind, key)
+    );
+    INSERT INTO agentmem_memories_v3
+        (id, item_id, kind, key, text, metadata, created_at, updated_at)
+        SELECT id, item_id, kind, key, text, metadata, created_at, updated_at
+        FROM agentmem_memories;
+    DROP TABLE agentmem_memories;
+    ALTER TABLE agentmem_memories_v3 RENAME TO agentmem_memories;
+    CREATE INDEX agentmem_memories_created ON agentmem_memories (created_at, id);
+    CREATE INDEX agentmem_memories_scope ON agentmem_memories (scope, created_at, id);
+    CREATE INDEX agentmem_memories_expires ON agentmem_memories (expires_at)
+        WHERE expires_at IS NOT NULL;
+"#,
+        memories_fts_triggers!()
+    ),
 ];
+
+/// The query plan of `sql` (every parameter bound to 1), one line per step: tests check that
+/// a statement uses the index meant for it.
+#[cfg(test)]
+pub(crate) fn query_plan(conn: &Connection, sql: &str) -> String {
+    let plan = || -> rusqlite::Result<String> {
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+        let params = vec![1i64; stmt.parameter_count()];
+        let steps = stmt
+            .query_map(rusqlite::params_from_iter(params), |row| {
+                row.get::<_, String>(3)
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(steps.join("\n"))
+    };
+    plan().unwrap_or_else(|e| panic!("EXPLAIN QUERY PLAN {sql}: {e}"))
+}
 
 /// The stored schema version: 0 for a database without agentmem tables.
 ///
@@ -232,6 +297,98 @@ mod tests {
             )
             .unwrap();
         assert_eq!(hits, 1);
+    }
+
+    #[test]
+    fn version_2_memories_become_global_in_migration_3_and_stay_searchable() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        // As the store opens it: dropping a table with foreign keys on deletes its rows first.
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        migrate_to(&mut conn, "m", 2).unwrap();
+        conn.execute_batch(
+            "INSERT INTO agentmem_memories (id, item_id, kind, key, text, created_at, updated_at)
+                 VALUES (7, 'i7', 'fact', 'name', 'name is kubernetes', 1, 2);
+             INSERT INTO agentmem_memories (id, item_id, kind, text, metadata, created_at, updated_at)
+                 VALUES (9, 'i9', 'insight', 'kubernetes latency', '{\"a\":1}', 3, 4);",
+        )
+        .unwrap();
+        assert_eq!(migrate(&mut conn, "m").unwrap(), 2);
+        assert_eq!(read_version(&conn).unwrap(), SCHEMA_VERSION);
+        let rows: Vec<(i64, String, String, Option<i64>, i64, i64)> = conn
+            .prepare(
+                "SELECT id, item_id, scope, expires_at, created_at, updated_at
+                 FROM agentmem_memories ORDER BY id",
+            )
+            .unwrap()
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            rows,
+            [
+                (7, "i7".into(), String::new(), None, 1, 2),
+                (9, "i9".into(), String::new(), None, 3, 4)
+            ]
+        );
+        let matching = |conn: &Connection, word: &str| -> Vec<String> {
+            conn.prepare(
+                "SELECT m.item_id FROM agentmem_memories_fts f
+                 JOIN agentmem_memories m ON m.id = f.rowid
+                 WHERE agentmem_memories_fts MATCH ?1 ORDER BY m.id",
+            )
+            .unwrap()
+            .query_map([word], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+        };
+        assert_eq!(matching(&conn, "\"kubernetes\""), ["i7", "i9"]);
+        // A key is now unique per scope and kind.
+        conn.execute(
+            "INSERT INTO agentmem_memories (item_id, scope, kind, key, text, created_at, updated_at)
+                 VALUES ('a1', 'agent:a', 'fact', 'name', 'name is tokyo', 5, 5)",
+            [],
+        )
+        .unwrap();
+        assert!(conn
+            .execute(
+                "INSERT INTO agentmem_memories (item_id, kind, key, text, created_at, updated_at)
+                     VALUES ('dup', 'fact', 'name', 'again', 5, 5)",
+                [],
+            )
+            .is_err());
+        // The full-text triggers follow the new table.
+        conn.execute_batch(
+            "UPDATE agentmem_memories SET text = 'osaka' WHERE item_id = 'i7';
+             DELETE FROM agentmem_memories WHERE item_id = 'i9';",
+        )
+        .unwrap();
+        assert!(matching(&conn, "\"kubernetes\"").is_empty());
+        assert_eq!(matching(&conn, "\"osaka\""), ["i7"]);
+        assert_eq!(matching(&conn, "\"tokyo\""), ["a1"]);
+        conn.execute(
+            "INSERT INTO agentmem_memories_fts (agentmem_memories_fts) VALUES ('integrity-check')",
+            [],
+        )
+        .unwrap();
+        let leftovers: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name LIKE '%v3%' OR tbl_name LIKE '%v3%'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(leftovers, 0);
     }
 
     #[test]

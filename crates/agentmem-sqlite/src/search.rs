@@ -9,10 +9,12 @@
 
 use agentmem_core::search::query_words;
 use agentmem_core::support::memory_search_limit;
-use agentmem_core::{MemoryFilter, MemoryHit, MessageHit, MessageQuery, SessionId};
+use agentmem_core::{now, MemoryFilter, MemoryHit, MessageHit, MessageQuery, SessionId};
+use rusqlite::types::ToSql;
 use rusqlite::{params, Connection};
 
 use crate::error::{corrupt, SqlResult};
+use crate::memories;
 use crate::rows::{self, RawMemory, RawMessage, MEMORY_COLUMNS, MESSAGE_COLUMNS};
 
 /// The FTS5 `MATCH` expression for `query`, or `None` when it has no words (then nothing
@@ -84,7 +86,8 @@ pub(crate) fn messages(
         .collect()
 }
 
-/// Memory items matching `query`, best first (at most `filter.limit`, default 10).
+/// Memory items matching `query` that pass `filter` (kind, scope, not expired), best first (at
+/// most `filter.limit`, default 10).
 pub(crate) fn memories(
     conn: &mut Connection,
     query: &str,
@@ -94,23 +97,27 @@ pub(crate) fn memories(
     let Some(expression) = match_expression(query).filter(|_| limit > 0) else {
         return Ok(Vec::new());
     };
+    let kind = filter.kind.map(|k| k.as_str());
+    let limit = rows::sql_int(limit);
+    let at = rows::micros(now());
+    let scopes = filter.scope.stored_forms();
+    let mut params: Vec<&dyn ToSql> = vec![&expression, &kind, &limit, &at];
+    params.extend(scopes.iter().flatten().map(|s| s as &dyn ToSql));
     let raw = conn
         .prepare_cached(&format!(
             "SELECT bm25(agentmem_memories_fts), {MEMORY_COLUMNS}
              FROM agentmem_memories_fts f
              JOIN agentmem_memories m ON m.id = f.rowid
              WHERE agentmem_memories_fts MATCH ?1 AND (?2 IS NULL OR m.kind = ?2)
+               AND {live}{in_scopes}
              ORDER BY 1, m.created_at, m.id
-             LIMIT ?3"
+             LIMIT ?3",
+            live = memories::live(4),
+            in_scopes = memories::in_scopes(scopes.as_deref(), 5),
         ))?
-        .query_map(
-            params![
-                expression,
-                filter.kind.map(|k| k.as_str()),
-                rows::sql_int(limit)
-            ],
-            |row| Ok((row.get::<_, f64>(0)?, RawMemory::read(row, 1)?)),
-        )?
+        .query_map(params.as_slice(), |row| {
+            Ok((row.get::<_, f64>(0)?, RawMemory::read(row, 1)?))
+        })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     raw.into_iter()
         .map(|(rank, item)| {

@@ -222,20 +222,7 @@ pub(crate) fn delete(conn: &mut Connection, name: &str) -> SqlResult<bool> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    /// The query plan of `sql`, one line per step.
-    fn plan(conn: &Connection, sql: &str) -> String {
-        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-        let count = stmt.parameter_count();
-        let params: Vec<i64> = vec![1; count];
-        stmt.query_map(rusqlite::params_from_iter(params), |row| {
-            row.get::<_, String>(3)
-        })
-        .unwrap()
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .unwrap()
-        .join("\n")
-    }
+    use crate::schema::query_plan as plan;
 
     #[test]
     fn last_n_and_full_loads_walk_the_live_index_without_sorting() {

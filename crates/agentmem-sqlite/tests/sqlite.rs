@@ -393,6 +393,7 @@ async fn full_text_indexes_follow_every_change() {
         .purge(&RetentionPolicy {
             max_age: None,
             max_sessions: Some(1),
+            ..RetentionPolicy::default()
         })
         .await
         .unwrap();
@@ -405,6 +406,31 @@ async fn full_text_indexes_follow_every_change() {
             .len(),
         1
     );
+    // Purging expired memory items removes their index entries too; a put over an expired
+    // key replaces the row (and its entry).
+    let past = agentmem_core::now() - chrono::Duration::seconds(1);
+    for text in ["expired volcano", "expired lava"] {
+        store
+            .put_memory(
+                &MemoryItem::new(MemoryKind::ShortTerm, text)
+                    .with_key(text)
+                    .expiring_at(past),
+            )
+            .await
+            .unwrap();
+    }
+    store
+        .put_memory(&MemoryItem::new(MemoryKind::ShortTerm, "fresh lava").with_key("expired lava"))
+        .await
+        .unwrap();
+    let report = store.purge(&RetentionPolicy::default()).await.unwrap();
+    assert_eq!(report.memories_deleted, 1);
+    assert!(store
+        .search_memories("volcano", &f)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(store.search_memories("lava", &f).await.unwrap().len(), 1);
     fts_consistent(&path);
     let orphans: i64 = Connection::open(&path)
         .unwrap()

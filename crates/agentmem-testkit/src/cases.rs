@@ -89,7 +89,7 @@ macro_rules! __all_cases {
                 unknown_archive_is_not_found,
                 compact_missing_session_is_not_found,
             }
-            [memories, Memories, "Memory items: put, get, list, delete, and upserts by id and by (kind, key)."] {
+            [memories, Memories, "Memory items: put, get, list, delete, upserts by id and by (scope, kind, key), scopes and expiry."] {
                 memory_item_round_trips,
                 memory_item_timestamps_round_trip,
                 memory_delete_then_gone,
@@ -98,6 +98,9 @@ macro_rules! __all_cases {
                 memory_same_key_other_kind_is_separate,
                 memory_list_filters_by_kind,
                 memory_list_limit_returns_newest_oldest_first,
+                memory_scopes_keep_keys_apart,
+                memory_list_filters_by_scope,
+                expired_memories_are_gone,
             }
             [search, Search, "Ranked search over memory items and messages: any query word, case-insensitive, best first, within a limit."] {
                 search_memories_ranks_by_relevance,
@@ -106,6 +109,7 @@ macro_rules! __all_cases {
                 search_finds_words_in_any_script,
                 search_memories_honours_limit,
                 search_memories_filters_by_kind,
+                search_memories_stays_in_scope,
                 search_without_words_returns_nothing,
                 search_messages_ranks_by_relevance,
                 search_messages_scoped_to_one_session,
@@ -119,6 +123,7 @@ macro_rules! __all_cases {
                 purge_max_sessions_keeps_the_newest,
                 purge_max_age_of_an_hour_deletes_nothing,
                 purge_max_age_zero_deletes_everything_older,
+                purge_deletes_expired_and_old_memories,
                 schema_version_is_positive_and_stable,
                 backend_name_and_capabilities,
             }

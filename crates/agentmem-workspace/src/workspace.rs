@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use agentmem_core::{Error, Result};
+use sha2::{Digest, Sha256};
 
 use crate::env::global_sessions_requested;
 
@@ -36,6 +37,31 @@ impl WorkspaceId {
     /// Whether this is [`WorkspaceId::Global`].
     pub fn is_global(&self) -> bool {
         matches!(self, WorkspaceId::Global)
+    }
+
+    /// The workspace as the workspace part of a memory scope
+    /// ([`MemoryScope`](agentmem_core::MemoryScope), whose parts are names without `:` or
+    /// `/`): `git-` + the root commit, `dir-` + the first 16 hex digits of the sha256 of the
+    /// path; `None` for [`WorkspaceId::Global`] (no workspace part).
+    ///
+    /// ```
+    /// use agentmem_workspace::WorkspaceId;
+    /// let repo = WorkspaceId::Git("0123abcd".repeat(5));
+    /// assert_eq!(repo.scope_name().unwrap(), format!("git-{}", "0123abcd".repeat(5)));
+    /// let dir: WorkspaceId = "dir:/home/me/app".parse().unwrap();
+    /// assert!(dir.scope_name().unwrap().starts_with("dir-"));
+    /// assert_eq!(WorkspaceId::Global.scope_name(), None);
+    /// ```
+    pub fn scope_name(&self) -> Option<String> {
+        match self {
+            WorkspaceId::Git(sha) => Some(format!("git-{sha}")),
+            WorkspaceId::Dir(path) => {
+                let digest = Sha256::digest(path.to_string_lossy().as_bytes());
+                let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+                Some(format!("dir-{hex}"))
+            }
+            WorkspaceId::Global => None,
+        }
     }
 }
 

@@ -9,7 +9,7 @@ mod workspace;
 
 use std::sync::Arc;
 
-use agentmem_core::{AgentMemory, Error, Result};
+use agentmem_core::{AgentMemory, Error, Result, RetentionPolicy};
 
 use crate::cli::{Cli, Command, DEFAULT_STORE};
 use crate::output::Output;
@@ -45,10 +45,29 @@ pub async fn run(cli: Cli, out: &mut Output) -> Result<()> {
         Command::Archives { session } => {
             sessions::archives(&open(&url).await?, out, &session).await
         }
-        Command::Memories { kind } => memories::list(&open(&url).await?, out, kind).await,
+        Command::Memories {
+            kind,
+            agent,
+            workspace,
+            owner,
+            global,
+            exact,
+        } => {
+            let scope = memories::scope_filter(agent, workspace, owner, global, exact);
+            memories::list(&open(&url).await?, out, kind, scope).await
+        }
         Command::Delete { session } => sessions::delete(&open(&url).await?, out, &session).await,
-        Command::Purge { older_than, keep } => {
-            sessions::purge(&open(&url).await?, out, older_than, keep).await
+        Command::Purge {
+            older_than,
+            keep,
+            memories_older_than,
+        } => {
+            let policy = RetentionPolicy {
+                max_age: older_than,
+                max_sessions: keep,
+                max_memory_age: memories_older_than,
+            };
+            sessions::purge(&open(&url).await?, out, &policy).await
         }
         Command::WorkspaceId { path, agent } => workspace::show(out, path, agent.as_deref()),
         Command::Doctor { repair, backup_dir } => doctor::run(&url, out, repair, backup_dir).await,

@@ -3,7 +3,6 @@
 
 use std::io::Read;
 use std::sync::Arc;
-use std::time::Duration;
 
 use agentmem::conversation::templates::summary_text;
 use agentmem::conversation::{ExtractiveSummarizer, SummaryRequest};
@@ -214,24 +213,19 @@ pub async fn delete(
     out.line(format!("deleted session {session}"))
 }
 
-/// `purge`: sessions older than `older_than`, and all but the newest `keep`.
+/// `purge`: what `policy` deletes (and every expired memory item).
 pub async fn purge(
     store: &Arc<dyn AgentMemory>,
     out: &mut Output,
-    older_than: Option<Duration>,
-    keep: Option<usize>,
+    policy: &RetentionPolicy,
 ) -> Result<()> {
-    let report = store
-        .purge(&RetentionPolicy {
-            max_age: older_than,
-            max_sessions: keep,
-        })
-        .await?;
+    let report = store.purge(policy).await?;
     if out.json() {
         return out.json_value(&report);
     }
     out.line(format!(
-        "purged {}",
-        count(report.sessions_deleted, "session")
+        "purged {}, {}",
+        count(report.sessions_deleted, "session"),
+        count(report.memories_deleted, "memory item")
     ))
 }

@@ -272,7 +272,7 @@ struct ImportSummary {
 
 /// What importing `item` would do to a store holding `stored`: `Ok(true)` to write it,
 /// `Ok(false)` when the store holds it already (same id, same content), and `Conflict` when
-/// the store holds something else under its id, or another item under its kind and key
+/// the store holds something else under its id, or another item under its scope, kind and key
 /// (which the import would replace). The same policy as for sessions: an import adds, never
 /// overwrites.
 fn memory_import_plan(stored: &[MemoryItem], item: &MemoryItem) -> Result<bool> {
@@ -288,12 +288,12 @@ fn memory_import_plan(stored: &[MemoryItem], item: &MemoryItem) -> Result<bool> 
     if let Some(key) = &item.key {
         let same_key = stored
             .iter()
-            .find(|m| m.kind == item.kind && m.key.as_ref() == Some(key));
+            .find(|m| m.kind == item.kind && m.scope == item.scope && m.key.as_ref() == Some(key));
         if let Some(other) = same_key {
             return Err(Error::conflict(format!(
-                "memory item `{}` would replace `{}`, stored under the same kind and key `{key}`; \
-                 nothing was imported",
-                item.id, other.id
+                "memory item `{}` would replace `{}`, stored under the same scope ({}), kind and \
+                 key `{key}`; nothing was imported",
+                item.id, other.id, item.scope
             )));
         }
     }

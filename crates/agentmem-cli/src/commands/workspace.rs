@@ -12,6 +12,8 @@ use crate::output::Output;
 struct WorkspaceReport {
     path: String,
     workspace_id: String,
+    /// The workspace part of the memory scope of agents there (none for `global`).
+    memory_workspace: Option<String>,
     agent: String,
     session_id: String,
 }
@@ -37,6 +39,7 @@ pub fn show(out: &mut Output, path: Option<PathBuf>, agent: Option<&str>) -> Res
     let report = WorkspaceReport {
         path: path.display().to_string(),
         workspace_id: workspace.to_string(),
+        memory_workspace: workspace.scope_name(),
         agent: agent.to_string(),
         session_id: session_id(&workspace, Some(agent)).to_string(),
     };
@@ -44,6 +47,9 @@ pub fn show(out: &mut Output, path: Option<PathBuf>, agent: Option<&str>) -> Res
         return out.json_value(&report);
     }
     out.line(format!("workspace: {}", report.workspace_id))?;
+    if let Some(name) = &report.memory_workspace {
+        out.line(format!("memories:  --workspace {name}"))?;
+    }
     out.line(format!("agent:     {}", report.agent))?;
     out.line(format!("session:   {}", report.session_id))
 }

@@ -52,9 +52,18 @@ forward_store!({ impl<S: AgentMemory> SessionStore for Validated<S> } |self| sel
     }
 });
 
-forward_store!({ impl<S: AgentMemory> MemoryStore for Validated<S> } |self| self.inner; [get_context get_memory list_memories search_memories delete_memory] {
+forward_store!({ impl<S: AgentMemory> MemoryStore for Validated<S> } |self| self.inner; [get_context get_memory delete_memory] {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         check_memory_item(item)?;
         self.inner.put_memory(item).await
+    }
+    async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
+        // A scope no item can have selects nothing; refusing it says why.
+        filter.scope.validate()?;
+        self.inner.list_memories(filter).await
+    }
+    async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
+        filter.scope.validate()?;
+        self.inner.search_memories(query, filter).await
     }
 });

@@ -1,6 +1,9 @@
-//! Memory items: put, get, list, delete, and upserts by id and by (kind, key).
+//! Memory items: put, get, list, delete, upserts by id and by (scope, kind, key), scopes and
+//! expiry.
 
-use agentmem_core::{AgentMemory, MemoryFilter, MemoryId, MemoryItem, MemoryKind};
+use agentmem_core::{
+    AgentMemory, MemoryFilter, MemoryId, MemoryItem, MemoryKind, MemoryScope, ScopeFilter,
+};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
@@ -246,4 +249,186 @@ pub async fn memory_list_limit_returns_newest_oldest_first(store: &dyn AgentMemo
         texts(&list(MemoryFilter::kind(MemoryKind::Fact).with_limit(2)).await),
         ["item 2", "item 4"]
     );
+}
+
+/// The same kind and key in two scopes (two agents, one agent in two workspaces, an owner)
+/// are separate items: an upsert replaces only the item of its own scope, and the scope and
+/// expiry time read back exactly.
+pub async fn memory_scopes_keep_keys_apart(store: &dyn AgentMemory) {
+    let alice = MemoryScope::agent("alice").with_workspace("git-kyoto");
+    let scopes = [
+        alice.clone(),
+        MemoryScope::agent("bob").with_workspace("git-kyoto"),
+        MemoryScope::agent("alice").with_workspace("git-osaka"),
+        alice.clone().with_owner("ada@example.com"),
+        MemoryScope::global(),
+    ];
+    let named = |scope: &MemoryScope, name: &str| {
+        MemoryItem::new(MemoryKind::Fact, format!("The user's name is {name}"))
+            .with_key("name")
+            .in_scope(scope.clone())
+    };
+    let mut stored = Vec::new();
+    for (i, scope) in scopes.iter().enumerate() {
+        stored.push(must::put_memory(store, &named(scope, &format!("user{i}"))).await);
+    }
+    let bob = must::put_memory(store, &named(&scopes[1], "Bob")).await;
+    assert_eq!(
+        bob.id, stored[1].id,
+        "an upsert in bob's scope keeps bob's item"
+    );
+    for (i, item) in stored.iter().enumerate() {
+        let got = must::get_memory(store, &item.id)
+            .await
+            .expect("each scope keeps its item");
+        assert_eq!(got.scope, scopes[i], "the scope reads back");
+        let name = if i == 1 {
+            "Bob".to_string()
+        } else {
+            format!("user{i}")
+        };
+        assert_eq!(
+            got.text,
+            format!("The user's name is {name}"),
+            "scope {}",
+            scopes[i]
+        );
+    }
+    assert_eq!(
+        all_items(store).await.len(),
+        scopes.len(),
+        "one item per scope"
+    );
+
+    let expiring = MemoryItem::new(MemoryKind::ShortTerm, "until tomorrow")
+        .in_scope(alice)
+        .expiring_at(agentmem_core::now() + chrono::Duration::days(1));
+    let put = must::put_memory(store, &expiring).await;
+    assert_eq!(put, expiring, "scope and expiry are stored as given");
+    assert_eq!(must::get_memory(store, &expiring.id).await, Some(expiring));
+}
+
+/// A scope filter selects exactly: `Exactly` one scope's items, `VisibleFrom` an agent's own
+/// items with those shared along the parts it leaves unset (global, agent-wide), never
+/// another agent's, workspace's or owner's; together with kind and limit.
+pub async fn memory_list_filters_by_scope(store: &dyn AgentMemory) {
+    let alice_kyoto = MemoryScope::agent("alice").with_workspace("git-kyoto");
+    for (scope, text) in [
+        (MemoryScope::global(), "shared with all"),
+        (MemoryScope::agent("alice"), "alice everywhere"),
+        (alice_kyoto.clone(), "alice in kyoto"),
+        (
+            MemoryScope::agent("alice").with_workspace("git-osaka"),
+            "alice in osaka",
+        ),
+        (
+            MemoryScope::agent("bob").with_workspace("git-kyoto"),
+            "bob in kyoto",
+        ),
+        (
+            alice_kyoto.clone().with_owner("ada"),
+            "alice in kyoto for ada",
+        ),
+    ] {
+        let item = MemoryItem::new(MemoryKind::Fact, text).in_scope(scope);
+        must::put_memory(store, &item).await;
+        pause().await;
+    }
+    let list = |filter: MemoryFilter| async move {
+        texts(&must::list_memories(store, &filter).await)
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        list(MemoryFilter::default().visible_from(alice_kyoto.clone())).await,
+        ["shared with all", "alice everywhere", "alice in kyoto"],
+        "alice in kyoto sees her own, her agent-wide and the global items"
+    );
+    assert_eq!(
+        list(MemoryFilter::default().visible_from(alice_kyoto.clone().with_owner("ada"))).await,
+        [
+            "shared with all",
+            "alice everywhere",
+            "alice in kyoto",
+            "alice in kyoto for ada"
+        ],
+    );
+    assert_eq!(
+        list(MemoryFilter::default().with_scope(ScopeFilter::Exactly(alice_kyoto.clone()))).await,
+        ["alice in kyoto"]
+    );
+    assert_eq!(
+        list(MemoryFilter::default().with_scope(ScopeFilter::Exactly(MemoryScope::global()))).await,
+        ["shared with all"]
+    );
+    assert_eq!(
+        list(
+            MemoryFilter::kind(MemoryKind::Fact)
+                .visible_from(alice_kyoto.clone())
+                .with_limit(2)
+        )
+        .await,
+        ["alice everywhere", "alice in kyoto"],
+        "the newest 2 visible"
+    );
+    assert!(
+        list(MemoryFilter::kind(MemoryKind::Insight).visible_from(alice_kyoto))
+            .await
+            .is_empty()
+    );
+    assert_eq!(
+        list(MemoryFilter::default()).await.len(),
+        6,
+        "no scope filter lists all"
+    );
+    let refused = store
+        .list_memories(&MemoryFilter::default().visible_from(MemoryScope::agent("a/b")))
+        .await;
+    assert!(
+        refused.is_err(),
+        "a scope no item can have is refused, got {refused:?}"
+    );
+}
+
+/// An expired item is gone for every reader: `get_memory`, listings and searches skip it,
+/// while an item expiring later stays; a put with an expired item's key starts a new item.
+pub async fn expired_memories_are_gone(store: &dyn AgentMemory) {
+    let past = agentmem_core::now() - chrono::Duration::seconds(1);
+    let later = agentmem_core::now() + chrono::Duration::hours(1);
+    let gone = MemoryItem::new(MemoryKind::ShortTerm, "expired volcano note")
+        .with_key("task")
+        .expiring_at(past);
+    must::put_memory(store, &gone).await;
+    let kept = must::put_memory(
+        store,
+        &MemoryItem::new(MemoryKind::ShortTerm, "current volcano note").expiring_at(later),
+    )
+    .await;
+    assert!(
+        must::get_memory(store, &gone.id).await.is_none(),
+        "get skips an expired item"
+    );
+    assert_eq!(texts(&all_items(store).await), ["current volcano note"]);
+    let hits = store
+        .search_memories("volcano", &MemoryFilter::default())
+        .await
+        .expect("search_memories");
+    let found: Vec<&str> = hits.iter().map(|h| h.item.text.as_str()).collect();
+    assert_eq!(
+        found,
+        ["current volcano note"],
+        "search skips an expired item"
+    );
+    let fresh = MemoryItem::new(MemoryKind::ShortTerm, "new task").with_key("task");
+    let stored = must::put_memory(store, &fresh).await;
+    assert_eq!(
+        stored, fresh,
+        "a put over an expired key stores the new item as given"
+    );
+    assert_eq!(
+        texts(&all_items(store).await),
+        ["current volcano note", "new task"]
+    );
+    assert_eq!(must::get_memory(store, &kept.id).await, Some(kept));
 }

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use agentmem_core::{AgentMemory, ErrorKind, MemoryFilter, MemoryKind, RetentionPolicy, SessionId};
+use agentmem_core::{
+    AgentMemory, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, RetentionPolicy, SessionId,
+};
 
 use super::{
     assert_kind, assert_no_archives, assert_no_session, assert_no_sessions, must, numbered, pause,
@@ -22,6 +24,7 @@ async fn purge_sessions_beyond(store: &dyn AgentMemory, keep: usize) -> u64 {
     let policy = RetentionPolicy {
         max_age: None,
         max_sessions: Some(keep),
+        ..RetentionPolicy::default()
     };
     store
         .purge(&policy)
@@ -159,10 +162,12 @@ pub async fn purge_max_age_of_an_hour_deletes_nothing(store: &dyn AgentMemory) {
         RetentionPolicy {
             max_age: Some(Duration::from_secs(3600)),
             max_sessions: None,
+            ..RetentionPolicy::default()
         },
         RetentionPolicy {
             max_age: Some(Duration::from_secs(u64::MAX)),
             max_sessions: Some(10),
+            ..RetentionPolicy::default()
         },
         RetentionPolicy::default(),
     ] {
@@ -186,6 +191,7 @@ pub async fn purge_max_age_zero_deletes_everything_older(store: &dyn AgentMemory
         .purge(&RetentionPolicy {
             max_age: Some(Duration::ZERO),
             max_sessions: None,
+            ..RetentionPolicy::default()
         })
         .await
         .expect("purge");
@@ -230,4 +236,41 @@ pub async fn backend_name_and_capabilities(store: &dyn AgentMemory) {
         store.capabilities(),
         "capabilities are stable"
     );
+}
+
+/// A purge deletes every expired memory item whatever the policy, and with `max_memory_age`
+/// the items not updated for longer; it reports how many, and keeps the rest.
+pub async fn purge_deletes_expired_and_old_memories(store: &dyn AgentMemory) {
+    let at = agentmem_core::now();
+    let expired = MemoryItem::new(MemoryKind::ShortTerm, "expired")
+        .expiring_at(at - chrono::Duration::seconds(1));
+    let mut old = MemoryItem::new(MemoryKind::LongTerm, "untouched for two days");
+    old.created_at = at - chrono::Duration::days(2);
+    old.updated_at = old.created_at;
+    let fresh =
+        MemoryItem::new(MemoryKind::LongTerm, "fresh").expiring_at(at + chrono::Duration::hours(1));
+    for item in [&expired, &old, &fresh] {
+        must::put_memory(store, item).await;
+    }
+    let report = store
+        .purge(&RetentionPolicy::default())
+        .await
+        .expect("purge");
+    assert_eq!(
+        (report.memories_deleted, report.sessions_deleted),
+        (1, 0),
+        "the default policy deletes the expired item only"
+    );
+    let day = RetentionPolicy {
+        max_memory_age: Some(Duration::from_secs(86_400)),
+        ..RetentionPolicy::default()
+    };
+    let report = store.purge(&day).await.expect("purge");
+    assert_eq!(report.memories_deleted, 1, "an item older than a day goes");
+    assert_eq!(
+        must::list_memories(store, &MemoryFilter::default()).await,
+        [fresh],
+        "the fresh item stays"
+    );
+    assert!(must::get_memory(store, &old.id).await.is_none());
 }

@@ -6,7 +6,8 @@
 //! not match.
 
 use agentmem_core::{
-    AgentMemory, MemoryFilter, MemoryHit, MemoryItem, MemoryKind, Message, MessageHit, MessageQuery,
+    AgentMemory, MemoryFilter, MemoryHit, MemoryItem, MemoryKind, MemoryScope, Message, MessageHit,
+    MessageQuery, ScopeFilter,
 };
 
 use super::{must, numbered, sid};
@@ -373,6 +374,45 @@ pub async fn search_follows_updates_and_deletes(store: &dyn AgentMemory) {
         "quinoa",
         0,
         "messages of deleted sessions are not found",
+    )
+    .await;
+}
+
+/// A search with a scope filter finds only items of the scopes it selects.
+pub async fn search_memories_stays_in_scope(store: &dyn AgentMemory) {
+    let alice = MemoryScope::agent("alice").with_workspace("git-kyoto");
+    for (scope, text) in [
+        (alice.clone(), "alice likes the volcano"),
+        (
+            MemoryScope::agent("bob").with_workspace("git-kyoto"),
+            "bob likes the volcano",
+        ),
+        (MemoryScope::global(), "everyone knows the volcano"),
+    ] {
+        must::put_memory(
+            store,
+            &MemoryItem::new(MemoryKind::Fact, text).in_scope(scope),
+        )
+        .await;
+    }
+    let visible = MemoryFilter::default().visible_from(alice.clone());
+    let hits = search_items(store, "volcano", &visible).await;
+    let mut found = hit_texts(&hits);
+    found.sort_unstable();
+    assert_eq!(
+        found,
+        ["alice likes the volcano", "everyone knows the volcano"]
+    );
+    let exact = MemoryFilter::default().with_scope(ScopeFilter::Exactly(alice));
+    assert_eq!(
+        hit_texts(&search_items(store, "volcano", &exact).await),
+        ["alice likes the volcano"]
+    );
+    assert_item_hits(
+        store,
+        "volcano",
+        3,
+        "without a scope filter every item is found",
     )
     .await;
 }
