@@ -114,7 +114,13 @@ pub(crate) fn open_lock_file(path: &Path) -> Result<File, Error> {
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
     File::open(dir)
         .and_then(|d| d.sync_all())
-        .map_err(|e| io_error(dir, "cannot fsync the folder", e))
+        .map_err(|e| io_error(dir, "cannot fsync the folder", e))?;
+    #[cfg(test)]
+    tests::SYNCED_DIRS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(dir.to_path_buf());
+    Ok(())
 }
 
 /// Replaces `target` (in folder `dir`) with `bytes` atomically: a temporary file in the same
@@ -176,8 +182,54 @@ impl Drop for FileLockGuard<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    use std::path::PathBuf;
+    use std::sync::Mutex;
+
+    use agentmem_core::{AgentMemoryExt, Message, SessionId};
+
     use super::ignores_case;
+    use crate::FileStore;
+
+    /// Every folder `sync_dir` synced in this test process: no test can see a crash, so
+    /// durability tests check that the sync that makes an entry survive one was made.
+    pub(crate) static SYNCED_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+    fn synced(dir: &std::path::Path) -> usize {
+        let log = SYNCED_DIRS.lock().unwrap_or_else(|e| e.into_inner());
+        log.iter().filter(|d| d.as_path() == dir).count()
+    }
+
+    /// A new session's folder entry in `agents/` is synced before the session is
+    /// acknowledged (its files' own fsyncs do not cover the entry naming their folder).
+    #[tokio::test]
+    async fn a_new_session_folder_is_synced_into_agents() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = FileStore::connect(&format!("file://{}", dir.path().display()))
+            .await
+            .expect("open");
+        let agents = dir.path().join("agents");
+        let before = synced(&agents);
+        let id = SessionId::new("new_one").expect("id");
+        store
+            .append_one(&id, Message::user("hello"))
+            .await
+            .expect("append");
+        assert_eq!(
+            synced(&agents),
+            before + 1,
+            "agents/ synced once for the new folder"
+        );
+        store
+            .append_one(&id, Message::user("again"))
+            .await
+            .expect("append");
+        assert_eq!(
+            synced(&agents),
+            before + 1,
+            "not again for an existing session"
+        );
+    }
 
     /// This machine's file systems keep case apart (the probe leaves nothing behind); the
     /// other answer is `a_folder_spelled_with_other_case_is_a_twin`'s case.
