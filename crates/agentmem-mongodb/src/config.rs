@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agentmem_core::support::percent_decode;
 use agentmem_core::{redact_url, Error, Result};
-use mongodb::options::ClientOptions;
+use mongodb::options::{ClientOptions, Tls};
 
 /// The database used when the URL names none.
 pub const DEFAULT_DATABASE: &str = "agentmem";
@@ -28,8 +28,12 @@ pub const DEFAULT_MAX_POOL_SIZE: u32 = 16;
 /// Parsed from `mongodb://[user:password@]host[:port][,host…]/[database][?options]`. The
 /// database comes from the URL path (default [`DEFAULT_DATABASE`]); the query options are the
 /// driver's standard ones (`directConnection`, `replicaSet`, `authSource`, `tls`,
-/// `serverSelectionTimeoutMS`, `connectTimeoutMS`, `maxPoolSize`, …). `mongodb+srv://` URLs
-/// are refused: this build has no DNS resolver.
+/// `serverSelectionTimeoutMS`, `connectTimeoutMS`, `maxPoolSize`, `tlsCAFile`,
+/// `tlsCertificateKeyFile`, `tlsAllowInvalidHostnames`, …). `mongodb+srv://host/db` (the form
+/// hosted MongoDB hands out) is accepted: the hosts and options come from the DNS SRV and TXT
+/// records of `host` when the store connects, with TLS on; a name that does not resolve is
+/// [`Unavailable`](agentmem_core::ErrorKind::Unavailable). With TLS on and no `tlsCAFile`, a CA
+/// bundle in `SSL_CERT_FILE` (as OpenSSL reads it) replaces the built-in roots.
 ///
 /// `Debug` and [`MongoConfig::redacted_url`] never show the password.
 ///
@@ -58,12 +62,9 @@ impl MongoConfig {
             ))
         })?;
         match &url[..scheme_end] {
-            "mongodb" => {}
-            "mongodb+srv" => {
-                return Err(Error::unsupported(
-                    "mongodb+srv:// URLs need DNS SRV lookups, which this build does not include; list the hosts in a mongodb:// URL instead",
-                ))
-            }
+            // `mongodb+srv://`: the driver looks up the hosts (SRV) and options (TXT) in DNS
+            // when the client options are built, and turns TLS on, as hosted MongoDB expects.
+            "mongodb" | "mongodb+srv" => {}
             other => {
                 return Err(Error::invalid_input(format!(
                     "URL scheme {other:?} is not MongoDB; expected mongodb://host:27017/database"
@@ -125,8 +126,20 @@ impl MongoConfig {
     /// selection and connect timeouts and pool size where the URL sets none.
     pub async fn client_options(&self) -> Result<ClientOptions> {
         let mut options = ClientOptions::parse(&self.url).await.map_err(|e| {
-            Error::invalid_input(format!("invalid MongoDB URL {}: {e}", self.redacted_url()))
+            if matches!(*e.kind, mongodb::error::ErrorKind::DnsResolve { .. }) {
+                Error::unavailable(format!(
+                    "cannot resolve the MongoDB hosts of {}: {e}",
+                    self.redacted_url()
+                ))
+            } else {
+                Error::invalid_input(format!("invalid MongoDB URL {}: {e}", self.redacted_url()))
+            }
         })?;
+        if let Some(Tls::Enabled(tls)) = options.tls.as_mut() {
+            if tls.ca_file_path.is_none() {
+                tls.ca_file_path = ssl_cert_file();
+            }
+        }
         options
             .server_selection_timeout
             .get_or_insert(DEFAULT_SERVER_SELECTION_TIMEOUT);
@@ -139,6 +152,14 @@ impl MongoConfig {
             .get_or_insert_with(|| "agentmem".to_string());
         Ok(options)
     }
+}
+
+/// `SSL_CERT_FILE`, when set: a CA bundle to trust instead of the built-in roots, as OpenSSL
+/// and rustls-native-certs read it.
+fn ssl_cert_file() -> Option<std::path::PathBuf> {
+    std::env::var_os("SSL_CERT_FILE")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
 }
 
 impl FromStr for MongoConfig {
@@ -232,12 +253,18 @@ mod tests {
             MongoConfig::new("h:27017").unwrap_err().kind(),
             ErrorKind::InvalidInput
         );
-        assert_eq!(
-            MongoConfig::new("mongodb+srv://cluster.example/db")
-                .unwrap_err()
-                .kind(),
-            ErrorKind::Unsupported
-        );
+    }
+
+    /// `mongodb+srv://` is accepted; a cluster name that does not resolve is `Unavailable`
+    /// when the options are built (the driver's SRV lookup), never `Unsupported`.
+    #[tokio::test]
+    async fn srv_urls_are_accepted_and_an_unresolvable_name_is_unavailable() {
+        let c = MongoConfig::new("mongodb+srv://app:s3cret@no-such-cluster.invalid/memory")
+            .expect("an SRV URL parses");
+        assert_eq!(c.database(), "memory");
+        let err = c.client_options().await.expect_err("nothing to resolve");
+        assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+        assert!(!err.to_string().contains("s3cret"), "{err}");
     }
 
     #[test]
