@@ -59,7 +59,8 @@ pub enum Backend {
     File,
     /// SQLite (`sqlite://`), crate `agentmem-sqlite`.
     Sqlite,
-    /// Redis (`redis://`, `rediss://`), crate `agentmem-redis`.
+    /// Redis (`redis://`, `rediss://`, and `redis+cluster://`, `rediss+cluster://` for a Redis
+    /// Cluster), crate `agentmem-redis`.
     Redis,
     /// PostgreSQL (`postgres://`, `postgresql://`), crate `agentmem-postgres`.
     Postgres,
@@ -94,7 +95,7 @@ impl Backend {
         match self {
             Backend::File => &["file"],
             Backend::Sqlite => &["sqlite"],
-            Backend::Redis => &["redis", "rediss"],
+            Backend::Redis => &["redis", "rediss", "redis+cluster", "rediss+cluster"],
             Backend::Postgres => &["postgres", "postgresql"],
             Backend::MongoDb => &["mongodb", "mongodb+srv"],
         }
@@ -292,6 +293,7 @@ mod tests {
             ("sqlite://a.db", Backend::Sqlite),
             ("redis://127.0.0.1", Backend::Redis),
             ("rediss://h", Backend::Redis),
+            ("redis+cluster://h:1,h:2/", Backend::Redis),
             ("postgres://u@h/db", Backend::Postgres),
             ("postgresql://u@h/db", Backend::Postgres),
             ("MongoDB://h", Backend::MongoDb),

@@ -1,6 +1,7 @@
 //! Connection settings: a `postgres://` URL plus agentmem's own options.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -8,7 +9,7 @@ use agentmem_core::backend::BackendConfig;
 use agentmem_core::Layered;
 use agentmem_core::{Error, Result};
 use async_trait::async_trait;
-use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres::config::Host;
 
 use crate::PostgresStore;
 
@@ -31,28 +32,40 @@ const MAX_POOL_SIZE: usize = 1024;
 /// How to reach PostgreSQL and where to keep agentmem's tables.
 ///
 /// Parsed from a `postgres://` or `postgresql://` URL. Every standard libpq option that
-/// `tokio-postgres` understands (`host`, `port`, `user`, `password`, `dbname`,
-/// `application_name`, `connect_timeout`, `keepalives`, `target_session_attrs`, `options`,
-/// several comma-separated hosts, …) is passed through unchanged. agentmem adds its own
-/// query options, removed before the URL reaches the driver:
+/// `tokio-postgres` understands (`host`, `port`, `user`, `password`, `dbname`, `hostaddr`,
+/// `application_name`, `connect_timeout`, `keepalives`, `target_session_attrs`,
+/// `channel_binding`, `sslnegotiation`, `options`, several comma-separated hosts, …) is passed
+/// through unchanged. agentmem handles these query options itself and removes them before
+/// the URL reaches the driver:
 ///
 /// - `schema=NAME`: the schema holding the tables (default `agentmem`): 1-63 lowercase ASCII
 ///   letters, digits and `_`, not starting with `pg_`. Each tenant (or test) can have its own.
 /// - `pool_size=N`: at most N pooled connections (default 16).
 /// - `pool_timeout=SECONDS`: how long an operation waits for a free connection before
 ///   failing with [`ErrorKind::Unavailable`](agentmem_core::ErrorKind::Unavailable) (default 30).
+/// - `sslmode=disable|prefer|require|verify-ca|verify-full` (default `prefer`), with libpq's
+///   meaning: see [`SslMode`].
+/// - `sslrootcert=PATH`: PEM file of the CA certificates to trust instead of the platform's
+///   roots; with it, `prefer` and `require` check the certificate chain too (as libpq does).
+///   `sslrootcert=system` means the platform's roots and, as in libpq, needs
+///   `sslmode=verify-full` (its default then).
+/// - `sslcert=PATH` and `sslkey=PATH`: a client certificate (PEM, with its chain) and its
+///   private key (PEM, PKCS#8, PKCS#1 or SEC1, not encrypted), both or neither.
+/// - `prepared_statements=auto|on|off` (default `auto`): see [`PreparedStatements`]; `off`
+///   for a connection pooler in transaction mode (PgBouncer, …) that `auto` does not detect.
 ///
-/// Connections are made without TLS (`NoTls`): use `sslmode=disable` or the default `prefer`
-/// on a trusted network or a local socket; `sslmode=require` is refused when parsing.
+/// Paths may be percent-encoded. Certificates are read when the store connects.
 ///
 /// `Debug` never shows the password.
 ///
 /// ```
-/// use agentmem_postgres::PostgresConfig;
+/// use agentmem_postgres::{PostgresConfig, SslMode};
 /// let config: PostgresConfig =
-///     "postgres://app:secret@db.internal:5433/memory?schema=tenant_7&pool_size=4".parse()?;
+///     "postgres://app:secret@db.internal:5433/memory?schema=tenant_7&pool_size=4&sslmode=verify-full"
+///         .parse()?;
 /// assert_eq!(config.schema(), "tenant_7");
 /// assert_eq!(config.pool_size(), 4);
+/// assert_eq!(config.ssl_mode(), SslMode::VerifyFull);
 /// assert_eq!(config.pg_config().get_dbname(), Some("memory"));
 /// assert!(!format!("{config:?}").contains("secret"));
 /// # Ok::<(), agentmem_core::Error>(())
@@ -63,12 +76,167 @@ pub struct PostgresConfig {
     schema: String,
     pool_size: usize,
     pool_timeout: Duration,
+    ssl_mode: SslMode,
+    ssl_root_cert: Option<PathBuf>,
+    ssl_client_cert: Option<(PathBuf, PathBuf)>,
+    prepared_statements: PreparedStatements,
+}
+
+/// When to use TLS and what to check, as libpq's `sslmode` (the URL option of that name).
+///
+/// | mode | TLS | falls back to plaintext | checks the certificate chain | checks the host name |
+/// |---|---|---|---|---|
+/// | `Disable` | never | – | – | – |
+/// | `Prefer` (default) | if the server accepts it | when the server refuses TLS or the handshake fails | only with `sslrootcert` | no |
+/// | `Require` | always | never | only with `sslrootcert` | no |
+/// | `VerifyCa` | always | never | yes | no |
+/// | `VerifyFull` | always | never | yes | yes |
+///
+/// The chain is checked against `sslrootcert` when given, else the platform's root
+/// certificates (rustls-native-certs: `SSL_CERT_FILE` / `SSL_CERT_DIR` when set, as OpenSSL
+/// does, else the system store). libpq's default `~/.postgresql/root.crt` and
+/// `postgresql.crt` are not read: name them with `sslrootcert`, `sslcert` and `sslkey`.
+/// The host name checked is the URL's `host` (also with `hostaddr`), against the
+/// certificate's DNS or IP subject alternative names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SslMode {
+    /// Plaintext only.
+    Disable,
+    /// TLS when the server accepts it, else plaintext (the default).
+    #[default]
+    Prefer,
+    /// TLS or no connection; the certificate is checked only when `sslrootcert` is given.
+    Require,
+    /// TLS with a certificate chain to a trusted CA; any host name.
+    VerifyCa,
+    /// TLS with a certificate chain to a trusted CA, issued for the host connected to.
+    VerifyFull,
+}
+
+impl SslMode {
+    /// The URL spelling: `disable`, `prefer`, `require`, `verify-ca` or `verify-full`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        }
+    }
+
+    /// Whether a connection without TLS is refused.
+    pub fn requires_tls(self) -> bool {
+        matches!(
+            self,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull
+        )
+    }
+
+    /// The driver's mode for the TLS negotiation (the checks are agentmem's).
+    pub(crate) fn driver_mode(self) -> tokio_postgres::config::SslMode {
+        use tokio_postgres::config::SslMode as Driver;
+        match self {
+            SslMode::Disable => Driver::Disable,
+            SslMode::Prefer => Driver::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => Driver::Require,
+        }
+    }
+}
+
+impl fmt::Display for SslMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for SslMode {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s {
+            "disable" => SslMode::Disable,
+            "prefer" => SslMode::Prefer,
+            "require" => SslMode::Require,
+            "verify-ca" => SslMode::VerifyCa,
+            "verify-full" => SslMode::VerifyFull,
+            other => {
+                return Err(Error::invalid_input(format!(
+                "invalid sslmode {:?}: expected disable, prefer, require, verify-ca or verify-full",
+                other.chars().take(40).collect::<String>()
+            )))
+            }
+        })
+    }
+}
+
+/// Whether statements are prepared once per connection and reused (the URL option
+/// `prepared_statements`).
+///
+/// Named server-side prepared statements belong to one server connection. A pooler in
+/// transaction mode (PgBouncer's `pool_mode = transaction`, as pooled managed PostgreSQL is
+/// reached) hands each transaction whichever server connection is free, so a statement
+/// prepared on one is missing, or another client's, on the next (`prepared statement "s2"
+/// already exists`). Without them every statement is sent unnamed, parsed and planned each
+/// time, still in one round trip, with its parameter types given by agentmem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PreparedStatements {
+    /// Prepared and reused, unless the connection goes through a pooler (the default).
+    ///
+    /// Detected when the store opens: PostgreSQL tells a client its server process id in
+    /// the cancel key it sends at connect; PgBouncer (and other poolers that multiplex
+    /// connections) hand out keys of their own, so the key's process id differs from
+    /// `pg_backend_pid()`. A pooler that passes the server's key through is not detected:
+    /// set `off` there.
+    #[default]
+    Auto,
+    /// Always prepared once per connection and reused (deadpool's statement cache).
+    On,
+    /// Never named: every statement is sent unnamed, for poolers in transaction mode.
+    Off,
+}
+
+impl PreparedStatements {
+    /// The URL spelling: `auto`, `on` or `off`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PreparedStatements::Auto => "auto",
+            PreparedStatements::On => "on",
+            PreparedStatements::Off => "off",
+        }
+    }
+}
+
+impl fmt::Display for PreparedStatements {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for PreparedStatements {
+    type Err = Error;
+
+    /// `auto`; `on`, `true`, `yes` or `1`; `off`, `false`, `no` or `0`.
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s {
+            "auto" => PreparedStatements::Auto,
+            "on" | "true" | "yes" | "1" => PreparedStatements::On,
+            "off" | "false" | "no" | "0" => PreparedStatements::Off,
+            other => {
+                return Err(Error::invalid_input(format!(
+                    "invalid prepared_statements {:?}: expected auto, on or off",
+                    other.chars().take(40).collect::<String>()
+                )))
+            }
+        })
+    }
 }
 
 impl PostgresConfig {
     /// Settings from a driver configuration, with the default schema and pool.
     ///
-    /// Sets `application_name` and `connect_timeout` to agentmem's defaults when unset.
+    /// Sets `application_name` and `connect_timeout` to agentmem's defaults when unset. The
+    /// driver's `sslmode` (disable, prefer or require) becomes [`ssl_mode`](Self::ssl_mode).
     pub fn new(mut pg: tokio_postgres::Config) -> Self {
         if pg.get_application_name().is_none() {
             pg.application_name(DEFAULT_APPLICATION_NAME);
@@ -76,11 +244,21 @@ impl PostgresConfig {
         if pg.get_connect_timeout().is_none() {
             pg.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
         }
+        use tokio_postgres::config::SslMode as Driver;
+        let ssl_mode = match pg.get_ssl_mode() {
+            Driver::Disable => SslMode::Disable,
+            Driver::Require => SslMode::Require,
+            _ => SslMode::Prefer,
+        };
         PostgresConfig {
             pg,
             schema: DEFAULT_SCHEMA.to_string(),
             pool_size: DEFAULT_POOL_SIZE,
             pool_timeout: DEFAULT_POOL_TIMEOUT,
+            ssl_mode,
+            ssl_root_cert: None,
+            ssl_client_cert: None,
+            prepared_statements: PreparedStatements::Auto,
         }
     }
 
@@ -134,12 +312,68 @@ impl PostgresConfig {
         self
     }
 
+    /// When to use TLS and what to check (`sslmode`).
+    pub fn ssl_mode(&self) -> SslMode {
+        self.ssl_mode
+    }
+
+    /// Uses TLS as `mode` says.
+    pub fn with_ssl_mode(mut self, mode: SslMode) -> Self {
+        self.ssl_mode = mode;
+        self.pg.ssl_mode(mode.driver_mode());
+        self
+    }
+
+    /// The PEM file of trusted CA certificates (`sslrootcert`); `None`: the platform's roots
+    /// for `verify-ca` and `verify-full`, no chain check for `prefer` and `require`.
+    pub fn ssl_root_cert(&self) -> Option<&Path> {
+        self.ssl_root_cert.as_deref()
+    }
+
+    /// Trusts the CA certificates in the PEM file at `path` instead of the platform's roots;
+    /// `prefer` and `require` then check the chain too.
+    pub fn with_ssl_root_cert(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ssl_root_cert = Some(path.into());
+        self
+    }
+
+    /// The client certificate and key files (`sslcert`, `sslkey`), if any.
+    pub fn ssl_client_cert(&self) -> Option<(&Path, &Path)> {
+        self.ssl_client_cert
+            .as_ref()
+            .map(|(cert, key)| (cert.as_path(), key.as_path()))
+    }
+
+    /// Presents the certificate (PEM, leaf first, then its chain) at `cert` with the
+    /// private key (PEM: PKCS#8, PKCS#1 or SEC1, unencrypted) at `key` when the server asks.
+    pub fn with_ssl_client_cert(
+        mut self,
+        cert: impl Into<PathBuf>,
+        key: impl Into<PathBuf>,
+    ) -> Self {
+        self.ssl_client_cert = Some((cert.into(), key.into()));
+        self
+    }
+
+    /// Whether statements are prepared once per connection (`prepared_statements`).
+    pub fn prepared_statements(&self) -> PreparedStatements {
+        self.prepared_statements
+    }
+
+    /// Prepares statements as `mode` says; `Off` behind a pooler in transaction mode.
+    pub fn with_prepared_statements(mut self, mode: PreparedStatements) -> Self {
+        self.prepared_statements = mode;
+        self
+    }
+
     /// The driver configuration (hosts, credentials, timeouts).
     pub fn pg_config(&self) -> &tokio_postgres::Config {
         &self.pg
     }
 
-    /// The driver configuration, to change what the URL cannot express.
+    /// The driver configuration, to change what the URL cannot express. Its `ssl_mode` is
+    /// replaced by [`ssl_mode`](Self::ssl_mode)'s when connecting: set TLS with
+    /// [`with_ssl_mode`](Self::with_ssl_mode).
     pub fn pg_config_mut(&mut self) -> &mut tokio_postgres::Config {
         &mut self.pg
     }
@@ -166,6 +400,11 @@ impl FromStr for PostgresConfig {
         let mut schema = None;
         let mut pool_size = None;
         let mut pool_timeout = None;
+        let mut ssl_mode = None;
+        let mut ssl_root_cert = None;
+        let mut ssl_cert = None;
+        let mut ssl_key = None;
+        let mut prepared = None;
         let mut kept = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
@@ -173,6 +412,12 @@ impl FromStr for PostgresConfig {
                 "schema" => &mut schema,
                 "pool_size" => &mut pool_size,
                 "pool_timeout" => &mut pool_timeout,
+                // The driver knows only disable/prefer/require and none of the files.
+                "sslmode" => &mut ssl_mode,
+                "sslrootcert" => &mut ssl_root_cert,
+                "sslcert" => &mut ssl_cert,
+                "sslkey" => &mut ssl_key,
+                "prepared_statements" => &mut prepared,
                 _ => {
                     kept.push(pair);
                     continue;
@@ -194,14 +439,43 @@ impl FromStr for PostgresConfig {
         let pg = tokio_postgres::Config::from_str(&driver_url).map_err(|e| {
             Error::invalid_input(format!("invalid PostgreSQL URL: {e}")).with_source(e)
         })?;
-        if !matches!(pg.get_ssl_mode(), SslMode::Disable | SslMode::Prefer) {
-            return Err(Error::invalid_input(
-                "sslmode=require is not supported: agentmem-postgres connects without TLS; \
-                 use sslmode=disable or prefer on a trusted network",
-            ));
-        }
 
         let mut config = PostgresConfig::new(pg);
+        let ssl_mode = ssl_mode
+            .map(|m| decode(m)?.parse::<SslMode>())
+            .transpose()?;
+        let root = ssl_root_cert.map(decode).transpose()?;
+        let mode = match root.as_deref() {
+            // libpq: the platform's roots, and nothing weaker than verify-full.
+            Some("system") => match ssl_mode {
+                None | Some(SslMode::VerifyFull) => SslMode::VerifyFull,
+                Some(weaker) => {
+                    return Err(Error::invalid_input(format!(
+                        "sslrootcert=system needs sslmode=verify-full (it is {weaker}), as in libpq"
+                    )))
+                }
+            },
+            Some(path) => {
+                config = config.with_ssl_root_cert(path);
+                ssl_mode.unwrap_or_default()
+            }
+            None => ssl_mode.unwrap_or_default(),
+        };
+        config = config.with_ssl_mode(mode);
+        match (ssl_cert, ssl_key) {
+            (Some(cert), Some(key)) => {
+                config = config.with_ssl_client_cert(decode(cert)?, decode(key)?);
+            }
+            (None, None) => {}
+            _ => {
+                return Err(Error::invalid_input(
+                    "sslcert and sslkey go together: give both the client certificate and its key",
+                ))
+            }
+        }
+        if let Some(prepared) = prepared {
+            config = config.with_prepared_statements(decode(prepared)?.parse()?);
+        }
         if let Some(schema) = schema {
             config = config.with_schema(schema)?;
         }
@@ -274,8 +548,36 @@ impl fmt::Debug for PostgresConfig {
             .field("schema", &self.schema)
             .field("pool_size", &self.pool_size)
             .field("pool_timeout", &self.pool_timeout)
+            .field("ssl_mode", &self.ssl_mode)
+            .field("ssl_root_cert", &self.ssl_root_cert)
+            .field("ssl_client_cert", &self.ssl_client_cert)
+            .field("prepared_statements", &self.prepared_statements)
             .finish()
     }
+}
+
+/// A query value with its `%XX` escapes decoded (and `+` kept: libpq URLs do not use it for
+/// spaces).
+fn decode(value: &str) -> Result<String> {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| Error::invalid_input("invalid percent-encoding in a URL option"))?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out)
+        .map_err(|_| Error::invalid_input("a URL option is not UTF-8 once percent-decoded"))
 }
 
 /// Checks a schema name: 1-63 bytes of lowercase ASCII letters, digits and `_`, not starting
@@ -361,7 +663,14 @@ mod tests {
             "postgres://localhost/x?pool_timeout=-1",
             "postgres://localhost/x?port=notaport",
             "postgres://localhost/x?no_such_option=1",
-            "postgres://localhost/x?sslmode=require",
+            "postgres://localhost/x?sslmode=allow",
+            "postgres://localhost/x?sslmode=VERIFY-FULL",
+            "postgres://localhost/x?sslmode=require&sslmode=disable",
+            "postgres://localhost/x?sslrootcert=system&sslmode=require",
+            "postgres://localhost/x?sslcert=/c.pem",
+            "postgres://localhost/x?sslkey=/k.pem",
+            "postgres://localhost/x?sslrootcert=%zz",
+            "postgres://localhost/x?prepared_statements=sometimes",
         ] {
             let err = url.parse::<PostgresConfig>().unwrap_err();
             assert_eq!(err.kind(), ErrorKind::InvalidInput, "{url}: {err}");
@@ -369,6 +678,64 @@ mod tests {
         let long = "a".repeat(64);
         assert!(validate_schema(&long).is_err());
         assert!(validate_schema(&long[..63]).is_ok());
+    }
+
+    #[test]
+    fn tls_options_are_agentmems_and_follow_libpq() {
+        let c: PostgresConfig = "postgres://u@db/x?sslmode=verify-ca&sslrootcert=/etc/my%20ca.pem&sslcert=/c.pem&sslkey=/k.pem&connect_timeout=3"
+            .parse()
+            .unwrap();
+        assert_eq!(c.ssl_mode(), SslMode::VerifyCa);
+        assert_eq!(c.ssl_root_cert(), Some(Path::new("/etc/my ca.pem")));
+        assert_eq!(
+            c.ssl_client_cert(),
+            Some((Path::new("/c.pem"), Path::new("/k.pem")))
+        );
+        // The driver only negotiates; agentmem checks certificates.
+        use tokio_postgres::config::SslMode as Driver;
+        assert_eq!(c.pg_config().get_ssl_mode(), Driver::Require);
+
+        let modes = [
+            ("disable", SslMode::Disable, Driver::Disable),
+            ("prefer", SslMode::Prefer, Driver::Prefer),
+            ("require", SslMode::Require, Driver::Require),
+            ("verify-full", SslMode::VerifyFull, Driver::Require),
+        ];
+        for (name, mode, driver) in modes {
+            let c: PostgresConfig = format!("postgres://db/x?sslmode={name}").parse().unwrap();
+            assert_eq!((c.ssl_mode(), c.pg_config().get_ssl_mode()), (mode, driver));
+            assert_eq!(mode.as_str(), name);
+        }
+        let default: PostgresConfig = "postgres://db/x".parse().unwrap();
+        assert_eq!(default.ssl_mode(), SslMode::Prefer);
+        assert_eq!(default.ssl_root_cert(), None);
+
+        // libpq: sslrootcert=system is the platform's roots and implies verify-full.
+        let system: PostgresConfig = "postgres://db/x?sslrootcert=system".parse().unwrap();
+        assert_eq!(system.ssl_mode(), SslMode::VerifyFull);
+        assert_eq!(system.ssl_root_cert(), None);
+    }
+
+    #[test]
+    fn prepared_statements_option() {
+        let parse = |url: &str| url.parse::<PostgresConfig>().unwrap().prepared_statements();
+        assert_eq!(parse("postgres://db/x"), PreparedStatements::Auto);
+        assert_eq!(
+            parse("postgres://db/x?prepared_statements=off"),
+            PreparedStatements::Off
+        );
+        assert_eq!(
+            parse("postgres://db/x?prepared_statements=false"),
+            PreparedStatements::Off
+        );
+        assert_eq!(
+            parse("postgres://db/x?prepared_statements=on"),
+            PreparedStatements::On
+        );
+        assert_eq!(
+            parse("postgres://db/x?prepared_statements=auto"),
+            PreparedStatements::Auto
+        );
     }
 
     #[test]

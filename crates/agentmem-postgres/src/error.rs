@@ -7,6 +7,8 @@ use agentmem_core::{Error, ErrorKind};
 use deadpool_postgres::PoolError;
 use tokio_postgres::error::SqlState;
 
+use crate::tls::TlsHandshakeError;
+
 pub(crate) const BACKEND: &str = "postgres";
 
 /// Whether `e` means the connection (not the statement) failed: the server could not be
@@ -22,14 +24,46 @@ pub(crate) fn is_connection_failure(e: &tokio_postgres::Error) -> bool {
         // 53300: too many connections.
         return code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "53300");
     }
-    // No server error: an I/O failure (refused, reset, broken pipe) or a connect timeout.
+    // No server error: an I/O failure (refused, reset, broken pipe), a connect timeout, or no
+    // TLS connection to be had (see `tls_failure`).
     e.source().is_some_and(|s| s.is::<std::io::Error>())
         || e.to_string() == "timeout waiting for server"
+        || tls_failure(e).is_some()
+}
+
+/// What went wrong setting TLS up, when that is why `e` failed: the handshake (a refused
+/// certificate, …), or a server that does not accept TLS where the `sslmode` requires it.
+fn tls_failure(e: &tokio_postgres::Error) -> Option<String> {
+    if let Some(handshake) = e
+        .source()
+        .and_then(|s| s.downcast_ref::<TlsHandshakeError>())
+    {
+        return Some(format!(
+            "cannot connect to PostgreSQL over TLS: {handshake}"
+        ));
+    }
+    // The driver's own refusal (sslmode require, verify-ca or verify-full): it has no error
+    // type of its own to recognise.
+    if e.to_string() != "error performing TLS handshake" {
+        return None;
+    }
+    let cause = e.source().map(|s| s.to_string()).unwrap_or_default();
+    Some(if cause == "server does not support TLS" {
+        "the PostgreSQL server does not accept TLS, and the sslmode (require, verify-ca or \
+         verify-full) never falls back to plaintext"
+            .to_string()
+    } else {
+        format!("cannot connect to PostgreSQL over TLS: {cause}")
+    })
 }
 
 /// The agentmem error for a driver error. (The layers label it with the backend and
 /// operation.)
 pub(crate) fn pg(e: tokio_postgres::Error) -> Error {
+    if let Some(message) = tls_failure(&e) {
+        // The message says it all (the handshake error is not repeated as a source).
+        return Error::unavailable(message);
+    }
     let kind = if is_connection_failure(&e) {
         ErrorKind::Unavailable
     } else {

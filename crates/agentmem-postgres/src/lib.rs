@@ -55,9 +55,11 @@ pub mod schema;
 mod search;
 mod sessions;
 mod sql;
+mod statements;
 mod store;
+mod tls;
 
-pub use config::PostgresConfig;
+pub use config::{PostgresConfig, PreparedStatements, SslMode};
 pub use schema::SCHEMA_VERSION;
 pub use store::PostgresStore;
 

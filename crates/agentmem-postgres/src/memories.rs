@@ -9,6 +9,7 @@ use tokio_postgres::Row;
 
 use crate::codec::{get, storable_text, text_from};
 use crate::search::tsvector_literal;
+use crate::statements::Exec;
 use crate::store::PostgresStore;
 
 /// How often `put_memory` is retried after losing a race to insert the same scope, kind and
@@ -59,11 +60,11 @@ impl PostgresStore {
         run!(self, 0, |client| async {
             let tx = client.transaction().await?;
             if let Some(key) = &item.key {
-                let st = tx
-                    .prepare_cached(&self.sql.memory_delete_expired_key)
-                    .await?;
-                tx.execute(&st, &[&scope, &kind, key, &now]).await?;
-                let st = tx.prepare_cached(&self.sql.memory_update_by_key).await?;
+                tx.execute_st(
+                    &self.sql.memory_delete_expired_key,
+                    &[&scope, &kind, key, &now],
+                )
+                .await?;
                 let params: [&(dyn ToSql + Sync); 9] = [
                     &scope,
                     &kind,
@@ -75,18 +76,20 @@ impl PostgresStore {
                     &tsv,
                     &item.expires_at,
                 ];
-                if let Some(row) = tx.query_opt(&st, &params).await? {
+                if let Some(row) = tx
+                    .query_opt_st(&self.sql.memory_update_by_key, &params)
+                    .await?
+                {
                     let kept: String = row.try_get(0)?;
                     let created: DateTime<Utc> = row.try_get(1)?;
                     // The new item replaces the one with its key, and also any other
                     // item that had its id.
-                    let st = tx.prepare_cached(&self.sql.memory_delete_other).await?;
-                    tx.execute(&st, &[&item.id.as_str(), &kept]).await?;
+                    tx.execute_st(&self.sql.memory_delete_other, &[&item.id.as_str(), &kept])
+                        .await?;
                     tx.commit().await?;
                     return Ok((kept, created));
                 }
             }
-            let st = tx.prepare_cached(&self.sql.memory_upsert).await?;
             let id = item.id.as_str();
             let params: [&(dyn ToSql + Sync); 11] = [
                 &id,
@@ -101,7 +104,7 @@ impl PostgresStore {
                 &scope,
                 &item.expires_at,
             ];
-            let row = tx.query_one(&st, &params).await?;
+            let row = tx.query_one_st(&self.sql.memory_upsert, &params).await?;
             let stored = (row.try_get(0)?, row.try_get(1)?);
             tx.commit().await?;
             Ok(stored)

@@ -4,6 +4,7 @@
 use agentmem_core::Result;
 use chrono::{DateTime, Utc};
 
+use crate::statements::Exec;
 use crate::store::PostgresStore;
 
 /// How often a purge that lost a deadlock to another purge is run again.
@@ -28,23 +29,22 @@ impl PostgresStore {
             // their messages and archives go in a later statement, whose snapshot sees every
             // append committed before those locks were taken.
             if let Some(cutoff) = cutoff {
-                let st = tx.prepare_cached(&self.sql.purge_age).await?;
-                for row in tx.query(&st, &[&cutoff]).await? {
+                for row in tx.query_st(&self.sql.purge_age, &[&cutoff]).await? {
                     doomed.push(row.try_get(0)?);
                 }
             }
             if let Some(keep) = keep {
-                let st = tx.prepare_cached(&self.sql.purge_count).await?;
-                for row in tx.query(&st, &[&keep]).await? {
+                for row in tx.query_st(&self.sql.purge_count, &[&keep]).await? {
                     doomed.push(row.try_get(0)?);
                 }
             }
             if !doomed.is_empty() {
-                let st = tx.prepare_cached(&self.sql.delete_dependents).await?;
-                tx.execute(&st, &[&doomed]).await?;
+                tx.execute_st(&self.sql.delete_dependents, &[&doomed])
+                    .await?;
             }
-            let st = tx.prepare_cached(&self.sql.purge_memories).await?;
-            let memories = tx.execute(&st, &[&now, &memory_cutoff]).await?;
+            let memories = tx
+                .execute_st(&self.sql.purge_memories, &[&now, &memory_cutoff])
+                .await?;
             tx.commit().await?;
             Ok((doomed.len(), memories))
         })

@@ -7,6 +7,7 @@
 
 use agentmem_core::{Error, Result};
 use deadpool_postgres::Pool;
+use tokio_postgres::types::Type;
 
 use crate::config::quote_schema;
 use crate::error;
@@ -138,9 +139,10 @@ pub(crate) async fn migrate(pool: &Pool, schema: &str) -> Result<u32> {
     let pg = error::pg;
     let tx = client.transaction().await.map_err(pg)?;
     // Held until commit or rollback; keyed on the schema so unrelated stores never wait.
-    tx.execute(
+    // Opening statements are unnamed (typed by hand), so they work behind a pooler too.
+    tx.execute_typed(
         "SELECT pg_advisory_xact_lock($1, hashtext($2))",
-        &[&LOCK_CLASS, &schema],
+        &[(&LOCK_CLASS, Type::INT4), (&schema, Type::TEXT)],
     )
     .await
     .map_err(pg)?;
@@ -155,7 +157,7 @@ pub(crate) async fn migrate(pool: &Pool, schema: &str) -> Result<u32> {
     .await
     .map_err(pg)?;
     let row = tx
-        .query_one(
+        .query_typed_one(
             &format!("SELECT coalesce(max(version), 0) FROM {s}.schema_migrations"),
             &[],
         )
@@ -169,9 +171,12 @@ pub(crate) async fn migrate(pool: &Pool, schema: &str) -> Result<u32> {
         tx.batch_execute(&m.sql.replace("{s}", &s))
             .await
             .map_err(pg)?;
-        tx.execute(
+        tx.execute_typed(
             &format!("INSERT INTO {s}.schema_migrations (version, description) VALUES ($1, $2)"),
-            &[&(m.version as i32), &m.description],
+            &[
+                (&(m.version as i32), Type::INT4),
+                (&m.description, Type::TEXT),
+            ],
         )
         .await
         .map_err(pg)?;
@@ -189,7 +194,7 @@ pub(crate) async fn migrate(pool: &Pool, schema: &str) -> Result<u32> {
 pub(crate) async fn version(pool: &Pool, schema: &str) -> Result<u32> {
     let client = pool.get().await.map_err(error::pool)?;
     let row = client
-        .query_one(
+        .query_typed_one(
             &format!(
                 "SELECT coalesce(max(version), 0) FROM {}.schema_migrations",
                 quote_schema(schema)

@@ -1,11 +1,100 @@
 //! Every statement a store runs, built once per store with its schema name.
 //!
 //! The quoted, validated schema is the only thing ever interpolated; every value travels as
-//! a bind parameter. Statements are prepared once per pooled connection through
-//! deadpool-postgres' statement cache (keyed by the text, so stores in different schemas
-//! sharing one pool never mix them up).
+//! a bind parameter, of the type given here. Statements are prepared once per pooled
+//! connection through deadpool-postgres' statement cache (keyed by the text and types, so
+//! stores in different schemas sharing one pool never mix them up), or sent unnamed every
+//! time behind a pooler (see [`Stmt`]).
+
+use tokio_postgres::types::Type;
 
 use crate::codec::MESSAGE_COLUMNS;
+use crate::statements::Stmt;
+
+/// The parameters of the append-shaped statements (`MessageColumns::params`): session id,
+/// time, count, then the nine message arrays of `UNNEST_MESSAGES`.
+const MESSAGES: &[Type] = &[
+    Type::TEXT,
+    Type::TIMESTAMPTZ,
+    Type::INT8,
+    Type::TEXT_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::BYTEA_ARRAY,
+    Type::TIMESTAMPTZ_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::JSON_ARRAY,
+    Type::TEXT_ARRAY,
+];
+/// `MESSAGES` and the session's metadata.
+const MESSAGES_AND_METADATA: &[Type] = &[
+    Type::TEXT,
+    Type::TIMESTAMPTZ,
+    Type::INT8,
+    Type::TEXT_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::BYTEA_ARRAY,
+    Type::TIMESTAMPTZ_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::JSON_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::JSON,
+];
+const NONE: &[Type] = &[];
+const TEXT: &[Type] = &[Type::TEXT];
+const TEXT_TEXT: &[Type] = &[Type::TEXT, Type::TEXT];
+const TEXT_INT8: &[Type] = &[Type::TEXT, Type::INT8];
+const TEXT_TIME: &[Type] = &[Type::TEXT, Type::TIMESTAMPTZ];
+const TEXT_ARRAY: &[Type] = &[Type::TEXT_ARRAY];
+const TIME: &[Type] = &[Type::TIMESTAMPTZ];
+const INT8: &[Type] = &[Type::INT8];
+const TIME_TIME: &[Type] = &[Type::TIMESTAMPTZ, Type::TIMESTAMPTZ];
+const ARCHIVE_MESSAGES: &[Type] = &[Type::TEXT, Type::TEXT, Type::TIMESTAMPTZ];
+const SEARCH_SESSION: &[Type] = &[Type::TEXT, Type::INT8, Type::TEXT];
+/// Scope, kind, key, time.
+const MEMORY_KEY_TIME: &[Type] = &[Type::TEXT, Type::TEXT, Type::TEXT, Type::TIMESTAMPTZ];
+/// Scope, kind, key, text, raw text, metadata, updated, tsvector text, expiry.
+const MEMORY_UPDATE: &[Type] = &[
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::BYTEA,
+    Type::JSON,
+    Type::TIMESTAMPTZ,
+    Type::TEXT,
+    Type::TIMESTAMPTZ,
+];
+/// Id, kind, key, text, raw text, metadata, created, updated, tsvector text, scope, expiry.
+const MEMORY_UPSERT: &[Type] = &[
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::BYTEA,
+    Type::JSON,
+    Type::TIMESTAMPTZ,
+    Type::TIMESTAMPTZ,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TIMESTAMPTZ,
+];
+/// Kind, limit, time (and scopes).
+const MEMORY_LIST: &[Type] = &[Type::TEXT, Type::INT8, Type::TIMESTAMPTZ];
+const MEMORY_LIST_IN_SCOPES: &[Type] =
+    &[Type::TEXT, Type::INT8, Type::TIMESTAMPTZ, Type::TEXT_ARRAY];
+/// Query, kind, limit, time (and scopes).
+const MEMORY_SEARCH: &[Type] = &[Type::TEXT, Type::TEXT, Type::INT8, Type::TIMESTAMPTZ];
+const MEMORY_SEARCH_IN_SCOPES: &[Type] = &[
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT8,
+    Type::TIMESTAMPTZ,
+    Type::TEXT_ARRAY,
+];
 
 /// The unnest that turns the nine message arrays (`$4`..`$12`) into rows `m`, numbered
 /// from 1 in `m.ord`.
@@ -23,65 +112,65 @@ const SELECT_NEW_MESSAGE: &str = "SELECT $1, s.first_seq + m.ord - 1, m.id, m.ro
 #[derive(Debug)]
 pub(crate) struct Sql {
     /// Appends `$4..$12` to session `$1` at time `$2`, `$3` messages; one statement.
-    pub append: String,
+    pub append: Stmt,
     /// Like `append`, but also sets the metadata `$13` and makes the new messages the
     /// session's only counted ones; the old rows are then removed by `delete_before_first`.
-    pub save: String,
+    pub save: Stmt,
     /// Deletes the messages of session `$1` older than its current first message.
-    pub delete_before_first: String,
+    pub delete_before_first: Stmt,
     /// Locks session `$1` for compaction; returns nothing when it does not exist.
-    pub lock_session: String,
+    pub lock_session: Stmt,
     /// Archive ids of session `$1` starting with `$2`.
-    pub archive_ids_like: String,
+    pub archive_ids_like: Stmt,
     /// Moves every message of session `$1` into new archive `$2` created at `$3`.
-    pub archive_messages: String,
+    pub archive_messages: Stmt,
     /// Replaces the (just archived) messages of session `$1` with `$4..$12` at time `$2`.
-    pub replace: String,
+    pub replace: Stmt,
     /// Session `$1` with its last `$2` messages (all when `$2` is NULL), newest first.
-    pub load: String,
+    pub load: Stmt,
     /// Every session's summary, by id.
-    pub list_sessions: String,
+    pub list_sessions: Stmt,
     /// Deletes session `$1`'s row; its dependents go with `delete_dependents`.
-    pub delete_session: String,
+    pub delete_session: Stmt,
     /// Deletes messages, archives and archived messages of the sessions in `$1`.
-    pub delete_dependents: String,
+    pub delete_dependents: Stmt,
     /// Deletes sessions last written before `$1`.
-    pub purge_age: String,
+    pub purge_age: Stmt,
     /// Deletes all but the `$1` most recently written sessions.
-    pub purge_count: String,
+    pub purge_count: Stmt,
     /// Deletes the memory items expired at `$1` or last updated before `$2` (none when NULL).
-    pub purge_memories: String,
+    pub purge_memories: Stmt,
     /// Archives of session `$1`, oldest first.
-    pub list_archives: String,
+    pub list_archives: Stmt,
     /// Archive `$2` of session `$1` with its messages.
-    pub load_archive: String,
+    pub load_archive: Stmt,
     /// Ranked messages matching tsquery text `$1`, at most `$2`.
-    pub search_messages: String,
+    pub search_messages: Stmt,
     /// Like `search_messages`, in session `$3` only.
-    pub search_session: String,
+    pub search_session: Stmt,
     /// Deletes the item of scope `$1`, kind `$2` and key `$3` if it has expired at `$4`.
-    pub memory_delete_expired_key: String,
+    pub memory_delete_expired_key: Stmt,
     /// Replaces the item of scope `$1`, kind `$2` and key `$3` with `$4..$9`, keeping its id
     /// and creation time.
-    pub memory_update_by_key: String,
+    pub memory_update_by_key: Stmt,
     /// Inserts an item or replaces the one with the same id.
-    pub memory_upsert: String,
+    pub memory_upsert: Stmt,
     /// Deletes item `$1` unless it is `$2`.
-    pub memory_delete_other: String,
+    pub memory_delete_other: Stmt,
     /// Item `$1`, unless it has expired at `$2`.
-    pub memory_get: String,
+    pub memory_get: Stmt,
     /// The newest `$2` items (all when NULL) of kind `$1` (any when NULL) not expired at `$3`,
     /// newest first.
-    pub memory_list: String,
+    pub memory_list: Stmt,
     /// Like `memory_list`, of the scopes (stored forms) in `$4` only.
-    pub memory_list_in_scopes: String,
+    pub memory_list_in_scopes: Stmt,
     /// Ranked items matching tsquery text `$1`, kind `$2` (any when NULL), not expired at
     /// `$4`, at most `$3`.
-    pub memory_search: String,
+    pub memory_search: Stmt,
     /// Like `memory_search`, of the scopes (stored forms) in `$5` only.
-    pub memory_search_in_scopes: String,
+    pub memory_search_in_scopes: Stmt,
     /// Deletes item `$1`.
-    pub memory_delete: String,
+    pub memory_delete: Stmt,
 }
 
 /// The columns of a memory item row, in the order `memory_from_row` reads them.
@@ -94,8 +183,9 @@ fn live(n: usize) -> String {
 }
 
 impl Sql {
-    /// The statements for the quoted schema `s`.
-    pub(crate) fn new(s: &str) -> Self {
+    /// The statements for the quoted schema `s`, prepared once per connection when `named`.
+    pub(crate) fn new(s: &str, named: bool) -> Self {
+        let st = |sql: String, types: &'static [Type]| Stmt::new(sql, types, named);
         let append = insert_messages(
             s,
             &format!(
@@ -133,116 +223,191 @@ impl Sql {
             ),
         );
         Sql {
-            append,
-            save,
-            replace,
-            delete_before_first: format!(
-                "DELETE FROM {s}.messages WHERE session_id = $1 AND seq < \
-                 (SELECT next_seq - message_count FROM {s}.sessions WHERE id = $1)"
+            append: st(append, MESSAGES),
+            save: st(save, MESSAGES_AND_METADATA),
+            replace: st(replace, MESSAGES),
+            delete_before_first: st(
+                format!(
+                    "DELETE FROM {s}.messages WHERE session_id = $1 AND seq < \
+                     (SELECT next_seq - message_count FROM {s}.sessions WHERE id = $1)"
+                ),
+                TEXT,
             ),
-            lock_session: format!("SELECT next_seq FROM {s}.sessions WHERE id = $1 FOR UPDATE"),
-            archive_ids_like: format!(
-                "SELECT id FROM {s}.archives WHERE session_id = $1 AND starts_with(id, $2)"
+            lock_session: st(
+                format!("SELECT next_seq FROM {s}.sessions WHERE id = $1 FOR UPDATE"),
+                TEXT,
             ),
-            archive_messages: format!(
-                "WITH moved AS (
-                    DELETE FROM {s}.messages WHERE session_id = $1
-                    RETURNING seq, {MESSAGE_COLUMNS}
-                ), kept AS (
-                    INSERT INTO {s}.archived_messages (session_id, archive_id, seq, {MESSAGE_COLUMNS})
-                    SELECT $1, $2, seq, {MESSAGE_COLUMNS} FROM moved
-                    RETURNING 1
-                )
-                INSERT INTO {s}.archives (session_id, id, created_at, message_count)
-                SELECT $1, $2, $3, count(*) FROM kept
-                RETURNING message_count"
+            archive_ids_like: st(
+                format!(
+                    "SELECT id FROM {s}.archives WHERE session_id = $1 AND starts_with(id, $2)"
+                ),
+                TEXT_TEXT,
             ),
-            load: format!(
-                "SELECT s.metadata, s.created_at, s.updated_at, s.message_count, m.seq, {m_cols}
-                 FROM {s}.sessions s
-                 LEFT JOIN LATERAL (
-                     SELECT seq, {MESSAGE_COLUMNS} FROM {s}.messages
-                     WHERE session_id = $1 ORDER BY seq DESC LIMIT $2
-                 ) m ON true
-                 WHERE s.id = $1",
-                m_cols = prefixed("m", MESSAGE_COLUMNS)
+            archive_messages: st(
+                format!(
+                    "WITH moved AS (
+                        DELETE FROM {s}.messages WHERE session_id = $1
+                        RETURNING seq, {MESSAGE_COLUMNS}
+                    ), kept AS (
+                        INSERT INTO {s}.archived_messages (session_id, archive_id, seq, {MESSAGE_COLUMNS})
+                        SELECT $1, $2, seq, {MESSAGE_COLUMNS} FROM moved
+                        RETURNING 1
+                    )
+                    INSERT INTO {s}.archives (session_id, id, created_at, message_count)
+                    SELECT $1, $2, $3, count(*) FROM kept
+                    RETURNING message_count"
+                ),
+                ARCHIVE_MESSAGES,
             ),
-            list_sessions: format!(
-                "SELECT id, message_count, created_at, updated_at FROM {s}.sessions ORDER BY id"
+            load: st(
+                format!(
+                    "SELECT s.metadata, s.created_at, s.updated_at, s.message_count, m.seq, {m_cols}
+                     FROM {s}.sessions s
+                     LEFT JOIN LATERAL (
+                         SELECT seq, {MESSAGE_COLUMNS} FROM {s}.messages
+                         WHERE session_id = $1 ORDER BY seq DESC LIMIT $2
+                     ) m ON true
+                     WHERE s.id = $1",
+                    m_cols = prefixed("m", MESSAGE_COLUMNS)
+                ),
+                TEXT_INT8,
             ),
-            delete_session: format!("DELETE FROM {s}.sessions WHERE id = $1"),
-            delete_dependents: format!(
-                "WITH m AS (DELETE FROM {s}.messages WHERE session_id = ANY($1)),
-                      a AS (DELETE FROM {s}.archives WHERE session_id = ANY($1))
-                 DELETE FROM {s}.archived_messages WHERE session_id = ANY($1)"
+            list_sessions: st(
+                format!(
+                    "SELECT id, message_count, created_at, updated_at FROM {s}.sessions ORDER BY id"
+                ),
+                NONE,
             ),
-            purge_age: format!("DELETE FROM {s}.sessions WHERE updated_at < $1 RETURNING id"),
-            purge_count: format!(
-                "DELETE FROM {s}.sessions WHERE id IN (
-                     SELECT id FROM {s}.sessions ORDER BY updated_at DESC, id OFFSET $1
-                 ) RETURNING id"
+            delete_session: st(
+                format!("DELETE FROM {s}.sessions WHERE id = $1"),
+                TEXT,
             ),
-            list_archives: format!(
-                "SELECT id, created_at, message_count FROM {s}.archives
-                 WHERE session_id = $1 ORDER BY ord"
+            delete_dependents: st(
+                format!(
+                    "WITH m AS (DELETE FROM {s}.messages WHERE session_id = ANY($1)),
+                          a AS (DELETE FROM {s}.archives WHERE session_id = ANY($1))
+                     DELETE FROM {s}.archived_messages WHERE session_id = ANY($1)"
+                ),
+                TEXT_ARRAY,
             ),
-            load_archive: format!(
-                "SELECT a.created_at, a.message_count, m.seq, {m_cols}
-                 FROM {s}.archives a
-                 LEFT JOIN {s}.archived_messages m
-                     ON m.session_id = a.session_id AND m.archive_id = a.id
-                 WHERE a.session_id = $1 AND a.id = $2",
-                m_cols = prefixed("m", MESSAGE_COLUMNS)
+            purge_age: st(
+                format!("DELETE FROM {s}.sessions WHERE updated_at < $1 RETURNING id"),
+                TIME,
             ),
-            search_messages: format!(
-                "SELECT session_id, {MESSAGE_COLUMNS}, ts_rank(tsv, q, 1)::float8 AS score
-                 FROM {s}.messages, CAST($1::text AS tsquery) AS q
-                 WHERE tsv @@ q
-                 ORDER BY score DESC, session_id, seq
-                 LIMIT $2"
+            purge_count: st(
+                format!(
+                    "DELETE FROM {s}.sessions WHERE id IN (
+                         SELECT id FROM {s}.sessions ORDER BY updated_at DESC, id OFFSET $1
+                     ) RETURNING id"
+                ),
+                INT8,
             ),
-            search_session: format!(
-                "SELECT session_id, {MESSAGE_COLUMNS}, ts_rank(tsv, q, 1)::float8 AS score
-                 FROM {s}.messages, CAST($1::text AS tsquery) AS q
-                 WHERE session_id = $3 AND tsv @@ q
-                 ORDER BY score DESC, seq
-                 LIMIT $2"
+            list_archives: st(
+                format!(
+                    "SELECT id, created_at, message_count FROM {s}.archives
+                     WHERE session_id = $1 ORDER BY ord"
+                ),
+                TEXT,
             ),
-            purge_memories: format!(
-                "DELETE FROM {s}.memories WHERE expires_at <= $1 OR updated_at < $2"
+            load_archive: st(
+                format!(
+                    "SELECT a.created_at, a.message_count, m.seq, {m_cols}
+                     FROM {s}.archives a
+                     LEFT JOIN {s}.archived_messages m
+                         ON m.session_id = a.session_id AND m.archive_id = a.id
+                     WHERE a.session_id = $1 AND a.id = $2",
+                    m_cols = prefixed("m", MESSAGE_COLUMNS)
+                ),
+                TEXT_TEXT,
             ),
-            memory_delete_expired_key: format!(
-                "DELETE FROM {s}.memories
-                 WHERE scope = $1 AND kind = $2 AND key = $3 AND expires_at <= $4"
+            search_messages: st(
+                format!(
+                    "SELECT session_id, {MESSAGE_COLUMNS}, ts_rank(tsv, q, 1)::float8 AS score
+                     FROM {s}.messages, CAST($1::text AS tsquery) AS q
+                     WHERE tsv @@ q
+                     ORDER BY score DESC, session_id, seq
+                     LIMIT $2"
+                ),
+                TEXT_INT8,
             ),
-            memory_update_by_key: format!(
-                "UPDATE {s}.memories SET text = $4, text_raw = $5, metadata = $6,
-                     updated_at = $7, tsv = $8::text::tsvector, expires_at = $9
-                 WHERE scope = $1 AND kind = $2 AND key = $3
-                 RETURNING id, created_at"
+            search_session: st(
+                format!(
+                    "SELECT session_id, {MESSAGE_COLUMNS}, ts_rank(tsv, q, 1)::float8 AS score
+                     FROM {s}.messages, CAST($1::text AS tsquery) AS q
+                     WHERE session_id = $3 AND tsv @@ q
+                     ORDER BY score DESC, seq
+                     LIMIT $2"
+                ),
+                SEARCH_SESSION,
             ),
-            memory_upsert: format!(
-                "INSERT INTO {s}.memories AS t
-                     (id, kind, key, text, text_raw, metadata, created_at, updated_at, tsv,
-                      scope, expires_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::tsvector, $10, $11)
-                 ON CONFLICT (id) DO UPDATE SET
-                     kind = EXCLUDED.kind, key = EXCLUDED.key, text = EXCLUDED.text,
-                     text_raw = EXCLUDED.text_raw, metadata = EXCLUDED.metadata,
-                     created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at,
-                     tsv = EXCLUDED.tsv, scope = EXCLUDED.scope, expires_at = EXCLUDED.expires_at
-                 RETURNING id, created_at"
+            purge_memories: st(
+                format!(
+                    "DELETE FROM {s}.memories WHERE expires_at <= $1 OR updated_at < $2"
+                ),
+                TIME_TIME,
             ),
-            memory_delete_other: format!("DELETE FROM {s}.memories WHERE id = $1 AND id <> $2"),
-            memory_get: format!(
-                "SELECT {MEMORY_COLUMNS} FROM {s}.memories WHERE id = $1 AND {live}",
-                live = live(2)
+            memory_delete_expired_key: st(
+                format!(
+                    "DELETE FROM {s}.memories
+                     WHERE scope = $1 AND kind = $2 AND key = $3 AND expires_at <= $4"
+                ),
+                MEMORY_KEY_TIME,
             ),
-            memory_list: memory_list(s, ""),
-            memory_list_in_scopes: memory_list(s, " AND scope = ANY($4::text[])"),
-            memory_search: memory_search(s, ""),
-            memory_search_in_scopes: memory_search(s, " AND scope = ANY($5::text[])"),
-            memory_delete: format!("DELETE FROM {s}.memories WHERE id = $1"),
+            memory_update_by_key: st(
+                format!(
+                    "UPDATE {s}.memories SET text = $4, text_raw = $5, metadata = $6,
+                         updated_at = $7, tsv = $8::text::tsvector, expires_at = $9
+                     WHERE scope = $1 AND kind = $2 AND key = $3
+                     RETURNING id, created_at"
+                ),
+                MEMORY_UPDATE,
+            ),
+            memory_upsert: st(
+                format!(
+                    "INSERT INTO {s}.memories AS t
+                         (id, kind, key, text, text_raw, metadata, created_at, updated_at, tsv,
+                          scope, expires_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::tsvector, $10, $11)
+                     ON CONFLICT (id) DO UPDATE SET
+                         kind = EXCLUDED.kind, key = EXCLUDED.key, text = EXCLUDED.text,
+                         text_raw = EXCLUDED.text_raw, metadata = EXCLUDED.metadata,
+                         created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at,
+                         tsv = EXCLUDED.tsv, scope = EXCLUDED.scope, expires_at = EXCLUDED.expires_at
+                     RETURNING id, created_at"
+                ),
+                MEMORY_UPSERT,
+            ),
+            memory_delete_other: st(
+                format!("DELETE FROM {s}.memories WHERE id = $1 AND id <> $2"),
+                TEXT_TEXT,
+            ),
+            memory_get: st(
+                format!(
+                    "SELECT {MEMORY_COLUMNS} FROM {s}.memories WHERE id = $1 AND {live}",
+                    live = live(2)
+                ),
+                TEXT_TIME,
+            ),
+            memory_list: st(
+                memory_list(s, ""),
+                MEMORY_LIST,
+            ),
+            memory_list_in_scopes: st(
+                memory_list(s, " AND scope = ANY($4::text[])"),
+                MEMORY_LIST_IN_SCOPES,
+            ),
+            memory_search: st(
+                memory_search(s, ""),
+                MEMORY_SEARCH,
+            ),
+            memory_search_in_scopes: st(
+                memory_search(s, " AND scope = ANY($5::text[])"),
+                MEMORY_SEARCH_IN_SCOPES,
+            ),
+            memory_delete: st(
+                format!("DELETE FROM {s}.memories WHERE id = $1"),
+                TEXT,
+            ),
         }
     }
 }

@@ -22,11 +22,12 @@ use async_trait::async_trait;
 use chrono::Datelike;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::types::{Json, ToSql};
-use tokio_postgres::NoTls;
 
 use crate::archives::{archive_from, archive_info};
 use crate::codec::{count, MessageColumns};
-use crate::config::{quote_schema, validate_schema, PostgresConfig, DEFAULT_CONNECT_TIMEOUT};
+use crate::config::{
+    quote_schema, validate_schema, PostgresConfig, PreparedStatements, DEFAULT_CONNECT_TIMEOUT,
+};
 use crate::error::BACKEND;
 use crate::memories::{memory_from_row, PUT_RETRIES};
 use crate::retention::PURGE_RETRIES;
@@ -34,6 +35,8 @@ use crate::schema;
 use crate::search::{memory_hit, message_hit, tsquery_literal};
 use crate::sessions::{session_from, session_info};
 use crate::sql::Sql;
+use crate::statements::{behind_pooler, Exec};
+use crate::tls::Connector;
 
 /// How many times a read is repeated on a fresh connection after its connection failed
 /// (for example after the server terminated it). Writes are never repeated.
@@ -56,6 +59,7 @@ const RECYCLE_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct PostgresStore {
     pool: Pool,
     schema: Arc<str>,
+    prepared: bool,
     pub(crate) sql: Arc<Sql>,
 }
 
@@ -70,10 +74,14 @@ impl PostgresStore {
     }
 
     /// Connects with parsed settings, creating or migrating the schema.
+    ///
+    /// Reads the TLS certificate files the settings name first (`InvalidInput` when one is
+    /// missing or unreadable). A server whose certificate is refused, or that does not
+    /// accept TLS when the `sslmode` requires it, is `Unavailable`, with the reason.
     pub async fn connect_with(config: PostgresConfig) -> Result<Layered<Self>> {
         open_layered(BACKEND, async move {
             let pool = build_pool(&config)?;
-            Self::open(pool, config.schema()).await
+            Self::open(pool, config.schema(), config.prepared_statements()).await
         })
         .await
     }
@@ -82,19 +90,47 @@ impl PostgresStore {
     ///
     /// Several stores may share one pool with different schemas. Give the pool a wait
     /// timeout, or operations wait forever for a connection when the server is gone.
+    /// Statements are prepared unless a pooler is detected
+    /// ([`PreparedStatements::Auto`]); see [`from_client_with`](Self::from_client_with).
     pub async fn from_client(pool: Pool, schema: &str) -> Result<Layered<Self>> {
+        Self::from_client_with(pool, schema, PreparedStatements::Auto).await
+    }
+
+    /// Like [`from_client`](Self::from_client), preparing statements as `prepared` says
+    /// (`Off` behind a pooler in transaction mode that is not detected).
+    pub async fn from_client_with(
+        pool: Pool,
+        schema: &str,
+        prepared: PreparedStatements,
+    ) -> Result<Layered<Self>> {
         // Migrating is opening work: it runs in the `open` span, like `connect_with`.
-        open_layered(BACKEND, Self::open(pool, schema)).await
+        open_layered(BACKEND, Self::open(pool, schema, prepared)).await
     }
 
     /// The raw store on `pool`, in `schema`, created or migrated now.
-    async fn open(pool: Pool, schema: &str) -> Result<Self> {
+    async fn open(pool: Pool, schema: &str, prepared: PreparedStatements) -> Result<Self> {
         validate_schema(schema)?;
+        let prepared = match prepared {
+            PreparedStatements::On => true,
+            PreparedStatements::Off => false,
+            PreparedStatements::Auto => {
+                let client = pool.get().await.map_err(crate::error::pool)?;
+                let pooled = behind_pooler(&client).await.map_err(crate::error::pg)?;
+                if pooled {
+                    tracing::info!(
+                        "agentmem-postgres: connected through a pooler (the cancel key is not \
+                         the server process's); statements are sent unnamed"
+                    );
+                }
+                !pooled
+            }
+        };
         schema::migrate(&pool, schema).await?;
         Ok(PostgresStore {
             pool,
             schema: Arc::from(schema),
-            sql: Arc::new(Sql::new(&quote_schema(schema))),
+            prepared,
+            sql: Arc::new(Sql::new(&quote_schema(schema), prepared)),
         })
     }
 
@@ -106,6 +142,12 @@ impl PostgresStore {
     /// The connection pool.
     pub fn pool(&self) -> &Pool {
         &self.pool
+    }
+
+    /// Whether statements are prepared once per connection and reused (`true`), or sent
+    /// unnamed every time (`false`: `prepared_statements=off`, or a pooler was detected).
+    pub fn prepares_statements(&self) -> bool {
+        self.prepared
     }
 
     /// Drops this store's schema with everything in it: every session, archive and memory
@@ -136,9 +178,11 @@ fn build_pool(config: &PostgresConfig) -> Result<Pool> {
         .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
     // Fast recycling checks `is_closed()` only; a connection that failed is discarded by
     // `discard`, so a dead one is not handed out twice, and reads retry once more.
-    let manager = Manager::from_config(
-        config.pg_config().clone(),
-        NoTls,
+    let mut pg = config.pg_config().clone();
+    pg.ssl_mode(config.ssl_mode().driver_mode());
+    let manager = Manager::from_connect(
+        pg,
+        Connector::new(config)?,
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
@@ -174,6 +218,7 @@ impl fmt::Debug for PostgresStore {
         let status = self.pool.status();
         f.debug_struct("PostgresStore")
             .field("schema", &self.schema)
+            .field("prepares_statements", &self.prepared)
             .field("pool_size", &status.size)
             .field("pool_max_size", &status.max_size)
             .finish()
@@ -217,10 +262,8 @@ impl SessionStore for PostgresStore {
             // ones; only then delete the old ones, in a statement whose snapshot is taken
             // after the lock, so an append that committed just before is deleted too rather
             // than left behind.
-            let save = tx.prepare_cached(&self.sql.save).await?;
-            tx.execute(&save, &params).await?;
-            let delete = tx.prepare_cached(&self.sql.delete_before_first).await?;
-            tx.execute(&delete, &[&id]).await?;
+            tx.execute_st(&self.sql.save, &params).await?;
+            tx.execute_st(&self.sql.delete_before_first, &[&id]).await?;
             tx.commit().await
         })
     }
@@ -230,8 +273,7 @@ impl SessionStore for PostgresStore {
         let id = session.as_str();
         let params = columns.params(&id);
         run!(self, 0, |client| async {
-            let st = client.prepare_cached(&self.sql.append).await?;
-            client.execute(&st, &params).await
+            client.execute_st(&self.sql.append, &params).await
         })?;
         Ok(())
     }
@@ -241,16 +283,14 @@ impl SessionStore for PostgresStore {
         // NULL means no LIMIT.
         let window = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
         let rows = run!(self, READ_RETRIES, |client| async {
-            let st = client.prepare_cached(&self.sql.load).await?;
-            client.query(&st, &[&id, &window]).await
+            client.query_st(&self.sql.load, &[&id, &window]).await
         })?;
         session_from(session, &rows, limit)
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
         let rows = run!(self, READ_RETRIES, |client| async {
-            let st = client.prepare_cached(&self.sql.list_sessions).await?;
-            client.query(&st, &[]).await
+            client.query_st(&self.sql.list_sessions, &[]).await
         })?;
         rows.iter().map(session_info).collect()
     }
@@ -261,13 +301,11 @@ impl SessionStore for PostgresStore {
             let tx = client.transaction().await?;
             // Delete (and so lock) the session row first; the dependents' delete then runs
             // with a snapshot that includes every append committed before the lock.
-            let st = tx.prepare_cached(&self.sql.delete_session).await?;
-            let deleted = tx.execute(&st, &[&ids[0]]).await?;
+            let deleted = tx.execute_st(&self.sql.delete_session, &[&ids[0]]).await?;
             if deleted == 0 {
                 return Ok(false);
             }
-            let st = tx.prepare_cached(&self.sql.delete_dependents).await?;
-            tx.execute(&st, &[&ids]).await?;
+            tx.execute_st(&self.sql.delete_dependents, &[&ids]).await?;
             tx.commit().await?;
             Ok(true)
         })
@@ -283,25 +321,25 @@ impl SessionStore for PostgresStore {
             let tx = client.transaction().await?;
             // The session row's lock orders this against appends: one that got the lock
             // first is archived, one that waits lands after the replacement.
-            let lock = tx.prepare_cached(&self.sql.lock_session).await?;
-            if tx.query_opt(&lock, &[&id]).await?.is_none() {
+            if tx
+                .query_opt_st(&self.sql.lock_session, &[&id])
+                .await?
+                .is_none()
+            {
                 return Ok(None);
             }
-            let ids = tx.prepare_cached(&self.sql.archive_ids_like).await?;
             let taken = tx
-                .query(&ids, &[&id, &base])
+                .query_st(&self.sql.archive_ids_like, &[&id, &base])
                 .await?
                 .iter()
                 .map(|row| row.try_get(0))
                 .collect::<Result<Vec<String>, _>>()?;
             let archive = free_archive_id(at, |candidate| taken.iter().any(|t| t == candidate));
-            let move_st = tx.prepare_cached(&self.sql.archive_messages).await?;
             let archived: i64 = tx
-                .query_one(&move_st, &[&id, &archive, &at])
+                .query_one_st(&self.sql.archive_messages, &[&id, &archive, &at])
                 .await?
                 .try_get(0)?;
-            let replace = tx.prepare_cached(&self.sql.replace).await?;
-            tx.execute(&replace, &params).await?;
+            tx.execute_st(&self.sql.replace, &params).await?;
             tx.commit().await?;
             Ok(Some((archive, archived)))
         })?;
@@ -321,8 +359,7 @@ impl SessionStore for PostgresStore {
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
         let id = session.as_str();
         let rows = run!(self, READ_RETRIES, |client| async {
-            let st = client.prepare_cached(&self.sql.list_archives).await?;
-            client.query(&st, &[&id]).await
+            client.query_st(&self.sql.list_archives, &[&id]).await
         })?;
         rows.iter().map(|row| archive_info(session, row)).collect()
     }
@@ -330,8 +367,7 @@ impl SessionStore for PostgresStore {
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
         let (id, name) = (session.as_str(), archive.as_str());
         let rows = run!(self, READ_RETRIES, |client| async {
-            let st = client.prepare_cached(&self.sql.load_archive).await?;
-            client.query(&st, &[&id, &name]).await
+            client.query_st(&self.sql.load_archive, &[&id, &name]).await
         })?;
         archive_from(session, archive, &rows)
     }
@@ -345,12 +381,14 @@ impl SessionStore for PostgresStore {
         let rows = run!(self, READ_RETRIES, |client| async {
             match session {
                 Some(session) => {
-                    let st = client.prepare_cached(&self.sql.search_session).await?;
-                    client.query(&st, &[&tsquery, &limit, &session]).await
+                    client
+                        .query_st(&self.sql.search_session, &[&tsquery, &limit, &session])
+                        .await
                 }
                 None => {
-                    let st = client.prepare_cached(&self.sql.search_messages).await?;
-                    client.query(&st, &[&tsquery, &limit]).await
+                    client
+                        .query_st(&self.sql.search_messages, &[&tsquery, &limit])
+                        .await
                 }
             }
         })?;
@@ -413,8 +451,9 @@ impl MemoryStore for PostgresStore {
     async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
         let at = now();
         let row = run!(self, READ_RETRIES, |client| async {
-            let st = client.prepare_cached(&self.sql.memory_get).await?;
-            client.query_opt(&st, &[&id.as_str(), &at]).await
+            client
+                .query_opt_st(&self.sql.memory_get, &[&id.as_str(), &at])
+                .await
         })?;
         row.map(|row| memory_from_row(&row)).transpose()
     }
@@ -428,14 +467,17 @@ impl MemoryStore for PostgresStore {
         let rows = run!(self, READ_RETRIES, |client| async {
             match &scopes {
                 None => {
-                    let st = client.prepare_cached(&self.sql.memory_list).await?;
-                    client.query(&st, &[&kind, &limit, &at]).await
+                    client
+                        .query_st(&self.sql.memory_list, &[&kind, &limit, &at])
+                        .await
                 }
                 Some(scopes) => {
-                    let st = client
-                        .prepare_cached(&self.sql.memory_list_in_scopes)
-                        .await?;
-                    client.query(&st, &[&kind, &limit, &at, scopes]).await
+                    client
+                        .query_st(
+                            &self.sql.memory_list_in_scopes,
+                            &[&kind, &limit, &at, scopes],
+                        )
+                        .await
                 }
             }
         })?;
@@ -460,15 +502,16 @@ impl MemoryStore for PostgresStore {
         let rows = run!(self, READ_RETRIES, |client| async {
             match &scopes {
                 None => {
-                    let st = client.prepare_cached(&self.sql.memory_search).await?;
-                    client.query(&st, &[&tsquery, &kind, &limit, &at]).await
+                    client
+                        .query_st(&self.sql.memory_search, &[&tsquery, &kind, &limit, &at])
+                        .await
                 }
                 Some(scopes) => {
-                    let st = client
-                        .prepare_cached(&self.sql.memory_search_in_scopes)
-                        .await?;
                     client
-                        .query(&st, &[&tsquery, &kind, &limit, &at, scopes])
+                        .query_st(
+                            &self.sql.memory_search_in_scopes,
+                            &[&tsquery, &kind, &limit, &at, scopes],
+                        )
                         .await
                 }
             }
@@ -478,8 +521,9 @@ impl MemoryStore for PostgresStore {
 
     async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
         let deleted = run!(self, 0, |client| async {
-            let st = client.prepare_cached(&self.sql.memory_delete).await?;
-            client.execute(&st, &[&id.as_str()]).await
+            client
+                .execute_st(&self.sql.memory_delete, &[&id.as_str()])
+                .await
         })?;
         Ok(deleted > 0)
     }

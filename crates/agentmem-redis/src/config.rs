@@ -1,6 +1,7 @@
 //! [`RedisConfig`]: where the store lives and how long to wait for it, parsed from a URL.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -25,21 +26,33 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Query parameters this crate reads (and removes before the URL reaches redis-rs).
-const OWN_PARAMS: [&str; 3] = ["prefix", "connect_timeout_ms", "response_timeout_ms"];
+const OWN_PARAMS: [&str; 4] = [
+    "prefix",
+    "connect_timeout_ms",
+    "response_timeout_ms",
+    "tls_ca",
+];
 
 /// Query parameters passed through to redis-rs.
 const REDIS_PARAMS: [&str; 1] = ["protocol"];
 
+/// The URL schemes this crate opens.
+const SCHEMES: [&str; 4] = ["redis", "rediss", "redis+cluster", "rediss+cluster"];
+
 /// Where a [`RedisStore`](crate::RedisStore) keeps its data.
 ///
-/// Parsed from `redis://[user:password@]host[:port][/db][?options]` or `rediss://…`
-/// (TLS, cargo feature `tls`). Options:
+/// Parsed from `redis://[user:password@]host[:port][/db][?options]`, `rediss://…` (TLS), or
+/// for a Redis Cluster `redis+cluster://[user:password@]host:port[,host:port…][/][?options]`
+/// and `rediss+cluster://…` (the hosts are seed nodes: any reachable one reveals the rest).
+/// TLS needs the cargo feature `tls` (on in the `agentmem` facade's `redis` feature and in the
+/// CLI). Options:
 ///
 /// | option | meaning | default |
 /// |---|---|---|
 /// | `prefix` | key prefix: letters, digits, `_`, `-`; stores with different prefixes never see each other's keys | `agentmem` |
 /// | `connect_timeout_ms` | limit for one connection attempt | 3000 |
 /// | `response_timeout_ms` | limit for one command's reply | 10000 |
+/// | `tls_ca` | path of a PEM file of CA certificates to trust instead of the system's (TLS only) | the system's roots, or `SSL_CERT_FILE` |
 /// | `protocol` | `resp2` or `resp3`, passed to redis-rs | `resp2` |
 ///
 /// `Debug` and [`RedisConfig::redacted_url`] never show the password.
@@ -50,19 +63,26 @@ const REDIS_PARAMS: [&str; 1] = ["protocol"];
 /// assert_eq!(config.prefix(), "team-a");
 /// assert!(!format!("{config:?}").contains("s3cret"));
 /// assert!("redis://127.0.0.1/?prefix=a:b".parse::<RedisConfig>().is_err());
+/// let cluster: RedisConfig = "redis+cluster://10.0.0.1:7000,10.0.0.2:7000/?prefix=a".parse()?;
+/// assert!(cluster.is_cluster());
+/// assert_eq!(cluster.nodes(), ["10.0.0.1:7000", "10.0.0.2:7000"]);
 /// # Ok::<(), agentmem_core::Error>(())
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct RedisConfig {
-    /// The URL handed to redis-rs: this crate's own options removed, password kept.
-    url: url::Url,
+    /// The URLs handed to redis-rs, one per node (one for a single server, the seed nodes of a
+    /// cluster): this crate's own options removed, password kept. Never empty.
+    nodes: Vec<url::Url>,
+    cluster: bool,
     prefix: String,
     connect_timeout: Duration,
     response_timeout: Duration,
+    tls_ca: Option<PathBuf>,
 }
 
 impl RedisConfig {
-    /// Parses a `redis://` or `rediss://` URL (see the type's docs for the options).
+    /// Parses a `redis://`, `rediss://`, `redis+cluster://` or `rediss+cluster://` URL (see the
+    /// type's docs for the options).
     pub fn new(url: &str) -> Result<Self> {
         url.parse()
     }
@@ -86,7 +106,19 @@ impl RedisConfig {
         self
     }
 
-    /// The key prefix: every key of the store starts with `{prefix}:`.
+    /// Trusts the CA certificates in the PEM file at `path` instead of the system's roots, as
+    /// the `tls_ca` option does. `InvalidInput` unless the URL uses TLS; the file is read when
+    /// the store connects.
+    pub fn with_tls_ca(mut self, path: impl Into<PathBuf>) -> Result<Self> {
+        if !self.is_tls() {
+            return Err(tls_ca_without_tls());
+        }
+        self.tls_ca = Some(path.into());
+        Ok(self)
+    }
+
+    /// The key prefix. Every key of the store starts with `{prefix}:` on a single server, and
+    /// with the prefix in braces (`{prefix}:`, a hash tag) on a cluster.
     pub fn prefix(&self) -> &str {
         &self.prefix
     }
@@ -101,19 +133,59 @@ impl RedisConfig {
         self.response_timeout
     }
 
-    /// Whether the connection uses TLS (`rediss://`).
+    /// Whether the connection uses TLS (`rediss://` or `rediss+cluster://`).
     pub fn is_tls(&self) -> bool {
-        self.url.scheme() == "rediss"
+        self.nodes[0].scheme() == "rediss"
     }
 
-    /// The server URL with any password replaced by `***`, for messages and logs.
+    /// Whether the URL names a Redis Cluster (`redis+cluster://` or `rediss+cluster://`).
+    pub fn is_cluster(&self) -> bool {
+        self.cluster
+    }
+
+    /// The CA file given with `tls_ca` (or [`with_tls_ca`](Self::with_tls_ca)), if any.
+    pub fn tls_ca(&self) -> Option<&Path> {
+        self.tls_ca.as_deref()
+    }
+
+    /// The servers as `host:port`: the one server, or the cluster's seed nodes in the order
+    /// given.
+    pub fn nodes(&self) -> Vec<String> {
+        self.nodes.iter().map(host_port).collect()
+    }
+
+    /// The server URL with any password replaced by `***`, for messages and logs (without
+    /// this crate's options; all seed nodes of a cluster).
     pub fn redacted_url(&self) -> String {
-        redact(&self.url)
+        let first = &self.nodes[0];
+        if !self.cluster {
+            return redact(first);
+        }
+        let mut text = format!("{}+cluster://", first.scheme());
+        if !first.username().is_empty() || first.password().is_some() {
+            text.push_str(first.username());
+            if first.password().is_some() {
+                text.push_str(":***");
+            }
+            text.push('@');
+        }
+        text.push_str(&self.nodes().join(","));
+        text.push_str(first.path());
+        if let Some(query) = first.query() {
+            text.push('?');
+            text.push_str(query);
+        }
+        agentmem_core::redact_url(&text)
     }
 
-    /// The URL for redis-rs (with the password), without this crate's options.
+    /// The URLs for redis-rs (with the password), one per node, without this crate's options.
+    pub(crate) fn server_urls(&self) -> &[url::Url] {
+        &self.nodes
+    }
+
+    /// The single server's URL for redis-rs (the first seed node of a cluster).
     pub(crate) fn server_url(&self) -> &str {
-        self.url.as_str()
+        self.nodes[0].as_str()
     }
 }
 
@@ -122,31 +194,65 @@ impl FromStr for RedisConfig {
 
     fn from_str(s: &str) -> Result<Self> {
         let invalid = |why: String| config_error(Error::invalid_input(why));
-        let parsed = url::Url::parse(s).map_err(|e| {
+        let (scheme, rest) = s
+            .split_once("://")
+            .ok_or_else(|| invalid("malformed Redis URL: no `scheme://`".to_string()))?;
+        let scheme = scheme.to_ascii_lowercase();
+        if !SCHEMES.contains(&scheme.as_str()) {
             // The URL may hold a password: name the problem, never echo the input.
-            invalid(format!("malformed Redis URL: {e}"))
-        })?;
-        match parsed.scheme() {
-            "redis" => {}
-            "rediss" => {
-                if !cfg!(feature = "tls") {
-                    return Err(config_error(Error::unsupported(
-                        "rediss:// (TLS) needs agentmem-redis to be built with the cargo feature `tls`",
-                    )));
-                }
-            }
-            other => {
-                return Err(invalid(format!(
-                    "unsupported URL scheme {other:?} for Redis; expected redis:// or rediss://"
-                )))
-            }
-        }
-        if parsed.host_str().is_none_or(str::is_empty) {
+            let shown: String = scheme.chars().take(40).collect();
             return Err(invalid(format!(
-                "Redis URL {} names no host",
-                redact(&parsed)
+                "unsupported URL scheme {shown:?} for Redis; expected {}",
+                SCHEMES.map(|s| format!("{s}://")).join(", ")
             )));
         }
+        let (base, cluster) = match scheme.strip_suffix("+cluster") {
+            Some(base) => (base, true),
+            None => (scheme.as_str(), false),
+        };
+        if base == "rediss" && !cfg!(feature = "tls") {
+            return Err(config_error(Error::unsupported(format!(
+                "{scheme}:// (TLS) needs agentmem-redis to be built with the cargo feature `tls`"
+            ))));
+        }
+        // The authority ends where the path, query or fragment starts; a cluster's holds
+        // several `host:port`, which no URL parser reads, so each is parsed on its own.
+        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(authority_end);
+        let (user_info, hosts) = match authority.rfind('@') {
+            Some(at) => (&authority[..=at], &authority[at + 1..]),
+            None => ("", authority),
+        };
+        let hosts: Vec<&str> = if cluster {
+            hosts.split(',').collect()
+        } else {
+            vec![hosts]
+        };
+        let mut nodes = Vec::with_capacity(hosts.len());
+        for host in &hosts {
+            let parsed = if host.is_empty() {
+                None
+            } else {
+                let node = url::Url::parse(&format!("{base}://{user_info}{host}{tail}"))
+                    .map_err(|e| invalid(format!("malformed Redis URL: {e}")))?;
+                node.host_str()
+                    .is_some_and(|h| !h.is_empty())
+                    .then_some(node)
+            };
+            let Some(parsed) = parsed else {
+                return Err(invalid(format!(
+                    "Redis URL {} names no host{}",
+                    agentmem_core::redact_url(s),
+                    if cluster {
+                        " (or an empty one in its list)"
+                    } else {
+                        ""
+                    }
+                )));
+            };
+            nodes.push(parsed);
+        }
+        let parsed = nodes[0].clone();
         let db = parsed.path().trim_matches('/');
         if !db.is_empty() && db.parse::<u32>().is_err() {
             return Err(invalid(format!(
@@ -154,10 +260,23 @@ impl FromStr for RedisConfig {
                 redact(&parsed)
             )));
         }
+        if cluster && !db.is_empty() && db != "0" {
+            return Err(invalid(format!(
+                "Redis URL {}: a Redis Cluster has database 0 only, not {db}",
+                agentmem_core::redact_url(s)
+            )));
+        }
+        if parsed.fragment().is_some() {
+            return Err(invalid(format!(
+                "Redis URL {} has a fragment (`#…`), which agentmem does not read",
+                agentmem_core::redact_url(s)
+            )));
+        }
 
         let mut prefix = DEFAULT_PREFIX.to_string();
         let mut connect_timeout = DEFAULT_CONNECT_TIMEOUT;
         let mut response_timeout = DEFAULT_RESPONSE_TIMEOUT;
+        let mut tls_ca = None;
         let mut passed: Vec<(String, String)> = Vec::new();
         for (name, value) in parsed.query_pairs() {
             match name.as_ref() {
@@ -167,6 +286,17 @@ impl FromStr for RedisConfig {
                 }
                 "connect_timeout_ms" => connect_timeout = parse_millis(&name, &value)?,
                 "response_timeout_ms" => response_timeout = parse_millis(&name, &value)?,
+                "tls_ca" => {
+                    if base != "rediss" {
+                        return Err(tls_ca_without_tls());
+                    }
+                    if value.is_empty() {
+                        return Err(invalid(
+                            "Redis URL option tls_ca needs the path of a PEM file".to_string(),
+                        ));
+                    }
+                    tls_ca = Some(PathBuf::from(value.as_ref()));
+                }
                 n if REDIS_PARAMS.contains(&n) => {
                     passed.push((name.into_owned(), value.into_owned()))
                 }
@@ -179,17 +309,20 @@ impl FromStr for RedisConfig {
                 }
             }
         }
-        let mut url = parsed;
-        if passed.is_empty() {
-            url.set_query(None);
-        } else {
-            url.query_pairs_mut().clear().extend_pairs(passed);
+        for node in &mut nodes {
+            if passed.is_empty() {
+                node.set_query(None);
+            } else {
+                node.query_pairs_mut().clear().extend_pairs(&passed);
+            }
         }
         Ok(RedisConfig {
-            url,
+            nodes,
+            cluster,
             prefix,
             connect_timeout,
             response_timeout,
+            tls_ca,
         })
     }
 }
@@ -198,14 +331,17 @@ impl fmt::Debug for RedisConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisConfig")
             .field("url", &self.redacted_url())
+            .field("cluster", &self.cluster)
             .field("prefix", &self.prefix)
             .field("connect_timeout", &self.connect_timeout)
             .field("response_timeout", &self.response_timeout)
+            .field("tls_ca", &self.tls_ca)
             .finish()
     }
 }
 
-/// Registers Redis for `redis://` and `rediss://` URLs in an
+/// Registers Redis for `redis://`, `rediss://`, `redis+cluster://` and `rediss+cluster://`
+/// URLs in an
 /// [`agentmem_core::backend::Registry`].
 ///
 /// ```no_run
@@ -222,7 +358,7 @@ impl fmt::Debug for RedisConfig {
 impl BackendConfig for RedisConfig {
     type Store = RedisStore;
     const BACKEND: &'static str = BACKEND;
-    const SCHEMES: &'static [&'static str] = &["redis", "rediss"];
+    const SCHEMES: &'static [&'static str] = &SCHEMES;
 
     async fn connect(self) -> Result<Layered<RedisStore>> {
         RedisStore::connect_with(self).await
@@ -267,6 +403,18 @@ fn config_error(error: Error) -> Error {
 
 fn redact(url: &url::Url) -> String {
     agentmem_core::redact_url(url.as_str())
+}
+
+/// `host:port` of a node URL (port 6379 when the URL names none).
+fn host_port(url: &url::Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    format!("{host}:{}", url.port().unwrap_or(6379))
+}
+
+fn tls_ca_without_tls() -> Error {
+    config_error(Error::invalid_input(
+        "the Redis URL option tls_ca needs a TLS URL (rediss:// or rediss+cluster://)",
+    ))
 }
 
 #[cfg(test)]
@@ -359,9 +507,11 @@ mod tests {
     #[cfg(not(feature = "tls"))]
     #[test]
     fn tls_needs_the_feature() {
-        let err = parse("rediss://localhost:6380").expect_err("no tls");
-        assert_eq!(err.kind(), ErrorKind::Unsupported);
-        assert!(err.to_string().contains("`tls`"), "{err}");
+        for url in ["rediss://localhost:6380", "rediss+cluster://a:1,b:2/"] {
+            let err = parse(url).expect_err("no tls");
+            assert_eq!(err.kind(), ErrorKind::Unsupported);
+            assert!(err.to_string().contains("`tls`"), "{err}");
+        }
     }
 
     #[cfg(feature = "tls")]
@@ -369,5 +519,69 @@ mod tests {
     fn tls_urls_parse_with_the_feature() {
         let c = parse("rediss://localhost:6380/?prefix=t").expect("tls");
         assert!(c.is_tls());
+        assert!(!c.is_cluster());
+        assert_eq!(c.tls_ca(), None);
+        let c = parse("rediss://localhost:6380/?tls_ca=%2Fetc%2Fmy%20ca.pem&prefix=t").expect("ca");
+        assert_eq!(c.tls_ca(), Some(Path::new("/etc/my ca.pem")));
+        assert_eq!(c.server_url(), "rediss://localhost:6380/");
+        let c = parse("rediss+cluster://u:pw@a:7000,b:7001/?tls_ca=/ca.pem").expect("cluster");
+        assert!(c.is_tls() && c.is_cluster());
+        assert_eq!(c.tls_ca(), Some(Path::new("/ca.pem")));
+        assert_eq!(c.redacted_url(), "rediss+cluster://u:***@a:7000,b:7001/");
+        for bad in ["rediss://h/?tls_ca=", "redis://h/?tls_ca=/ca.pem"] {
+            let err = parse(bad).expect_err(bad);
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
+            assert!(err.to_string().contains("tls_ca"), "{bad}: {err}");
+        }
+        let plain = parse("redis://h").expect("plain");
+        assert!(plain.with_tls_ca("/ca.pem").is_err());
+    }
+
+    #[test]
+    fn cluster_urls_list_their_seed_nodes() {
+        let c = parse(
+            "redis+cluster://user:hunter2@10.0.0.1:7000,node-b,[::1]:7002/?prefix=p&protocol=resp3&connect_timeout_ms=5",
+        )
+        .expect("cluster");
+        assert!(c.is_cluster() && !c.is_tls());
+        assert_eq!(c.prefix(), "p");
+        assert_eq!(c.connect_timeout(), Duration::from_millis(5));
+        assert_eq!(c.nodes(), ["10.0.0.1:7000", "node-b:6379", "[::1]:7002"]);
+        let urls: Vec<&str> = c.server_urls().iter().map(url::Url::as_str).collect();
+        assert_eq!(
+            urls,
+            [
+                "redis://user:hunter2@10.0.0.1:7000/?protocol=resp3",
+                "redis://user:hunter2@node-b/?protocol=resp3",
+                "redis://user:hunter2@[::1]:7002/?protocol=resp3",
+            ]
+        );
+        let shown = c.redacted_url();
+        assert_eq!(
+            shown,
+            "redis+cluster://user:***@10.0.0.1:7000,node-b:6379,[::1]:7002/?protocol=resp3"
+        );
+        assert!(!format!("{c:?}").contains("hunter2"));
+        // One node, database 0, no trailing slash: all fine.
+        for ok in [
+            "redis+cluster://a:7000",
+            "redis+cluster://a:7000/0",
+            "REDIS+CLUSTER://a:7000?prefix=x",
+        ] {
+            assert!(parse(ok).expect(ok).is_cluster(), "{ok}");
+        }
+        for (bad, why) in [
+            ("redis+cluster://a:7000/2", "database 0"),
+            ("redis+cluster://a:7000,,b:7001/", "no host"),
+            ("redis+cluster://:pw@/", "no host"),
+            ("redis+cluster://a:7000,b:x/", "malformed"),
+            ("redis://a:7000,b:7001/", "malformed"),
+            ("redis://a:7000/#insecure", "fragment"),
+        ] {
+            let err = parse(bad).expect_err(bad);
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
+            assert!(err.to_string().contains(why), "{bad}: {err}");
+            assert!(!err.to_string().contains("pw@"), "{bad}: {err}");
+        }
     }
 }

@@ -29,6 +29,10 @@ pub(crate) fn from_redis(error: RedisError) -> Error {
         _ if matches!(code, "NOAUTH" | "WRONGPASS" | "NOPERM") => {
             (ErrorKind::Unavailable, "Redis refused the credentials")
         }
+        R::Io if tls_refused(&error) => (
+            ErrorKind::Unavailable,
+            "the TLS handshake with Redis failed (is the server's certificate from a trusted CA, and issued for this host name?)",
+        ),
         R::Io => (ErrorKind::Unavailable, "Redis is unreachable"),
         R::AuthenticationFailed | R::Server(ServerErrorKind::NoPerm) => {
             (ErrorKind::Unavailable, "Redis refused the credentials")
@@ -51,6 +55,43 @@ pub(crate) fn from_redis(error: RedisError) -> Error {
         _ => (ErrorKind::Backend, "Redis command failed"),
     };
     Error::new(kind, message).with_source(error)
+}
+
+/// Whether `error` is a TLS handshake rustls refused (an untrusted or wrongly named server
+/// certificate, no common protocol version, …): redis-rs keeps tokio-rustls' `io::Error`, which
+/// holds the `rustls::Error`, behind an `Arc` (its cluster client keeps only the text).
+fn tls_refused(error: &RedisError) -> bool {
+    #[cfg(feature = "tls")]
+    {
+        use std::error::Error as _;
+        use std::sync::Arc;
+        let is_rustls = |e: &(dyn std::error::Error + 'static)| {
+            let e = match e.downcast_ref::<Arc<dyn std::error::Error + Send + Sync>>() {
+                Some(shared) => &**shared as &(dyn std::error::Error + 'static),
+                None => e,
+            };
+            e.is::<rustls::Error>()
+                || e.downcast_ref::<std::io::Error>()
+                    .and_then(std::io::Error::get_ref)
+                    .is_some_and(|inner| inner.is::<rustls::Error>())
+        };
+        let mut source = error.source();
+        while let Some(e) = source {
+            if is_rustls(e) {
+                return true;
+            }
+            source = e.source();
+        }
+        // The cluster client reports a failed first connect as text ("Failed to create initial
+        // connections - Io: invalid peer certificate: UnknownIssuer"): rustls' wording of a
+        // refused certificate.
+        if error.to_string().contains("invalid peer certificate") {
+            return true;
+        }
+    }
+    #[cfg(not(feature = "tls"))]
+    let _ = error;
+    false
 }
 
 /// Stored JSON that does not parse as what it should be.

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 mod config;
+mod conn;
 mod error;
 mod keys;
 mod memories;

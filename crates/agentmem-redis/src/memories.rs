@@ -45,9 +45,8 @@ pub(crate) fn put_item<'s>(
     now: DateTime<Utc>,
 ) -> Result<ScriptInvocation<'s>> {
     let json = serde_json::to_string(item).map_err(|e| encode_json("a memory item", e))?;
-    let mut inv = script.prepare_invoke();
-    inv.arg(keys.prefix())
-        .arg(item.id.as_str())
+    let mut inv = keys.invoke(script);
+    inv.arg(item.id.as_str())
         .arg(item.kind.as_str())
         .arg(item.scope.stored_form())
         .arg(item.key.as_deref().unwrap_or(""))
@@ -85,9 +84,8 @@ pub(crate) fn list_items<'s>(
     filter: &MemoryFilter,
     now: DateTime<Utc>,
 ) -> ScriptInvocation<'s> {
-    let mut inv = script.prepare_invoke();
-    inv.arg(keys.prefix())
-        .arg(filter.kind.map_or("", MemoryKind::as_str))
+    let mut inv = keys.invoke(script);
+    inv.arg(filter.kind.map_or("", MemoryKind::as_str))
         .arg(micros(now));
     scope_args(&mut inv, filter);
     inv
@@ -107,9 +105,8 @@ pub(crate) fn search_items<'s>(
         Some(kind) => vec![kind.as_str()],
         None => MemoryKind::ALL.iter().map(|k| k.as_str()).collect(),
     };
-    let mut inv = script.prepare_invoke();
-    inv.arg(keys.prefix())
-        .arg(kinds.join(" "))
+    let mut inv = keys.invoke(script);
+    inv.arg(kinds.join(" "))
         .arg(limit.min(u32::MAX as usize))
         .arg(micros(now));
     scope_args(&mut inv, filter);
@@ -125,9 +122,8 @@ pub(crate) fn purge_items<'s>(
     now: DateTime<Utc>,
     cutoff: Option<DateTime<Utc>>,
 ) -> ScriptInvocation<'s> {
-    let mut inv = script.prepare_invoke();
-    inv.arg(keys.prefix())
-        .arg(micros(now))
+    let mut inv = keys.invoke(script);
+    inv.arg(micros(now))
         .arg(cutoff.map(|t| micros_up(t).to_string()).unwrap_or_default())
         .arg(PURGE_MEMORY_BATCH);
     inv

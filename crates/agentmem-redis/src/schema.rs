@@ -7,7 +7,7 @@
 //! store at once migrate it once), and refuses data newer than this build understands.
 
 use agentmem_core::{Error, Result};
-use redis::aio::ConnectionManager;
+use redis::aio::ConnectionLike;
 use redis::Script;
 
 use crate::error::from_redis;
@@ -17,7 +17,8 @@ use crate::keys::Keys;
 /// scopes and expiry.
 pub const SCHEMA_VERSION: u32 = 2;
 
-/// One forward migration: a Lua body that rewrites the data under the prefix (`ARGV[1]`)
+/// One forward migration: a Lua body that rewrites the data under the key root (`ARGV[1]`:
+/// the prefix, or `{prefix}` on a cluster)
 /// from version `from` to `from + 1`. It runs wrapped by [`guarded`], which skips it unless
 /// the schema key (`KEYS[1]`) still holds `from` and bumps the version in the same script;
 /// so the body must not `return`.
@@ -47,9 +48,11 @@ fn guarded(body: &str) -> String {
     )
 }
 
-/// Brings the data under the prefix to version `target`, and returns it.
-pub(crate) async fn ensure(
-    conn: &mut ConnectionManager,
+/// Brings the data under the prefix to version `target`, and returns it. Works on a single
+/// server and on a cluster alike: every command and script names the schema key, which lies
+/// in the store's slot.
+pub(crate) async fn ensure<C: ConnectionLike + Send>(
+    conn: &mut C,
     keys: &Keys,
     target: u32,
     migrations: &[Migration],
@@ -102,7 +105,7 @@ pub(crate) async fn ensure(
         );
         let _ran: i64 = Script::new(&guarded(migration.script))
             .key(&key)
-            .arg(keys.prefix())
+            .arg(keys.root())
             .arg(version)
             .invoke_async(conn)
             .await
@@ -115,6 +118,8 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use agentmem_core::ErrorKind;
+
+    use redis::aio::ConnectionManager;
 
     async fn connect() -> Option<ConnectionManager> {
         let url = agentmem_testkit::env_url("REDIS_URL", "redis://127.0.0.1:6379");
@@ -146,7 +151,7 @@ mod tests {
             return;
         };
         let prefix = agentmem_testkit::unique_namespace("migrate");
-        let keys = Keys::new(&prefix);
+        let keys = Keys::new(&prefix, false);
         // A store written by "version 1".
         assert_eq!(ensure(&mut conn, &keys, 1, &[]).await.unwrap(), 1);
         // Two openers of a "version 3" build race; each migration runs exactly once.
@@ -169,7 +174,7 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Unsupported);
-        let gap = Keys::new(&agentmem_testkit::unique_namespace("migrate_gap"));
+        let gap = Keys::new(&agentmem_testkit::unique_namespace("migrate_gap"), false);
         ensure(&mut conn, &gap, 1, &[]).await.unwrap();
         let err = ensure(&mut conn, &gap, 2, &[]).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Backend);

@@ -4,7 +4,10 @@
 //! append and its index entries, a compaction and the appends racing with it, a purge batch,
 //! a memory item and its index entries.
 //! `redis::Script` sends `EVALSHA` and loads the source once per server (again after a
-//! restart empties the script cache).
+//! restart empties the script cache; on a cluster `SCRIPT LOAD` goes to every node).
+//! Every invocation is made by `Keys::invoke`, which passes the store's schema key as
+//! `KEYS[1]`: a cluster client routes `EVALSHA` by its first key (a script without keys would
+//! go to a random node), and every key a script builds shares that key's hash tag.
 
 use redis::Script;
 

@@ -37,8 +37,8 @@ pub(crate) fn write_messages<'s>(
         .iter()
         .map(|m| serde_json::to_string(m).map_err(|e| encode_json("a message", e)))
         .collect::<Result<Vec<String>>>()?;
-    let mut inv = script.prepare_invoke();
-    inv.arg(keys.prefix()).arg(session.as_str()).arg(micros(at));
+    let mut inv = keys.invoke(script);
+    inv.arg(session.as_str()).arg(micros(at));
     for value in extra {
         inv.arg(*value);
     }

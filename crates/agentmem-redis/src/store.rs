@@ -17,12 +17,13 @@ use agentmem_core::{
     MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata,
     PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
 };
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManager;
 use redis::{FromRedisValue, Pipeline, RedisResult, ScriptInvocation};
 
 use crate::config::{
     validate_prefix, RedisConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT,
 };
+use crate::conn::{self, Conn, CLUSTER_RETRIES, CONNECT_RETRIES};
 use crate::error::{encode_json, from_redis};
 use crate::keys::Keys;
 use crate::memories::{
@@ -38,14 +39,11 @@ use crate::sessions::{
 };
 use crate::BACKEND;
 
-/// How many times the connection manager retries a failed connection attempt (with a short
-/// backoff) before the waiting commands fail: one, so a dead server is reported quickly.
-const CONNECT_RETRIES: usize = 1;
-
 /// An [`AgentMemory`](agentmem_core::AgentMemory) on Redis (backend name `redis`).
 ///
 /// Cheap to clone: clones share one multiplexed, reconnecting connection
-/// (`redis::aio::ConnectionManager`). While the server is down every operation fails
+/// (`redis::aio::ConnectionManager`, or on a Redis Cluster redis-rs' `ClusterConnection`,
+/// which follows the slot map). While the server is down every operation fails
 /// promptly with [`ErrorKind::Unavailable`](agentmem_core::ErrorKind::Unavailable); once it
 /// is back, the same store works again without being reopened.
 ///
@@ -68,12 +66,13 @@ const CONNECT_RETRIES: usize = 1;
 /// ```
 #[derive(Clone)]
 pub struct RedisStore {
-    pub(crate) conn: ConnectionManager,
+    pub(crate) conn: Conn,
     pub(crate) keys: Keys,
     pub(crate) scripts: std::sync::Arc<Scripts>,
     /// The longest any one operation may take, whatever the server does.
     deadline: Duration,
-    /// `host:port` of the server, for `Debug` (never the password).
+    /// `host:port` of the server (of each seed node, comma-separated, for a cluster), for
+    /// `Debug` (never the password).
     server: String,
 }
 
@@ -82,10 +81,15 @@ impl RedisStore {
     /// checks or creates the schema under the prefix, and migrates it forward if needed.
     /// The store wears the standard [layers](agentmem_core::layer).
     ///
+    /// A `redis+cluster://` or `rediss+cluster://` URL connects to a Redis Cluster through
+    /// its seed nodes; the store's keys are then hash-tagged (`{prefix}:…`) into one slot.
+    ///
     /// Fails with [`ErrorKind::Unavailable`](agentmem_core::ErrorKind::Unavailable) when the
-    /// server cannot be reached, [`ErrorKind::InvalidInput`](agentmem_core::ErrorKind::InvalidInput)
-    /// for a malformed URL, and [`ErrorKind::Unsupported`](agentmem_core::ErrorKind::Unsupported)
-    /// for `rediss://` without the `tls` feature or data of a newer schema.
+    /// server cannot be reached or its TLS certificate is refused,
+    /// [`ErrorKind::InvalidInput`](agentmem_core::ErrorKind::InvalidInput) for a malformed URL
+    /// or an unusable `tls_ca` file, and
+    /// [`ErrorKind::Unsupported`](agentmem_core::ErrorKind::Unsupported) for a TLS URL without
+    /// the `tls` feature or data of a newer schema.
     pub async fn connect(url: &str) -> Result<Layered<Self>> {
         Self::connect_with(url.parse()?).await
     }
@@ -93,14 +97,19 @@ impl RedisStore {
     /// Connects with a parsed configuration (see [`connect`](Self::connect)).
     pub async fn connect_with(config: RedisConfig) -> Result<Layered<Self>> {
         layer::open_layered(BACKEND, async move {
-            let client = redis::Client::open(config.server_url()).map_err(from_redis)?;
-            Self::open(
-                client,
-                config.prefix(),
-                config.connect_timeout(),
-                config.response_timeout(),
-            )
-            .await
+            let (connect, response) = (config.connect_timeout(), config.response_timeout());
+            if config.is_cluster() {
+                let deadline = conn::deadline(connect, response, CLUSTER_RETRIES);
+                let cluster = tokio::time::timeout(deadline, conn::cluster_connection(&config))
+                    .await
+                    .map_err(|_| timed_out(deadline))??;
+                let server = config.nodes().join(",");
+                let keys = Keys::new(config.prefix(), true);
+                Self::open(Conn::Cluster(cluster), keys, server, deadline).await
+            } else {
+                let client = conn::single_client(&config).await?;
+                Self::open_single(client, config.prefix(), connect, response).await
+            }
         })
         .await
     }
@@ -126,7 +135,7 @@ impl RedisStore {
         // `connect_with` does (`open_layered` wraps the store with `layer::layered`).
         layer::open_layered(BACKEND, async move {
             validate_prefix(prefix)?;
-            Self::open(
+            Self::open_single(
                 client,
                 prefix,
                 DEFAULT_CONNECT_TIMEOUT,
@@ -137,33 +146,31 @@ impl RedisStore {
         .await
     }
 
-    /// Connects and checks the schema: the raw store, without layers.
-    async fn open(
+    /// Connects to one server and checks the schema: the raw store, without layers.
+    async fn open_single(
         client: redis::Client,
         prefix: &str,
         connect_timeout: Duration,
         response_timeout: Duration,
     ) -> Result<Self> {
         let server = client.get_connection_info().addr().to_string();
-        let manager_config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(connect_timeout))
-            .set_response_timeout(Some(response_timeout))
-            .set_number_of_retries(CONNECT_RETRIES)
-            .set_min_delay(Duration::from_millis(50))
-            .set_max_delay(Duration::from_millis(500));
+        let manager_config = conn::manager_config(connect_timeout, response_timeout);
         // Covers every attempt and backoff the manager makes, plus one reply, plus slack:
         // an operation never waits longer than this, even if the server stops answering.
-        let deadline = connect_timeout * (CONNECT_RETRIES as u32 + 1)
-            + response_timeout
-            + Duration::from_secs(1);
-        let mut conn = tokio::time::timeout(
+        let deadline = conn::deadline(connect_timeout, response_timeout, CONNECT_RETRIES);
+        let manager = tokio::time::timeout(
             deadline,
             ConnectionManager::new_with_config(client, manager_config),
         )
         .await
         .map_err(|_| timed_out(deadline))?
         .map_err(from_redis)?;
-        let keys = Keys::new(prefix);
+        let keys = Keys::new(prefix, false);
+        Self::open(Conn::Single(manager), keys, server, deadline).await
+    }
+
+    /// Checks or creates the schema over an open connection: the raw store, without layers.
+    async fn open(mut conn: Conn, keys: Keys, server: String, deadline: Duration) -> Result<Self> {
         tokio::time::timeout(
             deadline,
             schema::ensure(&mut conn, &keys, SCHEMA_VERSION, MIGRATIONS),
@@ -177,6 +184,11 @@ impl RedisStore {
             deadline,
             server,
         })
+    }
+
+    /// Whether the store is on a Redis Cluster (its keys then start with `{prefix}`).
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.conn, Conn::Cluster(_))
     }
 
     /// The key prefix of this store.
@@ -193,7 +205,7 @@ impl RedisStore {
     /// applied, and only the caller can decide whether repeating it is right.
     pub(crate) async fn run<T, F, Fut>(&self, f: F) -> Result<T>
     where
-        F: Fn(ConnectionManager) -> Fut,
+        F: Fn(Conn) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
         let mut retried = false;
@@ -209,13 +221,13 @@ impl RedisStore {
 
     /// Runs one script invocation (see [`run`](Self::run)).
     async fn invoke<T: FromRedisValue>(&self, inv: &ScriptInvocation<'_>) -> Result<T> {
-        self.run(|mut c: ConnectionManager| async move { inv.invoke_async(&mut c).await })
+        self.run(|mut c: Conn| async move { inv.invoke_async(&mut c).await })
             .await
     }
 
     /// Runs one pipeline (see [`run`](Self::run)).
     async fn query<T: FromRedisValue>(&self, pipe: &Pipeline) -> Result<T> {
-        self.run(|mut c: ConnectionManager| async move { pipe.query_async(&mut c).await })
+        self.run(|mut c: Conn| async move { pipe.query_async(&mut c).await })
             .await
     }
 }
@@ -229,6 +241,7 @@ impl fmt::Debug for RedisStore {
         f.debug_struct("RedisStore")
             .field("server", &self.server)
             .field("prefix", &self.keys.prefix())
+            .field("cluster", &self.is_cluster())
             .finish_non_exhaustive()
     }
 }
@@ -309,14 +322,13 @@ impl SessionStore for RedisStore {
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        let mut inv = self.scripts.list_sessions.prepare_invoke();
-        inv.arg(self.keys.prefix());
+        let inv = self.keys.invoke(&self.scripts.list_sessions);
         session_infos(self.invoke(&inv).await?)
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        let mut inv = self.scripts.delete.prepare_invoke();
-        inv.arg(self.keys.prefix()).arg(session.as_str());
+        let mut inv = self.keys.invoke(&self.scripts.delete);
+        inv.arg(session.as_str());
         let deleted: i64 = self.invoke(&inv).await?;
         Ok(deleted == 1)
     }
@@ -330,8 +342,8 @@ impl SessionStore for RedisStore {
     }
 
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        let mut inv = self.scripts.list_archives.prepare_invoke();
-        inv.arg(self.keys.prefix()).arg(session.as_str());
+        let mut inv = self.keys.invoke(&self.scripts.list_archives);
+        inv.arg(session.as_str());
         archive_infos(session, self.invoke(&inv).await?)
     }
 
@@ -352,9 +364,8 @@ impl SessionStore for RedisStore {
         let Some(terms) = search_terms(query, scope.limit) else {
             return Ok(Vec::new());
         };
-        let mut inv = self.scripts.search_messages.prepare_invoke();
-        inv.arg(self.keys.prefix())
-            .arg(scope.session.as_ref().map_or("", SessionId::as_str))
+        let mut inv = self.keys.invoke(&self.scripts.search_messages);
+        inv.arg(scope.session.as_ref().map_or("", SessionId::as_str))
             .arg(scope.limit.min(u32::MAX as usize))
             .arg(terms);
         message_hits(self.invoke(&inv).await?)
@@ -371,11 +382,8 @@ impl SessionStore for RedisStore {
                 .map(|n| n.to_string())
                 .unwrap_or_default();
             loop {
-                let mut inv = self.scripts.purge.prepare_invoke();
-                inv.arg(self.keys.prefix())
-                    .arg(&cutoff)
-                    .arg(&max)
-                    .arg(PURGE_BATCH);
+                let mut inv = self.keys.invoke(&self.scripts.purge);
+                inv.arg(&cutoff).arg(&max).arg(PURGE_BATCH);
                 let deleted: u64 = self.invoke(&inv).await?;
                 if deleted == 0 {
                     break;
@@ -422,7 +430,7 @@ impl MemoryStore for RedisStore {
         let mut cmd = redis::cmd("HGET");
         cmd.arg(self.keys.memory_items()).arg(id.as_str());
         let raw: Option<Vec<u8>> = self
-            .run(|mut c: ConnectionManager| {
+            .run(|mut c: Conn| {
                 let cmd = &cmd;
                 async move { cmd.query_async(&mut c).await }
             })
@@ -451,8 +459,8 @@ impl MemoryStore for RedisStore {
     }
 
     async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
-        let mut inv = self.scripts.delete_memory.prepare_invoke();
-        inv.arg(self.keys.prefix()).arg(id.as_str());
+        let mut inv = self.keys.invoke(&self.scripts.delete_memory);
+        inv.arg(id.as_str());
         let deleted: i64 = self.invoke(&inv).await?;
         Ok(deleted == 1)
     }

@@ -649,17 +649,24 @@ async fn search_agrees_with_the_reference_store() {
     drop_prefix(&mut raw, &prefix).await;
 }
 
-/// `RedisConfig` registers both schemes, and a registry opens a layered Redis store by URL.
+/// `RedisConfig` registers its four schemes, and a registry opens a layered Redis store by URL.
 #[tokio::test]
 async fn registry_opens_redis_urls() {
     assert_eq!(RedisConfig::BACKEND, "redis");
-    assert_eq!(RedisConfig::SCHEMES, ["redis", "rediss"]);
+    assert_eq!(
+        RedisConfig::SCHEMES,
+        ["redis", "rediss", "redis+cluster", "rediss+cluster"]
+    );
     let registry = Registry::new().with::<RedisConfig>();
     assert_eq!(
         registry.backend_for("rediss://db.example:6380"),
         Some("redis")
     );
     assert_eq!(registry.backend_for("REDIS://db.example"), Some("redis"));
+    assert_eq!(
+        registry.backend_for("redis+cluster://a:7000,b:7000/"),
+        Some("redis")
+    );
     let err = registry
         .open("redis://127.0.0.1/?prefix=a:b")
         .await

@@ -1,7 +1,7 @@
 //! The shared test servers: their URLs (read at run time, defaulting to the local servers),
 //! fresh namespaces on them ([`ServerNamespace`]), and the cleanups that remove a namespace
-//! (`NamespaceGuard::redis_prefix`, `NamespaceGuard::postgres_schema`,
-//! `NamespaceGuard::mongodb_database`).
+//! (`NamespaceGuard::redis_prefix`, `NamespaceGuard::redis_store_prefix` for TLS servers and
+//! clusters, `NamespaceGuard::postgres_schema`, `NamespaceGuard::mongodb_database`).
 //!
 //! The cleanups talk to the server with its driver, so each sits behind a feature of this
 //! crate: `redis`, `postgres`, `mongodb`. The URLs need none.
@@ -18,6 +18,33 @@ pub const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/test"
 /// The MongoDB server when `MONGODB_URL` is unset.
 pub const DEFAULT_MONGODB_URL: &str = "mongodb://127.0.0.1:27017/?directConnection=true";
 
+/// The TLS-only Redis server when `REDIS_TLS_URL` is unset (`.ci/redis-extra.sh` serves it;
+/// without `tls_ca` in the URL its CA must be trusted through `SSL_CERT_FILE`).
+pub const DEFAULT_REDIS_TLS_URL: &str = "rediss://127.0.0.1:6380/";
+/// The Redis Cluster when `REDIS_CLUSTER_URL` is unset (`.ci/redis-extra.sh` serves it).
+pub const DEFAULT_REDIS_CLUSTER_URL: &str =
+    "redis+cluster://127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003/";
+
+/// The Redis Cluster over TLS when `REDIS_TLS_CLUSTER_URL` is unset (`.ci/redis-extra.sh`
+/// serves it; its CA must then be trusted through `SSL_CERT_FILE`).
+pub const DEFAULT_REDIS_TLS_CLUSTER_URL: &str =
+    "rediss+cluster://127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103/";
+
+/// `REDIS_TLS_URL`, read at run time, or [`DEFAULT_REDIS_TLS_URL`].
+pub fn redis_tls_url() -> String {
+    env_url("REDIS_TLS_URL", DEFAULT_REDIS_TLS_URL)
+}
+
+/// `REDIS_CLUSTER_URL`, read at run time, or [`DEFAULT_REDIS_CLUSTER_URL`].
+pub fn redis_cluster_url() -> String {
+    env_url("REDIS_CLUSTER_URL", DEFAULT_REDIS_CLUSTER_URL)
+}
+
+/// `REDIS_TLS_CLUSTER_URL`, read at run time, or [`DEFAULT_REDIS_TLS_CLUSTER_URL`].
+pub fn redis_tls_cluster_url() -> String {
+    env_url("REDIS_TLS_CLUSTER_URL", DEFAULT_REDIS_TLS_CLUSTER_URL)
+}
+
 /// `REDIS_URL`, read at run time, or [`DEFAULT_REDIS_URL`].
 pub fn redis_url() -> String {
     env_url("REDIS_URL", DEFAULT_REDIS_URL)
@@ -26,6 +53,25 @@ pub fn redis_url() -> String {
 /// `DATABASE_URL`, read at run time, or [`DEFAULT_POSTGRES_URL`].
 pub fn postgres_url() -> String {
     env_url("DATABASE_URL", DEFAULT_POSTGRES_URL)
+}
+
+/// The TLS-only PostgreSQL server when `POSTGRES_TLS_URL` is unset (`.ci/postgres-extra.sh`
+/// serves it; that script's URL checks the certificate with `verify-full` against its
+/// private CA, this default only with `require`).
+pub const DEFAULT_POSTGRES_TLS_URL: &str =
+    "postgres://postgres:agentmem-ci@127.0.0.1:5433/test?sslmode=require";
+/// PgBouncer in transaction pooling mode, in front of the PostgreSQL server, when
+/// `PGBOUNCER_URL` is unset (`.ci/postgres-extra.sh` serves it).
+pub const DEFAULT_PGBOUNCER_URL: &str = "postgres://postgres@127.0.0.1:6432/test";
+
+/// `POSTGRES_TLS_URL`, read at run time, or [`DEFAULT_POSTGRES_TLS_URL`].
+pub fn postgres_tls_url() -> String {
+    env_url("POSTGRES_TLS_URL", DEFAULT_POSTGRES_TLS_URL)
+}
+
+/// `PGBOUNCER_URL`, read at run time, or [`DEFAULT_PGBOUNCER_URL`].
+pub fn pgbouncer_url() -> String {
+    env_url("PGBOUNCER_URL", DEFAULT_PGBOUNCER_URL)
 }
 
 /// `MONGODB_URL`, read at run time, or [`DEFAULT_MONGODB_URL`].
@@ -62,6 +108,35 @@ impl ServerNamespace {
         let (base, name) = (redis_url(), crate::unique_namespace(prefix));
         let guard = NamespaceGuard::new().redis_prefix(&base, &name);
         ServerNamespace::new(with_query(&base, "prefix", &name), name, guard)
+    }
+
+    /// A fresh key prefix on the TLS-only Redis server at `REDIS_TLS_URL`, starting with
+    /// `prefix`.
+    #[cfg(feature = "redis")]
+    pub fn redis_tls(prefix: &str) -> Self {
+        Self::redis_store(redis_tls_url(), prefix)
+    }
+
+    /// A fresh key prefix on the Redis Cluster at `REDIS_CLUSTER_URL`, starting with `prefix`.
+    #[cfg(feature = "redis")]
+    pub fn redis_cluster(prefix: &str) -> Self {
+        Self::redis_store(redis_cluster_url(), prefix)
+    }
+
+    /// A fresh key prefix on the Redis Cluster over TLS at `REDIS_TLS_CLUSTER_URL`, starting
+    /// with `prefix`.
+    #[cfg(feature = "redis")]
+    pub fn redis_tls_cluster(prefix: &str) -> Self {
+        Self::redis_store(redis_tls_cluster_url(), prefix)
+    }
+
+    /// A fresh key prefix on the Redis server or cluster at the agentmem URL `base`.
+    #[cfg(feature = "redis")]
+    fn redis_store(base: String, prefix: &str) -> Self {
+        let name = crate::unique_namespace(prefix);
+        let guard = NamespaceGuard::new().redis_store_prefix(&base, &name);
+        let separator = if base.contains('?') { '&' } else { '?' };
+        ServerNamespace::new(format!("{base}{separator}prefix={name}"), name, guard)
     }
 
     /// A fresh schema on the PostgreSQL server at `DATABASE_URL`, starting with `prefix`.
@@ -137,6 +212,15 @@ impl NamespaceGuard {
         self.removing("redis prefix", url, prefix, remove_redis_keys)
     }
 
+    /// Adds the deletion of every key of the agentmem Redis store `prefix` at `url`: any URL
+    /// agentmem-redis opens (`redis://`, `rediss://` with its `tls_ca` option, or
+    /// `redis+cluster://` and `rediss+cluster://`, whose keys start with `{prefix}`), without the
+    /// `prefix` parameter.
+    #[cfg(feature = "redis")]
+    pub fn redis_store_prefix(self, url: &str, prefix: &str) -> Self {
+        self.removing("redis prefix", url, prefix, remove_redis_store_keys)
+    }
+
     /// Adds `DROP SCHEMA … CASCADE` of `schema` on the PostgreSQL server at `url` (without the
     /// agentmem `schema` or pool parameters).
     #[cfg(feature = "postgres")]
@@ -190,6 +274,82 @@ async fn remove_redis_keys(url: String, prefix: String) -> Result<(), String> {
             .query_async::<()>(&mut conn)
             .await
             .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Deletes every key of the agentmem Redis store `prefix` at `url` (see
+/// [`NamespaceGuard::redis_store_prefix`]) with one script on the node of the store's keys:
+/// they share one hash slot on a cluster, so that node holds them all.
+#[cfg(feature = "redis")]
+async fn remove_redis_store_keys(url: String, prefix: String) -> Result<(), String> {
+    const DELETE: &str = "local keys = redis.call('KEYS', ARGV[1])\n\
+        for _, key in ipairs(keys) do redis.call('UNLINK', key) end\n\
+        return #keys";
+    let name = checked(&prefix)?;
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| format!("not a Redis URL: {}", agentmem_core::redact_url(&url)))?;
+    let scheme = scheme.to_ascii_lowercase();
+    let (base, cluster) = match scheme.strip_suffix("+cluster") {
+        Some(base) => (base, true),
+        None => (scheme.as_str(), false),
+    };
+    let (location, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let tls_ca = url::form_urlencoded::parse(query.as_bytes())
+        .find(|(key, _)| key == "tls_ca")
+        .map(|(_, path)| path.into_owned());
+    let certificates = match tls_ca {
+        Some(path) => Some(redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(std::fs::read(&path).map_err(|e| format!("tls_ca {path}: {e}"))?),
+        }),
+        None => None,
+    };
+    let root = if cluster {
+        format!("{{{name}}}")
+    } else {
+        name.to_string()
+    };
+    let mut script = redis::cmd("EVAL");
+    script
+        .arg(DELETE)
+        .arg(1)
+        .arg(format!("{root}:schema"))
+        .arg(format!("{root}:*"));
+    let error = |e: redis::RedisError| e.to_string();
+    if cluster {
+        let (authority, _) = location.split_once('/').unwrap_or((location, ""));
+        let (user_info, hosts) = match authority.rfind('@') {
+            Some(at) => authority.split_at(at + 1),
+            None => ("", authority),
+        };
+        let nodes: Vec<String> = hosts
+            .split(',')
+            .map(|host| format!("{base}://{user_info}{host}"))
+            .collect();
+        let mut builder = redis::cluster::ClusterClientBuilder::new(nodes)
+            .connection_timeout(CONNECT_TIMEOUT)
+            .response_timeout(CONNECT_TIMEOUT);
+        if let Some(certificates) = certificates {
+            builder = builder.certs(certificates);
+        }
+        let client = builder.build().map_err(error)?;
+        let mut conn = client.get_async_connection().await.map_err(error)?;
+        script.query_async::<i64>(&mut conn).await.map_err(error)?;
+    } else {
+        let node = format!("{base}://{location}");
+        let client = match certificates {
+            Some(certificates) => redis::Client::build_with_tls(node, certificates),
+            None => redis::Client::open(node),
+        }
+        .map_err(error)?;
+        let mut conn =
+            tokio::time::timeout(CONNECT_TIMEOUT, client.get_multiplexed_async_connection())
+                .await
+                .map_err(|_| "no answer from the server".to_string())?
+                .map_err(error)?;
+        script.query_async::<i64>(&mut conn).await.map_err(error)?;
     }
     Ok(())
 }

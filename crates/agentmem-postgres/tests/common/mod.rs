@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentmem_core::Layered;
 use agentmem_postgres::PostgresStore;
+use agentmem_testkit::NamespaceGuard;
 
 /// Every test schema starts with this, so stale ones can be found and dropped.
 pub const PREFIX: &str = "amtest";
@@ -41,6 +42,47 @@ pub async fn open(options: &[(&str, &str)]) -> Option<Layered<PostgresStore>> {
             Some(store)
         }
         Err(e) => agentmem_testkit::service_unavailable("postgres", &url, &e),
+    }
+}
+
+/// `POSTGRES_TLS_URL`: the TLS-only server of `.ci/postgres-extra.sh` (`verify-full` with its
+/// private CA), or a `require` default.
+pub fn tls_url() -> String {
+    agentmem_testkit::servers::postgres_tls_url()
+}
+
+/// `PGBOUNCER_URL`: PgBouncer in transaction pooling mode in front of the plain server.
+pub fn pgbouncer_url() -> String {
+    agentmem_testkit::servers::pgbouncer_url()
+}
+
+/// A store in a fresh schema on the server at `base` (another than `DATABASE_URL`'s), with
+/// extra URL options, and the guard that drops the schema (through a connection of its own,
+/// as agentmem makes them: TLS URLs included); `None` (test skipped) only when the server is
+/// unreachable and services are not required. `service` names the server in that message.
+pub async fn open_at(
+    service: &str,
+    base: &str,
+    options: &[(&str, &str)],
+) -> Option<(Layered<PostgresStore>, NamespaceGuard)> {
+    let schema = agentmem_testkit::unique_namespace(PREFIX);
+    let mut all = vec![("schema", schema.as_str())];
+    if !options.iter().any(|(key, _)| *key == "pool_size") {
+        all.push(("pool_size", "4"));
+    }
+    all.extend_from_slice(options);
+    let url = with_options(base, &all);
+    match PostgresStore::connect(&url).await {
+        Ok(store) => {
+            let cleanup = with_options(base, &[("schema", &schema), ("pool_size", "1")]);
+            let guard =
+                NamespaceGuard::new().on_drop(format!("postgres schema {schema}"), move || {
+                    let url = cleanup.clone();
+                    async move { PostgresStore::connect(&url).await?.drop_schema().await }
+                });
+            Some((store, guard))
+        }
+        Err(e) => agentmem_testkit::service_unavailable(service, &url, &e),
     }
 }
 

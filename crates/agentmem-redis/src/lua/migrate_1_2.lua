@@ -1,4 +1,5 @@
--- Migration from schema version 1 to 2 (memory-item scopes and expiry); ARGV[1] = prefix.
+-- Migration from schema version 1 to 2 (memory-item scopes and expiry); ARGV[1] = key root
+-- (the prefix, or `{prefix}` on a cluster).
 -- Runs inside schema.rs' version guard, in one script, so it must not `return`.
 -- Version 1 items become global (scope '') and never expire:
 --   META   id -> created "\n" kind "\n" key  becomes  created "\n" "\n" "\n" kind "\n" key

@@ -1,8 +1,10 @@
 -- Shared head of every agentmem script: key builders and the maintenance of the
--- session index. ARGV[1] is always the store's validated key prefix; session ids and
--- archive ids were validated by agentmem-core (no `:`, no glob characters), and index
--- terms are runs of letters and digits, so every key built here has one meaning only.
--- Scripts touch keys they build themselves, so they need a standalone (non-cluster) Redis.
+-- session index. ARGV[1] is always the store's key root: its validated prefix, or on a Redis
+-- Cluster the prefix in braces (`{prefix}`, a hash tag); session ids and archive ids were
+-- validated by agentmem-core (no `:`, no glob characters), and index terms are runs of
+-- letters and digits, so every key built here has one meaning only. Every key built here
+-- starts with the root, so on a cluster all of them lie in the slot of KEYS[1] (the schema
+-- key, which the client passes so the script is routed to that slot's node).
 local P = ARGV[1]
 local SESSIONS = P .. ':sessions'
 local STATS = P .. ':stats'

@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# Starts and stops the extra Redis servers the agentmem-redis and agentmem-cli tests use
+# besides the plain one on 6379:
+#
+#   bash .ci/redis-extra.sh start   # install if needed, start, wait, print the URLs to export
+#   bash .ci/redis-extra.sh stop    # stop what `start` started (by pid file)
+#
+#   - a TLS-only redis-server on 127.0.0.1:6380 (and 127.0.0.2:6380, where its certificate's
+#     names do not match), with a server certificate from a private CA made here with openssl
+#     (SAN localhost, 127.0.0.1)                                   -> REDIS_TLS_URL, REDIS_TLS_CA
+#   - a 3-master Redis Cluster on 127.0.0.1:7001-7003 (no replicas) -> REDIS_CLUSTER_URL
+#   - the same over TLS on 127.0.0.1:7101-7103 (clients and the cluster bus; the same private
+#     CA and server certificate)                                    -> REDIS_TLS_CLUSTER_URL
+#
+# Certificates, data, logs and pid files live in $AGENTMEM_CI_CACHE/redis-extra (default
+# ~/.cache/agentmem-ci); nothing is persisted (no RDB, no AOF). A server already answering on
+# its port is reused, not restarted; a cluster whose nodes run but are not joined is joined.
+# Debian's redis-server (7.0) is built with TLS; redis-server, redis-cli and openssl are
+# installed with apt-get when missing.
+set -euo pipefail
+
+CACHE="${AGENTMEM_CI_CACHE:-$HOME/.cache/agentmem-ci}"
+DIR="$CACHE/redis-extra"
+CERTS="$DIR/certs"
+HOST=127.0.0.1
+TLS_PORT=6380
+CLUSTER_PORTS=(7001 7002 7003)
+TLS_CLUSTER_PORTS=(7101 7102 7103)
+WAIT_SECONDS="${AGENTMEM_REDIS_WAIT_SECONDS:-30}"
+
+log() { echo "redis-extra: $*" >&2; }
+
+# Whether process $1 runs (a zombie does not: nothing may reap the servers this script left).
+alive() {
+    local state
+    state="$(ps -o stat= -p "$1" 2>/dev/null)" || return 1
+    [ -n "$state" ] && [ "${state:0:1}" != Z ]
+}
+
+ensure_tools() {
+    local missing=()
+    command -v redis-server >/dev/null || missing+=(redis-server)
+    command -v redis-cli >/dev/null || missing+=(redis-tools)
+    command -v openssl >/dev/null || missing+=(openssl)
+    if [ "${#missing[@]}" -gt 0 ]; then
+        log "installing ${missing[*]}"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+    fi
+}
+
+# The private CA and the server certificate it signs (made once; kept across runs). The
+# certificate serves as a client certificate too: nodes of a TLS cluster present it to each
+# other on the cluster bus, which always asks for one.
+ensure_certs() {
+    mkdir -p "$CERTS"
+    if [ -s "$CERTS/ca.crt" ] && [ -s "$CERTS/server.crt" ] && [ -s "$CERTS/server.key" ] \
+        && openssl verify -CAfile "$CERTS/ca.crt" "$CERTS/server.crt" >/dev/null 2>&1 \
+        && openssl x509 -checkend 86400 -noout -in "$CERTS/server.crt" >/dev/null 2>&1 \
+        && openssl x509 -noout -ext extendedKeyUsage -in "$CERTS/server.crt" 2>/dev/null \
+            | grep -q "Client Authentication"; then
+        return 0
+    fi
+    log "making a private CA and a server certificate in $CERTS"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=agentmem test CA" \
+        -keyout "$CERTS/ca.key" -out "$CERTS/ca.crt" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+        -keyout "$CERTS/server.key" -out "$CERTS/server.csr" 2>/dev/null
+    printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+        "basicConstraints=CA:FALSE" "keyUsage=digitalSignature,keyEncipherment" \
+        "extendedKeyUsage=serverAuth,clientAuth" >"$CERTS/server.ext"
+    openssl x509 -req -in "$CERTS/server.csr" -CA "$CERTS/ca.crt" -CAkey "$CERTS/ca.key" \
+        -CAcreateserial -days 3650 -extfile "$CERTS/server.ext" -out "$CERTS/server.crt" 2>/dev/null
+    chmod 600 "$CERTS/ca.key" "$CERTS/server.key"
+    rm -f "$CERTS/server.csr"
+}
+
+tls_answers() {
+    redis-cli -h "$HOST" -p "$TLS_PORT" --tls --cacert "$CERTS/ca.crt" ping 2>/dev/null | grep -q PONG
+}
+
+# redis-cli, over TLS (trusting the private CA) when $1 is 1.
+rcli() {
+    local tls="$1"
+    shift
+    if [ "$tls" = 1 ]; then
+        redis-cli --tls --cacert "$CERTS/ca.crt" "$@"
+    else
+        redis-cli "$@"
+    fi
+}
+
+# Whether the node on port $2 (TLS when $1 is 1) answers.
+node_answers() {
+    rcli "$1" -h "$HOST" -p "$2" ping 2>/dev/null | grep -q PONG
+}
+
+# Whether every node on the ports $2… (TLS when $1 is 1) sees a working cluster.
+cluster_ok() {
+    local tls="$1" port
+    shift
+    for port in "$@"; do
+        rcli "$tls" -h "$HOST" -p "$port" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+    done
+}
+
+# Starts `redis-server "${@:2}"` as server $1 in the background; it outlives this script.
+spawn() {
+    local name="$1" pidfile="$DIR/$1.pid"
+    shift
+    if [ -f "$pidfile" ] && alive "$(cat "$pidfile")"; then
+        log "$name: pid $(cat "$pidfile") runs but does not answer yet; waiting for it"
+        return 0
+    fi
+    log "$name: starting (log: $DIR/$name.log)"
+    setsid nohup redis-server "$@" --save "" --appendonly no --daemonize no \
+        --logfile "$DIR/$name.log" >/dev/null 2>&1 </dev/null &
+    echo $! >"$pidfile"
+}
+
+# Waits until `$2 …` succeeds, or fails with server $1's log.
+wait_until() {
+    local name="$1" waited=0
+    shift
+    until "$@"; do
+        if [ -f "$DIR/$name.pid" ] && ! alive "$(cat "$DIR/$name.pid")"; then
+            log "$name exited before it was ready; last log lines:"
+            tail -n 30 "$DIR/$name.log" >&2 2>/dev/null || true
+            rm -f "$DIR/$name.pid"
+            return 1
+        fi
+        if [ "$waited" -ge "$((WAIT_SECONDS * 2))" ]; then
+            log "$name is not ready after ${WAIT_SECONDS}s; last log lines:"
+            tail -n 30 "$DIR/$name.log" >&2 2>/dev/null || true
+            return 1
+        fi
+        sleep 0.5
+        waited=$((waited + 1))
+    done
+}
+
+start_tls() {
+    if tls_answers; then
+        log "tls: something already answers TLS on $HOST:$TLS_PORT; reusing it"
+        return 0
+    fi
+    mkdir -p "$DIR/tls"
+    # Also on 127.0.0.2, a name the certificate does not hold (for the host-name check).
+    spawn tls --bind "$HOST" 127.0.0.2 --port 0 --tls-port "$TLS_PORT" \
+        --tls-cert-file "$CERTS/server.crt" --tls-key-file "$CERTS/server.key" \
+        --tls-ca-cert-file "$CERTS/ca.crt" --tls-auth-clients no --dir "$DIR/tls"
+    wait_until tls tls_answers
+    log "tls: answers on $HOST:$TLS_PORT"
+}
+
+# Starts (or reuses) a cluster of one master on each of the ports $2…, over TLS (client
+# connections and the cluster bus) when $1 is 1.
+start_cluster() {
+    local tls="$1" name="cluster"
+    shift
+    local ports=("$@") port fresh=0
+    [ "$tls" = 1 ] && name="tls-cluster"
+    if cluster_ok "$tls" "${ports[@]}"; then
+        log "$name: already up on ports ${ports[*]}; reusing it"
+        return 0
+    fi
+    for port in "${ports[@]}"; do
+        if ! node_answers "$tls" "$port"; then
+            # A node that is not running starts afresh: its old cluster state is stale.
+            rm -rf "$DIR/$name-$port"
+            mkdir -p "$DIR/$name-$port"
+            local listen=(--port "$port")
+            if [ "$tls" = 1 ]; then
+                listen=(--port 0 --tls-port "$port" --tls-cluster yes
+                    --tls-cert-file "$CERTS/server.crt" --tls-key-file "$CERTS/server.key"
+                    --tls-ca-cert-file "$CERTS/ca.crt" --tls-auth-clients no)
+            fi
+            spawn "$name-$port" --bind "$HOST" "${listen[@]}" --cluster-enabled yes \
+                --cluster-config-file "$DIR/$name-$port/nodes.conf" \
+                --cluster-node-timeout 5000 --dir "$DIR/$name-$port"
+            fresh=1
+        fi
+    done
+    for port in "${ports[@]}"; do
+        wait_until "$name-$port" node_answers "$tls" "$port"
+    done
+    local known
+    known="$(rcli "$tls" -h "$HOST" -p "${ports[0]}" cluster info 2>/dev/null \
+        | sed -n 's/^cluster_slots_assigned:\([0-9]*\).*/\1/p')"
+    if [ "$fresh" = 1 ] || [ "${known:-0}" = 0 ]; then
+        local nodes=()
+        for port in "${ports[@]}"; do
+            # A restarted node must be empty for `--cluster create`.
+            rcli "$tls" -h "$HOST" -p "$port" flushall >/dev/null 2>&1 || true
+            rcli "$tls" -h "$HOST" -p "$port" cluster reset hard >/dev/null 2>&1 || true
+            nodes+=("$HOST:$port")
+        done
+        log "$name: joining ${nodes[*]}"
+        local tls_args=()
+        [ "$tls" = 1 ] && tls_args=(--tls --cacert "$CERTS/ca.crt")
+        # (It waits for the nodes to meet for as long as it takes: bounded here.)
+        timeout "$WAIT_SECONDS" redis-cli "${tls_args[@]}" --cluster create "${nodes[@]}" \
+            --cluster-replicas 0 --cluster-yes >"$DIR/$name-create.log" 2>&1 || {
+            log "$name: --cluster create failed or timed out:"
+            cat "$DIR/$name-create.log" >&2
+            return 1
+        }
+    fi
+    wait_until "$name-${ports[0]}" cluster_ok "$tls" "${ports[@]}"
+    log "$name: state ok on ports ${ports[*]}"
+}
+
+# $1 percent-encoded for a URL's query (a path may hold spaces or `&`).
+urlencode() {
+    local text="$1" out="" c i
+    for ((i = 0; i < ${#text}; i++)); do
+        c="${text:i:1}"
+        case "$c" in
+            [A-Za-z0-9/._~-]) out+="$c" ;;
+            *) out+="$(printf '%%%02X' "'$c")" ;;
+        esac
+    done
+    printf '%s' "$out"
+}
+
+start() {
+    ensure_tools
+    mkdir -p "$DIR"
+    ensure_certs
+    start_tls
+    start_cluster 0 "${CLUSTER_PORTS[@]}"
+    start_cluster 1 "${TLS_CLUSTER_PORTS[@]}"
+    echo "export REDIS_TLS_CA='$CERTS/ca.crt'"
+    echo "export REDIS_TLS_URL='rediss://$HOST:$TLS_PORT/?tls_ca=$(urlencode "$CERTS/ca.crt")'"
+    local seeds
+    seeds="$(printf "$HOST:%s," "${CLUSTER_PORTS[@]}")"
+    echo "export REDIS_CLUSTER_URL='redis+cluster://${seeds%,}/'"
+    seeds="$(printf "$HOST:%s," "${TLS_CLUSTER_PORTS[@]}")"
+    echo "export REDIS_TLS_CLUSTER_URL='rediss+cluster://${seeds%,}/?tls_ca=$(urlencode "$CERTS/ca.crt")'"
+}
+
+stop() {
+    local name pidfile pid port
+    for name in tls "${CLUSTER_PORTS[@]/#/cluster-}" "${TLS_CLUSTER_PORTS[@]/#/tls-cluster-}"; do
+        pidfile="$DIR/$name.pid"
+        [ -f "$pidfile" ] || continue
+        pid="$(cat "$pidfile")"
+        if alive "$pid"; then
+            log "stopping $name (pid $pid)"
+            kill "$pid" 2>/dev/null || true
+            for _ in 1 2 3 4 5 6 7 8 9 10; do
+                alive "$pid" || break
+                sleep 0.5
+            done
+            if alive "$pid"; then kill -9 "$pid" 2>/dev/null || true; fi
+        fi
+        rm -f "$pidfile"
+    done
+    # Cluster state is not kept: the next start makes a new cluster.
+    for port in "${CLUSTER_PORTS[@]}"; do
+        rm -rf "$DIR/cluster-$port"
+    done
+    for port in "${TLS_CLUSTER_PORTS[@]}"; do
+        rm -rf "$DIR/tls-cluster-$port"
+    done
+}
+
+case "${1:-}" in
+    start) start ;;
+    stop) stop ;;
+    *)
+        echo "usage: $0 start|stop" >&2
+        exit 2
+        ;;
+esac

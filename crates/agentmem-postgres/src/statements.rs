@@ -1,0 +1,236 @@
+//! Running the store's statements named (prepared once per connection, through deadpool's
+//! statement cache) or unnamed (parsed on every execution, for poolers in transaction mode),
+//! and detecting such a pooler.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use deadpool_postgres::{ClientWrapper, Transaction};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf};
+use tokio_postgres::tls::{ChannelBinding, TlsConnect, TlsStream};
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Client, Error as PgError, Row, SimpleQueryMessage};
+
+/// One statement of a store: its text, the types of its parameters (`$1`, `$2`, … in order),
+/// and whether it is prepared once per connection and reused (`named`) or sent unnamed.
+///
+/// Both ways send the same parameter types, so a statement means the same either way.
+#[derive(Debug)]
+pub(crate) struct Stmt {
+    sql: String,
+    types: &'static [Type],
+    named: bool,
+}
+
+impl Stmt {
+    /// `sql` with parameters of `types`, named or not.
+    pub(crate) fn new(sql: String, types: &'static [Type], named: bool) -> Self {
+        Stmt { sql, types, named }
+    }
+
+    /// The parameters paired with their types, for the unnamed statement.
+    fn typed<'a>(&self, params: &[&'a (dyn ToSql + Sync)]) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
+        debug_assert_eq!(params.len(), self.types.len(), "parameters of {}", self.sql);
+        params
+            .iter()
+            .copied()
+            .zip(self.types.iter().cloned())
+            .collect()
+    }
+}
+
+/// Runs [`Stmt`]s on a pooled connection or in a transaction.
+pub(crate) trait Exec {
+    /// The rows `st` returns.
+    fn query_st(
+        &self,
+        st: &Stmt,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> impl Future<Output = Result<Vec<Row>, PgError>> + Send;
+
+    /// The one row `st` returns, if any (an error for more than one).
+    fn query_opt_st(
+        &self,
+        st: &Stmt,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> impl Future<Output = Result<Option<Row>, PgError>> + Send;
+
+    /// The one row `st` returns (an error for none or more).
+    fn query_one_st(
+        &self,
+        st: &Stmt,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> impl Future<Output = Result<Row, PgError>> + Send;
+
+    /// How many rows `st` changed.
+    fn execute_st(
+        &self,
+        st: &Stmt,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> impl Future<Output = Result<u64, PgError>> + Send;
+}
+
+/// `Exec` for deadpool's connection and transaction, which have the same methods.
+macro_rules! exec {
+    ($ty:ty) => {
+        impl Exec for $ty {
+            async fn query_st(
+                &self,
+                st: &Stmt,
+                params: &[&(dyn ToSql + Sync)],
+            ) -> Result<Vec<Row>, PgError> {
+                if st.named {
+                    let prepared = self.prepare_typed_cached(&st.sql, st.types).await?;
+                    self.query(&prepared, params).await
+                } else {
+                    self.query_typed(&st.sql, &st.typed(params)).await
+                }
+            }
+
+            async fn query_opt_st(
+                &self,
+                st: &Stmt,
+                params: &[&(dyn ToSql + Sync)],
+            ) -> Result<Option<Row>, PgError> {
+                if st.named {
+                    let prepared = self.prepare_typed_cached(&st.sql, st.types).await?;
+                    self.query_opt(&prepared, params).await
+                } else {
+                    self.query_typed_opt(&st.sql, &st.typed(params)).await
+                }
+            }
+
+            async fn query_one_st(
+                &self,
+                st: &Stmt,
+                params: &[&(dyn ToSql + Sync)],
+            ) -> Result<Row, PgError> {
+                if st.named {
+                    let prepared = self.prepare_typed_cached(&st.sql, st.types).await?;
+                    self.query_one(&prepared, params).await
+                } else {
+                    self.query_typed_one(&st.sql, &st.typed(params)).await
+                }
+            }
+
+            async fn execute_st(
+                &self,
+                st: &Stmt,
+                params: &[&(dyn ToSql + Sync)],
+            ) -> Result<u64, PgError> {
+                if st.named {
+                    let prepared = self.prepare_typed_cached(&st.sql, st.types).await?;
+                    self.execute(&prepared, params).await
+                } else {
+                    self.execute_typed(&st.sql, &st.typed(params)).await
+                }
+            }
+        }
+    };
+}
+
+exec!(ClientWrapper);
+exec!(Transaction<'_>);
+
+/// The first bytes of a `SSLRequest` and a `CancelRequest` after their length (protocol
+/// version 1234.5679 and 1234.5678).
+const SSL_REQUEST: [u8; 4] = 80_877_103i32.to_be_bytes();
+const CANCEL_REQUEST: [u8; 4] = 80_877_102i32.to_be_bytes();
+
+/// Whether `client`'s connection goes through a pooler that multiplexes server connections
+/// (PgBouncer, …), where named prepared statements do not survive from one transaction to
+/// the next.
+///
+/// At connect, PostgreSQL sends the client a cancel key holding its server process id;
+/// poolers hand out keys of their own. The driver keeps the key private, but writes it into
+/// the `CancelRequest` it sends on a stream we give it: it is given an in-memory pipe (no
+/// request reaches any server), and the process id read there is compared with
+/// `pg_backend_pid()`.
+pub(crate) async fn behind_pooler(client: &Client) -> Result<bool, PgError> {
+    let (mut ours, theirs) = tokio::io::duplex(64);
+    let read_key = async move {
+        let mut head = [0u8; 8];
+        ours.read_exact(&mut head).await?;
+        if head[4..] == SSL_REQUEST {
+            // The driver asks for TLS first (sslmode prefer or require): accept, and the
+            // pass-through "TLS" below hands it the same pipe.
+            ours.write_all(b"S").await?;
+            ours.read_exact(&mut head).await?;
+        }
+        if head[4..] != CANCEL_REQUEST {
+            return Err(io::Error::other("not a cancel request"));
+        }
+        let mut key = [0u8; 8];
+        ours.read_exact(&mut key).await?;
+        Ok(i32::from_be_bytes([key[0], key[1], key[2], key[3]]))
+    };
+    let token = client.cancel_token();
+    let (_, key_pid) = tokio::join!(token.cancel_query_raw(theirs, PassThrough), read_key);
+    let Ok(key_pid) = key_pid else {
+        // Cannot tell: assume a pooler, where unnamed statements are needed (and elsewhere
+        // only cost a parse per statement).
+        return Ok(true);
+    };
+    let backend_pid = client
+        .simple_query("SELECT pg_backend_pid()")
+        .await?
+        .iter()
+        .find_map(|message| match message {
+            SimpleQueryMessage::Row(row) => row.get(0).and_then(|pid| pid.parse::<i32>().ok()),
+            _ => None,
+        });
+    Ok(backend_pid != Some(key_pid))
+}
+
+/// A "TLS" connector that leaves the in-memory pipe as it is, so the cancel request
+/// [`behind_pooler`] reads is plain.
+struct PassThrough;
+
+impl TlsConnect<DuplexStream> for PassThrough {
+    type Stream = Plain;
+    type Error = io::Error;
+    type Future = std::future::Ready<io::Result<Plain>>;
+
+    fn connect(self, stream: DuplexStream) -> Self::Future {
+        std::future::ready(Ok(Plain(stream)))
+    }
+}
+
+/// The pipe, as the driver's TLS stream.
+struct Plain(DuplexStream);
+
+impl AsyncRead for Plain {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Plain {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+}
+
+impl TlsStream for Plain {
+    fn channel_binding(&self) -> ChannelBinding {
+        ChannelBinding::none()
+    }
+}

@@ -1,0 +1,294 @@
+//! Redis Cluster (`redis+cluster://`): `REDIS_CLUSTER_URL` (default
+//! `redis+cluster://127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003/`, the 3-master cluster
+//! `.ci/redis-extra.sh` starts), each test under a key prefix of its own.
+//!
+//! The whole conformance suite runs on the cluster; every key of a store lies in one hash slot;
+//! stores on each master work side by side; version 1 data migrates there; and a cluster that
+//! cannot be reached is `Unavailable`.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use agentmem_core::{
+    AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryId, MemoryItem,
+    MemoryKind, MemoryScope, MemoryStore, Message, MessageQuery, ScopeFilter, SessionId,
+    SessionStore,
+};
+use agentmem_redis::{RedisConfig, RedisStore};
+use agentmem_testkit::{NamespaceGuard, ServerNamespace, TestStore};
+use redis::cluster_async::ClusterConnection;
+
+async fn cluster_store() -> Option<TestStore> {
+    let namespace = ServerNamespace::redis_cluster("conf_cluster");
+    match RedisStore::connect(namespace.url()).await {
+        Ok(store) => Some(
+            TestStore::new(store)
+                .with_namespace(namespace.into_guard())
+                .into_dyn(),
+        ),
+        Err(e) => agentmem_testkit::service_unavailable("redis cluster", namespace.url(), &e),
+    }
+}
+
+/// The conformance suite on the cluster.
+mod conformance {
+    agentmem_testkit::conformance_tests!(super::cluster_store);
+}
+
+fn url() -> String {
+    agentmem_testkit::servers::redis_cluster_url()
+}
+
+/// A store under `prefix` on the cluster, the guard that deletes its keys, and a raw cluster
+/// connection.
+async fn open(prefix: &str) -> Option<(Layered<RedisStore>, NamespaceGuard, ClusterConnection)> {
+    let url = url();
+    let guard = NamespaceGuard::new().redis_store_prefix(&url, prefix);
+    let config = RedisConfig::new(&url).unwrap().with_prefix(prefix).unwrap();
+    let nodes = config.nodes();
+    let store = match RedisStore::connect_with(config).await {
+        Ok(store) => store,
+        Err(e) => return agentmem_testkit::service_unavailable("redis cluster", &url, &e),
+    };
+    let raw = redis::cluster::ClusterClient::new(
+        nodes
+            .iter()
+            .map(|n| format!("redis://{n}"))
+            .collect::<Vec<_>>(),
+    )
+    .unwrap()
+    .get_async_connection()
+    .await
+    .unwrap();
+    Some((store, guard, raw))
+}
+
+async fn keyslot(raw: &mut ClusterConnection, key: &str) -> u16 {
+    redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(key)
+        .query_async(raw)
+        .await
+        .unwrap()
+}
+
+/// The master serving each slot range: `(first slot, last slot, "host:port")`.
+async fn slot_owners(raw: &mut ClusterConnection) -> Vec<(u16, u16, String)> {
+    let slots: Vec<redis::Value> = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query_async(raw)
+        .await
+        .unwrap();
+    slots
+        .into_iter()
+        .map(|range| {
+            // first slot, last slot, then the master (host, port, id, …) and its replicas.
+            let range: Vec<redis::Value> = redis::from_redis_value(range).unwrap();
+            let first: u16 = redis::from_redis_value(range[0].clone()).unwrap();
+            let last: u16 = redis::from_redis_value(range[1].clone()).unwrap();
+            let master: Vec<redis::Value> = redis::from_redis_value(range[2].clone()).unwrap();
+            let host: String = redis::from_redis_value(master[0].clone()).unwrap();
+            let port: u16 = redis::from_redis_value(master[1].clone()).unwrap();
+            (first, last, format!("{host}:{port}"))
+        })
+        .collect()
+}
+
+fn owner(owners: &[(u16, u16, String)], slot: u16) -> &str {
+    &owners
+        .iter()
+        .find(|(first, last, _)| (*first..=*last).contains(&slot))
+        .unwrap()
+        .2
+}
+
+fn sid(s: &str) -> SessionId {
+    s.parse().unwrap()
+}
+
+/// Every key a store writes (sessions, archives, postings, memory items and their indexes)
+/// starts with `{prefix}:` and so lies in the prefix's slot.
+#[tokio::test]
+async fn every_key_of_a_store_lies_in_its_prefix_slot() {
+    let prefix = agentmem_testkit::unique_namespace("slot");
+    let Some((store, _guard, mut raw)) = open(&prefix).await else {
+        return;
+    };
+    assert!(store.is_cluster());
+    let id = sid("Research Agent");
+    store
+        .append(
+            &id,
+            &[
+                Message::user("compare bigquery and alloydb"),
+                Message::assistant("alloydb is postgres compatible"),
+            ],
+        )
+        .await
+        .unwrap();
+    store
+        .compact(&id, &[Message::system("summary: databases")])
+        .await
+        .unwrap();
+    store
+        .put_memory(
+            &MemoryItem::new(MemoryKind::Fact, "likes postgres")
+                .with_key("db")
+                .in_scope(MemoryScope::agent("alice")),
+        )
+        .await
+        .unwrap();
+    // KEYS goes to every master; only the store's node holds any of its keys.
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{{{prefix}}}:*"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert!(keys.len() > 10, "{keys:?}");
+    let tag_slot = keyslot(&mut raw, &prefix).await;
+    for key in &keys {
+        assert!(key.starts_with(&format!("{{{prefix}}}:")), "{key}");
+        assert_eq!(keyslot(&mut raw, key).await, tag_slot, "{key}");
+    }
+    let untagged: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}:*"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert!(untagged.is_empty(), "{untagged:?}");
+}
+
+/// A store on each master: every one works, none sees another's data, and cross-store
+/// nothing is shared (each search sees its own store only).
+#[tokio::test]
+async fn stores_on_every_master_work_side_by_side() {
+    let Some((_, _guard, mut raw)) = open(&agentmem_testkit::unique_namespace("probe")).await
+    else {
+        return;
+    };
+    let owners = slot_owners(&mut raw).await;
+    let masters: BTreeSet<&str> = owners.iter().map(|(_, _, m)| m.as_str()).collect();
+    assert!(masters.len() >= 3, "{owners:?}");
+    // One prefix per master.
+    let mut by_master: BTreeMap<String, String> = BTreeMap::new();
+    while by_master.len() < masters.len() {
+        let prefix = agentmem_testkit::unique_namespace("node");
+        let slot = keyslot(&mut raw, &prefix).await;
+        by_master
+            .entry(owner(&owners, slot).to_string())
+            .or_insert(prefix);
+    }
+    let mut stores = Vec::new();
+    for (master, prefix) in &by_master {
+        let (store, guard, _) = open(prefix).await.unwrap();
+        store
+            .append_one(&sid("shared"), Message::user(format!("served by {master}")))
+            .await
+            .unwrap();
+        stores.push((master, store, guard));
+    }
+    for (master, store, _) in &stores {
+        let hits = store
+            .search_messages("served", &MessageQuery::default())
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 1, "{master}");
+        assert!(hits[0].message.content.ends_with(master.as_str()));
+        assert_eq!(store.list_sessions().await.unwrap().len(), 1);
+    }
+}
+
+/// Data of schema version 1 (one item, written as version 1 did) migrates on a cluster too:
+/// the migration script is routed to the store's node and touches keys of its slot only.
+#[tokio::test]
+async fn version_1_data_migrates_on_a_cluster() {
+    let prefix = agentmem_testkit::unique_namespace("migrate_cluster");
+    let Some((store, _guard, mut raw)) = open(&prefix).await else {
+        return;
+    };
+    drop(store);
+    let root = format!("{{{prefix}}}");
+    let mut item = MemoryItem::new(MemoryKind::Fact, "the user is alpha").with_key("name");
+    item.id = MemoryId::new("v1-a").unwrap();
+    let created = agentmem_core::support::micros(item.created_at);
+    // As version 1 of the layout wrote it: no scope, no expiry, counters per kind only. One
+    // MULTI/EXEC on the slot's node.
+    let mut pipe = redis::pipe();
+    pipe.atomic()
+        .set(format!("{root}:schema"), 1)
+        .hset(
+            format!("{root}:mem:items"),
+            "v1-a",
+            serde_json::to_string(&item).unwrap(),
+        )
+        .hset(
+            format!("{root}:mem:meta"),
+            "v1-a",
+            format!("{created}\nfact\nname"),
+        )
+        .zadd(format!("{root}:mem:order"), "v1-a", 1)
+        .set(format!("{root}:mem:seq"), 1)
+        .zadd(format!("{root}:mem:kind:fact"), "v1-a", 1)
+        .hset(format!("{root}:mem:keys"), "fact\nname", "v1-a")
+        .hset(
+            format!("{root}:mem:terms"),
+            "v1-a",
+            r#"{"l":4,"t":{"alpha":"1","is":"1","the":"1","user":"1"}}"#,
+        )
+        .hset(format!("{root}:mem:lens"), "v1-a", 4)
+        .hincr(format!("{root}:mem:stats"), "docs:fact", 1)
+        .hincr(format!("{root}:mem:stats"), "words:fact", 4);
+    for term in ["alpha", "is", "the", "user"] {
+        pipe.hset(format!("{root}:mem:t:{term}"), "v1-a", 1);
+    }
+    let _: () = pipe.query_async(&mut raw).await.unwrap();
+
+    // (Its guard deletes the same keys as the first one.)
+    let (store, _same_guard, _) = open(&prefix).await.unwrap();
+    assert_eq!(store.schema_version().await.unwrap(), 2);
+    let meta: String = redis::cmd("HGET")
+        .arg(format!("{root}:mem:meta"))
+        .arg("v1-a")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(meta, format!("{created}\n\n\nfact\nname"));
+    let global = MemoryFilter::default().with_scope(ScopeFilter::Exactly(MemoryScope::global()));
+    assert_eq!(store.list_memories(&global).await.unwrap(), [item.clone()]);
+    let hits = store
+        .search_memories("alpha", &MemoryFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    // The key index was converted: a put with the same kind and key replaces the item.
+    let renamed = MemoryItem::new(MemoryKind::Fact, "the user is beta").with_key("name");
+    assert_eq!(store.put_memory(&renamed).await.unwrap().id, item.id);
+}
+
+/// Seed nodes that do not answer: `Unavailable`, labelled, and the password never shown.
+#[tokio::test]
+async fn an_unreachable_cluster_is_unavailable() {
+    let url = "redis+cluster://:hunter2@127.0.0.1:1,127.0.0.1:2/?prefix=x&connect_timeout_ms=300";
+    let err = RedisStore::connect(url).await.expect_err("nothing listens");
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert_eq!(err.backend_name(), Some("redis"));
+    assert!(!format!("{err} {err:?}").contains("hunter2"), "{err:?}");
+}
+
+/// A store keeps working through the cluster client: `Debug` names every seed node, and the
+/// layered store reports the backend as on a single server.
+#[tokio::test]
+async fn a_cluster_store_reports_itself() {
+    let prefix = agentmem_testkit::unique_namespace("debug");
+    let Some((store, _guard, _)) = open(&prefix).await else {
+        return;
+    };
+    let shown = format!("{:?}", *store);
+    for node in RedisConfig::new(&url()).unwrap().nodes() {
+        assert!(shown.contains(&node), "{shown}");
+    }
+    assert!(shown.contains("cluster: true"), "{shown}");
+    assert_eq!(store.backend(), "redis");
+    let dyn_store: &dyn AgentMemory = &store;
+    assert!(dyn_store.capabilities().atomic_compaction);
+}
