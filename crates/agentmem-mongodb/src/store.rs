@@ -543,7 +543,7 @@ impl MemoryStore for MongoStore {
 }
 
 /// Connects by URL: registering this config (`Registry::with::<MongoConfig>()`) makes
-/// `mongodb://` (and `mongodb+srv://`, refused with `Unsupported` in this build) URLs open a
+/// `mongodb://` and `mongodb+srv://` (resolved through DNS SRV and TXT records) URLs open a
 /// [`MongoStore`].
 #[async_trait]
 impl BackendConfig for MongoConfig {

@@ -502,11 +502,13 @@ async fn the_registry_opens_mongodb_urls() {
         registry.backend_for("mongodb+srv://cluster.example/db"),
         Some("mongodb")
     );
+    // Accepted and resolved through DNS: a name without SRV records is unavailable, not
+    // unsupported.
     let err = registry
         .open("mongodb+srv://cluster.example/db")
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
     let err = registry
         .open("mongodb://127.0.0.1:1/x?directConnection=true&serverSelectionTimeoutMS=200")
         .await
