@@ -42,7 +42,8 @@ pub(crate) fn connector(config: &PostgresConfig) -> Result<Option<MakeRustlsConn
     let (verifier, trust): (Arc<dyn ServerCertVerifier>, String) =
         match (mode, config.ssl_root_cert()) {
             (SslMode::Prefer | SslMode::Require, None) => (
-                Arc::new(NoChainCheck {
+                Arc::new(LibpqVerifier {
+                    roots: None,
                     provider: provider.clone(),
                 }),
                 "the server's certificate is not checked".to_string(),
@@ -65,8 +66,8 @@ pub(crate) fn connector(config: &PostgresConfig) -> Result<Option<MakeRustlsConn
                             ))
                         })?
                 } else {
-                    Arc::new(ChainCheck {
-                        roots,
+                    Arc::new(LibpqVerifier {
+                        roots: Some(roots),
                         provider: provider.clone(),
                     })
                 };
@@ -404,70 +405,21 @@ fn content_len(input: &[u8]) -> Option<usize> {
         .try_fold(0usize, |n, b| Some((n << 8) | usize::from(*b)))
 }
 
-/// `prefer` and `require` without `sslrootcert`, as libpq: any certificate is accepted (the
-/// connection is encrypted but the server is not authenticated); the handshake signatures
-/// are still checked.
+/// The certificate check of the modes below `verify-full` (which uses rustls' own verifier):
+///
+/// - without `roots` (`prefer` and `require` without `sslrootcert`, as libpq): any certificate
+///   is accepted: the connection is encrypted but the server is not authenticated;
+/// - with `roots` (`verify-ca`, and `prefer` / `require` with `sslrootcert`): the certificate
+///   must chain to a trusted CA and be valid now, for any host name.
+///
+/// The handshake signatures are checked either way.
 #[derive(Debug)]
-struct NoChainCheck {
+struct LibpqVerifier {
+    roots: Option<Arc<RootCertStore>>,
     provider: Arc<CryptoProvider>,
 }
 
-impl ServerCertVerifier for NoChainCheck {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
-}
-
-/// `verify-ca` (and `prefer` / `require` with `sslrootcert`): the certificate must chain to
-/// a trusted CA and be valid now, for any host name.
-#[derive(Debug)]
-struct ChainCheck {
-    roots: Arc<RootCertStore>,
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for ChainCheck {
+impl ServerCertVerifier for LibpqVerifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -476,14 +428,16 @@ impl ServerCertVerifier for ChainCheck {
         _ocsp_response: &[u8],
         now: UnixTime,
     ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        let cert = ParsedCertificate::try_from(end_entity)?;
-        rustls::client::verify_server_cert_signed_by_trust_anchor(
-            &cert,
-            &self.roots,
-            intermediates,
-            now,
-            self.provider.signature_verification_algorithms.all,
-        )?;
+        if let Some(roots) = &self.roots {
+            let cert = ParsedCertificate::try_from(end_entity)?;
+            rustls::client::verify_server_cert_signed_by_trust_anchor(
+                &cert,
+                roots,
+                intermediates,
+                now,
+                self.provider.signature_verification_algorithms.all,
+            )?;
+        }
         Ok(ServerCertVerified::assertion())
     }
 

@@ -122,50 +122,5 @@ async fn writers_through_the_pooler_keep_order_and_lose_nothing() {
     else {
         return;
     };
-    let url = common::with_options(
-        &common::pgbouncer_url(),
-        &[("schema", first.schema()), ("pool_size", "2")],
-    );
-    let mut writers = vec![first.clone()];
-    for _ in 0..3 {
-        writers.push(PostgresStore::connect(&url).await.expect("another process"));
-    }
-    let session = sid("shared");
-    let tasks: Vec<_> = writers
-        .into_iter()
-        .enumerate()
-        .map(|(w, store)| {
-            let session = session.clone();
-            tokio::spawn(async move {
-                for i in 0..20 {
-                    let batch: Vec<Message> = (0..=(i % 3))
-                        .map(|k| Message::user(format!("w{w} i{i} k{k}")))
-                        .collect();
-                    store.append(&session, &batch).await.expect("append");
-                    if i % 5 == 0 {
-                        // Reads and transactions interleave with the appends.
-                        store.load(&session, Some(3)).await.expect("load");
-                        store.list_sessions().await.expect("list");
-                    }
-                }
-            })
-        })
-        .collect();
-    for t in tasks {
-        t.await.expect("writer task");
-    }
-    let all = first.messages(&session).await.expect("load");
-    let per_writer: usize = (0..20).map(|i| i % 3 + 1).sum();
-    assert_eq!(all.len(), 4 * per_writer, "nothing lost");
-    for w in 0..4 {
-        let mine: Vec<&str> = all
-            .iter()
-            .map(|m| m.content.as_str())
-            .filter(|c| c.starts_with(&format!("w{w} ")))
-            .collect();
-        let expected: Vec<String> = (0..20)
-            .flat_map(|i| (0..=(i % 3)).map(move |k| format!("w{w} i{i} k{k}")))
-            .collect();
-        assert_eq!(mine, expected, "writer {w} keeps its order");
-    }
+    common::four_writers(&first, &common::pgbouncer_url(), 20, true).await;
 }

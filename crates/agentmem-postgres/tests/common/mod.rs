@@ -130,3 +130,60 @@ async fn drop_stale_schemas(store: &PostgresStore) {
         }
     }
 }
+
+/// Four stores with pools of their own (standing in for four processes) on the schema of
+/// `first` at `base`, each appending `rounds` batches of 1-3 messages to one session (with
+/// reads between, when `with_reads`); checks that nothing is lost and each writer's messages
+/// keep their order, and returns every message of the session.
+pub async fn four_writers(
+    first: &Layered<PostgresStore>,
+    base: &str,
+    rounds: usize,
+    with_reads: bool,
+) -> Vec<agentmem_core::Message> {
+    use agentmem_core::{AgentMemoryExt, Message, SessionId, SessionStore};
+    let url = with_options(base, &[("schema", first.schema()), ("pool_size", "2")]);
+    let mut writers = vec![first.clone()];
+    for _ in 0..3 {
+        writers.push(PostgresStore::connect(&url).await.expect("another process"));
+    }
+    let session = SessionId::new("shared").expect("session id");
+    let tasks: Vec<_> = writers
+        .into_iter()
+        .enumerate()
+        .map(|(w, store)| {
+            let session = session.clone();
+            tokio::spawn(async move {
+                for i in 0..rounds {
+                    let batch: Vec<Message> = (0..=(i % 3))
+                        .map(|k| Message::user(format!("w{w} i{i} k{k}")))
+                        .collect();
+                    store.append(&session, &batch).await.expect("append");
+                    if with_reads && i % 5 == 0 {
+                        // Reads and transactions interleave with the appends.
+                        store.load(&session, Some(3)).await.expect("load");
+                        store.list_sessions().await.expect("list");
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("writer task");
+    }
+    let all = first.messages(&session).await.expect("load");
+    let per_writer: usize = (0..rounds).map(|i| i % 3 + 1).sum();
+    assert_eq!(all.len(), 4 * per_writer, "nothing lost");
+    for w in 0..4 {
+        let mine: Vec<&str> = all
+            .iter()
+            .map(|m| m.content.as_str())
+            .filter(|c| c.starts_with(&format!("w{w} ")))
+            .collect();
+        let expected: Vec<String> = (0..rounds)
+            .flat_map(|i| (0..=(i % 3)).map(move |k| format!("w{w} i{i} k{k}")))
+            .collect();
+        assert_eq!(mine, expected, "writer {w} keeps its order");
+    }
+    all
+}
