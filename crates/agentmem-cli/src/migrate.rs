@@ -176,13 +176,9 @@ async fn verify(
     for item in items {
         // An item may have replaced an older one with the same scope, kind and key, keeping
         // its id.
-        let found = stored.iter().any(|s| {
-            s.id == item.id
-                || (item.key.is_some()
-                    && s.kind == item.kind
-                    && s.scope == item.scope
-                    && s.key == item.key)
-        });
+        let found = stored
+            .iter()
+            .any(|s| s.id == item.id || item.shares_key_with(s));
         if !found {
             return Err(fail(format!(
                 "memory item {:?} is missing at the destination",

@@ -8,14 +8,16 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod deployments;
 
 use std::path::Path;
 
 use agentmem_core::{MemoryId, MemoryItem, MemoryKind, Message, MessageId, Role};
 use agentmem_formats::{jsonl, ArchiveExport, ExportDocument, SessionExport};
-use agentmem_testkit::{service_unavailable, ServerNamespace};
+use agentmem_testkit::ServerNamespace;
 use chrono::{DateTime, Duration, Utc};
 use common::{agentmem, file_url, import, json, ok, on, rows};
+use deployments::reachable;
 
 /// 10,000 messages in five sessions, with archives, tool pairs, agent roles, metadata and
 /// memory items.
@@ -85,20 +87,6 @@ fn generated() -> ExportDocument {
         doc.memories.push(item);
     }
     doc
-}
-
-/// The store at `url` answers, or the leg is skipped (or fails when services are required).
-fn reachable(service: &str, url: &str) -> bool {
-    let out = agentmem()
-        .args(["--store", url, "sessions"])
-        .output()
-        .unwrap();
-    if out.status.success() {
-        return true;
-    }
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    service_unavailable::<()>(service, url, &err);
-    false
 }
 
 fn migrate(from: &str, to: &str) -> serde_json::Value {

@@ -25,7 +25,8 @@ use crate::store::{
     RetentionPolicy, SessionStore,
 };
 use crate::support::{
-    memory_is_purged, memory_retention_cutoff, rank_memories, rank_messages, select_memories,
+    memory_is_purged, memory_retention_cutoff, rank_memories, rank_messages, retention_cutoff,
+    select_memories,
 };
 use crate::Layered;
 
@@ -272,14 +273,8 @@ impl SessionStore for InMemoryStore {
         let at = now();
         let mut state = self.state();
         let before = state.sessions.len();
-        if let Some(max_age) = policy.max_age {
-            // An age too large for chrono reaches back before any possible write: keep all.
-            if let Some(cutoff) = chrono::Duration::from_std(max_age)
-                .ok()
-                .and_then(|age| at.checked_sub_signed(age))
-            {
-                state.sessions.retain(|_, s| s.updated_at >= cutoff);
-            }
+        if let Some(cutoff) = retention_cutoff(policy, at) {
+            state.sessions.retain(|_, s| s.updated_at >= cutoff);
         }
         if let Some(max_sessions) = policy.max_sessions {
             if state.sessions.len() > max_sessions {
@@ -312,9 +307,7 @@ impl MemoryStore for InMemoryStore {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         let mut state = self.state();
         let at = now();
-        let holds_key = |m: &MemoryItem| {
-            item.key.is_some() && m.key == item.key && m.kind == item.kind && m.scope == item.scope
-        };
+        let holds_key = |m: &MemoryItem| item.shares_key_with(m);
         // An expired item with the key is gone: the new item does not take it over.
         state
             .memories

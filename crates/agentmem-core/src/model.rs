@@ -552,6 +552,16 @@ impl MemoryItem {
         self
     }
 
+    /// Whether `other` holds the key this item would take: both have a key, and the same
+    /// scope, kind and key (the upsert-by-key rule of
+    /// [`MemoryStore::put_memory`](crate::MemoryStore::put_memory)).
+    pub fn shares_key_with(&self, other: &MemoryItem) -> bool {
+        self.key.is_some()
+            && self.key == other.key
+            && self.kind == other.kind
+            && self.scope == other.scope
+    }
+
     /// Whether the item has expired at `now`.
     pub fn is_expired_at(&self, now: DateTime<Utc>) -> bool {
         self.expires_at.is_some_and(|at| at <= now)

@@ -99,14 +99,6 @@ pub(crate) struct MemoryCtx<'a> {
     pub(crate) durability: Durability,
 }
 
-/// Whether `stored` holds the key `item` would take: the same scope, kind and key.
-fn holds_key_of(stored: &MemoryItem, item: &MemoryItem) -> bool {
-    item.key.is_some()
-        && stored.key == item.key
-        && stored.kind == item.kind
-        && stored.scope == item.scope
-}
-
 /// A put of every live item, to rewrite the log with.
 fn live_records(slot: &MemorySlot) -> Vec<Record> {
     slot.items
@@ -286,7 +278,7 @@ impl MemoryCtx<'_> {
             .or_else(|| {
                 slot.items
                     .iter()
-                    .find(|i| holds_key_of(i, item) && !i.is_expired_at(at))
+                    .find(|i| item.shares_key_with(i) && !i.is_expired_at(at))
             })
             .cloned();
         if let Some(old) = existing {
@@ -299,7 +291,7 @@ impl MemoryCtx<'_> {
         let shadowed: Vec<MemoryId> = slot
             .items
             .iter()
-            .filter(|i| i.id != stored.id && holds_key_of(i, &stored))
+            .filter(|i| i.id != stored.id && stored.shares_key_with(i))
             .map(|i| i.id.clone())
             .collect();
         for id in shadowed {

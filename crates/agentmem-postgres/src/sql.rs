@@ -11,23 +11,9 @@ use tokio_postgres::types::Type;
 use crate::codec::MESSAGE_COLUMNS;
 use crate::statements::Stmt;
 
-/// The parameters of the append-shaped statements (`MessageColumns::params`): session id,
-/// time, count, then the nine message arrays of `UNNEST_MESSAGES`.
-const MESSAGES: &[Type] = &[
-    Type::TEXT,
-    Type::TIMESTAMPTZ,
-    Type::INT8,
-    Type::TEXT_ARRAY,
-    Type::TEXT_ARRAY,
-    Type::TEXT_ARRAY,
-    Type::BYTEA_ARRAY,
-    Type::TIMESTAMPTZ_ARRAY,
-    Type::TEXT_ARRAY,
-    Type::TEXT_ARRAY,
-    Type::JSON_ARRAY,
-    Type::TEXT_ARRAY,
-];
-/// `MESSAGES` and the session's metadata.
+/// The parameters of `save_session`: those of the append-shaped statements
+/// (`MessageColumns::params`: session id, time, count, then the nine message arrays of
+/// `UNNEST_MESSAGES`), then the session's metadata.
 const MESSAGES_AND_METADATA: &[Type] = &[
     Type::TEXT,
     Type::TIMESTAMPTZ,
@@ -43,6 +29,11 @@ const MESSAGES_AND_METADATA: &[Type] = &[
     Type::TEXT_ARRAY,
     Type::JSON,
 ];
+/// The parameters of the append-shaped statements: `MESSAGES_AND_METADATA` without the
+/// metadata.
+const MESSAGES: &[Type] = MESSAGES_AND_METADATA
+    .split_at(MESSAGES_AND_METADATA.len() - 1)
+    .0;
 const NONE: &[Type] = &[];
 const TEXT: &[Type] = &[Type::TEXT];
 const TEXT_TEXT: &[Type] = &[Type::TEXT, Type::TEXT];

@@ -17,16 +17,7 @@ use url::Url;
 /// The TLS server's URL without its `ssl*` options, and its password (to check that no
 /// error shows it).
 fn tls_base() -> (String, String) {
-    let mut url = Url::parse(&common::tls_url()).expect("POSTGRES_TLS_URL is a URL");
-    let kept: Vec<(String, String)> = url
-        .query_pairs()
-        .filter(|(k, _)| !k.starts_with("ssl"))
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
-    url.set_query(None);
-    if !kept.is_empty() {
-        url.query_pairs_mut().extend_pairs(kept);
-    }
+    let url = common::tls_url_without_ssl_options();
     let password = url.password().unwrap_or_default().to_string();
     (url.to_string(), password)
 }

@@ -9,7 +9,6 @@ use std::process::Command;
 
 use agentmem_core::ErrorKind;
 use agentmem_postgres::PostgresStore;
-use url::Url;
 
 #[tokio::test]
 async fn ssl_cert_file_names_the_trusted_cas() {
@@ -22,15 +21,8 @@ async fn ssl_cert_file_names_the_trusted_cas() {
         .unwrap_or(());
     };
     // The TLS server's URL with verify-full and no sslrootcert.
-    let mut url = Url::parse(&common::tls_url()).expect("POSTGRES_TLS_URL is a URL");
-    let kept: Vec<(String, String)> = url
-        .query_pairs()
-        .filter(|(k, _)| !k.starts_with("ssl"))
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
-    url.set_query(None);
+    let mut url = common::tls_url_without_ssl_options();
     url.query_pairs_mut()
-        .extend_pairs(kept)
         .append_pair("sslmode", "verify-full")
         .append_pair("pool_size", "1");
     let schema = agentmem_testkit::unique_namespace(common::PREFIX);

@@ -286,9 +286,7 @@ fn memory_import_plan(stored: &[MemoryItem], item: &MemoryItem) -> Result<bool> 
         )));
     }
     if let Some(key) = &item.key {
-        let same_key = stored
-            .iter()
-            .find(|m| m.kind == item.kind && m.scope == item.scope && m.key.as_ref() == Some(key));
+        let same_key = stored.iter().find(|m| item.shares_key_with(m));
         if let Some(other) = same_key {
             return Err(Error::conflict(format!(
                 "memory item `{}` would replace `{}`, stored under the same scope ({}), kind and \

@@ -51,6 +51,21 @@ pub fn tls_url() -> String {
     agentmem_testkit::servers::postgres_tls_url()
 }
 
+/// [`tls_url`] without its `ssl*` options (each test sets its own).
+pub fn tls_url_without_ssl_options() -> url::Url {
+    let mut url = url::Url::parse(&tls_url()).expect("POSTGRES_TLS_URL is a URL");
+    let kept: Vec<(String, String)> = url
+        .query_pairs()
+        .filter(|(k, _)| !k.starts_with("ssl"))
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    url.set_query(None);
+    if !kept.is_empty() {
+        url.query_pairs_mut().extend_pairs(kept);
+    }
+    url
+}
+
 /// `PGBOUNCER_URL`: PgBouncer in transaction pooling mode in front of the plain server.
 pub fn pgbouncer_url() -> String {
     agentmem_testkit::servers::pgbouncer_url()
