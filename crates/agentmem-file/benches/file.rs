@@ -13,6 +13,11 @@
 //! compacted one 10,000. With `AGENTMEM_BENCH_QUICK=1` both hold 2,000, the curves stop at
 //! 10,000 and criterion takes fewer samples (for CI).
 //!
+//! `group_commit` runs durable (`Durability::Fsync`) appends of one message by 1, 2, 4 and 8
+//! writers at once on one session, free-running: tasks of this process sharing one store, and
+//! separate processes (this binary started again, one store each). Its throughput is messages
+//! acknowledged per second by all writers together.
+//!
 //! `peak_memory_load_all_of_<n>` measures memory, not time: it loads the big session whole
 //! once in a fresh process (this binary started again, see [`memory_child`]) and prints, on
 //! stderr, how far the resident set grew above what it was before the load (Linux: the peak is
@@ -323,6 +328,117 @@ fn curves(c: &mut Criterion) {
     });
 }
 
+/// Writers in the group-commit cases.
+const WRITERS: [usize; 4] = [1, 2, 4, 8];
+/// Set in a writer process of `group_commit/processes`: `root|session|count`.
+const WRITER_ENV: &str = "AGENTMEM_BENCH_FILE_WRITER";
+
+/// Durable appends by several writers at once (see the module documentation).
+fn group_commit(c: &mut Criterion) {
+    let rt = runtime();
+    let mut group = c.benchmark_group("group_commit");
+    bench::quick_group(&mut group);
+    let m = message(0);
+    for writers in WRITERS {
+        group.throughput(Throughput::Elements(writers as u64));
+        let dir = tempfile::tempdir().unwrap();
+        let store = std::sync::Arc::new(rt.block_on(store(dir.path(), Durability::Fsync)));
+        let session = SessionId::new("shared").unwrap();
+        group.bench_function(format!("tasks/{writers}"), |b| {
+            b.to_async(&rt).iter_custom(|iters| {
+                let store = store.clone();
+                let (session, m) = (session.clone(), m.clone());
+                async move {
+                    let start = Instant::now();
+                    let tasks: Vec<_> = (0..writers)
+                        .map(|_| {
+                            let (store, session, m) = (store.clone(), session.clone(), m.clone());
+                            tokio::spawn(async move {
+                                for _ in 0..iters {
+                                    store
+                                        .append(&session, std::slice::from_ref(&m))
+                                        .await
+                                        .unwrap();
+                                }
+                            })
+                        })
+                        .collect();
+                    for task in tasks {
+                        task.await.unwrap();
+                    }
+                    start.elapsed()
+                }
+            })
+        });
+        group.bench_function(format!("processes/{writers}"), |b| {
+            b.iter_custom(|iters| writer_processes(dir.path(), writers, iters))
+        });
+    }
+    group.finish();
+}
+
+/// Starts `writers` processes that each append `count` messages durably to one session of the
+/// store at `root`, lets them go at once and returns how long they took together.
+fn writer_processes(root: &Path, writers: usize, count: u64) -> Duration {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let exe = std::env::current_exe().unwrap();
+    let mut children: Vec<_> = (0..writers)
+        .map(|_| {
+            Command::new(&exe)
+                .env(WRITER_ENV, format!("{}|shared|{count}", root.display()))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in &mut children {
+        let mut ready = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut ready)
+            .unwrap();
+        assert_eq!(ready.trim(), "ready", "writer process did not start");
+    }
+    let start = Instant::now();
+    for child in &mut children {
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    }
+    for mut child in children {
+        assert!(child.wait().unwrap().success(), "writer process failed");
+    }
+    start.elapsed()
+}
+
+/// The writer process of `group_commit/processes`; `false` when this is not one.
+fn writer_child() -> bool {
+    let Ok(spec) = std::env::var(WRITER_ENV) else {
+        return false;
+    };
+    let mut parts = spec.split('|');
+    let (root, session, count) = (
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+        parts.next().unwrap().parse::<u64>().unwrap(),
+    );
+    let rt = runtime();
+    let store = rt.block_on(store(Path::new(root), Durability::Fsync));
+    let session = SessionId::new(session).unwrap();
+    let m = message(0);
+    println!("ready");
+    let mut go = String::new();
+    std::io::stdin().read_line(&mut go).unwrap();
+    rt.block_on(async {
+        for _ in 0..count {
+            store
+                .append(&session, std::slice::from_ref(&m))
+                .await
+                .unwrap();
+        }
+    });
+    true
+}
+
 fn config() -> Criterion {
     bench::criterion(
         Criterion::default()
@@ -380,9 +496,12 @@ criterion_group! {
     name = benches;
     config = config();
     targets = append_one, append_batch_1000, reads, compact, append_10k_then_reload, curves,
-        peak_memory
+        group_commit, peak_memory
 }
 
 fn main() {
+    if writer_child() {
+        return;
+    }
     bench::main(memory_child, benches);
 }

@@ -15,9 +15,11 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod commit;
 mod config;
 mod fsutil;
 mod layout;
+mod lease;
 mod log;
 mod memories;
 mod repair;

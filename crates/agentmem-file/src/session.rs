@@ -7,6 +7,7 @@ use std::io::Write;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::Arc;
 
 use agentmem_core::history::{tail_start, trim_orphans};
 use agentmem_core::{
@@ -17,11 +18,13 @@ use agentmem_formats::swarms::{
 };
 use chrono::{DateTime, SubsecRound, Utc};
 
+use crate::commit::{GroupCommit, Ticket};
 use crate::config::Durability;
 use crate::fsutil::{
     create_dirs, io_error, list_dir, open_append, stat, sync_dir, write_atomic, FileId, TMP_PREFIX,
 };
 use crate::layout::{SessionPaths, QUARANTINE_DIR};
+use crate::lease::Lease;
 use crate::log::{
     encode_append, encode_log, parse_archive_header, parse_entry, parse_session_header, scan_lines,
     ArchiveHeader, BadLine, SessionHeader, ARCHIVE_FORMAT, LOG_VERSION,
@@ -32,8 +35,13 @@ use crate::repair::{Findings, RepairKind};
 /// handful of system calls. Guarded by the session's in-process mutex.
 #[derive(Debug, Default)]
 pub(crate) struct SessionSlot {
-    /// The open lock file (locked only while an operation runs).
+    /// The open lock file (locked while an operation runs, and while `lease` lasts).
     pub(crate) lock_file: Option<File>,
+    /// Set while this process keeps the file lock between operations (see `lease.rs`): then
+    /// no other process has touched the files since `open` was last brought up to date.
+    pub(crate) lease: Option<Lease>,
+    /// The group commit of durable appends (see `commit.rs`).
+    pub(crate) group: Arc<GroupCommit>,
     /// The session's open files and summary, when it exists and has been read.
     pub(crate) open: Option<OpenSession>,
 }
@@ -41,7 +49,7 @@ pub(crate) struct SessionSlot {
 /// The open files of an existing session and what this process last saw of them.
 #[derive(Debug)]
 pub(crate) struct OpenSession {
-    log: File,
+    log: Arc<File>,
     log_id: FileId,
     log_len: u64,
     /// Physical lines in the log, the header included (for error messages).
@@ -75,7 +83,7 @@ impl OpenSession {
         messages: &[Message],
     ) -> Self {
         let mut open = OpenSession {
-            log,
+            log: Arc::new(log),
             log_id: FileId::of(meta),
             log_len,
             lines,
@@ -198,6 +206,11 @@ impl SessionCtx<'_> {
     }
 
     fn sync_inner(&self, slot: &mut SessionSlot, f: &mut Findings) -> Result<Synced> {
+        if slot.lease.is_some() && slot.open.is_some() {
+            // The lock was held since `open` was last synced: no other process wrote.
+            return Ok(Synced::Current);
+        }
+        let repairs_before = f.list.len();
         let p = &self.paths;
         if self.ignores_case && slot.open.is_none() {
             refuse_case_twin(&p.dir, self.id)?;
@@ -242,7 +255,13 @@ impl SessionCtx<'_> {
         let Some(o) = slot.open.as_mut() else {
             return Err(Error::backend("session state missing after sync"));
         };
-        o.mtime = to_utc(meta.modified());
+        let mut modified = meta.modified();
+        if f.list.len() > repairs_before {
+            // A repair (a torn tail cut away) wrote to the log after `meta` was taken.
+            modified = o.log.metadata().and_then(|m| m.modified());
+        }
+        // Never backwards: this process's own appends noted a time at least the file's.
+        o.mtime = o.mtime.max(to_utc(modified));
         self.check_md(o, loaded.as_deref(), changed, f)?;
         Ok(match loaded {
             Some(m) => Synced::Loaded(m),
@@ -734,15 +753,18 @@ impl SessionCtx<'_> {
     }
 
     /// Appends `messages` (not empty): new bytes only, one write per file; on failure both
-    /// files are cut back to their previous lengths, so nothing is half-written.
+    /// files are cut back to their previous lengths, so nothing is half-written. Under
+    /// [`Durability::Fsync`] the caller must wait on the returned ticket, without the locks,
+    /// before acknowledging the append.
     pub(crate) fn append(
         &self,
         slot: &mut SessionSlot,
         messages: &[Message],
         f: &mut Findings,
-    ) -> Result<()> {
+    ) -> Result<Option<Ticket>> {
         if let Synced::Missing = self.sync(slot, f)? {
-            return self.create(slot, messages, Metadata::new());
+            // A new session's files are written whole and synced.
+            return self.create(slot, messages, Metadata::new()).map(|()| None);
         }
         let result = self.append_existing(slot, messages);
         if result.is_err() {
@@ -751,7 +773,11 @@ impl SessionCtx<'_> {
         result
     }
 
-    fn append_existing(&self, slot: &mut SessionSlot, messages: &[Message]) -> Result<()> {
+    fn append_existing(
+        &self,
+        slot: &mut SessionSlot,
+        messages: &[Message],
+    ) -> Result<Option<Ticket>> {
         let p = &self.paths;
         let Some(o) = slot.open.as_mut() else {
             return Err(Error::backend("session state missing before append"));
@@ -760,14 +786,21 @@ impl SessionCtx<'_> {
             return Err(Error::backend(format!("{} is not open", p.md.display())));
         };
         let line = encode_append(messages)?;
-        let blocks: String = messages.iter().filter_map(render_block).collect();
+        let mut blocks = String::new();
+        let mut last_block = None;
+        for m in messages {
+            if let Some(block) = render_block(m) {
+                blocks.push_str(&block);
+                last_block = Some(block);
+            }
+        }
         let (log_start, md_start) = (o.log_len, o.md_len);
         let undo = |log: &File, md: &File| {
             // Best effort: if even this fails, the next sync re-reads and repairs.
             let _ = log.set_len(log_start);
             let _ = md.set_len(md_start);
         };
-        if let Err(e) = o.log.write_all(&line) {
+        if let Err(e) = (&*o.log).write_all(&line) {
             undo(&o.log, md);
             return Err(io_error(&p.log, "cannot append to", e));
         }
@@ -777,30 +810,23 @@ impl SessionCtx<'_> {
                 return Err(io_error(&p.md, "cannot append to", e));
             }
         }
-        if self.durability == Durability::Fsync {
-            let synced = o
-                .log
-                .sync_data()
-                .map_err(|e| io_error(&p.log, "cannot fsync", e))
-                .and_then(|()| {
-                    if blocks.is_empty() {
-                        Ok(())
-                    } else {
-                        md.sync_data()
-                            .map_err(|e| io_error(&p.md, "cannot fsync", e))
-                    }
-                });
-            if let Err(e) = synced {
-                undo(&o.log, md);
-                return Err(e);
-            }
-        }
+        // Only the log is synced for a durable append: `MEMORY.md` is its view, and a view
+        // that a crash left short or stale is regenerated from the log on the next access.
+        let ticket =
+            (self.durability == Durability::Fsync).then(|| slot.group.written(&o.log, &p.log));
         o.log_len += line.len() as u64;
         o.md_len += blocks.len() as u64;
         o.lines += 1;
         o.count += messages.len() as u64;
-        note_messages(o, messages);
-        Ok(())
+        if last_block.is_some() {
+            o.last_block = last_block;
+        }
+        if let Some(m) = messages.last() {
+            o.last_timestamp = Some(m.timestamp);
+        }
+        // The log's modification time, without asking the file system (see `updated_at`).
+        o.mtime = o.mtime.max(Some(now()));
+        Ok(ticket)
     }
 
     /// Creates the session with `messages`: the log first, then its view, each written whole.

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 use agentmem_core::layer;
 use agentmem_core::support::{
@@ -23,6 +24,7 @@ use crate::fsutil::{
     FileLockGuard,
 };
 use crate::layout::{Layout, TRASH_PREFIX};
+use crate::lease::{Lease, LeaseThread};
 use crate::memories::{MemoryCtx, MemorySlot};
 use crate::repair::{Findings, RepairKind, RepairLog, RepairReport};
 use crate::session::{SessionCtx, SessionSlot, Synced};
@@ -81,6 +83,70 @@ struct Inner {
     sessions: std::sync::Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<SessionSlot>>>>,
     memories: Arc<tokio::sync::Mutex<MemorySlot>>,
     repairs: RepairLog,
+    /// Ends idle leases (see `lease.rs`).
+    leases: LeaseThread,
+}
+
+impl Inner {
+    /// Where session `id` lives, for one operation.
+    fn session_ctx<'a>(&self, id: &'a SessionId) -> SessionCtx<'a> {
+        SessionCtx {
+            id,
+            paths: self.layout.session(id),
+            durability: self.durability,
+            ignores_case: self.ignores_case,
+        }
+    }
+
+    /// Ends the leases idle for [`LEASE_IDLE`](crate::lease::LEASE_IDLE); says whether any
+    /// lease is left. A session in use keeps its lease: its operation notes itself on it.
+    fn end_idle_leases(&self) -> bool {
+        let slots: Vec<_> = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        let now = Instant::now();
+        let mut left = false;
+        for slot in slots {
+            let Ok(mut slot) = slot.try_lock() else {
+                left = true;
+                continue;
+            };
+            match slot.lease {
+                Some(lease) if lease.is_idle(now) => end_lease(&mut slot),
+                Some(_) => left = true,
+                None => {}
+            }
+        }
+        left
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.leases.store_dropped();
+    }
+}
+
+/// Ends the session's lease, releasing the file lock it kept.
+fn end_lease(slot: &mut SessionSlot) {
+    if slot.lease.take().is_some() {
+        release_lock(slot);
+    }
+}
+
+/// Releases the session's file lock (held by the caller).
+fn release_lock(slot: &mut SessionSlot) {
+    if let Some(file) = &slot.lock_file {
+        // If unlocking fails the lock is released when the file is closed: close it.
+        if let Err(e) = file.unlock() {
+            tracing::warn!(error = %e, "cannot release a file lock");
+            slot.lock_file = None;
+        }
+    }
 }
 
 fn join_error(e: tokio::task::JoinError) -> Error {
@@ -119,6 +185,7 @@ impl FileStore {
             sessions: std::sync::Mutex::new(HashMap::new()),
             memories: Arc::new(tokio::sync::Mutex::new(MemorySlot::default())),
             repairs: RepairLog::default(),
+            leases: LeaseThread::default(),
         };
         inner.repairs.extend(&findings);
         Ok(FileStore {
@@ -245,7 +312,8 @@ impl FileStore {
     }
 
     /// Runs `op` on a blocking thread with the session's in-process mutex (fair queueing of
-    /// this process's tasks) and its exclusive file lock (other processes) held.
+    /// this process's tasks) and its exclusive file lock (other processes) held. The lock is
+    /// taken unless a lease kept it, and afterwards kept as a lease or released.
     async fn with_session<T, F>(
         &self,
         session: &SessionId,
@@ -259,28 +327,120 @@ impl FileStore {
         let mut guard = self.slot(session).lock_owned().await;
         let inner = self.inner.clone();
         let id = session.clone();
-        tokio::task::spawn_blocking(move || {
-            let ctx = SessionCtx {
-                id: &id,
-                paths: inner.layout.session(&id),
-                durability: inner.durability,
-                ignores_case: inner.ignores_case,
-            };
-            let lock = match guard.lock_file.take() {
+        let (result, findings, leased) = tokio::task::spawn_blocking(move || {
+            let ctx = inner.session_ctx(&id);
+            let mut findings = Findings::new(fix);
+            let result = Self::locked(&ctx, &mut guard, |slot| op(&ctx, slot, &mut findings));
+            inner.repairs.extend(&findings);
+            let leased = Self::after_op(&inner, &mut guard, result.is_ok());
+            (result, findings, leased)
+        })
+        .await
+        .map_err(join_error)?;
+        if leased {
+            self.lease_started();
+        }
+        result.map(|value| (value, findings))
+    }
+
+    /// Runs `op` with the session's file lock held: kept by a lease, or taken here (blocking).
+    fn locked<T>(
+        ctx: &SessionCtx<'_>,
+        slot: &mut SessionSlot,
+        op: impl FnOnce(&mut SessionSlot) -> Result<T>,
+    ) -> Result<T> {
+        if slot.group.take_stale() {
+            // A durable append's fsync failed: trust nothing cached.
+            slot.open = None;
+        }
+        if slot.lease.is_none() {
+            let lock = match slot.lock_file.take() {
                 Some(file) => file,
                 None => open_lock_file(&ctx.paths.lock)?,
             };
-            let mut findings = Findings::new(fix);
-            let result = {
-                let _held = FileLockGuard::exclusive(&lock, &ctx.paths.lock)?;
-                op(&ctx, &mut guard, &mut findings)
-            };
-            guard.lock_file = Some(lock);
-            inner.repairs.extend(&findings);
-            result.map(|value| (value, findings))
-        })
-        .await
-        .map_err(join_error)?
+            lock.lock()
+                .map_err(|e| io_error(&ctx.paths.lock, "cannot lock", e))?;
+            slot.lock_file = Some(lock);
+        }
+        op(slot)
+    }
+
+    /// After an operation on a session whose lock is held: keeps the lock as a lease when the
+    /// operation succeeded, appends are buffered and the lease is not too old; else releases
+    /// it. Says whether a new lease began.
+    fn after_op(inner: &Arc<Inner>, slot: &mut SessionSlot, ok: bool) -> bool {
+        let now = Instant::now();
+        let keep = ok
+            && inner.durability == Durability::Buffered
+            && slot.open.is_some()
+            && slot.lease.is_none_or(|lease| lease.is_fresh(now));
+        if !keep {
+            slot.lease = None;
+            release_lock(slot);
+            return false;
+        }
+        match &mut slot.lease {
+            Some(lease) => {
+                lease.touch(now);
+                false
+            }
+            None => {
+                slot.lease = Some(Lease::new(now));
+                true
+            }
+        }
+    }
+
+    /// Makes sure the lease thread runs, since a lease began; without one, ends the leases.
+    fn lease_started(&self) {
+        let weak = Arc::downgrade(&self.inner);
+        if !self
+            .inner
+            .leases
+            .lease_started(weak, Inner::end_idle_leases)
+        {
+            // No thread to end idle leases: end them now rather than hold locks for good.
+            for slot in self
+                .inner
+                .sessions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .values()
+            {
+                if let Ok(mut slot) = slot.try_lock() {
+                    end_lease(&mut slot);
+                }
+            }
+        }
+    }
+
+    /// The append of a buffered store on the calling thread, when the session's lease is
+    /// held and nobody else in this process is using the session: then the append is two
+    /// small writes to open files, cheaper than a hop to the blocking pool. `None` when it
+    /// does not apply (the caller takes the blocking path).
+    fn append_inline(&self, session: &SessionId, messages: &[Message]) -> Option<Result<()>> {
+        if self.inner.durability != Durability::Buffered {
+            return None;
+        }
+        let slot = self.slot(session);
+        let mut slot = slot.try_lock().ok()?;
+        let now = Instant::now();
+        if slot.open.is_none() {
+            return None;
+        }
+        let lease = slot.lease.as_mut()?;
+        if !lease.is_fresh(now) {
+            return None;
+        }
+        lease.touch(now);
+        let ctx = self.inner.session_ctx(session);
+        let mut findings = Findings::new(true);
+        let result = ctx.append(&mut slot, messages, &mut findings).map(|_| ());
+        self.inner.repairs.extend(&findings);
+        if result.is_err() {
+            end_lease(&mut slot);
+        }
+        Some(result)
     }
 
     async fn session_op<T, F>(&self, session: &SessionId, op: F) -> Result<T>
@@ -522,9 +682,20 @@ impl SessionStore for FileStore {
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
+        if let Some(done) = self.append_inline(session, messages) {
+            return done;
+        }
         let messages = messages.to_vec();
-        self.session_op(session, move |ctx, slot, f| ctx.append(slot, &messages, f))
-            .await
+        let ticket = self
+            .session_op(session, move |ctx, slot, f| ctx.append(slot, &messages, f))
+            .await?;
+        match ticket {
+            // Durable: wait for the line to reach the disk, without the locks (group commit).
+            Some(ticket) => tokio::task::spawn_blocking(move || ticket.wait())
+                .await
+                .map_err(join_error)?,
+            None => Ok(()),
+        }
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {

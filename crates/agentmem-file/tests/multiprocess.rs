@@ -1,4 +1,6 @@
-//! Several processes appending to one session lose nothing.
+//! Several processes appending to one session lose nothing: durable appends (which leave the
+//! lock before their shared fsync) and buffered ones (which keep the lock as a lease while
+//! busy).
 //!
 //! The test re-runs its own test binary as the child processes: `child_appender` does work
 //! only when `AGENTMEM_FILE_CHILD_ROOT` is set, which the parent sets for its children alone.
@@ -7,12 +9,13 @@ use std::collections::HashMap;
 use std::process::Command;
 
 use agentmem_core::{Message, SessionId, SessionStore};
-use agentmem_file::{FileConfig, FileStore};
+use agentmem_file::{Durability, FileConfig, FileStore};
 
 const PROCESSES: usize = 4;
 const PER_PROCESS: usize = 500;
 const ROOT_VAR: &str = "AGENTMEM_FILE_CHILD_ROOT";
 const INDEX_VAR: &str = "AGENTMEM_FILE_CHILD_INDEX";
+const DURABILITY_VAR: &str = "AGENTMEM_FILE_CHILD_DURABILITY";
 
 fn session() -> SessionId {
     "shared agent".parse().expect("valid id")
@@ -24,7 +27,11 @@ async fn child_appender() {
     let (Ok(root), Ok(index)) = (std::env::var(ROOT_VAR), std::env::var(INDEX_VAR)) else {
         return; // Not a child: the parent test below drives this.
     };
-    let store = FileStore::connect_with(FileConfig::new(root))
+    let durability: Durability = std::env::var(DURABILITY_VAR)
+        .expect("durability")
+        .parse()
+        .expect("a durability");
+    let store = FileStore::connect_with(FileConfig::new(root).with_durability(durability))
         .await
         .expect("open");
     for i in 0..PER_PROCESS {
@@ -38,7 +45,16 @@ async fn child_appender() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn four_processes_append_to_one_session_and_lose_nothing() {
+async fn four_processes_append_durably_to_one_session_and_lose_nothing() {
+    four_processes_append(Durability::Fsync).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_processes_append_buffered_to_one_session_and_lose_nothing() {
+    four_processes_append(Durability::Buffered).await;
+}
+
+async fn four_processes_append(durability: Durability) {
     if std::env::var(ROOT_VAR).is_ok() {
         return; // A child never spawns children.
     }
@@ -55,6 +71,7 @@ async fn four_processes_append_to_one_session_and_lose_nothing() {
                 ])
                 .env(ROOT_VAR, dir.path())
                 .env(INDEX_VAR, p.to_string())
+                .env(DURABILITY_VAR, durability.to_string())
                 // The children's test-harness chatter is noise; failures go to stderr.
                 .stdout(std::process::Stdio::null())
                 .spawn()

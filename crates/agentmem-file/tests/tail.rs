@@ -220,10 +220,17 @@ async fn total_seen(store: &Layered<FileStore>, id: &SessionId, window: usize) -
         .total_messages
 }
 
-/// Appends raw bytes to the log, as a process that crashed mid-append leaves them.
+/// Appends raw bytes to the log, as a process that crashed mid-append leaves them: under the
+/// session's file lock, as that process held it (so this waits for the store's lease).
 fn append_raw(path: &Path, bytes: &[u8]) {
+    let folder = path.parent().unwrap();
+    let root = folder.parent().unwrap().parent().unwrap();
+    let id = folder.file_name().unwrap().to_str().unwrap();
+    let lock = std::fs::File::open(root.join("locks").join(format!("{id}.lock"))).unwrap();
+    lock.lock().unwrap();
     let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
     f.write_all(bytes).unwrap();
+    lock.unlock().unwrap();
 }
 
 #[tokio::test]
