@@ -12,12 +12,14 @@ use crate::store::FileStore;
 /// When appends reach the disk.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Durability {
-    /// fsync every append before acknowledging it: acknowledged means on disk, even if the
-    /// machine loses power. The default.
+    /// fsync every append's log line before acknowledging it: acknowledged means on disk, even
+    /// if the machine loses power. Concurrent appends share fsyncs (group commit). The
+    /// default.
     #[default]
     Fsync,
     /// Leave appends in the operating system's cache: an acknowledged append survives a crash
-    /// of the process but may be lost if the machine crashes. Much faster. Rewrites
+    /// of the process but may be lost if the machine crashes. Much faster: a busy session
+    /// keeps its lock between appends (a lease, see the crate documentation). Rewrites
     /// (compaction, `save_session`) are fsynced in both modes, because a rename without fsync
     /// can lose the old and the new version at once.
     Buffered,

@@ -238,7 +238,9 @@ pub(crate) fn push_line<T: Serialize>(out: &mut Vec<u8>, value: &T) -> Result<()
 /// The entry line for an append of `messages`: one object for one message, an array for a
 /// batch (see the module docs).
 pub(crate) fn encode_append(messages: &[Message]) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
+    // Room for the content and the fixed fields, so the buffer rarely grows while encoding.
+    let content: usize = messages.iter().map(|m| m.content.len()).sum();
+    let mut out = Vec::with_capacity(content + 256 * messages.len());
     match messages {
         [one] => push_line(&mut out, one)?,
         many => push_line(&mut out, &many)?,

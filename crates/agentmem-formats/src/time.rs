@@ -4,7 +4,7 @@
 //! the fraction only when it is not zero); PraisonAI writes the same shape in UTC with a
 //! `+00:00` offset. agentmem writes UTC in the same shape.
 
-use chrono::{DateTime, NaiveDateTime, Timelike, Utc};
+use chrono::{DateTime, Datelike, NaiveDateTime, Timelike, Utc};
 
 /// A time as Python's `datetime.isoformat()` prints a naive datetime:
 /// `%Y-%m-%dT%H:%M:%S`, plus `.ffffff` only when the microseconds are not zero.
@@ -22,11 +22,42 @@ pub fn isoformat(time: DateTime<Utc>) -> String {
     let naive = time.naive_utc();
     // A leap second shows as nanoseconds >= 1e9; Python has no leap seconds, so fold it.
     let micros = (naive.nanosecond() % 1_000_000_000) / 1_000;
-    let base = naive.format("%Y-%m-%dT%H:%M:%S");
-    if micros == 0 {
-        base.to_string()
-    } else {
-        format!("{base}.{micros:06}")
+    let year = naive.year();
+    if !(0..=9999).contains(&year) {
+        // Outside four digits `%Y` adds a sign; rare enough for the general formatter.
+        let base = naive.format("%Y-%m-%dT%H:%M:%S");
+        return if micros == 0 {
+            base.to_string()
+        } else {
+            format!("{base}.{micros:06}")
+        };
+    }
+    // By hand: chrono's strftime parses its pattern on every call, and every appended
+    // message renders one time (its `MEMORY.md` block).
+    let mut text = String::with_capacity(26);
+    push_digits(&mut text, year as u32, 4);
+    text.push('-');
+    push_digits(&mut text, naive.month(), 2);
+    text.push('-');
+    push_digits(&mut text, naive.day(), 2);
+    text.push('T');
+    push_digits(&mut text, naive.hour(), 2);
+    text.push(':');
+    push_digits(&mut text, naive.minute(), 2);
+    text.push(':');
+    push_digits(&mut text, naive.second(), 2);
+    if micros != 0 {
+        text.push('.');
+        push_digits(&mut text, micros, 6);
+    }
+    text
+}
+
+/// Appends `n` as exactly `digits` decimal digits (`n` has at most that many).
+fn push_digits(text: &mut String, n: u32, digits: u32) {
+    for i in (0..digits).rev() {
+        let digit = (n / 10u32.pow(i)) % 10;
+        text.push(char::from(b'0' + digit as u8));
     }
 }
 
@@ -54,4 +85,39 @@ pub fn parse_iso_time(text: &str) -> Option<DateTime<Utc>> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    /// The hand-made rendering is chrono's `%Y-%m-%dT%H:%M:%S%.6f` (fraction only when not
+    /// zero) for times across the four-digit years, and the general formatter beyond them.
+    #[test]
+    fn isoformat_matches_chrono_everywhere() {
+        let chrono_iso = |t: DateTime<Utc>| {
+            let naive = t.naive_utc();
+            let micros = naive.nanosecond() / 1_000;
+            let base = naive.format("%Y-%m-%dT%H:%M:%S").to_string();
+            if micros == 0 {
+                base
+            } else {
+                format!("{base}.{micros:06}")
+            }
+        };
+        let mut t = Utc.with_ymd_and_hms(1, 1, 1, 0, 0, 0).unwrap();
+        let end = Utc.with_ymd_and_hms(9999, 12, 31, 23, 59, 59).unwrap();
+        // A step that is not a whole number of seconds, days or years, so every field varies.
+        let step = chrono::Duration::microseconds(8_381_234_567_891);
+        while t < end {
+            assert_eq!(isoformat(t), chrono_iso(t));
+            t += step;
+        }
+        assert_eq!(isoformat(end), "9999-12-31T23:59:59");
+        let far = Utc.with_ymd_and_hms(12345, 6, 7, 8, 9, 10).unwrap();
+        assert_eq!(isoformat(far), chrono_iso(far));
+        let early = Utc.with_ymd_and_hms(-44, 3, 15, 12, 0, 0).unwrap();
+        assert_eq!(isoformat(early), chrono_iso(early));
+    }
 }
