@@ -82,7 +82,8 @@ impl CryptoError {
 
     /// An agentmem error saying which value (`what`) failed and why.
     pub(crate) fn at(self, what: impl fmt::Display) -> Error {
-        Error::new(self.kind(), format!("cannot decrypt {what}: {self}")).with_source(self)
+        // The reason is the source, which `Error`'s `Display` prints after the message.
+        Error::new(self.kind(), format!("cannot decrypt {what}")).with_source(self)
     }
 }
 
