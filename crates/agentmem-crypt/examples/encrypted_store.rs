@@ -47,6 +47,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let memory_md = std::fs::read_to_string(dir.path().join("agents/ada/MEMORY.md"))?;
     println!("\nMEMORY.md as stored:\n{memory_md}");
+    // No file of the store holds the text.
+    for path in files(dir.path())? {
+        if std::fs::read(&path)?
+            .windows(11)
+            .any(|w| w == b"locker code")
+        {
+            return Err(format!("{} holds the plaintext", path.display()).into());
+        }
+    }
     println!(
         "through the layer: {:?}",
         store.messages(&id).await?[0].content
@@ -64,7 +73,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let other = raw
         .clone()
         .with_layer(EncryptLayer::new(&MasterKey::generate()?));
-    println!("\nwith another key: {}", refusal(other.messages(&id).await));
+    println!(
+        "\nwith another key: {}",
+        refusal(other.messages(&id).await)?
+    );
 
     let new = MasterKey::generate()?;
     let report = rekey(raw.clone(), &key, &new).await?;
@@ -82,14 +94,28 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         store.messages(&id).await?[0].content
     );
     let old = raw.with_layer(EncryptLayer::new(&key));
-    println!("with the old key: {}", refusal(old.messages(&id).await));
+    println!("with the old key: {}", refusal(old.messages(&id).await)?);
     Ok(())
 }
 
-/// What a read that should be refused said.
-fn refusal<T>(read: agentmem_core::Result<T>) -> String {
+/// What a read that must be refused said; an error when it was not refused.
+fn refusal<T>(read: agentmem_core::Result<T>) -> Result<String, String> {
     match read {
-        Err(e) => e.to_string(),
-        Ok(_) => "read back (unexpected: the key was accepted)".into(),
+        Err(e) => Ok(e.to_string()),
+        Ok(_) => Err("a wrong key was accepted".into()),
     }
+}
+
+/// Every file under `dir`.
+fn files(dir: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            out.extend(files(&path)?);
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(out)
 }
