@@ -17,8 +17,14 @@ use crate::key::{KeyId, MasterKey};
 /// ciphertext ‖ tag)>`.
 pub const ENVELOPE_PREFIX: &str = "agentmem-enc:v1:";
 
-/// The one key of an encrypted metadata map: `{"agentmem-enc:v1": "<envelope>"}`.
+/// The key of the envelope of an encrypted metadata map: `{"agentmem-enc:v1": "<envelope>"}`.
 pub const METADATA_KEY: &str = "agentmem-enc:v1";
+
+/// The key, in an encrypted memory item's metadata, of the envelope of the item's own key.
+pub const MEMORY_KEY_ENTRY: &str = "agentmem-enc:v1:key";
+
+/// What a memory key's stand-in starts with (see the crate documentation).
+pub const KEY_TOKEN_PREFIX: &str = "agentmem-key:v1:";
 
 /// HKDF salt and AAD prefix: every derivation and every record is bound to this version.
 const DOMAIN: &[u8] = b"agentmem-crypt/v1";
@@ -148,8 +154,8 @@ impl Keyring {
     fn derive(&self, id: KeyId, domain: &Domain<'_>) -> Option<RecordKey> {
         let entry = self.entries.iter().find(|e| e.id == id)?;
         let (info, name) = match domain {
-            Domain::Session(s) => (SESSION_INFO, s.as_str().to_owned()),
-            Domain::Memory(scope) => (MEMORY_INFO, scope.stored_form()),
+            Domain::Session(s) => (SESSION_INFO, s.as_str()),
+            Domain::Memory(form) => (MEMORY_INFO, form.as_str()),
         };
         let mut okm = zeroize::Zeroizing::new([0u8; 64]);
         // 64 bytes is far below HKDF-SHA256's limit of 8160: expand cannot fail.
@@ -176,7 +182,14 @@ impl fmt::Debug for Keyring {
 /// one memory scope (its items).
 pub(crate) enum Domain<'a> {
     Session(&'a SessionId),
-    Memory(&'a MemoryScope),
+    /// A scope, in its stored form.
+    Memory(String),
+}
+
+impl Domain<'_> {
+    pub(crate) fn memory(scope: &MemoryScope) -> Self {
+        Domain::Memory(scope.stored_form())
+    }
 }
 
 struct RecordKey {
@@ -281,6 +294,25 @@ impl<'a> Sealer<'a> {
         Ok(format!(
             "{ENVELOPE_PREFIX}{id}:{}",
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(payload)
+        ))
+    }
+
+    /// A memory key's stand-in: `agentmem-key:v1:<key id>:<base64url(HMAC-SHA256(derived key,
+    /// aad)[..16])>`, equal for equal `aad` (the scope, kind and key) under one master key, so
+    /// a store's upsert by key still finds the item it replaces. One way: the key itself is
+    /// kept encrypted beside it.
+    pub(crate) fn key_token(&mut self, aad: &[u8]) -> Result<String, Error> {
+        let id = self.keys.write_key();
+        let key = self
+            .key(id)
+            .ok_or_else(|| Error::backend("the write key cannot be derived"))?;
+        let mut mac = key.siv.clone();
+        mac.update(b"key-token\0");
+        mac.update(aad);
+        let tag = mac.finalize().into_bytes();
+        Ok(format!(
+            "{KEY_TOKEN_PREFIX}{id}:{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&tag[..16])
         ))
     }
 

@@ -1,5 +1,6 @@
 //! [`EncryptLayer`] and the store it makes, [`Encrypted`].
 
+use std::collections::HashMap;
 use std::future::Future;
 
 use agentmem_core::layer::{check_memory_item, check_messages, Layer};
@@ -12,7 +13,8 @@ use agentmem_core::{
 };
 
 use crate::cipher::{
-    aad, envelope_len, is_envelope, CryptoError, Domain, Keyring, Sealer, METADATA_KEY,
+    aad, envelope_len, is_envelope, CryptoError, Domain, Keyring, Sealer, MEMORY_KEY_ENTRY,
+    METADATA_KEY,
 };
 use crate::key::MasterKey;
 
@@ -342,11 +344,11 @@ fn open_session(keys: &Keyring, session: Session) -> Result<Session> {
 
 // ---- memory items ------------------------------------------------------------------------
 
-/// An item's AAD: its scope and kind, and its key when it has one (upsert by key keeps those,
-/// though it may change the id), else its id (upsert by id keeps it).
+/// An item's AAD: its scope and kind, and its key's stand-in when it has a key (upsert by key
+/// keeps those, though it may change the id), else its id (upsert by id keeps it).
 fn memory_aad(item: &MemoryItem, field: &str, extra: &[u8]) -> Vec<u8> {
-    let (tag, name) = match &item.key {
-        Some(key) => (&b"key"[..], key.as_str()),
+    let (tag, anchor) = match &item.key {
+        Some(token) => (&b"key"[..], token.as_str()),
         None => (&b"id"[..], item.id.as_str()),
     };
     aad(&[
@@ -354,35 +356,78 @@ fn memory_aad(item: &MemoryItem, field: &str, extra: &[u8]) -> Vec<u8> {
         item.scope.stored_form().as_bytes(),
         item.kind.as_str().as_bytes(),
         tag,
-        name.as_bytes(),
+        anchor.as_bytes(),
         field.as_bytes(),
         extra,
     ])
 }
 
-fn seal_item(keys: &Keyring, item: &MemoryItem) -> Result<MemoryItem> {
-    check_memory_item(item)?;
-    let mut sealer = Sealer::new(keys, Domain::Memory(&item.scope));
-    let text_aad = memory_aad(item, "text", &presence(&[!item.metadata.is_empty()]));
-    Ok(MemoryItem {
-        text: sealer.seal(item.text.as_bytes(), &text_aad)?,
-        metadata: seal_metadata(
-            &mut sealer,
-            &item.metadata,
-            &memory_aad(item, "metadata", &[]),
-        )?,
-        ..item.clone()
-    })
+/// What a stored item's text is bound to besides its place: whether it has metadata and a key.
+fn item_presence(has_metadata: bool, has_key: bool) -> [u8; 1] {
+    presence(&[has_metadata, has_key])
 }
 
-fn open_item(keys: &Keyring, item: MemoryItem) -> Result<MemoryItem> {
+fn seal_item(keys: &Keyring, item: &MemoryItem) -> Result<MemoryItem> {
+    check_memory_item(item)?;
+    let mut sealer = Sealer::new(keys, Domain::memory(&item.scope));
+    let mut stored = MemoryItem {
+        text: String::new(),
+        metadata: Metadata::new(),
+        ..item.clone()
+    };
+    if let Some(key) = &item.key {
+        let token_aad = aad(&[
+            b"memory",
+            item.scope.stored_form().as_bytes(),
+            item.kind.as_str().as_bytes(),
+            key.as_bytes(),
+        ]);
+        stored.key = Some(sealer.key_token(&token_aad)?);
+        let envelope = sealer.seal(key.as_bytes(), &memory_aad(&stored, "key", &[]))?;
+        stored
+            .metadata
+            .insert(MEMORY_KEY_ENTRY.to_owned(), envelope.into());
+    }
+    let metadata = seal_metadata(
+        &mut sealer,
+        &item.metadata,
+        &memory_aad(&stored, "metadata", &[]),
+    )?;
+    stored.metadata.extend(metadata);
+    let text_aad = memory_aad(
+        &stored,
+        "text",
+        &item_presence(!item.metadata.is_empty(), item.key.is_some()),
+    );
+    stored.text = sealer.seal(item.text.as_bytes(), &text_aad)?;
+    Ok(stored)
+}
+
+/// Decrypts items, deriving each scope's key once.
+fn open_items(keys: &Keyring, items: Vec<MemoryItem>) -> Result<Vec<MemoryItem>> {
+    let mut sealers: HashMap<String, Sealer<'_>> = HashMap::new();
+    items
+        .into_iter()
+        .map(|item| {
+            let sealer = sealers
+                .entry(item.scope.stored_form())
+                .or_insert_with(|| Sealer::new(keys, Domain::memory(&item.scope)));
+            open_item(sealer, item)
+        })
+        .collect()
+}
+
+fn open_item(sealer: &mut Sealer<'_>, item: MemoryItem) -> Result<MemoryItem> {
+    if sealer.accepts_plaintext() && !is_envelope(&item.text) {
+        return Ok(item);
+    }
     let MemoryItem {
         id,
         kind,
         scope,
         key,
         text,
-        metadata,
+        mut metadata,
         created_at,
         updated_at,
         expires_at,
@@ -398,17 +443,36 @@ fn open_item(keys: &Keyring, item: MemoryItem) -> Result<MemoryItem> {
         updated_at,
         expires_at,
     };
-    let mut sealer = Sealer::new(keys, Domain::Memory(&out.scope));
-    let metadata = open_metadata(&mut sealer, metadata, &memory_aad(&out, "metadata", &[]));
-    let opened = metadata.and_then(|metadata| {
-        let text_aad = memory_aad(&out, "text", &presence(&[!metadata.is_empty()]));
-        Ok((metadata, open_string(&mut sealer, text, &text_aad)?))
-    });
-    drop(sealer);
-    let (metadata, text) = opened.map_err(|e| e.at(format!("memory item `{}`", out.id)))?;
+    let key_envelope = metadata.remove(MEMORY_KEY_ENTRY);
+    let opened = (|| {
+        let key = match (&out.key, key_envelope) {
+            (None, None) => None,
+            (Some(_), Some(serde_json::Value::String(envelope))) => {
+                let bytes = sealer.open(&envelope, &memory_aad(&out, "key", &[]))?;
+                Some(String::from_utf8(bytes).map_err(|_| CryptoError::Malformed)?)
+            }
+            (Some(_), None) => return Err(CryptoError::NotEncrypted),
+            _ => return Err(CryptoError::Malformed),
+        };
+        let metadata = open_metadata(sealer, metadata, &memory_aad(&out, "metadata", &[]))?;
+        let text_aad = memory_aad(
+            &out,
+            "text",
+            &item_presence(!metadata.is_empty(), key.is_some()),
+        );
+        let text = open_string(sealer, text, &text_aad)?;
+        Ok::<_, CryptoError>((key, metadata, text))
+    })();
+    let (key, metadata, text) = opened.map_err(|e| e.at(format!("memory item `{}`", out.id)))?;
+    out.key = key;
     out.metadata = metadata;
     out.text = text;
     Ok(out)
+}
+
+fn open_one_item(keys: &Keyring, item: MemoryItem) -> Result<MemoryItem> {
+    let mut sealer = Sealer::new(keys, Domain::memory(&item.scope));
+    open_item(&mut sealer, item)
 }
 
 // ---- the store ---------------------------------------------------------------------------
@@ -581,7 +645,7 @@ impl<S: AgentMemory> MemoryStore for Encrypted<S> {
         self.run(Operation::PutMemory, async {
             let sealed = seal_item(&self.keys, item)?;
             let stored = self.inner.put_memory(&sealed).await?;
-            open_item(&self.keys, stored)
+            open_one_item(&self.keys, stored)
         })
         .await
     }
@@ -589,7 +653,7 @@ impl<S: AgentMemory> MemoryStore for Encrypted<S> {
     async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
         self.run(Operation::GetMemory, async {
             match self.inner.get_memory(id).await? {
-                Some(item) => open_item(&self.keys, item).map(Some),
+                Some(item) => open_one_item(&self.keys, item).map(Some),
                 None => Ok(None),
             }
         })
@@ -598,12 +662,8 @@ impl<S: AgentMemory> MemoryStore for Encrypted<S> {
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
         self.run(Operation::ListMemories, async {
-            self.inner
-                .list_memories(filter)
-                .await?
-                .into_iter()
-                .map(|item| open_item(&self.keys, item))
-                .collect()
+            let items = self.inner.list_memories(filter).await?;
+            open_items(&self.keys, items)
         })
         .await
     }

@@ -18,7 +18,10 @@ mod key;
 mod layer;
 mod rekey;
 
-pub use cipher::{is_envelope, CryptoError, Keyring, ENVELOPE_PREFIX, METADATA_KEY};
+pub use cipher::{
+    is_envelope, CryptoError, Keyring, ENVELOPE_PREFIX, KEY_TOKEN_PREFIX, MEMORY_KEY_ENTRY,
+    METADATA_KEY,
+};
 pub use key::{KeyId, KeySource, MasterKey, KEY_BYTES, KEY_ENV};
 pub use layer::{EncryptLayer, Encrypted, MAX_ENCRYPTED_TOOL_FIELD_BYTES};
 pub use rekey::{encrypt_existing, rekey, RekeyReport};

@@ -11,8 +11,8 @@ use agentmem_core::{
     MemoryScope, MemoryStore, Message, MessageQuery, Metadata, Role, SessionId, SessionStore,
 };
 use agentmem_crypt::{
-    encrypt_existing, rekey, CryptoError, EncryptLayer, MasterKey, ENVELOPE_PREFIX,
-    MAX_ENCRYPTED_TOOL_FIELD_BYTES,
+    encrypt_existing, rekey, CryptoError, EncryptLayer, KeyId, MasterKey, ENVELOPE_PREFIX,
+    KEY_TOKEN_PREFIX, MAX_ENCRYPTED_TOOL_FIELD_BYTES,
 };
 use agentmem_file::{FileConfig, FileStore};
 
@@ -29,6 +29,7 @@ const SECRETS: &[&str] = &[
     "canarySummaryNewt",
     "canaryMemoryTextMoose",
     "canaryMemoryMetaVole",
+    "canaryMemoryKeyGnu",
 ];
 
 type Store = Arc<dyn AgentMemory>;
@@ -82,7 +83,7 @@ fn history() -> Vec<Message> {
 fn item() -> MemoryItem {
     MemoryItem::new(MemoryKind::Fact, "the user likes canaryMemoryTextMoose")
         .in_scope(MemoryScope::agent("alice"))
-        .with_key("likes")
+        .with_key("likes:canaryMemoryKeyGnu")
         .with_metadata("source", "canaryMemoryMetaVole")
 }
 
@@ -236,11 +237,20 @@ async fn wrong_key_and_no_key_are_refused(raw: Store) {
         .expect("get")
         .expect("an item");
     assert!(bare_item.text.starts_with(ENVELOPE_PREFIX));
-    assert_eq!(
-        bare_item.key.as_deref(),
-        Some("likes"),
-        "keys stay plaintext"
-    );
+    // The key is a stand-in, equal for equal keys (so upserts by key still work).
+    let token = bare_item.key.clone().expect("a key");
+    assert!(token.starts_with(KEY_TOKEN_PREFIX), "{token}");
+    let again = layered(&raw, &key)
+        .put_memory(&item())
+        .await
+        .expect("put again");
+    assert_eq!(again.id, stored.id, "replaced by key");
+    let stored_key = raw
+        .get_memory(&stored.id)
+        .await
+        .expect("get")
+        .and_then(|i| i.key);
+    assert_eq!(stored_key, Some(token));
 
     // Another key: a typed error naming both keys, never garbage.
     let other = key_other(&key);
@@ -405,7 +415,7 @@ async fn a_byte_flipped_on_disk_is_refused() {
     expect_tampered(&layered(&raw, &key), &id).await;
 }
 
-async fn rekey_moves_everything_to_the_new_key(raw: Store) {
+async fn rekey_moves_everything_to_the_new_key(raw: Store) -> (KeyId, KeyId) {
     let (old, new) = (key(), key());
     let (id, messages, stored) = write_everything(&layered(&raw, &old)).await;
 
@@ -478,6 +488,7 @@ async fn rekey_moves_everything_to_the_new_key(raw: Store) {
     // Running it again (an interrupted rekey finished) changes nothing readable.
     rekey(raw.clone(), &old, &new).await.expect("rekey again");
     assert_eq!(with_new.messages(&id).await.expect("messages"), messages);
+    (old.id(), new.id())
 }
 
 #[tokio::test]
@@ -489,16 +500,15 @@ async fn rekey_moves_everything_to_the_new_key_in_memory() {
 async fn rekey_moves_everything_to_the_new_key_on_files() {
     let dir = tempfile::tempdir().expect("a temp folder");
     let raw = file_store(dir.path()).await;
-    rekey_moves_everything_to_the_new_key(raw).await;
+    let (old, new) = rekey_moves_everything_to_the_new_key(raw).await;
     // No session file names the old key any more; archives still do, and so do the superseded
     // lines of the memory log until the file backend compacts it (its last line is the
     // item under the new key).
     let memories = std::fs::read_to_string(dir.path().join("memories.jsonl")).expect("the log");
     let last = memories.lines().last().expect("a line");
-    assert_eq!(
-        last.matches(ENVELOPE_PREFIX).count(),
-        2,
-        "text and metadata: {last}"
+    assert!(
+        last.contains(&new.to_string()) && !last.contains(&old.to_string()),
+        "{last}"
     );
     for file in all_files(dir.path()) {
         let name = file.to_string_lossy();
