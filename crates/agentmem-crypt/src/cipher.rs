@@ -302,7 +302,11 @@ impl<'a> Sealer<'a> {
     /// a store's upsert by key still finds the item it replaces. One way: the key itself is
     /// kept encrypted beside it.
     pub(crate) fn key_token(&mut self, aad: &[u8]) -> Result<String, Error> {
-        let id = self.keys.write_key();
+        self.key_token_under(self.keys.write_key(), aad)
+    }
+
+    /// [`key_token`](Self::key_token) under the held key `id`.
+    pub(crate) fn key_token_under(&mut self, id: KeyId, aad: &[u8]) -> Result<String, Error> {
         let key = self
             .key(id)
             .ok_or_else(|| Error::backend("the write key cannot be derived"))?;

@@ -8,8 +8,8 @@ use agentmem_core::support::{memory_search_limit, rank_memories, rank_messages, 
 use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
     MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata,
-    Operation, PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
-    MAX_METADATA_DEPTH,
+    Operation, PurgeReport, Result, RetentionPolicy, ScopeFilter, Session, SessionId, SessionInfo,
+    SessionStore, MAX_METADATA_DEPTH,
 };
 
 use crate::cipher::{
@@ -362,6 +362,31 @@ fn memory_aad(item: &MemoryItem, field: &str, extra: &[u8]) -> Vec<u8> {
     ])
 }
 
+/// What a key's stand-in is computed over: the scope, kind and key.
+fn token_aad(item: &MemoryItem, key: &str) -> Vec<u8> {
+    aad(&[
+        b"memory",
+        item.scope.stored_form().as_bytes(),
+        item.kind.as_str().as_bytes(),
+        key.as_bytes(),
+    ])
+}
+
+/// The stand-ins `item`'s key has under the read keys (not the write key): what an item with
+/// the same key written before a rotation holds.
+fn older_tokens(keys: &Keyring, item: &MemoryItem) -> Result<Vec<String>> {
+    let Some(key) = &item.key else {
+        return Ok(Vec::new());
+    };
+    let mut sealer = Sealer::new(keys, Domain::memory(&item.scope));
+    let aad = token_aad(item, key);
+    keys.ids()
+        .into_iter()
+        .skip(1)
+        .map(|id| sealer.key_token_under(id, &aad))
+        .collect()
+}
+
 /// What a stored item's text is bound to besides its place: whether it has metadata and a key.
 fn item_presence(has_metadata: bool, has_key: bool) -> [u8; 1] {
     presence(&[has_metadata, has_key])
@@ -376,13 +401,7 @@ fn seal_item(keys: &Keyring, item: &MemoryItem) -> Result<MemoryItem> {
         ..item.clone()
     };
     if let Some(key) = &item.key {
-        let token_aad = aad(&[
-            b"memory",
-            item.scope.stored_form().as_bytes(),
-            item.kind.as_str().as_bytes(),
-            key.as_bytes(),
-        ]);
-        stored.key = Some(sealer.key_token(&token_aad)?);
+        stored.key = Some(sealer.key_token(&token_aad(item, key))?);
         let envelope = sealer.seal(key.as_bytes(), &memory_aad(&stored, "key", &[]))?;
         stored
             .metadata
@@ -643,7 +662,24 @@ impl<S: AgentMemory> MemoryStore for Encrypted<S> {
 
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         self.run(Operation::PutMemory, async {
-            let sealed = seal_item(&self.keys, item)?;
+            let mut sealed = seal_item(&self.keys, item)?;
+            // Under a read key, the same key has another stand-in, which the store's upsert by
+            // key cannot match: find such an item and replace it by id instead.
+            let older = older_tokens(&self.keys, item)?;
+            if !older.is_empty() {
+                let same_place = MemoryFilter::kind(item.kind)
+                    .with_scope(ScopeFilter::Exactly(item.scope.clone()));
+                let listed = self.inner.list_memories(&same_place).await?;
+                if !listed.iter().any(|i| i.key == sealed.key) {
+                    let older_item = listed
+                        .iter()
+                        .find(|i| i.key.as_ref().is_some_and(|k| older.contains(k)));
+                    if let Some(existing) = older_item {
+                        // The AAD of an item with a key names the stand-in, not the id.
+                        sealed.id = existing.id.clone();
+                    }
+                }
+            }
             let stored = self.inner.put_memory(&sealed).await?;
             open_one_item(&self.keys, stored)
         })

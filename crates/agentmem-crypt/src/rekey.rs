@@ -1,5 +1,7 @@
 //! Re-encrypting a whole store under a new master key: [`rekey`] and [`encrypt_existing`].
 
+use std::sync::Arc;
+
 use agentmem_core::layer::Layer;
 use agentmem_core::{AgentMemory, MemoryFilter, MemoryStore, Result, SessionStore};
 use serde::Serialize;
@@ -59,38 +61,52 @@ pub async fn rekey<S: AgentMemory>(
     old: &MasterKey,
     new: &MasterKey,
 ) -> Result<RekeyReport> {
-    rewrite(store, Keyring::new(new).with_read_key(old)).await
+    rewrite(
+        store,
+        Keyring::new(new).with_read_key(old),
+        Keyring::new(new),
+    )
+    .await
 }
 
 /// Encrypts a store written without the layer: every session and memory item is read as
 /// plaintext (or as ciphertext under `key`, so running it again is harmless) and rewritten
 /// encrypted under `key`. The same rules as [`rekey`] apply; archives stay in plaintext.
 pub async fn encrypt_existing<S: AgentMemory>(store: S, key: &MasterKey) -> Result<RekeyReport> {
-    let mut keys = Keyring::new(key);
-    keys.accept_plaintext = true;
-    rewrite(store, keys).await
+    let mut reading = Keyring::new(key);
+    reading.accept_plaintext = true;
+    rewrite(store, reading, Keyring::new(key)).await
 }
 
-async fn rewrite<S: AgentMemory>(store: S, keys: Keyring) -> Result<RekeyReport> {
+/// Reads everything through `reading` and writes it back through `writing` (the new key
+/// alone: each item is rewritten by its id, so the writer need not look for items whose key
+/// has a stand-in under an older key).
+async fn rewrite<S: AgentMemory>(
+    store: S,
+    reading: Keyring,
+    writing: Keyring,
+) -> Result<RekeyReport> {
     let mut report = RekeyReport {
-        key: Some(keys.write_key()),
+        key: Some(writing.write_key()),
         ..RekeyReport::default()
     };
-    let store = EncryptLayer::with_keyring(keys).layer(store);
-    for info in store.list_sessions().await? {
+    let store = Arc::new(store);
+    let reader = EncryptLayer::with_keyring(reading).layer(store.clone());
+    let writer = EncryptLayer::with_keyring(writing).layer(store);
+    for info in reader.list_sessions().await? {
         // Deleted since it was listed: nothing to rewrite.
-        let Some(session) = store.load(&info.id, None).await? else {
+        let Some(session) = reader.load(&info.id, None).await? else {
             continue;
         };
-        store
+        writer
             .save_session(&session.id, &session.messages, &session.metadata)
             .await?;
         report.sessions += 1;
         report.messages += session.messages.len() as u64;
-        report.archives_kept += store.list_archives(&session.id).await?.len() as u64;
+        report.archives_kept += reader.list_archives(&session.id).await?.len() as u64;
     }
-    for item in store.list_memories(&MemoryFilter::default()).await? {
-        store.put_memory(&item).await?;
+    for item in reader.list_memories(&MemoryFilter::default()).await? {
+        writer.put_memory(&item).await?;
         report.memories += 1;
     }
     Ok(report)

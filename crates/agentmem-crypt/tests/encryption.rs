@@ -644,3 +644,37 @@ async fn errors_are_labelled_and_capabilities_say_search_is_in_the_client() {
     assert_eq!(err.operation(), Some(agentmem_core::Operation::SaveSession));
     assert!(raw.list_sessions().await.expect("list").is_empty());
 }
+
+/// During a rotation (a layer writing with the new key and reading the old), a put with the key
+/// of an item written under the old key replaces that item, as a store's upsert by key would.
+#[tokio::test]
+async fn upsert_by_key_finds_items_written_under_a_read_key() {
+    let raw = in_memory();
+    let (old, new) = (key(), key());
+    let first = layered(&raw, &old).put_memory(&item()).await.expect("put");
+    let rotating = raw
+        .clone()
+        .with_layer(EncryptLayer::new(&new).with_read_key(&old));
+    let newer = MemoryItem::new(MemoryKind::Fact, "the user likes tea")
+        .in_scope(MemoryScope::agent("alice"))
+        .with_key("likes:canaryMemoryKeyGnu");
+    let stored = rotating.put_memory(&newer).await.expect("put");
+    assert_eq!(stored.id, first.id, "the item with the key was replaced");
+    assert_eq!(stored.created_at, first.created_at);
+    let all = rotating
+        .list_memories(&MemoryFilter::default())
+        .await
+        .expect("list");
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].text, "the user likes tea");
+    // It is under the new key now.
+    let with_new = layered(&raw, &new);
+    assert_eq!(
+        with_new
+            .get_memory(&first.id)
+            .await
+            .expect("get")
+            .map(|i| i.text),
+        Some("the user likes tea".into())
+    );
+}
