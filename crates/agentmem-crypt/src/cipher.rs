@@ -48,6 +48,12 @@ pub enum CryptoError {
         /// The keys the layer holds.
         held: Vec<KeyId>,
     },
+    /// The record is encrypted and no key was given (see [`NoKeyLayer`](crate::NoKeyLayer)).
+    /// Mapped to [`ErrorKind::InvalidInput`]: the caller must give the key.
+    NoKey {
+        /// The key the record names.
+        found: KeyId,
+    },
     /// Authentication failed under the right key: the record was changed, or moved to another
     /// session, message, item or field. Mapped to [`ErrorKind::CorruptData`].
     Tampered,
@@ -66,6 +72,11 @@ impl fmt::Display for CryptoError {
                 let held: Vec<String> = held.iter().map(KeyId::to_string).collect();
                 write!(f, "{} (wrong encryption key)", held.join(", "))
             }
+            CryptoError::NoKey { found } => write!(
+                f,
+                "encrypted with key {found}, but no encryption key is given (set {})",
+                crate::key::KEY_ENV
+            ),
             CryptoError::Tampered => {
                 f.write_str("authentication failed: the record was altered or moved")
             }
@@ -81,7 +92,7 @@ impl CryptoError {
     /// The [`ErrorKind`] the layer reports this as.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            CryptoError::WrongKey { .. } => ErrorKind::InvalidInput,
+            CryptoError::WrongKey { .. } | CryptoError::NoKey { .. } => ErrorKind::InvalidInput,
             _ => ErrorKind::CorruptData,
         }
     }
@@ -96,6 +107,14 @@ impl CryptoError {
 /// Whether `value` looks like an envelope (it may still fail to open).
 pub fn is_envelope(value: &str) -> bool {
     value.starts_with(ENVELOPE_PREFIX)
+}
+
+/// The key an envelope (or a memory key's stand-in) names, when `value` is one.
+pub fn envelope_key_id(value: &str) -> Option<KeyId> {
+    let rest = value
+        .strip_prefix(ENVELOPE_PREFIX)
+        .or_else(|| value.strip_prefix(KEY_TOKEN_PREFIX))?;
+    rest.get(..16)?.parse().ok()
 }
 
 /// One master key, extracted once.

@@ -7,6 +7,7 @@
 //! [`KeySource`]: crate::KeySource
 //! [`Keyring`]: crate::Keyring
 //! [`CryptoError`]: crate::CryptoError
+//! [`NoKeyLayer`]: crate::NoKeyLayer
 //! [`rekey`]: crate::rekey()
 //! [`encrypt_existing`]: crate::encrypt_existing()
 //! [`RekeyReport`]: crate::RekeyReport
@@ -14,14 +15,16 @@
 #![forbid(unsafe_code)]
 
 mod cipher;
+mod guard;
 mod key;
 mod layer;
 mod rekey;
 
 pub use cipher::{
-    is_envelope, CryptoError, Keyring, ENVELOPE_PREFIX, KEY_TOKEN_PREFIX, MEMORY_KEY_ENTRY,
-    METADATA_KEY,
+    envelope_key_id, is_envelope, CryptoError, Keyring, ENVELOPE_PREFIX, KEY_TOKEN_PREFIX,
+    MEMORY_KEY_ENTRY, METADATA_KEY,
 };
+pub use guard::{NoKey, NoKeyLayer};
 pub use key::{KeyId, KeySource, MasterKey, KEY_BYTES, KEY_ENV};
 pub use layer::{EncryptLayer, Encrypted, MAX_ENCRYPTED_TOOL_FIELD_BYTES};
 pub use rekey::{encrypt_existing, rekey, RekeyReport};

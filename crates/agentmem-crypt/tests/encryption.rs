@@ -11,8 +11,8 @@ use agentmem_core::{
     MemoryScope, MemoryStore, Message, MessageQuery, Metadata, Role, SessionId, SessionStore,
 };
 use agentmem_crypt::{
-    encrypt_existing, rekey, CryptoError, EncryptLayer, KeyId, MasterKey, ENVELOPE_PREFIX,
-    KEY_TOKEN_PREFIX, MAX_ENCRYPTED_TOOL_FIELD_BYTES,
+    encrypt_existing, rekey, CryptoError, EncryptLayer, KeyId, MasterKey, NoKeyLayer,
+    ENVELOPE_PREFIX, KEY_TOKEN_PREFIX, MAX_ENCRYPTED_TOOL_FIELD_BYTES,
 };
 use agentmem_file::{FileConfig, FileStore};
 
@@ -251,6 +251,49 @@ async fn wrong_key_and_no_key_are_refused(raw: Store) {
         .expect("get")
         .and_then(|i| i.key);
     assert_eq!(stored_key, Some(token));
+
+    // No key, through the layer a program wears without one: a typed error naming the key.
+    let keyless = raw.clone().with_layer(NoKeyLayer);
+    let err = keyless
+        .load(&id, None)
+        .await
+        .expect_err("no key is refused");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert_eq!(
+        crypto_error(&err),
+        Some(&CryptoError::NoKey { found: key.id() })
+    );
+    assert!(err.to_string().contains("no encryption key"), "{err}");
+    for err in [
+        keyless.get_memory(&stored.id).await.expect_err("get"),
+        keyless.get_context(None).await.expect_err("context"),
+        keyless
+            .load_archive(&id, &raw.list_archives(&id).await.expect("list")[0].id)
+            .await
+            .expect_err("archive"),
+        keyless
+            .append_one(&id, Message::user("plaintext"))
+            .await
+            .expect_err("no mixing"),
+        keyless
+            .put_memory(&MemoryItem::new(MemoryKind::Fact, "plaintext"))
+            .await
+            .expect_err("no mixing"),
+    ] {
+        assert!(
+            matches!(crypto_error(&err), Some(CryptoError::NoKey { .. })),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        layered(&raw, &key)
+            .messages(&id)
+            .await
+            .expect("messages")
+            .len(),
+        4,
+        "nothing appended"
+    );
 
     // Another key: a typed error naming both keys, never garbage.
     let other = key_other(&key);
