@@ -725,3 +725,15 @@ impl<S: AgentMemory> MemoryStore for Encrypted<S> {
         self.inner.delete_memory(id).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_tool_field_is_the_longest_whose_envelope_fits() {
+        assert_eq!(MAX_ENCRYPTED_TOOL_FIELD_BYTES, 139);
+        assert!(envelope_len(MAX_ENCRYPTED_TOOL_FIELD_BYTES) <= MAX_TOOL_FIELD_BYTES);
+        assert!(envelope_len(MAX_ENCRYPTED_TOOL_FIELD_BYTES + 1) > MAX_TOOL_FIELD_BYTES);
+    }
+}
