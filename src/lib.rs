@@ -146,3 +146,8 @@ pub use agentmem_mongodb as mongodb;
 #[cfg(feature = "rig")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
 pub use agentmem_rig as rig;
+
+/// Encryption at rest: a layer any store can wear, and key rotation (feature `encryption`).
+#[cfg(feature = "encryption")]
+#[cfg_attr(docsrs, doc(cfg(feature = "encryption")))]
+pub use agentmem_crypt as crypt;

@@ -1,0 +1,234 @@
+//! [`NoKeyLayer`]: what a program wears when no key is configured, so an encrypted store is
+//! refused with a clear error instead of showing envelopes.
+
+use agentmem_core::layer::Layer;
+use agentmem_core::{
+    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
+    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata,
+    Operation, PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
+};
+
+use crate::cipher::{envelope_key_id, CryptoError, METADATA_KEY};
+
+/// The layer for a store opened without a key (the CLI wears it when neither
+/// `AGENTMEM_ENCRYPTION_KEY` nor a key file is given): plaintext passes through untouched, and
+/// any encrypted record read is refused with [`CryptoError::NoKey`] (`InvalidInput`). An
+/// append, compaction or memory put first reads the newest record it would join (one extra
+/// read) and refuses to mix plaintext into an encrypted session or memory.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoKeyLayer;
+
+impl<S: AgentMemory> Layer<S> for NoKeyLayer {
+    type Store = NoKey<S>;
+    fn layer(&self, inner: S) -> NoKey<S> {
+        NoKey { inner }
+    }
+}
+
+/// A store wearing [`NoKeyLayer`]. Dereferences to the store inside it.
+#[derive(Debug, Clone)]
+pub struct NoKey<S> {
+    inner: S,
+}
+
+impl<S> NoKey<S> {
+    /// The store inside this layer.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S> std::ops::Deref for NoKey<S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.inner
+    }
+}
+
+fn metadata_key(metadata: &Metadata) -> Option<crate::KeyId> {
+    metadata
+        .get(METADATA_KEY)
+        .and_then(|v| v.as_str())
+        .and_then(envelope_key_id)
+}
+
+fn message_key(m: &Message) -> Option<crate::KeyId> {
+    envelope_key_id(&m.content).or_else(|| metadata_key(&m.metadata))
+}
+
+fn item_key(item: &MemoryItem) -> Option<crate::KeyId> {
+    envelope_key_id(&item.text)
+        .or_else(|| item.key.as_deref().and_then(envelope_key_id))
+        .or_else(|| metadata_key(&item.metadata))
+}
+
+fn refuse(found: Option<crate::KeyId>, op: Operation, what: String) -> Result<()> {
+    match found {
+        Some(found) => Err(Error::new(
+            CryptoError::NoKey { found }.kind(),
+            format!("cannot read {what}"),
+        )
+        .with_source(CryptoError::NoKey { found })
+        .with_operation(op)),
+        None => Ok(()),
+    }
+}
+
+fn check_session(session: &Session, op: Operation) -> Result<()> {
+    let found =
+        metadata_key(&session.metadata).or_else(|| session.messages.iter().find_map(message_key));
+    refuse(found, op, format!("session `{}`", session.id))
+}
+
+fn check_items<'a>(items: impl IntoIterator<Item = &'a MemoryItem>, op: Operation) -> Result<()> {
+    for item in items {
+        refuse(item_key(item), op, format!("memory item `{}`", item.id))?;
+    }
+    Ok(())
+}
+
+impl<S: AgentMemory> NoKey<S> {
+    /// Refuses to add plaintext to `session` when its newest message or metadata is encrypted.
+    async fn check_joining(&self, session: &SessionId, op: Operation) -> Result<()> {
+        let mut newest = self.inner.load(session, Some(1)).await?;
+        // A window of one leaves out a tool result (its call is outside): read it all then.
+        if newest
+            .as_ref()
+            .is_some_and(|s| s.messages.is_empty() && s.total_messages > 0)
+        {
+            newest = self.inner.load(session, None).await?;
+        }
+        if let Some(stored) = newest {
+            check_session(&stored, op)?;
+        }
+        Ok(())
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
+#[async_trait]
+impl<S: AgentMemory> SessionStore for NoKey<S> {
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+
+    async fn schema_version(&self) -> Result<u32> {
+        self.inner.schema_version().await
+    }
+
+    /// Replaces the whole session, so nothing encrypted is left to mix with: passed through.
+    async fn save_session(
+        &self,
+        id: &SessionId,
+        history: &[Message],
+        meta: &Metadata,
+    ) -> Result<()> {
+        self.inner.save_session(id, history, meta).await
+    }
+
+    async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
+        if !messages.is_empty() {
+            self.check_joining(session, Operation::Append).await?;
+        }
+        self.inner.append(session, messages).await
+    }
+
+    async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
+        let loaded = self.inner.load(session, limit).await?;
+        if let Some(stored) = &loaded {
+            check_session(stored, Operation::Load)?;
+        }
+        Ok(loaded)
+    }
+
+    async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
+        self.inner.list_sessions().await
+    }
+
+    async fn delete_session(&self, session: &SessionId) -> Result<bool> {
+        self.inner.delete_session(session).await
+    }
+
+    async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
+        self.check_joining(session, Operation::Compact).await?;
+        self.inner.compact(session, replacement).await
+    }
+
+    async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
+        self.inner.list_archives(session).await
+    }
+
+    async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
+        let loaded = self.inner.load_archive(session, archive).await?;
+        let found = loaded.messages.iter().find_map(message_key);
+        refuse(
+            found,
+            Operation::LoadArchive,
+            format!("archive `{archive}`"),
+        )?;
+        Ok(loaded)
+    }
+
+    /// The store's own search: an encrypted store's index holds no words, so it finds nothing
+    /// there, and a hit that is encrypted is refused.
+    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
+        let hits = self.inner.search_messages(query, scope).await?;
+        for hit in &hits {
+            let what = format!("a message of session `{}`", hit.session);
+            refuse(message_key(&hit.message), Operation::SearchMessages, what)?;
+        }
+        Ok(hits)
+    }
+
+    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
+        self.inner.purge(policy).await
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
+#[async_trait]
+impl<S: AgentMemory> MemoryStore for NoKey<S> {
+    async fn get_context(&self, query: Option<&str>) -> Result<String> {
+        let context = self.inner.get_context(query).await?;
+        let found = context
+            .match_indices(crate::ENVELOPE_PREFIX)
+            .find_map(|(at, _)| envelope_key_id(&context[at..]));
+        refuse(found, Operation::GetContext, "the context".into())?;
+        Ok(context)
+    }
+
+    async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
+        let newest = self
+            .inner
+            .list_memories(&MemoryFilter::default().with_limit(1))
+            .await?;
+        check_items(&newest, Operation::PutMemory)?;
+        self.inner.put_memory(item).await
+    }
+
+    async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
+        let item = self.inner.get_memory(id).await?;
+        check_items(&item, Operation::GetMemory)?;
+        Ok(item)
+    }
+
+    async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
+        let items = self.inner.list_memories(filter).await?;
+        check_items(&items, Operation::ListMemories)?;
+        Ok(items)
+    }
+
+    async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
+        let hits = self.inner.search_memories(query, filter).await?;
+        check_items(hits.iter().map(|h| &h.item), Operation::SearchMemories)?;
+        Ok(hits)
+    }
+
+    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
+        self.inner.delete_memory(id).await
+    }
+}

@@ -1,0 +1,739 @@
+//! [`EncryptLayer`] and the store it makes, [`Encrypted`].
+
+use std::collections::HashMap;
+use std::future::Future;
+
+use agentmem_core::layer::{check_memory_item, check_messages, Layer};
+use agentmem_core::support::{memory_search_limit, rank_memories, rank_messages, search_terms};
+use agentmem_core::{
+    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
+    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata,
+    Operation, PurgeReport, Result, RetentionPolicy, ScopeFilter, Session, SessionId, SessionInfo,
+    SessionStore, MAX_METADATA_DEPTH,
+};
+
+use crate::cipher::{
+    aad, envelope_len, is_envelope, CryptoError, Domain, Keyring, Sealer, MEMORY_KEY_ENTRY,
+    METADATA_KEY,
+};
+use crate::key::MasterKey;
+
+/// The most bytes a tool call id or tool name may have after encryption: what
+/// [`Message::validate`] allows.
+const MAX_TOOL_FIELD_BYTES: usize = 256;
+
+/// The longest tool call id or tool name (in bytes) the layer can store: its envelope must fit
+/// in the 256 bytes a store keeps.
+pub const MAX_ENCRYPTED_TOOL_FIELD_BYTES: usize = max_tool_field();
+
+const fn max_tool_field() -> usize {
+    // Prefix (16) + key id (16) + `:` (1) + base64 of nonce (12) + value + tag (16).
+    let mut n = MAX_TOOL_FIELD_BYTES;
+    while n > 0 && 33 + ((12 + n + 16) * 4).div_ceil(3) > MAX_TOOL_FIELD_BYTES {
+        n -= 1;
+    }
+    n
+}
+
+/// The layer that encrypts what a store keeps (see the crate documentation for what is
+/// encrypted and how). Wrap any store: `store.with_layer(EncryptLayer::new(&key))`.
+#[derive(Debug, Clone)]
+pub struct EncryptLayer {
+    keys: Keyring,
+}
+
+impl EncryptLayer {
+    /// Encrypts with `key` and reads what it encrypted.
+    pub fn new(key: &MasterKey) -> Self {
+        EncryptLayer {
+            keys: Keyring::new(key),
+        }
+    }
+
+    /// Encrypts and reads with the keys of `keys`.
+    pub fn with_keyring(keys: Keyring) -> Self {
+        EncryptLayer { keys }
+    }
+
+    /// Also reads records encrypted with `old` (a rotated-away key), still writing with the
+    /// first key. Needed for archives after a [`rekey`](crate::rekey), which cannot rewrite
+    /// them.
+    pub fn with_read_key(mut self, old: &MasterKey) -> Self {
+        self.keys = self.keys.with_read_key(old);
+        self
+    }
+}
+
+impl<S: AgentMemory> Layer<S> for EncryptLayer {
+    type Store = Encrypted<S>;
+    fn layer(&self, inner: S) -> Encrypted<S> {
+        Encrypted {
+            inner,
+            keys: self.keys.clone(),
+        }
+    }
+}
+
+/// A store wearing [`EncryptLayer`]: it encrypts on the way in, decrypts on the way out, and
+/// searches in the client. Dereferences to the store inside it (whose methods see
+/// ciphertext).
+#[derive(Debug, Clone)]
+pub struct Encrypted<S> {
+    inner: S,
+    keys: Keyring,
+}
+
+impl<S> Encrypted<S> {
+    /// The store inside this layer.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+
+    /// The keys this layer holds.
+    pub fn keyring(&self) -> &Keyring {
+        &self.keys
+    }
+}
+
+impl<S> std::ops::Deref for Encrypted<S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.inner
+    }
+}
+
+// ---- messages ----------------------------------------------------------------------------
+
+/// Which optional fields a message or item has, bound into the AAD of its main text so they
+/// cannot be stripped unnoticed.
+fn presence(flags: &[bool]) -> [u8; 1] {
+    [flags
+        .iter()
+        .enumerate()
+        .fold(0u8, |acc, (i, &f)| acc | (u8::from(f) << i))]
+}
+
+fn message_aad(session: &SessionId, m: &Message, field: &str, extra: &[u8]) -> Vec<u8> {
+    aad(&[
+        b"message",
+        session.as_str().as_bytes(),
+        m.id.as_str().as_bytes(),
+        m.role.as_str().as_bytes(),
+        field.as_bytes(),
+        extra,
+    ])
+}
+
+/// A tool call id is bound to its session and field only: a call and its result must encrypt
+/// it to the same envelope.
+fn tool_call_id_aad(session: &SessionId) -> Vec<u8> {
+    aad(&[b"message", session.as_str().as_bytes(), b"tool_call_id"])
+}
+
+fn message_presence(m: &Message) -> [u8; 1] {
+    presence(&[
+        !m.metadata.is_empty(),
+        m.tool_name.is_some(),
+        m.tool_call_id.is_some(),
+    ])
+}
+
+fn seal_tool_field(
+    sealer: &mut Sealer<'_>,
+    what: &str,
+    value: &str,
+    aad: &[u8],
+    deterministic: bool,
+) -> Result<String> {
+    if envelope_len(value.len()) > MAX_TOOL_FIELD_BYTES {
+        return Err(Error::invalid_input(format!(
+            "{what} is {} bytes; encrypted, it may be at most {MAX_ENCRYPTED_TOOL_FIELD_BYTES} bytes",
+            value.len()
+        )));
+    }
+    if deterministic {
+        sealer.seal_deterministic(value.as_bytes(), aad)
+    } else {
+        sealer.seal(value.as_bytes(), aad)
+    }
+}
+
+fn seal_metadata(sealer: &mut Sealer<'_>, metadata: &Metadata, aad: &[u8]) -> Result<Metadata> {
+    let mut out = Metadata::new();
+    if metadata.is_empty() {
+        return Ok(out);
+    }
+    let json = zeroize::Zeroizing::new(serde_json::to_vec(metadata)?);
+    out.insert(METADATA_KEY.to_owned(), sealer.seal(&json, aad)?.into());
+    Ok(out)
+}
+
+fn open_metadata(
+    sealer: &mut Sealer<'_>,
+    metadata: Metadata,
+    aad: &[u8],
+) -> std::result::Result<Metadata, CryptoError> {
+    if metadata.is_empty() {
+        return Ok(metadata);
+    }
+    let envelope = match (metadata.len(), metadata.get(METADATA_KEY)) {
+        (1, Some(serde_json::Value::String(envelope))) => envelope,
+        _ if sealer.accepts_plaintext() => return Ok(metadata),
+        _ => return Err(CryptoError::NotEncrypted),
+    };
+    let json = zeroize::Zeroizing::new(sealer.open(envelope, aad)?);
+    serde_json::from_slice(&json).map_err(|_| CryptoError::Malformed)
+}
+
+fn open_string(
+    sealer: &mut Sealer<'_>,
+    value: String,
+    aad: &[u8],
+) -> std::result::Result<String, CryptoError> {
+    if sealer.accepts_plaintext() && !is_envelope(&value) {
+        return Ok(value);
+    }
+    let bytes = sealer.open(&value, aad)?;
+    String::from_utf8(bytes).map_err(|_| CryptoError::Malformed)
+}
+
+fn seal_message(sealer: &mut Sealer<'_>, session: &SessionId, m: &Message) -> Result<Message> {
+    let content_aad = message_aad(session, m, "content", &message_presence(m));
+    let tool_call_id = match &m.tool_call_id {
+        Some(id) => Some(seal_tool_field(
+            sealer,
+            "the tool call id",
+            id,
+            &tool_call_id_aad(session),
+            true,
+        )?),
+        None => None,
+    };
+    let tool_name = match &m.tool_name {
+        Some(name) => Some(seal_tool_field(
+            sealer,
+            "the tool name",
+            name,
+            &message_aad(session, m, "tool_name", &[]),
+            false,
+        )?),
+        None => None,
+    };
+    Ok(Message {
+        id: m.id.clone(),
+        role: m.role.clone(),
+        content: sealer.seal(m.content.as_bytes(), &content_aad)?,
+        timestamp: m.timestamp,
+        tool_call_id,
+        tool_name,
+        metadata: seal_metadata(
+            sealer,
+            &m.metadata,
+            &message_aad(session, m, "metadata", &[]),
+        )?,
+    })
+}
+
+fn open_message(sealer: &mut Sealer<'_>, session: &SessionId, m: Message) -> Result<Message> {
+    let Message {
+        id,
+        role,
+        content,
+        timestamp,
+        tool_call_id,
+        tool_name,
+        metadata,
+    } = m;
+    let mut out = Message {
+        id,
+        role,
+        content: String::new(),
+        timestamp,
+        tool_call_id: None,
+        tool_name: None,
+        metadata: Metadata::new(),
+    };
+    let opened = (|| {
+        out.metadata = open_metadata(
+            sealer,
+            metadata,
+            &message_aad(session, &out, "metadata", &[]),
+        )?;
+        if let Some(name) = tool_name {
+            let aad = message_aad(session, &out, "tool_name", &[]);
+            out.tool_name = Some(open_string(sealer, name, &aad)?);
+        }
+        if let Some(call) = tool_call_id {
+            out.tool_call_id = Some(open_string(sealer, call, &tool_call_id_aad(session))?);
+        }
+        let content_aad = message_aad(session, &out, "content", &message_presence(&out));
+        out.content = open_string(sealer, content, &content_aad)?;
+        Ok::<(), CryptoError>(())
+    })();
+    opened.map_err(|e| e.at(format!("message `{}` of session `{session}`", out.id)))?;
+    Ok(out)
+}
+
+fn seal_messages(
+    keys: &Keyring,
+    session: &SessionId,
+    messages: &[Message],
+) -> Result<Vec<Message>> {
+    check_messages(messages)?;
+    let mut sealer = Sealer::new(keys, Domain::Session(session));
+    messages
+        .iter()
+        .map(|m| seal_message(&mut sealer, session, m))
+        .collect()
+}
+
+fn open_messages(
+    keys: &Keyring,
+    session: &SessionId,
+    messages: Vec<Message>,
+) -> Result<Vec<Message>> {
+    let mut sealer = Sealer::new(keys, Domain::Session(session));
+    messages
+        .into_iter()
+        .map(|m| open_message(&mut sealer, session, m))
+        .collect()
+}
+
+fn session_metadata_aad(session: &SessionId) -> Vec<u8> {
+    aad(&[b"session", session.as_str().as_bytes(), b"metadata"])
+}
+
+/// Refuses session metadata nested deeper than [`MAX_METADATA_DEPTH`]: sealed, it could not be
+/// parsed back (messages and memory items are checked by core's own rule).
+fn check_session_metadata(metadata: &Metadata) -> Result<()> {
+    let mut stack: Vec<(&serde_json::Value, usize)> = metadata.values().map(|v| (v, 1)).collect();
+    while let Some((value, depth)) = stack.pop() {
+        if depth > MAX_METADATA_DEPTH {
+            return Err(Error::invalid_input(format!(
+                "session metadata nests deeper than {MAX_METADATA_DEPTH} levels"
+            )));
+        }
+        match value {
+            serde_json::Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth + 1))),
+            serde_json::Value::Object(map) => stack.extend(map.values().map(|v| (v, depth + 1))),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn open_session(keys: &Keyring, session: Session) -> Result<Session> {
+    let mut sealer = Sealer::new(keys, Domain::Session(&session.id));
+    let metadata = open_metadata(
+        &mut sealer,
+        session.metadata,
+        &session_metadata_aad(&session.id),
+    )
+    .map_err(|e| e.at(format!("the metadata of session `{}`", session.id)))?;
+    let messages = session
+        .messages
+        .into_iter()
+        .map(|m| open_message(&mut sealer, &session.id, m))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Session {
+        messages,
+        metadata,
+        ..session
+    })
+}
+
+// ---- memory items ------------------------------------------------------------------------
+
+/// An item's AAD: its scope and kind, and its key's stand-in when it has a key (upsert by key
+/// keeps those, though it may change the id), else its id (upsert by id keeps it).
+fn memory_aad(item: &MemoryItem, field: &str, extra: &[u8]) -> Vec<u8> {
+    let (tag, anchor) = match &item.key {
+        Some(token) => (&b"key"[..], token.as_str()),
+        None => (&b"id"[..], item.id.as_str()),
+    };
+    aad(&[
+        b"memory",
+        item.scope.stored_form().as_bytes(),
+        item.kind.as_str().as_bytes(),
+        tag,
+        anchor.as_bytes(),
+        field.as_bytes(),
+        extra,
+    ])
+}
+
+/// What a key's stand-in is computed over: the scope, kind and key.
+fn token_aad(item: &MemoryItem, key: &str) -> Vec<u8> {
+    aad(&[
+        b"memory",
+        item.scope.stored_form().as_bytes(),
+        item.kind.as_str().as_bytes(),
+        key.as_bytes(),
+    ])
+}
+
+/// The stand-ins `item`'s key has under the read keys (not the write key): what an item with
+/// the same key written before a rotation holds.
+fn older_tokens(keys: &Keyring, item: &MemoryItem) -> Result<Vec<String>> {
+    let Some(key) = &item.key else {
+        return Ok(Vec::new());
+    };
+    let mut sealer = Sealer::new(keys, Domain::memory(&item.scope));
+    let aad = token_aad(item, key);
+    keys.ids()
+        .into_iter()
+        .skip(1)
+        .map(|id| sealer.key_token_under(id, &aad))
+        .collect()
+}
+
+/// What a stored item's text is bound to besides its place: whether it has metadata and a key.
+fn item_presence(has_metadata: bool, has_key: bool) -> [u8; 1] {
+    presence(&[has_metadata, has_key])
+}
+
+fn seal_item(keys: &Keyring, item: &MemoryItem) -> Result<MemoryItem> {
+    check_memory_item(item)?;
+    let mut sealer = Sealer::new(keys, Domain::memory(&item.scope));
+    let mut stored = MemoryItem {
+        text: String::new(),
+        metadata: Metadata::new(),
+        ..item.clone()
+    };
+    if let Some(key) = &item.key {
+        stored.key = Some(sealer.key_token(&token_aad(item, key))?);
+        let envelope = sealer.seal(key.as_bytes(), &memory_aad(&stored, "key", &[]))?;
+        stored
+            .metadata
+            .insert(MEMORY_KEY_ENTRY.to_owned(), envelope.into());
+    }
+    let metadata = seal_metadata(
+        &mut sealer,
+        &item.metadata,
+        &memory_aad(&stored, "metadata", &[]),
+    )?;
+    stored.metadata.extend(metadata);
+    let text_aad = memory_aad(
+        &stored,
+        "text",
+        &item_presence(!item.metadata.is_empty(), item.key.is_some()),
+    );
+    stored.text = sealer.seal(item.text.as_bytes(), &text_aad)?;
+    Ok(stored)
+}
+
+/// Decrypts items, deriving each scope's key once.
+fn open_items(keys: &Keyring, items: Vec<MemoryItem>) -> Result<Vec<MemoryItem>> {
+    let mut sealers: HashMap<String, Sealer<'_>> = HashMap::new();
+    items
+        .into_iter()
+        .map(|item| {
+            let sealer = sealers
+                .entry(item.scope.stored_form())
+                .or_insert_with(|| Sealer::new(keys, Domain::memory(&item.scope)));
+            open_item(sealer, item)
+        })
+        .collect()
+}
+
+fn open_item(sealer: &mut Sealer<'_>, item: MemoryItem) -> Result<MemoryItem> {
+    if sealer.accepts_plaintext() && !is_envelope(&item.text) {
+        return Ok(item);
+    }
+    let MemoryItem {
+        id,
+        kind,
+        scope,
+        key,
+        text,
+        mut metadata,
+        created_at,
+        updated_at,
+        expires_at,
+    } = item;
+    let mut out = MemoryItem {
+        id,
+        kind,
+        scope,
+        key,
+        text: String::new(),
+        metadata: Metadata::new(),
+        created_at,
+        updated_at,
+        expires_at,
+    };
+    let key_envelope = metadata.remove(MEMORY_KEY_ENTRY);
+    let opened = (|| {
+        let key = match (&out.key, key_envelope) {
+            (None, None) => None,
+            (Some(_), Some(serde_json::Value::String(envelope))) => {
+                let bytes = sealer.open(&envelope, &memory_aad(&out, "key", &[]))?;
+                Some(String::from_utf8(bytes).map_err(|_| CryptoError::Malformed)?)
+            }
+            (Some(_), None) => return Err(CryptoError::NotEncrypted),
+            _ => return Err(CryptoError::Malformed),
+        };
+        let metadata = open_metadata(sealer, metadata, &memory_aad(&out, "metadata", &[]))?;
+        let text_aad = memory_aad(
+            &out,
+            "text",
+            &item_presence(!metadata.is_empty(), key.is_some()),
+        );
+        let text = open_string(sealer, text, &text_aad)?;
+        Ok::<_, CryptoError>((key, metadata, text))
+    })();
+    let (key, metadata, text) = opened.map_err(|e| e.at(format!("memory item `{}`", out.id)))?;
+    out.key = key;
+    out.metadata = metadata;
+    out.text = text;
+    Ok(out)
+}
+
+fn open_one_item(keys: &Keyring, item: MemoryItem) -> Result<MemoryItem> {
+    let mut sealer = Sealer::new(keys, Domain::memory(&item.scope));
+    open_item(&mut sealer, item)
+}
+
+// ---- the store ---------------------------------------------------------------------------
+
+impl<S: AgentMemory> Encrypted<S> {
+    /// Runs `work`, labelling an error that has no operation yet (one raised here rather than
+    /// by the store inside) with `op` and the backend.
+    async fn run<T>(&self, op: Operation, work: impl Future<Output = Result<T>>) -> Result<T> {
+        work.await.map_err(|e| {
+            if e.operation().is_none() {
+                e.with_operation(op).with_backend(self.inner.backend())
+            } else {
+                e
+            }
+        })
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
+#[async_trait]
+impl<S: AgentMemory> SessionStore for Encrypted<S> {
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
+
+    /// The inner store's, except `indexed_search`: searches decrypt and rank in the client.
+    fn capabilities(&self) -> Capabilities {
+        let mut capabilities = self.inner.capabilities();
+        capabilities.indexed_search = false;
+        capabilities
+    }
+
+    async fn schema_version(&self) -> Result<u32> {
+        self.inner.schema_version().await
+    }
+
+    async fn save_session(
+        &self,
+        id: &SessionId,
+        history: &[Message],
+        meta: &Metadata,
+    ) -> Result<()> {
+        self.run(Operation::SaveSession, async {
+            check_session_metadata(meta)?;
+            let sealed = seal_messages(&self.keys, id, history)?;
+            let mut sealer = Sealer::new(&self.keys, Domain::Session(id));
+            let meta = seal_metadata(&mut sealer, meta, &session_metadata_aad(id))?;
+            self.inner.save_session(id, &sealed, &meta).await
+        })
+        .await
+    }
+
+    async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
+        self.run(Operation::Append, async {
+            let sealed = seal_messages(&self.keys, session, messages)?;
+            self.inner.append(session, &sealed).await
+        })
+        .await
+    }
+
+    async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
+        self.run(Operation::Load, async {
+            match self.inner.load(session, limit).await? {
+                Some(stored) => open_session(&self.keys, stored).map(Some),
+                None => Ok(None),
+            }
+        })
+        .await
+    }
+
+    async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
+        self.inner.list_sessions().await
+    }
+
+    async fn delete_session(&self, session: &SessionId) -> Result<bool> {
+        self.inner.delete_session(session).await
+    }
+
+    async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
+        self.run(Operation::Compact, async {
+            let sealed = seal_messages(&self.keys, session, replacement)?;
+            self.inner.compact(session, &sealed).await
+        })
+        .await
+    }
+
+    async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
+        self.inner.list_archives(session).await
+    }
+
+    async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
+        self.run(Operation::LoadArchive, async {
+            let stored = self.inner.load_archive(session, archive).await?;
+            Ok(Archive {
+                messages: open_messages(&self.keys, &stored.info.session, stored.messages)?,
+                info: stored.info,
+            })
+        })
+        .await
+    }
+
+    /// Loads every session in scope, decrypts it and ranks in the client with core's BM25
+    /// (the store's own index holds only ciphertext): the cost grows with every message
+    /// stored, not with the hits.
+    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
+        self.run(Operation::SearchMessages, async {
+            if search_terms(query, scope.limit).is_none() {
+                return Ok(Vec::new());
+            }
+            let ids = match &scope.session {
+                Some(id) => vec![id.clone()],
+                None => self
+                    .inner
+                    .list_sessions()
+                    .await?
+                    .into_iter()
+                    .map(|s| s.id)
+                    .collect(),
+            };
+            let mut sessions = Vec::with_capacity(ids.len());
+            for id in ids {
+                if let Some(stored) = self.inner.load(&id, None).await? {
+                    let messages = open_messages(&self.keys, &id, stored.messages)?;
+                    sessions.push((id, messages));
+                }
+            }
+            let candidates = sessions
+                .iter()
+                .flat_map(|(id, messages)| messages.iter().map(move |m| (id, m)));
+            Ok(rank_messages(query, candidates, scope.limit))
+        })
+        .await
+    }
+
+    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
+        self.inner.purge(policy).await
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
+#[async_trait]
+impl<S: AgentMemory> MemoryStore for Encrypted<S> {
+    /// As the trait's default (which this layer cannot call, having overridden it): the items
+    /// matching `query` through this layer's client-side search, else the most recent 20,
+    /// decrypted.
+    async fn get_context(&self, query: Option<&str>) -> Result<String> {
+        self.run(Operation::GetContext, async {
+            let items: Vec<MemoryItem> = match query.map(str::trim) {
+                Some(q) if !q.is_empty() => self
+                    .search_memories(q, &MemoryFilter::default().with_limit(10))
+                    .await?
+                    .into_iter()
+                    .map(|hit| hit.item)
+                    .collect(),
+                _ => {
+                    self.list_memories(&MemoryFilter::default().with_limit(20))
+                        .await?
+                }
+            };
+            Ok(items
+                .iter()
+                .map(|item| format!("- {}", item.text))
+                .collect::<Vec<_>>()
+                .join("\n"))
+        })
+        .await
+    }
+
+    async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
+        self.run(Operation::PutMemory, async {
+            let mut sealed = seal_item(&self.keys, item)?;
+            // Under a read key, the same key has another stand-in, which the store's upsert by
+            // key cannot match: find such an item and replace it by id instead.
+            let older = older_tokens(&self.keys, item)?;
+            if !older.is_empty() {
+                let same_place = MemoryFilter::kind(item.kind)
+                    .with_scope(ScopeFilter::Exactly(item.scope.clone()));
+                let listed = self.inner.list_memories(&same_place).await?;
+                if !listed.iter().any(|i| i.key == sealed.key) {
+                    let older_item = listed
+                        .iter()
+                        .find(|i| i.key.as_ref().is_some_and(|k| older.contains(k)));
+                    if let Some(existing) = older_item {
+                        // The AAD of an item with a key names the stand-in, not the id.
+                        sealed.id = existing.id.clone();
+                    }
+                }
+            }
+            let stored = self.inner.put_memory(&sealed).await?;
+            open_one_item(&self.keys, stored)
+        })
+        .await
+    }
+
+    async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
+        self.run(Operation::GetMemory, async {
+            match self.inner.get_memory(id).await? {
+                Some(item) => open_one_item(&self.keys, item).map(Some),
+                None => Ok(None),
+            }
+        })
+        .await
+    }
+
+    async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
+        self.run(Operation::ListMemories, async {
+            let items = self.inner.list_memories(filter).await?;
+            open_items(&self.keys, items)
+        })
+        .await
+    }
+
+    /// Lists every item the filter passes, decrypts them and ranks in the client (see
+    /// [`search_messages`](SessionStore::search_messages)).
+    async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
+        self.run(Operation::SearchMemories, async {
+            if search_terms(query, memory_search_limit(filter)).is_none() {
+                return Ok(Vec::new());
+            }
+            let everything = MemoryFilter {
+                limit: None,
+                ..filter.clone()
+            };
+            let items = self.list_memories(&everything).await?;
+            Ok(rank_memories(query, &items, filter))
+        })
+        .await
+    }
+
+    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
+        self.inner.delete_memory(id).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_tool_field_is_the_longest_whose_envelope_fits() {
+        assert_eq!(MAX_ENCRYPTED_TOOL_FIELD_BYTES, 139);
+        assert!(envelope_len(MAX_ENCRYPTED_TOOL_FIELD_BYTES) <= MAX_TOOL_FIELD_BYTES);
+        assert!(envelope_len(MAX_ENCRYPTED_TOOL_FIELD_BYTES + 1) > MAX_TOOL_FIELD_BYTES);
+    }
+}

@@ -1,0 +1,30 @@
+// The crate documentation is the README (also shown on GitHub and crates.io). Its links point
+// to docs.rs there; the definitions below come first, so rustdoc links to (and checks) the items.
+//! [`EncryptLayer`]: crate::EncryptLayer
+//! [`Encrypted`]: crate::Encrypted
+//! [`MasterKey`]: crate::MasterKey
+//! [`KeyId`]: crate::KeyId
+//! [`KeySource`]: crate::KeySource
+//! [`Keyring`]: crate::Keyring
+//! [`CryptoError`]: crate::CryptoError
+//! [`NoKeyLayer`]: crate::NoKeyLayer
+//! [`rekey`]: crate::rekey()
+//! [`encrypt_existing`]: crate::encrypt_existing()
+//! [`RekeyReport`]: crate::RekeyReport
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod cipher;
+mod guard;
+mod key;
+mod layer;
+mod rekey;
+
+pub use cipher::{
+    envelope_key_id, is_envelope, CryptoError, Keyring, ENVELOPE_PREFIX, KEY_TOKEN_PREFIX,
+    MEMORY_KEY_ENTRY, METADATA_KEY,
+};
+pub use guard::{NoKey, NoKeyLayer};
+pub use key::{KeyId, KeySource, MasterKey, KEY_BYTES, KEY_ENV};
+pub use layer::{EncryptLayer, Encrypted, MAX_ENCRYPTED_TOOL_FIELD_BYTES};
+pub use rekey::{encrypt_existing, rekey, RekeyReport};

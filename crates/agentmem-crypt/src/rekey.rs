@@ -1,0 +1,113 @@
+//! Re-encrypting a whole store under a new master key: [`rekey`] and [`encrypt_existing`].
+
+use std::sync::Arc;
+
+use agentmem_core::layer::Layer;
+use agentmem_core::{AgentMemory, MemoryFilter, MemoryStore, Result, SessionStore};
+use serde::Serialize;
+
+use crate::cipher::Keyring;
+use crate::key::{KeyId, MasterKey};
+use crate::layer::EncryptLayer;
+
+/// What [`rekey`] or [`encrypt_existing`] rewrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct RekeyReport {
+    /// Sessions rewritten (messages and metadata) under the new key.
+    pub sessions: u64,
+    /// Messages in them.
+    pub messages: u64,
+    /// Memory items rewritten under the new key.
+    pub memories: u64,
+    /// Archives left as they were: the store traits cannot rewrite an archive, so they stay
+    /// encrypted under the key that was current when they were compacted (or in plaintext,
+    /// after [`encrypt_existing`]). Read them with
+    /// [`EncryptLayer::with_read_key`](crate::EncryptLayer::with_read_key).
+    pub archives_kept: u64,
+    /// The key everything rewritten is now encrypted with.
+    pub key: Option<KeyId>,
+}
+
+/// Re-encrypts every session (its messages and metadata) and every memory item of `store`
+/// from `old` to `new`, one session and one item at a time, through the store's own
+/// `save_session` and `put_memory`.
+///
+/// Records already under `new` are read and rewritten as well, so an interrupted rekey is
+/// finished by running it again. Run it while nothing else writes the store: an append that
+/// lands between a session's load and its rewrite is lost. Not rewritten (see
+/// [`RekeyReport::archives_kept`]): archives; and expired memory items, which no reader sees
+/// and a purge deletes. Each rewritten session's `updated_at` becomes the time of the rekey.
+///
+/// ```
+/// use agentmem_core::{AgentMemoryExt, ErrorKind, InMemoryStore, Message, SessionId};
+/// use agentmem_crypt::{rekey, EncryptLayer, MasterKey};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let (old, new) = (MasterKey::generate()?, MasterKey::generate()?);
+/// let store = std::sync::Arc::new(InMemoryStore::new());
+/// let id: SessionId = "demo".parse()?;
+/// store.clone().with_layer(EncryptLayer::new(&old)).append_one(&id, Message::user("hi")).await?;
+/// let report = rekey(store.clone(), &old, &new).await?;
+/// assert_eq!(report.sessions, 1);
+/// let with_new = store.clone().with_layer(EncryptLayer::new(&new));
+/// assert_eq!(with_new.messages(&id).await?[0].content, "hi");
+/// let with_old = store.with_layer(EncryptLayer::new(&old));
+/// assert_eq!(with_old.messages(&id).await.unwrap_err().kind(), ErrorKind::InvalidInput);
+/// # Ok::<(), agentmem_core::Error>(())
+/// # }).unwrap();
+/// ```
+pub async fn rekey<S: AgentMemory>(
+    store: S,
+    old: &MasterKey,
+    new: &MasterKey,
+) -> Result<RekeyReport> {
+    rewrite(
+        store,
+        Keyring::new(new).with_read_key(old),
+        Keyring::new(new),
+    )
+    .await
+}
+
+/// Encrypts a store written without the layer: every session and memory item is read as
+/// plaintext (or as ciphertext under `key`, so running it again is harmless) and rewritten
+/// encrypted under `key`. The same rules as [`rekey`] apply; archives stay in plaintext.
+pub async fn encrypt_existing<S: AgentMemory>(store: S, key: &MasterKey) -> Result<RekeyReport> {
+    let mut reading = Keyring::new(key);
+    reading.accept_plaintext = true;
+    rewrite(store, reading, Keyring::new(key)).await
+}
+
+/// Reads everything through `reading` and writes it back through `writing` (the new key
+/// alone: each item is rewritten by its id, so the writer need not look for items whose key
+/// has a stand-in under an older key).
+async fn rewrite<S: AgentMemory>(
+    store: S,
+    reading: Keyring,
+    writing: Keyring,
+) -> Result<RekeyReport> {
+    let mut report = RekeyReport {
+        key: Some(writing.write_key()),
+        ..RekeyReport::default()
+    };
+    let store = Arc::new(store);
+    let reader = EncryptLayer::with_keyring(reading).layer(store.clone());
+    let writer = EncryptLayer::with_keyring(writing).layer(store);
+    for info in reader.list_sessions().await? {
+        // Deleted since it was listed: nothing to rewrite.
+        let Some(session) = reader.load(&info.id, None).await? else {
+            continue;
+        };
+        writer
+            .save_session(&session.id, &session.messages, &session.metadata)
+            .await?;
+        report.sessions += 1;
+        report.messages += session.messages.len() as u64;
+        report.archives_kept += reader.list_archives(&session.id).await?.len() as u64;
+    }
+    for item in reader.list_memories(&MemoryFilter::default()).await? {
+        writer.put_memory(&item).await?;
+        report.memories += 1;
+    }
+    Ok(report)
+}

@@ -1,0 +1,723 @@
+//! What the encryption layer promises, over core's in-memory store and the file backend: no
+//! plaintext in the store, the key reads it back, another key or none is refused, tampering
+//! is caught, and a rekey moves everything readable to the new key.
+
+use std::error::Error as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agentmem_core::{
+    AgentMemory, AgentMemoryExt, ErrorKind, InMemoryStore, MemoryFilter, MemoryItem, MemoryKind,
+    MemoryScope, MemoryStore, Message, MessageQuery, Metadata, Role, SessionId, SessionStore,
+};
+use agentmem_crypt::{
+    encrypt_existing, rekey, CryptoError, EncryptLayer, KeyId, MasterKey, NoKeyLayer,
+    ENVELOPE_PREFIX, KEY_TOKEN_PREFIX, MAX_ENCRYPTED_TOOL_FIELD_BYTES,
+};
+use agentmem_file::{FileConfig, FileStore};
+
+/// Texts that must never appear in the store's bytes.
+const SECRETS: &[&str] = &[
+    "canaryContentZebra",
+    "canaryMessageMetaOtter",
+    "canaryToolNameHeron",
+    "canaryCallIdLynx",
+    "canaryArgumentsMarmot",
+    "canaryResultBadger",
+    "canarySessionMetaIbis",
+    "canaryArchivedWalrus",
+    "canarySummaryNewt",
+    "canaryMemoryTextMoose",
+    "canaryMemoryMetaVole",
+    "canaryMemoryKeyGnu",
+];
+
+type Store = Arc<dyn AgentMemory>;
+
+fn sid(name: &str) -> SessionId {
+    name.parse().expect("a valid session id")
+}
+
+fn key() -> MasterKey {
+    MasterKey::generate().expect("a random key")
+}
+
+fn layered(raw: &Store, key: &MasterKey) -> impl AgentMemory {
+    raw.clone().with_layer(EncryptLayer::new(key))
+}
+
+async fn file_store(root: &Path) -> Store {
+    Arc::new(
+        FileStore::connect_with(FileConfig::new(root))
+            .await
+            .expect("open the file store"),
+    )
+}
+
+fn in_memory() -> Store {
+    Arc::new(InMemoryStore::new())
+}
+
+fn crypto_error(err: &agentmem_core::Error) -> Option<&CryptoError> {
+    err.source().and_then(|s| s.downcast_ref::<CryptoError>())
+}
+
+/// The history written under each key: a message with metadata, a tool call and its result.
+fn history() -> Vec<Message> {
+    vec![
+        Message::user("please remember canaryContentZebra")
+            .with_metadata("note", serde_json::json!({"tag": "canaryMessageMetaOtter"})),
+        Message::tool_call(
+            "canaryCallIdLynx",
+            "canaryToolNameHeron",
+            r#"{"q":"canaryArgumentsMarmot"}"#,
+        ),
+        Message::tool_result(
+            "canaryCallIdLynx",
+            "canaryToolNameHeron",
+            "canaryResultBadger",
+        ),
+    ]
+}
+
+fn item() -> MemoryItem {
+    MemoryItem::new(MemoryKind::Fact, "the user likes canaryMemoryTextMoose")
+        .in_scope(MemoryScope::agent("alice"))
+        .with_key("likes:canaryMemoryKeyGnu")
+        .with_metadata("source", "canaryMemoryMetaVole")
+}
+
+/// Writes every kind of record: an archive, a session with metadata, a memory item.
+async fn write_everything(store: &impl AgentMemory) -> (SessionId, Vec<Message>, MemoryItem) {
+    let id = sid("ada");
+    store
+        .append(&id, &[Message::user("old turn canaryArchivedWalrus")])
+        .await
+        .expect("append");
+    store
+        .compact(&id, &[Message::system("summary canarySummaryNewt")])
+        .await
+        .expect("compact");
+    let mut meta = Metadata::new();
+    meta.insert("title".into(), "canarySessionMetaIbis".into());
+    let mut messages = vec![Message::system("summary canarySummaryNewt")];
+    messages.extend(history());
+    store
+        .save_session(&id, &messages, &meta)
+        .await
+        .expect("save the session");
+    let stored = store.put_memory(&item()).await.expect("put a memory");
+    (id, messages, stored)
+}
+
+/// Every file under `root` (recursively) whose bytes contain `needle`.
+fn files_containing(root: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read a folder") {
+            let path = entry.expect("a folder entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = std::fs::read(&path).expect("read a file");
+                if bytes.windows(needle.len()).any(|w| w == needle) {
+                    found.push(path);
+                }
+            }
+        }
+    }
+    found
+}
+
+fn all_files(root: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read a folder") {
+            let path = entry.expect("a folder entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+#[tokio::test]
+async fn file_store_keeps_no_plaintext_and_the_key_reads_it_back() {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    let key = key();
+    let raw = file_store(dir.path()).await;
+    let (id, messages, stored) = write_everything(&layered(&raw, &key)).await;
+
+    // The test can fail: without the layer, the same records leave their text in the files.
+    let plain_dir = tempfile::tempdir().expect("a temp folder");
+    write_everything(&file_store(plain_dir.path()).await).await;
+    for secret in SECRETS {
+        assert!(
+            !files_containing(plain_dir.path(), secret.as_bytes()).is_empty(),
+            "{secret} is written somewhere without the layer"
+        );
+    }
+
+    let files = all_files(dir.path());
+    assert!(files.len() >= 4, "the store wrote its files: {files:?}");
+    for secret in SECRETS {
+        let found = files_containing(dir.path(), secret.as_bytes());
+        assert!(found.is_empty(), "{secret} is in plaintext in {found:?}");
+    }
+    // MEMORY.md is written, with ciphertext in place of every message.
+    let memory_md = std::fs::read_to_string(dir.path().join("agents/ada/MEMORY.md"))
+        .expect("MEMORY.md is written");
+    assert_eq!(memory_md.matches(ENVELOPE_PREFIX).count(), messages.len());
+
+    // The same key reads everything back, also after reopening the folder.
+    let reopened = file_store(dir.path()).await;
+    let store = layered(&reopened, &key);
+    let session = store
+        .load(&id, None)
+        .await
+        .expect("load")
+        .expect("a session");
+    assert_eq!(session.messages, messages);
+    assert_eq!(session.metadata["title"], "canarySessionMetaIbis");
+    let archives = store.list_archives(&id).await.expect("list archives");
+    let archive = store
+        .load_archive(&id, &archives[0].id)
+        .await
+        .expect("load the archive");
+    assert_eq!(archive.messages[0].content, "old turn canaryArchivedWalrus");
+    assert_eq!(
+        store.get_memory(&stored.id).await.expect("get"),
+        Some(stored.clone())
+    );
+    let hits = store
+        .search_messages("canaryresultbadger", &MessageQuery::default())
+        .await
+        .expect("search");
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].message, messages[3]);
+    assert_eq!(
+        store.get_context(Some("LIKES")).await.expect("context"),
+        "- the user likes canaryMemoryTextMoose"
+    );
+    // The store's own search sees only ciphertext.
+    let bare = reopened
+        .search_messages("canaryresultbadger", &MessageQuery::default())
+        .await
+        .expect("search the bare store");
+    assert!(bare.is_empty());
+}
+
+async fn wrong_key_and_no_key_are_refused(raw: Store) {
+    let key = key();
+    let (id, _, stored) = write_everything(&layered(&raw, &key)).await;
+
+    // No key: the bare store shows envelopes, never the text.
+    let bare = raw.load(&id, None).await.expect("load").expect("a session");
+    for m in &bare.messages {
+        assert!(m.content.starts_with(ENVELOPE_PREFIX), "{:?}", m.content);
+        assert!(m.content.contains(&key.id().to_string()));
+    }
+    let tool = &bare.messages[2];
+    assert!(tool
+        .tool_call_id
+        .as_deref()
+        .is_some_and(|v| v.starts_with(ENVELOPE_PREFIX)));
+    assert!(tool
+        .tool_name
+        .as_deref()
+        .is_some_and(|v| v.starts_with(ENVELOPE_PREFIX)));
+    let bare_item = raw
+        .get_memory(&stored.id)
+        .await
+        .expect("get")
+        .expect("an item");
+    assert!(bare_item.text.starts_with(ENVELOPE_PREFIX));
+    // The key is a stand-in, equal for equal keys (so upserts by key still work).
+    let token = bare_item.key.clone().expect("a key");
+    assert!(token.starts_with(KEY_TOKEN_PREFIX), "{token}");
+    let again = layered(&raw, &key)
+        .put_memory(&item())
+        .await
+        .expect("put again");
+    assert_eq!(again.id, stored.id, "replaced by key");
+    let stored_key = raw
+        .get_memory(&stored.id)
+        .await
+        .expect("get")
+        .and_then(|i| i.key);
+    assert_eq!(stored_key, Some(token));
+
+    // No key, through the layer a program wears without one: a typed error naming the key.
+    let keyless = raw.clone().with_layer(NoKeyLayer);
+    let err = keyless
+        .load(&id, None)
+        .await
+        .expect_err("no key is refused");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert_eq!(
+        crypto_error(&err),
+        Some(&CryptoError::NoKey { found: key.id() })
+    );
+    assert!(err.to_string().contains("no encryption key"), "{err}");
+    for err in [
+        keyless.get_memory(&stored.id).await.expect_err("get"),
+        keyless.get_context(None).await.expect_err("context"),
+        keyless
+            .load_archive(&id, &raw.list_archives(&id).await.expect("list")[0].id)
+            .await
+            .expect_err("archive"),
+        keyless
+            .append_one(&id, Message::user("plaintext"))
+            .await
+            .expect_err("no mixing"),
+        keyless
+            .put_memory(&MemoryItem::new(MemoryKind::Fact, "plaintext"))
+            .await
+            .expect_err("no mixing"),
+    ] {
+        assert!(
+            matches!(crypto_error(&err), Some(CryptoError::NoKey { .. })),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        layered(&raw, &key)
+            .messages(&id)
+            .await
+            .expect("messages")
+            .len(),
+        4,
+        "nothing appended"
+    );
+
+    // Another key: a typed error naming both keys, never garbage.
+    let other = key_other(&key);
+    let wrong = layered(&raw, &other);
+    let err = wrong
+        .load(&id, None)
+        .await
+        .expect_err("the wrong key is refused");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    match crypto_error(&err) {
+        Some(CryptoError::WrongKey { found, held }) => {
+            assert_eq!(*found, key.id());
+            assert_eq!(held, &[other.id()]);
+        }
+        e => panic!("expected WrongKey, got {e:?}"),
+    }
+    assert!(err.to_string().contains("wrong encryption key"), "{err}");
+    for err in [
+        wrong.get_memory(&stored.id).await.expect_err("get"),
+        wrong
+            .list_memories(&MemoryFilter::default())
+            .await
+            .expect_err("list"),
+        wrong.get_context(None).await.expect_err("context"),
+        wrong
+            .search_messages("zebra", &MessageQuery::default())
+            .await
+            .expect_err("search"),
+    ] {
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    }
+    // Listing needs no key: ids, counts and times are plaintext.
+    assert_eq!(wrong.list_sessions().await.expect("list")[0].id, id);
+}
+
+fn key_other(key: &MasterKey) -> MasterKey {
+    let other = self::key();
+    assert_ne!(other.id(), key.id());
+    other
+}
+
+#[tokio::test]
+async fn wrong_key_and_no_key_are_refused_in_memory() {
+    wrong_key_and_no_key_are_refused(in_memory()).await;
+}
+
+#[tokio::test]
+async fn wrong_key_and_no_key_are_refused_on_files() {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    wrong_key_and_no_key_are_refused(file_store(dir.path()).await).await;
+}
+
+/// Rewrites the first message of `id` in the bare store with `change` applied.
+async fn tamper(raw: &Store, id: &SessionId, change: impl FnOnce(&mut Message)) {
+    let mut session = raw.load(id, None).await.expect("load").expect("a session");
+    change(&mut session.messages[0]);
+    raw.save_session(id, &session.messages, &session.metadata)
+        .await
+        .expect("save");
+}
+
+fn flip(envelope: &str) -> String {
+    // A character in the middle of the base64 payload, changed to another base64 character.
+    let mut bytes = envelope.as_bytes().to_vec();
+    let at = ENVELOPE_PREFIX.len() + 17 + (bytes.len() - ENVELOPE_PREFIX.len() - 17) / 2;
+    bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
+    String::from_utf8(bytes).expect("ASCII")
+}
+
+async fn expect_tampered(store: &impl AgentMemory, id: &SessionId) {
+    let err = store.load(id, None).await.expect_err("tampering is caught");
+    assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
+    assert_eq!(crypto_error(&err), Some(&CryptoError::Tampered), "{err}");
+}
+
+async fn tampering_is_refused(raw: Store) {
+    let key = key();
+    let store = layered(&raw, &key);
+    let (a, b) = (sid("a"), sid("b"));
+    let reset = |id: SessionId| {
+        let store = &store;
+        async move {
+            store
+                .save_session(&id, &history(), &Metadata::new())
+                .await
+                .expect("save")
+        }
+    };
+    reset(a.clone()).await;
+    store.load(&a, None).await.expect("untouched reads");
+
+    // A flipped byte.
+    tamper(&raw, &a, |m| m.content = flip(&m.content)).await;
+    expect_tampered(&store, &a).await;
+
+    // Ciphertext moved from session `a` to session `b` (same message id, same key).
+    reset(a.clone()).await;
+    store
+        .save_session(&b, &history()[..1], &Metadata::new())
+        .await
+        .expect("save b");
+    let from_a = raw.load(&a, None).await.expect("load").expect("a").messages[0].clone();
+    let mut in_b = raw.load(&b, None).await.expect("load").expect("b").messages;
+    in_b[0] = from_a.clone();
+    raw.save_session(&b, &in_b, &Metadata::new())
+        .await
+        .expect("save");
+    expect_tampered(&store, &b).await;
+
+    // A role raised from user to system.
+    tamper(&raw, &a, |m| m.role = Role::System).await;
+    expect_tampered(&store, &a).await;
+
+    // Metadata stripped.
+    reset(a.clone()).await;
+    tamper(&raw, &a, |m| m.metadata.clear()).await;
+    expect_tampered(&store, &a).await;
+
+    // Plaintext where ciphertext belongs.
+    reset(a.clone()).await;
+    tamper(&raw, &a, |m| m.content = "injected".into()).await;
+    let err = store
+        .load(&a, None)
+        .await
+        .expect_err("plaintext is refused");
+    assert_eq!(err.kind(), ErrorKind::CorruptData);
+    assert_eq!(crypto_error(&err), Some(&CryptoError::NotEncrypted));
+}
+
+#[tokio::test]
+async fn tampering_is_refused_in_memory() {
+    tampering_is_refused(in_memory()).await;
+}
+
+#[tokio::test]
+async fn tampering_is_refused_on_files() {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    tampering_is_refused(file_store(dir.path()).await).await;
+}
+
+/// A byte flipped in the file itself (not through the store) is caught too.
+#[tokio::test]
+async fn a_byte_flipped_on_disk_is_refused() {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    let key = key();
+    let id = sid("disk");
+    {
+        let raw = file_store(dir.path()).await;
+        layered(&raw, &key)
+            .append_one(&id, Message::user("canaryContentZebra"))
+            .await
+            .expect("append");
+    }
+    let log = dir.path().join("agents/disk/session.jsonl");
+    let text = std::fs::read_to_string(&log).expect("the log");
+    let start = text.find(ENVELOPE_PREFIX).expect("an envelope in the log");
+    let end = start + text[start..].find('"').expect("the envelope ends");
+    let flipped = text.replacen(&text[start..end], &flip(&text[start..end]), 1);
+    assert_ne!(flipped, text);
+    std::fs::write(&log, flipped).expect("write the log");
+    let raw = file_store(dir.path()).await;
+    expect_tampered(&layered(&raw, &key), &id).await;
+}
+
+async fn rekey_moves_everything_to_the_new_key(raw: Store) -> (KeyId, KeyId) {
+    let (old, new) = (key(), key());
+    let (id, messages, stored) = write_everything(&layered(&raw, &old)).await;
+
+    let report = rekey(raw.clone(), &old, &new).await.expect("rekey");
+    assert_eq!(report.sessions, 1);
+    assert_eq!(report.messages, messages.len() as u64);
+    assert_eq!(report.memories, 1);
+    assert_eq!(report.archives_kept, 1);
+    assert_eq!(report.key, Some(new.id()));
+
+    let with_new = layered(&raw, &new);
+    let session = with_new
+        .load(&id, None)
+        .await
+        .expect("load")
+        .expect("a session");
+    assert_eq!(session.messages, messages);
+    assert_eq!(session.metadata["title"], "canarySessionMetaIbis");
+    let item = with_new
+        .get_memory(&stored.id)
+        .await
+        .expect("get")
+        .expect("an item");
+    // A backend may stamp `updated_at` when an item is rewritten (the file backend does).
+    assert_eq!(
+        item,
+        MemoryItem {
+            updated_at: item.updated_at,
+            ..stored.clone()
+        }
+    );
+    let bare = raw.load(&id, None).await.expect("load").expect("a session");
+    assert!(bare
+        .messages
+        .iter()
+        .all(|m| m.content.contains(&new.id().to_string())));
+
+    // The old key is refused for everything rewritten.
+    let with_old = layered(&raw, &old);
+    let err = with_old.load(&id, None).await.expect_err("old key");
+    assert!(
+        matches!(crypto_error(&err), Some(CryptoError::WrongKey { .. })),
+        "{err}"
+    );
+    let err = with_old.get_memory(&stored.id).await.expect_err("old key");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+
+    // Archives cannot be rewritten: they need the old key as a read key.
+    let archive = &with_new.list_archives(&id).await.expect("list")[0];
+    let err = with_new
+        .load_archive(&id, &archive.id)
+        .await
+        .expect_err("archive");
+    assert!(
+        matches!(crypto_error(&err), Some(CryptoError::WrongKey { .. })),
+        "{err}"
+    );
+    let both = raw
+        .clone()
+        .with_layer(EncryptLayer::new(&new).with_read_key(&old));
+    let archived = both
+        .load_archive(&id, &archive.id)
+        .await
+        .expect("with the read key");
+    assert_eq!(
+        archived.messages[0].content,
+        "old turn canaryArchivedWalrus"
+    );
+
+    // Running it again (an interrupted rekey finished) changes nothing readable.
+    rekey(raw.clone(), &old, &new).await.expect("rekey again");
+    assert_eq!(with_new.messages(&id).await.expect("messages"), messages);
+    (old.id(), new.id())
+}
+
+#[tokio::test]
+async fn rekey_moves_everything_to_the_new_key_in_memory() {
+    rekey_moves_everything_to_the_new_key(in_memory()).await;
+}
+
+#[tokio::test]
+async fn rekey_moves_everything_to_the_new_key_on_files() {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    let raw = file_store(dir.path()).await;
+    let (old, new) = rekey_moves_everything_to_the_new_key(raw).await;
+    // No session file names the old key any more; archives still do, and so do the superseded
+    // lines of the memory log until the file backend compacts it (its last line is the
+    // item under the new key).
+    let memories = std::fs::read_to_string(dir.path().join("memories.jsonl")).expect("the log");
+    let last = memories.lines().last().expect("a line");
+    assert!(
+        last.contains(&new.to_string()) && !last.contains(&old.to_string()),
+        "{last}"
+    );
+    for file in all_files(dir.path()) {
+        let name = file.to_string_lossy();
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        if text.contains(ENVELOPE_PREFIX)
+            && !name.contains("/archive/")
+            && !name.ends_with("memories.jsonl")
+        {
+            let ids: std::collections::BTreeSet<&str> = text
+                .match_indices(ENVELOPE_PREFIX)
+                .map(|(i, _)| &text[i + ENVELOPE_PREFIX.len()..i + ENVELOPE_PREFIX.len() + 16])
+                .collect();
+            assert_eq!(
+                ids.len(),
+                1,
+                "{name} holds envelopes under one key: {ids:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_existing_plaintext_store_can_be_encrypted() {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    let raw = file_store(dir.path()).await;
+    let (id, messages, stored) = write_everything(&raw).await;
+    let key = key();
+    let report = encrypt_existing(raw.clone(), &key).await.expect("encrypt");
+    assert_eq!((report.sessions, report.memories), (1, 1));
+    let store = layered(&raw, &key);
+    assert_eq!(store.messages(&id).await.expect("messages"), messages);
+    let item = store
+        .get_memory(&stored.id)
+        .await
+        .expect("get")
+        .expect("an item");
+    assert_eq!(
+        item,
+        MemoryItem {
+            updated_at: item.updated_at,
+            ..stored
+        }
+    );
+    // Archives stay as they were, and so do the superseded lines of the file backend's memory
+    // log until it compacts the log: everything else is ciphertext now.
+    let memories = std::fs::read_to_string(dir.path().join("memories.jsonl")).expect("the log");
+    let last = memories.lines().last().expect("a line");
+    assert!(!last.contains("canaryMemoryTextMoose") && last.contains(ENVELOPE_PREFIX));
+    for secret in [
+        "canaryContentZebra",
+        "canaryToolNameHeron",
+        "canarySessionMetaIbis",
+    ] {
+        let found: Vec<PathBuf> = files_containing(dir.path(), secret.as_bytes())
+            .into_iter()
+            .filter(|p| !p.to_string_lossy().contains("/archive/"))
+            .collect();
+        assert!(found.is_empty(), "{secret} is still in {found:?}");
+    }
+}
+
+#[tokio::test]
+async fn tool_fields_longer_than_an_envelope_allows_are_refused_before_writing() {
+    let raw = in_memory();
+    let store = layered(&raw, &key());
+    let id = sid("tools");
+    let longest = "c".repeat(MAX_ENCRYPTED_TOOL_FIELD_BYTES);
+    let call = Message::tool_call(longest.clone(), "t", "{}");
+    store
+        .append_one(&id, call.clone())
+        .await
+        .expect("the longest id fits");
+    assert_eq!(store.messages(&id).await.expect("messages"), vec![call]);
+    let too_long = Message::tool_call(format!("{longest}c"), "t", "{}");
+    let err = store.append_one(&id, too_long).await.expect_err("too long");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert!(err.to_string().contains("tool call id"), "{err}");
+    assert_eq!(
+        store.messages(&id).await.expect("messages").len(),
+        1,
+        "nothing written"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_call_and_its_result_share_one_envelope_so_windows_keep_them_together() {
+    let raw = in_memory();
+    let store = layered(&raw, &key());
+    let id = sid("window");
+    let mut messages = history();
+    messages.push(Message::assistant("done"));
+    store.append(&id, &messages).await.expect("append");
+    let bare = raw.messages(&id).await.expect("messages");
+    assert_eq!(bare[1].tool_call_id, bare[2].tool_call_id);
+    // The same id in another session encrypts differently.
+    store
+        .append(&sid("other"), &messages)
+        .await
+        .expect("append");
+    let other = raw.messages(&sid("other")).await.expect("messages");
+    assert_ne!(other[1].tool_call_id, bare[1].tool_call_id);
+    // A window of two would start at the result: it is left out with its call.
+    let window = store
+        .load(&id, Some(2))
+        .await
+        .expect("load")
+        .expect("a session");
+    assert_eq!(window.messages, messages[3..]);
+    let window = store
+        .load(&id, Some(3))
+        .await
+        .expect("load")
+        .expect("a session");
+    assert_eq!(window.messages, messages[1..]);
+}
+
+#[tokio::test]
+async fn errors_are_labelled_and_capabilities_say_search_is_in_the_client() {
+    let raw = in_memory();
+    let store = layered(&raw, &key());
+    assert!(!store.capabilities().indexed_search);
+    let mut deep = serde_json::json!("leaf");
+    for _ in 0..70 {
+        deep = serde_json::json!([deep]);
+    }
+    let mut meta = Metadata::new();
+    meta.insert("deep".into(), deep);
+    let err = store
+        .save_session(&sid("deep"), &[], &meta)
+        .await
+        .expect_err("too deep to read back");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert_eq!(err.operation(), Some(agentmem_core::Operation::SaveSession));
+    assert!(raw.list_sessions().await.expect("list").is_empty());
+}
+
+/// During a rotation (a layer writing with the new key and reading the old), a put with the key
+/// of an item written under the old key replaces that item, as a store's upsert by key would.
+#[tokio::test]
+async fn upsert_by_key_finds_items_written_under_a_read_key() {
+    let raw = in_memory();
+    let (old, new) = (key(), key());
+    let first = layered(&raw, &old).put_memory(&item()).await.expect("put");
+    let rotating = raw
+        .clone()
+        .with_layer(EncryptLayer::new(&new).with_read_key(&old));
+    let newer = MemoryItem::new(MemoryKind::Fact, "the user likes tea")
+        .in_scope(MemoryScope::agent("alice"))
+        .with_key("likes:canaryMemoryKeyGnu");
+    let stored = rotating.put_memory(&newer).await.expect("put");
+    assert_eq!(stored.id, first.id, "the item with the key was replaced");
+    assert_eq!(stored.created_at, first.created_at);
+    let all = rotating
+        .list_memories(&MemoryFilter::default())
+        .await
+        .expect("list");
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].text, "the user likes tea");
+    // It is under the new key now.
+    let with_new = layered(&raw, &new);
+    assert_eq!(
+        with_new
+            .get_memory(&first.id)
+            .await
+            .expect("get")
+            .map(|i| i.text),
+        Some("the user likes tea".into())
+    );
+}
