@@ -1,7 +1,8 @@
-//! Append one message; append a batch of 20; load the last 20 of a long session; and, each
-//! beside the raw `mongodb` driver doing the same work on a plain collection in the same
-//! database: append a batch of 1,000, load the whole long session, search it, and compact a
-//! session (10,000 messages; 1,000 in quick mode).
+//! Each case beside the raw `mongodb` driver doing the same work on a plain collection in the
+//! same database, indexed on (session, seq): append one message (`insert_one`, the seq counted
+//! in the client), a batch of 20 and one of 1,000 (`insert_many`), load the last 20 of a long
+//! session (`find` sorted newest first, limit 20), load the whole long session, search it,
+//! and compact a session (10,000 messages; 1,000 in quick mode).
 //!
 //! `cargo bench -p agentmem-mongodb --bench mongodb` against `MONGODB_URL` (default
 //! `mongodb://127.0.0.1:27017/?directConnection=true`). With `AGENTMEM_BENCH_QUICK=1` the long
@@ -42,9 +43,15 @@ fn store(rt: &tokio::runtime::Runtime) -> Option<Layered<MongoStore>> {
 fn appends(c: &mut Criterion) {
     let rt = runtime();
     let Some(store) = store(&rt) else { return };
+    let coll = raw_collection(&store);
+    rt.block_on(raw_index(&coll));
     let session = SessionId::new("bench").unwrap();
     let message = Message::user("A message of ordinary length about GCP latency and cost.");
-    c.bench_function("append_one", |b| {
+    // The raw side numbers its documents itself, as one process writing alone can.
+    let seq = std::sync::atomic::AtomicI64::new(0);
+    let next = |n: i64| seq.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    let mut group = c.benchmark_group("append_one");
+    group.bench_function("agentmem", |b| {
         b.to_async(&rt).iter(|| async {
             store
                 .append(&session, std::slice::from_ref(&message))
@@ -52,20 +59,43 @@ fn appends(c: &mut Criterion) {
                 .unwrap();
         })
     });
+    group.bench_function("raw_insert_one", |b| {
+        b.to_async(&rt).iter(|| async {
+            coll.insert_one(raw_doc("one", next(1), &message))
+                .await
+                .unwrap();
+        })
+    });
+    group.finish();
     let batch: Vec<Message> = (0..20)
         .map(|i| Message::user(format!("batch message {i} about GCP latency and cost")))
         .collect();
-    c.bench_function("append_batch_of_20", |b| {
+    let mut group = c.benchmark_group("append_batch_of_20");
+    group.bench_function("agentmem", |b| {
         b.to_async(&rt).iter(|| async {
             store.append(&session, &batch).await.unwrap();
         })
     });
+    group.bench_function("raw_insert_many", |b| {
+        b.to_async(&rt).iter(|| async {
+            let first = next(20);
+            let docs: Vec<Document> = batch
+                .iter()
+                .enumerate()
+                .map(|(i, m)| raw_doc("twenty", first + i as i64, m))
+                .collect();
+            coll.insert_many(docs).await.unwrap();
+        })
+    });
+    group.finish();
     rt.block_on(store.drop_database()).unwrap();
 }
 
 fn load_last_20(c: &mut Criterion) {
     let rt = runtime();
     let Some(store) = store(&rt) else { return };
+    let coll = raw_collection(&store);
+    rt.block_on(raw_index(&coll));
     let size: usize = quick_or(2_000, 20_000);
     let session = SessionId::new("big").unwrap();
     rt.block_on(async {
@@ -74,15 +104,51 @@ fn load_last_20(c: &mut Criterion) {
                 .map(|i| Message::user(format!("message {i} of a long session about GCP latency")))
                 .collect();
             store.append(&session, &batch).await.unwrap();
+            let docs: Vec<Document> = batch
+                .iter()
+                .enumerate()
+                .map(|(i, m)| raw_doc("big", (start + i) as i64, m))
+                .collect();
+            coll.insert_many(docs).await.unwrap();
         }
     });
-    c.bench_function(&format!("load_last_20_of_{size}"), |b| {
+    let mut group = c.benchmark_group(format!("load_last_20_of_{size}"));
+    group.bench_function("agentmem", |b| {
         b.to_async(&rt).iter(|| async {
             let s = store.load(&session, Some(20)).await.unwrap().unwrap();
             assert_eq!(s.messages.len(), 20);
         })
     });
+    // The raw side: the last 20 by the (s, seq) index, newest first, decoded and reversed.
+    group.bench_function("raw_find_limit", |b| {
+        b.to_async(&rt).iter(|| async {
+            let docs: Vec<Document> = coll
+                .find(doc! {"s": "big"})
+                .sort(doc! {"seq": -1})
+                .limit(20)
+                .await
+                .unwrap()
+                .try_collect()
+                .await
+                .unwrap();
+            let mut messages: Vec<Message> = docs.iter().map(raw_message).collect();
+            messages.reverse();
+            assert_eq!(messages.len(), 20);
+        })
+    });
+    group.finish();
     rt.block_on(store.drop_database()).unwrap();
+}
+
+/// The raw side's index, on (session, seq) as the store's.
+async fn raw_index(coll: &mongodb::Collection<Document>) {
+    coll.create_index(
+        mongodb::IndexModel::builder()
+            .keys(doc! {"s": 1, "seq": 1})
+            .build(),
+    )
+    .await
+    .unwrap();
 }
 
 /// The raw side's collection, in the store's database.
@@ -116,18 +182,20 @@ async fn raw_load_all(coll: &mongodb::Collection<Document>, session: &str) -> Ve
         .try_collect()
         .await
         .unwrap();
-    docs.iter()
-        .map(|d| Message {
-            id: MessageId::new(d.get_str("id").unwrap().to_string()).expect("valid message id"),
-            role: Role::User,
-            content: d.get_str("content").unwrap().to_string(),
-            timestamp: chrono::DateTime::from_timestamp_micros(d.get_i64("ts").unwrap())
-                .unwrap_or_default(),
-            tool_call_id: None,
-            tool_name: None,
-            metadata: Metadata::new(),
-        })
-        .collect()
+    docs.iter().map(raw_message).collect()
+}
+
+fn raw_message(d: &Document) -> Message {
+    Message {
+        id: MessageId::new(d.get_str("id").unwrap().to_string()).expect("valid message id"),
+        role: Role::User,
+        content: d.get_str("content").unwrap().to_string(),
+        timestamp: chrono::DateTime::from_timestamp_micros(d.get_i64("ts").unwrap())
+            .unwrap_or_default(),
+        tool_call_id: None,
+        tool_name: None,
+        metadata: Metadata::new(),
+    }
 }
 
 /// One message in a hundred holds the search word.
@@ -172,13 +240,7 @@ fn with_baselines(c: &mut Criterion) {
                 .collect();
             coll.insert_many(docs).await.unwrap();
         }
-        coll.create_index(
-            mongodb::IndexModel::builder()
-                .keys(doc! {"s": 1, "seq": 1})
-                .build(),
-        )
-        .await
-        .unwrap();
+        raw_index(&coll).await;
     });
 
     let mut group = c.benchmark_group(format!("load_all_of_{n}"));

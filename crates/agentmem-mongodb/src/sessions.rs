@@ -361,13 +361,16 @@ impl MongoStore {
                 }
                 Some(0) => (Vec::new(), self.count_messages(session, sd.epoch).await?),
                 Some(n) => {
-                    let window = self
-                        .read_messages(session, sd.epoch, sd.next, Some(n))
-                        .await?;
+                    // The window and the count at once (one round trip less): the count is
+                    // a separate read either way, and a short window is its own count.
+                    let (window, counted) = futures_util::try_join!(
+                        self.read_messages(session, sd.epoch, sd.next, Some(n)),
+                        self.count_messages(session, sd.epoch)
+                    )?;
                     let total = if window.len() < n {
                         window.len() as u64
                     } else {
-                        self.count_messages(session, sd.epoch).await?
+                        counted
                     };
                     let whole = window.len() as u64 >= total;
                     (trim_orphans(window, whole), total)

@@ -6,13 +6,16 @@
 //!   1,000 raw `RPUSH` commands (one round trip).
 //! - `load_last_20`: `load(session, Some(20))` on a big session (100,000 messages; 2,000 in
 //!   quick mode) (MULTI: HMGET meta, LLEN, LRANGE -20 -1, then JSON parsing) vs one raw
-//!   `LRANGE -20 -1`.
+//!   `LRANGE -20 -1`, as bytes (`raw_lrange`) and parsed into messages with `serde_json`
+//!   (`raw_lrange+serde_json`, the same work).
 //! - `load_all`: `load(session, None)` on the big session vs raw `LRANGE 0 -1` plus
 //!   `serde_json` parsing of every element.
 //! - `search_top10`: `search_messages` in the big session vs raw `LRANGE 0 -1`, parsing and
 //!   ranking in the client with `agentmem_core::search::rank`.
 //! - `compact`: `compact` of a 10,000-message session (2,000 in quick mode) into one summary
-//!   vs raw `MULTI; RENAME list archive; RPUSH list summary; EXEC`.
+//!   vs raw `MULTI; RENAME list archive; RPUSH list summary; EXEC`. The store retires the
+//!   session's index epoch; the retired postings are deleted by later writes, which the
+//!   `append_after_compact` case times.
 //!
 //! Needs Redis at `REDIS_URL` (default `redis://127.0.0.1:6379`); skipped when unreachable.
 //! `AGENTMEM_BENCH_QUICK=1` takes fewer, shorter samples. Keys go under a fresh prefix and
@@ -181,6 +184,24 @@ fn bench(c: &mut Criterion) {
             v
         })
     });
+    // The same work as the store's: the 20 messages parsed (as `load_all`'s baseline does).
+    group.bench_function("raw_lrange+serde_json", |b| {
+        b.to_async(&rt).iter(|| async {
+            let mut conn = setup.raw.clone();
+            let v: Vec<Vec<u8>> = redis::cmd("LRANGE")
+                .arg(&raw_read_key)
+                .arg(-20)
+                .arg(-1)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            let messages: Vec<Message> = v
+                .iter()
+                .map(|b| serde_json::from_slice(b).unwrap())
+                .collect();
+            messages
+        })
+    });
     group.finish();
 
     big_reads(c, &rt, &setup, &read_session, &raw_read_key, n);
@@ -314,6 +335,38 @@ fn compact(c: &mut Criterion, rt: &tokio::runtime::Runtime, setup: &Setup) {
                 total += start.elapsed();
             }
             total
+        })
+    });
+    group.finish();
+
+    // The deferred half of a compaction: appends of one message (6 words) that each delete
+    // 64 + 6 retired postings of the archived messages (about 10,000 distinct words at full
+    // size), the session compacted again (untimed) every 100 appends (20 quick) so that every timed
+    // append has postings to delete.
+    let mut group = c.benchmark_group(format!("redis_append_one_after_compact_{n}"));
+    group.sample_size(10);
+    quick_group(&mut group);
+    let one = [Message::user("what is the p99 latency now?")];
+    let recompact = || {
+        rt.block_on(async {
+            setup.store.delete_session(&session).await.unwrap();
+            setup
+                .store
+                .save_session(&session, &history, &Default::default())
+                .await
+                .unwrap();
+            setup.store.compact(&session, &summary).await.unwrap();
+        })
+    };
+    group.bench_function("agentmem", |b| {
+        b.iter_custom(|iters| {
+            recompact();
+            bench::timed_with_reset(
+                iters,
+                bench::quick_or(20, 100),
+                || rt.block_on(setup.store.append(&session, &one)).unwrap(),
+                recompact,
+            )
         })
     });
     group.finish();

@@ -14,8 +14,9 @@ use crate::error::from_redis;
 use crate::keys::Keys;
 
 /// The layout this build writes (documented in the crate README). Version 2 added memory-item
-/// scopes and expiry.
-pub const SCHEMA_VERSION: u32 = 2;
+/// scopes and expiry; version 3 keeps the session search index in epochs, so that
+/// compaction and saves retire the old postings in O(1).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One forward migration: a Lua body that rewrites the data under the key root (`ARGV[1]`:
 /// the prefix, or `{prefix}` on a cluster)
@@ -34,6 +35,12 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
         from: 1,
         script: include_str!("lua/migrate_1_2.lua"),
+    },
+    // 2 -> 3: the session index in epochs; version 2 data is epoch 0 as it stands (see the
+    // script).
+    Migration {
+        from: 2,
+        script: include_str!("lua/migrate_2_3.lua"),
     },
 ];
 

@@ -25,9 +25,42 @@ pub(crate) fn index_entry(text: &str) -> Value {
     json!({ "l": ws.len(), "t": tf })
 }
 
-/// The index entries of several texts, as one JSON array (one script argument).
-pub(crate) fn index_entries<'a>(texts: impl IntoIterator<Item = &'a str>) -> String {
-    Value::Array(texts.into_iter().map(index_entry).collect()).to_string()
+/// The index of a batch of messages as the session scripts take it (`push_messages` in
+/// `prelude.lua`): the postings grouped per distinct term, so the script writes each term's
+/// postings with one `APPEND` and does no work per message.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct BatchIndex {
+    /// Words of all the texts (for BM25's average document length).
+    pub(crate) words: usize,
+    /// Each distinct term, in byte order, with its postings: `k:frequency:length,` for each
+    /// text `k` (0-based, in batch order) holding it.
+    pub(crate) postings: BTreeMap<String, String>,
+}
+
+impl BatchIndex {
+    /// Tokenizes `texts` with agentmem-core's index tokenizer and groups the postings.
+    pub(crate) fn new<'a>(texts: impl IntoIterator<Item = &'a str>) -> Self {
+        use std::fmt::Write;
+        let mut index = BatchIndex::default();
+        let mut tf: BTreeMap<String, u64> = BTreeMap::new();
+        for (k, text) in texts.into_iter().enumerate() {
+            let ws = index_words(text);
+            if ws.is_empty() {
+                continue;
+            }
+            index.words += ws.len();
+            tf.clear();
+            for w in ws.iter() {
+                *tf.entry(w.clone()).or_insert(0) += 1;
+            }
+            for (term, n) in &tf {
+                let p = index.postings.entry(term.clone()).or_default();
+                // Writing to a String cannot fail.
+                let _ = write!(p, "{k}:{n}:{},", ws.len());
+            }
+        }
+        index
+    }
 }
 
 /// Parses a score the scripts format with `%.17g` (which round-trips an f64 exactly).
@@ -64,10 +97,22 @@ mod tests {
         assert_eq!(e["t"]["грусть"], "1");
         assert_eq!(e["t"]["42"], "1");
         assert_eq!(index_entry("!!!"), json!({"l": 0, "t": {}}));
+    }
+
+    #[test]
+    fn batches_group_postings_per_term() {
+        let index = BatchIndex::new(["a b", "!!!", "b b", "Rust"]);
+        assert_eq!(index.words, 5);
+        let postings: Vec<(&str, &str)> = index
+            .postings
+            .iter()
+            .map(|(t, p)| (t.as_str(), p.as_str()))
+            .collect();
         assert_eq!(
-            index_entries(["a", "b b"]),
-            r#"[{"l":1,"t":{"a":"1"}},{"l":2,"t":{"b":"2"}}]"#
+            postings,
+            [("a", "0:1:2,"), ("b", "0:1:2,2:2:2,"), ("rust", "3:1:1,")]
         );
+        assert_eq!(BatchIndex::new(["..."]), BatchIndex::default());
     }
 
     #[test]

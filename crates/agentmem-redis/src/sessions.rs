@@ -13,7 +13,7 @@ use redis::{Script, ScriptInvocation};
 
 use crate::error::{corrupt_json, encode_json};
 use crate::keys::Keys;
-use crate::search::{index_entries, parse_score};
+use crate::search::{parse_score, BatchIndex};
 
 /// How many sessions one purge script deletes before handing control back to the server.
 pub(crate) const PURGE_BATCH: u32 = 128;
@@ -23,7 +23,9 @@ pub(crate) const PURGE_BATCH: u32 = 128;
 pub(crate) type LoadReply = (Vec<Option<String>>, u64, Vec<Vec<u8>>);
 
 /// An invocation of `script`, which writes `messages` to `session` at `at`: ARGV is the
-/// prefix, the session, the time, `extra`, the messages' index entries, then the messages.
+/// prefix, the session, the time, `extra`, the messages' index (their word count, the number
+/// of distinct terms, then each term and its postings; see [`BatchIndex`]), then the
+/// messages.
 /// Every message is encoded before anything is sent (the Validate layer has checked them).
 pub(crate) fn write_messages<'s>(
     script: &'s Script,
@@ -42,7 +44,11 @@ pub(crate) fn write_messages<'s>(
     for value in extra {
         inv.arg(*value);
     }
-    inv.arg(index_entries(messages.iter().map(|m| m.content.as_str())));
+    let index = BatchIndex::new(messages.iter().map(|m| m.content.as_str()));
+    inv.arg(index.words).arg(index.postings.len());
+    for (term, postings) in &index.postings {
+        inv.arg(term).arg(postings);
+    }
     for json in &encoded {
         inv.arg(json);
     }

@@ -245,7 +245,10 @@ async fn version_1_data_migrates_on_a_cluster() {
 
     // (Its guard deletes the same keys as the first one.)
     let (store, _same_guard, _) = open(&prefix).await.unwrap();
-    assert_eq!(store.schema_version().await.unwrap(), 2);
+    assert_eq!(
+        store.schema_version().await.unwrap(),
+        agentmem_redis::SCHEMA_VERSION
+    );
     let meta: String = redis::cmd("HGET")
         .arg(format!("{root}:mem:meta"))
         .arg("v1-a")

@@ -572,8 +572,25 @@ async fn search_agrees_with_the_reference_store() {
                 .await
                 .unwrap();
         }
+        // A batch onto a non-empty session (its postings behind a position marker).
+        store
+            .append(&sid("b"), &[msg(40, "tie rust"), msg(41, "go tie tie")])
+            .await
+            .unwrap();
         store
             .compact(&sid("B"), &[msg(30, "summary: rust was discussed")])
+            .await
+            .unwrap();
+        // Writes after a compaction, while the old epoch's postings are being collected:
+        // `rust` is in both epochs, `breaker` only in the old one.
+        store
+            .append(&sid("B"), &[msg(42, "rust tie"), msg(43, "go")])
+            .await
+            .unwrap();
+        store.append_one(&sid("B"), msg(44, "rust")).await.unwrap();
+        store.compact(&sid("_x"), &[msg(45, "tie")]).await.unwrap();
+        store
+            .compact(&sid("_x"), &[msg(46, "rust tie"), msg(47, "breaker")])
             .await
             .unwrap();
         store
@@ -695,6 +712,196 @@ async fn registry_opens_redis_urls() {
         .await
         .unwrap();
     assert!(!keys_under(&mut raw, &prefix).await.is_empty());
+    drop_prefix(&mut raw, &prefix).await;
+}
+
+/// A compaction retires the session's postings at once; later writes of the session delete
+/// them (at least as many as they write, plus 64), and the sessions index `P:ix:W` loses the
+/// session for words that only the archived messages held. Deleting the session deletes
+/// whatever is left.
+#[tokio::test]
+async fn retired_postings_are_collected_by_later_writes() {
+    let Some((store, mut raw, prefix)) = open("collect").await else {
+        return;
+    };
+    let id = sid("long");
+    let old: Vec<Message> = (0..150)
+        .map(|i| Message::user(format!("kept w{i}")))
+        .collect();
+    store.append(&id, &old).await.unwrap();
+    let postings = |keys: &[String], epoch: &str| {
+        keys.iter()
+            .filter(|k| k.starts_with(&format!("{prefix}:s:long:{epoch}")))
+            .count()
+    };
+    let keys = keys_under(&mut raw, &prefix).await;
+    assert_eq!(postings(&keys, "t:"), 151, "w0..w149 and kept");
+    store
+        .compact(&id, &[Message::system("summary")])
+        .await
+        .unwrap();
+    // Retired, not deleted yet, and not found.
+    assert_eq!(postings(&keys_under(&mut raw, &prefix).await, "t:"), 151);
+    let query = MessageQuery::default();
+    assert!(store
+        .search_messages("w7", &query)
+        .await
+        .unwrap()
+        .is_empty());
+    store.append_one(&id, Message::user("kept")).await.unwrap();
+    // One word written: 65 collected.
+    assert_eq!(
+        postings(&keys_under(&mut raw, &prefix).await, "t:"),
+        151 - 65
+    );
+    store.append_one(&id, Message::user("again")).await.unwrap();
+    store.append_one(&id, Message::user("again")).await.unwrap();
+    let keys = keys_under(&mut raw, &prefix).await;
+    assert_eq!(postings(&keys, "t:"), 0, "all collected: {keys:?}");
+    assert_eq!(postings(&keys, "gc"), 0);
+    assert!(!keys.contains(&format!("{prefix}:ix:w7")));
+    // `kept` is in the new epoch: the session stays in its sessions index.
+    let members: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(format!("{prefix}:ix:kept"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(members, ["long"]);
+    let hits = store.search_messages("kept", &query).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].message.content, "kept");
+
+    // A deletion with retired postings left deletes them too.
+    store.compact(&id, &old).await.unwrap();
+    store.compact(&id, &old).await.unwrap();
+    assert!(store.delete_session(&id).await.unwrap());
+    let left = keys_under(&mut raw, &prefix).await;
+    assert_eq!(
+        left,
+        [format!("{prefix}:schema"), format!("{prefix}:stats")]
+    );
+    drop_prefix(&mut raw, &prefix).await;
+}
+
+/// Writes a session as version 2 of the layout did (`append.lua` of schema 2, one batch):
+/// postings `position:frequency:length,` per word under `P:s:S:t:W`, no epochs.
+async fn put_v2_session(raw: &mut MultiplexedConnection, prefix: &str, id: &str, texts: &[&str]) {
+    let at = agentmem_core::support::micros(agentmem_core::now());
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    let mut total = 0;
+    for (pos, text) in texts.iter().enumerate() {
+        let message = Message::user(*text).with_id(MessageId::new(format!("{id}{pos}")).unwrap());
+        pipe.rpush(
+            format!("{prefix}:s:{id}:msgs"),
+            serde_json::to_string(&message).unwrap(),
+        );
+        let words = agentmem_core::search::index_words(text);
+        total += words.len();
+        let mut tf = std::collections::BTreeMap::<String, usize>::new();
+        for w in &words {
+            *tf.entry(w.clone()).or_default() += 1;
+        }
+        for (term, n) in tf {
+            pipe.append(
+                format!("{prefix}:s:{id}:t:{term}"),
+                format!("{pos}:{n}:{},", words.len()),
+            )
+            .sadd(format!("{prefix}:ix:{term}"), id)
+            .sadd(format!("{prefix}:s:{id}:terms"), term);
+        }
+    }
+    pipe.hset_multiple(
+        format!("{prefix}:s:{id}:meta"),
+        &[("created", at), ("updated", at), ("words", total as i64)],
+    )
+    .zadd(format!("{prefix}:sessions"), id, at)
+    .hincr(format!("{prefix}:stats"), "docs", texts.len())
+    .hincr(format!("{prefix}:stats"), "words", total);
+    let _: () = pipe.query_async(raw).await.unwrap();
+}
+
+/// Sessions of schema version 2 are epoch 0 of version 3 as they stand: after the migration
+/// they are found and ranked as the reference store ranks the same messages, before and after
+/// more appends and compactions, and deleting them leaves nothing behind.
+#[tokio::test]
+async fn version_2_sessions_migrate() {
+    let Some((_, mut raw, prefix)) = open("migrate_v2").await else {
+        return;
+    };
+    let a = ["alpha beta", "beta gamma gamma", "delta", "alpha"];
+    let b = ["alpha alpha", "epsilon beta"];
+    put_v2_session(&mut raw, &prefix, "a", &a).await;
+    put_v2_session(&mut raw, &prefix, "b", &b).await;
+    set_raw(&mut raw, &prefix, "schema", 2).await;
+    let store = RedisStore::connect_with(config_for(&prefix)).await.unwrap();
+    assert_eq!(store.schema_version().await.unwrap(), 3);
+
+    let reference = agentmem_core::InMemoryStore::new();
+    for (id, texts) in [("a", &a[..]), ("b", &b[..])] {
+        let messages: Vec<Message> = texts
+            .iter()
+            .enumerate()
+            .map(|(pos, t)| {
+                Message::user(*t).with_id(MessageId::new(format!("{id}{pos}")).unwrap())
+            })
+            .collect();
+        reference.append(&sid(id), &messages).await.unwrap();
+    }
+    let view = |hits: Vec<agentmem_core::MessageHit>| -> Vec<(String, String, f64)> {
+        hits.into_iter()
+            .map(|h| (h.session.into_string(), h.message.id.to_string(), h.score))
+            .collect()
+    };
+    let stores: [&dyn AgentMemory; 2] = [&reference, &store];
+    for step in 0..3 {
+        match step {
+            0 => {}
+            1 => {
+                for s in stores {
+                    let more = [
+                        Message::user("gamma alpha").with_id(MessageId::new("a9").unwrap()),
+                        Message::user("zeta").with_id(MessageId::new("a10").unwrap()),
+                    ];
+                    s.append(&sid("a"), &more).await.unwrap();
+                    s.append_one(
+                        &sid("b"),
+                        Message::user("beta").with_id(MessageId::new("b9").unwrap()),
+                    )
+                    .await
+                    .unwrap();
+                }
+            }
+            _ => {
+                for s in stores {
+                    let summary =
+                        Message::system("alpha summary").with_id(MessageId::new("a11").unwrap());
+                    s.compact(&sid("a"), &[summary]).await.unwrap();
+                    s.append_one(
+                        &sid("a"),
+                        Message::user("beta again").with_id(MessageId::new("a12").unwrap()),
+                    )
+                    .await
+                    .unwrap();
+                }
+            }
+        }
+        for query in ["alpha", "beta gamma", "epsilon zeta", "delta"] {
+            for session in [None, Some(sid("a")), Some(sid("b"))] {
+                let scope = MessageQuery { session, limit: 10 };
+                let want = view(reference.search_messages(query, &scope).await.unwrap());
+                let got = view(store.search_messages(query, &scope).await.unwrap());
+                assert_eq!(got, want, "step {step}: {query:?} {scope:?}");
+            }
+        }
+    }
+    assert!(store.delete_session(&sid("a")).await.unwrap());
+    assert!(store.delete_session(&sid("b")).await.unwrap());
+    let left = keys_under(&mut raw, &prefix).await;
+    assert_eq!(
+        left,
+        [format!("{prefix}:schema"), format!("{prefix}:stats")]
+    );
     drop_prefix(&mut raw, &prefix).await;
 }
 
@@ -876,8 +1083,14 @@ async fn version_1_memory_items_migrate() {
         RedisStore::connect_with(config.clone())
     );
     let (store, other) = (a.unwrap(), b.unwrap());
-    assert_eq!(store.schema_version().await.unwrap(), 2);
-    assert_eq!(other.schema_version().await.unwrap(), 2);
+    assert_eq!(
+        store.schema_version().await.unwrap(),
+        agentmem_redis::SCHEMA_VERSION
+    );
+    assert_eq!(
+        other.schema_version().await.unwrap(),
+        agentmem_redis::SCHEMA_VERSION
+    );
 
     let meta: String = redis::cmd("HGET")
         .arg(format!("{prefix}:mem:meta"))
@@ -909,7 +1122,10 @@ async fn version_1_memory_items_migrate() {
     // Running the migration again (as after a cut-short run) changes nothing.
     let migrated = memory_hashes(&mut raw, &prefix).await;
     set_raw(&mut raw, &prefix, "schema", 1).await;
-    assert_eq!(store.schema_version().await.unwrap(), 2);
+    assert_eq!(
+        store.schema_version().await.unwrap(),
+        agentmem_redis::SCHEMA_VERSION
+    );
     assert_eq!(memory_hashes(&mut raw, &prefix).await, migrated);
 
     // Every item reads back as it was written, global and never expiring, oldest first.

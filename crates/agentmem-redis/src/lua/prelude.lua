@@ -18,98 +18,212 @@ local function ixkey(term)
   return P .. ':ix:' .. term
 end
 
--- Creates the session's meta hash when missing and records a write at `now` (microseconds,
--- as a string), never moving `updated` backwards if clocks of several clients disagree.
-local function touch(sid, now)
-  local meta = sk(sid, 'meta')
-  redis.call('HSETNX', meta, 'created', now)
-  local prev = redis.call('HGET', meta, 'updated')
-  local upd = now
-  if prev and tonumber(prev) > tonumber(now) then
-    upd = prev
+-- The session's search index lives in epochs: every save and compaction starts a new one,
+-- so the old messages' postings stop being read at once (O(1)) and are deleted later, a
+-- bounded number per write (`collect`), or all at once when the session is deleted. Epoch 0
+-- keeps the key names of schema version 2, whose data is therefore epoch 0 of version 3.
+local function tkey(sid, e, term)
+  if e == 0 then
+    return sk(sid, 't:' .. term)
   end
-  redis.call('HSET', meta, 'updated', upd)
+  return sk(sid, 'e' .. e .. ':t:' .. term)
+end
+
+local function termskey(sid, e)
+  if e == 0 then
+    return sk(sid, 'terms')
+  end
+  return sk(sid, 'e' .. e .. ':terms')
+end
+
+-- An integer as Redis takes it (never `-0` or an exponent).
+local function int(n)
+  return string.format('%d', n)
+end
+
+-- The meta fields a write needs, in one read: {created, updated, epoch, words, gc}.
+local function read_meta(sid)
+  return redis.call('HMGET', sk(sid, 'meta'), 'created', 'updated', 'epoch', 'words', 'gc')
+end
+
+-- Records a write at `now` (microseconds, as a string) in the session's meta hash (with
+-- `fields`, a flat list of more fields to set) and the sessions index, creating the meta hash
+-- when missing and never moving `updated` backwards if clocks of several clients disagree.
+-- `m` is what `read_meta` returned before the write.
+local function touch(sid, now, m, fields)
+  local upd = now
+  if m[2] and tonumber(m[2]) > tonumber(now) then
+    upd = m[2]
+  end
+  fields[#fields + 1] = 'updated'
+  fields[#fields + 1] = upd
+  if not m[1] then
+    fields[#fields + 1] = 'created'
+    fields[#fields + 1] = now
+  end
+  redis.call('HSET', sk(sid, 'meta'), unpack(fields))
   redis.call('ZADD', SESSIONS, upd, sid)
 end
 
--- Runs `cmd key a1 a2 ...` over the flat list `args` in chunks: unpack() is bounded by
--- the Lua C stack.
-local function chunked(cmd, key, args)
+-- Runs `cmd key a1 a2 ...` over the flat list `args` in chunks (unpack() is bounded by the
+-- Lua C stack) and returns the last reply, or the replies concatenated when `gather`.
+local function chunked(cmd, key, args, gather)
   local i, count = 0, #args
+  local out, last = {}, nil
   while i < count do
     local j = math.min(i + 1000, count)
-    redis.call(cmd, key, unpack(args, i + 1, j))
+    last = redis.call(cmd, key, unpack(args, i + 1, j))
+    if gather then
+      for _, v in ipairs(last) do
+        out[#out + 1] = v
+      end
+    end
     i = j
   end
+  if gather then
+    return out
+  end
+  return last
 end
 
--- Appends ARGV[first ..] (message JSON, stored byte for byte) to the session's list and
--- indexes them: `docs` holds one {l = word count, t = {term = "frequency"}} per message,
--- computed by the client with agentmem-core's tokenizer (Lua knows no Unicode).
+-- Appends ARGV[first + 2 + 2 * terms ..] (message JSON, stored byte for byte) to the
+-- session's list and indexes them in epoch `e`. ARGV[first] is the messages' word count,
+-- ARGV[first + 1] the number of distinct terms, then one (term, postings) pair per term:
+-- the client (which tokenizes with agentmem-core, as Lua knows no Unicode) has grouped the
+-- postings per term, `k:frequency:length,` for the k-th message of the batch. `fresh` says
+-- the epoch has no terms yet (no need to ask which are known).
+-- Returns the list's new length, the word count and the number of distinct terms.
 --
--- Postings are append-only strings, one per (session, term): `position:frequency:length,`
--- per message. Messages leave the list only all at once (compaction, save, delete), so a
--- posting is never removed alone, and a string costs one APPEND per distinct term of the
--- whole batch and a few bytes per posting (a hash would cost a field per posting).
-local function push_messages(sid, docs, first)
-  local msgs = sk(sid, 'msgs')
-  local n0 = redis.call('LLEN', msgs)
+-- Postings are append-only strings, one per (session, epoch, term), so a batch costs one
+-- APPEND per distinct term. Positions are the batch's own, placed after the `n0` messages
+-- already in the list: as they are when `n0` is 0, with the position in front for a single
+-- message, else behind a marker `@n0,` that a search adds to the positions up to the next
+-- marker (`@0,`, which ends the batch). Known terms skip the sessions index `P:ix:W` (the
+-- session is in it already).
+local function push_messages(sid, e, first, fresh)
+  local words, nterms = tonumber(ARGV[first]), tonumber(ARGV[first + 1])
+  local t0 = first + 2
+  local m0 = t0 + 2 * nterms
+  local ndocs = #ARGV - m0 + 1
   local jsons = {}
-  for k = 1, #docs do
-    jsons[k] = ARGV[first + k - 1]
+  for k = 1, ndocs do
+    jsons[k] = ARGV[m0 + k - 1]
   end
-  chunked('RPUSH', msgs, jsons)
-  local words = 0
-  local postings, terms = {}, {}
-  for k, doc in ipairs(docs) do
-    if doc.l > 0 then
-      local head, tail = (n0 + k - 1) .. ':', ':' .. doc.l
-      for term, tf in pairs(doc.t) do
-        local p = postings[term]
-        if not p then
-          p = {}
-          postings[term] = p
-          terms[#terms + 1] = term
-        end
-        p[#p + 1] = head .. tf .. tail
+  local msgs = sk(sid, 'msgs')
+  local len = chunked('RPUSH', msgs, jsons) or redis.call('LLEN', msgs)
+  local n0 = len - ndocs
+  if nterms == 0 then
+    return len, words, 0
+  end
+  local terms = {}
+  for j = 1, nterms do
+    terms[j] = ARGV[t0 + 2 * j - 2]
+  end
+  local tk = termskey(sid, e)
+  local known = {}
+  if not fresh then
+    known = chunked('SMISMEMBER', tk, terms, true)
+  end
+  local new = {}
+  for j, term in ipairs(terms) do
+    local post = ARGV[t0 + 2 * j - 1]
+    if n0 > 0 then
+      if ndocs == 1 then
+        post = n0 .. ':' .. string.sub(post, 3)
+      else
+        post = '@' .. n0 .. ',' .. post .. '@0,'
       end
-      words = words + doc.l
+    end
+    redis.call('APPEND', tkey(sid, e, term), post)
+    if known[j] ~= 1 then
+      new[#new + 1] = term
+      redis.call('SADD', ixkey(term), sid)
     end
   end
-  for _, term in ipairs(terms) do
-    redis.call('APPEND', sk(sid, 't:' .. term), table.concat(postings[term], ',') .. ',')
-    redis.call('SADD', ixkey(term), sid)
-  end
-  chunked('SADD', sk(sid, 'terms'), terms)
-  redis.call('HINCRBY', sk(sid, 'meta'), 'words', words)
-  redis.call('HINCRBY', STATS, 'docs', #docs)
-  redis.call('HINCRBY', STATS, 'words', words)
+  chunked('SADD', tk, new)
+  return len, words, nterms
 end
 
--- (Counters are decremented by `0 - n`: Lua's `-n` is -0 for 0, which HINCRBY rejects.)
-local function drop_index(sid)
-  local terms = sk(sid, 'terms')
-  for _, term in ipairs(redis.call('SMEMBERS', terms)) do
-    redis.call('UNLINK', sk(sid, 't:' .. term))
-    redis.call('SREM', ixkey(term), sid)
-  end
-  local meta = sk(sid, 'meta')
-  local docs = redis.call('LLEN', sk(sid, 'msgs'))
-  local words = tonumber(redis.call('HGET', meta, 'words') or '0')
-  redis.call('UNLINK', terms)
-  redis.call('HSET', meta, 'words', 0)
-  redis.call('HINCRBY', STATS, 'docs', 0 - docs)
-  redis.call('HINCRBY', STATS, 'words', 0 - words)
+-- The messages and words a session's current epoch holds, taken off the counters of all
+-- sessions (`docs` messages, `m` its meta as `read_meta` read it).
+local function uncount(docs, m)
+  redis.call('HINCRBY', STATS, 'docs', int(0 - docs))
+  redis.call('HINCRBY', STATS, 'words', int(0 - tonumber(m[4] or '0')))
 end
 
--- Deletes a session with its archives and index entries.
+-- Ends the session's current epoch (its index stops being read) and returns the next one,
+-- with the meta fields to set: O(1). An epoch without terms has no index keys and is kept.
+-- The caller empties or renames the message list and uncounts it.
+local function retire(sid, m)
+  local e = tonumber(m[3] or '0')
+  if redis.call('EXISTS', termskey(sid, e)) == 0 then
+    return e, {'epoch', int(e), 'words', '0'}
+  end
+  redis.call('RPUSH', sk(sid, 'gc'), e)
+  return e + 1, {'epoch', int(e + 1), 'words', '0', 'gc', '1'}
+end
+
+-- Deletes up to `budget` index entries of the session's retired epochs: each term's posting
+-- string of that epoch, and the session's entry in `P:ix:W` unless the current epoch `e`
+-- holds the term too. Clears the meta's `gc` flag once none are left.
+local function collect(sid, e, budget)
+  local gc = sk(sid, 'gc')
+  local current = termskey(sid, e)
+  while budget > 0 do
+    local old = redis.call('LINDEX', gc, 0)
+    if not old then
+      redis.call('HDEL', sk(sid, 'meta'), 'gc')
+      return
+    end
+    old = tonumber(old)
+    local terms = redis.call('SPOP', termskey(sid, old), budget)
+    if #terms > 0 then
+      local keep = chunked('SMISMEMBER', current, terms, true)
+      local stale = {}
+      for i, term in ipairs(terms) do
+        stale[i] = tkey(sid, old, term)
+        if keep[i] == 0 then
+          redis.call('SREM', ixkey(term), sid)
+        end
+      end
+      redis.call('UNLINK', unpack(stale))
+    end
+    if #terms < budget then
+      redis.call('LPOP', gc)
+    end
+    budget = budget - #terms
+  end
+end
+
+-- How many retired index entries a write that indexed `nterms` terms collects: at least as
+-- many as it wrote, so the retired entries shrink while a session is written.
+local function budget(nterms)
+  return math.min(64 + nterms, 1000)
+end
+
+-- Deletes a session with its archives and every epoch's index entries.
 local function delete_session(sid)
-  drop_index(sid)
+  local meta = sk(sid, 'meta')
+  local m = read_meta(sid)
+  local msgs = sk(sid, 'msgs')
+  uncount(redis.call('LLEN', msgs), m)
+  local gc = sk(sid, 'gc')
+  local epochs = redis.call('LRANGE', gc, 0, -1)
+  epochs[#epochs + 1] = m[3] or '0'
+  for _, e in ipairs(epochs) do
+    e = tonumber(e)
+    local tk = termskey(sid, e)
+    for _, term in ipairs(redis.call('SMEMBERS', tk)) do
+      redis.call('UNLINK', tkey(sid, e, term))
+      redis.call('SREM', ixkey(term), sid)
+    end
+    redis.call('UNLINK', tk)
+  end
   local archives = sk(sid, 'archives')
   for _, aid in ipairs(redis.call('LRANGE', archives, 0, -1)) do
     redis.call('UNLINK', sk(sid, 'a:' .. aid))
   end
-  redis.call('UNLINK', sk(sid, 'msgs'), sk(sid, 'meta'), archives, sk(sid, 'ainfo'))
+  redis.call('UNLINK', msgs, meta, archives, sk(sid, 'ainfo'), gc)
   redis.call('ZREM', SESSIONS, sid)
 end
 

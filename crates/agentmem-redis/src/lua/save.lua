@@ -1,9 +1,19 @@
--- save_session: ARGV = prefix, session, now, metadata JSON, index JSON, message JSON...
--- The session becomes exactly the given messages; its archives stay.
+-- save_session: ARGV = prefix, session, now, metadata JSON, index (see push_messages),
+-- message JSON... The session becomes exactly the given messages; its archives stay.
 local sid, now = ARGV[2], ARGV[3]
-drop_index(sid)
-redis.call('UNLINK', sk(sid, 'msgs'))
-touch(sid, now)
-redis.call('HSET', sk(sid, 'meta'), 'metadata', ARGV[4])
-push_messages(sid, cjson.decode(ARGV[5]), 6)
+local m = read_meta(sid)
+local msgs = sk(sid, 'msgs')
+uncount(redis.call('LLEN', msgs), m)
+local e, fields = retire(sid, m)
+redis.call('UNLINK', msgs)
+local len, words, nterms = push_messages(sid, e, 5, true)
+redis.call('HINCRBY', STATS, 'docs', len)
+redis.call('HINCRBY', STATS, 'words', words)
+fields[4] = int(words)
+fields[#fields + 1] = 'metadata'
+fields[#fields + 1] = ARGV[4]
+touch(sid, now, m, fields)
+if m[5] or fields[5] then
+  collect(sid, e, budget(nterms))
+end
 return 1

@@ -3,9 +3,13 @@
 -- Returns {session, message JSON, score} best first; ties by session, then position.
 local sid, limit = ARGV[2], tonumber(ARGV[3])
 local n, w
+-- Each session's current index epoch (postings of other epochs are retired).
+local epochs = {}
 if sid ~= '' then
   n = redis.call('LLEN', sk(sid, 'msgs'))
-  w = tonumber(redis.call('HGET', sk(sid, 'meta'), 'words') or '0')
+  local m = redis.call('HMGET', sk(sid, 'meta'), 'words', 'epoch')
+  w = tonumber(m[1] or '0')
+  epochs[sid] = tonumber(m[2] or '0')
 else
   local st = redis.call('HMGET', STATS, 'docs', 'words')
   n = tonumber(st[1] or '0')
@@ -13,6 +17,14 @@ else
 end
 if n <= 0 or limit <= 0 then
   return {}
+end
+local function epoch(s)
+  local e = epochs[s]
+  if not e then
+    e = tonumber(redis.call('HGET', sk(s, 'meta'), 'epoch') or '0')
+    epochs[s] = e
+  end
+  return e
 end
 local avg = math.max(w / n, 1)
 local docs, order = {}, {}
@@ -27,13 +39,21 @@ for a = 4, #ARGV do
   else
     sids = redis.call('SMEMBERS', ixkey(term))
   end
-  -- {session:index, tf, session, index, word count} per message holding the term.
+  -- {session:index, tf, session, index, word count} per message holding the term. A
+  -- session listed in `P:ix:W` whose current epoch lacks the term has no postings string.
   local postings = {}
   for _, s in ipairs(sids) do
-    local packed = redis.call('GET', sk(s, 't:' .. term))
+    local packed = redis.call('GET', tkey(s, epoch(s), term))
     if packed then
-      for idx, tf, len in string.gmatch(packed, '(%d+):(%d+):(%d+),') do
-        postings[#postings + 1] = {s .. ':' .. idx, tonumber(tf), s, idx, tonumber(len)}
+      -- `@base,` markers shift the positions that follow (see push_messages).
+      local base = 0
+      for at, idx, tf, len in string.gmatch(packed, '(@?)(%d+):?(%d*):?(%d*),') do
+        if at == '@' then
+          base = tonumber(idx)
+        else
+          idx = base + tonumber(idx)
+          postings[#postings + 1] = {s .. ':' .. idx, tonumber(tf), s, idx, tonumber(len)}
+        end
       end
     end
   end

@@ -1,0 +1,8 @@
+-- Migration from schema version 2 to 3 (the session search index in epochs); ARGV[1] = key
+-- root. Version 3 keeps the index of a session's current messages in epochs, named
+-- `P:s:S:e<N>:t:W` and `P:s:S:e<N>:terms`, and epoch 0 under the names of version 2
+-- (`P:s:S:t:W`, `P:s:S:terms`); a session's meta without an `epoch` field is in epoch 0, and
+-- version 2 postings hold absolute positions without `@` markers, which version 3 reads as
+-- they are. So the data of version 2 is already valid version 3 data and nothing is
+-- rewritten; the version is bumped so that builds of version 2, which would write postings
+-- where version 3 no longer reads them, refuse the data.
