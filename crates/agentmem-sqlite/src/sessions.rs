@@ -64,8 +64,7 @@ fn insert_rows(tx: &Connection, rowid: i64, first_seq: i64, messages: &[Message]
              (session_id, seq, message_id, role, content, timestamp, tool_call_id, tool_name, metadata)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
-    let mut seq = first_seq;
-    for m in messages {
+    for (seq, m) in (first_seq..).zip(messages) {
         insert.execute(params![
             rowid,
             seq,
@@ -77,7 +76,6 @@ fn insert_rows(tx: &Connection, rowid: i64, first_seq: i64, messages: &[Message]
             m.tool_name,
             rows::metadata_text(&m.metadata)?,
         ])?;
-        seq += 1;
     }
     Ok(())
 }
