@@ -11,6 +11,8 @@
 //! schema of its own and drops it at the end. The raw side uses one connection and
 //! statements prepared up front, with parameters built outside the timed loop: it is the
 //! floor that the store's pool checkout, validation, tsvector building and decoding sit on.
+//! Both sides use plain TCP (the store gets `sslmode=disable` unless `DATABASE_URL` names a
+//! mode): with the default `prefer` the store would pay for TLS the raw side does not.
 
 use std::time::Duration;
 
@@ -222,7 +224,14 @@ fn main() {
     let base = agentmem_testkit::servers::postgres_url();
     let schema = format!("ambench_{}", std::process::id());
     let sep = if base.contains('?') { '&' } else { '?' };
-    let url = format!("{base}{sep}schema={schema}&pool_size=4");
+    // The raw side connects without TLS; unless the URL names a mode, so does the store
+    // (its default, `prefer`, would encrypt where the raw side does not).
+    let tls = if base.contains("sslmode=") {
+        ""
+    } else {
+        "&sslmode=disable"
+    };
+    let url = format!("{base}{sep}schema={schema}&pool_size=4{tls}");
     let store = match rt.block_on(PostgresStore::connect(&url)) {
         Ok(store) => store,
         Err(e) => {

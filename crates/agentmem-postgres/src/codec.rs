@@ -119,8 +119,9 @@ pub(crate) fn get<'r, T: tokio_postgres::types::FromSql<'r>>(
 
 /// The message in `row`, whose columns from `start` on are [`MESSAGE_COLUMNS`].
 pub(crate) fn message_from_row(row: &Row, start: usize) -> Result<Message> {
-    let role: String = get(row, start + 1)?;
-    let role = Role::parse(&role)
+    // Borrowed from the row: the role only needs parsing, not a copy.
+    let role: &str = get(row, start + 1)?;
+    let role = Role::parse(role)
         .map_err(|e| Error::corrupt(format!("stored role does not parse: {e}")))?;
     let content = text_from(get(row, start + 2)?, get(row, start + 3)?)?;
     let metadata: Option<Json<Metadata>> = get(row, start + 7)?;
@@ -141,12 +142,23 @@ pub(crate) fn message_from_row(row: &Row, start: usize) -> Result<Message> {
 /// position is in column `seq_column` and whose [`MESSAGE_COLUMNS`] start at `seq_column + 1`,
 /// in position order whatever order the rows came in.
 pub(crate) fn numbered_messages(rows: &[Row], seq_column: usize) -> Result<Vec<Message>> {
-    let mut numbered = Vec::with_capacity(rows.len());
+    let mut seqs = Vec::with_capacity(rows.len());
+    let mut messages = Vec::with_capacity(rows.len());
     for row in rows {
         if let Some(seq) = get::<Option<i64>>(row, seq_column)? {
-            numbered.push((seq, message_from_row(row, seq_column + 1)?));
+            seqs.push(seq);
+            messages.push(message_from_row(row, seq_column + 1)?);
         }
     }
+    // Rows read in (reverse) index order need no sort, nor a move into a second vector.
+    if seqs.windows(2).all(|w| w[0] < w[1]) {
+        return Ok(messages);
+    }
+    if seqs.windows(2).all(|w| w[0] > w[1]) {
+        messages.reverse();
+        return Ok(messages);
+    }
+    let mut numbered: Vec<(i64, Message)> = seqs.into_iter().zip(messages).collect();
     numbered.sort_unstable_by_key(|(seq, _)| *seq);
     Ok(numbered.into_iter().map(|(_, m)| m).collect())
 }

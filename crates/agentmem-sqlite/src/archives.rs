@@ -5,11 +5,12 @@ use std::collections::HashSet;
 use agentmem_core::support::{archive_id_base, free_archive_id};
 use agentmem_core::{Archive, ArchiveId, ArchiveInfo, Error, Message, SessionId};
 use chrono::{DateTime, Utc};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{corrupt, SqlResult};
-use crate::rows::{self, RawMessage, MESSAGE_COLUMNS};
+use crate::rows::{self, MESSAGE_COLUMNS};
 use crate::sessions;
+use crate::tx::Tx;
 
 /// Moves the session's live messages into a new archive and makes `replacement` its live
 /// messages, in one `IMMEDIATE` transaction: readers see the old state or the new one, and a
@@ -19,7 +20,7 @@ pub(crate) fn compact(
     session: &SessionId,
     replacement: &[Message],
 ) -> SqlResult<ArchiveInfo> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Tx::immediate(conn)?;
     let row = sessions::find(&tx, session.as_str())?.ok_or_else(|| {
         Error::not_found(format!(
             "session `{session}` does not exist, so it cannot be compacted"
@@ -34,20 +35,15 @@ pub(crate) fn compact(
     )?
     .execute(params![row.rowid, name, rows::micros(now)])?;
     let archive_rowid = tx.last_insert_rowid();
+    // One set-based statement moves every live row into the archive.
     let moved = tx
         .prepare_cached(
             "UPDATE agentmem_messages SET archive_id = ?1 WHERE session_id = ?2 AND archive_id IS NULL",
         )?
         .execute(params![archive_rowid, row.rowid])?;
-    tx.execute(
-        "UPDATE agentmem_archives SET message_count = ?2 WHERE id = ?1",
-        params![archive_rowid, rows::sql_int(moved)],
-    )?;
-    sessions::insert_live(&tx, row.rowid, row.next_seq, replacement, true)?;
-    tx.execute(
-        "UPDATE agentmem_sessions SET updated_at = MAX(updated_at, ?2) WHERE id = ?1",
-        params![row.rowid, rows::micros(now)],
-    )?;
+    tx.prepare_cached("UPDATE agentmem_archives SET message_count = ?2 WHERE id = ?1")?
+        .execute(params![archive_rowid, rows::sql_int(moved)])?;
+    sessions::replace_live(&tx, row.rowid, row.next_seq, replacement, rows::micros(now))?;
     tx.commit()?;
     Ok(ArchiveInfo {
         id,
@@ -98,7 +94,7 @@ pub(crate) fn load(
     session: &SessionId,
     archive: &ArchiveId,
 ) -> SqlResult<Archive> {
-    let tx = conn.transaction()?;
+    let tx = Tx::deferred(conn)?;
     let found = tx
         .prepare_cached(
             "SELECT a.id, a.created_at, a.message_count
@@ -119,13 +115,13 @@ pub(crate) fn load(
         ))
         .into());
     };
-    let messages = tx
-        .prepare_cached(&format!(
-            "SELECT {MESSAGE_COLUMNS} FROM agentmem_messages m WHERE m.archive_id = ?1 ORDER BY m.seq"
-        ))?
-        .query_map([rowid], |r| RawMessage::read(r, 0))?
-        .map(|raw| raw?.decode())
-        .collect::<SqlResult<Vec<_>>>()?;
+    let mut stmt = tx.prepare_cached(&format!(
+        "SELECT {MESSAGE_COLUMNS} FROM agentmem_messages m WHERE m.archive_id = ?1 ORDER BY m.seq"
+    ))?;
+    let expected = usize::try_from(count).unwrap_or(0);
+    let messages = rows::collect(stmt.query([rowid])?, expected, |row| rows::message(row, 0))?;
+    drop(stmt);
+    tx.commit()?;
     Ok(Archive {
         info: info(session, archive.as_str().to_string(), created, count)?,
         messages,

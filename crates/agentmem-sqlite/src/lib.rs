@@ -22,6 +22,7 @@ mod schema;
 mod search;
 mod sessions;
 mod store;
+mod tx;
 
 pub use config::{Location, SqliteConfig, Synchronous};
 pub use schema::SCHEMA_VERSION;

@@ -12,6 +12,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agentmem_core::{Error, Result};
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -235,6 +236,10 @@ fn open_connection(config: &SqliteConfig, db: &str) -> Result<Connection> {
 fn configure(conn: &Connection, config: Option<&SqliteConfig>) -> SqlResult<()> {
     // The schema's cascading deletes rely on foreign keys, which SQLite leaves off by default.
     conn.pragma_update(None, "foreign_keys", true)?;
+    // Without the query planner stability guarantee, SQLite plans `LIMIT ?` with the bound
+    // value and so parses and plans a cached statement again every time a limit is bound:
+    // most of the work of a small load. Plans then no longer depend on bound values.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     conn.set_prepared_statement_cache_capacity(32);
     if let Some(config) = config {
         conn.busy_timeout(config.busy_timeout)?;
@@ -294,4 +299,40 @@ fn prepare(conn: &mut Connection, config: Option<&SqliteConfig>, db: &str) -> Sq
     }
     schema::migrate(conn, db)?;
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use rusqlite::StatementStatus;
+
+    /// How many times a cached `LIMIT ?` statement was prepared again over three loads with
+    /// different limits.
+    fn reprepares(conn: &Connection) -> i32 {
+        conn.execute_batch(
+            "CREATE TABLE t (x INTEGER PRIMARY KEY); INSERT INTO t VALUES (1), (2);",
+        )
+        .unwrap();
+        for limit in [1i64, 2, 3] {
+            let mut st = conn
+                .prepare_cached("SELECT x FROM t ORDER BY x DESC LIMIT ?1")
+                .unwrap();
+            let n = st.query_map([limit], |_| Ok(())).unwrap().count();
+            assert_eq!(n, usize::try_from(limit.min(2)).unwrap());
+        }
+        let st = conn
+            .prepare_cached("SELECT x FROM t ORDER BY x DESC LIMIT ?1")
+            .unwrap();
+        st.get_status(StatementStatus::RePrepare)
+    }
+
+    #[test]
+    fn binding_a_new_limit_does_not_prepare_a_cached_statement_again() {
+        // SQLite's default: every new limit makes the statement parse and plan again.
+        assert!(reprepares(&Connection::open_in_memory().unwrap()) > 0);
+        let conn = Connection::open_in_memory().unwrap();
+        configure(&conn, None).unwrap();
+        assert_eq!(reprepares(&conn), 0);
+    }
 }

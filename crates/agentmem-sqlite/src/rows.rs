@@ -3,16 +3,16 @@
 //! Timestamps are integer microseconds since the Unix epoch (the model's precision, so a round
 //! trip is exact); metadata is JSON text (`NULL` when empty); roles and kinds are their stored
 //! names; a memory item's scope is its [stored form](MemoryScope::stored_form) (`''` for the
-//! global scope) and a missing expiry time is `NULL`. Rows are read raw first and decoded after, so a malformed value becomes a typed
-//! `CorruptData` error instead of a conversion panic.
+//! global scope) and a missing expiry time is `NULL`. A malformed value becomes a typed
+//! `CorruptData` error, never a conversion panic.
 
 use agentmem_core::{MemoryId, MemoryItem, MemoryScope, Message, MessageId, Metadata, Role};
 use chrono::{DateTime, Utc};
-use rusqlite::Row;
+use rusqlite::{Row, Rows};
 
 use crate::error::{corrupt, SqlResult};
 
-/// Message columns, in the order [`RawMessage::read`] expects.
+/// Message columns, in the order [`message`] expects.
 pub(crate) const MESSAGE_COLUMNS: &str =
     "m.message_id, m.role, m.content, m.timestamp, m.tool_call_id, m.tool_name, m.metadata";
 
@@ -51,43 +51,43 @@ pub(crate) fn metadata(text: Option<&str>) -> SqlResult<Metadata> {
     }
 }
 
-/// A message row before decoding.
-pub(crate) struct RawMessage {
-    id: String,
-    role: String,
-    content: String,
-    timestamp: i64,
-    tool_call_id: Option<String>,
-    tool_name: Option<String>,
-    metadata: Option<String>,
+/// The message whose [`MESSAGE_COLUMNS`] start at column `at`, decoded straight from the row:
+/// the role and metadata are read in place, not copied into `String`s first.
+pub(crate) fn message(row: &Row<'_>, at: usize) -> SqlResult<Message> {
+    let role = row
+        .get_ref(at + 1)?
+        .as_str()
+        .map_err(|e| corrupt(format!("role ({e})")))?;
+    let role = Role::parse(role).map_err(|_| corrupt(format!("role {role:?}")))?;
+    let metadata_text = row
+        .get_ref(at + 6)?
+        .as_str_or_null()
+        .map_err(|e| corrupt(format!("metadata ({e})")))?;
+    let metadata = metadata(metadata_text)?;
+    let id: String = row.get(at)?;
+    Ok(Message {
+        id: MessageId::new(id).map_err(|e| corrupt(format!("message id: {e}")))?,
+        role,
+        content: row.get(at + 2)?,
+        timestamp: time(row.get(at + 3)?)?,
+        tool_call_id: row.get(at + 4)?,
+        tool_name: row.get(at + 5)?,
+        metadata,
+    })
 }
 
-impl RawMessage {
-    /// Reads [`MESSAGE_COLUMNS`] starting at column `at`.
-    pub(crate) fn read(row: &Row<'_>, at: usize) -> rusqlite::Result<RawMessage> {
-        Ok(RawMessage {
-            id: row.get(at)?,
-            role: row.get(at + 1)?,
-            content: row.get(at + 2)?,
-            timestamp: row.get(at + 3)?,
-            tool_call_id: row.get(at + 4)?,
-            tool_name: row.get(at + 5)?,
-            metadata: row.get(at + 6)?,
-        })
+/// Every row of `rows`, decoded by `decode`, into a vector first sized for `expected` rows
+/// (capped, so a damaged count cannot make it reserve absurd amounts).
+pub(crate) fn collect<T>(
+    mut rows: Rows<'_>,
+    expected: usize,
+    mut decode: impl FnMut(&Row<'_>) -> SqlResult<T>,
+) -> SqlResult<Vec<T>> {
+    let mut out = Vec::with_capacity(expected.min(1 << 20));
+    while let Some(row) = rows.next()? {
+        out.push(decode(row)?);
     }
-
-    /// The message.
-    pub(crate) fn decode(self) -> SqlResult<Message> {
-        Ok(Message {
-            role: Role::parse(&self.role).map_err(|_| corrupt(format!("role {:?}", self.role)))?,
-            timestamp: time(self.timestamp)?,
-            metadata: metadata(self.metadata.as_deref())?,
-            id: MessageId::new(self.id).map_err(|e| corrupt(format!("message id: {e}")))?,
-            content: self.content,
-            tool_call_id: self.tool_call_id,
-            tool_name: self.tool_name,
-        })
-    }
+    Ok(out)
 }
 
 /// A memory item row before decoding.

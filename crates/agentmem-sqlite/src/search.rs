@@ -15,7 +15,7 @@ use rusqlite::{params, Connection};
 
 use crate::error::{corrupt, SqlResult};
 use crate::memories;
-use crate::rows::{self, RawMemory, RawMessage, MEMORY_COLUMNS, MESSAGE_COLUMNS};
+use crate::rows::{self, RawMemory, MEMORY_COLUMNS, MESSAGE_COLUMNS};
 
 /// The FTS5 `MATCH` expression for `query`, or `None` when it has no words (then nothing
 /// matches, and no query is run).
@@ -48,42 +48,32 @@ pub(crate) fn messages(
     let Some(expression) = match_expression(query).filter(|_| scope.limit > 0) else {
         return Ok(Vec::new());
     };
-    let raw = conn
-        .prepare_cached(&format!(
-            "SELECT s.name, bm25(agentmem_messages_fts), {MESSAGE_COLUMNS}
-             FROM agentmem_messages_fts f
-             JOIN agentmem_messages m ON m.id = f.rowid
-             JOIN agentmem_sessions s ON s.id = m.session_id
-             WHERE agentmem_messages_fts MATCH ?1 AND m.archive_id IS NULL
-               AND (?2 IS NULL OR s.name = ?2)
-             ORDER BY 2, s.name, m.seq
-             LIMIT ?3"
-        ))?
-        .query_map(
-            params![
-                expression,
-                scope.session.as_ref().map(SessionId::as_str),
-                rows::sql_int(scope.limit)
-            ],
-            |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, f64>(1)?,
-                    RawMessage::read(row, 2)?,
-                ))
-            },
-        )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    raw.into_iter()
-        .map(|(name, rank, message)| {
-            Ok(MessageHit {
-                session: SessionId::new(name.as_str())
-                    .map_err(|_| corrupt(format!("session name {name:?}")))?,
-                message: message.decode()?,
-                score: -rank,
-            })
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT s.name, bm25(agentmem_messages_fts), {MESSAGE_COLUMNS}
+         FROM agentmem_messages_fts f
+         JOIN agentmem_messages m ON m.id = f.rowid
+         JOIN agentmem_sessions s ON s.id = m.session_id
+         WHERE agentmem_messages_fts MATCH ?1 AND m.archive_id IS NULL
+           AND (?2 IS NULL OR s.name = ?2)
+         ORDER BY 2, s.name, m.seq
+         LIMIT ?3"
+    ))?;
+    let rows = stmt.query(params![
+        expression,
+        scope.session.as_ref().map(SessionId::as_str),
+        rows::sql_int(scope.limit)
+    ])?;
+    rows::collect(rows, scope.limit, |row| {
+        let name = row
+            .get_ref(0)?
+            .as_str()
+            .map_err(|e| corrupt(format!("session name ({e})")))?;
+        Ok(MessageHit {
+            session: SessionId::new(name).map_err(|_| corrupt(format!("session name {name:?}")))?,
+            score: -row.get::<_, f64>(1)?,
+            message: rows::message(row, 2)?,
         })
-        .collect()
+    })
 }
 
 /// Memory items matching `query` that pass `filter` (kind, scope, not expired), best first (at
