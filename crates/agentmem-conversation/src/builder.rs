@@ -155,9 +155,9 @@ impl ConversationBuilder {
     }
 
     /// How many of the newest stored messages the build reads for the preload, at least
-    /// ([`DEFAULT_PRELOAD_WINDOW`](crate::DEFAULT_PRELOAD_WINDOW) by default): more, doubling, only while their blocks do not
-    /// fill the [budget](Self::preload_token_budget), so a build costs the same on a session of
-    /// any length. A session no longer than the window is preloaded as if read whole; in a
+    /// ([`DEFAULT_PRELOAD_WINDOW`](crate::DEFAULT_PRELOAD_WINDOW) by default): more, doubling,
+    /// only while their blocks do not fill the [budget](Self::preload_token_budget), so a build
+    /// costs the same on a session of any length. A session no longer than the window is preloaded as if read whole; in a
     /// longer one the newest blocks are the same, but a compaction summary at its start is
     /// kept first only if the window reaches it.
     pub fn preload_window(mut self, messages: usize) -> Self {
