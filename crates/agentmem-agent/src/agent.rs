@@ -471,7 +471,14 @@ impl Agent {
     /// 1. with history on, appends to the history session every message not stored there yet
     ///    (by id; system messages are never saved, since the prompt is rebuilt each run);
     /// 2. with auto-save, does the same for the auto-save session: appending, never
-    ///    rewriting. The first call reads each session once to learn which ids it holds;
+    ///    rewriting. The first call reads each session once to learn which ids it holds,
+    ///    never whole (a turn costs the same on a session of any length): it reads the newest
+    ///    messages, as many as `conversation` has to save, and twice as many again while a
+    ///    message of `conversation` not found there precedes one found (so a conversation
+    ///    resumed from the session is recognised even when other writers appended after it).
+    ///    A message of `conversation` stored only further back than that window (none of the
+    ///    conversation's stored messages being among the session's newest) is taken as new
+    ///    and appended again;
     /// 3. with auto-memory, stores the facts found in new user messages;
     /// 4. with learning, records the insights found in new user messages.
     ///
@@ -543,12 +550,7 @@ impl Agent {
         let known = self.state().stored.contains_key(session);
         if !known {
             // Read the session once: the conversation may hold messages an earlier run saved.
-            let ids: HashSet<MessageId> = self
-                .store
-                .load(session, None)
-                .await?
-                .map(|s| s.messages.into_iter().map(|m| m.id).collect())
-                .unwrap_or_default();
+            let ids = self.stored_tail(session, conversation).await?;
             let mut state = self.state();
             state.processed.extend(ids.iter().cloned());
             state.stored.entry(session.clone()).or_default().extend(ids);
@@ -578,6 +580,38 @@ impl Agent {
             return Err(e);
         }
         Ok(new.len())
+    }
+
+    /// The ids of the newest messages of `session`, enough of them to hold every message of
+    /// `conversation` it stored (see [`after_turn`](Self::after_turn)), never a whole load of
+    /// a session longer than that: first as many as the conversation has messages to save,
+    /// then twice as many each time a message not found precedes, in the conversation, one
+    /// found (the conversation's stored part reaches further back than the window).
+    async fn stored_tail(
+        &self,
+        session: &SessionId,
+        conversation: &[Message],
+    ) -> Result<HashSet<MessageId>> {
+        let saved: Vec<&Message> = conversation
+            .iter()
+            .filter(|m| m.role != Role::System)
+            .collect();
+        let mut limit = saved.len().max(1);
+        loop {
+            let Some(stored) = self.store.load(session, Some(limit)).await? else {
+                return Ok(HashSet::new());
+            };
+            let ids: HashSet<MessageId> = stored.messages.into_iter().map(|m| m.id).collect();
+            // A window as long as the session is the whole session: nothing is further back.
+            let whole = u64::try_from(limit).map_or(true, |l| l >= stored.total_messages);
+            let last_found = saved.iter().rposition(|m| ids.contains(&m.id));
+            let gap =
+                last_found.is_some_and(|last| saved[..last].iter().any(|m| !ids.contains(&m.id)));
+            if whole || !gap {
+                return Ok(ids);
+            }
+            limit = limit.saturating_mul(2);
+        }
     }
 
     /// Saves `conversation` without its system messages as `session` through `store`, unless

@@ -39,6 +39,7 @@ pub struct ConversationBuilder {
     pub(crate) encoding: Option<TokenEncoding>,
     pub(crate) compressor: Compressor,
     pub(crate) preload_token_budget: Option<usize>,
+    pub(crate) preload_window: Option<usize>,
 }
 
 impl fmt::Debug for ConversationBuilder {
@@ -70,6 +71,7 @@ impl ConversationBuilder {
             encoding: None,
             compressor: Compressor::default(),
             preload_token_budget: None,
+            preload_window: None,
         }
     }
 
@@ -152,6 +154,17 @@ impl ConversationBuilder {
         self
     }
 
+    /// How many of the newest stored messages the build reads for the preload, at least
+    /// ([`DEFAULT_PRELOAD_WINDOW`](crate::DEFAULT_PRELOAD_WINDOW) by default): more, doubling,
+    /// only while their blocks do not fill the [budget](Self::preload_token_budget), so a build
+    /// costs the same on a session of any length. A session no longer than the window is preloaded as if read whole; in a
+    /// longer one the newest blocks are the same, but a compaction summary at its start is
+    /// kept first only if the window reaches it.
+    pub fn preload_window(mut self, messages: usize) -> Self {
+        self.preload_window = Some(messages);
+        self
+    }
+
     /// The context length this builder resolves to: the explicit one, else the model's,
     /// else 16,000.
     pub fn resolved_context_length(&self) -> usize {
@@ -161,7 +174,9 @@ impl ConversationBuilder {
     }
 
     /// Builds the conversation: seeds the system prompt, rules and custom rules, and, when
-    /// persistent, preloads the stored memory (one store read).
+    /// persistent, preloads the stored memory from the newest messages of the session (see
+    /// [`preload_window`](Self::preload_window); usually one store read, never a whole load
+    /// of a session longer than the window).
     ///
     /// Errors: `InvalidInput` when persistent without a store or with unusable compressor
     /// settings; the store's error when the preload read fails.

@@ -14,7 +14,7 @@ use agentmem_core::{
 use crate::builder::{workspace_dir_from_env, ConversationBuilder};
 use crate::compressor::Compressor;
 use crate::history::{Counted, History};
-use crate::preload::{memory_blocks, preload, preload_message, Preload};
+use crate::preload::{load_preload, preload_message, Preload, DEFAULT_PRELOAD_WINDOW};
 use crate::summarizer::SummaryRequest;
 use crate::templates::{self, summary_text, SUMMARY_PREFIX};
 use crate::tokens::{context_length_for_model, TokenEncoding};
@@ -136,22 +136,11 @@ impl Conversation {
         let mut history = preamble.clone();
         let mut preloaded = None;
         if let Some(store) = &store {
-            if let Some(stored) = store.load(&session, None).await? {
-                let blocks = memory_blocks(&stored);
-                if !blocks.is_empty() {
-                    // `MEMORY.md` restarts at each compaction, and its header says when:
-                    // the last archive's time, else the session's creation.
-                    let memory_created = store
-                        .list_archives(&session)
-                        .await?
-                        .last()
-                        .map_or(stored.created_at, |a| a.created_at);
-                    let budget = b.preload_token_budget.unwrap_or(context_length / 2);
-                    preloaded = preload(&stored, &blocks, memory_created, budget, encoding);
-                    if let Some(p) = &preloaded {
-                        history.push(preload_message(p));
-                    }
-                }
+            let budget = b.preload_token_budget.unwrap_or(context_length / 2);
+            let window = b.preload_window.unwrap_or(DEFAULT_PRELOAD_WINDOW);
+            preloaded = load_preload(store, &session, window, budget, encoding).await?;
+            if let Some(p) = &preloaded {
+                history.push(preload_message(p));
             }
         }
         Ok(Conversation {

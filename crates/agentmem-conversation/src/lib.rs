@@ -26,7 +26,7 @@ pub use builder::{workspace_dir_from_env, ConversationBuilder, WORKSPACE_DIR_ENV
 pub use compressor::Compressor;
 pub use conversation::{Compaction, Conversation};
 pub use export::ExportFormat;
-pub use preload::Preload;
+pub use preload::{Preload, DEFAULT_PRELOAD_WINDOW};
 #[cfg(feature = "openai")]
 pub use summarizer::OpenAiSummarizer;
 pub use summarizer::{ExtractiveSummarizer, Summarizer, SummaryRequest};

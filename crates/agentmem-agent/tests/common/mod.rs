@@ -164,3 +164,96 @@ impl MemoryStore for Spy {
         self.inner.delete_memory(id).await
     }
 }
+
+/// A store that forwards everything to `inner` and records the limit of every `load`
+/// (`None`: a whole-session load).
+#[derive(Debug)]
+pub struct Counting {
+    inner: Arc<dyn AgentMemory>,
+    loads: Mutex<Vec<Option<usize>>>,
+}
+
+impl Counting {
+    pub fn new(inner: Arc<dyn AgentMemory>) -> Counting {
+        Counting {
+            inner,
+            loads: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The store it forwards to (reading through it records nothing).
+    pub fn inner(&self) -> &Arc<dyn AgentMemory> {
+        &self.inner
+    }
+
+    /// The limits of the loads so far, in order; forgets them.
+    pub fn take_loads(&self) -> Vec<Option<usize>> {
+        std::mem::take(&mut *self.loads.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+#[async_trait]
+impl SessionStore for Counting {
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+    async fn schema_version(&self) -> Result<u32> {
+        self.inner.schema_version().await
+    }
+    async fn save_session(&self, s: &SessionId, h: &[Message], m: &Metadata) -> Result<()> {
+        self.inner.save_session(s, h, m).await
+    }
+    async fn append(&self, s: &SessionId, messages: &[Message]) -> Result<()> {
+        self.inner.append(s, messages).await
+    }
+    async fn load(&self, s: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
+        (self.loads.lock().unwrap_or_else(|e| e.into_inner())).push(limit);
+        self.inner.load(s, limit).await
+    }
+    async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
+        self.inner.list_sessions().await
+    }
+    async fn delete_session(&self, s: &SessionId) -> Result<bool> {
+        self.inner.delete_session(s).await
+    }
+    async fn compact(&self, s: &SessionId, r: &[Message]) -> Result<ArchiveInfo> {
+        self.inner.compact(s, r).await
+    }
+    async fn list_archives(&self, s: &SessionId) -> Result<Vec<ArchiveInfo>> {
+        self.inner.list_archives(s).await
+    }
+    async fn load_archive(&self, s: &SessionId, a: &ArchiveId) -> Result<Archive> {
+        self.inner.load_archive(s, a).await
+    }
+    async fn search_messages(&self, q: &str, s: &MessageQuery) -> Result<Vec<MessageHit>> {
+        self.inner.search_messages(q, s).await
+    }
+    async fn purge(&self, p: &RetentionPolicy) -> Result<PurgeReport> {
+        self.inner.purge(p).await
+    }
+}
+
+#[async_trait]
+impl MemoryStore for Counting {
+    async fn get_context(&self, query: Option<&str>) -> Result<String> {
+        self.inner.get_context(query).await
+    }
+    async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
+        self.inner.put_memory(item).await
+    }
+    async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
+        self.inner.get_memory(id).await
+    }
+    async fn list_memories(&self, f: &MemoryFilter) -> Result<Vec<MemoryItem>> {
+        self.inner.list_memories(f).await
+    }
+    async fn search_memories(&self, q: &str, f: &MemoryFilter) -> Result<Vec<MemoryHit>> {
+        self.inner.search_memories(q, f).await
+    }
+    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
+        self.inner.delete_memory(id).await
+    }
+}

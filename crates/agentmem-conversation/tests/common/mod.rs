@@ -100,6 +100,8 @@ pub struct ScriptedStore {
     fail_on: Option<usize>,
     mode: FailMode,
     log: Mutex<Vec<&'static str>>,
+    /// The limit of every `load` (`None`: a whole-session load).
+    loads: Mutex<Vec<Option<usize>>>,
 }
 
 impl ScriptedStore {
@@ -118,7 +120,13 @@ impl ScriptedStore {
             fail_on,
             mode,
             log: Mutex::new(Vec::new()),
+            loads: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The limits of the loads so far, in order.
+    pub fn loads(&self) -> Vec<Option<usize>> {
+        self.loads.lock().unwrap().clone()
     }
 
     /// Calls so far, by method name.
@@ -167,11 +175,14 @@ scripted_methods! {
         fn capabilities(&self) -> Capabilities {
             self.inner.capabilities()
         }
+        async fn load(&self, s: &SessionId, l: Option<usize>) -> Result<Option<Session>> {
+            self.loads.lock().unwrap().push(l);
+            self.run(Operation::Load, self.inner.load(s, l)).await
+        }
     }
     SchemaVersion => fn schema_version() -> u32;
     SaveSession => fn save_session(s: &SessionId, h: &[Message], m: &Metadata) -> ();
     Append => fn append(s: &SessionId, m: &[Message]) -> ();
-    Load => fn load(s: &SessionId, l: Option<usize>) -> Option<Session>;
     ListSessions => fn list_sessions() -> Vec<SessionInfo>;
     DeleteSession => fn delete_session(s: &SessionId) -> bool;
     Compact => fn compact(s: &SessionId, r: &[Message]) -> ArchiveInfo;
