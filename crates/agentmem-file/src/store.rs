@@ -425,9 +425,7 @@ impl FileStore {
         let slot = self.slot(session);
         let mut slot = slot.try_lock().ok()?;
         let now = Instant::now();
-        if slot.open.is_none() {
-            return None;
-        }
+        slot.open.as_ref()?;
         let lease = slot.lease.as_mut()?;
         if !lease.is_fresh(now) {
             return None;
