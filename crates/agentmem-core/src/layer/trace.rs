@@ -348,15 +348,19 @@ mod tests {
 
     type Fields = BTreeMap<&'static str, Value>;
 
-    impl Visit for &mut Fields {
+    /// Records fields into the map it holds.
+    struct Recorder<'a>(&'a mut Fields);
+
+    impl Visit for Recorder<'_> {
         fn record_str(&mut self, field: &Field, value: &str) {
-            self.insert(field.name(), Value::Str(value.to_string()));
+            self.0.insert(field.name(), Value::Str(value.to_string()));
         }
         fn record_i64(&mut self, field: &Field, value: i64) {
-            self.insert(field.name(), Value::I64(value));
+            self.0.insert(field.name(), Value::I64(value));
         }
         fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
-            self.insert(field.name(), Value::Other(format!("{value:?}")));
+            self.0
+                .insert(field.name(), Value::Other(format!("{value:?}")));
         }
     }
 
@@ -370,7 +374,7 @@ mod tests {
         }
         fn new_span(&self, attrs: &Attributes<'_>) -> Id {
             let mut fields = Fields::new();
-            attrs.record(&mut &mut fields);
+            attrs.record(&mut Recorder(&mut fields));
             let mut spans = self.0.lock().expect("lock");
             spans.push(fields);
             Id::from_u64(spans.len() as u64)
@@ -378,7 +382,7 @@ mod tests {
         fn record(&self, id: &Id, values: &Record<'_>) {
             let mut spans = self.0.lock().expect("lock");
             let index = usize::try_from(id.into_u64()).expect("small id") - 1;
-            values.record(&mut &mut spans[index]);
+            values.record(&mut Recorder(&mut spans[index]));
         }
         fn record_follows_from(&self, _: &Id, _: &Id) {}
         fn event(&self, _: &Event<'_>) {}
@@ -401,7 +405,10 @@ mod tests {
             let store = InMemoryStore::new();
             let session = "chat-7".parse().expect("id");
             store
-                .append(&session, &[Message::user("hi"), Message::assistant("hello")])
+                .append(
+                    &session,
+                    &[Message::user("hi"), Message::assistant("hello")],
+                )
                 .await
                 .expect("append");
             let missing = "missing".parse().expect("id");
