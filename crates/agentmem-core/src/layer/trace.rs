@@ -33,6 +33,9 @@ pub(crate) struct Op {
 impl Op {
     /// A span for `op` on `backend`, about `session` when there is one.
     pub(crate) fn new(backend: &'static str, op: Operation, session: Option<&SessionId>) -> Op {
+        // The field values are only computed when a subscriber enables the span. The dotted
+        // fields are OpenTelemetry's semantic conventions (`otel.*` are read by
+        // `tracing-opentelemetry`: the span kind must be known when the span is created).
         let span = tracing::debug_span!(
             "agentmem.op",
             backend,
@@ -41,16 +44,28 @@ impl Op {
             messages = Empty,
             duration_us = Empty,
             outcome = Empty,
+            "db.system.name" = db_system_name(backend),
+            "db.operation.name" = op.as_str(),
+            "gen_ai.conversation.id" = Empty,
+            "error.type" = Empty,
+            "otel.kind" = span_kind(backend),
+            "otel.status_code" = Empty,
         );
         if let Some(session) = session {
-            span.record("session", session.as_str());
+            if !span.is_disabled() {
+                span.record("session", session.as_str());
+                span.record("gen_ai.conversation.id", session.as_str());
+            }
         }
         Op { span, backend, op }
     }
 
     /// Records how many messages the operation writes.
     pub(crate) fn messages(self, count: usize) -> Op {
-        self.span.record("messages", count);
+        // A disabled span still looks fields up by name: skip that too.
+        if !self.span.is_disabled() {
+            self.span.record("messages", as_i64(count));
+        }
         self
     }
 
@@ -81,13 +96,14 @@ impl Op {
         }
         let started = Instant::now();
         let result = operation.instrument(self.span.clone()).await;
-        let duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        // Signed, as OpenTelemetry has no unsigned integer attributes.
+        let duration_us = i64::try_from(started.elapsed().as_micros()).unwrap_or(i64::MAX);
         self.span.record("duration_us", duration_us);
         let _entered = self.span.enter();
         match result {
             Ok(value) => {
                 if let Some(count) = count {
-                    self.span.record("messages", count(&value));
+                    self.span.record("messages", as_i64(count(&value)));
                 }
                 self.span.record("outcome", "ok");
                 tracing::debug!(outcome = "ok", duration_us, "agentmem operation finished");
@@ -96,6 +112,8 @@ impl Op {
             Err(error) => {
                 let outcome = error.kind().as_str();
                 self.span.record("outcome", outcome);
+                self.span.record("error.type", outcome);
+                self.span.record("otel.status_code", "error");
                 tracing::debug!(outcome, duration_us, "agentmem operation finished");
                 Err(self.label(error))
             }
@@ -111,6 +129,34 @@ impl Op {
             error = error.with_operation(self.op);
         }
         error
+    }
+}
+
+/// A count as a signed integer (OpenTelemetry has no unsigned attributes; `tracing-opentelemetry`
+/// would export a `u64` as a string).
+fn as_i64(count: usize) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
+/// OpenTelemetry's `db.system.name` for a backend: the well-known value where there is one,
+/// an `agentmem.` name for agentmem's own storage, and the backend's name for any other.
+fn db_system_name(backend: &'static str) -> &'static str {
+    match backend {
+        "sqlite" => "sqlite",
+        "postgres" => "postgresql",
+        "redis" => "redis",
+        "mongodb" => "mongodb",
+        "file" => "agentmem.file",
+        "in-memory" => "agentmem.in_memory",
+        other => other,
+    }
+}
+
+/// `client` for backends that talk to a server, `internal` for those in the process.
+fn span_kind(backend: &'static str) -> &'static str {
+    match backend {
+        "postgres" | "redis" | "mongodb" => "client",
+        _ => "internal",
     }
 }
 
@@ -130,6 +176,22 @@ layer_and_store! {
     /// | `messages` | messages written, or read back (recorded when the operation ends) |
     /// | `duration_us` | wall time of the operation, in microseconds |
     /// | `outcome` | `ok`, or the [`ErrorKind`](crate::ErrorKind) of the failure (`not found`, …) |
+    ///
+    /// and, for OpenTelemetry (through `tracing-opentelemetry`; see the `opentelemetry` example),
+    /// these fields named by its database and GenAI semantic conventions:
+    ///
+    /// | field | value |
+    /// |---|---|
+    /// | `db.system.name` | `sqlite`, `postgresql`, `redis`, `mongodb`; `agentmem.file`, `agentmem.in_memory` |
+    /// | `db.operation.name` | the same as `op` |
+    /// | `gen_ai.conversation.id` | the same as `session` |
+    /// | `error.type` | on failure, the same as `outcome` |
+    /// | `otel.kind` | `client` for the server backends (PostgreSQL, Redis, MongoDB), else `internal` |
+    /// | `otel.status_code` | `error` on failure (left unset on success, as the conventions ask) |
+    ///
+    /// `messages` and `duration_us` are recorded as signed integers, so they export as
+    /// OpenTelemetry integers. No `db.namespace` or `db.collection.name`: they would name a
+    /// database, file or table, which the span leaves out.
     ///
     /// Spans never hold message text, memory text, queries or connection strings: session ids
     /// are names the caller chose as keys, the rest are counts. When the operation ends, one
@@ -263,3 +325,133 @@ forward_store!({ impl<S: AgentMemory> MemoryStore for Traced<S> } |self| self.in
         op.run(self.inner.delete_memory(id)).await
     }
 });
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::fmt::Debug;
+    use std::sync::{Arc, Mutex};
+
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Metadata, Subscriber};
+
+    use crate::{ErrorKind, InMemoryStore, Message, SessionStore};
+
+    /// A field's value, typed as the subscriber received it.
+    #[derive(Debug, Clone, PartialEq)]
+    enum Value {
+        Str(String),
+        I64(i64),
+        Other(String),
+    }
+
+    type Fields = BTreeMap<&'static str, Value>;
+
+    /// Records fields into the map it holds.
+    struct Recorder<'a>(&'a mut Fields);
+
+    impl Visit for Recorder<'_> {
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.0.insert(field.name(), Value::Str(value.to_string()));
+        }
+        fn record_i64(&mut self, field: &Field, value: i64) {
+            self.0.insert(field.name(), Value::I64(value));
+        }
+        fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
+            self.0
+                .insert(field.name(), Value::Other(format!("{value:?}")));
+        }
+    }
+
+    /// Keeps every span's fields, in creation order (`tracing-subscriber` is not a dependency).
+    #[derive(Default, Clone)]
+    struct Spans(Arc<Mutex<Vec<Fields>>>);
+
+    impl Subscriber for Spans {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, attrs: &Attributes<'_>) -> Id {
+            let mut fields = Fields::new();
+            attrs.record(&mut Recorder(&mut fields));
+            let mut spans = self.0.lock().expect("lock");
+            spans.push(fields);
+            Id::from_u64(spans.len() as u64)
+        }
+        fn record(&self, id: &Id, values: &Record<'_>) {
+            let mut spans = self.0.lock().expect("lock");
+            let index = usize::try_from(id.into_u64()).expect("small id") - 1;
+            values.record(&mut Recorder(&mut spans[index]));
+        }
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, _: &Event<'_>) {}
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    fn s(value: &str) -> Value {
+        Value::Str(value.to_string())
+    }
+
+    #[test]
+    fn spans_carry_the_opentelemetry_conventions_beside_the_plain_fields() {
+        let spans = Spans::default();
+        let _default = tracing::subscriber::set_default(spans.clone());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let store = InMemoryStore::new();
+            let session = "chat-7".parse().expect("id");
+            store
+                .append(
+                    &session,
+                    &[Message::user("hi"), Message::assistant("hello")],
+                )
+                .await
+                .expect("append");
+            let missing = "missing".parse().expect("id");
+            let error = store.compact(&missing, &[]).await.expect_err("no session");
+            assert_eq!(error.kind(), ErrorKind::NotFound);
+        });
+
+        let spans = spans.0.lock().expect("lock").clone();
+        let [append, compact] = spans.as_slice() else {
+            panic!("two spans expected: {spans:#?}");
+        };
+        assert_eq!(append["backend"], s("in-memory"));
+        assert_eq!(append["op"], s("append"));
+        assert_eq!(append["session"], s("chat-7"));
+        assert_eq!(append["messages"], Value::I64(2));
+        assert!(matches!(append["duration_us"], Value::I64(_)), "{append:?}");
+        assert_eq!(append["outcome"], s("ok"));
+        assert_eq!(append["db.system.name"], s("agentmem.in_memory"));
+        assert_eq!(append["db.operation.name"], s("append"));
+        assert_eq!(append["gen_ai.conversation.id"], s("chat-7"));
+        assert_eq!(append["otel.kind"], s("internal"));
+        assert!(!append.contains_key("error.type"), "{append:?}");
+        assert!(!append.contains_key("otel.status_code"), "{append:?}");
+
+        assert_eq!(compact["op"], s("compact"));
+        assert_eq!(compact["outcome"], s("not found"));
+        assert_eq!(compact["error.type"], s("not found"));
+        assert_eq!(compact["otel.status_code"], s("error"));
+        assert_eq!(compact["gen_ai.conversation.id"], s("missing"));
+    }
+
+    #[test]
+    fn server_backends_are_clients_with_their_well_known_system_names() {
+        for (backend, system, kind) in [
+            ("sqlite", "sqlite", "internal"),
+            ("file", "agentmem.file", "internal"),
+            ("postgres", "postgresql", "client"),
+            ("redis", "redis", "client"),
+            ("mongodb", "mongodb", "client"),
+            ("someone-elses", "someone-elses", "internal"),
+        ] {
+            assert_eq!(super::db_system_name(backend), system);
+            assert_eq!(super::span_kind(backend), kind);
+        }
+    }
+}
