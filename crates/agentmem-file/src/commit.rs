@@ -72,6 +72,11 @@ impl GroupCommit {
         }
     }
 
+    /// Whether a sync failed and the session's state was not reloaded since.
+    pub(crate) fn is_stale(&self) -> bool {
+        self.state().stale
+    }
+
     /// Whether a sync failed since the last call: then the session's cached state is reloaded
     /// from the files before the next operation.
     pub(crate) fn take_stale(&self) -> bool {

@@ -773,7 +773,26 @@ impl SessionCtx<'_> {
         result
     }
 
-    fn append_existing(
+    /// Whether the files are exactly as this process last saw them, so that `sync` would find
+    /// nothing to do (the file lock held).
+    pub(crate) fn unchanged(&self, slot: &SessionSlot) -> Result<bool> {
+        let Some(o) = slot.open.as_ref() else {
+            return Ok(false);
+        };
+        let Some(log) = stat(&self.paths.log)? else {
+            return Ok(false);
+        };
+        if FileId::of(&log) != o.log_id || log.len() != o.log_len {
+            return Ok(false);
+        }
+        let Some(md) = stat(&self.paths.md)? else {
+            return Ok(false);
+        };
+        Ok(o.md.as_ref().is_some_and(|(_, id)| *id == FileId::of(&md)) && md.len() == o.md_len)
+    }
+
+    /// Appends to a session `sync` found current (see [`append`](Self::append)).
+    pub(crate) fn append_existing(
         &self,
         slot: &mut SessionSlot,
         messages: &[Message],

@@ -18,6 +18,7 @@ use agentmem_core::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::commit::Ticket;
 use crate::config::{Durability, FileConfig};
 use crate::fsutil::{
     create_dirs, ignores_case, io_error, list_dir, open_lock_file, stat, sync_dir, write_atomic,
@@ -414,30 +415,57 @@ impl FileStore {
         }
     }
 
-    /// The append of a buffered store on the calling thread, when the session's lease is
-    /// held and nobody else in this process is using the session: then the append is two
-    /// small writes to open files, cheaper than a hop to the blocking pool. `None` when it
-    /// does not apply (the caller takes the blocking path).
-    fn append_inline(&self, session: &SessionId, messages: &[Message]) -> Option<Result<()>> {
-        if self.inner.durability != Durability::Buffered {
-            return None;
-        }
+    /// The append on the calling thread, when this process holds the session's state and
+    /// nobody else in it is using the session: then the write is two small writes to open
+    /// files, cheaper than a hop to the blocking pool. A buffered store needs its lease (no
+    /// lock to take, nothing to check); a durable one takes the file lock without waiting and
+    /// checks that no other process changed the files, then leaves the fsync to the caller
+    /// (off this thread). `None` when this does not apply: the caller takes the blocking path,
+    /// which also waits for the lock and reads what others wrote.
+    fn append_inline(
+        &self,
+        session: &SessionId,
+        messages: &[Message],
+    ) -> Option<Result<Option<Ticket>>> {
         let slot = self.slot(session);
         let mut slot = slot.try_lock().ok()?;
-        let now = Instant::now();
         slot.open.as_ref()?;
-        let lease = slot.lease.as_mut()?;
-        if !lease.is_fresh(now) {
-            return None;
-        }
-        lease.touch(now);
         let ctx = self.inner.session_ctx(session);
-        let mut findings = Findings::new(true);
-        let result = ctx.append(&mut slot, messages, &mut findings).map(|_| ());
-        self.inner.repairs.extend(&findings);
-        if result.is_err() {
-            end_lease(&mut slot);
-        }
+        let result = match self.inner.durability {
+            Durability::Buffered => {
+                let now = Instant::now();
+                let lease = slot.lease.as_mut()?;
+                if !lease.is_fresh(now) {
+                    return None;
+                }
+                lease.touch(now);
+                let result = ctx.append_existing(&mut slot, messages);
+                if result.is_err() {
+                    slot.open = None;
+                    end_lease(&mut slot);
+                }
+                result
+            }
+            Durability::Fsync => {
+                if slot.lease.is_some() || slot.group.is_stale() {
+                    return None;
+                }
+                slot.lock_file.as_ref()?.try_lock().ok()?;
+                let result = match ctx.unchanged(&slot) {
+                    Ok(true) => ctx.append_existing(&mut slot, messages),
+                    Ok(false) => {
+                        release_lock(&mut slot);
+                        return None;
+                    }
+                    Err(e) => Err(e),
+                };
+                if result.is_err() {
+                    slot.open = None;
+                }
+                release_lock(&mut slot);
+                result
+            }
+        };
         Some(result)
     }
 
@@ -680,13 +708,14 @@ impl SessionStore for FileStore {
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        if let Some(done) = self.append_inline(session, messages) {
-            return done;
-        }
-        let messages = messages.to_vec();
-        let ticket = self
-            .session_op(session, move |ctx, slot, f| ctx.append(slot, &messages, f))
-            .await?;
+        let ticket = match self.append_inline(session, messages) {
+            Some(done) => done?,
+            None => {
+                let messages = messages.to_vec();
+                self.session_op(session, move |ctx, slot, f| ctx.append(slot, &messages, f))
+                    .await?
+            }
+        };
         match ticket {
             // Durable: wait for the line to reach the disk, without the locks (group commit).
             Some(ticket) => tokio::task::spawn_blocking(move || ticket.wait())
