@@ -42,6 +42,8 @@ pub(crate) struct SessionSlot {
     pub(crate) lease: Option<Lease>,
     /// The group commit of durable appends (see `commit.rs`).
     pub(crate) group: Arc<GroupCommit>,
+    /// The session's paths, made once (they are joined and formatted strings).
+    pub(crate) paths: Option<Arc<SessionPaths>>,
     /// The session's open files and summary, when it exists and has been read.
     pub(crate) open: Option<OpenSession>,
 }
@@ -128,7 +130,7 @@ pub(crate) enum Synced {
 /// One session's identity and paths, for the duration of one operation.
 pub(crate) struct SessionCtx<'a> {
     pub(crate) id: &'a SessionId,
-    pub(crate) paths: SessionPaths,
+    pub(crate) paths: Arc<SessionPaths>,
     pub(crate) durability: Durability,
     /// Whether the file system ignores case in names: then a session's folder may be another
     /// session's whose name differs only in case, which `sync` refuses.

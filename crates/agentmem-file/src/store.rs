@@ -90,10 +90,14 @@ struct Inner {
 
 impl Inner {
     /// Where session `id` lives, for one operation.
-    fn session_ctx<'a>(&self, id: &'a SessionId) -> SessionCtx<'a> {
+    fn session_ctx<'a>(&self, id: &'a SessionId, slot: &mut SessionSlot) -> SessionCtx<'a> {
+        let paths = slot
+            .paths
+            .get_or_insert_with(|| Arc::new(self.layout.session(id)))
+            .clone();
         SessionCtx {
             id,
-            paths: self.layout.session(id),
+            paths,
             durability: self.durability,
             ignores_case: self.ignores_case,
         }
@@ -329,7 +333,7 @@ impl FileStore {
         let inner = self.inner.clone();
         let id = session.clone();
         let (result, findings, leased) = tokio::task::spawn_blocking(move || {
-            let ctx = inner.session_ctx(&id);
+            let ctx = inner.session_ctx(&id, &mut guard);
             let mut findings = Findings::new(fix);
             let result = Self::locked(&ctx, &mut guard, |slot| op(&ctx, slot, &mut findings));
             inner.repairs.extend(&findings);
@@ -430,7 +434,7 @@ impl FileStore {
         let slot = self.slot(session);
         let mut slot = slot.try_lock().ok()?;
         slot.open.as_ref()?;
-        let ctx = self.inner.session_ctx(session);
+        let ctx = self.inner.session_ctx(session, &mut slot);
         let result = match self.inner.durability {
             Durability::Buffered => {
                 let now = Instant::now();
