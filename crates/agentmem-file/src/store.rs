@@ -722,9 +722,7 @@ impl SessionStore for FileStore {
         };
         match ticket {
             // Durable: wait for the line to reach the disk, without the locks (group commit).
-            Some(ticket) => tokio::task::spawn_blocking(move || ticket.wait())
-                .await
-                .map_err(join_error)?,
+            Some(ticket) => ticket.wait().await,
             None => Ok(()),
         }
     }
