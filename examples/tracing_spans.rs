@@ -9,7 +9,7 @@
 //! Output looks like:
 //!
 //! ```text
-//! DEBUG agentmem.op{backend="sqlite" op="append" session=demo messages=2}: agentmem_core::trace: agentmem operation finished outcome="ok" duration_us=412
+//! DEBUG agentmem.op{backend="sqlite" op="append" db.system.name="sqlite" db.operation.name="append" otel.kind="internal" session="demo" gen_ai.conversation.id="demo" messages=2 duration_us=412 outcome="ok"}: agentmem operation finished outcome="ok" duration_us=412
 //! ```
 
 use agentmem::{AgentMemoryExt, ErrorKind, Message, SessionId};
