@@ -9,9 +9,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-
-use tokio::sync::Notify;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use agentmem_core::{Error, Result};
 
@@ -21,8 +19,7 @@ use crate::fsutil::io_error;
 #[derive(Debug, Default)]
 pub(crate) struct GroupCommit {
     state: Mutex<State>,
-    /// Woken when a sync ends.
-    synced: Notify,
+    synced: Condvar,
 }
 
 #[derive(Debug, Default)]
@@ -88,74 +85,50 @@ impl GroupCommit {
 }
 
 impl Ticket {
-    /// Waits until the append is on disk: syncs the log (for every append written so far) on
-    /// the blocking pool unless a sync that covers it is already running, in which case it
-    /// waits for that one without holding a thread. Call without the session's locks.
-    pub(crate) async fn wait(self) -> Result<()> {
+    /// Blocks until the append is on disk: syncs the log itself (for every append written so
+    /// far) unless a sync that covers it is already running. Call from a blocking thread,
+    /// without the session's locks.
+    pub(crate) fn wait(self) -> Result<()> {
         let group = &self.group;
+        let mut state = group.state();
         loop {
-            // Registered before the state is read, so a sync ending in between is not missed.
-            let synced = group.synced.notified();
-            tokio::pin!(synced);
-            synced.as_mut().enable();
-            let lead = {
-                let mut state = group.state();
-                if state.failed >= self.number {
-                    return Err(Error::backend(
-                        "an fsync of the session log failed; this append may or may not be in \
-                         the session",
-                    ));
-                }
-                if state.synced >= self.number {
-                    return Ok(());
-                }
-                if state.syncing {
-                    None
-                } else {
-                    let Some(file) = state.file.clone() else {
-                        return Err(Error::backend("no session log to fsync"));
-                    };
-                    state.syncing = true;
-                    Some((file, state.written))
-                }
+            if state.failed >= self.number {
+                return Err(Error::backend(
+                    "an fsync of the session log failed; this append may or may not be in \
+                     the session",
+                ));
+            }
+            if state.synced >= self.number {
+                return Ok(());
+            }
+            if state.syncing {
+                state = group
+                    .synced
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner);
+                continue;
+            }
+            let Some((file, path)) = state.file.clone() else {
+                return Err(Error::backend("no session log to fsync"));
             };
-            match lead {
-                None => synced.await,
-                Some(((file, path), target)) => {
-                    // The whole sync, state update included, runs on the blocking pool: if this
-                    // task is dropped meanwhile, the sync still ends and wakes the others.
-                    let group = group.clone();
-                    let result = tokio::task::spawn_blocking(move || group.sync(&file, target))
-                        .await
-                        .map_err(|e| {
-                            Error::backend("a blocking file task failed").with_source(e)
-                        })?;
-                    if let Err(e) = result {
-                        return Err(io_error(&path, "cannot fsync", e));
-                    }
+            let target = state.written;
+            state.syncing = true;
+            drop(state);
+            let result = file.sync_data();
+            state = group.state();
+            state.syncing = false;
+            match &result {
+                Ok(()) => state.synced = state.synced.max(target),
+                Err(_) => {
+                    state.failed = state.failed.max(target);
+                    state.stale = true;
                 }
             }
-        }
-    }
-}
-
-impl GroupCommit {
-    /// Syncs `file` for every append up to ticket `target`, records the outcome and wakes the
-    /// waiters.
-    fn sync(&self, file: &File, target: u64) -> std::io::Result<()> {
-        let result = file.sync_data();
-        let mut state = self.state();
-        state.syncing = false;
-        match &result {
-            Ok(()) => state.synced = state.synced.max(target),
-            Err(_) => {
-                state.failed = state.failed.max(target);
-                state.stale = true;
+            group.synced.notify_all();
+            if let Err(e) = result {
+                return Err(io_error(&path, "cannot fsync", e));
             }
         }
-        drop(state);
-        self.synced.notify_waiters();
-        result
     }
 }
 
@@ -170,42 +143,42 @@ mod tests {
         (dir, Arc::new(file), path)
     }
 
-    #[tokio::test]
-    async fn one_sync_covers_every_append_written_before_it() {
+    #[test]
+    fn one_sync_covers_every_append_written_before_it() {
         let (_dir, file, path) = log();
         let group = Arc::new(GroupCommit::default());
         let first = group.written(&file, &path);
         let second = group.written(&file, &path);
-        second.wait().await.expect("sync");
+        second.wait().expect("sync");
         // The sync made for the second append covered the first: it does not sync again.
         assert_eq!(group.state().synced, 2);
-        first.wait().await.expect("already synced");
+        first.wait().expect("already synced");
         assert!(!group.take_stale());
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn concurrent_waiters_all_return_once_synced() {
+    #[test]
+    fn concurrent_waiters_all_return_once_synced() {
         let (_dir, file, path) = log();
         let group = Arc::new(GroupCommit::default());
         let tickets: Vec<Ticket> = (0..8).map(|_| group.written(&file, &path)).collect();
         let handles: Vec<_> = tickets
             .into_iter()
-            .map(|t| tokio::spawn(t.wait()))
+            .map(|t| std::thread::spawn(move || t.wait()))
             .collect();
         for h in handles {
-            h.await.expect("task").expect("synced");
+            h.join().expect("thread").expect("synced");
         }
         assert_eq!(group.state().synced, 8);
     }
 
-    #[tokio::test]
-    async fn a_ticket_in_a_failed_sync_is_never_acknowledged() {
+    #[test]
+    fn a_ticket_in_a_failed_sync_is_never_acknowledged() {
         let (_dir, file, path) = log();
         let group = Arc::new(GroupCommit::default());
         let ticket = group.written(&file, &path);
         group.state().failed = 1; // as a failed fdatasync leaves it
         group.state().stale = true;
-        let err = ticket.wait().await.expect_err("refused");
+        let err = ticket.wait().expect_err("refused");
         assert!(err.to_string().contains("may or may not"), "{err}");
         assert!(group.take_stale());
         assert!(!group.take_stale(), "taken once");
@@ -213,7 +186,6 @@ mod tests {
         group
             .written(&file, &path)
             .wait()
-            .await
             .expect("later append synced");
     }
 }

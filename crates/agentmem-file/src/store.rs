@@ -722,7 +722,9 @@ impl SessionStore for FileStore {
         };
         match ticket {
             // Durable: wait for the line to reach the disk, without the locks (group commit).
-            Some(ticket) => ticket.wait().await,
+            Some(ticket) => tokio::task::spawn_blocking(move || ticket.wait())
+                .await
+                .map_err(join_error)?,
             None => Ok(()),
         }
     }
