@@ -295,23 +295,7 @@ pub trait MemoryStore: Debug + Send + Sync + 'static {
     /// # }).unwrap();
     /// ```
     async fn get_context(&self, query: Option<&str>) -> Result<String> {
-        let items: Vec<MemoryItem> = match query.map(str::trim) {
-            Some(q) if !q.is_empty() => self
-                .search_memories(q, &MemoryFilter::default().with_limit(10))
-                .await?
-                .into_iter()
-                .map(|hit| hit.item)
-                .collect(),
-            _ => {
-                self.list_memories(&MemoryFilter::default().with_limit(20))
-                    .await?
-            }
-        };
-        Ok(items
-            .iter()
-            .map(|item| format!("- {}", item.text))
-            .collect::<Vec<_>>()
-            .join("\n"))
+        crate::support::memory_context(self, query).await
     }
 
     /// Stores a memory item. An item with the same id is replaced; so is one with the same

@@ -12,7 +12,35 @@ use crate::error::{Error, Result};
 use crate::model::{ArchiveId, MemoryItem, Message};
 use crate::name::SessionId;
 use crate::search::{query_words, rank};
-use crate::store::{MemoryFilter, MemoryHit, MessageHit, RetentionPolicy};
+use crate::store::{MemoryFilter, MemoryHit, MemoryStore, MessageHit, RetentionPolicy};
+
+/// What [`MemoryStore::get_context`] returns by default, from `store`'s own search and
+/// listing: the items matching `query` (at most 10), else the most recent 20, one `- text`
+/// line each. A store or layer that overrides `get_context` (and so cannot call the default)
+/// calls this to keep the same answer.
+pub async fn memory_context<S: MemoryStore + ?Sized>(
+    store: &S,
+    query: Option<&str>,
+) -> Result<String> {
+    let items: Vec<MemoryItem> = match query.map(str::trim) {
+        Some(q) if !q.is_empty() => store
+            .search_memories(q, &MemoryFilter::default().with_limit(10))
+            .await?
+            .into_iter()
+            .map(|hit| hit.item)
+            .collect(),
+        _ => {
+            store
+                .list_memories(&MemoryFilter::default().with_limit(20))
+                .await?
+        }
+    };
+    Ok(items
+        .iter()
+        .map(|item| format!("- {}", item.text))
+        .collect::<Vec<_>>()
+        .join("\n"))
+}
 
 /// How many hits a memory search returns when its filter sets no limit.
 pub const DEFAULT_SEARCH_LIMIT: usize = 10;

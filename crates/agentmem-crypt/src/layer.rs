@@ -638,25 +638,10 @@ impl<S: AgentMemory> MemoryStore for Encrypted<S> {
     /// matching `query` through this layer's client-side search, else the most recent 20,
     /// decrypted.
     async fn get_context(&self, query: Option<&str>) -> Result<String> {
-        self.run(Operation::GetContext, async {
-            let items: Vec<MemoryItem> = match query.map(str::trim) {
-                Some(q) if !q.is_empty() => self
-                    .search_memories(q, &MemoryFilter::default().with_limit(10))
-                    .await?
-                    .into_iter()
-                    .map(|hit| hit.item)
-                    .collect(),
-                _ => {
-                    self.list_memories(&MemoryFilter::default().with_limit(20))
-                        .await?
-                }
-            };
-            Ok(items
-                .iter()
-                .map(|item| format!("- {}", item.text))
-                .collect::<Vec<_>>()
-                .join("\n"))
-        })
+        self.run(
+            Operation::GetContext,
+            agentmem_core::support::memory_context(self, query),
+        )
         .await
     }
 
