@@ -16,10 +16,11 @@ use chrono::{DateTime, Utc};
 use crate::error::{Error, Result};
 use crate::history::tail_start;
 use crate::layer::layered;
+use crate::lifecycle::{Rewind, SessionLabels, SessionPage, SessionPatch, SessionQuery};
 use crate::model::{
     now, Archive, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, Session, SessionInfo,
 };
-use crate::name::SessionId;
+use crate::name::{MessageId, SessionId};
 use crate::store::{
     Capabilities, MemoryFilter, MemoryHit, MemoryStore, MessageHit, MessageQuery, PurgeReport,
     RetentionPolicy, SessionStore,
@@ -75,6 +76,8 @@ struct StoredSession {
     updated_at: DateTime<Utc>,
     /// Archives in the order they were made (oldest first).
     archives: Vec<Archive>,
+    labels: SessionLabels,
+    expires_at: Option<DateTime<Utc>>,
 }
 
 impl StoredSession {
@@ -85,7 +88,13 @@ impl StoredSession {
             created_at: at,
             updated_at: at,
             archives: Vec::new(),
+            labels: SessionLabels::default(),
+            expires_at: None,
         }
+    }
+
+    fn is_expired_at(&self, at: DateTime<Utc>) -> bool {
+        self.expires_at.is_some_and(|expires| expires <= at)
     }
 
     /// Records a write at `at`, never moving `updated_at` backwards (the wall clock may).
@@ -99,6 +108,8 @@ impl StoredSession {
             message_count: self.messages.len() as u64,
             created_at: self.created_at,
             updated_at: self.updated_at,
+            labels: self.labels.clone(),
+            expires_at: self.expires_at,
         }
     }
 
@@ -126,7 +137,8 @@ impl InMemoryStore {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Changes a session (created when missing) under the lock and marks it written now.
+    /// Changes a session (created when missing or expired) under the lock and marks it
+    /// written now.
     fn write_session(&self, session: &SessionId, change: impl FnOnce(&mut StoredSession)) {
         let at = now();
         let mut state = self.state();
@@ -134,8 +146,26 @@ impl InMemoryStore {
             .sessions
             .entry(session.clone())
             .or_insert_with(|| StoredSession::new(at));
+        if stored.is_expired_at(at) {
+            *stored = StoredSession::new(at);
+        }
         change(stored);
         stored.touch(at);
+    }
+}
+
+impl State {
+    /// The session, unless it is missing or has expired at `at`.
+    fn live(&self, session: &SessionId, at: DateTime<Utc>) -> Option<&StoredSession> {
+        self.sessions.get(session).filter(|s| !s.is_expired_at(at))
+    }
+
+    /// [`live`](Self::live), to change.
+    fn live_mut(&mut self, session: &SessionId, at: DateTime<Utc>) -> Result<&mut StoredSession> {
+        self.sessions
+            .get_mut(session)
+            .filter(|s| !s.is_expired_at(at))
+            .ok_or_else(|| not_found_session(session))
     }
 }
 
@@ -187,7 +217,7 @@ impl SessionStore for InMemoryStore {
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
         let state = self.state();
-        let Some(stored) = state.sessions.get(session) else {
+        let Some(stored) = state.live(session, now()) else {
             return Ok(None);
         };
         let start = limit.map_or(0, |n| tail_start(&stored.messages, n));
@@ -198,14 +228,18 @@ impl SessionStore for InMemoryStore {
             created_at: stored.created_at,
             updated_at: stored.updated_at,
             total_messages: stored.messages.len() as u64,
+            labels: stored.labels.clone(),
+            expires_at: stored.expires_at,
         }))
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
+        let at = now();
         let state = self.state();
         Ok(state
             .sessions
             .iter()
+            .filter(|(_, stored)| !stored.is_expired_at(at))
             .map(|(id, stored)| stored.info(id))
             .collect())
     }
@@ -217,10 +251,7 @@ impl SessionStore for InMemoryStore {
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
         let at = now();
         let mut state = self.state();
-        let stored = state
-            .sessions
-            .get_mut(session)
-            .ok_or_else(|| not_found_session(session))?;
+        let stored = state.live_mut(session, at)?;
         let info = ArchiveInfo {
             id: stored.next_archive_id(at)?,
             session: session.clone(),
@@ -239,8 +270,7 @@ impl SessionStore for InMemoryStore {
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
         let state = self.state();
         Ok(state
-            .sessions
-            .get(session)
+            .live(session, now())
             .map(|s| s.archives.iter().map(|a| a.info.clone()).collect())
             .unwrap_or_default())
     }
@@ -248,8 +278,7 @@ impl SessionStore for InMemoryStore {
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
         let state = self.state();
         state
-            .sessions
-            .get(session)
+            .live(session, now())
             .and_then(|s| s.archives.iter().find(|a| &a.info.id == archive))
             .cloned()
             .ok_or_else(|| {
@@ -260,10 +289,12 @@ impl SessionStore for InMemoryStore {
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
+        let at = now();
         let state = self.state();
         let candidates = state
             .sessions
             .iter()
+            .filter(|(_, stored)| !stored.is_expired_at(at))
             .filter(|(id, _)| scope.session.as_ref().is_none_or(|s| s == *id))
             .flat_map(|(id, stored)| stored.messages.iter().map(move |m| (id, m)));
         Ok(rank_messages(query, candidates, scope.limit))
@@ -273,6 +304,7 @@ impl SessionStore for InMemoryStore {
         let at = now();
         let mut state = self.state();
         let before = state.sessions.len();
+        state.sessions.retain(|_, s| !s.is_expired_at(at));
         if let Some(cutoff) = retention_cutoff(policy, at) {
             state.sessions.retain(|_, s| s.updated_at >= cutoff);
         }
@@ -299,6 +331,68 @@ impl SessionStore for InMemoryStore {
             sessions_deleted: (before - state.sessions.len()) as u64,
             memories_deleted: (memories_before - state.memories.len()) as u64,
         })
+    }
+
+    async fn fork(
+        &self,
+        source: &SessionId,
+        target: &SessionId,
+        at: Option<&MessageId>,
+    ) -> Result<SessionInfo> {
+        let now = now();
+        let mut state = self.state();
+        if state.live(target, now).is_some() {
+            return Err(crate::support::fork_target_exists(target));
+        }
+        let from = state
+            .live(source, now)
+            .ok_or_else(|| not_found_session(source))?;
+        let end = crate::support::fork_end(&from.messages, source, at)?;
+        let mut copy = StoredSession::new(now);
+        copy.messages = from.messages[..end].to_vec();
+        copy.metadata = from.metadata.clone();
+        copy.labels = from.labels.clone();
+        let info = copy.info(target);
+        state.sessions.insert(target.clone(), copy);
+        Ok(info)
+    }
+
+    async fn rewind(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
+        let at = now();
+        let mut state = self.state();
+        let stored = state.live_mut(session, at)?;
+        let keep = crate::support::rewind_keep(&stored.messages, session, to)?;
+        let removed = stored.messages.split_off(keep);
+        if !removed.is_empty() {
+            stored.touch(at);
+        }
+        Ok(removed)
+    }
+
+    async fn update_session(
+        &self,
+        session: &SessionId,
+        patch: &SessionPatch,
+    ) -> Result<SessionInfo> {
+        let at = now();
+        let mut state = self.state();
+        let stored = state.live_mut(session, at)?;
+        patch.apply(&mut stored.labels, &mut stored.expires_at)?;
+        Ok(stored.info(session))
+    }
+
+    async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
+        let at = now();
+        let state = self.state();
+        let matching = state
+            .sessions
+            .iter()
+            .filter(|(_, stored)| !stored.is_expired_at(at))
+            .map(|(id, stored)| stored.info(id))
+            .filter(|info| query.matches(info))
+            .take(query.limit.saturating_add(1))
+            .collect();
+        Ok(query.page(matching))
     }
 }
 

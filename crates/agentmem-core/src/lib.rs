@@ -38,6 +38,7 @@ mod ext;
 pub mod history;
 mod in_memory;
 pub mod layer;
+pub mod lifecycle;
 mod model;
 mod name;
 mod operation;
@@ -51,6 +52,7 @@ pub use context::ContextStore;
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use ext::AgentMemoryExt;
 pub use in_memory::InMemoryStore;
+pub use lifecycle::{Rewind, SessionLabels, SessionPage, SessionPatch, SessionQuery};
 pub use model::{
     new_id, now, Archive, ArchiveId, ArchiveInfo, MemoryItem, MemoryKind, Message, Metadata, Role,
     Session, SessionInfo, MAX_METADATA_DEPTH,

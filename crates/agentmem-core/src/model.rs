@@ -10,6 +10,7 @@ use chrono::{DateTime, SubsecRound, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::lifecycle::SessionLabels;
 use crate::name::{validate_name, MemoryId, MessageId, SessionId};
 use crate::scope::MemoryScope;
 
@@ -329,6 +330,36 @@ pub struct SessionInfo {
     pub created_at: DateTime<Utc>,
     /// When it was last written.
     pub updated_at: DateTime<Utc>,
+    /// Its title, owner and tags.
+    #[serde(default, skip_serializing_if = "SessionLabels::is_empty")]
+    pub labels: SessionLabels,
+    /// When it expires (never when `None`); an expired session is gone for every reader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl SessionInfo {
+    /// A session summary without labels or expiry.
+    pub fn new(
+        id: SessionId,
+        message_count: u64,
+        created_at: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
+    ) -> Self {
+        SessionInfo {
+            id,
+            message_count,
+            created_at,
+            updated_at,
+            labels: SessionLabels::default(),
+            expires_at: None,
+        }
+    }
+
+    /// Whether the session has expired at `now`.
+    pub fn is_expired_at(&self, now: DateTime<Utc>) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
 }
 
 /// A session: its messages (all, or the last N) and metadata.
@@ -347,6 +378,12 @@ pub struct Session {
     pub updated_at: DateTime<Utc>,
     /// How many messages the session holds in all (more than `messages.len()` under a limit).
     pub total_messages: u64,
+    /// Its title, owner and tags.
+    #[serde(default, skip_serializing_if = "SessionLabels::is_empty")]
+    pub labels: SessionLabels,
+    /// When it expires (never when `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 impl Session {
@@ -357,6 +394,8 @@ impl Session {
             message_count: self.total_messages,
             created_at: self.created_at,
             updated_at: self.updated_at,
+            labels: self.labels.clone(),
+            expires_at: self.expires_at,
         }
     }
 }

@@ -52,6 +52,14 @@ pub enum Operation {
     SearchMessages,
     /// [`SessionStore::purge`](crate::SessionStore::purge).
     Purge,
+    /// [`SessionStore::fork`](crate::SessionStore::fork).
+    Fork,
+    /// [`SessionStore::rewind`](crate::SessionStore::rewind).
+    Rewind,
+    /// [`SessionStore::update_session`](crate::SessionStore::update_session).
+    UpdateSession,
+    /// [`SessionStore::find_sessions`](crate::SessionStore::find_sessions).
+    FindSessions,
     /// Exporting sessions or memory items to a file or stream.
     Export,
     /// Importing sessions or memory items from a file or stream.
@@ -80,6 +88,10 @@ impl Operation {
             Operation::DeleteMemory => "delete_memory",
             Operation::SearchMessages => "search_messages",
             Operation::Purge => "purge",
+            Operation::Fork => "fork",
+            Operation::Rewind => "rewind",
+            Operation::UpdateSession => "update_session",
+            Operation::FindSessions => "find_sessions",
             Operation::Export => "export",
             Operation::Import => "import",
         }

@@ -7,12 +7,15 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::lifecycle::{Rewind, SessionPage, SessionPatch, SessionQuery};
 use crate::model::ArchiveId;
 use crate::model::{
     Archive, ArchiveInfo, MemoryItem, MemoryKind, Message, Metadata, Session, SessionInfo,
 };
+use crate::name::MessageId;
 use crate::name::SessionId;
+use crate::operation::Operation;
 use crate::scope::{MemoryScope, ScopeFilter};
 use chrono::{DateTime, Utc};
 
@@ -32,7 +35,9 @@ pub struct Capabilities {
     pub atomic_compaction: bool,
     /// Search uses an index kept by the backend (rather than scanning in the client).
     pub indexed_search: bool,
-    /// Retention can use the backend's own expiry (TTL).
+    /// The server deletes expired sessions (and, where noted, memory items) by itself:
+    /// Redis `EXPIRE`, a MongoDB TTL index. Elsewhere expiry is enforced on read and swept by
+    /// `purge`.
     pub native_expiry: bool,
 }
 
@@ -183,7 +188,7 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
     /// (see [`crate::history::tail_start`]), so fewer than `limit` messages may come back.
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>>;
 
-    /// Every session, ordered by id.
+    /// Every session, ordered by id (expired ones left out).
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>>;
 
     /// Deletes a session with its archives; `false` when it did not exist.
@@ -267,6 +272,105 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
     /// # }).unwrap();
     /// ```
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport>;
+
+    /// Copies `source`'s messages up to and including `at` (all of them when `None`), its
+    /// metadata and its labels into the new session `target`, in one atomic step; `source` is
+    /// unchanged. The copy keeps the messages' ids and timestamps; archives and expiry are not
+    /// copied. `Conflict` when `target` exists; `NotFound` when `source` does not, or `at` is
+    /// not one of its current messages.
+    ///
+    /// ```
+    /// use agentmem_core::{AgentMemoryExt, InMemoryStore, Message, SessionId, SessionStore};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemoryStore::new();
+    /// let (main, what_if): (SessionId, SessionId) = ("main".parse()?, "what-if".parse()?);
+    /// let question = Message::user("Kyoto or Osaka?");
+    /// store.append(&main, &[question.clone(), Message::assistant("Kyoto")]).await?;
+    /// let info = store.fork(&main, &what_if, Some(&question.id)).await?;
+    /// assert_eq!(info.message_count, 1);
+    /// assert_eq!(store.messages(&what_if).await?, vec![question]);
+    /// assert_eq!(store.messages(&main).await?.len(), 2);
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    async fn fork(
+        &self,
+        source: &SessionId,
+        target: &SessionId,
+        at: Option<&MessageId>,
+    ) -> Result<SessionInfo> {
+        let _ = (source, target, at);
+        Err(unsupported(self.backend(), Operation::Fork))
+    }
+
+    /// Removes messages from the end of the session, in one atomic step, and returns them,
+    /// oldest first. [`Rewind::Last`] removes at most the messages there are. `NotFound` when
+    /// the session does not exist, or [`Rewind::After`] names none of its current messages.
+    ///
+    /// ```
+    /// use agentmem_core::{AgentMemoryExt, InMemoryStore, Message, Rewind, SessionId, SessionStore};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemoryStore::new();
+    /// let id: SessionId = "chat".parse()?;
+    /// let asked = Message::user("What is 2+2?");
+    /// store.append(&id, &[asked.clone(), Message::assistant("5"), Message::user("wrong")]).await?;
+    /// let removed = store.rewind(&id, &Rewind::After(asked.id.clone())).await?;
+    /// assert_eq!(removed.len(), 2);
+    /// assert_eq!(store.messages(&id).await?, vec![asked]);
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    async fn rewind(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
+        let _ = (session, to);
+        Err(unsupported(self.backend(), Operation::Rewind))
+    }
+
+    /// Changes the session's labels and expiry as `patch` says, in one atomic step, and
+    /// returns its summary afterwards. Expiry set in the past makes the session gone at once.
+    /// `NotFound` when the session does not exist (or has expired).
+    ///
+    /// An expired session is gone for every reader: `load` gives `None`, listings and searches
+    /// leave it out, `fork`, `rewind`, `compact` and `update_session` say `NotFound`, and a
+    /// write to its id starts a new, empty session. Writes keep a session's expiry (it is not
+    /// sliding); `purge` deletes expired sessions. Where [`Capabilities::native_expiry`] is
+    /// set, the server deletes them by itself as well.
+    ///
+    /// ```
+    /// use agentmem_core::{AgentMemoryExt, InMemoryStore, Message, SessionId, SessionPatch, SessionQuery, SessionStore};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemoryStore::new();
+    /// let id: SessionId = "trip".parse()?;
+    /// store.append_one(&id, Message::user("plan a trip")).await?;
+    /// let patch = SessionPatch::default().owner("ada").tag("project", "kyoto");
+    /// let info = store.update_session(&id, &patch).await?;
+    /// assert_eq!(info.labels.owner.as_deref(), Some("ada"));
+    /// let page = store.find_sessions(&SessionQuery::default().tag("project", "kyoto")).await?;
+    /// assert_eq!(page.sessions, vec![info]);
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    async fn update_session(
+        &self,
+        session: &SessionId,
+        patch: &SessionPatch,
+    ) -> Result<SessionInfo> {
+        let _ = (session, patch);
+        Err(unsupported(self.backend(), Operation::UpdateSession))
+    }
+
+    /// One page of the sessions matching `query` (owner, tags, last-update range), ordered by
+    /// id, read without loading the sessions' messages. Expired sessions are never listed.
+    async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
+        let _ = query;
+        Err(unsupported(self.backend(), Operation::FindSessions))
+    }
+}
+
+/// The error of a session-lifecycle method a store does not implement.
+fn unsupported(backend: &'static str, op: Operation) -> Error {
+    Error::unsupported(format!("the {backend} store does not implement {op}"))
+        .with_backend(backend)
+        .with_operation(op)
 }
 
 /// Memory items (facts, insights, …) and the context built from them: the half of a store that

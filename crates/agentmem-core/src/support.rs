@@ -9,8 +9,9 @@
 use chrono::{DateTime, Utc};
 
 use crate::error::{Error, Result};
+use crate::lifecycle::Rewind;
 use crate::model::{ArchiveId, MemoryItem, Message};
-use crate::name::SessionId;
+use crate::name::{MessageId, SessionId};
 use crate::search::{query_words, rank};
 use crate::store::{MemoryFilter, MemoryHit, MemoryStore, MessageHit, RetentionPolicy};
 
@@ -265,6 +266,47 @@ pub fn memory_is_purged(
     now: DateTime<Utc>,
 ) -> bool {
     item.is_expired_at(now) || cutoff.is_some_and(|cutoff| item.updated_at < cutoff)
+}
+
+/// How many of `messages` (a session's current messages, oldest first) a fork at `at` copies:
+/// up to and including `at`, or all of them. `NotFound` when `at` is not among them.
+pub fn fork_end(messages: &[Message], source: &SessionId, at: Option<&MessageId>) -> Result<usize> {
+    match at {
+        None => Ok(messages.len()),
+        Some(at) => position_of(messages, source, at).map(|i| i + 1),
+    }
+}
+
+/// How many of `messages` (a session's current messages, oldest first) a rewind to `to`
+/// keeps. `NotFound` when [`Rewind::After`] names none of them.
+pub fn rewind_keep(messages: &[Message], session: &SessionId, to: &Rewind) -> Result<usize> {
+    match to {
+        Rewind::Last(n) => Ok(messages.len().saturating_sub(*n)),
+        Rewind::After(id) => position_of(messages, session, id).map(|i| i + 1),
+    }
+}
+
+/// The index of the last message with id `id` (ids are unique unless a caller reused one; the
+/// last keeps the most).
+fn position_of(messages: &[Message], session: &SessionId, id: &MessageId) -> Result<usize> {
+    messages
+        .iter()
+        .rposition(|m| &m.id == id)
+        .ok_or_else(|| message_not_found(session, id))
+}
+
+/// The error for a fork or rewind at a message the session does not hold.
+pub fn message_not_found(session: &SessionId, id: &MessageId) -> Error {
+    Error::not_found(format!(
+        "session `{session}` holds no message `{id}` (archived messages do not count)"
+    ))
+}
+
+/// The error for a fork whose target session already exists.
+pub fn fork_target_exists(target: &SessionId) -> Error {
+    Error::conflict(format!(
+        "cannot fork into `{target}`: that session exists (delete it first, or pick a new id)"
+    ))
 }
 
 /// Decodes `%XX` escapes; `None` when an escape is malformed or the result is not UTF-8.

@@ -551,6 +551,9 @@ impl FileStore {
                 return Ok(None);
             }
             Ok(slot.open.as_ref().map(|o| SessionInfo {
+                // TODO(issue 21): stored labels and expiry.
+                labels: Default::default(),
+                expires_at: None,
                 id: session,
                 message_count: o.count,
                 created_at: o.header.created_at,
@@ -736,6 +739,9 @@ impl SessionStore for FileStore {
                 return Ok(None);
             };
             Ok(Some(Session {
+                // TODO(issue 21): stored labels and expiry.
+                labels: Default::default(),
+                expires_at: None,
                 id,
                 messages,
                 metadata: o.header.metadata.clone(),

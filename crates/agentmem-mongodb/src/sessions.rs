@@ -161,6 +161,9 @@ pub(crate) fn session_infos(docs: &[Document], counted: &[Document]) -> Result<V
             let sd = session_doc(d)?;
             let n = counts.get(id.as_str()).copied().unwrap_or(0);
             Ok(SessionInfo {
+                // TODO(issue 21): stored labels and expiry.
+                labels: Default::default(),
+                expires_at: None,
                 id,
                 message_count: u64::try_from(n).unwrap_or(0),
                 created_at: sd.created,
@@ -379,6 +382,9 @@ impl MongoStore {
         };
         let (head, (messages, total)) = futures_util::try_join!(self.head(sd.epoch), messages)?;
         Ok(Session {
+            // TODO(issue 21): stored labels and expiry.
+            labels: Default::default(),
+            expires_at: None,
             id: session.clone(),
             messages,
             metadata: head.metadata,

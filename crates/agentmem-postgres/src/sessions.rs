@@ -38,6 +38,9 @@ pub(crate) fn session_from(
         None => window,
     };
     Ok(Some(Session {
+        // TODO(issue 21): stored labels and expiry.
+        labels: Default::default(),
+        expires_at: None,
         id: session.clone(),
         messages,
         metadata: metadata.0,
@@ -50,6 +53,9 @@ pub(crate) fn session_from(
 /// A row of the `list_sessions` statement.
 pub(crate) fn session_info(row: &Row) -> Result<SessionInfo> {
     Ok(SessionInfo {
+        // TODO(issue 21): stored labels and expiry.
+        labels: Default::default(),
+        expires_at: None,
         id: stored_session_id(get::<String>(row, 0)?)?,
         message_count: count(get(row, 1)?)?,
         created_at: get(row, 2)?,

@@ -92,6 +92,9 @@ pub(crate) fn session_from(session: &SessionId, reply: LoadReply) -> Result<Opti
     let whole = raw.len() as u64 >= total;
     let messages = trim_orphans(parse_messages(raw)?, whole);
     Ok(Some(Session {
+        // TODO(issue 21): stored labels and expiry.
+        labels: Default::default(),
+        expires_at: None,
         id: session.clone(),
         messages,
         metadata,
@@ -124,6 +127,9 @@ pub(crate) fn session_infos(
             })?;
             let (created_at, updated_at) = times(&created, updated)?;
             Ok(SessionInfo {
+                // TODO(issue 21): stored labels and expiry.
+                labels: Default::default(),
+                expires_at: None,
                 id: stored_session_id(id)?,
                 message_count: count,
                 created_at,

@@ -247,6 +247,9 @@ impl SessionHead {
         total: u64,
     ) -> SqlResult<Option<Session>> {
         Ok(Some(Session {
+            // TODO(issue 21): stored labels and expiry.
+            labels: Default::default(),
+            expires_at: None,
             id: id.clone(),
             messages,
             metadata: rows::metadata(self.metadata.as_deref())?,
@@ -285,6 +288,9 @@ pub(crate) fn list(conn: &mut Connection) -> SqlResult<Vec<SessionInfo>> {
     raw.into_iter()
         .map(|(name, count, created, updated)| {
             Ok(SessionInfo {
+                // TODO(issue 21): stored labels and expiry.
+                labels: Default::default(),
+                expires_at: None,
                 id: SessionId::new(name.as_str())
                     .map_err(|_| corrupt(format!("session name {name:?}")))?,
                 message_count: rows::count(count)?,

@@ -28,7 +28,10 @@ use futures_util::{FutureExt, StreamExt};
 
 mod compaction;
 mod concurrency;
+mod expiry;
+mod fork;
 mod history;
+mod labels;
 mod memories;
 mod misc;
 mod round_trip;
@@ -115,6 +118,31 @@ macro_rules! __all_cases {
                 search_messages_scoped_to_one_session,
                 search_messages_honours_limit,
                 search_follows_updates_and_deletes,
+            }
+            [fork, Fork, "Fork and rewind: a copy of the history up to a message, and messages taken off the end, each in one atomic step."] {
+                fork_copies_history_up_to_the_message,
+                fork_without_message_copies_everything,
+                fork_refuses_existing_target_and_unknown_message,
+                rewind_last_removes_the_tail,
+                rewind_after_message_keeps_it,
+                rewind_refuses_missing_session_and_message,
+                rewind_removes_messages_from_search,
+            }
+            [labels, Labels, "Session labels (title, owner, tags) and lookup by them, filtered and paged with a cursor."] {
+                update_session_sets_and_removes_labels,
+                labels_survive_writes,
+                hostile_labels_match_literally,
+                find_sessions_filters_by_owner_and_tags,
+                find_sessions_pages_with_a_cursor,
+                find_sessions_filters_by_update_time,
+                invalid_labels_are_refused,
+            }
+            [expiry, Expiry, "Session expiry: gone for every reader at once, a fresh start on the next write, kept by writes, swept by purge."] {
+                expired_session_is_gone_for_every_reader,
+                session_expires_after_its_time_to_live,
+                write_to_expired_session_starts_afresh,
+                writes_keep_the_expiry_and_it_can_be_cleared,
+                purge_sweeps_expired_sessions,
             }
             [misc, Misc, "Context for prompts, retention, schema version and capabilities."] {
                 get_context_of_empty_store_is_empty,
@@ -389,7 +417,8 @@ pub(crate) mod must {
 
     use agentmem_core::{
         AgentMemory, AgentMemoryExt, ArchiveInfo, MemoryFilter, MemoryId, MemoryItem, MemoryKind,
-        Message, Metadata, Result, SessionId, SessionInfo,
+        Message, MessageId, Metadata, Result, Rewind, SessionId, SessionInfo, SessionPage,
+        SessionPatch, SessionQuery,
     };
 
     /// The value of a call's `result`, or a panic naming the `call` and its error.
@@ -428,6 +457,49 @@ pub(crate) mod must {
     ) -> ArchiveInfo {
         let archived = store.compact(id, replacement).await;
         ok(archived, format_args!("compact of {id}"))
+    }
+
+    /// Changes the labels or expiry of session `id`, returning its summary.
+    pub(crate) async fn update_session(
+        store: &dyn AgentMemory,
+        id: &SessionId,
+        patch: &SessionPatch,
+    ) -> SessionInfo {
+        let updated = store.update_session(id, patch).await;
+        ok(updated, format_args!("update_session({id}, {patch:?})"))
+    }
+
+    /// The page of sessions `query` selects.
+    pub(crate) async fn find_sessions(
+        store: &dyn AgentMemory,
+        query: &SessionQuery,
+    ) -> SessionPage {
+        let found = store.find_sessions(query).await;
+        ok(found, format_args!("find_sessions({query:?})"))
+    }
+
+    /// Forks `source` (up to `at`) into `target`.
+    pub(crate) async fn fork(
+        store: &dyn AgentMemory,
+        source: &SessionId,
+        target: &SessionId,
+        at: Option<&MessageId>,
+    ) -> SessionInfo {
+        let forked = store.fork(source, target, at).await;
+        ok(
+            forked,
+            format_args!("fork({source} -> {target}, at {at:?})"),
+        )
+    }
+
+    /// Rewinds session `id` to `to`, returning what was removed.
+    pub(crate) async fn rewind(
+        store: &dyn AgentMemory,
+        id: &SessionId,
+        to: &Rewind,
+    ) -> Vec<Message> {
+        let removed = store.rewind(id, to).await;
+        ok(removed, format_args!("rewind({id}, {to:?})"))
     }
 
     /// Every session, as `list_sessions` reports them.

@@ -23,7 +23,7 @@ macro_rules! forward_store {
     ({ $($head:tt)* } |$this:ident| $inner:expr; sessions { $($own:tt)* }) => {
         forward_store!({ $($head)* } |$this| $inner; [backend capabilities schema_version
             save_session append load list_sessions delete_session compact list_archives
-            load_archive search_messages purge] { $($own)* });
+            load_archive search_messages purge fork rewind update_session find_sessions] { $($own)* });
     };
     ({ $($head:tt)* } |$this:ident| $inner:expr; memories { $($own:tt)* }) => {
         forward_store!({ $($head)* } |$this| $inner; [get_context put_memory get_memory
@@ -151,6 +151,34 @@ macro_rules! forward_store {
         forward_store!(@munch {$($head)*} |$this| $inner; [$($rest)*] [$($acc)*
             async fn search_messages(&$this, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
             $inner.search_messages(query, scope).await
+        }
+        ] {$($own)*});
+    };
+    (@munch {$($head:tt)*} |$this:ident| $inner:expr; [fork $($rest:ident)*] [$($acc:tt)*] {$($own:tt)*}) => {
+        forward_store!(@munch {$($head)*} |$this| $inner; [$($rest)*] [$($acc)*
+            async fn fork(&$this, source: &SessionId, target: &SessionId, at: Option<&$crate::MessageId>) -> Result<SessionInfo> {
+            $inner.fork(source, target, at).await
+        }
+        ] {$($own)*});
+    };
+    (@munch {$($head:tt)*} |$this:ident| $inner:expr; [rewind $($rest:ident)*] [$($acc:tt)*] {$($own:tt)*}) => {
+        forward_store!(@munch {$($head)*} |$this| $inner; [$($rest)*] [$($acc)*
+            async fn rewind(&$this, session: &SessionId, to: &$crate::Rewind) -> Result<Vec<Message>> {
+            $inner.rewind(session, to).await
+        }
+        ] {$($own)*});
+    };
+    (@munch {$($head:tt)*} |$this:ident| $inner:expr; [update_session $($rest:ident)*] [$($acc:tt)*] {$($own:tt)*}) => {
+        forward_store!(@munch {$($head)*} |$this| $inner; [$($rest)*] [$($acc)*
+            async fn update_session(&$this, session: &SessionId, patch: &$crate::SessionPatch) -> Result<SessionInfo> {
+            $inner.update_session(session, patch).await
+        }
+        ] {$($own)*});
+    };
+    (@munch {$($head:tt)*} |$this:ident| $inner:expr; [find_sessions $($rest:ident)*] [$($acc:tt)*] {$($own:tt)*}) => {
+        forward_store!(@munch {$($head)*} |$this| $inner; [$($rest)*] [$($acc)*
+            async fn find_sessions(&$this, query: &$crate::SessionQuery) -> Result<$crate::SessionPage> {
+            $inner.find_sessions(query).await
         }
         ] {$($own)*});
     };

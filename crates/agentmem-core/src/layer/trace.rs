@@ -9,8 +9,10 @@ use tracing::{Instrument, Span};
 
 use crate::error::{Error, Result};
 use crate::layer::forward::forward_store;
+use crate::lifecycle::{Rewind, SessionPage, SessionPatch, SessionQuery};
 use crate::model::SessionInfo;
 use crate::model::{Archive, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, Session};
+use crate::name::MessageId;
 use crate::name::SessionId;
 use crate::operation::Operation;
 use crate::store::{
@@ -291,6 +293,30 @@ forward_store!({ impl<S: AgentMemory> SessionStore for Traced<S> } |self| self.i
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
         let op = self.op(Operation::Purge, None);
         op.run(self.inner.purge(policy)).await
+    }
+
+    async fn fork(&self, source: &SessionId, target: &SessionId, at: Option<&MessageId>) -> Result<SessionInfo> {
+        // The span names the new session: it is the one written.
+        let op = self.op(Operation::Fork, Some(target));
+        op.run_counted(self.inner.fork(source, target, at), |info| {
+            usize::try_from(info.message_count).unwrap_or(usize::MAX)
+        })
+        .await
+    }
+
+    async fn rewind(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
+        let op = self.op(Operation::Rewind, Some(session));
+        op.run_counted(self.inner.rewind(session, to), Vec::len).await
+    }
+
+    async fn update_session(&self, session: &SessionId, patch: &SessionPatch) -> Result<SessionInfo> {
+        let op = self.op(Operation::UpdateSession, Some(session));
+        op.run(self.inner.update_session(session, patch)).await
+    }
+
+    async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
+        let op = self.op(Operation::FindSessions, None);
+        op.run(self.inner.find_sessions(query)).await
     }
 });
 

@@ -2,6 +2,7 @@
 
 use crate::error::Result;
 use crate::layer::forward::forward_store;
+use crate::lifecycle::{SessionPage, SessionPatch, SessionQuery};
 use crate::model::SessionInfo;
 use crate::model::{Archive, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, Session};
 use crate::name::SessionId;
@@ -32,7 +33,7 @@ layer_and_store! {
     Validated
 }
 
-forward_store!({ impl<S: AgentMemory> SessionStore for Validated<S> } |self| self.inner; [backend capabilities schema_version load list_sessions delete_session list_archives load_archive search_messages purge] {
+forward_store!({ impl<S: AgentMemory> SessionStore for Validated<S> } |self| self.inner; [backend capabilities schema_version load list_sessions delete_session list_archives load_archive search_messages purge fork rewind] {
     async fn save_session(&self, id: &SessionId, history: &[Message], meta: &Metadata) -> Result<()> {
         check_messages(history)?;
         self.inner.save_session(id, history, meta).await
@@ -49,6 +50,16 @@ forward_store!({ impl<S: AgentMemory> SessionStore for Validated<S> } |self| sel
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
         check_messages(replacement)?;
         self.inner.compact(session, replacement).await
+    }
+
+    async fn update_session(&self, session: &SessionId, patch: &SessionPatch) -> Result<SessionInfo> {
+        patch.validate()?;
+        self.inner.update_session(session, patch).await
+    }
+
+    async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
+        query.validate()?;
+        self.inner.find_sessions(query).await
     }
 });
 
