@@ -5,8 +5,8 @@
 use agentmem_core::history::trim_orphans;
 use agentmem_core::support::{micros, parse_micros, stored_archive_id, stored_session_id};
 use agentmem_core::{
-    Archive, ArchiveId, ArchiveInfo, Error, Message, MessageHit, MessageId, Metadata, Result, Session,
-    SessionId, SessionInfo, SessionLabels,
+    Archive, ArchiveId, ArchiveInfo, Error, Message, MessageHit, MessageId, Metadata, Result,
+    Session, SessionId, SessionInfo, SessionLabels,
 };
 use chrono::{DateTime, Utc};
 use redis::{Script, ScriptInvocation};
@@ -57,16 +57,14 @@ fn labels_from(
 
 /// A stored expiry time (microseconds), if any.
 fn expiry_from(expires: Option<String>) -> Result<Option<DateTime<Utc>>> {
-    expires
-        .map(|e| parse_micros(&e, "expiry time"))
-        .transpose()
+    expires.map(|e| parse_micros(&e, "expiry time")).transpose()
 }
 
 /// A session's summary from a script's row (see [`InfoRow`]).
 pub(crate) fn info_from(row: InfoRow) -> Result<SessionInfo> {
     let (id, count, created, updated, title, owner, tags, expires) = row;
-    let created =
-        created.ok_or_else(|| Error::corrupt(format!("session {id:?} is listed but has no meta")))?;
+    let created = created
+        .ok_or_else(|| Error::corrupt(format!("session {id:?} is listed but has no meta")))?;
     let (created_at, updated_at) = times(&created, updated)?;
     Ok(SessionInfo {
         labels: labels_from(title, owner, tags)?,

@@ -419,10 +419,7 @@ impl SessionStore for RedisStore {
             .unwrap_or_default();
         loop {
             let mut inv = self.keys.invoke(&self.scripts.purge);
-            inv.arg(&cutoff)
-                .arg(&max)
-                .arg(PURGE_BATCH)
-                .arg(micros(at));
+            inv.arg(&cutoff).arg(&max).arg(PURGE_BATCH).arg(micros(at));
             let deleted: u64 = self.invoke(&inv).await?;
             if deleted == 0 {
                 break;

@@ -835,7 +835,10 @@ async fn version_2_sessions_migrate() {
     put_v2_session(&mut raw, &prefix, "b", &b).await;
     set_raw(&mut raw, &prefix, "schema", 2).await;
     let store = RedisStore::connect_with(config_for(&prefix)).await.unwrap();
-    assert_eq!(store.schema_version().await.unwrap(), 3);
+    assert_eq!(
+        store.schema_version().await.unwrap(),
+        agentmem_redis::SCHEMA_VERSION
+    );
 
     let reference = agentmem_core::InMemoryStore::new();
     for (id, texts) in [("a", &a[..]), ("b", &b[..])] {
