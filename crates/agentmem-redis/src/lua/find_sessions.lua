@@ -3,9 +3,9 @@
 -- none), owner op ('s' to match the owner, '' for any), owner, the number of tags, then a
 -- (key, value) pair per tag. Returns the summaries (see info_row) of the matching sessions
 -- there at `now`, in id order (byte order, as Rust compares strings).
--- Candidates come from the smallest of: every id (`P:ids`), the owner's and each tag's
--- sorted set (read with ZRANGEBYLEX from the cursor on), and the sessions written in the
--- time range (`P:sessions` by score, sorted here). Each candidate is checked against its own
+-- Candidates come from the smaller of: the smallest of the owner's and the tags' sorted sets
+-- asked for, or every id (`P:ids`) when none is, read with ZRANGEBYLEX from the cursor on;
+-- and the sessions written in the time range (`P:sessions` by score, sorted here). Each candidate is checked against its own
 -- meta (labels, times, expiry), so an index entry left behind by the server's expiry never
 -- shows a wrong session; such entries are removed as they are met.
 local now, want, after = ARGV[2], tonumber(ARGV[3]), ARGV[4]
@@ -20,11 +20,12 @@ for i = 0, tonumber(ARGV[9]) - 1 do
   wanted[#wanted + 1] = {ARGV[10 + 2 * i], ARGV[11 + 2 * i]}
 end
 
-local source, label = IDS, nil
-local size = redis.call('ZCARD', IDS)
+-- With label filters, the smallest of their sets (never every id: reading a label's set
+-- clears its stale entries, and it holds no more live sessions than `P:ids`).
+local source, label, size = IDS, nil, nil
 local function consider(key, l)
   local c = redis.call('ZCARD', key)
-  if c < size then
+  if not size or c < size then
     source, label, size = key, l, c
   end
 end
@@ -34,6 +35,7 @@ end
 for _, t in ipairs(wanted) do
   consider(tagkey(t[1], t[2]), t)
 end
+size = size or redis.call('ZCARD', IDS)
 
 -- The summary of `sid` if it passes every filter, else nil (removing it from the label
 -- index being read when it no longer belongs there).

@@ -34,10 +34,12 @@ else
   n = tonumber(st[1] or '0')
   w = tonumber(st[2] or '0')
 end
-if n <= 0 or limit <= 0 then
+if limit <= 0 or (sid ~= '' and n <= 0) then
   return {}
 end
-local avg = math.max(w / n, 1)
+-- With no current message anywhere the terms' entries are still read: only to clear stale
+-- ones (no session holds a posting then).
+local avg = math.max(w / math.max(n, 1), 1)
 local docs, order = {}, {}
 local function new_doc(p)
   return {p[3], tonumber(p[4]), 0, p[5]}
@@ -74,7 +76,9 @@ for a = 5, #ARGV do
       redis.call('SREM', ixkey(term), s)
     end
   end
-  bm25_term(docs, order, postings, n, avg, new_doc)
+  if n > 0 then
+    bm25_term(docs, order, postings, n, avg, new_doc)
+  end
 end
 -- Session ids compare by bytes, as Rust orders them (Lua's `<` follows the server's locale).
 local function byte_less(a, b)
