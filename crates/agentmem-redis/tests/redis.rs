@@ -841,10 +841,7 @@ async fn version_2_sessions_migrate() {
         agentmem_redis::SCHEMA_VERSION
     );
     // Version 4 lists the sessions of older versions in id order.
-    let listed = store
-        .find_sessions(&SessionQuery::default())
-        .await
-        .unwrap();
+    let listed = store.find_sessions(&SessionQuery::default()).await.unwrap();
     let listed: Vec<&str> = listed.sessions.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(listed, ["a", "b"]);
 
@@ -1248,7 +1245,10 @@ async fn fork_rewind_and_expiry_keep_search_exact() {
             )
             .await
             .unwrap();
-        store.append_one(&sid("a"), msg(5, "narwhal")).await.unwrap();
+        store
+            .append_one(&sid("a"), msg(5, "narwhal"))
+            .await
+            .unwrap();
         store
             .fork(&sid("a"), &sid("f"), Some(&MessageId::new("m3").unwrap()))
             .await
@@ -1257,7 +1257,10 @@ async fn fork_rewind_and_expiry_keep_search_exact() {
             .rewind(&sid("a"), &Rewind::After(MessageId::new("m2").unwrap()))
             .await
             .unwrap();
-        store.append_one(&sid("a"), msg(6, "rust go")).await.unwrap();
+        store
+            .append_one(&sid("a"), msg(6, "rust go"))
+            .await
+            .unwrap();
         store.rewind(&sid("f"), &Rewind::Last(1)).await.unwrap();
         store.append_one(&sid("f"), msg(7, "walrus")).await.unwrap();
         store
@@ -1350,7 +1353,9 @@ async fn native_expiry_leaves_nothing_once_collected() {
         "{left:?}"
     );
     // Searches and lookups skip what is left, and clear it.
-    for word in ["alpha", "beta", "gamma", "delta", "summary", "epsilon", "zeta"] {
+    for word in [
+        "alpha", "beta", "gamma", "delta", "summary", "epsilon", "zeta",
+    ] {
         let hits = store
             .search_messages(word, &MessageQuery::default())
             .await
