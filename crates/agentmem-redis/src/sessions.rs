@@ -281,3 +281,20 @@ pub(crate) fn message_hits(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_messages_start_with_their_id_prefix() {
+        // The fork and rewind scripts find a message by this prefix, so serde must write the
+        // id first, escaped as `id_prefix` escapes it.
+        for id in ["m1", "quote\"back\\slash/ü", "a b"] {
+            let message = Message::user("x").with_id(MessageId::new(id).expect("valid id"));
+            let json = serde_json::to_string(&message).expect("encodes");
+            let prefix = id_prefix(&message.id).expect("encodes");
+            assert!(json.starts_with(&prefix), "{json} / {prefix}");
+        }
+    }
+}
