@@ -1429,3 +1429,57 @@ async fn labels_leave_no_keys_after_delete() {
     assert_eq!(left, expected);
     drop_prefix(&mut raw, &prefix).await;
 }
+
+/// The latest expiry agentmem asks for (year 9999, beyond what a double holds to the
+/// microsecond) reads back exactly, and `persist` takes the deadline off every key again.
+#[tokio::test]
+async fn far_expiry_reads_back_and_persist_clears_every_deadline() {
+    let Some((store, mut raw, prefix)) = open("far_expiry").await else {
+        return;
+    };
+    let id = sid("far");
+    store
+        .append(&id, &[Message::user("one two"), Message::user("three")])
+        .await
+        .unwrap();
+    store.compact(&id, &[Message::user("four")]).await.unwrap();
+    let patch = SessionPatch::default().expire_in(std::time::Duration::MAX);
+    let info = store.update_session(&id, &patch).await.unwrap();
+    let at = info.expires_at.unwrap();
+    assert_eq!(at.format("%Y").to_string(), "9999");
+    store.append_one(&id, Message::user("five")).await.unwrap();
+    let loaded = store.load(&id, Some(0)).await.unwrap().unwrap();
+    assert_eq!(loaded.expires_at, Some(at));
+    let ttl = |raw: &mut MultiplexedConnection, key: String| {
+        let mut raw = raw.clone();
+        async move {
+            let t: i64 = redis::cmd("PTTL")
+                .arg(key)
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            t
+        }
+    };
+    let keys: Vec<String> = keys_under(&mut raw, &prefix)
+        .await
+        .into_iter()
+        .filter(|k| k.starts_with(&format!("{prefix}:s:far:")))
+        .collect();
+    for key in &keys {
+        assert!(ttl(&mut raw, key.clone()).await > 0, "{key} has a deadline");
+    }
+    let info = store
+        .update_session(&id, &SessionPatch::default().persist())
+        .await
+        .unwrap();
+    assert_eq!(info.expires_at, None);
+    for key in &keys {
+        assert_eq!(ttl(&mut raw, key.clone()).await, -1, "{key} persists");
+    }
+    assert_eq!(
+        store.load(&id, None).await.unwrap().unwrap().messages.len(),
+        2
+    );
+    drop_prefix(&mut raw, &prefix).await;
+}
