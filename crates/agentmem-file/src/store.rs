@@ -699,26 +699,14 @@ impl FileStore {
             end_lease(&mut second_guard);
             let mut findings = Findings::new(true);
             let result = Self::locked(&first_ctx, &mut first_guard, |first_slot| {
-                let inner_result = Self::locked(&second_ctx, &mut second_guard, |second_slot| {
+                Self::locked(&second_ctx, &mut second_guard, |second_slot| {
+                    let f = &mut findings;
                     if a_first {
-                        op(
-                            &first_ctx,
-                            first_slot,
-                            &second_ctx,
-                            second_slot,
-                            &mut findings,
-                        )
+                        op(&first_ctx, first_slot, &second_ctx, second_slot, f)
                     } else {
-                        op(
-                            &second_ctx,
-                            second_slot,
-                            &first_ctx,
-                            first_slot,
-                            &mut findings,
-                        )
+                        op(&second_ctx, second_slot, &first_ctx, first_slot, f)
                     }
-                });
-                inner_result
+                })
             });
             inner.repairs.extend(&findings);
             let ok = result.is_ok();
