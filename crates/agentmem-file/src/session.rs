@@ -244,6 +244,13 @@ impl SessionCtx<'_> {
     /// A session whose expiry has passed is `Missing` (its files are left for a write or
     /// `purge` to remove; see [`create`](Self::create)), without its log being read.
     pub(crate) fn sync(&self, slot: &mut SessionSlot, f: &mut Findings) -> Result<Synced> {
+        if self.ignores_case && slot.open.is_none() {
+            // Before any file of the folder is read: it may be another session's.
+            if let Err(e) = refuse_case_twin(&self.paths.dir, self.id) {
+                slot.forget();
+                return Err(e);
+            }
+        }
         let result = self.sync_lifecycle(slot).and_then(|()| {
             if slot.expired_now() {
                 slot.open = None;
@@ -300,9 +307,6 @@ impl SessionCtx<'_> {
         }
         let repairs_before = f.list.len();
         let p = &self.paths;
-        if self.ignores_case && slot.open.is_none() {
-            refuse_case_twin(&p.dir, self.id)?;
-        }
         let meta = match stat(&p.log)? {
             Some(meta) => meta,
             None => {
