@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use agentmem_core::{
     AgentMemoryExt, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, MemoryScope, MemoryStore,
-    Message, SessionId, SessionStore,
+    Message, Rewind, SessionId, SessionPatch, SessionQuery, SessionStore,
 };
 use agentmem_postgres::deadpool_postgres::{Manager, Pool, Runtime};
 use agentmem_postgres::{PostgresStore, SCHEMA_VERSION};
@@ -297,7 +297,8 @@ async fn version_1_memories_become_global_when_migrated_to_2() {
     // Put the memories table back as version 1 left it, with an item in it.
     admin
         .batch_execute(&format!(
-            "DROP INDEX {s}.memories_scope_kind_key;
+            "{undo_3}
+             DROP INDEX {s}.memories_scope_kind_key;
              DROP INDEX {s}.memories_scope;
              DROP INDEX {s}.memories_expires;
              ALTER TABLE {s}.memories DROP COLUMN scope, DROP COLUMN expires_at;
@@ -305,7 +306,8 @@ async fn version_1_memories_become_global_when_migrated_to_2() {
                  WHERE key IS NOT NULL;
              DELETE FROM {s}.schema_migrations WHERE version > 1;
              INSERT INTO {s}.memories (id, kind, key, text, created_at, updated_at, tsv)
-                 VALUES ('old', 'fact', 'name', 'name is Ada', now(), now(), 'ada:3');"
+                 VALUES ('old', 'fact', 'name', 'name is Ada', now(), now(), 'ada:3');",
+            undo_3 = undo_version_3(&s)
         ))
         .await
         .expect("downgrade to version 1");
@@ -335,6 +337,76 @@ async fn version_1_memories_become_global_when_migrated_to_2() {
         .await
         .expect("put");
     assert_eq!(replaced.id, old.id, "the global item is replaced by key");
+    store.drop_schema().await.expect("drop test schema");
+}
+
+/// SQL putting a schema at version 3 (quoted `s`) back as version 2 left it.
+fn undo_version_3(s: &str) -> String {
+    format!(
+        "DROP TABLE {s}.session_tags;
+         DROP INDEX {s}.sessions_owner;
+         DROP INDEX {s}.sessions_expires;
+         ALTER TABLE {s}.sessions DROP COLUMN title, DROP COLUMN owner, DROP COLUMN expires_at;
+         DELETE FROM {s}.schema_migrations WHERE version > 2;"
+    )
+}
+
+#[tokio::test]
+async fn version_2_sessions_get_labels_and_expiry_when_migrated_to_3() {
+    let Some(store) = common::open(&[]).await else {
+        return;
+    };
+    let (old, other) = (sid("old"), sid("other"));
+    let history = vec![Message::user("written by version 2"), Message::assistant("ok")];
+    store.append(&old, &history).await.expect("append");
+    store
+        .compact(&old, &[Message::system("summary")])
+        .await
+        .expect("compact");
+    store.append(&old, &history).await.expect("append");
+    store
+        .append_one(&other, Message::user("another"))
+        .await
+        .expect("append");
+    let s = format!("\"{}\"", store.schema());
+    common::admin()
+        .await
+        .batch_execute(&undo_version_3(&s))
+        .await
+        .expect("downgrade to version 2");
+    let again = reopen_current(&store).await;
+
+    // Everything version 2 wrote reads back, with no labels and no expiry.
+    let session = again.load(&old, None).await.expect("load").expect("kept");
+    assert_eq!(session.messages[0].content, "summary");
+    assert_eq!(session.messages[1..], history[..]);
+    assert!(session.labels.is_empty());
+    assert_eq!(session.expires_at, None);
+    assert_eq!(again.list_archives(&old).await.expect("archives").len(), 1);
+    let listed = again.list_sessions().await.expect("list");
+    assert_eq!(listed.len(), 2);
+    assert!(listed.iter().all(|s| s.labels.is_empty() && s.expires_at.is_none()));
+    let hits = again
+        .search_messages("version", &Default::default())
+        .await
+        .expect("search");
+    assert_eq!(hits.len(), 1);
+
+    // And the new operations work on it.
+    let patch = SessionPatch::default().owner("ada").tag("from", "v2");
+    again.update_session(&old, &patch).await.expect("label");
+    let page = again
+        .find_sessions(&SessionQuery::default().tag("from", "v2"))
+        .await
+        .expect("find");
+    assert_eq!(page.sessions.len(), 1);
+    assert_eq!(page.sessions[0].id, old);
+    assert_eq!(page.sessions[0].message_count, 3);
+    let removed = again.rewind(&old, &Rewind::Last(1)).await.expect("rewind");
+    assert_eq!(removed, history[1..]);
+    let fork = again.fork(&old, &sid("fork"), None).await.expect("fork");
+    assert_eq!(fork.message_count, 2);
+    assert_eq!(fork.labels.owner.as_deref(), Some("ada"));
     store.drop_schema().await.expect("drop test schema");
 }
 
