@@ -149,11 +149,7 @@ impl PostgresStore {
             let total: i64 = row.try_get(1)?;
             // Messages from position `cut` on go.
             let cut = match to {
-                Rewind::Last(n) => {
-                    next - i64::try_from(*n)
-                        .unwrap_or(i64::MAX)
-                        .min(total.max(0))
-                }
+                Rewind::Last(n) => next - i64::try_from(*n).unwrap_or(i64::MAX).min(total.max(0)),
                 Rewind::After(message) => {
                     let seq: Option<i64> = tx
                         .query_one_st(&self.sql.message_seq, &[&id, &message.as_str()])
@@ -272,11 +268,7 @@ impl PostgresStore {
                 &owner,
             ];
             match owner {
-                None => {
-                    client
-                        .query_st(&self.sql.find_sessions, &params[..7])
-                        .await
-                }
+                None => client.query_st(&self.sql.find_sessions, &params[..7]).await,
                 Some(_) => {
                     client
                         .query_st(&self.sql.find_sessions_of_owner, &params)

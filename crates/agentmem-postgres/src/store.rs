@@ -416,10 +416,7 @@ impl SessionStore for PostgresStore {
             match session {
                 Some(session) => {
                     client
-                        .query_st(
-                            &self.sql.search_session,
-                            &[&tsquery, &limit, &session, &at],
-                        )
+                        .query_st(&self.sql.search_session, &[&tsquery, &limit, &session, &at])
                         .await
                 }
                 None => {

@@ -357,7 +357,10 @@ async fn version_2_sessions_get_labels_and_expiry_when_migrated_to_3() {
         return;
     };
     let (old, other) = (sid("old"), sid("other"));
-    let history = vec![Message::user("written by version 2"), Message::assistant("ok")];
+    let history = vec![
+        Message::user("written by version 2"),
+        Message::assistant("ok"),
+    ];
     store.append(&old, &history).await.expect("append");
     store
         .compact(&old, &[Message::system("summary")])
@@ -385,7 +388,9 @@ async fn version_2_sessions_get_labels_and_expiry_when_migrated_to_3() {
     assert_eq!(again.list_archives(&old).await.expect("archives").len(), 1);
     let listed = again.list_sessions().await.expect("list");
     assert_eq!(listed.len(), 2);
-    assert!(listed.iter().all(|s| s.labels.is_empty() && s.expires_at.is_none()));
+    assert!(listed
+        .iter()
+        .all(|s| s.labels.is_empty() && s.expires_at.is_none()));
     let hits = again
         .search_messages("version", &Default::default())
         .await
