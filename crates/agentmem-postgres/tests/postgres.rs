@@ -610,3 +610,171 @@ async fn huge_messages_are_stored_and_stay_searchable() {
     );
     store.drop_schema().await.expect("drop test schema");
 }
+
+/// How many rows of `table` belong to session `id` in `store`'s schema.
+async fn rows_of(
+    admin: &tokio_postgres::Client,
+    store: &PostgresStore,
+    table: &str,
+    id: &str,
+) -> i64 {
+    let column = if table == "sessions" {
+        "id"
+    } else {
+        "session_id"
+    };
+    admin
+        .query_one(
+            &format!(
+                "SELECT count(*) FROM \"{}\".{table} WHERE {column} = $1",
+                store.schema()
+            ),
+            &[&id],
+        )
+        .await
+        .expect("count rows")
+        .get(0)
+}
+
+#[tokio::test]
+async fn expired_sessions_leave_no_rows_once_rewritten_or_purged() {
+    let Some(store) = common::open(&[]).await else {
+        return;
+    };
+    let (rewritten, purged) = (sid("rewritten"), sid("purged"));
+    let past = agentmem_core::now() - chrono::Duration::seconds(1);
+    for id in [&rewritten, &purged] {
+        store
+            .append(id, &[Message::user("old words")])
+            .await
+            .expect("append");
+        store
+            .compact(id, &[Message::system("old summary")])
+            .await
+            .expect("compact");
+        let patch = SessionPatch::default()
+            .tag("a", "1")
+            .tag("b", "2")
+            .expire_at(past);
+        store.update_session(id, &patch).await.expect("expire");
+    }
+    store
+        .append_one(&rewritten, Message::user("new"))
+        .await
+        .expect("append to the expired session");
+    let report = store
+        .purge(&agentmem_core::RetentionPolicy::default())
+        .await
+        .expect("purge");
+    assert_eq!(
+        report.sessions_deleted, 1,
+        "only the expired one: {report:?}"
+    );
+    let admin = common::admin().await;
+    for (table, left_by_rewrite) in [
+        ("sessions", 1),
+        ("messages", 1),
+        ("archives", 0),
+        ("archived_messages", 0),
+        ("session_tags", 0),
+    ] {
+        assert_eq!(
+            rows_of(&admin, &store, table, "rewritten").await,
+            left_by_rewrite,
+            "{table} of the rewritten session"
+        );
+        assert_eq!(
+            rows_of(&admin, &store, table, "purged").await,
+            0,
+            "{table} of the purged session"
+        );
+    }
+    store.drop_schema().await.expect("drop test schema");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewinds_racing_appends_keep_positions_counts_and_search_consistent() {
+    let Some(store) = common::open(&[("pool_size", "6")]).await else {
+        return;
+    };
+    let session = sid("raced");
+    store
+        .append_one(&session, Message::user("start walrus"))
+        .await
+        .expect("append");
+    let writers: Vec<_> = (0..3)
+        .map(|w| {
+            let (store, session) = (store.clone(), session.clone());
+            tokio::spawn(async move {
+                for i in 0..20 {
+                    let batch = vec![
+                        Message::user(format!("walrus w{w} i{i} a")),
+                        Message::assistant(format!("walrus w{w} i{i} b")),
+                    ];
+                    store.append(&session, &batch).await.expect("append");
+                }
+            })
+        })
+        .collect();
+    let rewinder = {
+        let (store, session) = (store.clone(), session.clone());
+        tokio::spawn(async move {
+            let mut removed = Vec::new();
+            for _ in 0..20 {
+                removed.extend(
+                    store
+                        .rewind(&session, &Rewind::Last(1))
+                        .await
+                        .expect("rewind"),
+                );
+            }
+            removed
+        })
+    };
+    for w in writers {
+        w.await.expect("writer");
+    }
+    let removed = rewinder.await.expect("rewinder");
+    let session_now = store
+        .load(&session, None)
+        .await
+        .expect("load")
+        .expect("kept");
+    let kept = session_now.messages;
+    assert_eq!(
+        kept.len() + removed.len(),
+        1 + 3 * 20 * 2,
+        "nothing lost or doubled"
+    );
+    assert_eq!(session_now.total_messages, kept.len() as u64);
+    let mut ids: Vec<_> = kept.iter().chain(&removed).map(|m| m.id.clone()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), kept.len() + removed.len(), "each message once");
+    // A window of the last 5 is the tail of the whole.
+    let tail = store.last_messages(&session, 5).await.expect("last 5");
+    assert_eq!(tail, kept[kept.len() - 5..]);
+    // Search finds exactly the kept messages.
+    let query = agentmem_core::MessageQuery {
+        session: Some(session.clone()),
+        limit: 1000,
+    };
+    let hits = store
+        .search_messages("walrus", &query)
+        .await
+        .expect("search");
+    assert_eq!(
+        hits.len(),
+        kept.len(),
+        "search holds the kept messages only"
+    );
+    // Appends after the race follow the kept messages.
+    store
+        .append_one(&session, Message::user("last"))
+        .await
+        .expect("append");
+    let all = store.messages(&session).await.expect("load");
+    assert_eq!(all[..kept.len()], kept[..]);
+    assert_eq!(all.last().map(|m| m.content.as_str()), Some("last"));
+    store.drop_schema().await.expect("drop test schema");
+}
