@@ -281,11 +281,7 @@ impl SessionStore for InMemoryStore {
             .live(session, now())
             .and_then(|s| s.archives.iter().find(|a| &a.info.id == archive))
             .cloned()
-            .ok_or_else(|| {
-                Error::not_found(format!(
-                    "archive `{archive}` of session `{session}` does not exist"
-                ))
-            })
+            .ok_or_else(|| crate::support::archive_not_found(session, archive))
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
@@ -379,6 +375,24 @@ impl SessionStore for InMemoryStore {
         let stored = state.live_mut(session, at)?;
         patch.apply(&mut stored.labels, &mut stored.expires_at)?;
         Ok(stored.info(session))
+    }
+
+    async fn replace_archive(
+        &self,
+        session: &SessionId,
+        archive: &ArchiveId,
+        messages: &[Message],
+    ) -> Result<ArchiveInfo> {
+        let mut state = self.state();
+        let stored = state.live_mut(session, now())?;
+        let found = stored
+            .archives
+            .iter_mut()
+            .find(|a| &a.info.id == archive)
+            .ok_or_else(|| crate::support::archive_not_found(session, archive))?;
+        found.messages = messages.to_vec();
+        found.info.message_count = messages.len() as u64;
+        Ok(found.info.clone())
     }
 
     async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {

@@ -60,6 +60,8 @@ pub enum Operation {
     UpdateSession,
     /// [`SessionStore::find_sessions`](crate::SessionStore::find_sessions).
     FindSessions,
+    /// [`SessionStore::replace_archive`](crate::SessionStore::replace_archive).
+    ReplaceArchive,
     /// Exporting sessions or memory items to a file or stream.
     Export,
     /// Importing sessions or memory items from a file or stream.
@@ -92,6 +94,7 @@ impl Operation {
             Operation::Rewind => "rewind",
             Operation::UpdateSession => "update_session",
             Operation::FindSessions => "find_sessions",
+            Operation::ReplaceArchive => "replace_archive",
             Operation::Export => "export",
             Operation::Import => "import",
         }

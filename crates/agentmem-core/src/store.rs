@@ -364,6 +364,20 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
         let _ = query;
         Err(unsupported(self.backend(), Operation::FindSessions))
     }
+
+    /// Replaces the messages of one archive, in one atomic step, keeping its id, place and
+    /// creation time; returns its summary afterwards. For rewriting what is stored (the
+    /// encryption layer's `rekey` re-encrypts archives with it), not for editing history.
+    /// `NotFound` when the session or the archive does not exist.
+    async fn replace_archive(
+        &self,
+        session: &SessionId,
+        archive: &ArchiveId,
+        messages: &[Message],
+    ) -> Result<ArchiveInfo> {
+        let _ = (session, archive, messages);
+        Err(unsupported(self.backend(), Operation::ReplaceArchive))
+    }
 }
 
 /// The error of a session-lifecycle method a store does not implement.

@@ -302,6 +302,13 @@ pub fn message_not_found(session: &SessionId, id: &MessageId) -> Error {
     ))
 }
 
+/// The error for an archive the session does not have.
+pub fn archive_not_found(session: &SessionId, archive: &ArchiveId) -> Error {
+    Error::not_found(format!(
+        "archive `{archive}` of session `{session}` does not exist"
+    ))
+}
+
 /// The error for a fork whose target session already exists.
 pub fn fork_target_exists(target: &SessionId) -> Error {
     Error::conflict(format!(

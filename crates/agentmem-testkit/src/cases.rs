@@ -91,6 +91,7 @@ macro_rules! __all_cases {
                 compactions_in_one_second_all_survive,
                 unknown_archive_is_not_found,
                 compact_missing_session_is_not_found,
+                replace_archive_rewrites_one_archive_in_place,
             }
             [memories, Memories, "Memory items: put, get, list, delete, upserts by id and by (scope, kind, key), scopes and expiry."] {
                 memory_item_round_trips,

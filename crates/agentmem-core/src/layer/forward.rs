@@ -23,7 +23,7 @@ macro_rules! forward_store {
     ({ $($head:tt)* } |$this:ident| $inner:expr; sessions { $($own:tt)* }) => {
         forward_store!({ $($head)* } |$this| $inner; [backend capabilities schema_version
             save_session append load list_sessions delete_session compact list_archives
-            load_archive search_messages purge fork rewind update_session find_sessions] { $($own)* });
+            load_archive search_messages purge fork rewind update_session find_sessions replace_archive] { $($own)* });
     };
     ({ $($head:tt)* } |$this:ident| $inner:expr; memories { $($own:tt)* }) => {
         forward_store!({ $($head)* } |$this| $inner; [get_context put_memory get_memory
@@ -179,6 +179,13 @@ macro_rules! forward_store {
         forward_store!(@munch {$($head)*} |$this| $inner; [$($rest)*] [$($acc)*
             async fn find_sessions(&$this, query: &$crate::SessionQuery) -> Result<$crate::SessionPage> {
             $inner.find_sessions(query).await
+        }
+        ] {$($own)*});
+    };
+    (@munch {$($head:tt)*} |$this:ident| $inner:expr; [replace_archive $($rest:ident)*] [$($acc:tt)*] {$($own:tt)*}) => {
+        forward_store!(@munch {$($head)*} |$this| $inner; [$($rest)*] [$($acc)*
+            async fn replace_archive(&$this, session: &SessionId, archive: &ArchiveId, messages: &[Message]) -> Result<ArchiveInfo> {
+            $inner.replace_archive(session, archive, messages).await
         }
         ] {$($own)*});
     };

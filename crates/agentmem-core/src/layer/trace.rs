@@ -318,6 +318,12 @@ forward_store!({ impl<S: AgentMemory> SessionStore for Traced<S> } |self| self.i
         let op = self.op(Operation::FindSessions, None);
         op.run(self.inner.find_sessions(query)).await
     }
+
+    async fn replace_archive(&self, session: &SessionId, archive: &ArchiveId, messages: &[Message]) -> Result<ArchiveInfo> {
+        let op = self.op(Operation::ReplaceArchive, Some(session));
+        let op = op.messages(messages.len());
+        op.run(self.inner.replace_archive(session, archive, messages)).await
+    }
 });
 
 forward_store!({ impl<S: AgentMemory> MemoryStore for Traced<S> } |self| self.inner; [] {

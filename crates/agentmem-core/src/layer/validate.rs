@@ -61,6 +61,11 @@ forward_store!({ impl<S: AgentMemory> SessionStore for Validated<S> } |self| sel
         query.validate()?;
         self.inner.find_sessions(query).await
     }
+
+    async fn replace_archive(&self, session: &SessionId, archive: &ArchiveId, messages: &[Message]) -> Result<ArchiveInfo> {
+        check_messages(messages)?;
+        self.inner.replace_archive(session, archive, messages).await
+    }
 });
 
 forward_store!({ impl<S: AgentMemory> MemoryStore for Validated<S> } |self| self.inner; [get_context get_memory delete_memory] {

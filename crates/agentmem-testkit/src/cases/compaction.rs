@@ -224,3 +224,68 @@ pub async fn compact_missing_session_is_not_found(store: &dyn AgentMemory) {
     assert_no_archives(store, &id, "a failed compact must not archive").await;
     assert_no_sessions(store, "a failed compact must not list a session").await;
 }
+
+/// `replace_archive` rewrites one archive's messages in place: the same id, place and creation
+/// time, the new count, the messages exactly as given; the other archive and the session's
+/// current messages are untouched. A missing archive or session is `NotFound`, changing nothing.
+pub async fn replace_archive_rewrites_one_archive_in_place(store: &dyn AgentMemory) {
+    let id = sid("rewritten_archives");
+    let first = numbered("first", 3);
+    let second = numbered("second", 2);
+    must::append(store, &id, &first).await;
+    let a1 = must::compact(store, &id, &second).await;
+    pause().await;
+    let a2 = must::compact(store, &id, &[Message::system("summary")]).await;
+    let current = load_some(store, &id, None, "before").await.messages;
+
+    // Same ids (as a re-encryption keeps them), other content and one more message.
+    let mut replacement: Vec<Message> = first
+        .iter()
+        .map(|m| {
+            let mut m = m.clone();
+            m.content = format!("rewritten {}", m.content);
+            m
+        })
+        .collect();
+    replacement.push(Message::assistant("added"));
+    let info = store
+        .replace_archive(&id, &a1.id, &replacement)
+        .await
+        .unwrap_or_else(|e| panic!("replace_archive({id}, {}) failed: {e}", a1.id));
+    assert_eq!(info.id, a1.id, "the archive keeps its id");
+    assert_eq!(info.created_at, a1.created_at, "and its creation time");
+    assert_eq!(info.message_count, 4, "the summary counts the new messages");
+    let loaded = store.load_archive(&id, &a1.id).await.expect("load_archive");
+    assert_eq!(
+        loaded.messages, replacement,
+        "the archive holds exactly the new messages"
+    );
+    assert_eq!(loaded.info, info);
+    assert_eq!(
+        must::list_archives(store, &id).await,
+        vec![info.clone(), a2.clone()],
+        "the archives keep their order"
+    );
+    let other = store.load_archive(&id, &a2.id).await.expect("load_archive");
+    assert_eq!(other.messages, second, "the other archive is untouched");
+    assert_eq!(load_some(store, &id, None, "after").await.messages, current);
+
+    assert_kind(
+        store
+            .replace_archive(
+                &id,
+                &ArchiveId::new("history_1999-01-01_00-00-00").expect("id"),
+                &[],
+            )
+            .await,
+        ErrorKind::NotFound,
+        "replace_archive of an unknown archive",
+    );
+    let missing = sid("no_archives_here");
+    assert_kind(
+        store.replace_archive(&missing, &a1.id, &[]).await,
+        ErrorKind::NotFound,
+        "replace_archive in a missing session",
+    );
+    assert_no_session(store, &missing, "a refused replace_archive creates nothing").await;
+}
