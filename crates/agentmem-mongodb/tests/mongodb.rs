@@ -475,7 +475,8 @@ async fn features_match_capabilities() {
     let caps = store.capabilities();
     assert_eq!(caps.atomic_compaction, f.transactions);
     assert_eq!(caps.indexed_search, f.text_search);
-    assert!(caps.durable && caps.cross_process && !caps.native_expiry);
+    assert!(caps.durable && caps.cross_process);
+    assert_eq!(caps.native_expiry, f.ttl);
     // Turning a feature off sticks; turning on one the server lacks does not.
     let reopen = |allowed: ServerFeatures| {
         MongoStore::from_client_with(store.client().clone(), store.database_name(), allowed)
