@@ -334,7 +334,8 @@ pub(crate) async fn ensure_indexes(db: &Database) -> Result<(bool, bool)> {
     Ok((text, ttl))
 }
 
-/// Whether `coll`'s TTL index is listed with its `expireAfterSeconds`.
+/// Whether `coll` lists an index on `expires_at` with its `expireAfterSeconds` (by key, not
+/// name: some compatible servers name indexes themselves).
 async fn keeps_ttl(db: &Database, coll: &str) -> Result<bool> {
     use futures_util::TryStreamExt;
     let indexes: Vec<IndexModel> = db
@@ -346,8 +347,8 @@ async fn keeps_ttl(db: &Database, coll: &str) -> Result<bool> {
         .await
         .mapped()?;
     Ok(indexes.iter().any(|i| {
-        i.options.as_ref().is_some_and(|o| {
-            o.name.as_deref() == Some(TTL_INDEX) && o.expire_after.is_some()
-        })
+        i.keys.len() == 1
+            && i.keys.contains_key("expires_at")
+            && i.options.as_ref().is_some_and(|o| o.expire_after.is_some())
     }))
 }

@@ -518,3 +518,149 @@ async fn the_registry_opens_mongodb_urls() {
     assert_eq!(err.operation(), Some(Operation::Open));
     assert_eq!(err.backend_name(), Some("mongodb"));
 }
+
+/// Labels are stored as plain values (tags as `{k, v}` sub-documents, so `$`- and `.`-keys are
+/// never field names); the expiry as microseconds (`expires`) and as a date rounded up to the
+/// millisecond (`expires_at`, for the TTL indexes), which every document of the session carries
+/// while the expiry is set and none after `persist`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn labels_and_expiry_layout() {
+    use agentmem_core::SessionPatch;
+    let Some(store) = common::fresh_store(&common::url()).await else {
+        return;
+    };
+    let s = sid("labelled");
+    store
+        .append(&s, &[Message::user("a"), Message::user("b")])
+        .await
+        .unwrap();
+    store
+        .compact(&s, &[Message::system("summary")])
+        .await
+        .unwrap();
+    let at = chrono::DateTime::from_timestamp_micros(4_102_444_800_123_456).unwrap();
+    let patch = SessionPatch::default()
+        .owner("$gt")
+        .tag("$where", "1")
+        .tag("a.b", "{\"$ne\": null}")
+        .expire_at(at);
+    let info = store.update_session(&s, &patch).await.unwrap();
+    assert_eq!(info.expires_at, Some(at));
+    store.append(&s, &[Message::user("c")]).await.unwrap();
+
+    let sessions = raw(&store, "sessions").await;
+    assert_eq!(sessions.len(), 1);
+    let d = &sessions[0];
+    let mut keys = Vec::new();
+    all_keys(d, &mut keys);
+    assert!(
+        keys.iter().all(|k| !k.starts_with('$') && !k.contains('.')),
+        "{keys:?}"
+    );
+    assert_eq!(d.get_str("owner").unwrap(), "$gt");
+    let tags = d.get_array("tags").unwrap();
+    assert_eq!(tags.len(), 2);
+    assert_eq!(d.get_i64("expires").unwrap(), 4_102_444_800_123_456);
+    let ttl = d.get_datetime("expires_at").unwrap().timestamp_millis();
+    assert_eq!(ttl, 4_102_444_800_124, "rounded up to the millisecond");
+    for coll in ["messages", "archived_messages", "heads"] {
+        let docs = raw(&store, coll).await;
+        assert!(!docs.is_empty(), "{coll}");
+        for d in docs {
+            assert_eq!(
+                d.get_datetime("expires_at").unwrap().timestamp_millis(),
+                ttl,
+                "{coll}: {d:?}"
+            );
+        }
+    }
+    let loaded = store.load(&s, None).await.unwrap().unwrap();
+    assert_eq!(loaded.expires_at, Some(at), "kept to the microsecond");
+    assert_eq!(loaded.labels.tags["a.b"], "{\"$ne\": null}");
+
+    store
+        .update_session(&s, &SessionPatch::default().persist())
+        .await
+        .unwrap();
+    for coll in ["sessions", "messages", "archived_messages", "heads"] {
+        for d in raw(&store, coll).await {
+            assert!(d.get("expires_at").is_none(), "{coll}: {d:?}");
+            assert!(d.get("expires").is_none(), "{coll}: {d:?}");
+        }
+    }
+}
+
+/// A database of schema version 2 (sessions without labels or expiry) opens at the current
+/// version and reads back: no labels, never expires, and can then be labelled and found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_2_sessions_migrate_without_labels() {
+    use agentmem_core::{SessionPatch, SessionQuery};
+    let Some(store) = common::fresh_store(&common::url()).await else {
+        return;
+    };
+    let s = sid("old_session");
+    store
+        .append(&s, &[Message::user("from version 2")])
+        .await
+        .unwrap();
+    let db = store.client().database(store.database_name());
+    // Exactly the fields version 2 wrote, and its indexes.
+    let sessions = db.collection::<Document>("sessions");
+    for name in ["owner", "tags", "expires"] {
+        sessions.drop_index(name).await.unwrap();
+    }
+    db.collection::<Document>("meta")
+        .update_one(doc! {"_id": "schema"}, doc! {"$set": {"version": 2}})
+        .await
+        .unwrap();
+    let d = sessions.find_one(doc! {}).await.unwrap().unwrap();
+    let mut keys: Vec<&str> = d.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["_id", "created", "epoch", "next", "updated"]);
+
+    let reopened = MongoStore::from_client(store.client().clone(), store.database_name())
+        .await
+        .unwrap();
+    assert_eq!(reopened.schema_version().await.unwrap(), SCHEMA_VERSION);
+    let names = sessions.list_index_names().await.unwrap();
+    for name in ["owner", "tags", "expires"] {
+        assert!(names.contains(&name.to_string()), "{names:?}");
+    }
+    let loaded = reopened.load(&s, None).await.unwrap().unwrap();
+    assert!(loaded.labels.is_empty());
+    assert_eq!(loaded.expires_at, None);
+    assert_eq!(loaded.messages.len(), 1);
+    reopened
+        .update_session(&s, &SessionPatch::default().owner("ada"))
+        .await
+        .unwrap();
+    let page = reopened
+        .find_sessions(&SessionQuery::default().owner("ada"))
+        .await
+        .unwrap();
+    assert_eq!(page.sessions.len(), 1);
+}
+
+/// Both test servers keep TTL indexes (SecantusDB sweeps every 60 s like `mongod`; nx-27017
+/// deletes expired documents lazily as collections are read), so expiry is native on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ttl_indexes_are_detected() {
+    for url in [common::url(), common::text_url()] {
+        let Some(store) = common::fresh_store(&url).await else {
+            continue;
+        };
+        let f = store.features();
+        assert!(f.ttl, "{url}: {f:?}");
+        assert!(store.capabilities().native_expiry);
+        let mut off = ServerFeatures::ALL;
+        off.ttl = false;
+        let without = MongoStore::from_client_with(
+            store.client().clone(),
+            store.database_name(),
+            off,
+        )
+        .await
+        .unwrap();
+        assert!(!without.capabilities().native_expiry);
+    }
+}
