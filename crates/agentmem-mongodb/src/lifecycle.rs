@@ -132,13 +132,7 @@ impl MongoStore {
         let epoch = new_epoch();
         let created = self
             .sessions()
-            .insert_one(new_session_doc(
-                target,
-                epoch,
-                len_i64(end)?,
-                t,
-                &sd.labels,
-            ))
+            .insert_one(new_session_doc(target, epoch, len_i64(end)?, t, &sd.labels))
             .session(&mut *s)
             .await;
         match created {
@@ -207,13 +201,7 @@ impl MongoStore {
             .mapped()?;
         let created = self
             .sessions()
-            .insert_one(new_session_doc(
-                target,
-                epoch,
-                len_i64(end)?,
-                t,
-                &sd.labels,
-            ))
+            .insert_one(new_session_doc(target, epoch, len_i64(end)?, t, &sd.labels))
             .await;
         match created {
             Ok(_) => Ok(fork_info(target, end, t, sd.labels)),
@@ -288,11 +276,7 @@ impl MongoStore {
     }
 
     /// Rewind without transactions, as an epoch switch (see the module docs).
-    async fn rewind_by_epoch_flip(
-        &self,
-        session: &SessionId,
-        to: &Rewind,
-    ) -> Result<Vec<Message>> {
+    async fn rewind_by_epoch_flip(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
         let mut attempt = 0;
         loop {
             let sd = self
@@ -381,15 +365,14 @@ impl MongoStore {
             if !unset.is_empty() {
                 update.insert("$unset", unset);
             }
-            let written = self
-                .sessions()
-                .update_one(filter, update)
-                .await
-                .mapped()?;
+            let written = self.sessions().update_one(filter, update).await.mapped()?;
             if written.matched_count == 1 {
                 if expires != sd.expires {
-                    // The session's other documents carry the expiry for the TTL indexes.
-                    self.settle_expiry(session, None).await?;
+                    // The session's other documents carry the expiry for the TTL indexes (set
+                    // even if the session is gone by now: an expiry in the past, which a TTL
+                    // monitor may already have acted on).
+                    self.restamp(session, expires).await?;
+                    self.settle_expiry(session, Some(expires)).await?;
                 }
                 let count = self.count_messages(session, sd.epoch).await?;
                 let mut info = sd.info(session, count);
@@ -416,7 +399,9 @@ impl MongoStore {
             all.push(doc! {"owner": {"$eq": owner.as_str()}});
         }
         for (k, v) in &query.tags {
-            all.push(doc! {"tags": {"$elemMatch": {"k": {"$eq": k.as_str()}, "v": {"$eq": v.as_str()}}}});
+            all.push(
+                doc! {"tags": {"$elemMatch": {"k": {"$eq": k.as_str()}, "v": {"$eq": v.as_str()}}}},
+            );
         }
         if let Some(since) = query.updated_since {
             all.push(doc! {"updated": {"$gte": micros(since)}});

@@ -323,9 +323,7 @@ impl MongoStore {
                 created: t,
                 count: len_i64(current.len())?,
             };
-            let epoch = self
-                .place_in_new_epoch(session, fields, sd.expires)
-                .await?;
+            let epoch = self.place_in_new_epoch(session, fields, sd.expires).await?;
             let mut archives: Vec<Bson> = h.archives.iter().map(ArchiveEntry::to_bson).collect();
             archives.push(entry.to_bson());
             let head = doc! {

@@ -325,7 +325,11 @@ pub(crate) async fn ensure_indexes(db: &Database) -> Result<(bool, bool)> {
         match create(coll, ttl_index(TTL_INDEX)).await {
             Ok(_) => ttl = ttl && keeps_ttl(db, coll).await?,
             Err(e) if server_code(&e).is_some() => {
-                tracing::debug!(database = db.name(), coll, "no TTL index on this server: {e}");
+                tracing::debug!(
+                    database = db.name(),
+                    coll,
+                    "no TTL index on this server: {e}"
+                );
                 ttl = false;
             }
             Err(e) => return Err(from_driver(e)),

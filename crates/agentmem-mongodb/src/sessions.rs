@@ -150,9 +150,10 @@ fn labels_of(d: &Document) -> Result<SessionLabels> {
                 let Bson::Document(t) = item else {
                     return Err(Error::corrupt("session `tags` holds a non-document"));
                 };
-                labels
-                    .tags
-                    .insert(str_field(t, "k")?.to_string(), str_field(t, "v")?.to_string());
+                labels.tags.insert(
+                    str_field(t, "k")?.to_string(),
+                    str_field(t, "v")?.to_string(),
+                );
             }
         }
         Some(_) => return Err(Error::corrupt("session field `tags` is not an array")),
@@ -378,10 +379,7 @@ impl MongoStore {
             filter.extend(live_filter(t));
             let result = self
                 .sessions()
-                .find_one_and_update(
-                    filter,
-                    doc! {"$inc": {"next": n}, "$max": {"updated": t}},
-                )
+                .find_one_and_update(filter, doc! {"$inc": {"next": n}, "$max": {"updated": t}})
                 .return_document(ReturnDocument::After)
                 .await;
             match result {
@@ -470,18 +468,44 @@ impl MongoStore {
             if stamped == Some(sd.expires) {
                 return Ok(());
             }
-            let update = match sd.expires {
-                Some(at) => doc! {"$set": {"expires_at": ttl_date(at)}},
-                None => doc! {"$unset": {"expires_at": ""}},
-            };
-            let of_session = doc! {"session": session.as_str()};
-            futures_util::try_join!(
-                async { self.messages().update_many(of_session.clone(), update.clone()).await.mapped() },
-                async { self.archived().update_many(of_session.clone(), update.clone()).await.mapped() },
-                async { self.heads().update_many(of_session.clone(), update.clone()).await.mapped() },
-            )?;
+            self.restamp(session, sd.expires).await?;
             stamped = Some(sd.expires);
         }
+        Ok(())
+    }
+
+    /// Sets `expires_at` for `expires` on every message, archived message and head of the
+    /// session (removes it for `None`).
+    pub(crate) async fn restamp(
+        &self,
+        session: &SessionId,
+        expires: Option<DateTime<Utc>>,
+    ) -> Result<()> {
+        let update = match expires {
+            Some(at) => doc! {"$set": {"expires_at": ttl_date(at)}},
+            None => doc! {"$unset": {"expires_at": ""}},
+        };
+        let of_session = doc! {"session": session.as_str()};
+        futures_util::try_join!(
+            async {
+                self.messages()
+                    .update_many(of_session.clone(), update.clone())
+                    .await
+                    .mapped()
+            },
+            async {
+                self.archived()
+                    .update_many(of_session.clone(), update.clone())
+                    .await
+                    .mapped()
+            },
+            async {
+                self.heads()
+                    .update_many(of_session.clone(), update.clone())
+                    .await
+                    .mapped()
+            },
+        )?;
         Ok(())
     }
 

@@ -13,8 +13,8 @@ use agentmem_core::support::{
 use agentmem_core::Layered;
 use agentmem_core::{
     async_trait, now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata,
-    MessageId, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo,
+    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery,
+    Metadata, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo,
     SessionPage, SessionPatch, SessionQuery, SessionStore,
 };
 use mongodb::bson::{doc, Document};

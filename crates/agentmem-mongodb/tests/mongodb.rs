@@ -654,13 +654,45 @@ async fn ttl_indexes_are_detected() {
         assert!(store.capabilities().native_expiry);
         let mut off = ServerFeatures::ALL;
         off.ttl = false;
-        let without = MongoStore::from_client_with(
-            store.client().clone(),
-            store.database_name(),
-            off,
-        )
-        .await
-        .unwrap();
+        let without =
+            MongoStore::from_client_with(store.client().clone(), store.database_name(), off)
+                .await
+                .unwrap();
         assert!(!without.capabilities().native_expiry);
+    }
+}
+
+/// The TTL indexes delete every document of an expired session, not only its session
+/// document: on nx-27017, which deletes expired documents as soon as a collection is read,
+/// nothing of it is left (SecantusDB and `mongod` do the same within a minute).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_deletes_every_document_of_an_expired_session() {
+    use agentmem_core::SessionPatch;
+    let Some(store) = common::fresh_store(&common::text_url()).await else {
+        return;
+    };
+    let (gone, kept) = (sid("gone"), sid("kept"));
+    for s in [&gone, &kept] {
+        store
+            .append(s, &[Message::user("a"), Message::user("b")])
+            .await
+            .unwrap();
+        store.compact(s, &[Message::system("sum")]).await.unwrap();
+        store.append(s, &[Message::user("c")]).await.unwrap();
+    }
+    let past = agentmem_core::now() - chrono::Duration::seconds(5);
+    let _ = store
+        .update_session(&gone, &SessionPatch::default().expire_at(past))
+        .await;
+    for coll in ["sessions", "messages", "archived_messages", "heads"] {
+        let docs = raw(&store, coll).await;
+        assert!(
+            !docs.is_empty(),
+            "{coll}: the live session's documents stay"
+        );
+        for d in docs {
+            let owner = d.get_str("session").or_else(|_| d.get_str("_id")).unwrap();
+            assert_eq!(owner, "kept", "{coll}: {d:?}");
+        }
     }
 }
