@@ -615,3 +615,50 @@ impl MongoStore {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn ttl_dates_round_up_to_the_millisecond() {
+        let at = |us| DateTime::from_timestamp_micros(us).unwrap();
+        let ms = |b: Bson| b.as_datetime().unwrap().timestamp_millis();
+        assert_eq!(ms(ttl_date(at(1_000_000_000_000_001))), 1_000_000_000_001);
+        assert_eq!(ms(ttl_date(at(1_000_000_000_000_000))), 1_000_000_000_000);
+        assert_eq!(ms(ttl_date(at(-1))), 0);
+    }
+
+    #[test]
+    fn labels_and_expiry_round_trip_as_values() {
+        let mut labels = SessionLabels {
+            title: Some("t".into()),
+            owner: None,
+            ..Default::default()
+        };
+        labels.tags.insert("$where".into(), "a.b".into());
+        labels.tags.insert("k:*".into(), "v".into());
+        let at = DateTime::from_timestamp_micros(1_750_000_000_123_456).unwrap();
+        let (set, unset) = label_fields(&labels, Some(at));
+        assert_eq!(unset, doc! {"owner": ""});
+        let mut d = doc! {
+            "_id": "s", "epoch": new_epoch().to_hex(), "next": 0i64, "created": 1i64, "updated": 2i64,
+        };
+        d.extend(set);
+        let sd = session_doc(&d).unwrap();
+        assert_eq!(sd.labels, labels);
+        assert_eq!(sd.expires, Some(at));
+        assert_eq!(sd.rev, 0);
+        assert!(sd.is_expired_at(at) && !sd.is_expired_at(at - chrono::Duration::microseconds(1)));
+
+        let (set, unset) = label_fields(&SessionLabels::default(), None);
+        assert!(set.is_empty());
+        assert_eq!(unset.len(), 5, "{unset:?}");
+        d.insert("tags", "not an array");
+        assert_eq!(
+            session_doc(&d).err().unwrap().kind(),
+            agentmem_core::ErrorKind::CorruptData
+        );
+    }
+}
