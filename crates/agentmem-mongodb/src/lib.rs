@@ -17,6 +17,7 @@
 mod codec;
 mod config;
 mod error;
+mod lifecycle;
 mod memories;
 mod rewrite;
 mod schema;

@@ -16,8 +16,14 @@ use mongodb::ClientSession;
 use crate::codec::{all_docs, int_field, message_fields, message_from, metadata_to_bson};
 use crate::error::ResultExt;
 use crate::sessions::{
-    len_i64, new_epoch, not_found, placed, session_doc, ArchiveEntry, Epoch, Head,
+    len_i64, new_epoch, not_found, placed, session_doc, stamp, ArchiveEntry, Epoch, Head,
 };
+
+/// `d` with `expires_at` added when the session expires (see [`stamp`]).
+pub(crate) fn stamped(mut d: Document, expires: Option<DateTime<Utc>>) -> Document {
+    stamp(&mut d, expires);
+    d
+}
 use crate::store::MongoStore;
 use crate::transaction::{backoff, TxError, MAX_RETRIES};
 
@@ -40,10 +46,11 @@ fn new_archive_id(at: DateTime<Utc>, existing: &[ArchiveEntry]) -> Result<Archiv
     ArchiveId::new(free_archive_id(at, |candidate| taken.contains(candidate)))
 }
 
-/// The documents of archive `id` (of `epoch`) for `current`, message documents of `messages`.
+/// The documents of archive `id` (of `epoch`, of a session expiring at `expires`) for
+/// `current`, message documents of `messages`.
 fn archive_docs(
     session: &SessionId,
-    epoch: Epoch,
+    (epoch, expires): (Epoch, Option<DateTime<Utc>>),
     id: &ArchiveId,
     current: &[Document],
 ) -> Result<Vec<Document>> {
@@ -56,28 +63,29 @@ fn archive_docs(
                 "session": session.as_str(), "epoch": epoch.to_hex(), "archive": id.as_str(), "pos": pos as i64,
             };
             a.extend(message_fields(&m)?);
+            stamp(&mut a, expires);
             Ok(a)
         })
         .collect()
 }
 
 impl MongoStore {
-    /// Writes `fields` (the new messages) under `epoch` at the seqs just below `low`, in the
-    /// transaction `s`, and returns the new `low`. Taking seqs below `low` (rather than
+    /// Writes `fields` (the new messages) under `epoch` (of a session expiring at `expires`) at
+    /// the seqs just below `low`, in the transaction `s`, and returns the new `low`. Taking seqs below `low` (rather than
     /// restarting at 0) keeps them below any append racing with the transaction, whose
     /// message then lands after them.
     async fn place_below(
         &self,
         s: &mut ClientSession,
         session: &SessionId,
-        epoch: Epoch,
+        (epoch, expires): (Epoch, Option<DateTime<Utc>>),
         low: i64,
         fields: &[Document],
     ) -> std::result::Result<i64, TxError> {
         let k = len_i64(fields.len())?;
         if k > 0 {
             self.messages()
-                .insert_many(placed(session, epoch, low - k, fields))
+                .insert_many(placed(session, epoch, low - k, fields, expires))
                 .session(&mut *s)
                 .await?;
         }
@@ -90,7 +98,7 @@ impl MongoStore {
         &self,
         s: &mut ClientSession,
         session: &SessionId,
-        epoch: Epoch,
+        (epoch, expires): (Epoch, Option<DateTime<Utc>>),
         fields: &[Document],
         meta: &Bson,
     ) -> std::result::Result<(), TxError> {
@@ -99,12 +107,13 @@ impl MongoStore {
             .delete_many(doc! {"session": session.as_str(), "epoch": epoch.to_hex()})
             .session(&mut *s)
             .await?;
-        let low = self.place_below(s, session, epoch, h.low, fields).await?;
+        let low = self
+            .place_below(s, session, (epoch, expires), h.low, fields)
+            .await?;
+        let mut set = doc! {"session": session.as_str(), "low": low, "metadata": meta.clone()};
+        stamp(&mut set, expires);
         self.heads()
-            .update_one(
-                doc! {"_id": epoch.to_hex()},
-                doc! {"$set": {"session": session.as_str(), "low": low, "metadata": meta.clone()}},
-            )
+            .update_one(doc! {"_id": epoch.to_hex()}, doc! {"$set": set})
             .upsert(true)
             .session(&mut *s)
             .await?;
@@ -123,18 +132,25 @@ impl MongoStore {
         meta: &Bson,
         t: i64,
     ) -> Result<()> {
-        let archives = match self.session_doc(session).await? {
-            Some(sd) => self.head(sd.epoch).await?.archives,
-            None => Vec::new(),
+        // An expired session is deleted first: the save starts a new one.
+        let current = match self.session_doc(session).await? {
+            Some(sd) if sd.is_expired_at(now()) => {
+                self.clear_expired(session).await?;
+                None
+            }
+            other => other,
         };
-        let epoch = self.place_in_new_epoch(session, fields).await?;
-        self.heads()
-            .insert_one(doc! {
-                "_id": epoch.to_hex(), "session": session.as_str(), "low": 0i64, "metadata": meta.clone(),
-                "archives": archives.iter().map(ArchiveEntry::to_bson).collect::<Vec<_>>(),
-            })
-            .await
-            .mapped()?;
+        let (archives, expires) = match current {
+            Some(sd) => (self.head(sd.epoch).await?.archives, sd.expires),
+            None => (Vec::new(), None),
+        };
+        let epoch = self.place_in_new_epoch(session, fields, expires).await?;
+        let mut head = doc! {
+            "_id": epoch.to_hex(), "session": session.as_str(), "low": 0i64, "metadata": meta.clone(),
+            "archives": archives.iter().map(ArchiveEntry::to_bson).collect::<Vec<_>>(),
+        };
+        stamp(&mut head, expires);
+        self.heads().insert_one(head).await.mapped()?;
         self.ensure_session(session, t).await?;
         let old = self
             .sessions()
@@ -151,16 +167,25 @@ impl MongoStore {
         if let Some(old) = old {
             self.drop_epoch(session, session_doc(&old)?.epoch).await?;
         }
+        if expires.is_some() {
+            self.settle_expiry(session, Some(expires)).await?;
+        }
         Ok(())
     }
 
     /// Writes `fields` (the new messages) from seq 0 under a fresh epoch, which readers do
-    /// not see until the session is switched to it, and returns that epoch.
-    async fn place_in_new_epoch(&self, session: &SessionId, fields: &[Document]) -> Result<Epoch> {
+    /// not see until the session is switched to it, and returns that epoch. `expires`: the
+    /// session's expiry, stamped on them.
+    pub(crate) async fn place_in_new_epoch(
+        &self,
+        session: &SessionId,
+        fields: &[Document],
+        expires: Option<DateTime<Utc>>,
+    ) -> Result<Epoch> {
         let epoch = new_epoch();
         if !fields.is_empty() {
             self.messages()
-                .insert_many(placed(session, epoch, 0, fields))
+                .insert_many(placed(session, epoch, 0, fields, expires))
                 .await
                 .mapped()?;
         }
@@ -190,7 +215,7 @@ impl MongoStore {
         s: &mut ClientSession,
         session: &SessionId,
         fields: &[Document],
-    ) -> std::result::Result<ArchiveInfo, TxError> {
+    ) -> std::result::Result<(ArchiveInfo, Option<DateTime<Utc>>), TxError> {
         let t = now();
         let sd = self
             .sessions()
@@ -198,7 +223,11 @@ impl MongoStore {
             .session(&mut *s)
             .await?
             .ok_or_else(|| not_found(session))?;
-        let epoch = session_doc(&sd)?.epoch;
+        let sd = session_doc(&sd)?;
+        if sd.is_expired_at(t) {
+            return Err(not_found(session).into());
+        }
+        let (epoch, expires) = (sd.epoch, sd.expires);
         let h = self.head_in(s, epoch).await?;
         let mut cursor = self
             .messages()
@@ -208,7 +237,7 @@ impl MongoStore {
             .await?;
         let current: Vec<Document> = cursor.stream(&mut *s).try_collect().await?;
         let id = new_archive_id(t, &h.archives)?;
-        let docs = archive_docs(session, epoch, &id, &current)?;
+        let docs = archive_docs(session, (epoch, expires), &id, &current)?;
         if !docs.is_empty() {
             self.archived().insert_many(docs).session(&mut *s).await?;
         }
@@ -222,7 +251,9 @@ impl MongoStore {
             )
             .session(&mut *s)
             .await?;
-        let low = self.place_below(s, session, epoch, h.low, fields).await?;
+        let low = self
+            .place_below(s, session, (epoch, expires), h.low, fields)
+            .await?;
         let entry = ArchiveEntry {
             id: id.to_string(),
             epoch,
@@ -234,16 +265,16 @@ impl MongoStore {
                 doc! {"_id": epoch.to_hex()},
                 // The whole list rather than `$push`, which some compatible servers store
                 // wrongly; the transaction read it, so nothing is lost.
-                doc! {"$set": {
+                doc! {"$set": stamped(doc! {
                     "session": session.as_str(),
                     "low": low,
                     "archives": h.archives.iter().chain(std::iter::once(&entry)).map(ArchiveEntry::to_bson).collect::<Vec<_>>(),
-                }},
+                }, expires)},
             )
             .upsert(true)
             .session(&mut *s)
             .await?;
-        Ok(archive_info(session, &entry)?)
+        Ok((archive_info(session, &entry)?, expires))
     }
 
     /// Compaction without transactions, as a two-phase epoch switch:
@@ -267,24 +298,13 @@ impl MongoStore {
         let mut attempt = 0;
         loop {
             let sd = self
-                .session_doc(session)
+                .live_session_doc(session)
                 .await?
                 .ok_or_else(|| not_found(session))?;
             let h = self.head(sd.epoch).await?;
-            let expected = sd.next - h.low;
-            let started = tokio::time::Instant::now();
-            let current: Vec<Document> = loop {
-                let docs = all_docs(
-                    self.messages()
-                        .find(doc! {"session": session.as_str(), "epoch": sd.epoch.to_hex()})
-                        .sort(doc! {"seq": 1}),
-                )
+            let current = self
+                .current_docs_waiting(session, sd.epoch, sd.next - h.low)
                 .await?;
-                if docs.len() as i64 >= expected || started.elapsed() >= IN_FLIGHT_WAIT {
-                    break docs;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            };
             let t = now();
             let id = new_archive_id(t, &h.archives)?;
             // Leftovers of an earlier attempt that crashed are garbage.
@@ -293,7 +313,7 @@ impl MongoStore {
                 .delete_many(garbage.clone())
                 .await
                 .mapped()?;
-            let docs = archive_docs(session, sd.epoch, &id, &current)?;
+            let docs = archive_docs(session, (sd.epoch, sd.expires), &id, &current)?;
             if !docs.is_empty() {
                 self.archived().insert_many(docs).await.mapped()?;
             }
@@ -303,14 +323,15 @@ impl MongoStore {
                 created: t,
                 count: len_i64(current.len())?,
             };
-            let epoch = self.place_in_new_epoch(session, fields).await?;
+            let epoch = self.place_in_new_epoch(session, fields, sd.expires).await?;
             let mut archives: Vec<Bson> = h.archives.iter().map(ArchiveEntry::to_bson).collect();
             archives.push(entry.to_bson());
+            let head = doc! {
+                "_id": epoch.to_hex(), "session": session.as_str(), "low": 0i64,
+                "metadata": metadata_to_bson(&h.metadata)?, "archives": archives,
+            };
             self.heads()
-                .insert_one(doc! {
-                    "_id": epoch.to_hex(), "session": session.as_str(), "low": 0i64,
-                    "metadata": metadata_to_bson(&h.metadata)?, "archives": archives,
-                })
+                .insert_one(stamped(head, sd.expires))
                 .await
                 .mapped()?;
             let switched = self
@@ -326,6 +347,9 @@ impl MongoStore {
                 .mapped()?;
             if switched.matched_count == 1 {
                 self.drop_epoch(session, sd.epoch).await?;
+                if sd.expires.is_some() {
+                    self.settle_expiry(session, Some(sd.expires)).await?;
+                }
                 return archive_info(session, &entry);
             }
             // An append (or another compaction) got in between: undo and start over.
@@ -341,9 +365,34 @@ impl MongoStore {
         }
     }
 
-    /// The session's epoch and head, when it exists.
+    /// The message documents of `epoch`, in seq order, once `expected` of them are there (the
+    /// positions reserved, `next - low`), or after [`IN_FLIGHT_WAIT`]: appends that reserved
+    /// positions but have not written yet are waited for, so that a rewrite of the session
+    /// without transactions does not drop them.
+    pub(crate) async fn current_docs_waiting(
+        &self,
+        session: &SessionId,
+        epoch: Epoch,
+        expected: i64,
+    ) -> Result<Vec<Document>> {
+        let started = tokio::time::Instant::now();
+        loop {
+            let docs = all_docs(
+                self.messages()
+                    .find(doc! {"session": session.as_str(), "epoch": epoch.to_hex()})
+                    .sort(doc! {"seq": 1}),
+            )
+            .await?;
+            if docs.len() as i64 >= expected || started.elapsed() >= IN_FLIGHT_WAIT {
+                return Ok(docs);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The session's head, when it exists (and has not expired).
     pub(crate) async fn current_head(&self, session: &SessionId) -> Result<Option<Head>> {
-        match self.session_doc(session).await? {
+        match self.live_session_doc(session).await? {
             Some(sd) => Ok(Some(self.head(sd.epoch).await?)),
             None => Ok(None),
         }

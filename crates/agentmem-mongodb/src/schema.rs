@@ -13,7 +13,12 @@ use crate::error::{from_driver, server_code, ResultExt, CANNOT_CREATE_INDEX, IND
 /// - 1: the first layout.
 /// - 2: memory items have a scope (`scope`, the stored form, `""` for global) and an expiry
 ///   time (`expires`); keys are unique per (`scope`, `kind_key`) instead of per `kind_key`.
-pub const SCHEMA_VERSION: u32 = 2;
+/// - 3: sessions have labels (`title`, `owner`, `tags: [{k, v}]`, revision `rev`) and an expiry
+///   (`expires` in microseconds, `expires_at` as a date for the TTL indexes, also stamped on the
+///   session's messages, archived messages and heads); indexes on `owner`, `tags.k`+`tags.v`,
+///   `expires` and the TTL indexes. Sessions of version 2 have none of these fields: no labels,
+///   never expire.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Collection of bookkeeping documents (the schema version).
 pub(crate) const META: &str = "meta";
@@ -42,6 +47,9 @@ pub struct ServerFeatures {
     pub transactions: bool,
     /// Text indexes: search uses `$text` with `textScore` instead of client-side BM25.
     pub text_search: bool,
+    /// TTL indexes (`expireAfterSeconds`), which the server keeps and acts on: it deletes
+    /// expired sessions by itself (`capabilities().native_expiry`).
+    pub ttl: bool,
 }
 
 impl ServerFeatures {
@@ -51,6 +59,7 @@ impl ServerFeatures {
     pub const ALL: ServerFeatures = ServerFeatures {
         transactions: true,
         text_search: true,
+        ttl: true,
     };
 
     /// The features in both `self` and `allowed`.
@@ -58,6 +67,7 @@ impl ServerFeatures {
         ServerFeatures {
             transactions: self.transactions && allowed.transactions,
             text_search: self.text_search && allowed.text_search,
+            ttl: self.ttl && allowed.ttl,
         }
     }
 }
@@ -65,12 +75,15 @@ impl ServerFeatures {
 /// Forward migrations: `MIGRATIONS[v]` takes a database at version `v` to `v + 1`.
 /// Version 0 is an empty database; 0 → 1 lays out the collections and indexes, which
 /// [`ensure_indexes`] (run on every open, idempotently, before the migrations) already does,
-/// so it has no data step. 1 → 2 is [`scope_memories`]. A later layout change adds its step
+/// so it has no data step. 1 → 2 is [`scope_memories`]. 2 → 3 (session labels and expiry)
+/// adds only optional fields, whose absence reads as "no labels, never expires", and indexes,
+/// which [`ensure_indexes`] creates: no data step either. A later layout change adds its step
 /// here and bumps [`SCHEMA_VERSION`]. Every step is idempotent: two processes opening the
 /// database at once may both run it.
 const MIGRATIONS: [fn(&Database) -> MigrationFuture<'_>; SCHEMA_VERSION as usize] = [
     |_| Box::pin(async { Ok(()) }),
     |db| Box::pin(scope_memories(db)),
+    |_| Box::pin(async { Ok(()) }),
 ];
 
 type MigrationFuture<'a> =
@@ -87,7 +100,7 @@ pub(crate) async fn open(client: &Client, db: &Database) -> Result<(u32, ServerF
             db.name()
         )));
     }
-    let text_search = ensure_indexes(db).await?;
+    let (text_search, ttl) = ensure_indexes(db).await?;
     for (from, step) in MIGRATIONS.iter().enumerate().skip(stored as usize) {
         tracing::info!(
             database = db.name(),
@@ -111,6 +124,7 @@ pub(crate) async fn open(client: &Client, db: &Database) -> Result<(u32, ServerF
         ServerFeatures {
             transactions,
             text_search,
+            ttl,
         },
     ))
 }
@@ -208,10 +222,22 @@ fn text_index(field: &str, name: &str) -> IndexModel {
     named_index(doc! {field: "text"}, name, options)
 }
 
+/// A TTL index on `expires_at` (a date): the server deletes a document once that time has
+/// passed (`expireAfterSeconds: 0`), partial to the documents that have one.
+fn ttl_index(name: &str) -> IndexModel {
+    let options = IndexOptions::builder()
+        .expire_after(std::time::Duration::ZERO)
+        .build();
+    named_index(doc! {"expires_at": 1}, name, options)
+}
+
+/// The TTL index name on every session collection.
+const TTL_INDEX: &str = "expires_at_ttl";
+
 /// Creates every collection's indexes (a no-op when they exist) and returns whether the
-/// server accepted the text indexes. Creating indexes also creates the collections, which
-/// transactions on older servers cannot do implicitly.
-pub(crate) async fn ensure_indexes(db: &Database) -> Result<bool> {
+/// server accepted the text indexes and the TTL indexes. Creating indexes also creates the
+/// collections, which transactions on older servers cannot do implicitly.
+pub(crate) async fn ensure_indexes(db: &Database) -> Result<(bool, bool)> {
     let create = |coll: &'static str, model: IndexModel| {
         let c = db.collection::<Document>(coll);
         async move { c.create_index(model).await }
@@ -238,6 +264,16 @@ pub(crate) async fn ensure_indexes(db: &Database) -> Result<bool> {
         .await
         .mapped()?;
     create(HEADS, index(doc! {"session": 1}, "session"))
+        .await
+        .mapped()?;
+    // Session labels and expiry: lookups by owner and by tag, purge's sweep of expired ones.
+    create(SESSIONS, index(doc! {"owner": 1}, "owner"))
+        .await
+        .mapped()?;
+    create(SESSIONS, index(doc! {"tags.k": 1, "tags.v": 1}, "tags"))
+        .await
+        .mapped()?;
+    create(SESSIONS, sparse_index(doc! {"expires": 1}, "expires"))
         .await
         .mapped()?;
     // A key is unique per scope and kind (`kind_key`, present only on keyed items).
@@ -281,5 +317,42 @@ pub(crate) async fn ensure_indexes(db: &Database) -> Result<bool> {
             Err(e) => return Err(from_driver(e)),
         }
     }
-    Ok(text)
+    // TTL indexes: every document of an expiring session carries `expires_at`, so the server
+    // deletes all of it. A server that refuses them, or accepts them but does not keep the
+    // option (so it will not act on it), leaves expiry to reads and purges.
+    let mut ttl = true;
+    for coll in [SESSIONS, MESSAGES, ARCHIVED, HEADS] {
+        match create(coll, ttl_index(TTL_INDEX)).await {
+            Ok(_) => ttl = ttl && keeps_ttl(db, coll).await?,
+            Err(e) if server_code(&e).is_some() => {
+                tracing::debug!(
+                    database = db.name(),
+                    coll,
+                    "no TTL index on this server: {e}"
+                );
+                ttl = false;
+            }
+            Err(e) => return Err(from_driver(e)),
+        }
+    }
+    Ok((text, ttl))
+}
+
+/// Whether `coll` lists an index on `expires_at` with its `expireAfterSeconds` (by key, not
+/// name: some compatible servers name indexes themselves).
+async fn keeps_ttl(db: &Database, coll: &str) -> Result<bool> {
+    use futures_util::TryStreamExt;
+    let indexes: Vec<IndexModel> = db
+        .collection::<Document>(coll)
+        .list_indexes()
+        .await
+        .mapped()?
+        .try_collect()
+        .await
+        .mapped()?;
+    Ok(indexes.iter().any(|i| {
+        i.keys.len() == 1
+            && i.keys.contains_key("expires_at")
+            && i.options.as_ref().is_some_and(|o| o.expire_after.is_some())
+    }))
 }

@@ -274,10 +274,12 @@ impl MongoStore {
         &self,
         session: Option<&SessionId>,
     ) -> Result<HashMap<String, String>> {
-        let filter = match session {
+        let mut filter = match session {
             Some(s) => doc! {"_id": s.as_str()},
             None => doc! {},
         };
+        // Expired sessions are gone, though their documents may still be stored.
+        filter.extend(crate::sessions::live_filter(micros(now())));
         let projection = doc! {"_id": 1, "epoch": 1};
         all_docs(self.sessions().find(filter).projection(projection))
             .await?

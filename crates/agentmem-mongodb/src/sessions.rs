@@ -11,6 +11,14 @@
 //! any other epoch are invisible garbage (left by a deleted incarnation, or by a
 //! non-transactional save or compaction that lost a race or crashed), so readers need no
 //! cleanup to be correct.
+//!
+//! The session document also carries the session's labels (`title`, `owner`, `tags` as an
+//! array of `{k, v}` so that no caller text is ever a field name) with a revision `rev` that
+//! `update_session` compares and increments, and its expiry: `expires` (microseconds, exact)
+//! and `expires_at` (a date, rounded up to the millisecond, for the TTL indexes). Every other
+//! document of an expiring session (messages, archived messages, heads) carries the same
+//! `expires_at`, so a server with TTL indexes deletes all of it; readers check `expires`
+//! themselves, since a TTL monitor runs only now and then.
 
 use std::collections::HashMap;
 
@@ -18,6 +26,7 @@ use agentmem_core::history::trim_orphans;
 use agentmem_core::support::{micros, stored_session_id};
 use agentmem_core::{
     now, Error, Message, Metadata, Result, RetentionPolicy, Session, SessionId, SessionInfo,
+    SessionLabels,
 };
 use chrono::{DateTime, Utc};
 use mongodb::bson::{doc, oid::ObjectId, Bson, Document};
@@ -33,7 +42,8 @@ use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
 use crate::codec::{
-    all_docs, int_field, message_fields, message_from, metadata_field, str_field, time_field,
+    all_docs, int_field, message_fields, message_from, metadata_field, opt_str_field,
+    opt_time_field, str_field, time_field,
 };
 use crate::error::{from_driver, is_transient, server_code, ResultExt, DUPLICATE_KEY};
 use crate::store::MongoStore;
@@ -45,6 +55,110 @@ pub(crate) struct SessionDoc {
     pub(crate) next: i64,
     pub(crate) created: DateTime<Utc>,
     pub(crate) updated: DateTime<Utc>,
+    pub(crate) labels: SessionLabels,
+    pub(crate) expires: Option<DateTime<Utc>>,
+    /// The labels' revision (0 when never labelled), for `update_session`'s compare-and-set.
+    pub(crate) rev: i64,
+}
+
+impl SessionDoc {
+    /// Whether the session has expired at `at` (then it is gone for every reader).
+    pub(crate) fn is_expired_at(&self, at: DateTime<Utc>) -> bool {
+        self.expires.is_some_and(|e| e <= at)
+    }
+
+    /// The summary of this session with `count` messages.
+    pub(crate) fn info(&self, id: &SessionId, count: u64) -> SessionInfo {
+        SessionInfo {
+            id: id.clone(),
+            message_count: count,
+            created_at: self.created,
+            updated_at: self.updated,
+            labels: self.labels.clone(),
+            expires_at: self.expires,
+        }
+    }
+}
+
+/// The filter for sessions not expired at `at` (microseconds): no `expires` (`null` matches an
+/// absent field), or a later one.
+pub(crate) fn live_filter(at: i64) -> Document {
+    doc! {"$or": [{"expires": Bson::Null}, {"expires": {"$gt": at}}]}
+}
+
+/// `expires_at` as the TTL indexes read it: a date, rounded *up* to the millisecond so that
+/// the server never deletes before the exact expiry.
+pub(crate) fn ttl_date(at: DateTime<Utc>) -> Bson {
+    let us = micros(at);
+    let ms = us.div_euclid(1000) + i64::from(us.rem_euclid(1000) != 0);
+    Bson::DateTime(mongodb::bson::DateTime::from_millis(ms))
+}
+
+/// Adds `expires_at` to a document of a session that expires at `expires`.
+pub(crate) fn stamp(d: &mut Document, expires: Option<DateTime<Utc>>) {
+    if let Some(at) = expires {
+        d.insert("expires_at", ttl_date(at));
+    }
+}
+
+/// The stored fields of `labels` and `expires`, for `$set`, and the absent ones, for `$unset`.
+pub(crate) fn label_fields(
+    labels: &SessionLabels,
+    expires: Option<DateTime<Utc>>,
+) -> (Document, Document) {
+    let (mut set, mut unset) = (doc! {}, doc! {});
+    for (field, value) in [("title", &labels.title), ("owner", &labels.owner)] {
+        match value {
+            Some(v) => set.insert(field, v.as_str()),
+            None => unset.insert(field, ""),
+        };
+    }
+    // Ordered by key (a BTreeMap): one stored form per set of tags.
+    let tags: Vec<Bson> = labels
+        .tags
+        .iter()
+        .map(|(k, v)| Bson::Document(doc! {"k": k.as_str(), "v": v.as_str()}))
+        .collect();
+    if tags.is_empty() {
+        unset.insert("tags", "");
+    } else {
+        set.insert("tags", tags);
+    }
+    match expires {
+        Some(at) => {
+            set.insert("expires", micros(at));
+            set.insert("expires_at", ttl_date(at));
+        }
+        None => {
+            unset.insert("expires", "");
+            unset.insert("expires_at", "");
+        }
+    }
+    (set, unset)
+}
+
+fn labels_of(d: &Document) -> Result<SessionLabels> {
+    let mut labels = SessionLabels {
+        title: opt_str_field(d, "title")?,
+        owner: opt_str_field(d, "owner")?,
+        ..Default::default()
+    };
+    match d.get("tags") {
+        None | Some(Bson::Null) => {}
+        Some(Bson::Array(items)) => {
+            for item in items {
+                let Bson::Document(t) = item else {
+                    return Err(Error::corrupt("session `tags` holds a non-document"));
+                };
+                labels.tags.insert(
+                    str_field(t, "k")?.to_string(),
+                    str_field(t, "v")?.to_string(),
+                );
+            }
+        }
+        Some(_) => return Err(Error::corrupt("session field `tags` is not an array")),
+    }
+    Ok(labels)
 }
 
 /// The head of an epoch, decoded (defaults when it has none yet).
@@ -84,6 +198,12 @@ pub(crate) fn session_doc(d: &Document) -> Result<SessionDoc> {
         next: int_field(d, "next")?,
         created: time_field(d, "created")?,
         updated: time_field(d, "updated")?,
+        labels: labels_of(d)?,
+        expires: opt_time_field(d, "expires")?,
+        rev: match d.get("rev") {
+            None | Some(Bson::Null) => 0,
+            Some(_) => int_field(d, "rev")?,
+        },
     })
 }
 
@@ -117,12 +237,14 @@ pub(crate) fn not_found(session: &SessionId) -> Error {
     Error::not_found(format!("session `{session}` does not exist"))
 }
 
-/// Message documents for `messages` at seqs `first..`, under `session` and `epoch`.
+/// Message documents for `messages` at seqs `first..`, under `session` and `epoch`, of a
+/// session that expires at `expires`.
 pub(crate) fn placed(
     session: &SessionId,
     epoch: Epoch,
     first: i64,
     fields: &[Document],
+    expires: Option<DateTime<Utc>>,
 ) -> Vec<Document> {
     fields
         .iter()
@@ -130,6 +252,7 @@ pub(crate) fn placed(
         .map(|(i, f)| {
             let mut d = doc! {"session": session.as_str(), "epoch": epoch.to_hex(), "seq": first + i as i64};
             d.extend(f.clone());
+            stamp(&mut d, expires);
             d
         })
         .collect()
@@ -160,15 +283,7 @@ pub(crate) fn session_infos(docs: &[Document], counted: &[Document]) -> Result<V
             let id = stored_session_id(str_field(d, "_id")?)?;
             let sd = session_doc(d)?;
             let n = counts.get(id.as_str()).copied().unwrap_or(0);
-            Ok(SessionInfo {
-                // TODO(issue 21): stored labels and expiry.
-                labels: Default::default(),
-                expires_at: None,
-                id,
-                message_count: u64::try_from(n).unwrap_or(0),
-                created_at: sd.created,
-                updated_at: sd.updated,
-            })
+            Ok(sd.info(&id, u64::try_from(n).unwrap_or(0)))
         })
         .collect()
 }
@@ -248,27 +363,34 @@ impl MongoStore {
         }
     }
 
-    /// Reserves `n` positions at the end of the session (creating it when missing) and returns
-    /// the first and the session's epoch: one `findAndModify` with `$inc`, which the server
-    /// applies atomically, so concurrent appenders get disjoint, ordered ranges.
-    pub(crate) async fn reserve(&self, session: &SessionId, n: i64) -> Result<(i64, Epoch)> {
+    /// Reserves `n` positions at the end of the session (creating it when missing, and anew
+    /// when expired) and returns the first, the session's epoch and its expiry: one
+    /// `findAndModify` with `$inc`, which the server applies atomically, so concurrent
+    /// appenders get disjoint, ordered ranges.
+    pub(crate) async fn reserve(
+        &self,
+        session: &SessionId,
+        n: i64,
+    ) -> Result<(i64, Epoch, Option<DateTime<Utc>>)> {
         let t = micros(now());
         let mut attempt = 0;
         loop {
+            let mut filter = doc! {"_id": session.as_str()};
+            filter.extend(live_filter(t));
             let result = self
                 .sessions()
-                .find_one_and_update(
-                    doc! {"_id": session.as_str()},
-                    doc! {"$inc": {"next": n}, "$max": {"updated": t}},
-                )
+                .find_one_and_update(filter, doc! {"$inc": {"next": n}, "$max": {"updated": t}})
                 .return_document(ReturnDocument::After)
                 .await;
             match result {
                 Ok(Some(d)) => {
                     let h = session_doc(&d)?;
-                    return Ok((h.next - n, h.epoch));
+                    return Ok((h.next - n, h.epoch, h.expires));
                 }
                 Ok(None) if attempt < MAX_RETRIES => {
+                    // Missing, or expired: an expired session is deleted first, and the write
+                    // starts a new one.
+                    self.clear_expired(session).await?;
                     self.ensure_session(session, t).await?;
                     attempt += 1;
                 }
@@ -285,6 +407,106 @@ impl MongoStore {
                 Err(e) => return Err(from_driver(e)),
             }
         }
+    }
+
+    /// The session document, unless the session is missing or has expired.
+    pub(crate) async fn live_session_doc(&self, session: &SessionId) -> Result<Option<SessionDoc>> {
+        Ok(self
+            .session_doc(session)
+            .await?
+            .filter(|sd| !sd.is_expired_at(now())))
+    }
+
+    /// Deletes the session if it has expired (its document first, so that the id is free at
+    /// once, then everything stored under it); whether it did.
+    pub(crate) async fn clear_expired(&self, session: &SessionId) -> Result<bool> {
+        let deleted = self
+            .sessions()
+            .find_one_and_delete(doc! {"_id": session.as_str(), "expires": {"$lte": micros(now())}})
+            .await
+            .mapped()?;
+        match deleted {
+            Some(d) => {
+                self.remove_data(session, &d).await?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Deletes what a removed session document `d` of `session` listed: its archives, its
+    /// current epoch's messages and head. Done by epoch, which never touches a new session of
+    /// the same id that a write may create meanwhile (it gets a new epoch).
+    pub(crate) async fn remove_data(&self, session: &SessionId, d: &Document) -> Result<()> {
+        let epoch = session_doc(d)?.epoch;
+        let h = self.head(epoch).await?;
+        let mut epochs: Vec<ObjectId> = h.archives.iter().map(|a| a.epoch).collect();
+        epochs.push(epoch);
+        epochs.sort();
+        epochs.dedup();
+        self.archived()
+            .delete_many(doc! {"session": session.as_str(), "epoch": {"$in": epochs.iter().map(|e| e.to_hex()).collect::<Vec<_>>()}})
+            .await
+            .mapped()?;
+        self.drop_epoch(session, epoch).await
+    }
+
+    /// Makes `expires_at` on every document of the session (messages, archived messages,
+    /// heads) match the session's expiry, after a write that stamped them with `stamped`, the
+    /// expiry it read: re-reads the session and re-stamps until they agree, so that a
+    /// concurrent `update_session` never leaves documents that the TTL indexes would delete
+    /// before (or keep after) the session.
+    pub(crate) async fn settle_expiry(
+        &self,
+        session: &SessionId,
+        mut stamped: Option<Option<DateTime<Utc>>>,
+    ) -> Result<()> {
+        for _ in 0..MAX_RETRIES {
+            let Some(sd) = self.session_doc(session).await? else {
+                return Ok(());
+            };
+            if stamped == Some(sd.expires) {
+                return Ok(());
+            }
+            self.restamp(session, sd.expires).await?;
+            stamped = Some(sd.expires);
+        }
+        Ok(())
+    }
+
+    /// Sets `expires_at` for `expires` on every message, archived message and head of the
+    /// session (removes it for `None`).
+    pub(crate) async fn restamp(
+        &self,
+        session: &SessionId,
+        expires: Option<DateTime<Utc>>,
+    ) -> Result<()> {
+        let update = match expires {
+            Some(at) => doc! {"$set": {"expires_at": ttl_date(at)}},
+            None => doc! {"$unset": {"expires_at": ""}},
+        };
+        let of_session = doc! {"session": session.as_str()};
+        futures_util::try_join!(
+            async {
+                self.messages()
+                    .update_many(of_session.clone(), update.clone())
+                    .await
+                    .mapped()
+            },
+            async {
+                self.archived()
+                    .update_many(of_session.clone(), update.clone())
+                    .await
+                    .mapped()
+            },
+            async {
+                self.heads()
+                    .update_many(of_session.clone(), update.clone())
+                    .await
+                    .mapped()
+            },
+        )?;
+        Ok(())
     }
 
     /// Marks the session written at `t` (after a transaction, which leaves `sessions` alone
@@ -341,7 +563,7 @@ impl MongoStore {
         Ok(window)
     }
 
-    async fn count_messages(&self, session: &SessionId, epoch: Epoch) -> Result<u64> {
+    pub(crate) async fn count_messages(&self, session: &SessionId, epoch: Epoch) -> Result<u64> {
         self.messages()
             .count_documents(doc! {"session": session.as_str(), "epoch": epoch.to_hex()})
             .await
@@ -382,9 +604,8 @@ impl MongoStore {
         };
         let (head, (messages, total)) = futures_util::try_join!(self.head(sd.epoch), messages)?;
         Ok(Session {
-            // TODO(issue 21): stored labels and expiry.
-            labels: Default::default(),
-            expires_at: None,
+            labels: sd.labels,
+            expires_at: sd.expires,
             id: session.clone(),
             messages,
             metadata: head.metadata,
@@ -392,5 +613,52 @@ impl MongoStore {
             updated_at: sd.updated,
             total_messages: total,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn ttl_dates_round_up_to_the_millisecond() {
+        let at = |us| DateTime::from_timestamp_micros(us).unwrap();
+        let ms = |b: Bson| b.as_datetime().unwrap().timestamp_millis();
+        assert_eq!(ms(ttl_date(at(1_000_000_000_000_001))), 1_000_000_000_001);
+        assert_eq!(ms(ttl_date(at(1_000_000_000_000_000))), 1_000_000_000_000);
+        assert_eq!(ms(ttl_date(at(-1))), 0);
+    }
+
+    #[test]
+    fn labels_and_expiry_round_trip_as_values() {
+        let mut labels = SessionLabels {
+            title: Some("t".into()),
+            owner: None,
+            ..Default::default()
+        };
+        labels.tags.insert("$where".into(), "a.b".into());
+        labels.tags.insert("k:*".into(), "v".into());
+        let at = DateTime::from_timestamp_micros(1_750_000_000_123_456).unwrap();
+        let (set, unset) = label_fields(&labels, Some(at));
+        assert_eq!(unset, doc! {"owner": ""});
+        let mut d = doc! {
+            "_id": "s", "epoch": new_epoch().to_hex(), "next": 0i64, "created": 1i64, "updated": 2i64,
+        };
+        d.extend(set);
+        let sd = session_doc(&d).unwrap();
+        assert_eq!(sd.labels, labels);
+        assert_eq!(sd.expires, Some(at));
+        assert_eq!(sd.rev, 0);
+        assert!(sd.is_expired_at(at) && !sd.is_expired_at(at - chrono::Duration::microseconds(1)));
+
+        let (set, unset) = label_fields(&SessionLabels::default(), None);
+        assert!(set.is_empty());
+        assert_eq!(unset.len(), 5, "{unset:?}");
+        d.insert("tags", "not an array");
+        assert_eq!(
+            session_doc(&d).err().unwrap().kind(),
+            agentmem_core::ErrorKind::CorruptData
+        );
     }
 }

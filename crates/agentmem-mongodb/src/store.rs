@@ -13,10 +13,11 @@ use agentmem_core::support::{
 use agentmem_core::Layered;
 use agentmem_core::{
     async_trait, now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata,
-    PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
+    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery,
+    Metadata, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo,
+    SessionPage, SessionPatch, SessionQuery, SessionStore,
 };
-use mongodb::bson::{doc, oid::ObjectId, Document};
+use mongodb::bson::{doc, Document};
 use mongodb::{Client, Collection, Database};
 
 use crate::codec::{all_docs, check_size, memory_from, message_from, metadata_to_bson};
@@ -26,7 +27,9 @@ use crate::memories::memory_filter;
 use crate::rewrite::archive_info;
 use crate::schema::{self, ServerFeatures, ARCHIVED, HEADS, MEMORIES, MESSAGES, SESSIONS};
 use crate::search::{memory_hits, message_hits};
-use crate::sessions::{encode_all, expired, len_i64, placed, session_doc, session_infos};
+use crate::sessions::{
+    encode_all, expired, len_i64, live_filter, placed, session_doc, session_infos,
+};
 use crate::transaction::{backoff, in_transaction, TxError, MAX_RETRIES};
 
 /// Agent memory in a MongoDB database (backend `"mongodb"`).
@@ -244,9 +247,9 @@ impl SessionStore for MongoStore {
         caps.cross_process = true;
         caps.atomic_compaction = self.features.transactions;
         caps.indexed_search = self.features.text_search;
-        // A session spans many documents whose expiry would all have to move with its last
-        // write, so retention runs as purge queries rather than a TTL index.
-        caps.native_expiry = false;
+        // Every document of an expiring session carries `expires_at` under a TTL index, so a
+        // server that keeps TTL indexes deletes expired sessions by itself.
+        caps.native_expiry = self.features.ttl;
         caps
     }
 
@@ -268,12 +271,16 @@ impl SessionStore for MongoStore {
         if self.features.transactions {
             // The session document exists (with its epoch) before the transaction, which then
             // writes only the head and the messages.
-            let (_, epoch) = self.reserve(session, 0).await?;
+            let (_, epoch, expires) = self.reserve(session, 0).await?;
             in_transaction!(self, |s| {
-                self.save_in_transaction(s, session, epoch, &fields, &meta)
+                self.save_in_transaction(s, session, (epoch, expires), &fields, &meta)
                     .await
             })?;
-            self.touch(session, t).await
+            self.touch(session, t).await?;
+            if expires.is_some() {
+                self.settle_expiry(session, Some(expires)).await?;
+            }
+            Ok(())
         } else {
             self.save_by_epoch_flip(session, &fields, &meta, t).await
         }
@@ -283,9 +290,9 @@ impl SessionStore for MongoStore {
         // Encode (and check sizes) before reserving, so bad input leaves no gap. (The validate
         // layer has checked the messages and never passes an empty append.)
         let fields = encode_all(messages)?;
-        let (first, epoch) = self.reserve(session, len_i64(fields.len())?).await?;
-        let docs = placed(session, epoch, first, &fields);
-        if docs.len() > 1 && self.features.transactions {
+        let (first, epoch, expires) = self.reserve(session, len_i64(fields.len())?).await?;
+        let docs = placed(session, epoch, first, &fields, expires);
+        let inserted = if docs.len() > 1 && self.features.transactions {
             // All-or-nothing for batches. The transaction touches only these new keys, so it
             // conflicts with no other writer.
             in_transaction!(self, |s| {
@@ -298,13 +305,20 @@ impl SessionStore for MongoStore {
             })
         } else {
             self.messages().insert_many(docs).await.map(|_| ()).mapped()
+        };
+        inserted?;
+        // Only for expiring sessions (one more round trip): a concurrent `update_session` may
+        // have changed the expiry these messages carry.
+        if expires.is_some() {
+            self.settle_expiry(session, Some(expires)).await?;
         }
+        Ok(())
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
         let mut attempt = 0;
         loop {
-            let Some(sd) = self.session_doc(session).await? else {
+            let Some(sd) = self.live_session_doc(session).await? else {
                 return Ok(None);
             };
             let epoch = sd.epoch;
@@ -323,7 +337,8 @@ impl SessionStore for MongoStore {
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        let docs = all_docs(self.sessions().find(doc! {}).sort(doc! {"_id": 1})).await?;
+        let live = live_filter(micros(now()));
+        let docs = all_docs(self.sessions().find(live).sort(doc! {"_id": 1})).await?;
         // One aggregation counts the messages of every session's current epoch (epochs are
         // unique across sessions, so matching them is enough).
         let current: Vec<String> = docs
@@ -350,27 +365,20 @@ impl SessionStore for MongoStore {
         else {
             return Ok(false);
         };
-        let epoch = session_doc(&d)?.epoch;
-        let h = self.head(epoch).await?;
-        let mut epochs: Vec<ObjectId> = h.archives.iter().map(|a| a.epoch).collect();
-        epochs.push(epoch);
-        epochs.sort();
-        epochs.dedup();
-        self.archived()
-            .delete_many(doc! {"session": session.as_str(), "epoch": {"$in": epochs.iter().map(|e| e.to_hex()).collect::<Vec<_>>()}})
-            .await
-            .mapped()?;
-        self.drop_epoch(session, epoch).await?;
+        self.remove_data(session, &d).await?;
         Ok(true)
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
         let fields = encode_all(replacement)?;
         if self.features.transactions {
-            let info = in_transaction!(self, |s| {
+            let (info, expires) = in_transaction!(self, |s| {
                 self.compact_in_transaction(s, session, &fields).await
             })?;
             self.touch(session, micros(info.created_at)).await?;
+            if expires.is_some() {
+                self.settle_expiry(session, Some(expires)).await?;
+            }
             Ok(info)
         } else {
             self.compact_by_epoch_flip(session, &fields).await
@@ -437,7 +445,10 @@ impl SessionStore for MongoStore {
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
         let at = now();
-        let mut report = PurgeReport::default();
+        let mut report = PurgeReport {
+            sessions_deleted: self.sweep_expired().await?,
+            ..Default::default()
+        };
         if policy.max_age.is_some() || policy.max_sessions.is_some() {
             // Newest first, so `max_sessions` keeps the head of the list.
             let sessions = self.sessions();
@@ -466,6 +477,31 @@ impl SessionStore for MongoStore {
             .mapped()?;
         report.memories_deleted = deleted.deleted_count;
         Ok(report)
+    }
+
+    async fn fork(
+        &self,
+        source: &SessionId,
+        target: &SessionId,
+        at: Option<&MessageId>,
+    ) -> Result<SessionInfo> {
+        self.fork_session(source, target, at).await
+    }
+
+    async fn rewind(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
+        self.rewind_session(session, to).await
+    }
+
+    async fn update_session(
+        &self,
+        session: &SessionId,
+        patch: &SessionPatch,
+    ) -> Result<SessionInfo> {
+        self.patch_session(session, patch).await
+    }
+
+    async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
+        self.query_sessions(query).await
     }
 }
 

@@ -475,7 +475,8 @@ async fn features_match_capabilities() {
     let caps = store.capabilities();
     assert_eq!(caps.atomic_compaction, f.transactions);
     assert_eq!(caps.indexed_search, f.text_search);
-    assert!(caps.durable && caps.cross_process && !caps.native_expiry);
+    assert!(caps.durable && caps.cross_process);
+    assert_eq!(caps.native_expiry, f.ttl);
     // Turning a feature off sticks; turning on one the server lacks does not.
     let reopen = |allowed: ServerFeatures| {
         MongoStore::from_client_with(store.client().clone(), store.database_name(), allowed)
@@ -516,4 +517,198 @@ async fn the_registry_opens_mongodb_urls() {
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
     assert_eq!(err.operation(), Some(Operation::Open));
     assert_eq!(err.backend_name(), Some("mongodb"));
+}
+
+/// Labels are stored as plain values (tags as `{k, v}` sub-documents, so `$`- and `.`-keys are
+/// never field names); the expiry as microseconds (`expires`) and as a date rounded up to the
+/// millisecond (`expires_at`, for the TTL indexes), which every document of the session carries
+/// while the expiry is set and none after `persist`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn labels_and_expiry_layout() {
+    use agentmem_core::SessionPatch;
+    let Some(store) = common::fresh_store(&common::url()).await else {
+        return;
+    };
+    let s = sid("labelled");
+    store
+        .append(&s, &[Message::user("a"), Message::user("b")])
+        .await
+        .unwrap();
+    store
+        .compact(&s, &[Message::system("summary")])
+        .await
+        .unwrap();
+    let at = chrono::DateTime::from_timestamp_micros(4_102_444_800_123_456).unwrap();
+    let patch = SessionPatch::default()
+        .owner("$gt")
+        .tag("$where", "1")
+        .tag("a.b", "{\"$ne\": null}")
+        .expire_at(at);
+    let info = store.update_session(&s, &patch).await.unwrap();
+    assert_eq!(info.expires_at, Some(at));
+    store.append(&s, &[Message::user("c")]).await.unwrap();
+
+    let sessions = raw(&store, "sessions").await;
+    assert_eq!(sessions.len(), 1);
+    let d = &sessions[0];
+    let mut keys = Vec::new();
+    all_keys(d, &mut keys);
+    assert!(
+        keys.iter().all(|k| !k.starts_with('$') && !k.contains('.')),
+        "{keys:?}"
+    );
+    assert_eq!(d.get_str("owner").unwrap(), "$gt");
+    let tags = d.get_array("tags").unwrap();
+    assert_eq!(tags.len(), 2);
+    assert_eq!(d.get_i64("expires").unwrap(), 4_102_444_800_123_456);
+    let ttl = d.get_datetime("expires_at").unwrap().timestamp_millis();
+    assert_eq!(ttl, 4_102_444_800_124, "rounded up to the millisecond");
+    for coll in ["messages", "archived_messages", "heads"] {
+        let docs = raw(&store, coll).await;
+        assert!(!docs.is_empty(), "{coll}");
+        for d in docs {
+            assert_eq!(
+                d.get_datetime("expires_at").unwrap().timestamp_millis(),
+                ttl,
+                "{coll}: {d:?}"
+            );
+        }
+    }
+    let loaded = store.load(&s, None).await.unwrap().unwrap();
+    assert_eq!(loaded.expires_at, Some(at), "kept to the microsecond");
+    assert_eq!(loaded.labels.tags["a.b"], "{\"$ne\": null}");
+
+    store
+        .update_session(&s, &SessionPatch::default().persist())
+        .await
+        .unwrap();
+    for coll in ["sessions", "messages", "archived_messages", "heads"] {
+        for d in raw(&store, coll).await {
+            assert!(d.get("expires_at").is_none(), "{coll}: {d:?}");
+            assert!(d.get("expires").is_none(), "{coll}: {d:?}");
+        }
+    }
+}
+
+/// A database of schema version 2 (sessions without labels or expiry) opens at the current
+/// version and reads back: no labels, never expires, and can then be labelled and found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_2_sessions_migrate_without_labels() {
+    use agentmem_core::{SessionPatch, SessionQuery};
+    let Some(store) = common::fresh_store(&common::url()).await else {
+        return;
+    };
+    let s = sid("old_session");
+    store
+        .append(&s, &[Message::user("from version 2")])
+        .await
+        .unwrap();
+    let db = store.client().database(store.database_name());
+    // Exactly the fields version 2 wrote, and its indexes.
+    let sessions = db.collection::<Document>("sessions");
+    for name in ["owner", "tags", "expires"] {
+        sessions.drop_index(name).await.unwrap();
+    }
+    db.collection::<Document>("meta")
+        .update_one(doc! {"_id": "schema"}, doc! {"$set": {"version": 2}})
+        .await
+        .unwrap();
+    let d = sessions.find_one(doc! {}).await.unwrap().unwrap();
+    let mut keys: Vec<&str> = d.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["_id", "created", "epoch", "next", "updated"]);
+
+    let reopened = MongoStore::from_client(store.client().clone(), store.database_name())
+        .await
+        .unwrap();
+    assert_eq!(reopened.schema_version().await.unwrap(), SCHEMA_VERSION);
+    let names = sessions.list_index_names().await.unwrap();
+    for name in ["owner", "tags", "expires"] {
+        assert!(names.contains(&name.to_string()), "{names:?}");
+    }
+    let loaded = reopened.load(&s, None).await.unwrap().unwrap();
+    assert!(loaded.labels.is_empty());
+    assert_eq!(loaded.expires_at, None);
+    assert_eq!(loaded.messages.len(), 1);
+    reopened
+        .update_session(&s, &SessionPatch::default().owner("ada"))
+        .await
+        .unwrap();
+    let page = reopened
+        .find_sessions(&SessionQuery::default().owner("ada"))
+        .await
+        .unwrap();
+    assert_eq!(page.sessions.len(), 1);
+}
+
+/// Both test servers keep TTL indexes (SecantusDB sweeps every 60 s like `mongod`; nx-27017
+/// deletes expired documents lazily as collections are read), so expiry is native on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ttl_indexes_are_detected() {
+    for url in [common::url(), common::text_url()] {
+        let Some(store) = common::fresh_store(&url).await else {
+            continue;
+        };
+        let f = store.features();
+        assert!(f.ttl, "{url}: {f:?}");
+        assert!(store.capabilities().native_expiry);
+        let mut off = ServerFeatures::ALL;
+        off.ttl = false;
+        let without =
+            MongoStore::from_client_with(store.client().clone(), store.database_name(), off)
+                .await
+                .unwrap();
+        assert!(!without.capabilities().native_expiry);
+    }
+}
+
+/// The TTL indexes delete every document of an expired session, not only its session
+/// document: on nx-27017 (`MONGODB_TEXT_URL`), which deletes expired documents as soon as a
+/// collection is read, nothing of it is left at once; a TTL monitor (SecantusDB, `mongod`)
+/// takes up to a minute, which the test waits for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_deletes_every_document_of_an_expired_session() {
+    use agentmem_core::SessionPatch;
+    let Some(store) = common::fresh_store(&common::text_url()).await else {
+        return;
+    };
+    let (gone, kept) = (sid("gone"), sid("kept"));
+    for s in [&gone, &kept] {
+        store
+            .append(s, &[Message::user("a"), Message::user("b")])
+            .await
+            .unwrap();
+        store.compact(s, &[Message::system("sum")]).await.unwrap();
+        store.append(s, &[Message::user("c")]).await.unwrap();
+    }
+    let past = agentmem_core::now() - chrono::Duration::seconds(5);
+    let _ = store
+        .update_session(&gone, &SessionPatch::default().expire_at(past))
+        .await;
+    // nx-27017 deletes at once; a TTL monitor (`mongod`, SecantusDB) within a minute.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(75);
+    loop {
+        let mut left = Vec::new();
+        for coll in ["sessions", "messages", "archived_messages", "heads"] {
+            let docs = raw(&store, coll).await;
+            assert!(
+                !docs.is_empty(),
+                "{coll}: the live session's documents stay"
+            );
+            for d in docs {
+                let owner = d.get_str("session").or_else(|_| d.get_str("_id")).unwrap();
+                if owner != "kept" {
+                    left.push((coll, d));
+                }
+            }
+        }
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server kept documents of the expired session: {left:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
 }
