@@ -1,9 +1,10 @@
-//! Compaction (archive + replace, in one transaction) and reading archives back.
+//! Compaction (archive + replace, in one transaction), rewriting one archive, and reading
+//! archives back.
 
 use std::collections::HashSet;
 
-use agentmem_core::support::{archive_id_base, free_archive_id};
-use agentmem_core::{Archive, ArchiveId, ArchiveInfo, Error, Message, SessionId};
+use agentmem_core::support::{archive_id_base, archive_not_found, free_archive_id};
+use agentmem_core::{Archive, ArchiveId, ArchiveInfo, Message, SessionId};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -47,6 +48,57 @@ pub(crate) fn compact(
         session: session.clone(),
         created_at: now,
         message_count: moved as u64,
+    })
+}
+
+/// Replaces the messages of archive `archive` of `session` with `messages`, in one `IMMEDIATE`
+/// transaction (readers see the old archive or the new one): its rows are deleted and the new
+/// ones inserted into it, the full-text triggers following both. The archive keeps its row,
+/// so its name, creation time and place among the session's archives; its count is the new
+/// one. The new rows reuse the archive's own sequence numbers, in order, and take fresh ones
+/// from the session's `next_seq` only for the messages past the old count, so a rewrite of
+/// the same length (a re-encryption) leaves the session row untouched. `NotFound`, changing
+/// nothing, when the session is missing or has expired or has no such archive.
+pub(crate) fn replace(
+    conn: &mut Connection,
+    session: &SessionId,
+    archive: &ArchiveId,
+    messages: &[Message],
+) -> SqlResult<ArchiveInfo> {
+    let tx = Tx::immediate(conn)?;
+    let now = rows::micros(agentmem_core::now());
+    let row = sessions::find_live(&tx, session.as_str(), now)?
+        .ok_or_else(|| archive_not_found(session, archive))?;
+    let (archive_rowid, created): (i64, i64) = tx
+        .prepare_cached(
+            "SELECT id, created_at FROM agentmem_archives WHERE session_id = ?1 AND name = ?2",
+        )?
+        .query_row(params![row.rowid, archive.as_str()], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?
+        .ok_or_else(|| archive_not_found(session, archive))?;
+    let old_seqs = tx
+        .prepare_cached("SELECT seq FROM agentmem_messages WHERE archive_id = ?1 ORDER BY seq")?
+        .query_map([archive_rowid], |r| r.get::<_, i64>(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    tx.prepare_cached("DELETE FROM agentmem_messages WHERE archive_id = ?1")?
+        .execute([archive_rowid])?;
+    let added = messages.len().saturating_sub(old_seqs.len());
+    let seqs = old_seqs.iter().copied().chain(row.next_seq..);
+    sessions::insert_rows_into(&tx, row.rowid, Some(archive_rowid), seqs, messages)?;
+    if added > 0 {
+        tx.prepare_cached("UPDATE agentmem_sessions SET next_seq = next_seq + ?2 WHERE id = ?1")?
+            .execute(params![row.rowid, rows::sql_int(added)])?;
+    }
+    tx.prepare_cached("UPDATE agentmem_archives SET message_count = ?2 WHERE id = ?1")?
+        .execute(params![archive_rowid, rows::sql_int(messages.len())])?;
+    tx.commit()?;
+    Ok(ArchiveInfo {
+        id: archive.clone(),
+        session: session.clone(),
+        created_at: rows::time(created)?,
+        message_count: messages.len() as u64,
     })
 }
 
@@ -110,10 +162,7 @@ pub(crate) fn load(
         })
         .optional()?;
     let Some((rowid, created, count)) = found else {
-        return Err(Error::not_found(format!(
-            "archive `{archive}` of session `{session}` does not exist"
-        ))
-        .into());
+        return Err(archive_not_found(session, archive).into());
     };
     let mut stmt = tx.prepare_cached(&format!(
         "SELECT {MESSAGE_COLUMNS} FROM agentmem_messages m WHERE m.archive_id = ?1 ORDER BY m.seq"
@@ -135,4 +184,80 @@ fn info(session: &SessionId, name: String, created: i64, count: i64) -> SqlResul
         created_at: rows::time(created)?,
         message_count: rows::count(count)?,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn hits(conn: &Connection, word: &str) -> i64 {
+        conn.query_row(
+            "SELECT count(*) FROM agentmem_messages_fts WHERE agentmem_messages_fts MATCH ?1",
+            [word],
+            |r| r.get(0),
+        )
+        .unwrap()
+    }
+
+    fn seqs(conn: &Connection) -> Vec<(Option<i64>, i64)> {
+        conn.prepare("SELECT archive_id, seq FROM agentmem_messages ORDER BY seq")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn replace_keeps_the_full_text_index_and_sequence_numbers_in_step() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::schema::migrate(&mut conn, "m").unwrap();
+        let id: SessionId = "s".parse().unwrap();
+        let old = [Message::user("walrus"), Message::user("walrus two")];
+        sessions::append(&mut conn, "s", &old).unwrap();
+        let archive = compact(&mut conn, &id, &[Message::system("summary")]).unwrap();
+        assert_eq!(seqs(&conn), [(Some(1), 1), (Some(1), 2), (None, 3)]);
+
+        // Same length: the archive's own sequence numbers, the session row untouched.
+        let same = [Message::user("narwhal"), Message::user("narwhal two")];
+        let info = replace(&mut conn, &id, &archive.id, &same).unwrap();
+        let mut expected = archive.clone();
+        expected.message_count = 2;
+        assert_eq!(info, expected);
+        assert_eq!(seqs(&conn), [(Some(1), 1), (Some(1), 2), (None, 3)]);
+        assert_eq!((hits(&conn, "walrus"), hits(&conn, "narwhal")), (0, 2));
+
+        // Longer: fresh numbers past the session's `next_seq` for the extra message.
+        let longer = [
+            Message::user("a"),
+            Message::user("b"),
+            Message::user("orca"),
+        ];
+        replace(&mut conn, &id, &archive.id, &longer).unwrap();
+        assert_eq!(
+            seqs(&conn),
+            [(Some(1), 1), (Some(1), 2), (None, 3), (Some(1), 4)]
+        );
+        assert_eq!((hits(&conn, "narwhal"), hits(&conn, "orca")), (0, 1));
+        assert_eq!(load(&mut conn, &id, &archive.id).unwrap().messages, longer);
+        sessions::append(&mut conn, "s", &[Message::user("after")]).unwrap();
+        assert_eq!(seqs(&conn).last(), Some(&(None, 5)));
+
+        // Shorter: the first numbers kept, the rest freed.
+        replace(&mut conn, &id, &archive.id, &longer[2..]).unwrap();
+        assert_eq!(seqs(&conn), [(Some(1), 1), (None, 3), (None, 5)]);
+        assert_eq!(hits(&conn, "orca"), 1);
+        conn.execute(
+            "INSERT INTO agentmem_messages_fts (agentmem_messages_fts) VALUES ('integrity-check')",
+            [],
+        )
+        .unwrap();
+
+        // A missing archive changes nothing and leaves no transaction open.
+        let missing = ArchiveId::new("history_1999-01-01_00-00-00").unwrap();
+        assert!(replace(&mut conn, &id, &missing, &same).is_err());
+        assert!(conn.is_autocommit());
+        assert_eq!(seqs(&conn), [(Some(1), 1), (None, 3), (None, 5)]);
+    }
 }

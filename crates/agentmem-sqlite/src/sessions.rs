@@ -9,7 +9,9 @@
 //! session's `next_seq` inside the same `IMMEDIATE` transaction that inserts the rows. SQLite
 //! admits one writer at a time (across processes too), so sequence numbers follow commit
 //! order exactly and a batch gets a contiguous run. Compaction moves rows out of the live set
-//! by setting `archive_id`; `seq` keeps growing, so live rows always sort after archived ones.
+//! by setting `archive_id`; `seq` keeps growing, so live rows sort after archived ones (except
+//! the rows a grown `replace_archive` adds past the archive's own numbers; every read filters
+//! by `archive_id`, so order only matters within one archive or the live set).
 
 use std::collections::BTreeMap;
 
@@ -111,12 +113,25 @@ fn touch(tx: &Connection, name: &str, now: i64) -> SqlResult<(i64, i64)> {
 
 /// Inserts `messages` as live rows of session `rowid` from sequence number `first_seq`.
 fn insert_rows(tx: &Connection, rowid: i64, first_seq: i64, messages: &[Message]) -> SqlResult<()> {
+    insert_rows_into(tx, rowid, None, first_seq.., messages)
+}
+
+/// Inserts `messages` as rows of session `rowid`, in archive `archive` (row id; `None`: live),
+/// the `i`th with the `i`th of `seqs` (which must hold as many unused, ascending numbers).
+pub(crate) fn insert_rows_into(
+    tx: &Connection,
+    rowid: i64,
+    archive: Option<i64>,
+    seqs: impl IntoIterator<Item = i64>,
+    messages: &[Message],
+) -> SqlResult<()> {
     let mut insert = tx.prepare_cached(
         "INSERT INTO agentmem_messages
-             (session_id, seq, message_id, role, content, timestamp, tool_call_id, tool_name, metadata)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+             (session_id, seq, message_id, role, content, timestamp, tool_call_id, tool_name,
+              metadata, archive_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?;
-    for (seq, m) in (first_seq..).zip(messages) {
+    for (seq, m) in seqs.into_iter().zip(messages) {
         insert.execute(params![
             rowid,
             seq,
@@ -127,6 +142,7 @@ fn insert_rows(tx: &Connection, rowid: i64, first_seq: i64, messages: &[Message]
             m.tool_call_id,
             m.tool_name,
             rows::metadata_text(&m.metadata)?,
+            archive,
         ])?;
     }
     Ok(())

@@ -212,6 +212,18 @@ impl SessionStore for SqliteStore {
             .await
     }
 
+    async fn replace_archive(
+        &self,
+        session: &SessionId,
+        archive: &ArchiveId,
+        messages: &[Message],
+    ) -> Result<ArchiveInfo> {
+        let (session, archive, messages) = (session.clone(), archive.clone(), messages.to_vec());
+        self.pool
+            .write(move |conn| archives::replace(conn, &session, &archive, &messages))
+            .await
+    }
+
     async fn fork(
         &self,
         source: &SessionId,
