@@ -96,11 +96,12 @@ mod open;
 // `agentmem-core` itself (as sqlx drivers depend on sqlx-core), so each item has one path here.
 pub use agentmem_core::backend::{Backend, BackendConfig, Registry};
 pub use agentmem_core::{
-    async_trait, history, layer, now, search, AgentMemory, AgentMemoryExt, AgentName, Archive,
-    ArchiveId, ArchiveInfo, Capabilities, ContextStore, Error, ErrorKind, InMemoryStore, Layered,
-    MemoryFilter, MemoryHit, MemoryId, MemoryItem, MemoryKind, MemoryScope, MemoryStore, Message,
-    MessageHit, MessageId, MessageQuery, Metadata, Operation, PurgeReport, Result, RetentionPolicy,
-    Role, ScopeFilter, Session, SessionId, SessionInfo, SessionStore, MAX_METADATA_DEPTH,
+    async_trait, history, layer, lifecycle, now, search, AgentMemory, AgentMemoryExt, AgentName,
+    Archive, ArchiveId, ArchiveInfo, Capabilities, ContextStore, Error, ErrorKind, InMemoryStore,
+    Layered, MemoryFilter, MemoryHit, MemoryId, MemoryItem, MemoryKind, MemoryScope, MemoryStore,
+    Message, MessageHit, MessageId, MessageQuery, Metadata, Operation, PurgeReport, Result,
+    RetentionPolicy, Rewind, Role, ScopeFilter, Session, SessionId, SessionInfo, SessionLabels,
+    SessionPage, SessionPatch, SessionQuery, SessionStore, MAX_METADATA_DEPTH,
 };
 pub use open::{open, registry};
 

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agentmem_core::backend::{Backend, Registry};
 use agentmem_core::{
-    AgentMemory, ContextStore, Error, MemoryFilter, MemoryItem, MemoryKind, MemoryScope,
-    MemoryStore, Message, MessageId, Metadata, Result, Role, SessionId, SessionStore,
+    AgentMemory, ContextStore, Error, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, MemoryScope,
+    MemoryStore, Message, MessageId, Metadata, Result, Role, SessionId, SessionPatch, SessionStore,
 };
 use agentmem_workspace::{global_sessions_requested, session_id, workspace_id_with, WorkspaceId};
 
@@ -87,6 +87,8 @@ struct State {
     processed: HashSet<MessageId>,
     /// Per session saved whole through a [`ContextStore`]: the ids of the last save, in order.
     saved_whole: HashMap<SessionId, Vec<MessageId>>,
+    /// Sessions this agent has labelled with its owner.
+    owned: HashSet<SessionId>,
 }
 
 impl fmt::Debug for Agent {
@@ -459,11 +461,52 @@ impl Agent {
         if text.is_empty() {
             return Err(Error::invalid_input("a memory needs some text"));
         }
-        let mut item = MemoryItem::new(kind, text).in_scope(self.memory_scope.clone());
-        if let (MemoryKind::ShortTerm, Some(ttl)) = (kind, self.config.short_term_ttl) {
-            item = item.expiring_in(ttl);
+        let item = MemoryItem::new(kind, text).in_scope(self.memory_scope.clone());
+        self.store.put_memory(&self.with_ttl(item)).await
+    }
+
+    /// `item` expiring as the config says for its kind: after
+    /// [`short_term_ttl`](AgentConfig::short_term_ttl) for short-term items, after
+    /// [`memory_ttl`](AgentConfig::memory_ttl) for the others; unchanged when that is `None`.
+    fn with_ttl(&self, item: MemoryItem) -> MemoryItem {
+        let ttl = match item.kind {
+            MemoryKind::ShortTerm => self.config.short_term_ttl,
+            _ => self.config.memory_ttl,
+        };
+        match ttl {
+            Some(ttl) => item.expiring_in(ttl),
+            None => item,
         }
-        self.store.put_memory(&item).await
+    }
+
+    /// After messages were appended to `session`: sets its expiry [`session_ttl`]
+    /// (AgentConfig::session_ttl) ahead, and its owner the first time, in one update.
+    async fn label_written(&self, session: &SessionId) -> Result<()> {
+        let mut patch = SessionPatch::default();
+        if let Some(ttl) = self.config.session_ttl {
+            patch = patch.expire_in(ttl);
+        }
+        let owner = self.config.owner.as_ref();
+        let unowned = owner.is_some() && !self.state().owned.contains(session);
+        if let (Some(owner), true) = (owner, unowned) {
+            patch = patch.owner(owner.clone());
+        }
+        if patch.is_empty() {
+            return Ok(());
+        }
+        match self.store.update_session(session, &patch).await {
+            Ok(_) => {}
+            // Labelling the owner is a courtesy to lookups: a store without labels still
+            // saves the turn. An expiry asked for is not optional.
+            Err(e) if e.kind() == ErrorKind::Unsupported && self.config.session_ttl.is_none() => {
+                return Ok(())
+            }
+            Err(e) => return Err(e),
+        }
+        if unowned {
+            self.state().owned.insert(session.clone());
+        }
+        Ok(())
     }
 
     /// Runs after a turn on the whole `conversation` so far:
@@ -523,7 +566,7 @@ impl Agent {
                             .to_memory_item()
                             .in_scope(self.memory_scope.clone())
                             .with_metadata("message_id", message.id.clone());
-                        self.store.put_memory(&item).await?;
+                        self.store.put_memory(&self.with_ttl(item)).await?;
                         report.facts.push(fact);
                     }
                 }
@@ -534,7 +577,7 @@ impl Agent {
                         if let Some(item) =
                             record(&insight, &self.memory_scope, &message.id, existing)
                         {
-                            self.store.put_memory(&item).await?;
+                            self.store.put_memory(&self.with_ttl(item)).await?;
                             report.insights.push(insight);
                         }
                     }
@@ -579,6 +622,7 @@ impl Agent {
             }
             return Err(e);
         }
+        self.label_written(session).await?;
         Ok(new.len())
     }
 

@@ -154,6 +154,15 @@ pub struct AgentConfig {
     /// How long short-term memory items ([`MemoryKind::ShortTerm`](agentmem_core::MemoryKind))
     /// live after they are stored; `None` keeps them until deleted. Default: one day.
     pub short_term_ttl: Option<Duration>,
+    /// How long the sessions the agent writes (history, auto-save) live after its last turn
+    /// that saved a message: each such turn sets their expiry this far ahead
+    /// ([`SessionPatch::expire_in`](agentmem_core::SessionPatch::expire_in)). `None` (the
+    /// default) keeps them until deleted.
+    pub session_ttl: Option<Duration>,
+    /// How long the other memory items the agent stores (facts, insights, long-term notes)
+    /// live; `None` (the default) keeps them until deleted. Short-term items keep
+    /// [`short_term_ttl`](Self::short_term_ttl).
+    pub memory_ttl: Option<Duration>,
 }
 
 /// How long short-term memory items live by default: one day.
@@ -175,6 +184,8 @@ impl Default for AgentConfig {
             memory_scope: None,
             owner: None,
             short_term_ttl: Some(DEFAULT_SHORT_TERM_TTL),
+            session_ttl: None,
+            memory_ttl: None,
         }
     }
 }
@@ -324,6 +335,27 @@ impl AgentConfig {
     /// Sets how long short-term items live (see [`short_term_ttl`](Self::short_term_ttl)).
     pub fn with_short_term_ttl(mut self, ttl: Option<Duration>) -> Self {
         self.short_term_ttl = ttl;
+        self
+    }
+
+    /// Sets how long the agent's sessions live after their last saving turn (see
+    /// [`session_ttl`](Self::session_ttl)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use agentmem_agent::AgentConfig;
+    /// let config = AgentConfig::default().with_session_ttl(Some(Duration::from_secs(30 * 86_400)));
+    /// assert!(config.session_ttl.is_some());
+    /// ```
+    pub fn with_session_ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.session_ttl = ttl;
+        self
+    }
+
+    /// Sets how long facts, insights and long-term notes live (see
+    /// [`memory_ttl`](Self::memory_ttl)).
+    pub fn with_memory_ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.memory_ttl = ttl;
         self
     }
 

@@ -430,3 +430,72 @@ async fn the_config_decides_global_sessions_over_the_environment() {
     let scoped = scoped_agent(a.path(), &store, "assistant");
     assert_ne!(scoped.history_session(), Some(&expected));
 }
+
+#[tokio::test]
+async fn session_ttl_and_owner_label_the_sessions_the_agent_writes() {
+    let store = in_memory();
+    let ttl = std::time::Duration::from_secs(3600);
+    let config = AgentConfig::default()
+        .with_history(true)
+        .with_session_id("ttl-chat")
+        .with_owner("ada")
+        .with_session_ttl(Some(ttl));
+    let agent = Agent::new(config, store.clone(), Some("assistant")).expect("memory");
+    let before = agentmem_core::now();
+    run(&agent, "hello", "hi").await;
+    let id: SessionId = "ttl-chat".parse().expect("id");
+    let session = store
+        .load(&id, Some(0))
+        .await
+        .expect("load")
+        .expect("saved");
+    assert_eq!(session.labels.owner.as_deref(), Some("ada"));
+    let expires = session.expires_at.expect("the session ttl sets an expiry");
+    assert!(expires >= before + std::time::Duration::from_secs(3600));
+    let page = store
+        .find_sessions(&agentmem_core::SessionQuery::default().owner("ada"))
+        .await
+        .expect("find");
+    assert_eq!(page.sessions.len(), 1);
+
+    // A later saving turn moves the expiry on (it slides with use).
+    run(&agent, "again", "sure").await;
+    let later = store
+        .load(&id, Some(0))
+        .await
+        .expect("load")
+        .expect("saved");
+    assert!(later.expires_at.expect("expiry") >= expires);
+}
+
+#[tokio::test]
+async fn memory_ttl_expires_facts_and_notes_but_not_without_it() {
+    let store = in_memory();
+    let ttl = std::time::Duration::from_secs(60);
+    let config = AgentConfig::default()
+        .with_auto_memory(true)
+        .with_memory_ttl(Some(ttl));
+    let agent = Agent::new(config, store.clone(), Some("assistant")).expect("memory");
+    let note = agent
+        .store_memory("The deploy key rotates monthly", MemoryKind::LongTerm)
+        .await
+        .expect("note");
+    assert!(
+        note.expires_at.is_some(),
+        "memory_ttl expires long-term notes"
+    );
+    after_turn(&agent, &[Message::user("My name is Ada")]).await;
+    let facts = store
+        .list_memories(&MemoryFilter::kind(MemoryKind::Fact))
+        .await
+        .expect("facts");
+    assert!(!facts.is_empty(), "auto-memory stored a fact");
+    assert!(facts.iter().all(|f| f.expires_at.is_some()), "{facts:?}");
+
+    let plain = Agent::new(AgentConfig::default(), store.clone(), None).expect("memory");
+    let kept = plain
+        .store_memory("Keep this", MemoryKind::LongTerm)
+        .await
+        .expect("note");
+    assert_eq!(kept.expires_at, None, "no memory_ttl, no expiry");
+}
