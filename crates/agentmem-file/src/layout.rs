@@ -7,8 +7,10 @@
 //! <root>/locks/<session id>.lock            lock of one session
 //! <root>/agents/<session id>/session.jsonl  the session's structured log (source of truth)
 //! <root>/agents/<session id>/MEMORY.md      Swarms view of it
+//! <root>/agents/<session id>/lifecycle.json labels and expiry (only when set)
 //! <root>/agents/<session id>/archive/history_<ts>.jsonl|.md
 //! <root>/agents/.trash-<random>             a session being deleted
+//! <root>/agents/.fork-<random>-<target id>  a fork being built, renamed into place
 //! ```
 //!
 //! Session lock files live outside the session folder: deleting a session renames its folder
@@ -25,6 +27,8 @@ pub(crate) const SESSION_LOG: &str = "session.jsonl";
 pub(crate) const MEMORY_MD: &str = "MEMORY.md";
 /// Prefix of session folders being deleted.
 pub(crate) const TRASH_PREFIX: &str = ".trash-";
+/// Prefix of session folders being built by a fork: `.fork-<random>-<target id>`.
+pub(crate) const FORK_PREFIX: &str = ".fork-";
 /// Folder, in a session's folder, of log lines set aside because they do not parse.
 pub(crate) const QUARANTINE_DIR: &str = "quarantine";
 
@@ -58,6 +62,7 @@ impl Layout {
         SessionPaths {
             log: dir.join(SESSION_LOG),
             md: dir.join(MEMORY_MD),
+            lifecycle: dir.join(crate::lifecycle::LIFECYCLE_FILE),
             archive: dir.join("archive"),
             lock: self.locks.join(format!("{}.lock", id.as_str())),
             dir,
@@ -71,6 +76,27 @@ pub(crate) struct SessionPaths {
     pub(crate) dir: PathBuf,
     pub(crate) log: PathBuf,
     pub(crate) md: PathBuf,
+    /// The sidecar of labels and expiry (see `lifecycle.rs`).
+    pub(crate) lifecycle: PathBuf,
     pub(crate) archive: PathBuf,
     pub(crate) lock: PathBuf,
+}
+
+/// The name of a folder in which a fork into `target` is built (see [`FORK_PREFIX`]).
+pub(crate) fn fork_folder_name(target: &SessionId) -> String {
+    format!(
+        "{FORK_PREFIX}{}-{}",
+        agentmem_core::new_id(),
+        target.as_str()
+    )
+}
+
+/// The target of the fork folder named `name`, when it is one.
+pub(crate) fn fork_folder_target(name: &str) -> Option<SessionId> {
+    let rest = name.strip_prefix(FORK_PREFIX)?;
+    let (random, target) = rest.split_once('-')?;
+    if random.is_empty() || !random.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return None;
+    }
+    SessionId::new(target).ok()
 }

@@ -20,6 +20,7 @@ mod config;
 mod fsutil;
 mod layout;
 mod lease;
+mod lifecycle;
 mod log;
 mod memories;
 mod repair;

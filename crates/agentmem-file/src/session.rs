@@ -10,8 +10,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use agentmem_core::history::{tail_start, trim_orphans};
+use agentmem_core::support::{fork_end, fork_target_exists, rewind_keep};
 use agentmem_core::{
-    now, Archive, ArchiveId, ArchiveInfo, Error, Message, Metadata, Result, SessionId,
+    now, Archive, ArchiveId, ArchiveInfo, Error, Message, MessageId, Metadata, Result, Rewind,
+    SessionId, SessionInfo, SessionPatch,
 };
 use agentmem_formats::swarms::{
     archive_file_stem, parse_memory_md, render_block, render_header, render_memory_md,
@@ -23,8 +25,9 @@ use crate::config::Durability;
 use crate::fsutil::{
     create_dirs, io_error, list_dir, open_append, stat, sync_dir, write_atomic, FileId, TMP_PREFIX,
 };
-use crate::layout::{SessionPaths, QUARANTINE_DIR};
+use crate::layout::{fork_folder_name, SessionPaths, QUARANTINE_DIR, TRASH_PREFIX};
 use crate::lease::Lease;
+use crate::lifecycle::{CachedLifecycle, Lifecycle, Stamp};
 use crate::log::{
     encode_append, encode_log, parse_archive_header, parse_entry, parse_session_header, scan_lines,
     ArchiveHeader, BadLine, SessionHeader, ARCHIVE_FORMAT, LOG_VERSION,
@@ -46,6 +49,45 @@ pub(crate) struct SessionSlot {
     pub(crate) paths: Option<Arc<SessionPaths>>,
     /// The session's open files and summary, when it exists and has been read.
     pub(crate) open: Option<OpenSession>,
+    /// Its labels and expiry as last read from `lifecycle.json` (`None`: not read yet).
+    pub(crate) lifecycle: Option<CachedLifecycle>,
+}
+
+impl SessionSlot {
+    /// The session's labels and expiry as last synced (none when not read).
+    pub(crate) fn lifecycle(&self) -> Lifecycle {
+        self.lifecycle
+            .as_ref()
+            .map(|c| c.data.clone())
+            .unwrap_or_default()
+    }
+
+    /// Whether the cached expiry has passed.
+    pub(crate) fn expired_now(&self) -> bool {
+        self.lifecycle
+            .as_ref()
+            .is_some_and(|c| c.data.expires_at.is_some() && c.data.is_expired_at(now()))
+    }
+
+    /// Forgets everything cached about the files (the next operation reads them afresh).
+    pub(crate) fn forget(&mut self) {
+        self.open = None;
+        self.lifecycle = None;
+    }
+
+    /// The summary of the session after a sync that found it.
+    pub(crate) fn info(&self, id: &SessionId) -> Option<SessionInfo> {
+        let o = self.open.as_ref()?;
+        let lifecycle = self.lifecycle();
+        Some(SessionInfo {
+            id: id.clone(),
+            message_count: o.count,
+            created_at: o.header.created_at,
+            updated_at: o.updated_at(),
+            labels: lifecycle.labels,
+            expires_at: lifecycle.expires_at,
+        })
+    }
 }
 
 /// The open files of an existing session and what this process last saw of them.
@@ -198,13 +240,64 @@ impl SessionCtx<'_> {
     /// Brings `slot` up to date with the files, repairing what a crash left (when
     /// `findings.fix`): a torn last log line, a stale or cut `MEMORY.md`, orphan archives,
     /// temporary files; a lone Swarms `MEMORY.md` is imported.
+    ///
+    /// A session whose expiry has passed is `Missing` (its files are left for a write or
+    /// `purge` to remove; see [`create`](Self::create)), without its log being read.
     pub(crate) fn sync(&self, slot: &mut SessionSlot, f: &mut Findings) -> Result<Synced> {
-        let result = self.sync_inner(slot, f);
+        if self.ignores_case && slot.open.is_none() {
+            // Before any file of the folder is read: it may be another session's.
+            if let Err(e) = refuse_case_twin(&self.paths.dir, self.id) {
+                slot.forget();
+                return Err(e);
+            }
+        }
+        let result = self.sync_lifecycle(slot).and_then(|()| {
+            if slot.expired_now() {
+                slot.open = None;
+                return Ok(Synced::Missing);
+            }
+            self.sync_inner(slot, f)
+        });
         if result.is_err() {
             // Whatever failed, read everything afresh next time.
-            slot.open = None;
+            slot.forget();
         }
         result
+    }
+
+    /// Brings the cached labels and expiry up to date with `lifecycle.json`: a `stat`, and a
+    /// read when it changed (nothing under a lease: no other process wrote).
+    fn sync_lifecycle(&self, slot: &mut SessionSlot) -> Result<()> {
+        if slot.lease.is_some() && slot.open.is_some() && slot.lifecycle.is_some() {
+            return Ok(());
+        }
+        let path = &self.paths.lifecycle;
+        let stamp = stat(path)?.map(|m| Stamp::of(&m));
+        if slot.lifecycle.as_ref().is_some_and(|c| c.stamp == stamp) {
+            return Ok(());
+        }
+        slot.lifecycle = None;
+        slot.lifecycle = Some(crate::lifecycle::read(path)?);
+        Ok(())
+    }
+
+    /// Replaces the session's labels and expiry with `data` (the sidecar written atomically,
+    /// or removed when `data` is empty).
+    fn write_lifecycle(&self, slot: &mut SessionSlot, data: Lifecycle) -> Result<()> {
+        let p = &self.paths;
+        slot.lifecycle = None;
+        let stamp = if data.is_empty() {
+            if stat(&p.lifecycle)?.is_some() {
+                remove_if_exists(&p.lifecycle)?;
+                sync_dir(&p.dir)?;
+            }
+            None
+        } else {
+            write_atomic(&p.dir, &p.lifecycle, &crate::lifecycle::encode(&data)?)?;
+            stat(&p.lifecycle)?.map(|m| Stamp::of(&m))
+        };
+        slot.lifecycle = Some(CachedLifecycle { stamp, data });
+        Ok(())
     }
 
     fn sync_inner(&self, slot: &mut SessionSlot, f: &mut Findings) -> Result<Synced> {
@@ -214,9 +307,6 @@ impl SessionCtx<'_> {
         }
         let repairs_before = f.list.len();
         let p = &self.paths;
-        if self.ignores_case && slot.open.is_none() {
-            refuse_case_twin(&p.dir, self.id)?;
-        }
         let meta = match stat(&p.log)? {
             Some(meta) => meta,
             None => {
@@ -790,7 +880,11 @@ impl SessionCtx<'_> {
         let Some(md) = stat(&self.paths.md)? else {
             return Ok(false);
         };
-        Ok(o.md.as_ref().is_some_and(|(_, id)| *id == FileId::of(&md)) && md.len() == o.md_len)
+        if !(o.md.as_ref().is_some_and(|(_, id)| *id == FileId::of(&md)) && md.len() == o.md_len) {
+            return Ok(false);
+        }
+        let sidecar = stat(&self.paths.lifecycle)?.map(|m| Stamp::of(&m));
+        Ok(slot.lifecycle.as_ref().is_some_and(|c| c.stamp == sidecar) && !slot.expired_now())
     }
 
     /// Appends to a session `sync` found current (see [`append`](Self::append)).
@@ -851,12 +945,15 @@ impl SessionCtx<'_> {
     }
 
     /// Creates the session with `messages`: the log first, then its view, each written whole.
+    /// An expired session there before is removed first (its messages, archives, labels and
+    /// expiry: the new session starts bare); a sidecar left without a log is dropped.
     fn create(
         &self,
         slot: &mut SessionSlot,
         messages: &[Message],
         metadata: Metadata,
     ) -> Result<()> {
+        self.clear_for_create(slot)?;
         let new_folder = !self.paths.dir.exists();
         create_dirs(&self.paths.dir)?;
         if new_folder {
@@ -869,6 +966,68 @@ impl SessionCtx<'_> {
         let mut header = SessionHeader::new(self.id, now());
         header.metadata = metadata;
         self.rewrite(slot, header, messages)
+    }
+
+    /// Before a session is created where `sync` found none: removes an expired session's
+    /// folder (renamed into the trash first, as a deletion), or a sidecar without a log.
+    fn clear_for_create(&self, slot: &mut SessionSlot) -> Result<()> {
+        let Some(cached) = slot.lifecycle.as_ref() else {
+            return Ok(());
+        };
+        if cached.stamp.is_none() {
+            return Ok(());
+        }
+        if cached.data.is_expired_at(now()) {
+            slot.forget();
+            remove_session_dir(&self.paths.dir)?;
+        } else {
+            remove_if_exists(&self.paths.lifecycle)?;
+        }
+        slot.lifecycle = Some(CachedLifecycle::default());
+        Ok(())
+    }
+
+    /// Changes the session's labels and expiry as `patch` says; `NotFound` when it does not
+    /// exist or has expired.
+    pub(crate) fn update(
+        &self,
+        slot: &mut SessionSlot,
+        patch: &SessionPatch,
+        f: &mut Findings,
+    ) -> Result<SessionInfo> {
+        if let Synced::Missing = self.sync(slot, f)? {
+            return Err(not_found(self.id));
+        }
+        let mut next = slot.lifecycle();
+        patch.apply(&mut next.labels, &mut next.expires_at)?;
+        self.write_lifecycle(slot, next)?;
+        slot.info(self.id)
+            .ok_or_else(|| Error::backend("session state missing after update"))
+    }
+
+    /// Removes the messages after the point `to` names and returns them, oldest first: the
+    /// log and then `MEMORY.md` rewritten with the kept messages, each atomically (as
+    /// `save_session` does), so a crash leaves the old state or the new one (a stale
+    /// `MEMORY.md` is regenerated from the log). Labels, expiry and archives stay.
+    pub(crate) fn rewind(
+        &self,
+        slot: &mut SessionSlot,
+        to: &Rewind,
+        f: &mut Findings,
+    ) -> Result<Vec<Message>> {
+        let Some((mut messages, o)) = self.load(slot, f)? else {
+            return Err(not_found(self.id));
+        };
+        let keep = rewind_keep(&messages, self.id, to)?;
+        if keep >= messages.len() {
+            return Ok(Vec::new());
+        }
+        let removed = messages.split_off(keep);
+        let mut header = o.header.clone();
+        // Never backwards: the removed messages may have carried later times.
+        header.updated_at = now().max(o.updated_at());
+        self.rewrite(slot, header, &messages)?;
+        Ok(removed)
     }
 
     /// Replaces the log and then `MEMORY.md` with `header` and `messages`, each atomically. A
@@ -928,10 +1087,7 @@ impl SessionCtx<'_> {
         f: &mut Findings,
     ) -> Result<ArchiveInfo> {
         let Some((messages, o)) = self.load(slot, f)? else {
-            return Err(Error::not_found(format!(
-                "session `{}` does not exist",
-                self.id
-            )));
+            return Err(not_found(self.id));
         };
         let header = o.header.clone();
         let p = &self.paths;
@@ -986,6 +1142,118 @@ impl SessionCtx<'_> {
             created_at: t,
             message_count: archive_header.message_count,
         })
+    }
+}
+
+/// The error for an operation on a session that does not exist (or has expired).
+pub(crate) fn not_found(id: &SessionId) -> Error {
+    Error::not_found(format!("session `{id}` does not exist"))
+}
+
+/// Removes a session's folder: renamed into the trash of its parent first (and the parent
+/// synced), so a crash never leaves half a session; the next open empties the trash.
+pub(crate) fn remove_session_dir(dir: &Path) -> Result<()> {
+    let Some(agents) = dir.parent() else {
+        return Err(Error::backend(format!("{} has no parent", dir.display())));
+    };
+    let trash = agents.join(format!("{TRASH_PREFIX}{}", agentmem_core::new_id()));
+    std::fs::rename(dir, &trash).map_err(|e| io_error(dir, "cannot move to the trash", e))?;
+    sync_dir(agents)?;
+    std::fs::remove_dir_all(&trash).map_err(|e| io_error(&trash, "cannot remove", e))
+}
+
+/// Writes a new file `path` whole (mode 0600) and fsyncs it.
+fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(crate::fsutil::FILE_MODE)
+        .open(path)
+        .map_err(|e| io_error(path, "cannot create", e))?;
+    file.write_all(bytes)
+        .map_err(|e| io_error(path, "cannot write", e))?;
+    file.sync_all()
+        .map_err(|e| io_error(path, "cannot fsync", e))
+}
+
+/// Copies the messages of `source` up to and including `at` (all when `None`), its metadata
+/// and labels into the new session `target` (no archives, no expiry), with both sessions'
+/// locks held by the caller.
+///
+/// `Conflict` when `target` exists (and has not expired); `NotFound` when `source` does not,
+/// or does not hold `at`. The target is built whole in a folder `agents/.fork-<random>-<id>`
+/// (files fsynced, then the folder) and renamed into place, so a crash leaves no half target;
+/// an expired target's folder is moved to the trash just before. A fork folder left by a crash
+/// is removed when a store opens (see `store.rs`).
+pub(crate) fn fork(
+    source: &SessionCtx<'_>,
+    source_slot: &mut SessionSlot,
+    target: &SessionCtx<'_>,
+    target_slot: &mut SessionSlot,
+    at: Option<&MessageId>,
+    f: &mut Findings,
+) -> Result<SessionInfo> {
+    if !matches!(target.sync(target_slot, f)?, Synced::Missing) {
+        return Err(fork_target_exists(target.id));
+    }
+    let Some((mut messages, o)) = source.load(source_slot, f)? else {
+        return Err(not_found(source.id));
+    };
+    let end = fork_end(&messages, source.id, at)?;
+    messages.truncate(end);
+    let mut header = SessionHeader::new(target.id, now());
+    header.metadata = o.header.metadata.clone();
+    let lifecycle = Lifecycle {
+        labels: source_slot.lifecycle().labels,
+        expires_at: None,
+    };
+
+    let dir = &target.paths.dir;
+    let Some(agents) = dir.parent() else {
+        return Err(Error::backend(format!("{} has no parent", dir.display())));
+    };
+    let building = agents.join(fork_folder_name(target.id));
+    let result = (|| {
+        create_dirs(&building)?;
+        write_new(
+            &building.join(crate::layout::SESSION_LOG),
+            &encode_log(&header, &messages)?,
+        )?;
+        let text = render_memory_md(&header.conversation, header.memory_created, &messages);
+        write_new(&building.join(crate::layout::MEMORY_MD), text.as_bytes())?;
+        if !lifecycle.is_empty() {
+            write_new(
+                &building.join(crate::lifecycle::LIFECYCLE_FILE),
+                &crate::lifecycle::encode(&lifecycle)?,
+            )?;
+        }
+        sync_dir(&building)?;
+        target_slot.forget();
+        if stat(dir)?.is_some() {
+            // An expired session, or a folder holding no session (a crash right after its
+            // creation): gone before the fork takes its place.
+            remove_session_dir(dir)?;
+        }
+        std::fs::rename(&building, dir)
+            .map_err(|e| io_error(dir, "cannot rename a fork into", e))?;
+        sync_dir(agents)
+    })();
+    if result.is_err() {
+        target_slot.forget();
+        if stat(&building).ok().flatten().is_some() {
+            let _ = std::fs::remove_dir_all(&building);
+        }
+    }
+    result?;
+    match target.sync(target_slot, f)? {
+        Synced::Missing => Err(Error::backend(format!(
+            "the fork `{}` vanished after it was written",
+            target.id
+        ))),
+        _ => target_slot
+            .info(target.id)
+            .ok_or_else(|| Error::backend("session state missing after fork")),
     }
 }
 

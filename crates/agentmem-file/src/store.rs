@@ -7,28 +7,29 @@ use std::time::Instant;
 
 use agentmem_core::layer;
 use agentmem_core::support::{
-    memory_retention_cutoff, rank_memories, rank_messages, retention_cutoff, search_terms,
-    select_memories,
+    fork_target_exists, memory_retention_cutoff, rank_memories, rank_messages, retention_cutoff,
+    search_terms, select_memories,
 };
 use agentmem_core::Layered;
 use agentmem_core::{
     async_trait, now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata,
-    PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
+    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery,
+    Metadata, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo,
+    SessionLabels, SessionPage, SessionPatch, SessionQuery, SessionStore,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::commit::Ticket;
 use crate::config::{Durability, FileConfig};
 use crate::fsutil::{
-    create_dirs, ignores_case, io_error, list_dir, open_lock_file, stat, sync_dir, write_atomic,
+    create_dirs, ignores_case, io_error, list_dir, open_lock_file, stat, write_atomic,
     FileLockGuard,
 };
-use crate::layout::{Layout, TRASH_PREFIX};
+use crate::layout::{fork_folder_target, Layout, FORK_PREFIX, TRASH_PREFIX};
 use crate::lease::{Lease, LeaseThread};
 use crate::memories::{MemoryCtx, MemorySlot};
 use crate::repair::{Findings, RepairKind, RepairLog, RepairReport};
-use crate::session::{SessionCtx, SessionSlot, Synced};
+use crate::session::{not_found, remove_session_dir, SessionCtx, SessionSlot, Synced};
 
 /// The schema version of the files this build writes.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -152,6 +153,29 @@ fn release_lock(slot: &mut SessionSlot) {
             slot.lock_file = None;
         }
     }
+}
+
+/// When [`FileStore::delete_one`] deletes, checked under the session's lock.
+#[derive(Debug, Clone, Copy)]
+enum Delete {
+    /// In any case (`delete_session`, `max_sessions`).
+    Always,
+    /// When the session was last written before this time (`max_age`).
+    OlderThan(chrono::DateTime<chrono::Utc>),
+    /// When its expiry has passed.
+    Expired,
+}
+
+/// Whether `labels` carry the owner and every tag `query` asks for (matched literally).
+fn labels_match(query: &SessionQuery, labels: &SessionLabels) -> bool {
+    query
+        .owner
+        .as_ref()
+        .is_none_or(|owner| labels.owner.as_ref() == Some(owner))
+        && query
+            .tags
+            .iter()
+            .all(|(key, value)| labels.tags.get(key) == Some(value))
 }
 
 fn join_error(e: tokio::task::JoinError) -> Error {
@@ -434,6 +458,10 @@ impl FileStore {
         let slot = self.slot(session);
         let mut slot = slot.try_lock().ok()?;
         slot.open.as_ref()?;
+        if slot.expired_now() {
+            // A write to an expired session starts a new one: the blocking path does that.
+            return None;
+        }
         let ctx = self.inner.session_ctx(session, &mut slot);
         let result = match self.inner.durability {
             Durability::Buffered => {
@@ -531,8 +559,8 @@ impl FileStore {
                 }
                 match SessionId::new(name) {
                     Ok(id) => ids.push(id),
-                    // Trash and foreign folders are not sessions.
-                    Err(_) if name.starts_with(TRASH_PREFIX) => {}
+                    // Trash, forks being built and foreign folders are not sessions.
+                    Err(_) if name.starts_with(TRASH_PREFIX) || name.starts_with(FORK_PREFIX) => {}
                     Err(e) => tracing::debug!(folder = name, error = %e, "skipping a folder that is not a session"),
                 }
             }
@@ -550,40 +578,36 @@ impl FileStore {
             if let Synced::Missing = ctx.sync(slot, f)? {
                 return Ok(None);
             }
-            Ok(slot.open.as_ref().map(|o| SessionInfo {
-                // TODO(issue 21): stored labels and expiry.
-                labels: Default::default(),
-                expires_at: None,
-                id: session,
-                message_count: o.count,
-                created_at: o.header.created_at,
-                updated_at: o.updated_at(),
-            }))
+            Ok(slot.info(&session))
         })
         .await
     }
 
-    /// Deletes one session's folder: renamed into the trash first, so a crash never leaves
-    /// half a session (the next open finishes removing the trash).
-    async fn delete_one(
-        &self,
-        id: &SessionId,
-        older_than: Option<chrono::DateTime<chrono::Utc>>,
-    ) -> Result<bool> {
-        let agents = self.inner.layout.agents.clone();
+    /// Deletes one session's folder when `when` still holds under its lock: renamed into the
+    /// trash first, so a crash never leaves half a session (the next open finishes removing
+    /// the trash).
+    async fn delete_one(&self, id: &SessionId, when: Delete) -> Result<bool> {
         self.session_op(id, move |ctx, slot, f| {
-            if let Some(cutoff) = older_than {
-                // Purge re-checks under the lock: a session written meanwhile is kept.
-                match ctx.sync(slot, f)? {
+            // Purge re-checks under the lock: a session written (or given a new expiry)
+            // meanwhile is kept.
+            match when {
+                Delete::Always => {}
+                Delete::OlderThan(cutoff) => match ctx.sync(slot, f)? {
                     Synced::Missing => return Ok(false),
                     _ => {
                         if slot.open.as_ref().is_some_and(|o| o.updated_at() >= cutoff) {
                             return Ok(false);
                         }
                     }
+                },
+                Delete::Expired => {
+                    ctx.sync(slot, f)?;
+                    if !slot.expired_now() {
+                        return Ok(false);
+                    }
                 }
             }
-            slot.open = None;
+            slot.forget();
             let dir = &ctx.paths.dir;
             if stat(dir)?.is_none() {
                 return Ok(false);
@@ -591,14 +615,111 @@ impl FileStore {
             // A folder with neither file (left by a crash right after its creation) held no
             // session: it is removed all the same, but reported as not existing.
             let existed = stat(&ctx.paths.log)?.is_some() || stat(&ctx.paths.md)?.is_some();
-            let trash = agents.join(format!("{TRASH_PREFIX}{}", agentmem_core::new_id()));
-            std::fs::rename(dir, &trash)
-                .map_err(|e| io_error(dir, "cannot move to the trash", e))?;
-            sync_dir(&agents)?;
-            std::fs::remove_dir_all(&trash).map_err(|e| io_error(&trash, "cannot remove", e))?;
+            remove_session_dir(dir)?;
             Ok(existed)
         })
         .await
+    }
+
+    /// The ids of the sessions whose sidecar (read without their locks: it is replaced
+    /// atomically) lets them match `query`'s labels and the cursor, and has not expired.
+    /// Only a first pass: the caller checks again under each session's lock.
+    async fn candidates(&self, query: &SessionQuery) -> Result<Vec<SessionId>> {
+        let ids = self.session_ids().await?;
+        let layout = self.inner.layout.clone();
+        let query = query.clone();
+        tokio::task::spawn_blocking(move || {
+            let at = now();
+            let mut out = Vec::new();
+            for id in ids {
+                if query.after.as_ref().is_some_and(|after| id <= *after) {
+                    continue;
+                }
+                let paths = layout.session(&id);
+                // A sidecar that cannot be read is decided under the lock (with its error).
+                if let Ok(cached) = crate::lifecycle::read(&paths.lifecycle) {
+                    let data = cached.data;
+                    if data.is_expired_at(at) || !labels_match(&query, &data.labels) {
+                        continue;
+                    }
+                }
+                out.push(id);
+            }
+            Ok(out)
+        })
+        .await
+        .map_err(join_error)?
+    }
+
+    /// The ids of the sessions whose sidecar (read without their locks) says they expired.
+    async fn expired_sessions(&self) -> Result<Vec<SessionId>> {
+        let ids = self.session_ids().await?;
+        let layout = self.inner.layout.clone();
+        tokio::task::spawn_blocking(move || {
+            let at = now();
+            Ok(ids
+                .into_iter()
+                .filter(|id| {
+                    crate::lifecycle::read(&layout.session(id).lifecycle)
+                        .is_ok_and(|c| c.data.is_expired_at(at))
+                })
+                .collect())
+        })
+        .await
+        .map_err(join_error)?
+    }
+
+    /// Runs `op` with the locks of two distinct sessions held: their in-process mutexes and
+    /// then their file locks, each pair taken in id order, so that two operations on the same
+    /// two sessions (in this process or another) never wait for each other in a cycle. A
+    /// lease this process kept on either is ended first, for the same reason.
+    async fn with_two_sessions<T, F>(&self, a: &SessionId, b: &SessionId, op: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(
+                &SessionCtx<'_>,
+                &mut SessionSlot,
+                &SessionCtx<'_>,
+                &mut SessionSlot,
+                &mut Findings,
+            ) -> Result<T>
+            + Send
+            + 'static,
+    {
+        let a_first = a < b;
+        let (first, second) = if a_first { (a, b) } else { (b, a) };
+        let mut first_guard = self.slot(first).lock_owned().await;
+        let mut second_guard = self.slot(second).lock_owned().await;
+        let inner = self.inner.clone();
+        let (first, second) = (first.clone(), second.clone());
+        let (result, leased) = tokio::task::spawn_blocking(move || {
+            let first_ctx = inner.session_ctx(&first, &mut first_guard);
+            let second_ctx = inner.session_ctx(&second, &mut second_guard);
+            end_lease(&mut first_guard);
+            end_lease(&mut second_guard);
+            let mut findings = Findings::new(true);
+            let result = Self::locked(&first_ctx, &mut first_guard, |first_slot| {
+                Self::locked(&second_ctx, &mut second_guard, |second_slot| {
+                    let f = &mut findings;
+                    if a_first {
+                        op(&first_ctx, first_slot, &second_ctx, second_slot, f)
+                    } else {
+                        op(&second_ctx, second_slot, &first_ctx, first_slot, f)
+                    }
+                })
+            });
+            inner.repairs.extend(&findings);
+            let ok = result.is_ok();
+            let leased = Self::after_op(&inner, &mut second_guard, ok);
+            let leased = Self::after_op(&inner, &mut first_guard, ok) || leased;
+            (result, leased)
+        })
+        .await
+        .map_err(join_error)?;
+        if leased {
+            self.lease_started();
+        }
+        result
     }
 
     async fn all_messages(&self, scope: &MessageQuery) -> Result<Vec<(SessionId, Message)>> {
@@ -676,10 +797,32 @@ fn prepare_root(layout: &Layout) -> Result<Findings> {
                 );
                 // Another process may be removing it at the same time: errors are expected.
                 let _ = std::fs::remove_dir_all(entry.path());
+            } else if let Some(target) = fork_folder_target(&entry.file_name().to_string_lossy()) {
+                remove_unfinished_fork(layout, &target, &entry.path(), &mut findings);
             }
         }
     }
     Ok(findings)
+}
+
+/// Removes the folder of a fork into `target` that a crash left unfinished. A fork holds the
+/// target's lock while its folder exists, so the folder is removed only when that lock is
+/// free (else a fork is running, or a lease is kept: the next open removes it).
+fn remove_unfinished_fork(layout: &Layout, target: &SessionId, dir: &Path, f: &mut Findings) {
+    let lock_path = layout.session(target).lock;
+    let Ok(lock) = open_lock_file(&lock_path) else {
+        return;
+    };
+    if lock.try_lock().is_ok() {
+        f.add(
+            RepairKind::TempFile,
+            Some(target),
+            dir.to_path_buf(),
+            "left by an interrupted fork; removed",
+        );
+        let _ = std::fs::remove_dir_all(dir);
+        let _ = lock.unlock();
+    }
 }
 
 #[async_trait]
@@ -738,15 +881,20 @@ impl SessionStore for FileStore {
             let Some((messages, total, o)) = ctx.load_window(slot, limit, f)? else {
                 return Ok(None);
             };
+            let (metadata, created_at, updated_at) = (
+                o.header.metadata.clone(),
+                o.header.created_at,
+                o.updated_at(),
+            );
+            let lifecycle = slot.lifecycle();
             Ok(Some(Session {
-                // TODO(issue 21): stored labels and expiry.
-                labels: Default::default(),
-                expires_at: None,
+                labels: lifecycle.labels,
+                expires_at: lifecycle.expires_at,
                 id,
                 messages,
-                metadata: o.header.metadata.clone(),
-                created_at: o.header.created_at,
-                updated_at: o.updated_at(),
+                metadata,
+                created_at,
+                updated_at,
                 total_messages: total,
             }))
         })
@@ -764,7 +912,7 @@ impl SessionStore for FileStore {
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        self.delete_one(session, None).await
+        self.delete_one(session, Delete::Always).await
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
@@ -798,6 +946,15 @@ impl SessionStore for FileStore {
     }
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
+        let mut report = PurgeReport::default();
+        // Expired sessions, whatever the policy (a first pass on the sidecars, then a check
+        // under each session's lock).
+        let expired = self.expired_sessions().await?;
+        for id in expired {
+            if self.delete_one(&id, Delete::Expired).await? {
+                report.sessions_deleted += 1;
+            }
+        }
         let mut sessions = self.list_sessions().await?;
         let cutoff = retention_cutoff(policy, now());
         // Newest first, so `max_sessions` keeps the head.
@@ -806,16 +963,15 @@ impl SessionStore for FileStore {
                 .cmp(&a.updated_at)
                 .then_with(|| a.id.cmp(&b.id))
         });
-        let mut report = PurgeReport::default();
         for (rank, info) in sessions.iter().enumerate() {
             let too_many = policy.max_sessions.is_some_and(|max| rank >= max);
             let too_old = cutoff.is_some_and(|c| info.updated_at < c);
-            let deleted = if too_many {
-                self.delete_one(&info.id, None).await?
-            } else if too_old {
-                self.delete_one(&info.id, cutoff).await?
-            } else {
-                false
+            let deleted = match cutoff {
+                _ if too_many => self.delete_one(&info.id, Delete::Always).await?,
+                Some(cutoff) if too_old => {
+                    self.delete_one(&info.id, Delete::OlderThan(cutoff)).await?
+                }
+                _ => false,
             };
             if deleted {
                 report.sessions_deleted += 1;
@@ -826,6 +982,63 @@ impl SessionStore for FileStore {
             .memory_op(move |ctx, slot, f| ctx.purge(slot, memory_cutoff, f))
             .await?;
         Ok(report)
+    }
+
+    async fn fork(
+        &self,
+        source: &SessionId,
+        target: &SessionId,
+        at: Option<&MessageId>,
+    ) -> Result<SessionInfo> {
+        if source == target {
+            // It exists (a conflict) or it does not (nothing to fork).
+            return self
+                .session_op(source, |ctx, slot, f| match ctx.sync(slot, f)? {
+                    Synced::Missing => Err(not_found(ctx.id)),
+                    _ => Err(fork_target_exists(ctx.id)),
+                })
+                .await;
+        }
+        let at = at.cloned();
+        self.with_two_sessions(source, target, move |s, s_slot, t, t_slot, f| {
+            crate::session::fork(s, s_slot, t, t_slot, at.as_ref(), f)
+        })
+        .await
+    }
+
+    async fn rewind(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
+        let to = to.clone();
+        self.session_op(session, move |ctx, slot, f| ctx.rewind(slot, &to, f))
+            .await
+    }
+
+    async fn update_session(
+        &self,
+        session: &SessionId,
+        patch: &SessionPatch,
+    ) -> Result<SessionInfo> {
+        patch.validate()?;
+        let patch = patch.clone();
+        self.session_op(session, move |ctx, slot, f| ctx.update(slot, &patch, f))
+            .await
+    }
+
+    async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
+        query.validate()?;
+        let mut matching = Vec::new();
+        for id in self.candidates(query).await? {
+            // Under the session's lock: its labels, expiry and summary as they are now.
+            let Some(info) = self.session_info(&id).await? else {
+                continue;
+            };
+            if query.matches(&info) {
+                matching.push(info);
+                if matching.len() > query.limit {
+                    break;
+                }
+            }
+        }
+        Ok(query.page(matching))
     }
 }
 

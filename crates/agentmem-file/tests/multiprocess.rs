@@ -2,13 +2,15 @@
 //! lock before their shared fsync) and buffered ones (which keep the lock as a lease while
 //! busy).
 //!
+//! Two processes forking between two sessions in opposite directions finish (no deadlock).
+//!
 //! The test re-runs its own test binary as the child processes: `child_appender` does work
 //! only when `AGENTMEM_FILE_CHILD_ROOT` is set, which the parent sets for its children alone.
 
 use std::collections::HashMap;
 use std::process::Command;
 
-use agentmem_core::{Message, SessionId, SessionStore};
+use agentmem_core::{ErrorKind, Message, Rewind, SessionId, SessionStore};
 use agentmem_file::{Durability, FileConfig, FileStore};
 
 const PROCESSES: usize = 4;
@@ -16,6 +18,9 @@ const PER_PROCESS: usize = 500;
 const ROOT_VAR: &str = "AGENTMEM_FILE_CHILD_ROOT";
 const INDEX_VAR: &str = "AGENTMEM_FILE_CHILD_INDEX";
 const DURABILITY_VAR: &str = "AGENTMEM_FILE_CHILD_DURABILITY";
+const FORKER_VAR: &str = "AGENTMEM_FILE_CHILD_FORKER";
+/// Rounds of each forking child.
+const FORKS: usize = 150;
 
 fn session() -> SessionId {
     "shared agent".parse().expect("valid id")
@@ -118,4 +123,106 @@ async fn four_processes_append(durability: Durability) {
         &session.messages,
     );
     assert_eq!(md, rendered);
+}
+
+/// Child side of the fork test: child 0 forks `x` into `y`, child 1 `y` into `x`, each
+/// appending to its source, rewinding it and deleting the target now and then, so that both
+/// processes keep leases and take the two locks at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_forker() {
+    let (Ok(root), Ok(index), Ok(_)) = (
+        std::env::var(ROOT_VAR),
+        std::env::var(INDEX_VAR),
+        std::env::var(FORKER_VAR),
+    ) else {
+        return; // Not a child: the parent test below drives this.
+    };
+    let store =
+        FileStore::connect_with(FileConfig::new(root).with_durability(Durability::Buffered))
+            .await
+            .expect("open");
+    let (x, y): (SessionId, SessionId) = ("x".parse().expect("id"), "y".parse().expect("id"));
+    let (from, to) = if index == "0" { (x, y) } else { (y, x) };
+    for i in 0..FORKS {
+        let m = Message::user(format!("p{index} #{i}"));
+        store.append(&from, &[m]).await.expect("append");
+        match store.fork(&from, &to, None).await {
+            Ok(info) => assert!(info.message_count > 0),
+            Err(e) => assert!(
+                matches!(e.kind(), ErrorKind::Conflict | ErrorKind::NotFound),
+                "{e}"
+            ),
+        }
+        if i % 3 == 0 {
+            // The other process may have just deleted it (as its fork target).
+            if let Err(e) = store.rewind(&from, &Rewind::Last(1)).await {
+                assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+            }
+        }
+        if i % 5 == 0 {
+            store.delete_session(&to).await.expect("delete");
+        }
+    }
+}
+
+/// Two processes forking between the same two sessions in opposite directions (with
+/// appends, rewinds and deletions between) finish: the locks are taken in one order
+/// everywhere. Every session left is whole, with `MEMORY.md` its log's view, and nothing is
+/// left half-built.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_forking_in_opposite_directions_finish() {
+    if std::env::var(ROOT_VAR).is_ok() {
+        return; // A child never spawns children.
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = std::env::current_exe().expect("test binary path");
+    let mut children: Vec<_> = (0..2)
+        .map(|p| {
+            Command::new(&exe)
+                .args(["--exact", "child_forker", "--nocapture", "--test-threads=1"])
+                .env(ROOT_VAR, dir.path())
+                .env(INDEX_VAR, p.to_string())
+                .env(FORKER_VAR, "1")
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn a child process")
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    for child in &mut children {
+        loop {
+            if let Some(status) = child.try_wait().expect("wait for a child") {
+                assert!(status.success(), "a child process failed: {status}");
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                for c in &mut children {
+                    let _ = c.kill();
+                }
+                panic!("the forking processes did not finish: deadlock?");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    let store = FileStore::connect_with(FileConfig::new(dir.path()))
+        .await
+        .expect("open");
+    for name in ["x", "y"] {
+        let id: SessionId = name.parse().expect("id");
+        let Some(session) = store.load(&id, None).await.expect("load") else {
+            continue;
+        };
+        let md = std::fs::read_to_string(store.memory_md_path(&id)).expect("MEMORY.md");
+        let rendered =
+            agentmem_formats::swarms::render_memory_md(name, session.created_at, &session.messages);
+        assert_eq!(md, rendered, "{name}: MEMORY.md is the log's view");
+    }
+    assert!(store.repairs().is_empty(), "{:?}", store.repairs());
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("agents"))
+        .expect("list")
+        .map(|e| e.expect("entry").file_name())
+        .filter(|n| n.to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }

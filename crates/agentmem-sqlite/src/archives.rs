@@ -21,12 +21,9 @@ pub(crate) fn compact(
     replacement: &[Message],
 ) -> SqlResult<ArchiveInfo> {
     let tx = Tx::immediate(conn)?;
-    let row = sessions::find(&tx, session.as_str())?.ok_or_else(|| {
-        Error::not_found(format!(
-            "session `{session}` does not exist, so it cannot be compacted"
-        ))
-    })?;
     let now = agentmem_core::now();
+    let row = sessions::find_live(&tx, session.as_str(), rows::micros(now))?
+        .ok_or_else(|| sessions::not_found(session, "compacted"))?;
     let name = free_name(&tx, row.rowid, now)?;
     let id = ArchiveId::new(name.as_str())?;
     tx.prepare_cached(
@@ -67,15 +64,17 @@ fn free_name(conn: &Connection, session_rowid: i64, at: DateTime<Utc>) -> SqlRes
     Ok(free_archive_id(at, |candidate| taken.contains(candidate)))
 }
 
-/// The session's archives, oldest first.
+/// The session's archives, oldest first (none when it is missing or has expired).
 pub(crate) fn list(conn: &mut Connection, session: &SessionId) -> SqlResult<Vec<ArchiveInfo>> {
+    let now = rows::micros(agentmem_core::now());
     let raw = conn
         .prepare_cached(
             "SELECT a.name, a.created_at, a.message_count
              FROM agentmem_archives a JOIN agentmem_sessions s ON s.id = a.session_id
-             WHERE s.name = ?1 ORDER BY a.created_at, a.id",
+             WHERE s.name = ?1 AND (s.expires_at IS NULL OR s.expires_at > ?2)
+             ORDER BY a.created_at, a.id",
         )?
-        .query_map([session.as_str()], |row| {
+        .query_map(params![session.as_str(), now], |row| {
             Ok((
                 row.get::<_, String>(0)?,
                 row.get::<_, i64>(1)?,
@@ -88,20 +87,21 @@ pub(crate) fn list(conn: &mut Connection, session: &SessionId) -> SqlResult<Vec<
         .collect()
 }
 
-/// One archive with its messages.
+/// One archive with its messages (`NotFound` when the session has expired).
 pub(crate) fn load(
     conn: &mut Connection,
     session: &SessionId,
     archive: &ArchiveId,
 ) -> SqlResult<Archive> {
+    let now = rows::micros(agentmem_core::now());
     let tx = Tx::deferred(conn)?;
     let found = tx
         .prepare_cached(
             "SELECT a.id, a.created_at, a.message_count
              FROM agentmem_archives a JOIN agentmem_sessions s ON s.id = a.session_id
-             WHERE s.name = ?1 AND a.name = ?2",
+             WHERE s.name = ?1 AND a.name = ?2 AND (s.expires_at IS NULL OR s.expires_at > ?3)",
         )?
-        .query_row(params![session.as_str(), archive.as_str()], |row| {
+        .query_row(params![session.as_str(), archive.as_str(), now], |row| {
             Ok((
                 row.get::<_, i64>(0)?,
                 row.get::<_, i64>(1)?,

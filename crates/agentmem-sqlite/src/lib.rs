@@ -14,6 +14,7 @@ mod archives;
 pub mod config;
 mod error;
 mod files;
+mod lifecycle;
 mod memories;
 mod pool;
 mod retention;

@@ -1,4 +1,4 @@
-//! Retention: one `DELETE` per limit; messages and archives follow by foreign-key
+//! Retention: one `DELETE` for expired sessions and one per limit; messages and archives follow by foreign-key
 //! cascade, and their full-text entries by trigger. Memory items go in one more `DELETE`
 //! (expired, or not updated since the memory cutoff), with their full-text entries by trigger.
 
@@ -9,13 +9,17 @@ use rusqlite::{params, Connection, TransactionBehavior};
 use crate::error::SqlResult;
 use crate::rows;
 
-/// Deletes sessions older than `max_age` (by last write) and all but the `max_sessions` most
+/// Deletes expired sessions, sessions older than `max_age` (by last write) and all but the `max_sessions` most
 /// recently written, and memory items that have expired or were last updated longer than
 /// `max_memory_age` ago, in one transaction.
 pub(crate) fn purge(conn: &mut Connection, policy: &RetentionPolicy) -> SqlResult<PurgeReport> {
     let at = now();
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let mut deleted = 0usize;
+    // Expired sessions go whatever the policy (the partial index on `expires_at` finds them).
+    let mut deleted = tx.execute(
+        "DELETE FROM agentmem_sessions WHERE expires_at <= ?1",
+        [rows::micros(at)],
+    )?;
     if let Some(cutoff) = retention_cutoff(policy, at) {
         deleted += tx.execute(
             "DELETE FROM agentmem_sessions WHERE updated_at < ?1",

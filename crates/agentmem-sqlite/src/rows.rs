@@ -3,8 +3,11 @@
 //! Timestamps are integer microseconds since the Unix epoch (the model's precision, so a round
 //! trip is exact); metadata is JSON text (`NULL` when empty); roles and kinds are their stored
 //! names; a memory item's scope is its [stored form](MemoryScope::stored_form) (`''` for the
-//! global scope) and a missing expiry time is `NULL`. A malformed value becomes a typed
+//! global scope) and a missing expiry time is `NULL`; a session's tags are rows of their own,
+//! read back as one JSON object. A malformed value becomes a typed
 //! `CorruptData` error, never a conversion panic.
+
+use std::collections::BTreeMap;
 
 use agentmem_core::{MemoryId, MemoryItem, MemoryScope, Message, MessageId, Metadata, Role};
 use chrono::{DateTime, Utc};
@@ -45,6 +48,20 @@ pub(crate) fn metadata(text: Option<&str>) -> SqlResult<Metadata> {
         Some(text) => serde_json::from_str(text).map_err(|e| {
             corrupt(format!(
                 "metadata ({e}): {}",
+                text.chars().take(60).collect::<String>()
+            ))
+        }),
+    }
+}
+
+/// A session's tags, read from the JSON object SQLite's `json_group_object` builds from its
+/// tag rows (`NULL` or `{}` without tags).
+pub(crate) fn tags(text: Option<&str>) -> SqlResult<BTreeMap<String, String>> {
+    match text {
+        None => Ok(BTreeMap::new()),
+        Some(text) => serde_json::from_str(text).map_err(|e| {
+            corrupt(format!(
+                "session tags ({e}): {}",
                 text.chars().take(60).collect::<String>()
             ))
         }),

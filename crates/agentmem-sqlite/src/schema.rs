@@ -159,6 +159,25 @@ const MIGRATIONS: &[&str] = &[
 "#,
         memories_fts_triggers!()
     ),
+    // 4: session labels and expiry. Title, owner and expiry are columns of the session row
+    // (existing sessions get none of them and never expire); tags are rows of their own,
+    // indexed by (key, value) for lookups, and go with their session by cascade.
+    r#"
+    ALTER TABLE agentmem_sessions ADD COLUMN title TEXT;
+    ALTER TABLE agentmem_sessions ADD COLUMN owner TEXT;
+    ALTER TABLE agentmem_sessions ADD COLUMN expires_at INTEGER;
+    CREATE INDEX agentmem_sessions_owner ON agentmem_sessions (owner, name)
+        WHERE owner IS NOT NULL;
+    CREATE INDEX agentmem_sessions_expires ON agentmem_sessions (expires_at)
+        WHERE expires_at IS NOT NULL;
+    CREATE TABLE agentmem_session_tags (
+        session_id INTEGER NOT NULL REFERENCES agentmem_sessions (id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (session_id, key)
+    ) WITHOUT ROWID;
+    CREATE INDEX agentmem_session_tags_lookup ON agentmem_session_tags (key, value, session_id);
+    "#,
 ];
 
 /// The query plan of `sql` (every parameter bound to 1), one line per step: tests check that
@@ -389,6 +408,59 @@ mod tests {
             )
             .unwrap();
         assert_eq!(leftovers, 0);
+    }
+
+    #[test]
+    fn version_3_sessions_read_back_after_migration_4_without_labels_or_expiry() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        migrate_to(&mut conn, "m", 3).unwrap();
+        conn.execute_batch(
+            "INSERT INTO agentmem_sessions
+                 (id, name, metadata, message_count, next_seq, created_at, updated_at)
+                 VALUES (4, 'old', '{\"a\":1}', 2, 3, 10, 20);
+             INSERT INTO agentmem_messages (session_id, seq, message_id, role, content, timestamp)
+                 VALUES (4, 1, 'm1', 'user', 'kubernetes latency', 11),
+                        (4, 2, 'm2', 'assistant', 'low', 12);",
+        )
+        .unwrap();
+        assert_eq!(migrate(&mut conn, "m").unwrap(), 3);
+        assert_eq!(read_version(&conn).unwrap(), SCHEMA_VERSION);
+        let id: agentmem_core::SessionId = "old".parse().unwrap();
+        for limit in [None, Some(0), Some(1)] {
+            let session = crate::sessions::load(&mut conn, &id, limit)
+                .unwrap()
+                .expect("the old session reads back");
+            assert_eq!(session.total_messages, 2);
+            assert!(session.labels.is_empty());
+            assert_eq!(session.expires_at, None);
+            assert_eq!(session.metadata["a"], 1);
+        }
+        let listed = crate::sessions::list(&mut conn).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].message_count, 2);
+        // Old sessions take labels, keep their sequence numbers, and go with their tags.
+        crate::lifecycle::update(
+            &mut conn,
+            &id,
+            &agentmem_core::SessionPatch::default()
+                .owner("ada")
+                .tag("k", "v"),
+        )
+        .unwrap();
+        crate::sessions::append(&mut conn, "old", &[agentmem_core::Message::user("x")]).unwrap();
+        let session = crate::sessions::load(&mut conn, &id, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(session.messages.len(), 3);
+        assert_eq!(session.labels.owner.as_deref(), Some("ada"));
+        crate::sessions::delete(&mut conn, "old").unwrap();
+        let tags: i64 = conn
+            .query_row("SELECT count(*) FROM agentmem_session_tags", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(tags, 0);
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub fn match_expression(query: &str) -> Option<String> {
     )
 }
 
-/// Live messages matching `query`, best first.
+/// Live messages of sessions not expired matching `query`, best first.
 pub(crate) fn messages(
     conn: &mut Connection,
     query: &str,
@@ -55,13 +55,15 @@ pub(crate) fn messages(
          JOIN agentmem_sessions s ON s.id = m.session_id
          WHERE agentmem_messages_fts MATCH ?1 AND m.archive_id IS NULL
            AND (?2 IS NULL OR s.name = ?2)
+           AND (s.expires_at IS NULL OR s.expires_at > ?4)
          ORDER BY 2, s.name, m.seq
          LIMIT ?3"
     ))?;
     let rows = stmt.query(params![
         expression,
         scope.session.as_ref().map(SessionId::as_str),
-        rows::sql_int(scope.limit)
+        rows::sql_int(scope.limit),
+        rows::micros(now())
     ])?;
     rows::collect(rows, scope.limit, |row| {
         let name = row

@@ -7,15 +7,16 @@ use agentmem_core::layer;
 use agentmem_core::Layered;
 use agentmem_core::{
     async_trait, Archive, ArchiveId, ArchiveInfo, Capabilities, MemoryFilter, MemoryHit, MemoryId,
-    MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
-    RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
+    MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery, Metadata, PurgeReport,
+    Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo, SessionPage, SessionPatch,
+    SessionQuery, SessionStore,
 };
 use rusqlite::Connection;
 
 use crate::config::{Location, SqliteConfig};
 use crate::error::BACKEND;
 use crate::pool::Pool;
-use crate::{archives, memories, retention, schema, search, sessions};
+use crate::{archives, lifecycle, memories, retention, schema, search, sessions};
 
 /// Agent memory in a SQLite database (backend `sqlite`).
 ///
@@ -208,6 +209,43 @@ impl SessionStore for SqliteStore {
         let policy = *policy;
         self.pool
             .write(move |conn| retention::purge(conn, &policy))
+            .await
+    }
+
+    async fn fork(
+        &self,
+        source: &SessionId,
+        target: &SessionId,
+        at: Option<&MessageId>,
+    ) -> Result<SessionInfo> {
+        let (source, target, at) = (source.clone(), target.clone(), at.cloned());
+        self.pool
+            .write(move |conn| lifecycle::fork(conn, &source, &target, at.as_ref()))
+            .await
+    }
+
+    async fn rewind(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
+        let (session, to) = (session.clone(), to.clone());
+        self.pool
+            .write(move |conn| lifecycle::rewind(conn, &session, &to))
+            .await
+    }
+
+    async fn update_session(
+        &self,
+        session: &SessionId,
+        patch: &SessionPatch,
+    ) -> Result<SessionInfo> {
+        let (session, patch) = (session.clone(), patch.clone());
+        self.pool
+            .write(move |conn| lifecycle::update(conn, &session, &patch))
+            .await
+    }
+
+    async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
+        let query = query.clone();
+        self.pool
+            .read(move |conn| lifecycle::find(conn, &query))
             .await
     }
 }

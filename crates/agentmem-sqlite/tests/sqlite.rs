@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use agentmem_core::{
     AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message,
-    MessageQuery, Operation, RetentionPolicy, SessionId, SessionStore,
+    MessageQuery, Operation, RetentionPolicy, Rewind, SessionId, SessionPatch, SessionStore,
 };
 use agentmem_sqlite::{SqliteConfig, SqliteStore, Synchronous, SCHEMA_VERSION};
 use rusqlite::Connection;
@@ -441,6 +441,71 @@ async fn full_text_indexes_follow_every_change() {
         )
         .unwrap();
     assert_eq!(orphans, 1, "only the kept session's message remains");
+}
+
+#[tokio::test]
+async fn fork_rewind_and_expiry_keep_the_index_and_leave_no_rows_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("life.db");
+    let store = open(&path).await;
+    let all = MessageQuery::default();
+    let (a, b) = (sid("a"), sid("b"));
+    let first = Message::user("walrus tusks");
+    store
+        .append(&a, &[first.clone(), Message::assistant("narwhal horn")])
+        .await
+        .unwrap();
+    store
+        .update_session(&a, &SessionPatch::default().tag("k", "v").owner("ada"))
+        .await
+        .unwrap();
+    store.fork(&a, &b, Some(&first.id)).await.unwrap();
+    assert_eq!(
+        store.search_messages("walrus", &all).await.unwrap().len(),
+        2
+    );
+    store.rewind(&a, &Rewind::Last(1)).await.unwrap();
+    assert!(store
+        .search_messages("narwhal", &all)
+        .await
+        .unwrap()
+        .is_empty());
+    fts_consistent(&path);
+
+    // An expired session is out of every search at once; a write over it and a purge delete
+    // its rows (messages, tags, index entries).
+    let past = agentmem_core::now() - chrono::Duration::seconds(1);
+    store
+        .update_session(&a, &SessionPatch::default().expire_at(past))
+        .await
+        .unwrap();
+    store
+        .update_session(&b, &SessionPatch::default().expire_at(past))
+        .await
+        .unwrap();
+    assert!(store
+        .search_messages("walrus", &all)
+        .await
+        .unwrap()
+        .is_empty());
+    store.append_one(&a, Message::user("fresh")).await.unwrap();
+    let report = store.purge(&RetentionPolicy::default()).await.unwrap();
+    assert_eq!(
+        report.sessions_deleted, 1,
+        "b was still stored, a was rewritten"
+    );
+    fts_consistent(&path);
+    let left: (i64, i64, i64) = Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT (SELECT count(*) FROM agentmem_sessions),
+                    (SELECT count(*) FROM agentmem_messages),
+                    (SELECT count(*) FROM agentmem_session_tags)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(left, (1, 1, 0));
 }
 
 #[tokio::test]

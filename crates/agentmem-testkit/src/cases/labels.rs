@@ -271,14 +271,18 @@ pub async fn find_sessions_filters_by_update_time(store: &dyn AgentMemory) {
     must::append(store, &new, &[Message::user("new")]).await;
     let new_info = load_some(store, &new, Some(0), "new").await;
     assert!(new_info.updated_at > old_info.updated_at);
-    let mut since = SessionQuery::default();
-    since.updated_since = Some(new_info.updated_at);
+    let since = SessionQuery {
+        updated_since: Some(new_info.updated_at),
+        ..SessionQuery::default()
+    };
     assert_eq!(
         ids_of(&must::find_sessions(store, &since).await.sessions),
         ["written_after"]
     );
-    let mut before = SessionQuery::default();
-    before.updated_before = Some(new_info.updated_at);
+    let before = SessionQuery {
+        updated_before: Some(new_info.updated_at),
+        ..SessionQuery::default()
+    };
     assert_eq!(
         ids_of(&must::find_sessions(store, &before).await.sessions),
         ["written_before"]
