@@ -305,7 +305,9 @@ fn parse_message(s: &str) -> std::result::Result<MessageId, String> {
 pub fn parse_tag(s: &str) -> std::result::Result<(String, String), String> {
     match s.split_once('=') {
         Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
-        _ => Err(format!("invalid tag {s:?}: write it KEY=VALUE, like project=kyoto")),
+        _ => Err(format!(
+            "invalid tag {s:?}: write it KEY=VALUE, like project=kyoto"
+        )),
     }
 }
 

@@ -26,7 +26,9 @@ pub async fn fork(
     if out.json() {
         return out.json_value(&info);
     }
-    let upto = at.map(|id| format!(" up to message {id}")).unwrap_or_default();
+    let upto = at
+        .map(|id| format!(" up to message {id}"))
+        .unwrap_or_default();
     out.line(format!(
         "forked {session} into {new}{upto}: {}",
         count(info.message_count, "message")

@@ -73,7 +73,16 @@ pub async fn run(cli: Cli, out: &mut Output) -> Result<()> {
             session,
             summary,
             auto,
-        } => sessions::compact(&open(&url, keys).await?, out, &session, summary.as_deref(), auto).await,
+        } => {
+            sessions::compact(
+                &open(&url, keys).await?,
+                out,
+                &session,
+                summary.as_deref(),
+                auto,
+            )
+            .await
+        }
         Command::Archives { session } => {
             sessions::archives(&open(&url, keys).await?, out, &session).await
         }
@@ -88,7 +97,9 @@ pub async fn run(cli: Cli, out: &mut Output) -> Result<()> {
             let scope = memories::scope_filter(agent, workspace, owner, global, exact);
             memories::list(&open(&url, keys).await?, out, kind, scope).await
         }
-        Command::Delete { session } => sessions::delete(&open(&url, keys).await?, out, &session).await,
+        Command::Delete { session } => {
+            sessions::delete(&open(&url, keys).await?, out, &session).await
+        }
         Command::Purge {
             older_than,
             keep,
@@ -102,7 +113,9 @@ pub async fn run(cli: Cli, out: &mut Output) -> Result<()> {
             sessions::purge(&open(&url, keys).await?, out, &policy).await
         }
         Command::WorkspaceId { path, agent } => workspace::show(out, path, agent.as_deref()),
-        Command::Doctor { repair, backup_dir } => doctor::run(&url, keys, out, repair, backup_dir).await,
+        Command::Doctor { repair, backup_dir } => {
+            doctor::run(&url, keys, out, repair, backup_dir).await
+        }
         Command::Export {
             session,
             all,
