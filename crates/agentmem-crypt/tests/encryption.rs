@@ -843,3 +843,9 @@ async fn lifecycle_through_the_layer(raw: Store) {
 async fn lifecycle_through_the_layer_in_memory() {
     lifecycle_through_the_layer(in_memory()).await;
 }
+
+#[tokio::test]
+async fn lifecycle_through_the_layer_on_files() {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    lifecycle_through_the_layer(file_store(dir.path()).await).await;
+}
