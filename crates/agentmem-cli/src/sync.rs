@@ -28,7 +28,7 @@
 //! one interrupted midway, adds no duplicates. A destination that diverges is a
 //! [`Conflict`](agentmem_core::ErrorKind::Conflict), and nothing is written.
 
-use agentmem_core::{AgentMemory, Error, Message, Result, SessionId};
+use agentmem_core::{AgentMemory, Error, Message, Result, SessionId, SessionLabels, SessionPatch};
 use agentmem_formats::{canonical_session, ArchiveExport, SessionExport};
 
 /// Reads a whole session: metadata, current messages and every archive; `None` when missing.
@@ -43,6 +43,8 @@ pub async fn read_session(
     let mut export = SessionExport::new(id.clone());
     export.metadata = session.metadata;
     export.messages = session.messages;
+    export.labels = session.labels;
+    export.expires_at = session.expires_at;
     export.created_at = Some(session.created_at);
     export.updated_at = Some(session.updated_at);
     for info in store.list_archives(id).await? {
@@ -76,6 +78,8 @@ pub struct SyncReport {
     pub archives_written: u64,
     /// The session's metadata was (re)written.
     pub metadata_written: bool,
+    /// The session's labels or expiry were (re)written.
+    pub labels_written: bool,
 }
 
 impl SyncReport {
@@ -85,6 +89,7 @@ impl SyncReport {
             && self.messages_written == 0
             && self.archives_written == 0
             && !self.metadata_written
+            && !self.labels_written
     }
 }
 
@@ -173,7 +178,38 @@ pub async fn sync_session(
             }
         }
     }
+
+    // Labels and expiry: one update when they differ from the destination's.
+    let (have_labels, have_expiry) = match &existing {
+        Some(have) => (have.labels.clone(), have.expires_at),
+        None => (SessionLabels::default(), None),
+    };
+    if have_labels != source.labels || have_expiry != source.expires_at {
+        report.labels_written = true;
+        if !options.dry_run {
+            dest.update_session(id, &label_patch(&have_labels, source))
+                .await?;
+        }
+    }
     Ok(report)
+}
+
+/// The patch that turns labels `have` (and any expiry) into `source`'s labels and expiry.
+fn label_patch(have: &SessionLabels, source: &SessionExport) -> SessionPatch {
+    let want = &source.labels;
+    let mut tags: std::collections::BTreeMap<String, Option<String>> = have
+        .tags
+        .keys()
+        .filter(|k| !want.tags.contains_key(*k))
+        .map(|k| (k.clone(), None))
+        .collect();
+    tags.extend(want.tags.iter().map(|(k, v)| (k.clone(), Some(v.clone()))));
+    SessionPatch {
+        title: Some(want.title.clone()),
+        owner: Some(want.owner.clone()),
+        tags,
+        expires_at: Some(source.expires_at),
+    }
 }
 
 /// Where an existing copy stands: it holds the first `transcript` archives and the first

@@ -73,6 +73,16 @@ fn generated() -> ExportDocument {
             s.messages = next(name, 750);
         }
         s.metadata.insert("owner".into(), name.into());
+        // Labels and an expiry (far ahead) travel with the session.
+        if name == "s1" {
+            s.labels.title = Some("Trip to Kyoto".into());
+            s.labels.owner = Some("ada".into());
+            s.labels.tags.insert("project".into(), "kyoto".into());
+            s.labels.tags.insert("a.b$c".into(), "*".into());
+        }
+        if name == "s2" {
+            s.expires_at = Some("2999-01-02T03:04:05.123456Z".parse().unwrap());
+        }
         doc.sessions.push(s);
     }
     for i in 0..5 {

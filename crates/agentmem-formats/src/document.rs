@@ -6,7 +6,7 @@ use std::str::FromStr;
 use std::path::Path;
 
 use agentmem_core::{
-    ArchiveInfo, Error, MemoryItem, Message, MessageId, Metadata, Result, SessionId,
+    ArchiveInfo, Error, MemoryItem, Message, MessageId, Metadata, Result, SessionId, SessionLabels,
 };
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -248,6 +248,12 @@ pub struct SessionExport {
     /// The archives, oldest first.
     #[serde(default)]
     pub archives: Vec<ArchiveExport>,
+    /// Title, owner and tags.
+    #[serde(default, skip_serializing_if = "SessionLabels::is_empty")]
+    pub labels: SessionLabels,
+    /// When the session expires (never when `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
     /// When the session was created, when read from a store.
     #[serde(skip)]
     pub created_at: Option<DateTime<Utc>>,
@@ -264,6 +270,8 @@ impl SessionExport {
             metadata: Metadata::new(),
             messages: Vec::new(),
             archives: Vec::new(),
+            labels: SessionLabels::default(),
+            expires_at: None,
             created_at: None,
             updated_at: None,
         }

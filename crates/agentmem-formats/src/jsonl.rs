@@ -37,7 +37,8 @@
 use std::io::{Read, Write};
 use std::path::Path;
 
-use agentmem_core::{Error, MemoryItem, Message, Metadata, Result, SessionId};
+use agentmem_core::{Error, MemoryItem, Message, Metadata, Result, SessionId, SessionLabels};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::fs::{export_error, read_text, read_to_string, write_atomic};
@@ -57,6 +58,10 @@ enum Record {
         metadata: Metadata,
         messages: u64,
         archives: u64,
+        #[serde(default)]
+        labels: SessionLabels,
+        #[serde(default)]
+        expires_at: Option<DateTime<Utc>>,
     },
     Message(Message),
     Archive {
@@ -74,6 +79,10 @@ enum RecordRef<'a> {
         metadata: &'a Metadata,
         messages: u64,
         archives: u64,
+        #[serde(skip_serializing_if = "SessionLabels::is_empty")]
+        labels: &'a SessionLabels,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        expires_at: Option<DateTime<Utc>>,
     },
     Message(&'a Message),
     Archive {
@@ -127,6 +136,8 @@ pub fn write_session<W: Write>(out: &mut W, session: &SessionExport) -> Result<(
             metadata: &session.metadata,
             messages: session.messages.len() as u64,
             archives: session.archives.len() as u64,
+            labels: &session.labels,
+            expires_at: session.expires_at,
         },
     )?;
     write_messages(out, &session.messages)?;
@@ -256,10 +267,14 @@ pub fn parse(text: &str, source: &str) -> Result<ExportDocument> {
                     metadata,
                     messages,
                     archives,
+                    labels,
+                    expires_at,
                 },
             ) => {
                 let mut s = SessionExport::new(id);
                 s.metadata = metadata;
+                s.labels = labels;
+                s.expires_at = expires_at;
                 doc.sessions.push(s);
                 next_in_session(messages, archives)
             }

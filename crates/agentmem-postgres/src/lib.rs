@@ -49,6 +49,7 @@ mod archives;
 mod codec;
 pub mod config;
 mod error;
+mod lifecycle;
 mod memories;
 mod retention;
 pub mod schema;

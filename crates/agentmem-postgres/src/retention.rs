@@ -11,8 +11,8 @@ use crate::store::PostgresStore;
 pub(crate) const PURGE_RETRIES: u32 = 3;
 
 impl PostgresStore {
-    /// One try of a purge, in one transaction: deletes the sessions last written before
-    /// `cutoff` and all but the `keep` most recently written, with their messages and
+    /// One try of a purge, in one transaction: deletes the sessions expired at `now`, those
+    /// last written before `cutoff` and all but the `keep` most recently written, with their messages and
     /// archives, and the memory items expired at `now` or last updated before
     /// `memory_cutoff`. Returns how many sessions and memory items it deleted.
     pub(crate) async fn purge_once(
@@ -28,6 +28,11 @@ impl PostgresStore {
             // One statement per rule. Each deletes (and so locks) the session rows first;
             // their messages and archives go in a later statement, whose snapshot sees every
             // append committed before those locks were taken.
+            // Expired sessions go first, whatever the policy; the rules below then count
+            // only live ones.
+            for row in tx.query_st(&self.sql.purge_expired, &[&now]).await? {
+                doomed.push(row.try_get(0)?);
+            }
             if let Some(cutoff) = cutoff {
                 for row in tx.query_st(&self.sql.purge_age, &[&cutoff]).await? {
                     doomed.push(row.try_get(0)?);

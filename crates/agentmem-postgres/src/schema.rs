@@ -13,7 +13,7 @@ use crate::config::quote_schema;
 use crate::error;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// First key of the advisory lock (`'amem'` in ASCII), so agentmem's locks do not collide
 /// with an application's own one-key advisory locks.
@@ -125,6 +125,28 @@ CREATE UNIQUE INDEX memories_scope_kind_key ON {s}.memories (scope, kind, key)
     WHERE key IS NOT NULL;
 CREATE INDEX memories_scope ON {s}.memories (scope, created_at, ord);
 CREATE INDEX memories_expires ON {s}.memories (expires_at) WHERE expires_at IS NOT NULL;
+"#,
+    },
+    Migration {
+        version: 3,
+        description: "session labels (title, owner, tags) and expiry",
+        // Existing sessions get no labels and never expire (adding nullable columns rewrites
+        // no rows). Tags are rows of their own, one per (session, key), indexed by (key,
+        // value) for lookups; owners are indexed with the id for paging in id order.
+        sql: r#"
+ALTER TABLE {s}.sessions ADD COLUMN title text;
+ALTER TABLE {s}.sessions ADD COLUMN owner text COLLATE "C";
+ALTER TABLE {s}.sessions ADD COLUMN expires_at timestamptz;
+CREATE INDEX sessions_owner ON {s}.sessions (owner, id) WHERE owner IS NOT NULL;
+CREATE INDEX sessions_expires ON {s}.sessions (expires_at) WHERE expires_at IS NOT NULL;
+
+CREATE TABLE {s}.session_tags (
+    session_id text COLLATE "C" NOT NULL,
+    key        text COLLATE "C" NOT NULL,
+    value      text COLLATE "C" NOT NULL,
+    PRIMARY KEY (session_id, key)
+);
+CREATE INDEX session_tags_key_value ON {s}.session_tags (key, value, session_id);
 "#,
     },
 ];

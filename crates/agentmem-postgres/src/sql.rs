@@ -34,17 +34,50 @@ const MESSAGES_AND_METADATA: &[Type] = &[
 const MESSAGES: &[Type] = MESSAGES_AND_METADATA
     .split_at(MESSAGES_AND_METADATA.len() - 1)
     .0;
-const NONE: &[Type] = &[];
 const TEXT: &[Type] = &[Type::TEXT];
 const TEXT_TEXT: &[Type] = &[Type::TEXT, Type::TEXT];
-const TEXT_INT8: &[Type] = &[Type::TEXT, Type::INT8];
 const TEXT_TIME: &[Type] = &[Type::TEXT, Type::TIMESTAMPTZ];
 const TEXT_ARRAY: &[Type] = &[Type::TEXT_ARRAY];
 const TIME: &[Type] = &[Type::TIMESTAMPTZ];
 const INT8: &[Type] = &[Type::INT8];
 const TIME_TIME: &[Type] = &[Type::TIMESTAMPTZ, Type::TIMESTAMPTZ];
 const ARCHIVE_MESSAGES: &[Type] = &[Type::TEXT, Type::TEXT, Type::TIMESTAMPTZ];
-const SEARCH_SESSION: &[Type] = &[Type::TEXT, Type::INT8, Type::TEXT];
+const TEXT_INT8_TIME: &[Type] = &[Type::TEXT, Type::INT8, Type::TIMESTAMPTZ];
+const TEXT_TEXT_TIME: &[Type] = &[Type::TEXT, Type::TEXT, Type::TIMESTAMPTZ];
+/// Query, limit, session, time.
+const SEARCH_SESSION: &[Type] = &[Type::TEXT, Type::INT8, Type::TEXT, Type::TIMESTAMPTZ];
+/// Source, target, last position copied (all when NULL), time.
+const FORK_COPY: &[Type] = &[Type::TEXT, Type::TEXT, Type::INT8, Type::TIMESTAMPTZ];
+/// Session, title, owner, expiry, tag keys removed, tag keys set, their values.
+const UPDATE_LABELS: &[Type] = &[
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TIMESTAMPTZ,
+    Type::TEXT_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::TEXT_ARRAY,
+];
+/// Cursor, time, updated since, updated before, tag keys, tag values, limit (and owner).
+const FIND_SESSIONS: &[Type] = &[
+    Type::TEXT,
+    Type::TIMESTAMPTZ,
+    Type::TIMESTAMPTZ,
+    Type::TIMESTAMPTZ,
+    Type::TEXT_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::INT8,
+];
+const FIND_SESSIONS_OF_OWNER: &[Type] = &[
+    Type::TEXT,
+    Type::TIMESTAMPTZ,
+    Type::TIMESTAMPTZ,
+    Type::TIMESTAMPTZ,
+    Type::TEXT_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::INT8,
+    Type::TEXT,
+];
 /// Scope, kind, key, time.
 const MEMORY_KEY_TIME: &[Type] = &[Type::TEXT, Type::TEXT, Type::TEXT, Type::TIMESTAMPTZ];
 /// Scope, kind, key, text, raw text, metadata, updated, tsvector text, expiry.
@@ -102,28 +135,59 @@ const SELECT_NEW_MESSAGE: &str = "SELECT $1, s.first_seq + m.ord - 1, m.id, m.ro
 /// The statements of one store.
 #[derive(Debug)]
 pub(crate) struct Sql {
-    /// Appends `$4..$12` to session `$1` at time `$2`, `$3` messages; one statement.
+    /// Appends `$4..$12` to session `$1` at time `$2`, `$3` messages; one statement. Returns
+    /// 1, or 0 (writing nothing, but locking the row) when the session has expired at `$2`.
     pub append: Stmt,
     /// Like `append`, but also sets the metadata `$13` and makes the new messages the
     /// session's only counted ones; the old rows are then removed by `delete_before_first`.
     pub save: Stmt,
     /// Deletes the messages of session `$1` older than its current first message.
     pub delete_before_first: Stmt,
-    /// Locks session `$1` for compaction; returns nothing when it does not exist.
+    /// Locks session `$1` unless it has expired at `$2`, returning its `next_seq`,
+    /// `message_count`, title, owner and expiry; nothing when it does not exist (or has
+    /// expired).
     pub lock_session: Stmt,
+    /// Like `lock_session`, with a shared lock (the source of a fork), returning `next_seq`
+    /// and `message_count`.
+    pub lock_session_shared: Stmt,
+    /// Whether session `$1` exists and has not expired at `$2` (one row, or none).
+    pub live_session: Stmt,
+    /// Deletes session `$1`'s row if it has expired at `$2`; its dependents go with
+    /// `delete_dependents`.
+    pub delete_expired_session: Stmt,
+    /// The position of the last message with id `$2` in session `$1` (NULL when none).
+    pub message_seq: Stmt,
+    /// Removes the messages of session `$1` from position `$2` on, written at `$3`; returns
+    /// them.
+    pub rewind: Stmt,
+    /// Creates session `$2` as a copy of session `$1` (locked) with its messages up to position
+    /// `$3` (all when NULL), at time `$4`; nothing when `$2` exists. Returns its summary.
+    pub fork_copy: Stmt,
+    /// The tags of session `$1`.
+    pub session_tags: Stmt,
+    /// Sets the title `$2`, owner `$3` and expiry `$4` of session `$1` (locked), removes its
+    /// tags `$5` and sets tags `$6` to values `$7`; returns its count and times.
+    pub update_labels: Stmt,
+    /// One page of live sessions: see [`find_sessions`].
+    pub find_sessions: Stmt,
+    /// Like `find_sessions`, of owner `$8` only.
+    pub find_sessions_of_owner: Stmt,
+    /// Deletes the sessions expired at `$1`.
+    pub purge_expired: Stmt,
     /// Archive ids of session `$1` starting with `$2`.
     pub archive_ids_like: Stmt,
     /// Moves every message of session `$1` into new archive `$2` created at `$3`.
     pub archive_messages: Stmt,
     /// Replaces the (just archived) messages of session `$1` with `$4..$12` at time `$2`.
     pub replace: Stmt,
-    /// Session `$1` with its last `$2` messages (all when `$2` is NULL), newest first.
+    /// Session `$1` with its last `$2` messages (all when `$2` is NULL), newest first, unless
+    /// it has expired at `$3`. Its labels are on one row only (see `session_from`).
     pub load: Stmt,
-    /// Every session's summary, by id.
+    /// The summary of every session not expired at `$1`, by id.
     pub list_sessions: Stmt,
     /// Deletes session `$1`'s row; its dependents go with `delete_dependents`.
     pub delete_session: Stmt,
-    /// Deletes messages, archives and archived messages of the sessions in `$1`.
+    /// Deletes messages, archives, archived messages and tags of the sessions in `$1`.
     pub delete_dependents: Stmt,
     /// Deletes sessions last written before `$1`.
     pub purge_age: Stmt,
@@ -131,13 +195,15 @@ pub(crate) struct Sql {
     pub purge_count: Stmt,
     /// Deletes the memory items expired at `$1` or last updated before `$2` (none when NULL).
     pub purge_memories: Stmt,
-    /// Archives of session `$1`, oldest first.
+    /// Archives of session `$1`, oldest first (none when it has expired at `$2`).
     pub list_archives: Stmt,
-    /// Archive `$2` of session `$1` with its messages.
+    /// Archive `$2` of session `$1` with its messages (nothing when it has expired at `$3`).
     pub load_archive: Stmt,
-    /// Ranked messages matching tsquery text `$1`, at most `$2`.
+    /// Ranked messages matching tsquery text `$1`, at most `$2`, of sessions not expired at
+    /// `$3`.
     pub search_messages: Stmt,
-    /// Like `search_messages`, in session `$3` only.
+    /// Ranked messages matching `$1`, at most `$2`, in session `$3` unless it has expired at
+    /// `$4`.
     pub search_session: Stmt,
     /// Deletes the item of scope `$1`, kind `$2` and key `$3` if it has expired at `$4`.
     pub memory_delete_expired_key: Stmt,
@@ -168,6 +234,22 @@ pub(crate) struct Sql {
 pub(crate) const MEMORY_COLUMNS: &str =
     "id, kind, key, text, text_raw, metadata, created_at, updated_at, scope, expires_at";
 
+/// The columns of a session summary, in the order `session_info` reads them, for sessions
+/// `s` in schema `{s}`: id, count, times, title, owner, expiry, tag keys and their values (in
+/// key order).
+fn session_info_columns(s: &str) -> String {
+    format!(
+        "s.id, s.message_count, s.created_at, s.updated_at, s.title, s.owner, s.expires_at,
+         ARRAY(SELECT t.key FROM {s}.session_tags t WHERE t.session_id = s.id ORDER BY t.key),
+         ARRAY(SELECT t.value FROM {s}.session_tags t WHERE t.session_id = s.id ORDER BY t.key)"
+    )
+}
+
+/// The condition that session `s` has not expired at `$n`.
+fn live_session(n: usize) -> String {
+    format!("(s.expires_at IS NULL OR s.expires_at > ${n})")
+}
+
 /// The condition that a memory item has not expired at `$n`.
 fn live(n: usize) -> String {
     format!("(expires_at IS NULL OR expires_at > ${n})")
@@ -177,7 +259,9 @@ impl Sql {
     /// The statements for the quoted schema `s`, prepared once per connection when `named`.
     pub(crate) fn new(s: &str, named: bool) -> Self {
         let st = |sql: String, types: &'static [Type]| Stmt::new(sql, types, named);
-        let append = insert_messages(
+        // An expired session is not written to (its row is only locked, and the statement
+        // returns 0): the caller then deletes it and writes again, in one transaction.
+        let append = counted_insert_messages(
             s,
             &format!(
                 "INSERT INTO {s}.sessions AS s (id, metadata, created_at, updated_at, next_seq, message_count)
@@ -186,10 +270,12 @@ impl Sql {
                     next_seq = s.next_seq + EXCLUDED.next_seq,
                     message_count = s.message_count + EXCLUDED.message_count,
                     updated_at = GREATEST(s.updated_at, EXCLUDED.updated_at)
-                RETURNING s.next_seq - $3 AS first_seq"
+                WHERE {live}
+                RETURNING s.next_seq - $3 AS first_seq",
+                live = live_session(2)
             ),
         );
-        let save = insert_messages(
+        let save = counted_insert_messages(
             s,
             &format!(
                 "INSERT INTO {s}.sessions AS s (id, metadata, created_at, updated_at, next_seq, message_count)
@@ -199,9 +285,12 @@ impl Sql {
                     next_seq = s.next_seq + EXCLUDED.next_seq,
                     message_count = EXCLUDED.message_count,
                     updated_at = GREATEST(s.updated_at, EXCLUDED.updated_at)
-                RETURNING s.next_seq - $3 AS first_seq"
+                WHERE {live}
+                RETURNING s.next_seq - $3 AS first_seq",
+                live = live_session(2)
             ),
         );
+        let info = session_info_columns(s);
         let replace = insert_messages(
             s,
             &format!(
@@ -225,8 +314,120 @@ impl Sql {
                 TEXT,
             ),
             lock_session: st(
-                format!("SELECT next_seq FROM {s}.sessions WHERE id = $1 FOR UPDATE"),
+                format!(
+                    "SELECT s.next_seq, s.message_count, s.title, s.owner, s.expires_at
+                     FROM {s}.sessions s
+                     WHERE s.id = $1 AND {live} FOR UPDATE",
+                    live = live_session(2)
+                ),
+                TEXT_TIME,
+            ),
+            lock_session_shared: st(
+                format!(
+                    "SELECT s.next_seq, s.message_count FROM {s}.sessions s
+                     WHERE s.id = $1 AND {live} FOR SHARE",
+                    live = live_session(2)
+                ),
+                TEXT_TIME,
+            ),
+            live_session: st(
+                format!(
+                    "SELECT 1 FROM {s}.sessions s WHERE s.id = $1 AND {live}",
+                    live = live_session(2)
+                ),
+                TEXT_TIME,
+            ),
+            delete_expired_session: st(
+                format!("DELETE FROM {s}.sessions WHERE id = $1 AND expires_at <= $2"),
+                TEXT_TIME,
+            ),
+            message_seq: st(
+                format!("SELECT max(seq) FROM {s}.messages WHERE session_id = $1 AND id = $2"),
+                TEXT_TEXT,
+            ),
+            rewind: st(
+                // The session row is locked: the delete's snapshot holds every append made
+                // before. `next_seq` moves back with the count, so the first position stays.
+                format!(
+                    "WITH gone AS (
+                        DELETE FROM {s}.messages WHERE session_id = $1 AND seq >= $2
+                        RETURNING seq, {MESSAGE_COLUMNS}
+                    ), n AS (
+                        SELECT count(*) AS n FROM gone
+                    ), u AS (
+                        UPDATE {s}.sessions SET
+                            next_seq = next_seq - n.n,
+                            message_count = message_count - n.n,
+                            updated_at = GREATEST(updated_at, $3)
+                        FROM n WHERE id = $1 AND n.n > 0
+                    )
+                    SELECT seq, {MESSAGE_COLUMNS} FROM gone"
+                ),
+                TEXT_INT8_TIME,
+            ),
+            fork_copy: st(
+                // Positions are copied as they are, so the copy's window
+                // (`next_seq - message_count` ..) starts where the source's does.
+                format!(
+                    "WITH src AS (
+                        SELECT count(*) AS n, coalesce(max(seq) + 1, 0) AS next
+                        FROM {s}.messages
+                        WHERE session_id = $1 AND ($3::int8 IS NULL OR seq <= $3)
+                    ), target AS (
+                        INSERT INTO {s}.sessions
+                            (id, metadata, created_at, updated_at, next_seq, message_count, title, owner)
+                        SELECT $2, s.metadata, $4, $4, src.next, src.n, s.title, s.owner
+                        FROM {s}.sessions s, src WHERE s.id = $1
+                        ON CONFLICT (id) DO NOTHING
+                        RETURNING id, message_count, created_at, updated_at, title, owner
+                    ), copied AS (
+                        INSERT INTO {s}.messages {INSERT_MESSAGE_COLUMNS}
+                        SELECT target.id, o.seq, {o_cols}, o.tsv
+                        FROM {s}.messages o, target
+                        WHERE o.session_id = $1 AND ($3::int8 IS NULL OR o.seq <= $3)
+                    ), tags AS (
+                        INSERT INTO {s}.session_tags (session_id, key, value)
+                        SELECT target.id, g.key, g.value FROM {s}.session_tags g, target
+                        WHERE g.session_id = $1
+                        RETURNING key, value
+                    )
+                    SELECT target.message_count, target.created_at, target.updated_at,
+                        target.title, target.owner,
+                        ARRAY(SELECT key FROM tags ORDER BY key),
+                        ARRAY(SELECT value FROM tags ORDER BY key)
+                    FROM target",
+                    o_cols = prefixed("o", MESSAGE_COLUMNS)
+                ),
+                FORK_COPY,
+            ),
+            session_tags: st(
+                format!("SELECT key, value FROM {s}.session_tags WHERE session_id = $1"),
                 TEXT,
+            ),
+            update_labels: st(
+                // The removed and the set keys are disjoint (one patch entry per key).
+                format!(
+                    "WITH removed AS (
+                        DELETE FROM {s}.session_tags WHERE session_id = $1 AND key = ANY($5::text[])
+                    ), added AS (
+                        INSERT INTO {s}.session_tags (session_id, key, value)
+                        SELECT $1, k, v FROM unnest($6::text[], $7::text[]) AS x(k, v)
+                        ON CONFLICT (session_id, key) DO UPDATE SET value = EXCLUDED.value
+                    )
+                    UPDATE {s}.sessions SET title = $2, owner = $3, expires_at = $4
+                    WHERE id = $1
+                    RETURNING message_count, created_at, updated_at, expires_at"
+                ),
+                UPDATE_LABELS,
+            ),
+            find_sessions: st(find_sessions(s, ""), FIND_SESSIONS),
+            find_sessions_of_owner: st(
+                find_sessions(s, " AND s.owner = $8"),
+                FIND_SESSIONS_OF_OWNER,
+            ),
+            purge_expired: st(
+                format!("DELETE FROM {s}.sessions WHERE expires_at <= $1 RETURNING id"),
+                TIME,
             ),
             archive_ids_like: st(
                 format!(
@@ -251,23 +452,37 @@ impl Sql {
                 ARCHIVE_MESSAGES,
             ),
             load: st(
+                // The labels go on the newest message's row only (or the one row of a session
+                // without messages), not on every row.
                 format!(
-                    "SELECT s.metadata, s.created_at, s.updated_at, s.message_count, m.seq, {m_cols}
+                    "SELECT s.metadata, s.created_at, s.updated_at, s.message_count, s.expires_at,
+                         CASE WHEN coalesce(m.rn, 1) = 1 THEN s.title END,
+                         CASE WHEN coalesce(m.rn, 1) = 1 THEN s.owner END,
+                         CASE WHEN coalesce(m.rn, 1) = 1 THEN ARRAY(
+                             SELECT t.key FROM {s}.session_tags t
+                             WHERE t.session_id = s.id ORDER BY t.key) END,
+                         CASE WHEN coalesce(m.rn, 1) = 1 THEN ARRAY(
+                             SELECT t.value FROM {s}.session_tags t
+                             WHERE t.session_id = s.id ORDER BY t.key) END,
+                         m.seq, {m_cols}
                      FROM {s}.sessions s
                      LEFT JOIN LATERAL (
-                         SELECT seq, {MESSAGE_COLUMNS} FROM {s}.messages
+                         SELECT seq, {MESSAGE_COLUMNS}, row_number() OVER (ORDER BY seq DESC) AS rn
+                         FROM {s}.messages
                          WHERE session_id = $1 ORDER BY seq DESC LIMIT $2
                      ) m ON true
-                     WHERE s.id = $1",
-                    m_cols = prefixed("m", MESSAGE_COLUMNS)
+                     WHERE s.id = $1 AND {live}",
+                    m_cols = prefixed("m", MESSAGE_COLUMNS),
+                    live = live_session(3)
                 ),
-                TEXT_INT8,
+                TEXT_INT8_TIME,
             ),
             list_sessions: st(
                 format!(
-                    "SELECT id, message_count, created_at, updated_at FROM {s}.sessions ORDER BY id"
+                    "SELECT {info} FROM {s}.sessions s WHERE {live} ORDER BY s.id",
+                    live = live_session(1)
                 ),
-                NONE,
+                TIME,
             ),
             delete_session: st(
                 format!("DELETE FROM {s}.sessions WHERE id = $1"),
@@ -276,7 +491,8 @@ impl Sql {
             delete_dependents: st(
                 format!(
                     "WITH m AS (DELETE FROM {s}.messages WHERE session_id = ANY($1)),
-                          a AS (DELETE FROM {s}.archives WHERE session_id = ANY($1))
+                          a AS (DELETE FROM {s}.archives WHERE session_id = ANY($1)),
+                          t AS (DELETE FROM {s}.session_tags WHERE session_id = ANY($1))
                      DELETE FROM {s}.archived_messages WHERE session_id = ANY($1)"
                 ),
                 TEXT_ARRAY,
@@ -295,10 +511,13 @@ impl Sql {
             ),
             list_archives: st(
                 format!(
-                    "SELECT id, created_at, message_count FROM {s}.archives
-                     WHERE session_id = $1 ORDER BY ord"
+                    "SELECT a.id, a.created_at, a.message_count FROM {s}.archives a
+                     WHERE a.session_id = $1
+                         AND EXISTS (SELECT 1 FROM {s}.sessions s WHERE s.id = $1 AND {live})
+                     ORDER BY a.ord",
+                    live = live_session(2)
                 ),
-                TEXT,
+                TEXT_TIME,
             ),
             load_archive: st(
                 format!(
@@ -306,28 +525,38 @@ impl Sql {
                      FROM {s}.archives a
                      LEFT JOIN {s}.archived_messages m
                          ON m.session_id = a.session_id AND m.archive_id = a.id
-                     WHERE a.session_id = $1 AND a.id = $2",
-                    m_cols = prefixed("m", MESSAGE_COLUMNS)
+                     WHERE a.session_id = $1 AND a.id = $2
+                         AND EXISTS (SELECT 1 FROM {s}.sessions s WHERE s.id = $1 AND {live})",
+                    m_cols = prefixed("m", MESSAGE_COLUMNS),
+                    live = live_session(3)
                 ),
-                TEXT_TEXT,
+                TEXT_TEXT_TIME,
             ),
             search_messages: st(
                 format!(
-                    "SELECT session_id, {MESSAGE_COLUMNS}, ts_rank(tsv, q, 1)::float8 AS score
-                     FROM {s}.messages, CAST($1::text AS tsquery) AS q
-                     WHERE tsv @@ q
-                     ORDER BY score DESC, session_id, seq
-                     LIMIT $2"
+                    "SELECT m.session_id, {m_cols}, ts_rank(m.tsv, q, 1)::float8 AS score
+                     FROM {s}.messages m
+                     JOIN {s}.sessions s ON s.id = m.session_id,
+                     CAST($1::text AS tsquery) AS q
+                     WHERE m.tsv @@ q AND {live}
+                     ORDER BY score DESC, m.session_id, m.seq
+                     LIMIT $2",
+                    m_cols = prefixed("m", MESSAGE_COLUMNS),
+                    live = live_session(3)
                 ),
-                TEXT_INT8,
+                TEXT_INT8_TIME,
             ),
             search_session: st(
                 format!(
-                    "SELECT session_id, {MESSAGE_COLUMNS}, ts_rank(tsv, q, 1)::float8 AS score
-                     FROM {s}.messages, CAST($1::text AS tsquery) AS q
-                     WHERE session_id = $3 AND tsv @@ q
-                     ORDER BY score DESC, seq
-                     LIMIT $2"
+                    "SELECT m.session_id, {m_cols}, ts_rank(m.tsv, q, 1)::float8 AS score
+                     FROM {s}.messages m
+                     JOIN {s}.sessions s ON s.id = m.session_id,
+                     CAST($1::text AS tsquery) AS q
+                     WHERE m.session_id = $3 AND s.id = $3 AND m.tsv @@ q AND {live}
+                     ORDER BY score DESC, m.seq
+                     LIMIT $2",
+                    m_cols = prefixed("m", MESSAGE_COLUMNS),
+                    live = live_session(4)
                 ),
                 SEARCH_SESSION,
             ),
@@ -423,6 +652,46 @@ fn memory_search(s: &str, and: &str) -> String {
          ORDER BY score DESC, created_at, ord
          LIMIT $3",
         live = live(4)
+    )
+}
+
+/// One page of live sessions, with `and` added to the condition: ids after `$1` (`''` for
+/// the first page), not expired at `$2`, written at or after `$3` and before `$4` (either
+/// NULL: no bound), carrying every tag `$5[i]` = `$6[i]`; at most `$7`, by id.
+///
+/// The tag condition runs once (a hashed subplan over the `(key, value)` index); every value
+/// is a bind parameter, so labels match literally.
+fn find_sessions(s: &str, and: &str) -> String {
+    format!(
+        "SELECT {info} FROM {s}.sessions s
+         WHERE s.id > $1 AND {live}
+             AND ($3::timestamptz IS NULL OR s.updated_at >= $3)
+             AND ($4::timestamptz IS NULL OR s.updated_at < $4)
+             AND (cardinality($5::text[]) = 0 OR s.id IN (
+                 SELECT t.session_id FROM {s}.session_tags t
+                 JOIN unnest($5::text[], $6::text[]) AS q(key, value)
+                     ON t.key = q.key AND t.value = q.value
+                 GROUP BY t.session_id
+                 HAVING count(*) = cardinality($5::text[])))
+             {and}
+         ORDER BY s.id
+         LIMIT $7",
+        info = session_info_columns(s),
+        live = live_session(2)
+    )
+}
+
+/// Like [`insert_messages`], returning how many session rows were written: 1, or 0 when the
+/// session's upsert skipped the row (its `WHERE` did not hold), and no message was inserted.
+fn counted_insert_messages(s: &str, session: &str) -> String {
+    format!(
+        "WITH s AS (
+            {session}
+        ), inserted AS (
+            INSERT INTO {s}.messages {INSERT_MESSAGE_COLUMNS}
+            {SELECT_NEW_MESSAGE} FROM s, {UNNEST_MESSAGES}
+        )
+        SELECT count(*) FROM s"
     )
 }
 

@@ -15,8 +15,9 @@ use agentmem_core::support::{
 use agentmem_core::Layered;
 use agentmem_core::{
     now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, ErrorKind, MemoryFilter, MemoryHit,
-    MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata, PurgeReport,
-    Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
+    MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery, Metadata,
+    PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo, SessionPage,
+    SessionPatch, SessionQuery, SessionStore,
 };
 use async_trait::async_trait;
 use chrono::Datelike;
@@ -29,6 +30,7 @@ use crate::config::{
     quote_schema, validate_schema, PostgresConfig, PreparedStatements, DEFAULT_CONNECT_TIMEOUT,
 };
 use crate::error::BACKEND;
+use crate::lifecycle::{expired_meanwhile, session_not_found, write_fresh};
 use crate::memories::{memory_from_row, PUT_RETRIES};
 use crate::retention::PURGE_RETRIES;
 use crate::schema;
@@ -256,25 +258,51 @@ impl SessionStore for PostgresStore {
         let meta = Json(metadata);
         let mut params: Vec<&(dyn ToSql + Sync)> = columns.params(&id).to_vec();
         params.push(&meta);
-        run!(self, 0, |client| async {
+        let written = run!(self, 0, |client| async {
             let tx = client.transaction().await?;
             // First take the session row's lock while writing the new messages after the old
-            // ones; only then delete the old ones, in a statement whose snapshot is taken
-            // after the lock, so an append that committed just before is deleted too rather
-            // than left behind.
-            tx.execute_st(&self.sql.save, &params).await?;
+            // ones (an expired session is deleted first); only then delete the old ones, in a
+            // statement whose snapshot is taken after the lock, so an append that committed
+            // just before is deleted too rather than left behind.
+            if !write_fresh(&self.sql, &tx, &self.sql.save, &params, id).await? {
+                return Ok(false);
+            }
             tx.execute_st(&self.sql.delete_before_first, &[&id]).await?;
-            tx.commit().await
-        })
+            tx.commit().await?;
+            Ok(true)
+        })?;
+        if !written {
+            return Err(expired_meanwhile(session));
+        }
+        Ok(())
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
         let columns = MessageColumns::new(messages, now())?;
         let id = session.as_str();
         let params = columns.params(&id);
-        run!(self, 0, |client| async {
-            client.execute_st(&self.sql.append, &params).await
+        // One statement, unless the session has expired: then it writes nothing, and the
+        // session is deleted and started afresh in one transaction.
+        let written: i64 = run!(self, 0, |client| async {
+            client
+                .query_one_st(&self.sql.append, &params)
+                .await?
+                .try_get(0)
         })?;
+        if written == 1 {
+            return Ok(());
+        }
+        let written = run!(self, 0, |client| async {
+            let tx = client.transaction().await?;
+            let written = write_fresh(&self.sql, &tx, &self.sql.append, &params, id).await?;
+            if written {
+                tx.commit().await?;
+            }
+            Ok(written)
+        })?;
+        if !written {
+            return Err(expired_meanwhile(session));
+        }
         Ok(())
     }
 
@@ -282,15 +310,17 @@ impl SessionStore for PostgresStore {
         let id = session.as_str();
         // NULL means no LIMIT.
         let window = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+        let at = now();
         let rows = run!(self, READ_RETRIES, |client| async {
-            client.query_st(&self.sql.load, &[&id, &window]).await
+            client.query_st(&self.sql.load, &[&id, &window, &at]).await
         })?;
         session_from(session, &rows, limit)
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
+        let at = now();
         let rows = run!(self, READ_RETRIES, |client| async {
-            client.query_st(&self.sql.list_sessions, &[]).await
+            client.query_st(&self.sql.list_sessions, &[&at]).await
         })?;
         rows.iter().map(session_info).collect()
     }
@@ -320,9 +350,10 @@ impl SessionStore for PostgresStore {
         let outcome = run!(self, 0, |client| async {
             let tx = client.transaction().await?;
             // The session row's lock orders this against appends: one that got the lock
-            // first is archived, one that waits lands after the replacement.
+            // first is archived, one that waits lands after the replacement. An expired
+            // session is not found.
             if tx
-                .query_opt_st(&self.sql.lock_session, &[&id])
+                .query_opt_st(&self.sql.lock_session, &[&id, &at])
                 .await?
                 .is_none()
             {
@@ -344,9 +375,7 @@ impl SessionStore for PostgresStore {
             Ok(Some((archive, archived)))
         })?;
         let Some((archive, archived)) = outcome else {
-            return Err(Error::not_found(format!(
-                "session `{session}` does not exist"
-            )));
+            return Err(session_not_found(session));
         };
         Ok(ArchiveInfo {
             id: ArchiveId::new(archive)?,
@@ -358,16 +387,20 @@ impl SessionStore for PostgresStore {
 
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
         let id = session.as_str();
+        let at = now();
         let rows = run!(self, READ_RETRIES, |client| async {
-            client.query_st(&self.sql.list_archives, &[&id]).await
+            client.query_st(&self.sql.list_archives, &[&id, &at]).await
         })?;
         rows.iter().map(|row| archive_info(session, row)).collect()
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
         let (id, name) = (session.as_str(), archive.as_str());
+        let at = now();
         let rows = run!(self, READ_RETRIES, |client| async {
-            client.query_st(&self.sql.load_archive, &[&id, &name]).await
+            client
+                .query_st(&self.sql.load_archive, &[&id, &name, &at])
+                .await
         })?;
         archive_from(session, archive, &rows)
     }
@@ -378,16 +411,17 @@ impl SessionStore for PostgresStore {
         };
         let limit = i64::try_from(scope.limit).unwrap_or(i64::MAX);
         let session = scope.session.as_ref().map(SessionId::as_str);
+        let at = now();
         let rows = run!(self, READ_RETRIES, |client| async {
             match session {
                 Some(session) => {
                     client
-                        .query_st(&self.sql.search_session, &[&tsquery, &limit, &session])
+                        .query_st(&self.sql.search_session, &[&tsquery, &limit, &session, &at])
                         .await
                 }
                 None => {
                     client
-                        .query_st(&self.sql.search_messages, &[&tsquery, &limit])
+                        .query_st(&self.sql.search_messages, &[&tsquery, &limit, &at])
                         .await
                 }
             }
@@ -420,6 +454,31 @@ impl SessionStore for PostgresStore {
             sessions_deleted: sessions as u64,
             memories_deleted: memories,
         })
+    }
+
+    async fn fork(
+        &self,
+        source: &SessionId,
+        target: &SessionId,
+        at: Option<&MessageId>,
+    ) -> Result<SessionInfo> {
+        self.fork_session(source, target, at).await
+    }
+
+    async fn rewind(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
+        self.rewind_session(session, to).await
+    }
+
+    async fn update_session(
+        &self,
+        session: &SessionId,
+        patch: &SessionPatch,
+    ) -> Result<SessionInfo> {
+        self.update_labels(session, patch).await
+    }
+
+    async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
+        self.find(query).await
     }
 }
 

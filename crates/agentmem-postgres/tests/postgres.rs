@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use agentmem_core::{
     AgentMemoryExt, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, MemoryScope, MemoryStore,
-    Message, SessionId, SessionStore,
+    Message, Rewind, SessionId, SessionPatch, SessionQuery, SessionStore,
 };
 use agentmem_postgres::deadpool_postgres::{Manager, Pool, Runtime};
 use agentmem_postgres::{PostgresStore, SCHEMA_VERSION};
@@ -297,7 +297,8 @@ async fn version_1_memories_become_global_when_migrated_to_2() {
     // Put the memories table back as version 1 left it, with an item in it.
     admin
         .batch_execute(&format!(
-            "DROP INDEX {s}.memories_scope_kind_key;
+            "{undo_3}
+             DROP INDEX {s}.memories_scope_kind_key;
              DROP INDEX {s}.memories_scope;
              DROP INDEX {s}.memories_expires;
              ALTER TABLE {s}.memories DROP COLUMN scope, DROP COLUMN expires_at;
@@ -305,7 +306,8 @@ async fn version_1_memories_become_global_when_migrated_to_2() {
                  WHERE key IS NOT NULL;
              DELETE FROM {s}.schema_migrations WHERE version > 1;
              INSERT INTO {s}.memories (id, kind, key, text, created_at, updated_at, tsv)
-                 VALUES ('old', 'fact', 'name', 'name is Ada', now(), now(), 'ada:3');"
+                 VALUES ('old', 'fact', 'name', 'name is Ada', now(), now(), 'ada:3');",
+            undo_3 = undo_version_3(&s)
         ))
         .await
         .expect("downgrade to version 1");
@@ -335,6 +337,81 @@ async fn version_1_memories_become_global_when_migrated_to_2() {
         .await
         .expect("put");
     assert_eq!(replaced.id, old.id, "the global item is replaced by key");
+    store.drop_schema().await.expect("drop test schema");
+}
+
+/// SQL putting a schema at version 3 (quoted `s`) back as version 2 left it.
+fn undo_version_3(s: &str) -> String {
+    format!(
+        "DROP TABLE {s}.session_tags;
+         DROP INDEX {s}.sessions_owner;
+         DROP INDEX {s}.sessions_expires;
+         ALTER TABLE {s}.sessions DROP COLUMN title, DROP COLUMN owner, DROP COLUMN expires_at;
+         DELETE FROM {s}.schema_migrations WHERE version > 2;"
+    )
+}
+
+#[tokio::test]
+async fn version_2_sessions_get_labels_and_expiry_when_migrated_to_3() {
+    let Some(store) = common::open(&[]).await else {
+        return;
+    };
+    let (old, other) = (sid("old"), sid("other"));
+    let history = vec![
+        Message::user("written by version 2"),
+        Message::assistant("ok"),
+    ];
+    store.append(&old, &history).await.expect("append");
+    store
+        .compact(&old, &[Message::system("summary")])
+        .await
+        .expect("compact");
+    store.append(&old, &history).await.expect("append");
+    store
+        .append_one(&other, Message::user("another"))
+        .await
+        .expect("append");
+    let s = format!("\"{}\"", store.schema());
+    common::admin()
+        .await
+        .batch_execute(&undo_version_3(&s))
+        .await
+        .expect("downgrade to version 2");
+    let again = reopen_current(&store).await;
+
+    // Everything version 2 wrote reads back, with no labels and no expiry.
+    let session = again.load(&old, None).await.expect("load").expect("kept");
+    assert_eq!(session.messages[0].content, "summary");
+    assert_eq!(session.messages[1..], history[..]);
+    assert!(session.labels.is_empty());
+    assert_eq!(session.expires_at, None);
+    assert_eq!(again.list_archives(&old).await.expect("archives").len(), 1);
+    let listed = again.list_sessions().await.expect("list");
+    assert_eq!(listed.len(), 2);
+    assert!(listed
+        .iter()
+        .all(|s| s.labels.is_empty() && s.expires_at.is_none()));
+    let hits = again
+        .search_messages("version", &Default::default())
+        .await
+        .expect("search");
+    assert_eq!(hits.len(), 1);
+
+    // And the new operations work on it.
+    let patch = SessionPatch::default().owner("ada").tag("from", "v2");
+    again.update_session(&old, &patch).await.expect("label");
+    let page = again
+        .find_sessions(&SessionQuery::default().tag("from", "v2"))
+        .await
+        .expect("find");
+    assert_eq!(page.sessions.len(), 1);
+    assert_eq!(page.sessions[0].id, old);
+    assert_eq!(page.sessions[0].message_count, 3);
+    let removed = again.rewind(&old, &Rewind::Last(1)).await.expect("rewind");
+    assert_eq!(removed, history[1..]);
+    let fork = again.fork(&old, &sid("fork"), None).await.expect("fork");
+    assert_eq!(fork.message_count, 2);
+    assert_eq!(fork.labels.owner.as_deref(), Some("ada"));
     store.drop_schema().await.expect("drop test schema");
 }
 
@@ -531,5 +608,173 @@ async fn huge_messages_are_stored_and_stay_searchable() {
         hits.is_empty(),
         "words past the tsvector limit are not indexed"
     );
+    store.drop_schema().await.expect("drop test schema");
+}
+
+/// How many rows of `table` belong to session `id` in `store`'s schema.
+async fn rows_of(
+    admin: &tokio_postgres::Client,
+    store: &PostgresStore,
+    table: &str,
+    id: &str,
+) -> i64 {
+    let column = if table == "sessions" {
+        "id"
+    } else {
+        "session_id"
+    };
+    admin
+        .query_one(
+            &format!(
+                "SELECT count(*) FROM \"{}\".{table} WHERE {column} = $1",
+                store.schema()
+            ),
+            &[&id],
+        )
+        .await
+        .expect("count rows")
+        .get(0)
+}
+
+#[tokio::test]
+async fn expired_sessions_leave_no_rows_once_rewritten_or_purged() {
+    let Some(store) = common::open(&[]).await else {
+        return;
+    };
+    let (rewritten, purged) = (sid("rewritten"), sid("purged"));
+    let past = agentmem_core::now() - chrono::Duration::seconds(1);
+    for id in [&rewritten, &purged] {
+        store
+            .append(id, &[Message::user("old words")])
+            .await
+            .expect("append");
+        store
+            .compact(id, &[Message::system("old summary")])
+            .await
+            .expect("compact");
+        let patch = SessionPatch::default()
+            .tag("a", "1")
+            .tag("b", "2")
+            .expire_at(past);
+        store.update_session(id, &patch).await.expect("expire");
+    }
+    store
+        .append_one(&rewritten, Message::user("new"))
+        .await
+        .expect("append to the expired session");
+    let report = store
+        .purge(&agentmem_core::RetentionPolicy::default())
+        .await
+        .expect("purge");
+    assert_eq!(
+        report.sessions_deleted, 1,
+        "only the expired one: {report:?}"
+    );
+    let admin = common::admin().await;
+    for (table, left_by_rewrite) in [
+        ("sessions", 1),
+        ("messages", 1),
+        ("archives", 0),
+        ("archived_messages", 0),
+        ("session_tags", 0),
+    ] {
+        assert_eq!(
+            rows_of(&admin, &store, table, "rewritten").await,
+            left_by_rewrite,
+            "{table} of the rewritten session"
+        );
+        assert_eq!(
+            rows_of(&admin, &store, table, "purged").await,
+            0,
+            "{table} of the purged session"
+        );
+    }
+    store.drop_schema().await.expect("drop test schema");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewinds_racing_appends_keep_positions_counts_and_search_consistent() {
+    let Some(store) = common::open(&[("pool_size", "6")]).await else {
+        return;
+    };
+    let session = sid("raced");
+    store
+        .append_one(&session, Message::user("start walrus"))
+        .await
+        .expect("append");
+    let writers: Vec<_> = (0..3)
+        .map(|w| {
+            let (store, session) = (store.clone(), session.clone());
+            tokio::spawn(async move {
+                for i in 0..20 {
+                    let batch = vec![
+                        Message::user(format!("walrus w{w} i{i} a")),
+                        Message::assistant(format!("walrus w{w} i{i} b")),
+                    ];
+                    store.append(&session, &batch).await.expect("append");
+                }
+            })
+        })
+        .collect();
+    let rewinder = {
+        let (store, session) = (store.clone(), session.clone());
+        tokio::spawn(async move {
+            let mut removed = Vec::new();
+            for _ in 0..20 {
+                removed.extend(
+                    store
+                        .rewind(&session, &Rewind::Last(1))
+                        .await
+                        .expect("rewind"),
+                );
+            }
+            removed
+        })
+    };
+    for w in writers {
+        w.await.expect("writer");
+    }
+    let removed = rewinder.await.expect("rewinder");
+    let session_now = store
+        .load(&session, None)
+        .await
+        .expect("load")
+        .expect("kept");
+    let kept = session_now.messages;
+    assert_eq!(
+        kept.len() + removed.len(),
+        1 + 3 * 20 * 2,
+        "nothing lost or doubled"
+    );
+    assert_eq!(session_now.total_messages, kept.len() as u64);
+    let mut ids: Vec<_> = kept.iter().chain(&removed).map(|m| m.id.clone()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), kept.len() + removed.len(), "each message once");
+    // A window of the last 5 is the tail of the whole.
+    let tail = store.last_messages(&session, 5).await.expect("last 5");
+    assert_eq!(tail, kept[kept.len() - 5..]);
+    // Search finds exactly the kept messages.
+    let query = agentmem_core::MessageQuery {
+        session: Some(session.clone()),
+        limit: 1000,
+    };
+    let hits = store
+        .search_messages("walrus", &query)
+        .await
+        .expect("search");
+    assert_eq!(
+        hits.len(),
+        kept.len(),
+        "search holds the kept messages only"
+    );
+    // Appends after the race follow the kept messages.
+    store
+        .append_one(&session, Message::user("last"))
+        .await
+        .expect("append");
+    let all = store.messages(&session).await.expect("load");
+    assert_eq!(all[..kept.len()], kept[..]);
+    assert_eq!(all.last().map(|m| m.content.as_str()), Some("last"));
     store.drop_schema().await.expect("drop test schema");
 }

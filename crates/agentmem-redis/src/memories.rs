@@ -26,7 +26,7 @@ pub(crate) fn parse_item(bytes: &[u8]) -> Result<MemoryItem> {
 /// up so the scripts' comparisons with whole microseconds agree exactly with agentmem-core's:
 /// for an integer `n`, `t <= n` exactly when `up(t) <= n`, and `n < t` exactly when `n < up(t)`
 /// (`now` and stored update times are whole microseconds: `agentmem_core::now` gives them).
-fn micros_up(at: DateTime<Utc>) -> i64 {
+pub(crate) fn micros_up(at: DateTime<Utc>) -> i64 {
     let floor = micros(at);
     if at.timestamp_subsec_nanos().is_multiple_of(1_000) {
         floor

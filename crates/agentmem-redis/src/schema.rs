@@ -15,8 +15,9 @@ use crate::keys::Keys;
 
 /// The layout this build writes (documented in the crate README). Version 2 added memory-item
 /// scopes and expiry; version 3 keeps the session search index in epochs, so that
-/// compaction and saves retire the old postings in O(1).
-pub const SCHEMA_VERSION: u32 = 3;
+/// compaction and saves retire the old postings in O(1); version 4 adds session labels and
+/// expiry (and `P:ids`, every session id in id order).
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// One forward migration: a Lua body that rewrites the data under the key root (`ARGV[1]`:
 /// the prefix, or `{prefix}` on a cluster)
@@ -41,6 +42,12 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
         from: 2,
         script: include_str!("lua/migrate_2_3.lua"),
+    },
+    // 3 -> 4: session labels and expiry; every session id goes into `P:ids` (see the
+    // script).
+    Migration {
+        from: 3,
+        script: include_str!("lua/migrate_3_4.lua"),
     },
 ];
 

@@ -5,8 +5,8 @@
 use agentmem_core::history::trim_orphans;
 use agentmem_core::support::{micros, parse_micros, stored_archive_id, stored_session_id};
 use agentmem_core::{
-    Archive, ArchiveId, ArchiveInfo, Error, Message, MessageHit, Metadata, Result, Session,
-    SessionId, SessionInfo,
+    Archive, ArchiveId, ArchiveInfo, Error, Message, MessageHit, MessageId, Metadata, Result,
+    Session, SessionId, SessionInfo, SessionLabels,
 };
 use chrono::{DateTime, Utc};
 use redis::{Script, ScriptInvocation};
@@ -18,9 +18,70 @@ use crate::search::{parse_score, BatchIndex};
 /// How many sessions one purge script deletes before handing control back to the server.
 pub(crate) const PURGE_BATCH: u32 = 128;
 
-/// What the `load` pipeline returns: the meta hash's `created`, `updated` and `metadata`,
-/// the number of messages, and the window of them asked for.
+/// What the `load` pipeline returns: the meta hash's `created`, `updated`, `metadata`,
+/// `title`, `owner`, `tags` and `expires`, the number of messages, and the window of them
+/// asked for.
 pub(crate) type LoadReply = (Vec<Option<String>>, u64, Vec<Vec<u8>>);
+
+/// The meta fields `load` reads, in the order [`session_from`] expects.
+pub(crate) const LOAD_FIELDS: [&str; 7] = [
+    "created", "updated", "metadata", "title", "owner", "tags", "expires",
+];
+
+/// A session's summary as the scripts return it (`info_row` in `prelude.lua`): id, message
+/// count, then the meta's `created`, `updated`, `title`, `owner`, `tags` (JSON) and
+/// `expires`.
+pub(crate) type InfoRow = (
+    String,
+    u64,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+/// The labels stored in a session's meta hash (`tags` is a JSON object of strings).
+fn labels_from(
+    title: Option<String>,
+    owner: Option<String>,
+    tags: Option<String>,
+) -> Result<SessionLabels> {
+    let tags = match tags {
+        Some(json) => serde_json::from_str(&json).map_err(|e| corrupt_json("session tags", e))?,
+        None => Default::default(),
+    };
+    Ok(SessionLabels { title, owner, tags })
+}
+
+/// A stored expiry time (microseconds), if any.
+fn expiry_from(expires: Option<String>) -> Result<Option<DateTime<Utc>>> {
+    expires.map(|e| parse_micros(&e, "expiry time")).transpose()
+}
+
+/// A session's summary from a script's row (see [`InfoRow`]).
+pub(crate) fn info_from(row: InfoRow) -> Result<SessionInfo> {
+    let (id, count, created, updated, title, owner, tags, expires) = row;
+    let created = created
+        .ok_or_else(|| Error::corrupt(format!("session {id:?} is listed but has no meta")))?;
+    let (created_at, updated_at) = times(&created, updated)?;
+    Ok(SessionInfo {
+        labels: labels_from(title, owner, tags)?,
+        expires_at: expiry_from(expires)?,
+        id: stored_session_id(id)?,
+        message_count: count,
+        created_at,
+        updated_at,
+    })
+}
+
+/// A script's reply of one [`InfoRow`] (a `redis::Value`), read as a summary.
+pub(crate) fn info_from_value(value: redis::Value) -> Result<SessionInfo> {
+    let row: InfoRow = redis::from_redis_value(value)
+        .map_err(|e| Error::corrupt(format!("unreadable session summary from Redis: {e}")))?;
+    info_from(row)
+}
 
 /// An invocation of `script`, which writes `messages` to `session` at `at`: ARGV is the
 /// prefix, the session, the time, `extra`, the messages' index (their word count, the number
@@ -55,7 +116,15 @@ pub(crate) fn write_messages<'s>(
     Ok(inv)
 }
 
-fn parse_messages(raw: Vec<Vec<u8>>) -> Result<Vec<Message>> {
+/// The start of every stored message with id `id`: serde writes a message's id first, so its
+/// JSON begins `{"id":"…",` (the scripts find a message by this prefix).
+pub(crate) fn id_prefix(id: &MessageId) -> Result<String> {
+    let id = serde_json::to_string(id).map_err(|e| encode_json("a message id", e))?;
+    Ok(format!("{{\"id\":{id},"))
+}
+
+/// Messages as stored (JSON), read back.
+pub(crate) fn parse_messages(raw: Vec<Vec<u8>>) -> Result<Vec<Message>> {
     raw.iter()
         .map(|bytes| serde_json::from_slice(bytes).map_err(|e| corrupt_json("message", e)))
         .collect()
@@ -71,17 +140,25 @@ pub(crate) fn window(limit: Option<usize>) -> (i64, i64) {
     }
 }
 
-/// The session `load` read; `None` when it has no meta hash (it does not exist).
-pub(crate) fn session_from(session: &SessionId, reply: LoadReply) -> Result<Option<Session>> {
+/// The session `load` read; `None` when it has no meta hash (it does not exist) or has
+/// expired at `at`.
+pub(crate) fn session_from(
+    session: &SessionId,
+    reply: LoadReply,
+    at: DateTime<Utc>,
+) -> Result<Option<Session>> {
     let (fields, total, raw) = reply;
     let mut fields = fields.into_iter();
-    let (Some(created), updated, metadata) = (
-        fields.next().flatten(),
-        fields.next().flatten(),
-        fields.next().flatten(),
-    ) else {
+    let mut next = || fields.next().flatten();
+    let (Some(created), updated, metadata, title, owner, tags, expires) =
+        (next(), next(), next(), next(), next(), next(), next())
+    else {
         return Ok(None);
     };
+    let expires_at = expiry_from(expires)?;
+    if expires_at.is_some_and(|t| t <= at) {
+        return Ok(None);
+    }
     let (created_at, updated_at) = times(&created, updated)?;
     let metadata: Metadata = match metadata {
         Some(json) => {
@@ -92,9 +169,8 @@ pub(crate) fn session_from(session: &SessionId, reply: LoadReply) -> Result<Opti
     let whole = raw.len() as u64 >= total;
     let messages = trim_orphans(parse_messages(raw)?, whole);
     Ok(Some(Session {
-        // TODO(issue 21): stored labels and expiry.
-        labels: Default::default(),
-        expires_at: None,
+        labels: labels_from(title, owner, tags)?,
+        expires_at,
         id: session.clone(),
         messages,
         metadata,
@@ -115,27 +191,11 @@ fn times(created: &str, updated: Option<String>) -> Result<(DateTime<Utc>, DateT
     Ok((created_at, updated_at))
 }
 
-/// The sessions `list_sessions.lua` returns (id, created, updated, message count), by id.
-pub(crate) fn session_infos(
-    rows: Vec<(String, Option<String>, Option<String>, u64)>,
-) -> Result<Vec<SessionInfo>> {
+/// The sessions `list_sessions.lua` returns (see [`InfoRow`]), by id.
+pub(crate) fn session_infos(rows: Vec<InfoRow>) -> Result<Vec<SessionInfo>> {
     let mut sessions = rows
         .into_iter()
-        .map(|(id, created, updated, count)| {
-            let created = created.ok_or_else(|| {
-                Error::corrupt(format!("session {id:?} is listed but has no meta"))
-            })?;
-            let (created_at, updated_at) = times(&created, updated)?;
-            Ok(SessionInfo {
-                // TODO(issue 21): stored labels and expiry.
-                labels: Default::default(),
-                expires_at: None,
-                id: stored_session_id(id)?,
-                message_count: count,
-                created_at,
-                updated_at,
-            })
-        })
+        .map(info_from)
         .collect::<Result<Vec<_>>>()?;
     sessions.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(sessions)
@@ -220,4 +280,21 @@ pub(crate) fn message_hits(
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_messages_start_with_their_id_prefix() {
+        // The fork and rewind scripts find a message by this prefix, so serde must write the
+        // id first, escaped as `id_prefix` escapes it.
+        for id in ["m1", "quote\"back\\slash/ü", "a b"] {
+            let message = Message::user("x").with_id(MessageId::new(id).expect("valid id"));
+            let json = serde_json::to_string(&message).expect("encodes");
+            let prefix = id_prefix(&message.id).expect("encodes");
+            assert!(json.starts_with(&prefix), "{json} / {prefix}");
+        }
+    }
 }

@@ -7,15 +7,17 @@ use std::future::Future;
 use std::time::Duration;
 
 use agentmem_core::layer;
+use agentmem_core::lifecycle::MAX_TAGS;
 use agentmem_core::support::{
-    archive_id_base, memory_retention_cutoff, memory_search_limit, micros, retention_cutoff,
-    search_terms,
+    archive_id_base, fork_target_exists, memory_retention_cutoff, memory_search_limit,
+    message_not_found, micros, retention_cutoff, search_terms,
 };
 use agentmem_core::Layered;
 use agentmem_core::{
     async_trait, now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata,
-    PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
+    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery,
+    Metadata, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo,
+    SessionPage, SessionPatch, SessionQuery, SessionStore,
 };
 use redis::aio::ConnectionManager;
 use redis::{FromRedisValue, Pipeline, RedisResult, ScriptInvocation};
@@ -27,15 +29,16 @@ use crate::conn::{self, Conn, CLUSTER_RETRIES, CONNECT_RETRIES};
 use crate::error::{encode_json, from_redis};
 use crate::keys::Keys;
 use crate::memories::{
-    items_from, list_items, memory_hits, parse_item, purge_items, put_item, rebase, search_items,
-    MAX_REBASES,
+    items_from, list_items, memory_hits, micros_up, parse_item, purge_items, put_item, rebase,
+    search_items, MAX_REBASES,
 };
 use crate::schema::{self, MIGRATIONS, SCHEMA_VERSION};
 use crate::scripts::Scripts;
 use crate::search::index_entry;
 use crate::sessions::{
-    archive_from, archive_infos, compacted, message_hits, session_from, session_infos, window,
-    write_messages, LoadReply, PURGE_BATCH,
+    archive_from, archive_infos, compacted, id_prefix, info_from, info_from_value, message_hits,
+    parse_messages, session_from, session_infos, window, write_messages, InfoRow, LoadReply,
+    LOAD_FIELDS, PURGE_BATCH,
 };
 use crate::BACKEND;
 
@@ -232,6 +235,26 @@ impl RedisStore {
     }
 }
 
+/// The status code a fork, rewind or update script puts first in its reply.
+fn status(reply: &[redis::Value]) -> Result<i64> {
+    match reply.first() {
+        Some(redis::Value::Int(code)) => Ok(*code),
+        _ => Err(Error::corrupt("unexpected reply from a session script")),
+    }
+}
+
+/// The session summary a fork or update script puts second in its reply.
+fn row(reply: Vec<redis::Value>) -> Result<redis::Value> {
+    reply
+        .into_iter()
+        .nth(1)
+        .ok_or_else(|| Error::corrupt("a session script's reply lacks the summary"))
+}
+
+fn not_found(session: &SessionId) -> Error {
+    Error::not_found(format!("session `{session}` does not exist"))
+}
+
 fn timed_out(deadline: Duration) -> Error {
     Error::unavailable(format!("Redis did not answer within {deadline:?}"))
 }
@@ -261,9 +284,9 @@ impl SessionStore for RedisStore {
         c.cross_process = true;
         c.atomic_compaction = true;
         c.indexed_search = true;
-        // Key expiry would drop sessions without their index entries; retention purges
-        // through the index instead (see the README).
-        c.native_expiry = false;
+        // Every key of an expiring session carries its expiry (PEXPIREAT): the server
+        // deletes it; what that leaves in store-wide keys is cleared lazily (see the README).
+        c.native_expiry = true;
         c
     }
 
@@ -308,9 +331,7 @@ impl SessionStore for RedisStore {
         pipe.atomic()
             .cmd("HMGET")
             .arg(self.keys.meta(session))
-            .arg("created")
-            .arg("updated")
-            .arg("metadata")
+            .arg(&LOAD_FIELDS[..])
             .cmd("LLEN")
             .arg(&msgs)
             .cmd("LRANGE")
@@ -318,11 +339,12 @@ impl SessionStore for RedisStore {
             .arg(start)
             .arg(stop);
         let reply: LoadReply = self.query(&pipe).await?;
-        session_from(session, reply)
+        session_from(session, reply, now())
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        let inv = self.keys.invoke(&self.scripts.list_sessions);
+        let mut inv = self.keys.invoke(&self.scripts.list_sessions);
+        inv.arg(micros(now()));
         session_infos(self.invoke(&inv).await?)
     }
 
@@ -343,7 +365,7 @@ impl SessionStore for RedisStore {
 
     async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
         let mut inv = self.keys.invoke(&self.scripts.list_archives);
-        inv.arg(session.as_str());
+        inv.arg(session.as_str()).arg(micros(now()));
         archive_infos(session, self.invoke(&inv).await?)
     }
 
@@ -351,22 +373,35 @@ impl SessionStore for RedisStore {
         let mut pipe = redis::pipe();
         pipe.atomic()
             .cmd("HGET")
+            .arg(self.keys.meta(session))
+            .arg("expires")
+            .cmd("HGET")
             .arg(self.keys.archive_info(session))
             .arg(archive.as_str())
             .cmd("LRANGE")
             .arg(self.keys.archive(session, archive))
             .arg(0)
             .arg(-1);
-        archive_from(session, archive, self.query(&pipe).await?)
+        let (expires, created, raw): (Option<String>, Option<String>, Vec<Vec<u8>>) =
+            self.query(&pipe).await?;
+        // An expired session has no archives (its keys outlive the expiry by < 1 ms).
+        let expired = match expires {
+            Some(e) => agentmem_core::support::parse_micros(&e, "expiry time")? <= now(),
+            None => false,
+        };
+        let created = if expired { None } else { created };
+        archive_from(session, archive, (created, raw))
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
         let Some(terms) = search_terms(query, scope.limit) else {
             return Ok(Vec::new());
         };
+        let at = now();
         let mut inv = self.keys.invoke(&self.scripts.search_messages);
         inv.arg(scope.session.as_ref().map_or("", SessionId::as_str))
             .arg(scope.limit.min(u32::MAX as usize))
+            .arg(micros(at))
             .arg(terms);
         message_hits(self.invoke(&inv).await?)
     }
@@ -374,22 +409,22 @@ impl SessionStore for RedisStore {
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
         let at = now();
         let mut report = PurgeReport::default();
-        let cutoff = retention_cutoff(policy, at).map(|t| micros(t).to_string());
-        if cutoff.is_some() || policy.max_sessions.is_some() {
-            let cutoff = cutoff.unwrap_or_default();
-            let max = policy
-                .max_sessions
-                .map(|n| n.to_string())
-                .unwrap_or_default();
-            loop {
-                let mut inv = self.keys.invoke(&self.scripts.purge);
-                inv.arg(&cutoff).arg(&max).arg(PURGE_BATCH);
-                let deleted: u64 = self.invoke(&inv).await?;
-                if deleted == 0 {
-                    break;
-                }
-                report.sessions_deleted += deleted;
+        // Expired sessions are deleted whatever the policy (the script takes them first).
+        let cutoff = retention_cutoff(policy, at)
+            .map(|t| micros(t).to_string())
+            .unwrap_or_default();
+        let max = policy
+            .max_sessions
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        loop {
+            let mut inv = self.keys.invoke(&self.scripts.purge);
+            inv.arg(&cutoff).arg(&max).arg(PURGE_BATCH).arg(micros(at));
+            let deleted: u64 = self.invoke(&inv).await?;
+            if deleted == 0 {
+                break;
             }
+            report.sessions_deleted += deleted;
         }
         // Memory items: every expired one, and those older than `max_memory_age`.
         let memory_cutoff = memory_retention_cutoff(policy, at);
@@ -401,6 +436,141 @@ impl SessionStore for RedisStore {
             }
             report.memories_deleted += deleted;
         }
+    }
+
+    async fn fork(
+        &self,
+        source: &SessionId,
+        target: &SessionId,
+        at: Option<&MessageId>,
+    ) -> Result<SessionInfo> {
+        let mut inv = self.keys.invoke(&self.scripts.fork);
+        inv.arg(source.as_str())
+            .arg(target.as_str())
+            .arg(micros(now()))
+            .arg(at.map(id_prefix).transpose()?.unwrap_or_default());
+        let reply: Vec<redis::Value> = self.invoke(&inv).await?;
+        match status(&reply)? {
+            0 => Err(fork_target_exists(target)),
+            1 => Err(not_found(source)),
+            2 => match at {
+                Some(at) => Err(message_not_found(source, at)),
+                None => Err(Error::corrupt("fork reply out of place")),
+            },
+            _ => info_from_value(row(reply)?),
+        }
+    }
+
+    async fn rewind(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
+        let mut inv = self.keys.invoke(&self.scripts.rewind);
+        inv.arg(session.as_str()).arg(micros(now()));
+        match to {
+            Rewind::Last(n) => inv.arg("n").arg(*n),
+            Rewind::After(id) => inv.arg("a").arg(id_prefix(id)?),
+            other => {
+                return Err(Error::unsupported(format!(
+                    "rewind {other:?} is not supported by the redis backend"
+                )))
+            }
+        };
+        let reply: Vec<redis::Value> = self.invoke(&inv).await?;
+        match status(&reply)? {
+            0 => Err(not_found(session)),
+            1 => match to {
+                Rewind::After(id) => Err(message_not_found(session, id)),
+                _ => Err(Error::corrupt("rewind reply out of place")),
+            },
+            _ => {
+                let raw: Vec<Vec<u8>> = reply
+                    .into_iter()
+                    .skip(1)
+                    .map(redis::from_redis_value)
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(|e| Error::corrupt(format!("unreadable rewind reply: {e}")))?;
+                parse_messages(raw)
+            }
+        }
+    }
+
+    async fn update_session(
+        &self,
+        session: &SessionId,
+        patch: &SessionPatch,
+    ) -> Result<SessionInfo> {
+        patch.validate()?;
+        let mut inv = self.keys.invoke(&self.scripts.update);
+        inv.arg(session.as_str()).arg(micros(now()));
+        for field in [&patch.title, &patch.owner] {
+            match field {
+                None => inv.arg("k").arg(""),
+                Some(None) => inv.arg("r").arg(""),
+                Some(Some(value)) => inv.arg("s").arg(value.as_str()),
+            };
+        }
+        match patch.expires_at {
+            None => inv.arg("k").arg(""),
+            Some(None) => inv.arg("r").arg(""),
+            Some(Some(at)) => inv.arg("s").arg(micros_up(at)),
+        };
+        inv.arg(MAX_TAGS).arg(patch.tags.len());
+        for (key, value) in &patch.tags {
+            match value {
+                Some(value) => inv.arg(key.as_str()).arg("s").arg(value.as_str()),
+                None => inv.arg(key.as_str()).arg("r").arg(""),
+            };
+        }
+        let reply: Vec<redis::Value> = self.invoke(&inv).await?;
+        match status(&reply)? {
+            0 => Err(not_found(session)),
+            2 => {
+                let n: u64 = reply
+                    .into_iter()
+                    .nth(1)
+                    .map(redis::from_redis_value)
+                    .transpose()
+                    .ok()
+                    .flatten()
+                    .unwrap_or_default();
+                Err(Error::invalid_input(format!(
+                    "a session may carry at most {MAX_TAGS} tags, not {n}"
+                )))
+            }
+            _ => info_from_value(row(reply)?),
+        }
+    }
+
+    async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
+        query.validate()?;
+        let mut inv = self.keys.invoke(&self.scripts.find_sessions);
+        inv.arg(micros(now()))
+            .arg(query.limit.saturating_add(1))
+            .arg(query.after.as_ref().map_or("", SessionId::as_str))
+            .arg(
+                query
+                    .updated_since
+                    .map(|t| micros_up(t).to_string())
+                    .unwrap_or_default(),
+            )
+            .arg(
+                query
+                    .updated_before
+                    .map(|t| micros_up(t).to_string())
+                    .unwrap_or_default(),
+            );
+        match &query.owner {
+            Some(owner) => inv.arg("s").arg(owner.as_str()),
+            None => inv.arg("").arg(""),
+        };
+        inv.arg(query.tags.len());
+        for (key, value) in &query.tags {
+            inv.arg(key.as_str()).arg(value.as_str());
+        }
+        let rows: Vec<InfoRow> = self.invoke(&inv).await?;
+        let sessions = rows
+            .into_iter()
+            .map(info_from)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(query.page(sessions))
     }
 }
 

@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use agentmem_core::{
     AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryId, MemoryItem,
-    MemoryKind, MemoryScope, MemoryStore, Message, MessageQuery, ScopeFilter, SessionId,
-    SessionStore,
+    MemoryKind, MemoryScope, MemoryStore, Message, MessageQuery, Rewind, ScopeFilter, SessionId,
+    SessionPatch, SessionQuery, SessionStore,
 };
 use agentmem_redis::{RedisConfig, RedisStore};
 use agentmem_testkit::{NamespaceGuard, ServerNamespace, TestStore};
@@ -130,6 +130,19 @@ async fn every_key_of_a_store_lies_in_its_prefix_slot() {
         .compact(&id, &[Message::system("summary: databases")])
         .await
         .unwrap();
+    // Labels (their index spans sessions), expiry and a fork: still the one slot.
+    let patch = SessionPatch::default()
+        .owner("ada")
+        .tag("k:*", "v")
+        .expire_in(std::time::Duration::from_secs(600));
+    store.update_session(&id, &patch).await.unwrap();
+    store.fork(&id, &sid("Fork"), None).await.unwrap();
+    store.rewind(&sid("Fork"), &Rewind::Last(1)).await.unwrap();
+    let found = store
+        .find_sessions(&SessionQuery::default().owner("ada"))
+        .await
+        .unwrap();
+    assert_eq!(found.sessions.len(), 2);
     store
         .put_memory(
             &MemoryItem::new(MemoryKind::Fact, "likes postgres")

@@ -9,7 +9,8 @@ use agentmem_core::search::rank;
 use agentmem_core::{
     AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryId, MemoryItem,
     MemoryKind, MemoryScope, MemoryStore, Message, MessageId, MessageQuery, Metadata, Operation,
-    RetentionPolicy, Role, ScopeFilter, SessionId, SessionStore,
+    RetentionPolicy, Rewind, Role, ScopeFilter, SessionId, SessionPatch, SessionQuery,
+    SessionStore,
 };
 use agentmem_redis::{RedisConfig, RedisStore};
 use redis::aio::MultiplexedConnection;
@@ -835,7 +836,14 @@ async fn version_2_sessions_migrate() {
     put_v2_session(&mut raw, &prefix, "b", &b).await;
     set_raw(&mut raw, &prefix, "schema", 2).await;
     let store = RedisStore::connect_with(config_for(&prefix)).await.unwrap();
-    assert_eq!(store.schema_version().await.unwrap(), 3);
+    assert_eq!(
+        store.schema_version().await.unwrap(),
+        agentmem_redis::SCHEMA_VERSION
+    );
+    // Version 4 lists the sessions of older versions in id order.
+    let listed = store.find_sessions(&SessionQuery::default()).await.unwrap();
+    let listed: Vec<&str> = listed.sessions.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(listed, ["a", "b"]);
 
     let reference = agentmem_core::InMemoryStore::new();
     for (id, texts) in [("a", &a[..]), ("b", &b[..])] {
@@ -1207,5 +1215,271 @@ async fn version_1_memory_items_migrate() {
     let mut want = vec!["v1-a", "v1-b", "v1-f", renamed.id.as_str()];
     want.sort_unstable();
     assert_eq!(left, want);
+    drop_prefix(&mut raw, &prefix).await;
+}
+
+/// Fork, rewind and expiry keep the self-kept index exact: after each, searches give what the
+/// reference store gives, scores included (so the counters behind BM25 are right too, also
+/// once the server has expired a session by itself).
+#[tokio::test]
+async fn fork_rewind_and_expiry_keep_search_exact() {
+    let Some((redis_store, mut raw, prefix)) = open("lifecycle_diff").await else {
+        return;
+    };
+    let reference = agentmem_core::InMemoryStore::new();
+    let stores: [&dyn AgentMemory; 2] = [&reference, &redis_store];
+    let msg = |i: usize, text: &str| {
+        Message::user(text).with_id(MessageId::new(format!("m{i}")).expect("valid message id"))
+    };
+    let expires = agentmem_core::now() + chrono::Duration::milliseconds(1500);
+    for store in stores {
+        store
+            .append(&sid("a"), &[msg(0, "rust tie"), msg(1, "go go rust")])
+            .await
+            .unwrap();
+        // A batch behind a position marker, then single messages.
+        store
+            .append(
+                &sid("a"),
+                &[msg(2, "tie breaker"), msg(3, "rust"), msg(4, "walrus go")],
+            )
+            .await
+            .unwrap();
+        store
+            .append_one(&sid("a"), msg(5, "narwhal"))
+            .await
+            .unwrap();
+        store
+            .fork(&sid("a"), &sid("f"), Some(&MessageId::new("m3").unwrap()))
+            .await
+            .unwrap();
+        store
+            .rewind(&sid("a"), &Rewind::After(MessageId::new("m2").unwrap()))
+            .await
+            .unwrap();
+        store
+            .append_one(&sid("a"), msg(6, "rust go"))
+            .await
+            .unwrap();
+        store.rewind(&sid("f"), &Rewind::Last(1)).await.unwrap();
+        store.append_one(&sid("f"), msg(7, "walrus")).await.unwrap();
+        store
+            .append(&sid("gone"), &[msg(8, "rust walrus tie"), msg(9, "go")])
+            .await
+            .unwrap();
+        store
+            .update_session(&sid("gone"), &SessionPatch::default().expire_at(expires))
+            .await
+            .unwrap();
+    }
+    let view = |hits: Vec<agentmem_core::MessageHit>| -> Vec<(String, String, f64)> {
+        hits.into_iter()
+            .map(|h| (h.session.into_string(), h.message.id.to_string(), h.score))
+            .collect()
+    };
+    for label in ["before the expiry", "after the expiry"] {
+        if label == "after the expiry" {
+            while agentmem_core::now() < expires + chrono::Duration::milliseconds(50) {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+        for query in ["tie", "rust", "go rust", "walrus narwhal breaker"] {
+            for session in [None, Some(sid("a")), Some(sid("f")), Some(sid("gone"))] {
+                let scope = MessageQuery { session, limit: 20 };
+                let want = view(reference.search_messages(query, &scope).await.unwrap());
+                let got = view(redis_store.search_messages(query, &scope).await.unwrap());
+                assert_eq!(got, want, "{label}: {query:?} {scope:?}");
+            }
+        }
+    }
+    drop_prefix(&mut raw, &prefix).await;
+}
+
+/// Every key of an expiring session carries its expiry, so the server deletes them all by
+/// itself; what that leaves in store-wide keys (index entries, counters) is cleared by the
+/// next scripts, searches and lookups that meet it, until nothing is left.
+#[tokio::test]
+async fn native_expiry_leaves_nothing_once_collected() {
+    let Some((store, mut raw, prefix)) = open("native_expiry").await else {
+        return;
+    };
+    let id = sid("short");
+    store
+        .append(&id, &[Message::user("alpha beta"), Message::user("gamma")])
+        .await
+        .unwrap();
+    store
+        .compact(&id, &[Message::system("delta summary")])
+        .await
+        .unwrap();
+    let expires = agentmem_core::now() + chrono::Duration::milliseconds(800);
+    let patch = SessionPatch::default()
+        .owner("ada")
+        .tag("k:*", "v")
+        .expire_at(expires);
+    store.update_session(&id, &patch).await.unwrap();
+    // Writes after the expiry was set: their new keys get it too.
+    store
+        .append_one(&id, Message::user("epsilon alpha"))
+        .await
+        .unwrap();
+    store.rewind(&id, &Rewind::Last(1)).await.unwrap();
+    store.append_one(&id, Message::user("zeta")).await.unwrap();
+    let session_keys: Vec<String> = keys_under(&mut raw, &prefix)
+        .await
+        .into_iter()
+        .filter(|k| k.starts_with(&format!("{prefix}:s:short:")))
+        .collect();
+    assert!(session_keys.len() > 5, "{session_keys:?}");
+    let deadline_ms = (agentmem_core::support::micros(expires) + 999) / 1000;
+    for key in &session_keys {
+        let at: i64 = redis::cmd("PEXPIRETIME")
+            .arg(key)
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        assert_eq!(at, deadline_ms, "{key} expires with its session");
+    }
+    let loaded = store.load(&id, None).await.unwrap().unwrap();
+    assert_eq!(loaded.expires_at, Some(expires), "kept to the microsecond");
+
+    while agentmem_core::now() < expires + chrono::Duration::milliseconds(20) {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // The server has deleted every key of the session (KEYS leaves out expired keys).
+    let left = keys_under(&mut raw, &prefix).await;
+    assert!(
+        left.iter().all(|k| !k.starts_with(&format!("{prefix}:s:"))),
+        "{left:?}"
+    );
+    // Searches and lookups skip what is left, and clear it.
+    for word in [
+        "alpha", "beta", "gamma", "delta", "summary", "epsilon", "zeta",
+    ] {
+        let hits = store
+            .search_messages(word, &MessageQuery::default())
+            .await
+            .unwrap();
+        assert!(hits.is_empty(), "{word}: {hits:?}");
+    }
+    for query in [
+        SessionQuery::default().owner("ada"),
+        SessionQuery::default().tag("k:*", "v"),
+    ] {
+        assert!(store
+            .find_sessions(&query)
+            .await
+            .unwrap()
+            .sessions
+            .is_empty());
+    }
+    let left = keys_under(&mut raw, &prefix).await;
+    let expected: Vec<String> = ["schema", "stats"]
+        .iter()
+        .map(|k| format!("{prefix}:{k}"))
+        .collect();
+    assert_eq!(left, expected);
+    let stats: Vec<i64> = redis::cmd("HMGET")
+        .arg(format!("{prefix}:stats"))
+        .arg("docs")
+        .arg("words")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(stats, [0, 0]);
+    drop_prefix(&mut raw, &prefix).await;
+}
+
+/// Labels and lookups on an existing session leave only the documented keys, and deleting
+/// the session removes its label index entries.
+#[tokio::test]
+async fn labels_leave_no_keys_after_delete() {
+    let Some((store, mut raw, prefix)) = open("label_keys").await else {
+        return;
+    };
+    let id = sid("labelled");
+    store.append_one(&id, Message::user("x")).await.unwrap();
+    let patch = SessionPatch::default()
+        .title("t")
+        .owner("o*:$")
+        .tag("a.b", "1")
+        .tag("c", "2");
+    store.update_session(&id, &patch).await.unwrap();
+    store
+        .update_session(&id, &SessionPatch::default().untag("c").owner("p"))
+        .await
+        .unwrap();
+    let labels: Vec<String> = keys_under(&mut raw, &prefix)
+        .await
+        .into_iter()
+        .filter(|k| k.starts_with(&format!("{prefix}:lab:")))
+        .collect();
+    assert_eq!(labels.len(), 2, "one owner and one tag set: {labels:?}");
+    let found = store
+        .find_sessions(&SessionQuery::default().owner("p").tag("a.b", "1"))
+        .await
+        .unwrap();
+    assert_eq!(found.sessions.len(), 1);
+    assert!(store.delete_session(&id).await.unwrap());
+    let left = keys_under(&mut raw, &prefix).await;
+    let expected: Vec<String> = ["schema", "stats"]
+        .iter()
+        .map(|k| format!("{prefix}:{k}"))
+        .collect();
+    assert_eq!(left, expected);
+    drop_prefix(&mut raw, &prefix).await;
+}
+
+/// The latest expiry agentmem asks for (year 9999, beyond what a double holds to the
+/// microsecond) reads back exactly, and `persist` takes the deadline off every key again.
+#[tokio::test]
+async fn far_expiry_reads_back_and_persist_clears_every_deadline() {
+    let Some((store, mut raw, prefix)) = open("far_expiry").await else {
+        return;
+    };
+    let id = sid("far");
+    store
+        .append(&id, &[Message::user("one two"), Message::user("three")])
+        .await
+        .unwrap();
+    store.compact(&id, &[Message::user("four")]).await.unwrap();
+    let patch = SessionPatch::default().expire_in(std::time::Duration::MAX);
+    let info = store.update_session(&id, &patch).await.unwrap();
+    let at = info.expires_at.unwrap();
+    assert_eq!(at.format("%Y").to_string(), "9999");
+    store.append_one(&id, Message::user("five")).await.unwrap();
+    let loaded = store.load(&id, Some(0)).await.unwrap().unwrap();
+    assert_eq!(loaded.expires_at, Some(at));
+    let ttl = |raw: &mut MultiplexedConnection, key: String| {
+        let mut raw = raw.clone();
+        async move {
+            let t: i64 = redis::cmd("PTTL")
+                .arg(key)
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            t
+        }
+    };
+    let keys: Vec<String> = keys_under(&mut raw, &prefix)
+        .await
+        .into_iter()
+        .filter(|k| k.starts_with(&format!("{prefix}:s:far:")))
+        .collect();
+    for key in &keys {
+        assert!(ttl(&mut raw, key.clone()).await > 0, "{key} has a deadline");
+    }
+    let info = store
+        .update_session(&id, &SessionPatch::default().persist())
+        .await
+        .unwrap();
+    assert_eq!(info.expires_at, None);
+    for key in &keys {
+        assert_eq!(ttl(&mut raw, key.clone()).await, -1, "{key} persists");
+    }
+    assert_eq!(
+        store.load(&id, None).await.unwrap().unwrap().messages.len(),
+        2
+    );
     drop_prefix(&mut raw, &prefix).await;
 }

@@ -8,6 +8,15 @@
 local P = ARGV[1]
 local SESSIONS = P .. ':sessions'
 local STATS = P .. ':stats'
+-- Sorted set, every score 0: every session id, so ZRANGEBYLEX lists them in id order.
+local IDS = P .. ':ids'
+-- Sorted set: session id -> expiry time (microseconds), for the sessions that expire.
+local EXPIRY = P .. ':expiry'
+-- Hash: session id -> "docs words", what an expiring session adds to STATS (its keys may
+-- vanish with the server's expiry, and this is what is then taken off the counters).
+local XCOUNTS = P .. ':xcounts'
+-- How many dead sessions' remains a script clears on its way (`reap`).
+local REAP = 16
 local K1, B = 1.2, 0.75
 
 local function sk(sid, part)
@@ -41,9 +50,16 @@ local function int(n)
   return string.format('%d', n)
 end
 
--- The meta fields a write needs, in one read: {created, updated, epoch, words, gc}.
+-- The meta fields a write needs, in one read: {created, updated, epoch, words, gc, expires}.
 local function read_meta(sid)
-  return redis.call('HMGET', sk(sid, 'meta'), 'created', 'updated', 'epoch', 'words', 'gc')
+  return redis.call('HMGET', sk(sid, 'meta'), 'created', 'updated', 'epoch', 'words', 'gc',
+    'expires')
+end
+
+-- Whether a session whose meta `read_meta` read is there at `now` (microseconds): it exists
+-- and has no expiry or one later than `now` (expired when the expiry time <= now).
+local function alive(m, now)
+  return m[1] and (not m[6] or tonumber(m[6]) > tonumber(now)) or false
 end
 
 -- Records a write at `now` (microseconds, as a string) in the session's meta hash (with
@@ -63,6 +79,9 @@ local function touch(sid, now, m, fields)
   end
   redis.call('HSET', sk(sid, 'meta'), unpack(fields))
   redis.call('ZADD', SESSIONS, upd, sid)
+  if not m[1] then
+    redis.call('ZADD', IDS, 0, sid)
+  end
 end
 
 -- Runs `cmd key a1 a2 ...` over the flat list `args` in chunks (unpack() is bounded by the
@@ -100,7 +119,7 @@ end
 -- message, else behind a marker `@n0,` that a search adds to the positions up to the next
 -- marker (`@0,`, which ends the batch). Known terms skip the sessions index `P:ix:W` (the
 -- session is in it already).
-local function push_messages(sid, e, first, fresh)
+local function push_messages(sid, e, first, fresh, exp)
   local words, nterms = tonumber(ARGV[first]), tonumber(ARGV[first + 1])
   local t0 = first + 2
   local m0 = t0 + 2 * nterms
@@ -134,7 +153,11 @@ local function push_messages(sid, e, first, fresh)
         post = '@' .. n0 .. ',' .. post .. '@0,'
       end
     end
-    redis.call('APPEND', tkey(sid, e, term), post)
+    local key = tkey(sid, e, term)
+    redis.call('APPEND', key, post)
+    if exp then
+      redis.call('PEXPIREAT', key, exp)
+    end
     if known[j] ~= 1 then
       new[#new + 1] = term
       redis.call('SADD', ixkey(term), sid)
@@ -201,10 +224,49 @@ local function budget(nterms)
   return math.min(64 + nterms, 1000)
 end
 
--- Deletes a session with its archives and every epoch's index entries.
+-- The label index: sorted sets (every score 0, so ZRANGEBYLEX lists them in id order) of
+-- the sessions of an owner, and of the sessions carrying a tag key=value. Labels are free
+-- text, so their key names hold their SHA-1 (find_sessions checks every candidate against
+-- the session's own labels, so a collision could never show a wrong session).
+local function ownerkey(owner)
+  return P .. ':lab:o:' .. redis.sha1hex(owner)
+end
+
+local function tagkey(key, value)
+  -- '\0' cannot occur in a label (no control characters), so the pair has one reading.
+  return P .. ':lab:t:' .. redis.sha1hex(key .. '\0' .. value)
+end
+
+-- The tags of a meta hash's `tags` field (a JSON object, absent when there are none).
+local function decode_tags(json)
+  if not json then
+    return {}
+  end
+  local ok, t = pcall(cjson.decode, json)
+  if ok and type(t) == 'table' then
+    return t
+  end
+  return {}
+end
+
+-- Takes a session out of the label index (its meta still holds its labels).
+local function unlabel(sid)
+  local l = redis.call('HMGET', sk(sid, 'meta'), 'owner', 'tags')
+  if l[1] then
+    redis.call('ZREM', ownerkey(l[1]), sid)
+  end
+  for k, v in pairs(decode_tags(l[2])) do
+    if type(k) == 'string' and type(v) == 'string' then
+      redis.call('ZREM', tagkey(k, v), sid)
+    end
+  end
+end
+
+-- Deletes a session with its archives, every epoch's index entries and its labels.
 local function delete_session(sid)
   local meta = sk(sid, 'meta')
   local m = read_meta(sid)
+  unlabel(sid)
   local msgs = sk(sid, 'msgs')
   uncount(redis.call('LLEN', msgs), m)
   local gc = sk(sid, 'gc')
@@ -225,6 +287,145 @@ local function delete_session(sid)
   end
   redis.call('UNLINK', msgs, meta, archives, sk(sid, 'ainfo'), gc)
   redis.call('ZREM', SESSIONS, sid)
+  redis.call('ZREM', IDS, sid)
+  redis.call('ZREM', EXPIRY, sid)
+  redis.call('HDEL', XCOUNTS, sid)
+end
+
+-- Removes an expired session: all of it while its meta is still there (the server deletes
+-- the keys at the millisecond after the expiry; the client's clock may be ahead), else what
+-- the server's expiry left behind in the store-wide keys: its members of SESSIONS, IDS,
+-- EXPIRY and its counts in STATS. Entries of the search index (`P:ix:W`) and of the label
+-- index are left to the searches and lookups that meet them.
+local function bury(sid)
+  if redis.call('EXISTS', sk(sid, 'meta')) == 1 then
+    delete_session(sid)
+    return
+  end
+  local c = redis.call('HGET', XCOUNTS, sid)
+  if c then
+    local d, w = string.match(c, '^(%d+) (%d+)$')
+    if d then
+      redis.call('HINCRBY', STATS, 'docs', int(0 - tonumber(d)))
+      redis.call('HINCRBY', STATS, 'words', int(0 - tonumber(w)))
+    end
+  end
+  redis.call('ZREM', SESSIONS, sid)
+  redis.call('ZREM', IDS, sid)
+  redis.call('ZREM', EXPIRY, sid)
+  redis.call('HDEL', XCOUNTS, sid)
+end
+
+-- Buries up to `budget` sessions expired at `now`; returns how many.
+local function reap(now, budget)
+  local dead = redis.call('ZRANGEBYSCORE', EXPIRY, '-inf', now, 'LIMIT', 0, budget)
+  for _, sid in ipairs(dead) do
+    bury(sid)
+  end
+  return #dead
+end
+
+-- The meta of a session about to be written or changed (see `read_meta`), after burying it
+-- if it has expired at `now`: a write to an expired session starts a new one.
+local function settle(sid, now)
+  local m = read_meta(sid)
+  if (m[1] and not alive(m, now)) or (not m[1] and redis.call('ZSCORE', EXPIRY, sid)) then
+    bury(sid)
+    m = read_meta(sid)
+  end
+  return m
+end
+
+-- The millisecond at which the server deletes a session expiring at `expires` (microseconds,
+-- a string): the first one not before it; nil when `expires` is nil or false.
+local function pexp(expires)
+  if not expires then
+    return nil
+  end
+  return int(math.ceil(tonumber(expires) / 1000))
+end
+
+-- Sets the server's expiry of every key of the session to `ms` (PERSIST when nil).
+local function expire_all(sid, ms)
+  local function set(key)
+    if ms then
+      redis.call('PEXPIREAT', key, ms)
+    else
+      redis.call('PERSIST', key)
+    end
+  end
+  for _, part in ipairs({'meta', 'msgs', 'archives', 'ainfo', 'gc'}) do
+    set(sk(sid, part))
+  end
+  for _, aid in ipairs(redis.call('LRANGE', sk(sid, 'archives'), 0, -1)) do
+    set(sk(sid, 'a:' .. aid))
+  end
+  local epochs = redis.call('LRANGE', sk(sid, 'gc'), 0, -1)
+  epochs[#epochs + 1] = redis.call('HGET', sk(sid, 'meta'), 'epoch') or '0'
+  for _, e in ipairs(epochs) do
+    e = tonumber(e)
+    local tk = termskey(sid, e)
+    for _, term in ipairs(redis.call('SMEMBERS', tk)) do
+      set(tkey(sid, e, term))
+    end
+    set(tk)
+  end
+end
+
+-- After a write to a session that expires (`m` as `read_meta` read it before the write):
+-- records what it now counts in STATS (`docs` messages of `words` words) and gives the keys
+-- a write may have created (in epoch `e`) the session's expiry. The postings were given it
+-- as they were written (`push_messages`).
+local function track(sid, m, e, docs, words)
+  if not m[6] then
+    return
+  end
+  redis.call('HSET', XCOUNTS, sid, int(docs) .. ' ' .. int(words))
+  local ms = pexp(m[6])
+  for _, part in ipairs({'meta', 'msgs', 'archives', 'ainfo', 'gc'}) do
+    redis.call('PEXPIREAT', sk(sid, part), ms)
+  end
+  redis.call('PEXPIREAT', termskey(sid, e), ms)
+end
+
+-- A session's summary: {id, message count, created, updated, title, owner, tags JSON,
+-- expires}, false for what is absent.
+local function info_row(sid)
+  local f = redis.call('HMGET', sk(sid, 'meta'), 'created', 'updated', 'title', 'owner',
+    'tags', 'expires')
+  return {sid, redis.call('LLEN', sk(sid, 'msgs')), f[1], f[2], f[3], f[4], f[5], f[6]}
+end
+
+-- The position of the last message in list `key` (of `len` messages) whose JSON starts with
+-- `prefix` (`{"id":"…",`: serde writes a message's id first), or nil.
+local function find_last(key, len, prefix)
+  local hi = len - 1
+  while hi >= 0 do
+    local lo = math.max(0, hi - 999)
+    local chunk = redis.call('LRANGE', key, lo, hi)
+    for i = #chunk, 1, -1 do
+      if string.sub(chunk[i], 1, #prefix) == prefix then
+        return lo + i - 1
+      end
+    end
+    hi = lo - 1
+  end
+  return nil
+end
+
+-- The postings of a string (see push_messages) as {position, frequency, length} triples,
+-- positions absolute.
+local function parse_postings(packed)
+  local out = {}
+  local base = 0
+  for at, idx, tf, len in string.gmatch(packed, '(@?)(%d+):?(%d*):?(%d*),') do
+    if at == '@' then
+      base = tonumber(idx)
+    else
+      out[#out + 1] = {base + tonumber(idx), tf, len}
+    end
+  end
+  return out
 end
 
 -- Adds one query term's Okapi BM25 contribution, with agentmem-core's constants, formula

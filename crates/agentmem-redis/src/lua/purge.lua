@@ -1,8 +1,13 @@
 -- purge: ARGV = prefix, cutoff (microseconds, '' for none), max sessions ('' for none),
--- batch size. Deletes at most one batch and returns how many it deleted; the client calls
--- again until 0, so the server is never blocked for long and every batch re-reads the
--- state (a session written meanwhile is judged by its new time).
+-- batch size, now. Expired sessions go first (whatever the policy). Deletes at most one
+-- batch and returns how many it deleted; the client calls again until 0, so the server is
+-- never blocked for long and every batch re-reads the state (a session written meanwhile
+-- is judged by its new time).
 local cutoff, max, batch = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local reaped = reap(ARGV[5], batch)
+if reaped > 0 then
+  return reaped
+end
 local victims = {}
 if cutoff ~= '' then
   victims = redis.call('ZRANGEBYSCORE', SESSIONS, '-inf', '(' .. cutoff, 'LIMIT', 0, batch)

@@ -1,37 +1,50 @@
--- search_messages: ARGV = prefix, session ('' for all), limit, query terms...
--- Okapi BM25 over the current messages, with agentmem-core's constants and formula.
--- Returns {session, message JSON, score} best first; ties by session, then position.
-local sid, limit = ARGV[2], tonumber(ARGV[3])
+-- search_messages: ARGV = prefix, session ('' for all), limit, now, query terms...
+-- Okapi BM25 over the current messages of the sessions there at `now`, with agentmem-core's
+-- constants and formula. Returns {session, message JSON, score} best first; ties by session,
+-- then position. Entries of `P:ix:W` whose session is gone (expired by the server) or whose
+-- current epoch lacks `W` are removed as they are met.
+local sid, limit, now = ARGV[2], tonumber(ARGV[3]), ARGV[4]
+reap(now, REAP)
 local n, w
--- Each session's current index epoch (postings of other epochs are retired).
-local epochs = {}
+-- Each session's current index epoch (postings of other epochs are retired), or false for
+-- a session that is not there at `now`; and whether its meta exists at all.
+local epochs, exists = {}, {}
+local function epoch(s)
+  local e = epochs[s]
+  if e == nil then
+    local m = redis.call('HMGET', sk(s, 'meta'), 'created', 'epoch', 'expires')
+    exists[s] = m[1] and true or false
+    if m[1] and (not m[3] or tonumber(m[3]) > tonumber(now)) then
+      e = tonumber(m[2] or '0')
+    else
+      e = false
+    end
+    epochs[s] = e
+  end
+  return e
+end
 if sid ~= '' then
+  if not epoch(sid) then
+    return {}
+  end
   n = redis.call('LLEN', sk(sid, 'msgs'))
-  local m = redis.call('HMGET', sk(sid, 'meta'), 'words', 'epoch')
-  w = tonumber(m[1] or '0')
-  epochs[sid] = tonumber(m[2] or '0')
+  w = tonumber(redis.call('HGET', sk(sid, 'meta'), 'words') or '0')
 else
   local st = redis.call('HMGET', STATS, 'docs', 'words')
   n = tonumber(st[1] or '0')
   w = tonumber(st[2] or '0')
 end
-if n <= 0 or limit <= 0 then
+if limit <= 0 or (sid ~= '' and n <= 0) then
   return {}
 end
-local function epoch(s)
-  local e = epochs[s]
-  if not e then
-    e = tonumber(redis.call('HGET', sk(s, 'meta'), 'epoch') or '0')
-    epochs[s] = e
-  end
-  return e
-end
-local avg = math.max(w / n, 1)
+-- With no current message anywhere the terms' entries are still read: only to clear stale
+-- ones (no session holds a posting then).
+local avg = math.max(w / math.max(n, 1), 1)
 local docs, order = {}, {}
 local function new_doc(p)
   return {p[3], tonumber(p[4]), 0, p[5]}
 end
-for a = 4, #ARGV do
+for a = 5, #ARGV do
   local term = ARGV[a]
   local sids
   if sid ~= '' then
@@ -43,7 +56,8 @@ for a = 4, #ARGV do
   -- session listed in `P:ix:W` whose current epoch lacks the term has no postings string.
   local postings = {}
   for _, s in ipairs(sids) do
-    local packed = redis.call('GET', tkey(s, epoch(s), term))
+    local e = epoch(s)
+    local packed = e and redis.call('GET', tkey(s, e, term))
     if packed then
       -- `@base,` markers shift the positions that follow (see push_messages).
       local base = 0
@@ -55,9 +69,16 @@ for a = 4, #ARGV do
           postings[#postings + 1] = {s .. ':' .. idx, tonumber(tf), s, idx, tonumber(len)}
         end
       end
+    elseif sid == '' and (e or not exists[s]) then
+      -- Stale: the session is gone, or its current epoch lacks the term (a rewind took
+      -- it out, or a new session has the id of an expired one). A session expired at `now`
+      -- but not yet buried keeps its entry: burying it removes that.
+      redis.call('SREM', ixkey(term), s)
     end
   end
-  bm25_term(docs, order, postings, n, avg, new_doc)
+  if n > 0 then
+    bm25_term(docs, order, postings, n, avg, new_doc)
+  end
 end
 -- Session ids compare by bytes, as Rust orders them (Lua's `<` follows the server's locale).
 local function byte_less(a, b)

@@ -1,0 +1,282 @@
+//! A session's life besides appends: fork, rewind, labels (`update_session`,
+//! `find_sessions`) and expiry. The operations are the `AgentMemory` methods in `store.rs`;
+//! each runs as one transaction (one statement for `find_sessions`).
+//!
+//! Expiry is enforced by every statement that reads a session (`expires_at <= now` is gone),
+//! on the client's clock, the one `updated_at` is written with. A write to an expired
+//! session finds its row skipped by the upsert's `WHERE` (but locked), deletes it with
+//! everything it held, and writes again, in one transaction ([`write_fresh`]). `purge`
+//! deletes expired sessions; PostgreSQL itself never does.
+
+use agentmem_core::support::{fork_target_exists, message_not_found};
+use agentmem_core::{
+    now, Error, Message, MessageId, Result, Rewind, SessionId, SessionInfo, SessionLabels,
+    SessionPage, SessionPatch, SessionQuery,
+};
+use chrono::{DateTime, Utc};
+use deadpool_postgres::Transaction;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Error as PgError;
+
+use crate::codec::{count, get, numbered_messages};
+use crate::sessions::{labels_from, session_info};
+use crate::sql::Sql;
+use crate::statements::{Exec, Stmt};
+use crate::store::{PostgresStore, READ_RETRIES};
+
+/// The error for a session that does not exist (or has expired).
+pub(crate) fn session_not_found(session: &SessionId) -> Error {
+    Error::not_found(format!("session `{session}` does not exist"))
+}
+
+/// The error for a write that found the session expired twice in a row (someone set its
+/// expiry in the past between the two tries): nothing was written.
+pub(crate) fn expired_meanwhile(session: &SessionId) -> Error {
+    Error::conflict(format!(
+        "session `{session}` expired again while it was being rewritten; nothing was written"
+    ))
+}
+
+/// Runs `st` (`append` or `save`: returns 1 when it wrote, 0 when the session has expired)
+/// in `tx` for session `id`. When the session has expired (its row is then locked by `tx`),
+/// deletes it with its messages, archives and tags, and runs `st` again, which starts a new
+/// session. Whether `st` wrote.
+pub(crate) async fn write_fresh(
+    sql: &Sql,
+    tx: &Transaction<'_>,
+    st: &Stmt,
+    params: &[&(dyn ToSql + Sync)],
+    id: &str,
+) -> std::result::Result<bool, PgError> {
+    if tx.query_one_st(st, params).await?.try_get::<_, i64>(0)? == 1 {
+        return Ok(true);
+    }
+    // The dependents go in a later statement than the row, so its snapshot holds every write
+    // made before the lock.
+    tx.execute_st(&sql.delete_session, &[&id]).await?;
+    tx.execute_st(&sql.delete_dependents, &[&vec![id]]).await?;
+    Ok(tx.query_one_st(st, params).await?.try_get::<_, i64>(0)? == 1)
+}
+
+impl PostgresStore {
+    /// `fork`: see `SessionStore::fork`.
+    pub(crate) async fn fork_session(
+        &self,
+        source: &SessionId,
+        target: &SessionId,
+        at: Option<&MessageId>,
+    ) -> Result<SessionInfo> {
+        let time = now();
+        let (src, tgt) = (source.as_str(), target.as_str());
+        let row = run!(self, 0, |client| async {
+            let tx = client.transaction().await?;
+            // An expired target is gone: a fork may take its id.
+            if tx
+                .execute_st(&self.sql.delete_expired_session, &[&tgt, &time])
+                .await?
+                > 0
+            {
+                tx.execute_st(&self.sql.delete_dependents, &[&vec![tgt]])
+                    .await?;
+            }
+            // The shared lock keeps the source's messages as they are until commit; the
+            // statements after it see every write made before it.
+            if tx
+                .query_opt_st(&self.sql.lock_session_shared, &[&src, &time])
+                .await?
+                .is_none()
+            {
+                // An existing target is reported first, as the reference store does.
+                let taken = tx
+                    .query_opt_st(&self.sql.live_session, &[&tgt, &time])
+                    .await?
+                    .is_some();
+                return Ok(Err(if taken {
+                    fork_target_exists(target)
+                } else {
+                    session_not_found(source)
+                }));
+            }
+            let end: Option<i64> = match at {
+                None => None,
+                Some(message) => {
+                    let seq: Option<i64> = tx
+                        .query_one_st(&self.sql.message_seq, &[&src, &message.as_str()])
+                        .await?
+                        .try_get(0)?;
+                    match seq {
+                        Some(seq) => Some(seq),
+                        None => return Ok(Err(message_not_found(source, message))),
+                    }
+                }
+            };
+            let Some(row) = tx
+                .query_opt_st(&self.sql.fork_copy, &[&src, &tgt, &end, &time])
+                .await?
+            else {
+                return Ok(Err(fork_target_exists(target)));
+            };
+            tx.commit().await?;
+            Ok(Ok(row))
+        })??;
+        Ok(SessionInfo {
+            id: target.clone(),
+            message_count: count(get(&row, 0)?)?,
+            created_at: get(&row, 1)?,
+            updated_at: get(&row, 2)?,
+            labels: labels_from(get(&row, 3)?, get(&row, 4)?, get(&row, 5)?, get(&row, 6)?)?,
+            expires_at: None,
+        })
+    }
+
+    /// `rewind`: see `SessionStore::rewind`.
+    pub(crate) async fn rewind_session(
+        &self,
+        session: &SessionId,
+        to: &Rewind,
+    ) -> Result<Vec<Message>> {
+        let time = now();
+        let id = session.as_str();
+        let rows = run!(self, 0, |client| async {
+            let tx = client.transaction().await?;
+            let Some(row) = tx
+                .query_opt_st(&self.sql.lock_session, &[&id, &time])
+                .await?
+            else {
+                return Ok(Err(session_not_found(session)));
+            };
+            let next: i64 = row.try_get(0)?;
+            let total: i64 = row.try_get(1)?;
+            // Messages from position `cut` on go.
+            let cut = match to {
+                Rewind::Last(n) => next - i64::try_from(*n).unwrap_or(i64::MAX).min(total.max(0)),
+                Rewind::After(message) => {
+                    let seq: Option<i64> = tx
+                        .query_one_st(&self.sql.message_seq, &[&id, &message.as_str()])
+                        .await?
+                        .try_get(0)?;
+                    match seq {
+                        Some(seq) => seq + 1,
+                        None => return Ok(Err(message_not_found(session, message))),
+                    }
+                }
+                other => {
+                    return Ok(Err(Error::unsupported(format!(
+                        "agentmem-postgres cannot rewind to {other:?}"
+                    ))))
+                }
+            };
+            if cut >= next {
+                // Nothing to remove (the transaction only held the lock).
+                return Ok(Ok(Vec::new()));
+            }
+            let rows = tx.query_st(&self.sql.rewind, &[&id, &cut, &time]).await?;
+            tx.commit().await?;
+            Ok(Ok(rows))
+        })??;
+        numbered_messages(&rows, 0)
+    }
+
+    /// `update_session`: see `SessionStore::update_session`.
+    pub(crate) async fn update_labels(
+        &self,
+        session: &SessionId,
+        patch: &SessionPatch,
+    ) -> Result<SessionInfo> {
+        let time = now();
+        let id = session.as_str();
+        let removed: Vec<&str> = patch
+            .tags
+            .iter()
+            .filter(|(_, value)| value.is_none())
+            .map(|(key, _)| key.as_str())
+            .collect();
+        let (set_keys, set_values): (Vec<&str>, Vec<&str>) = patch
+            .tags
+            .iter()
+            .filter_map(|(key, value)| Some((key.as_str(), value.as_deref()?)))
+            .unzip();
+        let (row, labels) = run!(self, 0, |client| async {
+            let tx = client.transaction().await?;
+            let Some(row) = tx
+                .query_opt_st(&self.sql.lock_session, &[&id, &time])
+                .await?
+            else {
+                return Ok(Err(session_not_found(session)));
+            };
+            // Read after the lock: every change made before it is seen.
+            let tags = tx.query_st(&self.sql.session_tags, &[&id]).await?;
+            let mut labels = SessionLabels {
+                title: row.try_get(2)?,
+                owner: row.try_get(3)?,
+                tags: tags
+                    .iter()
+                    .map(|t| Ok((t.try_get(0)?, t.try_get(1)?)))
+                    .collect::<std::result::Result<_, PgError>>()?,
+            };
+            let mut expires_at: Option<DateTime<Utc>> = row.try_get(4)?;
+            // Checks the resulting tag count; on failure nothing is written (rolled back).
+            if let Err(e) = patch.apply(&mut labels, &mut expires_at) {
+                return Ok(Err(e));
+            }
+            let params: [&(dyn ToSql + Sync); 7] = [
+                &id,
+                &labels.title,
+                &labels.owner,
+                &expires_at,
+                &removed,
+                &set_keys,
+                &set_values,
+            ];
+            let row = tx.query_one_st(&self.sql.update_labels, &params).await?;
+            tx.commit().await?;
+            Ok(Ok((row, labels)))
+        })??;
+        Ok(SessionInfo {
+            id: session.clone(),
+            message_count: count(get(&row, 0)?)?,
+            created_at: get(&row, 1)?,
+            updated_at: get(&row, 2)?,
+            labels,
+            // As stored (to the microsecond).
+            expires_at: get(&row, 3)?,
+        })
+    }
+
+    /// `find_sessions`: see `SessionStore::find_sessions`.
+    pub(crate) async fn find(&self, query: &SessionQuery) -> Result<SessionPage> {
+        let time = now();
+        // Ids are never empty, so every id sorts after `''`.
+        let after = query.after.as_ref().map_or("", SessionId::as_str);
+        let (keys, values): (Vec<&str>, Vec<&str>) = query
+            .tags
+            .iter()
+            .map(|(key, value)| (key.as_str(), value.as_str()))
+            .unzip();
+        // One more than a page, to tell whether another follows.
+        let limit = i64::try_from(query.limit.saturating_add(1)).unwrap_or(i64::MAX);
+        let owner = query.owner.as_deref();
+        let rows = run!(self, READ_RETRIES, |client| async {
+            let params: [&(dyn ToSql + Sync); 8] = [
+                &after,
+                &time,
+                &query.updated_since,
+                &query.updated_before,
+                &keys,
+                &values,
+                &limit,
+                &owner,
+            ];
+            match owner {
+                None => client.query_st(&self.sql.find_sessions, &params[..7]).await,
+                Some(_) => {
+                    client
+                        .query_st(&self.sql.find_sessions_of_owner, &params)
+                        .await
+                }
+            }
+        })?;
+        let sessions = rows.iter().map(session_info).collect::<Result<Vec<_>>>()?;
+        Ok(query.page(sessions))
+    }
+}
