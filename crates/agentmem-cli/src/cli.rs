@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agentmem_core::{Error, MemoryKind, Result, SessionId};
+use agentmem_core::{Error, MemoryKind, MessageId, Result, SessionId};
 use clap::{ArgGroup, Parser, Subcommand, ValueEnum};
 
 use agentmem_formats::Format;
@@ -31,6 +31,11 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
+    /// Encrypt and decrypt with the key in this file (32 bytes in base64) [default: the key in
+    /// $AGENTMEM_ENCRYPTION_KEY; without either, an encrypted store is refused]
+    #[arg(long, global = true, value_name = "PATH")]
+    pub encryption_key_file: Option<PathBuf>,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -39,8 +44,15 @@ pub struct Cli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// List sessions: id, message count, last update.
-    Sessions,
+    /// List sessions: id, message count, last update, owner, tags, title.
+    Sessions {
+        /// Only the sessions of this owner.
+        #[arg(long, value_name = "O")]
+        owner: Option<String>,
+        /// Only the sessions tagged KEY=VALUE (repeat: every tag must match).
+        #[arg(long = "tag", value_name = "K=V", value_parser = parse_tag)]
+        tags: Vec<(String, String)>,
+    },
     /// Print a session's messages.
     Show {
         /// The session id.
@@ -87,6 +99,66 @@ pub enum Command {
         /// Summarize without a model (extractive: the key sentences of the conversation).
         #[arg(long)]
         auto: bool,
+    },
+    /// Copy a session's messages (up to and including one), metadata and labels into a new
+    /// session; the source is unchanged.
+    Fork {
+        /// The session to copy.
+        #[arg(value_parser = parse_session)]
+        session: SessionId,
+        /// The new session's id (it must not exist).
+        #[arg(value_parser = parse_session)]
+        new: SessionId,
+        /// Copy the messages up to and including this one [default: all of them].
+        #[arg(long, value_name = "MESSAGE_ID", value_parser = parse_message)]
+        at: Option<MessageId>,
+    },
+    /// Remove messages from the end of a session and print them.
+    #[command(group(ArgGroup::new("where").required(true).args(["last", "to"])))]
+    Rewind {
+        /// The session id.
+        #[arg(value_parser = parse_session)]
+        session: SessionId,
+        /// Remove the last N messages (all of them when there are fewer).
+        #[arg(long, value_name = "N")]
+        last: Option<usize>,
+        /// Remove every message after this one, keeping it.
+        #[arg(long, value_name = "MESSAGE_ID", value_parser = parse_message)]
+        to: Option<MessageId>,
+    },
+    /// Set a session's title, owner and tags (in one step; tags not named stay).
+    #[command(group(ArgGroup::new("labels").required(true).multiple(true).args(["title", "owner", "tags"])))]
+    Tag {
+        /// The session id.
+        #[arg(value_parser = parse_session)]
+        session: SessionId,
+        /// The title.
+        #[arg(long, value_name = "T")]
+        title: Option<String>,
+        /// The owner (the end user the session belongs to).
+        #[arg(long, value_name = "O")]
+        owner: Option<String>,
+        /// Set tag KEY to VALUE (repeatable).
+        #[arg(long = "tag", value_name = "K=V", value_parser = parse_tag)]
+        tags: Vec<(String, String)>,
+    },
+    /// Make a session expire (be deleted for every reader) after a while.
+    Expire {
+        /// The session id.
+        #[arg(value_parser = parse_session)]
+        session: SessionId,
+        /// How long from now, like 30s, 15m, 2h or 7d.
+        #[arg(long = "in", value_name = "DURATION", value_parser = parse_duration)]
+        ttl: Duration,
+    },
+    /// Re-encrypt every session and memory item under a new key (archives keep the old one).
+    ///
+    /// The current key is the one `--encryption-key-file` or $AGENTMEM_ENCRYPTION_KEY gives.
+    /// Run it while nothing else writes the store.
+    Rekey {
+        /// The file holding the new key (32 bytes in base64).
+        #[arg(long, value_name = "PATH")]
+        new_key_file: PathBuf,
     },
     /// List a session's archives, oldest first.
     Archives {
@@ -216,6 +288,27 @@ pub enum ShowFormat {
 
 fn parse_session(s: &str) -> std::result::Result<SessionId, String> {
     SessionId::new(s).map_err(|e| e.message().to_string())
+}
+
+fn parse_message(s: &str) -> std::result::Result<MessageId, String> {
+    s.parse::<MessageId>().map_err(|e| e.message().to_string())
+}
+
+/// Parses a tag written `KEY=VALUE` (the value may be empty and may hold `=`).
+///
+/// ```
+/// use agentmem_cli::cli::parse_tag;
+/// assert_eq!(parse_tag("project=kyoto").unwrap(), ("project".into(), "kyoto".into()));
+/// assert!(parse_tag("project").is_err());
+/// assert!(parse_tag("=kyoto").is_err());
+/// ```
+pub fn parse_tag(s: &str) -> std::result::Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
+        _ => Err(format!(
+            "invalid tag {s:?}: write it KEY=VALUE, like project=kyoto"
+        )),
+    }
 }
 
 fn parse_kind(s: &str) -> std::result::Result<MemoryKind, String> {

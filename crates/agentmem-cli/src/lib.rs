@@ -103,11 +103,20 @@ fn clap_exit(e: clap::Error) -> ExitCode {
         }
         _ => {
             let text = e.to_string();
-            let first = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid command line");
+            let mut lines = text.lines().skip_while(|l| l.trim().is_empty());
+            let first = lines.next().unwrap_or("invalid command line");
             let first = first.strip_prefix("error: ").unwrap_or(first);
+            // "the following required arguments were not provided:" lists them on the
+            // indented lines below: keep them on the one line.
+            let listed: Vec<&str> = lines
+                .take_while(|l| l.starts_with(' '))
+                .map(str::trim)
+                .collect();
+            let first = if listed.is_empty() {
+                first.to_string()
+            } else {
+                format!("{first} {}", listed.join(", "))
+            };
             eprintln!("agentmem: {first} (see agentmem --help)");
             ExitCode::from(2)
         }

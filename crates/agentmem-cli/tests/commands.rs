@@ -8,8 +8,13 @@ use std::path::{Path, PathBuf};
 use common::{agentmem, column, fails, fixture, import, json, ok, on, rows};
 use predicates::prelude::*;
 
-const COMMANDS: [&str; 14] = [
+const COMMANDS: [&str; 19] = [
     "sessions",
+    "fork",
+    "rewind",
+    "tag",
+    "expire",
+    "rekey",
     "show",
     "append",
     "search",

@@ -4,8 +4,9 @@
 use agentmem_core::layer::Layer;
 use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata,
-    Operation, PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
+    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery,
+    Metadata, Operation, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId,
+    SessionInfo, SessionPage, SessionPatch, SessionQuery, SessionStore,
 };
 
 use crate::cipher::{envelope_key_id, CryptoError, METADATA_KEY};
@@ -103,6 +104,15 @@ impl<S: AgentMemory> NoKey<S> {
         }
         Ok(())
     }
+
+    /// Refuses to go on when `session` holds anything encrypted, as [`load`](SessionStore::load)
+    /// would (one extra read of the whole session).
+    async fn check_readable(&self, session: &SessionId, op: Operation) -> Result<()> {
+        if let Some(stored) = self.inner.load(session, None).await? {
+            check_session(&stored, op)?;
+        }
+        Ok(())
+    }
 }
 
 #[deny(clippy::missing_trait_methods)]
@@ -186,6 +196,43 @@ impl<S: AgentMemory> SessionStore for NoKey<S> {
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
         self.inner.purge(policy).await
+    }
+
+    /// Refuses a `source` that `load` would refuse (it reads it first: a copy of ciphertext
+    /// bound to another session could never be opened), then the store's own fork.
+    async fn fork(
+        &self,
+        source: &SessionId,
+        target: &SessionId,
+        at: Option<&MessageId>,
+    ) -> Result<SessionInfo> {
+        self.check_readable(source, Operation::Fork).await?;
+        self.inner.fork(source, target, at).await
+    }
+
+    /// Refuses a session that `load` would refuse before removing anything (it reads it
+    /// first), then the store's own rewind; removed messages that turn out encrypted (written
+    /// in between) are refused as well.
+    async fn rewind(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
+        self.check_readable(session, Operation::Rewind).await?;
+        let removed = self.inner.rewind(session, to).await?;
+        let found = removed.iter().find_map(message_key);
+        refuse(found, Operation::Rewind, format!("session `{session}`"))?;
+        Ok(removed)
+    }
+
+    /// Passed through: labels and expiry are never encrypted.
+    async fn update_session(
+        &self,
+        session: &SessionId,
+        patch: &SessionPatch,
+    ) -> Result<SessionInfo> {
+        self.inner.update_session(session, patch).await
+    }
+
+    /// Passed through, as `list_sessions`: labels are never encrypted.
+    async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
+        self.inner.find_sessions(query).await
     }
 }
 

@@ -4,12 +4,15 @@ use std::collections::HashMap;
 use std::future::Future;
 
 use agentmem_core::layer::{check_memory_item, check_messages, Layer};
-use agentmem_core::support::{memory_search_limit, rank_memories, rank_messages, search_terms};
+use agentmem_core::support::{
+    fork_end, fork_target_exists, memory_search_limit, rank_memories, rank_messages, search_terms,
+};
 use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata,
-    Operation, PurgeReport, Result, RetentionPolicy, ScopeFilter, Session, SessionId, SessionInfo,
-    SessionStore, MAX_METADATA_DEPTH,
+    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery,
+    Metadata, Operation, PurgeReport, Result, RetentionPolicy, Rewind, ScopeFilter, Session,
+    SessionId, SessionInfo, SessionLabels, SessionPage, SessionPatch, SessionQuery, SessionStore,
+    MAX_METADATA_DEPTH,
 };
 
 use crate::cipher::{
@@ -628,6 +631,86 @@ impl<S: AgentMemory> SessionStore for Encrypted<S> {
 
     async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
         self.inner.purge(policy).await
+    }
+
+    /// Not one atomic step on the store: each session's messages are encrypted under a key
+    /// derived from its id and bound to it, so the store's own fork (which copies ciphertext)
+    /// would make a session no key opens. The layer reads and decrypts `source`, refuses an
+    /// existing `target` (`Conflict`), then writes the copy re-encrypted under `target`'s key
+    /// with one `save_session` and copies the labels with one `update_session`. A writer racing
+    /// with it may see `target` for a moment without its labels, and a session created under
+    /// `target` between the check and the write is replaced (see the crate README).
+    async fn fork(
+        &self,
+        source: &SessionId,
+        target: &SessionId,
+        at: Option<&MessageId>,
+    ) -> Result<SessionInfo> {
+        self.run(Operation::Fork, async {
+            if self.inner.load(target, Some(0)).await?.is_some() {
+                return Err(fork_target_exists(target));
+            }
+            let Some(stored) = self.inner.load(source, None).await? else {
+                return Err(Error::not_found(format!(
+                    "session `{source}` does not exist"
+                )));
+            };
+            let mut from = open_session(&self.keys, stored)?;
+            let end = fork_end(&from.messages, source, at)?;
+            from.messages.truncate(end);
+            self.save_session(target, &from.messages, &from.metadata)
+                .await?;
+            let patch = labels_patch(&from.labels);
+            if patch.is_empty() {
+                match self.inner.load(target, Some(0)).await? {
+                    Some(copy) => Ok(copy.info()),
+                    None => Err(Error::not_found(format!(
+                        "session `{target}` was deleted while it was being forked"
+                    ))),
+                }
+            } else {
+                self.inner.update_session(target, &patch).await
+            }
+        })
+        .await
+    }
+
+    /// The store's own rewind (message ids are in the clear), decrypting what it removed.
+    async fn rewind(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
+        self.run(Operation::Rewind, async {
+            let removed = self.inner.rewind(session, to).await?;
+            open_messages(&self.keys, session, removed)
+        })
+        .await
+    }
+
+    /// Passed through: labels and the expiry time are kept in the clear (they are lookup
+    /// keys; see the crate README).
+    async fn update_session(
+        &self,
+        session: &SessionId,
+        patch: &SessionPatch,
+    ) -> Result<SessionInfo> {
+        self.inner.update_session(session, patch).await
+    }
+
+    /// Passed through: the store filters on labels kept in the clear.
+    async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
+        self.inner.find_sessions(query).await
+    }
+}
+
+/// The patch that gives a new session `labels`.
+fn labels_patch(labels: &SessionLabels) -> SessionPatch {
+    SessionPatch {
+        title: labels.title.clone().map(Some),
+        owner: labels.owner.clone().map(Some),
+        tags: labels
+            .tags
+            .iter()
+            .map(|(k, v)| (k.clone(), Some(v.clone())))
+            .collect(),
+        expires_at: None,
     }
 }
 

@@ -721,3 +721,131 @@ async fn upsert_by_key_finds_items_written_under_a_read_key() {
         Some("the user likes tea".into())
     );
 }
+
+/// A fork through the layer re-encrypts the copy under the target's own key (the store's
+/// ciphertext cannot be copied: it is bound to the source), keeps metadata and labels, and
+/// leaves the source alone; a rewind returns the removed messages decrypted; labels stay in
+/// the clear; without a key, fork and rewind of an encrypted session are refused and remove
+/// nothing.
+async fn lifecycle_through_the_layer(raw: Store) {
+    let key = key();
+    let store = layered(&raw, &key);
+    let (source, target) = (sid("fork-src"), sid("fork-dst"));
+    let mut meta = Metadata::new();
+    meta.insert("title".into(), "canarySessionMetaIbis".into());
+    let messages = history();
+    store
+        .save_session(&source, &messages, &meta)
+        .await
+        .expect("save");
+    let patch = agentmem_core::SessionPatch::default()
+        .owner("ada")
+        .tag("project", "kyoto");
+    store
+        .update_session(&source, &patch)
+        .await
+        .expect("label the source");
+
+    let info = store
+        .fork(&source, &target, Some(&messages[1].id))
+        .await
+        .expect("fork");
+    assert_eq!(info.id, target);
+    assert_eq!(info.message_count, 2);
+    assert_eq!(info.labels.owner.as_deref(), Some("ada"));
+    let forked = store
+        .load(&target, None)
+        .await
+        .expect("load")
+        .expect("fork");
+    assert_eq!(forked.messages, messages[..2]);
+    assert_eq!(forked.metadata, meta);
+    assert_eq!(
+        forked.labels.tags.get("project").map(String::as_str),
+        Some("kyoto")
+    );
+    // The copy is sealed under the target's key: its envelopes differ from the source's.
+    let (bare_source, bare_target) = (
+        raw.load(&source, None)
+            .await
+            .expect("load")
+            .expect("source"),
+        raw.load(&target, None)
+            .await
+            .expect("load")
+            .expect("target"),
+    );
+    assert!(bare_target.messages[0].content.starts_with(ENVELOPE_PREFIX));
+    assert_ne!(
+        bare_target.messages[0].content,
+        bare_source.messages[0].content
+    );
+    assert_eq!(
+        bare_target.labels.owner.as_deref(),
+        Some("ada"),
+        "labels are clear"
+    );
+    assert_eq!(
+        store
+            .fork(&source, &target, None)
+            .await
+            .expect_err("the target exists")
+            .kind(),
+        ErrorKind::Conflict
+    );
+    assert_eq!(
+        store
+            .fork(&sid("none"), &sid("fresh"), None)
+            .await
+            .expect_err("no source")
+            .kind(),
+        ErrorKind::NotFound
+    );
+    let page = store
+        .find_sessions(&agentmem_core::SessionQuery::default().owner("ada"))
+        .await
+        .expect("find");
+    let found: Vec<_> = page.sessions.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(found, ["fork-dst", "fork-src"]);
+
+    // Without a key: refused before anything is removed or copied.
+    let keyless = raw.clone().with_layer(NoKeyLayer);
+    let err = keyless
+        .rewind(&source, &agentmem_core::Rewind::Last(1))
+        .await
+        .expect_err("no key");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert!(matches!(
+        crypto_error(&err),
+        Some(CryptoError::NoKey { .. })
+    ));
+    let err = keyless
+        .fork(&source, &sid("keyless-copy"), None)
+        .await
+        .expect_err("no key");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert!(raw
+        .load(&sid("keyless-copy"), None)
+        .await
+        .expect("load")
+        .is_none());
+    assert_eq!(store.messages(&source).await.expect("read").len(), 3);
+
+    let removed = store
+        .rewind(&source, &agentmem_core::Rewind::Last(2))
+        .await
+        .expect("rewind");
+    assert_eq!(removed, messages[1..]);
+    assert_eq!(store.messages(&source).await.expect("read"), messages[..1]);
+}
+
+#[tokio::test]
+async fn lifecycle_through_the_layer_in_memory() {
+    lifecycle_through_the_layer(in_memory()).await;
+}
+
+#[tokio::test]
+async fn lifecycle_through_the_layer_on_files() {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    lifecycle_through_the_layer(file_store(dir.path()).await).await;
+}

@@ -79,6 +79,7 @@ struct DoctorReport {
 /// Runs the checks on the store at `url`.
 pub async fn run(
     url: &str,
+    keys: &super::Keys,
     out: &mut Output,
     repair: bool,
     backup_dir: Option<PathBuf>,
@@ -90,7 +91,7 @@ pub async fn run(
             .map_err(|e| store_error(url, e))?;
         file_doctor(store, repair, backup_dir).await?
     } else {
-        let store = super::open(url).await?;
+        let store = super::open(url, keys).await?;
         generic_doctor(url, store).await?
     };
     print(out, &report)?;

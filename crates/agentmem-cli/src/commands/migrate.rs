@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use agentmem_core::{Error, Result, SessionId};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::{open, redact};
+use super::{open, redact, Keys};
 use crate::migrate::{migrate, MigrateOptions, Progress};
 use crate::output::{count, Output};
 use crate::sync::SyncReport;
@@ -59,15 +59,22 @@ impl Progress for Shown {
 }
 
 /// Copies everything from `from` to `to`, then prints what was copied.
-pub async fn run(out: &mut Output, from: &str, to: &str, dry_run: bool, batch: u64) -> Result<()> {
+pub async fn run(
+    out: &mut Output,
+    keys: &Keys,
+    from: &str,
+    to: &str,
+    dry_run: bool,
+    batch: u64,
+) -> Result<()> {
     if from == to {
         return Err(Error::invalid_input(format!(
             "--from and --to name the same store {}",
             redact(from)
         )));
     }
-    let source = open(from).await?;
-    let dest = open(to).await?;
+    let source = open(from, keys).await?;
+    let dest = open(to, keys).await?;
     let mut progress = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
         if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} sessions  {msg}") {

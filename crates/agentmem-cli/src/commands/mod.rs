@@ -1,15 +1,18 @@
 //! One function per command; [`run`] dispatches.
 
 mod doctor;
+mod lifecycle;
 mod memories;
 mod migrate;
 mod sessions;
 mod transfer;
 mod workspace;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agentmem_core::{AgentMemory, Error, Result, RetentionPolicy};
+use agentmem::crypt::{EncryptLayer, MasterKey, NoKeyLayer, KEY_ENV};
+use agentmem_core::{AgentMemory, AgentMemoryExt, Error, Result, RetentionPolicy};
 
 use crate::cli::{Cli, Command, DEFAULT_STORE};
 use crate::output::Output;
@@ -20,30 +23,68 @@ pub async fn run(cli: Cli, out: &mut Output) -> Result<()> {
         .store
         .clone()
         .unwrap_or_else(|| DEFAULT_STORE.to_string());
+    let keys = Keys {
+        file: cli.encryption_key_file.clone(),
+    };
+    let keys = &keys;
     match cli.command {
-        Command::Sessions => sessions::list(&open(&url).await?, out).await,
+        Command::Sessions { owner, tags } => {
+            sessions::list(&open(&url, keys).await?, out, owner, tags).await
+        }
+        Command::Fork { session, new, at } => {
+            lifecycle::fork(&open(&url, keys).await?, out, &session, &new, at.as_ref()).await
+        }
+        Command::Rewind { session, last, to } => {
+            lifecycle::rewind(&open(&url, keys).await?, out, &session, last, to).await
+        }
+        Command::Tag {
+            session,
+            title,
+            owner,
+            tags,
+        } => lifecycle::tag(&open(&url, keys).await?, out, &session, title, owner, tags).await,
+        Command::Expire { session, ttl } => {
+            lifecycle::expire(&open(&url, keys).await?, out, &session, ttl).await
+        }
+        Command::Rekey { new_key_file } => {
+            let old = keys.current()?.ok_or_else(|| {
+                Error::invalid_input(format!(
+                    "rekey needs the current key: give --encryption-key-file or set {KEY_ENV}"
+                ))
+            })?;
+            lifecycle::rekey_store(open_raw(&url).await?, out, &old, &new_key_file).await
+        }
         Command::Show {
             session,
             limit,
             format,
-        } => sessions::show(&open(&url).await?, out, &session, limit, format).await,
+        } => sessions::show(&open(&url, keys).await?, out, &session, limit, format).await,
         Command::Append {
             session,
             role,
             text,
-        } => sessions::append(&open(&url).await?, out, &session, &role, &text).await,
+        } => sessions::append(&open(&url, keys).await?, out, &session, &role, &text).await,
         Command::Search {
             query,
             session,
             limit,
-        } => sessions::search(&open(&url).await?, out, &query, session, limit).await,
+        } => sessions::search(&open(&url, keys).await?, out, &query, session, limit).await,
         Command::Compact {
             session,
             summary,
             auto,
-        } => sessions::compact(&open(&url).await?, out, &session, summary.as_deref(), auto).await,
+        } => {
+            sessions::compact(
+                &open(&url, keys).await?,
+                out,
+                &session,
+                summary.as_deref(),
+                auto,
+            )
+            .await
+        }
         Command::Archives { session } => {
-            sessions::archives(&open(&url).await?, out, &session).await
+            sessions::archives(&open(&url, keys).await?, out, &session).await
         }
         Command::Memories {
             kind,
@@ -54,9 +95,11 @@ pub async fn run(cli: Cli, out: &mut Output) -> Result<()> {
             exact,
         } => {
             let scope = memories::scope_filter(agent, workspace, owner, global, exact);
-            memories::list(&open(&url).await?, out, kind, scope).await
+            memories::list(&open(&url, keys).await?, out, kind, scope).await
         }
-        Command::Delete { session } => sessions::delete(&open(&url).await?, out, &session).await,
+        Command::Delete { session } => {
+            sessions::delete(&open(&url, keys).await?, out, &session).await
+        }
         Command::Purge {
             older_than,
             keep,
@@ -67,17 +110,19 @@ pub async fn run(cli: Cli, out: &mut Output) -> Result<()> {
                 max_sessions: keep,
                 max_memory_age: memories_older_than,
             };
-            sessions::purge(&open(&url).await?, out, &policy).await
+            sessions::purge(&open(&url, keys).await?, out, &policy).await
         }
         Command::WorkspaceId { path, agent } => workspace::show(out, path, agent.as_deref()),
-        Command::Doctor { repair, backup_dir } => doctor::run(&url, out, repair, backup_dir).await,
+        Command::Doctor { repair, backup_dir } => {
+            doctor::run(&url, keys, out, repair, backup_dir).await
+        }
         Command::Export {
             session,
             all,
             format,
             output,
         } => {
-            let store = open(&url).await?;
+            let store = open(&url, keys).await?;
             transfer::export(
                 &store,
                 out,
@@ -91,18 +136,59 @@ pub async fn run(cli: Cli, out: &mut Output) -> Result<()> {
             path,
             format,
             session,
-        } => transfer::import(&open(&url).await?, out, &path, format, session).await,
+        } => transfer::import(&open(&url, keys).await?, out, &path, format, session).await,
         Command::Migrate {
             from,
             to,
             dry_run,
             batch_size,
-        } => migrate::run(out, &from, &to, dry_run, batch_size).await,
+        } => migrate::run(out, keys, &from, &to, dry_run, batch_size).await,
     }
 }
 
-/// Opens a store, naming it (password hidden) when that fails.
-pub async fn open(url: &str) -> Result<Arc<dyn AgentMemory>> {
+/// Where the encryption key comes from: `--encryption-key-file`, else
+/// `AGENTMEM_ENCRYPTION_KEY`, else none.
+#[derive(Debug, Clone, Default)]
+pub struct Keys {
+    /// The file `--encryption-key-file` names.
+    pub file: Option<PathBuf>,
+}
+
+impl Keys {
+    /// The key given, if any (read anew on each call: only commands that open a store ask).
+    pub fn current(&self) -> Result<Option<MasterKey>> {
+        if let Some(path) = &self.file {
+            return key_from_file(path).map(Some);
+        }
+        match std::env::var_os(KEY_ENV) {
+            Some(value) if !value.is_empty() => MasterKey::from_env()
+                .map(Some)
+                .map_err(|e| Error::new(e.kind(), format!("${KEY_ENV}")).with_source(e)),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// The key in the file at `path`, the error naming the file.
+pub fn key_from_file(path: &Path) -> Result<MasterKey> {
+    MasterKey::from_file(path).map_err(|e| {
+        Error::new(e.kind(), format!("encryption key file {}", path.display())).with_source(e)
+    })
+}
+
+/// Opens a store, naming it (password hidden) when that fails, wearing the encryption layer
+/// with the key given, else the layer that refuses encrypted records.
+pub async fn open(url: &str, keys: &Keys) -> Result<Arc<dyn AgentMemory>> {
+    let key = keys.current()?;
+    let raw = open_raw(url).await?;
+    Ok(match key {
+        Some(key) => Arc::new(raw.with_layer(EncryptLayer::new(&key))),
+        None => Arc::new(raw.with_layer(NoKeyLayer)),
+    })
+}
+
+/// Opens a store as it is, without an encryption layer (for `rekey`).
+pub async fn open_raw(url: &str) -> Result<Arc<dyn AgentMemory>> {
     agentmem::open(url).await.map_err(|e| store_error(url, e))
 }
 

@@ -8,7 +8,7 @@ use agentmem::conversation::templates::summary_text;
 use agentmem::conversation::{ExtractiveSummarizer, SummaryRequest};
 use agentmem_core::{
     AgentMemory, AgentMemoryExt, Error, Message, MessageQuery, Result, RetentionPolicy, Role,
-    SessionId, SessionStore,
+    SessionId, SessionInfo, SessionQuery, SessionStore,
 };
 use agentmem_formats::swarms::render_memory_md;
 use serde_json::json;
@@ -19,20 +19,73 @@ use crate::output::{count, printable, snippet, time, Output};
 /// The summary length `compact --auto` asks for, in tokens.
 const AUTO_SUMMARY_TOKENS: usize = 512;
 
+/// How many sessions `sessions` asks the store for at a time.
+const PAGE: usize = 1000;
+
 fn missing(session: &SessionId) -> Error {
     Error::not_found(format!("session {:?} does not exist", session.as_str()))
 }
 
-/// `sessions`: id, message count, last update.
-pub async fn list(store: &Arc<dyn AgentMemory>, out: &mut Output) -> Result<()> {
-    let sessions = store.list_sessions().await?;
-    out.listing(&sessions, &["SESSION", "MESSAGES", "UPDATED"], |s| {
+/// `sessions`: id, message count, last update, expiry, owner, tags, title; only those of
+/// `owner` and carrying every tag of `tags` when given. Reads every page of `find_sessions`.
+pub async fn list(
+    store: &Arc<dyn AgentMemory>,
+    out: &mut Output,
+    owner: Option<String>,
+    tags: Vec<(String, String)>,
+) -> Result<()> {
+    let mut query = SessionQuery {
+        owner,
+        tags: tags.into_iter().collect(),
+        ..SessionQuery::default()
+    }
+    .limit(PAGE);
+    let mut sessions: Vec<SessionInfo> = Vec::new();
+    loop {
+        let page = store.find_sessions(&query).await?;
+        sessions.extend(page.sessions);
+        match page.next {
+            // A store that hands back the cursor it was given would loop for ever.
+            Some(next) if query.after.as_ref() != Some(&next) => query.after = Some(next),
+            _ => break,
+        }
+    }
+    let columns = [
+        "SESSION", "MESSAGES", "UPDATED", "EXPIRES", "OWNER", "TAGS", "TITLE",
+    ];
+    out.listing(&sessions, &columns, |s| {
         vec![
             s.id.to_string(),
             s.message_count.to_string(),
             time(s.updated_at),
+            s.expires_at.map(time).unwrap_or_default(),
+            s.labels.owner.clone().unwrap_or_default(),
+            tag_list(&s.labels.tags),
+            s.labels
+                .title
+                .as_deref()
+                .map(|t| snippet(t, 60))
+                .unwrap_or_default(),
         ]
     })
+}
+
+/// Tags as `k=v,k2=v2`.
+pub fn tag_list(tags: &std::collections::BTreeMap<String, String>) -> String {
+    tags.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// One message as `show` prints it: time, role (with its tool pairing), content.
+pub fn message_line(m: &Message) -> String {
+    format!(
+        "[{}] {}: {}",
+        time(m.timestamp),
+        role_label(m),
+        printable(&m.content)
+    )
 }
 
 /// How a message's role reads in text output, with its tool pairing.
@@ -78,12 +131,7 @@ pub async fn show(
                 time(loaded.updated_at)
             ))?;
             for m in &loaded.messages {
-                out.line(format!(
-                    "[{}] {}: {}",
-                    time(m.timestamp),
-                    role_label(m),
-                    printable(&m.content)
-                ))?;
+                out.line(message_line(m))?;
             }
             Ok(())
         }

@@ -14,6 +14,7 @@ pub fn agentmem() -> Command {
     cmd.env_remove("AGENTMEM_STORE")
         .env_remove("AGENTMEM_HOME")
         .env_remove("AGENTMEM_GLOBAL_SESSIONS")
+        .env_remove("AGENTMEM_ENCRYPTION_KEY")
         .env_remove("RUST_LOG");
     cmd
 }
