@@ -81,12 +81,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let new = MasterKey::generate()?;
     let report = rekey(raw.clone(), &key, &new).await?;
     println!(
-        "\nrekeyed to {}: {} session(s), {} message(s), {} memory item(s), {} archive(s) kept",
+        "\nrekeyed to {}: {} session(s), {} message(s), {} memory item(s), {} archive(s)",
         new.id(),
         report.sessions,
         report.messages,
         report.memories,
-        report.archives_kept
+        report.archives
     );
     let store = raw.clone().with_layer(EncryptLayer::new(&new));
     println!(

@@ -213,6 +213,17 @@ impl<S: AgentMemory> SessionStore for NoKey<S> {
     /// Refuses a session that `load` would refuse before removing anything (it reads it
     /// first), then the store's own rewind; removed messages that turn out encrypted (written
     /// in between) are refused as well.
+    /// Refuses to put plaintext over an encrypted archive, as `load_archive` refuses to read one.
+    async fn replace_archive(
+        &self,
+        session: &SessionId,
+        archive: &ArchiveId,
+        messages: &[Message],
+    ) -> Result<ArchiveInfo> {
+        self.load_archive(session, archive).await?;
+        self.inner.replace_archive(session, archive, messages).await
+    }
+
     async fn rewind(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
         self.check_readable(session, Operation::Rewind).await?;
         let removed = self.inner.rewind(session, to).await?;

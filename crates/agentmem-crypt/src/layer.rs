@@ -698,6 +698,20 @@ impl<S: AgentMemory> SessionStore for Encrypted<S> {
     async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
         self.inner.find_sessions(query).await
     }
+
+    /// Encrypts the messages under the session's key, as `compact` does for an archive.
+    async fn replace_archive(
+        &self,
+        session: &SessionId,
+        archive: &ArchiveId,
+        messages: &[Message],
+    ) -> Result<ArchiveInfo> {
+        self.run(Operation::ReplaceArchive, async {
+            let sealed = seal_messages(&self.keys, session, messages)?;
+            self.inner.replace_archive(session, archive, &sealed).await
+        })
+        .await
+    }
 }
 
 /// The patch that gives a new session `labels`.

@@ -20,24 +20,22 @@ pub struct RekeyReport {
     pub messages: u64,
     /// Memory items rewritten under the new key.
     pub memories: u64,
-    /// Archives left as they were: the store traits cannot rewrite an archive, so they stay
-    /// encrypted under the key that was current when they were compacted (or in plaintext,
-    /// after [`encrypt_existing`]). Read them with
-    /// [`EncryptLayer::with_read_key`](crate::EncryptLayer::with_read_key).
-    pub archives_kept: u64,
+    /// Archives rewritten under the new key (in place, through
+    /// [`SessionStore::replace_archive`](agentmem_core::SessionStore::replace_archive)).
+    pub archives: u64,
     /// The key everything rewritten is now encrypted with.
     pub key: Option<KeyId>,
 }
 
 /// Re-encrypts every session (its messages and metadata) and every memory item of `store`
 /// from `old` to `new`, one session and one item at a time, through the store's own
-/// `save_session` and `put_memory`.
+/// `save_session`, `replace_archive` and `put_memory`.
 ///
 /// Records already under `new` are read and rewritten as well, so an interrupted rekey is
 /// finished by running it again. Run it while nothing else writes the store: an append that
-/// lands between a session's load and its rewrite is lost. Not rewritten (see
-/// [`RekeyReport::archives_kept`]): archives; and expired memory items, which no reader sees
-/// and a purge deletes. Each rewritten session's `updated_at` becomes the time of the rekey.
+/// lands between a session's load and its rewrite is lost. Archives are rewritten
+/// in place (id and creation time kept). Not rewritten: expired memory items, which no reader
+/// sees and a purge deletes. Each rewritten session's `updated_at` becomes the time of the rekey.
 ///
 /// ```
 /// use agentmem_core::{AgentMemoryExt, ErrorKind, InMemoryStore, Message, SessionId};
@@ -71,7 +69,7 @@ pub async fn rekey<S: AgentMemory>(
 
 /// Encrypts a store written without the layer: every session and memory item is read as
 /// plaintext (or as ciphertext under `key`, so running it again is harmless) and rewritten
-/// encrypted under `key`. The same rules as [`rekey`] apply; archives stay in plaintext.
+/// encrypted under `key`. The same rules as [`rekey`] apply, archives included.
 pub async fn encrypt_existing<S: AgentMemory>(store: S, key: &MasterKey) -> Result<RekeyReport> {
     let mut reading = Keyring::new(key);
     reading.accept_plaintext = true;
@@ -103,7 +101,13 @@ async fn rewrite<S: AgentMemory>(
             .await?;
         report.sessions += 1;
         report.messages += session.messages.len() as u64;
-        report.archives_kept += reader.list_archives(&session.id).await?.len() as u64;
+        for info in reader.list_archives(&session.id).await? {
+            let archive = reader.load_archive(&session.id, &info.id).await?;
+            writer
+                .replace_archive(&session.id, &info.id, &archive.messages)
+                .await?;
+            report.archives += 1;
+        }
     }
     for item in reader.list_memories(&MemoryFilter::default()).await? {
         writer.put_memory(&item).await?;

@@ -466,7 +466,7 @@ async fn rekey_moves_everything_to_the_new_key(raw: Store) -> (KeyId, KeyId) {
     assert_eq!(report.sessions, 1);
     assert_eq!(report.messages, messages.len() as u64);
     assert_eq!(report.memories, 1);
-    assert_eq!(report.archives_kept, 1);
+    assert_eq!(report.archives, 1);
     assert_eq!(report.key, Some(new.id()));
 
     let with_new = layered(&raw, &new);
@@ -506,26 +506,23 @@ async fn rekey_moves_everything_to_the_new_key(raw: Store) -> (KeyId, KeyId) {
     let err = with_old.get_memory(&stored.id).await.expect_err("old key");
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
 
-    // Archives cannot be rewritten: they need the old key as a read key.
+    // Archives are rewritten in place: the new key alone reads them, the old key no longer.
     let archive = &with_new.list_archives(&id).await.expect("list")[0];
-    let err = with_new
+    let archived = with_new
         .load_archive(&id, &archive.id)
         .await
-        .expect_err("archive");
-    assert!(
-        matches!(crypto_error(&err), Some(CryptoError::WrongKey { .. })),
-        "{err}"
-    );
-    let both = raw
-        .clone()
-        .with_layer(EncryptLayer::new(&new).with_read_key(&old));
-    let archived = both
-        .load_archive(&id, &archive.id)
-        .await
-        .expect("with the read key");
+        .expect("the archive under the new key");
     assert_eq!(
         archived.messages[0].content,
         "old turn canaryArchivedWalrus"
+    );
+    let err = with_old
+        .load_archive(&id, &archive.id)
+        .await
+        .expect_err("archive under the old key");
+    assert!(
+        matches!(crypto_error(&err), Some(CryptoError::WrongKey { .. })),
+        "{err}"
     );
 
     // Running it again (an interrupted rekey finished) changes nothing readable.
@@ -595,8 +592,8 @@ async fn an_existing_plaintext_store_can_be_encrypted() {
             ..stored
         }
     );
-    // Archives stay as they were, and so do the superseded lines of the file backend's memory
-    // log until it compacts the log: everything else is ciphertext now.
+    // The superseded lines of the file backend's memory log stay until it compacts the log:
+    // everything else, archives included, is ciphertext now.
     let memories = std::fs::read_to_string(dir.path().join("memories.jsonl")).expect("the log");
     let last = memories.lines().last().expect("a line");
     assert!(!last.contains("canaryMemoryTextMoose") && last.contains(ENVELOPE_PREFIX));
@@ -604,11 +601,9 @@ async fn an_existing_plaintext_store_can_be_encrypted() {
         "canaryContentZebra",
         "canaryToolNameHeron",
         "canarySessionMetaIbis",
+        "canaryArchivedWalrus",
     ] {
-        let found: Vec<PathBuf> = files_containing(dir.path(), secret.as_bytes())
-            .into_iter()
-            .filter(|p| !p.to_string_lossy().contains("/archive/"))
-            .collect();
+        let found: Vec<PathBuf> = files_containing(dir.path(), secret.as_bytes());
         assert!(found.is_empty(), "{secret} is still in {found:?}");
     }
 }

@@ -143,20 +143,13 @@ pub async fn rekey_store(
     if out.json() {
         return out.json_value(&report);
     }
-    let kept = if report.archives_kept > 0 {
-        format!(
-            "; {} still under key {} (archives are not rewritten)",
-            count(report.archives_kept, "archive"),
-            old.id()
-        )
-    } else {
-        String::new()
-    };
     out.line(format!(
-        "re-encrypted {} ({}) and {} under key {}{kept}",
+        "re-encrypted {} ({}, {}) and {} under key {} (was {})",
         count(report.sessions, "session"),
         count(report.messages, "message"),
+        count(report.archives, "archive"),
         count(report.memories, "memory item"),
-        new.id()
+        new.id(),
+        old.id()
     ))
 }
