@@ -25,9 +25,7 @@ use crate::config::Durability;
 use crate::fsutil::{
     create_dirs, io_error, list_dir, open_append, stat, sync_dir, write_atomic, FileId, TMP_PREFIX,
 };
-use crate::layout::{
-    fork_folder_name, SessionPaths, QUARANTINE_DIR, REPLACE_PREFIX, TRASH_PREFIX,
-};
+use crate::layout::{fork_folder_name, SessionPaths, QUARANTINE_DIR, REPLACE_PREFIX, TRASH_PREFIX};
 use crate::lease::Lease;
 use crate::lifecycle::{CachedLifecycle, Lifecycle, Stamp};
 use crate::log::{
@@ -678,7 +676,10 @@ impl SessionCtx<'_> {
         let mut names = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| io_error(dir, "cannot list", e))?;
-            names.push((entry.file_name().to_string_lossy().into_owned(), entry.path()));
+            names.push((
+                entry.file_name().to_string_lossy().into_owned(),
+                entry.path(),
+            ));
         }
         // Interrupted replacements first, so the archives below are read as they end up.
         for (name, path) in &names {
