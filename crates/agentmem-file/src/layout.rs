@@ -9,6 +9,7 @@
 //! <root>/agents/<session id>/MEMORY.md      Swarms view of it
 //! <root>/agents/<session id>/lifecycle.json labels and expiry (only when set)
 //! <root>/agents/<session id>/archive/history_<ts>.jsonl|.md
+//! <root>/agents/<session id>/archive/.replace-history_<ts>.jsonl  an archive being replaced
 //! <root>/agents/.trash-<random>             a session being deleted
 //! <root>/agents/.fork-<random>-<target id>  a fork being built, renamed into place
 //! ```
@@ -29,6 +30,10 @@ pub(crate) const MEMORY_MD: &str = "MEMORY.md";
 pub(crate) const TRASH_PREFIX: &str = ".trash-";
 /// Prefix of session folders being built by a fork: `.fork-<random>-<target id>`.
 pub(crate) const FORK_PREFIX: &str = ".fork-";
+/// Prefix, in a session's `archive/` folder, of the new log of an archive being replaced
+/// (`.replace-<stem>.jsonl`): while it exists the archive's `.md` may already be the new view,
+/// so a repair finishes the replacement from it (see `SessionCtx::replace_archive`).
+pub(crate) const REPLACE_PREFIX: &str = ".replace-";
 /// Folder, in a session's folder, of log lines set aside because they do not parse.
 pub(crate) const QUARANTINE_DIR: &str = "quarantine";
 

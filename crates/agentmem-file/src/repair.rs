@@ -27,6 +27,11 @@ pub enum RepairKind {
     OrphanArchive,
     /// An archive's `.md` view was missing; it is regenerated from the archive's `.jsonl`.
     ArchiveMdRegenerated,
+    /// An archive replacement (`replace_archive`) that did not finish: its new log was
+    /// written whole beside the archive, its `.md` view perhaps too; the replacement is
+    /// finished from it (or, when that new log is unreadable, the old archive's `.md` is
+    /// regenerated and the new log removed), so the archive's two files agree again.
+    ArchiveReplacement,
     /// A temporary file left by an interrupted rewrite; it is removed.
     TempFile,
     /// A session folder left half-deleted in the trash; it is removed.
@@ -48,6 +53,7 @@ impl RepairKind {
             RepairKind::MemoryMdRegenerated => "MEMORY.md regenerated",
             RepairKind::OrphanArchive => "orphan archive",
             RepairKind::ArchiveMdRegenerated => "archive .md regenerated",
+            RepairKind::ArchiveReplacement => "archive replacement finished",
             RepairKind::TempFile => "temporary file",
             RepairKind::Trash => "trash",
             RepairKind::Imported => "imported MEMORY.md",

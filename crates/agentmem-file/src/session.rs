@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use agentmem_core::history::{tail_start, trim_orphans};
-use agentmem_core::support::{fork_end, fork_target_exists, rewind_keep};
+use agentmem_core::support::{archive_not_found, fork_end, fork_target_exists, rewind_keep};
 use agentmem_core::{
     now, Archive, ArchiveId, ArchiveInfo, Error, Message, MessageId, Metadata, Result, Rewind,
     SessionId, SessionInfo, SessionPatch,
@@ -25,7 +25,7 @@ use crate::config::Durability;
 use crate::fsutil::{
     create_dirs, io_error, list_dir, open_append, stat, sync_dir, write_atomic, FileId, TMP_PREFIX,
 };
-use crate::layout::{fork_folder_name, SessionPaths, QUARANTINE_DIR, TRASH_PREFIX};
+use crate::layout::{fork_folder_name, SessionPaths, QUARANTINE_DIR, REPLACE_PREFIX, TRASH_PREFIX};
 use crate::lease::Lease;
 use crate::lifecycle::{CachedLifecycle, Lifecycle, Stamp};
 use crate::log::{
@@ -673,12 +673,24 @@ impl SessionCtx<'_> {
         let Some(entries) = list_dir(dir)? else {
             return Ok(Vec::new());
         };
-        let mut found = Vec::new();
+        let mut names = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| io_error(dir, "cannot list", e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
+            names.push((
+                entry.file_name().to_string_lossy().into_owned(),
+                entry.path(),
+            ));
+        }
+        // Interrupted replacements first, so the archives below are read as they end up.
+        for (name, path) in &names {
+            if name.starts_with(REPLACE_PREFIX) {
+                self.finish_replacement(name, path, f)?;
+            }
+        }
+        let mut found = Vec::new();
+        for (name, path) in names {
             if name.starts_with(TMP_PREFIX) {
-                f.temp_file(self.id(), entry.path(), "an interrupted compaction");
+                f.temp_file(self.id(), path, "an interrupted compaction");
                 continue;
             }
             // Only our own archives; a Swarms `history_*.md` without a log is left alone.
@@ -688,7 +700,6 @@ impl SessionCtx<'_> {
             else {
                 continue;
             };
-            let path = entry.path();
             let header = read_archive_header(&path)?;
             let md = dir.join(format!("{stem}.md"));
             if header.generation >= generation {
@@ -764,6 +775,179 @@ impl SessionCtx<'_> {
         })
     }
 
+    /// Finishes the replacement of an archive that a crash interrupted, given its new log
+    /// `path` (named `name`, `.replace-<stem>.jsonl`; see [`replace_archive`](Self::replace_archive)).
+    /// That log was written whole before the archive's `.md` was touched, so when it reads as
+    /// the archive's it is the new state: the `.md` is written from it and it is renamed over
+    /// the archive's log. When it cannot finish (no such archive, the new log unreadable,
+    /// another generation's), the `.md` is regenerated from the archive's own log (the old
+    /// state) and the new log removed. Either way the two files agree again.
+    fn finish_replacement(&self, name: &str, path: &Path, f: &mut Findings) -> Result<()> {
+        let dir = &self.paths.archive;
+        let stem = name
+            .strip_prefix(REPLACE_PREFIX)
+            .and_then(|s| s.strip_suffix(".jsonl"))
+            .filter(|s| s.starts_with("history_") && ArchiveId::new(*s).is_ok());
+        let Some(stem) = stem else {
+            f.add(
+                RepairKind::ArchiveReplacement,
+                self.id(),
+                path.to_path_buf(),
+                "not the new log of any archive; removed",
+            );
+            if f.fix {
+                remove_if_exists(path)?;
+                sync_dir(dir)?;
+            }
+            return Ok(());
+        };
+        let target = dir.join(format!("{stem}.jsonl"));
+        let md = dir.join(format!("{stem}.md"));
+        let current = match stat(&target)? {
+            Some(_) => Some(read_archive_header(&target)?),
+            None => None,
+        };
+        let Some(current) = current else {
+            // The archive itself is gone (its session was compacted away by a crash repair).
+            f.add(
+                RepairKind::ArchiveReplacement,
+                self.id(),
+                path.to_path_buf(),
+                "the new log of an archive that no longer exists; removed",
+            );
+            if f.fix {
+                remove_if_exists(path)?;
+                sync_dir(dir)?;
+            }
+            return Ok(());
+        };
+        let replacement = match self.read_archive_file(path, stem) {
+            Ok(archive) => {
+                let header = read_archive_header(path)?;
+                (header.session == current.session
+                    && header.generation == current.generation
+                    && header.created_at == current.created_at)
+                    .then_some((header, archive.messages))
+            }
+            Err(e) if e.kind() == agentmem_core::ErrorKind::CorruptData => None,
+            Err(e) => return Err(e),
+        };
+        match replacement {
+            Some((header, messages)) => {
+                f.add(
+                    RepairKind::ArchiveReplacement,
+                    self.id(),
+                    target.clone(),
+                    format!(
+                        "its replacement was interrupted; finished from {}",
+                        path.display()
+                    ),
+                );
+                if f.fix {
+                    let view =
+                        render_memory_md(&header.conversation, header.memory_created, &messages);
+                    write_atomic(dir, &md, view.as_bytes())?;
+                    std::fs::rename(path, &target)
+                        .map_err(|e| io_error(&target, "cannot rename a new version into", e))?;
+                    sync_dir(dir)?;
+                }
+            }
+            None => {
+                f.add(
+                    RepairKind::ArchiveReplacement,
+                    self.id(),
+                    target.clone(),
+                    format!(
+                        "its replacement was interrupted and {} is not a readable new version; \
+                         kept as it was, its .md regenerated, the new version removed",
+                        path.display()
+                    ),
+                );
+                if f.fix {
+                    self.restore_archive_md(&target, stem, &md)?;
+                    remove_if_exists(path)?;
+                    sync_dir(dir)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Rewrites the archive `.md` view `md` from the archive log `log` (of `stem`).
+    fn restore_archive_md(&self, log: &Path, stem: &str, md: &Path) -> Result<()> {
+        let header = read_archive_header(log)?;
+        let archive = self.read_archive_file(log, stem)?;
+        let view = render_memory_md(
+            &header.conversation,
+            header.memory_created,
+            &archive.messages,
+        );
+        write_atomic(&self.paths.archive, md, view.as_bytes())
+    }
+
+    /// Replaces the messages of one archive with `messages`, keeping its file names (its id),
+    /// its header (session, generation, so its place among the archives, creation time, the
+    /// `**Created:**` of its view) but the count; `NotFound` when the session (or an expired
+    /// one) or the archive does not exist, changing nothing.
+    ///
+    /// Order of writes, each atomic (temporary file, fsync, rename, fsync of the folder): the
+    /// new log as `archive/.replace-<stem>.jsonl`, the new `<stem>.md`, then that log renamed
+    /// over `<stem>.jsonl`. A crash before the first rename leaves the old archive; after it,
+    /// the pending log tells the next scan to finish the replacement (see
+    /// [`finish_replacement`](Self::finish_replacement)), which every reader of archives runs
+    /// first: a reader sees the old archive or the new one, and its `.md` always ends up the
+    /// view of its log. Current messages, labels and the other archives are not touched.
+    pub(crate) fn replace_archive(
+        &self,
+        slot: &mut SessionSlot,
+        archive: &ArchiveId,
+        messages: &[Message],
+        f: &mut Findings,
+    ) -> Result<ArchiveInfo> {
+        if let Synced::Missing = self.sync(slot, f)? {
+            return Err(archive_not_found(self.id, archive));
+        }
+        let generation = slot.open.as_ref().map_or(0, |o| o.header.generation);
+        let Some((stem, mut header)) = self
+            .scan_archives(generation, f)?
+            .into_iter()
+            .find(|(stem, _)| stem == archive.as_str())
+        else {
+            return Err(archive_not_found(self.id, archive));
+        };
+        header.message_count = messages.len() as u64;
+        let dir = &self.paths.archive;
+        let pending = dir.join(format!("{REPLACE_PREFIX}{stem}.jsonl"));
+        let target = dir.join(format!("{stem}.jsonl"));
+        let md = dir.join(format!("{stem}.md"));
+        write_atomic(dir, &pending, &encode_log(&header, messages)?)?;
+        let result = (|| {
+            let view = render_memory_md(&header.conversation, header.memory_created, messages);
+            write_atomic(dir, &md, view.as_bytes())?;
+            std::fs::rename(&pending, &target)
+                .map_err(|e| io_error(&target, "cannot rename a new version into", e))?;
+            sync_dir(dir)
+        })();
+        if let Err(e) = result {
+            // Back to the old archive when possible: its view first, and only then the pending
+            // log removed (it marks a `.md` that may be the new one). If this fails too, the
+            // pending log stays and the next scan finishes the replacement.
+            if stat(&pending).ok().flatten().is_some()
+                && self.restore_archive_md(&target, &stem, &md).is_ok()
+            {
+                let _ = remove_if_exists(&pending);
+                let _ = sync_dir(dir);
+            }
+            return Err(e);
+        }
+        Ok(ArchiveInfo {
+            id: archive.clone(),
+            session: self.id.clone(),
+            created_at: header.created_at,
+            message_count: header.message_count,
+        })
+    }
+
     /// One archive, or `NotFound`.
     pub(crate) fn load_archive(
         &self,
@@ -771,12 +955,7 @@ impl SessionCtx<'_> {
         archive: &ArchiveId,
         f: &mut Findings,
     ) -> Result<Archive> {
-        let missing = || {
-            Error::not_found(format!(
-                "archive `{archive}` of session `{}` does not exist",
-                self.id
-            ))
-        };
+        let missing = || archive_not_found(self.id, archive);
         if let Synced::Missing = self.sync(slot, f)? {
             return Err(missing());
         }

@@ -936,6 +936,20 @@ impl SessionStore for FileStore {
         .await
     }
 
+    async fn replace_archive(
+        &self,
+        session: &SessionId,
+        archive: &ArchiveId,
+        messages: &[Message],
+    ) -> Result<ArchiveInfo> {
+        let archive = archive.clone();
+        let messages = messages.to_vec();
+        self.session_op(session, move |ctx, slot, f| {
+            ctx.replace_archive(slot, &archive, &messages, f)
+        })
+        .await
+    }
+
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
         if search_terms(query, scope.limit).is_none() {
             return Ok(Vec::new());

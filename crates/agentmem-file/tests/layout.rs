@@ -445,3 +445,108 @@ async fn the_store_wears_the_standard_layers() {
     assert_eq!(err.operation(), Some(agentmem_core::Operation::Open));
     assert_eq!(err.backend_name(), Some("file"));
 }
+
+/// `replace_archive` rewrites both files of one archive under their names: the `.md` is
+/// exactly the Swarms view of the new messages under the archive's own header, the `.jsonl`
+/// keeps its header but the count; the other archive's bytes and the session are untouched.
+#[tokio::test]
+async fn a_replaced_archive_keeps_its_names_and_exact_swarms_bytes() {
+    let (_dir, store, id) = fresh("Rekeyed").await;
+    store
+        .append(&id, &[Message::user("old one").with_timestamp(t(1, 0))])
+        .await
+        .expect("append");
+    let first = store.compact(&id, &[]).await.expect("compact");
+    store
+        .append(&id, &[Message::user("old two").with_timestamp(t(2, 0))])
+        .await
+        .expect("append");
+    let second = store
+        .compact(&id, &[Message::system("summary").with_timestamp(t(3, 0))])
+        .await
+        .expect("compact");
+    let archive_dir = store.archive_dir(&id);
+    let files = |dir: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .expect("list")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let names_before = files(&archive_dir);
+    let first_bytes = (
+        std::fs::read(archive_dir.join(format!("{}.jsonl", first.id))).expect("read"),
+        std::fs::read(archive_dir.join(format!("{}.md", first.id))).expect("read"),
+    );
+    let log_path = archive_dir.join(format!("{}.jsonl", second.id));
+    let header_before: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&log_path)
+            .expect("read")
+            .lines()
+            .next()
+            .expect("header"),
+    )
+    .expect("json");
+    let session_md = std::fs::read(store.memory_md_path(&id)).expect("read");
+
+    let new = vec![
+        Message::user("new two").with_timestamp(t(2, 0)),
+        Message::assistant("  and more\n").with_timestamp(t(2, 500)),
+    ];
+    let info = store
+        .replace_archive(&id, &second.id, &new)
+        .await
+        .expect("replace");
+    assert_eq!(
+        (info.id.clone(), info.created_at),
+        (second.id.clone(), second.created_at)
+    );
+    assert_eq!(info.message_count, 2);
+
+    assert_eq!(
+        files(&archive_dir),
+        names_before,
+        "same files, nothing left over"
+    );
+    assert_eq!(
+        std::fs::read_to_string(archive_dir.join(format!("{}.md", second.id))).expect("read"),
+        format!(
+            "# Agent Memory\n\n**Conversation:** Rekeyed\n**Created:** {}\n\n---\n\n## Interaction Log\n\n\
+             ### User — 2026-04-20T18:35:02\n\nnew two\n\n---\n\n\
+             ### Assistant — 2026-04-20T18:35:02.000500\n\nand more\n\n---\n\n",
+            isoformat(first.created_at)
+        )
+    );
+    let log = std::fs::read_to_string(&log_path).expect("read");
+    let mut lines = log.lines();
+    let mut header: serde_json::Value =
+        serde_json::from_str(lines.next().expect("header")).expect("json");
+    assert_eq!(header["message_count"], 2);
+    header["message_count"] = header_before["message_count"].clone();
+    assert_eq!(header, header_before, "the header keeps all but the count");
+    let logged: Vec<Message> = lines
+        .map(|l| serde_json::from_str(l).expect("message"))
+        .collect();
+    assert_eq!(logged, new, "one message a line, exactly as given");
+    assert_eq!(
+        std::fs::metadata(&log_path)
+            .expect("stat")
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    assert_eq!(
+        (
+            std::fs::read(archive_dir.join(format!("{}.jsonl", first.id))).expect("read"),
+            std::fs::read(archive_dir.join(format!("{}.md", first.id))).expect("read"),
+        ),
+        first_bytes,
+        "the other archive is byte for byte as it was"
+    );
+    assert_eq!(
+        std::fs::read(store.memory_md_path(&id)).expect("read"),
+        session_md
+    );
+}

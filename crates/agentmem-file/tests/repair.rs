@@ -452,3 +452,92 @@ async fn a_crash_after_any_step_of_compaction_leaves_old_or_new_state() {
         assert_eq!(kinds(&store), expected, "after {done} steps");
     }
 }
+
+/// Replays `replace_archive`'s writes one by one (new log beside the archive, new `.md`, the
+/// rename over the archive's log), as a crash after each would leave them, and reopens: the
+/// old archive or the new one, its `.md` always the view of its log, nothing left over. A new
+/// log that does not read back (not what a crash leaves) rolls back to the old archive.
+#[tokio::test]
+async fn a_crash_after_any_step_of_replace_archive_leaves_old_or_new_archive() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let source = dir.path().join("source");
+    let id = sid("rekeyed");
+    let store = open(&source).await;
+    store.append(&id, &three()).await.expect("append");
+    let info = store.compact(&id, &[]).await.expect("compact");
+    let before = dir.path().join("before");
+    copy_dir(&source, &before);
+    let new: Vec<Message> = three()
+        .into_iter()
+        .map(|mut m| {
+            m.content = format!("re-encrypted {}", m.content);
+            m
+        })
+        .collect();
+    store
+        .replace_archive(&id, &info.id, &new)
+        .await
+        .expect("replace");
+    drop(store);
+    let archive_dir = Path::new("agents/rekeyed/archive");
+    let log = archive_dir.join(format!("{}.jsonl", info.id));
+    let md = archive_dir.join(format!("{}.md", info.id));
+    let pending = archive_dir.join(format!(".replace-{}.jsonl", info.id));
+    let (old_md, new_md) = (
+        std::fs::read(before.join(&md)).expect("read"),
+        std::fs::read(source.join(&md)).expect("read"),
+    );
+    assert_ne!(old_md, new_md);
+    assert!(!source.join(&pending).exists());
+
+    for done in 0..=3 {
+        let root = dir.path().join(format!("crash_after_{done}"));
+        copy_dir(&before, &root);
+        if done >= 1 {
+            std::fs::copy(source.join(&log), root.join(&pending)).expect("copy");
+        }
+        if done >= 2 {
+            std::fs::copy(source.join(&md), root.join(&md)).expect("copy");
+        }
+        if done >= 3 {
+            std::fs::rename(root.join(&pending), root.join(&log)).expect("rename");
+        }
+        let store = open(&root).await;
+        if done == 1 {
+            // A check without repair reports the interrupted replacement and changes nothing.
+            let found = store.check(&id, false).await.expect("check");
+            assert!(found
+                .iter()
+                .any(|r| r.kind == RepairKind::ArchiveReplacement && !r.repaired));
+            assert!(root.join(&pending).exists());
+        }
+        let archive = store.load_archive(&id, &info.id).await.expect("archive");
+        let expected = if done == 0 { three() } else { new.clone() };
+        assert_eq!(archive.messages, expected, "after {done} steps");
+        assert_eq!(archive.info.created_at, info.created_at);
+        assert_eq!(
+            store.list_archives(&id).await.expect("list")[0].message_count,
+            3
+        );
+        let md_now = std::fs::read(root.join(&md)).expect("read");
+        assert_eq!(&md_now, if done == 0 { &old_md } else { &new_md });
+        assert!(!root.join(&pending).exists(), "after {done} steps");
+        let expected: &[RepairKind] = match done {
+            1 | 2 => &[RepairKind::ArchiveReplacement],
+            _ => &[],
+        };
+        assert_eq!(kinds(&store), expected, "after {done} steps");
+    }
+
+    // A new log that does not parse: the old archive stays and its view is restored.
+    let root = dir.path().join("unreadable");
+    copy_dir(&before, &root);
+    std::fs::write(root.join(&pending), b"{\"not\": \"an archive\"}\n").expect("write");
+    std::fs::copy(source.join(&md), root.join(&md)).expect("copy");
+    let store = open(&root).await;
+    let archive = store.load_archive(&id, &info.id).await.expect("archive");
+    assert_eq!(archive.messages, three());
+    assert_eq!(std::fs::read(root.join(&md)).expect("read"), old_md);
+    assert!(!root.join(&pending).exists());
+    assert_eq!(kinds(&store), [RepairKind::ArchiveReplacement]);
+}
