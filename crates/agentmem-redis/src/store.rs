@@ -9,8 +9,8 @@ use std::time::Duration;
 use agentmem_core::layer;
 use agentmem_core::lifecycle::MAX_TAGS;
 use agentmem_core::support::{
-    archive_id_base, fork_target_exists, memory_retention_cutoff, memory_search_limit,
-    message_not_found, micros, retention_cutoff, search_terms,
+    archive_id_base, archive_not_found, fork_target_exists, memory_retention_cutoff,
+    memory_search_limit, message_not_found, micros, parse_micros, retention_cutoff, search_terms,
 };
 use agentmem_core::Layered;
 use agentmem_core::{
@@ -391,6 +391,39 @@ impl SessionStore for RedisStore {
         };
         let created = if expired { None } else { created };
         archive_from(session, archive, (created, raw))
+    }
+
+    async fn replace_archive(
+        &self,
+        session: &SessionId,
+        archive: &ArchiveId,
+        messages: &[Message],
+    ) -> Result<ArchiveInfo> {
+        let mut inv = self.keys.invoke(&self.scripts.replace_archive);
+        inv.arg(session.as_str())
+            .arg(micros(now()))
+            .arg(archive.as_str());
+        for message in messages {
+            let json = serde_json::to_string(message).map_err(|e| encode_json("a message", e))?;
+            inv.arg(json);
+        }
+        let reply: Vec<redis::Value> = self.invoke(&inv).await?;
+        match status(&reply)? {
+            0 => Err(not_found(session)),
+            1 => Err(archive_not_found(session, archive)),
+            _ => {
+                let (_, created, count): (i64, String, u64) =
+                    redis::from_redis_value(redis::Value::Array(reply)).map_err(|e| {
+                        Error::corrupt(format!("unreadable replace_archive reply: {e}"))
+                    })?;
+                Ok(ArchiveInfo {
+                    id: archive.clone(),
+                    session: session.clone(),
+                    created_at: parse_micros(&created, "archive creation time")?,
+                    message_count: count,
+                })
+            }
+        }
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {

@@ -1308,7 +1308,7 @@ async fn native_expiry_leaves_nothing_once_collected() {
         .append(&id, &[Message::user("alpha beta"), Message::user("gamma")])
         .await
         .unwrap();
-    store
+    let archive = store
         .compact(&id, &[Message::system("delta summary")])
         .await
         .unwrap();
@@ -1325,12 +1325,22 @@ async fn native_expiry_leaves_nothing_once_collected() {
         .unwrap();
     store.rewind(&id, &Rewind::Last(1)).await.unwrap();
     store.append_one(&id, Message::user("zeta")).await.unwrap();
+    // A rewritten archive is a new list: it carries the deadline too.
+    let rewritten = store
+        .replace_archive(&id, &archive.id, &[Message::user("eta")])
+        .await
+        .unwrap();
+    assert_eq!(rewritten.message_count, 1);
     let session_keys: Vec<String> = keys_under(&mut raw, &prefix)
         .await
         .into_iter()
         .filter(|k| k.starts_with(&format!("{prefix}:s:short:")))
         .collect();
     assert!(session_keys.len() > 5, "{session_keys:?}");
+    assert!(
+        session_keys.contains(&format!("{prefix}:s:short:a:{}", archive.id)),
+        "{session_keys:?}"
+    );
     let deadline_ms = (agentmem_core::support::micros(expires) + 999) / 1000;
     for key in &session_keys {
         let at: i64 = redis::cmd("PEXPIRETIME")
@@ -1354,7 +1364,7 @@ async fn native_expiry_leaves_nothing_once_collected() {
     );
     // Searches and lookups skip what is left, and clear it.
     for word in [
-        "alpha", "beta", "gamma", "delta", "summary", "epsilon", "zeta",
+        "alpha", "beta", "gamma", "delta", "summary", "epsilon", "zeta", "eta",
     ] {
         let hits = store
             .search_messages(word, &MessageQuery::default())
