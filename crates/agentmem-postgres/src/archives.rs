@@ -1,8 +1,8 @@
 //! Compaction and archives: reading back what the statements return. The operations are
 //! the `AgentMemory` methods in `store.rs`.
 
-use agentmem_core::support::stored_archive_id;
-use agentmem_core::{Archive, ArchiveId, ArchiveInfo, Error, Result, SessionId};
+use agentmem_core::support::{archive_not_found, stored_archive_id};
+use agentmem_core::{Archive, ArchiveId, ArchiveInfo, Result, SessionId};
 use tokio_postgres::Row;
 
 use crate::codec::{count, get, numbered_messages};
@@ -24,9 +24,7 @@ pub(crate) fn archive_from(
     rows: &[Row],
 ) -> Result<Archive> {
     let Some(first) = rows.first() else {
-        return Err(Error::not_found(format!(
-            "archive `{archive}` of session `{session}` does not exist"
-        )));
+        return Err(archive_not_found(session, archive));
     };
     Ok(Archive {
         info: ArchiveInfo {

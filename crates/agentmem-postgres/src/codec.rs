@@ -48,6 +48,17 @@ impl<'a> MessageColumns<'a> {
     /// Lays `messages`, written at `at`, out, refusing what PostgreSQL `text` cannot hold;
     /// fails before anything is sent. (The validate layer has already checked each message.)
     pub(crate) fn new(messages: &'a [Message], at: DateTime<Utc>) -> Result<Self> {
+        Self::laid_out(messages, at, true)
+    }
+
+    /// Like [`new`](Self::new), for an archive's messages, which are not searched: no
+    /// tsvector is built (`tsvs` stays empty). See [`archived_params`](Self::archived_params).
+    pub(crate) fn archived(messages: &'a [Message], at: DateTime<Utc>) -> Result<Self> {
+        Self::laid_out(messages, at, false)
+    }
+
+    /// `messages` laid out, with their tsvectors when `indexed`.
+    fn laid_out(messages: &'a [Message], at: DateTime<Utc>, indexed: bool) -> Result<Self> {
         let n = messages.len();
         let mut c = MessageColumns {
             at,
@@ -60,7 +71,7 @@ impl<'a> MessageColumns<'a> {
             tool_call_ids: Vec::with_capacity(n),
             tool_names: Vec::with_capacity(n),
             metadata: Vec::with_capacity(n),
-            tsvs: Vec::with_capacity(n),
+            tsvs: Vec::with_capacity(if indexed { n } else { 0 }),
         };
         for m in messages {
             // Tool ids and names hold no NUL (PostgreSQL text cannot): `Message::validate`.
@@ -74,7 +85,9 @@ impl<'a> MessageColumns<'a> {
             c.tool_names.push(m.tool_name.as_deref());
             c.metadata
                 .push((!m.metadata.is_empty()).then_some(Json(&m.metadata)));
-            c.tsvs.push(tsvector_literal(&m.content));
+            if indexed {
+                c.tsvs.push(tsvector_literal(&m.content));
+            }
         }
         Ok(c)
     }
@@ -94,6 +107,29 @@ impl<'a> MessageColumns<'a> {
             &self.tool_names,
             &self.metadata,
             &self.tsvs,
+        ]
+    }
+
+    /// The bind parameters `$1`..`$11` of `fill_archive`: `session`, `archive`, the first
+    /// position `first`, then the eight message arrays (no tsvectors).
+    pub(crate) fn archived_params<'p>(
+        &'p self,
+        session: &'p &'p str,
+        archive: &'p &'p str,
+        first: &'p i64,
+    ) -> [&'p (dyn ToSql + Sync); 11] {
+        [
+            session as &(dyn ToSql + Sync),
+            archive,
+            first,
+            &self.ids,
+            &self.roles,
+            &self.contents,
+            &self.raws,
+            &self.timestamps,
+            &self.tool_call_ids,
+            &self.tool_names,
+            &self.metadata,
         ]
     }
 }

@@ -46,6 +46,23 @@ const TEXT_INT8_TIME: &[Type] = &[Type::TEXT, Type::INT8, Type::TIMESTAMPTZ];
 const TEXT_TEXT_TIME: &[Type] = &[Type::TEXT, Type::TEXT, Type::TIMESTAMPTZ];
 /// Query, limit, session, time.
 const SEARCH_SESSION: &[Type] = &[Type::TEXT, Type::INT8, Type::TEXT, Type::TIMESTAMPTZ];
+/// Session, archive, new message count.
+const TEXT_TEXT_INT8: &[Type] = &[Type::TEXT, Type::TEXT, Type::INT8];
+/// Session, archive, first position, then the first eight message arrays of
+/// `UNNEST_MESSAGES` (`$4..$11`: archived messages have no tsvector).
+const ARCHIVED_MESSAGES: &[Type] = &[
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT8,
+    Type::TEXT_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::BYTEA_ARRAY,
+    Type::TIMESTAMPTZ_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::JSON_ARRAY,
+];
 /// Source, target, last position copied (all when NULL), time.
 const FORK_COPY: &[Type] = &[Type::TEXT, Type::TEXT, Type::INT8, Type::TIMESTAMPTZ];
 /// Session, title, owner, expiry, tag keys removed, tag keys set, their values.
@@ -120,6 +137,12 @@ const MEMORY_SEARCH_IN_SCOPES: &[Type] = &[
     Type::TEXT_ARRAY,
 ];
 
+/// The unnest that turns the eight message arrays `$4`..`$11` of an archive's messages
+/// into rows `m`, numbered from 1 in `m.ord`.
+const UNNEST_ARCHIVED_MESSAGES: &str = "unnest($4::text[], $5::text[], $6::text[], $7::bytea[], \
+     $8::timestamptz[], $9::text[], $10::text[], $11::json[]) \
+     WITH ORDINALITY AS m(id, role, content, content_raw, ts, tool_call_id, tool_name, metadata, ord)";
+
 /// The unnest that turns the nine message arrays (`$4`..`$12`) into rows `m`, numbered
 /// from 1 in `m.ord`.
 const UNNEST_MESSAGES: &str = "unnest($4::text[], $5::text[], $6::text[], $7::bytea[], \
@@ -180,6 +203,18 @@ pub(crate) struct Sql {
     pub archive_messages: Stmt,
     /// Replaces the (just archived) messages of session `$1` with `$4..$12` at time `$2`.
     pub replace: Stmt,
+    /// Takes a key-share lock on session `$1` unless it has expired at `$2` (one row, or
+    /// none): the row cannot be deleted (by `delete_session`, `purge` or a write starting
+    /// it afresh) until the transaction ends, while appends and compactions go on.
+    pub pin_session: Stmt,
+    /// Sets the message count of archive `$2` of session `$1` to `$3`, locking its row;
+    /// returns its creation time (nothing when there is no such archive).
+    pub recount_archive: Stmt,
+    /// Deletes the messages of archive `$2` of session `$1`; returns their first position
+    /// (NULL when it held none).
+    pub clear_archive: Stmt,
+    /// Inserts `$4..$11` as the messages of archive `$2` of session `$1`, from position `$3`.
+    pub fill_archive: Stmt,
     /// Session `$1` with its last `$2` messages (all when `$2` is NULL), newest first, unless
     /// it has expired at `$3`. Its labels are on one row only (see `session_from`).
     pub load: Stmt,
@@ -450,6 +485,39 @@ impl Sql {
                     RETURNING message_count"
                 ),
                 ARCHIVE_MESSAGES,
+            ),
+            pin_session: st(
+                format!(
+                    "SELECT 1 FROM {s}.sessions s WHERE s.id = $1 AND {live} FOR KEY SHARE",
+                    live = live_session(2)
+                ),
+                TEXT_TIME,
+            ),
+            recount_archive: st(
+                format!(
+                    "UPDATE {s}.archives SET message_count = $3
+                     WHERE session_id = $1 AND id = $2
+                     RETURNING created_at"
+                ),
+                TEXT_TEXT_INT8,
+            ),
+            clear_archive: st(
+                format!(
+                    "WITH gone AS (
+                        DELETE FROM {s}.archived_messages WHERE session_id = $1 AND archive_id = $2
+                        RETURNING seq
+                    )
+                    SELECT min(seq) FROM gone"
+                ),
+                TEXT_TEXT,
+            ),
+            fill_archive: st(
+                format!(
+                    "INSERT INTO {s}.archived_messages (session_id, archive_id, seq, {MESSAGE_COLUMNS})
+                     SELECT $1, $2, $3 + m.ord - 1, {m_cols} FROM {UNNEST_ARCHIVED_MESSAGES}",
+                    m_cols = prefixed("m", MESSAGE_COLUMNS)
+                ),
+                ARCHIVED_MESSAGES,
             ),
             load: st(
                 // The labels go on the newest message's row only (or the one row of a session

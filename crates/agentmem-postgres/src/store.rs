@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use agentmem_core::layer::open_layered;
 use agentmem_core::support::{
-    archive_id_base, free_archive_id, memory_retention_cutoff, memory_search_limit,
-    retention_cutoff,
+    archive_id_base, archive_not_found, free_archive_id, memory_retention_cutoff,
+    memory_search_limit, retention_cutoff,
 };
 use agentmem_core::Layered;
 use agentmem_core::{
@@ -20,7 +20,7 @@ use agentmem_core::{
     SessionPatch, SessionQuery, SessionStore,
 };
 use async_trait::async_trait;
-use chrono::Datelike;
+use chrono::{DateTime, Datelike, Utc};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::types::{Json, ToSql};
 
@@ -382,6 +382,61 @@ impl SessionStore for PostgresStore {
             session: session.clone(),
             created_at: at,
             message_count: count(archived)?,
+        })
+    }
+
+    async fn replace_archive(
+        &self,
+        session: &SessionId,
+        archive: &ArchiveId,
+        messages: &[Message],
+    ) -> Result<ArchiveInfo> {
+        let columns = MessageColumns::archived(messages, now())?;
+        let at = columns.at;
+        let (id, name) = (session.as_str(), archive.as_str());
+        let created = run!(self, 0, |client| async {
+            let tx = client.transaction().await?;
+            // A key-share lock on the session row keeps it (and so its archives) from being
+            // deleted until this commits; appends and compactions go on meanwhile. An
+            // expired session is not found.
+            if tx
+                .query_opt_st(&self.sql.pin_session, &[&id, &at])
+                .await?
+                .is_none()
+            {
+                return Ok(None);
+            }
+            // Locks the archive's row: a second rewrite of the same archive waits here, and
+            // its later statements then see (and replace) what this one wrote.
+            let Some(row) = tx
+                .query_opt_st(&self.sql.recount_archive, &[&id, &name, &columns.n])
+                .await?
+            else {
+                return Ok(None);
+            };
+            let created: DateTime<Utc> = row.try_get(0)?;
+            // The new messages take the old ones' positions (from the first one on).
+            let first: Option<i64> = tx
+                .query_one_st(&self.sql.clear_archive, &[&id, &name])
+                .await?
+                .try_get(0)?;
+            let first = first.unwrap_or(0);
+            tx.execute_st(
+                &self.sql.fill_archive,
+                &columns.archived_params(&id, &name, &first),
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(Some(created))
+        })?;
+        let Some(created_at) = created else {
+            return Err(archive_not_found(session, archive));
+        };
+        Ok(ArchiveInfo {
+            id: archive.clone(),
+            session: session.clone(),
+            created_at,
+            message_count: messages.len() as u64,
         })
     }
 

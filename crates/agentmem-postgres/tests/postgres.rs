@@ -778,3 +778,130 @@ async fn rewinds_racing_appends_keep_positions_counts_and_search_consistent() {
     assert_eq!(all.last().map(|m| m.content.as_str()), Some("last"));
     store.drop_schema().await.expect("drop test schema");
 }
+
+/// The positions of archive `archive`'s messages in `store`'s schema, in order.
+async fn archived_seqs(
+    admin: &tokio_postgres::Client,
+    store: &PostgresStore,
+    archive: &str,
+) -> Vec<i64> {
+    admin
+        .query(
+            &format!(
+                "SELECT seq FROM \"{}\".archived_messages WHERE archive_id = $1 ORDER BY seq",
+                store.schema()
+            ),
+            &[&archive],
+        )
+        .await
+        .expect("archived positions")
+        .iter()
+        .map(|row| row.get(0))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn archive_rewrites_racing_each_other_and_deletes_leave_whole_archives() {
+    let Some(store) = common::open(&[("pool_size", "6")]).await else {
+        return;
+    };
+    let admin = common::admin().await;
+    let session = sid("rekeyed");
+    let old: Vec<Message> = (0..5).map(|i| Message::user(format!("old {i}"))).collect();
+    store
+        .append_one(&session, Message::user("before"))
+        .await
+        .expect("append");
+    store.append(&session, &old).await.expect("append");
+    let archive = store
+        .compact(&session, &[Message::system("summary")])
+        .await
+        .expect("compact");
+    let positions = archived_seqs(&admin, &store, archive.id.as_str()).await;
+    assert_eq!(positions, (0..6).collect::<Vec<_>>());
+
+    // Rewrites of one archive racing each other and appends: the archive ends up holding
+    // exactly one of them, whole, at the positions it started from.
+    let rewrites: Vec<Vec<Message>> = (0..4)
+        .map(|w| {
+            (0..3 + w)
+                .map(|i| Message::assistant(format!("rewrite {w} message {i}")))
+                .collect()
+        })
+        .collect();
+    let tasks: Vec<_> = rewrites
+        .iter()
+        .cloned()
+        .map(|messages| {
+            let (store, session, id) = (store.clone(), session.clone(), archive.id.clone());
+            tokio::spawn(async move {
+                for _ in 0..10 {
+                    let info = store
+                        .replace_archive(&session, &id, &messages)
+                        .await
+                        .expect("replace_archive");
+                    assert_eq!(info.message_count, messages.len() as u64);
+                }
+            })
+        })
+        .collect();
+    let appender = {
+        let (store, session) = (store.clone(), session.clone());
+        tokio::spawn(async move {
+            for i in 0..20 {
+                store
+                    .append_one(&session, Message::user(format!("during {i}")))
+                    .await
+                    .expect("append");
+            }
+        })
+    };
+    for task in tasks {
+        task.await.expect("rewriter");
+    }
+    appender.await.expect("appender");
+    let loaded = store
+        .load_archive(&session, &archive.id)
+        .await
+        .expect("load_archive");
+    assert!(
+        rewrites.contains(&loaded.messages),
+        "one rewrite, whole: {:?}",
+        loaded.messages
+    );
+    assert_eq!(loaded.info.message_count, loaded.messages.len() as u64);
+    assert_eq!(loaded.info.created_at, archive.created_at);
+    assert_eq!(
+        archived_seqs(&admin, &store, archive.id.as_str()).await,
+        (0..loaded.messages.len() as i64).collect::<Vec<_>>()
+    );
+    assert_eq!(store.messages(&session).await.expect("load").len(), 21);
+
+    // Rewrites racing the session's deletion: once it is gone they are NotFound, and
+    // nothing of the archive is left behind.
+    let rewriter = {
+        let (store, session, id) = (store.clone(), session.clone(), archive.id.clone());
+        tokio::spawn(async move {
+            // Until the deletion is seen (bounded, so a broken run fails instead of hanging).
+            for _ in 0..10_000 {
+                match store.replace_archive(&session, &id, &old).await {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == ErrorKind::NotFound => return,
+                    Err(e) => panic!("replace_archive: {e}"),
+                }
+            }
+            panic!("the session's deletion was never seen");
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(store.delete_session(&session).await.expect("delete"));
+    rewriter.await.expect("rewriter");
+    for table in ["sessions", "archives", "archived_messages"] {
+        assert_eq!(
+            rows_of(&admin, &store, table, "rekeyed").await,
+            0,
+            "{table} of the deleted session"
+        );
+    }
+    store.drop_schema().await.expect("drop test schema");
+}
