@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use agentmem_core::support::{free_archive_id, micros, stored_archive_id};
+use agentmem_core::support::{archive_not_found, free_archive_id, micros, stored_archive_id};
 use agentmem_core::{now, ArchiveId, ArchiveInfo, Error, Result, SessionId};
 use chrono::{DateTime, Utc};
 use futures_util::TryStreamExt;
@@ -67,6 +67,39 @@ fn archive_docs(
             Ok(a)
         })
         .collect()
+}
+
+/// For replacing archive `archive` (of `existing`, a head's entries) with the message
+/// documents `fields`: the new `archives` list, the new entry (same id, place and creation
+/// time, a fresh tag for its messages, the new count) and the tag of the old messages.
+/// `NotFound` when the head lists no such archive.
+fn replaced_entries(
+    session: &SessionId,
+    archive: &ArchiveId,
+    existing: &[ArchiveEntry],
+    fields: &[Document],
+) -> Result<(Vec<Bson>, ArchiveEntry, Epoch)> {
+    let found = existing
+        .iter()
+        .find(|a| a.id == archive.as_str())
+        .ok_or_else(|| archive_not_found(session, archive))?;
+    let entry = ArchiveEntry {
+        id: found.id.clone(),
+        epoch: new_epoch(),
+        created: found.created,
+        count: len_i64(fields.len())?,
+    };
+    let archives = existing
+        .iter()
+        .map(|a| {
+            if a.id == entry.id {
+                entry.to_bson()
+            } else {
+                a.to_bson()
+            }
+        })
+        .collect();
+    Ok((archives, entry, found.epoch))
 }
 
 impl MongoStore {
@@ -358,6 +391,133 @@ impl MongoStore {
             if attempt >= MAX_RETRIES {
                 return Err(Error::conflict(format!(
                     "session `{session}` kept changing during compaction; try again"
+                )));
+            }
+            backoff(attempt).await;
+            attempt += 1;
+        }
+    }
+
+    /// `replace_archive` in one transaction: reads the session and its head, writes the new
+    /// messages of the archive under a fresh tag (an epoch no other document uses), deletes
+    /// the old ones and points the head's entry at the new tag with the new count. Its id,
+    /// place and creation time stay. Appends write nothing it writes, so they never wait for
+    /// it; a compaction conflicts with it on the head and one retries.
+    pub(crate) async fn replace_archive_in_transaction(
+        &self,
+        s: &mut ClientSession,
+        session: &SessionId,
+        archive: &ArchiveId,
+        fields: &[Document],
+    ) -> std::result::Result<(ArchiveInfo, Option<DateTime<Utc>>), TxError> {
+        let sd = self
+            .sessions()
+            .find_one(doc! {"_id": session.as_str()})
+            .session(&mut *s)
+            .await?
+            .ok_or_else(|| not_found(session))?;
+        let sd = session_doc(&sd)?;
+        if sd.is_expired_at(now()) {
+            return Err(not_found(session).into());
+        }
+        let h = self.head_in(s, sd.epoch).await?;
+        let (archives, entry, old) = replaced_entries(session, archive, &h.archives, fields)?;
+        let docs = archive_docs(session, (entry.epoch, sd.expires), archive, fields)?;
+        if !docs.is_empty() {
+            self.archived().insert_many(docs).session(&mut *s).await?;
+        }
+        self.archived()
+            .delete_many(
+                doc! {"session": session.as_str(), "epoch": old.to_hex(), "archive": archive.as_str()},
+            )
+            .session(&mut *s)
+            .await?;
+        self.heads()
+            .update_one(
+                doc! {"_id": sd.epoch.to_hex()},
+                // The whole list, as compaction writes it (see there).
+                doc! {"$set": stamped(doc! {"session": session.as_str(), "archives": archives}, sd.expires)},
+            )
+            .session(&mut *s)
+            .await?;
+        Ok((archive_info(session, &entry)?, sd.expires))
+    }
+
+    /// `replace_archive` without transactions, as compaction's two-phase epoch switch:
+    /// 1. read the session (epoch E, next), E's head and E's messages (waiting for appends in
+    ///    flight, as compaction does);
+    /// 2. write the archive's new messages under a fresh tag, and a copy of the current
+    ///    messages and a new head (whose entry for the archive names the new tag and count)
+    ///    under a new epoch E′: all invisible to readers, who follow the session document;
+    /// 3. switch the session to E′ in one single-document update that applies only if nothing
+    ///    reserved a position or switched epochs since step 1 (else undo and retry);
+    /// 4. delete E's messages and head and the archive's old messages.
+    ///
+    /// Readers see the old archive until step 3 and the new one after (`load_archive` re-reads
+    /// when its entry changed under it); a crash leaves garbage no reader sees. Switching the
+    /// whole session, rather than only its head, is what makes a compaction, rewind or save
+    /// racing with it (which copy the head's archive list into a new epoch) retry instead of
+    /// bringing back the old entry. The price is a copy of the current messages.
+    pub(crate) async fn replace_archive_by_epoch_flip(
+        &self,
+        session: &SessionId,
+        archive: &ArchiveId,
+        fields: &[Document],
+    ) -> Result<ArchiveInfo> {
+        let mut attempt = 0;
+        loop {
+            let sd = self
+                .live_session_doc(session)
+                .await?
+                .ok_or_else(|| not_found(session))?;
+            let h = self.head(sd.epoch).await?;
+            let (archives, entry, old) = replaced_entries(session, archive, &h.archives, fields)?;
+            let current = self
+                .current_docs_waiting(session, sd.epoch, sd.next - h.low)
+                .await?;
+            let kept = current
+                .iter()
+                .map(|d| message_from(d).and_then(|m| message_fields(&m)))
+                .collect::<Result<Vec<_>>>()?;
+            let tag = doc! {"session": session.as_str(), "epoch": entry.epoch.to_hex(), "archive": archive.as_str()};
+            let docs = archive_docs(session, (entry.epoch, sd.expires), archive, fields)?;
+            if !docs.is_empty() {
+                self.archived().insert_many(docs).await.mapped()?;
+            }
+            let epoch = self.place_in_new_epoch(session, &kept, sd.expires).await?;
+            let head = doc! {
+                "_id": epoch.to_hex(), "session": session.as_str(), "low": 0i64,
+                "metadata": metadata_to_bson(&h.metadata)?, "archives": archives,
+            };
+            self.heads()
+                .insert_one(stamped(head, sd.expires))
+                .await
+                .mapped()?;
+            let switched = self
+                .sessions()
+                .update_one(
+                    doc! {"_id": session.as_str(), "epoch": sd.epoch.to_hex(), "next": sd.next},
+                    doc! {"$set": {"epoch": epoch.to_hex(), "next": len_i64(kept.len())?}},
+                )
+                .await
+                .mapped()?;
+            if switched.matched_count == 1 {
+                self.drop_epoch(session, sd.epoch).await?;
+                self.archived()
+                    .delete_many(doc! {"session": session.as_str(), "epoch": old.to_hex(), "archive": archive.as_str()})
+                    .await
+                    .mapped()?;
+                if sd.expires.is_some() {
+                    self.settle_expiry(session, Some(sd.expires)).await?;
+                }
+                return archive_info(session, &entry);
+            }
+            // An append (or another rewrite) got in between: undo and start over.
+            self.drop_epoch(session, epoch).await?;
+            self.archived().delete_many(tag).await.mapped()?;
+            if attempt >= MAX_RETRIES {
+                return Err(Error::conflict(format!(
+                    "session `{session}` kept changing while archive `{archive}` was replaced; try again"
                 )));
             }
             backoff(attempt).await;

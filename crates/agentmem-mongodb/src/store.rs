@@ -8,7 +8,8 @@ use std::time::Duration;
 use agentmem_core::backend::BackendConfig;
 use agentmem_core::layer::open_layered;
 use agentmem_core::support::{
-    memory_retention_cutoff, memory_search_limit, micros, retention_cutoff, search_terms,
+    archive_not_found, memory_retention_cutoff, memory_search_limit, micros, retention_cutoff,
+    search_terms,
 };
 use agentmem_core::Layered;
 use agentmem_core::{
@@ -396,37 +397,72 @@ impl SessionStore for MongoStore {
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
-        let missing = || {
-            Error::not_found(format!(
-                "archive `{archive}` of session `{session}` does not exist"
-            ))
-        };
-        let h = self.current_head(session).await?.ok_or_else(missing)?;
-        let entry = h
-            .archives
-            .iter()
-            .find(|a| a.id == archive.as_str())
-            .ok_or_else(missing)?;
-        let archived = self.archived();
-        let find = archived
-            .find(doc! {"session": session.as_str(), "epoch": entry.epoch.to_hex(), "archive": archive.as_str()})
-            .sort(doc! {"pos": 1});
-        let messages: Vec<Message> = all_docs(find)
-            .await?
-            .iter()
-            .map(message_from)
-            .collect::<Result<_>>()?;
-        if messages.len() as i64 != entry.count {
-            return Err(Error::corrupt(format!(
-                "archive `{archive}` lists {} messages but {} are stored",
-                entry.count,
-                messages.len()
-            )));
+        let mut attempt = 0;
+        loop {
+            let h = self
+                .current_head(session)
+                .await?
+                .ok_or_else(|| archive_not_found(session, archive))?;
+            let entry = h
+                .archives
+                .iter()
+                .find(|a| a.id == archive.as_str())
+                .ok_or_else(|| archive_not_found(session, archive))?;
+            let archived = self.archived();
+            let find = archived
+                .find(doc! {"session": session.as_str(), "epoch": entry.epoch.to_hex(), "archive": archive.as_str()})
+                .sort(doc! {"pos": 1});
+            let messages: Vec<Message> = all_docs(find)
+                .await?
+                .iter()
+                .map(message_from)
+                .collect::<Result<_>>()?;
+            if messages.len() as i64 == entry.count {
+                return Ok(Archive {
+                    info: archive_info(session, entry)?,
+                    messages,
+                });
+            }
+            // A `replace_archive` may have switched the archive to new messages and deleted
+            // the ones being read: read again when the entry changed.
+            let changed = match self.current_head(session).await? {
+                Some(again) => !again
+                    .archives
+                    .iter()
+                    .any(|a| a.id == entry.id && a.epoch == entry.epoch),
+                None => true,
+            };
+            if !changed || attempt >= MAX_RETRIES {
+                return Err(Error::corrupt(format!(
+                    "archive `{archive}` lists {} messages but {} are stored",
+                    entry.count,
+                    messages.len()
+                )));
+            }
+            attempt += 1;
         }
-        Ok(Archive {
-            info: archive_info(session, entry)?,
-            messages,
-        })
+    }
+
+    async fn replace_archive(
+        &self,
+        session: &SessionId,
+        archive: &ArchiveId,
+        messages: &[Message],
+    ) -> Result<ArchiveInfo> {
+        let fields = encode_all(messages)?;
+        if !self.features.transactions {
+            return self
+                .replace_archive_by_epoch_flip(session, archive, &fields)
+                .await;
+        }
+        let (info, expires) = in_transaction!(self, |s| {
+            self.replace_archive_in_transaction(s, session, archive, &fields)
+                .await
+        })?;
+        if expires.is_some() {
+            self.settle_expiry(session, Some(expires)).await?;
+        }
+        Ok(info)
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {

@@ -712,3 +712,80 @@ async fn the_server_deletes_every_document_of_an_expired_session() {
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
 }
+
+/// `replace_archive`, with and without transactions, leaves exactly the archive's new
+/// messages (stamped with the session's `expires_at`), the other archive and the session's
+/// messages untouched, and no garbage (old messages, extra heads); readers racing with it
+/// read the old archive or the new one, never a mix or an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replace_archive_layout_and_racing_readers() {
+    use agentmem_core::SessionPatch;
+    for transactions in [true, false] {
+        let Some(store) = common::fresh_store_with(&common::url(), transactions).await else {
+            return;
+        };
+        let s = sid("rekeyed");
+        store
+            .append(&s, &[Message::user("a"), Message::user("b")])
+            .await
+            .unwrap();
+        let a1 = store.compact(&s, &[Message::system("one")]).await.unwrap();
+        let a2 = store.compact(&s, &[Message::system("two")]).await.unwrap();
+        store.append(&s, &[Message::user("c")]).await.unwrap();
+        let current = store.load(&s, None).await.unwrap().unwrap().messages;
+        let at = chrono::Utc::now() + chrono::Duration::days(1);
+        store
+            .update_session(&s, &SessionPatch::default().expire_at(at))
+            .await
+            .unwrap();
+
+        let new = vec![Message::user("A"), Message::user("B"), Message::user("C")];
+        let info = store.replace_archive(&s, &a1.id, &new).await.unwrap();
+        assert_eq!((info.id.clone(), info.message_count), (a1.id.clone(), 3));
+        let ttl = raw(&store, "sessions").await[0]
+            .get_datetime("expires_at")
+            .unwrap()
+            .timestamp_millis();
+        let archived = raw(&store, "archived_messages").await;
+        assert_eq!(archived.len(), 3 + 1, "{transactions}: {archived:?}");
+        for d in &archived {
+            assert_eq!(
+                d.get_datetime("expires_at").unwrap().timestamp_millis(),
+                ttl,
+                "{transactions}: {d:?}"
+            );
+        }
+        assert_eq!(raw(&store, "heads").await.len(), 1, "{transactions}");
+        assert_eq!(raw(&store, "messages").await.len(), 2, "{transactions}");
+        assert_eq!(
+            store.load(&s, None).await.unwrap().unwrap().messages,
+            current
+        );
+        let other = store.load_archive(&s, &a2.id).await.unwrap();
+        let contents: Vec<&str> = other.messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(
+            contents,
+            ["one"],
+            "{transactions}: the other archive is untouched"
+        );
+
+        let alt = vec![Message::user("x")];
+        let writer = async {
+            for i in 0..6 {
+                let next = if i % 2 == 0 { &alt } else { &new };
+                store.replace_archive(&s, &a1.id, next).await.unwrap();
+            }
+        };
+        let reader = async {
+            for _ in 0..30 {
+                let read = store.load_archive(&s, &a1.id).await.unwrap().messages;
+                assert!(
+                    read == new || read == alt,
+                    "{transactions}: a mix: {read:?}"
+                );
+            }
+        };
+        tokio::join!(writer, reader);
+        assert_eq!(raw(&store, "archived_messages").await.len(), 3 + 1);
+    }
+}

@@ -69,6 +69,17 @@ pub async fn fresh_store(url: &str) -> Option<TestStore<Layered<MongoStore>>> {
     open_store(url, ServerFeatures::ALL).await
 }
 
+/// Like [`fresh_store`], with transactions turned off when `transactions` is false (the
+/// epoch-switch paths of servers without them).
+pub async fn fresh_store_with(
+    url: &str,
+    transactions: bool,
+) -> Option<TestStore<Layered<MongoStore>>> {
+    let mut allowed = ServerFeatures::ALL;
+    allowed.transactions = transactions;
+    open_store(url, allowed).await
+}
+
 async fn open_store(url: &str, allowed: ServerFeatures) -> Option<TestStore<Layered<MongoStore>>> {
     let client = match shared_client(url).await {
         Ok(c) => c,
