@@ -151,7 +151,7 @@ pub enum Command {
         #[arg(long = "in", value_name = "DURATION", value_parser = parse_duration)]
         ttl: Duration,
     },
-    /// Re-encrypt every session and memory item under a new key (archives keep the old one).
+    /// Re-encrypt every session, archive and memory item under a new key.
     ///
     /// The current key is the one `--encryption-key-file` or $AGENTMEM_ENCRYPTION_KEY gives.
     /// Run it while nothing else writes the store.
