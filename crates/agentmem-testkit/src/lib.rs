@@ -187,6 +187,9 @@ mod tests {
                 "compaction",
                 "memories",
                 "search",
+                "fork",
+                "labels",
+                "expiry",
                 "misc"
             ]
         );
