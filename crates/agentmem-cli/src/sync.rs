@@ -187,29 +187,14 @@ pub async fn sync_session(
     if have_labels != source.labels || have_expiry != source.expires_at {
         report.labels_written = true;
         if !options.dry_run {
-            dest.update_session(id, &label_patch(&have_labels, source))
-                .await?;
+            let patch = SessionPatch {
+                expires_at: Some(source.expires_at),
+                ..SessionPatch::between(&have_labels, &source.labels)
+            };
+            dest.update_session(id, &patch).await?;
         }
     }
     Ok(report)
-}
-
-/// The patch that turns labels `have` (and any expiry) into `source`'s labels and expiry.
-fn label_patch(have: &SessionLabels, source: &SessionExport) -> SessionPatch {
-    let want = &source.labels;
-    let mut tags: std::collections::BTreeMap<String, Option<String>> = have
-        .tags
-        .keys()
-        .filter(|k| !want.tags.contains_key(*k))
-        .map(|k| (k.clone(), None))
-        .collect();
-    tags.extend(want.tags.iter().map(|(k, v)| (k.clone(), Some(v.clone()))));
-    SessionPatch {
-        title: Some(want.title.clone()),
-        owner: Some(want.owner.clone()),
-        tags,
-        expires_at: Some(source.expires_at),
-    }
 }
 
 /// Where an existing copy stands: it holds the first `transcript` archives and the first

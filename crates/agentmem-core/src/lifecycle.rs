@@ -164,6 +164,39 @@ impl SessionPatch {
         self
     }
 
+    /// The patch that turns labels `have` into `want`, naming only what differs (an empty
+    /// patch when they are equal); the expiry is left alone. For copying labels from one
+    /// session to another (a fork, a migration).
+    ///
+    /// ```
+    /// use agentmem_core::{SessionLabels, SessionPatch};
+    /// let want = SessionLabels { owner: Some("ada".into()), ..SessionLabels::default() };
+    /// let patch = SessionPatch::between(&SessionLabels::default(), &want);
+    /// assert_eq!(patch, SessionPatch::default().owner("ada"));
+    /// assert!(SessionPatch::between(&want, &want).is_empty());
+    /// ```
+    pub fn between(have: &SessionLabels, want: &SessionLabels) -> Self {
+        let changed = |a: &Option<String>, b: &Option<String>| (a != b).then(|| b.clone());
+        let mut tags: BTreeMap<String, Option<String>> = have
+            .tags
+            .keys()
+            .filter(|key| !want.tags.contains_key(*key))
+            .map(|key| (key.clone(), None))
+            .collect();
+        tags.extend(
+            want.tags
+                .iter()
+                .filter(|(key, value)| have.tags.get(*key) != Some(*value))
+                .map(|(key, value)| (key.clone(), Some(value.clone()))),
+        );
+        SessionPatch {
+            title: changed(&have.title, &want.title),
+            owner: changed(&have.owner, &want.owner),
+            tags,
+            expires_at: None,
+        }
+    }
+
     /// Whether the patch changes nothing.
     pub fn is_empty(&self) -> bool {
         self.title.is_none()
@@ -414,6 +447,34 @@ mod tests {
         assert_eq!(labels.title.as_deref(), Some("t"));
         assert_eq!(labels.tags.keys().collect::<Vec<_>>(), ["b"]);
         assert_eq!(expires, None);
+    }
+
+    #[test]
+    fn a_patch_between_labels_turns_one_into_the_other() {
+        let mut have = SessionLabels {
+            title: Some("old".into()),
+            owner: Some("ada".into()),
+            ..SessionLabels::default()
+        };
+        have.tags.insert("keep".into(), "1".into());
+        have.tags.insert("change".into(), "a".into());
+        have.tags.insert("drop".into(), "x".into());
+        let mut want = have.clone();
+        want.title = None;
+        want.tags.remove("drop");
+        want.tags.insert("change".into(), "b".into());
+        want.tags.insert("new".into(), "n".into());
+        let patch = SessionPatch::between(&have, &want);
+        assert_eq!(patch.owner, None, "an unchanged owner is not named");
+        assert_eq!(
+            patch.tags.len(),
+            3,
+            "only changed tags are named: {patch:?}"
+        );
+        let mut labels = have.clone();
+        let mut expires = None;
+        patch.apply(&mut labels, &mut expires).expect("apply");
+        assert_eq!(labels, want);
     }
 
     #[test]

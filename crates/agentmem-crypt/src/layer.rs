@@ -660,7 +660,7 @@ impl<S: AgentMemory> SessionStore for Encrypted<S> {
             from.messages.truncate(end);
             self.save_session(target, &from.messages, &from.metadata)
                 .await?;
-            let patch = labels_patch(&from.labels);
+            let patch = SessionPatch::between(&SessionLabels::default(), &from.labels);
             if patch.is_empty() {
                 match self.inner.load(target, Some(0)).await? {
                     Some(copy) => Ok(copy.info()),
@@ -711,20 +711,6 @@ impl<S: AgentMemory> SessionStore for Encrypted<S> {
             self.inner.replace_archive(session, archive, &sealed).await
         })
         .await
-    }
-}
-
-/// The patch that gives a new session `labels`.
-fn labels_patch(labels: &SessionLabels) -> SessionPatch {
-    SessionPatch {
-        title: labels.title.clone().map(Some),
-        owner: labels.owner.clone().map(Some),
-        tags: labels
-            .tags
-            .iter()
-            .map(|(k, v)| (k.clone(), Some(v.clone())))
-            .collect(),
-        expires_at: None,
     }
 }
 
