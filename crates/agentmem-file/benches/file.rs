@@ -14,9 +14,11 @@
 //! 10,000 and criterion takes fewer samples (for CI).
 //!
 //! `group_commit` runs durable (`Durability::Fsync`) appends of one message by 1, 2, 4 and 8
-//! writers at once on one session, free-running: tasks of this process sharing one store, and
-//! separate processes (this binary started again, one store each). Its throughput is messages
-//! acknowledged per second by all writers together.
+//! writers at once on one session, free-running: tasks of this process sharing one store (they
+//! take the sample's appends from one counter, so all stay busy to its end), and separate
+//! processes (this binary started again, one store each, kept running across the samples of a
+//! case as an agent's process is, and told per sample how many to append). Its throughput is
+//! messages acknowledged per second by all writers together. Each case starts on a new session.
 //!
 //! `peak_memory_load_all_of_<n>` measures memory, not time: it loads the big session whole
 //! once in a fresh process (this binary started again, see [`memory_child`]) and prints, on
@@ -29,6 +31,8 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentmem_core::{Layered, Message, MessageQuery, SessionId, SessionStore};
@@ -330,7 +334,7 @@ fn curves(c: &mut Criterion) {
 
 /// Writers in the group-commit cases.
 const WRITERS: [usize; 4] = [1, 2, 4, 8];
-/// Set in a writer process of `group_commit/processes`: `root|session|count`.
+/// Set in a writer process of `group_commit/processes`: `root|session`.
 const WRITER_ENV: &str = "AGENTMEM_BENCH_FILE_WRITER";
 
 /// Durable appends by several writers at once (see the module documentation).
@@ -342,19 +346,29 @@ fn group_commit(c: &mut Criterion) {
     for writers in WRITERS {
         group.throughput(Throughput::Elements(writers as u64));
         let dir = tempfile::tempdir().unwrap();
-        let store = std::sync::Arc::new(rt.block_on(store(dir.path(), Durability::Fsync)));
+        let store = Arc::new(rt.block_on(store(dir.path(), Durability::Fsync)));
         let session = SessionId::new("shared").unwrap();
         group.bench_function(format!("tasks/{writers}"), |b| {
             b.to_async(&rt).iter_custom(|iters| {
                 let store = store.clone();
                 let (session, m) = (session.clone(), m.clone());
                 async move {
+                    // The writers share the sample's appends: each takes the next until none
+                    // are left, so all of them stay busy to the end (no writer finishing its
+                    // own share early and leaving the others to run with fewer at once).
+                    let left = Arc::new(AtomicU64::new(iters * writers as u64));
                     let start = Instant::now();
                     let tasks: Vec<_> = (0..writers)
                         .map(|_| {
                             let (store, session, m) = (store.clone(), session.clone(), m.clone());
+                            let left = left.clone();
                             tokio::spawn(async move {
-                                for _ in 0..iters {
+                                while left
+                                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                                        n.checked_sub(1)
+                                    })
+                                    .is_ok()
+                                {
                                     store
                                         .append(&session, std::slice::from_ref(&m))
                                         .await
@@ -370,75 +384,103 @@ fn group_commit(c: &mut Criterion) {
                 }
             })
         });
+        let dir = tempfile::tempdir().unwrap();
+        let mut processes = WriterProcesses::start(dir.path(), writers);
         group.bench_function(format!("processes/{writers}"), |b| {
-            b.iter_custom(|iters| writer_processes(dir.path(), writers, iters))
+            b.iter_custom(|iters| processes.append(iters))
         });
+        processes.stop();
     }
     group.finish();
 }
 
-/// Starts `writers` processes that each append `count` messages durably to one session of the
-/// store at `root`, lets them go at once and returns how long they took together.
-fn writer_processes(root: &Path, writers: usize, count: u64) -> Duration {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
-    let exe = std::env::current_exe().unwrap();
-    let mut children: Vec<_> = (0..writers)
-        .map(|_| {
-            Command::new(&exe)
-                .env(WRITER_ENV, format!("{}|shared|{count}", root.display()))
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for child in &mut children {
-        let mut ready = String::new();
-        BufReader::new(child.stdout.as_mut().unwrap())
-            .read_line(&mut ready)
-            .unwrap();
-        assert_eq!(ready.trim(), "ready", "writer process did not start");
-    }
-    let start = Instant::now();
-    for child in &mut children {
-        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
-    }
-    for mut child in children {
-        assert!(child.wait().unwrap().success(), "writer process failed");
-    }
-    start.elapsed()
+/// Writer processes of `group_commit/processes`, each with a durable store on one session.
+struct WriterProcesses {
+    children: Vec<(
+        std::process::Child,
+        std::io::BufReader<std::process::ChildStdout>,
+    )>,
 }
 
-/// The writer process of `group_commit/processes`; `false` when this is not one.
+impl WriterProcesses {
+    /// Starts `writers` processes on the session `shared` of the store at `root` and waits
+    /// until each has read the session once (as a running writer has).
+    fn start(root: &Path, writers: usize) -> Self {
+        use std::process::{Command, Stdio};
+        let exe = std::env::current_exe().unwrap();
+        let mut children: Vec<_> = (0..writers)
+            .map(|_| {
+                let mut child = Command::new(&exe)
+                    .env(WRITER_ENV, format!("{}|shared", root.display()))
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                let out = std::io::BufReader::new(child.stdout.take().unwrap());
+                (child, out)
+            })
+            .collect();
+        for (_, out) in &mut children {
+            expect_line(out, "ready");
+        }
+        WriterProcesses { children }
+    }
+
+    /// Lets every process append `count` messages at once; how long until all have.
+    fn append(&mut self, count: u64) -> Duration {
+        let start = Instant::now();
+        for (child, _) in &mut self.children {
+            writeln!(child.stdin.as_mut().unwrap(), "{count}").unwrap();
+        }
+        for (_, out) in &mut self.children {
+            expect_line(out, "done");
+        }
+        start.elapsed()
+    }
+
+    /// Ends the processes (their input closes) and checks that they succeeded.
+    fn stop(self) {
+        for (mut child, _) in self.children {
+            drop(child.stdin.take());
+            assert!(child.wait().unwrap().success(), "writer process failed");
+        }
+    }
+}
+
+fn expect_line(out: &mut impl std::io::BufRead, expected: &str) {
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), expected, "writer process did not answer");
+}
+
+/// The writer process of `group_commit/processes`; `false` when this is not one. Reads a count
+/// per line, appends that many messages and answers `done`, until its input ends.
 fn writer_child() -> bool {
     let Ok(spec) = std::env::var(WRITER_ENV) else {
         return false;
     };
-    let mut parts = spec.split('|');
-    let (root, session, count) = (
-        parts.next().unwrap(),
-        parts.next().unwrap(),
-        parts.next().unwrap().parse::<u64>().unwrap(),
-    );
+    let (root, session) = spec.split_once('|').unwrap();
     let rt = runtime();
     let store = rt.block_on(store(Path::new(root), Durability::Fsync));
     let session = SessionId::new(session).unwrap();
     let m = message(0);
-    // Read the session once first, as a running writer has: the timing is of appends, not of
-    // a new process's first look at a long log.
     rt.block_on(store.load(&session, Some(1))).unwrap();
-    println!("ready");
-    let mut go = String::new();
-    std::io::stdin().read_line(&mut go).unwrap();
-    rt.block_on(async {
-        for _ in 0..count {
-            store
-                .append(&session, std::slice::from_ref(&m))
-                .await
-                .unwrap();
-        }
-    });
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "ready").unwrap();
+    stdout.flush().unwrap();
+    for line in std::io::stdin().lines() {
+        let count: u64 = line.unwrap().trim().parse().unwrap();
+        rt.block_on(async {
+            for _ in 0..count {
+                store
+                    .append(&session, std::slice::from_ref(&m))
+                    .await
+                    .unwrap();
+            }
+        });
+        writeln!(stdout, "done").unwrap();
+        stdout.flush().unwrap();
+    }
     true
 }
 

@@ -1,25 +1,33 @@
 //! Group commit: durable appends to one session share `fdatasync`s.
 //!
 //! Under [`Durability::Fsync`](crate::Durability::Fsync) an append writes its line with the
-//! session's locks held, then leaves them and waits here until its line is on disk. The first
-//! waiter syncs the log for every append written so far; appends written while that sync runs
-//! are covered by the next one, made by one of them. So `n` writers of one process pay about
-//! two `fdatasync`s between them instead of `n`, and writers in other processes, no longer
-//! queued behind a sync under the file lock, share the file system's journal commits.
+//! session's locks held, takes a ticket, leaves the locks and waits until a sync covers its
+//! ticket. The session's syncer (a blocking thread, started by the first ticket and running
+//! while tickets keep coming) syncs the log for every append written so far, again and again,
+//! so appends written during one sync are covered by the next. Before each sync it gives the
+//! writers the previous sync acknowledged a moment to write again (half a sync, 2 ms at most),
+//! so that `n` busy writers share one sync per round instead of falling into two groups that
+//! take turns. Writers in other processes, not queued behind a sync under the file lock,
+//! share the file system's journal commits.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use agentmem_core::{Error, Result};
 
-use crate::fsutil::io_error;
+/// The longest a sync waits for the writers it just acknowledged to write again.
+const MAX_GATHER: Duration = Duration::from_millis(2);
 
 /// One session's group commit; shared by the session's slot and the appends waiting on it.
 #[derive(Debug, Default)]
 pub(crate) struct GroupCommit {
     state: Mutex<State>,
-    synced: Condvar,
+    /// Notified after each sync: waiters check whether it covered them.
+    synced: tokio::sync::Notify,
+    /// Signalled when the writers acknowledged by the last sync have all written again.
+    returned: Condvar,
 }
 
 #[derive(Debug, Default)]
@@ -33,10 +41,35 @@ struct State {
     failed: u64,
     /// The log the latest append wrote to, and its path (for errors).
     file: Option<(Arc<File>, PathBuf)>,
-    /// A waiter is running `fdatasync`.
+    /// A sync is running, or the syncer thread is between two syncs.
     syncing: bool,
+    /// How many of the appends the last sync acknowledged have not been followed by another
+    /// append since: their writers are probably about to write again.
+    returning: u64,
+    /// How long the last sync took.
+    last_sync: Duration,
     /// A sync failed since the session's state was last reloaded.
     stale: bool,
+    /// Why the latest failed sync failed.
+    error: Option<(std::io::ErrorKind, String)>,
+}
+
+impl State {
+    /// The error of an append whose sync failed.
+    fn failure(&self) -> Error {
+        let (kind, why) = self
+            .error
+            .clone()
+            .unwrap_or((std::io::ErrorKind::Other, "unknown".into()));
+        let path = self.file.as_ref().map(|(_, p)| p.display().to_string());
+        Error::io(
+            format!(
+                "cannot fsync {} (this append may or may not be in the session)",
+                path.as_deref().unwrap_or("the session log")
+            ),
+            std::io::Error::new(kind, why),
+        )
+    }
 }
 
 /// What an append waits for: its place in the session's group commit.
@@ -51,11 +84,18 @@ impl GroupCommit {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Records an append just written to `log` (at `path`). Called with the session's locks
-    /// held, so tickets follow the order of the lines in the log.
+    /// Records an append just written to `log` (at `path`) and makes sure a syncer runs.
+    /// Called with the session's locks held, so tickets follow the order of the lines in the
+    /// log.
     pub(crate) fn written(self: &Arc<Self>, log: &Arc<File>, path: &Path) -> Ticket {
         let mut state = self.state();
         state.written += 1;
+        if state.returning > 0 {
+            state.returning -= 1;
+            if state.returning == 0 {
+                self.returned.notify_one();
+            }
+        }
         let same = state
             .file
             .as_ref()
@@ -66,10 +106,97 @@ impl GroupCommit {
             // covers every earlier ticket.
             state.file = Some((log.clone(), path.to_path_buf()));
         }
+        let number = state.written;
+        if !state.syncing {
+            self.start_syncer(&mut state);
+        }
         Ticket {
             group: self.clone(),
-            number: state.written,
+            number,
         }
+    }
+
+    /// Starts the syncer: a blocking thread that syncs while appends keep coming, so no
+    /// waiter has to wake up to take the next sync over. If no thread can be had, every
+    /// append written so far fails (it is not known to be on disk).
+    fn start_syncer(self: &Arc<Self>, state: &mut State) {
+        state.syncing = true;
+        let group = self.clone();
+        let started = match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn_blocking(move || group.sync_while_behind());
+                Ok(())
+            }
+            Err(_) => std::thread::Builder::new()
+                .name("agentmem-file-sync".into())
+                .spawn(move || group.sync_while_behind())
+                .map(drop),
+        };
+        if let Err(e) = started {
+            state.syncing = false;
+            state.failed = state.written;
+            state.stale = true;
+            state.error = Some((e.kind(), format!("no thread to sync on: {e}")));
+            self.synced.notify_waiters();
+        }
+    }
+
+    /// Syncs the log until every append written so far is covered (run with `syncing` set,
+    /// which it clears when done).
+    fn sync_while_behind(&self) {
+        let mut state = self.state();
+        while state.written > state.synced.max(state.failed) {
+            // Writers that the last sync acknowledged are usually writing again right now:
+            // give them a moment (half a sync at most) to join this sync rather than start it
+            // without them and leave them the next one, so that concurrent writers share one
+            // sync each round instead of alternating in two groups.
+            let deadline = Instant::now() + (state.last_sync / 2).min(MAX_GATHER);
+            while state.returning > 0 {
+                let now = Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                state = self
+                    .returned
+                    .wait_timeout(state, deadline - now)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+            state.returning = 0;
+            state = self.sync_once(state);
+        }
+        state.syncing = false;
+    }
+
+    /// One `fdatasync` of the latest log for every append written so far, made without the
+    /// state's lock; wakes the waiters. Returns the state locked again.
+    fn sync_once<'a>(&'a self, mut state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        let target = state.written;
+        let result = match state.file.clone() {
+            Some((file, _)) => {
+                drop(state);
+                let began = Instant::now();
+                let result = file.sync_data();
+                state = self.state();
+                state.last_sync = began.elapsed();
+                result
+            }
+            None => Err(std::io::Error::other("no session log to fsync")),
+        };
+        match result {
+            Ok(()) => {
+                // Each acknowledged append has a writer waiting for it.
+                state.returning = target.saturating_sub(state.synced.max(state.failed));
+                state.synced = state.synced.max(target);
+            }
+            Err(e) => {
+                state.failed = state.failed.max(target);
+                state.stale = true;
+                state.error = Some((e.kind(), e.to_string()));
+            }
+        }
+        self.synced.notify_waiters();
+        state
     }
 
     /// Whether a sync failed and the session's state was not reloaded since.
@@ -85,49 +212,25 @@ impl GroupCommit {
 }
 
 impl Ticket {
-    /// Blocks until the append is on disk: syncs the log itself (for every append written so
-    /// far) unless a sync that covers it is already running. Call from a blocking thread,
-    /// without the session's locks.
-    pub(crate) fn wait(self) -> Result<()> {
+    /// Waits until the append is on disk (the syncer started by [`GroupCommit::written`]
+    /// makes the sync); call without the session's locks.
+    pub(crate) async fn wait(self) -> Result<()> {
         let group = &self.group;
-        let mut state = group.state();
         loop {
-            if state.failed >= self.number {
-                return Err(Error::backend(
-                    "an fsync of the session log failed; this append may or may not be in \
-                     the session",
-                ));
-            }
-            if state.synced >= self.number {
-                return Ok(());
-            }
-            if state.syncing {
-                state = group
-                    .synced
-                    .wait(state)
-                    .unwrap_or_else(PoisonError::into_inner);
-                continue;
-            }
-            let Some((file, path)) = state.file.clone() else {
-                return Err(Error::backend("no session log to fsync"));
-            };
-            let target = state.written;
-            state.syncing = true;
-            drop(state);
-            let result = file.sync_data();
-            state = group.state();
-            state.syncing = false;
-            match &result {
-                Ok(()) => state.synced = state.synced.max(target),
-                Err(_) => {
-                    state.failed = state.failed.max(target);
-                    state.stale = true;
+            // Registered before the state is read, so a sync that ends in between wakes it.
+            let synced = group.synced.notified();
+            tokio::pin!(synced);
+            synced.as_mut().enable();
+            {
+                let state = group.state();
+                if state.failed >= self.number {
+                    return Err(state.failure());
+                }
+                if state.synced >= self.number {
+                    return Ok(());
                 }
             }
-            group.synced.notify_all();
-            if let Err(e) = result {
-                return Err(io_error(&path, "cannot fsync", e));
-            }
+            synced.await;
         }
     }
 }
@@ -143,49 +246,71 @@ mod tests {
         (dir, Arc::new(file), path)
     }
 
-    #[test]
-    fn one_sync_covers_every_append_written_before_it() {
-        let (_dir, file, path) = log();
-        let group = Arc::new(GroupCommit::default());
-        let first = group.written(&file, &path);
-        let second = group.written(&file, &path);
-        second.wait().expect("sync");
-        // The sync made for the second append covered the first: it does not sync again.
-        assert_eq!(group.state().synced, 2);
-        first.wait().expect("already synced");
-        assert!(!group.take_stale());
-    }
-
-    #[test]
-    fn concurrent_waiters_all_return_once_synced() {
+    #[tokio::test]
+    async fn waiters_all_return_once_synced() {
         let (_dir, file, path) = log();
         let group = Arc::new(GroupCommit::default());
         let tickets: Vec<Ticket> = (0..8).map(|_| group.written(&file, &path)).collect();
-        let handles: Vec<_> = tickets
-            .into_iter()
-            .map(|t| std::thread::spawn(move || t.wait()))
-            .collect();
-        for h in handles {
-            h.join().expect("thread").expect("synced");
+        for ticket in tickets.into_iter().rev() {
+            ticket.wait().await.expect("synced");
         }
         assert_eq!(group.state().synced, 8);
+        assert!(!group.take_stale());
     }
 
-    #[test]
-    fn a_ticket_in_a_failed_sync_is_never_acknowledged() {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_writers_share_syncs() {
         let (_dir, file, path) = log();
         let group = Arc::new(GroupCommit::default());
-        let ticket = group.written(&file, &path);
-        group.state().failed = 1; // as a failed fdatasync leaves it
-        group.state().stale = true;
-        let err = ticket.wait().expect_err("refused");
-        assert!(err.to_string().contains("may or may not"), "{err}");
+        let writers: Vec<_> = (0..8)
+            .map(|_| {
+                let (group, file, path) = (group.clone(), file.clone(), path.clone());
+                tokio::spawn(async move {
+                    for _ in 0..20 {
+                        group.written(&file, &path).wait().await.expect("synced");
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.await.expect("writer");
+        }
+        let state = group.state();
+        assert_eq!((state.written, state.synced, state.failed), (160, 160, 0));
+    }
+
+    #[tokio::test]
+    async fn a_ticket_in_a_failed_sync_is_never_acknowledged() {
+        let (_dir, file, path) = log();
+        let group = Arc::new(GroupCommit::default());
+        {
+            // As a failed fdatasync leaves it, with the syncer between two rounds.
+            let mut state = group.state();
+            state.syncing = true;
+            state.written = 1;
+            state.failed = 1;
+            state.stale = true;
+            state.error = Some((std::io::ErrorKind::Other, "EIO".into()));
+            state.file = Some((file.clone(), path.clone()));
+        }
+        let ticket = Ticket {
+            group: group.clone(),
+            number: 1,
+        };
+        let err = ticket.wait().await.expect_err("refused");
+        let text = err.to_string();
+        assert!(
+            text.contains("may or may not") && text.contains("EIO"),
+            "{text}"
+        );
         assert!(group.take_stale());
         assert!(!group.take_stale(), "taken once");
-        // A later append is synced afresh.
+        // A later append is synced afresh, by a new syncer.
+        group.state().syncing = false;
         group
             .written(&file, &path)
             .wait()
+            .await
             .expect("later append synced");
     }
 }

@@ -353,7 +353,22 @@ impl FileStore {
         T: Send + 'static,
         F: FnOnce(&SessionCtx<'_>, &mut SessionSlot, &mut Findings) -> Result<T> + Send + 'static,
     {
-        let mut guard = self.slot(session).lock_owned().await;
+        let guard = self.slot(session).lock_owned().await;
+        self.with_locked_slot(guard, session, fix, op).await
+    }
+
+    /// [`with_session`](Self::with_session) once the session's in-process mutex is held.
+    async fn with_locked_slot<T, F>(
+        &self,
+        mut guard: tokio::sync::OwnedMutexGuard<SessionSlot>,
+        session: &SessionId,
+        fix: bool,
+        op: F,
+    ) -> Result<(T, Findings)>
+    where
+        T: Send + 'static,
+        F: FnOnce(&SessionCtx<'_>, &mut SessionSlot, &mut Findings) -> Result<T> + Send + 'static,
+    {
         let inner = self.inner.clone();
         let id = session.clone();
         let (result, findings, leased) = tokio::task::spawn_blocking(move || {
@@ -443,8 +458,8 @@ impl FileStore {
         }
     }
 
-    /// The append on the calling thread, when this process holds the session's state and
-    /// nobody else in it is using the session: then the write is two small writes to open
+    /// The append on the calling thread (which holds the session's in-process mutex), when
+    /// this process holds the session's state: then the write is two small writes to open
     /// files, cheaper than a hop to the blocking pool. A buffered store needs its lease (no
     /// lock to take, nothing to check); a durable one takes the file lock without waiting and
     /// checks that no other process changed the files, then leaves the fsync to the caller
@@ -453,16 +468,15 @@ impl FileStore {
     fn append_inline(
         &self,
         session: &SessionId,
+        slot: &mut SessionSlot,
         messages: &[Message],
     ) -> Option<Result<Option<Ticket>>> {
-        let slot = self.slot(session);
-        let mut slot = slot.try_lock().ok()?;
         slot.open.as_ref()?;
         if slot.expired_now() {
             // A write to an expired session starts a new one: the blocking path does that.
             return None;
         }
-        let ctx = self.inner.session_ctx(session, &mut slot);
+        let ctx = self.inner.session_ctx(session, slot);
         let result = match self.inner.durability {
             Durability::Buffered => {
                 let now = Instant::now();
@@ -471,10 +485,10 @@ impl FileStore {
                     return None;
                 }
                 lease.touch(now);
-                let result = ctx.append_existing(&mut slot, messages);
+                let result = ctx.append_existing(slot, messages);
                 if result.is_err() {
                     slot.open = None;
-                    end_lease(&mut slot);
+                    end_lease(slot);
                 }
                 result
             }
@@ -483,10 +497,10 @@ impl FileStore {
                     return None;
                 }
                 slot.lock_file.as_ref()?.try_lock().ok()?;
-                let result = match ctx.unchanged(&slot) {
-                    Ok(true) => ctx.append_existing(&mut slot, messages),
+                let result = match ctx.unchanged(slot) {
+                    Ok(true) => ctx.append_existing(slot, messages),
                     Ok(false) => {
-                        release_lock(&mut slot);
+                        release_lock(slot);
                         return None;
                     }
                     Err(e) => Err(e),
@@ -494,7 +508,7 @@ impl FileStore {
                 if result.is_err() {
                     slot.open = None;
                 }
-                release_lock(&mut slot);
+                release_lock(slot);
                 result
             }
         };
@@ -858,19 +872,26 @@ impl SessionStore for FileStore {
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        let ticket = match self.append_inline(session, messages) {
-            Some(done) => done?,
+        // Queue fairly behind this process's other operations on the session, then write on
+        // this thread if no lock has to be waited for.
+        let mut guard = self.slot(session).lock_owned().await;
+        let ticket = match self.append_inline(session, &mut guard, messages) {
+            Some(done) => {
+                drop(guard);
+                done?
+            }
             None => {
                 let messages = messages.to_vec();
-                self.session_op(session, move |ctx, slot, f| ctx.append(slot, &messages, f))
-                    .await?
+                self.with_locked_slot(guard, session, true, move |ctx, slot, f| {
+                    ctx.append(slot, &messages, f)
+                })
+                .await?
+                .0
             }
         };
         match ticket {
             // Durable: wait for the line to reach the disk, without the locks (group commit).
-            Some(ticket) => tokio::task::spawn_blocking(move || ticket.wait())
-                .await
-                .map_err(join_error)?,
+            Some(ticket) => ticket.wait().await,
             None => Ok(()),
         }
     }
