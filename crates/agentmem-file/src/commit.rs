@@ -12,6 +12,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -28,6 +29,9 @@ pub(crate) struct GroupCommit {
     synced: tokio::sync::Notify,
     /// Signalled when the writers acknowledged by the last sync have all written again.
     returned: Condvar,
+    /// A syncer runs (or is about to). Changed with `state` locked, except by a syncer dropped
+    /// before it ran, which may be dropped where `state` is locked.
+    syncing: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -41,8 +45,6 @@ struct State {
     failed: u64,
     /// The log the latest append wrote to, and its path (for errors).
     file: Option<(Arc<File>, PathBuf)>,
-    /// A sync is running, or the syncer thread is between two syncs.
-    syncing: bool,
     /// How many of the appends the last sync acknowledged have not been followed by another
     /// append since: their writers are probably about to write again.
     returning: u64,
@@ -107,7 +109,7 @@ impl GroupCommit {
             state.file = Some((log.clone(), path.to_path_buf()));
         }
         let number = state.written;
-        if !state.syncing {
+        if !self.syncing.load(Ordering::SeqCst) {
             self.start_syncer(&mut state);
         }
         Ticket {
@@ -120,20 +122,23 @@ impl GroupCommit {
     /// waiter has to wake up to take the next sync over. If no thread can be had, every
     /// append written so far fails (it is not known to be on disk).
     fn start_syncer(self: &Arc<Self>, state: &mut State) {
-        state.syncing = true;
-        let group = self.clone();
+        self.syncing.store(true, Ordering::SeqCst);
+        let syncer = Syncer {
+            group: self.clone(),
+            ran: false,
+        };
         let started = match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
-                runtime.spawn_blocking(move || group.sync_while_behind());
+                runtime.spawn_blocking(move || syncer.run());
                 Ok(())
             }
             Err(_) => std::thread::Builder::new()
                 .name("agentmem-file-sync".into())
-                .spawn(move || group.sync_while_behind())
+                .spawn(move || syncer.run())
                 .map(drop),
         };
         if let Err(e) = started {
-            state.syncing = false;
+            self.syncing.store(false, Ordering::SeqCst);
             state.failed = state.written;
             state.stale = true;
             state.error = Some((e.kind(), format!("no thread to sync on: {e}")));
@@ -165,7 +170,8 @@ impl GroupCommit {
             state.returning = 0;
             state = self.sync_once(state);
         }
-        state.syncing = false;
+        self.syncing.store(false, Ordering::SeqCst);
+        drop(state);
     }
 
     /// One `fdatasync` of the latest log for every append written so far, made without the
@@ -211,6 +217,30 @@ impl GroupCommit {
     }
 }
 
+/// The syncer's job, as handed to its thread.
+struct Syncer {
+    group: Arc<GroupCommit>,
+    ran: bool,
+}
+
+impl Syncer {
+    fn run(mut self) {
+        self.ran = true;
+        self.group.sync_while_behind();
+    }
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        if !self.ran {
+            // Dropped without running (its runtime shut down first): let a waiter start
+            // another rather than wait for this one.
+            self.group.syncing.store(false, Ordering::SeqCst);
+            self.group.synced.notify_waiters();
+        }
+    }
+}
+
 impl Ticket {
     /// Waits until the append is on disk (the syncer started by [`GroupCommit::written`]
     /// makes the sync); call without the session's locks.
@@ -222,12 +252,16 @@ impl Ticket {
             tokio::pin!(synced);
             synced.as_mut().enable();
             {
-                let state = group.state();
+                let mut state = group.state();
                 if state.failed >= self.number {
                     return Err(state.failure());
                 }
                 if state.synced >= self.number {
                     return Ok(());
+                }
+                if !group.syncing.load(Ordering::SeqCst) {
+                    // Only a syncer dropped before it ran leaves an append uncovered.
+                    group.start_syncer(&mut state);
                 }
             }
             synced.await;
@@ -280,13 +314,39 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_syncer_dropped_before_it_ran_is_replaced_by_a_waiter() {
+        let (_dir, file, path) = log();
+        let group = Arc::new(GroupCommit::default());
+        {
+            let mut state = group.state();
+            state.written = 1;
+            state.file = Some((file.clone(), path.clone()));
+        }
+        group.syncing.store(true, Ordering::SeqCst);
+        drop(Syncer {
+            group: group.clone(),
+            ran: false,
+        });
+        assert!(!group.syncing.load(Ordering::SeqCst));
+        let ticket = Ticket {
+            group: group.clone(),
+            number: 1,
+        };
+        ticket
+            .wait()
+            .await
+            .expect("synced by a syncer the waiter started");
+        assert_eq!(group.state().synced, 1);
+    }
+
+    #[tokio::test]
     async fn a_ticket_in_a_failed_sync_is_never_acknowledged() {
         let (_dir, file, path) = log();
         let group = Arc::new(GroupCommit::default());
         {
             // As a failed fdatasync leaves it, with the syncer between two rounds.
             let mut state = group.state();
-            state.syncing = true;
+            group.syncing.store(true, Ordering::SeqCst);
             state.written = 1;
             state.failed = 1;
             state.stale = true;
@@ -306,7 +366,7 @@ mod tests {
         assert!(group.take_stale());
         assert!(!group.take_stale(), "taken once");
         // A later append is synced afresh, by a new syncer.
-        group.state().syncing = false;
+        group.syncing.store(false, Ordering::SeqCst);
         group
             .written(&file, &path)
             .wait()
