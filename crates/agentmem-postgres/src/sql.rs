@@ -521,25 +521,34 @@ impl Sql {
             ),
             load: st(
                 // The labels go on the newest message's row only (or the one row of a session
-                // without messages), not on every row.
+                // without messages), not on every row. The newest live message's `seq` and the
+                // tags are read once (lateral joins on the one session row), not per message
+                // row: a per-row subquery in the select list is costed once per message, which
+                // put a 100,000-message load above `jit_above_cost` and made the server spend
+                // ~370 ms compiling it (a window function numbering the rows was slower too).
                 format!(
                     "SELECT s.metadata, s.created_at, s.updated_at, s.message_count, s.expires_at,
-                         CASE WHEN coalesce(m.rn, 1) = 1 THEN s.title END,
-                         CASE WHEN coalesce(m.rn, 1) = 1 THEN s.owner END,
-                         CASE WHEN coalesce(m.rn, 1) = 1 THEN ARRAY(
-                             SELECT t.key FROM {s}.session_tags t
-                             WHERE t.session_id = s.id ORDER BY t.key) END,
-                         CASE WHEN coalesce(m.rn, 1) = 1 THEN ARRAY(
-                             SELECT t.value FROM {s}.session_tags t
-                             WHERE t.session_id = s.id ORDER BY t.key) END,
+                         CASE WHEN {newest} THEN s.title END,
+                         CASE WHEN {newest} THEN s.owner END,
+                         CASE WHEN {newest} THEN coalesce(tg.keys, '{{}}') END,
+                         CASE WHEN {newest} THEN coalesce(tg.vals, '{{}}') END,
                          m.seq, {m_cols}
                      FROM {s}.sessions s
+                     CROSS JOIN LATERAL (
+                         SELECT max(seq) AS seq FROM {s}.messages WHERE session_id = s.id
+                     ) top
+                     CROSS JOIN LATERAL (
+                         SELECT array_agg(t.key ORDER BY t.key) AS keys,
+                                array_agg(t.value ORDER BY t.key) AS vals
+                         FROM {s}.session_tags t WHERE t.session_id = s.id
+                     ) tg
                      LEFT JOIN LATERAL (
-                         SELECT seq, {MESSAGE_COLUMNS}, row_number() OVER (ORDER BY seq DESC) AS rn
+                         SELECT seq, {MESSAGE_COLUMNS}
                          FROM {s}.messages
                          WHERE session_id = $1 ORDER BY seq DESC LIMIT $2
                      ) m ON true
                      WHERE s.id = $1 AND {live}",
+                    newest = "(m.seq IS NULL OR m.seq = top.seq)",
                     m_cols = prefixed("m", MESSAGE_COLUMNS),
                     live = live_session(3)
                 ),
@@ -783,4 +792,61 @@ fn prefixed(prefix: &str, columns: &str) -> String {
         .map(|c| format!("{prefix}.{c}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use agentmem_core::{Message, SessionId, SessionStore};
+
+    use crate::PostgresStore;
+
+    /// The load of a long session must be planned as cheap as it is: per-row subqueries in the
+    /// select list are costed once per message, and above `jit_above_cost` the server compiles
+    /// the statement with LLVM on every execution (~370 ms for 100,000 messages).
+    #[tokio::test]
+    async fn loading_a_long_session_is_planned_without_subplans_or_jit() {
+        let url =
+            agentmem_testkit::env_url("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test");
+        let schema = agentmem_testkit::unique_namespace("amtest");
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let store = match PostgresStore::connect(&format!("{url}{sep}schema={schema}")).await {
+            Ok(store) => store,
+            Err(e) => {
+                return agentmem_testkit::service_unavailable("postgres", &url, &e).unwrap_or(());
+            }
+        };
+        let session = SessionId::new("long").expect("id");
+        let batch: Vec<Message> = (0..10_000)
+            .map(|i| Message::user(format!("m{i}")))
+            .collect();
+        store.append(&session, &batch).await.expect("append");
+        let client = store.pool().get().await.expect("connection");
+        client
+            .batch_execute(&format!(
+                "ANALYZE \"{schema}\".messages; ANALYZE \"{schema}\".sessions"
+            ))
+            .await
+            .expect("analyze");
+        let jit_above: f64 = client
+            .query_one("SELECT current_setting('jit_above_cost')::float8", &[])
+            .await
+            .expect("setting")
+            .get(0);
+        let explain = format!("EXPLAIN (FORMAT JSON) {}", store.sql.load.text());
+        let (id, all, at) = (session.as_str(), None::<i64>, agentmem_core::now());
+        let plan: serde_json::Value = client
+            .query_one(&explain, &[&id, &all, &at])
+            .await
+            .expect("explain")
+            .get(0);
+        let top = &plan[0]["Plan"];
+        let cost = top["Total Cost"].as_f64().expect("total cost");
+        let text = plan.to_string();
+        store.drop_schema().await.expect("drop schema");
+        assert!(!text.contains("SubPlan"), "{text}");
+        assert!(
+            jit_above < 0.0 || cost < jit_above,
+            "a 10,000-message load costs {cost}, above jit_above_cost {jit_above}: {text}"
+        );
+    }
 }

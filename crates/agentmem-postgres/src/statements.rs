@@ -30,6 +30,12 @@ impl Stmt {
         Stmt { sql, types, named }
     }
 
+    /// The statement's text.
+    #[cfg(test)]
+    pub(crate) fn text(&self) -> &str {
+        &self.sql
+    }
+
     /// The parameters paired with their types, for the unnamed statement.
     fn typed<'a>(&self, params: &[&'a (dyn ToSql + Sync)]) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
         debug_assert_eq!(params.len(), self.types.len(), "parameters of {}", self.sql);
