@@ -67,7 +67,14 @@ pub(crate) fn session_from(
         labels.ok_or_else(|| Error::corrupt("the session's labels were not read with it"))?;
     // The LEFT JOIN yields one row of NULLs for a session without messages. Rows come newest
     // first from the index; they are sorted rather than trusting join order.
-    let window = numbered_messages(rows, 9)?;
+    let mut window = numbered_messages(rows, 9)?;
+    if let Some(n) = limit {
+        // A window statement may read more than asked (its limit is rounded up): keep the
+        // newest `n`.
+        if window.len() > n {
+            window.drain(..window.len() - n);
+        }
+    }
     let whole = window.len() as u64 >= total;
     let messages = match limit {
         Some(_) => trim_orphans(window, whole),

@@ -218,6 +218,9 @@ pub(crate) struct Sql {
     /// Session `$1` with its last `$2` messages (all when `$2` is NULL), newest first, unless
     /// it has expired at `$3`. Its labels are on one row only (see `session_from`).
     pub load: Stmt,
+    /// `load` with the limit written into the statement, one per [`WINDOW_BUCKETS`] entry
+    /// (`$2` is then ignored); see [`Sql::load_window`].
+    pub load_windows: Vec<Stmt>,
     /// The summary of every session not expired at `$1`, by id.
     pub list_sessions: Stmt,
     /// Deletes session `$1`'s row; its dependents go with `delete_dependents`.
@@ -283,6 +286,47 @@ fn session_info_columns(s: &str) -> String {
 /// The condition that session `s` has not expired at `$n`.
 fn live_session(n: usize) -> String {
     format!("(s.expires_at IS NULL OR s.expires_at > ${n})")
+}
+
+/// The window sizes that have a load statement of their own (see [`Sql::load_window`]).
+const WINDOW_BUCKETS: [usize; 7] = [16, 32, 64, 128, 256, 512, 1024];
+
+/// The load statement: session `$1` unless expired at `$3`, with its newest messages up to
+/// `limit` (`$2`, or a number).
+///
+/// The labels go on the newest message's row only (or the one row of a session without
+/// messages), not on every row. The newest live message's `seq` and the tags are read once
+/// (lateral joins on the one session row), not per message row: a per-row subquery in the
+/// select list is costed once per message, which put a 100,000-message load above
+/// `jit_above_cost` and made the server spend ~370 ms compiling it (a window function
+/// numbering the rows was slower too).
+fn load_sql(s: &str, limit: &str) -> String {
+    format!(
+        "SELECT s.metadata, s.created_at, s.updated_at, s.message_count, s.expires_at,
+             CASE WHEN {newest} THEN s.title END,
+             CASE WHEN {newest} THEN s.owner END,
+             CASE WHEN {newest} THEN coalesce(tg.keys, '{{}}') END,
+             CASE WHEN {newest} THEN coalesce(tg.vals, '{{}}') END,
+             m.seq, {m_cols}
+         FROM {s}.sessions s
+         CROSS JOIN LATERAL (
+             SELECT max(seq) AS seq FROM {s}.messages WHERE session_id = s.id
+         ) top
+         CROSS JOIN LATERAL (
+             SELECT array_agg(t.key ORDER BY t.key) AS keys,
+                    array_agg(t.value ORDER BY t.key) AS vals
+             FROM {s}.session_tags t WHERE t.session_id = s.id
+         ) tg
+         LEFT JOIN LATERAL (
+             SELECT seq, {MESSAGE_COLUMNS}
+             FROM {s}.messages
+             WHERE session_id = $1 ORDER BY seq DESC LIMIT {limit}
+         ) m ON true
+         WHERE s.id = $1 AND {live}",
+        newest = "(m.seq IS NULL OR m.seq = top.seq)",
+        m_cols = prefixed("m", MESSAGE_COLUMNS),
+        live = live_session(3)
+    )
 }
 
 /// The condition that a memory item has not expired at `$n`.
@@ -519,41 +563,11 @@ impl Sql {
                 ),
                 ARCHIVED_MESSAGES,
             ),
-            load: st(
-                // The labels go on the newest message's row only (or the one row of a session
-                // without messages), not on every row. The newest live message's `seq` and the
-                // tags are read once (lateral joins on the one session row), not per message
-                // row: a per-row subquery in the select list is costed once per message, which
-                // put a 100,000-message load above `jit_above_cost` and made the server spend
-                // ~370 ms compiling it (a window function numbering the rows was slower too).
-                format!(
-                    "SELECT s.metadata, s.created_at, s.updated_at, s.message_count, s.expires_at,
-                         CASE WHEN {newest} THEN s.title END,
-                         CASE WHEN {newest} THEN s.owner END,
-                         CASE WHEN {newest} THEN coalesce(tg.keys, '{{}}') END,
-                         CASE WHEN {newest} THEN coalesce(tg.vals, '{{}}') END,
-                         m.seq, {m_cols}
-                     FROM {s}.sessions s
-                     CROSS JOIN LATERAL (
-                         SELECT max(seq) AS seq FROM {s}.messages WHERE session_id = s.id
-                     ) top
-                     CROSS JOIN LATERAL (
-                         SELECT array_agg(t.key ORDER BY t.key) AS keys,
-                                array_agg(t.value ORDER BY t.key) AS vals
-                         FROM {s}.session_tags t WHERE t.session_id = s.id
-                     ) tg
-                     LEFT JOIN LATERAL (
-                         SELECT seq, {MESSAGE_COLUMNS}
-                         FROM {s}.messages
-                         WHERE session_id = $1 ORDER BY seq DESC LIMIT $2
-                     ) m ON true
-                     WHERE s.id = $1 AND {live}",
-                    newest = "(m.seq IS NULL OR m.seq = top.seq)",
-                    m_cols = prefixed("m", MESSAGE_COLUMNS),
-                    live = live_session(3)
-                ),
-                TEXT_INT8_TIME,
-            ),
+            load: st(load_sql(s, "$2"), TEXT_INT8_TIME),
+            load_windows: WINDOW_BUCKETS
+                .iter()
+                .map(|limit| st(load_sql(s, &limit.to_string()), TEXT_INT8_TIME))
+                .collect(),
             list_sessions: st(
                 format!(
                     "SELECT {info} FROM {s}.sessions s WHERE {live} ORDER BY s.id",
@@ -792,6 +806,23 @@ fn prefixed(prefix: &str, columns: &str) -> String {
         .map(|c| format!("{prefix}.{c}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+impl Sql {
+    /// The load statement for a window of `limit` messages. A window up to 1,024 uses a statement with its limit rounded up to a power of two
+    /// written in (the caller keeps the newest `limit`): with `LIMIT $2` PostgreSQL costs the
+    /// generic plan for a tenth of the session, so it plans the statement anew on every call
+    /// (0.2 ms, more than the query itself); with a number its generic plan costs what a
+    /// custom one does and, after five calls, is reused.
+    pub(crate) fn load_window(&self, limit: Option<usize>) -> &Stmt {
+        match limit {
+            Some(n) => WINDOW_BUCKETS
+                .iter()
+                .position(|&bucket| n <= bucket)
+                .map_or(&self.load, |i| &self.load_windows[i]),
+            None => &self.load,
+        }
+    }
 }
 
 #[cfg(test)]

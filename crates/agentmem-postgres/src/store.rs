@@ -312,7 +312,9 @@ impl SessionStore for PostgresStore {
         let window = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
         let at = now();
         let rows = run!(self, READ_RETRIES, |client| async {
-            client.query_st(&self.sql.load, &[&id, &window, &at]).await
+            client
+                .query_st(self.sql.load_window(limit), &[&id, &window, &at])
+                .await
         })?;
         session_from(session, &rows, limit)
     }
