@@ -43,6 +43,7 @@ mod model;
 mod name;
 mod operation;
 mod redact;
+mod rfc3339;
 mod scope;
 pub mod search;
 mod store;

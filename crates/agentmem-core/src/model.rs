@@ -160,6 +160,7 @@ pub struct Message {
     /// The text.
     pub content: String,
     /// When it was said (UTC, microseconds).
+    #[serde(serialize_with = "crate::rfc3339::serialize")]
     pub timestamp: DateTime<Utc>,
     /// For a tool call and its result: the id that pairs them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
