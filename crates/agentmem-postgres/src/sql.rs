@@ -273,15 +273,30 @@ pub(crate) const MEMORY_COLUMNS: &str =
     "id, kind, key, text, text_raw, metadata, created_at, updated_at, scope, expires_at";
 
 /// The columns of a session summary, in the order `session_info` reads them, for sessions
-/// `s` in schema `{s}`: id, count, times, title, owner, expiry, tag keys and their values (in
-/// key order).
-fn session_info_columns(s: &str) -> String {
+/// `s`: id, count, times, title, owner, expiry, then `tags`: the tag keys and their values (in
+/// key order), as [`tags_per_row`] or [`TAGS_JOINED`] give them.
+fn session_info_columns(tags: &str) -> String {
     format!(
-        "s.id, s.message_count, s.created_at, s.updated_at, s.title, s.owner, s.expires_at,
-         ARRAY(SELECT t.key FROM {s}.session_tags t WHERE t.session_id = s.id ORDER BY t.key),
+        "s.id, s.message_count, s.created_at, s.updated_at, s.title, s.owner, s.expires_at, {tags}"
+    )
+}
+
+/// The tag arrays of session `s` (schema `{s}`) read by two subqueries of their own, for a
+/// statement that returns few sessions (a page).
+fn tags_per_row(s: &str) -> String {
+    format!(
+        "ARRAY(SELECT t.key FROM {s}.session_tags t WHERE t.session_id = s.id ORDER BY t.key),
          ARRAY(SELECT t.value FROM {s}.session_tags t WHERE t.session_id = s.id ORDER BY t.key)"
     )
 }
+
+/// The tag arrays from `tg`, a join on [`TAG_ARRAYS`] (no row: no tags).
+const TAGS_JOINED: &str = "coalesce(tg.keys, '{}'), coalesce(tg.vals, '{}')";
+
+/// The select list that aggregates tag rows `t` into the arrays `keys` and `vals`, in key
+/// order.
+const TAG_ARRAYS: &str =
+    "array_agg(t.key ORDER BY t.key) AS keys, array_agg(t.value ORDER BY t.key) AS vals";
 
 /// The condition that session `s` has not expired at `$n`.
 fn live_session(n: usize) -> String {
@@ -313,9 +328,7 @@ fn load_sql(s: &str, limit: &str) -> String {
              SELECT max(seq) AS seq FROM {s}.messages WHERE session_id = s.id
          ) top
          CROSS JOIN LATERAL (
-             SELECT array_agg(t.key ORDER BY t.key) AS keys,
-                    array_agg(t.value ORDER BY t.key) AS vals
-             FROM {s}.session_tags t WHERE t.session_id = s.id
+             SELECT {TAG_ARRAYS} FROM {s}.session_tags t WHERE t.session_id = s.id
          ) tg
          LEFT JOIN LATERAL (
              SELECT seq, {MESSAGE_COLUMNS}
@@ -573,15 +586,13 @@ impl Sql {
                     // not two subqueries per session: those are costed per row, and with
                     // ~5,000 sessions the statement crossed `jit_above_cost` (20,000
                     // sessions: 226 ms, 23 of them JIT, against 22 ms this way).
-                    "SELECT s.id, s.message_count, s.created_at, s.updated_at, s.title, s.owner,
-                         s.expires_at, coalesce(tg.keys, '{{}}'), coalesce(tg.vals, '{{}}')
-                     FROM {s}.sessions s
+                    "SELECT {info} FROM {s}.sessions s
                      LEFT JOIN (
-                         SELECT session_id, array_agg(key ORDER BY key) AS keys,
-                                array_agg(value ORDER BY key) AS vals
-                         FROM {s}.session_tags GROUP BY session_id
+                         SELECT t.session_id, {TAG_ARRAYS}
+                         FROM {s}.session_tags t GROUP BY t.session_id
                      ) tg ON tg.session_id = s.id
                      WHERE {live} ORDER BY s.id",
+                    info = session_info_columns(TAGS_JOINED),
                     live = live_session(1)
                 ),
                 TIME,
@@ -778,7 +789,7 @@ fn find_sessions(s: &str, and: &str) -> String {
              {and}
          ORDER BY s.id
          LIMIT $7",
-        info = session_info_columns(s),
+        info = session_info_columns(&tags_per_row(s)),
         live = live_session(2)
     )
 }
