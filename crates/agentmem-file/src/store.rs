@@ -305,20 +305,31 @@ impl FileStore {
     /// ```
     pub async fn check(&self, session: &SessionId, repair: bool) -> Result<Vec<RepairReport>> {
         let (_, findings) = self
-            .with_session(session, repair, move |ctx, slot, f| {
-                if f.fix {
-                    slot.open = None;
-                    ctx.sync(slot, f).map(|_| ())
-                } else {
-                    let mut scratch = SessionSlot::default();
-                    ctx.sync(&mut scratch, f).map(|_| ())
-                }
-            })
+            .with_locked_slot(
+                self.lock_slot(session).await,
+                session,
+                repair,
+                move |ctx, slot, f| {
+                    if f.fix {
+                        slot.open = None;
+                        ctx.sync(slot, f).map(|_| ())
+                    } else {
+                        let mut scratch = SessionSlot::default();
+                        ctx.sync(&mut scratch, f).map(|_| ())
+                    }
+                },
+            )
             .await
             // `check` is not an `AgentMemory` method, so no layer labels its errors: say here
             // which backend they come from (no `Operation` names a check).
             .map_err(|e| e.with_backend(BACKEND))?;
         Ok(findings.list)
+    }
+
+    /// The session's slot, its in-process mutex held (queued fairly behind this process's
+    /// other operations on it).
+    async fn lock_slot(&self, session: &SessionId) -> tokio::sync::OwnedMutexGuard<SessionSlot> {
+        self.slot(session).lock_owned().await
     }
 
     fn slot(&self, session: &SessionId) -> Arc<tokio::sync::Mutex<SessionSlot>> {
@@ -340,24 +351,9 @@ impl FileStore {
         slot
     }
 
-    /// Runs `op` on a blocking thread with the session's in-process mutex (fair queueing of
-    /// this process's tasks) and its exclusive file lock (other processes) held. The lock is
-    /// taken unless a lease kept it, and afterwards kept as a lease or released.
-    async fn with_session<T, F>(
-        &self,
-        session: &SessionId,
-        fix: bool,
-        op: F,
-    ) -> Result<(T, Findings)>
-    where
-        T: Send + 'static,
-        F: FnOnce(&SessionCtx<'_>, &mut SessionSlot, &mut Findings) -> Result<T> + Send + 'static,
-    {
-        let guard = self.slot(session).lock_owned().await;
-        self.with_locked_slot(guard, session, fix, op).await
-    }
-
-    /// [`with_session`](Self::with_session) once the session's in-process mutex is held.
+    /// Runs `op` on a blocking thread with the session's in-process mutex (`guard`: the fair
+    /// queue of this process's tasks) and its exclusive file lock (other processes) held. The
+    /// lock is taken unless a lease kept it, and afterwards kept as a lease or released.
     async fn with_locked_slot<T, F>(
         &self,
         mut guard: tokio::sync::OwnedMutexGuard<SessionSlot>,
@@ -520,7 +516,7 @@ impl FileStore {
         T: Send + 'static,
         F: FnOnce(&SessionCtx<'_>, &mut SessionSlot, &mut Findings) -> Result<T> + Send + 'static,
     {
-        self.with_session(session, true, op)
+        self.with_locked_slot(self.lock_slot(session).await, session, true, op)
             .await
             .map(|(value, _)| value)
     }
@@ -702,8 +698,8 @@ impl FileStore {
     {
         let a_first = a < b;
         let (first, second) = if a_first { (a, b) } else { (b, a) };
-        let mut first_guard = self.slot(first).lock_owned().await;
-        let mut second_guard = self.slot(second).lock_owned().await;
+        let mut first_guard = self.lock_slot(first).await;
+        let mut second_guard = self.lock_slot(second).await;
         let inner = self.inner.clone();
         let (first, second) = (first.clone(), second.clone());
         let (result, leased) = tokio::task::spawn_blocking(move || {
@@ -872,9 +868,8 @@ impl SessionStore for FileStore {
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        // Queue fairly behind this process's other operations on the session, then write on
-        // this thread if no lock has to be waited for.
-        let mut guard = self.slot(session).lock_owned().await;
+        // Write on this thread once the slot is ours, if no file lock has to be waited for.
+        let mut guard = self.lock_slot(session).await;
         let ticket = match self.append_inline(session, &mut guard, messages) {
             Some(done) => {
                 drop(guard);
