@@ -11,11 +11,13 @@
 
 use std::time::Duration;
 
+use agentmem_core::backend::BackendInfo;
 use agentmem_core::layer::layered;
 use agentmem_core::{
-    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryId, MemoryItem, MemoryKind, MemoryStore, Message, MessageHit, MessageQuery,
-    Metadata, PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
+    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Error, MemoryFilter, MemoryHit,
+    MemoryId, MemoryItem, MemoryKind, MemoryStore, Message, MessageHit, MessageId, MessageQuery,
+    Metadata, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo,
+    SessionPage, SessionPatch, SessionQuery, SessionStore,
 };
 use agentmem_testkit::bench::quick;
 use criterion::{criterion_group, Criterion};
@@ -27,11 +29,9 @@ struct Noop;
 
 #[async_trait]
 impl SessionStore for Noop {
-    fn backend(&self) -> &'static str {
-        "noop"
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::default()
+    fn backend(&self) -> &'static BackendInfo {
+        static NOOP: BackendInfo = BackendInfo::new("noop");
+        &NOOP
     }
     async fn schema_version(&self) -> Result<u32> {
         Ok(1)
@@ -65,6 +65,21 @@ impl SessionStore for Noop {
     }
     async fn purge(&self, _: &RetentionPolicy) -> Result<PurgeReport> {
         Ok(PurgeReport::default())
+    }
+    async fn fork(&self, s: &SessionId, _: &SessionId, _: Option<&MessageId>) -> Result<SessionInfo> {
+        Err(Error::not_found(format!("session `{s}` does not exist")))
+    }
+    async fn rewind(&self, s: &SessionId, _: &Rewind) -> Result<Vec<Message>> {
+        Err(Error::not_found(format!("session `{s}` does not exist")))
+    }
+    async fn update_session(&self, s: &SessionId, _: &SessionPatch) -> Result<SessionInfo> {
+        Err(Error::not_found(format!("session `{s}` does not exist")))
+    }
+    async fn find_sessions(&self, _: &SessionQuery) -> Result<SessionPage> {
+        Ok(SessionQuery::default().page(Vec::new()))
+    }
+    async fn replace_archive(&self, _: &SessionId, _: &ArchiveId, _: &[Message]) -> Result<ArchiveInfo> {
+        Err(Error::not_found("no archive"))
     }
 }
 

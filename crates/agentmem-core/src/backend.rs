@@ -11,7 +11,7 @@ use async_trait::async_trait;
 
 use crate::error::{Error, Result};
 use crate::redact::redact_url;
-use crate::store::AgentMemory;
+use crate::store::{AgentMemory, Capabilities};
 use crate::Layered;
 
 /// A backend's connection settings: parsed from the backend's URLs ([`FromStr`]), adjusted
@@ -24,130 +24,106 @@ pub trait BackendConfig: FromStr<Err = Error> + fmt::Debug + Send + Sync + Sized
     /// The raw store this config connects to.
     type Store: AgentMemory;
 
-    /// The backend's short name, as [`SessionStore::backend`](crate::SessionStore::backend) reports it.
-    const BACKEND: &'static str;
-
-    /// The URL schemes this backend accepts: lowercase, without the `:`.
-    const SCHEMES: &'static [&'static str];
+    /// The backend: its name (as [`SessionStore::backend`](crate::SessionStore::backend)
+    /// reports it), URL schemes, system name and capabilities.
+    const INFO: &'static BackendInfo;
 
     /// Connects to (opening, creating or migrating as needed) the store, wearing the standard
     /// [layers](crate::layer).
     async fn connect(self) -> Result<Layered<Self::Store>>;
 }
 
-/// The backends agentmem ships, whether or not a program registers (or compiles in) them.
+/// What a backend is, declared once by its crate: its name, URL schemes, OpenTelemetry system
+/// name, whether it talks to a server, and what it guarantees. Core names no backend: each
+/// backend's store returns its own from [`SessionStore::backend`](crate::SessionStore::backend),
+/// and its [`BackendConfig::INFO`] registers it.
 ///
-/// Each has a crate of its own (`agentmem-file`, `agentmem-sqlite`, …) whose config implements
-/// [`BackendConfig`] with the same [`as_str`](Self::as_str) name and [`schemes`](Self::schemes).
+/// Built in a `const` (every method is `const fn`); it prints as its name and compares equal
+/// to it:
 ///
 /// ```
-/// use agentmem_core::backend::Backend;
-/// use agentmem_core::ErrorKind;
-/// assert_eq!(Backend::from_url("file:///tmp/agentmem")?, Backend::File);
-/// assert_eq!(Backend::from_url("REDISS://cache:6380")?, Backend::Redis);
-/// assert_eq!("SQLite".parse::<Backend>()?, Backend::Sqlite);
-/// assert_eq!(Backend::Postgres.to_string(), "postgres");
-/// assert_eq!(Backend::Postgres.schemes(), ["postgres", "postgresql"]);
-/// let err = Backend::from_url("ftp://host/x").unwrap_err();
-/// assert_eq!(err.kind(), ErrorKind::InvalidInput);
-/// # Ok::<(), agentmem_core::Error>(())
+/// use agentmem_core::backend::BackendInfo;
+/// use agentmem_core::Capabilities;
+/// const KV: BackendInfo = BackendInfo::new("kv")
+///     .schemes(&["kv", "kvs"])
+///     .db_system("keyvaluedb")
+///     .remote()
+///     .capabilities(Capabilities::new().durable(true).cross_process(true));
+/// assert_eq!(KV.to_string(), "kv");
+/// assert!(KV == *"kv");
+/// assert!(KV.capabilities.durable && !KV.capabilities.indexed_search);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Backend {
-    /// Files under a folder (`file://`), crate `agentmem-file`.
-    File,
-    /// SQLite (`sqlite://`), crate `agentmem-sqlite`.
-    Sqlite,
-    /// Redis (`redis://`, `rediss://`, and `redis+cluster://`, `rediss+cluster://` for a Redis
-    /// Cluster), crate `agentmem-redis`.
-    Redis,
-    /// PostgreSQL (`postgres://`, `postgresql://`), crate `agentmem-postgres`.
-    Postgres,
-    /// MongoDB (`mongodb://`, `mongodb+srv://`), crate `agentmem-mongodb`.
-    MongoDb,
+pub struct BackendInfo {
+    /// The short name: `file`, `sqlite`, `in-memory`, … (spans' `backend` field, error labels).
+    pub name: &'static str,
+    /// The URL schemes it accepts: lowercase, without the `:`.
+    pub schemes: &'static [&'static str],
+    /// OpenTelemetry's `db.system.name` for its spans: the well-known value where there is one
+    /// (`postgresql`, `redis`, …), else a name of its own (the backend's name by default).
+    pub db_system: &'static str,
+    /// Whether it talks to a server (spans of kind `client`) or works in the process
+    /// (`internal`).
+    pub remote: bool,
+    /// What it guarantees, where that does not depend on how a store was opened (a store may
+    /// answer [`SessionStore::capabilities`](crate::SessionStore::capabilities) otherwise).
+    pub capabilities: Capabilities,
 }
 
-impl Backend {
-    /// Every backend.
-    pub const ALL: [Backend; 5] = [
-        Backend::File,
-        Backend::Sqlite,
-        Backend::Redis,
-        Backend::Postgres,
-        Backend::MongoDb,
-    ];
-
-    /// The backend's short name, as its [`BackendConfig::BACKEND`] and
-    /// [`SessionStore::backend`](crate::SessionStore::backend) give it: `file`, `sqlite`, `redis`, `postgres`, `mongodb`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Backend::File => "file",
-            Backend::Sqlite => "sqlite",
-            Backend::Redis => "redis",
-            Backend::Postgres => "postgres",
-            Backend::MongoDb => "mongodb",
+impl BackendInfo {
+    /// A backend named `name`: no schemes, `name` as its system name, in-process, no
+    /// capabilities yet.
+    pub const fn new(name: &'static str) -> Self {
+        BackendInfo {
+            name,
+            schemes: &[],
+            db_system: name,
+            remote: false,
+            capabilities: Capabilities::new(),
         }
     }
 
-    /// The URL schemes the backend accepts, as its [`BackendConfig::SCHEMES`] lists them.
-    pub fn schemes(self) -> &'static [&'static str] {
-        match self {
-            Backend::File => &["file"],
-            Backend::Sqlite => &["sqlite"],
-            Backend::Redis => &["redis", "rediss", "redis+cluster", "rediss+cluster"],
-            Backend::Postgres => &["postgres", "postgresql"],
-            Backend::MongoDb => &["mongodb", "mongodb+srv"],
-        }
+    /// Sets the URL schemes (lowercase, without the `:`).
+    pub const fn schemes(mut self, schemes: &'static [&'static str]) -> Self {
+        self.schemes = schemes;
+        self
     }
 
-    /// The cargo feature of the `agentmem` crate that compiles this backend in (its name).
-    pub fn feature(self) -> &'static str {
-        self.as_str()
+    /// Sets OpenTelemetry's `db.system.name`.
+    pub const fn db_system(mut self, db_system: &'static str) -> Self {
+        self.db_system = db_system;
+        self
     }
 
-    /// The backend a URL names, from its scheme (case-insensitive).
-    ///
-    /// Only the scheme is read: nothing is opened, and a backend that no [`Registry`] holds is
-    /// still named (see [`Registry::contains`]). `InvalidInput` for a URL without a scheme or
-    /// with a scheme no backend accepts.
-    pub fn from_url(url: &str) -> Result<Backend> {
-        let scheme = url_scheme(url).ok_or_else(|| {
-            Error::invalid_input(format!(
-                "store URL {:?} has no scheme; expected file://, sqlite://, redis://, postgres:// or mongodb://",
-                redact_url(url)
-            ))
-        })?;
-        Backend::ALL
-            .into_iter()
-            .find(|b| b.schemes().contains(&scheme.as_str()))
-            .ok_or_else(|| {
-                Error::invalid_input(format!(
-                    "unknown store URL scheme {scheme:?}; expected file, sqlite, redis, postgres or mongodb"
-                ))
-            })
+    /// Marks it as talking to a server.
+    pub const fn remote(mut self) -> Self {
+        self.remote = true;
+        self
+    }
+
+    /// Sets what it guarantees.
+    pub const fn capabilities(mut self, capabilities: Capabilities) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// Whether it accepts `scheme` (lowercase).
+    pub fn accepts(&self, scheme: &str) -> bool {
+        self.schemes.contains(&scheme)
     }
 }
 
-impl fmt::Display for Backend {
+impl fmt::Display for BackendInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.name)
     }
 }
 
-impl FromStr for Backend {
-    type Err = Error;
-
-    /// A backend name ([`Backend::as_str`]), case-insensitive.
-    fn from_str(s: &str) -> Result<Self> {
-        Backend::ALL
-            .into_iter()
-            .find(|b| b.as_str().eq_ignore_ascii_case(s))
-            .ok_or_else(|| {
-                Error::invalid_input(format!(
-                    "unknown backend {s:?}; valid backends are file, sqlite, redis, postgres, mongodb"
-                ))
-            })
+/// A backend equals its name.
+impl PartialEq<str> for BackendInfo {
+    fn eq(&self, name: &str) -> bool {
+        self.name == name
     }
 }
 
@@ -156,8 +132,7 @@ type Opening<'a> = Pin<Box<dyn Future<Output = Result<Arc<dyn AgentMemory>>> + S
 
 #[derive(Clone, Copy)]
 struct Entry {
-    backend: &'static str,
-    schemes: &'static [&'static str],
+    info: &'static BackendInfo,
     open: for<'a> fn(&'a str) -> Opening<'a>,
 }
 
@@ -188,7 +163,7 @@ pub struct Registry {
 impl fmt::Debug for Registry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map()
-            .entries(self.entries.iter().map(|e| (e.backend, e.schemes)))
+            .entries(self.entries.iter().map(|e| (e.info.name, e.info.schemes)))
             .finish()
     }
 }
@@ -209,50 +184,48 @@ impl Registry {
         Registry::default()
     }
 
-    /// Registers the backend whose config is `C`, for its [`SCHEMES`](BackendConfig::SCHEMES).
-    /// A scheme registered earlier keeps its first backend.
+    /// Registers the backend whose config is `C`, for the schemes of its
+    /// [`INFO`](BackendConfig::INFO). A scheme registered earlier keeps its first backend.
     pub fn with<C: BackendConfig>(mut self) -> Self {
         self.entries.push(Entry {
-            backend: C::BACKEND,
-            schemes: C::SCHEMES,
+            info: C::INFO,
             open: open_with::<C>,
         });
         self
     }
 
     /// The backends registered, in registration order.
-    pub fn backends(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.entries.iter().map(|e| e.backend)
+    pub fn backends(&self) -> impl Iterator<Item = &'static BackendInfo> + '_ {
+        self.entries.iter().map(|e| e.info)
     }
 
-    /// Whether `backend` is registered.
+    /// Whether the backend named `name` is registered.
     ///
     /// ```
-    /// use agentmem_core::backend::{Backend, Registry};
-    /// assert!(!Registry::new().contains(Backend::File));
+    /// use agentmem_core::backend::Registry;
+    /// assert!(!Registry::new().contains("file"));
     /// ```
-    pub fn contains(&self, backend: Backend) -> bool {
-        self.entries.iter().any(|e| e.backend == backend.as_str())
+    pub fn contains(&self, name: &str) -> bool {
+        self.entries.iter().any(|e| e.info.name == name)
     }
 
-    /// The schemes registered for `backend`; empty when it is not registered.
-    pub fn schemes(&self, backend: &str) -> &'static [&'static str] {
+    /// The schemes registered for the backend named `name`; empty when it is not registered.
+    pub fn schemes(&self, name: &str) -> &'static [&'static str] {
         self.entries
             .iter()
-            .find(|e| e.backend == backend)
-            .map_or(&[], |e| e.schemes)
+            .find(|e| e.info.name == name)
+            .map_or(&[], |e| e.info.schemes)
     }
 
     fn entry_for(&self, url: &str) -> Option<&Entry> {
         let scheme = url_scheme(url)?;
-        self.entries
-            .iter()
-            .find(|e| e.schemes.contains(&scheme.as_str()))
+        self.entries.iter().find(|e| e.info.accepts(&scheme))
     }
 
-    /// The registered backend that opens `url`, from its scheme (nothing is opened).
+    /// The name of the registered backend that opens `url`, from its scheme (nothing is
+    /// opened).
     pub fn backend_for(&self, url: &str) -> Option<&'static str> {
-        self.entry_for(url).map(|e| e.backend)
+        self.entry_for(url).map(|e| e.info.name)
     }
 
     /// Opens the store `url` names with the backend registered for its scheme.
@@ -272,7 +245,7 @@ impl Registry {
                 "no backend for URL scheme {scheme:?} is registered (registered: {})",
                 self.entries
                     .iter()
-                    .flat_map(|e| e.schemes.iter().copied())
+                    .flat_map(|e| e.info.schemes.iter().copied())
                     .collect::<Vec<_>>()
                     .join(", ")
             ))),
@@ -283,51 +256,50 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
+    use crate::{ErrorKind, InMemoryStore, SessionStore};
 
-    #[test]
-    fn schemes_map_to_backends() {
-        for (url, backend) in [
-            ("file:///tmp/x", Backend::File),
-            ("sqlite::memory:", Backend::Sqlite),
-            ("sqlite://a.db", Backend::Sqlite),
-            ("redis://127.0.0.1", Backend::Redis),
-            ("rediss://h", Backend::Redis),
-            ("redis+cluster://h:1,h:2/", Backend::Redis),
-            ("postgres://u@h/db", Backend::Postgres),
-            ("postgresql://u@h/db", Backend::Postgres),
-            ("MongoDB://h", Backend::MongoDb),
-            ("mongodb+srv://cluster.example.com/db", Backend::MongoDb),
-        ] {
-            assert_eq!(Backend::from_url(url).expect(url), backend, "{url}");
+    /// A backend registered by a test: in memory, under the scheme `mem`.
+    #[derive(Debug)]
+    struct MemConfig;
+
+    impl FromStr for MemConfig {
+        type Err = Error;
+        fn from_str(_: &str) -> Result<Self> {
+            Ok(MemConfig)
+        }
+    }
+
+    static MEM: BackendInfo = BackendInfo::new("mem").schemes(&["mem", "memory"]);
+
+    #[async_trait]
+    impl BackendConfig for MemConfig {
+        type Store = InMemoryStore;
+        const INFO: &'static BackendInfo = &MEM;
+        async fn connect(self) -> Result<Layered<Self::Store>> {
+            Ok(InMemoryStore::new())
         }
     }
 
     #[test]
-    fn unknown_or_missing_scheme_is_invalid_input() {
-        for url in ["mysql://h/db", "no-scheme-here", ""] {
-            let err = Backend::from_url(url).expect_err(url);
-            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{url}");
-        }
-    }
-
-    #[test]
-    fn backend_names_parse_and_display() {
-        assert_eq!(
-            "SQLite".parse::<Backend>().expect("sqlite"),
-            Backend::Sqlite
-        );
-        let err = "cassandra".parse::<Backend>().expect_err("unknown");
-        assert!(err
-            .to_string()
-            .contains("file, sqlite, redis, postgres, mongodb"));
-        for backend in Backend::ALL {
-            assert_eq!(backend.to_string().parse::<Backend>().ok(), Some(backend));
-            assert_eq!(backend.feature(), backend.as_str());
-            for scheme in backend.schemes() {
-                let url = format!("{scheme}://x");
-                assert_eq!(Backend::from_url(&url).ok(), Some(backend), "{url}");
-            }
-        }
+    fn registered_schemes_open_their_backend_case_insensitively() {
+        let registry = Registry::new().with::<MemConfig>();
+        assert!(registry.contains("mem"));
+        assert_eq!(registry.schemes("mem"), ["mem", "memory"]);
+        assert_eq!(registry.backend_for("MEMORY://x"), Some("mem"));
+        assert_eq!(registry.backend_for("file:///x"), None);
+        let names: Vec<&str> = registry.backends().map(|b| b.name).collect();
+        assert_eq!(names, ["mem"]);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let store = registry.open("mem://x").await.expect("open");
+            assert_eq!(store.backend(), "in-memory");
+            let err = registry.open("ftp://h").await.expect_err("unknown");
+            assert_eq!(err.kind(), ErrorKind::Unsupported);
+            assert!(err.to_string().contains("mem, memory"), "{err}");
+            let err = registry.open("no scheme").await.expect_err("no scheme");
+            assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        });
     }
 }

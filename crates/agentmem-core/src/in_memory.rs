@@ -13,6 +13,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use crate::backend::BackendInfo;
 use crate::error::{Error, Result};
 use crate::history::tail_start;
 use crate::layer::layered;
@@ -30,6 +31,12 @@ use crate::support::{
     select_memories,
 };
 use crate::Layered;
+
+/// The in-memory backend: nothing survives the process (not durable, one process); a
+/// compaction is one step under the lock, so there is no state a crash could tear.
+static IN_MEMORY: BackendInfo = BackendInfo::new("in-memory")
+    .db_system("agentmem.in_memory")
+    .capabilities(Capabilities::new().atomic_compaction(true));
 
 /// The schema version [`InMemoryStore`] reports (it has no stored schema to migrate).
 const SCHEMA_VERSION: u32 = 1;
@@ -175,20 +182,8 @@ fn not_found_session(session: &SessionId) -> Error {
 
 #[async_trait]
 impl SessionStore for InMemoryStore {
-    fn backend(&self) -> &'static str {
-        "in-memory"
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            // Nothing survives the process.
-            durable: false,
-            cross_process: false,
-            // A compaction is one step under the lock; there is no state a crash could tear.
-            atomic_compaction: true,
-            indexed_search: false,
-            native_expiry: false,
-        }
+    fn backend(&self) -> &'static BackendInfo {
+        &IN_MEMORY
     }
 
     async fn schema_version(&self) -> Result<u32> {

@@ -1,108 +1,171 @@
-//! [`Operation`]: what a store was doing, named once for spans and error labels.
+//! [`Operation`], and the one list of store operations that everything mechanical is made from.
+//!
+//! [`for_each_operation!`] holds every [`SessionStore`](crate::SessionStore) and
+//! [`MemoryStore`](crate::MemoryStore) operation once: its variant, signature and what its span
+//! records. From it come the [`Operation`] enum, the forwarding base
+//! [`LayeredStore`](crate::layer::LayeredStore) (every operation forwarded by default), the
+//! store impls every layer gets from it, and the trace layer. Adding an operation is: the trait
+//! method, one entry here, each backend's implementation, and its conformance cases.
 
 use std::fmt;
 
-/// A store operation: every [`AgentMemory`](crate::AgentMemory) method, opening a store, and
-/// the whole-store transfers built on them.
+/// Hands the list of operations to `$callback!`, in this form (one entry per operation):
 ///
-/// Spans (`op` field) and errors ([`Error::operation`](crate::Error::operation)) name
-/// operations with this enum, so a typo cannot invent a new operation name.
+/// ```text
+/// sessions { $( #[doc] Variant => fn name(arg: Type, ...) -> Output
+///               { session: expr, writes: expr?, reads: closure? }; )* }
+/// memories { ...the same... }
+/// others { $( #[doc] Variant => name; )* }
+/// ```
 ///
-/// ```
-/// use agentmem_core::Operation;
-/// assert_eq!(Operation::SaveSession.as_str(), "save_session");
-/// assert_eq!(Operation::Append.to_string(), "append");
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Operation {
-    /// Opening or connecting to a store (and migrating it).
-    Open,
-    /// [`SessionStore::schema_version`](crate::SessionStore::schema_version).
-    SchemaVersion,
-    /// [`ContextStore::get_context`](crate::MemoryStore::get_context).
-    GetContext,
-    /// [`SessionStore::save_session`](crate::SessionStore::save_session).
-    SaveSession,
-    /// [`SessionStore::append`](crate::SessionStore::append).
-    Append,
-    /// [`SessionStore::load`](crate::SessionStore::load).
-    Load,
-    /// [`SessionStore::list_sessions`](crate::SessionStore::list_sessions).
-    ListSessions,
-    /// [`SessionStore::delete_session`](crate::SessionStore::delete_session).
-    DeleteSession,
-    /// [`SessionStore::compact`](crate::SessionStore::compact).
-    Compact,
-    /// [`SessionStore::list_archives`](crate::SessionStore::list_archives).
-    ListArchives,
-    /// [`SessionStore::load_archive`](crate::SessionStore::load_archive).
-    LoadArchive,
-    /// [`MemoryStore::put_memory`](crate::MemoryStore::put_memory).
-    PutMemory,
-    /// [`MemoryStore::get_memory`](crate::MemoryStore::get_memory).
-    GetMemory,
-    /// [`MemoryStore::list_memories`](crate::MemoryStore::list_memories).
-    ListMemories,
-    /// [`MemoryStore::search_memories`](crate::MemoryStore::search_memories).
-    SearchMemories,
-    /// [`MemoryStore::delete_memory`](crate::MemoryStore::delete_memory).
-    DeleteMemory,
-    /// [`SessionStore::search_messages`](crate::SessionStore::search_messages).
-    SearchMessages,
-    /// [`SessionStore::purge`](crate::SessionStore::purge).
-    Purge,
-    /// [`SessionStore::fork`](crate::SessionStore::fork).
-    Fork,
-    /// [`SessionStore::rewind`](crate::SessionStore::rewind).
-    Rewind,
-    /// [`SessionStore::update_session`](crate::SessionStore::update_session).
-    UpdateSession,
-    /// [`SessionStore::find_sessions`](crate::SessionStore::find_sessions).
-    FindSessions,
-    /// [`SessionStore::replace_archive`](crate::SessionStore::replace_archive).
-    ReplaceArchive,
-    /// Exporting sessions or memory items to a file or stream.
-    Export,
-    /// Importing sessions or memory items from a file or stream.
-    Import,
+/// `session` is the session the operation is about (for the span), `writes` the number of
+/// messages it writes and `reads` counts the messages in its output. Types are named by
+/// `crate::` paths, so the callbacks live in this crate.
+macro_rules! for_each_operation {
+    ($callback:ident) => {
+        $callback! {
+            sessions {
+                SchemaVersion => fn schema_version() -> u32 { session: None };
+                SaveSession => fn save_session(
+                    id: &crate::SessionId, history: &[crate::Message], meta: &crate::Metadata
+                ) -> () { session: Some(id), writes: history.len() };
+                Append => fn append(session: &crate::SessionId, messages: &[crate::Message]) -> ()
+                    { session: Some(session), writes: messages.len() };
+                Load => fn load(session: &crate::SessionId, limit: Option<usize>)
+                    -> Option<crate::Session>
+                    { session: Some(session), reads: |s: &Option<crate::Session>| {
+                        s.as_ref().map_or(0, |s| s.messages.len())
+                    } };
+                ListSessions => fn list_sessions() -> Vec<crate::SessionInfo> { session: None };
+                DeleteSession => fn delete_session(session: &crate::SessionId) -> bool
+                    { session: Some(session) };
+                Compact => fn compact(session: &crate::SessionId, replacement: &[crate::Message])
+                    -> crate::ArchiveInfo
+                    { session: Some(session), writes: replacement.len() };
+                ListArchives => fn list_archives(session: &crate::SessionId)
+                    -> Vec<crate::ArchiveInfo> { session: Some(session) };
+                LoadArchive => fn load_archive(session: &crate::SessionId, archive: &crate::ArchiveId)
+                    -> crate::Archive
+                    { session: Some(session), reads: |a: &crate::Archive| a.messages.len() };
+                SearchMessages => fn search_messages(query: &str, scope: &crate::MessageQuery)
+                    -> Vec<crate::MessageHit>
+                    { session: scope.session.as_ref(), reads: |hits: &Vec<_>| hits.len() };
+                Purge => fn purge(policy: &crate::RetentionPolicy) -> crate::PurgeReport
+                    { session: None };
+                // The span names the new session: it is the one written.
+                Fork => fn fork(
+                    source: &crate::SessionId, target: &crate::SessionId,
+                    at: Option<&crate::MessageId>
+                ) -> crate::SessionInfo
+                    { session: Some(target), reads: |info: &crate::SessionInfo| {
+                        usize::try_from(info.message_count).unwrap_or(usize::MAX)
+                    } };
+                Rewind => fn rewind(session: &crate::SessionId, to: &crate::Rewind)
+                    -> Vec<crate::Message>
+                    { session: Some(session), reads: |removed: &Vec<_>| removed.len() };
+                UpdateSession => fn update_session(
+                    session: &crate::SessionId, patch: &crate::SessionPatch
+                ) -> crate::SessionInfo { session: Some(session) };
+                FindSessions => fn find_sessions(query: &crate::SessionQuery)
+                    -> crate::SessionPage { session: None };
+                ReplaceArchive => fn replace_archive(
+                    session: &crate::SessionId, archive: &crate::ArchiveId,
+                    messages: &[crate::Message]
+                ) -> crate::ArchiveInfo { session: Some(session), writes: messages.len() };
+            }
+            memories {
+                GetContext => fn get_context(query: Option<&str>) -> String { session: None };
+                PutMemory => fn put_memory(item: &crate::MemoryItem) -> crate::MemoryItem
+                    { session: None };
+                GetMemory => fn get_memory(id: &crate::MemoryId) -> Option<crate::MemoryItem>
+                    { session: None };
+                ListMemories => fn list_memories(filter: &crate::MemoryFilter)
+                    -> Vec<crate::MemoryItem> { session: None };
+                SearchMemories => fn search_memories(query: &str, filter: &crate::MemoryFilter)
+                    -> Vec<crate::MemoryHit> { session: None };
+                DeleteMemory => fn delete_memory(id: &crate::MemoryId) -> bool { session: None };
+            }
+            others {
+                /// Opening or connecting to a store (and migrating it).
+                Open => open;
+                /// Exporting sessions or memory items to a file or stream.
+                Export => export;
+                /// Importing sessions or memory items from a file or stream.
+                Import => import;
+            }
+        }
+    };
+}
+pub(crate) use for_each_operation;
+
+/// The [`Operation`] enum: one variant per entry, named in spans and errors by its method.
+macro_rules! operation_enum {
+    (
+        sessions { $($sv:ident => fn $sn:ident $sargs:tt -> $sout:ty { $($sspan:tt)* };)* }
+        memories { $($mv:ident => fn $mn:ident $margs:tt -> $mout:ty { $($mspan:tt)* };)* }
+        others { $($(#[$odoc:meta])* $ov:ident => $on:ident;)* }
+    ) => {
+        /// A store operation: every [`AgentMemory`](crate::AgentMemory) method, opening a
+        /// store, and the whole-store transfers built on them.
+        ///
+        /// Spans (`op` field) and errors ([`Error::operation`](crate::Error::operation)) name
+        /// operations with this enum, so a typo cannot invent a new operation name.
+        ///
+        /// ```
+        /// use agentmem_core::Operation;
+        /// assert_eq!(Operation::SaveSession.as_str(), "save_session");
+        /// assert_eq!(Operation::Append.to_string(), "append");
+        /// assert!(Operation::ALL.contains(&Operation::Fork));
+        /// ```
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum Operation {
+            $(#[doc = concat!("[`SessionStore::", stringify!($sn), "`](crate::SessionStore::", stringify!($sn), ").")] $sv,)*
+            $(#[doc = concat!("[`MemoryStore::", stringify!($mn), "`](crate::MemoryStore::", stringify!($mn), ").")] $mv,)*
+            $($(#[$odoc])* $ov,)*
+        }
+
+        impl Operation {
+            /// Every operation: the store methods in trait order, then the others.
+            pub const ALL: &'static [Operation] =
+                &[$(Operation::$sv,)* $(Operation::$mv,)* $(Operation::$ov,)*];
+
+            /// The operation's stable snake_case name, as spans and error messages show it:
+            /// the name of its store method.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Operation::$sv => stringify!($sn),)*
+                    $(Operation::$mv => stringify!($mn),)*
+                    $(Operation::$ov => stringify!($on),)*
+                }
+            }
+        }
+    };
 }
 
-impl Operation {
-    /// The operation's stable snake_case name, as spans and error messages show it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Operation::Open => "open",
-            Operation::SchemaVersion => "schema_version",
-            Operation::GetContext => "get_context",
-            Operation::SaveSession => "save_session",
-            Operation::Append => "append",
-            Operation::Load => "load",
-            Operation::ListSessions => "list_sessions",
-            Operation::DeleteSession => "delete_session",
-            Operation::Compact => "compact",
-            Operation::ListArchives => "list_archives",
-            Operation::LoadArchive => "load_archive",
-            Operation::PutMemory => "put_memory",
-            Operation::GetMemory => "get_memory",
-            Operation::ListMemories => "list_memories",
-            Operation::SearchMemories => "search_memories",
-            Operation::DeleteMemory => "delete_memory",
-            Operation::SearchMessages => "search_messages",
-            Operation::Purge => "purge",
-            Operation::Fork => "fork",
-            Operation::Rewind => "rewind",
-            Operation::UpdateSession => "update_session",
-            Operation::FindSessions => "find_sessions",
-            Operation::ReplaceArchive => "replace_archive",
-            Operation::Export => "export",
-            Operation::Import => "import",
-        }
-    }
-}
+for_each_operation!(operation_enum);
 
 impl fmt::Display for Operation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Operation;
+
+    #[test]
+    fn names_are_unique_snake_case() {
+        let mut names: Vec<&str> = Operation::ALL.iter().map(|op| op.as_str()).collect();
+        assert!(names
+            .iter()
+            .all(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_')));
+        let count = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), count, "an operation name is used twice");
+        assert_eq!(Operation::ReplaceArchive.as_str(), "replace_archive");
+        assert_eq!(Operation::GetContext.as_str(), "get_context");
     }
 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::backend::BackendInfo;
+use crate::error::Result;
 use crate::lifecycle::{Rewind, SessionPage, SessionPatch, SessionQuery};
 use crate::model::ArchiveId;
 use crate::model::{
@@ -15,14 +16,14 @@ use crate::model::{
 };
 use crate::name::MessageId;
 use crate::name::SessionId;
-use crate::operation::Operation;
 use crate::scope::{MemoryScope, ScopeFilter};
 use chrono::{DateTime, Utc};
 
 /// What a backend can do beyond the contract every backend meets.
 ///
 /// Every backend implements every method of [`AgentMemory`]; these flags say how strong
-/// its guarantees are, so callers (and the conformance suite) can choose accordingly.
+/// its guarantees are, so callers (and the conformance suite) can choose accordingly. A
+/// backend declares them once, in its [`BackendInfo`], built with the `const` methods here.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Capabilities {
@@ -39,6 +40,55 @@ pub struct Capabilities {
     /// Redis `EXPIRE`, a MongoDB TTL index. Elsewhere expiry is enforced on read and swept by
     /// `purge`.
     pub native_expiry: bool,
+}
+
+impl Capabilities {
+    /// No capability: the start of a `const` builder.
+    ///
+    /// ```
+    /// use agentmem_core::Capabilities;
+    /// const LOCAL: Capabilities = Capabilities::new().durable(true).atomic_compaction(true);
+    /// assert!(LOCAL.durable && LOCAL.atomic_compaction && !LOCAL.cross_process);
+    /// ```
+    pub const fn new() -> Self {
+        Capabilities {
+            durable: false,
+            cross_process: false,
+            atomic_compaction: false,
+            indexed_search: false,
+            native_expiry: false,
+        }
+    }
+
+    /// Sets [`durable`](Self::durable).
+    pub const fn durable(mut self, yes: bool) -> Self {
+        self.durable = yes;
+        self
+    }
+
+    /// Sets [`cross_process`](Self::cross_process).
+    pub const fn cross_process(mut self, yes: bool) -> Self {
+        self.cross_process = yes;
+        self
+    }
+
+    /// Sets [`atomic_compaction`](Self::atomic_compaction).
+    pub const fn atomic_compaction(mut self, yes: bool) -> Self {
+        self.atomic_compaction = yes;
+        self
+    }
+
+    /// Sets [`indexed_search`](Self::indexed_search).
+    pub const fn indexed_search(mut self, yes: bool) -> Self {
+        self.indexed_search = yes;
+        self
+    }
+
+    /// Sets [`native_expiry`](Self::native_expiry).
+    pub const fn native_expiry(mut self, yes: bool) -> Self {
+        self.native_expiry = yes;
+        self
+    }
 }
 
 /// How message search is scoped.
@@ -161,11 +211,16 @@ pub struct PurgeReport {
 /// - Failures are typed by [`ErrorKind`](crate::ErrorKind); nothing acknowledged is lost.
 #[async_trait]
 pub trait SessionStore: Debug + Send + Sync + 'static {
-    /// The backend's short name: `file`, `sqlite`, `redis`, `postgres`, `mongodb`, `in-memory`.
-    fn backend(&self) -> &'static str;
+    /// The backend this store belongs to: its name (`file`, `sqlite`, `redis`, `postgres`,
+    /// `mongodb`, `in-memory`; it prints as and compares equal to its name), schemes, system
+    /// name and the capabilities it declares.
+    fn backend(&self) -> &'static BackendInfo;
 
-    /// What this backend guarantees beyond the common contract.
-    fn capabilities(&self) -> Capabilities;
+    /// What this store guarantees beyond the common contract: its backend's declared
+    /// capabilities, unless how the store was opened changes them.
+    fn capabilities(&self) -> Capabilities {
+        self.backend().capabilities
+    }
 
     /// The schema version of the stored data, after forward migrations on open.
     async fn schema_version(&self) -> Result<u32>;
@@ -298,10 +353,7 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
         source: &SessionId,
         target: &SessionId,
         at: Option<&MessageId>,
-    ) -> Result<SessionInfo> {
-        let _ = (source, target, at);
-        Err(unsupported(self.backend(), Operation::Fork))
-    }
+    ) -> Result<SessionInfo>;
 
     /// Removes messages from the end of the session, in one atomic step, and returns them,
     /// oldest first. [`Rewind::Last`] removes at most the messages there are. `NotFound` when
@@ -320,10 +372,7 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
     /// # Ok::<(), agentmem_core::Error>(())
     /// # }).unwrap();
     /// ```
-    async fn rewind(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
-        let _ = (session, to);
-        Err(unsupported(self.backend(), Operation::Rewind))
-    }
+    async fn rewind(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>>;
 
     /// Changes the session's labels and expiry as `patch` says, in one atomic step, and
     /// returns its summary afterwards. Expiry set in the past makes the session gone at once.
@@ -353,17 +402,11 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
         &self,
         session: &SessionId,
         patch: &SessionPatch,
-    ) -> Result<SessionInfo> {
-        let _ = (session, patch);
-        Err(unsupported(self.backend(), Operation::UpdateSession))
-    }
+    ) -> Result<SessionInfo>;
 
     /// One page of the sessions matching `query` (owner, tags, last-update range), ordered by
     /// id, read without loading the sessions' messages. Expired sessions are never listed.
-    async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
-        let _ = query;
-        Err(unsupported(self.backend(), Operation::FindSessions))
-    }
+    async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage>;
 
     /// Replaces the messages of one archive, in one atomic step, keeping its id, place and
     /// creation time; returns its summary afterwards. For rewriting what is stored (the
@@ -374,17 +417,7 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
         session: &SessionId,
         archive: &ArchiveId,
         messages: &[Message],
-    ) -> Result<ArchiveInfo> {
-        let _ = (session, archive, messages);
-        Err(unsupported(self.backend(), Operation::ReplaceArchive))
-    }
-}
-
-/// The error of a session-lifecycle method a store does not implement.
-fn unsupported(backend: &'static str, op: Operation) -> Error {
-    Error::unsupported(format!("the {backend} store does not implement {op}"))
-        .with_backend(backend)
-        .with_operation(op)
+    ) -> Result<ArchiveInfo>;
 }
 
 /// Memory items (facts, insights, …) and the context built from them: the half of a store that

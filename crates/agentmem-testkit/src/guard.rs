@@ -259,10 +259,26 @@ impl<S: ?Sized + 'static> TestStore<S> {
         self
     }
 
+    /// The store `map` makes of this one (a layer around it), under the same namespace guard:
+    /// the namespace is removed after the new store is dropped.
+    pub fn map(self, map: impl FnOnce(Arc<S>) -> Arc<dyn AgentMemory>) -> TestStore {
+        TestStore {
+            store: map(self.store),
+            namespace: self.namespace,
+        }
+    }
+
     /// Another handle on the store, e.g. for an API that takes `Arc<dyn AgentMemory>`. The
     /// namespace is still removed when this `TestStore` is dropped.
     pub fn arc(&self) -> Arc<S> {
         Arc::clone(&self.store)
+    }
+}
+
+/// A shared store with nothing to remove.
+impl From<Arc<dyn AgentMemory>> for TestStore {
+    fn from(store: Arc<dyn AgentMemory>) -> Self {
+        TestStore::from_arc(store)
     }
 }
 

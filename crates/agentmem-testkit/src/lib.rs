@@ -23,10 +23,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub mod bench;
 pub mod cases;
 mod guard;
+pub mod pass_through;
 pub mod peak_memory;
 pub mod servers;
 
 pub use guard::{NamespaceGuard, TestStore, CLEANUP_TIMEOUT};
+pub use pass_through::{PassThrough, PassThroughLayer};
 pub use servers::ServerNamespace;
 
 /// Whether server-backed tests must run (`AGENTMEM_REQUIRE_SERVICES` set to anything but
@@ -111,7 +113,9 @@ pub const CASES: &[&str] = cases::NAMES;
 ///
 /// The tests are generated from the list of cases that also makes [`cases::ALL`] and
 /// [`CASES`]; `conformance_suite_is_complete` checks that the generated tests are the cases
-/// of [`CASES`], in order.
+/// of [`CASES`], in order. One more test, `conformance_through_a_pass_through_layer`, runs
+/// every case again on stores wearing [`PassThroughLayer`] (a layer that overrides one
+/// operation): a layer forwards every operation it does not override.
 #[macro_export]
 macro_rules! conformance_tests {
     ($factory:path) => {
@@ -131,6 +135,24 @@ macro_rules! __conformance_tests {
                 }
             }
         )*)*
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn conformance_through_a_pass_through_layer() {
+            let layer = $crate::PassThroughLayer::new();
+            let wrap = &layer;
+            let made = ::std::sync::atomic::AtomicUsize::new(0);
+            let made = &made;
+            $crate::cases::run_cases($crate::cases::ALL, || async move {
+                let store = $factory().await?;
+                made.fetch_add(1, ::std::sync::atomic::Ordering::Relaxed);
+                Some(wrap.wrap(store))
+            })
+            .await;
+            // Skipped stores (no server, services not required) make nothing to check.
+            if made.load(::std::sync::atomic::Ordering::Relaxed) > 0 {
+                assert!(layer.appends() > 0, "the cases ran without the layer in the way");
+            }
+        }
 
         #[test]
         fn conformance_suite_is_complete() {

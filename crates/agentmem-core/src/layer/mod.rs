@@ -15,19 +15,20 @@
 //! backend's `check`, SQLite's `database`, …); calling [`AgentMemory`] methods on the raw
 //! store directly skips the layers.
 //!
-//! Layers are public: a user layer implements [`Layer`] and a store type that forwards what it
-//! does not change (`Arc<dyn AgentMemory>` is a store too, so any opened store can wear one).
-//! A read-only layer:
+//! Layers are public. A layer implements [`Layer`] (how to wrap a store) and, for the store it
+//! makes, [`LayeredStore`]: it names its inner store and overrides only the operations it
+//! changes; every other operation, including any added later, reaches the inner store
+//! unchanged. (`Arc<dyn AgentMemory>` is a store too, so any opened store can wear one.) A
+//! read-only layer:
 //!
 //! ```
 //! use std::sync::Arc;
-//! use agentmem_core::layer::Layer;
-//! use agentmem_core::{async_trait, AgentMemory, AgentMemoryExt, Archive, ArchiveId, ArchiveInfo,
-//!     Capabilities, Error, ErrorKind, InMemoryStore, MemoryFilter, MemoryHit, MemoryId, MemoryItem,
-//!     MemoryStore, Message, MessageHit, MessageQuery, Metadata, PurgeReport, Result,
-//!     RetentionPolicy, Session, SessionId, SessionInfo, SessionStore};
+//! use agentmem_core::layer::{Layer, LayeredStore};
+//! use agentmem_core::{async_trait, AgentMemory, AgentMemoryExt, ArchiveInfo, Error, ErrorKind,
+//!     InMemoryStore, MemoryId, MemoryItem, Message, Metadata, PurgeReport, Result,
+//!     RetentionPolicy, SessionId, SessionQuery, SessionStore};
 //!
-//! /// Refuses every write; reads go through.
+//! /// Refuses every write it knows of; everything else goes through.
 //! #[derive(Debug)]
 //! struct ReadOnly<S>(S);
 //!
@@ -40,29 +41,15 @@
 //! fn refused() -> Error { Error::unsupported("this store is read-only") }
 //!
 //! #[async_trait]
-//! impl<S: AgentMemory> SessionStore for ReadOnly<S> {
-//!     fn backend(&self) -> &'static str { self.0.backend() }
-//!     fn capabilities(&self) -> Capabilities { self.0.capabilities() }
-//!     async fn schema_version(&self) -> Result<u32> { self.0.schema_version().await }
+//! impl<S: AgentMemory> LayeredStore for ReadOnly<S> {
+//!     type Inner = S;
+//!     fn inner(&self) -> &S { &self.0 }
 //!     async fn save_session(&self, _: &SessionId, _: &[Message], _: &Metadata) -> Result<()> { Err(refused()) }
 //!     async fn append(&self, _: &SessionId, _: &[Message]) -> Result<()> { Err(refused()) }
-//!     async fn load(&self, s: &SessionId, limit: Option<usize>) -> Result<Option<Session>> { self.0.load(s, limit).await }
-//!     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> { self.0.list_sessions().await }
 //!     async fn delete_session(&self, _: &SessionId) -> Result<bool> { Err(refused()) }
 //!     async fn compact(&self, _: &SessionId, _: &[Message]) -> Result<ArchiveInfo> { Err(refused()) }
-//!     async fn list_archives(&self, s: &SessionId) -> Result<Vec<ArchiveInfo>> { self.0.list_archives(s).await }
-//!     async fn load_archive(&self, s: &SessionId, a: &ArchiveId) -> Result<Archive> { self.0.load_archive(s, a).await }
-//!     async fn search_messages(&self, q: &str, s: &MessageQuery) -> Result<Vec<MessageHit>> { self.0.search_messages(q, s).await }
 //!     async fn purge(&self, _: &RetentionPolicy) -> Result<PurgeReport> { Err(refused()) }
-//! }
-//!
-//! #[async_trait]
-//! impl<S: AgentMemory> MemoryStore for ReadOnly<S> {
-//!     async fn get_context(&self, query: Option<&str>) -> Result<String> { self.0.get_context(query).await }
 //!     async fn put_memory(&self, _: &MemoryItem) -> Result<MemoryItem> { Err(refused()) }
-//!     async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> { self.0.get_memory(id).await }
-//!     async fn list_memories(&self, f: &MemoryFilter) -> Result<Vec<MemoryItem>> { self.0.list_memories(f).await }
-//!     async fn search_memories(&self, q: &str, f: &MemoryFilter) -> Result<Vec<MemoryHit>> { self.0.search_memories(q, f).await }
 //!     async fn delete_memory(&self, _: &MemoryId) -> Result<bool> { Err(refused()) }
 //! }
 //!
@@ -72,6 +59,9 @@
 //! store.append_one(&id, Message::user("hi")).await?;
 //! let archive_view = store.clone().with_layer(ReadOnlyLayer);
 //! assert_eq!(archive_view.messages(&id).await?.len(), 1);
+//! // What the layer does not override reaches the store: `find_sessions` too.
+//! let page = SessionStore::find_sessions(&archive_view, &SessionQuery::default()).await?;
+//! assert_eq!(page.sessions.len(), 1);
 //! let err = archive_view.append_one(&id, Message::user("more")).await.unwrap_err();
 //! assert_eq!(err.kind(), ErrorKind::Unsupported);
 //! # Ok::<(), agentmem_core::Error>(())
@@ -115,15 +105,17 @@ macro_rules! layer_and_store {
     };
 }
 
-mod forward;
+mod base;
 mod trace;
 mod validate;
 
 use std::future::Future;
 
+pub use base::LayeredStore;
 pub use trace::{TraceLayer, Traced, SPAN_NAME};
 pub use validate::{check_memory_item, check_messages, ValidateLayer, Validated};
 
+use crate::backend::BackendInfo;
 use crate::error::Result;
 use crate::operation::Operation;
 use crate::store::AgentMemory;
@@ -143,11 +135,11 @@ pub fn layered<S: AgentMemory>(raw: S) -> Layered<S> {
     TraceLayer.layer(ValidateLayer.layer(raw))
 }
 
-/// Runs `opening` (connecting to, creating or migrating a `backend` store) inside an
+/// Runs `opening` (connecting to, creating or migrating a store of `backend`) inside an
 /// `agentmem.op` span for [`Operation::Open`], labels its error, and wraps the store it opens
 /// in the standard layer stack.
 pub async fn open_layered<S: AgentMemory>(
-    backend: &'static str,
+    backend: &'static BackendInfo,
     opening: impl Future<Output = Result<S>>,
 ) -> Result<Layered<S>> {
     trace::Op::new(backend, Operation::Open, None)

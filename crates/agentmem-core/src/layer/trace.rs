@@ -1,24 +1,19 @@
 //! [`TraceLayer`] and [`Traced`]: `tracing` spans and error labels for store operations.
 
-use crate::MemoryId;
 use std::future::Future;
 use std::time::Instant;
 
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
+use async_trait::async_trait;
+
+use crate::backend::BackendInfo;
 use crate::error::{Error, Result};
-use crate::layer::forward::forward_store;
-use crate::lifecycle::{Rewind, SessionPage, SessionPatch, SessionQuery};
-use crate::model::SessionInfo;
-use crate::model::{Archive, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, Session};
-use crate::name::MessageId;
+use crate::layer::LayeredStore;
 use crate::name::SessionId;
-use crate::operation::Operation;
-use crate::store::{
-    AgentMemory, Capabilities, MemoryFilter, MemoryHit, MemoryStore, MessageHit, MessageQuery,
-    PurgeReport, RetentionPolicy, SessionStore,
-};
+use crate::operation::{for_each_operation, Operation};
+use crate::store::{AgentMemory, MemoryStore, SessionStore};
 
 /// The span name every backend operation runs in.
 pub const SPAN_NAME: &str = "agentmem.op";
@@ -28,29 +23,33 @@ pub const SPAN_NAME: &str = "agentmem.op";
 #[must_use = "an Op does nothing until `run` is awaited"]
 pub(crate) struct Op {
     span: Span,
-    backend: &'static str,
+    backend: &'static BackendInfo,
     op: Operation,
 }
 
 impl Op {
     /// A span for `op` on `backend`, about `session` when there is one.
-    pub(crate) fn new(backend: &'static str, op: Operation, session: Option<&SessionId>) -> Op {
+    pub(crate) fn new(
+        backend: &'static BackendInfo,
+        op: Operation,
+        session: Option<&SessionId>,
+    ) -> Op {
         // The field values are only computed when a subscriber enables the span. The dotted
         // fields are OpenTelemetry's semantic conventions (`otel.*` are read by
         // `tracing-opentelemetry`: the span kind must be known when the span is created).
         let span = tracing::debug_span!(
             "agentmem.op",
-            backend,
+            backend = backend.name,
             op = op.as_str(),
             session = Empty,
             messages = Empty,
             duration_us = Empty,
             outcome = Empty,
-            "db.system.name" = db_system_name(backend),
+            "db.system.name" = backend.db_system,
             "db.operation.name" = op.as_str(),
             "gen_ai.conversation.id" = Empty,
             "error.type" = Empty,
-            "otel.kind" = span_kind(backend),
+            "otel.kind" = if backend.remote { "client" } else { "internal" },
             "otel.status_code" = Empty,
         );
         if let Some(session) = session {
@@ -125,7 +124,7 @@ impl Op {
     /// Labels an error that does not yet say which backend or operation it came from.
     fn label(&self, mut error: Error) -> Error {
         if error.backend_name().is_none() {
-            error = error.with_backend(self.backend);
+            error = error.with_backend(self.backend.name);
         }
         if error.operation().is_none() {
             error = error.with_operation(self.op);
@@ -138,28 +137,6 @@ impl Op {
 /// would export a `u64` as a string).
 fn as_i64(count: usize) -> i64 {
     i64::try_from(count).unwrap_or(i64::MAX)
-}
-
-/// OpenTelemetry's `db.system.name` for a backend: the well-known value where there is one,
-/// an `agentmem.` name for agentmem's own storage, and the backend's name for any other.
-fn db_system_name(backend: &'static str) -> &'static str {
-    match backend {
-        "sqlite" => "sqlite",
-        "postgres" => "postgresql",
-        "redis" => "redis",
-        "mongodb" => "mongodb",
-        "file" => "agentmem.file",
-        "in-memory" => "agentmem.in_memory",
-        other => other,
-    }
-}
-
-/// `client` for backends that talk to a server, `internal` for those in the process.
-fn span_kind(backend: &'static str) -> &'static str {
-    match backend {
-        "postgres" | "redis" | "mongodb" => "client",
-        _ => "internal",
-    }
 }
 
 layer_and_store! {
@@ -220,143 +197,51 @@ layer_and_store! {
     Traced
 }
 
-impl<S: AgentMemory> Traced<S> {
-    fn op(&self, op: Operation, session: Option<&SessionId>) -> Op {
-        Op::new(self.inner.backend(), op, session)
-    }
+macro_rules! traced {
+    (
+        sessions { $($sv:ident => fn $sn:ident ($($sa:ident : $st:ty),* $(,)?) -> $so:ty
+            { session: $ss:expr $(, writes: $sw:expr)? $(, reads: $sr:expr)? };)* }
+        memories { $($mv:ident => fn $mn:ident ($($ma:ident : $mt:ty),* $(,)?) -> $mo:ty
+            { session: $ms:expr $(, writes: $mw:expr)? $(, reads: $mr:expr)? };)* }
+        others { $($others:tt)* }
+    ) => {
+        #[async_trait]
+        impl<S: AgentMemory> LayeredStore for Traced<S> {
+            type Inner = S;
+
+            fn inner(&self) -> &S {
+                &self.inner
+            }
+
+            $(
+                async fn $sn(&self, $($sa: $st),*) -> Result<$so> {
+                    let op = Op::new(self.inner.backend(), Operation::$sv, $ss);
+                    $(let op = op.messages($sw);)?
+                    run!(op, SessionStore::$sn(&self.inner, $($sa),*) $(, $sr)?)
+                }
+            )*
+            $(
+                async fn $mn(&self, $($ma: $mt),*) -> Result<$mo> {
+                    let op = Op::new(self.inner.backend(), Operation::$mv, $ms);
+                    $(let op = op.messages($mw);)?
+                    run!(op, MemoryStore::$mn(&self.inner, $($ma),*) $(, $mr)?)
+                }
+            )*
+        }
+    };
 }
 
-/// The number of messages a loaded session holds (for the span's `messages` field).
-fn session_len(session: &Option<Session>) -> usize {
-    session.as_ref().map_or(0, |s| s.messages.len())
+/// Runs an operation in its span, counting the messages it read back when told how.
+macro_rules! run {
+    ($op:ident, $operation:expr) => {
+        $op.run($operation).await
+    };
+    ($op:ident, $operation:expr, $reads:expr) => {
+        $op.run_counted($operation, $reads).await
+    };
 }
 
-forward_store!({ impl<S: AgentMemory> SessionStore for Traced<S> } |self| self.inner; [backend capabilities] {
-    async fn schema_version(&self) -> Result<u32> {
-        let op = self.op(Operation::SchemaVersion, None);
-        op.run(self.inner.schema_version()).await
-    }
-
-    async fn save_session(&self, id: &SessionId, history: &[Message], meta: &Metadata) -> Result<()> {
-        let op = self.op(Operation::SaveSession, Some(id));
-        let op = op.messages(history.len());
-        op.run(self.inner.save_session(id, history, meta)).await
-    }
-
-    async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        let op = self.op(Operation::Append, Some(session));
-        let op = op.messages(messages.len());
-        op.run(self.inner.append(session, messages)).await
-    }
-
-    async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        let op = self.op(Operation::Load, Some(session));
-        op.run_counted(self.inner.load(session, limit), session_len)
-            .await
-    }
-
-    async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        let op = self.op(Operation::ListSessions, None);
-        op.run(self.inner.list_sessions()).await
-    }
-
-    async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        let op = self.op(Operation::DeleteSession, Some(session));
-        op.run(self.inner.delete_session(session)).await
-    }
-
-    async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
-        let op = self.op(Operation::Compact, Some(session));
-        let op = op.messages(replacement.len());
-        op.run(self.inner.compact(session, replacement)).await
-    }
-
-    async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        let op = self.op(Operation::ListArchives, Some(session));
-        op.run(self.inner.list_archives(session)).await
-    }
-
-    async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
-        let op = self.op(Operation::LoadArchive, Some(session));
-        op.run_counted(self.inner.load_archive(session, archive), |a| {
-            a.messages.len()
-        })
-        .await
-    }
-
-    async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        let op = self.op(Operation::SearchMessages, scope.session.as_ref());
-        op.run_counted(self.inner.search_messages(query, scope), Vec::len)
-            .await
-    }
-
-    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        let op = self.op(Operation::Purge, None);
-        op.run(self.inner.purge(policy)).await
-    }
-
-    async fn fork(&self, source: &SessionId, target: &SessionId, at: Option<&MessageId>) -> Result<SessionInfo> {
-        // The span names the new session: it is the one written.
-        let op = self.op(Operation::Fork, Some(target));
-        op.run_counted(self.inner.fork(source, target, at), |info| {
-            usize::try_from(info.message_count).unwrap_or(usize::MAX)
-        })
-        .await
-    }
-
-    async fn rewind(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
-        let op = self.op(Operation::Rewind, Some(session));
-        op.run_counted(self.inner.rewind(session, to), Vec::len).await
-    }
-
-    async fn update_session(&self, session: &SessionId, patch: &SessionPatch) -> Result<SessionInfo> {
-        let op = self.op(Operation::UpdateSession, Some(session));
-        op.run(self.inner.update_session(session, patch)).await
-    }
-
-    async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
-        let op = self.op(Operation::FindSessions, None);
-        op.run(self.inner.find_sessions(query)).await
-    }
-
-    async fn replace_archive(&self, session: &SessionId, archive: &ArchiveId, messages: &[Message]) -> Result<ArchiveInfo> {
-        let op = self.op(Operation::ReplaceArchive, Some(session));
-        let op = op.messages(messages.len());
-        op.run(self.inner.replace_archive(session, archive, messages)).await
-    }
-});
-
-forward_store!({ impl<S: AgentMemory> MemoryStore for Traced<S> } |self| self.inner; [] {
-    async fn get_context(&self, query: Option<&str>) -> Result<String> {
-        let op = self.op(Operation::GetContext, None);
-        op.run(self.inner.get_context(query)).await
-    }
-
-    async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        let op = self.op(Operation::PutMemory, None);
-        op.run(self.inner.put_memory(item)).await
-    }
-
-    async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
-        let op = self.op(Operation::GetMemory, None);
-        op.run(self.inner.get_memory(id)).await
-    }
-
-    async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        let op = self.op(Operation::ListMemories, None);
-        op.run(self.inner.list_memories(filter)).await
-    }
-
-    async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        let op = self.op(Operation::SearchMemories, None);
-        op.run(self.inner.search_memories(query, filter)).await
-    }
-
-    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
-        let op = self.op(Operation::DeleteMemory, None);
-        op.run(self.inner.delete_memory(id)).await
-    }
-});
+for_each_operation!(traced);
 
 #[cfg(test)]
 mod tests {
@@ -368,6 +253,7 @@ mod tests {
     use tracing::span::{Attributes, Id, Record};
     use tracing::{Event, Metadata, Subscriber};
 
+    use crate::backend::BackendInfo;
     use crate::{ErrorKind, InMemoryStore, Message, SessionStore};
 
     /// A field's value, typed as the subscriber received it.
@@ -473,17 +359,32 @@ mod tests {
     }
 
     #[test]
-    fn server_backends_are_clients_with_their_well_known_system_names() {
-        for (backend, system, kind) in [
-            ("sqlite", "sqlite", "internal"),
-            ("file", "agentmem.file", "internal"),
-            ("postgres", "postgresql", "client"),
-            ("redis", "redis", "client"),
-            ("mongodb", "mongodb", "client"),
-            ("someone-elses", "someone-elses", "internal"),
-        ] {
-            assert_eq!(super::db_system_name(backend), system);
-            assert_eq!(super::span_kind(backend), kind);
-        }
+    fn spans_name_the_system_and_kind_the_backend_describes() {
+        static SERVER: BackendInfo = BackendInfo::new("someone-elses")
+            .schemes(&["else"])
+            .db_system("else.db")
+            .remote();
+        static LOCAL: BackendInfo = BackendInfo::new("local-thing");
+        let spans = Spans::default();
+        let _default = tracing::subscriber::set_default(spans.clone());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            for backend in [&SERVER, &LOCAL] {
+                let op = super::Op::new(backend, crate::Operation::Purge, None);
+                op.run(async { Ok(()) }).await.expect("ok");
+            }
+        });
+        let spans = spans.0.lock().expect("lock").clone();
+        let [server, local] = spans.as_slice() else {
+            panic!("two spans expected: {spans:#?}");
+        };
+        assert_eq!(server["backend"], s("someone-elses"));
+        assert_eq!(server["db.system.name"], s("else.db"));
+        assert_eq!(server["otel.kind"], s("client"));
+        // Without a system name of its own, a backend's name is its system name.
+        assert_eq!(local["db.system.name"], s("local-thing"));
+        assert_eq!(local["otel.kind"], s("internal"));
     }
 }

@@ -1,15 +1,13 @@
 //! [`Validated`]: what is storable is decided here, once, for every backend.
 
+use async_trait::async_trait;
+
 use crate::error::Result;
-use crate::layer::forward::forward_store;
+use crate::layer::LayeredStore;
 use crate::lifecycle::{SessionPage, SessionPatch, SessionQuery};
-use crate::model::SessionInfo;
-use crate::model::{Archive, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, Session};
+use crate::model::{ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, SessionInfo};
 use crate::name::SessionId;
-use crate::store::{
-    AgentMemory, Capabilities, MemoryFilter, MemoryHit, MemoryStore, MessageHit, MessageQuery,
-    PurgeReport, RetentionPolicy, SessionStore,
-};
+use crate::store::{AgentMemory, MemoryFilter, MemoryHit};
 
 /// Checks that every message can be stored and read back; the first bad one fails the batch,
 /// before anything is written.
@@ -33,7 +31,14 @@ layer_and_store! {
     Validated
 }
 
-forward_store!({ impl<S: AgentMemory> SessionStore for Validated<S> } |self| self.inner; [backend capabilities schema_version load list_sessions delete_session list_archives load_archive search_messages purge fork rewind] {
+#[async_trait]
+impl<S: AgentMemory> LayeredStore for Validated<S> {
+    type Inner = S;
+
+    fn inner(&self) -> &S {
+        &self.inner
+    }
+
     async fn save_session(&self, id: &SessionId, history: &[Message], meta: &Metadata) -> Result<()> {
         check_messages(history)?;
         self.inner.save_session(id, history, meta).await
@@ -62,24 +67,29 @@ forward_store!({ impl<S: AgentMemory> SessionStore for Validated<S> } |self| sel
         self.inner.find_sessions(query).await
     }
 
-    async fn replace_archive(&self, session: &SessionId, archive: &ArchiveId, messages: &[Message]) -> Result<ArchiveInfo> {
+    async fn replace_archive(
+        &self,
+        session: &SessionId,
+        archive: &ArchiveId,
+        messages: &[Message],
+    ) -> Result<ArchiveInfo> {
         check_messages(messages)?;
         self.inner.replace_archive(session, archive, messages).await
     }
-});
 
-forward_store!({ impl<S: AgentMemory> MemoryStore for Validated<S> } |self| self.inner; [get_context get_memory delete_memory] {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         check_memory_item(item)?;
         self.inner.put_memory(item).await
     }
+
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
         // A scope no item can have selects nothing; refusing it says why.
         filter.scope.validate()?;
         self.inner.list_memories(filter).await
     }
+
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
         filter.scope.validate()?;
         self.inner.search_memories(query, filter).await
     }
-});
+}

@@ -221,15 +221,25 @@ pub async fn schema_version_is_positive_and_stable(store: &dyn AgentMemory) {
     );
 }
 
-/// `backend()` is a short lowercase name and `capabilities()` answers consistently.
+/// `backend()` describes the backend (a short lowercase name, lowercase schemes, a system
+/// name) and `capabilities()` answers consistently.
 pub async fn backend_name_and_capabilities(store: &dyn AgentMemory) {
-    let name = store.backend();
+    let backend = store.backend();
+    let name = backend.name;
     assert!(
         !name.is_empty()
             && name
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_'),
         "backend name {name:?}"
+    );
+    assert!(!backend.db_system.is_empty(), "{backend:?}");
+    assert!(
+        backend
+            .schemes
+            .iter()
+            .all(|s| !s.is_empty() && *s == s.to_ascii_lowercase()),
+        "{backend:?}"
     );
     assert_eq!(
         store.capabilities(),
