@@ -94,7 +94,8 @@ mod open;
 
 // The facade re-exports what a user of the library names; a backend author depends on
 // `agentmem-core` itself (as sqlx drivers depend on sqlx-core), so each item has one path here.
-pub use agentmem_core::backend::{Backend, BackendConfig, Registry};
+pub use agentmem_agent::Backend;
+pub use agentmem_core::backend::{BackendConfig, BackendInfo, Registry};
 pub use agentmem_core::{
     async_trait, history, layer, lifecycle, now, search, AgentMemory, AgentMemoryExt, AgentName,
     Archive, ArchiveId, ArchiveInfo, Capabilities, ContextStore, Error, ErrorKind, InMemoryStore,

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use agentmem_core::backend::{Backend, Registry};
+use agentmem_agent::Backend;
+use agentmem_core::backend::Registry;
 use agentmem_core::{redact_url, AgentMemory, Error, Result};
 
 /// A [`Registry`] holding every backend compiled into this build (cargo features `file`,
@@ -12,8 +13,8 @@ use agentmem_core::{redact_url, AgentMemory, Error, Result};
 /// ```
 /// use agentmem::Backend;
 /// let registry = agentmem::registry();
-/// assert_eq!(registry.contains(Backend::File), cfg!(feature = "file"));
-/// assert_eq!(registry.contains(Backend::Postgres), cfg!(feature = "postgres"));
+/// assert_eq!(registry.contains(Backend::File.as_str()), cfg!(feature = "file"));
+/// assert_eq!(registry.contains("postgres"), cfg!(feature = "postgres"));
 /// ```
 pub fn registry() -> Registry {
     let registry = Registry::new();
@@ -93,14 +94,21 @@ mod tests {
     #[test]
     fn registered_schemes_are_the_backends_schemes() {
         let registry = registry();
-        for name in registry.backends() {
-            let backend: Backend = name.parse().expect("a registered backend is a Backend");
-            assert_eq!(registry.schemes(name), backend.schemes(), "{name}");
-            assert!(registry.contains(backend), "{name}");
+        for info in registry.backends() {
+            let backend: Backend = info
+                .name
+                .parse()
+                .expect("a registered backend is a Backend");
+            assert_eq!(info.schemes, backend.schemes(), "{info}");
+            assert!(registry.contains(backend.as_str()), "{info}");
         }
         for backend in Backend::ALL {
             let compiled_in = COMPILED_IN.contains(&backend);
-            assert_eq!(registry.contains(backend), compiled_in, "{backend}");
+            assert_eq!(
+                registry.contains(backend.as_str()),
+                compiled_in,
+                "{backend}"
+            );
             for scheme in backend.schemes() {
                 let url = format!("{scheme}://host/x");
                 let registered = registry.backend_for(&url);
@@ -117,7 +125,7 @@ mod tests {
         }
         let registry = registry();
         for backend in Backend::ALL {
-            if registry.contains(backend) {
+            if registry.contains(backend.as_str()) {
                 continue;
             }
             // File URLs carry no credentials; the others must not show theirs.

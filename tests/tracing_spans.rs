@@ -86,7 +86,7 @@ const SECRET_TEXT: &str = "zebra-confidential-9431";
 
 /// Runs every trait operation on `store` and checks the spans they left.
 async fn check_spans(store: Arc<dyn AgentMemory>, captured: &Captured, secrets: &[&str]) {
-    let backend = store.backend();
+    let backend = store.backend().name;
     let session = SessionId::new("traced-session").expect("valid id");
     let mut history = vec![
         Message::user(format!("remember {SECRET_TEXT}")),

@@ -4,7 +4,9 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use agentmem_core::backend::{Backend, Registry};
+use agentmem_core::backend::Registry;
+
+use crate::backend::Backend;
 use agentmem_core::{
     AgentMemory, ContextStore, Error, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, MemoryScope,
     MemoryStore, Message, MessageId, Metadata, Result, Role, SessionId, SessionPatch, SessionStore,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use agentmem_core::backend::Backend;
+use crate::backend::Backend;
 use agentmem_core::{redact_url as redact, Error, MemoryScope, Result, SessionId};
 
 /// Where an agent's memory is stored: a backend's default location, or a store URL (opened
@@ -50,11 +50,6 @@ impl StoreSpec {
             }
             StoreSpec::Kind(Backend::MongoDb) => {
                 from_env("MONGODB_URL", "mongodb://127.0.0.1:27017/agentmem")
-            }
-            StoreSpec::Kind(other) => {
-                return Err(Error::unsupported(format!(
-                    "no default location for the {other} backend; give a URL"
-                )))
             }
         })
     }

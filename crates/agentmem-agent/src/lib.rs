@@ -21,6 +21,7 @@
 
 mod agent;
 pub mod auto_memory;
+mod backend;
 mod config;
 mod context;
 mod home;
@@ -29,6 +30,7 @@ mod protocol;
 mod text;
 
 pub use agent::{Agent, TurnReport};
+pub use backend::Backend;
 pub use config::{AgentConfig, StoreSpec, DEFAULT_HISTORY_LIMIT, DEFAULT_SHORT_TERM_TTL};
 pub use context::TurnContext;
 pub use home::{agentmem_home, HOME_ENV};

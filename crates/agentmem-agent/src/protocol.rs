@@ -3,14 +3,19 @@
 
 use std::sync::Arc;
 
+use agentmem_core::backend::BackendInfo;
 use agentmem_core::{
-    async_trait, Archive, ArchiveId, ArchiveInfo, Capabilities, ContextStore, Error, MemoryFilter,
-    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery, Metadata,
-    Operation, PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
+    async_trait, Archive, ArchiveId, ArchiveInfo, ContextStore, Error, MemoryFilter, MemoryHit,
+    MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery, Metadata,
+    Operation, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo,
+    SessionPage, SessionPatch, SessionQuery, SessionStore,
 };
 
-/// The [`backend`](SessionStore::backend) name of a protocol-only agent's store.
-pub(crate) const PROTOCOL_BACKEND: &str = "context_store";
+/// The [`backend`](SessionStore::backend) of a protocol-only agent's store.
+static PROTOCOL: BackendInfo = BackendInfo::new("context_store");
+
+/// Its name, which errors are labelled with.
+pub(crate) const PROTOCOL_BACKEND: &str = PROTOCOL.name;
 
 /// A [`ContextStore`] seen as an [`AgentMemory`]: `get_context` and `save_session` go to it,
 /// every other method is refused (`Unsupported`), naming itself and the protocol.
@@ -28,11 +33,8 @@ fn refused(operation: Operation) -> Error {
 
 #[async_trait]
 impl SessionStore for ProtocolOnly {
-    fn backend(&self) -> &'static str {
-        PROTOCOL_BACKEND
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::default()
+    fn backend(&self) -> &'static BackendInfo {
+        &PROTOCOL
     }
     async fn schema_version(&self) -> Result<u32> {
         Err(refused(Operation::SchemaVersion))
@@ -66,6 +68,31 @@ impl SessionStore for ProtocolOnly {
     }
     async fn purge(&self, _: &RetentionPolicy) -> Result<PurgeReport> {
         Err(refused(Operation::Purge))
+    }
+    async fn fork(
+        &self,
+        _: &SessionId,
+        _: &SessionId,
+        _: Option<&MessageId>,
+    ) -> Result<SessionInfo> {
+        Err(refused(Operation::Fork))
+    }
+    async fn rewind(&self, _: &SessionId, _: &Rewind) -> Result<Vec<Message>> {
+        Err(refused(Operation::Rewind))
+    }
+    async fn update_session(&self, _: &SessionId, _: &SessionPatch) -> Result<SessionInfo> {
+        Err(refused(Operation::UpdateSession))
+    }
+    async fn find_sessions(&self, _: &SessionQuery) -> Result<SessionPage> {
+        Err(refused(Operation::FindSessions))
+    }
+    async fn replace_archive(
+        &self,
+        _: &SessionId,
+        _: &ArchiveId,
+        _: &[Message],
+    ) -> Result<ArchiveInfo> {
+        Err(refused(Operation::ReplaceArchive))
     }
 }
 

@@ -1,7 +1,7 @@
 //! `AgentConfig` and presets through the public API.
 
+use agentmem_agent::Backend;
 use agentmem_agent::{AgentConfig, StoreSpec};
-use agentmem_core::backend::Backend;
 use agentmem_core::ErrorKind;
 
 #[test]

@@ -66,7 +66,12 @@ impl SessionStore for Noop {
     async fn purge(&self, _: &RetentionPolicy) -> Result<PurgeReport> {
         Ok(PurgeReport::default())
     }
-    async fn fork(&self, s: &SessionId, _: &SessionId, _: Option<&MessageId>) -> Result<SessionInfo> {
+    async fn fork(
+        &self,
+        s: &SessionId,
+        _: &SessionId,
+        _: Option<&MessageId>,
+    ) -> Result<SessionInfo> {
         Err(Error::not_found(format!("session `{s}` does not exist")))
     }
     async fn rewind(&self, s: &SessionId, _: &Rewind) -> Result<Vec<Message>> {
@@ -78,7 +83,12 @@ impl SessionStore for Noop {
     async fn find_sessions(&self, _: &SessionQuery) -> Result<SessionPage> {
         Ok(SessionQuery::default().page(Vec::new()))
     }
-    async fn replace_archive(&self, _: &SessionId, _: &ArchiveId, _: &[Message]) -> Result<ArchiveInfo> {
+    async fn replace_archive(
+        &self,
+        _: &SessionId,
+        _: &ArchiveId,
+        _: &[Message],
+    ) -> Result<ArchiveInfo> {
         Err(Error::not_found("no archive"))
     }
 }

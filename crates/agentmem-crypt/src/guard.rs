@@ -1,12 +1,13 @@
 //! [`NoKeyLayer`]: what a program wears when no key is configured, so an encrypted store is
 //! refused with a clear error instead of showing envelopes.
 
-use agentmem_core::layer::Layer;
+use agentmem_core::backend::BackendInfo;
+use agentmem_core::layer::{Layer, LayeredStore};
 use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery,
-    Metadata, Operation, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId,
-    SessionInfo, SessionPage, SessionPatch, SessionQuery, SessionStore,
+    MemoryHit, MemoryId, MemoryItem, Message, MessageHit, MessageId, MessageQuery, Metadata,
+    Operation, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo,
+    SessionPage, SessionPatch, SessionQuery,
 };
 
 use crate::cipher::{envelope_key_id, CryptoError, METADATA_KEY};
@@ -115,10 +116,18 @@ impl<S: AgentMemory> NoKey<S> {
     }
 }
 
+// Every operation is handled here, none forwarded by default: an operation added to the
+// store must be looked at for what it could write or show in the clear.
 #[deny(clippy::missing_trait_methods)]
 #[async_trait]
-impl<S: AgentMemory> SessionStore for NoKey<S> {
-    fn backend(&self) -> &'static str {
+impl<S: AgentMemory> LayeredStore for NoKey<S> {
+    type Inner = S;
+
+    fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    fn backend(&self) -> &'static BackendInfo {
         self.inner.backend()
     }
 
@@ -220,7 +229,7 @@ impl<S: AgentMemory> SessionStore for NoKey<S> {
         archive: &ArchiveId,
         messages: &[Message],
     ) -> Result<ArchiveInfo> {
-        self.load_archive(session, archive).await?;
+        LayeredStore::load_archive(self, session, archive).await?;
         self.inner.replace_archive(session, archive, messages).await
     }
 
@@ -245,11 +254,7 @@ impl<S: AgentMemory> SessionStore for NoKey<S> {
     async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
         self.inner.find_sessions(query).await
     }
-}
 
-#[deny(clippy::missing_trait_methods)]
-#[async_trait]
-impl<S: AgentMemory> MemoryStore for NoKey<S> {
     async fn get_context(&self, query: Option<&str>) -> Result<String> {
         let context = self.inner.get_context(query).await?;
         let found = context

@@ -3,16 +3,16 @@
 use std::collections::HashMap;
 use std::future::Future;
 
-use agentmem_core::layer::{check_memory_item, check_messages, Layer};
+use agentmem_core::backend::BackendInfo;
+use agentmem_core::layer::{check_memory_item, check_messages, Layer, LayeredStore};
 use agentmem_core::support::{
     fork_end, fork_target_exists, memory_search_limit, rank_memories, rank_messages, search_terms,
 };
 use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery,
-    Metadata, Operation, PurgeReport, Result, RetentionPolicy, Rewind, ScopeFilter, Session,
-    SessionId, SessionInfo, SessionLabels, SessionPage, SessionPatch, SessionQuery, SessionStore,
-    MAX_METADATA_DEPTH,
+    MemoryHit, MemoryId, MemoryItem, Message, MessageHit, MessageId, MessageQuery, Metadata,
+    Operation, PurgeReport, Result, RetentionPolicy, Rewind, ScopeFilter, Session, SessionId,
+    SessionInfo, SessionLabels, SessionPage, SessionPatch, SessionQuery, MAX_METADATA_DEPTH,
 };
 
 use crate::cipher::{
@@ -505,7 +505,7 @@ impl<S: AgentMemory> Encrypted<S> {
     async fn run<T>(&self, op: Operation, work: impl Future<Output = Result<T>>) -> Result<T> {
         work.await.map_err(|e| {
             if e.operation().is_none() {
-                e.with_operation(op).with_backend(self.inner.backend())
+                e.with_operation(op).with_backend(self.inner.backend().name)
             } else {
                 e
             }
@@ -513,10 +513,18 @@ impl<S: AgentMemory> Encrypted<S> {
     }
 }
 
+// Every operation is handled here, none forwarded by default: an operation added to the
+// store must be looked at for what it could write or show in the clear.
 #[deny(clippy::missing_trait_methods)]
 #[async_trait]
-impl<S: AgentMemory> SessionStore for Encrypted<S> {
-    fn backend(&self) -> &'static str {
+impl<S: AgentMemory> LayeredStore for Encrypted<S> {
+    type Inner = S;
+
+    fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    fn backend(&self) -> &'static BackendInfo {
         self.inner.backend()
     }
 
@@ -658,8 +666,7 @@ impl<S: AgentMemory> SessionStore for Encrypted<S> {
             let mut from = open_session(&self.keys, stored)?;
             let end = fork_end(&from.messages, source, at)?;
             from.messages.truncate(end);
-            self.save_session(target, &from.messages, &from.metadata)
-                .await?;
+            LayeredStore::save_session(self, target, &from.messages, &from.metadata).await?;
             let patch = SessionPatch::between(&SessionLabels::default(), &from.labels);
             if patch.is_empty() {
                 match self.inner.load(target, Some(0)).await? {
@@ -712,11 +719,7 @@ impl<S: AgentMemory> SessionStore for Encrypted<S> {
         })
         .await
     }
-}
 
-#[deny(clippy::missing_trait_methods)]
-#[async_trait]
-impl<S: AgentMemory> MemoryStore for Encrypted<S> {
     /// As the trait's default (which this layer cannot call, having overridden it): the items
     /// matching `query` through this layer's client-side search, else the most recent 20,
     /// decrypted.
@@ -783,7 +786,7 @@ impl<S: AgentMemory> MemoryStore for Encrypted<S> {
                 limit: None,
                 ..filter.clone()
             };
-            let items = self.list_memories(&everything).await?;
+            let items = LayeredStore::list_memories(self, &everything).await?;
             Ok(rank_memories(query, &items, filter))
         })
         .await

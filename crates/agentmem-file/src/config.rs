@@ -1,5 +1,6 @@
 //! Configuration of the file backend: where it keeps its files and how hard it syncs them.
 
+use agentmem_core::backend::BackendInfo;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -174,8 +175,7 @@ impl FromStr for FileConfig {
 #[async_trait]
 impl BackendConfig for FileConfig {
     type Store = FileStore;
-    const BACKEND: &'static str = crate::store::BACKEND;
-    const SCHEMES: &'static [&'static str] = &["file"];
+    const INFO: &'static BackendInfo = &crate::store::INFO;
 
     async fn connect(self) -> Result<Layered<FileStore>> {
         FileStore::connect_with(self).await

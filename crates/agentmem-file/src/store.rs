@@ -1,5 +1,6 @@
 //! [`FileStore`]: the [`AgentMemory`] implementation over the files of one root folder.
 
+use agentmem_core::backend::BackendInfo;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,7 +35,20 @@ use crate::session::{not_found, remove_session_dir, SessionCtx, SessionSlot, Syn
 /// The schema version of the files this build writes.
 pub const SCHEMA_VERSION: u32 = 1;
 const SCHEMA_FORMAT: &str = "agentmem-file";
-pub(crate) const BACKEND: &str = "file";
+/// The file backend. Durable with `fsync` durability (the default); `capabilities` says
+/// otherwise for a store opened without it.
+pub(crate) const INFO: BackendInfo = BackendInfo::new("file")
+    .schemes(&["file"])
+    .db_system("agentmem.file")
+    .capabilities(
+        Capabilities::new()
+            .durable(true)
+            .cross_process(true)
+            .atomic_compaction(true),
+    );
+
+/// The backend name: what `SessionStore::backend` reports and errors are labelled with.
+pub(crate) const BACKEND: &str = INFO.name;
 /// Session slots kept before unused ones are dropped. Each holds up to three open files, so
 /// this bounds the descriptors a store keeps (well under the usual limit of 1,024).
 const MAX_IDLE_SLOTS: usize = 128;
@@ -187,7 +201,7 @@ impl FileStore {
     /// schema file, and the removal of session folders a crash left half-deleted. The store
     /// wears the standard [layers](agentmem_core::layer) (validation, spans, error labels).
     pub async fn connect_with(config: FileConfig) -> Result<Layered<FileStore>> {
-        layer::open_layered(BACKEND, Self::open_raw(config)).await
+        layer::open_layered(&INFO, Self::open_raw(config)).await
     }
 
     /// Opens the store a `file://` URL names (see [`FileConfig`] for the syntax); this is what
@@ -837,16 +851,13 @@ fn remove_unfinished_fork(layout: &Layout, target: &SessionId, dir: &Path, f: &m
 
 #[async_trait]
 impl SessionStore for FileStore {
-    fn backend(&self) -> &'static str {
-        BACKEND
+    fn backend(&self) -> &'static BackendInfo {
+        &INFO
     }
 
     fn capabilities(&self) -> Capabilities {
-        let mut caps = Capabilities::default();
-        caps.durable = self.inner.durability == Durability::Fsync;
-        caps.cross_process = true;
-        caps.atomic_compaction = true;
-        caps
+        INFO.capabilities
+            .durable(self.inner.durability == Durability::Fsync)
     }
 
     async fn schema_version(&self) -> Result<u32> {

@@ -1,11 +1,22 @@
 //! Mapping driver errors to agentmem's [`ErrorKind`]s.
 
+use agentmem_core::backend::BackendInfo;
+use agentmem_core::Capabilities;
 use agentmem_core::{Error, ErrorKind};
 use mongodb::error::{Error as DriverError, ErrorKind as DriverKind, WriteFailure};
 
 /// The backend name: [`SessionStore::backend`](agentmem_core::SessionStore::backend), and the
 /// label the layers put on this backend's errors.
-pub(crate) const BACKEND: &str = "mongodb";
+/// The MongoDB backend. Atomic compaction, indexed search and native expiry depend on the
+/// server (transactions, `$text`, TTL indexes): `capabilities` answers for the one connected.
+pub(crate) const INFO: BackendInfo = BackendInfo::new("mongodb")
+    .schemes(&["mongodb", "mongodb+srv"])
+    .db_system("mongodb")
+    .remote()
+    .capabilities(Capabilities::new().durable(true).cross_process(true));
+
+/// The backend name: what `SessionStore::backend` reports and errors are labelled with.
+pub(crate) const BACKEND: &str = INFO.name;
 
 /// Server error code for a unique-index violation.
 pub(crate) const DUPLICATE_KEY: i32 = 11000;

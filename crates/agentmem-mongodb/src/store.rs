@@ -2,6 +2,7 @@
 //! (`sessions.rs`), rewrite (`rewrite.rs`), memory and search modules and the transactions of
 //! `transaction.rs`.
 
+use agentmem_core::backend::BackendInfo;
 use std::fmt;
 use std::time::Duration;
 
@@ -23,7 +24,7 @@ use mongodb::{Client, Collection, Database};
 
 use crate::codec::{all_docs, check_size, memory_from, message_from, metadata_to_bson};
 use crate::config::{validate_database_name, MongoConfig, DEFAULT_SERVER_SELECTION_TIMEOUT};
-use crate::error::{from_driver, server_code, ResultExt, BACKEND, DUPLICATE_KEY};
+use crate::error::{from_driver, server_code, ResultExt, BACKEND, DUPLICATE_KEY, INFO};
 use crate::memories::memory_filter;
 use crate::rewrite::archive_info;
 use crate::schema::{self, ServerFeatures, ARCHIVED, HEADS, MEMORIES, MESSAGES, SESSIONS};
@@ -87,7 +88,7 @@ impl MongoStore {
 
     /// Connects with a parsed [`MongoConfig`].
     pub async fn connect_with(config: MongoConfig) -> Result<Layered<Self>> {
-        open_layered(BACKEND, async move {
+        open_layered(&INFO, async move {
             let options = config.client_options().await?;
             let budget = options
                 .server_selection_timeout
@@ -156,7 +157,7 @@ impl MongoStore {
         allowed: ServerFeatures,
     ) -> Result<Layered<Self>> {
         open_layered(
-            BACKEND,
+            &INFO,
             Self::open(client, database, allowed, DEFAULT_SERVER_SELECTION_TIMEOUT),
         )
         .await
@@ -238,20 +239,17 @@ impl MongoStore {
 
 #[async_trait]
 impl SessionStore for MongoStore {
-    fn backend(&self) -> &'static str {
-        BACKEND
+    fn backend(&self) -> &'static BackendInfo {
+        &INFO
     }
 
     fn capabilities(&self) -> Capabilities {
-        let mut caps = Capabilities::default();
-        caps.durable = true;
-        caps.cross_process = true;
-        caps.atomic_compaction = self.features.transactions;
-        caps.indexed_search = self.features.text_search;
         // Every document of an expiring session carries `expires_at` under a TTL index, so a
         // server that keeps TTL indexes deletes expired sessions by itself.
-        caps.native_expiry = self.features.ttl;
-        caps
+        INFO.capabilities
+            .atomic_compaction(self.features.transactions)
+            .indexed_search(self.features.text_search)
+            .native_expiry(self.features.ttl)
     }
 
     async fn schema_version(&self) -> Result<u32> {
@@ -620,8 +618,7 @@ impl MemoryStore for MongoStore {
 #[async_trait]
 impl BackendConfig for MongoConfig {
     type Store = MongoStore;
-    const BACKEND: &'static str = BACKEND;
-    const SCHEMES: &'static [&'static str] = &["mongodb", "mongodb+srv"];
+    const INFO: &'static BackendInfo = &INFO;
 
     async fn connect(self) -> Result<Layered<MongoStore>> {
         MongoStore::connect_with(self).await

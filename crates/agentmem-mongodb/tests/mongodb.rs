@@ -493,7 +493,7 @@ async fn features_match_capabilities() {
 
 #[tokio::test]
 async fn the_registry_opens_mongodb_urls() {
-    assert_eq!(<MongoConfig as BackendConfig>::BACKEND, "mongodb");
+    assert_eq!(<MongoConfig as BackendConfig>::INFO.name, "mongodb");
     let registry = Registry::new().with::<MongoConfig>();
     assert_eq!(
         registry.backend_for("mongodb://h:27017/db"),

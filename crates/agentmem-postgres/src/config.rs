@@ -1,5 +1,6 @@
 //! Connection settings: a `postgres://` URL plus agentmem's own options.
 
+use agentmem_core::backend::BackendInfo;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -518,8 +519,7 @@ impl FromStr for PostgresConfig {
 #[async_trait]
 impl BackendConfig for PostgresConfig {
     type Store = PostgresStore;
-    const BACKEND: &'static str = crate::error::BACKEND;
-    const SCHEMES: &'static [&'static str] = &["postgres", "postgresql"];
+    const INFO: &'static BackendInfo = &crate::error::INFO;
 
     async fn connect(self) -> Result<Layered<PostgresStore>> {
         PostgresStore::connect_with(self).await

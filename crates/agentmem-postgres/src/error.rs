@@ -1,5 +1,7 @@
 //! Mapping driver and pool failures onto agentmem's [`ErrorKind`]s.
 
+use agentmem_core::backend::BackendInfo;
+use agentmem_core::Capabilities;
 use std::error::Error as _;
 
 use agentmem_core::BoxError;
@@ -9,7 +11,18 @@ use tokio_postgres::error::SqlState;
 
 use crate::tls::TlsHandshakeError;
 
-pub(crate) const BACKEND: &str = "postgres";
+/// The PostgreSQL backend.
+pub(crate) const INFO: BackendInfo = BackendInfo::new("postgres")
+    .schemes(&["postgres", "postgresql"])
+    .db_system("postgresql")
+    .remote()
+    .capabilities(
+        Capabilities::new()
+            .durable(true)
+            .cross_process(true)
+            .atomic_compaction(true)
+            .indexed_search(true),
+    );
 
 /// Whether `e` means the connection (not the statement) failed: the server could not be
 /// reached, went away, or is shutting down. Such errors are [`ErrorKind::Unavailable`], and a

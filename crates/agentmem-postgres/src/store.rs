@@ -2,6 +2,7 @@
 //! (each runs its statements through `run!`; `sessions.rs`, `archives.rs`, `memories.rs` and
 //! `search.rs` read their rows back).
 
+use agentmem_core::backend::BackendInfo;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -14,10 +15,10 @@ use agentmem_core::support::{
 };
 use agentmem_core::Layered;
 use agentmem_core::{
-    now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, ErrorKind, MemoryFilter, MemoryHit,
-    MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery, Metadata,
-    PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo, SessionPage,
-    SessionPatch, SessionQuery, SessionStore,
+    now, Archive, ArchiveId, ArchiveInfo, Error, ErrorKind, MemoryFilter, MemoryHit, MemoryId,
+    MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery, Metadata, PurgeReport,
+    Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo, SessionPage, SessionPatch,
+    SessionQuery, SessionStore,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Datelike, Utc};
@@ -29,7 +30,7 @@ use crate::codec::{count, MessageColumns};
 use crate::config::{
     quote_schema, validate_schema, PostgresConfig, PreparedStatements, DEFAULT_CONNECT_TIMEOUT,
 };
-use crate::error::BACKEND;
+use crate::error::INFO;
 use crate::lifecycle::{expired_meanwhile, session_not_found, write_fresh};
 use crate::memories::{memory_from_row, PUT_RETRIES};
 use crate::retention::PURGE_RETRIES;
@@ -81,7 +82,7 @@ impl PostgresStore {
     /// missing or unreadable). A server whose certificate is refused, or that does not
     /// accept TLS when the `sslmode` requires it, is `Unavailable`, with the reason.
     pub async fn connect_with(config: PostgresConfig) -> Result<Layered<Self>> {
-        open_layered(BACKEND, async move {
+        open_layered(&INFO, async move {
             let pool = build_pool(&config)?;
             Self::open(pool, config.schema(), config.prepared_statements()).await
         })
@@ -106,7 +107,7 @@ impl PostgresStore {
         prepared: PreparedStatements,
     ) -> Result<Layered<Self>> {
         // Migrating is opening work: it runs in the `open` span, like `connect_with`.
-        open_layered(BACKEND, Self::open(pool, schema, prepared)).await
+        open_layered(&INFO, Self::open(pool, schema, prepared)).await
     }
 
     /// The raw store on `pool`, in `schema`, created or migrated now.
@@ -229,18 +230,8 @@ impl fmt::Debug for PostgresStore {
 
 #[async_trait]
 impl SessionStore for PostgresStore {
-    fn backend(&self) -> &'static str {
-        BACKEND
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        let mut c = Capabilities::default();
-        c.durable = true;
-        c.cross_process = true;
-        c.atomic_compaction = true;
-        c.indexed_search = true;
-        c.native_expiry = false;
-        c
+    fn backend(&self) -> &'static BackendInfo {
+        &INFO
     }
 
     async fn schema_version(&self) -> Result<u32> {

@@ -1,5 +1,6 @@
 //! [`RedisConfig`]: where the store lives and how long to wait for it, parsed from a URL.
 
+use agentmem_core::backend::BackendInfo;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -9,7 +10,7 @@ use agentmem_core::backend::BackendConfig;
 use agentmem_core::Layered;
 use agentmem_core::{async_trait, Error, Result};
 
-use crate::{RedisStore, BACKEND};
+use crate::{RedisStore, BACKEND, INFO};
 
 /// The key prefix used when the URL names none.
 pub const DEFAULT_PREFIX: &str = "agentmem";
@@ -37,7 +38,6 @@ const OWN_PARAMS: [&str; 4] = [
 const REDIS_PARAMS: [&str; 1] = ["protocol"];
 
 /// The URL schemes this crate opens.
-const SCHEMES: [&str; 4] = ["redis", "rediss", "redis+cluster", "rediss+cluster"];
 
 /// Where a [`RedisStore`](crate::RedisStore) keeps its data.
 ///
@@ -198,12 +198,16 @@ impl FromStr for RedisConfig {
             .split_once("://")
             .ok_or_else(|| invalid("malformed Redis URL: no `scheme://`".to_string()))?;
         let scheme = scheme.to_ascii_lowercase();
-        if !SCHEMES.contains(&scheme.as_str()) {
+        if !INFO.accepts(&scheme) {
             // The URL may hold a password: name the problem, never echo the input.
             let shown: String = scheme.chars().take(40).collect();
             return Err(invalid(format!(
                 "unsupported URL scheme {shown:?} for Redis; expected {}",
-                SCHEMES.map(|s| format!("{s}://")).join(", ")
+                INFO.schemes
+                    .iter()
+                    .map(|s| format!("{s}://"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
         let (base, cluster) = match scheme.strip_suffix("+cluster") {
@@ -357,8 +361,7 @@ impl fmt::Debug for RedisConfig {
 #[async_trait]
 impl BackendConfig for RedisConfig {
     type Store = RedisStore;
-    const BACKEND: &'static str = BACKEND;
-    const SCHEMES: &'static [&'static str] = &SCHEMES;
+    const INFO: &'static BackendInfo = &INFO;
 
     async fn connect(self) -> Result<Layered<RedisStore>> {
         RedisStore::connect_with(self).await

@@ -12,6 +12,8 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+use agentmem_core::backend::BackendInfo;
+use agentmem_core::Capabilities;
 mod config;
 mod conn;
 mod error;
@@ -30,5 +32,21 @@ pub use config::{
 pub use schema::SCHEMA_VERSION;
 pub use store::RedisStore;
 
+/// The Redis backend. Not `durable`: an acknowledged write is in the server's memory, and
+/// whether it survives a server crash depends on persistence settings this store does not
+/// control. `native_expiry`: every key of an expiring session carries its expiry
+/// (`PEXPIREAT`); what that leaves in store-wide keys is cleared lazily (see the README).
+pub(crate) const INFO: BackendInfo = BackendInfo::new("redis")
+    .schemes(&["redis", "rediss", "redis+cluster", "rediss+cluster"])
+    .db_system("redis")
+    .remote()
+    .capabilities(
+        Capabilities::new()
+            .cross_process(true)
+            .atomic_compaction(true)
+            .indexed_search(true)
+            .native_expiry(true),
+    );
+
 /// The backend name: what `SessionStore::backend` reports and errors are labelled with.
-pub(crate) const BACKEND: &str = "redis";
+pub(crate) const BACKEND: &str = INFO.name;

@@ -2,6 +2,7 @@
 //! operations: each builds a script invocation (or a pipeline), runs it, and reads the reply
 //! with the helpers of `sessions.rs` and `memories.rs`.
 
+use agentmem_core::backend::BackendInfo;
 use std::fmt;
 use std::future::Future;
 use std::time::Duration;
@@ -14,10 +15,10 @@ use agentmem_core::support::{
 };
 use agentmem_core::Layered;
 use agentmem_core::{
-    async_trait, now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery,
-    Metadata, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo,
-    SessionPage, SessionPatch, SessionQuery, SessionStore,
+    async_trait, now, Archive, ArchiveId, ArchiveInfo, Error, MemoryFilter, MemoryHit, MemoryId,
+    MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery, Metadata, PurgeReport,
+    Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo, SessionPage, SessionPatch,
+    SessionQuery, SessionStore,
 };
 use redis::aio::ConnectionManager;
 use redis::{FromRedisValue, Pipeline, RedisResult, ScriptInvocation};
@@ -40,7 +41,7 @@ use crate::sessions::{
     parse_messages, session_from, session_infos, window, write_messages, InfoRow, LoadReply,
     LOAD_FIELDS, PURGE_BATCH,
 };
-use crate::BACKEND;
+use crate::INFO;
 
 /// An [`AgentMemory`](agentmem_core::AgentMemory) on Redis (backend name `redis`).
 ///
@@ -99,7 +100,7 @@ impl RedisStore {
 
     /// Connects with a parsed configuration (see [`connect`](Self::connect)).
     pub async fn connect_with(config: RedisConfig) -> Result<Layered<Self>> {
-        layer::open_layered(BACKEND, async move {
+        layer::open_layered(&INFO, async move {
             let (connect, response) = (config.connect_timeout(), config.response_timeout());
             if config.is_cluster() {
                 let deadline = conn::deadline(connect, response, CLUSTER_RETRIES);
@@ -136,7 +137,7 @@ impl RedisStore {
     pub async fn from_client(client: redis::Client, prefix: &str) -> Result<Layered<Self>> {
         // Connecting is part of this constructor too, so it runs in the `open` span as
         // `connect_with` does (`open_layered` wraps the store with `layer::layered`).
-        layer::open_layered(BACKEND, async move {
+        layer::open_layered(&INFO, async move {
             validate_prefix(prefix)?;
             Self::open_single(
                 client,
@@ -271,23 +272,8 @@ impl fmt::Debug for RedisStore {
 
 #[async_trait]
 impl SessionStore for RedisStore {
-    fn backend(&self) -> &'static str {
-        BACKEND
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        let mut c = Capabilities::default();
-        // An acknowledged write is in the server's memory; whether it survives a server
-        // crash depends on the server's persistence (AOF) settings, which this store does
-        // not control, so it promises nothing.
-        c.durable = false;
-        c.cross_process = true;
-        c.atomic_compaction = true;
-        c.indexed_search = true;
-        // Every key of an expiring session carries its expiry (PEXPIREAT): the server
-        // deletes it; what that leaves in store-wide keys is cleared lazily (see the README).
-        c.native_expiry = true;
-        c
+    fn backend(&self) -> &'static BackendInfo {
+        &INFO
     }
 
     async fn schema_version(&self) -> Result<u32> {

@@ -670,9 +670,9 @@ async fn search_agrees_with_the_reference_store() {
 /// `RedisConfig` registers its four schemes, and a registry opens a layered Redis store by URL.
 #[tokio::test]
 async fn registry_opens_redis_urls() {
-    assert_eq!(RedisConfig::BACKEND, "redis");
+    assert_eq!(RedisConfig::INFO.name, "redis");
     assert_eq!(
-        RedisConfig::SCHEMES,
+        RedisConfig::INFO.schemes,
         ["redis", "rediss", "redis+cluster", "rediss+cluster"]
     );
     let registry = Registry::new().with::<RedisConfig>();

@@ -1,5 +1,6 @@
 //! Where the database lives and how connections to it are tuned, parsed from a `sqlite:` URL.
 
+use agentmem_core::backend::BackendInfo;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -9,7 +10,6 @@ use agentmem_core::backend::BackendConfig;
 use agentmem_core::support::percent_decode;
 use agentmem_core::{async_trait, Error, Layered, Result};
 
-use crate::error::BACKEND;
 use crate::SqliteStore;
 
 /// The default busy timeout: how long a write waits for another writer before giving up.
@@ -301,8 +301,7 @@ impl FromStr for SqliteConfig {
 #[async_trait]
 impl BackendConfig for SqliteConfig {
     type Store = SqliteStore;
-    const BACKEND: &'static str = BACKEND;
-    const SCHEMES: &'static [&'static str] = &["sqlite"];
+    const INFO: &'static BackendInfo = &crate::error::INFO;
 
     async fn connect(self) -> Result<Layered<SqliteStore>> {
         SqliteStore::connect_with(self).await

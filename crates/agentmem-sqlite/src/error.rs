@@ -4,11 +4,24 @@
 //! turns it into an [`Error`] once, where it knows which database (file) it was working on,
 //! so every message can name the file.
 
+use agentmem_core::backend::BackendInfo;
+use agentmem_core::Capabilities;
 use agentmem_core::{Error, ErrorKind};
 use rusqlite::ErrorCode;
 
 /// The backend name recorded in errors.
-pub(crate) const BACKEND: &str = "sqlite";
+/// The SQLite backend. An in-memory database (`sqlite::memory:`) is neither durable nor
+/// shared between processes: `capabilities` says so for such a store.
+pub(crate) const INFO: BackendInfo = BackendInfo::new("sqlite")
+    .schemes(&["sqlite"])
+    .db_system("sqlite")
+    .capabilities(
+        Capabilities::new()
+            .durable(true)
+            .cross_process(true)
+            .atomic_compaction(true)
+            .indexed_search(true),
+    );
 
 /// A failure inside blocking database work: SQLite's own, or an agentmem error already typed.
 #[derive(Debug)]

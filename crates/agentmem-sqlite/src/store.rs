@@ -1,5 +1,6 @@
 //! [`SqliteStore`]: the [`AgentMemory`] implementation.
 
+use agentmem_core::backend::BackendInfo;
 use std::fmt;
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use agentmem_core::{
 use rusqlite::Connection;
 
 use crate::config::{Location, SqliteConfig};
-use crate::error::BACKEND;
+use crate::error::INFO;
 use crate::pool::Pool;
 use crate::{archives, lifecycle, memories, retention, schema, search, sessions};
 
@@ -69,7 +70,7 @@ impl SqliteStore {
     /// Opens the database `config` describes, creating and migrating it as needed (on a
     /// blocking thread).
     pub async fn connect_with(config: SqliteConfig) -> Result<Layered<Self>> {
-        layer::open_layered(BACKEND, async move {
+        layer::open_layered(&INFO, async move {
             let shared_file = matches!(config.location, Location::File(_));
             let pool = Pool::open(config).await?;
             Ok(SqliteStore::new(pool, shared_file))
@@ -98,7 +99,7 @@ impl SqliteStore {
     /// ```
     pub async fn from_client(connection: Connection) -> Result<Layered<Self>> {
         // Opening work (the migration) runs here too, so it is traced and labelled as an open.
-        layer::open_layered(BACKEND, async move {
+        layer::open_layered(&INFO, async move {
             let shared_file = connection.path().is_some_and(|p| !p.is_empty());
             let pool = Pool::from_connection(connection).await?;
             Ok(SqliteStore::new(pool, shared_file))
@@ -122,18 +123,14 @@ impl SqliteStore {
 
 #[async_trait]
 impl SessionStore for SqliteStore {
-    fn backend(&self) -> &'static str {
-        BACKEND
+    fn backend(&self) -> &'static BackendInfo {
+        &INFO
     }
 
     fn capabilities(&self) -> Capabilities {
-        let mut caps = Capabilities::default();
-        caps.durable = self.shared_file;
-        caps.cross_process = self.shared_file;
-        caps.atomic_compaction = true;
-        caps.indexed_search = true;
-        caps.native_expiry = false;
-        caps
+        INFO.capabilities
+            .durable(self.shared_file)
+            .cross_process(self.shared_file)
     }
 
     async fn schema_version(&self) -> Result<u32> {

@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agentmem_agent::{Agent, AgentConfig, TurnContext, TurnReport};
-use agentmem_core::backend::Registry;
+use agentmem_core::backend::{BackendInfo, Registry};
+use agentmem_core::layer::LayeredStore;
 use agentmem_core::Layered;
 use agentmem_core::{
-    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, InMemoryStore,
-    MemoryFilter, MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageQuery,
-    Metadata, PurgeReport, Result, RetentionPolicy, Session, SessionId, SessionInfo, SessionStore,
+    async_trait, AgentMemory, InMemoryStore, MemoryStore, Message, Metadata, Result, Session,
+    SessionId, SessionStore,
 };
 
 /// The backends `Agent::from_config` may open here: the file backend.
@@ -91,77 +91,36 @@ impl Spy {
     }
 }
 
+/// The spy names itself as its backend.
+static SPY: BackendInfo = BackendInfo::new("spy");
+
+/// Counts saves and appends, and may answer `get_context` itself; the rest goes through.
 #[async_trait]
-impl SessionStore for Spy {
-    fn backend(&self) -> &'static str {
-        "spy"
+impl LayeredStore for Spy {
+    type Inner = Layered<InMemoryStore>;
+    fn inner(&self) -> &Layered<InMemoryStore> {
+        &self.inner
     }
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-    async fn schema_version(&self) -> Result<u32> {
-        self.inner.schema_version().await
+    fn backend(&self) -> &'static BackendInfo {
+        &SPY
     }
     async fn save_session(&self, s: &SessionId, h: &[Message], m: &Metadata) -> Result<()> {
         self.saves.fetch_add(1, Ordering::SeqCst);
-        self.inner.save_session(s, h, m).await
+        SessionStore::save_session(&self.inner, s, h, m).await
     }
     async fn append(&self, s: &SessionId, messages: &[Message]) -> Result<()> {
         self.appends.fetch_add(1, Ordering::SeqCst);
         if self.slow_first_append.swap(false, Ordering::SeqCst) {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
-        self.inner.append(s, messages).await
+        SessionStore::append(&self.inner, s, messages).await
     }
-    async fn load(&self, s: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        self.inner.load(s, limit).await
-    }
-    async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        self.inner.list_sessions().await
-    }
-    async fn delete_session(&self, s: &SessionId) -> Result<bool> {
-        self.inner.delete_session(s).await
-    }
-    async fn compact(&self, s: &SessionId, r: &[Message]) -> Result<ArchiveInfo> {
-        self.inner.compact(s, r).await
-    }
-    async fn list_archives(&self, s: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        self.inner.list_archives(s).await
-    }
-    async fn load_archive(&self, s: &SessionId, a: &ArchiveId) -> Result<Archive> {
-        self.inner.load_archive(s, a).await
-    }
-    async fn search_messages(&self, q: &str, s: &MessageQuery) -> Result<Vec<MessageHit>> {
-        self.inner.search_messages(q, s).await
-    }
-    async fn purge(&self, p: &RetentionPolicy) -> Result<PurgeReport> {
-        self.inner.purge(p).await
-    }
-}
-
-#[async_trait]
-impl MemoryStore for Spy {
     async fn get_context(&self, query: Option<&str>) -> Result<String> {
         (self.queries.lock().unwrap_or_else(|e| e.into_inner())).push(query.map(str::to_string));
         match &self.context {
             Some(text) => Ok(text.replace("{query}", query.unwrap_or("none"))),
-            None => self.inner.get_context(query).await,
+            None => MemoryStore::get_context(&self.inner, query).await,
         }
-    }
-    async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        self.inner.put_memory(item).await
-    }
-    async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
-        self.inner.get_memory(id).await
-    }
-    async fn list_memories(&self, f: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        self.inner.list_memories(f).await
-    }
-    async fn search_memories(&self, q: &str, f: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        self.inner.search_memories(q, f).await
-    }
-    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
-        self.inner.delete_memory(id).await
     }
 }
 
@@ -192,68 +151,15 @@ impl Counting {
     }
 }
 
+/// Records the limit of every load; the rest goes through.
 #[async_trait]
-impl SessionStore for Counting {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-    async fn schema_version(&self) -> Result<u32> {
-        self.inner.schema_version().await
-    }
-    async fn save_session(&self, s: &SessionId, h: &[Message], m: &Metadata) -> Result<()> {
-        self.inner.save_session(s, h, m).await
-    }
-    async fn append(&self, s: &SessionId, messages: &[Message]) -> Result<()> {
-        self.inner.append(s, messages).await
+impl LayeredStore for Counting {
+    type Inner = Arc<dyn AgentMemory>;
+    fn inner(&self) -> &Arc<dyn AgentMemory> {
+        &self.inner
     }
     async fn load(&self, s: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
         (self.loads.lock().unwrap_or_else(|e| e.into_inner())).push(limit);
-        self.inner.load(s, limit).await
-    }
-    async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        self.inner.list_sessions().await
-    }
-    async fn delete_session(&self, s: &SessionId) -> Result<bool> {
-        self.inner.delete_session(s).await
-    }
-    async fn compact(&self, s: &SessionId, r: &[Message]) -> Result<ArchiveInfo> {
-        self.inner.compact(s, r).await
-    }
-    async fn list_archives(&self, s: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        self.inner.list_archives(s).await
-    }
-    async fn load_archive(&self, s: &SessionId, a: &ArchiveId) -> Result<Archive> {
-        self.inner.load_archive(s, a).await
-    }
-    async fn search_messages(&self, q: &str, s: &MessageQuery) -> Result<Vec<MessageHit>> {
-        self.inner.search_messages(q, s).await
-    }
-    async fn purge(&self, p: &RetentionPolicy) -> Result<PurgeReport> {
-        self.inner.purge(p).await
-    }
-}
-
-#[async_trait]
-impl MemoryStore for Counting {
-    async fn get_context(&self, query: Option<&str>) -> Result<String> {
-        self.inner.get_context(query).await
-    }
-    async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        self.inner.put_memory(item).await
-    }
-    async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
-        self.inner.get_memory(id).await
-    }
-    async fn list_memories(&self, f: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        self.inner.list_memories(f).await
-    }
-    async fn search_memories(&self, q: &str, f: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        self.inner.search_memories(q, f).await
-    }
-    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
-        self.inner.delete_memory(id).await
+        SessionStore::load(&self.inner, s, limit).await
     }
 }

@@ -219,7 +219,7 @@ async fn generic_doctor(url: &str, store: Arc<dyn AgentMemory>) -> Result<Doctor
     count_memories(store.as_ref(), &mut counts, &mut problems).await?;
     Ok(DoctorReport {
         store: redact(url),
-        backend: store.backend(),
+        backend: store.backend().name,
         schema_version: store.schema_version().await?,
         counts,
         problems,
@@ -430,7 +430,7 @@ async fn file_doctor(
     Ok(DoctorReport {
         // `file://` alone means the default home: show where that is.
         store: format!("file://{}", root.display()),
-        backend: store.backend(),
+        backend: store.backend().name,
         schema_version: store.schema_version().await?,
         counts,
         problems,

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use agentmem_conversation::templates::SUMMARY_PREFIX;
 use agentmem_conversation::{Conversation, ConversationBuilder};
 use agentmem_core::{
-    async_trait, AgentMemory, AgentMemoryExt, AgentName, Archive, ArchiveId, ArchiveInfo,
-    Capabilities, Error, ErrorKind, InMemoryStore, MemoryFilter, MemoryHit, MemoryId, MemoryItem,
-    MemoryStore, Message, MessageHit, MessageQuery, Metadata, Operation, PurgeReport, Result,
-    RetentionPolicy, Role, Session, SessionId, SessionInfo, SessionStore,
+    async_trait, AgentMemory, AgentMemoryExt, AgentName, Archive, ArchiveId, ArchiveInfo, Error,
+    ErrorKind, InMemoryStore, MemoryFilter, MemoryHit, MemoryId, MemoryItem, MemoryStore, Message,
+    MessageHit, MessageQuery, Metadata, Operation, PurgeReport, Result, RetentionPolicy, Role,
+    Session, SessionId, SessionInfo, SessionStore,
 };
 
 pub fn name(s: &str) -> AgentName {
@@ -153,31 +153,30 @@ impl ScriptedStore {
     }
 }
 
-/// `impl $store for ScriptedStore`: each listed method goes through [`ScriptedStore::run`] as
-/// its operation.
+/// `impl LayeredStore for ScriptedStore`: each listed method goes through
+/// [`ScriptedStore::run`] as its operation; the rest reach the inner store unscripted.
 macro_rules! scripted_methods {
-    ($store:ident { $($own:item)* } $($op:ident => fn $method:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+    ({ $($own:item)* } $($op:ident => fn $method:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
         #[async_trait]
-        impl $store for ScriptedStore {
+        // Named by path: imported, it would make calls on `Arc<dyn AgentMemory>` ambiguous.
+        impl agentmem_core::layer::LayeredStore for ScriptedStore {
+            type Inner = dyn AgentMemory;
+            fn inner(&self) -> &dyn AgentMemory {
+                &*self.inner
+            }
             $($own)*
             $(async fn $method(&self, $($arg: $ty),*) -> Result<$ret> {
-                self.run(Operation::$op, self.inner.$method($($arg),*)).await
+                self.run(Operation::$op, (*self.inner).$method($($arg),*)).await
             })*
         }
     };
 }
 
 scripted_methods! {
-    SessionStore {
-        fn backend(&self) -> &'static str {
-            self.inner.backend()
-        }
-        fn capabilities(&self) -> Capabilities {
-            self.inner.capabilities()
-        }
+    {
         async fn load(&self, s: &SessionId, l: Option<usize>) -> Result<Option<Session>> {
             self.loads.lock().unwrap().push(l);
-            self.run(Operation::Load, self.inner.load(s, l)).await
+            self.run(Operation::Load, (*self.inner).load(s, l)).await
         }
     }
     SchemaVersion => fn schema_version() -> u32;
@@ -190,10 +189,6 @@ scripted_methods! {
     LoadArchive => fn load_archive(s: &SessionId, a: &ArchiveId) -> Archive;
     SearchMessages => fn search_messages(q: &str, s: &MessageQuery) -> Vec<MessageHit>;
     Purge => fn purge(p: &RetentionPolicy) -> PurgeReport;
-}
-
-scripted_methods! {
-    MemoryStore {}
     PutMemory => fn put_memory(i: &MemoryItem) -> MemoryItem;
     GetMemory => fn get_memory(id: &MemoryId) -> Option<MemoryItem>;
     ListMemories => fn list_memories(f: &MemoryFilter) -> Vec<MemoryItem>;

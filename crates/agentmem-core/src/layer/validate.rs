@@ -39,7 +39,12 @@ impl<S: AgentMemory> LayeredStore for Validated<S> {
         &self.inner
     }
 
-    async fn save_session(&self, id: &SessionId, history: &[Message], meta: &Metadata) -> Result<()> {
+    async fn save_session(
+        &self,
+        id: &SessionId,
+        history: &[Message],
+        meta: &Metadata,
+    ) -> Result<()> {
         check_messages(history)?;
         self.inner.save_session(id, history, meta).await
     }
@@ -57,7 +62,11 @@ impl<S: AgentMemory> LayeredStore for Validated<S> {
         self.inner.compact(session, replacement).await
     }
 
-    async fn update_session(&self, session: &SessionId, patch: &SessionPatch) -> Result<SessionInfo> {
+    async fn update_session(
+        &self,
+        session: &SessionId,
+        patch: &SessionPatch,
+    ) -> Result<SessionInfo> {
         patch.validate()?;
         self.inner.update_session(session, patch).await
     }
