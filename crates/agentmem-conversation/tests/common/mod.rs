@@ -9,9 +9,9 @@ use agentmem_conversation::templates::SUMMARY_PREFIX;
 use agentmem_conversation::{Conversation, ConversationBuilder};
 use agentmem_core::{
     async_trait, AgentMemory, AgentMemoryExt, AgentName, Archive, ArchiveId, ArchiveInfo, Error,
-    ErrorKind, InMemoryStore, MemoryFilter, MemoryHit, MemoryId, MemoryItem, MemoryStore, Message,
-    MessageHit, MessageQuery, Metadata, Operation, PurgeReport, Result, RetentionPolicy, Role,
-    Session, SessionId, SessionInfo, SessionStore,
+    ErrorKind, InMemoryStore, MemoryFilter, MemoryHit, MemoryId, MemoryItem, Message, MessageHit,
+    MessageQuery, Metadata, Operation, PurgeReport, Result, RetentionPolicy, Role, Session,
+    SessionId, SessionInfo, SessionStore,
 };
 
 pub fn name(s: &str) -> AgentName {
