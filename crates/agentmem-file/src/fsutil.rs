@@ -98,6 +98,15 @@ pub(crate) fn open_append(path: &Path) -> Result<File, Error> {
         .map_err(|e| io_error(path, "cannot open", e))
 }
 
+/// Removes the file `path`; a missing file is not an error.
+pub(crate) fn remove_if_exists(path: &Path) -> Result<(), Error> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_error(path, "cannot remove", e)),
+    }
+}
+
 /// Opens (creating with mode 0600) a lock file.
 pub(crate) fn open_lock_file(path: &Path) -> Result<File, Error> {
     OpenOptions::new()

@@ -1,7 +1,7 @@
 //! Memory items: `memories.jsonl`, an append log of upserts and deletions, replayed into a
 //! cache and rewritten compacted (through a temporary file) when it holds much more than the
 //! live items. Every function here runs on a blocking thread with the memory log's file lock
-//! held (see `store.rs`).
+//! held (see `locking.rs`).
 
 use std::collections::HashMap;
 use std::fs::File;
