@@ -8,7 +8,7 @@ use agentmem_core::{
 
 use crate::fsutil::{io_error, list_dir, stat};
 use crate::layout::{FORK_PREFIX, TRASH_PREFIX};
-use crate::locking::join_error;
+use crate::locking::blocking;
 use crate::session::{remove_session_dir, Synced};
 use crate::store::FileStore;
 
@@ -39,7 +39,7 @@ impl FileStore {
     /// The ids of the session folders, sorted.
     pub(crate) async fn session_ids(&self) -> Result<Vec<SessionId>> {
         let agents = self.inner.layout.agents.clone();
-        tokio::task::spawn_blocking(move || {
+        blocking(move || {
             let mut ids = Vec::new();
             let Some(entries) = list_dir(&agents)? else {
                 return Ok(ids);
@@ -61,8 +61,7 @@ impl FileStore {
             ids.sort();
             Ok(ids)
         })
-        .await
-        .map_err(join_error)?
+        .await?
     }
 
     /// The summary of one session, `None` when it does not exist.
@@ -122,7 +121,7 @@ impl FileStore {
         let ids = self.session_ids().await?;
         let layout = self.inner.layout.clone();
         let query = query.clone();
-        tokio::task::spawn_blocking(move || {
+        blocking(move || {
             let at = now();
             let mut out = Vec::new();
             for id in ids {
@@ -141,15 +140,14 @@ impl FileStore {
             }
             Ok(out)
         })
-        .await
-        .map_err(join_error)?
+        .await?
     }
 
     /// The ids of the sessions whose sidecar (read without their locks) says they expired.
     pub(crate) async fn expired_sessions(&self) -> Result<Vec<SessionId>> {
         let ids = self.session_ids().await?;
         let layout = self.inner.layout.clone();
-        tokio::task::spawn_blocking(move || {
+        blocking(move || {
             let at = now();
             Ok(ids
                 .into_iter()
@@ -159,10 +157,10 @@ impl FileStore {
                 })
                 .collect())
         })
-        .await
-        .map_err(join_error)?
+        .await?
     }
 
+    /// Every message of the sessions `scope` names (one, or all of them), with its session.
     pub(crate) async fn all_messages(
         &self,
         scope: &MessageQuery,

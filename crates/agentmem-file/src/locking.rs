@@ -125,7 +125,7 @@ impl FileStore {
     {
         let inner = self.inner.clone();
         let id = session.clone();
-        let (result, findings, leased) = tokio::task::spawn_blocking(move || {
+        let (result, findings, leased) = blocking(move || {
             let ctx = inner.session_ctx(&id, &mut guard);
             let mut findings = Findings::new(fix);
             let result = Self::locked(&ctx, &mut guard, |slot| op(&ctx, slot, &mut findings));
@@ -133,8 +133,7 @@ impl FileStore {
             let leased = Self::after_op(&inner, &mut guard, result.is_ok());
             (result, findings, leased)
         })
-        .await
-        .map_err(join_error)?;
+        .await?;
         if leased {
             self.lease_started();
         }
@@ -297,7 +296,7 @@ impl FileStore {
         let mut second_guard = self.lock_slot(second).await;
         let inner = self.inner.clone();
         let (first, second) = (first.clone(), second.clone());
-        let (result, leased) = tokio::task::spawn_blocking(move || {
+        let (result, leased) = blocking(move || {
             let first_ctx = inner.session_ctx(&first, &mut first_guard);
             let second_ctx = inner.session_ctx(&second, &mut second_guard);
             end_lease(&mut first_guard);
@@ -319,8 +318,7 @@ impl FileStore {
             let leased = Self::after_op(&inner, &mut first_guard, ok) || leased;
             (result, leased)
         })
-        .await
-        .map_err(join_error)?;
+        .await?;
         if leased {
             self.lease_started();
         }
@@ -335,7 +333,7 @@ impl FileStore {
     {
         let mut guard = self.inner.memories.clone().lock_owned().await;
         let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
+        blocking(move || {
             let ctx = MemoryCtx {
                 layout: &inner.layout,
                 durability: inner.durability,
@@ -354,8 +352,7 @@ impl FileStore {
             inner.repairs.extend(&findings);
             result
         })
-        .await
-        .map_err(join_error)?
+        .await?
     }
 }
 
@@ -377,6 +374,13 @@ fn release_lock(slot: &mut SessionSlot) {
     }
 }
 
-pub(crate) fn join_error(e: tokio::task::JoinError) -> Error {
-    Error::backend("a blocking file task failed").with_source(e)
+/// Runs `work` on tokio's blocking pool (file I/O and `flock` block their thread).
+pub(crate) async fn blocking<T, F>(work: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| Error::backend("a blocking file task failed").with_source(e))
 }

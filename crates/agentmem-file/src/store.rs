@@ -24,7 +24,7 @@ use crate::config::{Durability, FileConfig};
 use crate::fsutil::ignores_case;
 use crate::layout::Layout;
 use crate::lease::LeaseThread;
-use crate::locking::join_error;
+use crate::locking::blocking;
 use crate::memories::MemorySlot;
 use crate::repair::{RepairLog, RepairReport};
 use crate::root::{prepare_root, SCHEMA_VERSION};
@@ -101,12 +101,11 @@ impl FileStore {
     async fn open_raw(config: FileConfig) -> Result<FileStore> {
         let layout = Layout::new(&config.root);
         let prepared = layout.clone();
-        let (findings, ignores_case) = tokio::task::spawn_blocking(move || {
+        let (findings, ignores_case) = blocking(move || {
             let findings = prepare_root(&prepared)?;
             Ok::<_, Error>((findings, ignores_case(&prepared.agents)?))
         })
-        .await
-        .map_err(join_error)??;
+        .await??;
         let inner = Inner {
             layout,
             durability: config.durability,

@@ -66,12 +66,8 @@ impl SessionCtx<'_> {
                 &p.archive.join(format!("{stem}.jsonl")),
                 &encode_log(&archive_header, &messages)?,
             )?;
-            let view = render_memory_md(&header.conversation, header.memory_created, &messages);
-            write_atomic(
-                &p.archive,
-                &p.archive.join(format!("{stem}.md")),
-                view.as_bytes(),
-            )?;
+            let md = p.archive.join(format!("{stem}.md"));
+            write_view(&p.archive, &md, &archive_header, &messages)?;
             let mut next = header.clone();
             next.generation += 1;
             next.memory_created = t;
@@ -82,12 +78,7 @@ impl SessionCtx<'_> {
             slot.open = None;
         }
         result?;
-        Ok(ArchiveInfo {
-            id: ArchiveId::new(stem)?,
-            session: self.id.clone(),
-            created_at: t,
-            message_count: archive_header.message_count,
-        })
+        Ok(self.archive_info(ArchiveId::new(stem)?, &archive_header))
     }
 
     /// The archives, oldest first.
@@ -96,20 +87,12 @@ impl SessionCtx<'_> {
         slot: &mut SessionSlot,
         f: &mut Findings,
     ) -> Result<Vec<ArchiveInfo>> {
-        if let Synced::Missing = self.sync(slot, f)? {
+        let Some(archives) = self.synced_archives(slot, f)? else {
             return Ok(Vec::new());
-        }
-        let generation = slot.open.as_ref().map_or(0, |o| o.header.generation);
-        self.scan_archives(generation, f)?
+        };
+        archives
             .into_iter()
-            .map(|(stem, h)| {
-                Ok(ArchiveInfo {
-                    id: ArchiveId::new(stem)?,
-                    session: self.id.clone(),
-                    created_at: h.created_at,
-                    message_count: h.message_count,
-                })
-            })
+            .map(|(stem, h)| Ok(self.archive_info(ArchiveId::new(stem)?, &h)))
             .collect()
     }
 
@@ -120,17 +103,12 @@ impl SessionCtx<'_> {
         archive: &ArchiveId,
         f: &mut Findings,
     ) -> Result<Archive> {
-        let missing = || archive_not_found(self.id, archive);
-        if let Synced::Missing = self.sync(slot, f)? {
-            return Err(missing());
-        }
-        let generation = slot.open.as_ref().map_or(0, |o| o.header.generation);
-        let listed = self.scan_archives(generation, f)?;
+        let listed = self.synced_archives(slot, f)?.unwrap_or_default();
         if !listed.iter().any(|(stem, _)| stem == archive.as_str()) {
-            return Err(missing());
+            return Err(archive_not_found(self.id, archive));
         }
         let path = self.paths.archive.join(format!("{archive}.jsonl"));
-        self.read_archive_file(&path, archive.as_str())
+        read_archive_file(&path, archive.as_str())
     }
 
     /// Replaces the messages of one archive with `messages`, keeping its file names (its id),
@@ -152,12 +130,8 @@ impl SessionCtx<'_> {
         messages: &[Message],
         f: &mut Findings,
     ) -> Result<ArchiveInfo> {
-        if let Synced::Missing = self.sync(slot, f)? {
-            return Err(archive_not_found(self.id, archive));
-        }
-        let generation = slot.open.as_ref().map_or(0, |o| o.header.generation);
-        let Some((stem, mut header)) = self
-            .scan_archives(generation, f)?
+        let listed = self.synced_archives(slot, f)?.unwrap_or_default();
+        let Some((stem, mut header)) = listed
             .into_iter()
             .find(|(stem, _)| stem == archive.as_str())
         else {
@@ -170,8 +144,7 @@ impl SessionCtx<'_> {
         let md = dir.join(format!("{stem}.md"));
         write_atomic(dir, &pending, &encode_log(&header, messages)?)?;
         let result = (|| {
-            let view = render_memory_md(&header.conversation, header.memory_created, messages);
-            write_atomic(dir, &md, view.as_bytes())?;
+            write_view(dir, &md, &header, messages)?;
             std::fs::rename(&pending, &target)
                 .map_err(|e| io_error(&target, "cannot rename a new version into", e))?;
             sync_dir(dir)
@@ -181,19 +154,38 @@ impl SessionCtx<'_> {
             // log removed (it marks a `.md` that may be the new one). If this fails too, the
             // pending log stays and the next scan finishes the replacement.
             if stat(&pending).ok().flatten().is_some()
-                && self.restore_archive_md(&target, &stem, &md).is_ok()
+                && self.restore_archive_md(&target, &md).is_ok()
             {
                 let _ = remove_if_exists(&pending);
                 let _ = sync_dir(dir);
             }
             return Err(e);
         }
-        Ok(ArchiveInfo {
-            id: archive.clone(),
+        Ok(self.archive_info(archive.clone(), &header))
+    }
+
+    /// The session's archives as [`scan_archives`](Self::scan_archives) finds them after a
+    /// sync; `None` when the session does not exist (or has expired).
+    fn synced_archives(
+        &self,
+        slot: &mut SessionSlot,
+        f: &mut Findings,
+    ) -> Result<Option<Vec<(String, ArchiveHeader)>>> {
+        if let Synced::Missing = self.sync(slot, f)? {
+            return Ok(None);
+        }
+        let generation = slot.open.as_ref().map_or(0, |o| o.header.generation);
+        self.scan_archives(generation, f).map(Some)
+    }
+
+    /// What the listing says of the archive `id` of this session, whose header is `header`.
+    fn archive_info(&self, id: ArchiveId, header: &ArchiveHeader) -> ArchiveInfo {
+        ArchiveInfo {
+            id,
             session: self.id.clone(),
             created_at: header.created_at,
             message_count: header.message_count,
-        })
+        }
     }
 
     /// The session's archives (stem and header), oldest first. Archives whose generation is
@@ -262,13 +254,8 @@ impl SessionCtx<'_> {
                     "missing; regenerated from the archive log",
                 );
                 if f.fix {
-                    let archive = self.read_archive_file(&path, stem)?;
-                    let text = render_memory_md(
-                        &header.conversation,
-                        header.memory_created,
-                        &archive.messages,
-                    );
-                    write_atomic(dir, &md, text.as_bytes())?;
+                    let archive = read_archive_file(&path, stem)?;
+                    write_view(dir, &md, &header, &archive.messages)?;
                 }
             }
             found.push((stem.to_string(), header));
@@ -279,34 +266,6 @@ impl SessionCtx<'_> {
                 .then_with(|| a.0.cmp(&b.0))
         });
         Ok(found)
-    }
-
-    fn read_archive_file(&self, path: &Path, stem: &str) -> Result<Archive> {
-        let bytes = std::fs::read(path).map_err(|e| io_error(path, "cannot read", e))?;
-        let mut header = None;
-        let scan = scan_lines(&bytes, 1, path, false, |line, bytes| {
-            if line == 1 {
-                header = Some(parse_archive_header(bytes)?);
-                Ok(Vec::new())
-            } else {
-                parse_entry(bytes)
-            }
-        })?;
-        if let Some(torn) = scan.torn {
-            // Archives are written whole and renamed into place: damage is not a crash artefact.
-            return Err(corrupt_line(path, torn.line, torn.reason));
-        }
-        let header = header.ok_or_else(|| corrupt_line(path, 1, "missing archive header"))?;
-        let messages: Vec<Message> = scan.records.into_iter().flatten().collect();
-        Ok(Archive {
-            info: ArchiveInfo {
-                id: ArchiveId::new(stem)?,
-                session: header.session,
-                created_at: header.created_at,
-                message_count: messages.len() as u64,
-            },
-            messages,
-        })
     }
 
     /// Finishes the replacement of an archive that a crash interrupted, given its new log
@@ -323,46 +282,23 @@ impl SessionCtx<'_> {
             .and_then(|s| s.strip_suffix(".jsonl"))
             .filter(|s| s.starts_with("history_") && ArchiveId::new(*s).is_ok());
         let Some(stem) = stem else {
-            f.add(
-                RepairKind::ArchiveReplacement,
-                self.id(),
-                path.to_path_buf(),
-                "not the new log of any archive; removed",
-            );
-            if f.fix {
-                remove_if_exists(path)?;
-                sync_dir(dir)?;
-            }
-            return Ok(());
+            return self.drop_pending(path, "not the new log of any archive; removed", f);
         };
         let target = dir.join(format!("{stem}.jsonl"));
         let md = dir.join(format!("{stem}.md"));
         let current = match stat(&target)? {
-            Some(_) => Some(read_archive_header(&target)?),
-            None => None,
-        };
-        let Some(current) = current else {
+            Some(_) => read_archive_header(&target)?,
             // The archive itself is gone (its session was compacted away by a crash repair).
-            f.add(
-                RepairKind::ArchiveReplacement,
-                self.id(),
-                path.to_path_buf(),
-                "the new log of an archive that no longer exists; removed",
-            );
-            if f.fix {
-                remove_if_exists(path)?;
-                sync_dir(dir)?;
+            None => {
+                let why = "the new log of an archive that no longer exists; removed";
+                return self.drop_pending(path, why, f);
             }
-            return Ok(());
         };
-        let replacement = match self.read_archive_file(path, stem) {
-            Ok(archive) => {
-                let header = read_archive_header(path)?;
-                (header.session == current.session
-                    && header.generation == current.generation
-                    && header.created_at == current.created_at)
-                    .then_some((header, archive.messages))
-            }
+        let replacement = match read_archive(path) {
+            Ok((header, messages)) => (header.session == current.session
+                && header.generation == current.generation
+                && header.created_at == current.created_at)
+                .then_some((header, messages)),
             Err(e) if e.kind() == agentmem_core::ErrorKind::CorruptData => None,
             Err(e) => return Err(e),
         };
@@ -378,9 +314,7 @@ impl SessionCtx<'_> {
                     ),
                 );
                 if f.fix {
-                    let view =
-                        render_memory_md(&header.conversation, header.memory_created, &messages);
-                    write_atomic(dir, &md, view.as_bytes())?;
+                    write_view(dir, &md, &header, &messages)?;
                     std::fs::rename(path, &target)
                         .map_err(|e| io_error(&target, "cannot rename a new version into", e))?;
                     sync_dir(dir)?;
@@ -398,7 +332,7 @@ impl SessionCtx<'_> {
                     ),
                 );
                 if f.fix {
-                    self.restore_archive_md(&target, stem, &md)?;
+                    self.restore_archive_md(&target, &md)?;
                     remove_if_exists(path)?;
                     sync_dir(dir)?;
                 }
@@ -407,17 +341,67 @@ impl SessionCtx<'_> {
         Ok(())
     }
 
-    /// Rewrites the archive `.md` view `md` from the archive log `log` (of `stem`).
-    fn restore_archive_md(&self, log: &Path, stem: &str, md: &Path) -> Result<()> {
-        let header = read_archive_header(log)?;
-        let archive = self.read_archive_file(log, stem)?;
-        let view = render_memory_md(
-            &header.conversation,
-            header.memory_created,
-            &archive.messages,
+    /// Records the pending log `path` of a replacement that cannot be finished (`why`) and,
+    /// when fixing, removes it.
+    fn drop_pending(&self, path: &Path, why: &str, f: &mut Findings) -> Result<()> {
+        f.add(
+            RepairKind::ArchiveReplacement,
+            self.id(),
+            path.to_path_buf(),
+            why,
         );
-        write_atomic(&self.paths.archive, md, view.as_bytes())
+        if f.fix {
+            remove_if_exists(path)?;
+            sync_dir(&self.paths.archive)?;
+        }
+        Ok(())
     }
+
+    /// Rewrites the archive `.md` view `md` from the archive log `log`.
+    fn restore_archive_md(&self, log: &Path, md: &Path) -> Result<()> {
+        let (header, messages) = read_archive(log)?;
+        write_view(&self.paths.archive, md, &header, &messages)
+    }
+}
+
+/// Writes `md`, in folder `dir`, as the view of the archive `header` with `messages`.
+fn write_view(dir: &Path, md: &Path, header: &ArchiveHeader, messages: &[Message]) -> Result<()> {
+    let view = render_memory_md(&header.conversation, header.memory_created, messages);
+    write_atomic(dir, md, view.as_bytes())
+}
+
+/// The archive whose log is `path` (named `<stem>.jsonl`).
+fn read_archive_file(path: &Path, stem: &str) -> Result<Archive> {
+    let (header, messages) = read_archive(path)?;
+    Ok(Archive {
+        info: ArchiveInfo {
+            id: ArchiveId::new(stem)?,
+            session: header.session,
+            created_at: header.created_at,
+            message_count: messages.len() as u64,
+        },
+        messages,
+    })
+}
+
+/// The header and messages of the archive log `path`.
+fn read_archive(path: &Path) -> Result<(ArchiveHeader, Vec<Message>)> {
+    let bytes = std::fs::read(path).map_err(|e| io_error(path, "cannot read", e))?;
+    let mut header = None;
+    let scan = scan_lines(&bytes, 1, path, false, |line, bytes| {
+        if line == 1 {
+            header = Some(parse_archive_header(bytes)?);
+            Ok(Vec::new())
+        } else {
+            parse_entry(bytes)
+        }
+    })?;
+    if let Some(torn) = scan.torn {
+        // Archives are written whole and renamed into place: damage is not a crash artefact.
+        return Err(corrupt_line(path, torn.line, torn.reason));
+    }
+    let header = header.ok_or_else(|| corrupt_line(path, 1, "missing archive header"))?;
+    Ok((header, scan.records.into_iter().flatten().collect()))
 }
 
 fn read_archive_header(path: &Path) -> Result<ArchiveHeader> {

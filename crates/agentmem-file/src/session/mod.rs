@@ -11,7 +11,6 @@
 //! - `fork`: a copy of a session built beside it and renamed into place.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -191,16 +190,6 @@ impl SessionCtx<'_> {
 /// A file time as a model time (microseconds, like every agentmem time).
 fn to_utc(t: std::io::Result<std::time::SystemTime>) -> Option<DateTime<Utc>> {
     t.ok().map(|t| DateTime::<Utc>::from(t).trunc_subsecs(6))
-}
-
-/// Bytes `start..end` of `file` (at `path`).
-fn read_range(file: &File, path: &Path, start: u64, end: u64) -> Result<Vec<u8>> {
-    let len = usize::try_from(end.saturating_sub(start))
-        .map_err(|_| Error::backend(format!("{} is too large to read", path.display())))?;
-    let mut buf = vec![0u8; len];
-    file.read_exact_at(&mut buf, start)
-        .map_err(|e| io_error(path, "cannot read", e))?;
-    Ok(buf)
 }
 
 /// The error for an operation on a session that does not exist (or has expired).

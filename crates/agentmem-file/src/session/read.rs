@@ -6,8 +6,8 @@ use std::path::Path;
 use agentmem_core::history::{tail_start, trim_orphans};
 use agentmem_core::{Message, Result};
 
-use super::{read_range, Current, OpenSession, SessionCtx, SessionSlot, Synced};
-use crate::fsutil::corrupt_line;
+use super::{Current, OpenSession, SessionCtx, SessionSlot, Synced};
+use crate::fsutil::{corrupt_line, read_range};
 use crate::log::{parse_entry, parse_session_header, scan_lines, BadLine, SessionHeader, TornTail};
 use crate::repair::Findings;
 

@@ -9,10 +9,10 @@ use agentmem_core::{now, Error, Message, Result, SessionId};
 use agentmem_formats::swarms::{parse_memory_md, render_header, render_memory_md};
 
 use super::read::{parse_log, ParsedLog};
-use super::{note_messages, read_range, to_utc, OpenSession, SessionCtx, SessionSlot, Synced};
+use super::{note_messages, to_utc, OpenSession, SessionCtx, SessionSlot, Synced};
 use crate::fsutil::{
-    corrupt_line, create_dirs, io_error, list_dir, open_append, stat, write_atomic, FileId,
-    TMP_PREFIX,
+    corrupt_line, create_dirs, io_error, list_dir, open_append_with_id, open_append_with_meta,
+    read_range, stat, write_atomic, FileId, TMP_PREFIX,
 };
 use crate::layout::QUARANTINE_DIR;
 use crate::lifecycle::Stamp;
@@ -113,10 +113,7 @@ impl SessionCtx<'_> {
     /// (see [`quarantine`](Self::quarantine)), cleans the session folder and its archives.
     fn full_load(&self, f: &mut Findings) -> Result<(OpenSession, Vec<Message>)> {
         let p = &self.paths;
-        let mut log = open_append(&p.log)?;
-        let mut meta = log
-            .metadata()
-            .map_err(|e| io_error(&p.log, "cannot stat", e))?;
+        let (mut log, mut meta) = open_append_with_meta(&p.log)?;
         let bytes = read_range(&log, &p.log, 0, meta.len())?;
         let parsed = parse_log(&bytes, &p.log)?;
         let mut log_len = meta.len();
@@ -126,10 +123,7 @@ impl SessionCtx<'_> {
                 return Err(corrupt_line(&p.log, first.line, first.reason.clone()));
             }
             self.quarantine(&bytes, &parsed, f)?;
-            log = open_append(&p.log)?;
-            meta = log
-                .metadata()
-                .map_err(|e| io_error(&p.log, "cannot stat", e))?;
+            (log, meta) = open_append_with_meta(&p.log)?;
             log_len = meta.len();
             lines = 1 + parsed.messages.len() as u64;
         } else if let Some(torn) = &parsed.torn {
@@ -228,13 +222,7 @@ impl SessionCtx<'_> {
                 if let Some(m) = meta {
                     let id = FileId::of(&m);
                     if o.md.as_ref().is_none_or(|(_, old)| *old != id) {
-                        let file = open_append(&p.md)?;
-                        let fid = FileId::of(
-                            &file
-                                .metadata()
-                                .map_err(|e| io_error(&p.md, "cannot stat", e))?,
-                        );
-                        o.md = Some((file, fid));
+                        o.md = Some(open_append_with_id(&p.md)?);
                     }
                     o.md_len = m.len();
                 }
@@ -290,10 +278,7 @@ impl SessionCtx<'_> {
 
     pub(super) fn reopen_md(&self, o: &mut OpenSession) -> Result<()> {
         let p = &self.paths;
-        let file = open_append(&p.md)?;
-        let meta = file
-            .metadata()
-            .map_err(|e| io_error(&p.md, "cannot stat", e))?;
+        let (file, meta) = open_append_with_meta(&p.md)?;
         o.md_len = meta.len();
         o.md = Some((file, FileId::of(&meta)));
         Ok(())

@@ -11,7 +11,7 @@ use agentmem_formats::swarms::{render_block, render_memory_md};
 use super::{not_found, OpenSession, SessionCtx, SessionSlot, Synced};
 use crate::commit::Ticket;
 use crate::config::Durability;
-use crate::fsutil::{create_dirs, io_error, open_append, sync_dir, write_atomic};
+use crate::fsutil::{create_dirs, io_error, open_append_with_meta, sync_dir, write_atomic};
 use crate::log::{encode_append, encode_log, SessionHeader};
 use crate::repair::Findings;
 
@@ -178,10 +178,7 @@ impl SessionCtx<'_> {
         write_atomic(&p.dir, &p.log, &encode_log(&header, messages)?)?;
         let text = render_memory_md(&header.conversation, header.memory_created, messages);
         write_atomic(&p.dir, &p.md, text.as_bytes())?;
-        let log = open_append(&p.log)?;
-        let meta = log
-            .metadata()
-            .map_err(|e| io_error(&p.log, "cannot stat", e))?;
+        let (log, meta) = open_append_with_meta(&p.log)?;
         let lines = 1 + messages.len() as u64;
         let mut open = OpenSession::new(log, &meta, meta.len(), lines, header, messages);
         self.reopen_md(&mut open)?;
