@@ -25,6 +25,8 @@ pub mod cases;
 mod guard;
 pub mod peak_memory;
 pub mod servers;
+#[cfg(feature = "bench")]
+pub mod side_by_side;
 
 pub use guard::{NamespaceGuard, TestStore, CLEANUP_TIMEOUT};
 pub use servers::ServerNamespace;
