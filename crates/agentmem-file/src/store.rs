@@ -63,14 +63,18 @@ pub struct FileStore {
     pub(crate) inner: Arc<Inner>,
 }
 
+/// What the clones of one store share.
 #[derive(Debug)]
 pub(crate) struct Inner {
     pub(crate) layout: Layout,
     pub(crate) durability: Durability,
     /// Whether the file system of `agents/` ignores case in names (see `ignores_case`).
     pub(crate) ignores_case: bool,
+    /// One slot a session, each behind its in-process mutex (see `locking.rs`).
     pub(crate) sessions: std::sync::Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<SessionSlot>>>>,
+    /// The memory log's slot, behind its in-process mutex.
     pub(crate) memories: Arc<tokio::sync::Mutex<MemorySlot>>,
+    /// Every repair made, for [`FileStore::repairs`].
     pub(crate) repairs: RepairLog,
     /// Ends idle leases (see `lease.rs`).
     pub(crate) leases: LeaseThread,
