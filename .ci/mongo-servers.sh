@@ -23,7 +23,9 @@ NX_PKG="nx-27017==0.8.1"
 WAIT_SECONDS="${AGENTMEM_MONGO_WAIT_SECONDS:-60}"
 PYTHON="${PYTHON:-python3}"
 
-log() { echo "mongo-servers: $*" >&2; }
+LOG_NAME=mongo-servers
+# shellcheck source=.ci/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 # Whether something on $1 answers a MongoDB `ping` (not just a TCP accept), so a stale or
 # foreign listener is not mistaken for a ready server.
@@ -118,29 +120,10 @@ start() {
 }
 
 stop() {
-    local name pidfile pid
+    local name
     for name in secantus nx; do
-        pidfile="$CACHE/$name.pid"
-        [ -f "$pidfile" ] || continue
-        pid="$(cat "$pidfile")"
-        if kill -0 "$pid" 2>/dev/null; then
-            log "stopping $name (pid $pid)"
-            kill "$pid" 2>/dev/null || true
-            for _ in 1 2 3 4 5 6 7 8 9 10; do
-                kill -0 "$pid" 2>/dev/null || break
-                sleep 0.5
-            done
-            kill -9 "$pid" 2>/dev/null || true
-        fi
-        rm -f "$pidfile"
+        stop_pidfile "$CACHE/$name.pid" "$name"
     done
 }
 
-case "${1:-}" in
-    start) start ;;
-    stop) stop ;;
-    *)
-        echo "usage: $0 start|stop" >&2
-        exit 2
-        ;;
-esac
+start_or_stop "$@"

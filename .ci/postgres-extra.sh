@@ -37,7 +37,9 @@ DATA="$DIR/data"
 RUN="$DIR/run"
 BOUNCER="$DIR/pgbouncer"
 
-log() { echo "postgres-extra: $*" >&2; }
+LOG_NAME=postgres-extra
+# shellcheck source=.ci/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 # Runs "$@" as the `postgres` user.
 as_pg() {
@@ -251,29 +253,11 @@ start() {
 }
 
 stop() {
-    if bouncer_running; then
-        local pid
-        pid="$(cat "$BOUNCER/pgbouncer.pid")"
-        log "stopping pgbouncer (pid $pid)"
-        kill "$pid" 2>/dev/null || true
-        for _ in 1 2 3 4 5 6 7 8 9 10; do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.5
-        done
-        kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$BOUNCER/pgbouncer.pid"
+    stop_pidfile "$BOUNCER/pgbouncer.pid" pgbouncer
     if tls_running; then
         log "stopping the TLS cluster"
         as_pg "$PGBIN/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null || true
     fi
 }
 
-case "${1:-}" in
-    start) start ;;
-    stop) stop ;;
-    *)
-        echo "usage: $0 start|stop" >&2
-        exit 2
-        ;;
-esac
+start_or_stop "$@"

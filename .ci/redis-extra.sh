@@ -28,14 +28,9 @@ CLUSTER_PORTS=(7001 7002 7003)
 TLS_CLUSTER_PORTS=(7101 7102 7103)
 WAIT_SECONDS="${AGENTMEM_REDIS_WAIT_SECONDS:-30}"
 
-log() { echo "redis-extra: $*" >&2; }
-
-# Whether process $1 runs (a zombie does not: nothing may reap the servers this script left).
-alive() {
-    local state
-    state="$(ps -o stat= -p "$1" 2>/dev/null)" || return 1
-    [ -n "$state" ] && [ "${state:0:1}" != Z ]
-}
+LOG_NAME=redis-extra
+# shellcheck source=.ci/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 ensure_tools() {
     local missing=()
@@ -239,21 +234,9 @@ start() {
 }
 
 stop() {
-    local name pidfile pid port
+    local name port
     for name in tls "${CLUSTER_PORTS[@]/#/cluster-}" "${TLS_CLUSTER_PORTS[@]/#/tls-cluster-}"; do
-        pidfile="$DIR/$name.pid"
-        [ -f "$pidfile" ] || continue
-        pid="$(cat "$pidfile")"
-        if alive "$pid"; then
-            log "stopping $name (pid $pid)"
-            kill "$pid" 2>/dev/null || true
-            for _ in 1 2 3 4 5 6 7 8 9 10; do
-                alive "$pid" || break
-                sleep 0.5
-            done
-            if alive "$pid"; then kill -9 "$pid" 2>/dev/null || true; fi
-        fi
-        rm -f "$pidfile"
+        stop_pidfile "$DIR/$name.pid" "$name"
     done
     # Cluster state is not kept: the next start makes a new cluster.
     for port in "${CLUSTER_PORTS[@]}"; do
@@ -264,11 +247,4 @@ stop() {
     done
 }
 
-case "${1:-}" in
-    start) start ;;
-    stop) stop ;;
-    *)
-        echo "usage: $0 start|stop" >&2
-        exit 2
-        ;;
-esac
+start_or_stop "$@"

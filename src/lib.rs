@@ -113,6 +113,9 @@ pub use agentmem_conversation as conversation;
 /// agentmem's own JSON lines, JSON and YAML exports.
 pub use agentmem_formats as formats;
 
+/// Moving memory between stores in code: migration with progress, session sync, export, import.
+pub use agentmem_transfer as transfer;
+
 /// The PraisonAI-style agent memory layer: history injection, auto-save, auto-memory, learning.
 pub use agentmem_agent as agent;
 

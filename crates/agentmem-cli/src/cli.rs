@@ -44,6 +44,56 @@ pub struct Cli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The commands that work on the store `--store` names.
+    #[command(flatten)]
+    Store(StoreCommand),
+    /// Re-encrypt every session, archive and memory item under a new key.
+    ///
+    /// The current key is the one `--encryption-key-file` or $AGENTMEM_ENCRYPTION_KEY gives.
+    /// Run it while nothing else writes the store.
+    Rekey {
+        /// The file holding the new key (32 bytes in base64).
+        #[arg(long, value_name = "PATH")]
+        new_key_file: PathBuf,
+    },
+    /// Show the workspace identity of a folder and the session id an agent gets there.
+    WorkspaceId {
+        /// The folder [default: the current one].
+        path: Option<PathBuf>,
+        /// The agent's name [default: agent].
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
+    },
+    /// Check the store: schema version, counts, torn or corrupt records.
+    Doctor {
+        /// Repair what can be repaired, keeping a backup of every file changed.
+        #[arg(long)]
+        repair: bool,
+        /// Where backups go [default: STORE_FOLDER/backups/doctor-TIME].
+        #[arg(long, value_name = "DIR", requires = "repair")]
+        backup_dir: Option<PathBuf>,
+    },
+    /// Copy every session, archive and memory item from one store to another.
+    Migrate {
+        /// The source store URL.
+        #[arg(long, value_name = "URL")]
+        from: String,
+        /// The destination store URL.
+        #[arg(long, value_name = "URL")]
+        to: String,
+        /// Show what would be copied, copy nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// At most N messages per write.
+        #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+        batch_size: u64,
+    },
+}
+
+/// The commands that work on the one store `--store` names, opened (with the encryption layer
+/// the key given calls for) before the command runs.
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
     /// List sessions: id, message count, last update, owner, tags, title.
     Sessions {
         /// Only the sessions of this owner.
@@ -151,15 +201,6 @@ pub enum Command {
         #[arg(long = "in", value_name = "DURATION", value_parser = parse_duration)]
         ttl: Duration,
     },
-    /// Re-encrypt every session, archive and memory item under a new key.
-    ///
-    /// The current key is the one `--encryption-key-file` or $AGENTMEM_ENCRYPTION_KEY gives.
-    /// Run it while nothing else writes the store.
-    Rekey {
-        /// The file holding the new key (32 bytes in base64).
-        #[arg(long, value_name = "PATH")]
-        new_key_file: PathBuf,
-    },
     /// List a session's archives, oldest first.
     Archives {
         /// The session id.
@@ -212,23 +253,6 @@ pub enum Command {
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         memories_older_than: Option<Duration>,
     },
-    /// Show the workspace identity of a folder and the session id an agent gets there.
-    WorkspaceId {
-        /// The folder [default: the current one].
-        path: Option<PathBuf>,
-        /// The agent's name [default: agent].
-        #[arg(long, value_name = "NAME")]
-        agent: Option<String>,
-    },
-    /// Check the store: schema version, counts, torn or corrupt records.
-    Doctor {
-        /// Repair what can be repaired, keeping a backup of every file changed.
-        #[arg(long)]
-        repair: bool,
-        /// Where backups go [default: STORE_FOLDER/backups/doctor-TIME].
-        #[arg(long, value_name = "DIR", requires = "repair")]
-        backup_dir: Option<PathBuf>,
-    },
     /// Export sessions (and, with --all, memory items) to files.
     #[command(group(ArgGroup::new("what").required(true).args(["session", "all"])))]
     Export {
@@ -257,21 +281,6 @@ pub enum Command {
         /// Import under this session id (the file must hold one session).
         #[arg(long, value_parser = parse_session)]
         session: Option<SessionId>,
-    },
-    /// Copy every session, archive and memory item from one store to another.
-    Migrate {
-        /// The source store URL.
-        #[arg(long, value_name = "URL")]
-        from: String,
-        /// The destination store URL.
-        #[arg(long, value_name = "URL")]
-        to: String,
-        /// Show what would be copied, copy nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// At most N messages per write.
-        #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
-        batch_size: u64,
     },
 }
 
@@ -368,7 +377,7 @@ fn duration(s: &str) -> Result<Duration> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 mod tests {
     use super::*;
     use clap::CommandFactory;

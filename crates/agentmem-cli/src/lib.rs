@@ -2,10 +2,10 @@
 //! export and import it (agentmem's own lossless formats, Swarms agent folders, PraisonAI
 //! session files), and migrate it between backends.
 //!
-//! The binary is a thin wrapper over [`main_with_args`]. The pieces other programs (tests,
-//! fuzzers) call directly are public: the session copy in [`sync`] and the store-to-store copy
-//! in [`migrate`]. The file formats themselves (parsers and writers) are the
-//! `agentmem-formats` crate.
+//! The binary is a thin wrapper over [`main_with_args`]. What it does to stores is library code
+//! a program can call itself: migration, session sync, export and import are the
+//! `agentmem-transfer` crate, the file formats (parsers and writers) the `agentmem-formats`
+//! crate.
 //!
 //! Errors are printed as one line, `agentmem: <kind>: <what and where>`, and mapped to exit
 //! codes by [`exit_code`].
@@ -14,9 +14,7 @@
 pub mod cli;
 mod commands;
 mod fsio;
-pub mod migrate;
 mod output;
-pub mod sync;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

@@ -1,5 +1,5 @@
 //! Every command, driven through the built binary on a file store.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 mod common;
 

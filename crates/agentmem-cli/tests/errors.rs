@@ -1,5 +1,5 @@
 //! Bad input exits non-zero with one clear line on standard error naming what and where.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 mod common;
 

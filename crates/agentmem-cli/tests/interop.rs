@@ -1,6 +1,6 @@
 //! Export and import through the built binary: agentmem's own formats round trip byte for
 //! byte; Swarms and PraisonAI fixtures import to the expected messages and export back.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 mod common;
 

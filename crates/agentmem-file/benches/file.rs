@@ -35,18 +35,25 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentmem_core::{Layered, Message, MessageQuery, SessionId, SessionStore};
+use agentmem_core::{Layered, Message, SessionId, SessionStore};
 use agentmem_file::{Durability, FileConfig, FileStore};
-use agentmem_testkit::bench::{
-    self, big, compact_size, fill, message, messages, quick, runtime, timed_with_reset,
-};
+use agentmem_testkit::bench::{self, big, message, messages, quick, runtime};
 use agentmem_testkit::peak_memory;
+use agentmem_testkit::side_by_side::{self, big_session};
 use criterion::{criterion_group, Criterion, Throughput};
+use tokio::runtime::Runtime;
 
 async fn store(dir: &Path, durability: Durability) -> Layered<FileStore> {
     FileStore::connect_with(FileConfig::new(dir).with_durability(durability))
         .await
         .unwrap()
+}
+
+/// A store in a new temporary folder, with the folder (removed when dropped).
+fn temp_store(rt: &Runtime, durability: Durability) -> (tempfile::TempDir, Layered<FileStore>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = rt.block_on(store(dir.path(), durability));
+    (dir, store)
 }
 
 /// The baseline: a JSON-lines log written and read with std and serde_json only.
@@ -135,11 +142,9 @@ fn raw_load_last(path: &Path, n: usize) -> Vec<Message> {
 fn append_one(c: &mut Criterion) {
     let rt = runtime();
     let mut group = c.benchmark_group("append_one");
-    let m = message(0);
+    let (m, session) = (message(0), SessionId::new("bench").unwrap());
     for durability in [Durability::Fsync, Durability::Buffered] {
-        let dir = tempfile::tempdir().unwrap();
-        let store = rt.block_on(store(dir.path(), durability));
-        let session = SessionId::new("bench").unwrap();
+        let (dir, store) = temp_store(&rt, durability);
         group.bench_function(format!("agentmem/durability={durability}"), |b| {
             b.to_async(&rt).iter(|| async {
                 store
@@ -162,43 +167,22 @@ fn append_one(c: &mut Criterion) {
 
 fn append_batch_1000(c: &mut Criterion) {
     let rt = runtime();
-    let mut group = c.benchmark_group("append_batch_1000");
-    group.throughput(Throughput::Elements(1_000));
-    group.sample_size(10);
-    let batch = messages(1_000);
-    let dir = tempfile::tempdir().unwrap();
-    let store = rt.block_on(store(dir.path(), Durability::Buffered));
-    let session = SessionId::new("batch").unwrap();
-    bench::append_batches(
-        &mut group,
-        "agentmem/durability=buffered",
+    let (dir, store) = temp_store(&rt, Durability::Buffered);
+    let raw = std::cell::RefCell::new(RawLog::create(dir.path().join("raw.jsonl"), false));
+    side_by_side::append_batch_1000(
+        c,
         &rt,
         &store,
-        &session,
-        &batch,
+        ["agentmem/durability=buffered", "raw_std/write"],
+        |batch| raw.borrow_mut().append(batch),
+        || raw.borrow_mut().truncate(),
     );
-    let raw = std::cell::RefCell::new(RawLog::create(dir.path().join("raw.jsonl"), false));
-    group.bench_function("raw_std/write", |b| {
-        b.iter_custom(|iters| {
-            timed_with_reset(
-                iters,
-                20,
-                || raw.borrow_mut().append(&batch),
-                || raw.borrow_mut().truncate(),
-            )
-        })
-    });
-    group.finish();
 }
 
 /// Load the last 20, load all, and search, on one big session, each beside the baseline.
 fn reads(c: &mut Criterion) {
-    let rt = runtime();
-    let n = big();
-    let dir = tempfile::tempdir().unwrap();
-    let store = rt.block_on(store(dir.path(), Durability::Buffered));
-    let session = SessionId::new("big").unwrap();
-    rt.block_on(fill(&store, &session, n));
+    let (rt, n, dir) = (runtime(), big(), tempfile::tempdir().unwrap());
+    let (store, session) = big_session(&rt, n, store(dir.path(), Durability::Buffered));
     let raw_path = dir.path().join("raw.jsonl");
     RawLog::create(raw_path.clone(), false).fill(n);
 
@@ -209,22 +193,15 @@ fn reads(c: &mut Criterion) {
     });
     group.finish();
 
-    let mut group = c.benchmark_group(format!("load_all_of_{n}"));
-    group.sample_size(10);
+    let mut group = side_by_side::load_all(c, &rt, &store, &session, n);
     group.throughput(Throughput::Elements(n as u64));
-    bench::load(&mut group, &rt, &store, &session, None, n);
     group.bench_function("raw_std/read+serde_json", |b| {
         b.iter(|| assert_eq!(raw_load_all(&raw_path).len(), n))
     });
     group.finish();
 
-    let mut group = c.benchmark_group(format!("search_top10_of_{n}"));
+    let mut group = side_by_side::search_top10(c, &rt, &store, &session, n);
     group.sample_size(10);
-    let scope = MessageQuery {
-        session: Some(session.clone()),
-        limit: 10,
-    };
-    bench::search(&mut group, &rt, &store, "needle", &scope, 10);
     // The backend scans and ranks in process, so the baseline is: read, parse, rank.
     group.bench_function("raw_std/read+serde_json+rank", |b| {
         b.iter(|| {
@@ -239,46 +216,27 @@ fn reads(c: &mut Criterion) {
 
 fn compact(c: &mut Criterion) {
     let rt = runtime();
-    let n = compact_size();
-    let history = messages(n);
-    let summary = [Message::system("summary of the session so far")];
-    let dir = tempfile::tempdir().unwrap();
-    let store = rt.block_on(store(dir.path(), Durability::Buffered));
-    let session = SessionId::new("compact").unwrap();
-    let mut group = c.benchmark_group(format!("compact_{n}"));
-    group.sample_size(10);
-    bench::compactions(
-        &mut group,
-        "agentmem/durability=buffered",
-        &rt,
-        &store,
-        &session,
-        &history,
-        &summary,
-    );
+    let (dir, store) = temp_store(&rt, Durability::Buffered);
     // Baseline: copy the log to an archive file, write the replacement to a temporary file
     // and rename it over the log; no fsync, as under `Durability::Buffered`.
     let live = dir.path().join("raw.jsonl");
     let archive = dir.path().join("raw-archive.jsonl");
     let tmp = dir.path().join("raw.jsonl.tmp");
-    group.bench_function("raw_std/copy+write+rename", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                RawLog::create(live.clone(), false).append(&history);
-                let start = Instant::now();
-                let bytes = std::fs::read(&live).unwrap();
-                std::fs::write(&archive, &bytes).unwrap();
-                let mut line = serde_json::to_vec(&summary[..]).unwrap();
-                line.push(b'\n');
-                std::fs::write(&tmp, &line).unwrap();
-                std::fs::rename(&tmp, &live).unwrap();
-                total += start.elapsed();
-            }
-            total
-        })
-    });
-    group.finish();
+    side_by_side::compact(
+        c,
+        &rt,
+        &store,
+        ["agentmem/durability=buffered", "raw_std/copy+write+rename"],
+        |history| RawLog::create(live.clone(), false).append(history),
+        |summary| {
+            let bytes = std::fs::read(&live).unwrap();
+            std::fs::write(&archive, &bytes).unwrap();
+            let mut line = serde_json::to_vec(summary).unwrap();
+            line.push(b'\n');
+            std::fs::write(&tmp, &line).unwrap();
+            std::fs::rename(&tmp, &live).unwrap();
+        },
+    );
 }
 
 fn append_10k_then_reload(c: &mut Criterion) {
@@ -326,9 +284,7 @@ fn append_10k_then_reload(c: &mut Criterion) {
 fn curves(c: &mut Criterion) {
     let rt = runtime();
     bench::curves(c, &rt, "agentmem/buffered", || {
-        let dir = tempfile::tempdir().unwrap();
-        let store = rt.block_on(store(dir.path(), Durability::Buffered));
-        (dir, store)
+        temp_store(&rt, Durability::Buffered)
     });
 }
 
@@ -484,23 +440,11 @@ fn writer_child() -> bool {
     true
 }
 
-fn config() -> Criterion {
-    bench::criterion(
-        Criterion::default()
-            .warm_up_time(Duration::from_secs(1))
-            .measurement_time(Duration::from_secs(3)),
-    )
-}
-
 /// The child side: one whole load of the big session, measured (see
 /// `agentmem_testkit::peak_memory`).
 fn memory_child(case: &str, dir: &Path) -> peak_memory::Measured {
     match case {
-        "agentmem" => {
-            let rt = runtime();
-            let store = rt.block_on(store(dir, Durability::Buffered));
-            bench::peak_of_load_all(&rt, &store, "big")
-        }
+        "agentmem" => side_by_side::peak_of_big_load(store(dir, Durability::Buffered)),
         "raw_std" => peak_memory::peak_of(|| raw_load_all(&dir.join("raw.jsonl")).len()),
         other => Err(format!("unknown memory case {other:?}")),
     }
@@ -509,12 +453,8 @@ fn memory_child(case: &str, dir: &Path) -> peak_memory::Measured {
 /// Peak memory of a whole load of the big session, by the backend and by the baseline, each in
 /// a fresh process so neither inherits the other's freed heap. Printed once, on stderr.
 fn measure_peak_memory(n: usize) {
-    let rt = runtime();
-    let dir = tempfile::tempdir().unwrap();
-    let store = rt.block_on(store(dir.path(), Durability::Buffered));
-    let session = SessionId::new("big").unwrap();
-    rt.block_on(fill(&store, &session, n));
-    drop(store);
+    let (rt, dir) = (runtime(), tempfile::tempdir().unwrap());
+    drop(big_session(&rt, n, store(dir.path(), Durability::Buffered)));
     RawLog::create(dir.path().join("raw.jsonl"), false).fill(n);
     let log = dir.path().join("agents/big/session.jsonl");
     let bytes = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
@@ -539,7 +479,7 @@ fn peak_memory(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = config();
+    config = side_by_side::local_criterion();
     targets = append_one, append_batch_1000, reads, compact, append_10k_then_reload, curves,
         group_commit, peak_memory
 }

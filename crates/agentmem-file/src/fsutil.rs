@@ -2,7 +2,7 @@
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 use agentmem_core::{Error, ErrorKind};
@@ -81,11 +81,27 @@ pub(crate) fn create_dirs(path: &Path) -> Result<(), Error> {
 
 /// Opens an existing `path` as [`open_append`] does, with the identity of the file opened.
 pub(crate) fn open_append_with_id(path: &Path) -> Result<(File, FileId), Error> {
+    let (file, meta) = open_append_with_meta(path)?;
+    Ok((file, FileId::of(&meta)))
+}
+
+/// Opens an existing `path` as [`open_append`] does, with the metadata of the file opened.
+pub(crate) fn open_append_with_meta(path: &Path) -> Result<(File, std::fs::Metadata), Error> {
     let file = open_append(path)?;
     let meta = file
         .metadata()
         .map_err(|e| io_error(path, "cannot stat", e))?;
-    Ok((file, FileId::of(&meta)))
+    Ok((file, meta))
+}
+
+/// Bytes `start..end` of `file` (at `path`).
+pub(crate) fn read_range(file: &File, path: &Path, start: u64, end: u64) -> Result<Vec<u8>, Error> {
+    let len = usize::try_from(end.saturating_sub(start))
+        .map_err(|_| Error::backend(format!("{} is too large to read", path.display())))?;
+    let mut buf = vec![0u8; len];
+    file.read_exact_at(&mut buf, start)
+        .map_err(|e| io_error(path, "cannot read", e))?;
+    Ok(buf)
 }
 
 /// Opens an existing `path` for appending (and reading). Never creates it: files come into
@@ -96,6 +112,15 @@ pub(crate) fn open_append(path: &Path) -> Result<File, Error> {
         .append(true)
         .open(path)
         .map_err(|e| io_error(path, "cannot open", e))
+}
+
+/// Removes the file `path`; a missing file is not an error.
+pub(crate) fn remove_if_exists(path: &Path) -> Result<(), Error> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_error(path, "cannot remove", e)),
+    }
 }
 
 /// Opens (creating with mode 0600) a lock file.

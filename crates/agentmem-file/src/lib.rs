@@ -15,19 +15,31 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+// Source layout, one job a file. `store.rs` holds `FileStore` and its `SessionStore` and
+// `MemoryStore` impls, which run their work through `locking.rs` (a session's fair in-process
+// queue, its `flock`, leases) on the per-session code of `session/` (sync and repair, read,
+// write, lifecycle sidecar, archives, fork) or on `memories.rs` (the memory log). `catalog.rs`
+// does what spans many sessions (listing, first-pass filters, conditional deletion); `root.rs`
+// opens a root (schema file, leftovers). Formats: `log.rs` (jsonl lines), `lifecycle.rs`
+// (sidecar), `layout.rs` (paths); mechanics: `commit.rs` (group commit of durable appends),
+// `lease.rs`, `tail.rs` (reading a log backwards), `repair.rs` (findings), `fsutil.rs`.
+mod catalog;
 mod commit;
 mod config;
 mod fsutil;
 mod layout;
 mod lease;
 mod lifecycle;
+mod locking;
 mod log;
 mod memories;
 mod repair;
+mod root;
 mod session;
 mod store;
 mod tail;
 
 pub use config::{Durability, FileConfig};
 pub use repair::{RepairKind, RepairReport};
-pub use store::{FileStore, SCHEMA_VERSION};
+pub use root::SCHEMA_VERSION;
+pub use store::FileStore;

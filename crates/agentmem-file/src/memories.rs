@@ -1,12 +1,11 @@
 //! Memory items: `memories.jsonl`, an append log of upserts and deletions, replayed into a
 //! cache and rewritten compacted (through a temporary file) when it holds much more than the
 //! live items. Every function here runs on a blocking thread with the memory log's file lock
-//! held (see `store.rs`).
+//! held (see `locking.rs`).
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::FileExt;
 
 use agentmem_core::support::memory_is_purged;
 use agentmem_core::{now, Error, MemoryId, MemoryItem, Result};
@@ -14,7 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Durability;
-use crate::fsutil::{io_error, open_append_with_id, stat, write_atomic, FileId};
+use crate::fsutil::{io_error, open_append_with_id, read_range, stat, write_atomic, FileId};
 use crate::layout::Layout;
 use crate::log::{push_line, scan_lines};
 use crate::repair::Findings;
@@ -164,13 +163,7 @@ impl MemoryCtx<'_> {
             .map_err(|e| io_error(path, "cannot stat", e))?
             .len();
         let start = slot.len;
-        let mut bytes = vec![
-            0u8;
-            usize::try_from(end - start)
-                .map_err(|_| Error::backend("memory log too large"))?
-        ];
-        file.read_exact_at(&mut bytes, start)
-            .map_err(|e| io_error(path, "cannot read", e))?;
+        let bytes = read_range(file, path, start, end)?;
         let scan = scan_lines(&bytes, slot.lines + 1, path, false, parse_record)?;
         let valid = start + scan.valid_len as u64;
         if let Some(torn) = &scan.torn {

@@ -122,7 +122,7 @@ pub(crate) fn last_messages_in_blocks(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, reason = "tests stop at the first error")]
 mod tests {
     use std::io::Write;
 

@@ -20,14 +20,8 @@ use redis::cluster_async::ClusterConnection;
 
 async fn cluster_store() -> Option<TestStore> {
     let namespace = ServerNamespace::redis_cluster("conf_cluster");
-    match RedisStore::connect(namespace.url()).await {
-        Ok(store) => Some(
-            TestStore::new(store)
-                .with_namespace(namespace.into_guard())
-                .into_dyn(),
-        ),
-        Err(e) => agentmem_testkit::service_unavailable("redis cluster", namespace.url(), &e),
-    }
+    let opened = RedisStore::connect(namespace.url()).await;
+    namespace.test_store("redis cluster", opened)
 }
 
 /// The conformance suite on the cluster.

@@ -7,14 +7,8 @@ use agentmem_testkit::{ServerNamespace, TestStore};
 
 async fn store() -> Option<TestStore> {
     let namespace = ServerNamespace::redis("conf");
-    match RedisStore::connect(namespace.url()).await {
-        Ok(store) => Some(
-            TestStore::new(store)
-                .with_namespace(namespace.into_guard())
-                .into_dyn(),
-        ),
-        Err(e) => agentmem_testkit::service_unavailable("redis", namespace.url(), &e),
-    }
+    let opened = RedisStore::connect(namespace.url()).await;
+    namespace.test_store("redis", opened)
 }
 
 agentmem_testkit::conformance_tests!(store);

@@ -13,16 +13,26 @@ use agentmem_core::{
     SessionStore,
 };
 use agentmem_redis::{RedisConfig, RedisStore};
+use agentmem_testkit::NamespaceGuard;
 use redis::aio::MultiplexedConnection;
 
 fn url() -> String {
     agentmem_testkit::env_url("REDIS_URL", "redis://127.0.0.1:6379")
 }
 
-/// A store under a fresh prefix and a raw connection to the same server.
-async fn open(tag: &str) -> Option<(Layered<RedisStore>, MultiplexedConnection, String)> {
+/// A store under a fresh prefix, a raw connection to the same server, the prefix, and the
+/// guard that deletes the prefix's keys when the test ends (passed or failed).
+async fn open(
+    tag: &str,
+) -> Option<(
+    Layered<RedisStore>,
+    MultiplexedConnection,
+    String,
+    NamespaceGuard,
+)> {
     let url = url();
     let prefix = agentmem_testkit::unique_namespace(tag);
+    let guard = NamespaceGuard::new().redis_store_prefix(&url, &prefix);
     let config = RedisConfig::new(&url)
         .unwrap()
         .with_prefix(&prefix)
@@ -36,7 +46,7 @@ async fn open(tag: &str) -> Option<(Layered<RedisStore>, MultiplexedConnection, 
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    Some((store, raw, prefix))
+    Some((store, raw, prefix, guard))
 }
 
 /// Every key under `prefix`, sorted. (Test-only: the prefix is a unique namespace of
@@ -49,17 +59,6 @@ async fn keys_under(raw: &mut MultiplexedConnection, prefix: &str) -> Vec<String
         .unwrap();
     keys.sort();
     keys
-}
-
-async fn drop_prefix(raw: &mut MultiplexedConnection, prefix: &str) {
-    let keys = keys_under(raw, prefix).await;
-    if !keys.is_empty() {
-        let _: () = redis::cmd("UNLINK")
-            .arg(keys)
-            .query_async(raw)
-            .await
-            .unwrap();
-    }
 }
 
 /// Sets the raw string `key` (under `prefix`) to `value`, as a client of another version (or
@@ -90,14 +89,115 @@ fn sid(s: &str) -> SessionId {
     s.parse().unwrap()
 }
 
+/// User messages of `texts`, in order.
+fn users(texts: &[&str]) -> Vec<Message> {
+    texts.iter().copied().map(Message::user).collect()
+}
+
+/// Session `name` holding the user messages of `texts`.
+async fn seeded(store: &dyn AgentMemory, name: &str, texts: &[&str]) -> SessionId {
+    let id = sid(name);
+    store.append(&id, &users(texts)).await.unwrap();
+    id
+}
+
+/// The texts and scores of a ranking (`agentmem_core::search::rank`) of `texts`.
+fn ranked<'a>(texts: &[&'a str], ranking: &[(usize, f64)]) -> Vec<(&'a str, f64)> {
+    ranking.iter().map(|(i, s)| (texts[*i], *s)).collect()
+}
+
+/// A retention policy that keeps the `max` most recent sessions.
+fn keep_sessions(max: usize) -> RetentionPolicy {
+    RetentionPolicy {
+        max_sessions: Some(max),
+        ..RetentionPolicy::default()
+    }
+}
+
+/// How many memory items of any kind and scope `store` finds for `query`.
+async fn memory_hit_count(store: &dyn AgentMemory, query: &str) -> usize {
+    let everything = MemoryFilter::default();
+    store
+        .search_memories(query, &everything)
+        .await
+        .unwrap()
+        .len()
+}
+
+/// Opens a store under a fresh prefix (see [`open`]), or ends the test when Redis cannot be
+/// reached.
+macro_rules! open_or_skip {
+    ($tag:literal) => {
+        match open($tag).await {
+            Some(opened) => opened,
+            None => return,
+        }
+    };
+}
+
+/// Asserts that the keys under `prefix` are exactly `names` (sorted, without the prefix).
+async fn assert_only_keys(raw: &mut MultiplexedConnection, prefix: &str, names: &[&str]) {
+    let expected: Vec<String> = names.iter().map(|k| format!("{prefix}:{k}")).collect();
+    assert_eq!(keys_under(raw, prefix).await, expected);
+}
+
+/// Every key under `prefix` that starts with `{prefix}:{start}`.
+async fn keys_starting(raw: &mut MultiplexedConnection, prefix: &str, start: &str) -> Vec<String> {
+    let start = format!("{prefix}:{start}");
+    let mut keys = keys_under(raw, prefix).await;
+    keys.retain(|k| k.starts_with(&start));
+    keys
+}
+
+/// Asserts that the message index counts no document and no word.
+async fn assert_index_counters_zero(raw: &mut MultiplexedConnection, prefix: &str) {
+    let stats: Vec<i64> = redis::cmd("HMGET")
+        .arg(format!("{prefix}:stats"))
+        .arg("docs")
+        .arg("words")
+        .query_async(raw)
+        .await
+        .unwrap();
+    assert_eq!(stats, [0, 0]);
+}
+
+/// Message `text` with the id `m{i}`, so both stores of a comparison hold the same ids.
+fn msg(i: usize, text: &str) -> Message {
+    Message::user(text).with_id(MessageId::new(format!("m{i}")).expect("valid message id"))
+}
+
+/// The comparable part of message hits: session, message id and score, in order.
+fn message_view(hits: Vec<agentmem_core::MessageHit>) -> Vec<(String, String, f64)> {
+    hits.into_iter()
+        .map(|h| (h.session.into_string(), h.message.id.to_string(), h.score))
+        .collect()
+}
+
+/// The comparable part of memory hits: item id and score, in order.
+fn memory_view(hits: Vec<agentmem_core::MemoryHit>) -> Vec<(String, f64)> {
+    hits.into_iter()
+        .map(|h| (h.item.id.to_string(), h.score))
+        .collect()
+}
+
+/// Asserts that `store` finds what the reference store finds for `query` in `scope`: the
+/// same hits in the same order with the same scores.
+async fn assert_same_message_hits(
+    reference: &dyn AgentMemory,
+    store: &dyn AgentMemory,
+    query: &str,
+    scope: MessageQuery,
+    label: &str,
+) {
+    let want = message_view(reference.search_messages(query, &scope).await.unwrap());
+    let got = message_view(store.search_messages(query, &scope).await.unwrap());
+    assert_eq!(got, want, "{label}: {query:?} {scope:?}");
+}
+
 #[tokio::test]
 async fn prefixes_isolate_stores_on_one_server() {
-    let Some((a, mut raw, pa)) = open("iso_a").await else {
-        return;
-    };
-    let Some((b, _, pb)) = open("iso_b").await else {
-        return;
-    };
+    let (a, mut raw, pa, _guard_a) = open_or_skip!("iso_a");
+    let (b, _, pb, _guard_b) = open_or_skip!("iso_b");
     let id = sid("shared name");
     a.append_one(&id, Message::user("only in a: kubernetes"))
         .await
@@ -124,13 +224,7 @@ async fn prefixes_isolate_stores_on_one_server() {
         .unwrap()
         .is_empty());
     assert_eq!(
-        b.purge(&RetentionPolicy {
-            max_sessions: Some(0),
-            ..RetentionPolicy::default()
-        })
-        .await
-        .unwrap()
-        .sessions_deleted,
+        b.purge(&keep_sessions(0)).await.unwrap().sessions_deleted,
         0
     );
     assert_eq!(
@@ -142,9 +236,7 @@ async fn prefixes_isolate_stores_on_one_server() {
     for key in keys_under(&mut raw, &pa).await {
         assert!(key.starts_with(&format!("{pa}:")), "{key}");
     }
-    assert_eq!(keys_under(&mut raw, &pb).await, [format!("{pb}:schema")]);
-    drop_prefix(&mut raw, &pa).await;
-    drop_prefix(&mut raw, &pb).await;
+    assert_only_keys(&mut raw, &pb, &["schema"]).await;
 }
 
 #[tokio::test]
@@ -155,6 +247,7 @@ async fn default_prefix_and_from_client() {
         Err(e) => panic!("REDIS_URL does not parse: {e}"),
     };
     let prefix = agentmem_testkit::unique_namespace("fc");
+    let _guard = NamespaceGuard::new().redis_store_prefix(&url, &prefix);
     let store = match RedisStore::from_client(client, &prefix).await {
         Ok(store) => store,
         Err(e) => {
@@ -172,19 +265,11 @@ async fn default_prefix_and_from_client() {
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert_eq!(err.operation(), Some(Operation::Open));
     assert_eq!(err.backend_name(), Some("redis"));
-    let mut raw = redis::Client::open(url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    drop_prefix(&mut raw, &prefix).await;
 }
 
 #[tokio::test]
 async fn newer_schema_is_refused_and_garbage_is_corrupt() {
-    let Some((store, mut raw, prefix)) = open("schema").await else {
-        return;
-    };
+    let (store, mut raw, prefix, _guard) = open_or_skip!("schema");
     assert_eq!(
         store.schema_version().await.unwrap(),
         agentmem_redis::SCHEMA_VERSION
@@ -210,14 +295,11 @@ async fn newer_schema_is_refused_and_garbage_is_corrupt() {
         .await
         .expect_err("garbage schema");
     assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
-    drop_prefix(&mut raw, &prefix).await;
 }
 
 #[tokio::test]
 async fn malformed_stored_data_is_corrupt_data() {
-    let Some((store, mut raw, prefix)) = open("corrupt").await else {
-        return;
-    };
+    let (store, mut raw, prefix, _guard) = open_or_skip!("corrupt");
     let id = sid("damaged");
     store.append_one(&id, Message::user("fine")).await.unwrap();
     let _: () = redis::cmd("RPUSH")
@@ -253,14 +335,11 @@ async fn malformed_stored_data_is_corrupt_data() {
         .await
         .expect_err("wrong type");
     assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
-    drop_prefix(&mut raw, &prefix).await;
 }
 
 #[tokio::test]
 async fn scores_match_agentmem_core_bm25() {
-    let Some((store, mut raw, prefix)) = open("bm25").await else {
-        return;
-    };
+    let (store, _, _, _guard) = open_or_skip!("bm25");
     let a = [
         "rust is fast and rust is safe",
         "python is friendly",
@@ -300,8 +379,7 @@ async fn scores_match_agentmem_core_bm25() {
         .iter()
         .map(|h| (h.message.content.as_str(), h.score))
         .collect();
-    let want: Vec<(&str, f64)> = expected.iter().map(|(i, s)| (a[*i], *s)).collect();
-    assert_eq!(got, want);
+    assert_eq!(got, ranked(&a, &expected));
 
     let texts = [
         "kubernetes kubernetes cluster",
@@ -327,18 +405,14 @@ async fn scores_match_agentmem_core_bm25() {
         .iter()
         .map(|h| (h.item.text.as_str(), h.score))
         .collect();
-    let want: Vec<(&str, f64)> = expected.iter().map(|(i, s)| (texts[*i], *s)).collect();
-    assert_eq!(got, want);
-    drop_prefix(&mut raw, &prefix).await;
+    assert_eq!(got, ranked(&texts, &expected));
 }
 
 /// After every kind of rewrite the index holds exactly the current messages and items, and
 /// deleting everything leaves no key but the schema and the counters behind.
 #[tokio::test]
 async fn index_never_goes_stale_and_deletes_leave_no_keys() {
-    let Some((store, mut raw, prefix)) = open("stale").await else {
-        return;
-    };
+    let (store, mut raw, prefix, _guard) = open_or_skip!("stale");
     let id = sid("Agent 7@x");
     let query = MessageQuery::default();
     let contents = |hits: Vec<agentmem_core::MessageHit>| -> Vec<String> {
@@ -348,10 +422,7 @@ async fn index_never_goes_stale_and_deletes_leave_no_keys() {
     };
 
     store
-        .append(
-            &id,
-            &[Message::user("alpha one"), Message::user("beta one")],
-        )
+        .append(&id, &users(&["alpha one", "beta one"]))
         .await
         .unwrap();
     let archive = store
@@ -401,10 +472,7 @@ async fn index_never_goes_stale_and_deletes_leave_no_keys() {
         .unwrap();
     assert_eq!(
         store
-            .purge(&RetentionPolicy {
-                max_sessions: Some(1),
-                ..RetentionPolicy::default()
-            })
+            .purge(&keep_sessions(1))
             .await
             .unwrap()
             .sessions_deleted,
@@ -427,19 +495,8 @@ async fn index_never_goes_stale_and_deletes_leave_no_keys() {
         (replaced.id.as_str(), replaced.created_at),
         (item.id.as_str(), item.created_at)
     );
-    assert!(store
-        .search_memories("zeta", &MemoryFilter::default())
-        .await
-        .unwrap()
-        .is_empty());
-    assert_eq!(
-        store
-            .search_memories("eta", &MemoryFilter::default())
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(memory_hit_count(&store, "zeta").await, 0);
+    assert_eq!(memory_hit_count(&store, "eta").await, 1);
 
     // Scoped and expiring items leave nothing behind either: replaced by a put over their key
     // once expired, purged, or deleted.
@@ -471,14 +528,7 @@ async fn index_never_goes_stale_and_deletes_leave_no_keys() {
         )
         .await
         .unwrap();
-    assert_eq!(
-        store
-            .search_memories("note", &MemoryFilter::default())
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(memory_hit_count(&store, "note").await, 1);
     let report = store.purge(&RetentionPolicy::default()).await.unwrap();
     assert_eq!((report.sessions_deleted, report.memories_deleted), (0, 1));
     assert!(store.delete_memory(&fresh.id).await.unwrap());
@@ -492,20 +542,13 @@ async fn index_never_goes_stale_and_deletes_leave_no_keys() {
         .is_empty());
     assert!(store.list_sessions().await.unwrap().is_empty());
     // Only counters (now zero), the id sequence and the schema remain.
-    let left = keys_under(&mut raw, &prefix).await;
-    let expected: Vec<String> = ["mem:seq", "mem:stats", "schema", "stats"]
-        .iter()
-        .map(|k| format!("{prefix}:{k}"))
-        .collect();
-    assert_eq!(left, expected);
-    let stats: Vec<i64> = redis::cmd("HMGET")
-        .arg(format!("{prefix}:stats"))
-        .arg("docs")
-        .arg("words")
-        .query_async(&mut raw)
-        .await
-        .unwrap();
-    assert_eq!(stats, [0, 0]);
+    assert_only_keys(
+        &mut raw,
+        &prefix,
+        &["mem:seq", "mem:stats", "schema", "stats"],
+    )
+    .await;
+    assert_index_counters_zero(&mut raw, &prefix).await;
     // The memory counters of the whole store are back to zero; those of scopes are gone.
     let mstats: Vec<(String, i64)> = redis::cmd("HGETALL")
         .arg(format!("{prefix}:mem:stats"))
@@ -516,7 +559,6 @@ async fn index_never_goes_stale_and_deletes_leave_no_keys() {
         assert_eq!(field.matches(':').count(), 1, "{field}");
         assert_eq!(value, 0, "{field}");
     }
-    drop_prefix(&mut raw, &prefix).await;
 }
 
 /// With the `tls` feature, `rediss://` really speaks TLS (through rustls with its ring
@@ -552,14 +594,10 @@ fn bob() -> MemoryScope {
 /// too (the collection statistics are kept per kind and scope).
 #[tokio::test]
 async fn search_agrees_with_the_reference_store() {
-    let Some((redis_store, mut raw, prefix)) = open("diff").await else {
-        return;
-    };
+    let (redis_store, _, _, _guard) = open_or_skip!("diff");
     let reference = agentmem_core::InMemoryStore::new();
     let stores: [&dyn AgentMemory; 2] = [&reference, &redis_store];
-    let msg = |i: usize, text: &str| {
-        Message::user(text).with_id(MessageId::new(format!("m{i}")).expect("valid message id"))
-    };
+    let (a, b, big_b, x) = (sid("a"), sid("b"), sid("B"), sid("_x"));
     for store in stores {
         // Ids whose byte order differs from most locales' order; equal texts tie on score.
         for (n, name) in ["b", "B", "a", "Ärger", "_x"].into_iter().enumerate() {
@@ -574,28 +612,26 @@ async fn search_agrees_with_the_reference_store() {
                 .unwrap();
         }
         // A batch onto a non-empty session (its postings behind a position marker).
+        let batch = [msg(40, "tie rust"), msg(41, "go tie tie")];
+        store.append(&b, &batch).await.unwrap();
         store
-            .append(&sid("b"), &[msg(40, "tie rust"), msg(41, "go tie tie")])
-            .await
-            .unwrap();
-        store
-            .compact(&sid("B"), &[msg(30, "summary: rust was discussed")])
+            .compact(&big_b, &[msg(30, "summary: rust was discussed")])
             .await
             .unwrap();
         // Writes after a compaction, while the old epoch's postings are being collected:
         // `rust` is in both epochs, `breaker` only in the old one.
         store
-            .append(&sid("B"), &[msg(42, "rust tie"), msg(43, "go")])
+            .append(&big_b, &[msg(42, "rust tie"), msg(43, "go")])
             .await
             .unwrap();
-        store.append_one(&sid("B"), msg(44, "rust")).await.unwrap();
-        store.compact(&sid("_x"), &[msg(45, "tie")]).await.unwrap();
+        store.append_one(&big_b, msg(44, "rust")).await.unwrap();
+        store.compact(&x, &[msg(45, "tie")]).await.unwrap();
         store
-            .compact(&sid("_x"), &[msg(46, "rust tie"), msg(47, "breaker")])
+            .compact(&x, &[msg(46, "rust tie"), msg(47, "breaker")])
             .await
             .unwrap();
         store
-            .save_session(&sid("a"), &[msg(31, "go go go")], &Metadata::new())
+            .save_session(&a, &[msg(31, "go go go")], &Metadata::new())
             .await
             .unwrap();
         for (n, text) in ["likes rust", "likes go and rust", "tie", "tie"]
@@ -627,18 +663,11 @@ async fn search_agrees_with_the_reference_store() {
             store.put_memory(&item).await.unwrap();
         }
     }
-    let view = |hits: Vec<agentmem_core::MessageHit>| -> Vec<(String, String, f64)> {
-        hits.into_iter()
-            .map(|h| (h.session.into_string(), h.message.id.to_string(), h.score))
-            .collect()
-    };
     for query in ["tie", "rust", "go rust", "breaker tie", "nothing"] {
         for limit in [1, 3, 100] {
             for session in [None, Some(sid("b")), Some(sid("a"))] {
                 let scope = MessageQuery { session, limit };
-                let want = view(reference.search_messages(query, &scope).await.unwrap());
-                let got = view(redis_store.search_messages(query, &scope).await.unwrap());
-                assert_eq!(got, want, "{query:?} {scope:?}");
+                assert_same_message_hits(&reference, &redis_store, query, scope, "reference").await;
             }
             for (kind, scope) in [
                 (None, ScopeFilter::All),
@@ -653,18 +682,12 @@ async fn search_agrees_with_the_reference_store() {
                     scope,
                     limit: Some(limit),
                 };
-                let ids = |hits: Vec<agentmem_core::MemoryHit>| -> Vec<(String, f64)> {
-                    hits.into_iter()
-                        .map(|h| (h.item.id.to_string(), h.score))
-                        .collect()
-                };
-                let want = ids(reference.search_memories(query, &filter).await.unwrap());
-                let got = ids(redis_store.search_memories(query, &filter).await.unwrap());
+                let want = memory_view(reference.search_memories(query, &filter).await.unwrap());
+                let got = memory_view(redis_store.search_memories(query, &filter).await.unwrap());
                 assert_eq!(got, want, "{query:?} {filter:?}");
             }
         }
     }
-    drop_prefix(&mut raw, &prefix).await;
 }
 
 /// `RedisConfig` registers its four schemes, and a registry opens a layered Redis store by URL.
@@ -694,6 +717,7 @@ async fn registry_opens_redis_urls() {
 
     let url = url();
     let prefix = agentmem_testkit::unique_namespace("registry");
+    let _guard = NamespaceGuard::new().redis_store_prefix(&url, &prefix);
     let mut with_prefix = url::Url::parse(&url).unwrap();
     with_prefix.query_pairs_mut().append_pair("prefix", &prefix);
     let store = match registry.open(with_prefix.as_str()).await {
@@ -713,7 +737,6 @@ async fn registry_opens_redis_urls() {
         .await
         .unwrap();
     assert!(!keys_under(&mut raw, &prefix).await.is_empty());
-    drop_prefix(&mut raw, &prefix).await;
 }
 
 /// A compaction retires the session's postings at once; later writes of the session delete
@@ -722,9 +745,7 @@ async fn registry_opens_redis_urls() {
 /// whatever is left.
 #[tokio::test]
 async fn retired_postings_are_collected_by_later_writes() {
-    let Some((store, mut raw, prefix)) = open("collect").await else {
-        return;
-    };
+    let (store, mut raw, prefix, _guard) = open_or_skip!("collect");
     let id = sid("long");
     let old: Vec<Message> = (0..150)
         .map(|i| Message::user(format!("kept w{i}")))
@@ -776,12 +797,7 @@ async fn retired_postings_are_collected_by_later_writes() {
     store.compact(&id, &old).await.unwrap();
     store.compact(&id, &old).await.unwrap();
     assert!(store.delete_session(&id).await.unwrap());
-    let left = keys_under(&mut raw, &prefix).await;
-    assert_eq!(
-        left,
-        [format!("{prefix}:schema"), format!("{prefix}:stats")]
-    );
-    drop_prefix(&mut raw, &prefix).await;
+    assert_only_keys(&mut raw, &prefix, &["schema", "stats"]).await;
 }
 
 /// Writes a session as version 2 of the layout did (`append.lua` of schema 2, one batch):
@@ -827,9 +843,7 @@ async fn put_v2_session(raw: &mut MultiplexedConnection, prefix: &str, id: &str,
 /// more appends and compactions, and deleting them leaves nothing behind.
 #[tokio::test]
 async fn version_2_sessions_migrate() {
-    let Some((_, mut raw, prefix)) = open("migrate_v2").await else {
-        return;
-    };
+    let (_, mut raw, prefix, _guard) = open_or_skip!("migrate_v2");
     let a = ["alpha beta", "beta gamma gamma", "delta", "alpha"];
     let b = ["alpha alpha", "epsilon beta"];
     put_v2_session(&mut raw, &prefix, "a", &a).await;
@@ -856,11 +870,6 @@ async fn version_2_sessions_migrate() {
             .collect();
         reference.append(&sid(id), &messages).await.unwrap();
     }
-    let view = |hits: Vec<agentmem_core::MessageHit>| -> Vec<(String, String, f64)> {
-        hits.into_iter()
-            .map(|h| (h.session.into_string(), h.message.id.to_string(), h.score))
-            .collect()
-    };
     let stores: [&dyn AgentMemory; 2] = [&reference, &store];
     for step in 0..3 {
         match step {
@@ -897,28 +906,20 @@ async fn version_2_sessions_migrate() {
         for query in ["alpha", "beta gamma", "epsilon zeta", "delta"] {
             for session in [None, Some(sid("a")), Some(sid("b"))] {
                 let scope = MessageQuery { session, limit: 10 };
-                let want = view(reference.search_messages(query, &scope).await.unwrap());
-                let got = view(store.search_messages(query, &scope).await.unwrap());
-                assert_eq!(got, want, "step {step}: {query:?} {scope:?}");
+                assert_same_message_hits(&reference, &store, query, scope, &format!("step {step}"))
+                    .await;
             }
         }
     }
     assert!(store.delete_session(&sid("a")).await.unwrap());
     assert!(store.delete_session(&sid("b")).await.unwrap());
-    let left = keys_under(&mut raw, &prefix).await;
-    assert_eq!(
-        left,
-        [format!("{prefix}:schema"), format!("{prefix}:stats")]
-    );
-    drop_prefix(&mut raw, &prefix).await;
+    assert_only_keys(&mut raw, &prefix, &["schema", "stats"]).await;
 }
 
 /// The layer stack refuses an unreadable message before Redis sees it, and labels the error.
 #[tokio::test]
 async fn invalid_messages_are_refused_by_the_layers_before_any_write() {
-    let Some((store, mut raw, prefix)) = open("validate").await else {
-        return;
-    };
+    let (store, mut raw, prefix, _guard) = open_or_skip!("validate");
     let id = sid("checked");
     let bad = Message::new(Role::Agent(String::new()), "fine text");
     let err = store
@@ -932,11 +933,7 @@ async fn invalid_messages_are_refused_by_the_layers_before_any_write() {
     // Appending nothing is answered by the layers: no session appears.
     store.append(&id, &[]).await.unwrap();
     assert!(store.list_sessions().await.unwrap().is_empty());
-    assert_eq!(
-        keys_under(&mut raw, &prefix).await,
-        [format!("{prefix}:schema")]
-    );
-    drop_prefix(&mut raw, &prefix).await;
+    assert_only_keys(&mut raw, &prefix, &["schema"]).await;
 }
 
 /// Writes `item` as version 1 of the layout did (`put_memory.lua` of schema 1): no scope, no
@@ -1024,9 +1021,7 @@ async fn memory_hashes(
 /// from the JSON whatever its precision or year); running the migration again changes nothing.
 #[tokio::test]
 async fn version_1_memory_items_migrate() {
-    let Some((_, mut raw, prefix)) = open("migrate_v1").await else {
-        return;
-    };
+    let (_, mut raw, prefix, _guard) = open_or_skip!("migrate_v1");
     let time = |s: &str| {
         chrono::DateTime::parse_from_rfc3339(s)
             .unwrap()
@@ -1171,14 +1166,9 @@ async fn version_1_memory_items_migrate() {
         MemoryFilter::default(),
         MemoryFilter::kind(MemoryKind::Fact).visible_from(alice()),
     ] {
-        let hits = |hits: Vec<agentmem_core::MemoryHit>| -> Vec<(String, f64)> {
-            hits.into_iter()
-                .map(|h| (h.item.id.to_string(), h.score))
-                .collect()
-        };
-        let want = hits(reference.search_memories("alpha", &filter).await.unwrap());
+        let want = memory_view(reference.search_memories("alpha", &filter).await.unwrap());
         assert!(!want.is_empty());
-        let got = hits(store.search_memories("alpha", &filter).await.unwrap());
+        let got = memory_view(store.search_memories("alpha", &filter).await.unwrap());
         assert_eq!(got, want, "{filter:?}");
     }
 
@@ -1215,7 +1205,6 @@ async fn version_1_memory_items_migrate() {
     let mut want = vec!["v1-a", "v1-b", "v1-f", renamed.id.as_str()];
     want.sort_unstable();
     assert_eq!(left, want);
-    drop_prefix(&mut raw, &prefix).await;
 }
 
 /// Fork, rewind and expiry keep the self-kept index exact: after each, searches give what the
@@ -1223,60 +1212,45 @@ async fn version_1_memory_items_migrate() {
 /// once the server has expired a session by itself).
 #[tokio::test]
 async fn fork_rewind_and_expiry_keep_search_exact() {
-    let Some((redis_store, mut raw, prefix)) = open("lifecycle_diff").await else {
-        return;
-    };
+    let (redis_store, _, _, _guard) = open_or_skip!("lifecycle_diff");
     let reference = agentmem_core::InMemoryStore::new();
     let stores: [&dyn AgentMemory; 2] = [&reference, &redis_store];
-    let msg = |i: usize, text: &str| {
-        Message::user(text).with_id(MessageId::new(format!("m{i}")).expect("valid message id"))
-    };
     let expires = agentmem_core::now() + chrono::Duration::milliseconds(1500);
+    let (a, f, gone) = (sid("a"), sid("f"), sid("gone"));
     for store in stores {
         store
-            .append(&sid("a"), &[msg(0, "rust tie"), msg(1, "go go rust")])
+            .append(&a, &[msg(0, "rust tie"), msg(1, "go go rust")])
             .await
             .unwrap();
         // A batch behind a position marker, then single messages.
         store
             .append(
-                &sid("a"),
+                &a,
                 &[msg(2, "tie breaker"), msg(3, "rust"), msg(4, "walrus go")],
             )
             .await
             .unwrap();
+        store.append_one(&a, msg(5, "narwhal")).await.unwrap();
         store
-            .append_one(&sid("a"), msg(5, "narwhal"))
+            .fork(&a, &f, Some(&MessageId::new("m3").unwrap()))
             .await
             .unwrap();
         store
-            .fork(&sid("a"), &sid("f"), Some(&MessageId::new("m3").unwrap()))
+            .rewind(&a, &Rewind::After(MessageId::new("m2").unwrap()))
+            .await
+            .unwrap();
+        store.append_one(&a, msg(6, "rust go")).await.unwrap();
+        store.rewind(&f, &Rewind::Last(1)).await.unwrap();
+        store.append_one(&f, msg(7, "walrus")).await.unwrap();
+        store
+            .append(&gone, &[msg(8, "rust walrus tie"), msg(9, "go")])
             .await
             .unwrap();
         store
-            .rewind(&sid("a"), &Rewind::After(MessageId::new("m2").unwrap()))
-            .await
-            .unwrap();
-        store
-            .append_one(&sid("a"), msg(6, "rust go"))
-            .await
-            .unwrap();
-        store.rewind(&sid("f"), &Rewind::Last(1)).await.unwrap();
-        store.append_one(&sid("f"), msg(7, "walrus")).await.unwrap();
-        store
-            .append(&sid("gone"), &[msg(8, "rust walrus tie"), msg(9, "go")])
-            .await
-            .unwrap();
-        store
-            .update_session(&sid("gone"), &SessionPatch::default().expire_at(expires))
+            .update_session(&gone, &SessionPatch::default().expire_at(expires))
             .await
             .unwrap();
     }
-    let view = |hits: Vec<agentmem_core::MessageHit>| -> Vec<(String, String, f64)> {
-        hits.into_iter()
-            .map(|h| (h.session.into_string(), h.message.id.to_string(), h.score))
-            .collect()
-    };
     for label in ["before the expiry", "after the expiry"] {
         if label == "after the expiry" {
             while agentmem_core::now() < expires + chrono::Duration::milliseconds(50) {
@@ -1286,13 +1260,10 @@ async fn fork_rewind_and_expiry_keep_search_exact() {
         for query in ["tie", "rust", "go rust", "walrus narwhal breaker"] {
             for session in [None, Some(sid("a")), Some(sid("f")), Some(sid("gone"))] {
                 let scope = MessageQuery { session, limit: 20 };
-                let want = view(reference.search_messages(query, &scope).await.unwrap());
-                let got = view(redis_store.search_messages(query, &scope).await.unwrap());
-                assert_eq!(got, want, "{label}: {query:?} {scope:?}");
+                assert_same_message_hits(&reference, &redis_store, query, scope, label).await;
             }
         }
     }
-    drop_prefix(&mut raw, &prefix).await;
 }
 
 /// Every key of an expiring session carries its expiry, so the server deletes them all by
@@ -1300,14 +1271,8 @@ async fn fork_rewind_and_expiry_keep_search_exact() {
 /// next scripts, searches and lookups that meet it, until nothing is left.
 #[tokio::test]
 async fn native_expiry_leaves_nothing_once_collected() {
-    let Some((store, mut raw, prefix)) = open("native_expiry").await else {
-        return;
-    };
-    let id = sid("short");
-    store
-        .append(&id, &[Message::user("alpha beta"), Message::user("gamma")])
-        .await
-        .unwrap();
+    let (store, mut raw, prefix, _guard) = open_or_skip!("native_expiry");
+    let id = seeded(&store, "short", &["alpha beta", "gamma"]).await;
     let archive = store
         .compact(&id, &[Message::system("delta summary")])
         .await
@@ -1331,11 +1296,7 @@ async fn native_expiry_leaves_nothing_once_collected() {
         .await
         .unwrap();
     assert_eq!(rewritten.message_count, 1);
-    let session_keys: Vec<String> = keys_under(&mut raw, &prefix)
-        .await
-        .into_iter()
-        .filter(|k| k.starts_with(&format!("{prefix}:s:short:")))
-        .collect();
+    let session_keys = keys_starting(&mut raw, &prefix, "s:short:").await;
     assert!(session_keys.len() > 5, "{session_keys:?}");
     assert!(
         session_keys.contains(&format!("{prefix}:s:short:a:{}", archive.id)),
@@ -1383,30 +1344,15 @@ async fn native_expiry_leaves_nothing_once_collected() {
             .sessions
             .is_empty());
     }
-    let left = keys_under(&mut raw, &prefix).await;
-    let expected: Vec<String> = ["schema", "stats"]
-        .iter()
-        .map(|k| format!("{prefix}:{k}"))
-        .collect();
-    assert_eq!(left, expected);
-    let stats: Vec<i64> = redis::cmd("HMGET")
-        .arg(format!("{prefix}:stats"))
-        .arg("docs")
-        .arg("words")
-        .query_async(&mut raw)
-        .await
-        .unwrap();
-    assert_eq!(stats, [0, 0]);
-    drop_prefix(&mut raw, &prefix).await;
+    assert_only_keys(&mut raw, &prefix, &["schema", "stats"]).await;
+    assert_index_counters_zero(&mut raw, &prefix).await;
 }
 
 /// Labels and lookups on an existing session leave only the documented keys, and deleting
 /// the session removes its label index entries.
 #[tokio::test]
 async fn labels_leave_no_keys_after_delete() {
-    let Some((store, mut raw, prefix)) = open("label_keys").await else {
-        return;
-    };
+    let (store, mut raw, prefix, _guard) = open_or_skip!("label_keys");
     let id = sid("labelled");
     store.append_one(&id, Message::user("x")).await.unwrap();
     let patch = SessionPatch::default()
@@ -1419,11 +1365,7 @@ async fn labels_leave_no_keys_after_delete() {
         .update_session(&id, &SessionPatch::default().untag("c").owner("p"))
         .await
         .unwrap();
-    let labels: Vec<String> = keys_under(&mut raw, &prefix)
-        .await
-        .into_iter()
-        .filter(|k| k.starts_with(&format!("{prefix}:lab:")))
-        .collect();
+    let labels = keys_starting(&mut raw, &prefix, "lab:").await;
     assert_eq!(labels.len(), 2, "one owner and one tag set: {labels:?}");
     let found = store
         .find_sessions(&SessionQuery::default().owner("p").tag("a.b", "1"))
@@ -1431,27 +1373,15 @@ async fn labels_leave_no_keys_after_delete() {
         .unwrap();
     assert_eq!(found.sessions.len(), 1);
     assert!(store.delete_session(&id).await.unwrap());
-    let left = keys_under(&mut raw, &prefix).await;
-    let expected: Vec<String> = ["schema", "stats"]
-        .iter()
-        .map(|k| format!("{prefix}:{k}"))
-        .collect();
-    assert_eq!(left, expected);
-    drop_prefix(&mut raw, &prefix).await;
+    assert_only_keys(&mut raw, &prefix, &["schema", "stats"]).await;
 }
 
 /// The latest expiry agentmem asks for (year 9999, beyond what a double holds to the
 /// microsecond) reads back exactly, and `persist` takes the deadline off every key again.
 #[tokio::test]
 async fn far_expiry_reads_back_and_persist_clears_every_deadline() {
-    let Some((store, mut raw, prefix)) = open("far_expiry").await else {
-        return;
-    };
-    let id = sid("far");
-    store
-        .append(&id, &[Message::user("one two"), Message::user("three")])
-        .await
-        .unwrap();
+    let (store, mut raw, prefix, _guard) = open_or_skip!("far_expiry");
+    let id = seeded(&store, "far", &["one two", "three"]).await;
     store.compact(&id, &[Message::user("four")]).await.unwrap();
     let patch = SessionPatch::default().expire_in(std::time::Duration::MAX);
     let info = store.update_session(&id, &patch).await.unwrap();
@@ -1471,11 +1401,7 @@ async fn far_expiry_reads_back_and_persist_clears_every_deadline() {
             t
         }
     };
-    let keys: Vec<String> = keys_under(&mut raw, &prefix)
-        .await
-        .into_iter()
-        .filter(|k| k.starts_with(&format!("{prefix}:s:far:")))
-        .collect();
+    let keys = keys_starting(&mut raw, &prefix, "s:far:").await;
     for key in &keys {
         assert!(ttl(&mut raw, key.clone()).await > 0, "{key} has a deadline");
     }
@@ -1491,5 +1417,4 @@ async fn far_expiry_reads_back_and_persist_clears_every_deadline() {
         store.load(&id, None).await.unwrap().unwrap().messages.len(),
         2
     );
-    drop_prefix(&mut raw, &prefix).await;
 }

@@ -17,14 +17,8 @@ use agentmem_testkit::{ServerNamespace, TestStore};
 
 async fn tls_store() -> Option<TestStore> {
     let namespace = ServerNamespace::redis_tls("conf_tls");
-    match RedisStore::connect(namespace.url()).await {
-        Ok(store) => Some(
-            TestStore::new(store)
-                .with_namespace(namespace.into_guard())
-                .into_dyn(),
-        ),
-        Err(e) => agentmem_testkit::service_unavailable("redis (TLS)", namespace.url(), &e),
-    }
+    let opened = RedisStore::connect(namespace.url()).await;
+    namespace.test_store("redis (TLS)", opened)
 }
 
 /// The conformance suite over `rediss://`.
@@ -34,17 +28,10 @@ mod conformance {
 
 async fn tls_cluster_store() -> Option<TestStore> {
     let namespace = ServerNamespace::redis_tls_cluster("conf_tls_cluster");
-    match RedisStore::connect(namespace.url()).await {
-        Ok(store) => {
-            assert!(store.is_cluster());
-            Some(
-                TestStore::new(store)
-                    .with_namespace(namespace.into_guard())
-                    .into_dyn(),
-            )
-        }
-        Err(e) => agentmem_testkit::service_unavailable("redis cluster (TLS)", namespace.url(), &e),
-    }
+    let opened = RedisStore::connect(namespace.url()).await;
+    // A `rediss+cluster://` URL opens a cluster store.
+    let opened = opened.inspect(|store| assert!(store.is_cluster()));
+    namespace.test_store("redis cluster (TLS)", opened)
 }
 
 /// The conformance suite on a Redis Cluster over TLS (`rediss+cluster://`:

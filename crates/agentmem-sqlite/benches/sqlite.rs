@@ -23,22 +23,26 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
-use agentmem_core::{
-    Layered, Message, MessageId, MessageQuery, Metadata, Role, SessionId, SessionStore,
-};
+use agentmem_core::{Layered, Message, MessageId, Metadata, Role, SessionId, SessionStore};
 use agentmem_sqlite::{SqliteConfig, SqliteStore, Synchronous};
-use agentmem_testkit::bench::{
-    self, big, compact_size, fill, message, messages, runtime, timed_with_reset,
-};
+use agentmem_testkit::bench::{self, big, message, messages, runtime};
 use agentmem_testkit::peak_memory;
+use agentmem_testkit::side_by_side::{self, big_session};
 use criterion::{criterion_group, Criterion, Throughput};
 use rusqlite::{params, Connection};
+use tokio::runtime::Runtime;
 
 async fn store(dir: &Path, synchronous: Synchronous) -> Layered<SqliteStore> {
     let config = SqliteConfig::file(dir.join("bench.db")).with_synchronous(synchronous);
     SqliteStore::connect_with(config).await.unwrap()
+}
+
+/// A store in a new temporary folder, with the folder (removed when dropped).
+fn temp_store(rt: &Runtime, synchronous: Synchronous) -> (tempfile::TempDir, Layered<SqliteStore>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = rt.block_on(store(dir.path(), synchronous));
+    (dir, store)
 }
 
 /// The baseline: plain rusqlite on a table shaped like the backend's.
@@ -177,11 +181,9 @@ impl Raw {
 fn append_one(c: &mut Criterion) {
     let rt = runtime();
     let mut group = c.benchmark_group("append_one");
-    let m = message(0);
+    let (m, session) = (message(0), SessionId::new("bench").unwrap());
     for synchronous in [Synchronous::Full, Synchronous::Normal] {
-        let dir = tempfile::tempdir().unwrap();
-        let store = rt.block_on(store(dir.path(), synchronous));
-        let session = SessionId::new("bench").unwrap();
+        let (dir, store) = temp_store(&rt, synchronous);
         group.bench_function(
             format!("agentmem/synchronous={}", synchronous.as_str()),
             |b| {
@@ -204,43 +206,25 @@ fn append_one(c: &mut Criterion) {
 
 fn append_batch_1000(c: &mut Criterion) {
     let rt = runtime();
-    let mut group = c.benchmark_group("append_batch_1000");
-    group.throughput(Throughput::Elements(1_000));
-    group.sample_size(10);
-    let batch = messages(1_000);
-    let dir = tempfile::tempdir().unwrap();
-    let store = rt.block_on(store(dir.path(), Synchronous::Normal));
-    let session = SessionId::new("batch").unwrap();
-    bench::append_batches(
-        &mut group,
-        "agentmem/synchronous=normal",
+    let (dir, store) = temp_store(&rt, Synchronous::Normal);
+    let raw = std::cell::RefCell::new(Raw::open(dir.path(), Synchronous::Normal));
+    side_by_side::append_batch_1000(
+        c,
         &rt,
         &store,
-        &session,
-        &batch,
+        [
+            "agentmem/synchronous=normal",
+            "raw_rusqlite/synchronous=normal",
+        ],
+        |batch| raw.borrow_mut().append("batch", batch),
+        || raw.borrow_mut().clear("batch"),
     );
-    let raw = std::cell::RefCell::new(Raw::open(dir.path(), Synchronous::Normal));
-    group.bench_function("raw_rusqlite/synchronous=normal", |b| {
-        b.iter_custom(|iters| {
-            timed_with_reset(
-                iters,
-                20,
-                || raw.borrow_mut().append("batch", &batch),
-                || raw.borrow_mut().clear("batch"),
-            )
-        })
-    });
-    group.finish();
 }
 
 /// Load the last 20, load all, and search, on one big session, each beside the baseline.
 fn reads(c: &mut Criterion) {
-    let rt = runtime();
-    let n = big();
-    let dir = tempfile::tempdir().unwrap();
-    let store = rt.block_on(store(dir.path(), Synchronous::Normal));
-    let session = SessionId::new("big").unwrap();
-    rt.block_on(fill(&store, &session, n));
+    let (rt, n, dir) = (runtime(), big(), tempfile::tempdir().unwrap());
+    let (store, session) = big_session(&rt, n, store(dir.path(), Synchronous::Normal));
     let mut raw = Raw::open(dir.path(), Synchronous::Normal);
     raw.fill("big", n);
 
@@ -251,10 +235,8 @@ fn reads(c: &mut Criterion) {
     });
     group.finish();
 
-    let mut group = c.benchmark_group(format!("load_all_of_{n}"));
-    group.sample_size(10);
+    let mut group = side_by_side::load_all(c, &rt, &store, &session, n);
     group.throughput(Throughput::Elements(n as u64));
-    bench::load(&mut group, &rt, &store, &session, None, n);
     group.bench_function("raw_rusqlite", |b| {
         b.iter(|| assert_eq!(raw.load_all("big").len(), n))
     });
@@ -274,12 +256,7 @@ fn reads(c: &mut Criterion) {
     });
     group.finish();
 
-    let mut group = c.benchmark_group(format!("search_top10_of_{n}"));
-    let scope = MessageQuery {
-        session: Some(session.clone()),
-        limit: 10,
-    };
-    bench::search(&mut group, &rt, &store, "needle", &scope, 10);
+    let mut group = side_by_side::search_top10(c, &rt, &store, &session, n);
     group.bench_function("raw_rusqlite_fts5", |b| {
         b.iter(|| assert_eq!(raw.query(RAW_SEARCH, params!["needle", "big"]).len(), 10))
     });
@@ -288,38 +265,23 @@ fn reads(c: &mut Criterion) {
 
 fn compact(c: &mut Criterion) {
     let rt = runtime();
-    let n = compact_size();
-    let history = messages(n);
-    let summary = [Message::system("summary of the session so far")];
-    let dir = tempfile::tempdir().unwrap();
-    let store = rt.block_on(store(dir.path(), Synchronous::Normal));
-    let session = SessionId::new("compact").unwrap();
-    let mut group = c.benchmark_group(format!("compact_{n}"));
-    group.sample_size(10);
-    bench::compactions(
-        &mut group,
-        "agentmem/synchronous=normal",
+    let (dir, store) = temp_store(&rt, Synchronous::Normal);
+    let raw = std::cell::RefCell::new(Raw::open(dir.path(), Synchronous::Normal));
+    side_by_side::compact(
+        c,
         &rt,
         &store,
-        &session,
-        &history,
-        &summary,
+        [
+            "agentmem/synchronous=normal",
+            "raw_rusqlite/synchronous=normal",
+        ],
+        |history| {
+            let mut raw = raw.borrow_mut();
+            raw.clear("compact");
+            raw.append("compact", history);
+        },
+        |summary| raw.borrow_mut().compact("compact", summary),
     );
-    let mut raw = Raw::open(dir.path(), Synchronous::Normal);
-    group.bench_function("raw_rusqlite/synchronous=normal", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                raw.clear("compact");
-                raw.append("compact", &history);
-                let start = Instant::now();
-                raw.compact("compact", &summary);
-                total += start.elapsed();
-            }
-            total
-        })
-    });
-    group.finish();
 }
 
 /// Append latency (`synchronous=normal`, so fsync noise does not hide the backend's own
@@ -327,18 +289,8 @@ fn compact(c: &mut Criterion) {
 fn curves(c: &mut Criterion) {
     let rt = runtime();
     bench::curves(c, &rt, "agentmem/normal", || {
-        let dir = tempfile::tempdir().unwrap();
-        let store = rt.block_on(store(dir.path(), Synchronous::Normal));
-        (dir, store)
+        temp_store(&rt, Synchronous::Normal)
     });
-}
-
-fn config() -> Criterion {
-    bench::criterion(
-        Criterion::default()
-            .warm_up_time(Duration::from_secs(1))
-            .measurement_time(Duration::from_secs(3)),
-    )
 }
 
 /// Reads a JSON-lines file of messages with std and serde_json.
@@ -355,11 +307,7 @@ fn json_lines_load(path: &Path) -> Vec<Message> {
 /// `agentmem_testkit::peak_memory`).
 fn memory_child(case: &str, dir: &Path) -> peak_memory::Measured {
     match case {
-        "agentmem" => {
-            let rt = runtime();
-            let store = rt.block_on(store(dir, Synchronous::Normal));
-            bench::peak_of_load_all(&rt, &store, "big")
-        }
+        "agentmem" => side_by_side::peak_of_big_load(store(dir, Synchronous::Normal)),
         "raw_rusqlite" => {
             // The database exists: open it without creating the schema again.
             let raw = Raw {
@@ -376,12 +324,8 @@ fn memory_child(case: &str, dir: &Path) -> peak_memory::Measured {
 /// Peak memory of a whole load of the big session, by the backend and by the baselines, each
 /// in a fresh process so none inherits another's freed heap. Printed once, on stderr.
 fn measure_peak_memory(n: usize) {
-    let rt = runtime();
-    let dir = tempfile::tempdir().unwrap();
-    let store = rt.block_on(store(dir.path(), Synchronous::Normal));
-    let session = SessionId::new("big").unwrap();
-    rt.block_on(fill(&store, &session, n));
-    drop(store);
+    let (rt, dir) = (runtime(), tempfile::tempdir().unwrap());
+    drop(big_session(&rt, n, store(dir.path(), Synchronous::Normal)));
     let mut raw = Raw::open(dir.path(), Synchronous::Normal);
     raw.fill("big", n);
     drop(raw);
@@ -420,7 +364,7 @@ fn peak_memory(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = config();
+    config = side_by_side::local_criterion();
     targets = append_one, append_batch_1000, reads, compact, curves, peak_memory
 }
 

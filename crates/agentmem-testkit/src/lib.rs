@@ -26,6 +26,8 @@ mod guard;
 pub mod pass_through;
 pub mod peak_memory;
 pub mod servers;
+#[cfg(feature = "bench")]
+pub mod side_by_side;
 
 pub use guard::{NamespaceGuard, TestStore, CLEANUP_TIMEOUT};
 pub use pass_through::{PassThrough, PassThroughLayer};

@@ -9,7 +9,7 @@
 #[cfg(any(feature = "redis", feature = "postgres", feature = "mongodb"))]
 use std::time::Duration;
 
-use crate::{env_url, NamespaceGuard};
+use crate::{env_url, NamespaceGuard, TestStore};
 
 /// The Redis server when `REDIS_URL` is unset.
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
@@ -175,6 +175,22 @@ impl ServerNamespace {
     /// The guard alone, e.g. for [`TestStore::with_namespace`](crate::TestStore::with_namespace).
     pub fn into_guard(self) -> NamespaceGuard {
         self.guard
+    }
+
+    /// A conformance factory's answer for a store connected to [`url`](Self::url): the store,
+    /// removing this namespace when dropped, or `None` (through [`service_unavailable`]) when
+    /// `opened` failed because `service` cannot be reached.
+    ///
+    /// [`service_unavailable`]: crate::service_unavailable
+    pub fn test_store<S, E>(self, service: &str, opened: Result<S, E>) -> Option<TestStore>
+    where
+        S: agentmem_core::AgentMemory + 'static,
+        E: std::fmt::Display,
+    {
+        match opened {
+            Ok(store) => Some(TestStore::new(store).with_namespace(self.guard).into_dyn()),
+            Err(e) => crate::service_unavailable(service, &self.url, &e),
+        }
     }
 }
 

@@ -3,12 +3,11 @@
 use std::io::IsTerminal;
 
 use agentmem_core::{Error, Result, SessionId};
+use agentmem_transfer::{migrate, MigrateOptions, Progress, SyncReport};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{open, redact, Keys};
-use crate::migrate::{migrate, MigrateOptions, Progress};
 use crate::output::{count, Output};
-use crate::sync::SyncReport;
 
 /// A progress bar on a terminal, one line per session otherwise (both on standard error).
 enum Shown {

@@ -1,4 +1,5 @@
-//! One function per command; [`run`] dispatches.
+//! One function per command; [`run`] dispatches, opening the store of every command that works
+//! on the one `--store` names in one place.
 
 mod doctor;
 mod lifecycle;
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use agentmem::crypt::{EncryptLayer, MasterKey, NoKeyLayer, KEY_ENV};
 use agentmem_core::{AgentMemory, AgentMemoryExt, Error, Result, RetentionPolicy};
 
-use crate::cli::{Cli, Command, DEFAULT_STORE};
+use crate::cli::{Cli, Command, StoreCommand, DEFAULT_STORE};
 use crate::output::Output;
 
 /// Runs one parsed command line.
@@ -28,24 +29,7 @@ pub async fn run(cli: Cli, out: &mut Output) -> Result<()> {
     };
     let keys = &keys;
     match cli.command {
-        Command::Sessions { owner, tags } => {
-            sessions::list(&open(&url, keys).await?, out, owner, tags).await
-        }
-        Command::Fork { session, new, at } => {
-            lifecycle::fork(&open(&url, keys).await?, out, &session, &new, at.as_ref()).await
-        }
-        Command::Rewind { session, last, to } => {
-            lifecycle::rewind(&open(&url, keys).await?, out, &session, last, to).await
-        }
-        Command::Tag {
-            session,
-            title,
-            owner,
-            tags,
-        } => lifecycle::tag(&open(&url, keys).await?, out, &session, title, owner, tags).await,
-        Command::Expire { session, ttl } => {
-            lifecycle::expire(&open(&url, keys).await?, out, &session, ttl).await
-        }
+        Command::Store(command) => on_store(&open(&url, keys).await?, out, command).await,
         Command::Rekey { new_key_file } => {
             let old = keys.current()?.ok_or_else(|| {
                 Error::invalid_input(format!(
@@ -54,39 +38,62 @@ pub async fn run(cli: Cli, out: &mut Output) -> Result<()> {
             })?;
             lifecycle::rekey_store(open_raw(&url).await?, out, &old, &new_key_file).await
         }
-        Command::Show {
+        Command::WorkspaceId { path, agent } => workspace::show(out, path, agent.as_deref()),
+        Command::Doctor { repair, backup_dir } => {
+            doctor::run(&url, keys, out, repair, backup_dir).await
+        }
+        Command::Migrate {
+            from,
+            to,
+            dry_run,
+            batch_size,
+        } => migrate::run(out, keys, &from, &to, dry_run, batch_size).await,
+    }
+}
+
+/// Runs a command on the store `--store` names, opened once by [`run`].
+async fn on_store(
+    store: &Arc<dyn AgentMemory>,
+    out: &mut Output,
+    command: StoreCommand,
+) -> Result<()> {
+    match command {
+        StoreCommand::Sessions { owner, tags } => sessions::list(store, out, owner, tags).await,
+        StoreCommand::Fork { session, new, at } => {
+            lifecycle::fork(store, out, &session, &new, at.as_ref()).await
+        }
+        StoreCommand::Rewind { session, last, to } => {
+            lifecycle::rewind(store, out, &session, last, to).await
+        }
+        StoreCommand::Tag {
+            session,
+            title,
+            owner,
+            tags,
+        } => lifecycle::tag(store, out, &session, title, owner, tags).await,
+        StoreCommand::Expire { session, ttl } => lifecycle::expire(store, out, &session, ttl).await,
+        StoreCommand::Show {
             session,
             limit,
             format,
-        } => sessions::show(&open(&url, keys).await?, out, &session, limit, format).await,
-        Command::Append {
+        } => sessions::show(store, out, &session, limit, format).await,
+        StoreCommand::Append {
             session,
             role,
             text,
-        } => sessions::append(&open(&url, keys).await?, out, &session, &role, &text).await,
-        Command::Search {
+        } => sessions::append(store, out, &session, &role, &text).await,
+        StoreCommand::Search {
             query,
             session,
             limit,
-        } => sessions::search(&open(&url, keys).await?, out, &query, session, limit).await,
-        Command::Compact {
+        } => sessions::search(store, out, &query, session, limit).await,
+        StoreCommand::Compact {
             session,
             summary,
             auto,
-        } => {
-            sessions::compact(
-                &open(&url, keys).await?,
-                out,
-                &session,
-                summary.as_deref(),
-                auto,
-            )
-            .await
-        }
-        Command::Archives { session } => {
-            sessions::archives(&open(&url, keys).await?, out, &session).await
-        }
-        Command::Memories {
+        } => sessions::compact(store, out, &session, summary.as_deref(), auto).await,
+        StoreCommand::Archives { session } => sessions::archives(store, out, &session).await,
+        StoreCommand::Memories {
             kind,
             agent,
             workspace,
@@ -95,12 +102,10 @@ pub async fn run(cli: Cli, out: &mut Output) -> Result<()> {
             exact,
         } => {
             let scope = memories::scope_filter(agent, workspace, owner, global, exact);
-            memories::list(&open(&url, keys).await?, out, kind, scope).await
+            memories::list(store, out, kind, scope).await
         }
-        Command::Delete { session } => {
-            sessions::delete(&open(&url, keys).await?, out, &session).await
-        }
-        Command::Purge {
+        StoreCommand::Delete { session } => sessions::delete(store, out, &session).await,
+        StoreCommand::Purge {
             older_than,
             keep,
             memories_older_than,
@@ -110,39 +115,22 @@ pub async fn run(cli: Cli, out: &mut Output) -> Result<()> {
                 max_sessions: keep,
                 max_memory_age: memories_older_than,
             };
-            sessions::purge(&open(&url, keys).await?, out, &policy).await
+            sessions::purge(store, out, &policy).await
         }
-        Command::WorkspaceId { path, agent } => workspace::show(out, path, agent.as_deref()),
-        Command::Doctor { repair, backup_dir } => {
-            doctor::run(&url, keys, out, repair, backup_dir).await
-        }
-        Command::Export {
+        StoreCommand::Export {
             session,
             all,
             format,
             output,
         } => {
-            let store = open(&url, keys).await?;
-            transfer::export(
-                &store,
-                out,
-                session.filter(|_| !all),
-                format,
-                output.as_deref(),
-            )
-            .await
+            let session = session.filter(|_| !all);
+            transfer::export(store, out, session, format, output.as_deref()).await
         }
-        Command::Import {
+        StoreCommand::Import {
             path,
             format,
             session,
-        } => transfer::import(&open(&url, keys).await?, out, &path, format, session).await,
-        Command::Migrate {
-            from,
-            to,
-            dry_run,
-            batch_size,
-        } => migrate::run(out, keys, &from, &to, dry_run, batch_size).await,
+        } => transfer::import(store, out, &path, format, session).await,
     }
 }
 

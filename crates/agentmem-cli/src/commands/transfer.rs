@@ -4,53 +4,17 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agentmem_core::{
-    AgentMemory, Error, MemoryFilter, MemoryItem, MemoryStore, Operation, Result, SessionId,
-    SessionStore,
+use agentmem_core::{AgentMemory, Error, Result, SessionId};
+use agentmem_formats::{
+    create_private_dir, json, jsonl, praisonai, swarms, yaml, ExportDocument, Format, SessionExport,
+};
+use agentmem_transfer::{
+    export_document, export_session, import_document, session_ids, write_jsonl,
 };
 use serde::Serialize;
 
-use agentmem_formats::{
-    canonical_map, create_private_dir, json, jsonl, praisonai, swarms, yaml, ExportDocument,
-    Format, SessionExport,
-};
-
 use crate::fsio::{io_error, write_atomic, AtomicFile};
 use crate::output::{count, Output};
-use crate::sync::{read_session, sync_session, SyncOptions};
-
-/// Every memory item, oldest first, ties broken by id, so exports are deterministic.
-async fn all_memories(store: &Arc<dyn AgentMemory>) -> Result<Vec<MemoryItem>> {
-    let mut items = store.list_memories(&MemoryFilter::default()).await?;
-    items.sort_by(|a, b| {
-        a.created_at
-            .cmp(&b.created_at)
-            .then_with(|| a.id.cmp(&b.id))
-    });
-    for item in &mut items {
-        canonical_map(&mut item.metadata);
-    }
-    Ok(items)
-}
-
-/// Every session's id, in byte order (stores order by id too, but a database collation may
-/// not be byte order, and exports must not depend on the store).
-async fn session_ids(store: &Arc<dyn AgentMemory>) -> Result<Vec<SessionId>> {
-    let mut ids: Vec<SessionId> = store
-        .list_sessions()
-        .await?
-        .into_iter()
-        .map(|s| s.id)
-        .collect();
-    ids.sort();
-    Ok(ids)
-}
-
-async fn one_session(store: &Arc<dyn AgentMemory>, id: &SessionId) -> Result<SessionExport> {
-    read_session(store.as_ref(), id)
-        .await?
-        .ok_or_else(|| Error::not_found(format!("session {:?} does not exist", id.as_str())))
-}
 
 /// A folder to export into: missing or empty, so nothing stale is mixed in.
 fn empty_folder(dir: Option<&Path>, format: Format) -> Result<PathBuf> {
@@ -98,6 +62,7 @@ pub async fn export(
     format: Format,
     output: Option<&Path>,
 ) -> Result<()> {
+    let store = store.as_ref();
     let mut summary = ExportSummary {
         format: format.as_str(),
         sessions: 0,
@@ -107,7 +72,7 @@ pub async fn export(
     };
     match (session, format) {
         (Some(id), _) => {
-            let s = one_session(store, &id).await?;
+            let s = export_session(store, &id).await?;
             summary.sessions = 1;
             summary.messages = s.total_messages();
             match format {
@@ -122,36 +87,36 @@ pub async fn export(
         }
         (None, Format::Jsonl) => {
             // Streamed session by session: a large store is never whole in memory.
-            match output {
+            let counts = match output {
                 Some(path) => {
                     let mut file = AtomicFile::create(path)?;
-                    stream_jsonl(store, &mut file, &mut summary).await?;
+                    let counts = write_jsonl(store, &mut file).await?;
                     file.commit()?;
+                    counts
                 }
                 None => {
                     let mut buf = Vec::new();
                     let mut sink = StdoutSink { out, buf: &mut buf };
-                    stream_jsonl(store, &mut sink, &mut summary).await?;
+                    let counts = write_jsonl(store, &mut sink).await?;
                     sink.flush_to_out()?;
+                    counts
                 }
-            }
+            };
+            summary.sessions = counts.sessions;
+            summary.messages = counts.messages;
+            summary.memories = counts.memories;
         }
         (None, Format::Json | Format::Yaml) => {
-            let mut doc = ExportDocument::new();
-            for id in session_ids(store).await? {
-                let s = one_session(store, &id).await?;
-                summary.messages += s.total_messages();
-                doc.sessions.push(s);
-            }
-            doc.memories = all_memories(store).await?;
+            let doc = export_document(store).await?;
             summary.sessions = doc.sessions.len() as u64;
+            summary.messages = doc.sessions.iter().map(SessionExport::total_messages).sum();
             summary.memories = doc.memories.len() as u64;
             emit(out, output, &render_document(&doc, format)?)?;
         }
         (None, Format::Swarms | Format::PraisonAi) => {
             let dir = empty_folder(output, format)?;
             for id in session_ids(store).await? {
-                let s = one_session(store, &id).await?;
+                let s = export_session(store, &id).await?;
                 summary.sessions += 1;
                 summary.messages += s.total_messages();
                 if format == Format::Swarms {
@@ -217,26 +182,6 @@ impl Write for StdoutSink<'_> {
     }
 }
 
-async fn stream_jsonl<W: Write>(
-    store: &Arc<dyn AgentMemory>,
-    w: &mut W,
-    summary: &mut ExportSummary,
-) -> Result<()> {
-    jsonl::write_header(w)?;
-    for id in session_ids(store).await? {
-        let s = one_session(store, &id).await?;
-        summary.sessions += 1;
-        summary.messages += s.total_messages();
-        jsonl::write_session(w, &s)?;
-    }
-    for item in all_memories(store).await? {
-        summary.memories += 1;
-        jsonl::write_memory(w, &item)?;
-    }
-    w.flush()
-        .map_err(|e| Error::from(e).with_operation(Operation::Export))
-}
-
 fn render_document(doc: &ExportDocument, format: Format) -> Result<String> {
     match format {
         Format::Jsonl => jsonl::to_string(doc),
@@ -260,48 +205,9 @@ pub fn read_import(
     }
 }
 
-#[derive(Serialize, Default)]
-struct ImportSummary {
-    sessions: u64,
-    sessions_created: u64,
-    messages_written: u64,
-    archives_written: u64,
-    memories: u64,
-    memories_written: u64,
-}
-
-/// What importing `item` would do to a store holding `stored`: `Ok(true)` to write it,
-/// `Ok(false)` when the store holds it already (same id, same content), and `Conflict` when
-/// the store holds something else under its id, or another item under its scope, kind and key
-/// (which the import would replace). The same policy as for sessions: an import adds, never
-/// overwrites.
-fn memory_import_plan(stored: &[MemoryItem], item: &MemoryItem) -> Result<bool> {
-    if let Some(existing) = stored.iter().find(|m| m.id == item.id) {
-        if existing == item {
-            return Ok(false);
-        }
-        return Err(Error::conflict(format!(
-            "memory item `{}` differs from the one in the store; nothing was imported",
-            item.id
-        )));
-    }
-    if let Some(key) = &item.key {
-        let same_key = stored.iter().find(|m| item.shares_key_with(m));
-        if let Some(other) = same_key {
-            return Err(Error::conflict(format!(
-                "memory item `{}` would replace `{}`, stored under the same scope ({}), kind and \
-                 key `{key}`; nothing was imported",
-                item.id, other.id, item.scope
-            )));
-        }
-    }
-    Ok(true)
-}
-
-/// `import`: parse and validate the whole input, check it against the store, then write it
-/// session by session (a new session in one write per archive, see [`crate::sync`]), then the
-/// memory items the store does not hold yet. A session or an item that conflicts with the
-/// store stops the import before anything is written.
+/// `import`: parse and validate the whole input, then write it into the store
+/// ([`import_document`]: a session or an item that conflicts with the store stops the import
+/// before anything is written).
 pub async fn import(
     store: &Arc<dyn AgentMemory>,
     out: &mut Output,
@@ -310,40 +216,7 @@ pub async fn import(
     session: Option<SessionId>,
 ) -> Result<()> {
     let doc = read_import(path, format, session)?;
-    // A dry run first: a session that conflicts with the store stops the import before
-    // anything is written.
-    let plan = SyncOptions {
-        dry_run: true,
-        ..SyncOptions::default()
-    };
-    for s in &doc.sessions {
-        sync_session(store.as_ref(), s, plan).await?;
-    }
-    // One listing of the store's items answers every item's check.
-    let stored = if doc.memories.is_empty() {
-        Vec::new()
-    } else {
-        store.list_memories(&MemoryFilter::default()).await?
-    };
-    let mut new_items = Vec::new();
-    for item in &doc.memories {
-        if memory_import_plan(&stored, item)? {
-            new_items.push(item);
-        }
-    }
-    let mut summary = ImportSummary::default();
-    for s in &doc.sessions {
-        let report = sync_session(store.as_ref(), s, SyncOptions::default()).await?;
-        summary.sessions += 1;
-        summary.sessions_created += u64::from(report.created);
-        summary.messages_written += report.messages_written;
-        summary.archives_written += report.archives_written;
-    }
-    summary.memories = doc.memories.len() as u64;
-    for item in new_items {
-        store.put_memory(item).await?;
-        summary.memories_written += 1;
-    }
+    let summary = import_document(store.as_ref(), &doc).await?;
     if out.json() {
         return out.json_value(&summary);
     }

@@ -1,5 +1,9 @@
 //! Helpers shared by the tests that drive the built `agentmem` binary.
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    reason = "helpers shared by several test binaries, each using some; a failed unwrap is a failed test"
+)]
 
 use std::borrow::BorrowMut;
 use std::ffi::OsStr;

@@ -1,6 +1,10 @@
 //! What the tests of the CLI on server deployments (TLS, clusters, poolers) share: whether a
 //! store answers, and one user's round trip (append, show, search, compact) on it.
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    reason = "helpers shared by several test binaries, each using some; a failed unwrap is a failed test"
+)]
 
 use agentmem_testkit::service_unavailable;
 

@@ -1,32 +1,5 @@
 //! Reading one whole session (with its archives) from a store, and bringing a store's copy of a
-//! session up to date with another copy: the one write path of `import` and `migrate`.
-//!
-//! # Recreating archives
-//!
-//! The [`AgentMemory`] trait has no call that writes an archive directly: archives only come
-//! from [`SessionStore::compact`](agentmem_core::SessionStore::compact), which moves the session's current messages into a new
-//! archive and replaces them. So a session with archives A₁…Aₙ and current messages C is
-//! rebuilt by replaying its compactions:
-//!
-//! ```text
-//! save_session(A₁, metadata)        session = A₁
-//! compact(A₂)                       archive 1 = A₁, session = A₂
-//! …
-//! compact(C)                        archive n = Aₙ, session = C
-//! ```
-//!
-//! The archives' messages, order and ids are exact; their ids and times are the destination's
-//! (every backend names archives itself). With a batch size, each step writes its first
-//! batch and appends the rest, so no single write is larger than the batch.
-//!
-//! # Idempotence
-//!
-//! A destination that already holds the session is compared by message ids: its archives must
-//! match the source's first archives, and its current messages must be a prefix of the next
-//! transcript (the source's next archive, or its current messages). Only what is missing is
-//! appended and the remaining compactions replayed, so re-running an import or a migration, even
-//! one interrupted midway, adds no duplicates. A destination that diverges is a
-//! [`Conflict`](agentmem_core::ErrorKind::Conflict), and nothing is written.
+//! session up to date with another copy: the one write path of import and migration.
 
 use agentmem_core::{AgentMemory, Error, Message, Result, SessionId, SessionLabels, SessionPatch};
 use agentmem_formats::{canonical_session, ArchiveExport, SessionExport};
@@ -104,10 +77,37 @@ fn conflict(id: &SessionId, why: impl std::fmt::Display) -> Error {
     ))
 }
 
-/// Makes `dest`'s copy of `source.id` hold what `source` holds (see the module docs).
+/// Makes `dest`'s copy of `source.id` hold what `source` holds.
 ///
 /// When the session did not exist and a write fails midway, the partial session is deleted
 /// (best effort) before the error is returned, so a failed import leaves nothing behind.
+///
+/// # Recreating archives
+///
+/// The [`AgentMemory`] trait has no call that writes an archive directly: archives only come
+/// from [`SessionStore::compact`](agentmem_core::SessionStore::compact), which moves the
+/// session's current messages into a new archive and replaces them. So a session with archives A₁…Aₙ and current messages C is
+/// rebuilt by replaying its compactions:
+///
+/// ```text
+/// save_session(A₁, metadata)        session = A₁
+/// compact(A₂)                       archive 1 = A₁, session = A₂
+/// …
+/// compact(C)                        archive n = Aₙ, session = C
+/// ```
+///
+/// The archives' messages, order and ids are exact; their ids and times are the destination's
+/// (every backend names archives itself). With a batch size, each step writes its first
+/// batch and appends the rest, so no single write is larger than the batch.
+///
+/// # Idempotence
+///
+/// A destination that already holds the session is compared by message ids: its archives must
+/// match the source's first archives, and its current messages must be a prefix of the next
+/// transcript (the source's next archive, or its current messages). Only what is missing is
+/// appended and the remaining compactions replayed, so re-running an import or a migration, even
+/// one interrupted midway, adds no duplicates. A destination that diverges is a
+/// [`Conflict`](agentmem_core::ErrorKind::Conflict), and nothing is written.
 pub async fn sync_session(
     dest: &dyn AgentMemory,
     source: &SessionExport,
@@ -285,7 +285,7 @@ async fn append_rest(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 mod tests {
     use super::*;
     use agentmem_core::{

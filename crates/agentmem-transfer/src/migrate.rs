@@ -1,15 +1,9 @@
 //! Copying every session, archive and memory item from one store to another.
-//!
-//! Sessions are copied one at a time ([`crate::sync::sync_session`]), so only one session is
-//! ever in memory; memory items are upserted by id. Re-running a migration (or resuming an
-//! interrupted one) adds no duplicates: what the destination already holds is matched by
-//! message id and only the missing rest is written. At the end the destination's counts are
-//! compared with the source's, session by session, and any difference is an error.
 
 use agentmem_core::{AgentMemory, Error, MemoryFilter, Result, SessionId};
 use serde::Serialize;
 
-use crate::sync::{read_session, sync_session, SyncOptions, SyncReport};
+use crate::{read_session, sync_session, SyncOptions, SyncReport};
 
 /// How to migrate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,13 +47,58 @@ pub struct MigrateReport {
 }
 
 /// Told about the migration's progress (a progress bar, log lines, nothing).
+///
+/// A closure taking a [`ProgressEvent`] is one too, so a caller can pass
+/// `&mut |event| eprintln!("{event:?}")`; a type of its own (with state, like a
+/// progress bar) implements the three calls.
 pub trait Progress {
     /// The migration starts with `sessions` sessions to copy.
     fn start(&mut self, sessions: u64);
-    /// One session is done.
+    /// One session is done: `messages` at the source (archived ones included), of which
+    /// `written` tells what had to be written.
     fn session(&mut self, id: &SessionId, messages: u64, written: &SyncReport);
     /// Every session is done; memory items and verification follow.
     fn finish(&mut self);
+}
+
+/// One call of [`Progress`], as a progress closure receives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProgressEvent {
+    /// The migration starts ([`Progress::start`]).
+    Start {
+        /// Sessions to copy.
+        sessions: u64,
+    },
+    /// One session is done ([`Progress::session`]).
+    Session {
+        /// The session.
+        id: SessionId,
+        /// Its messages at the source, archived ones included.
+        messages: u64,
+        /// What had to be written at the destination.
+        written: SyncReport,
+    },
+    /// Every session is done ([`Progress::finish`]).
+    Finish,
+}
+
+impl<F: FnMut(ProgressEvent)> Progress for F {
+    fn start(&mut self, sessions: u64) {
+        self(ProgressEvent::Start { sessions });
+    }
+
+    fn session(&mut self, id: &SessionId, messages: u64, written: &SyncReport) {
+        self(ProgressEvent::Session {
+            id: id.clone(),
+            messages,
+            written: *written,
+        });
+    }
+
+    fn finish(&mut self) {
+        self(ProgressEvent::Finish);
+    }
 }
 
 /// A [`Progress`] that says nothing.
@@ -79,12 +118,20 @@ struct Expected {
     archives: Vec<u64>,
 }
 
-/// Copies everything in `from` to `to` (see the module docs).
+/// Copies everything in `from` to `to`, telling `progress` about each session.
+///
+/// Sessions are copied one at a time ([`sync_session`]), so only one session is ever in
+/// memory; memory items are upserted by id. Re-running a migration (or resuming an
+/// interrupted one) adds no duplicates: what the destination already holds is matched by
+/// message id and only the missing rest is written. At the end the destination's counts are
+/// compared with the source's, session by session, and any difference is a
+/// [`Conflict`](agentmem_core::ErrorKind::Conflict). `progress` is `Send` so that the
+/// migration can run in a spawned task.
 pub async fn migrate(
     from: &dyn AgentMemory,
     to: &dyn AgentMemory,
     options: MigrateOptions,
-    progress: &mut dyn Progress,
+    progress: &mut (dyn Progress + Send),
 ) -> Result<MigrateReport> {
     let mut report = MigrateReport::default();
     let infos = from.list_sessions().await?;
@@ -187,4 +234,87 @@ async fn verify(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+mod tests {
+    use super::*;
+    use agentmem_core::{
+        InMemoryStore, MemoryItem, MemoryKind, MemoryStore, Message, SessionStore,
+    };
+
+    async fn source() -> (agentmem_core::Layered<InMemoryStore>, SessionId) {
+        let store = InMemoryStore::new();
+        let id: SessionId = "s".parse().unwrap();
+        store
+            .append(&id, &[Message::user("a"), Message::assistant("b")])
+            .await
+            .unwrap();
+        store.compact(&id, &[Message::system("ab")]).await.unwrap();
+        store
+            .put_memory(&MemoryItem::new(MemoryKind::Fact, "f"))
+            .await
+            .unwrap();
+        (store, id)
+    }
+
+    #[tokio::test]
+    async fn a_closure_hears_every_step_in_order() {
+        let (from, id) = source().await;
+        let to = InMemoryStore::new();
+        let mut events = Vec::new();
+        let report = migrate(&from, &to, MigrateOptions::default(), &mut |e| {
+            events.push(e)
+        })
+        .await
+        .unwrap();
+        let written = SyncReport {
+            created: true,
+            messages_written: 3,
+            archives_written: 1,
+            metadata_written: false,
+            labels_written: false,
+        };
+        let expected = [
+            ProgressEvent::Start { sessions: 1 },
+            ProgressEvent::Session {
+                id,
+                messages: 3,
+                written,
+            },
+            ProgressEvent::Finish,
+        ];
+        assert_eq!(events, expected);
+        assert!(report.verified);
+    }
+
+    #[tokio::test]
+    async fn a_dry_run_writes_and_verifies_nothing() {
+        let (from, id) = source().await;
+        let to = InMemoryStore::new();
+        let options = MigrateOptions {
+            batch: 1,
+            dry_run: true,
+        };
+        let report = migrate(&from, &to, options, &mut Silent).await.unwrap();
+        assert_eq!((report.messages_written, report.memories_written), (3, 1));
+        assert!(!report.verified);
+        assert!(to.load(&id, None).await.unwrap().is_none());
+        assert!(to.list_sessions().await.unwrap().is_empty());
+    }
+
+    /// A migration can run in a spawned task.
+    #[test]
+    fn the_migration_future_is_send() {
+        fn send<T: Send>(_: &T) {}
+        let (from, to) = (InMemoryStore::new(), InMemoryStore::new());
+        let mut progress = Silent;
+        send(&migrate(
+            &from,
+            &to,
+            MigrateOptions::default(),
+            &mut progress,
+        ));
+    }
 }

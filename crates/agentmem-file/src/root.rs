@@ -1,0 +1,108 @@
+//! Opening a root folder: its folders, the schema file, and what interrupted deletions and
+//! forks left behind.
+
+use std::path::Path;
+
+use agentmem_core::{Error, Result, SessionId};
+use serde::{Deserialize, Serialize};
+
+use crate::fsutil::{create_dirs, io_error, open_lock_file, write_atomic};
+use crate::layout::{fork_folder_target, Layout, TRASH_PREFIX};
+use crate::repair::{Findings, RepairKind};
+
+/// The schema version of the files this build writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+const SCHEMA_FORMAT: &str = "agentmem-file";
+
+/// `<root>/agentmem.json`.
+#[derive(Debug, Serialize, Deserialize)]
+struct SchemaFile {
+    format: String,
+    schema_version: u32,
+}
+
+/// Creates the folders and schema file, checks the schema, empties the trash.
+pub(crate) fn prepare_root(layout: &Layout) -> Result<Findings> {
+    create_dirs(&layout.root)?;
+    create_dirs(&layout.agents)?;
+    create_dirs(&layout.locks)?;
+    match std::fs::read(&layout.schema) {
+        Ok(bytes) => {
+            let schema: SchemaFile = serde_json::from_slice(&bytes).map_err(|e| {
+                Error::corrupt(format!(
+                    "{} is not an agentmem schema file",
+                    layout.schema.display()
+                ))
+                .with_source(e)
+            })?;
+            if schema.format != SCHEMA_FORMAT {
+                return Err(Error::corrupt(format!(
+                    "{} belongs to {:?}, not to the agentmem file backend",
+                    layout.schema.display(),
+                    schema.format
+                )));
+            }
+            if schema.schema_version > SCHEMA_VERSION {
+                return Err(Error::unsupported(format!(
+                    "{} has schema version {}; this agentmem understands up to {SCHEMA_VERSION}: upgrade agentmem",
+                    layout.root.display(),
+                    schema.schema_version
+                )));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let schema = SchemaFile {
+                format: SCHEMA_FORMAT.into(),
+                schema_version: SCHEMA_VERSION,
+            };
+            let mut bytes = serde_json::to_vec_pretty(&schema)
+                .map_err(|e| Error::backend("cannot serialize the schema file").with_source(e))?;
+            bytes.push(b'\n');
+            write_atomic(&layout.root, &layout.schema, &bytes)?;
+        }
+        Err(e) => return Err(io_error(&layout.schema, "cannot read", e)),
+    }
+    let mut findings = Findings::new(true);
+    if let Ok(entries) = std::fs::read_dir(&layout.agents) {
+        for entry in entries.flatten() {
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(TRASH_PREFIX)
+            {
+                findings.add(
+                    RepairKind::Trash,
+                    None,
+                    entry.path(),
+                    "a session folder whose deletion was interrupted",
+                );
+                // Another process may be removing it at the same time: errors are expected.
+                let _ = std::fs::remove_dir_all(entry.path());
+            } else if let Some(target) = fork_folder_target(&entry.file_name().to_string_lossy()) {
+                remove_unfinished_fork(layout, &target, &entry.path(), &mut findings);
+            }
+        }
+    }
+    Ok(findings)
+}
+
+/// Removes the folder of a fork into `target` that a crash left unfinished. A fork holds the
+/// target's lock while its folder exists, so the folder is removed only when that lock is
+/// free (else a fork is running, or a lease is kept: the next open removes it).
+fn remove_unfinished_fork(layout: &Layout, target: &SessionId, dir: &Path, f: &mut Findings) {
+    let lock_path = layout.session(target).lock;
+    let Ok(lock) = open_lock_file(&lock_path) else {
+        return;
+    };
+    if lock.try_lock().is_ok() {
+        f.add(
+            RepairKind::TempFile,
+            Some(target),
+            dir.to_path_buf(),
+            "left by an interrupted fork; removed",
+        );
+        let _ = std::fs::remove_dir_all(dir);
+        let _ = lock.unlock();
+    }
+}
