@@ -9,7 +9,7 @@ use agentmem_core::backend::Registry;
 use crate::backend::Backend;
 use agentmem_core::{
     AgentMemory, ContextStore, Error, MemoryFilter, MemoryItem, MemoryKind, MemoryScope,
-    MemoryStore, Message, MessageId, Result, Role, SessionId, SessionStore,
+    MemoryStore, Message, MessageId, Operation, Result, Role, SessionId, SessionStore,
 };
 use agentmem_workspace::{global_sessions_requested, session_id, workspace_id_with, WorkspaceId};
 
@@ -17,7 +17,7 @@ use crate::auto_memory::Fact;
 use crate::config::{AgentConfig, StoreSpec};
 use crate::context::{join_prompt, TurnContext};
 use crate::learning::{insight_category, insight_count, Insight, InsightCategory};
-use crate::protocol::ProtocolOnly;
+use crate::protocol::refused;
 use crate::text::stable_hash;
 
 mod turn;
@@ -38,6 +38,15 @@ pub struct TurnReport {
     pub facts: Vec<Fact>,
     /// Insights recorded by learning (a message already counted is not listed again).
     pub insights: Vec<Insight>,
+}
+
+/// Where an agent keeps its memory.
+enum Memory {
+    /// A full store: every feature of the agent.
+    Store(Arc<dyn AgentMemory>),
+    /// A store with only the seed protocol ([`ContextStore`]): context before a turn, the
+    /// conversation saved after it.
+    Protocol(Arc<dyn ContextStore>),
 }
 
 /// One agent's memory layer: its [`AgentConfig`], its store and its name.
@@ -62,10 +71,7 @@ pub struct TurnReport {
 /// when the agent is built. Shared between tasks by reference: every method takes `&self`.
 pub struct Agent {
     config: AgentConfig,
-    store: Arc<dyn AgentMemory>,
-    /// The store, when it implements only the [`ContextStore`] protocol (`store` then refuses
-    /// everything else).
-    protocol: Option<Arc<dyn ContextStore>>,
+    memory: Memory,
     name: Option<String>,
     workspace: Option<WorkspaceId>,
     /// The scope of the memory items it stores and reads.
@@ -97,8 +103,10 @@ impl fmt::Debug for Agent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Agent")
             .field("config", &self.config)
-            .field("backend", &self.store.backend())
-            .field("protocol_only", &self.protocol.is_some())
+            .field(
+                "backend",
+                &self.store().map_or("context_store", |s| s.backend().name),
+            )
             .field("name", &self.name)
             .field("history_session", &self.history_session)
             .field("auto_save_session", &self.auto_save_session)
@@ -167,7 +175,7 @@ impl Agent {
         store: Arc<dyn AgentMemory>,
         name: Option<&str>,
     ) -> Result<Agent> {
-        Agent::build(config, store, None, name)
+        Agent::build(config, Memory::Store(store), name)
     }
 
     /// The agent named `name` on a store that implements only the [`ContextStore`] protocol,
@@ -239,29 +247,22 @@ impl Agent {
         name: Option<&str>,
     ) -> Result<Agent> {
         refuse_beyond_protocol(&config)?;
-        let full = Arc::new(ProtocolOnly(store.clone()));
-        Agent::build(config, full, Some(store), name)
+        Agent::build(config, Memory::Protocol(store), name)
     }
 
     /// [`new`](Self::new) and [`with_context_store`](Self::with_context_store): the history
     /// session of a protocol-only agent is resolved whether history is on or not.
-    fn build(
-        config: AgentConfig,
-        store: Arc<dyn AgentMemory>,
-        protocol: Option<Arc<dyn ContextStore>>,
-        name: Option<&str>,
-    ) -> Result<Agent> {
+    fn build(config: AgentConfig, memory: Memory, name: Option<&str>) -> Result<Agent> {
         config.validate()?;
         let name = name.filter(|a| !a.is_empty()).map(str::to_string);
-        let scoped = config.history || protocol.is_some();
+        let scoped = config.history || matches!(memory, Memory::Protocol(_));
         let sessions = Sessions::resolve(&config, name.as_deref(), scoped)?;
-        Ok(Agent::assemble(config, store, protocol, name, sessions))
+        Ok(Agent::assemble(config, memory, name, sessions))
     }
 
     fn assemble(
         config: AgentConfig,
-        store: Arc<dyn AgentMemory>,
-        protocol: Option<Arc<dyn ContextStore>>,
+        memory: Memory,
         name: Option<String>,
         sessions: Sessions,
     ) -> Agent {
@@ -275,8 +276,7 @@ impl Agent {
         });
         Agent {
             config,
-            store,
-            protocol,
+            memory,
             name,
             workspace: sessions.workspace,
             memory_scope,
@@ -341,7 +341,12 @@ impl Agent {
                 )
             }
         };
-        Ok(Some(Agent::assemble(config, store?, None, name, sessions)))
+        Ok(Some(Agent::assemble(
+            config,
+            Memory::Store(store?),
+            name,
+            sessions,
+        )))
     }
 
     /// The configuration.
@@ -349,11 +354,18 @@ impl Agent {
         &self.config
     }
 
-    /// The store. For an agent built [`with_context_store`](Self::with_context_store), a store
-    /// whose `get_context` and `save_session` are the protocol store's and whose every other
-    /// method is refused (`Unsupported`).
-    pub fn store(&self) -> &Arc<dyn AgentMemory> {
-        &self.store
+    /// The store; `None` for an agent built [`with_context_store`](Self::with_context_store),
+    /// whose store has only the seed protocol.
+    pub fn store(&self) -> Option<&Arc<dyn AgentMemory>> {
+        match &self.memory {
+            Memory::Store(store) => Some(store),
+            Memory::Protocol(_) => None,
+        }
+    }
+
+    /// The full store, for `op`; `Unsupported` naming `op` for a protocol-only agent.
+    pub(crate) fn full(&self, op: Operation) -> Result<&Arc<dyn AgentMemory>> {
+        self.store().ok_or_else(|| refused(op))
     }
 
     /// The agent's name, when one was given.
@@ -413,7 +425,7 @@ impl Agent {
         if self.config.history {
             if let Some(session) = &self.history_session {
                 let loaded = self
-                    .store
+                    .full(Operation::Load)?
                     .load(session, Some(self.config.history_limit))
                     .await?
                     .map(|s| s.messages)
@@ -439,12 +451,12 @@ impl Agent {
     /// own one with [`store_context`](AgentConfig::store_context) on, else the agent's memory
     /// block. A blank answer is no context.
     async fn stored_context(&self, query: Option<&str>) -> Result<String> {
-        let own = match &self.protocol {
-            Some(store) => Some(store.get_context(query).await?),
-            None if self.config.store_context => {
-                Some(MemoryStore::get_context(&*self.store, query).await?)
+        let own = match &self.memory {
+            Memory::Protocol(store) => Some(store.get_context(query).await?),
+            Memory::Store(store) if self.config.store_context => {
+                Some(MemoryStore::get_context(&**store, query).await?)
             }
-            None => None,
+            Memory::Store(_) => None,
         };
         match own {
             Some(text) if text.trim().is_empty() => Ok(String::new()),
@@ -464,7 +476,9 @@ impl Agent {
             return Err(Error::invalid_input("a memory needs some text"));
         }
         let item = MemoryItem::new(kind, text).in_scope(self.memory_scope.clone());
-        self.store.put_memory(&self.with_ttl(item)).await
+        self.full(Operation::PutMemory)?
+            .put_memory(&self.with_ttl(item))
+            .await
     }
 
     /// `item` expiring as the config says for its kind: after
@@ -489,11 +503,11 @@ impl Agent {
     /// The stored context as a Markdown block; empty when nothing is stored.
     async fn memory_block(&self, query: Option<&str>) -> Result<String> {
         let facts = self
-            .store
+            .full(Operation::ListMemories)?
             .list_memories(&self.visible(MemoryKind::Fact).with_limit(FACTS_SHOWN))
             .await?;
         let mut insights: Vec<MemoryItem> = self
-            .store
+            .full(Operation::ListMemories)?
             .list_memories(&self.visible(MemoryKind::Insight))
             .await?
             .into_iter()
@@ -511,7 +525,7 @@ impl Agent {
         if let Some(q) = query.map(str::trim).filter(|q| !q.is_empty()) {
             let filter = self.visible(MemoryKind::LongTerm).with_limit(NOTES_SHOWN);
             notes.extend(
-                self.store
+                self.full(Operation::SearchMemories)?
                     .search_memories(q, &filter)
                     .await?
                     .into_iter()
@@ -519,7 +533,7 @@ impl Agent {
             );
         }
         let newest = self
-            .store
+            .full(Operation::ListMemories)?
             .list_memories(&self.visible(MemoryKind::LongTerm).with_limit(NOTES_SHOWN))
             .await?;
         for item in newest.into_iter().rev() {
@@ -531,7 +545,7 @@ impl Agent {
             }
         }
         let short = self
-            .store
+            .full(Operation::ListMemories)?
             .list_memories(&self.visible(MemoryKind::ShortTerm).with_limit(NOTES_SHOWN))
             .await?;
 

@@ -58,7 +58,7 @@ async fn environment_switches_home_and_global_sessions() {
     let on = from_config("history".parse().expect("preset"), Some("assistant"))
         .await
         .expect("history is on");
-    assert_eq!(on.store().backend(), "file");
+    assert_eq!(on.store().expect("a full store").backend(), "file");
     after_turn(&on, &[Message::user("hello")]).await;
     assert!(home.exists(), "the default store lives under AGENTMEM_HOME");
     std::env::remove_var("AGENTMEM_HOME");

@@ -340,7 +340,7 @@ async fn from_config_opens_a_file_store_that_keeps_history_across_runs() {
         let agent = from_config(config(), Some("assistant"))
             .await
             .expect("enabled");
-        assert_eq!(agent.store().backend(), "file");
+        assert_eq!(agent.store().expect("a full store").backend(), "file");
         run(&agent, "My name is Alice", "Hello Alice").await;
     }
     let agent = from_config(config(), Some("assistant"))

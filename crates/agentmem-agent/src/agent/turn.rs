@@ -5,14 +5,14 @@
 use std::collections::HashSet;
 
 use agentmem_core::{
-    ContextStore, ErrorKind, MemoryStore, Message, MessageId, Metadata, Result, Role, SessionId,
-    SessionPatch, SessionStore,
+    ContextStore, ErrorKind, MemoryStore, Message, MessageId, Metadata, Operation, Result, Role,
+    SessionId, SessionPatch, SessionStore,
 };
 
 use crate::auto_memory::extract_facts;
 use crate::learning::{detect_insights, insight_id, record};
 
-use super::{Agent, TurnReport};
+use super::{Agent, Memory, TurnReport};
 
 impl Agent {
     /// After messages were appended to `session`: sets its expiry [`session_ttl`]
@@ -30,7 +30,11 @@ impl Agent {
         if patch.is_empty() {
             return Ok(());
         }
-        match self.store.update_session(session, &patch).await {
+        match self
+            .full(Operation::UpdateSession)?
+            .update_session(session, &patch)
+            .await
+        {
             Ok(_) => {}
             // Labelling the owner is a courtesy to lookups: a store without labels still
             // saves the turn. An expiry asked for is not optional.
@@ -72,7 +76,7 @@ impl Agent {
     pub async fn after_turn(&self, conversation: &[Message]) -> Result<TurnReport> {
         let mut report = TurnReport::default();
         let mut sessions: Vec<SessionId> = Vec::new();
-        if self.config.history || self.protocol.is_some() {
+        if self.config.history || self.store().is_none() {
             sessions.extend(self.history_session.clone());
         }
         if let Some(auto) = &self.auto_save_session {
@@ -81,9 +85,9 @@ impl Agent {
             }
         }
         for session in &sessions {
-            report.saved += match &self.protocol {
-                Some(store) => self.save_whole(&**store, session, conversation).await?,
-                None => self.save_new(session, conversation).await?,
+            report.saved += match &self.memory {
+                Memory::Protocol(store) => self.save_whole(&**store, session, conversation).await?,
+                Memory::Store(_) => self.save_new(session, conversation).await?,
             };
         }
         if self.config.auto_memory || self.config.learn {
@@ -102,18 +106,22 @@ impl Agent {
                             .to_memory_item()
                             .in_scope(self.memory_scope.clone())
                             .with_metadata("message_id", message.id.clone());
-                        self.store.put_memory(&self.with_ttl(item)).await?;
+                        self.full(Operation::PutMemory)?
+                            .put_memory(&self.with_ttl(item))
+                            .await?;
                         report.facts.push(fact);
                     }
                 }
                 if self.config.learn {
                     for insight in detect_insights(&message.content) {
                         let id = insight_id(&self.memory_scope, &insight.key);
-                        let existing = self.store.get_memory(&id).await?;
+                        let existing = self.full(Operation::GetMemory)?.get_memory(&id).await?;
                         if let Some(item) =
                             record(&insight, &self.memory_scope, &message.id, existing)
                         {
-                            self.store.put_memory(&self.with_ttl(item)).await?;
+                            self.full(Operation::PutMemory)?
+                                .put_memory(&self.with_ttl(item))
+                                .await?;
                             report.insights.push(insight);
                         }
                     }
@@ -149,7 +157,7 @@ impl Agent {
         if new.is_empty() {
             return Ok(0);
         }
-        if let Err(e) = self.store.append(session, &new).await {
+        if let Err(e) = self.full(Operation::Append)?.append(session, &new).await {
             let mut state = self.state();
             if let Some(stored) = state.stored.get_mut(session) {
                 for m in &new {
@@ -178,7 +186,11 @@ impl Agent {
             .collect();
         let mut limit = saved.len().max(1);
         loop {
-            let Some(stored) = self.store.load(session, Some(limit)).await? else {
+            let Some(stored) = self
+                .full(Operation::Load)?
+                .load(session, Some(limit))
+                .await?
+            else {
                 return Ok(HashSet::new());
             };
             let ids: HashSet<MessageId> = stored.messages.into_iter().map(|m| m.id).collect();
