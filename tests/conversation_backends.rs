@@ -2,7 +2,10 @@
 //! `agentmem::open(url)`: write-through, preload after a restart, compaction, concurrent adds.
 //! Server backends read `REDIS_URL`, `DATABASE_URL` and `MONGODB_URL` and skip only when
 //! `AGENTMEM_REQUIRE_SERVICES` is unset.
-#![allow(missing_docs)]
+#![allow(
+    missing_docs,
+    reason = "a test or bench crate: nothing in it is public API"
+)]
 
 use std::sync::Arc;
 
@@ -11,9 +14,15 @@ use agentmem::{AgentMemory, AgentMemoryExt, Role, SessionId, SessionStore};
 mod common;
 
 // Which helpers are used depends on the backends compiled in.
-#[allow(unused_imports)]
+#[allow(
+    unused_imports,
+    reason = "used only by the tests of some backend features"
+)]
 use agentmem_testkit::ServerNamespace;
-#[allow(unused_imports)]
+#[allow(
+    unused_imports,
+    reason = "used only by the tests of some backend features"
+)]
 use common::{open, open_fresh};
 
 const PRELOAD_HEAD: &str = "[Persistent Memory — MEMORY.md]\nThe following is this conversation's persistent memory from prior sessions. Use it to continue context coherently.\n\n";

@@ -3,7 +3,10 @@
 //! process. Server backends read `REDIS_URL`, `DATABASE_URL` and `MONGODB_URL` and skip only
 //! when `AGENTMEM_REQUIRE_SERVICES` is unset.
 #![cfg(feature = "rig")]
-#![allow(missing_docs)]
+#![allow(
+    missing_docs,
+    reason = "a test or bench crate: nothing in it is public API"
+)]
 
 use std::sync::Arc;
 
@@ -11,9 +14,15 @@ use agentmem::AgentMemory;
 mod common;
 
 // Which helpers are used depends on the backends compiled in.
-#[allow(unused_imports)]
+#[allow(
+    unused_imports,
+    reason = "used only by the tests of some backend features"
+)]
 use agentmem_testkit::ServerNamespace;
-#[allow(unused_imports)]
+#[allow(
+    unused_imports,
+    reason = "used only by the tests of some backend features"
+)]
 use common::open;
 
 /// Opens `url` twice and runs the suite on the two connections.

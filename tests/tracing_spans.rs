@@ -1,7 +1,10 @@
 //! Every store operation runs in one `agentmem.op` span with the same fields on every backend
 //! (backend, op, session, messages, duration, outcome), and neither spans nor events carry
 //! message text, memory text, queries or passwords.
-#![allow(missing_docs)]
+#![allow(
+    missing_docs,
+    reason = "a test or bench crate: nothing in it is public API"
+)]
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -14,9 +17,15 @@ use agentmem::{Operation, RetentionPolicy, SessionId};
 mod common;
 
 // Which helpers are used depends on the backends compiled in.
-#[allow(unused_imports)]
+#[allow(
+    unused_imports,
+    reason = "used only by the tests of some backend features"
+)]
 use agentmem_testkit::ServerNamespace;
-#[allow(unused_imports)]
+#[allow(
+    unused_imports,
+    reason = "used only by the tests of some backend features"
+)]
 use common::{open, open_fresh};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};

@@ -4,7 +4,10 @@
 //! at `REDIS_URL`, `DATABASE_URL` or `MONGODB_URL`), which removes the namespace when the test
 //! drops it.
 // Each test binary uses the helpers of the backends compiled in.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by several test binaries, each using part of it"
+)]
 
 use std::sync::Arc;
 

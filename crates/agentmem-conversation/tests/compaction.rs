@@ -1,5 +1,5 @@
 //! Compaction and automatic compression on the in-memory store.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 mod common;
 

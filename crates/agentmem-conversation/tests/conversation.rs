@@ -1,5 +1,5 @@
 //! Building, preload, write-through, access and stop writing.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! Export and load: Swarms' JSON shape, YAML, exact round trips, errors naming the file.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! The OpenAI-compatible summarizer against a local HTTP server that checks what it receives.
 #![cfg(feature = "openai")]
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! Search and the retrieval tool.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! `WORKSPACE_DIR` is read when no workspace dir is configured. A test binary of its own,
 //! because it changes the process environment.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 use agentmem_conversation::{workspace_dir_from_env, Conversation, WORKSPACE_DIR_ENV};
 

@@ -91,17 +91,17 @@ fn check_items<'a>(items: impl IntoIterator<Item = &'a MemoryItem>, op: Operatio
 
 impl<S: AgentMemory> NoKey<S> {
     /// Refuses to add plaintext to `session` when its newest message or metadata is encrypted.
+    /// Reads the smallest window that holds a message: one, unless the newest are tool
+    /// results whose call falls outside it (a window never starts with those), then a wider
+    /// one, never the whole session unless it is that short.
     async fn check_joining(&self, session: &SessionId, op: Operation) -> Result<()> {
-        let mut newest = self.inner.load(session, Some(1)).await?;
-        // A window of one leaves out a tool result (its call is outside): read it all then.
-        if newest
-            .as_ref()
-            .is_some_and(|s| s.messages.is_empty() && s.total_messages > 0)
-        {
-            newest = self.inner.load(session, None).await?;
-        }
-        if let Some(stored) = newest {
-            check_session(&stored, op)?;
+        let mut window = 1;
+        while let Some(stored) = self.inner.load(session, Some(window)).await? {
+            let total = usize::try_from(stored.total_messages).unwrap_or(usize::MAX);
+            if !stored.messages.is_empty() || window >= total {
+                return check_session(&stored, op);
+            }
+            window = window.saturating_mul(4);
         }
         Ok(())
     }

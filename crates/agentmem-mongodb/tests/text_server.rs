@@ -4,7 +4,7 @@
 //!
 //! Only the search cases run here: nx-27017 is a test double for `$text`, not a faithful
 //! MongoDB elsewhere. The whole suite runs on `MONGODB_URL`, with and without transactions.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 mod common;
 

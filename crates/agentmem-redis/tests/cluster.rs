@@ -5,7 +5,7 @@
 //! The whole conformance suite runs on the cluster; every key of a store lies in one hash slot;
 //! stores on each master work side by side; version 1 data migrates there; and a cluster that
 //! cannot be reached is `Unavailable`.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -7,7 +7,7 @@
 //! that does not name the host, is refused; `tls_ca` errors are the caller's; and without
 //! `tls_ca` the CA bundle `SSL_CERT_FILE` names is what is trusted.
 #![cfg(feature = "tls")]
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 use std::path::{Path, PathBuf};
 

@@ -4,7 +4,7 @@
 //!
 //! Mounting needs root (or CAP_SYS_ADMIN); where it is refused, these tests, and only these,
 //! skip with a loud message.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 mod common;
 

@@ -17,7 +17,7 @@
 //!   `--sync-on-commit`, and is killed with SIGKILL (its whole process group).
 //!
 //! A server that cannot be started skips only through `agentmem_testkit::service_unavailable`.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 mod common;
 

@@ -1,5 +1,8 @@
 //! The adapter's behaviour suite on the in-memory store, and a rig agent with a scripted model.
-#![allow(missing_docs)]
+#![allow(
+    missing_docs,
+    reason = "a test or bench crate: nothing in it is public API"
+)]
 
 use std::sync::Arc;
 

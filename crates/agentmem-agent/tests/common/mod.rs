@@ -1,7 +1,10 @@
 //! What several test files share: [`Spy`], a store that records what the agent asks of it, and
 //! the calls every test makes with an answer it must get.
 
-#![allow(dead_code)] // each test file uses part of it
+#![allow(
+    dead_code,
+    reason = "shared by several test binaries, each using part of it"
+)]
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

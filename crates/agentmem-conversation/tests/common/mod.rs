@@ -1,6 +1,10 @@
 //! Helpers shared by the conversation tests: stores, and a store wrapper that counts calls
 //! and fails the Nth one.
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    reason = "shared by several test binaries, each using part of it; a failed unwrap is a failed test"
+)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,8 @@
 //! Helpers shared by the file store's tests: opening stores, session ids and fixed times.
-#![allow(dead_code)] // each test file uses part of it
+#![allow(
+    dead_code,
+    reason = "shared by several test binaries, each using part of it"
+)]
 
 use std::path::Path;
 

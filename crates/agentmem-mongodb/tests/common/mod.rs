@@ -6,7 +6,11 @@
 //! A client's background tasks (server monitors, pool workers) live on the runtime that
 //! created it, and every `#[tokio::test]` has its own runtime that ends with the test, so the
 //! shared clients are created on a process-wide runtime of their own.
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    reason = "shared by several test binaries, each using part of it; a failed unwrap is a failed test"
+)]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};

@@ -1,6 +1,9 @@
 //! Shared by the integration tests: the server URL, a store in a fresh schema, and cleanup
 //! of schemas left by earlier test processes.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by several test binaries, each using part of it"
+)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

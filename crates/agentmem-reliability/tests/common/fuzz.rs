@@ -1,5 +1,8 @@
 //! Strategies shared by the fuzz tests.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by several test binaries, each using part of it"
+)]
 
 use proptest::prelude::*;
 

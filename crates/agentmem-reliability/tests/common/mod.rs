@@ -1,6 +1,10 @@
 //! What the battery's test files share: running the helper, store URLs per backend, and
 //! reading a session with all its archives.
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    reason = "shared by several test binaries, each using part of it; a failed unwrap is a failed test"
+)]
 
 pub mod fuzz;
 
