@@ -312,14 +312,21 @@ mod tests {
         Value::Str(value.to_string())
     }
 
-    #[test]
-    fn spans_carry_the_opentelemetry_conventions_beside_the_plain_fields() {
+    /// The spans `work` opens, with their fields, under a subscriber that records them.
+    fn spans_of(work: impl std::future::Future<Output = ()>) -> Vec<Fields> {
         let spans = Spans::default();
         let _default = tracing::subscriber::set_default(spans.clone());
-        let runtime = tokio::runtime::Builder::new_current_thread()
+        tokio::runtime::Builder::new_current_thread()
             .build()
-            .expect("runtime");
-        runtime.block_on(async {
+            .expect("runtime")
+            .block_on(work);
+        let recorded = spans.0.lock().expect("lock").clone();
+        recorded
+    }
+
+    #[test]
+    fn spans_carry_the_opentelemetry_conventions_beside_the_plain_fields() {
+        let spans = spans_of(async {
             let store = InMemoryStore::new();
             let session = "chat-7".parse().expect("id");
             store
@@ -333,8 +340,6 @@ mod tests {
             let error = store.compact(&missing, &[]).await.expect_err("no session");
             assert_eq!(error.kind(), ErrorKind::NotFound);
         });
-
-        let spans = spans.0.lock().expect("lock").clone();
         let [append, compact] = spans.as_slice() else {
             panic!("two spans expected: {spans:#?}");
         };
@@ -365,18 +370,12 @@ mod tests {
             .db_system("else.db")
             .remote();
         static LOCAL: BackendInfo = BackendInfo::new("local-thing");
-        let spans = Spans::default();
-        let _default = tracing::subscriber::set_default(spans.clone());
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("runtime");
-        runtime.block_on(async {
+        let spans = spans_of(async {
             for backend in [&SERVER, &LOCAL] {
                 let op = super::Op::new(backend, crate::Operation::Purge, None);
                 op.run(async { Ok(()) }).await.expect("ok");
             }
         });
-        let spans = spans.0.lock().expect("lock").clone();
         let [server, local] = spans.as_slice() else {
             panic!("two spans expected: {spans:#?}");
         };
