@@ -62,7 +62,7 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use agentmem_core::{Error, Message, MessageId, Metadata, Result, Role, SessionId};
+use agentmem_core::{Error, Message, MessageId, Metadata, Result, SessionId};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -71,6 +71,12 @@ use crate::document::{derived_id, read_sessions, session_id_from};
 use crate::fs::{create_dir_all, list_dir, read_text, read_to_string, write_all, write_atomic};
 use crate::time::{isoformat, parse_iso_time};
 use crate::{ArchiveExport, ExportDocument, Format, SessionExport};
+
+mod read_messages;
+mod write_messages;
+
+use read_messages::import_list;
+use write_messages::export_list;
 
 /// The metadata key holding what PraisonAI has and agentmem has no field for.
 pub const PRAISONAI_KEY: &str = "praisonai";
@@ -167,6 +173,21 @@ fn python_iso(time: DateTime<Utc>) -> String {
     format!("{}+00:00", isoformat(time))
 }
 
+/// The id of the `k`-th agentmem message made from the PraisonAI message at `index` of
+/// `list_name`: what import gives a message agentmem recorded no id for, and what export
+/// compares an id with before recording it.
+fn derived_message_id(session: &SessionId, list_name: &str, index: usize, k: usize) -> MessageId {
+    derived_id(&[
+        "praisonai",
+        session.as_str(),
+        list_name,
+        &index.to_string(),
+        &k.to_string(),
+    ])
+}
+
+/// Takes the object under `key` out of `map`; an empty one when there is none (a value under
+/// `key` that is not an object stays where it is).
 fn take_object(map: &mut Metadata, key: &str) -> Map<String, Value> {
     match map.remove(key) {
         Some(Value::Object(o)) => o,
@@ -339,181 +360,6 @@ fn split_archives(
         .collect())
 }
 
-fn import_list(
-    list: &[MessageFile],
-    source: &str,
-    session: &SessionId,
-    list_name: &str,
-    fallback: DateTime<Utc>,
-    calls: &mut std::collections::HashMap<String, String>,
-) -> Result<Vec<Message>> {
-    let mut out = Vec::new();
-    for (index, p) in list.iter().enumerate() {
-        let at = |why: String| corrupt(source, format!("{list_name}[{index}]: {why}"));
-        let role = Role::parse(&p.role).map_err(|e| at(e.message().to_string()))?;
-        let mut metadata = p.metadata.clone();
-        let agentmem = take_object(&mut metadata, AGENTMEM_KEY);
-        let mut keep = Map::new();
-        let timestamp = match p.timestamp {
-            Some(t) => from_epoch(t).ok_or_else(|| at(format!("timestamp {t} is not a time")))?,
-            None => {
-                keep.insert("no_timestamp".into(), Value::Bool(true));
-                fallback
-            }
-        };
-        let content = match &p.content {
-            Value::String(s) => s.clone(),
-            other => {
-                keep.insert("content".into(), other.clone());
-                match other {
-                    Value::Null => String::new(),
-                    v => v.to_string(),
-                }
-            }
-        };
-        if !p.extra.is_empty() {
-            keep.insert("extra".into(), Value::Object(p.extra.clone()));
-        }
-        let position = index.to_string();
-        let derived = |k: usize| {
-            derived_id(&[
-                "praisonai",
-                session.as_str(),
-                list_name,
-                &position,
-                &k.to_string(),
-            ])
-        };
-        let stored_id = |k: usize| -> Result<MessageId> {
-            match agentmem
-                .get("ids")
-                .and_then(|ids| ids.get(k))
-                .or(if k == 0 { agentmem.get("id") } else { None })
-            {
-                Some(Value::String(id)) => MessageId::new(id.as_str())
-                    .map_err(|e| at(format!("metadata.agentmem ids: {e}"))),
-                Some(_) => Err(at("metadata.agentmem ids must be strings".into())),
-                None => Ok(derived(k)),
-            }
-        };
-        let stored_time = |k: usize| -> Result<DateTime<Utc>> {
-            match agentmem.get("timestamps").and_then(|t| t.get(k)) {
-                Some(Value::String(t)) => parse_iso_time(t)
-                    .ok_or_else(|| at(format!("metadata.agentmem timestamp {t:?} is not a time"))),
-                Some(_) => Err(at("metadata.agentmem timestamps must be strings".into())),
-                None => Ok(timestamp),
-            }
-        };
-
-        match p.tool_calls.as_deref() {
-            Some(tool_calls) if !tool_calls.is_empty() => {
-                let n = tool_calls.len();
-                // The next message also calls tools in the same role: without a marker,
-                // export would merge the two into one.
-                let merges_with_next = list.get(index + 1).is_some_and(|next| {
-                    next.role == p.role && next.tool_calls.as_ref().is_some_and(|c| !c.is_empty())
-                });
-                for (k, call) in tool_calls.iter().enumerate() {
-                    let mut rest = call
-                        .as_object()
-                        .cloned()
-                        .ok_or_else(|| at(format!("tool_calls[{k}] is not an object")))?;
-                    let call_id = match rest.remove("id") {
-                        Some(Value::String(s)) => s,
-                        _ => return Err(at(format!("tool_calls[{k}] has no string id"))),
-                    };
-                    let mut function = match rest.remove("function") {
-                        Some(Value::Object(f)) => f,
-                        _ => return Err(at(format!("tool_calls[{k}] has no function object"))),
-                    };
-                    let name = match function.remove("name") {
-                        Some(Value::String(s)) => s,
-                        _ => return Err(at(format!("tool_calls[{k}] has no function name"))),
-                    };
-                    let mut own = Map::new();
-                    let arguments = match function.remove("arguments") {
-                        Some(Value::String(s)) => s,
-                        Some(other) => {
-                            own.insert("arguments_json".into(), Value::Bool(true));
-                            other.to_string()
-                        }
-                        None => {
-                            own.insert("no_arguments".into(), Value::Bool(true));
-                            String::new()
-                        }
-                    };
-                    if rest.get("type") == Some(&Value::String("function".into())) {
-                        rest.remove("type");
-                    }
-                    if !function.is_empty() {
-                        rest.insert("function".into(), Value::Object(function));
-                    }
-                    if !rest.is_empty() {
-                        own.insert("call".into(), Value::Object(rest));
-                    }
-                    let meta = if k == 0 {
-                        let mut m = metadata.clone();
-                        let mut first = keep.clone();
-                        if merges_with_next {
-                            first.insert("calls".into(), Value::from(n as u64));
-                        }
-                        if !content.is_empty() && !first.contains_key("content") {
-                            first.insert("text".into(), Value::String(content.clone()));
-                        }
-                        first.extend(own);
-                        if !first.is_empty() {
-                            m.insert(PRAISONAI_KEY.into(), Value::Object(first));
-                        }
-                        m
-                    } else {
-                        let mut m = match agentmem.get("call_metadata").and_then(|c| c.get(k - 1)) {
-                            Some(Value::Object(o)) => o.clone(),
-                            _ => Metadata::new(),
-                        };
-                        if !own.is_empty() {
-                            m.insert(PRAISONAI_KEY.into(), Value::Object(own));
-                        }
-                        m
-                    };
-                    calls.insert(call_id.clone(), name.clone());
-                    let mut m = Message::new(role.clone(), arguments)
-                        .with_id(stored_id(k)?)
-                        .with_timestamp(stored_time(k)?);
-                    m.tool_call_id = Some(call_id);
-                    m.tool_name = Some(name);
-                    m.metadata = meta;
-                    out.push(m);
-                }
-            }
-            _ => {
-                let mut m = Message::new(role.clone(), content)
-                    .with_id(stored_id(0)?)
-                    .with_timestamp(timestamp);
-                m.tool_call_id = p.tool_call_id.clone();
-                if role == Role::Tool {
-                    m.tool_name = match agentmem.get("tool_name") {
-                        Some(Value::String(s)) => Some(s.clone()),
-                        _ => p
-                            .tool_call_id
-                            .as_ref()
-                            .and_then(|id| calls.get(id).cloned()),
-                    };
-                } else if m.tool_call_id.is_some() {
-                    // A tool_call_id on a non-tool message without tool_calls: keep it, and
-                    // remember that no call list was written.
-                    keep.insert("bare_tool_call_id".into(), Value::Bool(true));
-                }
-                if !keep.is_empty() {
-                    metadata.insert(PRAISONAI_KEY.into(), Value::Object(keep));
-                }
-                m.metadata = metadata;
-                out.push(m);
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// Renders a session as a PraisonAI session file (pretty JSON with a final newline).
 pub fn render(session: &SessionExport) -> Result<String> {
     let mut metadata = session.metadata.clone();
@@ -608,177 +454,14 @@ pub fn render(session: &SessionExport) -> Result<String> {
     Ok(text)
 }
 
-fn export_list(
-    messages: &[Message],
-    session: &SessionId,
-    list_name: &str,
-    names: &mut std::collections::HashMap<String, String>,
-) -> Vec<MessageFile> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < messages.len() {
-        let index = out.len().to_string();
-        let derived = |k: usize| {
-            derived_id(&[
-                "praisonai",
-                session.as_str(),
-                list_name,
-                &index,
-                &k.to_string(),
-            ])
-        };
-        let first = &messages[i];
-        let mut metadata = first.metadata.clone();
-        let keep = take_object(&mut metadata, PRAISONAI_KEY);
-        let mut agentmem = Map::new();
-        let timestamp = if keep.get("no_timestamp") == Some(&Value::Bool(true)) {
-            None
-        } else {
-            Some(to_epoch(first.timestamp))
-        };
-        let extra = match keep.get("extra") {
-            Some(Value::Object(o)) => o.clone(),
-            _ => Map::new(),
-        };
-
-        if first.is_tool_call() && keep.get("bare_tool_call_id") != Some(&Value::Bool(true)) {
-            // The group: consecutive tool calls of one role, as many as the marker says.
-            let cap = keep
-                .get("calls")
-                .and_then(Value::as_u64)
-                .and_then(|n| usize::try_from(n).ok())
-                .unwrap_or(usize::MAX);
-            let mut end = i + 1;
-            while end < messages.len()
-                && end - i < cap
-                && messages[end].is_tool_call()
-                && messages[end].role == first.role
-                && !messages[end].metadata.get(PRAISONAI_KEY).is_some_and(|p| {
-                    p.get("calls").is_some() || p.get("bare_tool_call_id").is_some()
-                })
-            {
-                end += 1;
-            }
-            let group = &messages[i..end];
-            let mut tool_calls = Vec::new();
-            let mut call_metadata = Vec::new();
-            for (k, m) in group.iter().enumerate() {
-                let mut meta = m.metadata.clone();
-                let own = if k == 0 {
-                    keep.clone()
-                } else {
-                    take_object(&mut meta, PRAISONAI_KEY)
-                };
-                let mut call = match own.get("call") {
-                    Some(Value::Object(o)) => o.clone(),
-                    _ => Map::new(),
-                };
-                let mut function = match call.remove("function") {
-                    Some(Value::Object(f)) => f,
-                    _ => Map::new(),
-                };
-                let name = m.tool_name.clone().unwrap_or_default();
-                function.insert("name".into(), Value::String(name.clone()));
-                if own.get("no_arguments") != Some(&Value::Bool(true)) {
-                    let args = if own.get("arguments_json") == Some(&Value::Bool(true)) {
-                        serde_json::from_str(&m.content).unwrap_or(Value::String(m.content.clone()))
-                    } else {
-                        Value::String(m.content.clone())
-                    };
-                    function.insert("arguments".into(), args);
-                }
-                let call_id = m.tool_call_id.clone().unwrap_or_default();
-                names.insert(call_id.clone(), name);
-                // OpenAI's order: id, type, function.
-                let mut ordered = Map::new();
-                ordered.insert("id".into(), Value::String(call_id));
-                ordered.insert(
-                    "type".into(),
-                    call.remove("type")
-                        .unwrap_or(Value::String("function".into())),
-                );
-                ordered.insert("function".into(), Value::Object(function));
-                ordered.extend(call);
-                tool_calls.push(Value::Object(ordered));
-                if k > 0 {
-                    call_metadata.push(Value::Object(meta));
-                }
-            }
-            let ids: Vec<&str> = group.iter().map(|m| m.id.as_str()).collect();
-            if ids.iter().enumerate().any(|(k, id)| derived(k) != *id) {
-                agentmem.insert("ids".into(), json!(ids));
-            }
-            if group.iter().any(|m| m.timestamp != first.timestamp) {
-                let times: Vec<String> = group
-                    .iter()
-                    .map(|m| {
-                        m.timestamp
-                            .to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
-                    })
-                    .collect();
-                agentmem.insert("timestamps".into(), json!(times));
-            }
-            if call_metadata
-                .iter()
-                .any(|m| m.as_object().is_some_and(|o| !o.is_empty()))
-            {
-                agentmem.insert("call_metadata".into(), Value::Array(call_metadata));
-            }
-            let content = keep
-                .get("content")
-                .cloned()
-                .or_else(|| keep.get("text").cloned())
-                .unwrap_or(Value::String(String::new()));
-            if !agentmem.is_empty() {
-                metadata.insert(AGENTMEM_KEY.into(), Value::Object(agentmem));
-            }
-            out.push(MessageFile {
-                role: first.role.as_str().to_string(),
-                content,
-                timestamp,
-                metadata,
-                tool_calls: Some(tool_calls),
-                tool_call_id: None,
-                extra,
-            });
-            i = end;
-            continue;
-        }
-
-        if first.id != derived(0) {
-            agentmem.insert("id".into(), Value::String(first.id.to_string()));
-        }
-        if first.role == Role::Tool {
-            let paired = first.tool_call_id.as_ref().and_then(|id| names.get(id));
-            if first.tool_name.is_some() && first.tool_name.as_ref() != paired {
-                agentmem.insert("tool_name".into(), json!(first.tool_name));
-            }
-        }
-        if !agentmem.is_empty() {
-            metadata.insert(AGENTMEM_KEY.into(), Value::Object(agentmem));
-        }
-        let content = keep
-            .get("content")
-            .cloned()
-            .unwrap_or_else(|| Value::String(first.content.clone()));
-        out.push(MessageFile {
-            role: first.role.as_str().to_string(),
-            content,
-            timestamp,
-            metadata,
-            tool_calls: None,
-            tool_call_id: first.tool_call_id.clone(),
-            extra,
-        });
-        i += 1;
-    }
-    out
-}
-
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(
+    clippy::unwrap_used,
+    reason = "a test fails by panicking; unwrap names the failing call"
+)]
 mod tests {
     use super::*;
+    use agentmem_core::Role;
 
     #[test]
     fn times_round_trip_to_the_microsecond() {

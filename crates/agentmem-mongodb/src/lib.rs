@@ -19,6 +19,7 @@ mod config;
 mod error;
 mod lifecycle;
 mod memories;
+mod retry;
 mod rewrite;
 mod schema;
 mod search;

@@ -22,23 +22,23 @@
 
 use agentmem_core::support::{fork_end, fork_target_exists, micros, rewind_keep};
 use agentmem_core::{
-    now, Error, Message, MessageId, Result, Rewind, SessionId, SessionInfo, SessionLabels,
-    SessionPage, SessionPatch, SessionQuery,
+    now, Message, MessageId, Result, Rewind, SessionId, SessionInfo, SessionLabels, SessionPage,
+    SessionPatch, SessionQuery,
 };
 use chrono::{DateTime, Utc};
-use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::ClientSession;
 
 use crate::codec::{all_docs, int_field, message_from, metadata_to_bson, str_field};
 use crate::error::{server_code, ResultExt, DUPLICATE_KEY};
-use crate::rewrite::stamped;
+use crate::retry::{retry, Step};
+use crate::rewrite::{changed_during, Archived, Switch};
 use crate::sessions::{
-    encode_all, label_fields, len_i64, live_filter, new_epoch, not_found, placed, session_doc,
-    session_infos, Epoch, SessionDoc,
+    encode_all, label_fields, len_i64, live_filter, new_epoch, not_found, placed, session_infos,
+    ArchiveEntry, Epoch, SessionDoc,
 };
 use crate::store::MongoStore;
-use crate::transaction::{backoff, in_transaction, TxError, MAX_RETRIES};
+use crate::transaction::{in_transaction, TxError};
 
 /// The session document of a new session `id` at `epoch` holding `next` messages, created at
 /// `t`, with `labels` and no expiry.
@@ -108,24 +108,9 @@ impl MongoStore {
         at: Option<&MessageId>,
     ) -> std::result::Result<SessionInfo, TxError> {
         let t = now();
-        let sd = self
-            .sessions()
-            .find_one(doc! {"_id": source.as_str()})
-            .session(&mut *s)
-            .await?
-            .ok_or_else(|| not_found(source))?;
-        let sd = session_doc(&sd)?;
-        if sd.is_expired_at(t) {
-            return Err(not_found(source).into());
-        }
+        let sd = self.live_session_in(s, source, t).await?;
         let h = self.head_in(s, sd.epoch).await?;
-        let mut cursor = self
-            .messages()
-            .find(doc! {"session": source.as_str(), "epoch": sd.epoch.to_hex()})
-            .sort(doc! {"seq": 1})
-            .session(&mut *s)
-            .await?;
-        let docs: Vec<Document> = cursor.stream(&mut *s).try_collect().await?;
+        let docs = self.current_docs_in(s, source, sd.epoch).await?;
         let messages = decode_all(&docs)?;
         let end = fork_end(&messages, source, at)?;
         let fields = encode_all(&messages[..end])?;
@@ -164,8 +149,7 @@ impl MongoStore {
         target: &SessionId,
         at: Option<&MessageId>,
     ) -> Result<SessionInfo> {
-        let mut attempt = 0;
-        let (sd, metadata, messages) = loop {
+        let (sd, metadata, messages) = retry(|_| async move {
             let sd = self
                 .live_session_doc(source)
                 .await?
@@ -175,30 +159,17 @@ impl MongoStore {
                 self.read_messages(source, sd.epoch, sd.next, None)
             )?;
             // A save or compaction may have switched epochs and deleted the one read.
-            match self.session_doc(source).await? {
-                Some(again) if again.epoch == sd.epoch => break (sd, h.metadata, messages),
-                _ if attempt < MAX_RETRIES => {
-                    backoff(attempt).await;
-                    attempt += 1;
-                }
-                _ => {
-                    return Err(Error::conflict(format!(
-                        "session `{source}` kept changing during the fork; try again"
-                    )))
-                }
-            }
-        };
+            Ok(match self.session_doc(source).await? {
+                Some(again) if again.epoch == sd.epoch => Step::Done((sd, h.metadata, messages)),
+                _ => changed_during(source, "during the fork"),
+            })
+        })
+        .await?;
         let end = fork_end(&messages, source, at)?;
         let fields = encode_all(&messages[..end])?;
         let t = now();
-        let epoch = self.place_in_new_epoch(target, &fields, None).await?;
-        self.heads()
-            .insert_one(doc! {
-                "_id": epoch.to_hex(), "session": target.as_str(), "low": 0i64,
-                "metadata": metadata_to_bson(&metadata)?, "archives": [],
-            })
-            .await
-            .mapped()?;
+        let head = (metadata_to_bson(&metadata)?, Vec::new());
+        let epoch = self.write_epoch(target, &fields, head, None).await?;
         let created = self
             .sessions()
             .insert_one(new_session_doc(target, epoch, len_i64(end)?, t, &sd.labels))
@@ -240,23 +211,8 @@ impl MongoStore {
         session: &SessionId,
         to: &Rewind,
     ) -> std::result::Result<Vec<Message>, TxError> {
-        let sd = self
-            .sessions()
-            .find_one(doc! {"_id": session.as_str()})
-            .session(&mut *s)
-            .await?
-            .ok_or_else(|| not_found(session))?;
-        let sd = session_doc(&sd)?;
-        if sd.is_expired_at(now()) {
-            return Err(not_found(session).into());
-        }
-        let mut cursor = self
-            .messages()
-            .find(doc! {"session": session.as_str(), "epoch": sd.epoch.to_hex()})
-            .sort(doc! {"seq": 1})
-            .session(&mut *s)
-            .await?;
-        let docs: Vec<Document> = cursor.stream(&mut *s).try_collect().await?;
+        let sd = self.live_session_in(s, session, now()).await?;
+        let docs = self.current_docs_in(s, session, sd.epoch).await?;
         let messages = decode_all(&docs)?;
         let keep = rewind_keep(&messages, session, to)?;
         let tail = docs.get(keep..).unwrap_or_default();
@@ -277,62 +233,33 @@ impl MongoStore {
 
     /// Rewind without transactions, as an epoch switch (see the module docs).
     async fn rewind_by_epoch_flip(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
-        let mut attempt = 0;
-        loop {
-            let sd = self
-                .live_session_doc(session)
-                .await?
-                .ok_or_else(|| not_found(session))?;
-            let h = self.head(sd.epoch).await?;
-            let docs = self
-                .current_docs_waiting(session, sd.epoch, sd.next - h.low)
-                .await?;
+        retry(|_| async move {
+            let (sd, h, docs) = self.read_for_rewrite(session).await?;
             let mut messages = decode_all(&docs)?;
             let keep = rewind_keep(&messages, session, to)?;
             if keep >= messages.len() {
-                return Ok(Vec::new());
+                return Ok(Step::Done(Vec::new()));
             }
             let removed = messages.split_off(keep);
+            let archives = h.archives.iter().map(ArchiveEntry::to_bson).collect();
+            let head = (metadata_to_bson(&h.metadata)?, archives);
             let epoch = self
-                .place_in_new_epoch(session, &encode_all(&messages)?, sd.expires)
+                .write_epoch(session, &encode_all(&messages)?, head, sd.expires)
                 .await?;
-            let head = doc! {
-                "_id": epoch.to_hex(), "session": session.as_str(), "low": 0i64,
-                "metadata": metadata_to_bson(&h.metadata)?,
-                "archives": h.archives.iter().map(crate::sessions::ArchiveEntry::to_bson).collect::<Vec<_>>(),
+            let switch = Switch {
+                from: &sd,
+                to: epoch,
+                next: keep,
+                touched: Some(micros(now())),
+                archived: Archived::default(),
             };
-            self.heads()
-                .insert_one(stamped(head, sd.expires))
-                .await
-                .mapped()?;
-            let switched = self
-                .sessions()
-                .update_one(
-                    doc! {"_id": session.as_str(), "epoch": sd.epoch.to_hex(), "next": sd.next},
-                    doc! {
-                        "$set": {"epoch": epoch.to_hex(), "next": len_i64(keep)?},
-                        "$max": {"updated": micros(now())},
-                    },
-                )
-                .await
-                .mapped()?;
-            if switched.matched_count == 1 {
-                self.drop_epoch(session, sd.epoch).await?;
-                if sd.expires.is_some() {
-                    self.settle_expiry(session, Some(sd.expires)).await?;
-                }
-                return Ok(removed);
+            if self.switch_epoch(session, switch).await? {
+                return Ok(Step::Done(removed));
             }
-            // An append (or another rewrite) got in between: undo and start over.
-            self.drop_epoch(session, epoch).await?;
-            if attempt >= MAX_RETRIES {
-                return Err(Error::conflict(format!(
-                    "session `{session}` kept changing during the rewind; try again"
-                )));
-            }
-            backoff(attempt).await;
-            attempt += 1;
-        }
+            // An append (or another rewrite) got in between: start over.
+            Ok(changed_during(session, "during the rewind"))
+        })
+        .await
     }
 
     /// `update_session` (see the module docs).
@@ -342,8 +269,7 @@ impl MongoStore {
         patch: &SessionPatch,
     ) -> Result<SessionInfo> {
         patch.validate()?;
-        let mut attempt = 0;
-        loop {
+        retry(|_| async move {
             let t = now();
             let sd: SessionDoc = self
                 .session_doc(session)
@@ -378,17 +304,12 @@ impl MongoStore {
                 let mut info = sd.info(session, count);
                 info.labels = labels;
                 info.expires_at = expires;
-                return Ok(info);
+                return Ok(Step::Done(info));
             }
             // Changed (labelled, expired or deleted) since it was read: read it again.
-            if attempt >= MAX_RETRIES {
-                return Err(Error::conflict(format!(
-                    "session `{session}` kept changing during update_session; try again"
-                )));
-            }
-            backoff(attempt).await;
-            attempt += 1;
-        }
+            Ok(changed_during(session, "during update_session"))
+        })
+        .await
     }
 
     /// `find_sessions` (see the module docs).

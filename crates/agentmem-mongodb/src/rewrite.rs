@@ -8,24 +8,25 @@ use std::time::Duration;
 use agentmem_core::support::{archive_not_found, free_archive_id, micros, stored_archive_id};
 use agentmem_core::{now, ArchiveId, ArchiveInfo, Error, Result, SessionId};
 use chrono::{DateTime, Utc};
-use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
 use crate::codec::{all_docs, int_field, message_fields, message_from, metadata_to_bson};
 use crate::error::ResultExt;
+use crate::retry::{retry, Step};
 use crate::sessions::{
     len_i64, new_epoch, not_found, placed, session_doc, stamp, ArchiveEntry, Epoch, Head,
+    SessionDoc,
 };
+use crate::store::MongoStore;
+use crate::transaction::TxError;
 
 /// `d` with `expires_at` added when the session expires (see [`stamp`]).
 pub(crate) fn stamped(mut d: Document, expires: Option<DateTime<Utc>>) -> Document {
     stamp(&mut d, expires);
     d
 }
-use crate::store::MongoStore;
-use crate::transaction::{backoff, TxError, MAX_RETRIES};
 
 /// How long a non-transactional compaction waits for appends that reserved positions but
 /// have not written their messages yet, before treating those positions as failed appends.
@@ -100,6 +101,48 @@ fn replaced_entries(
         })
         .collect();
     Ok((archives, entry, found.epoch))
+}
+
+/// Switching a session to a new epoch written for a rewrite (see
+/// [`MongoStore::switch_epoch`]).
+pub(crate) struct Switch<'a> {
+    /// The session document as read before the rewrite.
+    pub(crate) from: &'a SessionDoc,
+    /// The new epoch, written.
+    pub(crate) to: Epoch,
+    /// How many messages the new epoch holds.
+    pub(crate) next: usize,
+    /// The time `updated` is raised to, if any.
+    pub(crate) touched: Option<i64>,
+    /// Archived messages that lose, besides the losing epoch.
+    pub(crate) archived: Archived,
+}
+
+/// The archived messages (filters on `archived`) deleted after a switch, by its outcome.
+#[derive(Default)]
+pub(crate) struct Archived {
+    /// Deleted once the session is switched (the old messages of a replaced archive).
+    pub(crate) if_switched: Option<Document>,
+    /// Deleted when it is not (the messages written for the new epoch).
+    pub(crate) if_not: Option<Document>,
+}
+
+impl Archived {
+    /// Only `written`, deleted when the switch is not made.
+    pub(crate) fn undo(written: Document) -> Self {
+        Archived {
+            if_switched: None,
+            if_not: Some(written),
+        }
+    }
+}
+
+/// The retry of a rewrite that found the session changed `when` (the conflict once the
+/// tries are spent).
+pub(crate) fn changed_during<T>(session: &SessionId, when: &str) -> Step<T> {
+    Step::Retry(Err(Error::conflict(format!(
+        "session `{session}` kept changing {when}; try again"
+    ))))
 }
 
 impl MongoStore {
@@ -177,13 +220,10 @@ impl MongoStore {
             Some(sd) => (self.head(sd.epoch).await?.archives, sd.expires),
             None => (Vec::new(), None),
         };
-        let epoch = self.place_in_new_epoch(session, fields, expires).await?;
-        let mut head = doc! {
-            "_id": epoch.to_hex(), "session": session.as_str(), "low": 0i64, "metadata": meta.clone(),
-            "archives": archives.iter().map(ArchiveEntry::to_bson).collect::<Vec<_>>(),
-        };
-        stamp(&mut head, expires);
-        self.heads().insert_one(head).await.mapped()?;
+        let archives = archives.iter().map(ArchiveEntry::to_bson).collect();
+        let epoch = self
+            .write_epoch(session, fields, (meta.clone(), archives), expires)
+            .await?;
         self.ensure_session(session, t).await?;
         let old = self
             .sessions()
@@ -206,13 +246,14 @@ impl MongoStore {
         Ok(())
     }
 
-    /// Writes `fields` (the new messages) from seq 0 under a fresh epoch, which readers do
-    /// not see until the session is switched to it, and returns that epoch. `expires`: the
-    /// session's expiry, stamped on them.
-    pub(crate) async fn place_in_new_epoch(
+    /// Writes a fresh epoch, which readers do not see until the session is switched to it:
+    /// `fields` (the new messages) from seq 0, and a head with `metadata` and `archives`; both
+    /// stamped with the session's expiry `expires`. Returns the epoch.
+    pub(crate) async fn write_epoch(
         &self,
         session: &SessionId,
         fields: &[Document],
+        (metadata, archives): (Bson, Vec<Bson>),
         expires: Option<DateTime<Utc>>,
     ) -> Result<Epoch> {
         let epoch = new_epoch();
@@ -222,7 +263,77 @@ impl MongoStore {
                 .await
                 .mapped()?;
         }
+        let head = doc! {
+            "_id": epoch.to_hex(), "session": session.as_str(), "low": 0i64,
+            "metadata": metadata, "archives": archives,
+        };
+        self.heads()
+            .insert_one(stamped(head, expires))
+            .await
+            .mapped()?;
         Ok(epoch)
+    }
+
+    /// Step 1 of a rewrite without transactions: the live session (`NotFound` when there is
+    /// none), its head, and its messages (see [`current_docs_waiting`](Self::current_docs_waiting)).
+    pub(crate) async fn read_for_rewrite(
+        &self,
+        session: &SessionId,
+    ) -> Result<(SessionDoc, Head, Vec<Document>)> {
+        let sd = self
+            .live_session_doc(session)
+            .await?
+            .ok_or_else(|| not_found(session))?;
+        let h = self.head(sd.epoch).await?;
+        let current = self
+            .current_docs_waiting(session, sd.epoch, sd.next - h.low)
+            .await?;
+        Ok((sd, h, current))
+    }
+
+    /// Makes `switch` in one single-document update of the session document that applies
+    /// only if no append reserved a position and no rewrite switched epochs since `switch.from`
+    /// was read, then deletes what lost (the old epoch, or the new one when the session
+    /// changed meanwhile) and, when switched, settles the expiry. Whether it switched.
+    pub(crate) async fn switch_epoch(
+        &self,
+        session: &SessionId,
+        switch: Switch<'_>,
+    ) -> Result<bool> {
+        let Switch {
+            from,
+            to,
+            next,
+            touched,
+            archived,
+        } = switch;
+        let mut update = doc! {"$set": {"epoch": to.to_hex(), "next": len_i64(next)?}};
+        if let Some(t) = touched {
+            update.insert("$max", doc! {"updated": t});
+        }
+        let switched = self
+            .sessions()
+            .update_one(
+                doc! {"_id": session.as_str(), "epoch": from.epoch.to_hex(), "next": from.next},
+                update,
+            )
+            .await
+            .mapped()?
+            .matched_count
+            == 1;
+        let (lost, archived) = if switched {
+            (from.epoch, archived.if_switched)
+        } else {
+            (to, archived.if_not)
+        };
+        self.drop_epoch(session, lost).await?;
+        if let Some(filter) = archived {
+            self.archived().delete_many(filter).await.mapped()?;
+        }
+        if switched && from.expires.is_some() {
+            self.settle_expiry(session, Some(from.expires)).await?;
+        }
+        Ok(switched)
     }
 
     /// Deletes the messages and head of an epoch no longer current.
@@ -250,25 +361,10 @@ impl MongoStore {
         fields: &[Document],
     ) -> std::result::Result<(ArchiveInfo, Option<DateTime<Utc>>), TxError> {
         let t = now();
-        let sd = self
-            .sessions()
-            .find_one(doc! {"_id": session.as_str()})
-            .session(&mut *s)
-            .await?
-            .ok_or_else(|| not_found(session))?;
-        let sd = session_doc(&sd)?;
-        if sd.is_expired_at(t) {
-            return Err(not_found(session).into());
-        }
+        let sd = self.live_session_in(s, session, t).await?;
         let (epoch, expires) = (sd.epoch, sd.expires);
         let h = self.head_in(s, epoch).await?;
-        let mut cursor = self
-            .messages()
-            .find(doc! {"session": session.as_str(), "epoch": epoch.to_hex()})
-            .sort(doc! {"seq": 1})
-            .session(&mut *s)
-            .await?;
-        let current: Vec<Document> = cursor.stream(&mut *s).try_collect().await?;
+        let current = self.current_docs_in(s, session, epoch).await?;
         let id = new_archive_id(t, &h.archives)?;
         let docs = archive_docs(session, (epoch, expires), &id, &current)?;
         if !docs.is_empty() {
@@ -328,16 +424,8 @@ impl MongoStore {
         session: &SessionId,
         fields: &[Document],
     ) -> Result<ArchiveInfo> {
-        let mut attempt = 0;
-        loop {
-            let sd = self
-                .live_session_doc(session)
-                .await?
-                .ok_or_else(|| not_found(session))?;
-            let h = self.head(sd.epoch).await?;
-            let current = self
-                .current_docs_waiting(session, sd.epoch, sd.next - h.low)
-                .await?;
+        retry(|_| async move {
+            let (sd, h, current) = self.read_for_rewrite(session).await?;
             let t = now();
             let id = new_archive_id(t, &h.archives)?;
             // Leftovers of an earlier attempt that crashed are garbage.
@@ -356,46 +444,24 @@ impl MongoStore {
                 created: t,
                 count: len_i64(current.len())?,
             };
-            let epoch = self.place_in_new_epoch(session, fields, sd.expires).await?;
             let mut archives: Vec<Bson> = h.archives.iter().map(ArchiveEntry::to_bson).collect();
             archives.push(entry.to_bson());
-            let head = doc! {
-                "_id": epoch.to_hex(), "session": session.as_str(), "low": 0i64,
-                "metadata": metadata_to_bson(&h.metadata)?, "archives": archives,
+            let head = (metadata_to_bson(&h.metadata)?, archives);
+            let epoch = self.write_epoch(session, fields, head, sd.expires).await?;
+            let switch = Switch {
+                from: &sd,
+                to: epoch,
+                next: fields.len(),
+                touched: Some(micros(t)),
+                archived: Archived::undo(garbage),
             };
-            self.heads()
-                .insert_one(stamped(head, sd.expires))
-                .await
-                .mapped()?;
-            let switched = self
-                .sessions()
-                .update_one(
-                    doc! {"_id": session.as_str(), "epoch": sd.epoch.to_hex(), "next": sd.next},
-                    doc! {
-                        "$set": {"epoch": epoch.to_hex(), "next": len_i64(fields.len())?},
-                        "$max": {"updated": micros(t)},
-                    },
-                )
-                .await
-                .mapped()?;
-            if switched.matched_count == 1 {
-                self.drop_epoch(session, sd.epoch).await?;
-                if sd.expires.is_some() {
-                    self.settle_expiry(session, Some(sd.expires)).await?;
-                }
-                return archive_info(session, &entry);
+            if self.switch_epoch(session, switch).await? {
+                return Ok(Step::Done(archive_info(session, &entry)?));
             }
-            // An append (or another compaction) got in between: undo and start over.
-            self.drop_epoch(session, epoch).await?;
-            self.archived().delete_many(garbage).await.mapped()?;
-            if attempt >= MAX_RETRIES {
-                return Err(Error::conflict(format!(
-                    "session `{session}` kept changing during compaction; try again"
-                )));
-            }
-            backoff(attempt).await;
-            attempt += 1;
-        }
+            // An append (or another compaction) got in between: start over.
+            Ok(changed_during(session, "during compaction"))
+        })
+        .await
     }
 
     /// `replace_archive` in one transaction: reads the session and its head, writes the new
@@ -410,16 +476,7 @@ impl MongoStore {
         archive: &ArchiveId,
         fields: &[Document],
     ) -> std::result::Result<(ArchiveInfo, Option<DateTime<Utc>>), TxError> {
-        let sd = self
-            .sessions()
-            .find_one(doc! {"_id": session.as_str()})
-            .session(&mut *s)
-            .await?
-            .ok_or_else(|| not_found(session))?;
-        let sd = session_doc(&sd)?;
-        if sd.is_expired_at(now()) {
-            return Err(not_found(session).into());
-        }
+        let sd = self.live_session_in(s, session, now()).await?;
         let h = self.head_in(s, sd.epoch).await?;
         let (archives, entry, old) = replaced_entries(session, archive, &h.archives, fields)?;
         let docs = archive_docs(session, (entry.epoch, sd.expires), archive, fields)?;
@@ -464,17 +521,9 @@ impl MongoStore {
         archive: &ArchiveId,
         fields: &[Document],
     ) -> Result<ArchiveInfo> {
-        let mut attempt = 0;
-        loop {
-            let sd = self
-                .live_session_doc(session)
-                .await?
-                .ok_or_else(|| not_found(session))?;
-            let h = self.head(sd.epoch).await?;
+        retry(|_| async move {
+            let (sd, h, current) = self.read_for_rewrite(session).await?;
             let (archives, entry, old) = replaced_entries(session, archive, &h.archives, fields)?;
-            let current = self
-                .current_docs_waiting(session, sd.epoch, sd.next - h.low)
-                .await?;
             let kept = current
                 .iter()
                 .map(|d| message_from(d).and_then(|m| message_fields(&m)))
@@ -484,45 +533,30 @@ impl MongoStore {
             if !docs.is_empty() {
                 self.archived().insert_many(docs).await.mapped()?;
             }
-            let epoch = self.place_in_new_epoch(session, &kept, sd.expires).await?;
-            let head = doc! {
-                "_id": epoch.to_hex(), "session": session.as_str(), "low": 0i64,
-                "metadata": metadata_to_bson(&h.metadata)?, "archives": archives,
+            let head = (metadata_to_bson(&h.metadata)?, archives);
+            let epoch = self.write_epoch(session, &kept, head, sd.expires).await?;
+            let switch = Switch {
+                from: &sd,
+                to: epoch,
+                next: kept.len(),
+                touched: None,
+                archived: Archived {
+                    if_switched: Some(
+                        doc! {"session": session.as_str(), "epoch": old.to_hex(), "archive": archive.as_str()},
+                    ),
+                    if_not: Some(tag),
+                },
             };
-            self.heads()
-                .insert_one(stamped(head, sd.expires))
-                .await
-                .mapped()?;
-            let switched = self
-                .sessions()
-                .update_one(
-                    doc! {"_id": session.as_str(), "epoch": sd.epoch.to_hex(), "next": sd.next},
-                    doc! {"$set": {"epoch": epoch.to_hex(), "next": len_i64(kept.len())?}},
-                )
-                .await
-                .mapped()?;
-            if switched.matched_count == 1 {
-                self.drop_epoch(session, sd.epoch).await?;
-                self.archived()
-                    .delete_many(doc! {"session": session.as_str(), "epoch": old.to_hex(), "archive": archive.as_str()})
-                    .await
-                    .mapped()?;
-                if sd.expires.is_some() {
-                    self.settle_expiry(session, Some(sd.expires)).await?;
-                }
-                return archive_info(session, &entry);
+            if self.switch_epoch(session, switch).await? {
+                return Ok(Step::Done(archive_info(session, &entry)?));
             }
-            // An append (or another rewrite) got in between: undo and start over.
-            self.drop_epoch(session, epoch).await?;
-            self.archived().delete_many(tag).await.mapped()?;
-            if attempt >= MAX_RETRIES {
-                return Err(Error::conflict(format!(
-                    "session `{session}` kept changing while archive `{archive}` was replaced; try again"
-                )));
-            }
-            backoff(attempt).await;
-            attempt += 1;
-        }
+            // An append (or another rewrite) got in between: start over.
+            Ok(changed_during(
+                session,
+                &format!("while archive `{archive}` was replaced"),
+            ))
+        })
+        .await
     }
 
     /// The message documents of `epoch`, in seq order, once `expected` of them are there (the

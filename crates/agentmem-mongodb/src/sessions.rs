@@ -29,15 +29,8 @@ use agentmem_core::{
     SessionLabels,
 };
 use chrono::{DateTime, Utc};
+use futures_util::TryStreamExt;
 use mongodb::bson::{doc, oid::ObjectId, Bson, Document};
-
-/// A session generation: a fresh ObjectId, unique across processes. Stored as its hex string
-/// because some MongoDB-compatible servers cannot match ObjectId values in filters.
-pub(crate) type Epoch = ObjectId;
-
-pub(crate) fn new_epoch() -> Epoch {
-    ObjectId::new()
-}
 use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
@@ -46,8 +39,17 @@ use crate::codec::{
     opt_time_field, str_field, time_field,
 };
 use crate::error::{from_driver, is_transient, server_code, ResultExt, DUPLICATE_KEY};
+use crate::retry::{retry, Step, MAX_RETRIES};
 use crate::store::MongoStore;
-use crate::transaction::{backoff, TxError, MAX_RETRIES};
+use crate::transaction::TxError;
+
+/// A session generation: a fresh ObjectId, unique across processes. Stored as its hex string
+/// because some MongoDB-compatible servers cannot match ObjectId values in filters.
+pub(crate) type Epoch = ObjectId;
+
+pub(crate) fn new_epoch() -> Epoch {
+    ObjectId::new()
+}
 
 /// The session document, decoded.
 pub(crate) struct SessionDoc {
@@ -343,6 +345,43 @@ impl MongoStore {
         Ok(found.map(|d| head(&d)).transpose()?.unwrap_or_default())
     }
 
+    /// The session document read in the transaction `s`; `NotFound` when the session is
+    /// missing or has expired at `at`.
+    pub(crate) async fn live_session_in(
+        &self,
+        s: &mut ClientSession,
+        session: &SessionId,
+        at: DateTime<Utc>,
+    ) -> std::result::Result<SessionDoc, TxError> {
+        let found = self
+            .sessions()
+            .find_one(doc! {"_id": session.as_str()})
+            .session(&mut *s)
+            .await?
+            .ok_or_else(|| not_found(session))?;
+        let sd = session_doc(&found)?;
+        if sd.is_expired_at(at) {
+            return Err(not_found(session).into());
+        }
+        Ok(sd)
+    }
+
+    /// The message documents of `epoch` read in the transaction `s`, in seq order.
+    pub(crate) async fn current_docs_in(
+        &self,
+        s: &mut ClientSession,
+        session: &SessionId,
+        epoch: Epoch,
+    ) -> std::result::Result<Vec<Document>, TxError> {
+        let mut cursor = self
+            .messages()
+            .find(doc! {"session": session.as_str(), "epoch": epoch.to_hex()})
+            .sort(doc! {"seq": 1})
+            .session(&mut *s)
+            .await?;
+        Ok(cursor.stream(&mut *s).try_collect().await?)
+    }
+
     /// Creates the session document when missing (no-op when it exists).
     ///
     /// A separate insert rather than an upsert with `$setOnInsert`, which some
@@ -373,8 +412,7 @@ impl MongoStore {
         n: i64,
     ) -> Result<(i64, Epoch, Option<DateTime<Utc>>)> {
         let t = micros(now());
-        let mut attempt = 0;
-        loop {
+        retry(|attempt| async move {
             let mut filter = doc! {"_id": session.as_str()};
             filter.extend(live_filter(t));
             let result = self
@@ -385,28 +423,25 @@ impl MongoStore {
             match result {
                 Ok(Some(d)) => {
                     let h = session_doc(&d)?;
-                    return Ok((h.next - n, h.epoch, h.expires));
-                }
-                Ok(None) if attempt < MAX_RETRIES => {
-                    // Missing, or expired: an expired session is deleted first, and the write
-                    // starts a new one.
-                    self.clear_expired(session).await?;
-                    self.ensure_session(session, t).await?;
-                    attempt += 1;
+                    Ok(Step::Done((h.next - n, h.epoch, h.expires)))
                 }
                 Ok(None) => {
-                    return Err(Error::conflict(format!(
+                    if attempt < MAX_RETRIES {
+                        // Missing, or expired: an expired session is deleted first, and the
+                        // next try starts a new one (not done when no try is left).
+                        self.clear_expired(session).await?;
+                        self.ensure_session(session, t).await?;
+                    }
+                    Ok(Step::RetryNow(Err(Error::conflict(format!(
                         "session `{session}` keeps being deleted while appending"
-                    )))
+                    )))))
                 }
                 // A write conflict: safe to retry.
-                Err(e) if is_transient(&e) && attempt < MAX_RETRIES => {
-                    backoff(attempt).await;
-                    attempt += 1;
-                }
-                Err(e) => return Err(from_driver(e)),
+                Err(e) if is_transient(&e) => Ok(Step::Retry(Err(from_driver(e)))),
+                Err(e) => Err(from_driver(e)),
             }
-        }
+        })
+        .await
     }
 
     /// The session document, unless the session is missing or has expired.

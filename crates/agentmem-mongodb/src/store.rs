@@ -26,13 +26,14 @@ use crate::codec::{all_docs, check_size, memory_from, message_from, metadata_to_
 use crate::config::{validate_database_name, MongoConfig, DEFAULT_SERVER_SELECTION_TIMEOUT};
 use crate::error::{from_driver, server_code, ResultExt, BACKEND, DUPLICATE_KEY, INFO};
 use crate::memories::memory_filter;
+use crate::retry::{retry, Step};
 use crate::rewrite::archive_info;
 use crate::schema::{self, ServerFeatures, ARCHIVED, HEADS, MEMORIES, MESSAGES, SESSIONS};
 use crate::search::{memory_hits, message_hits};
 use crate::sessions::{
     encode_all, expired, len_i64, live_filter, placed, session_doc, session_infos,
 };
-use crate::transaction::{backoff, in_transaction, TxError, MAX_RETRIES};
+use crate::transaction::{in_transaction, TxError};
 
 /// Agent memory in a MongoDB database (backend `"mongodb"`).
 ///
@@ -315,24 +316,24 @@ impl SessionStore for MongoStore {
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        let mut attempt = 0;
-        loop {
+        retry(|_| async move {
             let Some(sd) = self.live_session_doc(session).await? else {
-                return Ok(None);
+                return Ok(Step::Done(None));
             };
             let epoch = sd.epoch;
             let loaded = self.load_epoch(session, limit, sd).await?;
             // Without transactions, a save or compaction switches epochs and then deletes the
             // old one, possibly while it is being read here: re-check, so that a reader never
-            // returns a half-deleted epoch.
-            if self.features.transactions || attempt >= MAX_RETRIES {
-                return Ok(Some(loaded));
+            // returns a half-deleted epoch (but returns what it read once the tries are spent).
+            if self.features.transactions {
+                return Ok(Step::Done(Some(loaded)));
             }
-            match self.session_doc(session).await? {
-                Some(again) if again.epoch == epoch => return Ok(Some(loaded)),
-                _ => attempt += 1,
-            }
-        }
+            Ok(match self.session_doc(session).await? {
+                Some(again) if again.epoch == epoch => Step::Done(Some(loaded)),
+                _ => Step::RetryNow(Ok(Some(loaded))),
+            })
+        })
+        .await
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
@@ -395,8 +396,7 @@ impl SessionStore for MongoStore {
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
-        let mut attempt = 0;
-        loop {
+        retry(|_| async move {
             let h = self
                 .current_head(session)
                 .await?
@@ -416,11 +416,16 @@ impl SessionStore for MongoStore {
                 .map(message_from)
                 .collect::<Result<_>>()?;
             if messages.len() as i64 == entry.count {
-                return Ok(Archive {
+                return Ok(Step::Done(Archive {
                     info: archive_info(session, entry)?,
                     messages,
-                });
+                }));
             }
+            let short = Error::corrupt(format!(
+                "archive `{archive}` lists {} messages but {} are stored",
+                entry.count,
+                messages.len()
+            ));
             // A `replace_archive` may have switched the archive to new messages and deleted
             // the ones being read: read again when the entry changed.
             let changed = match self.current_head(session).await? {
@@ -430,15 +435,13 @@ impl SessionStore for MongoStore {
                     .any(|a| a.id == entry.id && a.epoch == entry.epoch),
                 None => true,
             };
-            if !changed || attempt >= MAX_RETRIES {
-                return Err(Error::corrupt(format!(
-                    "archive `{archive}` lists {} messages but {} are stored",
-                    entry.count,
-                    messages.len()
-                )));
+            if changed {
+                Ok(Step::RetryNow(Err(short)))
+            } else {
+                Err(short)
             }
-            attempt += 1;
-        }
+        })
+        .await
     }
 
     async fn replace_archive(
@@ -542,22 +545,19 @@ impl SessionStore for MongoStore {
 #[async_trait]
 impl MemoryStore for MongoStore {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        let mut attempt = 0;
-        loop {
+        retry(|_| async move {
             match self.try_put_memory(item).await {
-                Ok(stored) => return Ok(stored),
+                Ok(stored) => Ok(Step::Done(stored)),
                 // Two writers inserting the same scope, kind and key at once: the loser retries
                 // and then replaces the winner's item.
-                Err(TxError::Driver(e))
-                    if server_code(&e) == Some(DUPLICATE_KEY) && attempt < MAX_RETRIES =>
-                {
-                    backoff(attempt).await;
-                    attempt += 1;
+                Err(TxError::Driver(e)) if server_code(&e) == Some(DUPLICATE_KEY) => {
+                    Ok(Step::Retry(Err(from_driver(e))))
                 }
-                Err(TxError::Driver(e)) => return Err(from_driver(e)),
-                Err(TxError::Other(e)) => return Err(e),
+                Err(TxError::Driver(e)) => Err(from_driver(e)),
+                Err(TxError::Other(e)) => Err(e),
             }
-        }
+        })
+        .await
     }
 
     async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {

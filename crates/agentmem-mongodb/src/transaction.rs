@@ -2,12 +2,15 @@
 //! writers; briefly, an unreachable server), for the operations that need all-or-nothing
 //! writes across documents.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use agentmem_core::{Error, Result};
 use mongodb::ClientSession;
 
-use crate::error::{is_transient, is_unreachable, server_code, ResultExt, DUPLICATE_KEY};
+use crate::error::{
+    from_driver, is_transient, is_unreachable, server_code, ResultExt, DUPLICATE_KEY,
+};
+use crate::retry::{Retries, MAX_RETRIES};
 use crate::store::MongoStore;
 
 impl MongoStore {
@@ -25,17 +28,19 @@ impl MongoStore {
         session: &mut ClientSession,
         started: Instant,
     ) -> std::result::Result<(), mongodb::error::Error> {
-        let mut tries = 0;
+        let mut retries = Retries::new(MAX_COMMIT_RETRIES);
         loop {
-            match session.commit_transaction().await {
+            let unknown = match session.commit_transaction().await {
                 Err(e)
                     if e.contains_label(mongodb::error::UNKNOWN_TRANSACTION_COMMIT_RESULT)
-                        && tries < MAX_COMMIT_RETRIES
                         && (!is_unreachable(&e) || started.elapsed() < self.retry_budget()) =>
                 {
-                    tries += 1;
+                    e
                 }
                 other => return other,
+            };
+            if !retries.again(false).await {
+                return Err(unknown);
             }
         }
     }
@@ -98,9 +103,6 @@ impl From<Error> for TxError {
     }
 }
 
-/// How many times an operation that lost a race with a transaction is retried.
-pub(crate) const MAX_RETRIES: u32 = 30;
-
 /// How many more times a transaction is run after the server could not be reached (see
 /// [`MongoStore::retry_transaction`]): one retry rides out a dropped connection.
 pub(crate) const MAX_UNREACHABLE_RETRIES: u32 = 1;
@@ -108,50 +110,74 @@ pub(crate) const MAX_UNREACHABLE_RETRIES: u32 = 1;
 /// How many times a commit whose outcome is unknown is sent again.
 pub(crate) const MAX_COMMIT_RETRIES: u32 = 3;
 
-/// Waits before retry number `attempt`: exponential from 2 ms, capped at 200 ms, with jitter
-/// so that writers that collided do not collide again in lockstep.
-pub(crate) async fn backoff(attempt: u32) {
-    let base = (2u64 << attempt.min(7)).min(200);
-    let jitter = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::from(d.subsec_nanos()) % (base + 1))
-        .unwrap_or(0);
-    tokio::time::sleep(Duration::from_millis(base / 2 + jitter / 2)).await;
+/// The tries of one transaction (see [`in_transaction`]): when it first started, and the
+/// retries made.
+pub(crate) struct TxTries<'a> {
+    store: &'a MongoStore,
+    started: Instant,
+    retries: Retries,
+}
+
+impl<'a> TxTries<'a> {
+    /// The first try of a transaction on `store`, starting now.
+    pub(crate) fn new(store: &'a MongoStore) -> Self {
+        TxTries {
+            store,
+            started: Instant::now(),
+            retries: Retries::new(MAX_RETRIES),
+        }
+    }
+
+    /// Ends a try whose body came to `outcome`: commits it, or aborts it when it failed. The
+    /// operation's result, or `None` when the transaction is to run again (after a backoff),
+    /// as [`MongoStore::retry_transaction`] decides.
+    pub(crate) async fn finish<T>(
+        &mut self,
+        session: &mut ClientSession,
+        outcome: std::result::Result<T, TxError>,
+    ) -> Option<Result<T>> {
+        let failure = match outcome {
+            Ok(value) => match self.store.commit(session, self.started).await {
+                Ok(()) => return Some(Ok(value)),
+                Err(e) => e,
+            },
+            Err(TxError::Driver(e)) => {
+                MongoStore::abandon(session, Some(&e)).await;
+                e
+            }
+            Err(TxError::Other(e)) => {
+                MongoStore::abandon(session, None).await;
+                return Some(Err(e));
+            }
+        };
+        // `retry_transaction` never allows more than `MAX_RETRIES` retries.
+        let retry = self
+            .store
+            .retry_transaction(&failure, self.retries.done(), self.started);
+        if retry && self.retries.again(true).await {
+            return None;
+        }
+        Some(Err(from_driver(failure)))
+    }
 }
 
 /// Runs `$body` (an expression using the `ClientSession` bound to `$s`) in a transaction,
-/// retrying the whole transaction as [`MongoStore::retry_transaction`] decides (write
-/// conflicts with concurrent writers; briefly, an unreachable server), and maps driver errors.
+/// retrying the whole transaction as [`TxTries::finish`] decides (write conflicts with
+/// concurrent writers; briefly, an unreachable server), and maps driver errors. A macro
+/// rather than a function taking a closure: the body borrows the session mutably, which a
+/// closure cannot hand to the future it returns.
 macro_rules! in_transaction {
     ($store:expr, |$s:ident| $body:expr) => {{
-        let started = std::time::Instant::now();
-        let mut attempt = 0u32;
+        let mut tries = $crate::transaction::TxTries::new($store);
         loop {
             let mut session = $store.start_transaction().await?;
             let outcome: std::result::Result<_, $crate::transaction::TxError> = {
                 let $s = &mut session;
                 $body
             };
-            let failure = match outcome {
-                Ok(value) => match $store.commit(&mut session, started).await {
-                    Ok(()) => break Ok(value),
-                    Err(e) => e,
-                },
-                Err($crate::transaction::TxError::Driver(e)) => {
-                    $crate::store::MongoStore::abandon(&mut session, Some(&e)).await;
-                    e
-                }
-                Err($crate::transaction::TxError::Other(e)) => {
-                    $crate::store::MongoStore::abandon(&mut session, None).await;
-                    break Err(e);
-                }
-            };
-            if $store.retry_transaction(&failure, attempt, started) {
-                $crate::transaction::backoff(attempt).await;
-                attempt += 1;
-                continue;
+            if let Some(done) = tries.finish(&mut session, outcome).await {
+                break done;
             }
-            break Err($crate::error::from_driver(failure));
         }
     }};
 }

@@ -53,8 +53,9 @@ pub(crate) async fn write_fresh(
     }
     // The dependents go in a later statement than the row, so its snapshot holds every write
     // made before the lock.
-    tx.execute_st(&sql.delete_session, &[&id]).await?;
-    tx.execute_st(&sql.delete_dependents, &[&vec![id]]).await?;
+    tx.execute_st(&sql.sessions.delete_session, &[&id]).await?;
+    tx.execute_st(&sql.sessions.delete_dependents, &[&vec![id]])
+        .await?;
     Ok(tx.query_one_st(st, params).await?.try_get::<_, i64>(0)? == 1)
 }
 
@@ -72,23 +73,23 @@ impl PostgresStore {
             let tx = client.transaction().await?;
             // An expired target is gone: a fork may take its id.
             if tx
-                .execute_st(&self.sql.delete_expired_session, &[&tgt, &time])
+                .execute_st(&self.sql.sessions.delete_expired_session, &[&tgt, &time])
                 .await?
                 > 0
             {
-                tx.execute_st(&self.sql.delete_dependents, &[&vec![tgt]])
+                tx.execute_st(&self.sql.sessions.delete_dependents, &[&vec![tgt]])
                     .await?;
             }
             // The shared lock keeps the source's messages as they are until commit; the
             // statements after it see every write made before it.
             if tx
-                .query_opt_st(&self.sql.lock_session_shared, &[&src, &time])
+                .query_opt_st(&self.sql.lifecycle.lock_session_shared, &[&src, &time])
                 .await?
                 .is_none()
             {
                 // An existing target is reported first, as the reference store does.
                 let taken = tx
-                    .query_opt_st(&self.sql.live_session, &[&tgt, &time])
+                    .query_opt_st(&self.sql.sessions.live_session, &[&tgt, &time])
                     .await?
                     .is_some();
                 return Ok(Err(if taken {
@@ -101,7 +102,7 @@ impl PostgresStore {
                 None => None,
                 Some(message) => {
                     let seq: Option<i64> = tx
-                        .query_one_st(&self.sql.message_seq, &[&src, &message.as_str()])
+                        .query_one_st(&self.sql.lifecycle.message_seq, &[&src, &message.as_str()])
                         .await?
                         .try_get(0)?;
                     match seq {
@@ -111,7 +112,7 @@ impl PostgresStore {
                 }
             };
             let Some(row) = tx
-                .query_opt_st(&self.sql.fork_copy, &[&src, &tgt, &end, &time])
+                .query_opt_st(&self.sql.lifecycle.fork_copy, &[&src, &tgt, &end, &time])
                 .await?
             else {
                 return Ok(Err(fork_target_exists(target)));
@@ -140,7 +141,7 @@ impl PostgresStore {
         let rows = run!(self, 0, |client| async {
             let tx = client.transaction().await?;
             let Some(row) = tx
-                .query_opt_st(&self.sql.lock_session, &[&id, &time])
+                .query_opt_st(&self.sql.sessions.lock_session, &[&id, &time])
                 .await?
             else {
                 return Ok(Err(session_not_found(session)));
@@ -152,7 +153,7 @@ impl PostgresStore {
                 Rewind::Last(n) => next - i64::try_from(*n).unwrap_or(i64::MAX).min(total.max(0)),
                 Rewind::After(message) => {
                     let seq: Option<i64> = tx
-                        .query_one_st(&self.sql.message_seq, &[&id, &message.as_str()])
+                        .query_one_st(&self.sql.lifecycle.message_seq, &[&id, &message.as_str()])
                         .await?
                         .try_get(0)?;
                     match seq {
@@ -170,7 +171,9 @@ impl PostgresStore {
                 // Nothing to remove (the transaction only held the lock).
                 return Ok(Ok(Vec::new()));
             }
-            let rows = tx.query_st(&self.sql.rewind, &[&id, &cut, &time]).await?;
+            let rows = tx
+                .query_st(&self.sql.lifecycle.rewind, &[&id, &cut, &time])
+                .await?;
             tx.commit().await?;
             Ok(Ok(rows))
         })??;
@@ -199,13 +202,15 @@ impl PostgresStore {
         let (row, labels) = run!(self, 0, |client| async {
             let tx = client.transaction().await?;
             let Some(row) = tx
-                .query_opt_st(&self.sql.lock_session, &[&id, &time])
+                .query_opt_st(&self.sql.sessions.lock_session, &[&id, &time])
                 .await?
             else {
                 return Ok(Err(session_not_found(session)));
             };
             // Read after the lock: every change made before it is seen.
-            let tags = tx.query_st(&self.sql.session_tags, &[&id]).await?;
+            let tags = tx
+                .query_st(&self.sql.lifecycle.session_tags, &[&id])
+                .await?;
             let mut labels = SessionLabels {
                 title: row.try_get(2)?,
                 owner: row.try_get(3)?,
@@ -228,7 +233,9 @@ impl PostgresStore {
                 &set_keys,
                 &set_values,
             ];
-            let row = tx.query_one_st(&self.sql.update_labels, &params).await?;
+            let row = tx
+                .query_one_st(&self.sql.lifecycle.update_labels, &params)
+                .await?;
             tx.commit().await?;
             Ok(Ok((row, labels)))
         })??;
@@ -268,10 +275,14 @@ impl PostgresStore {
                 &owner,
             ];
             match owner {
-                None => client.query_st(&self.sql.find_sessions, &params[..7]).await,
+                None => {
+                    client
+                        .query_st(&self.sql.lifecycle.find_sessions, &params[..7])
+                        .await
+                }
                 Some(_) => {
                     client
-                        .query_st(&self.sql.find_sessions_of_owner, &params)
+                        .query_st(&self.sql.lifecycle.find_sessions_of_owner, &params)
                         .await
                 }
             }

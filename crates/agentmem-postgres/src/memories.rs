@@ -16,7 +16,7 @@ use crate::store::PostgresStore;
 /// key.
 pub(crate) const PUT_RETRIES: u32 = 3;
 
-/// The item in `row`, whose first columns are [`crate::sql::MEMORY_COLUMNS`].
+/// The item in `row`, whose first columns are [`crate::sql::memories::MEMORY_COLUMNS`].
 pub(crate) fn memory_from_row(row: &Row) -> Result<MemoryItem> {
     let kind: String = get(row, 1)?;
     let kind: MemoryKind = kind
@@ -61,7 +61,7 @@ impl PostgresStore {
             let tx = client.transaction().await?;
             if let Some(key) = &item.key {
                 tx.execute_st(
-                    &self.sql.memory_delete_expired_key,
+                    &self.sql.memories.delete_expired_key,
                     &[&scope, &kind, key, &now],
                 )
                 .await?;
@@ -77,14 +77,14 @@ impl PostgresStore {
                     &item.expires_at,
                 ];
                 if let Some(row) = tx
-                    .query_opt_st(&self.sql.memory_update_by_key, &params)
+                    .query_opt_st(&self.sql.memories.update_by_key, &params)
                     .await?
                 {
                     let kept: String = row.try_get(0)?;
                     let created: DateTime<Utc> = row.try_get(1)?;
                     // The new item replaces the one with its key, and also any other
                     // item that had its id.
-                    tx.execute_st(&self.sql.memory_delete_other, &[&item.id.as_str(), &kept])
+                    tx.execute_st(&self.sql.memories.delete_other, &[&item.id.as_str(), &kept])
                         .await?;
                     tx.commit().await?;
                     return Ok((kept, created));
@@ -104,7 +104,7 @@ impl PostgresStore {
                 &scope,
                 &item.expires_at,
             ];
-            let row = tx.query_one_st(&self.sql.memory_upsert, &params).await?;
+            let row = tx.query_one_st(&self.sql.memories.upsert, &params).await?;
             let stored = (row.try_get(0)?, row.try_get(1)?);
             tx.commit().await?;
             Ok(stored)

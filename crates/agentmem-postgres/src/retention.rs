@@ -30,25 +30,34 @@ impl PostgresStore {
             // append committed before those locks were taken.
             // Expired sessions go first, whatever the policy; the rules below then count
             // only live ones.
-            for row in tx.query_st(&self.sql.purge_expired, &[&now]).await? {
+            for row in tx
+                .query_st(&self.sql.retention.purge_expired, &[&now])
+                .await?
+            {
                 doomed.push(row.try_get(0)?);
             }
             if let Some(cutoff) = cutoff {
-                for row in tx.query_st(&self.sql.purge_age, &[&cutoff]).await? {
+                for row in tx
+                    .query_st(&self.sql.retention.purge_age, &[&cutoff])
+                    .await?
+                {
                     doomed.push(row.try_get(0)?);
                 }
             }
             if let Some(keep) = keep {
-                for row in tx.query_st(&self.sql.purge_count, &[&keep]).await? {
+                for row in tx
+                    .query_st(&self.sql.retention.purge_count, &[&keep])
+                    .await?
+                {
                     doomed.push(row.try_get(0)?);
                 }
             }
             if !doomed.is_empty() {
-                tx.execute_st(&self.sql.delete_dependents, &[&doomed])
+                tx.execute_st(&self.sql.sessions.delete_dependents, &[&doomed])
                     .await?;
             }
             let memories = tx
-                .execute_st(&self.sql.purge_memories, &[&now, &memory_cutoff])
+                .execute_st(&self.sql.retention.purge_memories, &[&now, &memory_cutoff])
                 .await?;
             tx.commit().await?;
             Ok((doomed.len(), memories))

@@ -255,10 +255,11 @@ impl SessionStore for PostgresStore {
             // ones (an expired session is deleted first); only then delete the old ones, in a
             // statement whose snapshot is taken after the lock, so an append that committed
             // just before is deleted too rather than left behind.
-            if !write_fresh(&self.sql, &tx, &self.sql.save, &params, id).await? {
+            if !write_fresh(&self.sql, &tx, &self.sql.sessions.save, &params, id).await? {
                 return Ok(false);
             }
-            tx.execute_st(&self.sql.delete_before_first, &[&id]).await?;
+            tx.execute_st(&self.sql.sessions.delete_before_first, &[&id])
+                .await?;
             tx.commit().await?;
             Ok(true)
         })?;
@@ -276,7 +277,7 @@ impl SessionStore for PostgresStore {
         // session is deleted and started afresh in one transaction.
         let written: i64 = run!(self, 0, |client| async {
             client
-                .query_one_st(&self.sql.append, &params)
+                .query_one_st(&self.sql.sessions.append, &params)
                 .await?
                 .try_get(0)
         })?;
@@ -285,7 +286,8 @@ impl SessionStore for PostgresStore {
         }
         let written = run!(self, 0, |client| async {
             let tx = client.transaction().await?;
-            let written = write_fresh(&self.sql, &tx, &self.sql.append, &params, id).await?;
+            let written =
+                write_fresh(&self.sql, &tx, &self.sql.sessions.append, &params, id).await?;
             if written {
                 tx.commit().await?;
             }
@@ -304,7 +306,7 @@ impl SessionStore for PostgresStore {
         let at = now();
         let rows = run!(self, READ_RETRIES, |client| async {
             client
-                .query_st(self.sql.load_window(limit), &[&id, &window, &at])
+                .query_st(self.sql.sessions.load_window(limit), &[&id, &window, &at])
                 .await
         })?;
         session_from(session, &rows, limit)
@@ -313,7 +315,9 @@ impl SessionStore for PostgresStore {
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
         let at = now();
         let rows = run!(self, READ_RETRIES, |client| async {
-            client.query_st(&self.sql.list_sessions, &[&at]).await
+            client
+                .query_st(&self.sql.sessions.list_sessions, &[&at])
+                .await
         })?;
         rows.iter().map(session_info).collect()
     }
@@ -324,11 +328,14 @@ impl SessionStore for PostgresStore {
             let tx = client.transaction().await?;
             // Delete (and so lock) the session row first; the dependents' delete then runs
             // with a snapshot that includes every append committed before the lock.
-            let deleted = tx.execute_st(&self.sql.delete_session, &[&ids[0]]).await?;
+            let deleted = tx
+                .execute_st(&self.sql.sessions.delete_session, &[&ids[0]])
+                .await?;
             if deleted == 0 {
                 return Ok(false);
             }
-            tx.execute_st(&self.sql.delete_dependents, &[&ids]).await?;
+            tx.execute_st(&self.sql.sessions.delete_dependents, &[&ids])
+                .await?;
             tx.commit().await?;
             Ok(true)
         })
@@ -346,24 +353,24 @@ impl SessionStore for PostgresStore {
             // first is archived, one that waits lands after the replacement. An expired
             // session is not found.
             if tx
-                .query_opt_st(&self.sql.lock_session, &[&id, &at])
+                .query_opt_st(&self.sql.sessions.lock_session, &[&id, &at])
                 .await?
                 .is_none()
             {
                 return Ok(None);
             }
             let taken = tx
-                .query_st(&self.sql.archive_ids_like, &[&id, &base])
+                .query_st(&self.sql.archives.archive_ids_like, &[&id, &base])
                 .await?
                 .iter()
                 .map(|row| row.try_get(0))
                 .collect::<Result<Vec<String>, _>>()?;
             let archive = free_archive_id(at, |candidate| taken.iter().any(|t| t == candidate));
             let archived: i64 = tx
-                .query_one_st(&self.sql.archive_messages, &[&id, &archive, &at])
+                .query_one_st(&self.sql.archives.archive_messages, &[&id, &archive, &at])
                 .await?
                 .try_get(0)?;
-            tx.execute_st(&self.sql.replace, &params).await?;
+            tx.execute_st(&self.sql.archives.replace, &params).await?;
             tx.commit().await?;
             Ok(Some((archive, archived)))
         })?;
@@ -393,7 +400,7 @@ impl SessionStore for PostgresStore {
             // deleted until this commits; appends and compactions go on meanwhile. An
             // expired session is not found.
             if tx
-                .query_opt_st(&self.sql.pin_session, &[&id, &at])
+                .query_opt_st(&self.sql.archives.pin_session, &[&id, &at])
                 .await?
                 .is_none()
             {
@@ -402,7 +409,10 @@ impl SessionStore for PostgresStore {
             // Locks the archive's row: a second rewrite of the same archive waits here, and
             // its later statements then see (and replace) what this one wrote.
             let Some(row) = tx
-                .query_opt_st(&self.sql.recount_archive, &[&id, &name, &columns.n])
+                .query_opt_st(
+                    &self.sql.archives.recount_archive,
+                    &[&id, &name, &columns.n],
+                )
                 .await?
             else {
                 return Ok(None);
@@ -410,12 +420,12 @@ impl SessionStore for PostgresStore {
             let created: DateTime<Utc> = row.try_get(0)?;
             // The new messages take the old ones' positions (from the first one on).
             let first: Option<i64> = tx
-                .query_one_st(&self.sql.clear_archive, &[&id, &name])
+                .query_one_st(&self.sql.archives.clear_archive, &[&id, &name])
                 .await?
                 .try_get(0)?;
             let first = first.unwrap_or(0);
             tx.execute_st(
-                &self.sql.fill_archive,
+                &self.sql.archives.fill_archive,
                 &columns.archived_params(&id, &name, &first),
             )
             .await?;
@@ -437,7 +447,9 @@ impl SessionStore for PostgresStore {
         let id = session.as_str();
         let at = now();
         let rows = run!(self, READ_RETRIES, |client| async {
-            client.query_st(&self.sql.list_archives, &[&id, &at]).await
+            client
+                .query_st(&self.sql.archives.list_archives, &[&id, &at])
+                .await
         })?;
         rows.iter().map(|row| archive_info(session, row)).collect()
     }
@@ -447,7 +459,7 @@ impl SessionStore for PostgresStore {
         let at = now();
         let rows = run!(self, READ_RETRIES, |client| async {
             client
-                .query_st(&self.sql.load_archive, &[&id, &name, &at])
+                .query_st(&self.sql.archives.load_archive, &[&id, &name, &at])
                 .await
         })?;
         archive_from(session, archive, &rows)
@@ -464,12 +476,15 @@ impl SessionStore for PostgresStore {
             match session {
                 Some(session) => {
                     client
-                        .query_st(&self.sql.search_session, &[&tsquery, &limit, &session, &at])
+                        .query_st(
+                            &self.sql.search.in_session,
+                            &[&tsquery, &limit, &session, &at],
+                        )
                         .await
                 }
                 None => {
                     client
-                        .query_st(&self.sql.search_messages, &[&tsquery, &limit, &at])
+                        .query_st(&self.sql.search.messages, &[&tsquery, &limit, &at])
                         .await
                 }
             }
@@ -559,7 +574,7 @@ impl MemoryStore for PostgresStore {
         let at = now();
         let row = run!(self, READ_RETRIES, |client| async {
             client
-                .query_opt_st(&self.sql.memory_get, &[&id.as_str(), &at])
+                .query_opt_st(&self.sql.memories.get, &[&id.as_str(), &at])
                 .await
         })?;
         row.map(|row| memory_from_row(&row)).transpose()
@@ -575,13 +590,13 @@ impl MemoryStore for PostgresStore {
             match &scopes {
                 None => {
                     client
-                        .query_st(&self.sql.memory_list, &[&kind, &limit, &at])
+                        .query_st(&self.sql.memories.list, &[&kind, &limit, &at])
                         .await
                 }
                 Some(scopes) => {
                     client
                         .query_st(
-                            &self.sql.memory_list_in_scopes,
+                            &self.sql.memories.list_in_scopes,
                             &[&kind, &limit, &at, scopes],
                         )
                         .await
@@ -610,13 +625,13 @@ impl MemoryStore for PostgresStore {
             match &scopes {
                 None => {
                     client
-                        .query_st(&self.sql.memory_search, &[&tsquery, &kind, &limit, &at])
+                        .query_st(&self.sql.memories.search, &[&tsquery, &kind, &limit, &at])
                         .await
                 }
                 Some(scopes) => {
                     client
                         .query_st(
-                            &self.sql.memory_search_in_scopes,
+                            &self.sql.memories.search_in_scopes,
                             &[&tsquery, &kind, &limit, &at, scopes],
                         )
                         .await
@@ -629,7 +644,7 @@ impl MemoryStore for PostgresStore {
     async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
         let deleted = run!(self, 0, |client| async {
             client
-                .execute_st(&self.sql.memory_delete, &[&id.as_str()])
+                .execute_st(&self.sql.memories.delete, &[&id.as_str()])
                 .await
         })?;
         Ok(deleted > 0)

@@ -193,103 +193,162 @@ impl FromStr for RedisConfig {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
-        let invalid = |why: String| config_error(Error::invalid_input(why));
         let (scheme, rest) = s
             .split_once("://")
             .ok_or_else(|| invalid("malformed Redis URL: no `scheme://`".to_string()))?;
         let scheme = scheme.to_ascii_lowercase();
-        if !INFO.accepts(&scheme) {
-            // The URL may hold a password: name the problem, never echo the input.
-            let shown: String = scheme.chars().take(40).collect();
-            return Err(invalid(format!(
-                "unsupported URL scheme {shown:?} for Redis; expected {}",
-                INFO.schemes
-                    .iter()
-                    .map(|s| format!("{s}://"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-        let (base, cluster) = match scheme.strip_suffix("+cluster") {
-            Some(base) => (base, true),
-            None => (scheme.as_str(), false),
-        };
-        if base == "rediss" && !cfg!(feature = "tls") {
-            return Err(config_error(Error::unsupported(format!(
-                "{scheme}:// (TLS) needs agentmem-redis to be built with the cargo feature `tls`"
-            ))));
-        }
-        // The authority ends where the path, query or fragment starts; a cluster's holds
-        // several `host:port`, which no URL parser reads, so each is parsed on its own.
-        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-        let (authority, tail) = rest.split_at(authority_end);
-        let (user_info, hosts) = match authority.rfind('@') {
-            Some(at) => (&authority[..=at], &authority[at + 1..]),
-            None => ("", authority),
-        };
-        let hosts: Vec<&str> = if cluster {
-            hosts.split(',').collect()
-        } else {
-            vec![hosts]
-        };
-        let mut nodes = Vec::with_capacity(hosts.len());
-        for host in &hosts {
-            let parsed = if host.is_empty() {
-                None
-            } else {
-                let node = url::Url::parse(&format!("{base}://{user_info}{host}{tail}"))
-                    .map_err(|e| invalid(format!("malformed Redis URL: {e}")))?;
-                node.host_str()
-                    .is_some_and(|h| !h.is_empty())
-                    .then_some(node)
-            };
-            let Some(parsed) = parsed else {
-                return Err(invalid(format!(
-                    "Redis URL {} names no host{}",
-                    agentmem_core::redact_url(s),
-                    if cluster {
-                        " (or an empty one in its list)"
-                    } else {
-                        ""
-                    }
-                )));
-            };
-            nodes.push(parsed);
-        }
+        let (base, cluster) = split_scheme(&scheme)?;
+        let mut nodes = parse_nodes(s, base, cluster, rest)?;
         let parsed = nodes[0].clone();
-        let db = parsed.path().trim_matches('/');
-        if !db.is_empty() && db.parse::<u32>().is_err() {
-            return Err(invalid(format!(
-                "Redis URL {}: the path must be a database number, not {db:?}",
-                redact(&parsed)
-            )));
+        check_path_and_fragment(s, &parsed, cluster)?;
+        let options = UrlOptions::parse(&parsed, base)?;
+        for node in &mut nodes {
+            if options.passed.is_empty() {
+                node.set_query(None);
+            } else {
+                node.query_pairs_mut().clear().extend_pairs(&options.passed);
+            }
         }
-        if cluster && !db.is_empty() && db != "0" {
-            return Err(invalid(format!(
-                "Redis URL {}: a Redis Cluster has database 0 only, not {db}",
-                agentmem_core::redact_url(s)
-            )));
-        }
-        if parsed.fragment().is_some() {
-            return Err(invalid(format!(
-                "Redis URL {} has a fragment (`#…`), which agentmem does not read",
-                agentmem_core::redact_url(s)
-            )));
-        }
+        Ok(RedisConfig {
+            nodes,
+            cluster,
+            prefix: options.prefix,
+            connect_timeout: options.connect_timeout,
+            response_timeout: options.response_timeout,
+            tls_ca: options.tls_ca,
+        })
+    }
+}
 
-        let mut prefix = DEFAULT_PREFIX.to_string();
-        let mut connect_timeout = DEFAULT_CONNECT_TIMEOUT;
-        let mut response_timeout = DEFAULT_RESPONSE_TIMEOUT;
-        let mut tls_ca = None;
-        let mut passed: Vec<(String, String)> = Vec::new();
+/// `InvalidInput` for a URL that cannot be read, labelled as a configuration error.
+fn invalid(why: String) -> Error {
+    config_error(Error::invalid_input(why))
+}
+
+/// The scheme (lower case) as its base (`redis` or `rediss`) and whether it names a cluster;
+/// an error for a scheme of another backend, or for TLS without the `tls` feature.
+fn split_scheme(scheme: &str) -> Result<(&str, bool)> {
+    if !INFO.accepts(scheme) {
+        // The URL may hold a password: name the problem, never echo the input.
+        let shown: String = scheme.chars().take(40).collect();
+        return Err(invalid(format!(
+            "unsupported URL scheme {shown:?} for Redis; expected {}",
+            INFO.schemes
+                .iter()
+                .map(|s| format!("{s}://"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let (base, cluster) = match scheme.strip_suffix("+cluster") {
+        Some(base) => (base, true),
+        None => (scheme, false),
+    };
+    if base == "rediss" && !cfg!(feature = "tls") {
+        return Err(config_error(Error::unsupported(format!(
+            "{scheme}:// (TLS) needs agentmem-redis to be built with the cargo feature `tls`"
+        ))));
+    }
+    Ok((base, cluster))
+}
+
+/// One URL per node of `url` (whose part after `://` is `rest`), each with the user info,
+/// path and query of `url`: one for a single server, one per `host:port` of a cluster's list.
+fn parse_nodes(url: &str, base: &str, cluster: bool, rest: &str) -> Result<Vec<url::Url>> {
+    // The authority ends where the path, query or fragment starts; a cluster's holds
+    // several `host:port`, which no URL parser reads, so each is parsed on its own.
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let (user_info, hosts) = match authority.rfind('@') {
+        Some(at) => (&authority[..=at], &authority[at + 1..]),
+        None => ("", authority),
+    };
+    let hosts: Vec<&str> = if cluster {
+        hosts.split(',').collect()
+    } else {
+        vec![hosts]
+    };
+    let mut nodes = Vec::with_capacity(hosts.len());
+    for host in &hosts {
+        let parsed = if host.is_empty() {
+            None
+        } else {
+            let node = url::Url::parse(&format!("{base}://{user_info}{host}{tail}"))
+                .map_err(|e| invalid(format!("malformed Redis URL: {e}")))?;
+            node.host_str()
+                .is_some_and(|h| !h.is_empty())
+                .then_some(node)
+        };
+        let Some(parsed) = parsed else {
+            return Err(invalid(format!(
+                "Redis URL {} names no host{}",
+                agentmem_core::redact_url(url),
+                if cluster {
+                    " (or an empty one in its list)"
+                } else {
+                    ""
+                }
+            )));
+        };
+        nodes.push(parsed);
+    }
+    Ok(nodes)
+}
+
+/// The path of `parsed` (the first node of `url`) is a database number (0 only on a
+/// cluster), and it has no fragment.
+fn check_path_and_fragment(url: &str, parsed: &url::Url, cluster: bool) -> Result<()> {
+    let db = parsed.path().trim_matches('/');
+    if !db.is_empty() && db.parse::<u32>().is_err() {
+        return Err(invalid(format!(
+            "Redis URL {}: the path must be a database number, not {db:?}",
+            redact(parsed)
+        )));
+    }
+    if cluster && !db.is_empty() && db != "0" {
+        return Err(invalid(format!(
+            "Redis URL {}: a Redis Cluster has database 0 only, not {db}",
+            agentmem_core::redact_url(url)
+        )));
+    }
+    if parsed.fragment().is_some() {
+        return Err(invalid(format!(
+            "Redis URL {} has a fragment (`#…`), which agentmem does not read",
+            agentmem_core::redact_url(url)
+        )));
+    }
+    Ok(())
+}
+
+/// The query options of a Redis URL: this crate's own, and those passed on to redis-rs.
+struct UrlOptions {
+    prefix: String,
+    connect_timeout: Duration,
+    response_timeout: Duration,
+    tls_ca: Option<PathBuf>,
+    /// The options redis-rs reads ([`REDIS_PARAMS`]), in the URL's order.
+    passed: Vec<(String, String)>,
+}
+
+impl UrlOptions {
+    /// The options of `parsed`, whose scheme's base is `base`; an error for an unknown option
+    /// or a bad value.
+    fn parse(parsed: &url::Url, base: &str) -> Result<UrlOptions> {
+        let mut options = UrlOptions {
+            prefix: DEFAULT_PREFIX.to_string(),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
+            tls_ca: None,
+            passed: Vec::new(),
+        };
         for (name, value) in parsed.query_pairs() {
             match name.as_ref() {
                 "prefix" => {
                     validate_prefix(&value)?;
-                    prefix = value.into_owned();
+                    options.prefix = value.into_owned();
                 }
-                "connect_timeout_ms" => connect_timeout = parse_millis(&name, &value)?,
-                "response_timeout_ms" => response_timeout = parse_millis(&name, &value)?,
+                "connect_timeout_ms" => options.connect_timeout = parse_millis(&name, &value)?,
+                "response_timeout_ms" => options.response_timeout = parse_millis(&name, &value)?,
                 "tls_ca" => {
                     if base != "rediss" {
                         return Err(tls_ca_without_tls());
@@ -299,10 +358,10 @@ impl FromStr for RedisConfig {
                             "Redis URL option tls_ca needs the path of a PEM file".to_string(),
                         ));
                     }
-                    tls_ca = Some(PathBuf::from(value.as_ref()));
+                    options.tls_ca = Some(PathBuf::from(value.as_ref()));
                 }
                 n if REDIS_PARAMS.contains(&n) => {
-                    passed.push((name.into_owned(), value.into_owned()))
+                    options.passed.push((name.into_owned(), value.into_owned()))
                 }
                 other => {
                     return Err(invalid(format!(
@@ -313,21 +372,7 @@ impl FromStr for RedisConfig {
                 }
             }
         }
-        for node in &mut nodes {
-            if passed.is_empty() {
-                node.set_query(None);
-            } else {
-                node.query_pairs_mut().clear().extend_pairs(&passed);
-            }
-        }
-        Ok(RedisConfig {
-            nodes,
-            cluster,
-            prefix,
-            connect_timeout,
-            response_timeout,
-            tls_ca,
-        })
+        Ok(options)
     }
 }
 

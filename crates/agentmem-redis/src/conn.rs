@@ -103,7 +103,7 @@ pub(crate) async fn cluster_connection(config: &RedisConfig) -> Result<ClusterCo
         .iter()
         .map(|u| u.as_str().to_string())
         .collect();
-    #[allow(unused_mut)]
+    #[allow(unused_mut, reason = "reassigned only with the `tls` feature")]
     let mut builder = ClusterClientBuilder::new(nodes)
         .connection_timeout(config.connect_timeout())
         .response_timeout(config.response_timeout())

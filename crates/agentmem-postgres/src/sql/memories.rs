@@ -1,0 +1,180 @@
+//! The statements of memory items: upserts, reads, listings and search.
+
+use tokio_postgres::types::Type;
+
+use super::{without_last, Build, TEXT, TEXT_TEXT, TEXT_TIME};
+use crate::statements::Stmt;
+
+/// Scope, kind, key, time.
+const MEMORY_KEY_TIME: &[Type] = &[Type::TEXT, Type::TEXT, Type::TEXT, Type::TIMESTAMPTZ];
+/// Scope, kind, key, text, raw text, metadata, updated, tsvector text, expiry.
+const MEMORY_UPDATE: &[Type] = &[
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::BYTEA,
+    Type::JSON,
+    Type::TIMESTAMPTZ,
+    Type::TEXT,
+    Type::TIMESTAMPTZ,
+];
+/// Id, kind, key, text, raw text, metadata, created, updated, tsvector text, scope, expiry.
+const MEMORY_UPSERT: &[Type] = &[
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::BYTEA,
+    Type::JSON,
+    Type::TIMESTAMPTZ,
+    Type::TIMESTAMPTZ,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TIMESTAMPTZ,
+];
+/// Kind, limit, time, scopes.
+const MEMORY_LIST_IN_SCOPES: &[Type] =
+    &[Type::TEXT, Type::INT8, Type::TIMESTAMPTZ, Type::TEXT_ARRAY];
+/// `MEMORY_LIST_IN_SCOPES` without the scopes.
+const MEMORY_LIST: &[Type] = without_last(MEMORY_LIST_IN_SCOPES);
+/// Query, kind, limit, time, scopes.
+const MEMORY_SEARCH_IN_SCOPES: &[Type] = &[
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT8,
+    Type::TIMESTAMPTZ,
+    Type::TEXT_ARRAY,
+];
+/// `MEMORY_SEARCH_IN_SCOPES` without the scopes.
+const MEMORY_SEARCH: &[Type] = without_last(MEMORY_SEARCH_IN_SCOPES);
+
+/// The columns of a memory item row, in the order `memory_from_row` reads them.
+pub(crate) const MEMORY_COLUMNS: &str =
+    "id, kind, key, text, text_raw, metadata, created_at, updated_at, scope, expires_at";
+
+/// The condition that a memory item has not expired at `$n`.
+fn live(n: usize) -> String {
+    format!("(expires_at IS NULL OR expires_at > ${n})")
+}
+
+/// Memory items.
+#[derive(Debug)]
+pub(crate) struct MemorySql {
+    /// Deletes the item of scope `$1`, kind `$2` and key `$3` if it has expired at `$4`.
+    pub(crate) delete_expired_key: Stmt,
+    /// Replaces the item of scope `$1`, kind `$2` and key `$3` with `$4..$9`, keeping its id
+    /// and creation time.
+    pub(crate) update_by_key: Stmt,
+    /// Inserts an item or replaces the one with the same id.
+    pub(crate) upsert: Stmt,
+    /// Deletes item `$1` unless it is `$2`.
+    pub(crate) delete_other: Stmt,
+    /// Item `$1`, unless it has expired at `$2`.
+    pub(crate) get: Stmt,
+    /// The newest `$2` items (all when NULL) of kind `$1` (any when NULL) not expired at `$3`,
+    /// newest first.
+    pub(crate) list: Stmt,
+    /// Like `memory_list`, of the scopes (stored forms) in `$4` only.
+    pub(crate) list_in_scopes: Stmt,
+    /// Ranked items matching tsquery text `$1`, kind `$2` (any when NULL), not expired at
+    /// `$4`, at most `$3`.
+    pub(crate) search: Stmt,
+    /// Like `memory_search`, of the scopes (stored forms) in `$5` only.
+    pub(crate) search_in_scopes: Stmt,
+    /// Deletes item `$1`.
+    pub(crate) delete: Stmt,
+}
+
+impl MemorySql {
+    /// The statements for the quoted schema `s`, each built by `st`.
+    pub(super) fn new(s: &str, st: &Build) -> Self {
+        MemorySql {
+            delete_expired_key: st(
+                format!(
+                    "DELETE FROM {s}.memories
+                     WHERE scope = $1 AND kind = $2 AND key = $3 AND expires_at <= $4"
+                ),
+                MEMORY_KEY_TIME,
+            ),
+            update_by_key: st(
+                format!(
+                    "UPDATE {s}.memories SET text = $4, text_raw = $5, metadata = $6,
+                         updated_at = $7, tsv = $8::text::tsvector, expires_at = $9
+                     WHERE scope = $1 AND kind = $2 AND key = $3
+                     RETURNING id, created_at"
+                ),
+                MEMORY_UPDATE,
+            ),
+            upsert: st(
+                format!(
+                    "INSERT INTO {s}.memories AS t
+                         (id, kind, key, text, text_raw, metadata, created_at, updated_at, tsv,
+                          scope, expires_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::tsvector, $10, $11)
+                     ON CONFLICT (id) DO UPDATE SET
+                         kind = EXCLUDED.kind, key = EXCLUDED.key, text = EXCLUDED.text,
+                         text_raw = EXCLUDED.text_raw, metadata = EXCLUDED.metadata,
+                         created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at,
+                         tsv = EXCLUDED.tsv, scope = EXCLUDED.scope, expires_at = EXCLUDED.expires_at
+                     RETURNING id, created_at"
+                ),
+                MEMORY_UPSERT,
+            ),
+            delete_other: st(
+                format!("DELETE FROM {s}.memories WHERE id = $1 AND id <> $2"),
+                TEXT_TEXT,
+            ),
+            get: st(
+                format!(
+                    "SELECT {MEMORY_COLUMNS} FROM {s}.memories WHERE id = $1 AND {live}",
+                    live = live(2)
+                ),
+                TEXT_TIME,
+            ),
+            list: st(
+                memory_list(s, ""),
+                MEMORY_LIST,
+            ),
+            list_in_scopes: st(
+                memory_list(s, " AND scope = ANY($4::text[])"),
+                MEMORY_LIST_IN_SCOPES,
+            ),
+            search: st(
+                memory_search(s, ""),
+                MEMORY_SEARCH,
+            ),
+            search_in_scopes: st(
+                memory_search(s, " AND scope = ANY($5::text[])"),
+                MEMORY_SEARCH_IN_SCOPES,
+            ),
+            delete: st(
+                format!("DELETE FROM {s}.memories WHERE id = $1"),
+                TEXT,
+            ),
+        }
+    }
+}
+
+/// The `memory_list` statement, with `and` added to its condition.
+fn memory_list(s: &str, and: &str) -> String {
+    format!(
+        "SELECT {MEMORY_COLUMNS} FROM {s}.memories
+         WHERE ($1::text IS NULL OR kind = $1) AND {live}{and}
+         ORDER BY created_at DESC, ord DESC
+         LIMIT $2",
+        live = live(3)
+    )
+}
+
+/// The `memory_search` statement, with `and` added to its condition.
+fn memory_search(s: &str, and: &str) -> String {
+    format!(
+        "SELECT {MEMORY_COLUMNS}, ts_rank(tsv, q, 1)::float8 AS score
+         FROM {s}.memories, CAST($1::text AS tsquery) AS q
+         WHERE tsv @@ q AND ($2::text IS NULL OR kind = $2) AND {live}{and}
+         ORDER BY score DESC, created_at, ord
+         LIMIT $3",
+        live = live(4)
+    )
+}
