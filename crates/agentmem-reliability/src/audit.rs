@@ -71,7 +71,10 @@ pub fn audit<'a>(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(
+    clippy::unwrap_used,
+    reason = "a test fails by panicking; unwrap names the failing call"
+)]
 mod tests {
     use super::*;
     use crate::tagged::message;

@@ -4,7 +4,6 @@
 //! of `agentmem-testkit`: this crate runs them on the in-memory store, the `agentmem` facade's
 //! `tests/rig_backends.rs` on every backend compiled in. Cases use their own conversation ids,
 //! so they may share one store.
-#![allow(clippy::panic)]
 
 use std::sync::Arc;
 

@@ -178,7 +178,6 @@ fn media(kind: &str, source: &DocumentSourceKind) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -287,7 +287,10 @@ pub(crate) fn find(conn: &mut Connection, query: &SessionQuery) -> SqlResult<Ses
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(
+    clippy::unwrap_used,
+    reason = "a test fails by panicking; unwrap names the failing call"
+)]
 mod tests {
     use super::*;
     use crate::schema::query_plan as plan;

@@ -62,7 +62,10 @@ impl Drop for Tx<'_> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(
+    clippy::unwrap_used,
+    reason = "a test fails by panicking; unwrap names the failing call"
+)]
 mod tests {
     use super::*;
 
