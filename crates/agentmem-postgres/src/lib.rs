@@ -23,7 +23,7 @@ macro_rules! run {
         let retries: u32 = $retries;
         let mut attempt = 0u32;
         loop {
-            #[allow(unused_mut)]
+            #[allow(unused_mut, reason = "only some bodies take the client mutably")]
             let mut $client = $self.client().await?;
             let result = $crate::store::pg_future($body).await;
             match result {

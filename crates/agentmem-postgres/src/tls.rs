@@ -552,7 +552,7 @@ where
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
     use super::*;
 
     #[test]
