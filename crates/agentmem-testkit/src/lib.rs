@@ -140,6 +140,11 @@ macro_rules! __conformance_tests {
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn conformance_through_a_pass_through_layer() {
+            // One store first: a service that is not there is skipped once, not per case.
+            let Some(probe) = $factory().await else {
+                return;
+            };
+            drop(probe);
             let layer = $crate::PassThroughLayer::new();
             let wrap = &layer;
             let made = ::std::sync::atomic::AtomicUsize::new(0);
