@@ -33,3 +33,16 @@ fn number_before_reads_the_digits_next_to_the_marker() {
     assert_eq!(number_before("the same N-case suite", "-case"), None);
     assert_eq!(number_before("no marker here", "-case"), None);
 }
+
+#[test]
+fn testkit_readme_states_the_conformance_case_count() {
+    let readme = include_str!("../crates/agentmem-testkit/README.md");
+    let stated = number_before(readme, " cases)")
+        .expect("the testkit README heads its list \"## Areas covered (N cases)\"");
+    assert_eq!(
+        stated,
+        agentmem_testkit::CASES.len(),
+        "crates/agentmem-testkit/README.md states {stated} cases; CASES has {}",
+        agentmem_testkit::CASES.len()
+    );
+}

@@ -6,6 +6,7 @@
 //! [`run_cases`]: crate::cases::run_cases
 //! [`conformance_tests!`]: crate::conformance_tests
 //! [`TestStore`]: crate::TestStore
+//! [`PassThroughLayer`]: crate::PassThroughLayer
 //! [`NamespaceGuard`]: crate::NamespaceGuard
 //! [`ServerNamespace`]: crate::ServerNamespace
 //! [`peak_memory`]: crate::peak_memory
