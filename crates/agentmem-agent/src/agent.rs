@@ -190,8 +190,8 @@ impl Agent {
     /// else workspace-scoped as with history on (resolved now, as [`new`](Self::new) does).
     /// A store that has only these two methods can neither read sessions back nor keep memory
     /// items: each save replaces the session with the conversation passed to `after_turn`,
-    /// and [`store_memory`](Self::store_memory) is refused (`Unsupported`), as is every method
-    /// of [`store`](Self::store) but those two.
+    /// and [`store_memory`](Self::store_memory) is refused (`Unsupported`); such an agent has
+    /// no full [`store`](Self::store).
     ///
     /// `Unsupported`, naming the features, when the config turns on what needs more than the
     /// protocol: `history` (loading the last messages of the session), `auto_memory` (facts
