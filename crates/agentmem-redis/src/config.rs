@@ -37,8 +37,6 @@ const OWN_PARAMS: [&str; 4] = [
 /// Query parameters passed through to redis-rs.
 const REDIS_PARAMS: [&str; 1] = ["protocol"];
 
-/// The URL schemes this crate opens.
-
 /// Where a [`RedisStore`](crate::RedisStore) keeps its data.
 ///
 /// Parsed from `redis://[user:password@]host[:port][/db][?options]`, `rediss://…` (TLS), or
