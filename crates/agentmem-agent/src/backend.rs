@@ -53,7 +53,7 @@ impl Backend {
     ];
 
     /// The backend's short name, as its `BackendConfig::INFO` and
-    /// [`SessionStore::backend`](crate::SessionStore::backend) give it: `file`, `sqlite`, `redis`, `postgres`, `mongodb`.
+    /// [`SessionStore::backend`](agentmem_core::SessionStore::backend) give it: `file`, `sqlite`, `redis`, `postgres`, `mongodb`.
     pub fn as_str(self) -> &'static str {
         match self {
             Backend::File => "file",

@@ -776,7 +776,7 @@ impl<S: AgentMemory> LayeredStore for Encrypted<S> {
     }
 
     /// Lists every item the filter passes, decrypts them and ranks in the client (see
-    /// [`search_messages`](SessionStore::search_messages)).
+    /// [`search_messages`](agentmem_core::SessionStore::search_messages)).
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
         self.run(Operation::SearchMemories, async {
             if search_terms(query, memory_search_limit(filter)).is_none() {

@@ -1,5 +1,5 @@
 //! Bench groups that time a backend beside a baseline doing the same work (feature `bench`):
-//! the agentmem side is [`bench`](crate::bench)'s, the baseline side comes from the bench (as
+//! the agentmem side is [`bench`](mod@crate::bench)'s, the baseline side comes from the bench (as
 //! closures, or benched by the caller on the group returned), so each bench keeps only what is
 //! its own.
 
