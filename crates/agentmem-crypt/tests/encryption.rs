@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use agentmem_core::{
     AgentMemory, AgentMemoryExt, ErrorKind, InMemoryStore, MemoryFilter, MemoryItem, MemoryKind,
-    MemoryScope, MemoryStore, Message, MessageQuery, Metadata, Role, SessionId, SessionStore,
+    MemoryScope, MemoryStore, Message, MessageQuery, Metadata, Role, Session, SessionId,
+    SessionStore,
 };
 use agentmem_crypt::{
     encrypt_existing, rekey, CryptoError, EncryptLayer, KeyId, MasterKey, NoKeyLayer,
@@ -33,6 +34,22 @@ const SECRETS: &[&str] = &[
 ];
 
 type Store = Arc<dyn AgentMemory>;
+
+/// Runs the scenario `$scenario` as two tests: over core's in-memory store and over files.
+macro_rules! on_both_stores {
+    ($scenario:ident: $in_memory:ident, $on_files:ident) => {
+        #[tokio::test]
+        async fn $in_memory() {
+            $scenario(in_memory()).await;
+        }
+
+        #[tokio::test]
+        async fn $on_files() {
+            let dir = tempfile::tempdir().expect("a temp folder");
+            $scenario(file_store(dir.path()).await).await;
+        }
+    };
+}
 
 fn sid(name: &str) -> SessionId {
     name.parse().expect("a valid session id")
@@ -60,6 +77,46 @@ fn in_memory() -> Store {
 
 fn crypto_error(err: &agentmem_core::Error) -> Option<&CryptoError> {
     err.source().and_then(|s| s.downcast_ref::<CryptoError>())
+}
+
+/// Asserts that `err` is the layer's refusal of a key other than the one that sealed the data.
+fn assert_wrong_key(err: &agentmem_core::Error) {
+    assert!(
+        matches!(crypto_error(err), Some(CryptoError::WrongKey { .. })),
+        "{err}"
+    );
+}
+
+/// Loads `id` through `store`, which must hold it.
+async fn load_session(store: &impl SessionStore, id: &SessionId) -> Session {
+    store
+        .load(id, None)
+        .await
+        .expect("load")
+        .expect("a session")
+}
+
+/// Reads `stored` back through `store`: the same item, but for the `updated_at` a backend may
+/// stamp when an item is rewritten (the file backend does).
+async fn assert_item_reads_back(store: &impl MemoryStore, stored: &MemoryItem) {
+    let item = store
+        .get_memory(&stored.id)
+        .await
+        .expect("get")
+        .expect("an item");
+    assert_eq!(
+        item,
+        MemoryItem {
+            updated_at: item.updated_at,
+            ..stored.clone()
+        }
+    );
+}
+
+/// The last line of the file backend's memory log under `root`.
+fn last_memory_log_line(root: &Path) -> String {
+    let memories = std::fs::read_to_string(root.join("memories.jsonl")).expect("the log");
+    memories.lines().last().expect("a line").to_owned()
 }
 
 /// The history written under each key: a message with metadata, a tool call and its result.
@@ -112,24 +169,16 @@ async fn write_everything(store: &impl AgentMemory) -> (SessionId, Vec<Message>,
 
 /// Every file under `root` (recursively) whose bytes contain `needle`.
 fn files_containing(root: &Path, needle: &[u8]) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read a folder") {
-            let path = entry.expect("a folder entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let bytes = std::fs::read(&path).expect("read a file");
-                if bytes.windows(needle.len()).any(|w| w == needle) {
-                    found.push(path);
-                }
-            }
-        }
-    }
-    found
+    all_files(root)
+        .into_iter()
+        .filter(|path| {
+            let bytes = std::fs::read(path).expect("read a file");
+            bytes.windows(needle.len()).any(|w| w == needle)
+        })
+        .collect()
 }
 
+/// Every file under `root` (recursively).
 fn all_files(root: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut stack = vec![root.to_path_buf()];
@@ -177,11 +226,7 @@ async fn file_store_keeps_no_plaintext_and_the_key_reads_it_back() {
     // The same key reads everything back, also after reopening the folder.
     let reopened = file_store(dir.path()).await;
     let store = layered(&reopened, &key);
-    let session = store
-        .load(&id, None)
-        .await
-        .expect("load")
-        .expect("a session");
+    let session = load_session(&store, &id).await;
     assert_eq!(session.messages, messages);
     assert_eq!(session.metadata["title"], "canarySessionMetaIbis");
     let archives = store.list_archives(&id).await.expect("list archives");
@@ -217,7 +262,7 @@ async fn wrong_key_and_no_key_are_refused(raw: Store) {
     let (id, _, stored) = write_everything(&layered(&raw, &key)).await;
 
     // No key: the bare store shows envelopes, never the text.
-    let bare = raw.load(&id, None).await.expect("load").expect("a session");
+    let bare = load_session(&raw, &id).await;
     for m in &bare.messages {
         assert!(m.content.starts_with(ENVELOPE_PREFIX), "{:?}", m.content);
         assert!(m.content.contains(&key.id().to_string()));
@@ -335,20 +380,11 @@ fn key_other(key: &MasterKey) -> MasterKey {
     other
 }
 
-#[tokio::test]
-async fn wrong_key_and_no_key_are_refused_in_memory() {
-    wrong_key_and_no_key_are_refused(in_memory()).await;
-}
-
-#[tokio::test]
-async fn wrong_key_and_no_key_are_refused_on_files() {
-    let dir = tempfile::tempdir().expect("a temp folder");
-    wrong_key_and_no_key_are_refused(file_store(dir.path()).await).await;
-}
+on_both_stores!(wrong_key_and_no_key_are_refused: wrong_key_and_no_key_are_refused_in_memory, wrong_key_and_no_key_are_refused_on_files);
 
 /// Rewrites the first message of `id` in the bare store with `change` applied.
 async fn tamper(raw: &Store, id: &SessionId, change: impl FnOnce(&mut Message)) {
-    let mut session = raw.load(id, None).await.expect("load").expect("a session");
+    let mut session = load_session(raw, id).await;
     change(&mut session.messages[0]);
     raw.save_session(id, &session.messages, &session.metadata)
         .await
@@ -395,8 +431,8 @@ async fn tampering_is_refused(raw: Store) {
         .save_session(&b, &history()[..1], &Metadata::new())
         .await
         .expect("save b");
-    let from_a = raw.load(&a, None).await.expect("load").expect("a").messages[0].clone();
-    let mut in_b = raw.load(&b, None).await.expect("load").expect("b").messages;
+    let from_a = load_session(&raw, &a).await.messages[0].clone();
+    let mut in_b = load_session(&raw, &b).await.messages;
     in_b[0] = from_a.clone();
     raw.save_session(&b, &in_b, &Metadata::new())
         .await
@@ -423,16 +459,7 @@ async fn tampering_is_refused(raw: Store) {
     assert_eq!(crypto_error(&err), Some(&CryptoError::NotEncrypted));
 }
 
-#[tokio::test]
-async fn tampering_is_refused_in_memory() {
-    tampering_is_refused(in_memory()).await;
-}
-
-#[tokio::test]
-async fn tampering_is_refused_on_files() {
-    let dir = tempfile::tempdir().expect("a temp folder");
-    tampering_is_refused(file_store(dir.path()).await).await;
-}
+on_both_stores!(tampering_is_refused: tampering_is_refused_in_memory, tampering_is_refused_on_files);
 
 /// A byte flipped in the file itself (not through the store) is caught too.
 #[tokio::test]
@@ -470,27 +497,11 @@ async fn rekey_moves_everything_to_the_new_key(raw: Store) -> (KeyId, KeyId) {
     assert_eq!(report.key, Some(new.id()));
 
     let with_new = layered(&raw, &new);
-    let session = with_new
-        .load(&id, None)
-        .await
-        .expect("load")
-        .expect("a session");
+    let session = load_session(&with_new, &id).await;
     assert_eq!(session.messages, messages);
     assert_eq!(session.metadata["title"], "canarySessionMetaIbis");
-    let item = with_new
-        .get_memory(&stored.id)
-        .await
-        .expect("get")
-        .expect("an item");
-    // A backend may stamp `updated_at` when an item is rewritten (the file backend does).
-    assert_eq!(
-        item,
-        MemoryItem {
-            updated_at: item.updated_at,
-            ..stored.clone()
-        }
-    );
-    let bare = raw.load(&id, None).await.expect("load").expect("a session");
+    assert_item_reads_back(&with_new, &stored).await;
+    let bare = load_session(&raw, &id).await;
     assert!(bare
         .messages
         .iter()
@@ -499,10 +510,7 @@ async fn rekey_moves_everything_to_the_new_key(raw: Store) -> (KeyId, KeyId) {
     // The old key is refused for everything rewritten.
     let with_old = layered(&raw, &old);
     let err = with_old.load(&id, None).await.expect_err("old key");
-    assert!(
-        matches!(crypto_error(&err), Some(CryptoError::WrongKey { .. })),
-        "{err}"
-    );
+    assert_wrong_key(&err);
     let err = with_old.get_memory(&stored.id).await.expect_err("old key");
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
 
@@ -520,10 +528,7 @@ async fn rekey_moves_everything_to_the_new_key(raw: Store) -> (KeyId, KeyId) {
         .load_archive(&id, &archive.id)
         .await
         .expect_err("archive under the old key");
-    assert!(
-        matches!(crypto_error(&err), Some(CryptoError::WrongKey { .. })),
-        "{err}"
-    );
+    assert_wrong_key(&err);
 
     // Running it again (an interrupted rekey finished) changes nothing readable.
     rekey(raw.clone(), &old, &new).await.expect("rekey again");
@@ -544,8 +549,7 @@ async fn rekey_moves_everything_to_the_new_key_on_files() {
     // No session file names the old key any more; archives still do, and so do the superseded
     // lines of the memory log until the file backend compacts it (its last line is the
     // item under the new key).
-    let memories = std::fs::read_to_string(dir.path().join("memories.jsonl")).expect("the log");
-    let last = memories.lines().last().expect("a line");
+    let last = last_memory_log_line(dir.path());
     assert!(
         last.contains(&new.to_string()) && !last.contains(&old.to_string()),
         "{last}"
@@ -580,22 +584,10 @@ async fn an_existing_plaintext_store_can_be_encrypted() {
     assert_eq!((report.sessions, report.memories), (1, 1));
     let store = layered(&raw, &key);
     assert_eq!(store.messages(&id).await.expect("messages"), messages);
-    let item = store
-        .get_memory(&stored.id)
-        .await
-        .expect("get")
-        .expect("an item");
-    assert_eq!(
-        item,
-        MemoryItem {
-            updated_at: item.updated_at,
-            ..stored
-        }
-    );
+    assert_item_reads_back(&store, &stored).await;
     // The superseded lines of the file backend's memory log stay until it compacts the log:
     // everything else, archives included, is ciphertext now.
-    let memories = std::fs::read_to_string(dir.path().join("memories.jsonl")).expect("the log");
-    let last = memories.lines().last().expect("a line");
+    let last = last_memory_log_line(dir.path());
     assert!(!last.contains("canaryMemoryTextMoose") && last.contains(ENVELOPE_PREFIX));
     for secret in [
         "canaryContentZebra",
@@ -649,18 +641,18 @@ async fn a_tool_call_and_its_result_share_one_envelope_so_windows_keep_them_toge
     let other = raw.messages(&sid("other")).await.expect("messages");
     assert_ne!(other[1].tool_call_id, bare[1].tool_call_id);
     // A window of two would start at the result: it is left out with its call.
-    let window = store
-        .load(&id, Some(2))
-        .await
-        .expect("load")
-        .expect("a session");
-    assert_eq!(window.messages, messages[3..]);
-    let window = store
-        .load(&id, Some(3))
-        .await
-        .expect("load")
-        .expect("a session");
-    assert_eq!(window.messages, messages[1..]);
+    for (limit, first_kept) in [(2, 3), (3, 1)] {
+        let window = store
+            .load(&id, Some(limit))
+            .await
+            .expect("load")
+            .expect("a session");
+        assert_eq!(
+            window.messages,
+            messages[first_kept..],
+            "a window of {limit}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -748,11 +740,7 @@ async fn lifecycle_through_the_layer(raw: Store) {
     assert_eq!(info.id, target);
     assert_eq!(info.message_count, 2);
     assert_eq!(info.labels.owner.as_deref(), Some("ada"));
-    let forked = store
-        .load(&target, None)
-        .await
-        .expect("load")
-        .expect("fork");
+    let forked = load_session(&store, &target).await;
     assert_eq!(forked.messages, messages[..2]);
     assert_eq!(forked.metadata, meta);
     assert_eq!(
@@ -761,14 +749,8 @@ async fn lifecycle_through_the_layer(raw: Store) {
     );
     // The copy is sealed under the target's key: its envelopes differ from the source's.
     let (bare_source, bare_target) = (
-        raw.load(&source, None)
-            .await
-            .expect("load")
-            .expect("source"),
-        raw.load(&target, None)
-            .await
-            .expect("load")
-            .expect("target"),
+        load_session(&raw, &source).await,
+        load_session(&raw, &target).await,
     );
     assert!(bare_target.messages[0].content.starts_with(ENVELOPE_PREFIX));
     assert_ne!(
@@ -834,13 +816,4 @@ async fn lifecycle_through_the_layer(raw: Store) {
     assert_eq!(store.messages(&source).await.expect("read"), messages[..1]);
 }
 
-#[tokio::test]
-async fn lifecycle_through_the_layer_in_memory() {
-    lifecycle_through_the_layer(in_memory()).await;
-}
-
-#[tokio::test]
-async fn lifecycle_through_the_layer_on_files() {
-    let dir = tempfile::tempdir().expect("a temp folder");
-    lifecycle_through_the_layer(file_store(dir.path()).await).await;
-}
+on_both_stores!(lifecycle_through_the_layer: lifecycle_through_the_layer_in_memory, lifecycle_through_the_layer_on_files);
