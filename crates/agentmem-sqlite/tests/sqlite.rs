@@ -6,7 +6,7 @@
     reason = "a test or bench crate: nothing in it is public API, and a failed unwrap is a failed test"
 )]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agentmem_core::{
@@ -26,6 +26,27 @@ fn url(path: &Path) -> String {
 
 async fn open(path: &Path) -> Layered<SqliteStore> {
     SqliteStore::connect(&url(path)).await.expect("open")
+}
+
+/// Opens the database file `name` in `dir` and appends one message to session `s`, so the
+/// file holds a schema and a row.
+async fn open_with_one_message(dir: &Path, name: &str) -> (PathBuf, Layered<SqliteStore>) {
+    let path = dir.join(name);
+    let store = open(&path).await;
+    store
+        .append_one(&sid("s"), Message::user("x"))
+        .await
+        .unwrap();
+    (path, store)
+}
+
+/// How many live messages match `text`, across every session.
+async fn message_hits(store: &impl SessionStore, text: &str) -> usize {
+    store
+        .search_messages(text, &MessageQuery::default())
+        .await
+        .unwrap()
+        .len()
 }
 
 /// Runs FTS5's own consistency check of an index against its content table.
@@ -136,14 +157,7 @@ async fn data_survives_reopening() {
 #[tokio::test]
 async fn a_newer_schema_is_refused_and_the_file_left_unchanged() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("future.db");
-    {
-        let store = open(&path).await;
-        store
-            .append_one(&sid("s"), Message::user("x"))
-            .await
-            .unwrap();
-    }
+    let path = open_with_one_message(dir.path(), "future.db").await.0;
     {
         let conn = Connection::open(&path).unwrap();
         conn.execute(
@@ -287,12 +301,7 @@ async fn memory_urls_and_caller_connections_work() {
 #[tokio::test]
 async fn stored_garbage_is_corrupt_data() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("g.db");
-    let store = open(&path).await;
-    store
-        .append_one(&sid("s"), Message::user("x"))
-        .await
-        .unwrap();
+    let (path, store) = open_with_one_message(dir.path(), "g.db").await;
     Connection::open(&path)
         .unwrap()
         .execute("UPDATE agentmem_messages SET metadata = '{not json'", [])
@@ -310,7 +319,6 @@ async fn full_text_indexes_follow_every_change() {
         SqliteStore::connect_with(SqliteConfig::file(&path).with_synchronous(Synchronous::Normal))
             .await
             .unwrap();
-    let all = MessageQuery::default();
     store
         .append_one(&sid("a"), Message::user("kubernetes upgrade"))
         .await
@@ -319,14 +327,7 @@ async fn full_text_indexes_follow_every_change() {
         .append_one(&sid("b"), Message::user("kubernetes cost"))
         .await
         .unwrap();
-    assert_eq!(
-        store
-            .search_messages("Kubernetes", &all)
-            .await
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(message_hits(&store, "Kubernetes").await, 2);
 
     // save_session replaces the indexed rows.
     store
@@ -337,50 +338,28 @@ async fn full_text_indexes_follow_every_change() {
         )
         .await
         .unwrap();
-    assert_eq!(
-        store
-            .search_messages("kubernetes", &all)
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
-    assert_eq!(
-        store.search_messages("postgres", &all).await.unwrap().len(),
-        1
-    );
+    assert_eq!(message_hits(&store, "kubernetes").await, 1);
+    assert_eq!(message_hits(&store, "postgres").await, 1);
 
     // Compacted messages leave the live search; the summary joins it.
     store
         .compact(&sid("a"), &[Message::system("summary: tuning")])
         .await
         .unwrap();
-    assert!(store
-        .search_messages("postgres", &all)
-        .await
-        .unwrap()
-        .is_empty());
-    assert_eq!(
-        store.search_messages("summary", &all).await.unwrap().len(),
-        1
-    );
+    assert_eq!(message_hits(&store, "postgres").await, 0);
+    assert_eq!(message_hits(&store, "summary").await, 1);
 
     // Deleting a session cascades to its messages, archives and index entries.
     assert!(store.delete_session(&sid("a")).await.unwrap());
-    assert!(store
-        .search_messages("summary", &all)
-        .await
-        .unwrap()
-        .is_empty());
+    assert_eq!(message_hits(&store, "summary").await, 0);
 
-    let item = store
-        .put_memory(&MemoryItem::new(MemoryKind::Fact, "name is Alice").with_key("name"))
-        .await
-        .unwrap();
-    store
-        .put_memory(&MemoryItem::new(MemoryKind::Fact, "name is Bob").with_key("name"))
-        .await
-        .unwrap();
+    // Bob's put replaces Alice's item (same key), keeping its id.
+    let mut put = Vec::new();
+    for text in ["name is Alice", "name is Bob"] {
+        let item = MemoryItem::new(MemoryKind::Fact, text).with_key("name");
+        put.push(store.put_memory(&item).await.unwrap());
+    }
+    let item = &put[0];
     let f = MemoryFilter::default();
     assert!(store.search_memories("alice", &f).await.unwrap().is_empty());
     let hits = store.search_memories("bob", &f).await.unwrap();
@@ -402,14 +381,7 @@ async fn full_text_indexes_follow_every_change() {
         .await
         .unwrap();
     assert_eq!(report.sessions_deleted, 1);
-    assert_eq!(
-        store
-            .search_messages("kubernetes", &all)
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(message_hits(&store, "kubernetes").await, 1);
     // Purging expired memory items removes their index entries too; a put over an expired
     // key replaces the row (and its entry).
     let past = agentmem_core::now() - chrono::Duration::seconds(1);
@@ -452,7 +424,6 @@ async fn fork_rewind_and_expiry_keep_the_index_and_leave_no_rows_behind() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("life.db");
     let store = open(&path).await;
-    let all = MessageQuery::default();
     let (a, b) = (sid("a"), sid("b"));
     let first = Message::user("walrus tusks");
     store
@@ -464,16 +435,9 @@ async fn fork_rewind_and_expiry_keep_the_index_and_leave_no_rows_behind() {
         .await
         .unwrap();
     store.fork(&a, &b, Some(&first.id)).await.unwrap();
-    assert_eq!(
-        store.search_messages("walrus", &all).await.unwrap().len(),
-        2
-    );
+    assert_eq!(message_hits(&store, "walrus").await, 2);
     store.rewind(&a, &Rewind::Last(1)).await.unwrap();
-    assert!(store
-        .search_messages("narwhal", &all)
-        .await
-        .unwrap()
-        .is_empty());
+    assert_eq!(message_hits(&store, "narwhal").await, 0);
     fts_consistent(&path);
 
     // An expired session is out of every search at once; a write over it and a purge delete
@@ -487,11 +451,7 @@ async fn fork_rewind_and_expiry_keep_the_index_and_leave_no_rows_behind() {
         .update_session(&b, &SessionPatch::default().expire_at(past))
         .await
         .unwrap();
-    assert!(store
-        .search_messages("walrus", &all)
-        .await
-        .unwrap()
-        .is_empty());
+    assert_eq!(message_hits(&store, "walrus").await, 0);
     store.append_one(&a, Message::user("fresh")).await.unwrap();
     let report = store.purge(&RetentionPolicy::default()).await.unwrap();
     assert_eq!(
@@ -533,9 +493,9 @@ async fn search_text_is_never_fts_syntax() {
         let hits = store.search_messages(query, &all).await;
         assert!(hits.is_ok(), "{query:?}: {hits:?}");
     }
-    assert_eq!(store.search_messages("and", &all).await.unwrap().len(), 1);
-    assert_eq!(store.search_messages("umn", &all).await.unwrap().len(), 1);
-    assert!(store.search_messages("*", &all).await.unwrap().is_empty());
+    assert_eq!(message_hits(&store, "and").await, 1);
+    assert_eq!(message_hits(&store, "umn").await, 1);
+    assert_eq!(message_hits(&store, "*").await, 0);
 }
 
 #[tokio::test]
