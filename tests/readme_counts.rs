@@ -37,7 +37,7 @@ fn number_before_reads_the_digits_next_to_the_marker() {
 #[test]
 fn testkit_readme_states_the_conformance_case_count() {
     let readme = include_str!("../crates/agentmem-testkit/README.md");
-    let stated = number_before(readme, " cases)")
+    let stated = number_before(readme, " cases)\n")
         .expect("the testkit README heads its list \"## Areas covered (N cases)\"");
     assert_eq!(
         stated,
