@@ -6,8 +6,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use common::{other_ca, private_ca};
 
 use agentmem_core::{AgentMemoryExt, ErrorKind, Message, SessionId};
 use agentmem_postgres::PostgresStore;
@@ -20,37 +19,6 @@ fn tls_base() -> (String, String) {
     let url = common::tls_url_without_ssl_options();
     let password = url.password().unwrap_or_default().to_string();
     (url.to_string(), password)
-}
-
-/// `POSTGRES_TLS_CA`, the private CA that signed the TLS server's certificate; `None` (test
-/// skipped) when unset and services are not required.
-fn private_ca() -> Option<PathBuf> {
-    match std::env::var_os("POSTGRES_TLS_CA") {
-        Some(path) => Some(PathBuf::from(path)),
-        None => agentmem_testkit::service_unavailable(
-            "postgres-tls",
-            &common::tls_url(),
-            &"POSTGRES_TLS_CA (its private CA) is not set: run .ci/postgres-extra.sh start",
-        ),
-    }
-}
-
-/// A fresh self-signed CA in `dir` that signed nothing the servers present.
-fn other_ca(dir: &Path) -> PathBuf {
-    let cert = dir.join("other-ca.crt");
-    let status = Command::new("openssl")
-        .args(["req", "-x509", "-new", "-newkey", "ec", "-pkeyopt"])
-        .arg("ec_paramgen_curve:prime256v1")
-        .args(["-nodes", "-days", "2", "-subj", "/CN=agentmem other CA"])
-        .args(["-addext", "basicConstraints=critical,CA:TRUE"])
-        .arg("-keyout")
-        .arg(dir.join("other-ca.key"))
-        .arg("-out")
-        .arg(&cert)
-        .status()
-        .expect("openssl runs");
-    assert!(status.success(), "openssl made the other CA");
-    cert
 }
 
 /// Opens a store at `base` with `options` (in a fresh schema, dropped afterwards through the
@@ -90,6 +58,16 @@ async fn round_trip(store: &PostgresStore) {
     store.drop_schema().await.expect("drop test schema");
 }
 
+/// Opens a store at `base` with `options`, which must connect (`why` says why it should), and
+/// checks the connection with a round trip; with `over_tls`, the server must see it encrypted.
+async fn assert_connects(base: &str, options: &[(&str, &str)], why: &str, over_tls: bool) {
+    let store = open(base, options).await.expect(why);
+    if over_tls {
+        assert!(server_sees_tls(&store).await, "{why}: TLS first");
+    }
+    round_trip(&store).await;
+}
+
 /// Asserts a refusal is `Unavailable`, mentions `expected`, and shows no password.
 fn assert_refused(err: &agentmem_core::Error, expected: &str, password: &str) {
     let shown = err.to_string();
@@ -108,10 +86,9 @@ fn assert_refused(err: &agentmem_core::Error, expected: &str, password: &str) {
 async fn verify_full_with_the_private_ca_connects_over_tls() {
     let Some(ca) = private_ca() else { return };
     let (base, _) = tls_base();
-    let ca = ca.to_string_lossy();
     let store = match open(
         &base,
-        &[("sslmode", "verify-full"), ("sslrootcert", ca.as_ref())],
+        &[("sslmode", "verify-full"), ("sslrootcert", ca.as_str())],
     )
     .await
     {
@@ -133,18 +110,13 @@ async fn scram_channel_binding_is_used_over_tls() {
     if password.is_empty() {
         return;
     }
-    let ca = ca.to_string_lossy();
-    let store = open(
-        &base,
-        &[
-            ("sslmode", "verify-full"),
-            ("sslrootcert", ca.as_ref()),
-            ("channel_binding", "require"),
-        ],
-    )
-    .await
-    .expect("SCRAM-SHA-256-PLUS with the tls-server-end-point binding");
-    round_trip(&store).await;
+    let options = [
+        ("sslmode", "verify-full"),
+        ("sslrootcert", ca.as_str()),
+        ("channel_binding", "require"),
+    ];
+    let why = "SCRAM-SHA-256-PLUS with the tls-server-end-point binding";
+    assert_connects(&base, &options, why, false).await;
 }
 
 #[tokio::test]
@@ -152,11 +124,8 @@ async fn require_encrypts_without_checking_the_certificate() {
     let Some(_) = private_ca() else { return };
     let (base, _) = tls_base();
     // As libpq without a root certificate: encrypted, the certificate not checked.
-    let store = open(&base, &[("sslmode", "require")])
-        .await
-        .expect("require connects to a TLS server");
-    assert!(server_sees_tls(&store).await);
-    round_trip(&store).await;
+    let why = "require connects to a TLS server";
+    assert_connects(&base, &[("sslmode", "require")], why, true).await;
 }
 
 #[tokio::test]
@@ -187,10 +156,7 @@ async fn require_never_falls_back_to_plaintext() {
     }
     // The same server with `prefer` (and `disable`) connects in plaintext.
     for mode in ["prefer", "disable"] {
-        let store = open(&base, &[("sslmode", mode)])
-            .await
-            .expect("plaintext is allowed");
-        round_trip(&store).await;
+        assert_connects(&base, &[("sslmode", mode)], "plaintext is allowed", false).await;
     }
 }
 
@@ -198,17 +164,15 @@ async fn require_never_falls_back_to_plaintext() {
 async fn a_certificate_from_another_ca_is_refused() {
     let Some(_) = private_ca() else { return };
     let (base, password) = tls_base();
-    let dir = tempfile::tempdir().expect("temporary folder");
-    let other = other_ca(dir.path());
-    let other = other.to_string_lossy();
+    let (_dir, other) = other_ca();
     // require with a root certificate checks the chain, as libpq does.
     for mode in ["verify-full", "verify-ca", "require"] {
-        let err = open(&base, &[("sslmode", mode), ("sslrootcert", other.as_ref())])
+        let err = open(&base, &[("sslmode", mode), ("sslrootcert", other.as_str())])
             .await
             .expect_err("the server's certificate is not from the trusted CA");
         assert_refused(&err, "invalid peer certificate", &password);
         assert_refused(&err, &format!("sslmode={mode}"), &password);
-        assert_refused(&err, other.as_ref(), &password);
+        assert_refused(&err, other.as_str(), &password);
     }
 }
 
@@ -218,51 +182,48 @@ async fn verify_full_checks_the_host_name() {
     // `host` is the name checked against the certificate.
     let Some(ca) = private_ca() else { return };
     let (base, password) = tls_base();
-    let ca = ca.to_string_lossy();
     let named = |host: &str| {
         let mut url = Url::parse(&base).expect("URL");
         url.set_host(Some(host)).expect("host");
         url.to_string()
     };
-    let checked = [("sslrootcert", ca.as_ref()), ("hostaddr", "127.0.0.1")];
-    let mut options = checked.to_vec();
-    options.push(("sslmode", "verify-full"));
-    let err = open(&named("not-in-the-cert.invalid"), &options)
+    let checked = |mode| {
+        [
+            ("sslrootcert", ca.as_str()),
+            ("hostaddr", "127.0.0.1"),
+            ("sslmode", mode),
+        ]
+    };
+    let err = open(&named("not-in-the-cert.invalid"), &checked("verify-full"))
         .await
         .expect_err("the certificate is not for that name");
     assert_refused(&err, "not valid for name", &password);
     assert_refused(&err, "not-in-the-cert.invalid", &password);
 
     // The same name under verify-ca: the chain is checked, the name is not.
-    let mut options = checked.to_vec();
-    options.push(("sslmode", "verify-ca"));
-    let store = open(&named("not-in-the-cert.invalid"), &options)
-        .await
-        .expect("verify-ca ignores the name");
-    round_trip(&store).await;
+    let why = "verify-ca ignores the name";
+    assert_connects(
+        &named("not-in-the-cert.invalid"),
+        &checked("verify-ca"),
+        why,
+        false,
+    )
+    .await;
 
     // A name the certificate has, at the same address.
-    let mut options = checked.to_vec();
-    options.push(("sslmode", "verify-full"));
-    let store = open(&named("localhost"), &options)
-        .await
-        .expect("localhost is in the certificate");
-    round_trip(&store).await;
+    let why = "localhost is in the certificate";
+    assert_connects(&named("localhost"), &checked("verify-full"), why, false).await;
 }
 
 #[tokio::test]
 async fn prefer_connects_with_and_without_tls() {
     let Some(_) = private_ca() else { return };
     let (base, _) = tls_base();
-    let store = open(&base, &[("sslmode", "prefer")])
-        .await
-        .expect("prefer connects to a TLS-only server");
-    assert!(server_sees_tls(&store).await, "TLS first");
-    round_trip(&store).await;
-    let store = open(&common::pgbouncer_url(), &[("sslmode", "prefer")])
-        .await
-        .expect("prefer connects to a server without TLS");
-    round_trip(&store).await;
+    let prefer = [("sslmode", "prefer")];
+    let why = "prefer connects to a TLS-only server";
+    assert_connects(&base, &prefer, why, true).await;
+    let why = "prefer connects to a server without TLS";
+    assert_connects(&common::pgbouncer_url(), &prefer, why, false).await;
 }
 
 #[tokio::test]
@@ -271,12 +232,10 @@ async fn prefer_falls_back_to_plaintext_when_the_handshake_fails() {
     // plaintext, which this TLS-only server then refuses itself.
     let Some(_) = private_ca() else { return };
     let (base, password) = tls_base();
-    let dir = tempfile::tempdir().expect("temporary folder");
-    let other = other_ca(dir.path());
-    let other = other.to_string_lossy();
+    let (_dir, other) = other_ca();
     let err = open(
         &base,
-        &[("sslmode", "prefer"), ("sslrootcert", other.as_ref())],
+        &[("sslmode", "prefer"), ("sslrootcert", other.as_str())],
     )
     .await
     .expect_err("TLS refused, then plaintext refused by the server");
@@ -304,12 +263,8 @@ async fn client_certificates_log_in() {
     url.set_username("agentmem_cert").expect("user");
     url.set_password(None).expect("no password");
     let base = url.to_string();
-    let (ca, cert, key) = (
-        ca.to_string_lossy(),
-        cert.to_string_lossy(),
-        key.to_string_lossy(),
-    );
-    let verified = [("sslmode", "verify-full"), ("sslrootcert", ca.as_ref())];
+    let (cert, key) = (cert.to_string_lossy(), key.to_string_lossy());
+    let verified = [("sslmode", "verify-full"), ("sslrootcert", ca.as_str())];
 
     let mut options = verified.to_vec();
     options.extend([("sslcert", cert.as_ref()), ("sslkey", key.as_ref())]);

@@ -5,20 +5,13 @@
 
 mod common;
 
-use std::process::Command;
-
 use agentmem_core::ErrorKind;
 use agentmem_postgres::PostgresStore;
 
 #[tokio::test]
 async fn ssl_cert_file_names_the_trusted_cas() {
-    let Some(ca) = std::env::var_os("POSTGRES_TLS_CA") else {
-        return agentmem_testkit::service_unavailable(
-            "postgres-tls",
-            &common::tls_url(),
-            &"POSTGRES_TLS_CA (its private CA) is not set: run .ci/postgres-extra.sh start",
-        )
-        .unwrap_or(());
+    let Some(ca) = common::private_ca() else {
+        return;
     };
     // The TLS server's URL with verify-full and no sslrootcert.
     let mut url = common::tls_url_without_ssl_options();
@@ -42,19 +35,7 @@ async fn ssl_cert_file_names_the_trusted_cas() {
 
     // Another CA in SSL_CERT_FILE: the server's certificate is refused, and the message
     // says where the trusted CAs came from.
-    let dir = tempfile::tempdir().expect("temporary folder");
-    let other = dir.path().join("other-ca.crt");
-    let status = Command::new("openssl")
-        .args(["req", "-x509", "-new", "-newkey", "ec", "-pkeyopt"])
-        .arg("ec_paramgen_curve:prime256v1")
-        .args(["-nodes", "-days", "2", "-subj", "/CN=agentmem other CA"])
-        .arg("-keyout")
-        .arg(dir.path().join("other-ca.key"))
-        .arg("-out")
-        .arg(&other)
-        .status()
-        .expect("openssl runs");
-    assert!(status.success());
+    let (_dir, other) = common::other_ca();
     std::env::set_var("SSL_CERT_FILE", &other);
     let err = PostgresStore::connect(&url)
         .await

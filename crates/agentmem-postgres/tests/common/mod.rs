@@ -1,5 +1,5 @@
-//! Shared by the integration tests: the server URL, a store in a fresh schema, and cleanup
-//! of schemas left by earlier test processes.
+//! Shared by the integration tests: the server URLs, a store in a fresh schema, cleanup of
+//! schemas left by earlier test processes, and the CAs of the TLS tests.
 #![allow(
     dead_code,
     reason = "shared by several test binaries, each using part of it"
@@ -29,16 +29,21 @@ pub fn with_options(url: &str, options: &[(&str, &str)]) -> String {
     url
 }
 
-/// A store in a schema of its own with the given extra URL options; `None` (test skipped)
-/// only when the server is unreachable and services are not required.
-pub async fn open(options: &[(&str, &str)]) -> Option<Layered<PostgresStore>> {
-    let schema = agentmem_testkit::unique_namespace(PREFIX);
-    let mut all = vec![("schema", schema.as_str())];
+/// `base` in `schema`, with a pool of four unless `options` sizes it, and `options`.
+fn url_in_schema(base: &str, schema: &str, options: &[(&str, &str)]) -> String {
+    let mut all = vec![("schema", schema)];
     if !options.iter().any(|(key, _)| *key == "pool_size") {
         all.push(("pool_size", "4"));
     }
     all.extend_from_slice(options);
-    let url = with_options(&database_url(), &all);
+    with_options(base, &all)
+}
+
+/// A store in a schema of its own with the given extra URL options; `None` (test skipped)
+/// only when the server is unreachable and services are not required.
+pub async fn open(options: &[(&str, &str)]) -> Option<Layered<PostgresStore>> {
+    let schema = agentmem_testkit::unique_namespace(PREFIX);
+    let url = url_in_schema(&database_url(), &schema, options);
     match PostgresStore::connect(&url).await {
         Ok(store) => {
             drop_stale_schemas(&store).await;
@@ -69,6 +74,40 @@ pub fn tls_url_without_ssl_options() -> url::Url {
     url
 }
 
+/// `POSTGRES_TLS_CA`, the private CA that signed the TLS server's certificate; `None` (test
+/// skipped) when unset and services are not required.
+pub fn private_ca() -> Option<String> {
+    match std::env::var_os("POSTGRES_TLS_CA") {
+        Some(path) => Some(path.to_string_lossy().into_owned()),
+        None => agentmem_testkit::service_unavailable(
+            "postgres-tls",
+            &tls_url(),
+            &"POSTGRES_TLS_CA (its private CA) is not set: run .ci/postgres-extra.sh start",
+        ),
+    }
+}
+
+/// A fresh self-signed CA that signed nothing the servers present: the folder holding it
+/// (removed when dropped) and the path of its certificate.
+pub fn other_ca() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let cert = dir.path().join("other-ca.crt");
+    let status = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-new", "-newkey", "ec", "-pkeyopt"])
+        .arg("ec_paramgen_curve:prime256v1")
+        .args(["-nodes", "-days", "2", "-subj", "/CN=agentmem other CA"])
+        .args(["-addext", "basicConstraints=critical,CA:TRUE"])
+        .arg("-keyout")
+        .arg(dir.path().join("other-ca.key"))
+        .arg("-out")
+        .arg(&cert)
+        .status()
+        .expect("openssl runs");
+    assert!(status.success(), "openssl made the other CA");
+    let cert = cert.to_string_lossy().into_owned();
+    (dir, cert)
+}
+
 /// `PGBOUNCER_URL`: PgBouncer in transaction pooling mode in front of the plain server.
 pub fn pgbouncer_url() -> String {
     agentmem_testkit::servers::pgbouncer_url()
@@ -84,12 +123,7 @@ pub async fn open_at(
     options: &[(&str, &str)],
 ) -> Option<(Layered<PostgresStore>, NamespaceGuard)> {
     let schema = agentmem_testkit::unique_namespace(PREFIX);
-    let mut all = vec![("schema", schema.as_str())];
-    if !options.iter().any(|(key, _)| *key == "pool_size") {
-        all.push(("pool_size", "4"));
-    }
-    all.extend_from_slice(options);
-    let url = with_options(base, &all);
+    let url = url_in_schema(base, &schema, options);
     match PostgresStore::connect(&url).await {
         Ok(store) => {
             let cleanup = with_options(base, &[("schema", &schema), ("pool_size", "1")]);
