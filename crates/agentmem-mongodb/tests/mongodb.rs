@@ -15,6 +15,12 @@ use agentmem_mongodb::mongodb::IndexModel;
 use agentmem_mongodb::{MongoConfig, MongoStore, ServerFeatures, SCHEMA_VERSION};
 use serde_json::json;
 
+/// Asserts that the layers labelled `err` with `operation` and this backend's name.
+fn assert_labelled(err: &agentmem_core::Error, operation: Operation) {
+    assert_eq!(err.operation(), Some(operation), "{err}");
+    assert_eq!(err.backend_name(), Some("mongodb"), "{err}");
+}
+
 fn sid(s: &str) -> SessionId {
     s.parse().unwrap()
 }
@@ -66,7 +72,7 @@ fn hostile() -> Metadata {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_keys_cannot_inject_operators_or_paths() {
-    let Some(store) = common::fresh_store(&common::url()).await else {
+    let Some(store) = common::store().await else {
         return;
     };
     let s = sid("injection");
@@ -149,7 +155,7 @@ async fn metadata_keys_cannot_inject_operators_or_paths() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn layout_uses_microsecond_integers_and_one_document_per_message() {
-    let Some(store) = common::fresh_store(&common::url()).await else {
+    let Some(store) = common::store().await else {
         return;
     };
     let s = sid("layout");
@@ -176,7 +182,7 @@ async fn layout_uses_microsecond_integers_and_one_document_per_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schema_version_is_recorded_and_newer_is_refused() {
-    let Some(store) = common::fresh_store(&common::url()).await else {
+    let Some(store) = common::store().await else {
         return;
     };
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
@@ -201,8 +207,7 @@ async fn schema_version_is_recorded_and_newer_is_refused() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
     assert!(err.to_string().contains("99"), "{err}");
-    assert_eq!(err.operation(), Some(Operation::Open));
-    assert_eq!(err.backend_name(), Some("mongodb"));
+    assert_labelled(&err, Operation::Open);
     assert_eq!(store.schema_version().await.unwrap(), 99);
 
     // A malformed version document is corrupt data.
@@ -217,7 +222,7 @@ async fn schema_version_is_recorded_and_newer_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_scope_and_expiry_are_fields_of_their_own() {
-    let Some(store) = common::fresh_store(&common::url()).await else {
+    let Some(store) = common::store().await else {
         return;
     };
     let at = chrono::DateTime::from_timestamp_micros(4_102_444_800_000_001).unwrap();
@@ -251,7 +256,7 @@ async fn memory_scope_and_expiry_are_fields_of_their_own() {
 /// a key can then be used in another scope.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn version_1_memories_migrate_to_the_global_scope() {
-    let Some(store) = common::fresh_store(&common::url()).await else {
+    let Some(store) = common::store().await else {
         return;
     };
     let db = store.client().database(store.database_name());
@@ -336,7 +341,7 @@ async fn version_1_memories_migrate_to_the_global_scope() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_stored_documents_are_corrupt_data() {
-    let Some(store) = common::fresh_store(&common::url()).await else {
+    let Some(store) = common::store().await else {
         return;
     };
     let s = sid("torn");
@@ -353,13 +358,12 @@ async fn malformed_stored_documents_are_corrupt_data() {
     assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
     assert!(err.to_string().contains("role"), "{err}");
     // The layers label what the backend returns unlabelled.
-    assert_eq!(err.operation(), Some(Operation::Load));
-    assert_eq!(err.backend_name(), Some("mongodb"));
+    assert_labelled(&err, Operation::Load);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_taken_position_is_a_conflict() {
-    let Some(store) = common::fresh_store(&common::url()).await else {
+    let Some(store) = common::store().await else {
         return;
     };
     let s = sid("taken");
@@ -388,7 +392,7 @@ async fn a_taken_position_is_a_conflict() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_documents_are_refused_before_anything_is_written() {
-    let Some(store) = common::fresh_store(&common::url()).await else {
+    let Some(store) = common::store().await else {
         return;
     };
     let s = sid("oversized");
@@ -468,7 +472,7 @@ async fn connect_opens_the_database_named_in_the_url() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn features_match_capabilities() {
-    let Some(store) = common::fresh_store(&common::url()).await else {
+    let Some(store) = common::store().await else {
         return;
     };
     let f = store.features();
@@ -495,28 +499,20 @@ async fn features_match_capabilities() {
 async fn the_registry_opens_mongodb_urls() {
     assert_eq!(<MongoConfig as BackendConfig>::INFO.name, "mongodb");
     let registry = Registry::new().with::<MongoConfig>();
-    assert_eq!(
-        registry.backend_for("mongodb://h:27017/db"),
-        Some("mongodb")
-    );
-    assert_eq!(
-        registry.backend_for("mongodb+srv://cluster.example/db"),
-        Some("mongodb")
-    );
+    let srv = "mongodb+srv://cluster.example/db";
+    for url in ["mongodb://h:27017/db", srv] {
+        assert_eq!(registry.backend_for(url), Some("mongodb"), "{url}");
+    }
     // Accepted and resolved through DNS: a name without SRV records is unavailable, not
     // unsupported.
-    let err = registry
-        .open("mongodb+srv://cluster.example/db")
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
-    let err = registry
-        .open("mongodb://127.0.0.1:1/x?directConnection=true&serverSelectionTimeoutMS=200")
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
-    assert_eq!(err.operation(), Some(Operation::Open));
-    assert_eq!(err.backend_name(), Some("mongodb"));
+    let unreachable = "mongodb://127.0.0.1:1/x?directConnection=true&serverSelectionTimeoutMS=200";
+    for url in [srv, unreachable] {
+        let err = registry.open(url).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unavailable, "{url}: {err}");
+        if url == unreachable {
+            assert_labelled(&err, Operation::Open);
+        }
+    }
 }
 
 /// Labels are stored as plain values (tags as `{k, v}` sub-documents, so `$`- and `.`-keys are
@@ -526,7 +522,7 @@ async fn the_registry_opens_mongodb_urls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn labels_and_expiry_layout() {
     use agentmem_core::SessionPatch;
-    let Some(store) = common::fresh_store(&common::url()).await else {
+    let Some(store) = common::store().await else {
         return;
     };
     let s = sid("labelled");
@@ -595,7 +591,7 @@ async fn labels_and_expiry_layout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn version_2_sessions_migrate_without_labels() {
     use agentmem_core::{SessionPatch, SessionQuery};
-    let Some(store) = common::fresh_store(&common::url()).await else {
+    let Some(store) = common::store().await else {
         return;
     };
     let s = sid("old_session");
@@ -669,7 +665,7 @@ async fn ttl_indexes_are_detected() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_deletes_every_document_of_an_expired_session() {
     use agentmem_core::SessionPatch;
-    let Some(store) = common::fresh_store(&common::text_url()).await else {
+    let Some(store) = common::text_store().await else {
         return;
     };
     let (gone, kept) = (sid("gone"), sid("kept"));

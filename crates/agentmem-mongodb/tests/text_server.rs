@@ -9,10 +9,11 @@
 mod common;
 
 use agentmem_core::{
-    AgentMemoryExt, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message, MessageQuery,
-    SessionId, SessionStore,
+    AgentMemoryExt, MemoryFilter, MemoryKind, MemoryStore, Message, MessageQuery, SessionId,
+    SessionStore,
 };
 use agentmem_testkit::cases::{self, Area, Case};
+use agentmem_testkit::probe::{memory_hits, message_hits, put_memories};
 
 /// The conformance cases on the search path, from the registry: every search case, and the
 /// `get_context` cases (which search with a query, and list without one).
@@ -37,7 +38,7 @@ fn sid(s: &str) -> SessionId {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_server_uses_text_indexes_and_no_transactions() {
-    let Some(store) = common::fresh_store(&common::text_url()).await else {
+    let Some(store) = common::text_store().await else {
         return;
     };
     assert!(
@@ -51,7 +52,7 @@ async fn text_server_uses_text_indexes_and_no_transactions() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_search_matches_any_word_and_ranks_by_score() {
-    let Some(store) = common::fresh_store(&common::text_url()).await else {
+    let Some(store) = common::text_store().await else {
         return;
     };
     let a = sid("a");
@@ -75,10 +76,7 @@ async fn text_search_matches_any_word_and_ranks_by_score() {
         .unwrap();
 
     // Any word: "cluster" alone matches in both sessions, "kubernetes" in one.
-    let hits = store
-        .search_messages("Kubernetes cluster", &MessageQuery::default())
-        .await
-        .unwrap();
+    let hits = message_hits(&*store, "Kubernetes cluster").await;
     let texts: Vec<&str> = hits.iter().map(|h| h.message.content.as_str()).collect();
     assert_eq!(hits.len(), 3, "{texts:?}");
     assert_eq!(texts[0], "kubernetes kubernetes kubernetes cluster");
@@ -110,16 +108,12 @@ async fn text_search_matches_any_word_and_ranks_by_score() {
         .await
         .unwrap();
     assert_eq!(one.len(), 1);
-    assert!(store
-        .search_messages("zebra", &MessageQuery::default())
-        .await
-        .unwrap()
-        .is_empty());
+    assert!(message_hits(&*store, "zebra").await.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_search_keeps_the_word_rule_and_skips_compacted_messages() {
-    let Some(store) = common::fresh_store(&common::text_url()).await else {
+    let Some(store) = common::text_store().await else {
         return;
     };
     let s = sid("s");
@@ -131,61 +125,31 @@ async fn text_search_keeps_the_word_rule_and_skips_compacted_messages() {
         .await
         .unwrap();
     // `$text` is diacritic-insensitive and, with a language, stems; the contract is exact words.
-    assert!(store
-        .search_messages("cafe", &MessageQuery::default())
-        .await
-        .unwrap()
-        .is_empty());
-    assert!(store
-        .search_messages("run", &MessageQuery::default())
-        .await
-        .unwrap()
-        .is_empty());
-    assert_eq!(
-        store
-            .search_messages("CAFÉ", &MessageQuery::default())
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
+    assert!(message_hits(&*store, "cafe").await.is_empty());
+    assert!(message_hits(&*store, "run").await.is_empty());
+    assert_eq!(message_hits(&*store, "CAFÉ").await.len(), 1);
     // After compaction the archived messages are no longer current, so not found.
     store
         .compact(&s, &[Message::system("summary of dogs")])
         .await
         .unwrap();
-    let hits = store
-        .search_messages("dogs", &MessageQuery::default())
-        .await
-        .unwrap();
+    let hits = message_hits(&*store, "dogs").await;
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].message.content, "summary of dogs");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_search_over_memories_filters_by_kind() {
-    let Some(store) = common::fresh_store(&common::text_url()).await else {
+    let Some(store) = common::text_store().await else {
         return;
     };
-    store
-        .put_memory(&MemoryItem::new(MemoryKind::Fact, "prefers Rust over Go"))
-        .await
-        .unwrap();
-    store
-        .put_memory(&MemoryItem::new(
-            MemoryKind::Insight,
-            "Rust rust rust builds are slow",
-        ))
-        .await
-        .unwrap();
-    store
-        .put_memory(&MemoryItem::new(MemoryKind::Fact, "lives in Berlin"))
-        .await
-        .unwrap();
-    let hits = store
-        .search_memories("rust", &MemoryFilter::default())
-        .await
-        .unwrap();
+    let items = [
+        (MemoryKind::Fact, "prefers Rust over Go"),
+        (MemoryKind::Insight, "Rust rust rust builds are slow"),
+        (MemoryKind::Fact, "lives in Berlin"),
+    ];
+    put_memories(&*store, &items).await;
+    let hits = memory_hits(&*store, "rust").await;
     assert_eq!(hits.len(), 2);
     assert_eq!(hits[0].item.kind, MemoryKind::Insight);
     let facts = store

@@ -26,6 +26,7 @@ pub mod cases;
 mod guard;
 pub mod pass_through;
 pub mod peak_memory;
+pub mod probe;
 pub mod servers;
 #[cfg(feature = "bench")]
 pub mod side_by_side;

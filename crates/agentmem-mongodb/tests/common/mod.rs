@@ -73,6 +73,16 @@ pub async fn fresh_store(url: &str) -> Option<TestStore<Layered<MongoStore>>> {
     open_store(url, ServerFeatures::ALL).await
 }
 
+/// [`fresh_store`] on the server at [`url`].
+pub async fn store() -> Option<TestStore<Layered<MongoStore>>> {
+    fresh_store(&url()).await
+}
+
+/// [`fresh_store`] on the text server at [`text_url`].
+pub async fn text_store() -> Option<TestStore<Layered<MongoStore>>> {
+    fresh_store(&text_url()).await
+}
+
 /// Like [`fresh_store`], with transactions turned off when `transactions` is false (the
 /// epoch-switch paths of servers without them).
 pub async fn fresh_store_with(
