@@ -10,7 +10,7 @@ use std::sync::Arc;
 use agentmem_agent::{Agent, AgentConfig};
 use agentmem_core::{
     AgentMemory, AgentMemoryExt, ErrorKind, MemoryFilter, MemoryKind, MemoryStore, Message, Role,
-    SessionId, SessionStore,
+    Session, SessionId, SessionStore,
 };
 use agentmem_workspace::{session_id, WorkspaceId};
 use common::{after_turn, contents, from_config, in_memory, turn_context, Spy};
@@ -431,6 +431,16 @@ async fn the_config_decides_global_sessions_over_the_environment() {
     assert_ne!(scoped.history_session(), Some(&expected));
 }
 
+/// An agent named `assistant` on `store` with `config`.
+fn assistant(config: AgentConfig, store: &Arc<dyn AgentMemory>) -> Agent {
+    Agent::new(config, store.clone(), Some("assistant")).expect("agent")
+}
+
+/// Saved session `id` through a window of none: its labels and expiry, without its messages.
+async fn labelled(store: &dyn AgentMemory, id: &SessionId) -> Session {
+    store.load(id, Some(0)).await.expect("load").expect("saved")
+}
+
 #[tokio::test]
 async fn session_ttl_and_owner_label_the_sessions_the_agent_writes() {
     let store = in_memory();
@@ -440,15 +450,11 @@ async fn session_ttl_and_owner_label_the_sessions_the_agent_writes() {
         .with_session_id("ttl-chat")
         .with_owner("ada")
         .with_session_ttl(Some(ttl));
-    let agent = Agent::new(config, store.clone(), Some("assistant")).expect("memory");
+    let agent = assistant(config, &store);
     let before = agentmem_core::now();
     run(&agent, "hello", "hi").await;
     let id: SessionId = "ttl-chat".parse().expect("id");
-    let session = store
-        .load(&id, Some(0))
-        .await
-        .expect("load")
-        .expect("saved");
+    let session = labelled(&*store, &id).await;
     assert_eq!(session.labels.owner.as_deref(), Some("ada"));
     let expires = session.expires_at.expect("the session ttl sets an expiry");
     assert!(expires >= before + std::time::Duration::from_secs(3600));
@@ -460,11 +466,7 @@ async fn session_ttl_and_owner_label_the_sessions_the_agent_writes() {
 
     // A later saving turn moves the expiry on (it slides with use).
     run(&agent, "again", "sure").await;
-    let later = store
-        .load(&id, Some(0))
-        .await
-        .expect("load")
-        .expect("saved");
+    let later = labelled(&*store, &id).await;
     assert!(later.expires_at.expect("expiry") >= expires);
 }
 
@@ -475,7 +477,7 @@ async fn memory_ttl_expires_facts_and_notes_but_not_without_it() {
     let config = AgentConfig::default()
         .with_auto_memory(true)
         .with_memory_ttl(Some(ttl));
-    let agent = Agent::new(config, store.clone(), Some("assistant")).expect("memory");
+    let agent = assistant(config, &store);
     let note = agent
         .store_memory("The deploy key rotates monthly", MemoryKind::LongTerm)
         .await

@@ -29,6 +29,22 @@ fn agent(store: &Arc<Counting>, session: &SessionId) -> Agent {
     Agent::new(config, store.clone(), Some("assistant")).expect("agent")
 }
 
+/// A fresh agent with auto-save (and nothing else) on `session`.
+fn auto_saving(store: &Arc<Counting>, session: &str) -> Agent {
+    let config = AgentConfig::default().with_auto_save(session);
+    Agent::new(config, store.clone(), None).expect("agent")
+}
+
+/// A counting in-memory store whose session `name` holds a greeting (`hello`, `hi`), the
+/// session's id and the greeting.
+async fn greeted(name: &str) -> (Arc<Counting>, SessionId, Vec<Message>) {
+    let store = Arc::new(Counting::new(in_memory()));
+    let session: SessionId = name.parse().expect("name");
+    let greeting = vec![Message::user("hello"), Message::assistant("hi")];
+    store.append(&session, &greeting).await.expect("append");
+    (store, session, greeting)
+}
+
 /// Three turns, each by a fresh agent, on a session of `n` messages in `inner`: each injects
 /// the last ten stored messages and stores its own two, reading only windows.
 async fn turns_on_a_long_session(inner: Arc<dyn AgentMemory>, n: usize) {
@@ -90,8 +106,7 @@ async fn a_resumed_conversation_is_found_behind_other_writers_messages() {
 
     // A fresh agent resumes its conversation (30 stored messages, with 10 of another writer
     // stored after them) and adds one: only that one is new.
-    let config = AgentConfig::default().with_auto_save("shared");
-    let agent = Agent::new(config, store.clone(), None).expect("agent");
+    let agent = auto_saving(&store, "shared");
     let mut conversation = vec![Message::system("You are terse.")];
     conversation.extend(earlier.iter().cloned());
     conversation.push(Message::user("and now?"));
@@ -109,17 +124,9 @@ async fn a_resumed_conversation_is_found_behind_other_writers_messages() {
 
 #[tokio::test]
 async fn a_session_shorter_than_the_window_is_read_whole_as_before() {
-    let store = Arc::new(Counting::new(in_memory()));
-    let session: SessionId = "short".parse().expect("name");
-    let earlier = vec![Message::user("hello"), Message::assistant("hi")];
-    store.append(&session, &earlier).await.expect("append");
+    let (store, session, earlier) = greeted("short").await;
     // More messages to save than the session holds: the window is the whole session.
-    let agent = Agent::new(
-        AgentConfig::default().with_auto_save("short"),
-        store.clone(),
-        None,
-    )
-    .expect("agent");
+    let agent = auto_saving(&store, "short");
     let mut conversation = earlier.clone();
     conversation.extend([Message::user("again"), Message::assistant("sure")]);
     assert_eq!(after_turn(&agent, &conversation).await.saved, 2);
@@ -132,17 +139,9 @@ async fn a_session_shorter_than_the_window_is_read_whole_as_before() {
 /// window (here 100 messages of another writer came after them) is taken as new.
 #[tokio::test]
 async fn stored_messages_older_than_the_window_count_as_new() {
-    let store = Arc::new(Counting::new(in_memory()));
-    let session: SessionId = "buried".parse().expect("name");
-    let earlier = vec![Message::user("hello"), Message::assistant("hi")];
-    store.append(&session, &earlier).await.expect("append");
+    let (store, session, earlier) = greeted("buried").await;
     fill(&*store, &session, "other writer", 100).await;
-    let agent = Agent::new(
-        AgentConfig::default().with_auto_save("buried"),
-        store.clone(),
-        None,
-    )
-    .expect("agent");
+    let agent = auto_saving(&store, "buried");
     let mut conversation = earlier.clone();
     conversation.push(Message::user("again"));
     assert_eq!(after_turn(&agent, &conversation).await.saved, 3);

@@ -7,18 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentmem_core::{AgentMemoryExt, Message, SessionId, SessionStore};
-use agentmem_file::{Durability, FileConfig, FileStore};
+mod common;
 
-fn sid(name: &str) -> SessionId {
-    SessionId::new(name).expect("valid id")
-}
-
-async fn open(root: &std::path::Path, durability: Durability) -> agentmem_core::Layered<FileStore> {
-    FileStore::connect_with(FileConfig::new(root).with_durability(durability))
-        .await
-        .expect("open")
-}
+use agentmem_core::{AgentMemoryExt, Message, SessionId};
+use agentmem_file::{Durability, FileStore};
+use common::{load_some, open_with, sid};
 
 fn tagged(writer: usize, i: usize) -> Message {
     Message::user(format!("w{writer} #{i}"))
@@ -34,7 +27,7 @@ async fn assert_complete(
     writers: usize,
     each: usize,
 ) {
-    let session = store.load(id, None).await.expect("load").expect("exists");
+    let session = load_some(store, id).await;
     assert_eq!(session.messages.len(), writers * each);
     let mut next: HashMap<u64, u64> = HashMap::new();
     for m in &session.messages {
@@ -59,7 +52,7 @@ async fn assert_complete(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn durable_appends_of_eight_tasks_all_read_back() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let store = Arc::new(open(dir.path(), Durability::Fsync).await);
+    let store = Arc::new(open_with(dir.path(), Durability::Fsync).await);
     let id = sid("shared");
     let tasks: Vec<_> = (0..8)
         .map(|w| {
@@ -75,7 +68,7 @@ async fn durable_appends_of_eight_tasks_all_read_back() {
         task.await.expect("task");
     }
     assert_complete(&store, &id, 8, 40).await;
-    assert_complete(&open(dir.path(), Durability::Fsync).await, &id, 8, 40).await;
+    assert_complete(&open_with(dir.path(), Durability::Fsync).await, &id, 8, 40).await;
 }
 
 /// A buffered store keeps the session's lock while busy; once idle it lets another store (as
@@ -83,8 +76,8 @@ async fn durable_appends_of_eight_tasks_all_read_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_lease_hands_the_session_to_another_store() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let a = open(dir.path(), Durability::Buffered).await;
-    let b = open(dir.path(), Durability::Buffered).await;
+    let a = open_with(dir.path(), Durability::Buffered).await;
+    let b = open_with(dir.path(), Durability::Buffered).await;
     let id = sid("handed_over");
     a.append_one(&id, tagged(0, 0)).await.expect("a appends");
     a.append_one(&id, tagged(0, 1))
@@ -122,8 +115,8 @@ async fn an_idle_lease_hands_the_session_to_another_store() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_busy_store_does_not_starve_another() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let busy = Arc::new(open(dir.path(), Durability::Buffered).await);
-    let other = open(dir.path(), Durability::Buffered).await;
+    let busy = Arc::new(open_with(dir.path(), Durability::Buffered).await);
+    let other = open_with(dir.path(), Durability::Buffered).await;
     let id = sid("contended");
     busy.append_one(&id, tagged(0, 0)).await.expect("append");
     let stop = Arc::new(AtomicBool::new(false));
@@ -153,7 +146,7 @@ async fn a_busy_store_does_not_starve_another() {
         .expect("the other store got its turns");
     stop.store(true, Ordering::Relaxed);
     let written = writer.await.expect("writer");
-    let session = other.load(&id, None).await.expect("load").expect("exists");
+    let session = load_some(&other, &id).await;
     assert_eq!(session.messages.len(), written + 20);
     assert_complete_pair(&session.messages, written, 20);
 }

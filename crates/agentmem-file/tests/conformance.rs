@@ -1,16 +1,14 @@
 //! The whole conformance suite on the file backend, each test in a temporary folder that is
 //! removed when the test drops its store.
 
-use agentmem_file::{Durability, FileConfig, FileStore};
+mod common;
+
 use agentmem_testkit::TestStore;
 
+/// A buffered store ([`common::open`]) in a temporary folder the store keeps.
 async fn store() -> Option<TestStore> {
     let dir = tempfile::tempdir().expect("create a temp folder");
-    // Buffered: the suite checks behaviour, not power-loss durability (tested elsewhere).
-    let config = FileConfig::new(dir.path()).with_durability(Durability::Buffered);
-    let store = FileStore::connect_with(config)
-        .await
-        .expect("open the file store");
+    let store = common::open(dir.path()).await;
     Some(TestStore::new(store).keep(dir).into_dyn())
 }
 

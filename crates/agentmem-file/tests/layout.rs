@@ -14,7 +14,7 @@ use agentmem_file::{FileConfig, FileStore};
 use agentmem_formats::swarms::archive_file_stem;
 use agentmem_formats::time::isoformat;
 use chrono::{DateTime, Utc};
-use common::{at, fresh, open, sid};
+use common::{at, fresh, load_some, open, sid};
 
 /// [`at`] `s` seconds and `micros` microseconds.
 fn t(s: u32, micros: i64) -> DateTime<Utc> {
@@ -47,12 +47,7 @@ async fn memory_md_and_archives_hold_exact_swarms_bytes() {
     ];
     store.append(&id, &messages[..1]).await.expect("append");
     store.append(&id, &messages[1..]).await.expect("append");
-    let created = store
-        .load(&id, None)
-        .await
-        .expect("load")
-        .expect("exists")
-        .created_at;
+    let created = load_some(&store, &id).await.created_at;
     let expected = format!(
         "# Agent Memory\n\n**Conversation:** ResearchAgent\n**Created:** {}\n\n---\n\n## Interaction Log\n\n\
          ### User — 2026-04-20T18:35:04\n\nResearch cloud database options for low-latency analytics.\n\n---\n\n\

@@ -9,11 +9,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use agentmem_core::{
-    AgentMemoryExt, Message, RetentionPolicy, Rewind, SessionPatch, SessionQuery, SessionStore,
+    AgentMemoryExt, Layered, Message, RetentionPolicy, Rewind, SessionId, SessionPatch,
+    SessionQuery, SessionStore,
 };
-use agentmem_file::{Durability, RepairKind};
+use agentmem_file::{Durability, FileStore, RepairKind};
 use agentmem_formats::swarms::render_memory_md;
-use common::{at, fresh, open, open_with, sid};
+use common::{at, fresh, load_some, open, open_with, sid};
 
 fn numbered(n: usize) -> Vec<Message> {
     (0..n)
@@ -25,6 +26,14 @@ fn past() -> chrono::DateTime<chrono::Utc> {
     agentmem_core::now() - chrono::Duration::seconds(5)
 }
 
+/// Makes session `id` expired (five seconds ago).
+async fn expire(store: &Layered<FileStore>, id: &SessionId) {
+    store
+        .update_session(id, &SessionPatch::default().expire_at(past()))
+        .await
+        .expect("expire");
+}
+
 /// Labels and expiry live in `lifecycle.json` only while something is set; a session written
 /// without them (as every session of an older store) has none and reads unlabelled.
 #[tokio::test]
@@ -33,7 +42,7 @@ async fn the_sidecar_exists_only_while_labels_or_expiry_are_set() {
     store.append(&id, &numbered(2)).await.expect("append");
     let sidecar = dir.path().join("agents/labelled/lifecycle.json");
     assert!(!sidecar.exists(), "no sidecar before labels are set");
-    let session = store.load(&id, None).await.expect("load").expect("exists");
+    let session = load_some(&store, &id).await;
     assert!(session.labels.is_empty() && session.expires_at.is_none());
 
     let expiry = agentmem_core::now() + chrono::Duration::hours(1);
@@ -49,7 +58,7 @@ async fn the_sidecar_exists_only_while_labels_or_expiry_are_set() {
     assert_eq!(stored["labels"]["tags"]["a.b"], "*");
     // A new store (another process) reads them back, the expiry to the microsecond.
     let other = open(dir.path()).await;
-    let session = other.load(&id, None).await.expect("load").expect("exists");
+    let session = load_some(&other, &id).await;
     assert_eq!(session.labels.owner.as_deref(), Some("ada"));
     assert_eq!(session.expires_at, Some(expiry));
 
@@ -58,7 +67,7 @@ async fn the_sidecar_exists_only_while_labels_or_expiry_are_set() {
     let info = store.update_session(&id, &clear).await.expect("update");
     assert!(info.labels.is_empty() && info.expires_at.is_none());
     assert!(!sidecar.exists(), "an empty sidecar is removed");
-    let session = other.load(&id, None).await.expect("load").expect("exists");
+    let session = load_some(&other, &id).await;
     assert!(session.labels.is_empty() && session.expires_at.is_none());
 }
 
@@ -86,12 +95,7 @@ async fn rewind_keeps_memory_md_byte_exact_and_survives_a_crash_between_renames(
     store.append(&id, &history).await.expect("append");
     let md_path = store.memory_md_path(&id);
     let full = std::fs::read_to_string(&md_path).expect("MEMORY.md");
-    let created = store
-        .load(&id, None)
-        .await
-        .expect("load")
-        .expect("exists")
-        .created_at;
+    let created = load_some(&store, &id).await.created_at;
 
     let removed = store.rewind(&id, &Rewind::Last(2)).await.expect("rewind");
     assert_eq!(removed, history[3..]);
@@ -189,10 +193,7 @@ async fn a_fork_over_an_expired_session_replaces_its_folder() {
         .update_session(&target, &SessionPatch::default().owner("old"))
         .await
         .expect("label");
-    store
-        .update_session(&target, &SessionPatch::default().expire_at(past()))
-        .await
-        .expect("expire");
+    expire(&store, &target).await;
     store.fork(&source, &target, None).await.expect("fork");
     assert!(store.list_archives(&target).await.expect("list").is_empty());
     assert!(!dir.path().join("agents/stale/archive").exists());
@@ -330,10 +331,7 @@ async fn purge_removes_expired_folders() {
         .append(&sid("kept"), &numbered(1))
         .await
         .expect("append");
-    store
-        .update_session(&id, &SessionPatch::default().expire_at(past()))
-        .await
-        .expect("expire");
+    expire(&store, &id).await;
     assert!(
         dir.path().join("agents/ephemeral").exists(),
         "kept until purged"

@@ -12,7 +12,7 @@ use agentmem_core::{
 use agentmem_file::{Durability, FileStore, RepairKind};
 use agentmem_formats::swarms::render_memory_md;
 use agentmem_formats::time::isoformat;
-use common::{at, open_with, sid};
+use common::{at, load_some, open_with, sid};
 
 /// Opens the store in `root` with fsync, the durability whose crashes these tests mimic.
 async fn open(root: &Path) -> Layered<FileStore> {
@@ -108,7 +108,7 @@ async fn session_log_cut_mid_line_keeps_every_complete_message() {
     truncate(&log_path, full.len() as u64 - 40);
 
     let store = open(dir.path()).await;
-    let session = store.load(&id, None).await.expect("load").expect("exists");
+    let session = load_some(&store, &id).await;
     assert_eq!(session.messages, three());
     assert_eq!(
         kinds(&store),

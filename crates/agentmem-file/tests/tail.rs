@@ -14,6 +14,7 @@ use agentmem_core::history::tail;
 use agentmem_core::{ErrorKind, Layered, Message, Metadata, SessionId, SessionStore};
 use agentmem_file::{FileStore, RepairKind};
 use common::{fresh, open, sid};
+use tempfile::TempDir;
 
 fn log_path(store: &Layered<FileStore>, id: &SessionId) -> PathBuf {
     store.memory_md_path(id).with_file_name("session.jsonl")
@@ -220,6 +221,20 @@ async fn total_seen(store: &Layered<FileStore>, id: &SessionId, window: usize) -
         .total_messages
 }
 
+/// A fresh store whose session `name` holds `count` numbered messages ([`append_numbered`]),
+/// read once through a window of `window` so the store knows the session, and its log's path.
+async fn warm_log(
+    name: &str,
+    count: usize,
+    window: usize,
+) -> (TempDir, Layered<FileStore>, SessionId, PathBuf) {
+    let (dir, store, id) = fresh(name).await;
+    append_numbered(&store, &id, count).await;
+    assert_eq!(total_seen(&store, &id, window).await, count as u64);
+    let path = log_path(&store, &id);
+    (dir, store, id, path)
+}
+
 /// Appends raw bytes to the log, as a process that crashed mid-append leaves them: under the
 /// session's file lock, as that process held it (so this waits for the store's lease).
 fn append_raw(path: &Path, bytes: &[u8]) {
@@ -240,11 +255,7 @@ async fn a_torn_last_line_is_repaired_before_the_window_is_read() {
         &b"\0\0\0\0\0\0\0\0\n"[..],
         "{\"content\":\"é漢".as_bytes(),
     ] {
-        let (dir, store, id) = fresh("torn").await;
-        append_numbered(&store, &id, 30).await;
-        let path = log_path(&store, &id);
-        // Warm: this store knows the session.
-        assert_eq!(total_seen(&store, &id, 2).await, 30);
+        let (dir, store, id, path) = warm_log("torn", 30, 2).await;
         let good = {
             let mut line = serde_json::to_vec(&Message::assistant("appended elsewhere")).unwrap();
             line.push(b'\n');
@@ -283,10 +294,7 @@ async fn a_torn_last_line_is_repaired_before_the_window_is_read() {
 /// aside in `quarantine/` (never deleted), and the window is read from the readable lines.
 #[tokio::test]
 async fn a_complete_unparsable_last_line_is_set_aside_not_truncated() {
-    let (dir, store, id) = fresh("whole_bad").await;
-    append_numbered(&store, &id, 10).await;
-    assert_eq!(total_seen(&store, &id, 2).await, 10);
-    let path = log_path(&store, &id);
+    let (dir, store, id, path) = warm_log("whole_bad", 10, 2).await;
     let bad = b"[{\"id\":\"x\"}, not json\n";
     append_raw(&path, bad);
     let s = store.load(&id, Some(3)).await.unwrap().unwrap();
@@ -308,11 +316,8 @@ async fn a_complete_unparsable_last_line_is_set_aside_not_truncated() {
 
 #[tokio::test]
 async fn a_damaged_line_in_the_window_is_corrupt_data() {
-    let (_dir, store, id) = fresh("damaged").await;
-    append_numbered(&store, &id, 10).await;
-    assert_eq!(total_seen(&store, &id, 1).await, 10);
+    let (_dir, store, id, path) = warm_log("damaged", 10, 1).await;
     // Overwrite the first byte of the second-to-last line in place (same length, same file).
-    let path = log_path(&store, &id);
     let mut bytes = std::fs::read(&path).unwrap();
     let last_nl = bytes.len() - 1;
     let prev_nl = bytes[..last_nl].iter().rposition(|&b| b == b'\n').unwrap();

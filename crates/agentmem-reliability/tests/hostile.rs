@@ -84,6 +84,15 @@ fn ok_or_invalid<T>(what: &str, r: agentmem_core::Result<T>) -> Option<T> {
     }
 }
 
+/// Whether `result` is `absent` (what a call returns for an id that addresses nothing) or a
+/// refusal as invalid input.
+fn absent_or_refused<T: PartialEq>(result: &agentmem_core::Result<T>, absent: T) -> bool {
+    match result {
+        Ok(value) => *value == absent,
+        Err(e) => e.kind() == ErrorKind::InvalidInput,
+    }
+}
+
 fn hostile_messages(marker: &str) -> Vec<Message> {
     let sql = format!("x'); CREATE TABLE {marker}(i int); --");
     let mut dollar = Metadata::new();
@@ -310,20 +319,15 @@ async fn hostile_checks(store: &dyn AgentMemory, marker: &str) -> Figures {
     }
     // Glob-like ids address nothing but themselves.
     for probe in ["?", "[a-z]*", "%", "_", ".*"] {
-        let got = store
-            .get_memory(&MemoryId::new(probe).expect("valid memory id"))
-            .await;
+        let id = MemoryId::new(probe).expect("valid memory id");
+        let got = store.get_memory(&id).await;
         assert!(
-            matches!(got, Ok(None))
-                || matches!(&got, Err(e) if e.kind() == ErrorKind::InvalidInput),
+            absent_or_refused(&got, None),
             "{backend}: get_memory({probe:?}) = {got:?}"
         );
-        let deleted = store
-            .delete_memory(&MemoryId::new(probe).expect("valid memory id"))
-            .await;
+        let deleted = store.delete_memory(&id).await;
         assert!(
-            matches!(deleted, Ok(false))
-                || matches!(&deleted, Err(e) if e.kind() == ErrorKind::InvalidInput),
+            absent_or_refused(&deleted, false),
             "{backend}: delete_memory({probe:?}) = {deleted:?}"
         );
     }

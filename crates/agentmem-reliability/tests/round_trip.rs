@@ -79,13 +79,23 @@ fn metadata() -> impl Strategy<Value = Metadata> {
     ]
 }
 
-/// A tool call id or name: none, an identifier, or (rarely) anything.
-fn tool_field() -> impl Strategy<Value = Option<String>> {
+/// None (weighted `none`), a text matching `regex` (weighted `matching`), or (weighted 1)
+/// anything.
+fn optional_text(
+    none: u32,
+    regex: &'static str,
+    matching: u32,
+) -> impl Strategy<Value = Option<String>> {
     prop_oneof![
-        3 => Just(None),
-        3 => "[a-zA-Z0-9_.:-]{1,40}".prop_map(Some),
+        none => Just(None),
+        matching => regex.prop_map(Some),
         1 => nasty_string().prop_map(Some),
     ]
+}
+
+/// A tool call id or name: none, an identifier, or (rarely) anything.
+fn tool_field() -> impl Strategy<Value = Option<String>> {
+    optional_text(3, "[a-zA-Z0-9_.:-]{1,40}", 3)
 }
 
 fn message() -> impl Strategy<Value = Message> {
@@ -111,11 +121,7 @@ fn message() -> impl Strategy<Value = Message> {
 
 /// A scope part: none, a name, or (rarely) anything, which the rule may refuse.
 fn scope_part() -> impl Strategy<Value = Option<String>> {
-    prop_oneof![
-        4 => Just(None),
-        3 => "[a-zA-Z0-9_.@+-]{1,20}( [a-z0-9]{1,8})?".prop_map(Some),
-        1 => nasty_string().prop_map(Some),
-    ]
+    optional_text(4, "[a-zA-Z0-9_.@+-]{1,20}( [a-z0-9]{1,8})?", 3)
 }
 
 fn memory_item() -> impl Strategy<Value = MemoryItem> {

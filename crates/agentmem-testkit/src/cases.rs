@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use agentmem_core::{
     AgentMemory, ErrorKind, Message, MessageId, Metadata, Result, Session, SessionId, SessionInfo,
+    SessionPatch,
 };
 use futures_util::future::BoxFuture;
 use futures_util::{FutureExt, StreamExt};
@@ -399,6 +400,16 @@ pub(crate) async fn assert_no_sessions(store: &dyn AgentMemory, what: &str) {
     assert!(
         listed.is_empty(),
         "{what}: expected no sessions, got {listed:?}"
+    );
+}
+
+/// Asserts that labelling session `id` (an owner) is refused as `NotFound`.
+pub(crate) async fn assert_update_not_found(store: &dyn AgentMemory, id: &SessionId, what: &str) {
+    let patch = SessionPatch::default().owner("x");
+    assert_kind(
+        store.update_session(id, &patch).await,
+        ErrorKind::NotFound,
+        what,
     );
 }
 

@@ -1,4 +1,5 @@
-//! Helpers shared by the file store's tests: opening stores, session ids and fixed times.
+//! Helpers shared by the file store's tests: opening stores and loading their sessions,
+//! session ids and fixed times.
 #![allow(
     dead_code,
     reason = "shared by several test binaries, each using part of it"
@@ -6,7 +7,7 @@
 
 use std::path::Path;
 
-use agentmem_core::{Layered, SessionId};
+use agentmem_core::{Layered, Session, SessionId, SessionStore};
 use agentmem_file::{Durability, FileConfig, FileStore};
 use chrono::{DateTime, TimeZone, Utc};
 use tempfile::TempDir;
@@ -33,6 +34,11 @@ pub async fn open_with(root: &Path, durability: Durability) -> Layered<FileStore
 /// Opens the file store in `root`, buffered: these tests check behaviour, not power loss.
 pub async fn open(root: &Path) -> Layered<FileStore> {
     open_with(root, Durability::Buffered).await
+}
+
+/// Session `id` of `store`, which must exist.
+pub async fn load_some(store: &impl SessionStore, id: &SessionId) -> Session {
+    store.load(id, None).await.expect("load").expect("exists")
 }
 
 /// A buffered store in a new temporary folder (removed when the folder is dropped) and the

@@ -4,16 +4,27 @@
 use std::time::Duration;
 
 use agentmem_core::{
-    AgentMemory, ErrorKind, Message, MessageQuery, RetentionPolicy, Rewind, SessionPatch,
-    SessionQuery,
+    AgentMemory, ErrorKind, Message, MessageQuery, RetentionPolicy, Rewind, SessionId,
+    SessionPatch, SessionQuery,
 };
 use chrono::Utc;
 
-use super::{assert_kind, assert_no_archives, assert_no_session, load_some, must, numbered, sid};
+use super::{
+    assert_kind, assert_no_archives, assert_no_session, assert_update_not_found, load_some, must,
+    numbered, sid,
+};
 
 /// A moment already past (whole seconds, which every server's expiry keeps).
 fn past() -> chrono::DateTime<Utc> {
     agentmem_core::now() - chrono::Duration::seconds(5)
+}
+
+/// Sets session `id` to have expired, not checking the answer: a server may expire the
+/// session as the call returns, and say `NotFound`.
+async fn expire(store: &dyn AgentMemory, id: &SessionId) {
+    let _ = store
+        .update_session(id, &SessionPatch::default().expire_at(past()))
+        .await;
 }
 
 /// A session whose expiry has passed is gone for every reader: `load` gives `None`, listings,
@@ -56,13 +67,7 @@ pub async fn expired_session_is_gone_for_every_reader(store: &dyn AgentMemory) {
     assert_eq!(hits.len(), 1, "search leaves its messages out: {hits:?}");
     assert_eq!(hits[0].session, kept);
 
-    assert_kind(
-        store
-            .update_session(&gone, &SessionPatch::default().owner("x"))
-            .await,
-        ErrorKind::NotFound,
-        "update of an expired session",
-    );
+    assert_update_not_found(store, &gone, "update of an expired session").await;
     assert_kind(
         store.rewind(&gone, &Rewind::Last(1)).await,
         ErrorKind::NotFound,
@@ -121,9 +126,7 @@ pub async fn write_to_expired_session_starts_afresh(store: &dyn AgentMemory) {
         must::compact(store, id, &[Message::system("old summary")]).await;
         let patch = SessionPatch::default().owner("ada").tag("t", "1");
         must::update_session(store, id, &patch).await;
-        let _ = store
-            .update_session(id, &SessionPatch::default().expire_at(past()))
-            .await;
+        expire(store, id).await;
     }
     must::append(store, &appended, &[Message::user("new")]).await;
     must::save_session(store, &saved, &[Message::user("new")], &Default::default()).await;
@@ -166,9 +169,7 @@ pub async fn writes_keep_the_expiry_and_it_can_be_cleared(store: &dyn AgentMemor
     let (source, target) = (sid("fork_over_expired_source"), sid("fork_over_expired"));
     must::append(store, &source, &[Message::user("source")]).await;
     must::append(store, &target, &[Message::user("stale")]).await;
-    let _ = store
-        .update_session(&target, &SessionPatch::default().expire_at(past()))
-        .await;
+    expire(store, &target).await;
     must::fork(store, &source, &target, None).await;
     let forked = load_some(store, &target, None, "fork over an expired id").await;
     assert_eq!(super::contents(&forked.messages), ["source"]);
@@ -180,9 +181,7 @@ pub async fn purge_sweeps_expired_sessions(store: &dyn AgentMemory) {
     let (gone, kept) = (sid("swept"), sid("not_swept"));
     must::append(store, &gone, &[Message::user("x")]).await;
     must::append(store, &kept, &[Message::user("y")]).await;
-    let _ = store
-        .update_session(&gone, &SessionPatch::default().expire_at(past()))
-        .await;
+    expire(store, &gone).await;
     let report = store
         .purge(&RetentionPolicy::default())
         .await

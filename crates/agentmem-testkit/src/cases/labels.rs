@@ -4,7 +4,9 @@ use agentmem_core::{
     AgentMemory, ErrorKind, Message, SessionId, SessionLabels, SessionPatch, SessionQuery,
 };
 
-use super::{assert_kind, assert_no_session, load_some, must, numbered, pause, sid};
+use super::{
+    assert_kind, assert_no_session, assert_update_not_found, load_some, must, numbered, pause, sid,
+};
 
 /// `update_session` sets and removes a title, an owner and tags; `load`, `list_sessions` and
 /// the summary it returns all show them; a missing session is `NotFound`, not created.
@@ -55,13 +57,7 @@ pub async fn update_session_sets_and_removes_labels(store: &dyn AgentMemory) {
     );
 
     let missing = sid("unlabelled");
-    assert_kind(
-        store
-            .update_session(&missing, &SessionPatch::default().owner("x"))
-            .await,
-        ErrorKind::NotFound,
-        "update_session of a missing session",
-    );
+    assert_update_not_found(store, &missing, "update_session of a missing session").await;
     assert_no_session(store, &missing, "a refused update creates nothing").await;
 }
 
@@ -275,18 +271,17 @@ pub async fn find_sessions_filters_by_update_time(store: &dyn AgentMemory) {
         updated_since: Some(new_info.updated_at),
         ..SessionQuery::default()
     };
-    assert_eq!(
-        ids_of(&must::find_sessions(store, &since).await.sessions),
-        ["written_after"]
-    );
     let before = SessionQuery {
         updated_before: Some(new_info.updated_at),
         ..SessionQuery::default()
     };
-    assert_eq!(
-        ids_of(&must::find_sessions(store, &before).await.sessions),
-        ["written_before"]
-    );
+    for (query, expected) in [(since, "written_after"), (before, "written_before")] {
+        assert_eq!(
+            ids_of(&must::find_sessions(store, &query).await.sessions),
+            [expected],
+            "{query:?}"
+        );
+    }
 }
 
 /// Labels a listing could not show, and pages of no size, are refused as `InvalidInput`.
