@@ -13,18 +13,6 @@ use agentmem::conversation::Conversation;
 use agentmem::{AgentMemory, AgentMemoryExt, Role, SessionId, SessionStore};
 mod common;
 
-// Which helpers are used depends on the backends compiled in.
-#[allow(
-    unused_imports,
-    reason = "used only by the tests of some backend features"
-)]
-use agentmem_testkit::ServerNamespace;
-#[allow(
-    unused_imports,
-    reason = "used only by the tests of some backend features"
-)]
-use common::{open, open_fresh};
-
 const PRELOAD_HEAD: &str = "[Persistent Memory — MEMORY.md]\nThe following is this conversation's persistent memory from prior sessions. Use it to continue context coherently.\n\n";
 const SUMMARY_HEAD: &str = "[Compressed Memory Summary]\nThe following is a compressed summary of earlier conversation turns, replacing the raw transcript to stay within the context window.\n\n";
 
@@ -141,7 +129,7 @@ async fn agent_lifecycle(store: Arc<dyn AgentMemory>) {
 async fn file_backend() {
     let dir = tempfile::tempdir().expect("temporary folder");
     let url = format!("file://{}?durability=buffered", dir.path().display());
-    agent_lifecycle(open("file", &url).await.expect("file store")).await;
+    agent_lifecycle(common::open("file", &url).await.expect("file store")).await;
 }
 
 #[cfg(feature = "sqlite")]
@@ -149,29 +137,32 @@ async fn file_backend() {
 async fn sqlite_backend() {
     let dir = tempfile::tempdir().expect("temporary folder");
     let url = format!("sqlite://{}", dir.path().join("agent.db").display());
-    agent_lifecycle(open("sqlite", &url).await.expect("sqlite store")).await;
+    agent_lifecycle(common::open("sqlite", &url).await.expect("sqlite store")).await;
+}
+
+/// [`agent_lifecycle`] on a fresh namespace of a server (skipped when it is unavailable and
+/// services are not required).
+#[cfg(any(feature = "redis", feature = "postgres", feature = "mongodb"))]
+async fn server_lifecycle(service: &str, namespace: common::ServerNamespace) {
+    if let Some(store) = common::open_fresh(service, namespace).await {
+        agent_lifecycle(store.arc()).await;
+    }
 }
 
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn redis_backend() {
-    if let Some(store) = open_fresh("redis", ServerNamespace::redis("convo")).await {
-        agent_lifecycle(store.arc()).await;
-    }
+    server_lifecycle("redis", common::ServerNamespace::redis("convo")).await;
 }
 
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_backend() {
-    if let Some(store) = open_fresh("postgres", ServerNamespace::postgres("convo")).await {
-        agent_lifecycle(store.arc()).await;
-    }
+    server_lifecycle("postgres", common::ServerNamespace::postgres("convo")).await;
 }
 
 #[cfg(feature = "mongodb")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mongodb_backend() {
-    if let Some(store) = open_fresh("mongodb", ServerNamespace::mongodb("convo")).await {
-        agent_lifecycle(store.arc()).await;
-    }
+    server_lifecycle("mongodb", common::ServerNamespace::mongodb("convo")).await;
 }

@@ -13,16 +13,26 @@ fn number_before(text: &str, marker: &str) -> Option<usize> {
     head[digits_from..].parse().ok()
 }
 
-#[test]
-fn root_readme_states_the_conformance_case_count() {
-    let readme = include_str!("../README.md");
-    let stated = number_before(readme, "-case conformance suite")
-        .expect("README.md names the suite as \"the same N-case conformance suite\"");
+/// Asserts that `readme` (at `path`) states the number of conformance cases before `marker`,
+/// which `form` shows in context.
+fn assert_states_the_case_count(path: &str, readme: &str, marker: &str, form: &str) {
+    let stated = number_before(readme, marker)
+        .unwrap_or_else(|| panic!("{path} states the case count as {form}"));
     assert_eq!(
         stated,
         agentmem_testkit::CASES.len(),
-        "README.md states {stated} conformance cases; agentmem_testkit::CASES has {}",
+        "{path} states {stated} conformance cases; agentmem_testkit::CASES has {}",
         agentmem_testkit::CASES.len()
+    );
+}
+
+#[test]
+fn root_readme_states_the_conformance_case_count() {
+    assert_states_the_case_count(
+        "README.md",
+        include_str!("../README.md"),
+        "-case conformance suite",
+        "\"the same N-case conformance suite\"",
     );
 }
 
@@ -36,13 +46,10 @@ fn number_before_reads_the_digits_next_to_the_marker() {
 
 #[test]
 fn testkit_readme_states_the_conformance_case_count() {
-    let readme = include_str!("../crates/agentmem-testkit/README.md");
-    let stated = number_before(readme, " cases)\n")
-        .expect("the testkit README heads its list \"## Areas covered (N cases)\"");
-    assert_eq!(
-        stated,
-        agentmem_testkit::CASES.len(),
-        "crates/agentmem-testkit/README.md states {stated} cases; CASES has {}",
-        agentmem_testkit::CASES.len()
+    assert_states_the_case_count(
+        "crates/agentmem-testkit/README.md",
+        include_str!("../crates/agentmem-testkit/README.md"),
+        " cases)\n",
+        "the heading \"## Areas covered (N cases)\"",
     );
 }

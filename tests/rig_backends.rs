@@ -13,24 +13,12 @@ use std::sync::Arc;
 use agentmem::AgentMemory;
 mod common;
 
-// Which helpers are used depends on the backends compiled in.
-#[allow(
-    unused_imports,
-    reason = "used only by the tests of some backend features"
-)]
-use agentmem_testkit::ServerNamespace;
-#[allow(
-    unused_imports,
-    reason = "used only by the tests of some backend features"
-)]
-use common::open;
-
 /// Opens `url` twice and runs the suite on the two connections.
 async fn suite(service: &str, url: &str) {
-    let Some(store) = open(service, url).await else {
+    let Some(store) = common::open(service, url).await else {
         return;
     };
-    let reopened = open(service, url)
+    let reopened = common::open(service, url)
         .await
         .expect("a second connection to a server that answered the first");
     agentmem_rig::cases::all(store.clone(), reopened).await;
@@ -70,20 +58,20 @@ async fn sqlite_backend() {
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_backend() {
-    let namespace = ServerNamespace::redis("rig");
+    let namespace = common::ServerNamespace::redis("rig");
     suite("redis", namespace.url()).await;
 }
 
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_backend() {
-    let namespace = ServerNamespace::postgres("rig");
+    let namespace = common::ServerNamespace::postgres("rig");
     suite("postgres", namespace.url()).await;
 }
 
 #[cfg(feature = "mongodb")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mongodb_backend() {
-    let namespace = ServerNamespace::mongodb("rig");
+    let namespace = common::ServerNamespace::mongodb("rig");
     suite("mongodb", namespace.url()).await;
 }

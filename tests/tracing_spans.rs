@@ -10,23 +10,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use agentmem::{
-    AgentMemory, AgentMemoryExt, MemoryFilter, MemoryKind, MemoryStore, Message, MessageQuery,
-    SessionStore,
+    AgentMemory, AgentMemoryExt, MemoryFilter, MemoryKind, MemoryStore, Message, SessionStore,
 };
 use agentmem::{Operation, RetentionPolicy, SessionId};
 mod common;
 
-// Which helpers are used depends on the backends compiled in.
-#[allow(
-    unused_imports,
-    reason = "used only by the tests of some backend features"
-)]
-use agentmem_testkit::ServerNamespace;
-#[allow(
-    unused_imports,
-    reason = "used only by the tests of some backend features"
-)]
-use common::{open, open_fresh};
+use agentmem_testkit::probe::{memory_hits, message_hits};
+
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Subscriber};
@@ -128,14 +118,8 @@ async fn check_spans(store: Arc<dyn AgentMemory>, captured: &Captured, secrets: 
         .list_memories(&MemoryFilter::default())
         .await
         .expect("list memories");
-    store
-        .search_memories(SECRET_TEXT, &MemoryFilter::default())
-        .await
-        .expect("search memories");
-    store
-        .search_messages(SECRET_TEXT, &MessageQuery::default())
-        .await
-        .expect("search");
+    memory_hits(&*store, SECRET_TEXT).await;
+    message_hits(&*store, SECRET_TEXT).await;
     store.delete_memory(&item.id).await.expect("delete memory");
     store
         .purge(&RetentionPolicy::default())
@@ -249,9 +233,9 @@ async fn check_local_store(url_in: fn(&std::path::Path) -> String) {
 
 /// Checks the spans of the `service` store in `namespace`, when its server is reachable.
 #[cfg(any(feature = "redis", feature = "mongodb"))]
-async fn check_server_store(service: &str, namespace: ServerNamespace) {
+async fn check_server_store(service: &str, namespace: common::ServerNamespace) {
     traced(|captured| async move {
-        if let Some(store) = open_fresh(service, namespace).await {
+        if let Some(store) = common::open_fresh(service, namespace).await {
             check_spans(store.arc(), &captured, &[]).await;
         }
     })
@@ -273,7 +257,7 @@ async fn sqlite_backend() {
 #[cfg(feature = "redis")]
 #[tokio::test]
 async fn redis_backend() {
-    check_server_store("redis", ServerNamespace::redis("traced")).await;
+    check_server_store("redis", common::ServerNamespace::redis("traced")).await;
 }
 
 /// With a password in the URL (trust authentication ignores it), the password appears in no
@@ -282,7 +266,7 @@ async fn redis_backend() {
 #[tokio::test]
 async fn postgres_backend() {
     traced(|captured| async move {
-        let namespace = ServerNamespace::postgres("traced");
+        let namespace = common::ServerNamespace::postgres("traced");
         let mut url = url::Url::parse(namespace.url()).expect("a valid PostgreSQL URL");
         let password = "hunter2-secret-pw";
         if url.password().is_none() {
@@ -307,5 +291,5 @@ async fn postgres_backend() {
 #[cfg(feature = "mongodb")]
 #[tokio::test]
 async fn mongodb_backend() {
-    check_server_store("mongodb", ServerNamespace::mongodb("traced")).await;
+    check_server_store("mongodb", common::ServerNamespace::mongodb("traced")).await;
 }

@@ -12,7 +12,14 @@
 use std::sync::Arc;
 
 use agentmem::AgentMemory;
-use agentmem_testkit::{service_unavailable, ServerNamespace, TestStore};
+/// Re-exported so a test names its server namespaces without an import of its own, which
+/// would be unused when no server backend is compiled in.
+#[allow(
+    unused_imports,
+    reason = "used only by the tests of some backend features"
+)]
+pub use agentmem_testkit::ServerNamespace;
+use agentmem_testkit::{service_unavailable, TestStore};
 
 /// Opens `url`; `None` (after reporting the skip) when the server is unavailable and
 /// services are not required.
