@@ -377,7 +377,6 @@ fn duration(s: &str) -> Result<Duration> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 mod tests {
     use super::*;
     use clap::CommandFactory;

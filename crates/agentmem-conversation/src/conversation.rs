@@ -571,10 +571,6 @@ impl Conversation {
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        reason = "a test fails by panicking; unwrap names the failing call"
-    )]
 
     use super::*;
     use crate::summarizer::ExtractiveSummarizer;

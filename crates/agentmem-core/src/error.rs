@@ -273,7 +273,6 @@ impl Error {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 mod tests {
     use super::*;
     use std::error::Error as _;

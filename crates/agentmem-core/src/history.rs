@@ -137,7 +137,6 @@ pub fn trim_orphans(mut window: Vec<Message>, window_is_whole: bool) -> Vec<Mess
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 mod tests {
     use super::*;
     use crate::model::Role;

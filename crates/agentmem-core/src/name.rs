@@ -295,7 +295,6 @@ impl From<AgentName> for SessionId {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 mod tests {
     use super::*;
 

@@ -70,7 +70,6 @@ fn put_digits(buf: &mut [u8; 32], at: usize, mut value: u32, digits: usize) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 mod tests {
     use chrono::{NaiveDate, TimeZone};
 

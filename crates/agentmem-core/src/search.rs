@@ -161,7 +161,6 @@ pub fn term_counts(query: &str, document: &str) -> HashMap<String, u32> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 mod tests {
     use super::*;
 

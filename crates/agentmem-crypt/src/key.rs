@@ -256,7 +256,6 @@ impl fmt::Debug for KeySource {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 mod tests {
     use super::*;
 

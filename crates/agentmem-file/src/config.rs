@@ -183,7 +183,6 @@ impl BackendConfig for FileConfig {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 mod tests {
     use super::*;
     use agentmem_core::ErrorKind;

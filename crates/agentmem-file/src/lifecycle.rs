@@ -155,7 +155,6 @@ pub(crate) fn read(path: &Path) -> Result<CachedLifecycle> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "tests stop at the first error")]
 mod tests {
     use super::*;
 

@@ -260,7 +260,6 @@ pub(crate) fn encode_log(header: &impl Serialize, messages: &[Message]) -> Resul
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "tests stop at the first error")]
 mod tests {
     use super::*;
 

@@ -122,7 +122,6 @@ pub(crate) fn last_messages_in_blocks(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "tests stop at the first error")]
 mod tests {
     use std::io::Write;
 

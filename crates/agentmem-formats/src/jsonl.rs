@@ -375,10 +375,6 @@ fn kind(record: &Record) -> &'static str {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a test fails by panicking; unwrap names the failing call"
-)]
 mod tests {
     use super::*;
     use agentmem_core::{MemoryId, MemoryKind, MessageId, Role};

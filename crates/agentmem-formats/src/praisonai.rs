@@ -455,10 +455,6 @@ pub fn render(session: &SessionExport) -> Result<String> {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a test fails by panicking; unwrap names the failing call"
-)]
 mod tests {
     use super::*;
     use agentmem_core::Role;

@@ -252,7 +252,6 @@ pub(crate) fn memory_from(d: &Document) -> Result<MemoryItem> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
     use super::*;
     use agentmem_core::ErrorKind;
     use serde_json::json;

@@ -208,7 +208,6 @@ fn authority_end(rest: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
     use super::*;
     use agentmem_core::ErrorKind;
 

@@ -653,7 +653,6 @@ impl MongoStore {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
     use super::*;
 
     #[test]

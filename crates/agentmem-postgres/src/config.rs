@@ -616,7 +616,6 @@ pub(crate) fn quote_schema(schema: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
     use super::*;
     use agentmem_core::ErrorKind;
 

@@ -129,10 +129,6 @@ pub(crate) async fn ensure<C: ConnectionLike + Send>(
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        reason = "a test fails by panicking; unwrap names the failing call"
-    )]
     use super::*;
     use agentmem_core::ErrorKind;
 

@@ -71,10 +71,6 @@ pub fn audit<'a>(
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a test fails by panicking; unwrap names the failing call"
-)]
 mod tests {
     use super::*;
     use crate::tagged::message;

@@ -187,10 +187,6 @@ fn info(session: &SessionId, name: String, created: i64, count: i64) -> SqlResul
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a test fails by panicking; unwrap names the failing call"
-)]
 mod tests {
     use super::*;
 

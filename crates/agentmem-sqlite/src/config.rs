@@ -309,10 +309,6 @@ impl BackendConfig for SqliteConfig {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a test fails by panicking; unwrap names the failing call"
-)]
 mod tests {
     use super::*;
     use agentmem_core::ErrorKind;

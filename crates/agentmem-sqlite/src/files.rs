@@ -137,10 +137,6 @@ fn explain(e: &rusqlite::Error, path: &Path) -> Option<String> {
 }
 
 #[cfg(all(test, unix))]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a test fails by panicking; unwrap names the failing call"
-)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
 

@@ -287,10 +287,6 @@ pub(crate) fn find(conn: &mut Connection, query: &SessionQuery) -> SqlResult<Ses
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a test fails by panicking; unwrap names the failing call"
-)]
 mod tests {
     use super::*;
     use crate::schema::query_plan as plan;

@@ -167,10 +167,6 @@ pub(crate) fn in_scopes(scopes: Option<&[String]>, first: usize) -> String {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a test fails by panicking; unwrap names the failing call"
-)]
 mod tests {
     use agentmem_core::{MemoryKind, MemoryScope};
 

@@ -302,10 +302,6 @@ fn prepare(conn: &mut Connection, config: Option<&SqliteConfig>, db: &str) -> Sq
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a test fails by panicking; unwrap names the failing call"
-)]
 mod tests {
     use super::*;
     use rusqlite::StatementStatus;

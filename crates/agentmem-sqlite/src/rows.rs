@@ -168,10 +168,6 @@ pub(crate) fn count(n: i64) -> SqlResult<u64> {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a test fails by panicking; unwrap names the failing call"
-)]
 mod tests {
     use super::*;
 

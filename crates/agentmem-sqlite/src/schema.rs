@@ -271,10 +271,6 @@ fn migrate_to(conn: &mut Connection, db: &str, target: u32) -> SqlResult<u32> {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a test fails by panicking; unwrap names the failing call"
-)]
 mod tests {
     use super::*;
 

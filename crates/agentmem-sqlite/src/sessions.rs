@@ -434,10 +434,6 @@ pub(crate) fn delete(conn: &mut Connection, name: &str) -> SqlResult<bool> {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a test fails by panicking; unwrap names the failing call"
-)]
 mod tests {
     use super::*;
     use crate::schema::query_plan as plan;

@@ -87,7 +87,6 @@ pub async fn write_jsonl<W: Write>(store: &dyn AgentMemory, out: &mut W) -> Resu
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 mod tests {
     use super::*;
     use agentmem_core::{ErrorKind, InMemoryStore, MemoryKind, MemoryStore, Message, SessionStore};

@@ -101,7 +101,6 @@ fn memory_import_plan(stored: &[MemoryItem], item: &MemoryItem) -> Result<bool> 
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 mod tests {
     use super::*;
     use agentmem_core::{ErrorKind, InMemoryStore, MemoryKind, MemoryStore, Message, SessionStore};

@@ -237,7 +237,6 @@ async fn verify(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 mod tests {
     use super::*;
     use agentmem_core::{

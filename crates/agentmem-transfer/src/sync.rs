@@ -285,7 +285,6 @@ async fn append_rest(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 mod tests {
     use super::*;
     use agentmem_core::{

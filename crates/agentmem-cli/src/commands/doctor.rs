@@ -439,7 +439,6 @@ async fn file_doctor(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 mod tests {
     use super::*;
 

@@ -237,10 +237,6 @@ pub fn parse_memory_md(text: &str) -> Result<ParsedMemory> {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a test fails by panicking; unwrap names the failing call"
-)]
 mod tests {
     use super::*;
     use agentmem_core::ErrorKind;

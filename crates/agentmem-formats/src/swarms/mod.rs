@@ -402,10 +402,6 @@ pub fn export(doc: &ExportDocument, dir: impl AsRef<Path>) -> Result<()> {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a test fails by panicking; unwrap names the failing call"
-)]
 mod tests {
     use super::*;
     use agentmem_core::Role;
