@@ -38,7 +38,7 @@ mod phrases;
 mod words;
 
 agentmem_core::name_enum! {
-    /// What a [`Fact`] is about.
+    /// What a [`Fact`] is about, stored by name (`name`, `role`, `employer`, …).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
     #[non_exhaustive]
     pub enum FactCategory {

@@ -31,7 +31,7 @@ use agentmem_core::{MemoryId, MemoryItem, MemoryKind, MemoryScope};
 use crate::text::{clauses, normalise, stable_hash, truncate, Clause};
 
 agentmem_core::name_enum! {
-    /// What an [`Insight`] records.
+    /// What an [`Insight`] records, stored by name: `rule`, `correction`, `request`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     #[non_exhaustive]
     pub enum InsightCategory {
