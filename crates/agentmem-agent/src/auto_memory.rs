@@ -29,6 +29,8 @@
 //! assert!(extract_facts("I am happy with it").is_empty());
 //! ```
 
+use std::fmt;
+
 use agentmem_core::{MemoryItem, MemoryKind};
 
 use crate::text::{clauses, normalise, truncate};
@@ -37,35 +39,50 @@ mod patterns;
 mod phrases;
 mod words;
 
-agentmem_core::name_enum! {
-    /// What a [`Fact`] is about, stored by name (`name`, `role`, `employer`, …).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-    #[non_exhaustive]
-    pub enum FactCategory {
-        /// The user's name.
-        Name = "name",
-        /// The user's role or job.
-        Role = "role",
-        /// Where the user works.
-        Employer = "employer",
-        /// What the user is working on.
-        Project = "project",
-        /// Where the user lives or comes from.
-        Location = "location",
-        /// Something the user likes or prefers.
-        Preference = "preference",
-        /// Something the user dislikes.
-        Dislike = "dislike",
-        /// A programming language, tool or technology the user uses.
-        Tool = "tool",
-        /// A human language the user speaks.
-        Language = "language",
-        /// Anything the user explicitly asked to remember.
-        Note = "note",
-    }
+/// What a [`Fact`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum FactCategory {
+    /// The user's name.
+    Name,
+    /// The user's role or job.
+    Role,
+    /// Where the user works.
+    Employer,
+    /// What the user is working on.
+    Project,
+    /// Where the user lives or comes from.
+    Location,
+    /// Something the user likes or prefers.
+    Preference,
+    /// Something the user dislikes.
+    Dislike,
+    /// A programming language, tool or technology the user uses.
+    Tool,
+    /// A human language the user speaks.
+    Language,
+    /// Anything the user explicitly asked to remember.
+    Note,
 }
 
 impl FactCategory {
+    /// The stored name: `name`, `role`, `employer`, `project`, `location`, `preference`,
+    /// `dislike`, `tool`, `language`, `note`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FactCategory::Name => "name",
+            FactCategory::Role => "role",
+            FactCategory::Employer => "employer",
+            FactCategory::Project => "project",
+            FactCategory::Location => "location",
+            FactCategory::Preference => "preference",
+            FactCategory::Dislike => "dislike",
+            FactCategory::Tool => "tool",
+            FactCategory::Language => "language",
+            FactCategory::Note => "note",
+        }
+    }
+
     /// How much the fact matters, from 0 to 1 (kept in the item's metadata as `importance`).
     pub fn importance(self) -> f64 {
         match self {
@@ -76,6 +93,12 @@ impl FactCategory {
             FactCategory::Preference | FactCategory::Dislike => 0.6,
             FactCategory::Tool | FactCategory::Language => 0.6,
         }
+    }
+}
+
+impl fmt::Display for FactCategory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

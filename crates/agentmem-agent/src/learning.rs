@@ -26,31 +26,46 @@
 //! assert!(detect_insights("Never mind, it works now").is_empty());
 //! ```
 
+use std::fmt;
+
 use agentmem_core::{MemoryId, MemoryItem, MemoryKind, MemoryScope};
 
 use crate::text::{clauses, normalise, stable_hash, truncate, Clause};
 
-agentmem_core::name_enum! {
-    /// What an [`Insight`] records, stored by name: `rule`, `correction`, `request`.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    #[non_exhaustive]
-    pub enum InsightCategory {
-        /// A rule the user stated ("always …", "never …", "don't …").
-        Rule = "rule",
-        /// The user corrected the assistant.
-        Correction = "correction",
-        /// A request the user makes (an insight once it recurs).
-        Request = "request",
-    }
+/// What an [`Insight`] records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InsightCategory {
+    /// A rule the user stated ("always …", "never …", "don't …").
+    Rule,
+    /// The user corrected the assistant.
+    Correction,
+    /// A request the user makes (an insight once it recurs).
+    Request,
 }
 
 impl InsightCategory {
+    /// The stored name: `rule`, `correction`, `request`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InsightCategory::Rule => "rule",
+            InsightCategory::Correction => "correction",
+            InsightCategory::Request => "request",
+        }
+    }
+
     /// How many occurrences make it worth injecting into the context.
     pub fn min_count(self) -> u64 {
         match self {
             InsightCategory::Request => 2,
             InsightCategory::Rule | InsightCategory::Correction => 1,
         }
+    }
+}
+
+impl fmt::Display for InsightCategory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

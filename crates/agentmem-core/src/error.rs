@@ -11,49 +11,68 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// `Result` with agentmem's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-crate::name_enum! {
-    /// What went wrong, in terms a caller can act on.
-    ///
-    /// Match on the kind, not on the message: the message is for people. The enum is
-    /// `#[non_exhaustive]`, so a `match` needs a catch-all arm.
-    ///
-    /// ```
-    /// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, Error, ErrorKind, InMemoryStore, SessionId};
-    ///
-    /// fn what_to_do(err: &Error) -> &'static str {
-    ///     match err.kind() {
-    ///         ErrorKind::NotFound => "start a new session",
-    ///         ErrorKind::InvalidInput => "fix the request",
-    ///         _ if err.is_temporary() => "retry later",
-    ///         _ => "report it",
-    ///     }
-    /// }
-    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let missing: SessionId = "never-written".parse()?;
-    /// let err = InMemoryStore::new().compact(&missing, &[]).await.unwrap_err();
-    /// assert_eq!(what_to_do(&err), "start a new session");
-    /// assert_eq!(what_to_do(&Error::unavailable("connection refused")), "retry later");
-    /// assert_eq!(what_to_do(&Error::corrupt("torn record")), "report it");
-    /// # Ok::<(), agentmem_core::Error>(())
-    /// # }).unwrap();
-    /// ```
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    #[non_exhaustive]
-    pub enum ErrorKind {
-        /// The session, archive or memory item does not exist.
-        NotFound = "not found",
-        /// The caller passed something unusable: an unsafe name, a malformed URL, a bad option.
-        InvalidInput = "invalid input",
-        /// The operation lost a race or contradicts stored state (for example a duplicate key).
-        Conflict = "conflict",
-        /// The backend could not be reached or refused service; retrying later may succeed.
-        Unavailable = "unavailable",
-        /// Stored data could not be read back: a torn record, a malformed file, a foreign database.
-        CorruptData = "corrupt data",
-        /// The backend or this build does not support the operation (for example a missing cargo feature).
-        Unsupported = "unsupported",
-        /// Any other failure inside the backend (I/O, driver, server error).
-        Backend = "backend",
+/// What went wrong, in terms a caller can act on.
+///
+/// Match on the kind, not on the message: the message is for people. The enum is
+/// `#[non_exhaustive]`, so a `match` needs a catch-all arm.
+///
+/// ```
+/// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, Error, ErrorKind, InMemoryStore, SessionId};
+///
+/// fn what_to_do(err: &Error) -> &'static str {
+///     match err.kind() {
+///         ErrorKind::NotFound => "start a new session",
+///         ErrorKind::InvalidInput => "fix the request",
+///         _ if err.is_temporary() => "retry later",
+///         _ => "report it",
+///     }
+/// }
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let missing: SessionId = "never-written".parse()?;
+/// let err = InMemoryStore::new().compact(&missing, &[]).await.unwrap_err();
+/// assert_eq!(what_to_do(&err), "start a new session");
+/// assert_eq!(what_to_do(&Error::unavailable("connection refused")), "retry later");
+/// assert_eq!(what_to_do(&Error::corrupt("torn record")), "report it");
+/// # Ok::<(), agentmem_core::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The session, archive or memory item does not exist.
+    NotFound,
+    /// The caller passed something unusable: an unsafe name, a malformed URL, a bad option.
+    InvalidInput,
+    /// The operation lost a race or contradicts stored state (for example a duplicate key).
+    Conflict,
+    /// The backend could not be reached or refused service; retrying later may succeed.
+    Unavailable,
+    /// Stored data could not be read back: a torn record, a malformed file, a foreign database.
+    CorruptData,
+    /// The backend or this build does not support the operation (for example a missing cargo feature).
+    Unsupported,
+    /// Any other failure inside the backend (I/O, driver, server error).
+    Backend,
+}
+
+impl ErrorKind {
+    /// A short, stable, lowercase name for the kind.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::NotFound => "not found",
+            ErrorKind::InvalidInput => "invalid input",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::CorruptData => "corrupt data",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Backend => "backend",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

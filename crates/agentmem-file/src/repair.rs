@@ -11,39 +11,54 @@ use chrono::{DateTime, Utc};
 use crate::fsutil::io_error;
 use crate::log::TornTail;
 
-agentmem_core::name_enum! {
-    /// What was found, with a short name for reports (`torn tail`, `orphan archive`, …).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    #[non_exhaustive]
-    pub enum RepairKind {
-        /// The last line of a log (`session.jsonl`, `memories.jsonl`) was cut off or unreadable,
-        /// as a crash in the middle of an append leaves it; it is truncated away (that append was
-        /// never acknowledged).
-        TornTail = "torn tail",
-        /// `MEMORY.md` did not match `session.jsonl` (cut off, missing, stale after an interrupted
-        /// compaction, or edited); it is regenerated from `session.jsonl`.
-        MemoryMdRegenerated = "MEMORY.md regenerated",
-        /// An archive written by a compaction that did not finish (its generation is not older
-        /// than the session's); it is removed, since the session still holds those messages.
-        OrphanArchive = "orphan archive",
-        /// An archive's `.md` view was missing; it is regenerated from the archive's `.jsonl`.
-        ArchiveMdRegenerated = "archive .md regenerated",
-        /// An archive replacement (`replace_archive`) that did not finish: its new log was
-        /// written whole beside the archive, its `.md` view perhaps too; the replacement is
-        /// finished from it (or, when that new log is unreadable, the old archive's `.md` is
-        /// regenerated and the new log removed), so the archive's two files agree again.
-        ArchiveReplacement = "archive replacement finished",
-        /// A temporary file left by an interrupted rewrite; it is removed.
-        TempFile = "temporary file",
-        /// A session folder left half-deleted in the trash; it is removed.
-        Trash = "trash",
-        /// A `MEMORY.md` without `session.jsonl` (written by Swarms): it is imported into a new
-        /// `session.jsonl`.
-        Imported = "imported MEMORY.md",
-        /// Complete lines of `session.jsonl` that do not parse (edited, or damaged by something
-        /// other than a crash): set aside byte for byte in the session's `quarantine/` folder,
-        /// never deleted; the session keeps its readable lines.
-        Quarantined = "quarantined lines",
+/// What was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RepairKind {
+    /// The last line of a log (`session.jsonl`, `memories.jsonl`) was cut off or unreadable,
+    /// as a crash in the middle of an append leaves it; it is truncated away (that append was
+    /// never acknowledged).
+    TornTail,
+    /// `MEMORY.md` did not match `session.jsonl` (cut off, missing, stale after an interrupted
+    /// compaction, or edited); it is regenerated from `session.jsonl`.
+    MemoryMdRegenerated,
+    /// An archive written by a compaction that did not finish (its generation is not older
+    /// than the session's); it is removed, since the session still holds those messages.
+    OrphanArchive,
+    /// An archive's `.md` view was missing; it is regenerated from the archive's `.jsonl`.
+    ArchiveMdRegenerated,
+    /// An archive replacement (`replace_archive`) that did not finish: its new log was
+    /// written whole beside the archive, its `.md` view perhaps too; the replacement is
+    /// finished from it (or, when that new log is unreadable, the old archive's `.md` is
+    /// regenerated and the new log removed), so the archive's two files agree again.
+    ArchiveReplacement,
+    /// A temporary file left by an interrupted rewrite; it is removed.
+    TempFile,
+    /// A session folder left half-deleted in the trash; it is removed.
+    Trash,
+    /// A `MEMORY.md` without `session.jsonl` (written by Swarms): it is imported into a new
+    /// `session.jsonl`.
+    Imported,
+    /// Complete lines of `session.jsonl` that do not parse (edited, or damaged by something
+    /// other than a crash): set aside byte for byte in the session's `quarantine/` folder,
+    /// never deleted; the session keeps its readable lines.
+    Quarantined,
+}
+
+impl RepairKind {
+    /// A short lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RepairKind::TornTail => "torn tail",
+            RepairKind::MemoryMdRegenerated => "MEMORY.md regenerated",
+            RepairKind::OrphanArchive => "orphan archive",
+            RepairKind::ArchiveMdRegenerated => "archive .md regenerated",
+            RepairKind::ArchiveReplacement => "archive replacement finished",
+            RepairKind::TempFile => "temporary file",
+            RepairKind::Trash => "trash",
+            RepairKind::Imported => "imported MEMORY.md",
+            RepairKind::Quarantined => "quarantined lines",
+        }
     }
 }
 
