@@ -150,3 +150,42 @@ pub fn parse_name<T: Copy>(
             ))
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::ErrorKind;
+
+    crate::name_enum! {
+        /// Exact spellings only.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        enum Mode {
+            /// The first.
+            VerifyCa = "verify-ca",
+            /// The second.
+            Off = "off" | "0",
+        }
+        from_str("mode");
+    }
+
+    #[test]
+    fn exact_spellings_and_aliases_parse_case_matters() {
+        assert_eq!(Mode::ALL, [Mode::VerifyCa, Mode::Off]);
+        assert_eq!("verify-ca".parse::<Mode>().ok(), Some(Mode::VerifyCa));
+        assert_eq!("0".parse::<Mode>().ok(), Some(Mode::Off));
+        assert_eq!(Mode::Off.to_string(), "off");
+        let err = "OFF".parse::<Mode>().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert_eq!(
+            err.message(),
+            r#"unknown mode "OFF"; valid values are verify-ca, off"#
+        );
+    }
+
+    #[test]
+    fn a_long_input_is_quoted_only_in_part() {
+        let long = "x".repeat(1000);
+        let err = long.parse::<Mode>().unwrap_err();
+        assert!(err.message().contains(&format!("{:?}", "x".repeat(40))));
+        assert!(!err.message().contains(&"x".repeat(41)));
+    }
+}
