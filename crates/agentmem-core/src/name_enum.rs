@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 /// - `Display`, writing `as_str`;
 /// - `FromStr` (only with a `from_str(...)` line after the enum), reading a name back:
 ///   `from_str("what")` takes the exact spellings, `from_str("what", ignore_ascii_case)` any
-///   ASCII case. Anything else is an [`ErrorKind::InvalidInput`](crate::ErrorKind) error naming
+///   ASCII case. Anything else is an [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) error naming
 ///   `what`, the input (its first 40 characters) and the valid names.
 ///
 /// Each variant is written `Variant = "name"`, optionally followed by aliases that `FromStr`
