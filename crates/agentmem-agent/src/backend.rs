@@ -3,67 +3,48 @@
 //! themselves describe themselves (`BackendInfo`) and register by URL scheme; this list only
 //! names them for configuration, and the facade checks it against what they register.
 
-use std::fmt;
-use std::str::FromStr;
-
 use agentmem_core::backend::url_scheme;
 use agentmem_core::{redact_url, Error, Result};
 
-/// The backends agentmem ships, whether or not a program registers (or compiles in) them.
-///
-/// Each has a crate of its own (`agentmem-file`, `agentmem-sqlite`, …) whose config implements
-/// `BackendConfig` with the same [`as_str`](Self::as_str) name and [`schemes`](Self::schemes).
-///
-/// ```
-/// use agentmem_agent::Backend;
-/// use agentmem_core::ErrorKind;
-/// assert_eq!(Backend::from_url("file:///tmp/agentmem")?, Backend::File);
-/// assert_eq!(Backend::from_url("REDISS://cache:6380")?, Backend::Redis);
-/// assert_eq!("SQLite".parse::<Backend>()?, Backend::Sqlite);
-/// assert_eq!(Backend::Postgres.to_string(), "postgres");
-/// assert_eq!(Backend::Postgres.schemes(), ["postgres", "postgresql"]);
-/// let err = Backend::from_url("ftp://host/x").unwrap_err();
-/// assert_eq!(err.kind(), ErrorKind::InvalidInput);
-/// # Ok::<(), agentmem_core::Error>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Backend {
-    /// Files under a folder (`file://`), crate `agentmem-file`.
-    File,
-    /// SQLite (`sqlite://`), crate `agentmem-sqlite`.
-    Sqlite,
-    /// Redis (`redis://`, `rediss://`, and `redis+cluster://`, `rediss+cluster://` for a Redis
-    /// Cluster), crate `agentmem-redis`.
-    Redis,
-    /// PostgreSQL (`postgres://`, `postgresql://`), crate `agentmem-postgres`.
-    Postgres,
-    /// MongoDB (`mongodb://`, `mongodb+srv://`), crate `agentmem-mongodb`.
-    MongoDb,
+agentmem_core::name_enum! {
+    /// The backends agentmem ships, whether or not a program registers (or compiles in) them.
+    ///
+    /// Each has a crate of its own (`agentmem-file`, `agentmem-sqlite`, …) whose config implements
+    /// `BackendConfig` with the same [`as_str`](Self::as_str) name (the one
+    /// [`SessionStore::backend`](agentmem_core::SessionStore::backend) gives) and
+    /// [`schemes`](Self::schemes). Names parse in any ASCII case.
+    ///
+    /// ```
+    /// use agentmem_agent::Backend;
+    /// use agentmem_core::ErrorKind;
+    /// assert_eq!(Backend::from_url("file:///tmp/agentmem")?, Backend::File);
+    /// assert_eq!(Backend::from_url("REDISS://cache:6380")?, Backend::Redis);
+    /// assert_eq!("SQLite".parse::<Backend>()?, Backend::Sqlite);
+    /// assert_eq!(Backend::Postgres.to_string(), "postgres");
+    /// assert_eq!(Backend::Postgres.schemes(), ["postgres", "postgresql"]);
+    /// let err = Backend::from_url("ftp://host/x").unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum Backend {
+        /// Files under a folder (`file://`), crate `agentmem-file`.
+        File = "file",
+        /// SQLite (`sqlite://`), crate `agentmem-sqlite`.
+        Sqlite = "sqlite",
+        /// Redis (`redis://`, `rediss://`, and `redis+cluster://`, `rediss+cluster://` for a Redis
+        /// Cluster), crate `agentmem-redis`.
+        Redis = "redis",
+        /// PostgreSQL (`postgres://`, `postgresql://`), crate `agentmem-postgres`.
+        Postgres = "postgres",
+        /// MongoDB (`mongodb://`, `mongodb+srv://`), crate `agentmem-mongodb`.
+        MongoDb = "mongodb",
+    }
+    from_str("backend", ignore_ascii_case);
 }
 
 impl Backend {
-    /// Every backend.
-    pub const ALL: [Backend; 5] = [
-        Backend::File,
-        Backend::Sqlite,
-        Backend::Redis,
-        Backend::Postgres,
-        Backend::MongoDb,
-    ];
-
-    /// The backend's short name, as its `BackendConfig::INFO` and
-    /// [`SessionStore::backend`](agentmem_core::SessionStore::backend) give it: `file`, `sqlite`, `redis`, `postgres`, `mongodb`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Backend::File => "file",
-            Backend::Sqlite => "sqlite",
-            Backend::Redis => "redis",
-            Backend::Postgres => "postgres",
-            Backend::MongoDb => "mongodb",
-        }
-    }
-
     /// The URL schemes the backend accepts, as its `BackendConfig::INFO` lists them.
     pub fn schemes(self) -> &'static [&'static str] {
         match self {
@@ -98,28 +79,6 @@ impl Backend {
             .ok_or_else(|| {
                 Error::invalid_input(format!(
                     "unknown store URL scheme {scheme:?}; expected file, sqlite, redis, postgres or mongodb"
-                ))
-            })
-    }
-}
-
-impl fmt::Display for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Backend {
-    type Err = Error;
-
-    /// A backend name ([`Backend::as_str`]), case-insensitive.
-    fn from_str(s: &str) -> Result<Self> {
-        Backend::ALL
-            .into_iter()
-            .find(|b| b.as_str().eq_ignore_ascii_case(s))
-            .ok_or_else(|| {
-                Error::invalid_input(format!(
-                    "unknown backend {s:?}; valid backends are file, sqlite, redis, postgres, mongodb"
                 ))
             })
     }

@@ -41,6 +41,9 @@ pub mod layer;
 pub mod lifecycle;
 mod model;
 mod name;
+// Public only for the `name_enum!` macro's expansion in other crates.
+#[doc(hidden)]
+pub mod name_enum;
 mod operation;
 mod redact;
 mod rfc3339;

@@ -470,59 +470,23 @@ pub struct Archive {
     pub messages: Vec<Message>,
 }
 
-/// What kind of memory an item is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum MemoryKind {
-    /// Working memory for the current task.
-    ShortTerm,
-    /// Kept across sessions.
-    LongTerm,
-    /// A fact extracted from conversation (auto-memory).
-    Fact,
-    /// A learned pattern or insight (learning).
-    Insight,
-}
-
-impl MemoryKind {
-    /// All kinds, in a stable order.
-    pub const ALL: [MemoryKind; 4] = [
-        MemoryKind::ShortTerm,
-        MemoryKind::LongTerm,
-        MemoryKind::Fact,
-        MemoryKind::Insight,
-    ];
-
-    /// The stored name: `short_term`, `long_term`, `fact`, `insight`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MemoryKind::ShortTerm => "short_term",
-            MemoryKind::LongTerm => "long_term",
-            MemoryKind::Fact => "fact",
-            MemoryKind::Insight => "insight",
-        }
+crate::name_enum! {
+    /// What kind of memory an item is, stored by name: `short_term`, `long_term`, `fact`,
+    /// `insight`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    #[non_exhaustive]
+    pub enum MemoryKind {
+        /// Working memory for the current task.
+        ShortTerm = "short_term",
+        /// Kept across sessions.
+        LongTerm = "long_term",
+        /// A fact extracted from conversation (auto-memory).
+        Fact = "fact",
+        /// A learned pattern or insight (learning).
+        Insight = "insight",
     }
-}
-
-impl fmt::Display for MemoryKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for MemoryKind {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        MemoryKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| {
-                Error::invalid_input(format!(
-                    "unknown memory kind {s:?}; valid kinds are short_term, long_term, fact, insight"
-                ))
-            })
-    }
+    from_str("memory kind");
 }
 
 /// One remembered item: a fact, an insight, or a note stored by hand.

@@ -1,7 +1,6 @@
 //! Configuration of the file backend: where it keeps its files and how hard it syncs them.
 
 use agentmem_core::backend::BackendInfo;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -10,49 +9,23 @@ use agentmem_core::{async_trait, Error, Layered, Result};
 
 use crate::store::FileStore;
 
-/// When appends reach the disk.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum Durability {
-    /// fsync every append's log line before acknowledging it: acknowledged means on disk, even
-    /// if the machine loses power. Concurrent appends share fsyncs (group commit). The
-    /// default.
-    #[default]
-    Fsync,
-    /// Leave appends in the operating system's cache: an acknowledged append survives a crash
-    /// of the process but may be lost if the machine crashes. Much faster: a busy session
-    /// keeps its lock between appends (a lease, see the crate documentation). Rewrites
-    /// (compaction, `save_session`) are fsynced in both modes, because a rename without fsync
-    /// can lose the old and the new version at once.
-    Buffered,
-}
-
-impl Durability {
-    /// `fsync` or `buffered`, as in the URL.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Durability::Fsync => "fsync",
-            Durability::Buffered => "buffered",
-        }
+agentmem_core::name_enum! {
+    /// When appends reach the disk: `fsync` or `buffered` in the URL (in any case).
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+    pub enum Durability {
+        /// fsync every append's log line before acknowledging it: acknowledged means on disk, even
+        /// if the machine loses power. Concurrent appends share fsyncs (group commit). The
+        /// default.
+        #[default]
+        Fsync = "fsync",
+        /// Leave appends in the operating system's cache: an acknowledged append survives a crash
+        /// of the process but may be lost if the machine crashes. Much faster: a busy session
+        /// keeps its lock between appends (a lease, see the crate documentation). Rewrites
+        /// (compaction, `save_session`) are fsynced in both modes, because a rename without fsync
+        /// can lose the old and the new version at once.
+        Buffered = "buffered",
     }
-}
-
-impl fmt::Display for Durability {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Durability {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "fsync" => Ok(Durability::Fsync),
-            "buffered" => Ok(Durability::Buffered),
-            _ => Err(Error::invalid_input(format!(
-                "unknown durability {s:?}; use `fsync` or `buffered`"
-            ))),
-        }
-    }
+    from_str("durability", ignore_ascii_case);
 }
 
 /// Where the file backend keeps its data and how it syncs it.

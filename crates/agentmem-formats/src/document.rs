@@ -1,7 +1,6 @@
 //! The export document every format imports into and exports from, and the list of formats.
 
 use std::fmt;
-use std::str::FromStr;
 
 use std::path::Path;
 
@@ -17,53 +16,36 @@ use crate::{json, jsonl, praisonai, swarms, yaml};
 /// The version written in (and required of) agentmem's own export formats.
 pub const EXPORT_VERSION: u32 = 1;
 
-/// The file formats this crate reads and writes, for choosing one at run time (the CLI's
-/// `--format`); each also has a module of its own.
-///
-/// ```
-/// use agentmem_formats::Format;
-///
-/// let format: Format = "praisonai".parse()?;
-/// assert_eq!(format, Format::PraisonAi);
-/// assert_eq!(format.to_string(), "praisonai");
-/// assert!("csv".parse::<Format>().is_err());
-/// # Ok::<(), agentmem_core::Error>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Format {
-    /// agentmem's own: one JSON record per line (header, sessions, messages, archives, memories).
-    Jsonl,
-    /// agentmem's own: the same content as one JSON document.
-    Json,
-    /// agentmem's own: the same content as one YAML document.
-    Yaml,
-    /// A Swarms agent folder: `MEMORY.md` plus `archive/history_*.md`.
-    Swarms,
-    /// A praisonaiagents session file `{session_id}.json`.
-    PraisonAi,
+agentmem_core::name_enum! {
+    /// The file formats this crate reads and writes, for choosing one at run time (the CLI's
+    /// `--format`); each also has a module of its own.
+    ///
+    /// ```
+    /// use agentmem_formats::Format;
+    ///
+    /// let format: Format = "praisonai".parse()?;
+    /// assert_eq!(format, Format::PraisonAi);
+    /// assert_eq!(format.to_string(), "praisonai");
+    /// assert!("csv".parse::<Format>().is_err());
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Format {
+        /// agentmem's own: one JSON record per line (header, sessions, messages, archives, memories).
+        Jsonl = "jsonl",
+        /// agentmem's own: the same content as one JSON document.
+        Json = "json",
+        /// agentmem's own: the same content as one YAML document.
+        Yaml = "yaml",
+        /// A Swarms agent folder: `MEMORY.md` plus `archive/history_*.md`.
+        Swarms = "swarms",
+        /// A praisonaiagents session file `{session_id}.json`.
+        PraisonAi = "praisonai",
+    }
+    from_str("format", ignore_ascii_case);
 }
 
 impl Format {
-    /// Every format, in the order help texts list them.
-    pub const ALL: [Format; 5] = [
-        Format::Jsonl,
-        Format::Json,
-        Format::Yaml,
-        Format::Swarms,
-        Format::PraisonAi,
-    ];
-
-    /// The format's name, as the CLI's `--format` takes it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Format::Jsonl => "jsonl",
-            Format::Json => "json",
-            Format::Yaml => "yaml",
-            Format::Swarms => "swarms",
-            Format::PraisonAi => "praisonai",
-        }
-    }
-
     /// Reads everything `path` holds in this format, checked as [`ExportDocument::validate`]
     /// does, so a store will take it: a file for `jsonl`, `json` and `yaml`; a session file or
     /// a folder of `*.json` session files for `praisonai`; an agent folder, a folder of them or
@@ -150,26 +132,6 @@ impl Format {
             Format::Swarms => swarms::export(doc, path),
             Format::PraisonAi => praisonai::export(doc, path),
         }
-    }
-}
-
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Format {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        Format::ALL
-            .into_iter()
-            .find(|f| f.as_str().eq_ignore_ascii_case(s))
-            .ok_or_else(|| {
-                Error::invalid_input(format!(
-                    "unknown format {s:?}; valid formats are jsonl, json, yaml, swarms, praisonai"
-                ))
-            })
     }
 }
 

@@ -83,49 +83,41 @@ pub struct PostgresConfig {
     prepared_statements: PreparedStatements,
 }
 
-/// When to use TLS and what to check, as libpq's `sslmode` (the URL option of that name).
-///
-/// | mode | TLS | falls back to plaintext | checks the certificate chain | checks the host name |
-/// |---|---|---|---|---|
-/// | `Disable` | never | – | – | – |
-/// | `Prefer` (default) | if the server accepts it | when the server refuses TLS or the handshake fails | only with `sslrootcert` | no |
-/// | `Require` | always | never | only with `sslrootcert` | no |
-/// | `VerifyCa` | always | never | yes | no |
-/// | `VerifyFull` | always | never | yes | yes |
-///
-/// The chain is checked against `sslrootcert` when given, else the platform's root
-/// certificates (rustls-native-certs: `SSL_CERT_FILE` / `SSL_CERT_DIR` when set, as OpenSSL
-/// does, else the system store). libpq's default `~/.postgresql/root.crt` and
-/// `postgresql.crt` are not read: name them with `sslrootcert`, `sslcert` and `sslkey`.
-/// The host name checked is the URL's `host` (also with `hostaddr`), against the
-/// certificate's DNS or IP subject alternative names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SslMode {
-    /// Plaintext only.
-    Disable,
-    /// TLS when the server accepts it, else plaintext (the default).
-    #[default]
-    Prefer,
-    /// TLS or no connection; the certificate is checked only when `sslrootcert` is given.
-    Require,
-    /// TLS with a certificate chain to a trusted CA; any host name.
-    VerifyCa,
-    /// TLS with a certificate chain to a trusted CA, issued for the host connected to.
-    VerifyFull,
+agentmem_core::name_enum! {
+    /// When to use TLS and what to check, as libpq's `sslmode` (the URL option of that name).
+    ///
+    /// | mode | TLS | falls back to plaintext | checks the certificate chain | checks the host name |
+    /// |---|---|---|---|---|
+    /// | `Disable` | never | – | – | – |
+    /// | `Prefer` (default) | if the server accepts it | when the server refuses TLS or the handshake fails | only with `sslrootcert` | no |
+    /// | `Require` | always | never | only with `sslrootcert` | no |
+    /// | `VerifyCa` | always | never | yes | no |
+    /// | `VerifyFull` | always | never | yes | yes |
+    ///
+    /// The chain is checked against `sslrootcert` when given, else the platform's root
+    /// certificates (rustls-native-certs: `SSL_CERT_FILE` / `SSL_CERT_DIR` when set, as OpenSSL
+    /// does, else the system store). libpq's default `~/.postgresql/root.crt` and
+    /// `postgresql.crt` are not read: name them with `sslrootcert`, `sslcert` and `sslkey`.
+    /// The host name checked is the URL's `host` (also with `hostaddr`), against the
+    /// certificate's DNS or IP subject alternative names.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum SslMode {
+        /// Plaintext only.
+        Disable = "disable",
+        /// TLS when the server accepts it, else plaintext (the default).
+        #[default]
+        Prefer = "prefer",
+        /// TLS or no connection; the certificate is checked only when `sslrootcert` is given.
+        Require = "require",
+        /// TLS with a certificate chain to a trusted CA; any host name.
+        VerifyCa = "verify-ca",
+        /// TLS with a certificate chain to a trusted CA, issued for the host connected to.
+        VerifyFull = "verify-full",
+    }
+    from_str("sslmode");
 }
 
 impl SslMode {
-    /// The URL spelling: `disable`, `prefer`, `require`, `verify-ca` or `verify-full`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SslMode::Disable => "disable",
-            SslMode::Prefer => "prefer",
-            SslMode::Require => "require",
-            SslMode::VerifyCa => "verify-ca",
-            SslMode::VerifyFull => "verify-full",
-        }
-    }
-
     /// Whether a connection without TLS is refused.
     pub fn requires_tls(self) -> bool {
         matches!(
@@ -145,92 +137,33 @@ impl SslMode {
     }
 }
 
-impl fmt::Display for SslMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for SslMode {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        Ok(match s {
-            "disable" => SslMode::Disable,
-            "prefer" => SslMode::Prefer,
-            "require" => SslMode::Require,
-            "verify-ca" => SslMode::VerifyCa,
-            "verify-full" => SslMode::VerifyFull,
-            other => {
-                return Err(Error::invalid_input(format!(
-                "invalid sslmode {:?}: expected disable, prefer, require, verify-ca or verify-full",
-                other.chars().take(40).collect::<String>()
-            )))
-            }
-        })
-    }
-}
-
-/// Whether statements are prepared once per connection and reused (the URL option
-/// `prepared_statements`).
-///
-/// Named server-side prepared statements belong to one server connection. A pooler in
-/// transaction mode (PgBouncer's `pool_mode = transaction`, as pooled managed PostgreSQL is
-/// reached) hands each transaction whichever server connection is free, so a statement
-/// prepared on one is missing, or another client's, on the next (`prepared statement "s2"
-/// already exists`). Without them every statement is sent unnamed, parsed and planned each
-/// time, still in one round trip, with its parameter types given by agentmem.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum PreparedStatements {
-    /// Prepared and reused, unless the connection goes through a pooler (the default).
+agentmem_core::name_enum! {
+    /// Whether statements are prepared once per connection and reused (the URL option
+    /// `prepared_statements`: `auto`; `on`, `true`, `yes` or `1`; `off`, `false`, `no` or `0`).
     ///
-    /// Detected when the store opens: PostgreSQL tells a client its server process id in
-    /// the cancel key it sends at connect; PgBouncer (and other poolers that multiplex
-    /// connections) hand out keys of their own, so the key's process id differs from
-    /// `pg_backend_pid()`. A pooler that passes the server's key through is not detected:
-    /// set `off` there.
-    #[default]
-    Auto,
-    /// Always prepared once per connection and reused (deadpool's statement cache).
-    On,
-    /// Never named: every statement is sent unnamed, for poolers in transaction mode.
-    Off,
-}
-
-impl PreparedStatements {
-    /// The URL spelling: `auto`, `on` or `off`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PreparedStatements::Auto => "auto",
-            PreparedStatements::On => "on",
-            PreparedStatements::Off => "off",
-        }
+    /// Named server-side prepared statements belong to one server connection. A pooler in
+    /// transaction mode (PgBouncer's `pool_mode = transaction`, as pooled managed PostgreSQL is
+    /// reached) hands each transaction whichever server connection is free, so a statement
+    /// prepared on one is missing, or another client's, on the next (`prepared statement "s2"
+    /// already exists`). Without them every statement is sent unnamed, parsed and planned each
+    /// time, still in one round trip, with its parameter types given by agentmem.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum PreparedStatements {
+        /// Prepared and reused, unless the connection goes through a pooler (the default).
+        ///
+        /// Detected when the store opens: PostgreSQL tells a client its server process id in
+        /// the cancel key it sends at connect; PgBouncer (and other poolers that multiplex
+        /// connections) hand out keys of their own, so the key's process id differs from
+        /// `pg_backend_pid()`. A pooler that passes the server's key through is not detected:
+        /// set `off` there.
+        #[default]
+        Auto = "auto",
+        /// Always prepared once per connection and reused (deadpool's statement cache).
+        On = "on" | "true" | "yes" | "1",
+        /// Never named: every statement is sent unnamed, for poolers in transaction mode.
+        Off = "off" | "false" | "no" | "0",
     }
-}
-
-impl fmt::Display for PreparedStatements {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for PreparedStatements {
-    type Err = Error;
-
-    /// `auto`; `on`, `true`, `yes` or `1`; `off`, `false`, `no` or `0`.
-    fn from_str(s: &str) -> Result<Self> {
-        Ok(match s {
-            "auto" => PreparedStatements::Auto,
-            "on" | "true" | "yes" | "1" => PreparedStatements::On,
-            "off" | "false" | "no" | "0" => PreparedStatements::Off,
-            other => {
-                return Err(Error::invalid_input(format!(
-                    "invalid prepared_statements {:?}: expected auto, on or off",
-                    other.chars().take(40).collect::<String>()
-                )))
-            }
-        })
-    }
+    from_str("prepared_statements");
 }
 
 impl PostgresConfig {

@@ -40,46 +40,23 @@ impl fmt::Display for Location {
     }
 }
 
-/// SQLite's `synchronous` setting: how hard a commit waits for the disk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Synchronous {
-    /// Never sync: fastest, and a power cut can lose or corrupt recent commits.
-    Off,
-    /// Sync at checkpoints only: a commit survives a process crash, but a power cut may lose
-    /// the last few commits (never corrupts the database in WAL mode).
-    Normal,
-    /// Sync the write-ahead log at every commit: a commit survives a power cut (the default).
-    #[default]
-    Full,
-    /// As `Full`, and also sync the directory after deleting a journal.
-    Extra,
-}
-
-impl Synchronous {
-    /// The value as SQLite's `PRAGMA synchronous` spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Synchronous::Off => "off",
-            Synchronous::Normal => "normal",
-            Synchronous::Full => "full",
-            Synchronous::Extra => "extra",
-        }
+agentmem_core::name_enum! {
+    /// SQLite's `synchronous` setting: how hard a commit waits for the disk. Named as
+    /// `PRAGMA synchronous` spells it (`off`, `normal`, `full`, `extra`; parsed in any case).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum Synchronous {
+        /// Never sync: fastest, and a power cut can lose or corrupt recent commits.
+        Off = "off",
+        /// Sync at checkpoints only: a commit survives a process crash, but a power cut may lose
+        /// the last few commits (never corrupts the database in WAL mode).
+        Normal = "normal",
+        /// Sync the write-ahead log at every commit: a commit survives a power cut (the default).
+        #[default]
+        Full = "full",
+        /// As `Full`, and also sync the directory after deleting a journal.
+        Extra = "extra",
     }
-}
-
-impl FromStr for Synchronous {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "off" => Ok(Synchronous::Off),
-            "normal" => Ok(Synchronous::Normal),
-            "full" => Ok(Synchronous::Full),
-            "extra" => Ok(Synchronous::Extra),
-            _ => Err(Error::invalid_input(format!(
-                "invalid synchronous value {s:?}; valid values are off, normal, full, extra"
-            ))),
-        }
-    }
+    from_str("synchronous value", ignore_ascii_case);
 }
 
 /// How to open a SQLite store.
