@@ -16,7 +16,7 @@ use agentmem_core::{
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Transaction;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::Error as PgError;
+use tokio_postgres::{Error as PgError, Row};
 
 use crate::codec::{count, get, numbered_messages};
 use crate::sessions::{labels_from, session_info};
@@ -51,12 +51,46 @@ pub(crate) async fn write_fresh(
     if tx.query_one_st(st, params).await?.try_get::<_, i64>(0)? == 1 {
         return Ok(true);
     }
+    delete_session_row(sql, tx, &sql.sessions.delete_session, &[&id], id).await?;
+    Ok(tx.query_one_st(st, params).await?.try_get::<_, i64>(0)? == 1)
+}
+
+/// Runs `delete` (which deletes session `id`'s row, or nothing) in `tx` and, when it deleted
+/// the row, the session's messages, archives, archived messages and tags. Whether it deleted
+/// the row.
+pub(crate) async fn delete_session_row(
+    sql: &Sql,
+    tx: &Transaction<'_>,
+    delete: &Stmt,
+    params: &[&(dyn ToSql + Sync)],
+    id: &str,
+) -> std::result::Result<bool, PgError> {
+    if tx.execute_st(delete, params).await? == 0 {
+        return Ok(false);
+    }
     // The dependents go in a later statement than the row, so its snapshot holds every write
-    // made before the lock.
-    tx.execute_st(&sql.sessions.delete_session, &[&id]).await?;
+    // made before the row's lock.
     tx.execute_st(&sql.sessions.delete_dependents, &[&vec![id]])
         .await?;
-    Ok(tx.query_one_st(st, params).await?.try_get::<_, i64>(0)? == 1)
+    Ok(true)
+}
+
+/// The summary of session `id` just written, from a `row` that starts with its message
+/// count, creation and last write times.
+fn written_session(
+    id: &SessionId,
+    row: &Row,
+    labels: SessionLabels,
+    expires_at: Option<DateTime<Utc>>,
+) -> Result<SessionInfo> {
+    Ok(SessionInfo {
+        id: id.clone(),
+        message_count: count(get(row, 0)?)?,
+        created_at: get(row, 1)?,
+        updated_at: get(row, 2)?,
+        labels,
+        expires_at,
+    })
 }
 
 impl PostgresStore {
@@ -72,26 +106,18 @@ impl PostgresStore {
         let row = run!(self, 0, |client| async {
             let tx = client.transaction().await?;
             // An expired target is gone: a fork may take its id.
-            if tx
-                .execute_st(&self.sql.sessions.delete_expired_session, &[&tgt, &time])
-                .await?
-                > 0
-            {
-                tx.execute_st(&self.sql.sessions.delete_dependents, &[&vec![tgt]])
-                    .await?;
-            }
+            let expired = &self.sql.sessions.delete_expired_session;
+            delete_session_row(&self.sql, &tx, expired, &[&tgt, &time], tgt).await?;
             // The shared lock keeps the source's messages as they are until commit; the
             // statements after it see every write made before it.
-            if tx
-                .query_opt_st(&self.sql.lifecycle.lock_session_shared, &[&src, &time])
+            if !tx
+                .exists_st(&self.sql.lifecycle.lock_session_shared, &[&src, &time])
                 .await?
-                .is_none()
             {
                 // An existing target is reported first, as the reference store does.
                 let taken = tx
-                    .query_opt_st(&self.sql.sessions.live_session, &[&tgt, &time])
-                    .await?
-                    .is_some();
+                    .exists_st(&self.sql.sessions.live_session, &[&tgt, &time])
+                    .await?;
                 return Ok(Err(if taken {
                     fork_target_exists(target)
                 } else {
@@ -120,14 +146,8 @@ impl PostgresStore {
             tx.commit().await?;
             Ok(Ok(row))
         })??;
-        Ok(SessionInfo {
-            id: target.clone(),
-            message_count: count(get(&row, 0)?)?,
-            created_at: get(&row, 1)?,
-            updated_at: get(&row, 2)?,
-            labels: labels_from(get(&row, 3)?, get(&row, 4)?, get(&row, 5)?, get(&row, 6)?)?,
-            expires_at: None,
-        })
+        let labels = labels_from(get(&row, 3)?, get(&row, 4)?, get(&row, 5)?, get(&row, 6)?)?;
+        written_session(target, &row, labels, None)
     }
 
     /// `rewind`: see `SessionStore::rewind`.
@@ -239,15 +259,8 @@ impl PostgresStore {
             tx.commit().await?;
             Ok(Ok((row, labels)))
         })??;
-        Ok(SessionInfo {
-            id: session.clone(),
-            message_count: count(get(&row, 0)?)?,
-            created_at: get(&row, 1)?,
-            updated_at: get(&row, 2)?,
-            labels,
-            // As stored (to the microsecond).
-            expires_at: get(&row, 3)?,
-        })
+        // The expiry as stored (to the microsecond).
+        written_session(session, &row, labels, get(&row, 3)?)
     }
 
     /// `find_sessions`: see `SessionStore::find_sessions`.

@@ -31,7 +31,7 @@ use crate::config::{
     quote_schema, validate_schema, PostgresConfig, PreparedStatements, DEFAULT_CONNECT_TIMEOUT,
 };
 use crate::error::INFO;
-use crate::lifecycle::{expired_meanwhile, session_not_found, write_fresh};
+use crate::lifecycle::{delete_session_row, expired_meanwhile, session_not_found, write_fresh};
 use crate::memories::{memory_from_row, PUT_RETRIES};
 use crate::retention::PURGE_RETRIES;
 use crate::schema;
@@ -323,19 +323,13 @@ impl SessionStore for PostgresStore {
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        let ids = vec![session.as_str()];
+        let id = session.as_str();
         run!(self, 0, |client| async {
             let tx = client.transaction().await?;
-            // Delete (and so lock) the session row first; the dependents' delete then runs
-            // with a snapshot that includes every append committed before the lock.
-            let deleted = tx
-                .execute_st(&self.sql.sessions.delete_session, &[&ids[0]])
-                .await?;
-            if deleted == 0 {
+            let delete = &self.sql.sessions.delete_session;
+            if !delete_session_row(&self.sql, &tx, delete, &[&id], id).await? {
                 return Ok(false);
             }
-            tx.execute_st(&self.sql.sessions.delete_dependents, &[&ids])
-                .await?;
             tx.commit().await?;
             Ok(true)
         })
@@ -352,10 +346,9 @@ impl SessionStore for PostgresStore {
             // The session row's lock orders this against appends: one that got the lock
             // first is archived, one that waits lands after the replacement. An expired
             // session is not found.
-            if tx
-                .query_opt_st(&self.sql.sessions.lock_session, &[&id, &at])
+            if !tx
+                .exists_st(&self.sql.sessions.lock_session, &[&id, &at])
                 .await?
-                .is_none()
             {
                 return Ok(None);
             }
@@ -399,10 +392,9 @@ impl SessionStore for PostgresStore {
             // A key-share lock on the session row keeps it (and so its archives) from being
             // deleted until this commits; appends and compactions go on meanwhile. An
             // expired session is not found.
-            if tx
-                .query_opt_st(&self.sql.archives.pin_session, &[&id, &at])
+            if !tx
+                .exists_st(&self.sql.archives.pin_session, &[&id, &at])
                 .await?
-                .is_none()
             {
                 return Ok(None);
             }
