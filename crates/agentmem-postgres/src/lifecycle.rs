@@ -14,7 +14,7 @@ use agentmem_core::{
     SessionPage, SessionPatch, SessionQuery,
 };
 use chrono::{DateTime, Utc};
-use deadpool_postgres::Transaction;
+use deadpool_postgres::{Object, Transaction};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Error as PgError, Row};
 
@@ -37,35 +37,36 @@ pub(crate) fn expired_meanwhile(session: &SessionId) -> Error {
     ))
 }
 
-/// Runs `st` (`append` or `save`: returns 1 when it wrote, 0 when the session has expired)
-/// in `tx` for session `id`. When the session has expired (its row is then locked by `tx`),
-/// deletes it with its messages, archives and tags, and runs `st` again, which starts a new
-/// session. Whether `st` wrote.
-pub(crate) async fn write_fresh(
-    sql: &Sql,
-    tx: &Transaction<'_>,
-    st: &Stmt,
-    params: &[&(dyn ToSql + Sync)],
+/// A transaction on `client` in which `lock` (parameters: session id, time) has locked
+/// session `id`, with the row `lock` returned; `None` (the transaction rolled back) when the
+/// session does not exist or has expired at `at`.
+pub(crate) async fn lock_live_session<'c>(
+    client: &'c mut Object,
+    lock: &Stmt,
     id: &str,
-) -> std::result::Result<bool, PgError> {
-    if tx.query_one_st(st, params).await?.try_get::<_, i64>(0)? == 1 {
-        return Ok(true);
-    }
-    delete_session_row(sql, tx, &sql.sessions.delete_session, &[&id], id).await?;
-    Ok(tx.query_one_st(st, params).await?.try_get::<_, i64>(0)? == 1)
+    at: DateTime<Utc>,
+) -> std::result::Result<Option<(Transaction<'c>, Row)>, PgError> {
+    let tx = client.transaction().await?;
+    let row = tx.query_opt_st(lock, &[&id, &at]).await?;
+    Ok(row.map(|row| (tx, row)))
 }
 
-/// Runs `delete` (which deletes session `id`'s row, or nothing) in `tx` and, when it deleted
-/// the row, the session's messages, archives, archived messages and tags. Whether it deleted
-/// the row.
-pub(crate) async fn delete_session_row(
+/// Deletes session `id` in `tx` (when `expired_at` is given, only if it has expired then) with
+/// its messages, archives, archived messages and tags. Whether there was such a session.
+pub(crate) async fn delete_session_in(
     sql: &Sql,
     tx: &Transaction<'_>,
-    delete: &Stmt,
-    params: &[&(dyn ToSql + Sync)],
     id: &str,
+    expired_at: Option<DateTime<Utc>>,
 ) -> std::result::Result<bool, PgError> {
-    if tx.execute_st(delete, params).await? == 0 {
+    let deleted = match expired_at {
+        None => tx.execute_st(&sql.sessions.delete_session, &[&id]).await?,
+        Some(at) => {
+            tx.execute_st(&sql.sessions.delete_expired_session, &[&id, &at])
+                .await?
+        }
+    };
+    if deleted == 0 {
         return Ok(false);
     }
     // The dependents go in a later statement than the row, so its snapshot holds every write
@@ -94,6 +95,40 @@ fn written_session(
 }
 
 impl PostgresStore {
+    /// Runs `st` (`append` or `save`: returns 1 when it wrote, 0 when the session has expired)
+    /// for `session` in a transaction of its own. When the session has expired (its row is
+    /// then locked), deletes it with its messages, archives and tags, and runs `st` again,
+    /// which starts a new session; then runs `after` (with the session id) and commits. An
+    /// error when the session expired again meanwhile, and nothing was written.
+    pub(crate) async fn write_fresh(
+        &self,
+        session: &SessionId,
+        st: &Stmt,
+        params: &[&(dyn ToSql + Sync)],
+        after: Option<&Stmt>,
+    ) -> Result<()> {
+        let id = session.as_str();
+        let written = run!(self, 0, |client| async {
+            let tx = client.transaction().await?;
+            let wrote = |row: Row| Ok::<_, PgError>(row.try_get::<_, i64>(0)? == 1);
+            if !wrote(tx.query_one_st(st, params).await?)? {
+                delete_session_in(&self.sql, &tx, id, None).await?;
+                if !wrote(tx.query_one_st(st, params).await?)? {
+                    return Ok(false);
+                }
+            }
+            if let Some(after) = after {
+                tx.execute_st(after, &[&id]).await?;
+            }
+            tx.commit().await?;
+            Ok(true)
+        })?;
+        if !written {
+            return Err(expired_meanwhile(session));
+        }
+        Ok(())
+    }
+
     /// `fork`: see `SessionStore::fork`.
     pub(crate) async fn fork_session(
         &self,
@@ -106,8 +141,7 @@ impl PostgresStore {
         let row = run!(self, 0, |client| async {
             let tx = client.transaction().await?;
             // An expired target is gone: a fork may take its id.
-            let expired = &self.sql.sessions.delete_expired_session;
-            delete_session_row(&self.sql, &tx, expired, &[&tgt, &time], tgt).await?;
+            delete_session_in(&self.sql, &tx, tgt, Some(time)).await?;
             // The shared lock keeps the source's messages as they are until commit; the
             // statements after it see every write made before it.
             if !tx
@@ -159,11 +193,8 @@ impl PostgresStore {
         let time = now();
         let id = session.as_str();
         let rows = run!(self, 0, |client| async {
-            let tx = client.transaction().await?;
-            let Some(row) = tx
-                .query_opt_st(&self.sql.sessions.lock_session, &[&id, &time])
-                .await?
-            else {
+            let lock = &self.sql.sessions.lock_session;
+            let Some((tx, row)) = lock_live_session(&mut client, lock, id, time).await? else {
                 return Ok(Err(session_not_found(session)));
             };
             let next: i64 = row.try_get(0)?;
@@ -220,11 +251,8 @@ impl PostgresStore {
             .filter_map(|(key, value)| Some((key.as_str(), value.as_deref()?)))
             .unzip();
         let (row, labels) = run!(self, 0, |client| async {
-            let tx = client.transaction().await?;
-            let Some(row) = tx
-                .query_opt_st(&self.sql.sessions.lock_session, &[&id, &time])
-                .await?
-            else {
+            let lock = &self.sql.sessions.lock_session;
+            let Some((tx, row)) = lock_live_session(&mut client, lock, id, time).await? else {
                 return Ok(Err(session_not_found(session)));
             };
             // Read after the lock: every change made before it is seen.

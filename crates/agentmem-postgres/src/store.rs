@@ -31,7 +31,7 @@ use crate::config::{
     quote_schema, validate_schema, PostgresConfig, PreparedStatements, DEFAULT_CONNECT_TIMEOUT,
 };
 use crate::error::INFO;
-use crate::lifecycle::{delete_session_row, expired_meanwhile, session_not_found, write_fresh};
+use crate::lifecycle::{delete_session_in, lock_live_session, session_not_found};
 use crate::memories::{memory_from_row, PUT_RETRIES};
 use crate::retention::PURGE_RETRIES;
 use crate::schema;
@@ -211,7 +211,6 @@ where
     future
 }
 
-/// Removes a connection that failed from the pool, so it is closed instead of reused.
 pub(crate) fn discard(client: Object) {
     drop(Object::take(client));
 }
@@ -249,24 +248,18 @@ impl SessionStore for PostgresStore {
         let meta = Json(metadata);
         let mut params: Vec<&(dyn ToSql + Sync)> = columns.params(&id).to_vec();
         params.push(&meta);
-        let written = run!(self, 0, |client| async {
-            let tx = client.transaction().await?;
-            // First take the session row's lock while writing the new messages after the old
-            // ones (an expired session is deleted first); only then delete the old ones, in a
-            // statement whose snapshot is taken after the lock, so an append that committed
-            // just before is deleted too rather than left behind.
-            if !write_fresh(&self.sql, &tx, &self.sql.sessions.save, &params, id).await? {
-                return Ok(false);
-            }
-            tx.execute_st(&self.sql.sessions.delete_before_first, &[&id])
-                .await?;
-            tx.commit().await?;
-            Ok(true)
-        })?;
-        if !written {
-            return Err(expired_meanwhile(session));
-        }
-        Ok(())
+        // First take the session row's lock while writing the new messages after the old ones
+        // (an expired session is deleted first); only then delete the old ones, in a statement
+        // whose snapshot is taken after the lock, so an append that committed just before is
+        // deleted too rather than left behind.
+        let sessions = &self.sql.sessions;
+        self.write_fresh(
+            session,
+            &sessions.save,
+            &params,
+            Some(&sessions.delete_before_first),
+        )
+        .await
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
@@ -284,19 +277,8 @@ impl SessionStore for PostgresStore {
         if written == 1 {
             return Ok(());
         }
-        let written = run!(self, 0, |client| async {
-            let tx = client.transaction().await?;
-            let written =
-                write_fresh(&self.sql, &tx, &self.sql.sessions.append, &params, id).await?;
-            if written {
-                tx.commit().await?;
-            }
-            Ok(written)
-        })?;
-        if !written {
-            return Err(expired_meanwhile(session));
-        }
-        Ok(())
+        self.write_fresh(session, &self.sql.sessions.append, &params, None)
+            .await
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
@@ -326,8 +308,7 @@ impl SessionStore for PostgresStore {
         let id = session.as_str();
         run!(self, 0, |client| async {
             let tx = client.transaction().await?;
-            let delete = &self.sql.sessions.delete_session;
-            if !delete_session_row(&self.sql, &tx, delete, &[&id], id).await? {
+            if !delete_session_in(&self.sql, &tx, id, None).await? {
                 return Ok(false);
             }
             tx.commit().await?;
@@ -342,16 +323,12 @@ impl SessionStore for PostgresStore {
         let params = columns.params(&id);
         let base = archive_id_base(at);
         let outcome = run!(self, 0, |client| async {
-            let tx = client.transaction().await?;
             // The session row's lock orders this against appends: one that got the lock
-            // first is archived, one that waits lands after the replacement. An expired
-            // session is not found.
-            if !tx
-                .exists_st(&self.sql.sessions.lock_session, &[&id, &at])
-                .await?
-            {
+            // first is archived, one that waits lands after the replacement.
+            let lock = &self.sql.sessions.lock_session;
+            let Some((tx, _)) = lock_live_session(&mut client, lock, id, at).await? else {
                 return Ok(None);
-            }
+            };
             let taken = tx
                 .query_st(&self.sql.archives.archive_ids_like, &[&id, &base])
                 .await?
@@ -388,16 +365,12 @@ impl SessionStore for PostgresStore {
         let at = columns.at;
         let (id, name) = (session.as_str(), archive.as_str());
         let created = run!(self, 0, |client| async {
-            let tx = client.transaction().await?;
             // A key-share lock on the session row keeps it (and so its archives) from being
-            // deleted until this commits; appends and compactions go on meanwhile. An
-            // expired session is not found.
-            if !tx
-                .exists_st(&self.sql.archives.pin_session, &[&id, &at])
-                .await?
-            {
+            // deleted until this commits; appends and compactions go on meanwhile.
+            let pin = &self.sql.archives.pin_session;
+            let Some((tx, _)) = lock_live_session(&mut client, pin, id, at).await? else {
                 return Ok(None);
-            }
+            };
             // Locks the archive's row: a second rewrite of the same archive waits here, and
             // its later statements then see (and replace) what this one wrote.
             let Some(row) = tx
