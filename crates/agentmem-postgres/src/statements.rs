@@ -4,14 +4,14 @@
 
 use std::future::Future;
 use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use deadpool_postgres::{ClientWrapper, Transaction};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio_postgres::tls::{ChannelBinding, TlsConnect, TlsStream};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Error as PgError, Row, SimpleQueryMessage};
+
+use crate::tls::DriverStream;
 
 /// One statement of a store: its text, the types of its parameters (`$1`, `$2`, … in order),
 /// and whether it is prepared once per connection and reused (`named`) or sent unnamed.
@@ -179,47 +179,17 @@ pub(crate) async fn behind_pooler(client: &Client) -> Result<bool, PgError> {
 struct PassThrough;
 
 impl TlsConnect<DuplexStream> for PassThrough {
-    type Stream = Plain;
+    type Stream = DriverStream<DuplexStream>;
     type Error = io::Error;
-    type Future = std::future::Ready<io::Result<Plain>>;
+    type Future = std::future::Ready<io::Result<Self::Stream>>;
 
     fn connect(self, stream: DuplexStream) -> Self::Future {
-        std::future::ready(Ok(Plain(stream)))
+        std::future::ready(Ok(DriverStream(stream)))
     }
 }
 
-/// The pipe, as the driver's TLS stream.
-struct Plain(DuplexStream);
-
-impl AsyncRead for Plain {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Plain {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.0).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_shutdown(cx)
-    }
-}
-
-impl TlsStream for Plain {
+/// The pipe, as the driver's TLS stream: no channel binding.
+impl TlsStream for DriverStream<DuplexStream> {
     fn channel_binding(&self) -> ChannelBinding {
         ChannelBinding::none()
     }

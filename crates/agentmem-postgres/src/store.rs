@@ -23,7 +23,7 @@ use agentmem_core::{
 use async_trait::async_trait;
 use chrono::{DateTime, Datelike, Utc};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use tokio_postgres::types::{Json, ToSql};
+use tokio_postgres::types::Json;
 
 use crate::archives::{archive_from, archive_info};
 use crate::codec::{count, MessageColumns};
@@ -246,7 +246,7 @@ impl SessionStore for PostgresStore {
         let columns = MessageColumns::new(history, now())?;
         let id = session.as_str();
         let meta = Json(metadata);
-        let mut params: Vec<&(dyn ToSql + Sync)> = columns.params(&id).to_vec();
+        let mut params = columns.params(&id);
         params.push(&meta);
         // First take the session row's lock while writing the new messages after the old ones
         // (an expired session is deleted first); only then delete the old ones, in a statement
