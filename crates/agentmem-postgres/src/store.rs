@@ -23,7 +23,7 @@ use agentmem_core::{
 use async_trait::async_trait;
 use chrono::{DateTime, Datelike, Utc};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use tokio_postgres::types::Json;
+use tokio_postgres::types::{Json, ToSql};
 
 use crate::archives::{archive_from, archive_info};
 use crate::codec::{count, MessageColumns};
@@ -38,7 +38,7 @@ use crate::schema;
 use crate::search::{memory_hit, message_hit, tsquery_literal};
 use crate::sessions::{session_from, session_info};
 use crate::sql::Sql;
-use crate::statements::{behind_pooler, Exec};
+use crate::statements::{behind_pooler, Exec, Stmt};
 use crate::tls::Connector;
 
 /// How many times a read is repeated on a fresh connection after its connection failed
@@ -209,6 +209,20 @@ where
     F: Future<Output = std::result::Result<T, tokio_postgres::Error>>,
 {
     future
+}
+
+/// The statement of `(all, in_scopes)` for `scopes` with its parameters: `all` with
+/// `params` when there are no scopes (every scope), else `in_scopes` with `params` then the
+/// scopes.
+fn scoped<'p>(
+    (all, in_scopes): (&'p Stmt, &'p Stmt),
+    params: &[&'p (dyn ToSql + Sync)],
+    scopes: &'p Option<Vec<String>>,
+) -> (&'p Stmt, Vec<&'p (dyn ToSql + Sync)>) {
+    match scopes {
+        None => (all, params.to_vec()),
+        Some(scopes) => (in_scopes, [params, &[scopes]].concat()),
+    }
 }
 
 pub(crate) fn discard(client: Object) {
@@ -551,22 +565,14 @@ impl MemoryStore for PostgresStore {
         let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
         let at = now();
         let scopes = filter.scope.stored_forms();
+        let memories = &self.sql.memories;
+        let (st, params) = scoped(
+            (&memories.list, &memories.list_in_scopes),
+            &[&kind, &limit, &at],
+            &scopes,
+        );
         let rows = run!(self, READ_RETRIES, |client| async {
-            match &scopes {
-                None => {
-                    client
-                        .query_st(&self.sql.memories.list, &[&kind, &limit, &at])
-                        .await
-                }
-                Some(scopes) => {
-                    client
-                        .query_st(
-                            &self.sql.memories.list_in_scopes,
-                            &[&kind, &limit, &at, scopes],
-                        )
-                        .await
-                }
-            }
+            client.query_st(st, &params).await
         })?;
         // Fetched newest first so a limit keeps the newest; returned oldest first.
         let mut items = rows
@@ -586,22 +592,14 @@ impl MemoryStore for PostgresStore {
         let kind = filter.kind.map(|k| k.as_str());
         let at = now();
         let scopes = filter.scope.stored_forms();
+        let memories = &self.sql.memories;
+        let (st, params) = scoped(
+            (&memories.search, &memories.search_in_scopes),
+            &[&tsquery, &kind, &limit, &at],
+            &scopes,
+        );
         let rows = run!(self, READ_RETRIES, |client| async {
-            match &scopes {
-                None => {
-                    client
-                        .query_st(&self.sql.memories.search, &[&tsquery, &kind, &limit, &at])
-                        .await
-                }
-                Some(scopes) => {
-                    client
-                        .query_st(
-                            &self.sql.memories.search_in_scopes,
-                            &[&tsquery, &kind, &limit, &at, scopes],
-                        )
-                        .await
-                }
-            }
+            client.query_st(st, &params).await
         })?;
         rows.iter().map(memory_hit).collect()
     }
