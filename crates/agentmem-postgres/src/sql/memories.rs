@@ -7,20 +7,9 @@ use crate::statements::Stmt;
 
 /// Scope, kind, key, time.
 const MEMORY_KEY_TIME: &[Type] = &[Type::TEXT, Type::TEXT, Type::TEXT, Type::TIMESTAMPTZ];
-/// Scope, kind, key, text, raw text, metadata, updated, tsvector text, expiry.
-const MEMORY_UPDATE: &[Type] = &[
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::BYTEA,
-    Type::JSON,
-    Type::TIMESTAMPTZ,
-    Type::TEXT,
-    Type::TIMESTAMPTZ,
-];
-/// Id, kind, key, text, raw text, metadata, created, updated, tsvector text, scope, expiry.
-const MEMORY_UPSERT: &[Type] = &[
+/// An item's columns, the parameters of `upsert` and `update_by_key`: id, kind, key, text,
+/// raw text, metadata, created, updated, tsvector text, scope, expiry.
+const MEMORY_ITEM: &[Type] = &[
     Type::TEXT,
     Type::TEXT,
     Type::TEXT,
@@ -66,16 +55,16 @@ statements! {
             "DELETE FROM {s}.memories
              WHERE scope = $1 AND kind = $2 AND key = $3 AND expires_at <= $4"
         ),
-        /// Replaces the item of scope `$1`, kind `$2` and key `$3` with `$4..$9`, keeping its id
-        /// and creation time.
-        update_by_key: MEMORY_UPDATE => format!(
+        /// Replaces the item of scope `$10`, kind `$2` and key `$3` with the item `$1..$11`
+        /// (`upsert`'s parameters), keeping its id and creation time (`$1` and `$7` unused).
+        update_by_key: MEMORY_ITEM => format!(
             "UPDATE {s}.memories SET text = $4, text_raw = $5, metadata = $6,
-                 updated_at = $7, tsv = $8::text::tsvector, expires_at = $9
-             WHERE scope = $1 AND kind = $2 AND key = $3
+                 updated_at = $8, tsv = $9::text::tsvector, expires_at = $11
+             WHERE scope = $10 AND kind = $2 AND key = $3
              RETURNING id, created_at"
         ),
         /// Inserts an item or replaces the one with the same id.
-        upsert: MEMORY_UPSERT => format!(
+        upsert: MEMORY_ITEM => format!(
             "INSERT INTO {s}.memories AS t
                  (id, kind, key, text, text_raw, metadata, created_at, updated_at, tsv,
                   scope, expires_at)
