@@ -5,8 +5,9 @@
 //! Expiry is enforced by every statement that reads a session (`expires_at <= now` is gone),
 //! on the client's clock, the one `updated_at` is written with. A write to an expired
 //! session finds its row skipped by the upsert's `WHERE` (but locked), deletes it with
-//! everything it held, and writes again, in one transaction ([`write_fresh`]). `purge`
-//! deletes expired sessions; PostgreSQL itself never does.
+//! everything it held, and writes again, in one transaction
+//! ([`PostgresStore::write_fresh`]). `purge` deletes expired sessions; PostgreSQL itself
+//! never does.
 
 use agentmem_core::support::{fork_target_exists, message_not_found};
 use agentmem_core::{
