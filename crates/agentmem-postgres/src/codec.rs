@@ -92,22 +92,11 @@ impl<'a> MessageColumns<'a> {
         Ok(c)
     }
 
-    /// The bind parameters `$1`..`$12` of the append-shaped statements, for `session`.
-    pub(crate) fn params<'p>(&'p self, session: &'p &'p str) -> [&'p (dyn ToSql + Sync); 12] {
-        [
-            session as &(dyn ToSql + Sync),
-            &self.at,
-            &self.n,
-            &self.ids,
-            &self.roles,
-            &self.contents,
-            &self.raws,
-            &self.timestamps,
-            &self.tool_call_ids,
-            &self.tool_names,
-            &self.metadata,
-            &self.tsvs,
-        ]
+    /// The bind parameters `$1`..`$12` of the append-shaped statements, for `session`: the
+    /// session, time and count, the eight message arrays, then the tsvectors.
+    pub(crate) fn params<'p>(&'p self, session: &'p &'p str) -> Vec<&'p (dyn ToSql + Sync)> {
+        let head: [&(dyn ToSql + Sync); 3] = [session, &self.at, &self.n];
+        [&head[..], &self.message_arrays(), &[&self.tsvs]].concat()
     }
 
     /// The bind parameters `$1`..`$11` of `fill_archive`: `session`, `archive`, the first
@@ -117,11 +106,14 @@ impl<'a> MessageColumns<'a> {
         session: &'p &'p str,
         archive: &'p &'p str,
         first: &'p i64,
-    ) -> [&'p (dyn ToSql + Sync); 11] {
+    ) -> Vec<&'p (dyn ToSql + Sync)> {
+        let head: [&(dyn ToSql + Sync); 3] = [session, archive, first];
+        [&head[..], &self.message_arrays()].concat()
+    }
+
+    /// The eight message arrays, in the order of the statements' `unnest`.
+    fn message_arrays(&self) -> [&(dyn ToSql + Sync); 8] {
         [
-            session as &(dyn ToSql + Sync),
-            archive,
-            first,
             &self.ids,
             &self.roles,
             &self.contents,

@@ -5,8 +5,9 @@
 //! Expiry is enforced by every statement that reads a session (`expires_at <= now` is gone),
 //! on the client's clock, the one `updated_at` is written with. A write to an expired
 //! session finds its row skipped by the upsert's `WHERE` (but locked), deletes it with
-//! everything it held, and writes again, in one transaction ([`write_fresh`]). `purge`
-//! deletes expired sessions; PostgreSQL itself never does.
+//! everything it held, and writes again, in one transaction
+//! ([`PostgresStore::write_fresh`]). `purge` deletes expired sessions; PostgreSQL itself
+//! never does.
 
 use agentmem_core::support::{fork_target_exists, message_not_found};
 use agentmem_core::{
@@ -14,9 +15,9 @@ use agentmem_core::{
     SessionPage, SessionPatch, SessionQuery,
 };
 use chrono::{DateTime, Utc};
-use deadpool_postgres::Transaction;
+use deadpool_postgres::{Object, Transaction};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::Error as PgError;
+use tokio_postgres::{Error as PgError, Row};
 
 use crate::codec::{count, get, numbered_messages};
 use crate::sessions::{labels_from, session_info};
@@ -37,29 +38,98 @@ pub(crate) fn expired_meanwhile(session: &SessionId) -> Error {
     ))
 }
 
-/// Runs `st` (`append` or `save`: returns 1 when it wrote, 0 when the session has expired)
-/// in `tx` for session `id`. When the session has expired (its row is then locked by `tx`),
-/// deletes it with its messages, archives and tags, and runs `st` again, which starts a new
-/// session. Whether `st` wrote.
-pub(crate) async fn write_fresh(
+/// A transaction on `client` in which `lock` (parameters: session id, time) has locked
+/// session `id`, with the row `lock` returned; `None` (the transaction rolled back) when the
+/// session does not exist or has expired at `at`.
+pub(crate) async fn lock_live_session<'c>(
+    client: &'c mut Object,
+    lock: &Stmt,
+    id: &str,
+    at: DateTime<Utc>,
+) -> std::result::Result<Option<(Transaction<'c>, Row)>, PgError> {
+    let tx = client.transaction().await?;
+    let row = tx.query_opt_st(lock, &[&id, &at]).await?;
+    Ok(row.map(|row| (tx, row)))
+}
+
+/// Deletes session `id` in `tx` (when `expired_at` is given, only if it has expired then) with
+/// its messages, archives, archived messages and tags. Whether there was such a session.
+pub(crate) async fn delete_session_in(
     sql: &Sql,
     tx: &Transaction<'_>,
-    st: &Stmt,
-    params: &[&(dyn ToSql + Sync)],
     id: &str,
+    expired_at: Option<DateTime<Utc>>,
 ) -> std::result::Result<bool, PgError> {
-    if tx.query_one_st(st, params).await?.try_get::<_, i64>(0)? == 1 {
-        return Ok(true);
+    let deleted = match expired_at {
+        None => tx.execute_st(&sql.sessions.delete_session, &[&id]).await?,
+        Some(at) => {
+            tx.execute_st(&sql.sessions.delete_expired_session, &[&id, &at])
+                .await?
+        }
+    };
+    if deleted == 0 {
+        return Ok(false);
     }
     // The dependents go in a later statement than the row, so its snapshot holds every write
-    // made before the lock.
-    tx.execute_st(&sql.sessions.delete_session, &[&id]).await?;
+    // made before the row's lock.
     tx.execute_st(&sql.sessions.delete_dependents, &[&vec![id]])
         .await?;
-    Ok(tx.query_one_st(st, params).await?.try_get::<_, i64>(0)? == 1)
+    Ok(true)
+}
+
+/// The summary of session `id` just written, from a `row` that starts with its message
+/// count, creation and last write times.
+fn written_session(
+    id: &SessionId,
+    row: &Row,
+    labels: SessionLabels,
+    expires_at: Option<DateTime<Utc>>,
+) -> Result<SessionInfo> {
+    Ok(SessionInfo {
+        id: id.clone(),
+        message_count: count(get(row, 0)?)?,
+        created_at: get(row, 1)?,
+        updated_at: get(row, 2)?,
+        labels,
+        expires_at,
+    })
 }
 
 impl PostgresStore {
+    /// Runs `st` (`append` or `save`: returns 1 when it wrote, 0 when the session has expired)
+    /// for `session` in a transaction of its own. When the session has expired (its row is
+    /// then locked), deletes it with its messages, archives and tags, and runs `st` again,
+    /// which starts a new session; then runs `after` (with the session id) and commits. An
+    /// error when the session expired again meanwhile, and nothing was written.
+    pub(crate) async fn write_fresh(
+        &self,
+        session: &SessionId,
+        st: &Stmt,
+        params: &[&(dyn ToSql + Sync)],
+        after: Option<&Stmt>,
+    ) -> Result<()> {
+        let id = session.as_str();
+        let written = run!(self, 0, |client| async {
+            let tx = client.transaction().await?;
+            let wrote = |row: Row| Ok::<_, PgError>(row.try_get::<_, i64>(0)? == 1);
+            if !wrote(tx.query_one_st(st, params).await?)? {
+                delete_session_in(&self.sql, &tx, id, None).await?;
+                if !wrote(tx.query_one_st(st, params).await?)? {
+                    return Ok(false);
+                }
+            }
+            if let Some(after) = after {
+                tx.execute_st(after, &[&id]).await?;
+            }
+            tx.commit().await?;
+            Ok(true)
+        })?;
+        if !written {
+            return Err(expired_meanwhile(session));
+        }
+        Ok(())
+    }
+
     /// `fork`: see `SessionStore::fork`.
     pub(crate) async fn fork_session(
         &self,
@@ -72,26 +142,17 @@ impl PostgresStore {
         let row = run!(self, 0, |client| async {
             let tx = client.transaction().await?;
             // An expired target is gone: a fork may take its id.
-            if tx
-                .execute_st(&self.sql.sessions.delete_expired_session, &[&tgt, &time])
-                .await?
-                > 0
-            {
-                tx.execute_st(&self.sql.sessions.delete_dependents, &[&vec![tgt]])
-                    .await?;
-            }
+            delete_session_in(&self.sql, &tx, tgt, Some(time)).await?;
             // The shared lock keeps the source's messages as they are until commit; the
             // statements after it see every write made before it.
-            if tx
-                .query_opt_st(&self.sql.lifecycle.lock_session_shared, &[&src, &time])
+            if !tx
+                .exists_st(&self.sql.lifecycle.lock_session_shared, &[&src, &time])
                 .await?
-                .is_none()
             {
                 // An existing target is reported first, as the reference store does.
                 let taken = tx
-                    .query_opt_st(&self.sql.sessions.live_session, &[&tgt, &time])
-                    .await?
-                    .is_some();
+                    .exists_st(&self.sql.sessions.live_session, &[&tgt, &time])
+                    .await?;
                 return Ok(Err(if taken {
                     fork_target_exists(target)
                 } else {
@@ -120,14 +181,8 @@ impl PostgresStore {
             tx.commit().await?;
             Ok(Ok(row))
         })??;
-        Ok(SessionInfo {
-            id: target.clone(),
-            message_count: count(get(&row, 0)?)?,
-            created_at: get(&row, 1)?,
-            updated_at: get(&row, 2)?,
-            labels: labels_from(get(&row, 3)?, get(&row, 4)?, get(&row, 5)?, get(&row, 6)?)?,
-            expires_at: None,
-        })
+        let labels = labels_from(get(&row, 3)?, get(&row, 4)?, get(&row, 5)?, get(&row, 6)?)?;
+        written_session(target, &row, labels, None)
     }
 
     /// `rewind`: see `SessionStore::rewind`.
@@ -139,11 +194,8 @@ impl PostgresStore {
         let time = now();
         let id = session.as_str();
         let rows = run!(self, 0, |client| async {
-            let tx = client.transaction().await?;
-            let Some(row) = tx
-                .query_opt_st(&self.sql.sessions.lock_session, &[&id, &time])
-                .await?
-            else {
+            let lock = &self.sql.sessions.lock_session;
+            let Some((tx, row)) = lock_live_session(&mut client, lock, id, time).await? else {
                 return Ok(Err(session_not_found(session)));
             };
             let next: i64 = row.try_get(0)?;
@@ -200,11 +252,8 @@ impl PostgresStore {
             .filter_map(|(key, value)| Some((key.as_str(), value.as_deref()?)))
             .unzip();
         let (row, labels) = run!(self, 0, |client| async {
-            let tx = client.transaction().await?;
-            let Some(row) = tx
-                .query_opt_st(&self.sql.sessions.lock_session, &[&id, &time])
-                .await?
-            else {
+            let lock = &self.sql.sessions.lock_session;
+            let Some((tx, row)) = lock_live_session(&mut client, lock, id, time).await? else {
                 return Ok(Err(session_not_found(session)));
             };
             // Read after the lock: every change made before it is seen.
@@ -239,15 +288,8 @@ impl PostgresStore {
             tx.commit().await?;
             Ok(Ok((row, labels)))
         })??;
-        Ok(SessionInfo {
-            id: session.clone(),
-            message_count: count(get(&row, 0)?)?,
-            created_at: get(&row, 1)?,
-            updated_at: get(&row, 2)?,
-            labels,
-            // As stored (to the microsecond).
-            expires_at: get(&row, 3)?,
-        })
+        // The expiry as stored (to the microsecond).
+        written_session(session, &row, labels, get(&row, 3)?)
     }
 
     /// `find_sessions`: see `SessionStore::find_sessions`.

@@ -57,6 +57,21 @@ impl PostgresStore {
         let tsv = tsvector_literal(&item.text);
         let kind = item.kind.as_str();
         let scope = item.scope.stored_form();
+        let id = item.id.as_str();
+        // The parameters of both `update_by_key` and `upsert`.
+        let params: [&(dyn ToSql + Sync); 11] = [
+            &id,
+            &kind,
+            &item.key,
+            &text,
+            &raw,
+            &metadata,
+            &item.created_at,
+            &item.updated_at,
+            &tsv,
+            &scope,
+            &item.expires_at,
+        ];
         run!(self, 0, |client| async {
             let tx = client.transaction().await?;
             if let Some(key) = &item.key {
@@ -65,17 +80,6 @@ impl PostgresStore {
                     &[&scope, &kind, key, &now],
                 )
                 .await?;
-                let params: [&(dyn ToSql + Sync); 9] = [
-                    &scope,
-                    &kind,
-                    key,
-                    &text,
-                    &raw,
-                    &metadata,
-                    &item.updated_at,
-                    &tsv,
-                    &item.expires_at,
-                ];
                 if let Some(row) = tx
                     .query_opt_st(&self.sql.memories.update_by_key, &params)
                     .await?
@@ -84,26 +88,12 @@ impl PostgresStore {
                     let created: DateTime<Utc> = row.try_get(1)?;
                     // The new item replaces the one with its key, and also any other
                     // item that had its id.
-                    tx.execute_st(&self.sql.memories.delete_other, &[&item.id.as_str(), &kept])
+                    tx.execute_st(&self.sql.memories.delete_other, &[&id, &kept])
                         .await?;
                     tx.commit().await?;
                     return Ok((kept, created));
                 }
             }
-            let id = item.id.as_str();
-            let params: [&(dyn ToSql + Sync); 11] = [
-                &id,
-                &kind,
-                &item.key,
-                &text,
-                &raw,
-                &metadata,
-                &item.created_at,
-                &item.updated_at,
-                &tsv,
-                &scope,
-                &item.expires_at,
-            ];
             let row = tx.query_one_st(&self.sql.memories.upsert, &params).await?;
             let stored = (row.try_get(0)?, row.try_get(1)?);
             tx.commit().await?;

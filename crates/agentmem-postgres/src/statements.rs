@@ -4,14 +4,14 @@
 
 use std::future::Future;
 use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use deadpool_postgres::{ClientWrapper, Transaction};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio_postgres::tls::{ChannelBinding, TlsConnect, TlsStream};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Error as PgError, Row, SimpleQueryMessage};
+
+use crate::tls::DriverStream;
 
 /// One statement of a store: its text, the types of its parameters (`$1`, `$2`, … in order),
 /// and whether it is prepared once per connection and reused (`named`) or sent unnamed.
@@ -76,63 +76,47 @@ pub(crate) trait Exec {
         st: &Stmt,
         params: &[&(dyn ToSql + Sync)],
     ) -> impl Future<Output = Result<u64, PgError>> + Send;
+
+    /// Whether `st` returns a row (an error for more than one).
+    fn exists_st(
+        &self,
+        st: &Stmt,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> impl Future<Output = Result<bool, PgError>> + Send
+    where
+        Self: Sync,
+    {
+        async move { Ok(self.query_opt_st(st, params).await?.is_some()) }
+    }
+}
+
+/// One `Exec` method: prepares a named statement through deadpool's cache and runs it with
+/// the driver's `$named`, or sends it unnamed with its types through `$typed`.
+macro_rules! exec_method {
+    ($method:ident -> $out:ty, $named:ident, $typed:ident) => {
+        async fn $method(
+            &self,
+            st: &Stmt,
+            params: &[&(dyn ToSql + Sync)],
+        ) -> Result<$out, PgError> {
+            if st.named {
+                let prepared = self.prepare_typed_cached(&st.sql, st.types).await?;
+                self.$named(&prepared, params).await
+            } else {
+                self.$typed(&st.sql, &st.typed(params)).await
+            }
+        }
+    };
 }
 
 /// `Exec` for deadpool's connection and transaction, which have the same methods.
 macro_rules! exec {
     ($ty:ty) => {
         impl Exec for $ty {
-            async fn query_st(
-                &self,
-                st: &Stmt,
-                params: &[&(dyn ToSql + Sync)],
-            ) -> Result<Vec<Row>, PgError> {
-                if st.named {
-                    let prepared = self.prepare_typed_cached(&st.sql, st.types).await?;
-                    self.query(&prepared, params).await
-                } else {
-                    self.query_typed(&st.sql, &st.typed(params)).await
-                }
-            }
-
-            async fn query_opt_st(
-                &self,
-                st: &Stmt,
-                params: &[&(dyn ToSql + Sync)],
-            ) -> Result<Option<Row>, PgError> {
-                if st.named {
-                    let prepared = self.prepare_typed_cached(&st.sql, st.types).await?;
-                    self.query_opt(&prepared, params).await
-                } else {
-                    self.query_typed_opt(&st.sql, &st.typed(params)).await
-                }
-            }
-
-            async fn query_one_st(
-                &self,
-                st: &Stmt,
-                params: &[&(dyn ToSql + Sync)],
-            ) -> Result<Row, PgError> {
-                if st.named {
-                    let prepared = self.prepare_typed_cached(&st.sql, st.types).await?;
-                    self.query_one(&prepared, params).await
-                } else {
-                    self.query_typed_one(&st.sql, &st.typed(params)).await
-                }
-            }
-
-            async fn execute_st(
-                &self,
-                st: &Stmt,
-                params: &[&(dyn ToSql + Sync)],
-            ) -> Result<u64, PgError> {
-                if st.named {
-                    let prepared = self.prepare_typed_cached(&st.sql, st.types).await?;
-                    self.execute(&prepared, params).await
-                } else {
-                    self.execute_typed(&st.sql, &st.typed(params)).await
-                }
-            }
+            exec_method!(query_st -> Vec<Row>, query, query_typed);
+            exec_method!(query_opt_st -> Option<Row>, query_opt, query_typed_opt);
+            exec_method!(query_one_st -> Row, query_one, query_typed_one);
+            exec_method!(execute_st -> u64, execute, execute_typed);
         }
     };
 }
@@ -195,47 +179,17 @@ pub(crate) async fn behind_pooler(client: &Client) -> Result<bool, PgError> {
 struct PassThrough;
 
 impl TlsConnect<DuplexStream> for PassThrough {
-    type Stream = Plain;
+    type Stream = DriverStream<DuplexStream>;
     type Error = io::Error;
-    type Future = std::future::Ready<io::Result<Plain>>;
+    type Future = std::future::Ready<io::Result<Self::Stream>>;
 
     fn connect(self, stream: DuplexStream) -> Self::Future {
-        std::future::ready(Ok(Plain(stream)))
+        std::future::ready(Ok(DriverStream(stream)))
     }
 }
 
-/// The pipe, as the driver's TLS stream.
-struct Plain(DuplexStream);
-
-impl AsyncRead for Plain {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Plain {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.0).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_shutdown(cx)
-    }
-}
-
-impl TlsStream for Plain {
+/// The pipe, as the driver's TLS stream: no channel binding.
+impl TlsStream for DriverStream<DuplexStream> {
     fn channel_binding(&self) -> ChannelBinding {
         ChannelBinding::none()
     }

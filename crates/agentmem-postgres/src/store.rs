@@ -31,14 +31,14 @@ use crate::config::{
     quote_schema, validate_schema, PostgresConfig, PreparedStatements, DEFAULT_CONNECT_TIMEOUT,
 };
 use crate::error::INFO;
-use crate::lifecycle::{expired_meanwhile, session_not_found, write_fresh};
+use crate::lifecycle::{delete_session_in, lock_live_session, session_not_found};
 use crate::memories::{memory_from_row, PUT_RETRIES};
 use crate::retention::PURGE_RETRIES;
 use crate::schema;
 use crate::search::{memory_hit, message_hit, tsquery_literal};
 use crate::sessions::{session_from, session_info};
 use crate::sql::Sql;
-use crate::statements::{behind_pooler, Exec};
+use crate::statements::{behind_pooler, Exec, Stmt};
 use crate::tls::Connector;
 
 /// How many times a read is repeated on a fresh connection after its connection failed
@@ -211,7 +211,20 @@ where
     future
 }
 
-/// Removes a connection that failed from the pool, so it is closed instead of reused.
+/// The statement of `(all, in_scopes)` for `scopes` with its parameters: `all` with
+/// `params` when there are no scopes (every scope), else `in_scopes` with `params` then the
+/// scopes.
+fn scoped<'p>(
+    (all, in_scopes): (&'p Stmt, &'p Stmt),
+    params: &[&'p (dyn ToSql + Sync)],
+    scopes: &'p Option<Vec<String>>,
+) -> (&'p Stmt, Vec<&'p (dyn ToSql + Sync)>) {
+    match scopes {
+        None => (all, params.to_vec()),
+        Some(scopes) => (in_scopes, [params, &[scopes]].concat()),
+    }
+}
+
 pub(crate) fn discard(client: Object) {
     drop(Object::take(client));
 }
@@ -247,26 +260,20 @@ impl SessionStore for PostgresStore {
         let columns = MessageColumns::new(history, now())?;
         let id = session.as_str();
         let meta = Json(metadata);
-        let mut params: Vec<&(dyn ToSql + Sync)> = columns.params(&id).to_vec();
+        let mut params = columns.params(&id);
         params.push(&meta);
-        let written = run!(self, 0, |client| async {
-            let tx = client.transaction().await?;
-            // First take the session row's lock while writing the new messages after the old
-            // ones (an expired session is deleted first); only then delete the old ones, in a
-            // statement whose snapshot is taken after the lock, so an append that committed
-            // just before is deleted too rather than left behind.
-            if !write_fresh(&self.sql, &tx, &self.sql.sessions.save, &params, id).await? {
-                return Ok(false);
-            }
-            tx.execute_st(&self.sql.sessions.delete_before_first, &[&id])
-                .await?;
-            tx.commit().await?;
-            Ok(true)
-        })?;
-        if !written {
-            return Err(expired_meanwhile(session));
-        }
-        Ok(())
+        // First take the session row's lock while writing the new messages after the old ones
+        // (an expired session is deleted first); only then delete the old ones, in a statement
+        // whose snapshot is taken after the lock, so an append that committed just before is
+        // deleted too rather than left behind.
+        let sessions = &self.sql.sessions;
+        self.write_fresh(
+            session,
+            &sessions.save,
+            &params,
+            Some(&sessions.delete_before_first),
+        )
+        .await
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
@@ -284,19 +291,8 @@ impl SessionStore for PostgresStore {
         if written == 1 {
             return Ok(());
         }
-        let written = run!(self, 0, |client| async {
-            let tx = client.transaction().await?;
-            let written =
-                write_fresh(&self.sql, &tx, &self.sql.sessions.append, &params, id).await?;
-            if written {
-                tx.commit().await?;
-            }
-            Ok(written)
-        })?;
-        if !written {
-            return Err(expired_meanwhile(session));
-        }
-        Ok(())
+        self.write_fresh(session, &self.sql.sessions.append, &params, None)
+            .await
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
@@ -323,19 +319,12 @@ impl SessionStore for PostgresStore {
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        let ids = vec![session.as_str()];
+        let id = session.as_str();
         run!(self, 0, |client| async {
             let tx = client.transaction().await?;
-            // Delete (and so lock) the session row first; the dependents' delete then runs
-            // with a snapshot that includes every append committed before the lock.
-            let deleted = tx
-                .execute_st(&self.sql.sessions.delete_session, &[&ids[0]])
-                .await?;
-            if deleted == 0 {
+            if !delete_session_in(&self.sql, &tx, id, None).await? {
                 return Ok(false);
             }
-            tx.execute_st(&self.sql.sessions.delete_dependents, &[&ids])
-                .await?;
             tx.commit().await?;
             Ok(true)
         })
@@ -348,17 +337,12 @@ impl SessionStore for PostgresStore {
         let params = columns.params(&id);
         let base = archive_id_base(at);
         let outcome = run!(self, 0, |client| async {
-            let tx = client.transaction().await?;
             // The session row's lock orders this against appends: one that got the lock
-            // first is archived, one that waits lands after the replacement. An expired
-            // session is not found.
-            if tx
-                .query_opt_st(&self.sql.sessions.lock_session, &[&id, &at])
-                .await?
-                .is_none()
-            {
+            // first is archived, one that waits lands after the replacement.
+            let lock = &self.sql.sessions.lock_session;
+            let Some((tx, _)) = lock_live_session(&mut client, lock, id, at).await? else {
                 return Ok(None);
-            }
+            };
             let taken = tx
                 .query_st(&self.sql.archives.archive_ids_like, &[&id, &base])
                 .await?
@@ -395,17 +379,12 @@ impl SessionStore for PostgresStore {
         let at = columns.at;
         let (id, name) = (session.as_str(), archive.as_str());
         let created = run!(self, 0, |client| async {
-            let tx = client.transaction().await?;
             // A key-share lock on the session row keeps it (and so its archives) from being
-            // deleted until this commits; appends and compactions go on meanwhile. An
-            // expired session is not found.
-            if tx
-                .query_opt_st(&self.sql.archives.pin_session, &[&id, &at])
-                .await?
-                .is_none()
-            {
+            // deleted until this commits; appends and compactions go on meanwhile.
+            let pin = &self.sql.archives.pin_session;
+            let Some((tx, _)) = lock_live_session(&mut client, pin, id, at).await? else {
                 return Ok(None);
-            }
+            };
             // Locks the archive's row: a second rewrite of the same archive waits here, and
             // its later statements then see (and replace) what this one wrote.
             let Some(row) = tx
@@ -586,22 +565,14 @@ impl MemoryStore for PostgresStore {
         let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
         let at = now();
         let scopes = filter.scope.stored_forms();
+        let memories = &self.sql.memories;
+        let (st, params) = scoped(
+            (&memories.list, &memories.list_in_scopes),
+            &[&kind, &limit, &at],
+            &scopes,
+        );
         let rows = run!(self, READ_RETRIES, |client| async {
-            match &scopes {
-                None => {
-                    client
-                        .query_st(&self.sql.memories.list, &[&kind, &limit, &at])
-                        .await
-                }
-                Some(scopes) => {
-                    client
-                        .query_st(
-                            &self.sql.memories.list_in_scopes,
-                            &[&kind, &limit, &at, scopes],
-                        )
-                        .await
-                }
-            }
+            client.query_st(st, &params).await
         })?;
         // Fetched newest first so a limit keeps the newest; returned oldest first.
         let mut items = rows
@@ -621,22 +592,14 @@ impl MemoryStore for PostgresStore {
         let kind = filter.kind.map(|k| k.as_str());
         let at = now();
         let scopes = filter.scope.stored_forms();
+        let memories = &self.sql.memories;
+        let (st, params) = scoped(
+            (&memories.search, &memories.search_in_scopes),
+            &[&tsquery, &kind, &limit, &at],
+            &scopes,
+        );
         let rows = run!(self, READ_RETRIES, |client| async {
-            match &scopes {
-                None => {
-                    client
-                        .query_st(&self.sql.memories.search, &[&tsquery, &kind, &limit, &at])
-                        .await
-                }
-                Some(scopes) => {
-                    client
-                        .query_st(
-                            &self.sql.memories.search_in_scopes,
-                            &[&tsquery, &kind, &limit, &at, scopes],
-                        )
-                        .await
-                }
-            }
+            client.query_st(st, &params).await
         })?;
         rows.iter().map(memory_hit).collect()
     }

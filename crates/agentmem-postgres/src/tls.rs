@@ -267,7 +267,7 @@ where
     fn connect(self, stream: S) -> Self::Future {
         Box::pin(async move {
             match self.connector.connect(self.name, stream).await {
-                Ok(stream) => Ok(RustlsStream(stream)),
+                Ok(stream) => Ok(DriverStream(stream)),
                 Err(cause) => Err(TlsHandshakeError {
                     context: self.context,
                     cause,
@@ -277,10 +277,14 @@ where
     }
 }
 
-/// A TLS connection to PostgreSQL.
-pub(crate) struct RustlsStream<S>(tokio_rustls::client::TlsStream<S>);
+/// A stream handed to the driver as its TLS stream: reads and writes go to `S` as they are,
+/// and each kind of `S` gives its channel binding in its own [`TlsStream`] impl.
+pub(crate) struct DriverStream<S>(pub(crate) S);
 
-impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for RustlsStream<S> {
+/// A TLS connection to PostgreSQL.
+pub(crate) type RustlsStream<S> = DriverStream<tokio_rustls::client::TlsStream<S>>;
+
+impl<S: AsyncRead + Unpin> AsyncRead for DriverStream<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -290,7 +294,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for RustlsStream<S> {
     }
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for RustlsStream<S> {
+impl<S: AsyncWrite + Unpin> AsyncWrite for DriverStream<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

@@ -7,20 +7,9 @@ use crate::statements::Stmt;
 
 /// Scope, kind, key, time.
 const MEMORY_KEY_TIME: &[Type] = &[Type::TEXT, Type::TEXT, Type::TEXT, Type::TIMESTAMPTZ];
-/// Scope, kind, key, text, raw text, metadata, updated, tsvector text, expiry.
-const MEMORY_UPDATE: &[Type] = &[
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::BYTEA,
-    Type::JSON,
-    Type::TIMESTAMPTZ,
-    Type::TEXT,
-    Type::TIMESTAMPTZ,
-];
-/// Id, kind, key, text, raw text, metadata, created, updated, tsvector text, scope, expiry.
-const MEMORY_UPSERT: &[Type] = &[
+/// An item's columns, the parameters of `upsert` and `update_by_key`: id, kind, key, text,
+/// raw text, metadata, created, updated, tsvector text, scope, expiry.
+const MEMORY_ITEM: &[Type] = &[
     Type::TEXT,
     Type::TEXT,
     Type::TEXT,
@@ -58,101 +47,57 @@ fn live(n: usize) -> String {
     format!("(expires_at IS NULL OR expires_at > ${n})")
 }
 
-/// Memory items.
-#[derive(Debug)]
-pub(crate) struct MemorySql {
-    /// Deletes the item of scope `$1`, kind `$2` and key `$3` if it has expired at `$4`.
-    pub(crate) delete_expired_key: Stmt,
-    /// Replaces the item of scope `$1`, kind `$2` and key `$3` with `$4..$9`, keeping its id
-    /// and creation time.
-    pub(crate) update_by_key: Stmt,
-    /// Inserts an item or replaces the one with the same id.
-    pub(crate) upsert: Stmt,
-    /// Deletes item `$1` unless it is `$2`.
-    pub(crate) delete_other: Stmt,
-    /// Item `$1`, unless it has expired at `$2`.
-    pub(crate) get: Stmt,
-    /// The newest `$2` items (all when NULL) of kind `$1` (any when NULL) not expired at `$3`,
-    /// newest first.
-    pub(crate) list: Stmt,
-    /// Like `memory_list`, of the scopes (stored forms) in `$4` only.
-    pub(crate) list_in_scopes: Stmt,
-    /// Ranked items matching tsquery text `$1`, kind `$2` (any when NULL), not expired at
-    /// `$4`, at most `$3`.
-    pub(crate) search: Stmt,
-    /// Like `memory_search`, of the scopes (stored forms) in `$5` only.
-    pub(crate) search_in_scopes: Stmt,
-    /// Deletes item `$1`.
-    pub(crate) delete: Stmt,
-}
-
-impl MemorySql {
-    /// The statements for the quoted schema `s`, each built by `st`.
-    pub(super) fn new(s: &str, st: &Build) -> Self {
-        MemorySql {
-            delete_expired_key: st(
-                format!(
-                    "DELETE FROM {s}.memories
-                     WHERE scope = $1 AND kind = $2 AND key = $3 AND expires_at <= $4"
-                ),
-                MEMORY_KEY_TIME,
-            ),
-            update_by_key: st(
-                format!(
-                    "UPDATE {s}.memories SET text = $4, text_raw = $5, metadata = $6,
-                         updated_at = $7, tsv = $8::text::tsvector, expires_at = $9
-                     WHERE scope = $1 AND kind = $2 AND key = $3
-                     RETURNING id, created_at"
-                ),
-                MEMORY_UPDATE,
-            ),
-            upsert: st(
-                format!(
-                    "INSERT INTO {s}.memories AS t
-                         (id, kind, key, text, text_raw, metadata, created_at, updated_at, tsv,
-                          scope, expires_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::tsvector, $10, $11)
-                     ON CONFLICT (id) DO UPDATE SET
-                         kind = EXCLUDED.kind, key = EXCLUDED.key, text = EXCLUDED.text,
-                         text_raw = EXCLUDED.text_raw, metadata = EXCLUDED.metadata,
-                         created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at,
-                         tsv = EXCLUDED.tsv, scope = EXCLUDED.scope, expires_at = EXCLUDED.expires_at
-                     RETURNING id, created_at"
-                ),
-                MEMORY_UPSERT,
-            ),
-            delete_other: st(
-                format!("DELETE FROM {s}.memories WHERE id = $1 AND id <> $2"),
-                TEXT_TEXT,
-            ),
-            get: st(
-                format!(
-                    "SELECT {MEMORY_COLUMNS} FROM {s}.memories WHERE id = $1 AND {live}",
-                    live = live(2)
-                ),
-                TEXT_TIME,
-            ),
-            list: st(
-                memory_list(s, ""),
-                MEMORY_LIST,
-            ),
-            list_in_scopes: st(
-                memory_list(s, " AND scope = ANY($4::text[])"),
-                MEMORY_LIST_IN_SCOPES,
-            ),
-            search: st(
-                memory_search(s, ""),
-                MEMORY_SEARCH,
-            ),
-            search_in_scopes: st(
-                memory_search(s, " AND scope = ANY($5::text[])"),
-                MEMORY_SEARCH_IN_SCOPES,
-            ),
-            delete: st(
-                format!("DELETE FROM {s}.memories WHERE id = $1"),
-                TEXT,
-            ),
-        }
+statements! {
+    /// Memory items.
+    MemorySql(s, st) {
+        /// Deletes the item of scope `$1`, kind `$2` and key `$3` if it has expired at `$4`.
+        delete_expired_key: MEMORY_KEY_TIME => format!(
+            "DELETE FROM {s}.memories
+             WHERE scope = $1 AND kind = $2 AND key = $3 AND expires_at <= $4"
+        ),
+        /// Replaces the item of scope `$10`, kind `$2` and key `$3` with the item `$1..$11`
+        /// (`upsert`'s parameters), keeping its id and creation time (`$1` and `$7` unused).
+        update_by_key: MEMORY_ITEM => format!(
+            "UPDATE {s}.memories SET text = $4, text_raw = $5, metadata = $6,
+                 updated_at = $8, tsv = $9::text::tsvector, expires_at = $11
+             WHERE scope = $10 AND kind = $2 AND key = $3
+             RETURNING id, created_at"
+        ),
+        /// Inserts an item or replaces the one with the same id.
+        upsert: MEMORY_ITEM => format!(
+            "INSERT INTO {s}.memories AS t
+                 (id, kind, key, text, text_raw, metadata, created_at, updated_at, tsv,
+                  scope, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::tsvector, $10, $11)
+             ON CONFLICT (id) DO UPDATE SET
+                 kind = EXCLUDED.kind, key = EXCLUDED.key, text = EXCLUDED.text,
+                 text_raw = EXCLUDED.text_raw, metadata = EXCLUDED.metadata,
+                 created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at,
+                 tsv = EXCLUDED.tsv, scope = EXCLUDED.scope, expires_at = EXCLUDED.expires_at
+             RETURNING id, created_at"
+        ),
+        /// Deletes item `$1` unless it is `$2`.
+        delete_other: TEXT_TEXT => format!("DELETE FROM {s}.memories WHERE id = $1 AND id <> $2"),
+        /// Item `$1`, unless it has expired at `$2`.
+        get: TEXT_TIME => format!(
+            "SELECT {MEMORY_COLUMNS} FROM {s}.memories WHERE id = $1 AND {live}",
+            live = live(2)
+        ),
+        /// The newest `$2` items (all when NULL) of kind `$1` (any when NULL) not expired at `$3`,
+        /// newest first.
+        list: MEMORY_LIST => memory_list(s, ""),
+        /// Like `memory_list`, of the scopes (stored forms) in `$4` only.
+        list_in_scopes: MEMORY_LIST_IN_SCOPES => memory_list(s, " AND scope = ANY($4::text[])"),
+        /// Ranked items matching tsquery text `$1`, kind `$2` (any when NULL), not expired at
+        /// `$4`, at most `$3`.
+        search: MEMORY_SEARCH => memory_search(s, ""),
+        /// Like `memory_search`, of the scopes (stored forms) in `$5` only.
+        search_in_scopes: MEMORY_SEARCH_IN_SCOPES => memory_search(
+            s,
+            " AND scope = ANY($5::text[])",
+        ),
+        /// Deletes item `$1`.
+        delete: TEXT => format!("DELETE FROM {s}.memories WHERE id = $1"),
     }
 }
 

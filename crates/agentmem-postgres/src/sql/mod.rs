@@ -6,6 +6,56 @@
 //! stores in different schemas sharing one pool never mix them up), or sent unnamed every
 //! time behind a pooler (see [`Stmt`]).
 
+/// Declares a struct of statements and its `new(s, st)`: each statement with its doc, the
+/// types of its parameters and its text (an expression that may use the quoted schema `s`),
+/// built by `st`. Fields that are not one statement go in `also`, with their type and value.
+macro_rules! statements {
+    (
+        $(#[$meta:meta])*
+        $name:ident($s:ident, $st:ident) {
+            $( $(#[$doc:meta])* $field:ident: $types:expr => $sql:expr, )*
+        }
+        $( also { $( $(#[$also_doc:meta])* $also:ident: $also_ty:ty = $also_value:expr, )* } )?
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug)]
+        pub(crate) struct $name {
+            $( $(#[$doc])* pub(crate) $field: Stmt, )*
+            $($( $(#[$also_doc])* pub(crate) $also: $also_ty, )*)?
+        }
+
+        impl $name {
+            /// The statements for the quoted schema `s`, each built by `st`.
+            pub(super) fn new($s: &str, $st: &Build) -> Self {
+                $name {
+                    $( $field: $st($sql, $types), )*
+                    $($( $also: $also_value, )*)?
+                }
+            }
+        }
+    };
+}
+
+/// The parameter types `$head`, then those of the eight message arrays (`MessageColumns`'
+/// `message_arrays`: ids, roles, contents, raw contents, times, tool call ids, tool names,
+/// metadata), then `$tail`.
+macro_rules! with_message_arrays {
+    ([$($head:expr),*], [$($tail:expr),*]) => {
+        &[
+            $($head,)*
+            Type::TEXT_ARRAY,
+            Type::TEXT_ARRAY,
+            Type::TEXT_ARRAY,
+            Type::BYTEA_ARRAY,
+            Type::TIMESTAMPTZ_ARRAY,
+            Type::TEXT_ARRAY,
+            Type::TEXT_ARRAY,
+            Type::JSON_ARRAY,
+            $($tail,)*
+        ]
+    };
+}
+
 mod memories;
 mod sessions;
 
@@ -57,22 +107,11 @@ type Build = dyn Fn(String, &'static [Type]) -> Stmt;
 
 /// The parameters of `save_session`: those of the append-shaped statements
 /// (`MessageColumns::params`: session id, time, count, then the nine message arrays of
-/// `UNNEST_MESSAGES`), then the session's metadata.
-const MESSAGES_AND_METADATA: &[Type] = &[
-    Type::TEXT,
-    Type::TIMESTAMPTZ,
-    Type::INT8,
-    Type::TEXT_ARRAY,
-    Type::TEXT_ARRAY,
-    Type::TEXT_ARRAY,
-    Type::BYTEA_ARRAY,
-    Type::TIMESTAMPTZ_ARRAY,
-    Type::TEXT_ARRAY,
-    Type::TEXT_ARRAY,
-    Type::JSON_ARRAY,
-    Type::TEXT_ARRAY,
-    Type::JSON,
-];
+/// `UNNEST_MESSAGES`, the tsvectors last), then the session's metadata.
+const MESSAGES_AND_METADATA: &[Type] = with_message_arrays!(
+    [Type::TEXT, Type::TIMESTAMPTZ, Type::INT8],
+    [Type::TEXT_ARRAY, Type::JSON]
+);
 /// The parameters of the append-shaped statements: `MESSAGES_AND_METADATA` without the
 /// metadata.
 const MESSAGES: &[Type] = without_last(MESSAGES_AND_METADATA);

@@ -13,46 +13,14 @@ use super::{
 use crate::codec::MESSAGE_COLUMNS;
 use crate::statements::Stmt;
 
-/// Writing, loading, listing and deleting sessions.
-#[derive(Debug)]
-pub(crate) struct SessionSql {
-    /// Appends `$4..$12` to session `$1` at time `$2`, `$3` messages; one statement. Returns
-    /// 1, or 0 (writing nothing, but locking the row) when the session has expired at `$2`.
-    pub(crate) append: Stmt,
-    /// Like `append`, but also sets the metadata `$13` and makes the new messages the
-    /// session's only counted ones; the old rows are then removed by `delete_before_first`.
-    pub(crate) save: Stmt,
-    /// Deletes the messages of session `$1` older than its current first message.
-    pub(crate) delete_before_first: Stmt,
-    /// Locks session `$1` unless it has expired at `$2`, returning its `next_seq`,
-    /// `message_count`, title, owner and expiry; nothing when it does not exist (or has
-    /// expired).
-    pub(crate) lock_session: Stmt,
-    /// Whether session `$1` exists and has not expired at `$2` (one row, or none).
-    pub(crate) live_session: Stmt,
-    /// Deletes session `$1`'s row if it has expired at `$2`; its dependents go with
-    /// `delete_dependents`.
-    pub(crate) delete_expired_session: Stmt,
-    /// Session `$1` with its last `$2` messages (all when `$2` is NULL), newest first, unless
-    /// it has expired at `$3`. Its labels are on one row only (see `session_from`).
-    pub(crate) load: Stmt,
-    /// `load` with the limit written into the statement, one per [`WINDOW_BUCKETS`] entry
-    /// (`$2` is then ignored); see [`SessionSql::load_window`].
-    pub(crate) load_windows: Vec<Stmt>,
-    /// The summary of every session not expired at `$1`, by id.
-    pub(crate) list_sessions: Stmt,
-    /// Deletes session `$1`'s row; its dependents go with `delete_dependents`.
-    pub(crate) delete_session: Stmt,
-    /// Deletes messages, archives, archived messages and tags of the sessions in `$1`.
-    pub(crate) delete_dependents: Stmt,
-}
-
-impl SessionSql {
-    /// The statements for the quoted schema `s`, each built by `st`.
-    pub(super) fn new(s: &str, st: &Build) -> Self {
+statements! {
+    /// Writing, loading, listing and deleting sessions.
+    SessionSql(s, st) {
+        /// Appends `$4..$12` to session `$1` at time `$2`, `$3` messages; one statement. Returns
+        /// 1, or 0 (writing nothing, but locking the row) when the session has expired at `$2`.
         // An expired session is not written to (its row is only locked, and the statement
         // returns 0): the caller then deletes it and writes again, in one transaction.
-        let append = counted_insert_messages(
+        append: MESSAGES => counted_insert_messages(
             s,
             &format!(
                 "INSERT INTO {s}.sessions AS s (id, metadata, created_at, updated_at, next_seq, message_count)
@@ -65,8 +33,10 @@ impl SessionSql {
                 RETURNING s.next_seq - $3 AS first_seq",
                 live = live_session(2)
             ),
-        );
-        let save = counted_insert_messages(
+        ),
+        /// Like `append`, but also sets the metadata `$13` and makes the new messages the
+        /// session's only counted ones; the old rows are then removed by `delete_before_first`.
+        save: MESSAGES_AND_METADATA => counted_insert_messages(
             s,
             &format!(
                 "INSERT INTO {s}.sessions AS s (id, metadata, created_at, updated_at, next_seq, message_count)
@@ -80,72 +50,70 @@ impl SessionSql {
                 RETURNING s.next_seq - $3 AS first_seq",
                 live = live_session(2)
             ),
-        );
-        SessionSql {
-            append: st(append, MESSAGES),
-            save: st(save, MESSAGES_AND_METADATA),
-            delete_before_first: st(
-                format!(
-                    "DELETE FROM {s}.messages WHERE session_id = $1 AND seq < \
-                     (SELECT next_seq - message_count FROM {s}.sessions WHERE id = $1)"
-                ),
-                TEXT,
-            ),
-            lock_session: st(
-                format!(
-                    "SELECT s.next_seq, s.message_count, s.title, s.owner, s.expires_at
-                     FROM {s}.sessions s
-                     WHERE s.id = $1 AND {live} FOR UPDATE",
-                    live = live_session(2)
-                ),
-                TEXT_TIME,
-            ),
-            live_session: st(
-                format!(
-                    "SELECT 1 FROM {s}.sessions s WHERE s.id = $1 AND {live}",
-                    live = live_session(2)
-                ),
-                TEXT_TIME,
-            ),
-            delete_expired_session: st(
-                format!("DELETE FROM {s}.sessions WHERE id = $1 AND expires_at <= $2"),
-                TEXT_TIME,
-            ),
-            load: st(load_sql(s, "$2"), TEXT_INT8_TIME),
-            load_windows: WINDOW_BUCKETS
-                .iter()
-                .map(|limit| st(load_sql(s, &limit.to_string()), TEXT_INT8_TIME))
-                .collect(),
-            list_sessions: st(
-                format!(
-                    // The tags of every session at once (one grouped scan, merge-joined),
-                    // not two subqueries per session: those are costed per row, and with
-                    // ~5,000 sessions the statement crossed `jit_above_cost` (20,000
-                    // sessions: 226 ms, 23 of them JIT, against 22 ms this way).
-                    "SELECT {info} FROM {s}.sessions s
-                     LEFT JOIN (
-                         SELECT t.session_id, {TAG_ARRAYS}
-                         FROM {s}.session_tags t GROUP BY t.session_id
-                     ) tg ON tg.session_id = s.id
-                     WHERE {live} ORDER BY s.id",
-                    info = session_info_columns(TAGS_JOINED),
-                    live = live_session(1)
-                ),
-                TIME,
-            ),
-            delete_session: st(format!("DELETE FROM {s}.sessions WHERE id = $1"), TEXT),
-            delete_dependents: st(
-                format!(
-                    "WITH m AS (DELETE FROM {s}.messages WHERE session_id = ANY($1)),
-                          a AS (DELETE FROM {s}.archives WHERE session_id = ANY($1)),
-                          t AS (DELETE FROM {s}.session_tags WHERE session_id = ANY($1))
-                     DELETE FROM {s}.archived_messages WHERE session_id = ANY($1)"
-                ),
-                TEXT_ARRAY,
-            ),
-        }
+        ),
+        /// Deletes the messages of session `$1` older than its current first message.
+        delete_before_first: TEXT => format!(
+            "DELETE FROM {s}.messages WHERE session_id = $1 AND seq < \
+             (SELECT next_seq - message_count FROM {s}.sessions WHERE id = $1)"
+        ),
+        /// Locks session `$1` unless it has expired at `$2`, returning its `next_seq`,
+        /// `message_count`, title, owner and expiry; nothing when it does not exist (or has
+        /// expired).
+        lock_session: TEXT_TIME => format!(
+            "SELECT s.next_seq, s.message_count, s.title, s.owner, s.expires_at
+             FROM {s}.sessions s
+             WHERE s.id = $1 AND {live} FOR UPDATE",
+            live = live_session(2)
+        ),
+        /// Whether session `$1` exists and has not expired at `$2` (one row, or none).
+        live_session: TEXT_TIME => format!(
+            "SELECT 1 FROM {s}.sessions s WHERE s.id = $1 AND {live}",
+            live = live_session(2)
+        ),
+        /// Deletes session `$1`'s row if it has expired at `$2`; its dependents go with
+        /// `delete_dependents`.
+        delete_expired_session: TEXT_TIME => format!(
+            "DELETE FROM {s}.sessions WHERE id = $1 AND expires_at <= $2"
+        ),
+        /// Session `$1` with its last `$2` messages (all when `$2` is NULL), newest first, unless
+        /// it has expired at `$3`. Its labels are on one row only (see `session_from`).
+        load: TEXT_INT8_TIME => load_sql(s, "$2"),
+        /// The summary of every session not expired at `$1`, by id.
+        list_sessions: TIME => format!(
+            // The tags of every session at once (one grouped scan, merge-joined),
+            // not two subqueries per session: those are costed per row, and with
+            // ~5,000 sessions the statement crossed `jit_above_cost` (20,000
+            // sessions: 226 ms, 23 of them JIT, against 22 ms this way).
+            "SELECT {info} FROM {s}.sessions s
+             LEFT JOIN (
+                 SELECT t.session_id, {TAG_ARRAYS}
+                 FROM {s}.session_tags t GROUP BY t.session_id
+             ) tg ON tg.session_id = s.id
+             WHERE {live} ORDER BY s.id",
+            info = session_info_columns(TAGS_JOINED),
+            live = live_session(1)
+        ),
+        /// Deletes session `$1`'s row; its dependents go with `delete_dependents`.
+        delete_session: TEXT => format!("DELETE FROM {s}.sessions WHERE id = $1"),
+        /// Deletes messages, archives, archived messages and tags of the sessions in `$1`.
+        delete_dependents: TEXT_ARRAY => format!(
+            "WITH m AS (DELETE FROM {s}.messages WHERE session_id = ANY($1)),
+                  a AS (DELETE FROM {s}.archives WHERE session_id = ANY($1)),
+                  t AS (DELETE FROM {s}.session_tags WHERE session_id = ANY($1))
+             DELETE FROM {s}.archived_messages WHERE session_id = ANY($1)"
+        ),
     }
+    also {
+        /// `load` with the limit written into the statement, one per [`WINDOW_BUCKETS`] entry
+        /// (`$2` is then ignored); see [`SessionSql::load_window`].
+        load_windows: Vec<Stmt> = WINDOW_BUCKETS
+            .iter()
+            .map(|limit| st(load_sql(s, &limit.to_string()), TEXT_INT8_TIME))
+            .collect(),
+    }
+}
 
+impl SessionSql {
     /// The load statement for a window of `limit` messages. A window up to 1,024 uses a statement with its limit rounded up to a power of two
     /// written in (the caller keeps the newest `limit`): with `LIMIT $2` PostgreSQL costs the
     /// generic plan for a tenth of the session, so it plans the statement anew on every call
@@ -229,19 +197,7 @@ const TEXT_TEXT_TIME: &[Type] = &[Type::TEXT, Type::TEXT, Type::TIMESTAMPTZ];
 const TEXT_TEXT_INT8: &[Type] = &[Type::TEXT, Type::TEXT, Type::INT8];
 /// Session, archive, first position, then the first eight message arrays of
 /// `UNNEST_MESSAGES` (`$4..$11`: archived messages have no tsvector).
-const ARCHIVED_MESSAGES: &[Type] = &[
-    Type::TEXT,
-    Type::TEXT,
-    Type::INT8,
-    Type::TEXT_ARRAY,
-    Type::TEXT_ARRAY,
-    Type::TEXT_ARRAY,
-    Type::BYTEA_ARRAY,
-    Type::TIMESTAMPTZ_ARRAY,
-    Type::TEXT_ARRAY,
-    Type::TEXT_ARRAY,
-    Type::JSON_ARRAY,
-];
+const ARCHIVED_MESSAGES: &[Type] = with_message_arrays!([Type::TEXT, Type::TEXT, Type::INT8], []);
 
 /// The unnest that turns the eight message arrays `$4`..`$11` of an archive's messages
 /// into rows `m`, numbered from 1 in `m.ord`.
@@ -249,37 +205,29 @@ const UNNEST_ARCHIVED_MESSAGES: &str = "unnest($4::text[], $5::text[], $6::text[
      $8::timestamptz[], $9::text[], $10::text[], $11::json[]) \
      WITH ORDINALITY AS m(id, role, content, content_raw, ts, tool_call_id, tool_name, metadata, ord)";
 
-/// Compaction and archives.
-#[derive(Debug)]
-pub(crate) struct ArchiveSql {
-    /// Archive ids of session `$1` starting with `$2`.
-    pub(crate) archive_ids_like: Stmt,
-    /// Moves every message of session `$1` into new archive `$2` created at `$3`.
-    pub(crate) archive_messages: Stmt,
-    /// Replaces the (just archived) messages of session `$1` with `$4..$12` at time `$2`.
-    pub(crate) replace: Stmt,
-    /// Takes a key-share lock on session `$1` unless it has expired at `$2` (one row, or
-    /// none): the row cannot be deleted (by `delete_session`, `purge` or a write starting
-    /// it afresh) until the transaction ends, while appends and compactions go on.
-    pub(crate) pin_session: Stmt,
-    /// Sets the message count of archive `$2` of session `$1` to `$3`, locking its row;
-    /// returns its creation time (nothing when there is no such archive).
-    pub(crate) recount_archive: Stmt,
-    /// Deletes the messages of archive `$2` of session `$1`; returns their first position
-    /// (NULL when it held none).
-    pub(crate) clear_archive: Stmt,
-    /// Inserts `$4..$11` as the messages of archive `$2` of session `$1`, from position `$3`.
-    pub(crate) fill_archive: Stmt,
-    /// Archives of session `$1`, oldest first (none when it has expired at `$2`).
-    pub(crate) list_archives: Stmt,
-    /// Archive `$2` of session `$1` with its messages (nothing when it has expired at `$3`).
-    pub(crate) load_archive: Stmt,
-}
-
-impl ArchiveSql {
-    /// The statements for the quoted schema `s`, each built by `st`.
-    pub(super) fn new(s: &str, st: &Build) -> Self {
-        let replace = insert_messages(
+statements! {
+    /// Compaction and archives.
+    ArchiveSql(s, st) {
+        /// Archive ids of session `$1` starting with `$2`.
+        archive_ids_like: TEXT_TEXT => format!(
+            "SELECT id FROM {s}.archives WHERE session_id = $1 AND starts_with(id, $2)"
+        ),
+        /// Moves every message of session `$1` into new archive `$2` created at `$3`.
+        archive_messages: ARCHIVE_MESSAGES => format!(
+            "WITH moved AS (
+                DELETE FROM {s}.messages WHERE session_id = $1
+                RETURNING seq, {MESSAGE_COLUMNS}
+            ), kept AS (
+                INSERT INTO {s}.archived_messages (session_id, archive_id, seq, {MESSAGE_COLUMNS})
+                SELECT $1, $2, seq, {MESSAGE_COLUMNS} FROM moved
+                RETURNING 1
+            )
+            INSERT INTO {s}.archives (session_id, id, created_at, message_count)
+            SELECT $1, $2, $3, count(*) FROM kept
+            RETURNING message_count"
+        ),
+        /// Replaces the (just archived) messages of session `$1` with `$4..$12` at time `$2`.
+        replace: MESSAGES => insert_messages(
             s,
             &format!(
                 "UPDATE {s}.sessions SET
@@ -289,88 +237,55 @@ impl ArchiveSql {
                 WHERE id = $1
                 RETURNING next_seq - $3 AS first_seq"
             ),
-        );
-        ArchiveSql {
-            archive_ids_like: st(
-                format!(
-                    "SELECT id FROM {s}.archives WHERE session_id = $1 AND starts_with(id, $2)"
-                ),
-                TEXT_TEXT,
-            ),
-            archive_messages: st(
-                format!(
-                    "WITH moved AS (
-                        DELETE FROM {s}.messages WHERE session_id = $1
-                        RETURNING seq, {MESSAGE_COLUMNS}
-                    ), kept AS (
-                        INSERT INTO {s}.archived_messages (session_id, archive_id, seq, {MESSAGE_COLUMNS})
-                        SELECT $1, $2, seq, {MESSAGE_COLUMNS} FROM moved
-                        RETURNING 1
-                    )
-                    INSERT INTO {s}.archives (session_id, id, created_at, message_count)
-                    SELECT $1, $2, $3, count(*) FROM kept
-                    RETURNING message_count"
-                ),
-                ARCHIVE_MESSAGES,
-            ),
-            replace: st(replace, MESSAGES),
-            pin_session: st(
-                format!(
-                    "SELECT 1 FROM {s}.sessions s WHERE s.id = $1 AND {live} FOR KEY SHARE",
-                    live = live_session(2)
-                ),
-                TEXT_TIME,
-            ),
-            recount_archive: st(
-                format!(
-                    "UPDATE {s}.archives SET message_count = $3
-                     WHERE session_id = $1 AND id = $2
-                     RETURNING created_at"
-                ),
-                TEXT_TEXT_INT8,
-            ),
-            clear_archive: st(
-                format!(
-                    "WITH gone AS (
-                        DELETE FROM {s}.archived_messages WHERE session_id = $1 AND archive_id = $2
-                        RETURNING seq
-                    )
-                    SELECT min(seq) FROM gone"
-                ),
-                TEXT_TEXT,
-            ),
-            fill_archive: st(
-                format!(
-                    "INSERT INTO {s}.archived_messages (session_id, archive_id, seq, {MESSAGE_COLUMNS})
-                     SELECT $1, $2, $3 + m.ord - 1, {m_cols} FROM {UNNEST_ARCHIVED_MESSAGES}",
-                    m_cols = prefixed("m", MESSAGE_COLUMNS)
-                ),
-                ARCHIVED_MESSAGES,
-            ),
-            list_archives: st(
-                format!(
-                    "SELECT a.id, a.created_at, a.message_count FROM {s}.archives a
-                     WHERE a.session_id = $1
-                         AND EXISTS (SELECT 1 FROM {s}.sessions s WHERE s.id = $1 AND {live})
-                     ORDER BY a.ord",
-                    live = live_session(2)
-                ),
-                TEXT_TIME,
-            ),
-            load_archive: st(
-                format!(
-                    "SELECT a.created_at, a.message_count, m.seq, {m_cols}
-                     FROM {s}.archives a
-                     LEFT JOIN {s}.archived_messages m
-                         ON m.session_id = a.session_id AND m.archive_id = a.id
-                     WHERE a.session_id = $1 AND a.id = $2
-                         AND EXISTS (SELECT 1 FROM {s}.sessions s WHERE s.id = $1 AND {live})",
-                    m_cols = prefixed("m", MESSAGE_COLUMNS),
-                    live = live_session(3)
-                ),
-                TEXT_TEXT_TIME,
-            ),
-        }
+        ),
+        /// Takes a key-share lock on session `$1` unless it has expired at `$2` (one row, or
+        /// none): the row cannot be deleted (by `delete_session`, `purge` or a write starting
+        /// it afresh) until the transaction ends, while appends and compactions go on.
+        pin_session: TEXT_TIME => format!(
+            "SELECT 1 FROM {s}.sessions s WHERE s.id = $1 AND {live} FOR KEY SHARE",
+            live = live_session(2)
+        ),
+        /// Sets the message count of archive `$2` of session `$1` to `$3`, locking its row;
+        /// returns its creation time (nothing when there is no such archive).
+        recount_archive: TEXT_TEXT_INT8 => format!(
+            "UPDATE {s}.archives SET message_count = $3
+             WHERE session_id = $1 AND id = $2
+             RETURNING created_at"
+        ),
+        /// Deletes the messages of archive `$2` of session `$1`; returns their first position
+        /// (NULL when it held none).
+        clear_archive: TEXT_TEXT => format!(
+            "WITH gone AS (
+                DELETE FROM {s}.archived_messages WHERE session_id = $1 AND archive_id = $2
+                RETURNING seq
+            )
+            SELECT min(seq) FROM gone"
+        ),
+        /// Inserts `$4..$11` as the messages of archive `$2` of session `$1`, from position `$3`.
+        fill_archive: ARCHIVED_MESSAGES => format!(
+            "INSERT INTO {s}.archived_messages (session_id, archive_id, seq, {MESSAGE_COLUMNS})
+             SELECT $1, $2, $3 + m.ord - 1, {m_cols} FROM {UNNEST_ARCHIVED_MESSAGES}",
+            m_cols = prefixed("m", MESSAGE_COLUMNS)
+        ),
+        /// Archives of session `$1`, oldest first (none when it has expired at `$2`).
+        list_archives: TEXT_TIME => format!(
+            "SELECT a.id, a.created_at, a.message_count FROM {s}.archives a
+             WHERE a.session_id = $1
+                 AND EXISTS (SELECT 1 FROM {s}.sessions s WHERE s.id = $1 AND {live})
+             ORDER BY a.ord",
+            live = live_session(2)
+        ),
+        /// Archive `$2` of session `$1` with its messages (nothing when it has expired at `$3`).
+        load_archive: TEXT_TEXT_TIME => format!(
+            "SELECT a.created_at, a.message_count, m.seq, {m_cols}
+             FROM {s}.archives a
+             LEFT JOIN {s}.archived_messages m
+                 ON m.session_id = a.session_id AND m.archive_id = a.id
+             WHERE a.session_id = $1 AND a.id = $2
+                 AND EXISTS (SELECT 1 FROM {s}.sessions s WHERE s.id = $1 AND {live})",
+            m_cols = prefixed("m", MESSAGE_COLUMNS),
+            live = live_session(3)
+        ),
     }
 }
 
@@ -400,128 +315,96 @@ const FIND_SESSIONS_OF_OWNER: &[Type] = &[
 /// `FIND_SESSIONS_OF_OWNER` without the owner.
 const FIND_SESSIONS: &[Type] = without_last(FIND_SESSIONS_OF_OWNER);
 
-/// Fork, rewind, labels and finding sessions.
-#[derive(Debug)]
-pub(crate) struct LifecycleSql {
-    /// Like `lock_session`, with a shared lock (the source of a fork), returning `next_seq`
-    /// and `message_count`.
-    pub(crate) lock_session_shared: Stmt,
-    /// The position of the last message with id `$2` in session `$1` (NULL when none).
-    pub(crate) message_seq: Stmt,
-    /// Removes the messages of session `$1` from position `$2` on, written at `$3`; returns
-    /// them.
-    pub(crate) rewind: Stmt,
-    /// Creates session `$2` as a copy of session `$1` (locked) with its messages up to position
-    /// `$3` (all when NULL), at time `$4`; nothing when `$2` exists. Returns its summary.
-    pub(crate) fork_copy: Stmt,
-    /// The tags of session `$1`.
-    pub(crate) session_tags: Stmt,
-    /// Sets the title `$2`, owner `$3` and expiry `$4` of session `$1` (locked), removes its
-    /// tags `$5` and sets tags `$6` to values `$7`; returns its count and times.
-    pub(crate) update_labels: Stmt,
-    /// One page of live sessions: see [`find_sessions`](fn@find_sessions).
-    pub(crate) find_sessions: Stmt,
-    /// Like `find_sessions`, of owner `$8` only.
-    pub(crate) find_sessions_of_owner: Stmt,
-}
-
-impl LifecycleSql {
-    /// The statements for the quoted schema `s`, each built by `st`.
-    pub(super) fn new(s: &str, st: &Build) -> Self {
-        LifecycleSql {
-            lock_session_shared: st(
-                format!(
-                    "SELECT s.next_seq, s.message_count FROM {s}.sessions s
-                     WHERE s.id = $1 AND {live} FOR SHARE",
-                    live = live_session(2)
-                ),
-                TEXT_TIME,
-            ),
-            message_seq: st(
-                format!("SELECT max(seq) FROM {s}.messages WHERE session_id = $1 AND id = $2"),
-                TEXT_TEXT,
-            ),
-            rewind: st(
-                // The session row is locked: the delete's snapshot holds every append made
-                // before. `next_seq` moves back with the count, so the first position stays.
-                format!(
-                    "WITH gone AS (
-                        DELETE FROM {s}.messages WHERE session_id = $1 AND seq >= $2
-                        RETURNING seq, {MESSAGE_COLUMNS}
-                    ), n AS (
-                        SELECT count(*) AS n FROM gone
-                    ), u AS (
-                        UPDATE {s}.sessions SET
-                            next_seq = next_seq - n.n,
-                            message_count = message_count - n.n,
-                            updated_at = GREATEST(updated_at, $3)
-                        FROM n WHERE id = $1 AND n.n > 0
-                    )
-                    SELECT seq, {MESSAGE_COLUMNS} FROM gone"
-                ),
-                TEXT_INT8_TIME,
-            ),
-            fork_copy: st(
-                // Positions are copied as they are, so the copy's window
-                // (`next_seq - message_count` ..) starts where the source's does.
-                format!(
-                    "WITH src AS (
-                        SELECT count(*) AS n, coalesce(max(seq) + 1, 0) AS next
-                        FROM {s}.messages
-                        WHERE session_id = $1 AND ($3::int8 IS NULL OR seq <= $3)
-                    ), target AS (
-                        INSERT INTO {s}.sessions
-                            (id, metadata, created_at, updated_at, next_seq, message_count, title, owner)
-                        SELECT $2, s.metadata, $4, $4, src.next, src.n, s.title, s.owner
-                        FROM {s}.sessions s, src WHERE s.id = $1
-                        ON CONFLICT (id) DO NOTHING
-                        RETURNING id, message_count, created_at, updated_at, title, owner
-                    ), copied AS (
-                        INSERT INTO {s}.messages {INSERT_MESSAGE_COLUMNS}
-                        SELECT target.id, o.seq, {o_cols}, o.tsv
-                        FROM {s}.messages o, target
-                        WHERE o.session_id = $1 AND ($3::int8 IS NULL OR o.seq <= $3)
-                    ), tags AS (
-                        INSERT INTO {s}.session_tags (session_id, key, value)
-                        SELECT target.id, g.key, g.value FROM {s}.session_tags g, target
-                        WHERE g.session_id = $1
-                        RETURNING key, value
-                    )
-                    SELECT target.message_count, target.created_at, target.updated_at,
-                        target.title, target.owner,
-                        ARRAY(SELECT key FROM tags ORDER BY key),
-                        ARRAY(SELECT value FROM tags ORDER BY key)
-                    FROM target",
-                    o_cols = prefixed("o", MESSAGE_COLUMNS)
-                ),
-                FORK_COPY,
-            ),
-            session_tags: st(
-                format!("SELECT key, value FROM {s}.session_tags WHERE session_id = $1"),
-                TEXT,
-            ),
-            update_labels: st(
-                // The removed and the set keys are disjoint (one patch entry per key).
-                format!(
-                    "WITH removed AS (
-                        DELETE FROM {s}.session_tags WHERE session_id = $1 AND key = ANY($5::text[])
-                    ), added AS (
-                        INSERT INTO {s}.session_tags (session_id, key, value)
-                        SELECT $1, k, v FROM unnest($6::text[], $7::text[]) AS x(k, v)
-                        ON CONFLICT (session_id, key) DO UPDATE SET value = EXCLUDED.value
-                    )
-                    UPDATE {s}.sessions SET title = $2, owner = $3, expires_at = $4
-                    WHERE id = $1
-                    RETURNING message_count, created_at, updated_at, expires_at"
-                ),
-                UPDATE_LABELS,
-            ),
-            find_sessions: st(find_sessions(s, ""), FIND_SESSIONS),
-            find_sessions_of_owner: st(
-                find_sessions(s, " AND s.owner = $8"),
-                FIND_SESSIONS_OF_OWNER,
-            ),
-        }
+statements! {
+    /// Fork, rewind, labels and finding sessions.
+    LifecycleSql(s, st) {
+        /// Like `lock_session`, with a shared lock (the source of a fork), returning `next_seq`
+        /// and `message_count`.
+        lock_session_shared: TEXT_TIME => format!(
+            "SELECT s.next_seq, s.message_count FROM {s}.sessions s
+             WHERE s.id = $1 AND {live} FOR SHARE",
+            live = live_session(2)
+        ),
+        /// The position of the last message with id `$2` in session `$1` (NULL when none).
+        message_seq: TEXT_TEXT => format!(
+            "SELECT max(seq) FROM {s}.messages WHERE session_id = $1 AND id = $2"
+        ),
+        /// Removes the messages of session `$1` from position `$2` on, written at `$3`; returns
+        /// them.
+        // The session row is locked: the delete's snapshot holds every append made
+        // before. `next_seq` moves back with the count, so the first position stays.
+        rewind: TEXT_INT8_TIME => format!(
+            "WITH gone AS (
+                DELETE FROM {s}.messages WHERE session_id = $1 AND seq >= $2
+                RETURNING seq, {MESSAGE_COLUMNS}
+            ), n AS (
+                SELECT count(*) AS n FROM gone
+            ), u AS (
+                UPDATE {s}.sessions SET
+                    next_seq = next_seq - n.n,
+                    message_count = message_count - n.n,
+                    updated_at = GREATEST(updated_at, $3)
+                FROM n WHERE id = $1 AND n.n > 0
+            )
+            SELECT seq, {MESSAGE_COLUMNS} FROM gone"
+        ),
+        /// Creates session `$2` as a copy of session `$1` (locked) with its messages up to position
+        /// `$3` (all when NULL), at time `$4`; nothing when `$2` exists. Returns its summary.
+        // Positions are copied as they are, so the copy's window
+        // (`next_seq - message_count` ..) starts where the source's does.
+        fork_copy: FORK_COPY => format!(
+            "WITH src AS (
+                SELECT count(*) AS n, coalesce(max(seq) + 1, 0) AS next
+                FROM {s}.messages
+                WHERE session_id = $1 AND ($3::int8 IS NULL OR seq <= $3)
+            ), target AS (
+                INSERT INTO {s}.sessions
+                    (id, metadata, created_at, updated_at, next_seq, message_count, title, owner)
+                SELECT $2, s.metadata, $4, $4, src.next, src.n, s.title, s.owner
+                FROM {s}.sessions s, src WHERE s.id = $1
+                ON CONFLICT (id) DO NOTHING
+                RETURNING id, message_count, created_at, updated_at, title, owner
+            ), copied AS (
+                INSERT INTO {s}.messages {INSERT_MESSAGE_COLUMNS}
+                SELECT target.id, o.seq, {o_cols}, o.tsv
+                FROM {s}.messages o, target
+                WHERE o.session_id = $1 AND ($3::int8 IS NULL OR o.seq <= $3)
+            ), tags AS (
+                INSERT INTO {s}.session_tags (session_id, key, value)
+                SELECT target.id, g.key, g.value FROM {s}.session_tags g, target
+                WHERE g.session_id = $1
+                RETURNING key, value
+            )
+            SELECT target.message_count, target.created_at, target.updated_at,
+                target.title, target.owner,
+                ARRAY(SELECT key FROM tags ORDER BY key),
+                ARRAY(SELECT value FROM tags ORDER BY key)
+            FROM target",
+            o_cols = prefixed("o", MESSAGE_COLUMNS)
+        ),
+        /// The tags of session `$1`.
+        session_tags: TEXT => format!(
+            "SELECT key, value FROM {s}.session_tags WHERE session_id = $1"
+        ),
+        /// Sets the title `$2`, owner `$3` and expiry `$4` of session `$1` (locked), removes its
+        /// tags `$5` and sets tags `$6` to values `$7`; returns its count and times.
+        // The removed and the set keys are disjoint (one patch entry per key).
+        update_labels: UPDATE_LABELS => format!(
+            "WITH removed AS (
+                DELETE FROM {s}.session_tags WHERE session_id = $1 AND key = ANY($5::text[])
+            ), added AS (
+                INSERT INTO {s}.session_tags (session_id, key, value)
+                SELECT $1, k, v FROM unnest($6::text[], $7::text[]) AS x(k, v)
+                ON CONFLICT (session_id, key) DO UPDATE SET value = EXCLUDED.value
+            )
+            UPDATE {s}.sessions SET title = $2, owner = $3, expires_at = $4
+            WHERE id = $1
+            RETURNING message_count, created_at, updated_at, expires_at"
+        ),
+        /// One page of live sessions: see [`find_sessions`](fn@find_sessions).
+        find_sessions: FIND_SESSIONS => find_sessions(s, ""),
+        /// Like `find_sessions`, of owner `$8` only.
+        find_sessions_of_owner: FIND_SESSIONS_OF_OWNER => find_sessions(s, " AND s.owner = $8"),
     }
 }
 
@@ -563,93 +446,59 @@ fn find_sessions(s: &str, and: &str) -> String {
 /// Query, limit, session, time.
 const SEARCH_SESSION: &[Type] = &[Type::TEXT, Type::INT8, Type::TEXT, Type::TIMESTAMPTZ];
 
-/// Searching messages.
-#[derive(Debug)]
-pub(crate) struct SearchSql {
-    /// Ranked messages matching tsquery text `$1`, at most `$2`, of sessions not expired at
-    /// `$3`.
-    pub(crate) messages: Stmt,
-    /// Ranked messages matching `$1`, at most `$2`, in session `$3` unless it has expired at
-    /// `$4`.
-    pub(crate) in_session: Stmt,
-}
-
-impl SearchSql {
-    /// The statements for the quoted schema `s`, each built by `st`.
-    pub(super) fn new(s: &str, st: &Build) -> Self {
-        SearchSql {
-            messages: st(
-                format!(
-                    "SELECT m.session_id, {m_cols}, ts_rank(m.tsv, q, 1)::float8 AS score
-                     FROM {s}.messages m
-                     JOIN {s}.sessions s ON s.id = m.session_id,
-                     CAST($1::text AS tsquery) AS q
-                     WHERE m.tsv @@ q AND {live}
-                     ORDER BY score DESC, m.session_id, m.seq
-                     LIMIT $2",
-                    m_cols = prefixed("m", MESSAGE_COLUMNS),
-                    live = live_session(3)
-                ),
-                TEXT_INT8_TIME,
-            ),
-            in_session: st(
-                format!(
-                    "SELECT m.session_id, {m_cols}, ts_rank(m.tsv, q, 1)::float8 AS score
-                     FROM {s}.messages m
-                     JOIN {s}.sessions s ON s.id = m.session_id,
-                     CAST($1::text AS tsquery) AS q
-                     WHERE m.session_id = $3 AND s.id = $3 AND m.tsv @@ q AND {live}
-                     ORDER BY score DESC, m.seq
-                     LIMIT $2",
-                    m_cols = prefixed("m", MESSAGE_COLUMNS),
-                    live = live_session(4)
-                ),
-                SEARCH_SESSION,
-            ),
-        }
+statements! {
+    /// Searching messages.
+    SearchSql(s, st) {
+        /// Ranked messages matching tsquery text `$1`, at most `$2`, of sessions not expired at
+        /// `$3`.
+        messages: TEXT_INT8_TIME => format!(
+            "SELECT m.session_id, {m_cols}, ts_rank(m.tsv, q, 1)::float8 AS score
+             FROM {s}.messages m
+             JOIN {s}.sessions s ON s.id = m.session_id,
+             CAST($1::text AS tsquery) AS q
+             WHERE m.tsv @@ q AND {live}
+             ORDER BY score DESC, m.session_id, m.seq
+             LIMIT $2",
+            m_cols = prefixed("m", MESSAGE_COLUMNS),
+            live = live_session(3)
+        ),
+        /// Ranked messages matching `$1`, at most `$2`, in session `$3` unless it has expired at
+        /// `$4`.
+        in_session: SEARCH_SESSION => format!(
+            "SELECT m.session_id, {m_cols}, ts_rank(m.tsv, q, 1)::float8 AS score
+             FROM {s}.messages m
+             JOIN {s}.sessions s ON s.id = m.session_id,
+             CAST($1::text AS tsquery) AS q
+             WHERE m.session_id = $3 AND s.id = $3 AND m.tsv @@ q AND {live}
+             ORDER BY score DESC, m.seq
+             LIMIT $2",
+            m_cols = prefixed("m", MESSAGE_COLUMNS),
+            live = live_session(4)
+        ),
     }
 }
 
 const TIME_TIME: &[Type] = &[Type::TIMESTAMPTZ, Type::TIMESTAMPTZ];
 const INT8: &[Type] = &[Type::INT8];
 
-/// Purging sessions and memory items.
-#[derive(Debug)]
-pub(crate) struct RetentionSql {
-    /// Deletes the sessions expired at `$1`.
-    pub(crate) purge_expired: Stmt,
-    /// Deletes sessions last written before `$1`.
-    pub(crate) purge_age: Stmt,
-    /// Deletes all but the `$1` most recently written sessions.
-    pub(crate) purge_count: Stmt,
-    /// Deletes the memory items expired at `$1` or last updated before `$2` (none when NULL).
-    pub(crate) purge_memories: Stmt,
-}
-
-impl RetentionSql {
-    /// The statements for the quoted schema `s`, each built by `st`.
-    pub(super) fn new(s: &str, st: &Build) -> Self {
-        RetentionSql {
-            purge_expired: st(
-                format!("DELETE FROM {s}.sessions WHERE expires_at <= $1 RETURNING id"),
-                TIME,
-            ),
-            purge_age: st(
-                format!("DELETE FROM {s}.sessions WHERE updated_at < $1 RETURNING id"),
-                TIME,
-            ),
-            purge_count: st(
-                format!(
-                    "DELETE FROM {s}.sessions WHERE id IN (
-                         SELECT id FROM {s}.sessions ORDER BY updated_at DESC, id OFFSET $1
-                     ) RETURNING id"
-                ),
-                INT8,
-            ),
-            purge_memories: st(
-                format!("DELETE FROM {s}.memories WHERE expires_at <= $1 OR updated_at < $2"),
-                TIME_TIME,
-            ),
-        }
+statements! {
+    /// Purging sessions and memory items.
+    RetentionSql(s, st) {
+        /// Deletes the sessions expired at `$1`.
+        purge_expired: TIME => format!(
+            "DELETE FROM {s}.sessions WHERE expires_at <= $1 RETURNING id"
+        ),
+        /// Deletes sessions last written before `$1`.
+        purge_age: TIME => format!("DELETE FROM {s}.sessions WHERE updated_at < $1 RETURNING id"),
+        /// Deletes all but the `$1` most recently written sessions.
+        purge_count: INT8 => format!(
+            "DELETE FROM {s}.sessions WHERE id IN (
+                 SELECT id FROM {s}.sessions ORDER BY updated_at DESC, id OFFSET $1
+             ) RETURNING id"
+        ),
+        /// Deletes the memory items expired at `$1` or last updated before `$2` (none when NULL).
+        purge_memories: TIME_TIME => format!(
+            "DELETE FROM {s}.memories WHERE expires_at <= $1 OR updated_at < $2"
+        ),
     }
 }
