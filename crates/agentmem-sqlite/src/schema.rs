@@ -180,23 +180,6 @@ const MIGRATIONS: &[&str] = &[
     "#,
 ];
 
-/// The query plan of `sql` (every parameter bound to 1), one line per step: tests check that
-/// a statement uses the index meant for it.
-#[cfg(test)]
-pub(crate) fn query_plan(conn: &Connection, sql: &str) -> String {
-    let plan = || -> rusqlite::Result<String> {
-        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
-        let params = vec![1i64; stmt.parameter_count()];
-        let steps = stmt
-            .query_map(rusqlite::params_from_iter(params), |row| {
-                row.get::<_, String>(3)
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(steps.join("\n"))
-    };
-    plan().unwrap_or_else(|e| panic!("EXPLAIN QUERY PLAN {sql}: {e}"))
-}
-
 /// The stored schema version: 0 for a database without agentmem tables.
 ///
 /// This is the first read on a new connection, so a file that is not a SQLite database
@@ -273,6 +256,7 @@ fn migrate_to(conn: &mut Connection, db: &str, target: u32) -> SqlResult<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{check_fts, count, fts_hits, migrated, rows};
 
     #[test]
     fn empty_database_migrates_to_current() {
@@ -299,22 +283,11 @@ mod tests {
         .unwrap();
         assert_eq!(migrate(&mut conn, "m").unwrap(), 1);
         assert_eq!(read_version(&conn).unwrap(), SCHEMA_VERSION);
-        let hits: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM agentmem_messages_fts WHERE agentmem_messages_fts MATCH '\"latency\"'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(hits, 1);
-        let hits: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM agentmem_memories_fts WHERE agentmem_memories_fts MATCH '\"kubernetes\"'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(hits, 1);
+        assert_eq!(fts_hits(&conn, "agentmem_messages_fts", "\"latency\""), 1);
+        assert_eq!(
+            fts_hits(&conn, "agentmem_memories_fts", "\"kubernetes\""),
+            1
+        );
     }
 
     #[test]
@@ -332,43 +305,29 @@ mod tests {
         .unwrap();
         assert_eq!(migrate(&mut conn, "m").unwrap(), 2);
         assert_eq!(read_version(&conn).unwrap(), SCHEMA_VERSION);
-        let rows: Vec<(i64, String, String, Option<i64>, i64, i64)> = conn
-            .prepare(
-                "SELECT id, item_id, scope, expires_at, created_at, updated_at
-                 FROM agentmem_memories ORDER BY id",
-            )
-            .unwrap()
-            .query_map([], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
-            })
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
+        let migrated: Vec<(i64, String, String, Option<i64>, i64, i64)> = rows(
+            &conn,
+            "SELECT id, item_id, scope, expires_at, created_at, updated_at
+             FROM agentmem_memories ORDER BY id",
+            [],
+            |r| r.try_into(),
+        );
         assert_eq!(
-            rows,
+            migrated,
             [
                 (7, "i7".into(), String::new(), None, 1, 2),
                 (9, "i9".into(), String::new(), None, 3, 4)
             ]
         );
         let matching = |conn: &Connection, word: &str| -> Vec<String> {
-            conn.prepare(
+            rows(
+                conn,
                 "SELECT m.item_id FROM agentmem_memories_fts f
                  JOIN agentmem_memories m ON m.id = f.rowid
                  WHERE agentmem_memories_fts MATCH ?1 ORDER BY m.id",
+                [word],
+                |r| r.get(0),
             )
-            .unwrap()
-            .query_map([word], |r| r.get(0))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap()
         };
         assert_eq!(matching(&conn, "\"kubernetes\""), ["i7", "i9"]);
         // A key is now unique per scope and kind.
@@ -394,18 +353,12 @@ mod tests {
         assert!(matching(&conn, "\"kubernetes\"").is_empty());
         assert_eq!(matching(&conn, "\"osaka\""), ["i7"]);
         assert_eq!(matching(&conn, "\"tokyo\""), ["a1"]);
-        conn.execute(
-            "INSERT INTO agentmem_memories_fts (agentmem_memories_fts) VALUES ('integrity-check')",
+        check_fts(&conn, "agentmem_memories_fts");
+        let leftovers = count(
+            &conn,
+            "SELECT count(*) FROM sqlite_master WHERE name LIKE '%v3%' OR tbl_name LIKE '%v3%'",
             [],
-        )
-        .unwrap();
-        let leftovers: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM sqlite_master WHERE name LIKE '%v3%' OR tbl_name LIKE '%v3%'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
+        );
         assert_eq!(leftovers, 0);
     }
 
@@ -454,18 +407,13 @@ mod tests {
         assert_eq!(session.messages.len(), 3);
         assert_eq!(session.labels.owner.as_deref(), Some("ada"));
         crate::sessions::delete(&mut conn, "old").unwrap();
-        let tags: i64 = conn
-            .query_row("SELECT count(*) FROM agentmem_session_tags", [], |r| {
-                r.get(0)
-            })
-            .unwrap();
+        let tags = count(&conn, "SELECT count(*) FROM agentmem_session_tags", []);
         assert_eq!(tags, 0);
     }
 
     #[test]
     fn newer_version_is_refused_without_changes() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        migrate(&mut conn, "m").unwrap();
+        let mut conn = migrated();
         conn.execute(
             "UPDATE agentmem_schema SET version = ?1",
             [i64::from(SCHEMA_VERSION) + 1],
@@ -479,8 +427,7 @@ mod tests {
 
     #[test]
     fn missing_or_bad_version_row_is_corrupt() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        migrate(&mut conn, "m").unwrap();
+        let conn = migrated();
         conn.execute("UPDATE agentmem_schema SET version = 0", [])
             .unwrap();
         let err = read_version(&conn).unwrap_err().into_error("m");
