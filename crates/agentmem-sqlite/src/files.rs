@@ -136,7 +136,8 @@ fn explain(e: &rusqlite::Error, path: &Path) -> Option<String> {
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
 
