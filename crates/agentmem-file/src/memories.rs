@@ -281,15 +281,7 @@ impl MemoryCtx<'_> {
         }
         // Keys are unique per scope and kind: an item replaced by id may take a key another
         // (live or expired) item holds.
-        let shadowed: Vec<MemoryId> = slot
-            .items
-            .iter()
-            .filter(|i| i.id != stored.id && stored.shares_key_with(i))
-            .map(|i| i.id.clone())
-            .collect();
-        for id in shadowed {
-            self.append(slot, Record::Delete { id })?;
-        }
+        self.delete_where(slot, |i| i.id != stored.id && stored.shares_key_with(i))?;
         self.append(
             slot,
             Record::Put {
@@ -309,16 +301,25 @@ impl MemoryCtx<'_> {
     ) -> Result<u64> {
         self.sync(slot, f)?;
         let at = now();
-        let doomed: Vec<MemoryId> = slot
+        self.delete_where(slot, |i| memory_is_purged(i, cutoff, at))
+    }
+
+    /// Deletes every item `doomed` picks (one delete record each), returning how many.
+    fn delete_where(
+        &self,
+        slot: &mut MemorySlot,
+        doomed: impl Fn(&MemoryItem) -> bool,
+    ) -> Result<u64> {
+        let ids: Vec<MemoryId> = slot
             .items
             .iter()
-            .filter(|i| memory_is_purged(i, cutoff, at))
+            .filter(|i| doomed(i))
             .map(|i| i.id.clone())
             .collect();
-        for id in &doomed {
+        for id in &ids {
             self.append(slot, Record::Delete { id: id.clone() })?;
         }
-        Ok(doomed.len() as u64)
+        Ok(ids.len() as u64)
     }
 
     /// Deletes an item; `false` when it did not exist.
