@@ -255,13 +255,7 @@ impl MemoryCtx<'_> {
 
     /// Stores `item` (see `MemoryStore::put_memory`): a live item with the same id, else one
     /// with the same scope, kind and key, is replaced, keeping its id and creation time.
-    pub(crate) fn put(
-        &self,
-        slot: &mut MemorySlot,
-        item: &MemoryItem,
-        f: &mut Findings,
-    ) -> Result<MemoryItem> {
-        self.sync(slot, f)?;
+    pub(crate) fn put(&self, slot: &mut MemorySlot, item: &MemoryItem) -> Result<MemoryItem> {
         let at = now();
         let mut stored = item.clone();
         // An expired item is gone: nothing takes over its id or creation time.
@@ -297,9 +291,7 @@ impl MemoryCtx<'_> {
         &self,
         slot: &mut MemorySlot,
         cutoff: Option<DateTime<Utc>>,
-        f: &mut Findings,
     ) -> Result<u64> {
-        self.sync(slot, f)?;
         let at = now();
         self.delete_where(slot, |i| memory_is_purged(i, cutoff, at))
     }
@@ -323,13 +315,7 @@ impl MemoryCtx<'_> {
     }
 
     /// Deletes an item; `false` when it did not exist.
-    pub(crate) fn delete(
-        &self,
-        slot: &mut MemorySlot,
-        id: &MemoryId,
-        f: &mut Findings,
-    ) -> Result<bool> {
-        self.sync(slot, f)?;
+    pub(crate) fn delete(&self, slot: &mut MemorySlot, id: &MemoryId) -> Result<bool> {
         if slot.get(id).is_none() {
             return Ok(false);
         }
