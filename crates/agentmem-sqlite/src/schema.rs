@@ -14,31 +14,92 @@ use crate::error::{corrupt, SqlResult};
 /// The schema version this build writes and understands.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
-/// The triggers that keep `agentmem_memories_fts` in step with `agentmem_memories`: made by
-/// migration 2, and again by migration 3, which rebuilds the table they belong to.
-macro_rules! memories_fts_triggers {
-    () => {
-        r#"
-    CREATE TRIGGER agentmem_memories_fts_insert AFTER INSERT ON agentmem_memories BEGIN
-        INSERT INTO agentmem_memories_fts (rowid, text) VALUES (new.id, new.text);
+/// An external-content full-text index (FTS5) over one text column of a table, keyed by
+/// the table's `id`.
+struct FtsIndex {
+    table: &'static str,
+    fts: &'static str,
+    column: &'static str,
+}
+
+/// The index of message content, searched by `search_messages`.
+const MESSAGES_FTS: FtsIndex = FtsIndex {
+    table: "agentmem_messages",
+    fts: "agentmem_messages_fts",
+    column: "content",
+};
+
+/// The index of memory item text, searched by `search_memories`.
+const MEMORIES_FTS: FtsIndex = FtsIndex {
+    table: "agentmem_memories",
+    fts: "agentmem_memories_fts",
+    column: "text",
+};
+
+impl FtsIndex {
+    /// The index, its triggers, and its rebuild from the rows already stored.
+    fn create(&self) -> String {
+        let FtsIndex { table, fts, column } = self;
+        format!(
+            r#"
+    CREATE VIRTUAL TABLE {fts} USING fts5 (
+        {column}, content = '{table}', content_rowid = 'id',
+        tokenize = 'unicode61 remove_diacritics 0'
+    );{triggers}
+    INSERT INTO {fts} ({fts}) VALUES ('rebuild');
+"#,
+            triggers = self.triggers()
+        )
+    }
+
+    /// The triggers `<fts>_insert`, `<fts>_delete` and `<fts>_update`, which keep the index in
+    /// step with its table.
+    fn triggers(&self) -> String {
+        let FtsIndex { table, fts, column } = self;
+        format!(
+            r#"
+    CREATE TRIGGER {fts}_insert AFTER INSERT ON {table} BEGIN
+        INSERT INTO {fts} (rowid, {column}) VALUES (new.id, new.{column});
     END;
-    CREATE TRIGGER agentmem_memories_fts_delete AFTER DELETE ON agentmem_memories BEGIN
-        INSERT INTO agentmem_memories_fts (agentmem_memories_fts, rowid, text)
-            VALUES ('delete', old.id, old.text);
+    CREATE TRIGGER {fts}_delete AFTER DELETE ON {table} BEGIN
+        INSERT INTO {fts} ({fts}, rowid, {column})
+            VALUES ('delete', old.id, old.{column});
     END;
-    CREATE TRIGGER agentmem_memories_fts_update AFTER UPDATE OF text ON agentmem_memories BEGIN
-        INSERT INTO agentmem_memories_fts (agentmem_memories_fts, rowid, text)
-            VALUES ('delete', old.id, old.text);
-        INSERT INTO agentmem_memories_fts (rowid, text) VALUES (new.id, new.text);
+    CREATE TRIGGER {fts}_update AFTER UPDATE OF {column} ON {table} BEGIN
+        INSERT INTO {fts} ({fts}, rowid, {column})
+            VALUES ('delete', old.id, old.{column});
+        INSERT INTO {fts} (rowid, {column}) VALUES (new.id, new.{column});
     END;
 "#
-    };
+        )
+    }
+}
+
+/// One step of a migration.
+enum Step {
+    /// Statements run as they are.
+    Sql(&'static str),
+    /// [`FtsIndex::create`].
+    CreateFts(FtsIndex),
+    /// [`FtsIndex::triggers`] alone, for a table made again.
+    FtsTriggers(FtsIndex),
+}
+
+impl Step {
+    fn run(&self, conn: &Connection) -> rusqlite::Result<()> {
+        match self {
+            Step::Sql(sql) => conn.execute_batch(sql),
+            Step::CreateFts(index) => conn.execute_batch(&index.create()),
+            Step::FtsTriggers(index) => conn.execute_batch(&index.triggers()),
+        }
+    }
 }
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[
+const MIGRATIONS: &[&[Step]] = &[
     // 1: sessions, messages (live and archived, in one table), archives, memory items.
-    r#"
+    &[Step::Sql(
+        r#"
     CREATE TABLE agentmem_schema (
         singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
         version INTEGER NOT NULL,
@@ -93,46 +154,19 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX agentmem_memories_created ON agentmem_memories (created_at, id);
     "#,
+    )],
     // 2: full-text indexes over message content and memory text, kept in step by triggers,
     // built from the rows already stored.
-    concat!(
-        r#"
-    CREATE VIRTUAL TABLE agentmem_messages_fts USING fts5 (
-        content, content = 'agentmem_messages', content_rowid = 'id',
-        tokenize = 'unicode61 remove_diacritics 0'
-    );
-    CREATE TRIGGER agentmem_messages_fts_insert AFTER INSERT ON agentmem_messages BEGIN
-        INSERT INTO agentmem_messages_fts (rowid, content) VALUES (new.id, new.content);
-    END;
-    CREATE TRIGGER agentmem_messages_fts_delete AFTER DELETE ON agentmem_messages BEGIN
-        INSERT INTO agentmem_messages_fts (agentmem_messages_fts, rowid, content)
-            VALUES ('delete', old.id, old.content);
-    END;
-    CREATE TRIGGER agentmem_messages_fts_update AFTER UPDATE OF content ON agentmem_messages BEGIN
-        INSERT INTO agentmem_messages_fts (agentmem_messages_fts, rowid, content)
-            VALUES ('delete', old.id, old.content);
-        INSERT INTO agentmem_messages_fts (rowid, content) VALUES (new.id, new.content);
-    END;
-    INSERT INTO agentmem_messages_fts (agentmem_messages_fts) VALUES ('rebuild');
-
-    CREATE VIRTUAL TABLE agentmem_memories_fts USING fts5 (
-        text, content = 'agentmem_memories', content_rowid = 'id',
-        tokenize = 'unicode61 remove_diacritics 0'
-    );
-"#,
-        memories_fts_triggers!(),
-        r#"
-    INSERT INTO agentmem_memories_fts (agentmem_memories_fts) VALUES ('rebuild');
-    "#
-    ),
+    &[Step::CreateFts(MESSAGES_FTS), Step::CreateFts(MEMORIES_FTS)],
     // 3: memory item scopes and expiry. A key becomes unique per (scope, kind) instead of per
     // kind; SQLite cannot change a table constraint, so the table is rebuilt: the rows are
     // copied with their `id`s (the full-text index's rowids stay valid, so it needs no
     // rebuild), existing items become global (`scope = ''`) and never expire. The old
     // table's indexes and full-text triggers go with it (dropping it fires no trigger), and
     // are made again on the new one.
-    concat!(
-        r#"
+    &[
+        Step::Sql(
+            r#"
     CREATE TABLE agentmem_memories_v3 (
         id INTEGER PRIMARY KEY,
         item_id TEXT NOT NULL UNIQUE,
@@ -157,12 +191,14 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX agentmem_memories_expires ON agentmem_memories (expires_at)
         WHERE expires_at IS NOT NULL;
 "#,
-        memories_fts_triggers!()
-    ),
+        ),
+        Step::FtsTriggers(MEMORIES_FTS),
+    ],
     // 4: session labels and expiry. Title, owner and expiry are columns of the session row
     // (existing sessions get none of them and never expire); tags are rows of their own,
     // indexed by (key, value) for lookups, and go with their session by cascade.
-    r#"
+    &[Step::Sql(
+        r#"
     ALTER TABLE agentmem_sessions ADD COLUMN title TEXT;
     ALTER TABLE agentmem_sessions ADD COLUMN owner TEXT;
     ALTER TABLE agentmem_sessions ADD COLUMN expires_at INTEGER;
@@ -178,6 +214,7 @@ const MIGRATIONS: &[&str] = &[
     ) WITHOUT ROWID;
     CREATE INDEX agentmem_session_tags_lookup ON agentmem_session_tags (key, value, session_id);
     "#,
+    )],
 ];
 
 /// The stored schema version: 0 for a database without agentmem tables.
@@ -234,14 +271,16 @@ fn migrate_to(conn: &mut Connection, db: &str, target: u32) -> SqlResult<u32> {
     if from >= target {
         return Ok(from);
     }
-    for (index, sql) in MIGRATIONS
+    for (index, steps) in MIGRATIONS
         .iter()
         .enumerate()
         .take(target as usize)
         .skip(from as usize)
     {
         tracing::debug!(db, to = index + 1, "applying agentmem sqlite migration");
-        tx.execute_batch(sql)?;
+        for step in *steps {
+            step.run(&tx)?;
+        }
     }
     tx.execute(
         "INSERT INTO agentmem_schema (singleton, version, migrated_at) VALUES (1, ?1, ?2)
