@@ -189,7 +189,7 @@ fn info(session: &SessionId, name: String, created: i64, count: i64) -> SqlResul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{check_fts, fts_hits, migrated, rows};
+    use crate::testing::{check_fts, fts_hits, rows, with_session};
 
     fn hits(conn: &Connection, word: &str) -> i64 {
         fts_hits(conn, "agentmem_messages_fts", word)
@@ -206,10 +206,7 @@ mod tests {
 
     #[test]
     fn replace_keeps_the_full_text_index_and_sequence_numbers_in_step() {
-        let mut conn = migrated();
-        let id: SessionId = "s".parse().unwrap();
-        let old = [Message::user("walrus"), Message::user("walrus two")];
-        sessions::append(&mut conn, "s", &old).unwrap();
+        let (mut conn, id) = with_session(&[Message::user("walrus"), Message::user("walrus two")]);
         let archive = compact(&mut conn, &id, &[Message::system("summary")]).unwrap();
         assert_eq!(seqs(&conn), [(Some(1), 1), (Some(1), 2), (None, 3)]);
 

@@ -289,7 +289,7 @@ pub(crate) fn find(conn: &mut Connection, query: &SessionQuery) -> SqlResult<Ses
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{check_fts, count, fts_hits, migrated, query_plan as plan};
+    use crate::testing::{check_fts, count, fts_hits, migrated, query_plan as plan, with_session};
 
     #[test]
     fn lookups_walk_the_name_or_owner_index_without_sorting() {
@@ -324,10 +324,8 @@ mod tests {
 
     #[test]
     fn rewind_and_fork_keep_the_full_text_index_in_step() {
-        let mut conn = migrated();
-        let id: SessionId = "s".parse().unwrap();
         let batch = [Message::user("walrus"), Message::user("narwhal")];
-        sessions::append(&mut conn, "s", &batch).unwrap();
+        let (mut conn, id) = with_session(&batch);
         fork(&mut conn, &id, &"f".parse().unwrap(), Some(&batch[0].id)).unwrap();
         rewind(&mut conn, &id, &Rewind::Last(1)).unwrap();
         check_fts(&conn, "agentmem_messages_fts");
@@ -337,9 +335,7 @@ mod tests {
 
     #[test]
     fn reads_leave_out_expired_sessions_and_writes_start_afresh() {
-        let mut conn = migrated();
-        let id: SessionId = "s".parse().unwrap();
-        sessions::append(&mut conn, "s", &[Message::user("old")]).unwrap();
+        let (mut conn, id) = with_session(&[Message::user("old")]);
         update(
             &mut conn,
             &id,

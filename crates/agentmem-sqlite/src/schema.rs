@@ -297,6 +297,16 @@ mod tests {
     use super::*;
     use crate::testing::{check_fts, count, fts_hits, migrated, rows};
 
+    /// An in-memory database at schema `version`, with foreign keys on as the store opens it
+    /// (dropping a table with foreign keys on deletes its rows first).
+    fn at_version(version: u32) -> Connection {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        migrate_to(&mut conn, "m", version).unwrap();
+        assert_eq!(read_version(&conn).unwrap(), version);
+        conn
+    }
+
     #[test]
     fn empty_database_migrates_to_current() {
         let mut conn = Connection::open_in_memory().unwrap();
@@ -309,9 +319,7 @@ mod tests {
 
     #[test]
     fn version_1_data_is_indexed_by_migration_2() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        migrate_to(&mut conn, "m", 1).unwrap();
-        assert_eq!(read_version(&conn).unwrap(), 1);
+        let mut conn = at_version(1);
         conn.execute_batch(
             "INSERT INTO agentmem_sessions (name, created_at, updated_at) VALUES ('s', 0, 0);
              INSERT INTO agentmem_messages (session_id, seq, message_id, role, content, timestamp)
@@ -331,10 +339,7 @@ mod tests {
 
     #[test]
     fn version_2_memories_become_global_in_migration_3_and_stay_searchable() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        // As the store opens it: dropping a table with foreign keys on deletes its rows first.
-        conn.pragma_update(None, "foreign_keys", true).unwrap();
-        migrate_to(&mut conn, "m", 2).unwrap();
+        let mut conn = at_version(2);
         conn.execute_batch(
             "INSERT INTO agentmem_memories (id, item_id, kind, key, text, created_at, updated_at)
                  VALUES (7, 'i7', 'fact', 'name', 'name is kubernetes', 1, 2);
@@ -403,9 +408,7 @@ mod tests {
 
     #[test]
     fn version_3_sessions_read_back_after_migration_4_without_labels_or_expiry() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        conn.pragma_update(None, "foreign_keys", true).unwrap();
-        migrate_to(&mut conn, "m", 3).unwrap();
+        let mut conn = at_version(3);
         conn.execute_batch(
             "INSERT INTO agentmem_sessions
                  (id, name, metadata, message_count, next_seq, created_at, updated_at)

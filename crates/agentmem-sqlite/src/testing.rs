@@ -1,6 +1,7 @@
 //! Helpers for the unit tests: a migrated database, and the few queries tests run on it
 //! directly (counts, rows, query plans, full-text index checks).
 
+use agentmem_core::{Message, SessionId};
 use rusqlite::{Connection, Params, Row};
 
 /// A private in-memory database at the current schema version.
@@ -8,6 +9,13 @@ pub(crate) fn migrated() -> Connection {
     let mut conn = Connection::open_in_memory().unwrap();
     crate::schema::migrate(&mut conn, "m").unwrap();
     conn
+}
+
+/// A migrated in-memory database holding the session `s` with `messages`, and its id.
+pub(crate) fn with_session(messages: &[Message]) -> (Connection, SessionId) {
+    let mut conn = migrated();
+    crate::sessions::append(&mut conn, "s", messages).unwrap();
+    (conn, "s".parse().unwrap())
 }
 
 /// Every row `sql` yields with `params` bound, decoded by `decode`.
