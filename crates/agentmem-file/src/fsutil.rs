@@ -236,24 +236,16 @@ pub(crate) mod tests {
         let agents = dir.path().join("agents");
         let before = synced(&agents);
         let id = SessionId::new("new_one").expect("id");
-        store
-            .append_one(&id, Message::user("hello"))
-            .await
-            .expect("append");
-        assert_eq!(
-            synced(&agents),
-            before + 1,
-            "agents/ synced once for the new folder"
-        );
-        store
-            .append_one(&id, Message::user("again"))
-            .await
-            .expect("append");
-        assert_eq!(
-            synced(&agents),
-            before + 1,
-            "not again for an existing session"
-        );
+        for (text, why) in [
+            ("hello", "agents/ synced once for the new folder"),
+            ("again", "not again for an existing session"),
+        ] {
+            store
+                .append_one(&id, Message::user(text))
+                .await
+                .expect("append");
+            assert_eq!(synced(&agents), before + 1, "{why}");
+        }
     }
 
     /// This machine's file systems keep case apart (the probe leaves nothing behind); the

@@ -325,11 +325,13 @@ impl FileStore {
         result
     }
 
-    /// Runs `op` on the memory log with its in-process mutex and exclusive file lock held.
+    /// Runs `op` on the memory log with its in-process mutex and exclusive file lock held,
+    /// after bringing the cached items up to date with the file (every operation starts from
+    /// what other processes wrote).
     pub(crate) async fn memory_op<T, F>(&self, op: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&MemoryCtx<'_>, &mut MemorySlot, &mut Findings) -> Result<T> + Send + 'static,
+        F: FnOnce(&MemoryCtx<'_>, &mut MemorySlot) -> Result<T> + Send + 'static,
     {
         let mut guard = self.inner.memories.clone().lock_owned().await;
         let inner = self.inner.clone();
@@ -346,7 +348,8 @@ impl FileStore {
             let mut findings = Findings::new(true);
             let result = {
                 let _held = FileLockGuard::exclusive(&lock, lock_path)?;
-                op(&ctx, &mut guard, &mut findings)
+                ctx.sync(&mut guard, &mut findings)
+                    .and_then(|()| op(&ctx, &mut guard))
             };
             guard.lock_file = Some(lock);
             inner.repairs.extend(&findings);

@@ -255,13 +255,7 @@ impl MemoryCtx<'_> {
 
     /// Stores `item` (see `MemoryStore::put_memory`): a live item with the same id, else one
     /// with the same scope, kind and key, is replaced, keeping its id and creation time.
-    pub(crate) fn put(
-        &self,
-        slot: &mut MemorySlot,
-        item: &MemoryItem,
-        f: &mut Findings,
-    ) -> Result<MemoryItem> {
-        self.sync(slot, f)?;
+    pub(crate) fn put(&self, slot: &mut MemorySlot, item: &MemoryItem) -> Result<MemoryItem> {
         let at = now();
         let mut stored = item.clone();
         // An expired item is gone: nothing takes over its id or creation time.
@@ -281,15 +275,7 @@ impl MemoryCtx<'_> {
         }
         // Keys are unique per scope and kind: an item replaced by id may take a key another
         // (live or expired) item holds.
-        let shadowed: Vec<MemoryId> = slot
-            .items
-            .iter()
-            .filter(|i| i.id != stored.id && stored.shares_key_with(i))
-            .map(|i| i.id.clone())
-            .collect();
-        for id in shadowed {
-            self.append(slot, Record::Delete { id })?;
-        }
+        self.delete_where(slot, |i| i.id != stored.id && stored.shares_key_with(i))?;
         self.append(
             slot,
             Record::Put {
@@ -305,30 +291,31 @@ impl MemoryCtx<'_> {
         &self,
         slot: &mut MemorySlot,
         cutoff: Option<DateTime<Utc>>,
-        f: &mut Findings,
     ) -> Result<u64> {
-        self.sync(slot, f)?;
         let at = now();
-        let doomed: Vec<MemoryId> = slot
+        self.delete_where(slot, |i| memory_is_purged(i, cutoff, at))
+    }
+
+    /// Deletes every item `doomed` picks (one delete record each), returning how many.
+    fn delete_where(
+        &self,
+        slot: &mut MemorySlot,
+        doomed: impl Fn(&MemoryItem) -> bool,
+    ) -> Result<u64> {
+        let ids: Vec<MemoryId> = slot
             .items
             .iter()
-            .filter(|i| memory_is_purged(i, cutoff, at))
+            .filter(|i| doomed(i))
             .map(|i| i.id.clone())
             .collect();
-        for id in &doomed {
+        for id in &ids {
             self.append(slot, Record::Delete { id: id.clone() })?;
         }
-        Ok(doomed.len() as u64)
+        Ok(ids.len() as u64)
     }
 
     /// Deletes an item; `false` when it did not exist.
-    pub(crate) fn delete(
-        &self,
-        slot: &mut MemorySlot,
-        id: &MemoryId,
-        f: &mut Findings,
-    ) -> Result<bool> {
-        self.sync(slot, f)?;
+    pub(crate) fn delete(&self, slot: &mut MemorySlot, id: &MemoryId) -> Result<bool> {
         if slot.get(id).is_none() {
             return Ok(false);
         }

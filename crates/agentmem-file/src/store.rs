@@ -414,7 +414,7 @@ impl SessionStore for FileStore {
         }
         let memory_cutoff = memory_retention_cutoff(policy, now());
         report.memories_deleted = self
-            .memory_op(move |ctx, slot, f| ctx.purge(slot, memory_cutoff, f))
+            .memory_op(move |ctx, slot| ctx.purge(slot, memory_cutoff))
             .await?;
         Ok(report)
     }
@@ -481,14 +481,12 @@ impl SessionStore for FileStore {
 impl MemoryStore for FileStore {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         let item = item.clone();
-        self.memory_op(move |ctx, slot, f| ctx.put(slot, &item, f))
-            .await
+        self.memory_op(move |ctx, slot| ctx.put(slot, &item)).await
     }
 
     async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
         let id = id.to_string();
-        self.memory_op(move |ctx, slot, f| {
-            ctx.sync(slot, f)?;
+        self.memory_op(move |_, slot| {
             let at = now();
             Ok(slot.get(&id).filter(|i| !i.is_expired_at(at)).cloned())
         })
@@ -497,27 +495,20 @@ impl MemoryStore for FileStore {
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
         let filter = filter.clone();
-        self.memory_op(move |ctx, slot, f| {
-            ctx.sync(slot, f)?;
-            // Oldest first; equal times keep first-stored order.
-            Ok(select_memories(slot.items(), &filter))
-        })
-        .await
+        // Oldest first; equal times keep first-stored order.
+        self.memory_op(move |_, slot| Ok(select_memories(slot.items(), &filter)))
+            .await
     }
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
         let query = query.to_string();
         let filter = filter.clone();
-        self.memory_op(move |ctx, slot, f| {
-            ctx.sync(slot, f)?;
-            Ok(rank_memories(&query, slot.items(), &filter))
-        })
-        .await
+        self.memory_op(move |_, slot| Ok(rank_memories(&query, slot.items(), &filter)))
+            .await
     }
 
     async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
         let id = id.clone();
-        self.memory_op(move |ctx, slot, f| ctx.delete(slot, &id, f))
-            .await
+        self.memory_op(move |ctx, slot| ctx.delete(slot, &id)).await
     }
 }

@@ -11,7 +11,7 @@ mod common;
 
 use agentmem_core::{AgentMemoryExt, Message, SessionId};
 use agentmem_file::{Durability, FileStore};
-use common::{load_some, open_with, sid};
+use common::{contents, load_some, open_with, sid};
 
 fn tagged(writer: usize, i: usize) -> Message {
     Message::user(format!("w{writer} #{i}"))
@@ -91,14 +91,8 @@ async fn an_idle_lease_hands_the_session_to_another_store() {
     a.append_one(&id, tagged(0, 2))
         .await
         .expect("a appends again");
-    let seen: Vec<String> = a
-        .messages(&id)
-        .await
-        .expect("load")
-        .into_iter()
-        .map(|m| m.content)
-        .collect();
-    assert_eq!(seen, ["w0 #0", "w0 #1", "w1 #0", "w0 #2"]);
+    let seen = a.messages(&id).await.expect("load");
+    assert_eq!(contents(&seen), ["w0 #0", "w0 #1", "w1 #0", "w0 #2"]);
     // Once both are idle, the lock is free for anyone.
     let lock = std::fs::File::open(dir.path().join("locks/handed_over.lock")).expect("lock file");
     tokio::time::timeout(Duration::from_secs(30), async {

@@ -14,7 +14,7 @@ use agentmem_file::{FileConfig, FileStore};
 use agentmem_formats::swarms::archive_file_stem;
 use agentmem_formats::time::isoformat;
 use chrono::{DateTime, Utc};
-use common::{at, fresh, load_some, open, sid};
+use common::{at, contents, fresh, load_some, open, sid};
 
 /// [`at`] `s` seconds and `micros` microseconds.
 fn t(s: u32, micros: i64) -> DateTime<Utc> {
@@ -231,10 +231,7 @@ async fn stores_sharing_a_root_see_each_others_writes() {
         .await
         .expect("append");
     let now = a.messages(&id).await.expect("load");
-    assert_eq!(
-        now.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(),
-        ["summary", "after"]
-    );
+    assert_eq!(contents(&now), ["summary", "after"]);
     assert_eq!(
         b.list_archives(&id).await.expect("archives")[0].message_count,
         20

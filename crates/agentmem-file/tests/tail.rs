@@ -13,7 +13,7 @@ mod common;
 use agentmem_core::history::tail;
 use agentmem_core::{ErrorKind, Layered, Message, Metadata, SessionId, SessionStore};
 use agentmem_file::{FileStore, RepairKind};
-use common::{fresh, open, sid};
+use common::{contents, fresh, open, sid};
 use tempfile::TempDir;
 
 fn log_path(store: &Layered<FileStore>, id: &SessionId) -> PathBuf {
@@ -266,8 +266,7 @@ async fn a_torn_last_line_is_repaired_before_the_window_is_read() {
         append_raw(&path, torn);
         let s = store.load(&id, Some(3)).await.unwrap().unwrap();
         assert_eq!(s.total_messages, 31);
-        let contents: Vec<&str> = s.messages.iter().map(|m| m.content.as_str()).collect();
-        assert_eq!(contents, ["m28", "m29", "appended elsewhere"]);
+        assert_eq!(contents(&s.messages), ["m28", "m29", "appended elsewhere"]);
         assert_eq!(
             std::fs::metadata(&path).unwrap().len(),
             before + good.len() as u64,
@@ -298,8 +297,7 @@ async fn a_complete_unparsable_last_line_is_set_aside_not_truncated() {
     let bad = b"[{\"id\":\"x\"}, not json\n";
     append_raw(&path, bad);
     let s = store.load(&id, Some(3)).await.unwrap().unwrap();
-    let contents: Vec<&str> = s.messages.iter().map(|m| m.content.as_str()).collect();
-    assert_eq!(contents, ["m7", "m8", "m9"]);
+    assert_eq!(contents(&s.messages), ["m7", "m8", "m9"]);
     assert_eq!(s.total_messages, 10);
     let kinds: Vec<RepairKind> = store.repairs().iter().map(|r| r.kind).collect();
     assert_eq!(kinds, [RepairKind::Quarantined]);

@@ -29,16 +29,21 @@ pub(crate) fn read_text<R: Read>(mut reader: R, source: &str) -> Result<String> 
         .map_err(|e| Error::corrupt(format!("{source} is not UTF-8 text")).with_source(e))
 }
 
-/// What `pick` keeps of the entries of the folder `dir`, sorted; errors name the folder.
-pub(crate) fn list_dir<T: Ord>(
+/// What `pick` keeps of the entries of the folder `dir`, sorted; `NotFound` with the message
+/// `none` when it keeps nothing. Other errors name the folder.
+pub(crate) fn find_in_dir<T: Ord>(
     dir: &Path,
     mut pick: impl FnMut(&std::fs::DirEntry) -> Option<T>,
+    none: impl FnOnce() -> String,
 ) -> Result<Vec<T>> {
     let entries = std::fs::read_dir(dir).map_err(|e| io_error(dir, "list", e))?;
     let mut found = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| io_error(dir, "list", e))?;
         found.extend(pick(&entry));
+    }
+    if found.is_empty() {
+        return Err(Error::not_found(none()));
     }
     found.sort();
     Ok(found)

@@ -68,7 +68,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::document::{derived_id, read_sessions, session_id_from};
-use crate::fs::{create_dir_all, list_dir, read_text, read_to_string, write_all, write_atomic};
+use crate::fs::{create_dir_all, find_in_dir, read_text, read_to_string, write_all, write_atomic};
 use crate::time::{isoformat, parse_iso_time};
 use crate::{ArchiveExport, ExportDocument, Format, SessionExport};
 
@@ -291,17 +291,14 @@ fn session_files(path: &Path) -> Result<Vec<PathBuf>> {
     if !path.is_dir() {
         return Ok(vec![path.to_path_buf()]);
     }
-    let files = list_dir(path, |entry| {
-        let p = entry.path();
-        (p.extension().is_some_and(|e| e == "json") && p.is_file()).then_some(p)
-    })?;
-    if files.is_empty() {
-        return Err(Error::not_found(format!(
-            "{}: no *.json session files there",
-            path.display()
-        )));
-    }
-    Ok(files)
+    find_in_dir(
+        path,
+        |entry| {
+            let p = entry.path();
+            (p.extension().is_some_and(|e| e == "json") && p.is_file()).then_some(p)
+        },
+        || format!("{}: no *.json session files there", path.display()),
+    )
 }
 
 /// Writes the session file ([`render`]) to `writer`.

@@ -26,6 +26,7 @@
     reason = "a test or bench crate: nothing in it is public API, and a failed unwrap is a failed test"
 )]
 
+use std::cell::RefCell;
 use std::path::Path;
 
 use agentmem_core::{Layered, Message, MessageId, Metadata, Role, SessionId, SessionStore};
@@ -48,6 +49,20 @@ fn temp_store(rt: &Runtime, synchronous: Synchronous) -> (tempfile::TempDir, Lay
     let store = rt.block_on(store(dir.path(), synchronous));
     (dir, store)
 }
+
+/// The backend and the baseline side by side at `synchronous=normal`, in a new temporary
+/// folder (removed when dropped).
+fn normal_pair(rt: &Runtime) -> (tempfile::TempDir, Layered<SqliteStore>, RefCell<Raw>) {
+    let (dir, store) = temp_store(rt, Synchronous::Normal);
+    let raw = RefCell::new(Raw::open(dir.path(), Synchronous::Normal));
+    (dir, store, raw)
+}
+
+/// The benchmark names of [`normal_pair`]: the backend's, then the baseline's.
+const NORMAL_NAMES: [&str; 2] = [
+    "agentmem/synchronous=normal",
+    "raw_rusqlite/synchronous=normal",
+];
 
 /// The baseline: plain rusqlite on a table shaped like the backend's.
 struct Raw {
@@ -210,16 +225,12 @@ fn append_one(c: &mut Criterion) {
 
 fn append_batch_1000(c: &mut Criterion) {
     let rt = runtime();
-    let (dir, store) = temp_store(&rt, Synchronous::Normal);
-    let raw = std::cell::RefCell::new(Raw::open(dir.path(), Synchronous::Normal));
+    let (_dir, store, raw) = normal_pair(&rt);
     side_by_side::append_batch_1000(
         c,
         &rt,
         &store,
-        [
-            "agentmem/synchronous=normal",
-            "raw_rusqlite/synchronous=normal",
-        ],
+        NORMAL_NAMES,
         |batch| raw.borrow_mut().append("batch", batch),
         || raw.borrow_mut().clear("batch"),
     );
@@ -269,16 +280,12 @@ fn reads(c: &mut Criterion) {
 
 fn compact(c: &mut Criterion) {
     let rt = runtime();
-    let (dir, store) = temp_store(&rt, Synchronous::Normal);
-    let raw = std::cell::RefCell::new(Raw::open(dir.path(), Synchronous::Normal));
+    let (_dir, store, raw) = normal_pair(&rt);
     side_by_side::compact(
         c,
         &rt,
         &store,
-        [
-            "agentmem/synchronous=normal",
-            "raw_rusqlite/synchronous=normal",
-        ],
+        NORMAL_NAMES,
         |history| {
             let mut raw = raw.borrow_mut();
             raw.clear("compact");

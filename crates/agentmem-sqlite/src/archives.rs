@@ -189,32 +189,24 @@ fn info(session: &SessionId, name: String, created: i64, count: i64) -> SqlResul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{check_fts, fts_hits, rows, with_session};
 
     fn hits(conn: &Connection, word: &str) -> i64 {
-        conn.query_row(
-            "SELECT count(*) FROM agentmem_messages_fts WHERE agentmem_messages_fts MATCH ?1",
-            [word],
-            |r| r.get(0),
-        )
-        .unwrap()
+        fts_hits(conn, "agentmem_messages_fts", word)
     }
 
     fn seqs(conn: &Connection) -> Vec<(Option<i64>, i64)> {
-        conn.prepare("SELECT archive_id, seq FROM agentmem_messages ORDER BY seq")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap()
+        rows(
+            conn,
+            "SELECT archive_id, seq FROM agentmem_messages ORDER BY seq",
+            [],
+            |r| r.try_into(),
+        )
     }
 
     #[test]
     fn replace_keeps_the_full_text_index_and_sequence_numbers_in_step() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        crate::schema::migrate(&mut conn, "m").unwrap();
-        let id: SessionId = "s".parse().unwrap();
-        let old = [Message::user("walrus"), Message::user("walrus two")];
-        sessions::append(&mut conn, "s", &old).unwrap();
+        let (mut conn, id) = with_session(&[Message::user("walrus"), Message::user("walrus two")]);
         let archive = compact(&mut conn, &id, &[Message::system("summary")]).unwrap();
         assert_eq!(seqs(&conn), [(Some(1), 1), (Some(1), 2), (None, 3)]);
 
@@ -247,11 +239,7 @@ mod tests {
         replace(&mut conn, &id, &archive.id, &longer[2..]).unwrap();
         assert_eq!(seqs(&conn), [(Some(1), 1), (None, 3), (None, 5)]);
         assert_eq!(hits(&conn, "orca"), 1);
-        conn.execute(
-            "INSERT INTO agentmem_messages_fts (agentmem_messages_fts) VALUES ('integrity-check')",
-            [],
-        )
-        .unwrap();
+        check_fts(&conn, "agentmem_messages_fts");
 
         // A missing archive changes nothing and leaves no transaction open.
         let missing = ArchiveId::new("history_1999-01-01_00-00-00").unwrap();

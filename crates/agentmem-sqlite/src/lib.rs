@@ -23,6 +23,8 @@ mod schema;
 mod search;
 mod sessions;
 mod store;
+#[cfg(test)]
+mod testing;
 mod tx;
 
 pub use config::{Location, SqliteConfig, Synchronous};

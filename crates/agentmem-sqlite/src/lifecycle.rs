@@ -289,13 +289,7 @@ pub(crate) fn find(conn: &mut Connection, query: &SessionQuery) -> SqlResult<Ses
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::query_plan as plan;
-
-    fn migrated() -> Connection {
-        let mut conn = Connection::open_in_memory().unwrap();
-        crate::schema::migrate(&mut conn, "m").unwrap();
-        conn
-    }
+    use crate::testing::{check_fts, count, fts_hits, migrated, query_plan as plan, with_session};
 
     #[test]
     fn lookups_walk_the_name_or_owner_index_without_sorting() {
@@ -330,40 +324,18 @@ mod tests {
 
     #[test]
     fn rewind_and_fork_keep_the_full_text_index_in_step() {
-        let mut conn = migrated();
-        let id: SessionId = "s".parse().unwrap();
         let batch = [Message::user("walrus"), Message::user("narwhal")];
-        sessions::append(&mut conn, "s", &batch).unwrap();
+        let (mut conn, id) = with_session(&batch);
         fork(&mut conn, &id, &"f".parse().unwrap(), Some(&batch[0].id)).unwrap();
         rewind(&mut conn, &id, &Rewind::Last(1)).unwrap();
-        conn.execute(
-            "INSERT INTO agentmem_messages_fts (agentmem_messages_fts) VALUES ('integrity-check')",
-            [],
-        )
-        .unwrap();
-        let hits: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM agentmem_messages_fts WHERE agentmem_messages_fts MATCH ?1",
-                ["narwhal"],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(hits, 0);
-        let hits: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM agentmem_messages_fts WHERE agentmem_messages_fts MATCH ?1",
-                ["walrus"],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(hits, 2);
+        check_fts(&conn, "agentmem_messages_fts");
+        assert_eq!(fts_hits(&conn, "agentmem_messages_fts", "narwhal"), 0);
+        assert_eq!(fts_hits(&conn, "agentmem_messages_fts", "walrus"), 2);
     }
 
     #[test]
     fn reads_leave_out_expired_sessions_and_writes_start_afresh() {
-        let mut conn = migrated();
-        let id: SessionId = "s".parse().unwrap();
-        sessions::append(&mut conn, "s", &[Message::user("old")]).unwrap();
+        let (mut conn, id) = with_session(&[Message::user("old")]);
         update(
             &mut conn,
             &id,
@@ -384,11 +356,7 @@ mod tests {
         assert_eq!(session.messages.len(), 1);
         assert!(session.labels.is_empty());
         assert_eq!(session.expires_at, None);
-        let tags: i64 = conn
-            .query_row("SELECT count(*) FROM agentmem_session_tags", [], |r| {
-                r.get(0)
-            })
-            .unwrap();
+        let tags = count(&conn, "SELECT count(*) FROM agentmem_session_tags", []);
         assert_eq!(tags, 0, "the old session's tags went with it");
     }
 }

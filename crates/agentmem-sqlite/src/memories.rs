@@ -171,12 +171,11 @@ mod tests {
     use agentmem_core::{MemoryKind, MemoryScope};
 
     use super::*;
-    use crate::schema::query_plan as plan;
+    use crate::testing::{migrated, query_plan as plan};
 
     #[test]
     fn listing_by_scope_uses_the_scope_index() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        crate::schema::migrate(&mut conn, "m").unwrap();
+        let conn = migrated();
         let scopes = [
             "agent:a/workspace:w".to_string(),
             "agent:a".into(),
@@ -197,8 +196,7 @@ mod tests {
 
     #[test]
     fn an_unreadable_scope_is_corrupt() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        crate::schema::migrate(&mut conn, "m").unwrap();
+        let mut conn = migrated();
         let item = MemoryItem::new(MemoryKind::Fact, "x").in_scope(MemoryScope::agent("a"));
         put(&mut conn, &item).unwrap();
         assert_eq!(get(&mut conn, &item.id).unwrap(), Some(item.clone()));

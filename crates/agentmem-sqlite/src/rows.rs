@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use agentmem_core::{MemoryId, MemoryItem, MemoryScope, Message, MessageId, Metadata, Role};
 use chrono::{DateTime, Utc};
 use rusqlite::{Row, Rows};
+use serde::de::DeserializeOwned;
 
 use crate::error::{corrupt, SqlResult};
 
@@ -43,25 +44,23 @@ pub(crate) fn metadata_text(metadata: &Metadata) -> SqlResult<Option<String>> {
 
 /// Stored metadata.
 pub(crate) fn metadata(text: Option<&str>) -> SqlResult<Metadata> {
-    match text {
-        None => Ok(Metadata::new()),
-        Some(text) => serde_json::from_str(text).map_err(|e| {
-            corrupt(format!(
-                "metadata ({e}): {}",
-                text.chars().take(60).collect::<String>()
-            ))
-        }),
-    }
+    json_or_empty(text, "metadata")
 }
 
 /// A session's tags, read from the JSON object SQLite's `json_group_object` builds from its
 /// tag rows (`NULL` or `{}` without tags).
 pub(crate) fn tags(text: Option<&str>) -> SqlResult<BTreeMap<String, String>> {
+    json_or_empty(text, "session tags")
+}
+
+/// A JSON column holding `what`: empty (the default) when `NULL`, `CorruptData` quoting the
+/// start of the text when it does not parse.
+fn json_or_empty<T: DeserializeOwned + Default>(text: Option<&str>, what: &str) -> SqlResult<T> {
     match text {
-        None => Ok(BTreeMap::new()),
+        None => Ok(T::default()),
         Some(text) => serde_json::from_str(text).map_err(|e| {
             corrupt(format!(
-                "session tags ({e}): {}",
+                "{what} ({e}): {}",
                 text.chars().take(60).collect::<String>()
             ))
         }),

@@ -14,31 +14,92 @@ use crate::error::{corrupt, SqlResult};
 /// The schema version this build writes and understands.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
-/// The triggers that keep `agentmem_memories_fts` in step with `agentmem_memories`: made by
-/// migration 2, and again by migration 3, which rebuilds the table they belong to.
-macro_rules! memories_fts_triggers {
-    () => {
-        r#"
-    CREATE TRIGGER agentmem_memories_fts_insert AFTER INSERT ON agentmem_memories BEGIN
-        INSERT INTO agentmem_memories_fts (rowid, text) VALUES (new.id, new.text);
+/// An external-content full-text index (FTS5) over one text column of a table, keyed by
+/// the table's `id`.
+struct FtsIndex {
+    table: &'static str,
+    fts: &'static str,
+    column: &'static str,
+}
+
+/// The index of message content, searched by `search_messages`.
+const MESSAGES_FTS: FtsIndex = FtsIndex {
+    table: "agentmem_messages",
+    fts: "agentmem_messages_fts",
+    column: "content",
+};
+
+/// The index of memory item text, searched by `search_memories`.
+const MEMORIES_FTS: FtsIndex = FtsIndex {
+    table: "agentmem_memories",
+    fts: "agentmem_memories_fts",
+    column: "text",
+};
+
+impl FtsIndex {
+    /// The index, its triggers, and its rebuild from the rows already stored.
+    fn create(&self) -> String {
+        let FtsIndex { table, fts, column } = self;
+        format!(
+            r#"
+    CREATE VIRTUAL TABLE {fts} USING fts5 (
+        {column}, content = '{table}', content_rowid = 'id',
+        tokenize = 'unicode61 remove_diacritics 0'
+    );{triggers}
+    INSERT INTO {fts} ({fts}) VALUES ('rebuild');
+"#,
+            triggers = self.triggers()
+        )
+    }
+
+    /// The triggers `<fts>_insert`, `<fts>_delete` and `<fts>_update`, which keep the index in
+    /// step with its table.
+    fn triggers(&self) -> String {
+        let FtsIndex { table, fts, column } = self;
+        format!(
+            r#"
+    CREATE TRIGGER {fts}_insert AFTER INSERT ON {table} BEGIN
+        INSERT INTO {fts} (rowid, {column}) VALUES (new.id, new.{column});
     END;
-    CREATE TRIGGER agentmem_memories_fts_delete AFTER DELETE ON agentmem_memories BEGIN
-        INSERT INTO agentmem_memories_fts (agentmem_memories_fts, rowid, text)
-            VALUES ('delete', old.id, old.text);
+    CREATE TRIGGER {fts}_delete AFTER DELETE ON {table} BEGIN
+        INSERT INTO {fts} ({fts}, rowid, {column})
+            VALUES ('delete', old.id, old.{column});
     END;
-    CREATE TRIGGER agentmem_memories_fts_update AFTER UPDATE OF text ON agentmem_memories BEGIN
-        INSERT INTO agentmem_memories_fts (agentmem_memories_fts, rowid, text)
-            VALUES ('delete', old.id, old.text);
-        INSERT INTO agentmem_memories_fts (rowid, text) VALUES (new.id, new.text);
+    CREATE TRIGGER {fts}_update AFTER UPDATE OF {column} ON {table} BEGIN
+        INSERT INTO {fts} ({fts}, rowid, {column})
+            VALUES ('delete', old.id, old.{column});
+        INSERT INTO {fts} (rowid, {column}) VALUES (new.id, new.{column});
     END;
 "#
-    };
+        )
+    }
+}
+
+/// One step of a migration.
+enum Step {
+    /// Statements run as they are.
+    Sql(&'static str),
+    /// [`FtsIndex::create`].
+    CreateFts(FtsIndex),
+    /// [`FtsIndex::triggers`] alone, for a table made again.
+    FtsTriggers(FtsIndex),
+}
+
+impl Step {
+    fn run(&self, conn: &Connection) -> rusqlite::Result<()> {
+        match self {
+            Step::Sql(sql) => conn.execute_batch(sql),
+            Step::CreateFts(index) => conn.execute_batch(&index.create()),
+            Step::FtsTriggers(index) => conn.execute_batch(&index.triggers()),
+        }
+    }
 }
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[
+const MIGRATIONS: &[&[Step]] = &[
     // 1: sessions, messages (live and archived, in one table), archives, memory items.
-    r#"
+    &[Step::Sql(
+        r#"
     CREATE TABLE agentmem_schema (
         singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
         version INTEGER NOT NULL,
@@ -93,46 +154,19 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX agentmem_memories_created ON agentmem_memories (created_at, id);
     "#,
+    )],
     // 2: full-text indexes over message content and memory text, kept in step by triggers,
     // built from the rows already stored.
-    concat!(
-        r#"
-    CREATE VIRTUAL TABLE agentmem_messages_fts USING fts5 (
-        content, content = 'agentmem_messages', content_rowid = 'id',
-        tokenize = 'unicode61 remove_diacritics 0'
-    );
-    CREATE TRIGGER agentmem_messages_fts_insert AFTER INSERT ON agentmem_messages BEGIN
-        INSERT INTO agentmem_messages_fts (rowid, content) VALUES (new.id, new.content);
-    END;
-    CREATE TRIGGER agentmem_messages_fts_delete AFTER DELETE ON agentmem_messages BEGIN
-        INSERT INTO agentmem_messages_fts (agentmem_messages_fts, rowid, content)
-            VALUES ('delete', old.id, old.content);
-    END;
-    CREATE TRIGGER agentmem_messages_fts_update AFTER UPDATE OF content ON agentmem_messages BEGIN
-        INSERT INTO agentmem_messages_fts (agentmem_messages_fts, rowid, content)
-            VALUES ('delete', old.id, old.content);
-        INSERT INTO agentmem_messages_fts (rowid, content) VALUES (new.id, new.content);
-    END;
-    INSERT INTO agentmem_messages_fts (agentmem_messages_fts) VALUES ('rebuild');
-
-    CREATE VIRTUAL TABLE agentmem_memories_fts USING fts5 (
-        text, content = 'agentmem_memories', content_rowid = 'id',
-        tokenize = 'unicode61 remove_diacritics 0'
-    );
-"#,
-        memories_fts_triggers!(),
-        r#"
-    INSERT INTO agentmem_memories_fts (agentmem_memories_fts) VALUES ('rebuild');
-    "#
-    ),
+    &[Step::CreateFts(MESSAGES_FTS), Step::CreateFts(MEMORIES_FTS)],
     // 3: memory item scopes and expiry. A key becomes unique per (scope, kind) instead of per
     // kind; SQLite cannot change a table constraint, so the table is rebuilt: the rows are
     // copied with their `id`s (the full-text index's rowids stay valid, so it needs no
     // rebuild), existing items become global (`scope = ''`) and never expire. The old
     // table's indexes and full-text triggers go with it (dropping it fires no trigger), and
     // are made again on the new one.
-    concat!(
-        r#"
+    &[
+        Step::Sql(
+            r#"
     CREATE TABLE agentmem_memories_v3 (
         id INTEGER PRIMARY KEY,
         item_id TEXT NOT NULL UNIQUE,
@@ -157,12 +191,14 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX agentmem_memories_expires ON agentmem_memories (expires_at)
         WHERE expires_at IS NOT NULL;
 "#,
-        memories_fts_triggers!()
-    ),
+        ),
+        Step::FtsTriggers(MEMORIES_FTS),
+    ],
     // 4: session labels and expiry. Title, owner and expiry are columns of the session row
     // (existing sessions get none of them and never expire); tags are rows of their own,
     // indexed by (key, value) for lookups, and go with their session by cascade.
-    r#"
+    &[Step::Sql(
+        r#"
     ALTER TABLE agentmem_sessions ADD COLUMN title TEXT;
     ALTER TABLE agentmem_sessions ADD COLUMN owner TEXT;
     ALTER TABLE agentmem_sessions ADD COLUMN expires_at INTEGER;
@@ -178,24 +214,8 @@ const MIGRATIONS: &[&str] = &[
     ) WITHOUT ROWID;
     CREATE INDEX agentmem_session_tags_lookup ON agentmem_session_tags (key, value, session_id);
     "#,
+    )],
 ];
-
-/// The query plan of `sql` (every parameter bound to 1), one line per step: tests check that
-/// a statement uses the index meant for it.
-#[cfg(test)]
-pub(crate) fn query_plan(conn: &Connection, sql: &str) -> String {
-    let plan = || -> rusqlite::Result<String> {
-        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
-        let params = vec![1i64; stmt.parameter_count()];
-        let steps = stmt
-            .query_map(rusqlite::params_from_iter(params), |row| {
-                row.get::<_, String>(3)
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(steps.join("\n"))
-    };
-    plan().unwrap_or_else(|e| panic!("EXPLAIN QUERY PLAN {sql}: {e}"))
-}
 
 /// The stored schema version: 0 for a database without agentmem tables.
 ///
@@ -251,14 +271,16 @@ fn migrate_to(conn: &mut Connection, db: &str, target: u32) -> SqlResult<u32> {
     if from >= target {
         return Ok(from);
     }
-    for (index, sql) in MIGRATIONS
+    for (index, steps) in MIGRATIONS
         .iter()
         .enumerate()
         .take(target as usize)
         .skip(from as usize)
     {
         tracing::debug!(db, to = index + 1, "applying agentmem sqlite migration");
-        tx.execute_batch(sql)?;
+        for step in *steps {
+            step.run(&tx)?;
+        }
     }
     tx.execute(
         "INSERT INTO agentmem_schema (singleton, version, migrated_at) VALUES (1, ?1, ?2)
@@ -273,6 +295,17 @@ fn migrate_to(conn: &mut Connection, db: &str, target: u32) -> SqlResult<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{check_fts, count, fts_hits, migrated, rows};
+
+    /// An in-memory database at schema `version`, with foreign keys on as the store opens it
+    /// (dropping a table with foreign keys on deletes its rows first).
+    fn at_version(version: u32) -> Connection {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        migrate_to(&mut conn, "m", version).unwrap();
+        assert_eq!(read_version(&conn).unwrap(), version);
+        conn
+    }
 
     #[test]
     fn empty_database_migrates_to_current() {
@@ -286,9 +319,7 @@ mod tests {
 
     #[test]
     fn version_1_data_is_indexed_by_migration_2() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        migrate_to(&mut conn, "m", 1).unwrap();
-        assert_eq!(read_version(&conn).unwrap(), 1);
+        let mut conn = at_version(1);
         conn.execute_batch(
             "INSERT INTO agentmem_sessions (name, created_at, updated_at) VALUES ('s', 0, 0);
              INSERT INTO agentmem_messages (session_id, seq, message_id, role, content, timestamp)
@@ -299,30 +330,16 @@ mod tests {
         .unwrap();
         assert_eq!(migrate(&mut conn, "m").unwrap(), 1);
         assert_eq!(read_version(&conn).unwrap(), SCHEMA_VERSION);
-        let hits: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM agentmem_messages_fts WHERE agentmem_messages_fts MATCH '\"latency\"'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(hits, 1);
-        let hits: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM agentmem_memories_fts WHERE agentmem_memories_fts MATCH '\"kubernetes\"'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(hits, 1);
+        assert_eq!(fts_hits(&conn, "agentmem_messages_fts", "\"latency\""), 1);
+        assert_eq!(
+            fts_hits(&conn, "agentmem_memories_fts", "\"kubernetes\""),
+            1
+        );
     }
 
     #[test]
     fn version_2_memories_become_global_in_migration_3_and_stay_searchable() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        // As the store opens it: dropping a table with foreign keys on deletes its rows first.
-        conn.pragma_update(None, "foreign_keys", true).unwrap();
-        migrate_to(&mut conn, "m", 2).unwrap();
+        let mut conn = at_version(2);
         conn.execute_batch(
             "INSERT INTO agentmem_memories (id, item_id, kind, key, text, created_at, updated_at)
                  VALUES (7, 'i7', 'fact', 'name', 'name is kubernetes', 1, 2);
@@ -332,43 +349,29 @@ mod tests {
         .unwrap();
         assert_eq!(migrate(&mut conn, "m").unwrap(), 2);
         assert_eq!(read_version(&conn).unwrap(), SCHEMA_VERSION);
-        let rows: Vec<(i64, String, String, Option<i64>, i64, i64)> = conn
-            .prepare(
-                "SELECT id, item_id, scope, expires_at, created_at, updated_at
-                 FROM agentmem_memories ORDER BY id",
-            )
-            .unwrap()
-            .query_map([], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
-            })
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
+        let migrated: Vec<(i64, String, String, Option<i64>, i64, i64)> = rows(
+            &conn,
+            "SELECT id, item_id, scope, expires_at, created_at, updated_at
+             FROM agentmem_memories ORDER BY id",
+            [],
+            |r| r.try_into(),
+        );
         assert_eq!(
-            rows,
+            migrated,
             [
                 (7, "i7".into(), String::new(), None, 1, 2),
                 (9, "i9".into(), String::new(), None, 3, 4)
             ]
         );
         let matching = |conn: &Connection, word: &str| -> Vec<String> {
-            conn.prepare(
+            rows(
+                conn,
                 "SELECT m.item_id FROM agentmem_memories_fts f
                  JOIN agentmem_memories m ON m.id = f.rowid
                  WHERE agentmem_memories_fts MATCH ?1 ORDER BY m.id",
+                [word],
+                |r| r.get(0),
             )
-            .unwrap()
-            .query_map([word], |r| r.get(0))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap()
         };
         assert_eq!(matching(&conn, "\"kubernetes\""), ["i7", "i9"]);
         // A key is now unique per scope and kind.
@@ -394,26 +397,18 @@ mod tests {
         assert!(matching(&conn, "\"kubernetes\"").is_empty());
         assert_eq!(matching(&conn, "\"osaka\""), ["i7"]);
         assert_eq!(matching(&conn, "\"tokyo\""), ["a1"]);
-        conn.execute(
-            "INSERT INTO agentmem_memories_fts (agentmem_memories_fts) VALUES ('integrity-check')",
+        check_fts(&conn, "agentmem_memories_fts");
+        let leftovers = count(
+            &conn,
+            "SELECT count(*) FROM sqlite_master WHERE name LIKE '%v3%' OR tbl_name LIKE '%v3%'",
             [],
-        )
-        .unwrap();
-        let leftovers: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM sqlite_master WHERE name LIKE '%v3%' OR tbl_name LIKE '%v3%'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
+        );
         assert_eq!(leftovers, 0);
     }
 
     #[test]
     fn version_3_sessions_read_back_after_migration_4_without_labels_or_expiry() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        conn.pragma_update(None, "foreign_keys", true).unwrap();
-        migrate_to(&mut conn, "m", 3).unwrap();
+        let mut conn = at_version(3);
         conn.execute_batch(
             "INSERT INTO agentmem_sessions
                  (id, name, metadata, message_count, next_seq, created_at, updated_at)
@@ -454,18 +449,13 @@ mod tests {
         assert_eq!(session.messages.len(), 3);
         assert_eq!(session.labels.owner.as_deref(), Some("ada"));
         crate::sessions::delete(&mut conn, "old").unwrap();
-        let tags: i64 = conn
-            .query_row("SELECT count(*) FROM agentmem_session_tags", [], |r| {
-                r.get(0)
-            })
-            .unwrap();
+        let tags = count(&conn, "SELECT count(*) FROM agentmem_session_tags", []);
         assert_eq!(tags, 0);
     }
 
     #[test]
     fn newer_version_is_refused_without_changes() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        migrate(&mut conn, "m").unwrap();
+        let mut conn = migrated();
         conn.execute(
             "UPDATE agentmem_schema SET version = ?1",
             [i64::from(SCHEMA_VERSION) + 1],
@@ -479,8 +469,7 @@ mod tests {
 
     #[test]
     fn missing_or_bad_version_row_is_corrupt() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        migrate(&mut conn, "m").unwrap();
+        let conn = migrated();
         conn.execute("UPDATE agentmem_schema SET version = 0", [])
             .unwrap();
         let err = read_version(&conn).unwrap_err().into_error("m");

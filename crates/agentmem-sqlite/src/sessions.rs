@@ -436,12 +436,11 @@ pub(crate) fn delete(conn: &mut Connection, name: &str) -> SqlResult<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::query_plan as plan;
+    use crate::testing::{migrated, query_plan as plan, rows};
 
     #[test]
     fn last_n_and_full_loads_walk_the_live_index_without_sorting() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        crate::schema::migrate(&mut conn, "m").unwrap();
+        let conn = migrated();
         for sql in [
             LOAD_WINDOW.to_string(),
             format!(
@@ -457,18 +456,16 @@ mod tests {
 
     #[test]
     fn batches_get_contiguous_sequence_numbers_and_counts() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        crate::schema::migrate(&mut conn, "m").unwrap();
+        let mut conn = migrated();
         let batch: Vec<Message> = (0..3).map(|i| Message::user(format!("{i}"))).collect();
         append(&mut conn, "s", &batch).unwrap();
         append(&mut conn, "s", &batch[..1]).unwrap();
-        let seqs: Vec<i64> = conn
-            .prepare("SELECT seq FROM agentmem_messages ORDER BY seq")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
+        let seqs: Vec<i64> = rows(
+            &conn,
+            "SELECT seq FROM agentmem_messages ORDER BY seq",
+            [],
+            |r| r.get(0),
+        );
         assert_eq!(seqs, [1, 2, 3, 4]);
         let row = find(&conn, "s").unwrap().unwrap();
         assert_eq!((row.message_count, row.next_seq), (4, 5));

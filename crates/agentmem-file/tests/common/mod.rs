@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use agentmem_core::{Layered, Session, SessionId, SessionStore};
+use agentmem_core::{Layered, Message, Session, SessionId, SessionStore};
 use agentmem_file::{Durability, FileConfig, FileStore};
 use chrono::{DateTime, TimeZone, Utc};
 use tempfile::TempDir;
@@ -39,6 +39,11 @@ pub async fn open(root: &Path) -> Layered<FileStore> {
 /// Session `id` of `store`, which must exist.
 pub async fn load_some(store: &impl SessionStore, id: &SessionId) -> Session {
     store.load(id, None).await.expect("load").expect("exists")
+}
+
+/// The contents of `messages`, in order: what tests compare a loaded session with.
+pub fn contents(messages: &[Message]) -> Vec<&str> {
+    messages.iter().map(|m| m.content.as_str()).collect()
 }
 
 /// A buffered store in a new temporary folder (removed when the folder is dropped) and the

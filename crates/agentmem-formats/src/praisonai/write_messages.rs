@@ -70,6 +70,25 @@ impl Head {
             extra,
         }
     }
+
+    /// The PraisonAI message of `role` with `content`, this head's time, unknown fields and
+    /// metadata, and under `agentmem` the record `agentmem` (left out when empty); without
+    /// tool calls or a call id, which the caller sets.
+    fn message(self, role: &Role, content: Value, agentmem: Map<String, Value>) -> MessageFile {
+        let mut metadata = self.metadata;
+        if !agentmem.is_empty() {
+            metadata.insert(AGENTMEM_KEY.into(), Value::Object(agentmem));
+        }
+        MessageFile {
+            role: role.as_str().to_string(),
+            content,
+            timestamp: self.timestamp,
+            metadata,
+            tool_calls: None,
+            tool_call_id: None,
+            extra: self.extra,
+        }
+    }
 }
 
 /// Where the group of tool calls starting at `messages[i]` ends: consecutive tool calls of one
@@ -104,12 +123,6 @@ fn export_plain(
     derived: impl Fn(usize) -> agentmem_core::MessageId,
     names: &HashMap<String, String>,
 ) -> MessageFile {
-    let Head {
-        mut metadata,
-        keep,
-        timestamp,
-        extra,
-    } = head;
     let mut agentmem = Map::new();
     if first.id != derived(0) {
         agentmem.insert("id".into(), Value::String(first.id.to_string()));
@@ -120,21 +133,14 @@ fn export_plain(
             agentmem.insert("tool_name".into(), json!(first.tool_name));
         }
     }
-    if !agentmem.is_empty() {
-        metadata.insert(AGENTMEM_KEY.into(), Value::Object(agentmem));
-    }
-    let content = keep
+    let content = head
+        .keep
         .get("content")
         .cloned()
         .unwrap_or_else(|| Value::String(first.content.clone()));
     MessageFile {
-        role: first.role.as_str().to_string(),
-        content,
-        timestamp,
-        metadata,
-        tool_calls: None,
         tool_call_id: first.tool_call_id.clone(),
-        extra,
+        ..head.message(&first.role, content, agentmem)
     }
 }
 
@@ -146,19 +152,13 @@ fn export_calls(
     derived: impl Fn(usize) -> agentmem_core::MessageId,
     names: &mut HashMap<String, String>,
 ) -> MessageFile {
-    let Head {
-        mut metadata,
-        keep,
-        timestamp,
-        extra,
-    } = head;
     let first = &group[0];
     let mut tool_calls = Vec::new();
     let mut call_metadata = Vec::new();
     for (k, m) in group.iter().enumerate() {
         let mut meta = m.metadata.clone();
         let own = if k == 0 {
-            keep.clone()
+            head.keep.clone()
         } else {
             take_object(&mut meta, PRAISONAI_KEY)
         };
@@ -188,22 +188,15 @@ fn export_calls(
     {
         agentmem.insert("call_metadata".into(), Value::Array(call_metadata));
     }
-    let content = keep
+    let content = head
+        .keep
         .get("content")
+        .or_else(|| head.keep.get("text"))
         .cloned()
-        .or_else(|| keep.get("text").cloned())
         .unwrap_or(Value::String(String::new()));
-    if !agentmem.is_empty() {
-        metadata.insert(AGENTMEM_KEY.into(), Value::Object(agentmem));
-    }
     MessageFile {
-        role: first.role.as_str().to_string(),
-        content,
-        timestamp,
-        metadata,
         tool_calls: Some(tool_calls),
-        tool_call_id: None,
-        extra,
+        ..head.message(&first.role, content, agentmem)
     }
 }
 

@@ -102,7 +102,7 @@ pub use memory_md::{
 };
 
 use crate::document::{derived_id, read_sessions, session_id_from};
-use crate::fs::{create_dir_all, io_error, list_dir, read_to_string, write_atomic};
+use crate::fs::{create_dir_all, find_in_dir, io_error, read_to_string, write_atomic};
 use crate::time::{isoformat, parse_iso_time};
 use crate::{ArchiveExport, ExportDocument, Format, SessionExport};
 
@@ -259,18 +259,20 @@ pub fn find_agent_folders(path: &Path) -> Result<Vec<(PathBuf, String)>> {
     } else {
         path.to_path_buf()
     };
-    let found = list_dir(&base, |entry| {
-        let dir = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        dir.join(MEMORY_FILE).is_file().then_some((dir, name))
-    })?;
-    if found.is_empty() {
-        return Err(Error::not_found(format!(
-            "{}: no {MEMORY_FILE} there, nor in an agent folder below it",
-            path.display()
-        )));
-    }
-    Ok(found)
+    find_in_dir(
+        &base,
+        |entry| {
+            let dir = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            dir.join(MEMORY_FILE).is_file().then_some((dir, name))
+        },
+        || {
+            format!(
+                "{}: no {MEMORY_FILE} there, nor in an agent folder below it",
+                path.display()
+            )
+        },
+    )
 }
 
 /// The files of a session's agent folder, as (path relative to the folder, content):
