@@ -129,7 +129,7 @@ pub const MAX_METADATA_DEPTH: usize = 64;
 
 /// Refuses metadata nested deeper than [`MAX_METADATA_DEPTH`] (without recursing, so hostile
 /// input cannot exhaust the stack here).
-fn check_metadata_depth(what: &str, metadata: &Metadata) -> Result<()> {
+pub(crate) fn check_metadata_depth(what: &str, metadata: &Metadata) -> Result<()> {
     let mut stack: Vec<(&serde_json::Value, usize)> = metadata.values().map(|v| (v, 1)).collect();
     while let Some((value, depth)) = stack.pop() {
         if depth > MAX_METADATA_DEPTH {
