@@ -17,6 +17,22 @@ use crate::scope::MemoryScope;
 /// Free-form metadata attached to messages, sessions and memory items.
 pub type Metadata = serde_json::Map<String, serde_json::Value>;
 
+/// The `with_metadata` builder method of a type with a `metadata` map, the same on messages and
+/// memory items.
+macro_rules! metadata_builder {
+    () => {
+        /// Adds one metadata entry.
+        pub fn with_metadata(
+            mut self,
+            key: impl Into<String>,
+            value: impl Into<serde_json::Value>,
+        ) -> Self {
+            self.metadata.insert(key.into(), value.into());
+            self
+        }
+    };
+}
+
 /// The current time, truncated to microseconds (the precision every backend keeps).
 pub fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
@@ -262,15 +278,7 @@ impl Message {
         self
     }
 
-    /// Adds one metadata entry.
-    pub fn with_metadata(
-        mut self,
-        key: impl Into<String>,
-        value: impl Into<serde_json::Value>,
-    ) -> Self {
-        self.metadata.insert(key.into(), value.into());
-        self
-    }
+    metadata_builder!();
 
     /// Whether this is a tool's result (which must follow its call).
     pub fn is_tool_result(&self) -> bool {
@@ -613,15 +621,7 @@ impl MemoryItem {
         self
     }
 
-    /// Adds one metadata entry.
-    pub fn with_metadata(
-        mut self,
-        key: impl Into<String>,
-        value: impl Into<serde_json::Value>,
-    ) -> Self {
-        self.metadata.insert(key.into(), value.into());
-        self
-    }
+    metadata_builder!();
 
     /// Checks the key (1-256 bytes, no control characters), the scope's parts (see
     /// [`MemoryScope::validate`]) and the metadata's depth (as for messages); the id was
