@@ -95,6 +95,18 @@ pub struct Error {
     source: Option<BoxError>,
 }
 
+/// The shorthand constructors of [`Error`], one per kind: `name => Kind` makes `Error::name`.
+macro_rules! kind_constructors {
+    ($($name:ident => $kind:ident),* $(,)?) => {
+        $(
+            #[doc = concat!("Shorthand for [`ErrorKind::", stringify!($kind), "`].")]
+            pub fn $name(message: impl Into<Cow<'static, str>>) -> Self {
+                Self::new(ErrorKind::$kind, message)
+            }
+        )*
+    };
+}
+
 impl Error {
     /// A new error of `kind` with a human-readable message.
     pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
@@ -107,39 +119,14 @@ impl Error {
         }
     }
 
-    /// Shorthand for [`ErrorKind::InvalidInput`].
-    pub fn invalid_input(message: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(ErrorKind::InvalidInput, message)
-    }
-
-    /// Shorthand for [`ErrorKind::NotFound`].
-    pub fn not_found(message: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(ErrorKind::NotFound, message)
-    }
-
-    /// Shorthand for [`ErrorKind::CorruptData`].
-    pub fn corrupt(message: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(ErrorKind::CorruptData, message)
-    }
-
-    /// Shorthand for [`ErrorKind::Unavailable`].
-    pub fn unavailable(message: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(ErrorKind::Unavailable, message)
-    }
-
-    /// Shorthand for [`ErrorKind::Unsupported`].
-    pub fn unsupported(message: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(ErrorKind::Unsupported, message)
-    }
-
-    /// Shorthand for [`ErrorKind::Conflict`].
-    pub fn conflict(message: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(ErrorKind::Conflict, message)
-    }
-
-    /// Shorthand for [`ErrorKind::Backend`].
-    pub fn backend(message: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(ErrorKind::Backend, message)
+    kind_constructors! {
+        invalid_input => InvalidInput,
+        not_found => NotFound,
+        corrupt => CorruptData,
+        unavailable => Unavailable,
+        unsupported => Unsupported,
+        conflict => Conflict,
+        backend => Backend,
     }
 
     /// Keep `source` as the cause of this error.

@@ -162,6 +162,16 @@ impl InMemoryStore {
 }
 
 impl State {
+    /// Every session that has not expired at `at`, in id order.
+    fn live_sessions(
+        &self,
+        at: DateTime<Utc>,
+    ) -> impl Iterator<Item = (&SessionId, &StoredSession)> {
+        self.sessions
+            .iter()
+            .filter(move |(_, s)| !s.is_expired_at(at))
+    }
+
     /// The session, unless it is missing or has expired at `at`.
     fn live(&self, session: &SessionId, at: DateTime<Utc>) -> Option<&StoredSession> {
         self.sessions.get(session).filter(|s| !s.is_expired_at(at))
@@ -229,12 +239,9 @@ impl SessionStore for InMemoryStore {
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        let at = now();
         let state = self.state();
         Ok(state
-            .sessions
-            .iter()
-            .filter(|(_, stored)| !stored.is_expired_at(at))
+            .live_sessions(now())
             .map(|(id, stored)| stored.info(id))
             .collect())
     }
@@ -280,12 +287,9 @@ impl SessionStore for InMemoryStore {
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        let at = now();
         let state = self.state();
         let candidates = state
-            .sessions
-            .iter()
-            .filter(|(_, stored)| !stored.is_expired_at(at))
+            .live_sessions(now())
             .filter(|(id, _)| scope.session.as_ref().is_none_or(|s| s == *id))
             .flat_map(|(id, stored)| stored.messages.iter().map(move |m| (id, m)));
         Ok(rank_messages(query, candidates, scope.limit))
@@ -391,12 +395,9 @@ impl SessionStore for InMemoryStore {
     }
 
     async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
-        let at = now();
         let state = self.state();
         let matching = state
-            .sessions
-            .iter()
-            .filter(|(_, stored)| !stored.is_expired_at(at))
+            .live_sessions(now())
             .map(|(id, stored)| stored.info(id))
             .filter(|info| query.matches(info))
             .take(query.limit.saturating_add(1))

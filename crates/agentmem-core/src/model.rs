@@ -17,6 +17,22 @@ use crate::scope::MemoryScope;
 /// Free-form metadata attached to messages, sessions and memory items.
 pub type Metadata = serde_json::Map<String, serde_json::Value>;
 
+/// The `with_metadata` builder method of a type with a `metadata` map, the same on messages and
+/// memory items.
+macro_rules! metadata_builder {
+    () => {
+        /// Adds one metadata entry.
+        pub fn with_metadata(
+            mut self,
+            key: impl Into<String>,
+            value: impl Into<serde_json::Value>,
+        ) -> Self {
+            self.metadata.insert(key.into(), value.into());
+            self
+        }
+    };
+}
+
 /// The current time, truncated to microseconds (the precision every backend keeps).
 pub fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
@@ -129,7 +145,7 @@ pub const MAX_METADATA_DEPTH: usize = 64;
 
 /// Refuses metadata nested deeper than [`MAX_METADATA_DEPTH`] (without recursing, so hostile
 /// input cannot exhaust the stack here).
-fn check_metadata_depth(what: &str, metadata: &Metadata) -> Result<()> {
+pub(crate) fn check_metadata_depth(what: &str, metadata: &Metadata) -> Result<()> {
     let mut stack: Vec<(&serde_json::Value, usize)> = metadata.values().map(|v| (v, 1)).collect();
     while let Some((value, depth)) = stack.pop() {
         if depth > MAX_METADATA_DEPTH {
@@ -262,15 +278,7 @@ impl Message {
         self
     }
 
-    /// Adds one metadata entry.
-    pub fn with_metadata(
-        mut self,
-        key: impl Into<String>,
-        value: impl Into<serde_json::Value>,
-    ) -> Self {
-        self.metadata.insert(key.into(), value.into());
-        self
-    }
+    metadata_builder!();
 
     /// Whether this is a tool's result (which must follow its call).
     pub fn is_tool_result(&self) -> bool {
@@ -577,15 +585,7 @@ impl MemoryItem {
         self
     }
 
-    /// Adds one metadata entry.
-    pub fn with_metadata(
-        mut self,
-        key: impl Into<String>,
-        value: impl Into<serde_json::Value>,
-    ) -> Self {
-        self.metadata.insert(key.into(), value.into());
-        self
-    }
+    metadata_builder!();
 
     /// Checks the key (1-256 bytes, no control characters), the scope's parts (see
     /// [`MemoryScope::validate`]) and the metadata's depth (as for messages); the id was

@@ -42,54 +42,40 @@ pub struct Capabilities {
     pub native_expiry: bool,
 }
 
-impl Capabilities {
-    /// No capability: the start of a `const` builder.
-    ///
-    /// ```
-    /// use agentmem_core::Capabilities;
-    /// const LOCAL: Capabilities = Capabilities::new().durable(true).atomic_compaction(true);
-    /// assert!(LOCAL.durable && LOCAL.atomic_compaction && !LOCAL.cross_process);
-    /// ```
-    pub const fn new() -> Self {
-        Capabilities {
-            durable: false,
-            cross_process: false,
-            atomic_compaction: false,
-            indexed_search: false,
-            native_expiry: false,
+/// The `const` builder of [`Capabilities`]: `new` (no capability) and a setter named after
+/// each field. The list must name every field, or `new` does not compile.
+macro_rules! capabilities_builder {
+    ($($flag:ident),* $(,)?) => {
+        impl Capabilities {
+            /// No capability: the start of a `const` builder.
+            ///
+            /// ```
+            /// use agentmem_core::Capabilities;
+            /// const LOCAL: Capabilities = Capabilities::new().durable(true).atomic_compaction(true);
+            /// assert!(LOCAL.durable && LOCAL.atomic_compaction && !LOCAL.cross_process);
+            /// ```
+            pub const fn new() -> Self {
+                Capabilities { $($flag: false),* }
+            }
+
+            $(
+                #[doc = concat!("Sets [`", stringify!($flag), "`](Self::", stringify!($flag), ").")]
+                pub const fn $flag(mut self, yes: bool) -> Self {
+                    self.$flag = yes;
+                    self
+                }
+            )*
         }
-    }
-
-    /// Sets [`durable`](Self::durable).
-    pub const fn durable(mut self, yes: bool) -> Self {
-        self.durable = yes;
-        self
-    }
-
-    /// Sets [`cross_process`](Self::cross_process).
-    pub const fn cross_process(mut self, yes: bool) -> Self {
-        self.cross_process = yes;
-        self
-    }
-
-    /// Sets [`atomic_compaction`](Self::atomic_compaction).
-    pub const fn atomic_compaction(mut self, yes: bool) -> Self {
-        self.atomic_compaction = yes;
-        self
-    }
-
-    /// Sets [`indexed_search`](Self::indexed_search).
-    pub const fn indexed_search(mut self, yes: bool) -> Self {
-        self.indexed_search = yes;
-        self
-    }
-
-    /// Sets [`native_expiry`](Self::native_expiry).
-    pub const fn native_expiry(mut self, yes: bool) -> Self {
-        self.native_expiry = yes;
-        self
-    }
+    };
 }
+
+capabilities_builder!(
+    durable,
+    cross_process,
+    atomic_compaction,
+    indexed_search,
+    native_expiry,
+);
 
 /// How message search is scoped.
 #[derive(Debug, Clone, PartialEq, Eq)]

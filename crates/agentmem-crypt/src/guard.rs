@@ -116,27 +116,14 @@ impl<S: AgentMemory> NoKey<S> {
     }
 }
 
-// Every operation is handled here, none forwarded by default: an operation added to the
-// store must be looked at for what it could write or show in the clear.
-#[deny(clippy::missing_trait_methods)]
-#[async_trait]
-impl<S: AgentMemory> LayeredStore for NoKey<S> {
-    type Inner = S;
-
-    fn inner(&self) -> &S {
-        &self.inner
-    }
-
-    fn backend(&self) -> &'static BackendInfo {
-        self.inner.backend()
-    }
+// Every operation is handled here or in the macro's list of those that pass through, none
+// forwarded by default: an operation added to the store must be looked at for what it could
+// write or show in the clear.
+layered_store_passing_the_clear! {
+    NoKey;
 
     fn capabilities(&self) -> Capabilities {
         self.inner.capabilities()
-    }
-
-    async fn schema_version(&self) -> Result<u32> {
-        self.inner.schema_version().await
     }
 
     /// Replaces the whole session, so nothing encrypted is left to mix with: passed through.
@@ -164,21 +151,9 @@ impl<S: AgentMemory> LayeredStore for NoKey<S> {
         Ok(loaded)
     }
 
-    async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        self.inner.list_sessions().await
-    }
-
-    async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        self.inner.delete_session(session).await
-    }
-
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
         self.check_joining(session, Operation::Compact).await?;
         self.inner.compact(session, replacement).await
-    }
-
-    async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        self.inner.list_archives(session).await
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
@@ -203,10 +178,6 @@ impl<S: AgentMemory> LayeredStore for NoKey<S> {
         Ok(hits)
     }
 
-    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        self.inner.purge(policy).await
-    }
-
     /// Refuses a `source` that `load` would refuse (it reads it first: a copy of ciphertext
     /// bound to another session could never be opened), then the store's own fork.
     async fn fork(
@@ -219,9 +190,6 @@ impl<S: AgentMemory> LayeredStore for NoKey<S> {
         self.inner.fork(source, target, at).await
     }
 
-    /// Refuses a session that `load` would refuse before removing anything (it reads it
-    /// first), then the store's own rewind; removed messages that turn out encrypted (written
-    /// in between) are refused as well.
     /// Refuses to put plaintext over an encrypted archive, as `load_archive` refuses to read one.
     async fn replace_archive(
         &self,
@@ -233,26 +201,15 @@ impl<S: AgentMemory> LayeredStore for NoKey<S> {
         self.inner.replace_archive(session, archive, messages).await
     }
 
+    /// Refuses a session that `load` would refuse before removing anything (it reads it
+    /// first), then the store's own rewind; removed messages that turn out encrypted (written
+    /// in between) are refused as well.
     async fn rewind(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
         self.check_readable(session, Operation::Rewind).await?;
         let removed = self.inner.rewind(session, to).await?;
         let found = removed.iter().find_map(message_key);
         refuse(found, Operation::Rewind, format!("session `{session}`"))?;
         Ok(removed)
-    }
-
-    /// Passed through: labels and expiry are never encrypted.
-    async fn update_session(
-        &self,
-        session: &SessionId,
-        patch: &SessionPatch,
-    ) -> Result<SessionInfo> {
-        self.inner.update_session(session, patch).await
-    }
-
-    /// Passed through, as `list_sessions`: labels are never encrypted.
-    async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
-        self.inner.find_sessions(query).await
     }
 
     async fn get_context(&self, query: Option<&str>) -> Result<String> {
@@ -289,9 +246,5 @@ impl<S: AgentMemory> LayeredStore for NoKey<S> {
         let hits = self.inner.search_memories(query, filter).await?;
         check_items(hits.iter().map(|h| &h.item), Operation::SearchMemories)?;
         Ok(hits)
-    }
-
-    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
-        self.inner.delete_memory(id).await
     }
 }

@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::future::Future;
 
 use agentmem_core::backend::BackendInfo;
-use agentmem_core::layer::{check_memory_item, check_messages, Layer, LayeredStore};
+use agentmem_core::layer::{
+    check_memory_item, check_messages, check_session_metadata, Layer, LayeredStore,
+};
 use agentmem_core::support::{
     fork_end, fork_target_exists, memory_search_limit, rank_memories, rank_messages, search_terms,
 };
@@ -12,7 +14,7 @@ use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
     MemoryHit, MemoryId, MemoryItem, Message, MessageHit, MessageId, MessageQuery, Metadata,
     Operation, PurgeReport, Result, RetentionPolicy, Rewind, ScopeFilter, Session, SessionId,
-    SessionInfo, SessionLabels, SessionPage, SessionPatch, SessionQuery, MAX_METADATA_DEPTH,
+    SessionInfo, SessionLabels, SessionPage, SessionPatch, SessionQuery,
 };
 
 use crate::cipher::{
@@ -306,25 +308,6 @@ fn session_metadata_aad(session: &SessionId) -> Vec<u8> {
     aad(&[b"session", session.as_str().as_bytes(), b"metadata"])
 }
 
-/// Refuses session metadata nested deeper than [`MAX_METADATA_DEPTH`]: sealed, it could not be
-/// parsed back (messages and memory items are checked by core's own rule).
-fn check_session_metadata(metadata: &Metadata) -> Result<()> {
-    let mut stack: Vec<(&serde_json::Value, usize)> = metadata.values().map(|v| (v, 1)).collect();
-    while let Some((value, depth)) = stack.pop() {
-        if depth > MAX_METADATA_DEPTH {
-            return Err(Error::invalid_input(format!(
-                "session metadata nests deeper than {MAX_METADATA_DEPTH} levels"
-            )));
-        }
-        match value {
-            serde_json::Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth + 1))),
-            serde_json::Value::Object(map) => stack.extend(map.values().map(|v| (v, depth + 1))),
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
 fn open_session(keys: &Keyring, session: Session) -> Result<Session> {
     let mut sealer = Sealer::new(keys, Domain::Session(&session.id));
     let metadata = open_metadata(
@@ -513,30 +496,17 @@ impl<S: AgentMemory> Encrypted<S> {
     }
 }
 
-// Every operation is handled here, none forwarded by default: an operation added to the
-// store must be looked at for what it could write or show in the clear.
-#[deny(clippy::missing_trait_methods)]
-#[async_trait]
-impl<S: AgentMemory> LayeredStore for Encrypted<S> {
-    type Inner = S;
-
-    fn inner(&self) -> &S {
-        &self.inner
-    }
-
-    fn backend(&self) -> &'static BackendInfo {
-        self.inner.backend()
-    }
+// Every operation is handled here or in the macro's list of those that pass through, none
+// forwarded by default: an operation added to the store must be looked at for what it could
+// write or show in the clear.
+layered_store_passing_the_clear! {
+    Encrypted;
 
     /// The inner store's, except `indexed_search`: searches decrypt and rank in the client.
     fn capabilities(&self) -> Capabilities {
         let mut capabilities = self.inner.capabilities();
         capabilities.indexed_search = false;
         capabilities
-    }
-
-    async fn schema_version(&self) -> Result<u32> {
-        self.inner.schema_version().await
     }
 
     async fn save_session(
@@ -546,6 +516,7 @@ impl<S: AgentMemory> LayeredStore for Encrypted<S> {
         meta: &Metadata,
     ) -> Result<()> {
         self.run(Operation::SaveSession, async {
+            // Sealed, metadata nested deeper than the limit could not be parsed back.
             check_session_metadata(meta)?;
             let sealed = seal_messages(&self.keys, id, history)?;
             let mut sealer = Sealer::new(&self.keys, Domain::Session(id));
@@ -573,24 +544,12 @@ impl<S: AgentMemory> LayeredStore for Encrypted<S> {
         .await
     }
 
-    async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        self.inner.list_sessions().await
-    }
-
-    async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        self.inner.delete_session(session).await
-    }
-
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
         self.run(Operation::Compact, async {
             let sealed = seal_messages(&self.keys, session, replacement)?;
             self.inner.compact(session, &sealed).await
         })
         .await
-    }
-
-    async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-        self.inner.list_archives(session).await
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
@@ -635,10 +594,6 @@ impl<S: AgentMemory> LayeredStore for Encrypted<S> {
             Ok(rank_messages(query, candidates, scope.limit))
         })
         .await
-    }
-
-    async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-        self.inner.purge(policy).await
     }
 
     /// Not one atomic step on the store: each session's messages are encrypted under a key
@@ -689,21 +644,6 @@ impl<S: AgentMemory> LayeredStore for Encrypted<S> {
             open_messages(&self.keys, session, removed)
         })
         .await
-    }
-
-    /// Passed through: labels and the expiry time are kept in the clear (they are lookup
-    /// keys; see the crate README).
-    async fn update_session(
-        &self,
-        session: &SessionId,
-        patch: &SessionPatch,
-    ) -> Result<SessionInfo> {
-        self.inner.update_session(session, patch).await
-    }
-
-    /// Passed through: the store filters on labels kept in the clear.
-    async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
-        self.inner.find_sessions(query).await
     }
 
     /// Encrypts the messages under the session's key, as `compact` does for an archive.
@@ -790,10 +730,6 @@ impl<S: AgentMemory> LayeredStore for Encrypted<S> {
             Ok(rank_memories(query, &items, filter))
         })
         .await
-    }
-
-    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
-        self.inner.delete_memory(id).await
     }
 }
 

@@ -14,6 +14,10 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+// First: the macro it defines is used by the layers below.
+#[macro_use]
+mod clear;
+
 mod cipher;
 mod guard;
 mod key;

@@ -428,9 +428,9 @@ pub(crate) mod must {
     use std::fmt;
 
     use agentmem_core::{
-        AgentMemory, AgentMemoryExt, ArchiveInfo, MemoryFilter, MemoryId, MemoryItem, MemoryKind,
-        Message, MessageId, Metadata, Result, Rewind, SessionId, SessionInfo, SessionPage,
-        SessionPatch, SessionQuery,
+        AgentMemory, AgentMemoryExt, ArchiveInfo, MemoryFilter, MemoryHit, MemoryId, MemoryItem,
+        MemoryKind, Message, MessageHit, MessageId, MessageQuery, Metadata, Result, Rewind,
+        SessionId, SessionInfo, SessionPage, SessionPatch, SessionQuery,
     };
 
     /// The value of a call's `result`, or a panic naming the `call` and its error.
@@ -438,101 +438,60 @@ pub(crate) mod must {
         result.unwrap_or_else(|e| panic!("{call} failed: {e}"))
     }
 
-    /// Appends `messages` to session `id`.
-    pub(crate) async fn append(store: &dyn AgentMemory, id: &SessionId, messages: &[Message]) {
-        let n = messages.len();
-        ok(
-            store.append(id, messages).await,
-            format_args!("append of {n} message(s) to {id}"),
-        );
+    /// Writes one function a line: `fn name(args) -> Output = "panic", format args;` makes
+    /// `name(store, args)`, which calls the store's method `name` with `args` and returns what
+    /// it returns, or panics naming the call as the format string and arguments say.
+    macro_rules! must_calls {
+        ($(
+            $(#[$doc:meta])*
+            fn $name:ident($($arg:ident: $ty:ty),*) $(-> $out:ty)?
+                = $call:literal $(, $call_arg:expr)*;
+        )*) => {$(
+            $(#[$doc])*
+            pub(crate) async fn $name(store: &dyn AgentMemory, $($arg: $ty),*) $(-> $out)? {
+                ok(store.$name($($arg),*).await, format_args!($call $(, $call_arg)*))
+            }
+        )*};
     }
 
-    /// Replaces session `id` with `messages` and `metadata`.
-    pub(crate) async fn save_session(
-        store: &dyn AgentMemory,
-        id: &SessionId,
-        messages: &[Message],
-        metadata: &Metadata,
-    ) {
-        let n = messages.len();
-        ok(
-            store.save_session(id, messages, metadata).await,
-            format_args!("save_session of {n} message(s) to {id}"),
-        );
-    }
-
-    /// Archives the messages of session `id`, leaving `replacement` in it.
-    pub(crate) async fn compact(
-        store: &dyn AgentMemory,
-        id: &SessionId,
-        replacement: &[Message],
-    ) -> ArchiveInfo {
-        let archived = store.compact(id, replacement).await;
-        ok(archived, format_args!("compact of {id}"))
-    }
-
-    /// Changes the labels or expiry of session `id`, returning its summary.
-    pub(crate) async fn update_session(
-        store: &dyn AgentMemory,
-        id: &SessionId,
-        patch: &SessionPatch,
-    ) -> SessionInfo {
-        let updated = store.update_session(id, patch).await;
-        ok(updated, format_args!("update_session({id}, {patch:?})"))
-    }
-
-    /// The page of sessions `query` selects.
-    pub(crate) async fn find_sessions(
-        store: &dyn AgentMemory,
-        query: &SessionQuery,
-    ) -> SessionPage {
-        let found = store.find_sessions(query).await;
-        ok(found, format_args!("find_sessions({query:?})"))
-    }
-
-    /// Forks `source` (up to `at`) into `target`.
-    pub(crate) async fn fork(
-        store: &dyn AgentMemory,
-        source: &SessionId,
-        target: &SessionId,
-        at: Option<&MessageId>,
-    ) -> SessionInfo {
-        let forked = store.fork(source, target, at).await;
-        ok(
-            forked,
-            format_args!("fork({source} -> {target}, at {at:?})"),
-        )
-    }
-
-    /// Rewinds session `id` to `to`, returning what was removed.
-    pub(crate) async fn rewind(
-        store: &dyn AgentMemory,
-        id: &SessionId,
-        to: &Rewind,
-    ) -> Vec<Message> {
-        let removed = store.rewind(id, to).await;
-        ok(removed, format_args!("rewind({id}, {to:?})"))
-    }
-
-    /// Every session, as `list_sessions` reports them.
-    pub(crate) async fn list_sessions(store: &dyn AgentMemory) -> Vec<SessionInfo> {
-        ok(store.list_sessions().await, format_args!("list_sessions"))
-    }
-
-    /// The archives of session `id`, as `list_archives` reports them.
-    pub(crate) async fn list_archives(store: &dyn AgentMemory, id: &SessionId) -> Vec<ArchiveInfo> {
-        let listed = store.list_archives(id).await;
-        ok(listed, format_args!("list_archives({id})"))
-    }
-
-    /// Stores a new memory item of `kind` with `text`.
-    pub(crate) async fn store_memory(
-        store: &dyn AgentMemory,
-        kind: MemoryKind,
-        text: &str,
-    ) -> MemoryItem {
-        let stored = store.store_memory(kind, text).await;
-        ok(stored, format_args!("store_memory({kind:?}, {text:?})"))
+    must_calls! {
+        /// Appends `messages` to session `id`.
+        fn append(id: &SessionId, messages: &[Message])
+            = "append of {} message(s) to {id}", messages.len();
+        /// Replaces session `id` with `messages` and `metadata`.
+        fn save_session(id: &SessionId, messages: &[Message], metadata: &Metadata)
+            = "save_session of {} message(s) to {id}", messages.len();
+        /// Archives the messages of session `id`, leaving `replacement` in it.
+        fn compact(id: &SessionId, replacement: &[Message]) -> ArchiveInfo = "compact of {id}";
+        /// Changes the labels or expiry of session `id`, returning its summary.
+        fn update_session(id: &SessionId, patch: &SessionPatch) -> SessionInfo
+            = "update_session({id}, {patch:?})";
+        /// The page of sessions `query` selects.
+        fn find_sessions(query: &SessionQuery) -> SessionPage = "find_sessions({query:?})";
+        /// Forks `source` (up to `at`) into `target`.
+        fn fork(source: &SessionId, target: &SessionId, at: Option<&MessageId>) -> SessionInfo
+            = "fork({source} -> {target}, at {at:?})";
+        /// Rewinds session `id` to `to`, returning what was removed.
+        fn rewind(id: &SessionId, to: &Rewind) -> Vec<Message> = "rewind({id}, {to:?})";
+        /// Every session, as `list_sessions` reports them.
+        fn list_sessions() -> Vec<SessionInfo> = "list_sessions";
+        /// The archives of session `id`, as `list_archives` reports them.
+        fn list_archives(id: &SessionId) -> Vec<ArchiveInfo> = "list_archives({id})";
+        /// Stores a new memory item of `kind` with `text`.
+        fn store_memory(kind: MemoryKind, text: &str) -> MemoryItem
+            = "store_memory({kind:?}, {text:?})";
+        /// Puts `item` (an insert or an upsert), returning the item as stored.
+        fn put_memory(item: &MemoryItem) -> MemoryItem = "put_memory({:?})", item.text;
+        /// The memory item stored under `id`, if there is one.
+        fn get_memory(id: &MemoryId) -> Option<MemoryItem> = "get_memory({id})";
+        /// The memory items `filter` selects, as `list_memories` reports them.
+        fn list_memories(filter: &MemoryFilter) -> Vec<MemoryItem> = "list_memories({filter:?})";
+        /// The memory items `filter` selects that `query` finds, best first.
+        fn search_memories(query: &str, filter: &MemoryFilter) -> Vec<MemoryHit>
+            = "search_memories({query:?})";
+        /// The messages within `scope` that `query` finds, best first.
+        fn search_messages(query: &str, scope: &MessageQuery) -> Vec<MessageHit>
+            = "search_messages({query:?})";
     }
 
     /// Stores a new memory item of `kind` for each of `texts`, in order.
@@ -546,28 +505,5 @@ pub(crate) mod must {
             stored.push(store_memory(store, kind, text.as_ref()).await);
         }
         stored
-    }
-
-    /// Puts `item` (an insert or an upsert), returning the item as stored.
-    pub(crate) async fn put_memory(store: &dyn AgentMemory, item: &MemoryItem) -> MemoryItem {
-        let text = &item.text;
-        ok(
-            store.put_memory(item).await,
-            format_args!("put_memory({text:?})"),
-        )
-    }
-
-    /// The memory item stored under `id`, if there is one.
-    pub(crate) async fn get_memory(store: &dyn AgentMemory, id: &MemoryId) -> Option<MemoryItem> {
-        ok(store.get_memory(id).await, format_args!("get_memory({id})"))
-    }
-
-    /// The memory items `filter` selects, as `list_memories` reports them.
-    pub(crate) async fn list_memories(
-        store: &dyn AgentMemory,
-        filter: &MemoryFilter,
-    ) -> Vec<MemoryItem> {
-        let listed = store.list_memories(filter).await;
-        ok(listed, format_args!("list_memories({filter:?})"))
     }
 }

@@ -39,18 +39,6 @@ pub fn timed_after_setup(iters: u64, mut setup: impl FnMut(), mut op: impl FnMut
     total
 }
 
-/// The store `open` makes, with the session `big` filled with `n` messages (see [`big()`](crate::bench::big)).
-pub fn big_session<S: AgentMemory>(
-    rt: &Runtime,
-    n: usize,
-    open: impl Future<Output = S>,
-) -> (S, SessionId) {
-    let store = rt.block_on(open);
-    let session = SessionId::new("big").expect("a valid session id");
-    rt.block_on(fill(&store, &session, n));
-    (store, session)
-}
-
 /// The group `append_batch_1000`: batches of 1,000 messages appended to the session `batch`
 /// of `store`, beside `append_raw` of the same batch; every 20 batches each side is reset,
 /// untimed (the session deleted, `reset_raw`).
@@ -102,38 +90,69 @@ pub fn compact<S: AgentMemory>(
     group.finish();
 }
 
-/// The group `load_all_of_{n}` (10 samples) with the agentmem side benched: loading the whole
-/// `session`, `n` messages. The caller benches its baseline and finishes the group.
-pub fn load_all<'c, S: AgentMemory>(
-    c: &'c mut Criterion,
-    rt: &Runtime,
-    store: &S,
-    session: &SessionId,
+/// The subject of the read benches: a store whose session `big` holds `n` messages (see
+/// [`big()`](crate::bench::big)), a needle in every hundred. Each bench method returns its group
+/// with the agentmem side benched; the caller benches its baseline and finishes the group.
+pub struct BigSession<'rt, S> {
+    rt: &'rt Runtime,
+    store: S,
+    session: SessionId,
     n: usize,
-) -> BenchmarkGroup<'c, WallTime> {
-    let mut group = c.benchmark_group(format!("load_all_of_{n}"));
-    group.sample_size(10);
-    bench::load(&mut group, rt, store, session, None, n);
-    group
 }
 
-/// The group `search_top10_of_{n}` with the agentmem side benched: the 10 best messages of
-/// `session` (`n` messages, a needle in every hundred) for `needle`. The caller benches its
-/// baseline and finishes the group.
-pub fn search_top10<'c, S: AgentMemory>(
-    c: &'c mut Criterion,
-    rt: &Runtime,
-    store: &S,
-    session: &SessionId,
-    n: usize,
-) -> BenchmarkGroup<'c, WallTime> {
-    let mut group = c.benchmark_group(format!("search_top10_of_{n}"));
-    let scope = MessageQuery {
-        session: Some(session.clone()),
-        limit: 10,
-    };
-    bench::search(&mut group, rt, store, "needle", &scope, 10);
-    group
+impl<'rt, S: AgentMemory> BigSession<'rt, S> {
+    /// The store `open` makes, with the session `big` filled with `n` messages.
+    pub fn fill(rt: &'rt Runtime, n: usize, open: impl Future<Output = S>) -> Self {
+        let store = rt.block_on(open);
+        let session = SessionId::new("big").expect("a valid session id");
+        rt.block_on(fill(&store, &session, n));
+        BigSession {
+            rt,
+            store,
+            session,
+            n,
+        }
+    }
+
+    /// The group `load_last_20_of_{n}`: loading the last 20 messages.
+    pub fn load_last_20<'c>(&self, c: &'c mut Criterion) -> BenchmarkGroup<'c, WallTime> {
+        let mut group = c.benchmark_group(format!("load_last_20_of_{}", self.n));
+        bench::load(
+            &mut group,
+            self.rt,
+            &self.store,
+            &self.session,
+            Some(20),
+            20,
+        );
+        group
+    }
+
+    /// The group `load_all_of_{n}` (10 samples): loading the whole session.
+    pub fn load_all<'c>(&self, c: &'c mut Criterion) -> BenchmarkGroup<'c, WallTime> {
+        let mut group = c.benchmark_group(format!("load_all_of_{}", self.n));
+        group.sample_size(10);
+        bench::load(
+            &mut group,
+            self.rt,
+            &self.store,
+            &self.session,
+            None,
+            self.n,
+        );
+        group
+    }
+
+    /// The group `search_top10_of_{n}`: the 10 best messages for `needle`.
+    pub fn search_top10<'c>(&self, c: &'c mut Criterion) -> BenchmarkGroup<'c, WallTime> {
+        let mut group = c.benchmark_group(format!("search_top10_of_{}", self.n));
+        let scope = MessageQuery {
+            session: Some(self.session.clone()),
+            limit: 10,
+        };
+        bench::search(&mut group, self.rt, &self.store, "needle", &scope, 10);
+        group
+    }
 }
 
 /// The child side of the peak-memory group for the store `open` makes: one whole load of the

@@ -113,7 +113,9 @@ use std::future::Future;
 
 pub use base::LayeredStore;
 pub use trace::{TraceLayer, Traced, SPAN_NAME};
-pub use validate::{check_memory_item, check_messages, ValidateLayer, Validated};
+pub use validate::{
+    check_memory_item, check_messages, check_session_metadata, ValidateLayer, Validated,
+};
 
 use crate::backend::BackendInfo;
 use crate::error::Result;

@@ -5,7 +5,9 @@ use async_trait::async_trait;
 use crate::error::Result;
 use crate::layer::LayeredStore;
 use crate::lifecycle::{SessionPage, SessionPatch, SessionQuery};
-use crate::model::{ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, SessionInfo};
+use crate::model::{
+    check_metadata_depth, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, SessionInfo,
+};
 use crate::name::SessionId;
 use crate::store::{AgentMemory, MemoryFilter, MemoryHit};
 
@@ -18,6 +20,13 @@ pub fn check_messages(messages: &[Message]) -> Result<()> {
 /// Checks that a memory item can be stored and read back.
 pub fn check_memory_item(item: &MemoryItem) -> Result<()> {
     item.validate()
+}
+
+/// Refuses session metadata nested deeper than [`MAX_METADATA_DEPTH`](crate::MAX_METADATA_DEPTH),
+/// the rule messages and memory items follow. Stores keep session metadata as it comes; a layer
+/// that must parse it back (the encryption layer seals it as one JSON document) checks it here.
+pub fn check_session_metadata(metadata: &Metadata) -> Result<()> {
+    check_metadata_depth("session metadata", metadata)
 }
 
 layer_and_store! {

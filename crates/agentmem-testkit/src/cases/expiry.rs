@@ -60,10 +60,7 @@ pub async fn expired_session_is_gone_for_every_reader(store: &dyn AgentMemory) {
         1,
         "find_sessions leaves it out: {found:?}"
     );
-    let hits = store
-        .search_messages("walrus", &MessageQuery::default())
-        .await
-        .expect("search");
+    let hits = must::search_messages(store, "walrus", &MessageQuery::default()).await;
     assert_eq!(hits.len(), 1, "search leaves its messages out: {hits:?}");
     assert_eq!(hits[0].session, kept);
 

@@ -251,14 +251,8 @@ pub async fn rewind_removes_messages_from_search(store: &dyn AgentMemory) {
     .await;
     must::rewind(store, &id, &Rewind::Last(1)).await;
     let scope = MessageQuery::default();
-    let hits = store
-        .search_messages("narwhal", &scope)
-        .await
-        .expect("search");
+    let hits = must::search_messages(store, "narwhal", &scope).await;
     assert!(hits.is_empty(), "a removed message is not found: {hits:?}");
-    let hits = store
-        .search_messages("walrus", &scope)
-        .await
-        .expect("search");
+    let hits = must::search_messages(store, "walrus", &scope).await;
     assert_eq!(hits.len(), 1, "the kept message is still found");
 }

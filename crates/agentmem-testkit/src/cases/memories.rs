@@ -410,10 +410,7 @@ pub async fn expired_memories_are_gone(store: &dyn AgentMemory) {
         "get skips an expired item"
     );
     assert_eq!(texts(&all_items(store).await), ["current volcano note"]);
-    let hits = store
-        .search_memories("volcano", &MemoryFilter::default())
-        .await
-        .expect("search_memories");
+    let hits = must::search_memories(store, "volcano", &MemoryFilter::default()).await;
     let found: Vec<&str> = hits.iter().map(|h| h.item.text.as_str()).collect();
     assert_eq!(
         found,

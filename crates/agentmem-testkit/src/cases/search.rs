@@ -35,50 +35,42 @@ fn assert_best_first(scores: impl Iterator<Item = f64>, what: &str) {
     );
 }
 
-/// Searches memory items, panicking if the search fails.
-async fn search_items(
-    store: &dyn AgentMemory,
-    query: &str,
-    filter: &MemoryFilter,
-) -> Vec<MemoryHit> {
-    store
-        .search_memories(query, filter)
-        .await
-        .unwrap_or_else(|e| panic!("search_memories({query:?}): {e}"))
+/// Asserts that a search for "kubernetes" found [`DENSE`] first and [`SPARSE`] second (a dense
+/// short mention above a single one in a long text), nothing else, with `scores` best first.
+fn assert_dense_then_sparse(found: &[&str], scores: impl Iterator<Item = f64>, what: &str) {
+    assert_eq!(
+        found,
+        [DENSE, SPARSE],
+        "{what}: dense short mention first, long single mention second, others absent"
+    );
+    assert_best_first(scores, what);
 }
 
-/// Searches messages, panicking if the search fails.
-async fn search_msgs(
-    store: &dyn AgentMemory,
-    query: &str,
-    scope: &MessageQuery,
-) -> Vec<MessageHit> {
-    store
-        .search_messages(query, scope)
-        .await
-        .unwrap_or_else(|e| panic!("search_messages({query:?}): {e}"))
+/// The texts of the items `query` finds under the default filter, best first.
+async fn items_found(store: &dyn AgentMemory, query: &str) -> Vec<String> {
+    let hits = must::search_memories(store, query, &MemoryFilter::default()).await;
+    hits.into_iter().map(|h| h.item.text).collect()
+}
+
+/// The contents of the messages `query` finds across all sessions under the default limit,
+/// best first.
+async fn messages_found(store: &dyn AgentMemory, query: &str) -> Vec<String> {
+    let hits = must::search_messages(store, query, &MessageQuery::default()).await;
+    hits.into_iter().map(|h| h.message.content).collect()
 }
 
 /// Asserts that `query` finds `expected` memory items under the default filter.
 async fn assert_item_hits(store: &dyn AgentMemory, query: &str, expected: usize, what: &str) {
-    let hits = search_items(store, query, &MemoryFilter::default()).await;
-    let found = hit_texts(&hits);
-    assert_eq!(
-        found.len(),
-        expected,
-        "{what}: search_memories({query:?}) found {found:?}"
-    );
+    let found = items_found(store, query).await;
+    let call = format!("search_memories({query:?})");
+    assert_eq!(found.len(), expected, "{what}: {call} found {found:?}");
 }
 
 /// Asserts that `query` finds `expected` messages across all sessions under the default limit.
 async fn assert_message_hits(store: &dyn AgentMemory, query: &str, expected: usize, what: &str) {
-    let hits = search_msgs(store, query, &MessageQuery::default()).await;
-    let found = hit_contents(&hits);
-    assert_eq!(
-        found.len(),
-        expected,
-        "{what}: search_messages({query:?}) found {found:?}"
-    );
+    let found = messages_found(store, query).await;
+    let call = format!("search_messages({query:?})");
+    assert_eq!(found.len(), expected, "{what}: {call} found {found:?}");
 }
 
 /// The item with more occurrences of the term in a short text ranks above one mentioning it
@@ -91,13 +83,9 @@ pub async fn search_memories_ranks_by_relevance(store: &dyn AgentMemory) {
         "weekly meeting notes about budgets",
     ];
     let stored = must::store_memories(store, MemoryKind::LongTerm, texts).await;
-    let hits = search_items(store, "Kubernetes", &MemoryFilter::default()).await;
-    assert_eq!(
-        hit_texts(&hits),
-        [DENSE, SPARSE],
-        "dense short mention first, long single mention second, others absent"
-    );
-    assert_best_first(hits.iter().map(|h| h.score), "search_memories");
+    let hits = must::search_memories(store, "Kubernetes", &MemoryFilter::default()).await;
+    let scores = hits.iter().map(|h| h.score);
+    assert_dense_then_sparse(&hit_texts(&hits), scores, "search_memories");
     assert_eq!(hits[0].item, stored[2], "a hit carries the item as stored");
 }
 
@@ -111,15 +99,12 @@ pub async fn search_memories_is_case_insensitive(store: &dyn AgentMemory) {
     must::store_memories(store, MemoryKind::Fact, texts).await;
     for query in ["postgresql", "POSTGRESQL", "PostgreSQL"] {
         assert_eq!(
-            hit_texts(&search_items(store, query, &MemoryFilter::default()).await),
+            items_found(store, query).await,
             ["PostgreSQL replication notes"],
             "{query}"
         );
     }
-    assert_eq!(
-        hit_texts(&search_items(store, "KAFKA", &MemoryFilter::default()).await),
-        ["kafka consumer groups"]
-    );
+    assert_eq!(items_found(store, "KAFKA").await, ["kafka consumer groups"]);
 }
 
 /// A query matches items containing any of its words (OR, not AND), and queries with
@@ -132,11 +117,7 @@ pub async fn search_memories_matches_any_query_word(store: &dyn AgentMemory) {
         "zebra and giraffe together",
     ];
     must::store_memories(store, MemoryKind::Fact, texts).await;
-    let mut found =
-        hit_texts(&search_items(store, "zebra giraffe", &MemoryFilter::default()).await)
-            .into_iter()
-            .map(str::to_string)
-            .collect::<Vec<_>>();
+    let mut found = items_found(store, "zebra giraffe").await;
     found.sort();
     assert_eq!(
         found,
@@ -147,7 +128,7 @@ pub async fn search_memories_matches_any_query_word(store: &dyn AgentMemory) {
         ],
         "any word matches; penguin absent"
     );
-    let both = search_items(store, "zebra giraffe", &MemoryFilter::default()).await;
+    let both = must::search_memories(store, "zebra giraffe", &MemoryFilter::default()).await;
     assert_eq!(
         both[0].item.text, "zebra and giraffe together",
         "the item with both words ranks first"
@@ -162,7 +143,7 @@ pub async fn search_memories_matches_any_query_word(store: &dyn AgentMemory) {
         "penguin*",
     ] {
         assert_eq!(
-            hit_texts(&search_items(store, query, &MemoryFilter::default()).await),
+            items_found(store, query).await,
             ["penguin colonies"],
             "query {query:?}"
         );
@@ -185,10 +166,10 @@ pub async fn search_finds_words_in_any_script(store: &dyn AgentMemory) {
         ("ПРИВЕТ", "Привет из Москвы"),
         ("東京", "東京 の 天気"),
     ] {
-        let hits = search_items(store, query, &MemoryFilter::default()).await;
+        let hits = must::search_memories(store, query, &MemoryFilter::default()).await;
         assert_eq!(hit_texts(&hits), [expected], "search_memories({query:?})");
     }
-    let hits = search_msgs(store, "привет", &MessageQuery::default()).await;
+    let hits = must::search_messages(store, "привет", &MessageQuery::default()).await;
     assert_eq!(
         hit_contents(&hits),
         ["Привет из Москвы"],
@@ -211,7 +192,7 @@ pub async fn search_memories_honours_limit(store: &dyn AgentMemory) {
         let filter = limit.map_or_else(MemoryFilter::default, |limit| {
             MemoryFilter::default().with_limit(limit)
         });
-        let hits = search_items(store, "telescope", &filter).await;
+        let hits = must::search_memories(store, "telescope", &filter).await;
         assert_eq!(hits.len(), expected, "{what}");
     }
 }
@@ -221,7 +202,8 @@ pub async fn search_memories_filters_by_kind(store: &dyn AgentMemory) {
     must::store_memory(store, MemoryKind::Fact, "volcano eruption fact").await;
     let insights = ["volcano eruption insight", "glacier insight"];
     must::store_memories(store, MemoryKind::Insight, insights).await;
-    let hits = search_items(store, "volcano", &MemoryFilter::kind(MemoryKind::Insight)).await;
+    let hits =
+        must::search_memories(store, "volcano", &MemoryFilter::kind(MemoryKind::Insight)).await;
     assert_eq!(hit_texts(&hits), ["volcano eruption insight"]);
     assert_item_hits(
         store,
@@ -250,8 +232,8 @@ pub async fn search_without_words_returns_nothing(store: &dyn AgentMemory) {
         assert_item_hits(store, query, 0, "a query without words finds no item").await;
         assert_message_hits(store, query, 0, "a query without words finds no message").await;
     }
-    search_items(store, "'; DROP TABLE x; --", &MemoryFilter::default()).await;
-    search_msgs(store, "'; DROP TABLE x; --", &MessageQuery::default()).await;
+    must::search_memories(store, "'; DROP TABLE x; --", &MemoryFilter::default()).await;
+    must::search_messages(store, "'; DROP TABLE x; --", &MessageQuery::default()).await;
     assert_eq!(
         must::list_memories(store, &MemoryFilter::default())
             .await
@@ -273,13 +255,9 @@ pub async fn search_messages_ranks_by_relevance(store: &dyn AgentMemory) {
     )
     .await;
     must::append(store, &b, &[dense.clone(), Message::user("lunch plans")]).await;
-    let hits = search_msgs(store, "KUBERNETES", &MessageQuery::default()).await;
-    assert_eq!(
-        hit_contents(&hits),
-        [DENSE, SPARSE],
-        "dense mention first, sparse second, others absent"
-    );
-    assert_best_first(hits.iter().map(|h| h.score), "search_messages");
+    let hits = must::search_messages(store, "KUBERNETES", &MessageQuery::default()).await;
+    let scores = hits.iter().map(|h| h.score);
+    assert_dense_then_sparse(&hit_contents(&hits), scores, "search_messages");
     assert_eq!(
         (&hits[0].session, &hits[0].message),
         (&b, &dense),
@@ -301,13 +279,15 @@ pub async fn search_messages_scoped_to_one_session(store: &dyn AgentMemory) {
         session: Some(sid(s)),
         limit: 10,
     };
-    let hits = search_msgs(store, "lighthouse", &scoped("scope_a")).await;
+    let hits = must::search_messages(store, "lighthouse", &scoped("scope_a")).await;
     assert_eq!(hit_contents(&hits), ["lighthouse keeper log"]);
     assert!(hits.iter().all(|h| h.session == a));
     assert_message_hits(store, "lighthouse", 2, "unscoped finds both").await;
-    assert!(search_msgs(store, "lighthouse", &scoped("scope_missing"))
-        .await
-        .is_empty());
+    assert!(
+        must::search_messages(store, "lighthouse", &scoped("scope_missing"))
+            .await
+            .is_empty()
+    );
 }
 
 /// The message search limit is honoured, including 0 (no hits, not "unlimited").
@@ -325,7 +305,7 @@ pub async fn search_messages_honours_limit(store: &dyn AgentMemory) {
         (MessageQuery::default(), 10, "the default limit is 10"),
         (limited(0), 0, "limit 0 finds nothing"),
     ] {
-        let hits = search_msgs(store, "satellite", &scope).await;
+        let hits = must::search_messages(store, "satellite", &scope).await;
         assert_eq!(hits.len(), expected, "{what}");
     }
 }
@@ -363,7 +343,7 @@ pub async fn search_follows_updates_and_deletes(store: &dyn AgentMemory) {
     .await;
     must::compact(store, &a, &[Message::system("summary about pancakes")]).await;
     assert_eq!(
-        hit_contents(&search_msgs(store, "pancakes", &MessageQuery::default()).await),
+        messages_found(store, "pancakes").await,
         ["summary about pancakes"],
         "a compaction's replacement is found"
     );
@@ -396,7 +376,7 @@ pub async fn search_memories_stays_in_scope(store: &dyn AgentMemory) {
         .await;
     }
     let visible = MemoryFilter::default().visible_from(alice.clone());
-    let hits = search_items(store, "volcano", &visible).await;
+    let hits = must::search_memories(store, "volcano", &visible).await;
     let mut found = hit_texts(&hits);
     found.sort_unstable();
     assert_eq!(
@@ -405,7 +385,7 @@ pub async fn search_memories_stays_in_scope(store: &dyn AgentMemory) {
     );
     let exact = MemoryFilter::default().with_scope(ScopeFilter::Exactly(alice));
     assert_eq!(
-        hit_texts(&search_items(store, "volcano", &exact).await),
+        hit_texts(&must::search_memories(store, "volcano", &exact).await),
         ["alice likes the volcano"]
     );
     assert_item_hits(
