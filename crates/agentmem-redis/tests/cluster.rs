@@ -254,12 +254,7 @@ async fn version_1_data_migrates_on_a_cluster() {
     // (Its guard deletes the same keys as the first one.)
     let (store, _same_guard, _) = open(&prefix).await.unwrap();
     common::assert_current_schema(&store).await;
-    let meta: String = redis::cmd("HGET")
-        .arg(format!("{root}:mem:meta"))
-        .arg("v1-a")
-        .query_async(&mut raw)
-        .await
-        .unwrap();
+    let meta = common::memory_meta(&mut raw, &root, "v1-a").await;
     assert_eq!(meta, format!("{created}\n\n\nfact\nname"));
     let global = MemoryFilter::default().with_scope(ScopeFilter::Exactly(MemoryScope::global()));
     assert_eq!(store.list_memories(&global).await.unwrap(), [item.clone()]);

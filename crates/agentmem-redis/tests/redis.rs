@@ -1081,12 +1081,7 @@ async fn version_1_memory_items_migrate() {
     common::assert_current_schema(&store).await;
     common::assert_current_schema(&other).await;
 
-    let meta: String = redis::cmd("HGET")
-        .arg(format!("{prefix}:mem:meta"))
-        .arg("v1-c")
-        .query_async(&mut raw)
-        .await
-        .unwrap();
+    let meta = common::memory_meta(&mut raw, &prefix, "v1-c").await;
     assert_eq!(
         meta,
         format!(

@@ -25,6 +25,21 @@ pub fn config_under_fresh_prefix(url: &str, tag: &str) -> (RedisConfig, Namespac
     (config, guard)
 }
 
+/// The raw line memory item `id` holds in the memory meta hash under key root `root` (the
+/// prefix, in braces on a cluster), as a migration wrote it.
+pub async fn memory_meta(
+    raw: &mut impl redis::aio::ConnectionLike,
+    root: &str,
+    id: &str,
+) -> String {
+    redis::cmd("HGET")
+        .arg(format!("{root}:mem:meta"))
+        .arg(id)
+        .query_async(raw)
+        .await
+        .unwrap()
+}
+
 /// Asserts that `store` reports the current schema version (after a migration, or on a
 /// fresh prefix).
 pub async fn assert_current_schema(store: &impl SessionStore) {
