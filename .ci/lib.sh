@@ -1,6 +1,7 @@
 # Shell functions the .ci server scripts share (mongo-servers.sh, postgres-extra.sh,
 # redis-extra.sh). Sourced, not run: the sourcing script sets LOG_NAME first and defines
-# `start` and `stop`.
+# `start` and `stop`; one that waits for its servers with `wait_until` also sets
+# WAIT_SECONDS and SERVER_DIR (where server NAME keeps NAME.pid and NAME.log).
 
 log() { echo "$LOG_NAME: $*" >&2; }
 
@@ -27,6 +28,28 @@ stop_pidfile() {
         if alive "$pid"; then kill -9 "$pid" 2>/dev/null || true; fi
     fi
     rm -f "$pidfile"
+}
+
+# Waits until `$2 …` succeeds, polling twice a second for up to WAIT_SECONDS; fails with
+# the last lines of server $1's log when that time passes or the server exits first.
+wait_until() {
+    local name="$1" waited=0
+    shift
+    until "$@"; do
+        if [ -f "$SERVER_DIR/$name.pid" ] && ! alive "$(cat "$SERVER_DIR/$name.pid")"; then
+            log "$name exited before it was ready; last log lines:"
+            tail -n 30 "$SERVER_DIR/$name.log" >&2 2>/dev/null || true
+            rm -f "$SERVER_DIR/$name.pid"
+            return 1
+        fi
+        if [ "$waited" -ge "$((WAIT_SECONDS * 2))" ]; then
+            log "$name is not ready after ${WAIT_SECONDS}s; last log lines:"
+            tail -n 30 "$SERVER_DIR/$name.log" >&2 2>/dev/null || true
+            return 1
+        fi
+        sleep 0.5
+        waited=$((waited + 1))
+    done
 }
 
 # Runs the sourcing script's `start` or `stop`, as its first argument asks.

@@ -24,6 +24,7 @@ WAIT_SECONDS="${AGENTMEM_MONGO_WAIT_SECONDS:-60}"
 PYTHON="${PYTHON:-python3}"
 
 LOG_NAME=mongo-servers
+SERVER_DIR="$CACHE"
 # shellcheck source=.ci/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -81,24 +82,10 @@ start_one() {
     echo $! >"$pidfile"
 }
 
+# Waits until server $1 answers on port $2 (see `wait_until`).
 wait_for() {
-    local name="$1" port="$2" waited=0
-    until answers "$port"; do
-        if [ "$waited" -ge "$WAIT_SECONDS" ]; then
-            log "$name did not answer on $HOST:$port within ${WAIT_SECONDS}s; last log lines:"
-            tail -n 40 "$CACHE/$name.log" >&2 2>/dev/null || true
-            return 1
-        fi
-        local pidfile="$CACHE/$name.pid"
-        if [ -f "$pidfile" ] && ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-            log "$name exited before answering on $HOST:$port; last log lines:"
-            tail -n 40 "$CACHE/$name.log" >&2 2>/dev/null || true
-            return 1
-        fi
-        sleep 1
-        waited=$((waited + 1))
-    done
-    log "$name answers on $HOST:$port"
+    wait_until "$1" answers "$2" || return 1
+    log "$1 answers on $HOST:$2"
 }
 
 start() {

@@ -29,6 +29,7 @@ TLS_CLUSTER_PORTS=(7101 7102 7103)
 WAIT_SECONDS="${AGENTMEM_REDIS_WAIT_SECONDS:-30}"
 
 LOG_NAME=redis-extra
+SERVER_DIR="$DIR"
 # shellcheck source=.ci/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -110,27 +111,6 @@ spawn() {
     setsid nohup redis-server "$@" --save "" --appendonly no --daemonize no \
         --logfile "$DIR/$name.log" >/dev/null 2>&1 </dev/null &
     echo $! >"$pidfile"
-}
-
-# Waits until `$2 …` succeeds, or fails with server $1's log.
-wait_until() {
-    local name="$1" waited=0
-    shift
-    until "$@"; do
-        if [ -f "$DIR/$name.pid" ] && ! alive "$(cat "$DIR/$name.pid")"; then
-            log "$name exited before it was ready; last log lines:"
-            tail -n 30 "$DIR/$name.log" >&2 2>/dev/null || true
-            rm -f "$DIR/$name.pid"
-            return 1
-        fi
-        if [ "$waited" -ge "$((WAIT_SECONDS * 2))" ]; then
-            log "$name is not ready after ${WAIT_SECONDS}s; last log lines:"
-            tail -n 30 "$DIR/$name.log" >&2 2>/dev/null || true
-            return 1
-        fi
-        sleep 0.5
-        waited=$((waited + 1))
-    done
 }
 
 start_tls() {

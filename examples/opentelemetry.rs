@@ -18,13 +18,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use agentmem::{AgentMemoryExt, ErrorKind, Message, SessionId};
 use opentelemetry::trace::{SpanKind, Status, TracerProvider as _};
 use opentelemetry::Value;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
 use tracing_subscriber::layer::SubscriberExt;
+
+mod support;
 
 const SECRET: &str = "This text never appears in a span.";
 
@@ -58,23 +59,8 @@ async fn main() -> agentmem::Result<()> {
     ))
     .await?;
 
-    let session: SessionId = "demo".parse()?;
-    store
-        .append(
-            &session,
-            &[Message::user(SECRET), Message::assistant("Nor does this.")],
-        )
-        .await?;
-    let last = store.last_messages(&session, 1).await?;
-    println!("loaded {} message(s)", last.len());
-
-    // A failure: the span gets `error.type` and an error status.
-    let missing: SessionId = "missing".parse()?;
-    let error = store
-        .compact(&missing, &[])
-        .await
-        .expect_err("no such session");
-    assert_eq!(error.kind(), ErrorKind::NotFound);
+    // The last operation fails: its span gets `error.type` and an error status.
+    support::traced_operations(&*store, SECRET).await?;
 
     // Export what is left and stop; a program does this before it exits.
     provider

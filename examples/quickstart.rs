@@ -31,18 +31,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     println!("== first process: writing memory under {}", home.display());
     let convo = open_conversation(&home).await?;
-    convo
-        .add(Role::User, "Hi! I'm Ada. We run analytics on GCP.")
-        .await?;
-    convo
-        .add_agent_reply("Nice to meet you, Ada. I'll keep GCP in mind.")
-        .await?;
-    convo
-        .add(Role::User, "Shortlist BigQuery and AlloyDB for next week.")
-        .await?;
-    convo
-        .add_agent_reply("Shortlisted: BigQuery, AlloyDB. I'll compare latency and cost.")
-        .await?;
+    // Two turns: what the user said, and the agent's reply.
+    for (user, reply) in [
+        (
+            "Hi! I'm Ada. We run analytics on GCP.",
+            "Nice to meet you, Ada. I'll keep GCP in mind.",
+        ),
+        (
+            "Shortlist BigQuery and AlloyDB for next week.",
+            "Shortlisted: BigQuery, AlloyDB. I'll compare latency and cost.",
+        ),
+    ] {
+        convo.add(Role::User, user).await?;
+        convo.add_agent_reply(reply).await?;
+    }
     if let Some(path) = convo.memory_path() {
         println!(
             "wrote {} messages to {}",

@@ -12,8 +12,9 @@
 //! DEBUG agentmem.op{backend="sqlite" op="append" db.system.name="sqlite" db.operation.name="append" otel.kind="internal" session="demo" gen_ai.conversation.id="demo" messages=2 duration_us=412 outcome="ok"}: agentmem operation finished outcome="ok" duration_us=412
 //! ```
 
-use agentmem::{AgentMemoryExt, ErrorKind, Message, SessionId};
 use tracing_subscriber::fmt::format::FmtSpan;
+
+mod support;
 
 #[tokio::main]
 async fn main() -> agentmem::Result<()> {
@@ -29,26 +30,8 @@ async fn main() -> agentmem::Result<()> {
         .map_err(|e| agentmem::Error::backend("temp dir").with_source(e))?;
     let store = agentmem::open(&format!("sqlite://{}", dir.join("agent.db").display())).await?;
 
-    let session: SessionId = "demo".parse()?;
-    store
-        .append(
-            &session,
-            &[
-                Message::user("This text never appears in a span."),
-                Message::assistant("Nor does this."),
-            ],
-        )
-        .await?;
-    let last = store.last_messages(&session, 1).await?;
-    println!("loaded {} message(s)", last.len());
-
-    // A failure is recorded as the span's outcome (here `not found`).
-    let missing: SessionId = "missing".parse()?;
-    let error = store
-        .compact(&missing, &[])
-        .await
-        .expect_err("no such session");
-    assert_eq!(error.kind(), ErrorKind::NotFound);
+    // The last operation fails: its span records that as its outcome (`not found`).
+    support::traced_operations(&*store, "This text never appears in a span.").await?;
 
     std::fs::remove_dir_all(&dir).ok();
     Ok(())

@@ -82,13 +82,7 @@ fn appends(c: &mut Criterion) {
     });
     group.bench_function("raw_insert_many", |b| {
         b.to_async(&rt).iter(|| async {
-            let first = next(20);
-            let docs: Vec<Document> = batch
-                .iter()
-                .enumerate()
-                .map(|(i, m)| raw_doc("twenty", first + i as i64, m))
-                .collect();
-            coll.insert_many(docs).await.unwrap();
+            raw_insert(&coll, "twenty", next(20), &batch).await;
         })
     });
     group.finish();
@@ -102,20 +96,9 @@ fn load_last_20(c: &mut Criterion) {
     rt.block_on(raw_index(&coll));
     let size: usize = quick_or(2_000, 20_000);
     let session = SessionId::new("big").unwrap();
-    rt.block_on(async {
-        for start in (0..size).step_by(500) {
-            let batch: Vec<Message> = (start..(start + 500).min(size))
-                .map(|i| Message::user(format!("message {i} of a long session about GCP latency")))
-                .collect();
-            store.append(&session, &batch).await.unwrap();
-            let docs: Vec<Document> = batch
-                .iter()
-                .enumerate()
-                .map(|(i, m)| raw_doc("big", (start + i) as i64, m))
-                .collect();
-            coll.insert_many(docs).await.unwrap();
-        }
-    });
+    rt.block_on(fill_big(&store, &coll, &session, size, 500, |i| {
+        Message::user(format!("message {i} of a long session about GCP latency"))
+    }));
     let mut group = c.benchmark_group(format!("load_last_20_of_{size}"));
     group.bench_function("agentmem", |b| {
         b.to_async(&rt).iter(|| async {
@@ -168,13 +151,36 @@ fn raw_doc(session: &str, seq: i64, m: &Message) -> Document {
     "ts": m.timestamp.timestamp_micros()}
 }
 
-async fn raw_insert(coll: &mongodb::Collection<Document>, session: &str, messages: &[Message]) {
+/// Inserts `messages` as the raw session `session`'s, at positions `first` on.
+async fn raw_insert(
+    coll: &mongodb::Collection<Document>,
+    session: &str,
+    first: i64,
+    messages: &[Message],
+) {
     let docs: Vec<Document> = messages
         .iter()
         .enumerate()
-        .map(|(i, m)| raw_doc(session, i as i64, m))
+        .map(|(i, m)| raw_doc(session, first + i as i64, m))
         .collect();
     coll.insert_many(docs).await.unwrap();
+}
+
+/// Writes messages `0..n` (message `i` made by `message(i)`) to both sides, `batch` at a
+/// time: to the store's `session`, and to the raw session "big".
+async fn fill_big(
+    store: &Layered<MongoStore>,
+    coll: &mongodb::Collection<Document>,
+    session: &SessionId,
+    n: usize,
+    batch: usize,
+    message: impl Fn(usize) -> Message,
+) {
+    for start in (0..n).step_by(batch) {
+        let messages: Vec<Message> = (start..(start + batch).min(n)).map(&message).collect();
+        store.append(session, &messages).await.unwrap();
+        raw_insert(coll, "big", start as i64, &messages).await;
+    }
 }
 
 async fn raw_load_all(coll: &mongodb::Collection<Document>, session: &str) -> Vec<Message> {
@@ -225,25 +231,14 @@ fn with_baselines(c: &mut Criterion) {
     });
     group.bench_function("raw_insert_many", |b| {
         b.to_async(&rt)
-            .iter(|| async { raw_insert(&coll, "batch", &batch).await })
+            .iter(|| async { raw_insert(&coll, "batch", 0, &batch).await })
     });
     group.finish();
 
     let n: usize = quick_or(2_000, 20_000);
     let big = SessionId::new("big").unwrap();
     rt.block_on(async {
-        for start in (0..n).step_by(1_000) {
-            let chunk: Vec<Message> = (start..(start + 1_000).min(n))
-                .map(needle_message)
-                .collect();
-            store.append(&big, &chunk).await.unwrap();
-            let docs: Vec<Document> = chunk
-                .iter()
-                .enumerate()
-                .map(|(i, m)| raw_doc("big", (start + i) as i64, m))
-                .collect();
-            coll.insert_many(docs).await.unwrap();
-        }
+        fill_big(&store, &coll, &big, n, 1_000, needle_message).await;
         raw_index(&coll).await;
     });
 
@@ -295,7 +290,7 @@ fn with_baselines(c: &mut Criterion) {
             for _ in 0..iters {
                 rt.block_on(async {
                     coll.delete_many(doc! {"s": "compacted"}).await.unwrap();
-                    raw_insert(&coll, "compacted", &history).await;
+                    raw_insert(&coll, "compacted", 0, &history).await;
                 });
                 let start = Instant::now();
                 rt.block_on(async {
@@ -308,7 +303,7 @@ fn with_baselines(c: &mut Criterion) {
                         .unwrap();
                     archive.insert_many(docs).await.unwrap();
                     coll.delete_many(doc! {"s": "compacted"}).await.unwrap();
-                    raw_insert(&coll, "compacted", &summary).await;
+                    raw_insert(&coll, "compacted", 0, &summary).await;
                 });
                 total += start.elapsed();
             }

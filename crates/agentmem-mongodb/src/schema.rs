@@ -242,66 +242,50 @@ pub(crate) async fn ensure_indexes(db: &Database) -> Result<(bool, bool)> {
         let c = db.collection::<Document>(coll);
         async move { c.create_index(model).await }
     };
-    create(
-        MESSAGES,
-        unique_index(
-            doc! {"session": 1, "epoch": 1, "seq": 1},
-            "session_epoch_seq",
+    // The indexes every server must accept.
+    let required = [
+        (
+            MESSAGES,
+            unique_index(
+                doc! {"session": 1, "epoch": 1, "seq": 1},
+                "session_epoch_seq",
+            ),
         ),
-    )
-    .await
-    .mapped()?;
-    create(
-        ARCHIVED,
-        unique_index(
-            doc! {"session": 1, "epoch": 1, "archive": 1, "pos": 1},
-            "session_epoch_archive_pos",
+        (
+            ARCHIVED,
+            unique_index(
+                doc! {"session": 1, "epoch": 1, "archive": 1, "pos": 1},
+                "session_epoch_archive_pos",
+            ),
         ),
-    )
-    .await
-    .mapped()?;
-    create(SESSIONS, index(doc! {"updated": 1}, "updated"))
-        .await
-        .mapped()?;
-    create(HEADS, index(doc! {"session": 1}, "session"))
-        .await
-        .mapped()?;
-    // Session labels and expiry: lookups by owner and by tag, purge's sweep of expired ones.
-    create(SESSIONS, index(doc! {"owner": 1}, "owner"))
-        .await
-        .mapped()?;
-    create(SESSIONS, index(doc! {"tags.k": 1, "tags.v": 1}, "tags"))
-        .await
-        .mapped()?;
-    create(SESSIONS, sparse_index(doc! {"expires": 1}, "expires"))
-        .await
-        .mapped()?;
-    // A key is unique per scope and kind (`kind_key`, present only on keyed items).
-    create(
-        MEMORIES,
-        unique_where_present(
-            doc! {"scope": 1, "kind_key": 1},
-            "kind_key",
-            "scope_kind_key",
+        (SESSIONS, index(doc! {"updated": 1}, "updated")),
+        (HEADS, index(doc! {"session": 1}, "session")),
+        // Session labels and expiry: lookups by owner and by tag, purge's sweep of expired ones.
+        (SESSIONS, index(doc! {"owner": 1}, "owner")),
+        (SESSIONS, index(doc! {"tags.k": 1, "tags.v": 1}, "tags")),
+        (SESSIONS, sparse_index(doc! {"expires": 1}, "expires")),
+        // A key is unique per scope and kind (`kind_key`, present only on keyed items).
+        (
+            MEMORIES,
+            unique_where_present(
+                doc! {"scope": 1, "kind_key": 1},
+                "kind_key",
+                "scope_kind_key",
+            ),
         ),
-    )
-    .await
-    .mapped()?;
-    // Listings and searches select by scope; purges delete expired items.
-    create(
-        MEMORIES,
-        index(doc! {"scope": 1, "created": 1}, "scope_created"),
-    )
-    .await
-    .mapped()?;
-    create(MEMORIES, sparse_index(doc! {"expires": 1}, "expires"))
-        .await
-        .mapped()?;
-    // `created` alone: a compound index with `_id` breaks some compatible servers, and
-    // items created in the same microsecond are rare enough to sort in memory.
-    create(MEMORIES, index(doc! {"created": 1}, "created"))
-        .await
-        .mapped()?;
+        // Listings and searches select by scope; purges delete expired items.
+        (
+            MEMORIES,
+            index(doc! {"scope": 1, "created": 1}, "scope_created"),
+        ),
+        (MEMORIES, sparse_index(doc! {"expires": 1}, "expires")),
+        // `created` alone: a compound index with `_id` breaks some compatible servers, and
+        // items created in the same microsecond are rare enough to sort in memory.
+        (MEMORIES, index(doc! {"created": 1}, "created")),
+    ];
+    for (coll, model) in required {
+        create(coll, model).await.mapped()?;
+    }
     // Text indexes: a server without them (code 67) gets the client-side ranked fallback.
     let mut text = true;
     for (coll, field, name) in [

@@ -172,35 +172,13 @@ fn bench(c: &mut Criterion) {
     quick_group(&mut group);
     bench::load(&mut group, &rt, &setup.store, &read_session, Some(20), 20);
     group.bench_function("raw_lrange", |b| {
-        b.to_async(&rt).iter(|| async {
-            let mut conn = setup.raw.clone();
-            let v: Vec<Vec<u8>> = redis::cmd("LRANGE")
-                .arg(&raw_read_key)
-                .arg(-20)
-                .arg(-1)
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-            v
-        })
+        b.to_async(&rt)
+            .iter(|| raw_lrange(&setup, &raw_read_key, -20, -1))
     });
     // The same work as the store's: the 20 messages parsed (as `load_all`'s baseline does).
     group.bench_function("raw_lrange+serde_json", |b| {
-        b.to_async(&rt).iter(|| async {
-            let mut conn = setup.raw.clone();
-            let v: Vec<Vec<u8>> = redis::cmd("LRANGE")
-                .arg(&raw_read_key)
-                .arg(-20)
-                .arg(-1)
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-            let messages: Vec<Message> = v
-                .iter()
-                .map(|b| serde_json::from_slice(b).unwrap())
-                .collect();
-            messages
-        })
+        b.to_async(&rt)
+            .iter(|| async { parse(&raw_lrange(&setup, &raw_read_key, -20, -1).await) })
     });
     group.finish();
 
@@ -220,18 +198,27 @@ fn big_messages(start: usize, end: usize) -> Vec<Message> {
         .collect()
 }
 
-async fn raw_load_all(setup: &Setup, key: &str) -> Vec<Message> {
+/// One raw `LRANGE key start stop`, the elements as bytes.
+async fn raw_lrange(setup: &Setup, key: &str, start: isize, stop: isize) -> Vec<Vec<u8>> {
     let mut conn = setup.raw.clone();
-    let v: Vec<Vec<u8>> = redis::cmd("LRANGE")
+    redis::cmd("LRANGE")
         .arg(key)
-        .arg(0)
-        .arg(-1)
+        .arg(start)
+        .arg(stop)
         .query_async(&mut conn)
         .await
-        .unwrap();
-    v.iter()
+        .unwrap()
+}
+
+/// Messages as the store stores them (JSON), parsed.
+fn parse(raw: &[Vec<u8>]) -> Vec<Message> {
+    raw.iter()
         .map(|b| serde_json::from_slice(b).unwrap())
         .collect()
+}
+
+async fn raw_load_all(setup: &Setup, key: &str) -> Vec<Message> {
+    parse(&raw_lrange(setup, key, 0, -1).await)
 }
 
 fn big_reads(

@@ -21,7 +21,7 @@ use agentmem_core::{
     SessionQuery, SessionStore,
 };
 use redis::aio::ConnectionManager;
-use redis::{FromRedisValue, Pipeline, RedisResult, ScriptInvocation};
+use redis::{FromRedisValue, Pipeline, RedisResult, Script, ScriptInvocation};
 
 use crate::config::{
     validate_prefix, RedisConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT,
@@ -234,6 +234,15 @@ impl RedisStore {
         self.run(|mut c: Conn| async move { pipe.query_async(&mut c).await })
             .await
     }
+
+    /// Runs a delete script (`delete.lua`, `delete_memory.lua`) on the session or memory item
+    /// `id`: whether it was there (the script answers 1).
+    async fn delete_by_id(&self, script: &Script, id: &str) -> Result<bool> {
+        let mut inv = self.keys.invoke(script);
+        inv.arg(id);
+        let deleted: i64 = self.invoke(&inv).await?;
+        Ok(deleted == 1)
+    }
 }
 
 /// The status code a fork, rewind or update script puts first in its reply.
@@ -335,10 +344,8 @@ impl SessionStore for RedisStore {
     }
 
     async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-        let mut inv = self.keys.invoke(&self.scripts.delete);
-        inv.arg(session.as_str());
-        let deleted: i64 = self.invoke(&inv).await?;
-        Ok(deleted == 1)
+        self.delete_by_id(&self.scripts.delete, session.as_str())
+            .await
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
@@ -648,9 +655,7 @@ impl MemoryStore for RedisStore {
     }
 
     async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
-        let mut inv = self.keys.invoke(&self.scripts.delete_memory);
-        inv.arg(id.as_str());
-        let deleted: i64 = self.invoke(&inv).await?;
-        Ok(deleted == 1)
+        self.delete_by_id(&self.scripts.delete_memory, id.as_str())
+            .await
     }
 }

@@ -18,10 +18,11 @@ use agentmem_redis::{RedisConfig, RedisStore};
 use agentmem_testkit::{NamespaceGuard, ServerNamespace, TestStore};
 use redis::cluster_async::ClusterConnection;
 
+mod common;
+
 async fn cluster_store() -> Option<TestStore> {
     let namespace = ServerNamespace::redis_cluster("conf_cluster");
-    let opened = RedisStore::connect(namespace.url()).await;
-    namespace.test_store("redis cluster", opened)
+    common::conformance_store(namespace, "redis cluster").await
 }
 
 /// The conformance suite on the cluster.
@@ -252,16 +253,8 @@ async fn version_1_data_migrates_on_a_cluster() {
 
     // (Its guard deletes the same keys as the first one.)
     let (store, _same_guard, _) = open(&prefix).await.unwrap();
-    assert_eq!(
-        store.schema_version().await.unwrap(),
-        agentmem_redis::SCHEMA_VERSION
-    );
-    let meta: String = redis::cmd("HGET")
-        .arg(format!("{root}:mem:meta"))
-        .arg("v1-a")
-        .query_async(&mut raw)
-        .await
-        .unwrap();
+    common::assert_current_schema(&store).await;
+    let meta = common::memory_meta(&mut raw, &root, "v1-a").await;
     assert_eq!(meta, format!("{created}\n\n\nfact\nname"));
     let global = MemoryFilter::default().with_scope(ScopeFilter::Exactly(MemoryScope::global()));
     assert_eq!(store.list_memories(&global).await.unwrap(), [item.clone()]);

@@ -16,6 +16,8 @@ use agentmem_redis::{RedisConfig, RedisStore};
 use agentmem_testkit::NamespaceGuard;
 use redis::aio::MultiplexedConnection;
 
+mod common;
+
 fn url() -> String {
     agentmem_testkit::env_url("REDIS_URL", "redis://127.0.0.1:6379")
 }
@@ -31,12 +33,8 @@ async fn open(
     NamespaceGuard,
 )> {
     let url = url();
-    let prefix = agentmem_testkit::unique_namespace(tag);
-    let guard = NamespaceGuard::new().redis_store_prefix(&url, &prefix);
-    let config = RedisConfig::new(&url)
-        .unwrap()
-        .with_prefix(&prefix)
-        .unwrap();
+    let (config, guard) = common::config_under_fresh_prefix(&url, tag);
+    let prefix = config.prefix().to_string();
     let store = match RedisStore::connect_with(config).await {
         Ok(store) => store,
         Err(e) => return agentmem_testkit::service_unavailable("redis", &url, &e),
@@ -270,10 +268,7 @@ async fn default_prefix_and_from_client() {
 #[tokio::test]
 async fn newer_schema_is_refused_and_garbage_is_corrupt() {
     let (store, mut raw, prefix, _guard) = open_or_skip!("schema");
-    assert_eq!(
-        store.schema_version().await.unwrap(),
-        agentmem_redis::SCHEMA_VERSION
-    );
+    common::assert_current_schema(&store).await;
     let stored: String = redis::cmd("GET")
         .arg(format!("{prefix}:schema"))
         .query_async(&mut raw)
@@ -850,10 +845,7 @@ async fn version_2_sessions_migrate() {
     put_v2_session(&mut raw, &prefix, "b", &b).await;
     set_raw(&mut raw, &prefix, "schema", 2).await;
     let store = RedisStore::connect_with(config_for(&prefix)).await.unwrap();
-    assert_eq!(
-        store.schema_version().await.unwrap(),
-        agentmem_redis::SCHEMA_VERSION
-    );
+    common::assert_current_schema(&store).await;
     // Version 4 lists the sessions of older versions in id order.
     let listed = store.find_sessions(&SessionQuery::default()).await.unwrap();
     let listed: Vec<&str> = listed.sessions.iter().map(|s| s.id.as_str()).collect();
@@ -1086,21 +1078,10 @@ async fn version_1_memory_items_migrate() {
         RedisStore::connect_with(config.clone())
     );
     let (store, other) = (a.unwrap(), b.unwrap());
-    assert_eq!(
-        store.schema_version().await.unwrap(),
-        agentmem_redis::SCHEMA_VERSION
-    );
-    assert_eq!(
-        other.schema_version().await.unwrap(),
-        agentmem_redis::SCHEMA_VERSION
-    );
+    common::assert_current_schema(&store).await;
+    common::assert_current_schema(&other).await;
 
-    let meta: String = redis::cmd("HGET")
-        .arg(format!("{prefix}:mem:meta"))
-        .arg("v1-c")
-        .query_async(&mut raw)
-        .await
-        .unwrap();
+    let meta = common::memory_meta(&mut raw, &prefix, "v1-c").await;
     assert_eq!(
         meta,
         format!(
@@ -1125,10 +1106,7 @@ async fn version_1_memory_items_migrate() {
     // Running the migration again (as after a cut-short run) changes nothing.
     let migrated = memory_hashes(&mut raw, &prefix).await;
     set_raw(&mut raw, &prefix, "schema", 1).await;
-    assert_eq!(
-        store.schema_version().await.unwrap(),
-        agentmem_redis::SCHEMA_VERSION
-    );
+    common::assert_current_schema(&store).await;
     assert_eq!(memory_hashes(&mut raw, &prefix).await, migrated);
 
     // Every item reads back as it was written, global and never expiring, oldest first.

@@ -15,10 +15,10 @@ use agentmem_core::{AgentMemoryExt, ErrorKind, Message, MessageQuery, SessionId,
 use agentmem_redis::{RedisConfig, RedisStore};
 use agentmem_testkit::{ServerNamespace, TestStore};
 
+mod common;
+
 async fn tls_store() -> Option<TestStore> {
-    let namespace = ServerNamespace::redis_tls("conf_tls");
-    let opened = RedisStore::connect(namespace.url()).await;
-    namespace.test_store("redis (TLS)", opened)
+    common::conformance_store(ServerNamespace::redis_tls("conf_tls"), "redis (TLS)").await
 }
 
 /// The conformance suite over `rediss://`.
@@ -163,12 +163,7 @@ async fn a_certificate_for_another_host_name_is_refused() {
 #[tokio::test]
 async fn a_tls_cluster_refuses_certificates_from_another_ca() {
     let url = agentmem_testkit::servers::redis_tls_cluster_url();
-    let prefix = agentmem_testkit::unique_namespace("tls_cluster_probe");
-    let guard = agentmem_testkit::NamespaceGuard::new().redis_store_prefix(&url, &prefix);
-    let config = RedisConfig::new(&url)
-        .unwrap()
-        .with_prefix(&prefix)
-        .unwrap();
+    let (config, guard) = common::config_under_fresh_prefix(&url, "tls_cluster_probe");
     if let Err(e) = RedisStore::connect_with(config).await {
         let skipped: Option<()> =
             agentmem_testkit::service_unavailable("redis cluster (TLS)", &url, &e);
@@ -243,13 +238,8 @@ const CHILD: &str = "AGENTMEM_REDIS_TLS_CHILD_URL";
 #[tokio::test]
 async fn ssl_cert_file_names_the_trusted_cas() {
     if let Ok(url) = std::env::var(CHILD) {
-        let prefix = agentmem_testkit::unique_namespace("tls_env");
-        let _guard = agentmem_testkit::NamespaceGuard::new().redis_store_prefix(&url, &prefix);
-        let config = RedisConfig::new(&url)
-            .unwrap()
-            .with_prefix(&prefix)
-            .unwrap()
-            .with_connect_timeout(std::time::Duration::from_secs(2));
+        let (config, _guard) = common::config_under_fresh_prefix(&url, "tls_env");
+        let config = config.with_connect_timeout(std::time::Duration::from_secs(2));
         match RedisStore::connect_with(config).await {
             Ok(store) => {
                 let id: SessionId = "env".parse().unwrap();

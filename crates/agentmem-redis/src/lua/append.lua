@@ -1,8 +1,7 @@
 -- append: ARGV = prefix, session, now, index (see push_messages), message JSON...
 -- A session that has expired is buried first: the append starts a new one.
 local sid, now = ARGV[2], ARGV[3]
-reap(now, REAP)
-local m = settle(sid, now)
+local m = begin_write(sid, now)
 local e = tonumber(m[3] or '0')
 local len, words, nterms = push_messages(sid, e, 4, false, pexp(m[6]))
 redis.call('HINCRBY', STATS, 'docs', #ARGV - 5 - 2 * nterms)

@@ -4,8 +4,7 @@
 -- after (kept). O(1) in the archived messages: the list is renamed and the index's epoch
 -- retired; later writes delete the retired postings.
 local sid, now, base = ARGV[2], ARGV[3], ARGV[4]
-reap(now, REAP)
-local m = settle(sid, now)
+local m = begin_write(sid, now)
 if not m[1] then
   return false
 end

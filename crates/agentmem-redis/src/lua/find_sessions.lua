@@ -79,16 +79,20 @@ local function check(sid)
   return {sid, redis.call('LLEN', sk(sid, 'msgs')), f[1], f[2], f[3], f[4], f[5], f[6]}
 end
 
--- Session ids compare by bytes, as Rust orders them (Lua's `<` follows the server's locale).
-local function byte_less(a, b)
-  for i = 1, math.min(#a, #b) do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x < y end
+local out = {}
+-- Adds the summaries of `ids` that pass every filter to `out`, until it holds `want`.
+local function take(ids)
+  for _, sid in ipairs(ids) do
+    local row = check(sid)
+    if row then
+      out[#out + 1] = row
+      if #out >= want then
+        return
+      end
+    end
   end
-  return #a < #b
 end
 
-local out = {}
 if since ~= '' or before ~= '' then
   local lo, hi = '-inf', '+inf'
   if since ~= '' then
@@ -106,15 +110,7 @@ if since ~= '' or before ~= '' then
     end
     table.sort(ids, byte_less)
     source, label = SESSIONS, nil
-    for _, sid in ipairs(ids) do
-      local row = check(sid)
-      if row then
-        out[#out + 1] = row
-        if #out >= want then
-          break
-        end
-      end
-    end
+    take(ids)
     return out
   end
 end
@@ -126,15 +122,7 @@ end
 local CHUNK = 256
 while #out < want do
   local chunk = redis.call('ZRANGEBYLEX', source, start, '+', 'LIMIT', 0, CHUNK)
-  for _, sid in ipairs(chunk) do
-    local row = check(sid)
-    if row then
-      out[#out + 1] = row
-      if #out >= want then
-        break
-      end
-    end
-  end
+  take(chunk)
   if #chunk < CHUNK then
     break
   end

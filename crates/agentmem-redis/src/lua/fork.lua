@@ -1,13 +1,12 @@
 -- fork: ARGV = prefix, source, target, now, message prefix ('' for all messages; else the
--- start of the JSON of the message to stop at, see find_last). Returns {0} when the target
+-- start of the JSON of the message to stop at, see count_through). Returns {0} when the target
 -- exists (and has not expired), {1} when the source does not exist (or has expired), {2}
 -- when it holds no such message, else {3, the target's summary (see info_row)}.
 -- One script, so the copy is atomic: the target appears whole or not at all. The copy's
 -- index (epoch 0) is the source's current postings of the copied positions; archives and
 -- the expiry are not copied.
 local src, dst, now, at = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-reap(now, REAP)
-if settle(dst, now)[1] then
+if begin_write(dst, now)[1] then
   return {0}
 end
 local m = read_meta(src)
@@ -18,11 +17,10 @@ local msgs = sk(src, 'msgs')
 local len = redis.call('LLEN', msgs)
 local stop = len
 if at ~= '' then
-  local pos = find_last(msgs, len, at)
-  if not pos then
+  stop = count_through(msgs, len, at)
+  if not stop then
     return {2}
   end
-  stop = pos + 1
 end
 
 local dmsgs = sk(dst, 'msgs')

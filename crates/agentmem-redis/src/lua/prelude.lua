@@ -336,6 +336,13 @@ local function settle(sid, now)
   return m
 end
 
+-- The start of a write to session `sid` at `now`: buries up to REAP expired sessions on the
+-- way, then returns the session's meta as `settle` does.
+local function begin_write(sid, now)
+  reap(now, REAP)
+  return settle(sid, now)
+end
+
 -- The millisecond at which the server deletes a session expiring at `expires` (microseconds,
 -- a string): the first one not before it; nil when `expires` is nil or false.
 local function pexp(expires)
@@ -396,16 +403,17 @@ local function info_row(sid)
   return {sid, redis.call('LLEN', sk(sid, 'msgs')), f[1], f[2], f[3], f[4], f[5], f[6]}
 end
 
--- The position of the last message in list `key` (of `len` messages) whose JSON starts with
--- `prefix` (`{"id":"…",`: serde writes a message's id first), or nil.
-local function find_last(key, len, prefix)
+-- How many messages list `key` (of `len` messages) holds up to and including the last one
+-- whose JSON starts with `prefix` (`{"id":"…",`: serde writes a message's id first), or nil
+-- when none does.
+local function count_through(key, len, prefix)
   local hi = len - 1
   while hi >= 0 do
     local lo = math.max(0, hi - 999)
     local chunk = redis.call('LRANGE', key, lo, hi)
     for i = #chunk, 1, -1 do
       if string.sub(chunk[i], 1, #prefix) == prefix then
-        return lo + i - 1
+        return lo + i
       end
     end
     hi = lo - 1
@@ -450,4 +458,13 @@ local function bm25_term(docs, order, postings, n, avg, new_doc)
     local norm = K1 * (1 - B + B * d[4] / avg)
     d[3] = d[3] + idf * tf * (K1 + 1) / (tf + norm)
   end
+end
+
+-- Session ids compare by bytes, as Rust orders them (Lua's `<` follows the server's locale).
+local function byte_less(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
 end

@@ -6,8 +6,7 @@
 -- `updated` does not move. The new list carries the session's expiry, as every key of an
 -- expiring session does.
 local sid, now, aid = ARGV[2], ARGV[3], ARGV[4]
-reap(now, REAP)
-local m = settle(sid, now)
+local m = begin_write(sid, now)
 if not m[1] then
   return {0}
 end

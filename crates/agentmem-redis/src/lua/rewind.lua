@@ -1,13 +1,12 @@
 -- rewind: ARGV = prefix, session, now, 'n' and a count (remove the last n messages) or 'a'
--- and a message prefix (keep up to that message, see find_last). Returns {0} when the
+-- and a message prefix (keep up to that message, see count_through). Returns {0} when the
 -- session does not exist (or has expired), {1} when it holds no such message, else {2,
 -- removed message JSON...}, oldest first.
 -- The removed messages leave the current epoch's postings: each of its terms' postings
 -- string is rewritten without them (O(the session's current index)), and a term left
 -- without postings leaves the epoch's term set and `P:ix:W`.
 local sid, now, mode, arg = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-reap(now, REAP)
-local m = settle(sid, now)
+local m = begin_write(sid, now)
 if not m[1] then
   return {0}
 end
@@ -17,11 +16,10 @@ local keep
 if mode == 'n' then
   keep = math.max(len - tonumber(arg), 0)
 else
-  local pos = find_last(msgs, len, arg)
-  if not pos then
+  keep = count_through(msgs, len, arg)
+  if not keep then
     return {1}
   end
-  keep = pos + 1
 end
 if keep >= len then
   return {2}

@@ -2,8 +2,7 @@
 -- message JSON... The session becomes exactly the given messages; its archives, labels and
 -- expiry stay (a session that has expired is buried first: the save starts a new one).
 local sid, now = ARGV[2], ARGV[3]
-reap(now, REAP)
-local m = settle(sid, now)
+local m = begin_write(sid, now)
 local msgs = sk(sid, 'msgs')
 uncount(redis.call('LLEN', msgs), m)
 local e, fields = retire(sid, m)

@@ -59,15 +59,8 @@ for a = 5, #ARGV do
     local e = epoch(s)
     local packed = e and redis.call('GET', tkey(s, e, term))
     if packed then
-      -- `@base,` markers shift the positions that follow (see push_messages).
-      local base = 0
-      for at, idx, tf, len in string.gmatch(packed, '(@?)(%d+):?(%d*):?(%d*),') do
-        if at == '@' then
-          base = tonumber(idx)
-        else
-          idx = base + tonumber(idx)
-          postings[#postings + 1] = {s .. ':' .. idx, tonumber(tf), s, idx, tonumber(len)}
-        end
+      for _, p in ipairs(parse_postings(packed)) do
+        postings[#postings + 1] = {s .. ':' .. p[1], tonumber(p[2]), s, p[1], tonumber(p[3])}
       end
     elseif sid == '' and (e or not exists[s]) then
       -- Stale: the session is gone, or its current epoch lacks the term (a rewind took
@@ -79,14 +72,6 @@ for a = 5, #ARGV do
   if n > 0 then
     bm25_term(docs, order, postings, n, avg, new_doc)
   end
-end
--- Session ids compare by bytes, as Rust orders them (Lua's `<` follows the server's locale).
-local function byte_less(a, b)
-  for i = 1, math.min(#a, #b) do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x < y end
-  end
-  return #a < #b
 end
 table.sort(order, function(x, y)
   if x[3] ~= y[3] then return x[3] > y[3] end

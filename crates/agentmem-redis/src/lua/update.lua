@@ -5,8 +5,7 @@
 -- carry n tags, too many, changing nothing, else {1, summary (see info_row)}. An expiry at or
 -- before `now` deletes the session at once (the summary is the one it had).
 local sid, now = ARGV[2], ARGV[3]
-reap(now, REAP)
-local m = settle(sid, now)
+local m = begin_write(sid, now)
 if not m[1] then
   return {0}
 end

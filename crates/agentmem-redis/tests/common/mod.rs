@@ -1,0 +1,50 @@
+//! Shared test setup of the Redis test binaries (`conformance`, `redis`, `cluster`, `tls`).
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    reason = "shared by several test binaries, each using part of it; a failed unwrap is a failed test"
+)]
+
+use agentmem_core::SessionStore;
+use agentmem_redis::{RedisConfig, RedisStore};
+use agentmem_testkit::{NamespaceGuard, ServerNamespace, TestStore};
+
+/// A store for the conformance suite on `namespace`'s server, or `None` (the test skips)
+/// when that server (`server`, as the skip note names it) does not answer.
+pub async fn conformance_store(namespace: ServerNamespace, server: &str) -> Option<TestStore> {
+    let opened = RedisStore::connect(namespace.url()).await;
+    namespace.test_store(server, opened)
+}
+
+/// The config of a store on `url` under a fresh prefix (`tag` and a unique suffix), and the
+/// guard that deletes the prefix's keys when the test ends (passed or failed).
+pub fn config_under_fresh_prefix(url: &str, tag: &str) -> (RedisConfig, NamespaceGuard) {
+    let prefix = agentmem_testkit::unique_namespace(tag);
+    let guard = NamespaceGuard::new().redis_store_prefix(url, &prefix);
+    let config = RedisConfig::new(url).unwrap().with_prefix(&prefix).unwrap();
+    (config, guard)
+}
+
+/// The raw line memory item `id` holds in the memory meta hash under key root `root` (the
+/// prefix, in braces on a cluster), as a migration wrote it.
+pub async fn memory_meta(
+    raw: &mut impl redis::aio::ConnectionLike,
+    root: &str,
+    id: &str,
+) -> String {
+    redis::cmd("HGET")
+        .arg(format!("{root}:mem:meta"))
+        .arg(id)
+        .query_async(raw)
+        .await
+        .unwrap()
+}
+
+/// Asserts that `store` reports the current schema version (after a migration, or on a
+/// fresh prefix).
+pub async fn assert_current_schema(store: &impl SessionStore) {
+    assert_eq!(
+        store.schema_version().await.unwrap(),
+        agentmem_redis::SCHEMA_VERSION
+    );
+}
