@@ -10,80 +10,48 @@
 //! [`agentmem-workspace`]: crate::workspace
 //! [`crates/agentmem-core`]: https://docs.rs/agentmem-core
 //! [`agentmem-testkit`]: https://github.com/agentmem/agentmem/tree/main/crates/agentmem-testkit
-//! [`crates/agentmem-testkit`]: https://github.com/agentmem/agentmem/tree/main/crates/agentmem-testkit
 //! [`crates/agentmem-reliability`]: https://github.com/agentmem/agentmem/tree/main/crates/agentmem-reliability
 //! [`.ci/run`]: https://github.com/agentmem/agentmem/blob/main/.ci/run
 //! [BENCHMARKS.md]: https://github.com/agentmem/agentmem/blob/main/BENCHMARKS.md
 //! [ARCHITECTURE.md]: https://github.com/agentmem/agentmem/blob/main/ARCHITECTURE.md
 #![cfg_attr(feature = "file", doc = "[`FileStore`]: crate::file::FileStore")]
 #![cfg_attr(feature = "file", doc = "[`agentmem-file`]: crate::file")]
-#![cfg_attr(feature = "file", doc = "[`crates/agentmem-file`]: crate::file")]
 #![cfg_attr(
     feature = "sqlite",
     doc = "[`SqliteStore`]: crate::sqlite::SqliteStore"
 )]
 #![cfg_attr(feature = "sqlite", doc = "[`agentmem-sqlite`]: crate::sqlite")]
-#![cfg_attr(feature = "sqlite", doc = "[`crates/agentmem-sqlite`]: crate::sqlite")]
 #![cfg_attr(feature = "redis", doc = "[`RedisStore`]: crate::redis::RedisStore")]
 #![cfg_attr(feature = "redis", doc = "[`agentmem-redis`]: crate::redis")]
-#![cfg_attr(feature = "redis", doc = "[`crates/agentmem-redis`]: crate::redis")]
 #![cfg_attr(
     feature = "postgres",
     doc = "[`PostgresStore`]: crate::postgres::PostgresStore"
 )]
 #![cfg_attr(feature = "postgres", doc = "[`agentmem-postgres`]: crate::postgres")]
 #![cfg_attr(
-    feature = "postgres",
-    doc = "[`crates/agentmem-postgres`]: crate::postgres"
-)]
-#![cfg_attr(
     feature = "mongodb",
     doc = "[`MongoStore`]: crate::mongodb::MongoStore"
 )]
 #![cfg_attr(feature = "mongodb", doc = "[`agentmem-mongodb`]: crate::mongodb")]
 #![cfg_attr(
-    feature = "mongodb",
-    doc = "[`crates/agentmem-mongodb`]: crate::mongodb"
-)]
-#![cfg_attr(
     not(feature = "file"),
     doc = "[`agentmem-file`]: https://docs.rs/agentmem-file"
-)]
-#![cfg_attr(
-    not(feature = "file"),
-    doc = "[`crates/agentmem-file`]: https://docs.rs/agentmem-file"
 )]
 #![cfg_attr(
     not(feature = "sqlite"),
     doc = "[`agentmem-sqlite`]: https://docs.rs/agentmem-sqlite"
 )]
 #![cfg_attr(
-    not(feature = "sqlite"),
-    doc = "[`crates/agentmem-sqlite`]: https://docs.rs/agentmem-sqlite"
-)]
-#![cfg_attr(
     not(feature = "redis"),
     doc = "[`agentmem-redis`]: https://docs.rs/agentmem-redis"
-)]
-#![cfg_attr(
-    not(feature = "redis"),
-    doc = "[`crates/agentmem-redis`]: https://docs.rs/agentmem-redis"
 )]
 #![cfg_attr(
     not(feature = "postgres"),
     doc = "[`agentmem-postgres`]: https://docs.rs/agentmem-postgres"
 )]
 #![cfg_attr(
-    not(feature = "postgres"),
-    doc = "[`crates/agentmem-postgres`]: https://docs.rs/agentmem-postgres"
-)]
-#![cfg_attr(
     not(feature = "mongodb"),
     doc = "[`agentmem-mongodb`]: https://docs.rs/agentmem-mongodb"
-)]
-#![cfg_attr(
-    not(feature = "mongodb"),
-    doc = "[`crates/agentmem-mongodb`]: https://docs.rs/agentmem-mongodb"
 )]
 #![cfg_attr(feature = "rig", doc = "[`crates/agentmem-rig`]: crate::rig")]
 #![doc = include_str!("../README.md")]

@@ -159,3 +159,15 @@ pub fn count(n: u64, noun: &str) -> String {
         format!("{n} {noun}s")
     }
 }
+
+/// What a whole store holds, as `rekey` and `migrate` report it:
+/// `3 sessions (12 messages, 1 archive) and 2 memory items`.
+pub fn store_totals(sessions: u64, messages: u64, archives: u64, memories: u64) -> String {
+    format!(
+        "{} ({}, {}) and {}",
+        count(sessions, "session"),
+        count(messages, "message"),
+        count(archives, "archive"),
+        count(memories, "memory item")
+    )
+}

@@ -11,8 +11,8 @@ use agentmem_core::{
 };
 use serde_json::json;
 
-use super::sessions::{message_line, tag_list};
-use crate::output::{count, time, Output};
+use super::sessions::{print_messages, tag_list};
+use crate::output::{count, store_totals, time, Output};
 
 /// `fork`: copies `session` (up to and including `at`) into the new session `new`.
 pub async fn fork(
@@ -56,14 +56,11 @@ pub async fn rewind(
     if out.json() {
         return out.json_value(&json!({"session": session, "removed": removed}));
     }
-    out.line(format!(
+    let header = format!(
         "# {session}: removed {}",
         count(removed.len() as u64, "message")
-    ))?;
-    for m in &removed {
-        out.line(message_line(m))?;
-    }
-    Ok(())
+    );
+    print_messages(out, header, &removed)
 }
 
 /// `tag`: sets the title, owner and tags in one `update_session`.
@@ -144,11 +141,13 @@ pub async fn rekey_store(
         return out.json_value(&report);
     }
     out.line(format!(
-        "re-encrypted {} ({}, {}) and {} under key {} (was {})",
-        count(report.sessions, "session"),
-        count(report.messages, "message"),
-        count(report.archives, "archive"),
-        count(report.memories, "memory item"),
+        "re-encrypted {} under key {} (was {})",
+        store_totals(
+            report.sessions,
+            report.messages,
+            report.archives,
+            report.memories
+        ),
         new.id(),
         old.id()
     ))

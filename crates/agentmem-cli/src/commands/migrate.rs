@@ -7,7 +7,7 @@ use agentmem_transfer::{migrate, MigrateOptions, Progress, SyncReport};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{open, redact, Keys};
-use crate::output::{count, Output};
+use crate::output::{count, store_totals, Output};
 
 /// A progress bar on a terminal, one line per session otherwise (both on standard error).
 enum Shown {
@@ -97,11 +97,13 @@ pub async fn run(
     }
     let verb = if dry_run { "would copy" } else { "copied" };
     out.line(format!(
-        "{verb} {} ({}, {}) and {} from {} to {}: {}, {} and {} written{}",
-        count(report.sessions, "session"),
-        count(report.messages, "message"),
-        count(report.archives, "archive"),
-        count(report.memories, "memory item"),
+        "{verb} {} from {} to {}: {}, {} and {} written{}",
+        store_totals(
+            report.sessions,
+            report.messages,
+            report.archives,
+            report.memories
+        ),
         redact(from),
         redact(to),
         count(report.messages_written, "message"),

@@ -78,8 +78,17 @@ pub fn tag_list(tags: &std::collections::BTreeMap<String, String>) -> String {
         .join(",")
 }
 
+/// Writes `header`, then each message as `show` prints it (`show`, and what `rewind` removed).
+pub fn print_messages(out: &mut Output, header: String, messages: &[Message]) -> Result<()> {
+    out.line(header)?;
+    for m in messages {
+        out.line(message_line(m))?;
+    }
+    Ok(())
+}
+
 /// One message as `show` prints it: time, role (with its tool pairing), content.
-pub fn message_line(m: &Message) -> String {
+fn message_line(m: &Message) -> String {
     format!(
         "[{}] {}: {}",
         time(m.timestamp),
@@ -123,17 +132,14 @@ pub async fn show(
             &loaded.messages,
         )),
         (_, ShowFormat::Text) => {
-            out.line(format!(
+            let header = format!(
                 "# {}: {} of {}, updated {}",
                 session,
                 loaded.messages.len(),
                 count(loaded.total_messages, "message"),
                 time(loaded.updated_at)
-            ))?;
-            for m in &loaded.messages {
-                out.line(message_line(m))?;
-            }
-            Ok(())
+            );
+            print_messages(out, header, &loaded.messages)
         }
     }
 }

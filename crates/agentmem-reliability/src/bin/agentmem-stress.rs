@@ -16,12 +16,13 @@
 //! (`ack <key>=<text>`), as auto-memory does. Any error ends the process with status 1 and
 //! the error on stderr.
 
+use std::error::Error;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use agentmem_core::{
-    ErrorKind, MemoryId, MemoryItem, MemoryKind, MemoryStore, Message, MessageId, SessionId,
+    AgentMemory, ErrorKind, MemoryId, MemoryItem, MemoryKind, Message, MessageId, SessionId,
 };
 use agentmem_reliability::protocol::Event;
 use agentmem_reliability::tagged;
@@ -51,15 +52,12 @@ fn arg<T: std::str::FromStr>(args: &[String], i: usize, what: &str) -> Result<T,
         .map_err(|_| format!("bad argument <{what}>: {:?}", args[i]))
 }
 
-async fn churn(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
-    let url: String = arg(args, 0, "url")?;
-    let session: SessionId = arg(args, 1, "session")?;
-    let writer: String = arg(args, 2, "writer")?;
-    let count: u64 = arg(args, 3, "count")?;
-    let batch: u64 = arg::<u64>(args, 4, "batch")?.max(1);
-    let compact_every: u64 = arg(args, 5, "compact_every")?;
-    let store = agentmem::open(&url).await?;
-    emit(&Event::Ready)?;
+async fn churn(store: &dyn AgentMemory, args: &[String]) -> Result<(), Box<dyn Error>> {
+    let session: SessionId = arg(args, 0, "session")?;
+    let writer: String = arg(args, 1, "writer")?;
+    let count: u64 = arg(args, 2, "count")?;
+    let batch: u64 = arg::<u64>(args, 3, "batch")?.max(1);
+    let compact_every: u64 = arg(args, 4, "compact_every")?;
     let mut seq = 0;
     let mut batches = 0u64;
     let mut summaries = 0u64;
@@ -86,19 +84,15 @@ async fn churn(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
             })?;
         }
     }
-    emit(&Event::Done)?;
     Ok(())
 }
 
-async fn compact(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
-    let url: String = arg(args, 0, "url")?;
-    let session: SessionId = arg(args, 1, "session")?;
-    let label: String = arg(args, 2, "label")?;
-    let rounds: u64 = arg(args, 3, "rounds")?;
-    let with_summary: u8 = arg(args, 4, "summary")?;
-    let pause = Duration::from_millis(arg(args, 5, "pause_ms")?);
-    let store = agentmem::open(&url).await?;
-    emit(&Event::Ready)?;
+async fn compact(store: &dyn AgentMemory, args: &[String]) -> Result<(), Box<dyn Error>> {
+    let session: SessionId = arg(args, 0, "session")?;
+    let label: String = arg(args, 1, "label")?;
+    let rounds: u64 = arg(args, 2, "rounds")?;
+    let with_summary: u8 = arg(args, 3, "summary")?;
+    let pause = Duration::from_millis(arg(args, 4, "pause_ms")?);
     let mut done = 0;
     while done < rounds {
         let summary_id = format!("{label}-sum-{done}");
@@ -122,17 +116,13 @@ async fn compact(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         }
         tokio::time::sleep(pause).await;
     }
-    emit(&Event::Done)?;
     Ok(())
 }
 
-async fn remember(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
-    let url: String = arg(args, 0, "url")?;
-    let writer: String = arg(args, 1, "writer")?;
-    let count: u64 = arg(args, 2, "count")?;
-    let shared_keys: u64 = arg(args, 3, "shared_keys")?;
-    let store = agentmem::open(&url).await?;
-    emit(&Event::Ready)?;
+async fn remember(store: &dyn AgentMemory, args: &[String]) -> Result<(), Box<dyn Error>> {
+    let writer: String = arg(args, 0, "writer")?;
+    let count: u64 = arg(args, 1, "count")?;
+    let shared_keys: u64 = arg(args, 2, "shared_keys")?;
     for i in 0..count {
         let mut own = MemoryItem::new(MemoryKind::LongTerm, format!("{writer} note {i}"));
         own.id = MemoryId::new(format!("{writer}-m{i:05}"))?;
@@ -148,6 +138,27 @@ async fn remember(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
                 .await?;
             emit(&Event::Ack(format!("{key}={text}")))?;
         }
+    }
+    Ok(())
+}
+
+/// Runs one command line: opens the store at `<url>` and says `ready`, does the command's
+/// work with the arguments after the url, and says `done`.
+async fn run(args: &[String]) -> Result<(), Box<dyn Error>> {
+    const USAGE: &str = "usage: agentmem-stress churn|compact|remember <url> …";
+    let (command, args) = args.split_first().ok_or(USAGE)?;
+    if !matches!(command.as_str(), "churn" | "compact" | "remember") {
+        return Err(USAGE.into());
+    }
+    let url: String = arg(args, 0, "url")?;
+    let store = agentmem::open(&url).await?;
+    emit(&Event::Ready)?;
+    let args = &args[1..];
+    // The command was checked before the store was opened: the last arm is `remember`.
+    match command.as_str() {
+        "churn" => churn(&*store, args).await?,
+        "compact" => compact(&*store, args).await?,
+        _ => remember(&*store, args).await?,
     }
     emit(&Event::Done)?;
     Ok(())
@@ -165,15 +176,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(async {
-        match args.first().map(String::as_str) {
-            Some("churn") => churn(&args[1..]).await,
-            Some("compact") => compact(&args[1..]).await,
-            Some("remember") => remember(&args[1..]).await,
-            _ => Err("usage: agentmem-stress churn|compact|remember …".into()),
-        }
-    });
-    match result {
+    match runtime.block_on(run(&args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("agentmem-stress: {e}");
