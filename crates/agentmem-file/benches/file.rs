@@ -43,7 +43,7 @@ use agentmem_core::{Layered, Message, SessionId, SessionStore};
 use agentmem_file::{Durability, FileConfig, FileStore};
 use agentmem_testkit::bench::{self, big, message, messages, quick, runtime};
 use agentmem_testkit::peak_memory;
-use agentmem_testkit::side_by_side::{self, big_session};
+use agentmem_testkit::side_by_side::{self, BigSession};
 use criterion::{criterion_group, Criterion, Throughput};
 use tokio::runtime::Runtime;
 
@@ -186,25 +186,24 @@ fn append_batch_1000(c: &mut Criterion) {
 /// Load the last 20, load all, and search, on one big session, each beside the baseline.
 fn reads(c: &mut Criterion) {
     let (rt, n, dir) = (runtime(), big(), tempfile::tempdir().unwrap());
-    let (store, session) = big_session(&rt, n, store(dir.path(), Durability::Buffered));
+    let big = BigSession::fill(&rt, n, store(dir.path(), Durability::Buffered));
     let raw_path = dir.path().join("raw.jsonl");
     RawLog::create(raw_path.clone(), false).fill(n);
 
-    let mut group = c.benchmark_group(format!("load_last_20_of_{n}"));
-    bench::load(&mut group, &rt, &store, &session, Some(20), 20);
+    let mut group = big.load_last_20(c);
     group.bench_function("raw_std/read+serde_json", |b| {
         b.iter(|| assert_eq!(raw_load_last(&raw_path, 20).len(), 20))
     });
     group.finish();
 
-    let mut group = side_by_side::load_all(c, &rt, &store, &session, n);
+    let mut group = big.load_all(c);
     group.throughput(Throughput::Elements(n as u64));
     group.bench_function("raw_std/read+serde_json", |b| {
         b.iter(|| assert_eq!(raw_load_all(&raw_path).len(), n))
     });
     group.finish();
 
-    let mut group = side_by_side::search_top10(c, &rt, &store, &session, n);
+    let mut group = big.search_top10(c);
     group.sample_size(10);
     // The backend scans and ranks in process, so the baseline is: read, parse, rank.
     group.bench_function("raw_std/read+serde_json+rank", |b| {
@@ -458,7 +457,8 @@ fn memory_child(case: &str, dir: &Path) -> peak_memory::Measured {
 /// a fresh process so neither inherits the other's freed heap. Printed once, on stderr.
 fn measure_peak_memory(n: usize) {
     let (rt, dir) = (runtime(), tempfile::tempdir().unwrap());
-    drop(big_session(&rt, n, store(dir.path(), Durability::Buffered)));
+    let big = BigSession::fill(&rt, n, store(dir.path(), Durability::Buffered));
+    drop(big);
     RawLog::create(dir.path().join("raw.jsonl"), false).fill(n);
     let log = dir.path().join("agents/big/session.jsonl");
     let bytes = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);

@@ -33,7 +33,7 @@ use agentmem_core::{Layered, Message, MessageId, Metadata, Role, SessionId, Sess
 use agentmem_sqlite::{SqliteConfig, SqliteStore, Synchronous};
 use agentmem_testkit::bench::{self, big, message, messages, runtime};
 use agentmem_testkit::peak_memory;
-use agentmem_testkit::side_by_side::{self, big_session};
+use agentmem_testkit::side_by_side::{self, BigSession};
 use criterion::{criterion_group, Criterion, Throughput};
 use rusqlite::{params, Connection};
 use tokio::runtime::Runtime;
@@ -239,18 +239,17 @@ fn append_batch_1000(c: &mut Criterion) {
 /// Load the last 20, load all, and search, on one big session, each beside the baseline.
 fn reads(c: &mut Criterion) {
     let (rt, n, dir) = (runtime(), big(), tempfile::tempdir().unwrap());
-    let (store, session) = big_session(&rt, n, store(dir.path(), Synchronous::Normal));
+    let big = BigSession::fill(&rt, n, store(dir.path(), Synchronous::Normal));
     let mut raw = Raw::open(dir.path(), Synchronous::Normal);
     raw.fill("big", n);
 
-    let mut group = c.benchmark_group(format!("load_last_20_of_{n}"));
-    bench::load(&mut group, &rt, &store, &session, Some(20), 20);
+    let mut group = big.load_last_20(c);
     group.bench_function("raw_rusqlite", |b| {
         b.iter(|| assert_eq!(raw.load_last("big", 20).len(), 20))
     });
     group.finish();
 
-    let mut group = side_by_side::load_all(c, &rt, &store, &session, n);
+    let mut group = big.load_all(c);
     group.throughput(Throughput::Elements(n as u64));
     group.bench_function("raw_rusqlite", |b| {
         b.iter(|| assert_eq!(raw.load_all("big").len(), n))
@@ -271,7 +270,7 @@ fn reads(c: &mut Criterion) {
     });
     group.finish();
 
-    let mut group = side_by_side::search_top10(c, &rt, &store, &session, n);
+    let mut group = big.search_top10(c);
     group.bench_function("raw_rusqlite_fts5", |b| {
         b.iter(|| assert_eq!(raw.query(RAW_SEARCH, params!["needle", "big"]).len(), 10))
     });
@@ -336,7 +335,8 @@ fn memory_child(case: &str, dir: &Path) -> peak_memory::Measured {
 /// in a fresh process so none inherits another's freed heap. Printed once, on stderr.
 fn measure_peak_memory(n: usize) {
     let (rt, dir) = (runtime(), tempfile::tempdir().unwrap());
-    drop(big_session(&rt, n, store(dir.path(), Synchronous::Normal)));
+    let big = BigSession::fill(&rt, n, store(dir.path(), Synchronous::Normal));
+    drop(big);
     let mut raw = Raw::open(dir.path(), Synchronous::Normal);
     raw.fill("big", n);
     drop(raw);
