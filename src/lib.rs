@@ -1,6 +1,7 @@
 // The crate documentation is the README (also shown on GitHub and crates.io). Its links lead to
 // files of the repository and to docs.rs there; the definitions below come first, so rustdoc
-// links to (and checks) the items, and to GitHub for files that are not part of the docs.
+// links to (and checks) the items, and to GitHub for files that are not part of the docs. A
+// backend crate left out by its feature keeps the README's docs.rs link.
 //! [`agentmem::open`]: crate::open
 //! [`AgentMemory`]: crate::AgentMemory
 //! [`agentmem::conversation`]: crate::conversation
@@ -33,26 +34,6 @@
     doc = "[`MongoStore`]: crate::mongodb::MongoStore"
 )]
 #![cfg_attr(feature = "mongodb", doc = "[`agentmem-mongodb`]: crate::mongodb")]
-#![cfg_attr(
-    not(feature = "file"),
-    doc = "[`agentmem-file`]: https://docs.rs/agentmem-file"
-)]
-#![cfg_attr(
-    not(feature = "sqlite"),
-    doc = "[`agentmem-sqlite`]: https://docs.rs/agentmem-sqlite"
-)]
-#![cfg_attr(
-    not(feature = "redis"),
-    doc = "[`agentmem-redis`]: https://docs.rs/agentmem-redis"
-)]
-#![cfg_attr(
-    not(feature = "postgres"),
-    doc = "[`agentmem-postgres`]: https://docs.rs/agentmem-postgres"
-)]
-#![cfg_attr(
-    not(feature = "mongodb"),
-    doc = "[`agentmem-mongodb`]: https://docs.rs/agentmem-mongodb"
-)]
 #![cfg_attr(feature = "rig", doc = "[`crates/agentmem-rig`]: crate::rig")]
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
