@@ -272,6 +272,8 @@ fn write_key(path: &Path, byte: u8) {
     let mut line = String::new();
     writeln!(line, "{text}").unwrap();
     std::fs::write(path, line).unwrap();
+    // Key files are private, as the CLI demands.
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
 }
 
 #[test]
@@ -347,6 +349,7 @@ fn an_encryption_key_keeps_text_out_of_the_store() {
     }
     let bad = dir.path().join("bad");
     std::fs::write(&bad, "not a key").unwrap();
+    std::fs::set_permissions(&bad, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let err = fails(
         agentmem()
             .arg("--encryption-key-file")
@@ -355,6 +358,32 @@ fn an_encryption_key_keeps_text_out_of_the_store() {
         2,
     );
     assert!(err.contains("encryption key file"), "{err}");
+    assert!(err.contains("base64"), "{err}");
+
+    // A key file others may read is refused like an ssh key, for the current and a new key.
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let (_, url, _) = stores(dir.path()).into_iter().next().unwrap();
+    let opened = fails(
+        at(&url)
+            .arg("--encryption-key-file")
+            .arg(&key)
+            .arg("sessions"),
+        2,
+    );
+    assert!(
+        opened.contains(&format!("chmod 600 {}", key.display())),
+        "{opened}"
+    );
+    let rekey = fails(
+        at(&url)
+            .arg("--encryption-key-file")
+            .arg(&other)
+            .arg("rekey")
+            .arg("--new-key-file")
+            .arg(&key),
+        2,
+    );
+    assert!(rekey.contains("chmod 600"), "{rekey}");
 }
 
 /// The ids and contents of a session's messages, as `cmd show --json` prints them.

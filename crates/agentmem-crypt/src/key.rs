@@ -95,15 +95,23 @@ impl MasterKey {
     }
 
     /// Reads a key from a file holding it in base64 (as [`from_base64`](Self::from_base64)).
+    ///
+    /// Like ssh with a private key, a file that group or others may read (or write) is
+    /// refused with `InvalidInput` naming `chmod 600`: the key is the only secret encryption
+    /// has. The mode is read from the opened file, so it is the file that is read.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
+        use std::io::Read as _;
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let unreadable = |e| {
             Error::io(
                 format!("could not read the encryption key file {}", path.display()),
                 e,
             )
-        })?;
-        let text = zeroize::Zeroizing::new(text);
+        };
+        let mut file = std::fs::File::open(path).map_err(unreadable)?;
+        check_private(path, &file.metadata().map_err(unreadable)?)?;
+        let mut text = zeroize::Zeroizing::new(String::new());
+        file.read_to_string(&mut text).map_err(unreadable)?;
         Self::from_base64(&text)
     }
 
@@ -134,6 +142,27 @@ impl MasterKey {
     pub(crate) fn bytes(&self) -> &[u8; KEY_BYTES] {
         &self.bytes
     }
+}
+
+/// Refuses a key file that group or others may read or write (Unix modes; elsewhere the
+/// platform's access lists decide).
+fn check_private(path: &Path, metadata: &std::fs::Metadata) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = metadata.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(Error::invalid_input(format!(
+                "the encryption key file {} is open to group or others (mode {mode:03o}); \
+                 make it private with `chmod 600 {}`",
+                path.display(),
+                path.display()
+            )));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (path, metadata);
+    Ok(())
 }
 
 impl Drop for MasterKey {
@@ -302,9 +331,50 @@ mod tests {
         let path = dir.path().join("key");
         let key = MasterKey::generate().unwrap();
         std::fs::write(&path, format!("{}\n", key.to_base64())).unwrap();
+        make_private(&path);
         let loaded = KeySource::File(path.clone()).load().unwrap();
         assert_eq!(loaded.id(), key.id());
         let missing = MasterKey::from_file(dir.path().join("missing")).unwrap_err();
         assert_eq!(missing.kind(), agentmem_core::ErrorKind::NotFound);
+    }
+
+    fn make_private(path: &Path) {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        #[cfg(not(unix))]
+        let _ = path;
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn key_files_open_to_others_are_refused() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key");
+        let key = MasterKey::generate().unwrap();
+        std::fs::write(&path, key.to_base64()).unwrap();
+        for mode in [0o644, 0o640, 0o604, 0o620, 0o602, 0o660] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let err = MasterKey::from_file(&path).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                agentmem_core::ErrorKind::InvalidInput,
+                "mode {mode:o}"
+            );
+            let text = err.to_string();
+            assert!(
+                text.contains(&format!("chmod 600 {}", path.display())),
+                "{text}"
+            );
+            assert!(text.contains(&format!("{mode:03o}")), "{text}");
+            assert!(!text.contains(&key.to_base64()), "{text}");
+        }
+        for mode in [0o600, 0o400] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            assert_eq!(MasterKey::from_file(&path).unwrap().id(), key.id());
+        }
     }
 }
