@@ -13,6 +13,7 @@ use agentmem_core::{
     SessionStore,
 };
 use agentmem_redis::{RedisConfig, RedisStore};
+use agentmem_testkit::probe::put_memories;
 use agentmem_testkit::NamespaceGuard;
 use redis::aio::MultiplexedConnection;
 
@@ -381,16 +382,13 @@ async fn scores_match_agentmem_core_bm25() {
         "kubernetes once among many other words",
         "go",
     ];
-    for t in texts {
-        store
-            .put_memory(&MemoryItem::new(MemoryKind::Fact, t))
-            .await
-            .unwrap();
-    }
-    store
-        .put_memory(&MemoryItem::new(MemoryKind::Insight, "kubernetes insight"))
-        .await
-        .unwrap();
+    // The insight matches too, and the kind filter must leave it out.
+    let items: Vec<(MemoryKind, &str)> = texts
+        .iter()
+        .map(|&t| (MemoryKind::Fact, t))
+        .chain([(MemoryKind::Insight, "kubernetes insight")])
+        .collect();
+    put_memories(&*store, &items).await;
     let expected = rank("kubernetes", texts, 10);
     let hits = store
         .search_memories("kubernetes", &MemoryFilter::kind(MemoryKind::Fact))

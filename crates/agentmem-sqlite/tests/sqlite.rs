@@ -14,6 +14,7 @@ use agentmem_core::{
     MessageQuery, Operation, RetentionPolicy, Rewind, SessionId, SessionPatch, SessionStore,
 };
 use agentmem_sqlite::{SqliteConfig, SqliteStore, Synchronous, SCHEMA_VERSION};
+use agentmem_testkit::probe::put_memories;
 use rusqlite::Connection;
 
 fn sid(name: &str) -> SessionId {
@@ -101,10 +102,7 @@ async fn created_database_files_are_0600_and_folders_0700() {
         .append(&sid("private"), &[Message::user("secret")])
         .await
         .unwrap();
-    store
-        .put_memory(&MemoryItem::new(MemoryKind::Fact, "also secret"))
-        .await
-        .unwrap();
+    put_memories(&store, &[(MemoryKind::Fact, "also secret")]).await;
     let files = ["memory.db", "memory.db-wal", "memory.db-shm"].map(|n| db.with_file_name(n));
     for file in &files {
         assert_eq!(mode(file), 0o600, "{}", file.display());
@@ -137,10 +135,7 @@ async fn data_survives_reopening() {
     {
         let store = open(&path).await;
         store.append(&sid("s"), &msgs).await.unwrap();
-        store
-            .put_memory(&MemoryItem::new(MemoryKind::Fact, "likes tea"))
-            .await
-            .unwrap();
+        put_memories(&store, &[(MemoryKind::Fact, "likes tea")]).await;
     }
     let store = open(&path).await;
     assert_eq!(store.messages(&sid("s")).await.unwrap(), msgs);
@@ -443,14 +438,10 @@ async fn fork_rewind_and_expiry_keep_the_index_and_leave_no_rows_behind() {
     // An expired session is out of every search at once; a write over it and a purge delete
     // its rows (messages, tags, index entries).
     let past = agentmem_core::now() - chrono::Duration::seconds(1);
-    store
-        .update_session(&a, &SessionPatch::default().expire_at(past))
-        .await
-        .unwrap();
-    store
-        .update_session(&b, &SessionPatch::default().expire_at(past))
-        .await
-        .unwrap();
+    let expired = SessionPatch::default().expire_at(past);
+    for session in [&a, &b] {
+        store.update_session(session, &expired).await.unwrap();
+    }
     assert_eq!(message_hits(&store, "walrus").await, 0);
     store.append_one(&a, Message::user("fresh")).await.unwrap();
     let report = store.purge(&RetentionPolicy::default()).await.unwrap();
