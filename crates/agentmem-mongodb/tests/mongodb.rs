@@ -155,12 +155,10 @@ async fn metadata_keys_cannot_inject_operators_or_paths() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn layout_uses_microsecond_integers_and_one_document_per_message() {
-    let Some(store) = common::store().await else {
+    let msgs: Vec<Message> = (0..5).map(|i| Message::user(format!("m{i}"))).collect();
+    let Some((store, _)) = common::store_holding("layout", &msgs).await else {
         return;
     };
-    let s = sid("layout");
-    let msgs: Vec<Message> = (0..5).map(|i| Message::user(format!("m{i}"))).collect();
-    store.append(&s, &msgs).await.unwrap();
     let docs = raw(&store, "messages").await;
     assert_eq!(docs.len(), 5);
     let mut seqs: Vec<i64> = docs.iter().map(|d| d.get_i64("seq").unwrap()).collect();
@@ -341,11 +339,9 @@ async fn version_1_memories_migrate_to_the_global_scope() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_stored_documents_are_corrupt_data() {
-    let Some(store) = common::store().await else {
+    let Some((store, s)) = common::store_holding("torn", &[Message::user("fine")]).await else {
         return;
     };
-    let s = sid("torn");
-    store.append_one(&s, Message::user("fine")).await.unwrap();
     let messages = store
         .client()
         .database(store.database_name())
@@ -363,11 +359,9 @@ async fn malformed_stored_documents_are_corrupt_data() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_taken_position_is_a_conflict() {
-    let Some(store) = common::store().await else {
+    let Some((store, s)) = common::store_holding("taken", &[Message::user("first")]).await else {
         return;
     };
-    let s = sid("taken");
-    store.append_one(&s, Message::user("first")).await.unwrap();
     let db = store.client().database(store.database_name());
     let session = db
         .collection::<Document>("sessions")
@@ -522,14 +516,10 @@ async fn the_registry_opens_mongodb_urls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn labels_and_expiry_layout() {
     use agentmem_core::SessionPatch;
-    let Some(store) = common::store().await else {
+    let labelled = [Message::user("a"), Message::user("b")];
+    let Some((store, s)) = common::store_holding("labelled", &labelled).await else {
         return;
     };
-    let s = sid("labelled");
-    store
-        .append(&s, &[Message::user("a"), Message::user("b")])
-        .await
-        .unwrap();
     store
         .compact(&s, &[Message::system("summary")])
         .await
@@ -591,14 +581,10 @@ async fn labels_and_expiry_layout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn version_2_sessions_migrate_without_labels() {
     use agentmem_core::{SessionPatch, SessionQuery};
-    let Some(store) = common::store().await else {
+    let written = [Message::user("from version 2")];
+    let Some((store, s)) = common::store_holding("old_session", &written).await else {
         return;
     };
-    let s = sid("old_session");
-    store
-        .append(&s, &[Message::user("from version 2")])
-        .await
-        .unwrap();
     let db = store.client().database(store.database_name());
     // Exactly the fields version 2 wrote, and its indexes.
     let sessions = db.collection::<Document>("sessions");

@@ -113,17 +113,10 @@ async fn text_search_matches_any_word_and_ranks_by_score() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_search_keeps_the_word_rule_and_skips_compacted_messages() {
-    let Some(store) = common::text_store().await else {
+    let written = [Message::user("Café culture"), Message::user("running dogs")];
+    let Some((store, s)) = common::text_store_holding("s", &written).await else {
         return;
     };
-    let s = sid("s");
-    store
-        .append(
-            &s,
-            &[Message::user("Café culture"), Message::user("running dogs")],
-        )
-        .await
-        .unwrap();
     // `$text` is diacritic-insensitive and, with a language, stems; the contract is exact words.
     assert!(message_hits(&*store, "cafe").await.is_empty());
     assert!(message_hits(&*store, "run").await.is_empty());

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use agentmem_core::{ErrorKind, Layered, Result};
+use agentmem_core::{ErrorKind, Layered, Message, Result, SessionId, SessionStore};
 use agentmem_mongodb::mongodb::Client;
 use agentmem_mongodb::{MongoConfig, MongoStore, ServerFeatures};
 use agentmem_testkit::TestStore;
@@ -81,6 +81,34 @@ pub async fn store() -> Option<TestStore<Layered<MongoStore>>> {
 /// [`fresh_store`] on the text server at [`text_url`].
 pub async fn text_store() -> Option<TestStore<Layered<MongoStore>>> {
     fresh_store(&text_url()).await
+}
+
+/// [`store`] holding the session `id` with `messages` appended, and that session's id; `None`
+/// (skipped) without a server.
+pub async fn store_holding(
+    id: &str,
+    messages: &[Message],
+) -> Option<(TestStore<Layered<MongoStore>>, SessionId)> {
+    holding(store().await?, id, messages).await
+}
+
+/// [`text_store`] holding the session `id` with `messages` appended, and that session's id;
+/// `None` (skipped) without a server.
+pub async fn text_store_holding(
+    id: &str,
+    messages: &[Message],
+) -> Option<(TestStore<Layered<MongoStore>>, SessionId)> {
+    holding(text_store().await?, id, messages).await
+}
+
+async fn holding(
+    store: TestStore<Layered<MongoStore>>,
+    id: &str,
+    messages: &[Message],
+) -> Option<(TestStore<Layered<MongoStore>>, SessionId)> {
+    let id: SessionId = id.parse().unwrap();
+    store.append(&id, messages).await.unwrap();
+    Some((store, id))
 }
 
 /// Like [`fresh_store`], with transactions turned off when `transactions` is false (the
