@@ -1,6 +1,7 @@
 //! A session's life besides appends: fork, rewind, labels (`update_session`,
-//! `find_sessions`) and expiry. The operations are the `AgentMemory` methods in `store.rs`;
-//! each runs as one transaction (one statement for `find_sessions`).
+//! `find_sessions`) and expiry. The operations are the `AgentMemory` methods in `store.rs`
+//! (`fork`'s transaction is written there, on the helpers here; the others call the methods
+//! here); each runs as one transaction (one statement for `find_sessions`).
 //!
 //! Expiry is enforced by every statement that reads a session (`expires_at <= now` is gone),
 //! on the client's clock, the one `updated_at` is written with. A write to an expired
@@ -9,10 +10,10 @@
 //! ([`PostgresStore::write_fresh`]). `purge` deletes expired sessions; PostgreSQL itself
 //! never does.
 
-use agentmem_core::support::{fork_target_exists, message_not_found};
+use agentmem_core::support::message_not_found;
 use agentmem_core::{
-    now, Error, Message, MessageId, Result, Rewind, SessionId, SessionInfo, SessionLabels,
-    SessionPage, SessionPatch, SessionQuery,
+    now, Error, Message, Result, Rewind, SessionId, SessionInfo, SessionLabels, SessionPage,
+    SessionPatch, SessionQuery,
 };
 use chrono::{DateTime, Utc};
 use deadpool_postgres::{Object, Transaction};
@@ -20,7 +21,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Error as PgError, Row};
 
 use crate::codec::{count, get, numbered_messages};
-use crate::sessions::{labels_from, session_info};
+use crate::sessions::session_info;
 use crate::sql::Sql;
 use crate::statements::{Exec, Stmt};
 use crate::store::{PostgresStore, READ_RETRIES};
@@ -79,7 +80,7 @@ pub(crate) async fn delete_session_in(
 
 /// The summary of session `id` just written, from a `row` that starts with its message
 /// count, creation and last write times.
-fn written_session(
+pub(crate) fn written_session(
     id: &SessionId,
     row: &Row,
     labels: SessionLabels,
@@ -128,61 +129,6 @@ impl PostgresStore {
             return Err(expired_meanwhile(session));
         }
         Ok(())
-    }
-
-    /// `fork`: see `SessionStore::fork`.
-    pub(crate) async fn fork_session(
-        &self,
-        source: &SessionId,
-        target: &SessionId,
-        at: Option<&MessageId>,
-    ) -> Result<SessionInfo> {
-        let time = now();
-        let (src, tgt) = (source.as_str(), target.as_str());
-        let row = run!(self, 0, |client| async {
-            let tx = client.transaction().await?;
-            // An expired target is gone: a fork may take its id.
-            delete_session_in(&self.sql, &tx, tgt, Some(time)).await?;
-            // The shared lock keeps the source's messages as they are until commit; the
-            // statements after it see every write made before it.
-            if !tx
-                .exists_st(&self.sql.lifecycle.lock_session_shared, &[&src, &time])
-                .await?
-            {
-                // An existing target is reported first, as the reference store does.
-                let taken = tx
-                    .exists_st(&self.sql.sessions.live_session, &[&tgt, &time])
-                    .await?;
-                return Ok(Err(if taken {
-                    fork_target_exists(target)
-                } else {
-                    session_not_found(source)
-                }));
-            }
-            let end: Option<i64> = match at {
-                None => None,
-                Some(message) => {
-                    let seq: Option<i64> = tx
-                        .query_one_st(&self.sql.lifecycle.message_seq, &[&src, &message.as_str()])
-                        .await?
-                        .try_get(0)?;
-                    match seq {
-                        Some(seq) => Some(seq),
-                        None => return Ok(Err(message_not_found(source, message))),
-                    }
-                }
-            };
-            let Some(row) = tx
-                .query_opt_st(&self.sql.lifecycle.fork_copy, &[&src, &tgt, &end, &time])
-                .await?
-            else {
-                return Ok(Err(fork_target_exists(target)));
-            };
-            tx.commit().await?;
-            Ok(Ok(row))
-        })??;
-        let labels = labels_from(get(&row, 3)?, get(&row, 4)?, get(&row, 5)?, get(&row, 6)?)?;
-        written_session(target, &row, labels, None)
     }
 
     /// `rewind`: see `SessionStore::rewind`.

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use agentmem_core::layer::open_layered;
 use agentmem_core::support::{
-    archive_id_base, archive_not_found, free_archive_id, memory_retention_cutoff,
-    memory_search_limit, retention_cutoff,
+    archive_id_base, archive_not_found, fork_target_exists, free_archive_id,
+    memory_retention_cutoff, memory_search_limit, message_not_found, retention_cutoff,
 };
 use agentmem_core::Layered;
 use agentmem_core::{
@@ -26,17 +26,17 @@ use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, R
 use tokio_postgres::types::{Json, ToSql};
 
 use crate::archives::{archive_from, archive_info};
-use crate::codec::{count, MessageColumns};
+use crate::codec::{count, get, MessageColumns};
 use crate::config::{
     quote_schema, validate_schema, PostgresConfig, PreparedStatements, DEFAULT_CONNECT_TIMEOUT,
 };
 use crate::error::INFO;
-use crate::lifecycle::{delete_session_in, lock_live_session, session_not_found};
+use crate::lifecycle::{delete_session_in, lock_live_session, session_not_found, written_session};
 use crate::memories::{memory_from_row, PUT_RETRIES};
 use crate::retention::PURGE_RETRIES;
 use crate::schema;
 use crate::search::{memory_hit, message_hit, tsquery_literal};
-use crate::sessions::{session_from, session_info};
+use crate::sessions::{labels_from, session_from, session_info};
 use crate::sql::Sql;
 use crate::statements::{behind_pooler, Exec, Stmt};
 use crate::tls::Connector;
@@ -504,7 +504,52 @@ impl SessionStore for PostgresStore {
         target: &SessionId,
         at: Option<&MessageId>,
     ) -> Result<SessionInfo> {
-        self.fork_session(source, target, at).await
+        let time = now();
+        let (src, tgt) = (source.as_str(), target.as_str());
+        let row = run!(self, 0, |client| async {
+            let tx = client.transaction().await?;
+            // An expired target is gone: a fork may take its id.
+            delete_session_in(&self.sql, &tx, tgt, Some(time)).await?;
+            // The shared lock keeps the source's messages as they are until commit; the
+            // statements after it see every write made before it.
+            if !tx
+                .exists_st(&self.sql.lifecycle.lock_session_shared, &[&src, &time])
+                .await?
+            {
+                // An existing target is reported first, as the reference store does.
+                let taken = tx
+                    .exists_st(&self.sql.sessions.live_session, &[&tgt, &time])
+                    .await?;
+                return Ok(Err(if taken {
+                    fork_target_exists(target)
+                } else {
+                    session_not_found(source)
+                }));
+            }
+            let end: Option<i64> = match at {
+                None => None,
+                Some(message) => {
+                    let seq: Option<i64> = tx
+                        .query_one_st(&self.sql.lifecycle.message_seq, &[&src, &message.as_str()])
+                        .await?
+                        .try_get(0)?;
+                    match seq {
+                        Some(seq) => Some(seq),
+                        None => return Ok(Err(message_not_found(source, message))),
+                    }
+                }
+            };
+            let Some(row) = tx
+                .query_opt_st(&self.sql.lifecycle.fork_copy, &[&src, &tgt, &end, &time])
+                .await?
+            else {
+                return Ok(Err(fork_target_exists(target)));
+            };
+            tx.commit().await?;
+            Ok(Ok(row))
+        })??;
+        let labels = labels_from(get(&row, 3)?, get(&row, 4)?, get(&row, 5)?, get(&row, 6)?)?;
+        written_session(target, &row, labels, None)
     }
 
     async fn rewind(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
