@@ -30,6 +30,7 @@ pub mod probe;
 pub mod servers;
 #[cfg(feature = "bench")]
 pub mod side_by_side;
+pub mod tool_calls;
 
 pub use guard::{NamespaceGuard, TestStore, CLEANUP_TIMEOUT};
 pub use pass_through::{PassThrough, PassThroughLayer};

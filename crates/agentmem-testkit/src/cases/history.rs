@@ -3,6 +3,7 @@
 use agentmem_core::{history, AgentMemory, AgentMemoryExt, Message, SessionId};
 
 use super::{contents, first_listed, load_some, must, numbered, sid};
+use crate::tool_calls::{self, first_orphaned_result};
 
 /// Sequential appends, one by one and in a batch, keep their order.
 pub async fn append_preserves_order(store: &dyn AgentMemory) {
@@ -84,18 +85,10 @@ async fn assert_windows_keep_tool_calls(store: &dyn AgentMemory, id: &SessionId,
             window.len() <= n,
             "a window never holds more than the limit"
         );
-        for (j, m) in window
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| m.is_tool_result())
-        {
-            let call = m.tool_call_id.as_deref();
-            assert!(
-                window[..j]
-                    .iter()
-                    .any(|c| c.is_tool_call() && c.tool_call_id.as_deref() == call),
+        if let Some(j) = first_orphaned_result(&window) {
+            panic!(
                 "the last {n} hold the result {:?} without its call",
-                m.content
+                window[j].content
             );
         }
     }
@@ -105,46 +98,21 @@ async fn assert_windows_keep_tool_calls(store: &dyn AgentMemory, id: &SessionId,
 /// is exactly `history::tail(messages, limit)` (results dropped with their call, so fewer
 /// than `limit` may come back), including a call with two results and back-to-back calls.
 pub async fn last_n_never_starts_with_orphaned_tool_result(store: &dyn AgentMemory) {
-    let msgs = vec![
-        Message::system("rules"),
-        Message::user("weather and time in Lisbon?"),
-        Message::tool_call("c1", "weather", "{\"city\":\"Lisbon\"}"),
-        Message::tool_result("c1", "weather", "sunny"),
-        Message::tool_result("c1", "weather", "24°C"),
-        Message::tool_call("c2", "clock", "{}"),
-        Message::tool_result("c2", "clock", "14:00"),
-        Message::assistant("Sunny, 24°C, 14:00."),
-        Message::tool_call("c3", "search", "{}"),
-        Message::tool_result("c3", "search", "result"),
-    ];
+    let msgs = tool_calls::part(tool_calls::SEQUENTIAL);
     assert_windows_keep_tool_calls(store, &sid("tools"), &msgs).await;
 }
 
 /// Parallel tool calls (two calls, then their two results, as OpenAI and the PraisonAI
-/// importer write them) and interleaved ones: for every limit the window is exactly
-/// `history::tail`, and no tool result in it has lost its call, wherever the edge falls.
+/// importer write them), interleaved ones and results without an id: for every limit the
+/// window is exactly `history::tail`, and no tool result in it has lost its call, wherever
+/// the edge falls.
 pub async fn last_n_keeps_parallel_tool_calls_whole(store: &dyn AgentMemory) {
-    let msgs = vec![
-        Message::user("weather in Kyoto and Osaka?"),
-        Message::tool_call("call_kyoto", "weather", "{\"city\":\"Kyoto\"}"),
-        Message::tool_call("call_osaka", "weather", "{\"city\":\"Osaka\"}"),
-        Message::tool_result("call_kyoto", "weather", "sunny"),
-        Message::tool_result("call_osaka", "weather", "rain"),
-        Message::assistant("Sunny in Kyoto, rain in Osaka."),
-        Message::user("and the time?"),
-        Message::tool_call("t1", "clock", "{}"),
-        Message::tool_call("t2", "clock", "{}"),
-        Message::tool_result("t1", "clock", "14:00"),
-        Message::tool_call("t3", "calendar", "{}"),
-        Message::tool_result("t2", "clock", "15:00"),
-        Message::tool_result("t3", "calendar", "free"),
-        Message::assistant("14:00 and 15:00, and you are free."),
-    ];
+    let msgs = tool_calls::part(tool_calls::PARALLEL.start..tool_calls::INTERLEAVED.end);
     assert_windows_keep_tool_calls(store, &sid("parallel_tools"), &msgs).await;
     // The window: the last five would start at call_osaka and hold result_kyoto.
-    let first = &msgs[..7];
+    let first = tool_calls::part(tool_calls::PARALLEL);
     let id = sid("parallel_tools_short");
-    must::append(store, &id, first).await;
+    must::append(store, &id, &first).await;
     let window = load_some(store, &id, Some(5), "parallel tool calls")
         .await
         .messages;
