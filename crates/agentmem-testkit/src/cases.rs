@@ -494,6 +494,18 @@ pub(crate) mod must {
             = "search_messages({query:?})";
     }
 
+    /// Appends `messages` to session `id`, then changes its labels or expiry with `patch`,
+    /// returning the summary `update_session` returns.
+    pub(crate) async fn labelled_session(
+        store: &dyn AgentMemory,
+        id: &SessionId,
+        messages: &[Message],
+        patch: &SessionPatch,
+    ) -> SessionInfo {
+        append(store, id, messages).await;
+        update_session(store, id, patch).await
+    }
+
     /// Stores a new memory item of `kind` for each of `texts`, in order.
     pub(crate) async fn store_memories<T: AsRef<str>>(
         store: &dyn AgentMemory,

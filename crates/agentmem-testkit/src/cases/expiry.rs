@@ -32,11 +32,11 @@ async fn expire(store: &dyn AgentMemory, id: &SessionId) {
 /// `compact` and a fork from it say `NotFound`. Other sessions are untouched.
 pub async fn expired_session_is_gone_for_every_reader(store: &dyn AgentMemory) {
     let (gone, kept) = (sid("expired"), sid("alive"));
+    let by_ada = SessionPatch::default().owner("ada");
     must::append(store, &gone, &[Message::user("ephemeral walrus")]).await;
     must::compact(store, &gone, &[Message::user("ephemeral summary")]).await;
-    must::update_session(store, &gone, &SessionPatch::default().owner("ada")).await;
-    must::append(store, &kept, &[Message::user("lasting walrus")]).await;
-    must::update_session(store, &kept, &SessionPatch::default().owner("ada")).await;
+    must::update_session(store, &gone, &by_ada).await;
+    must::labelled_session(store, &kept, &[Message::user("lasting walrus")], &by_ada).await;
 
     let expiring = SessionPatch::default().expire_at(past());
     // The session may be gone as the call returns (the server expires it at once): both
@@ -86,13 +86,8 @@ pub async fn expired_session_is_gone_for_every_reader(store: &dyn AgentMemory) {
 /// A session given a time to live is there until it runs out and gone after.
 pub async fn session_expires_after_its_time_to_live(store: &dyn AgentMemory) {
     let id = sid("short_lived");
-    must::append(store, &id, &numbered("m", 2)).await;
-    let info = must::update_session(
-        store,
-        &id,
-        &SessionPatch::default().expire_in(Duration::from_secs(2)),
-    )
-    .await;
+    let ttl = SessionPatch::default().expire_in(Duration::from_secs(2));
+    let info = must::labelled_session(store, &id, &numbered("m", 2), &ttl).await;
     let expires_at = info
         .expires_at
         .expect("update_session returns the expiry set");
@@ -144,9 +139,9 @@ pub async fn write_to_expired_session_starts_afresh(store: &dyn AgentMemory) {
 /// into an expired session's id succeeds.
 pub async fn writes_keep_the_expiry_and_it_can_be_cleared(store: &dyn AgentMemory) {
     let id = sid("keeps_expiry");
-    must::append(store, &id, &[Message::user("a")]).await;
     let at = agentmem_core::now() + chrono::Duration::hours(1);
-    must::update_session(store, &id, &SessionPatch::default().expire_at(at)).await;
+    let expiring = SessionPatch::default().expire_at(at);
+    must::labelled_session(store, &id, &[Message::user("a")], &expiring).await;
     must::append(store, &id, &[Message::user("b")]).await;
     must::save_session(store, &id, &numbered("c", 2), &Default::default()).await;
     must::compact(store, &id, &[]).await;

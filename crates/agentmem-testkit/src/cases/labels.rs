@@ -12,13 +12,12 @@ use super::{
 /// the summary it returns all show them; a missing session is `NotFound`, not created.
 pub async fn update_session_sets_and_removes_labels(store: &dyn AgentMemory) {
     let id = sid("labelled");
-    must::append(store, &id, &[Message::user("hi")]).await;
     let patch = SessionPatch::default()
         .title("Trip to Kyoto")
         .owner("ada")
         .tag("project", "kyoto")
         .tag("tier", "gold");
-    let info = must::update_session(store, &id, &patch).await;
+    let info = must::labelled_session(store, &id, &[Message::user("hi")], &patch).await;
     let expected = SessionLabels {
         title: Some("Trip to Kyoto".into()),
         owner: Some("ada".into()),
@@ -65,13 +64,8 @@ pub async fn update_session_sets_and_removes_labels(store: &dyn AgentMemory) {
 /// them (a new session under the id starts bare).
 pub async fn labels_survive_writes(store: &dyn AgentMemory) {
     let id = sid("kept_labels");
-    must::append(store, &id, &numbered("m", 3)).await;
-    let info = must::update_session(
-        store,
-        &id,
-        &SessionPatch::default().owner("bo").tag("a", "1"),
-    )
-    .await;
+    let patch = SessionPatch::default().owner("bo").tag("a", "1");
+    let info = must::labelled_session(store, &id, &numbered("m", 3), &patch).await;
     must::append(store, &id, &[Message::user("more")]).await;
     must::save_session(store, &id, &numbered("n", 2), &Default::default()).await;
     must::compact(store, &id, &[Message::system("summary")]).await;
