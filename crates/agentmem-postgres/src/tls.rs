@@ -48,6 +48,10 @@ pub(crate) fn connector(config: &PostgresConfig) -> Result<Option<MakeRustlsConn
                 }),
                 "the server's certificate is not checked".to_string(),
             ),
+            // verify-ca checks the chain but not the host name: over the platform's roots any
+            // publicly trusted certificate would pass, so libpq allows those only with
+            // verify-full (`sslrootcert=system`), and so do we.
+            (SslMode::VerifyCa, None) => return Err(verify_ca_needs_a_root()),
             (_, root) => {
                 let (roots, trust) = match root {
                     Some(path) => (
@@ -116,6 +120,15 @@ pub(crate) fn connector(config: &PostgresConfig) -> Result<Option<MakeRustlsConn
 }
 
 /// The CA certificates in the PEM file at `path`.
+/// Why `verify-ca` without `sslrootcert` is refused, and what to do instead.
+fn verify_ca_needs_a_root() -> Error {
+    Error::invalid_input(
+        "sslmode=verify-ca needs sslrootcert=PATH: it checks the certificate chain but not the \
+         host name, so trusting the platform's root certificates would accept any publicly \
+         trusted certificate; name the CA file, or use sslmode=verify-full (as libpq does)",
+    )
+}
+
 fn roots_from_file(path: &std::path::Path) -> Result<RootCertStore> {
     let certs = CertificateDer::pem_file_iter(path)
         .and_then(|certs| certs.collect::<std::result::Result<Vec<_>, _>>())
@@ -557,6 +570,27 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verify_ca_without_a_root_certificate_is_refused() {
+        let config = |query: &str| -> PostgresConfig {
+            format!("postgres://u@db.example/x?{query}")
+                .parse()
+                .unwrap()
+        };
+        let Err(err) = connector(&config("sslmode=verify-ca")) else {
+            panic!("verify-ca without sslrootcert was accepted");
+        };
+        assert_eq!(err.kind(), agentmem_core::ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("needs sslrootcert"), "{err}");
+        // The modes that stay allowed without a root: no chain check, or a host-name check.
+        for mode in ["prefer", "require"] {
+            assert!(
+                connector(&config(&format!("sslmode={mode}"))).is_ok(),
+                "{mode}"
+            );
+        }
+    }
 
     #[test]
     fn der_lengths_short_and_long() {
