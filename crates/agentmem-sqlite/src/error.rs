@@ -9,7 +9,6 @@ use agentmem_core::Capabilities;
 use agentmem_core::{Error, ErrorKind};
 use rusqlite::ErrorCode;
 
-/// The backend name recorded in errors.
 /// The SQLite backend. An in-memory database (`sqlite::memory:`) is neither durable nor
 /// shared between processes: `capabilities` says so for such a store.
 pub(crate) const INFO: BackendInfo = BackendInfo::new("sqlite")
