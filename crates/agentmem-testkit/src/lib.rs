@@ -10,6 +10,7 @@
 //! [`NamespaceGuard`]: crate::NamespaceGuard
 //! [`ServerNamespace`]: crate::ServerNamespace
 //! [`peak_memory`]: crate::peak_memory
+//! [`tool_calls`]: crate::tool_calls
 //! [`env_url`]: crate::env_url
 //! [`unique_namespace`]: crate::unique_namespace
 //! [`service_unavailable`]: crate::service_unavailable
