@@ -16,10 +16,12 @@
 #     -> PGBOUNCER_URL
 #
 # Everything lives in $AGENTMEM_PG_EXTRA_DIR (default /tmp/agentmem-postgres-extra; not under
-# $HOME, which the `postgres` user running the servers cannot enter). Certificates and the
-# cluster are made once and reused; a server already running is reused. Run as root (the
-# servers run as `postgres` through runuser) or as the `postgres` user itself. Installs
-# Debian's pgbouncer package when missing. Only `export …` lines go to stdout.
+# $HOME, which the `postgres` user running the servers cannot enter). `.ci/run` gives each
+# run a fresh folder and removes it at the end, the cluster with its roles and password.
+# Certificates and the cluster are made once per folder and reused; a server already running
+# is reused. Run as root (the servers run as `postgres` through runuser) or as the `postgres`
+# user itself. Installs Debian's pgbouncer package when missing. Only `export …` lines go to
+# stdout.
 set -euo pipefail
 
 DIR="${AGENTMEM_PG_EXTRA_DIR:-/tmp/agentmem-postgres-extra}"

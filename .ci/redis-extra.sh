@@ -12,15 +12,17 @@
 #   - the same over TLS on 127.0.0.1:7101-7103 (clients and the cluster bus; the same private
 #     CA and server certificate)                                    -> REDIS_TLS_CLUSTER_URL
 #
-# Certificates, data, logs and pid files live in $AGENTMEM_CI_CACHE/redis-extra (default
-# ~/.cache/agentmem-ci); nothing is persisted (no RDB, no AOF). A server already answering on
-# its port is reused, not restarted; a cluster whose nodes run but are not joined is joined.
+# Certificates, data, logs and pid files live in $AGENTMEM_REDIS_EXTRA_DIR (default
+# $AGENTMEM_CI_CACHE/redis-extra, the cache defaulting to ~/.cache/agentmem-ci; `.ci/run`
+# gives each run a fresh folder and removes it at the end). Nothing is persisted (no RDB, no
+# AOF) and `stop` removes the clusters' state. A server already answering on its port is
+# reused, not restarted; a cluster whose nodes run but are not joined is joined.
 # Debian's redis-server (7.0) is built with TLS; redis-server, redis-cli and openssl are
 # installed with apt-get when missing.
 set -euo pipefail
 
 CACHE="${AGENTMEM_CI_CACHE:-$HOME/.cache/agentmem-ci}"
-DIR="$CACHE/redis-extra"
+DIR="${AGENTMEM_REDIS_EXTRA_DIR:-$CACHE/redis-extra}"
 CERTS="$DIR/certs"
 HOST=127.0.0.1
 TLS_PORT=6380
@@ -44,7 +46,7 @@ ensure_tools() {
     fi
 }
 
-# The private CA and the server certificate it signs (made once; kept across runs). The
+# The private CA and the server certificate it signs (made once per folder, then reused). The
 # certificate serves as a client certificate too: nodes of a TLS cluster present it to each
 # other on the cluster bus, which always asks for one.
 ensure_certs() {
