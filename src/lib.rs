@@ -1,7 +1,6 @@
 // The crate documentation is the README (also shown on GitHub and crates.io). Its links lead to
 // files of the repository and to docs.rs there; the definitions below come first, so rustdoc
-// links to (and checks) the items, and to GitHub for files that are not part of the docs. A
-// backend crate left out by its feature keeps the README's docs.rs link.
+// links to (and checks) the items, and to GitHub for files that are not part of the docs.
 //! [`agentmem::open`]: crate::open
 //! [`AgentMemory`]: crate::AgentMemory
 //! [`agentmem::conversation`]: crate::conversation
@@ -15,25 +14,27 @@
 //! [`.ci/run`]: https://github.com/agentmem/agentmem/blob/main/.ci/run
 //! [BENCHMARKS.md]: https://github.com/agentmem/agentmem/blob/main/BENCHMARKS.md
 //! [ARCHITECTURE.md]: https://github.com/agentmem/agentmem/blob/main/ARCHITECTURE.md
-#![cfg_attr(feature = "file", doc = "[`FileStore`]: crate::file::FileStore")]
-#![cfg_attr(feature = "file", doc = "[`agentmem-file`]: crate::file")]
+// With every backend compiled in (docs.rs, CI's doc build) the backend links lead to, and
+// rustdoc checks, the re-exported items; with fewer, they keep the README's docs.rs links.
 #![cfg_attr(
-    feature = "sqlite",
-    doc = "[`SqliteStore`]: crate::sqlite::SqliteStore"
+    all(
+        feature = "file",
+        feature = "sqlite",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mongodb"
+    ),
+    doc = "[`FileStore`]: crate::file::FileStore\n\
+           [`agentmem-file`]: crate::file\n\
+           [`SqliteStore`]: crate::sqlite::SqliteStore\n\
+           [`agentmem-sqlite`]: crate::sqlite\n\
+           [`RedisStore`]: crate::redis::RedisStore\n\
+           [`agentmem-redis`]: crate::redis\n\
+           [`PostgresStore`]: crate::postgres::PostgresStore\n\
+           [`agentmem-postgres`]: crate::postgres\n\
+           [`MongoStore`]: crate::mongodb::MongoStore\n\
+           [`agentmem-mongodb`]: crate::mongodb"
 )]
-#![cfg_attr(feature = "sqlite", doc = "[`agentmem-sqlite`]: crate::sqlite")]
-#![cfg_attr(feature = "redis", doc = "[`RedisStore`]: crate::redis::RedisStore")]
-#![cfg_attr(feature = "redis", doc = "[`agentmem-redis`]: crate::redis")]
-#![cfg_attr(
-    feature = "postgres",
-    doc = "[`PostgresStore`]: crate::postgres::PostgresStore"
-)]
-#![cfg_attr(feature = "postgres", doc = "[`agentmem-postgres`]: crate::postgres")]
-#![cfg_attr(
-    feature = "mongodb",
-    doc = "[`MongoStore`]: crate::mongodb::MongoStore"
-)]
-#![cfg_attr(feature = "mongodb", doc = "[`agentmem-mongodb`]: crate::mongodb")]
 #![cfg_attr(feature = "rig", doc = "[`crates/agentmem-rig`]: crate::rig")]
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
