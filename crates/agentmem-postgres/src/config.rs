@@ -94,9 +94,11 @@ agentmem_core::name_enum! {
     /// | `VerifyCa` | always | never | yes | no |
     /// | `VerifyFull` | always | never | yes | yes |
     ///
-    /// The chain is checked against `sslrootcert` when given, else the platform's root
-    /// certificates (rustls-native-certs: `SSL_CERT_FILE` / `SSL_CERT_DIR` when set, as OpenSSL
-    /// does, else the system store). libpq's default `~/.postgresql/root.crt` and
+    /// The chain is checked against `sslrootcert` when given, else (with `VerifyFull` only)
+    /// the platform's root certificates (rustls-native-certs: `SSL_CERT_FILE` / `SSL_CERT_DIR`
+    /// when set, as OpenSSL does, else the system store). `VerifyCa` without `sslrootcert` is
+    /// refused when connecting, as libpq does: without the host name check, any publicly
+    /// trusted certificate would pass. libpq's default `~/.postgresql/root.crt` and
     /// `postgresql.crt` are not read: name them with `sslrootcert`, `sslcert` and `sslkey`.
     /// The host name checked is the URL's `host` (also with `hostaddr`), against the
     /// certificate's DNS or IP subject alternative names.
