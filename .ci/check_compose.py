@@ -3,6 +3,8 @@
 
     python3 .ci/check_compose.py [REPOSITORY_ROOT]
 
+- Syntax: the file parses as YAML; the shell scripts services run (`sh -c`, CMD-SHELL
+  healthchecks) pass `sh -n`.
 - Structure: a `services` mapping; every service runs a pinned image (`name:TAG` with TAG a
   version of at least major.minor: no `latest`, no untagged image, no `build`); every service
   that keeps running has a healthcheck (so `docker compose up --wait` means ready); ports are
@@ -10,8 +12,8 @@
 - Coverage: the environment file the `certs` service writes (.compose/env, which the README's
   container test command sources) exports every server variable the tests read, and each
   URL's host:port is published by a service (or, for a service on the host's network, is a
-  port its command names) of the URL's kind. Files the file names come from the `certs`
-  service. A variable exported that no test reads is stale and refused too.
+  port its command names) of the URL's kind. The files it names under .compose/ are ones the
+  `certs` service makes. A variable exported that no test reads is stale and refused too.
 
 The tests' variables are found in the Rust sources: every `env_url("NAME", …)` (the testkit's
 URL reader, which every server test uses) and, in test and bench files, every
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -32,7 +35,9 @@ import yaml
 # A tag that names a release: 15.8, 7.2.5, 3.20.3, optionally with a variant (-bookworm).
 VERSION_TAG = re.compile(r"^v?\d+\.\d+(\.\d+)*([-_][A-Za-z0-9.]+)?$")
 ENV_URL_CALL = re.compile(r'env_url\(\s*"([A-Z][A-Z0-9_]*)"')
-ENV_VAR_CALL = re.compile(r'\bvar(?:_os)?\(\s*"([A-Z][A-Z0-9_]*_(?:URL|CA|CLIENT_CERT|CLIENT_KEY))"\s*\)')
+ENV_VAR_CALL = re.compile(
+    r'\bvar(?:_os)?\(\s*"([A-Z][A-Z0-9_]*_(?:URL|CA|CLIENT_CERT|CLIENT_KEY))"\s*\)'
+)
 EXPORT_LINE = re.compile(r"^\s*export\s+([A-Z][A-Z0-9_]*)=(.*)$")
 LOOPBACK = re.compile(r"^127\.\d+\.\d+\.\d+$")
 # Which services may serve a URL scheme: a service's name must contain one of these words.
@@ -80,6 +85,33 @@ def as_list(value) -> list:
 def command_text(service: dict) -> str:
     parts = as_list(service.get("command")) + as_list(service.get("entrypoint"))
     return "\n".join(str(p) for p in parts)
+
+
+def shell_scripts(service: dict) -> list[str]:
+    """The shell scripts a service runs: `sh -c SCRIPT` commands and CMD-SHELL healthchecks,
+    as the container's shell sees them (compose has turned `$$` into `$`)."""
+    scripts = []
+    for key in ("command", "entrypoint"):
+        argv = service.get(key)
+        if (
+            isinstance(argv, list)
+            and len(argv) >= 3
+            and argv[0] in ("sh", "bash")
+            and "c" in str(argv[1])
+        ):
+            scripts.append(str(argv[2]))
+    test = (service.get("healthcheck") or {}).get("test")
+    if isinstance(test, list) and test[:1] == ["CMD-SHELL"]:
+        scripts.extend(str(t) for t in test[1:])
+    return [script.replace("$$", "$") for script in scripts]
+
+
+def shell_syntax_error(script: str) -> str | None:
+    """What `sh -n` (a POSIX shell, as in the images) says is wrong with `script`, if anything."""
+    result = subprocess.run(["sh", "-n", "-c", script], capture_output=True, text=True, check=False)
+    if result.returncode == 0:
+        return None
+    return result.stderr.strip() or f"sh -n exits with {result.returncode}"
 
 
 def published_ports(name: str, service: dict, problems: list[str]) -> set[int]:
@@ -140,12 +172,19 @@ def check_structure(services: dict, problems: list[str]) -> dict[str, set[int]]:
             if dep not in services:
                 problems.append(f"{name}: depends on {dep}, which is not a service")
         if name not in one_shot and "healthcheck" not in service:
-            problems.append(f"{name}: no healthcheck, so `docker compose up --wait` does not wait for it")
+            problems.append(
+                f"{name}: no healthcheck, so `docker compose up --wait` does not wait for it"
+            )
         ports = published_ports(name, service, problems)
         if service.get("network_mode") == "host":
             # Its servers listen on the host: the ports are the ones its command names.
-            ports |= {int(p) for p in re.findall(r"\b(\d{4,5})\b", command_text(service)) if 1024 <= int(p) <= 65535}
+            named = re.findall(r"\b(\d{4,5})\b", command_text(service))
+            ports |= {int(p) for p in named if 1024 <= int(p) <= 65535}
         serves[name] = ports
+        for script in shell_scripts(service):
+            error = shell_syntax_error(script)
+            if error:
+                problems.append(f"{name}: shell syntax: {error}")
     return serves
 
 
@@ -183,7 +222,13 @@ def url_endpoints(url: str) -> tuple[str, list[tuple[str, int]]]:
     return scheme, endpoints
 
 
-def check_coverage(exports: dict[str, str], needed: dict[str, str], serves: dict[str, set[int]], problems: list[str]) -> None:
+def check_coverage(
+    exports: dict[str, str],
+    needed: dict[str, str],
+    serves: dict[str, set[int]],
+    problems: list[str],
+) -> None:
+    """Checks that .compose/env sets exactly the variables the tests read, each URL served."""
     for name, reader in sorted(needed.items()):
         if name not in exports:
             problems.append(f"{name} (read by {reader}) is not set by .compose/env")
@@ -200,7 +245,9 @@ def check_coverage(exports: dict[str, str], needed: dict[str, str], serves: dict
         for host, port in endpoints:
             if host not in ("127.0.0.1", "localhost"):
                 problems.append(f"{name}: {host} is not a loopback host")
-            servers = [s for s, ports in serves.items() if port in ports and any(k in s for k in kinds)]
+            servers = [
+                s for s, ports in serves.items() if port in ports and any(k in s for k in kinds)
+            ]
             if not servers:
                 problems.append(f"{name}: no {'/'.join(kinds)} service serves port {port}")
 
@@ -227,8 +274,11 @@ def main() -> int:
         for problem in problems:
             print(f"compose.yaml: {problem}")
         return 1
-    print(f"compose.yaml: {len(services)} services, pinned images; .compose/env sets the "
-          f"{len(needed)} server variables the tests read: {', '.join(sorted(needed))}")
+    print(
+        f"compose.yaml: {len(services)} services, pinned images, shell scripts parse; "
+        f".compose/env sets the {len(needed)} server variables the tests read: "
+        f"{', '.join(sorted(needed))}"
+    )
     return 0
 
 
