@@ -29,7 +29,7 @@ impl Output {
         self.json
     }
 
-    /// Writes `text` as is.
+    /// Writes `text` as is: for data (JSON, exports), never for text a person reads.
     pub fn raw(&mut self, text: &str) -> Result<()> {
         if self.closed {
             return Ok(());
@@ -44,16 +44,23 @@ impl Output {
         }
     }
 
-    /// Writes one line.
+    /// Writes one line for people, made [`printable`]: every human-readable output goes
+    /// through here or [`text`](Self::text), so stored text cannot drive the terminal.
     pub fn line(&mut self, text: impl std::fmt::Display) -> Result<()> {
-        self.raw(&format!("{text}\n"))
+        self.text(&format!("{text}\n"))
     }
 
-    /// Writes `value` as pretty JSON and a newline.
+    /// Writes `text` (any number of lines) for people, made [`printable`].
+    pub fn text(&mut self, text: &str) -> Result<()> {
+        self.raw(&printable(text))
+    }
+
+    /// Writes `value` as pretty JSON and a newline, as is: JSON escapes control characters
+    /// itself, and a script reads the stored text unchanged.
     pub fn json_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
         let text = serde_json::to_string_pretty(value)
             .map_err(|e| Error::backend("cannot serialize the output").with_source(e))?;
-        self.line(text)
+        self.raw(&format!("{text}\n"))
     }
 
     /// Writes `items`: as a JSON list with `--json`, else as a table under `header`, a row an
@@ -73,8 +80,13 @@ impl Output {
 
     /// Writes rows as left-aligned columns under `header`.
     pub fn table(&mut self, header: &[&str], rows: &[Vec<String>]) -> Result<()> {
+        // Escaped before measuring, so a hostile cell does not skew the columns.
+        let rows: Vec<Vec<String>> = rows
+            .iter()
+            .map(|row| row.iter().map(|cell| printable(cell)).collect())
+            .collect();
         let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-        for row in rows {
+        for row in &rows {
             for (w, cell) in widths.iter_mut().zip(row) {
                 *w = (*w).max(cell.chars().count());
             }
@@ -91,7 +103,7 @@ impl Output {
             line.trim_end().to_string()
         };
         self.line(render(&mut header.iter().copied()))?;
-        for row in rows {
+        for row in &rows {
             self.line(render(&mut row.iter().map(String::as_str)))?;
         }
         Ok(())
@@ -132,12 +144,14 @@ pub fn snippet(text: &str, max: usize) -> String {
 }
 
 /// `text` safe to print on a terminal: line breaks and tabs kept, every other control
-/// character (escape sequences, carriage returns, C1 controls) shown as `\u{..}`, so stored
-/// text cannot move the cursor, recolour or retitle the terminal.
+/// character (escape sequences, carriage returns, C1 controls) and the bidirectional
+/// overrides shown as `\u{..}`, so stored text cannot move the cursor, recolour or retitle
+/// the terminal, nor make a line read in another order than it is stored.
 pub fn printable(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if c.is_control() && c != '\n' && c != '\t' {
+        let bidi_control = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if (c.is_control() && c != '\n' && c != '\t') || bidi_control {
             out.push_str(&c.escape_unicode().to_string());
         } else {
             out.push(c);

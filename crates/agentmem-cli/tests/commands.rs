@@ -132,6 +132,52 @@ fn show_escapes_terminal_control_sequences() {
     assert_eq!(stored["messages"][0]["content"], hostile);
 }
 
+/// Every human-readable output escapes what stored text could use to drive the terminal:
+/// `show` as Markdown, `search`, `sessions` (titles) and `tag`'s answer; JSON
+/// keeps the stored text (escaped by JSON itself).
+#[test]
+fn every_text_output_escapes_terminal_control_sequences() {
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = "zebra \u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\rover \u{202e}txt.exe";
+    ok(on(dir.path()).args(["append", "s", "--role", "user", hostile]));
+    // Labels refuse control characters outright; a bidirectional override is text, escaped.
+    let refused = fails(
+        on(dir.path()).args(["tag", "s", "--title", "t \u{1b}[31mred"]),
+        2,
+    );
+    assert!(refused.contains("control character"), "{refused}");
+    let title = "invoice \u{202e}fdp.exe";
+    let tagged = ok(on(dir.path()).args(["tag", "s", "--title", title]));
+    let outputs = [
+        ("tag", tagged),
+        (
+            "show markdown",
+            ok(on(dir.path()).args(["show", "s", "--format", "markdown"])),
+        ),
+        ("search", ok(on(dir.path()).args(["search", "zebra"]))),
+        ("sessions", ok(on(dir.path()).args(["sessions"]))),
+    ];
+    for (what, shown) in &outputs {
+        for c in ['\u{1b}', '\u{7}', '\u{9b}', '\r', '\u{7f}', '\u{202e}'] {
+            assert!(!shown.contains(c), "{what} prints {c:?}: {shown:?}");
+        }
+    }
+    assert!(
+        outputs[1].1.contains("zebra \\u{1b}]0;pwned"),
+        "{:?}",
+        outputs[1].1
+    );
+    assert!(
+        outputs[1].1.contains("\\u{202e}txt.exe"),
+        "{:?}",
+        outputs[1].1
+    );
+    let listed = json(on(dir.path()).args(["sessions"]));
+    assert_eq!(listed[0]["labels"]["title"], title, "{listed}");
+    let found = json(on(dir.path()).args(["search", "zebra"]));
+    assert_eq!(found[0]["message"]["content"], hostile, "{found}");
+}
+
 #[test]
 fn compact_archives_delete_and_purge() {
     let dir = tempfile::tempdir().unwrap();

@@ -126,7 +126,7 @@ pub async fn show(
         .ok_or_else(|| missing(session))?;
     match (out.json(), format) {
         (true, _) | (_, ShowFormat::Json) => out.json_value(&loaded),
-        (_, ShowFormat::Markdown) => out.raw(&render_memory_md(
+        (_, ShowFormat::Markdown) => out.text(&render_memory_md(
             session.as_str(),
             loaded.created_at,
             &loaded.messages,
