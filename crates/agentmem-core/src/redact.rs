@@ -1,7 +1,9 @@
 //! Keeping secrets out of messages and logs.
 
-/// The keys whose values are secrets in a query string or a libpq keyword string.
-const SECRET_KEYS: [&str; 7] = [
+/// The option names whose values are secrets, in a URL's query or a libpq keyword string;
+/// compared in ASCII lower case, after percent-decoding in a query (`pass%77ord=` is
+/// `password=` to a driver).
+const SECRET_KEYS: [&str; 11] = [
     "password",
     "sslpassword",
     "passfile",
@@ -9,87 +11,191 @@ const SECRET_KEYS: [&str; 7] = [
     "apikey",
     "access_token",
     "key",
+    // MongoDB: the client key's passphrase, and credentials such as `AWS_SESSION_TOKEN:…`.
+    "tlscertificatekeyfilepassword",
+    "authmechanismproperties",
+    "secret",
+    "token",
 ];
 
-/// `url` with every password replaced by `***`, for error messages, `Debug` output and logs.
+/// What a secret is replaced with.
+const HIDDEN: &str = "***";
+
+/// `url` with every password and secret option replaced by `***`, for error messages, `Debug`
+/// output and logs.
 ///
-/// It works on the text, so it also covers what a URL parser refuses: the user info of
-/// multi-host URLs (`postgres://u:pw@h1:5432,h2:5433/db`, `mongodb://u:pw@a,b/`), a
-/// `password=` query parameter, and libpq keyword strings (`host=db password=pw`, quoted
-/// values too). Anything else is kept as it is.
+/// It hides conservatively everything a reader could take for a secret, whether or not the
+/// text is a well-formed URL (a driver may accept, or print, what a URL parser refuses):
+///
+/// - the password of the user info: everything between the first `:` after `scheme://` and
+///   the *last* `@`, since a raw `@`, `#`, `?` or `/` in a password moves the authority's end for
+///   one reader and not for another (`postgres://u:1?x@h/db` is host `u`, port `1` to the
+///   `url` crate, and password `1?x` to a reader splitting at the `@`); multi-host URLs
+///   (`postgres://u:pw@h1:5432,h2:5433/db`, `mongodb://u:pw@a,b/`) included;
+/// - the value of every secret option (`password`, `sslpassword`,
+///   `tlsCertificateKeyFilePassword`, `authMechanismProperties`, `api_key`, …) in a query,
+///   in any case and percent-encoding of its name, up to the next `&`;
+/// - in a libpq keyword string (`host=db password='a b'`), read as libpq reads it (quoted
+///   values, backslash escapes), the values of the secret keywords.
+///
+/// Anything else is kept as it is; hiding more than the secret is accepted, hiding less never.
 ///
 /// ```
 /// use agentmem_core::redact_url;
 /// assert_eq!(redact_url("postgres://me:hunter2@db/app"), "postgres://me:***@db/app");
 /// assert_eq!(redact_url("postgres://u:pw@h1:5432,h2:5433/db"), "postgres://u:***@h1:5432,h2:5433/db");
+/// assert_eq!(redact_url("redis://:a#b?c@h/0"), "redis://:***@h/0");
 /// assert_eq!(redact_url("host=db user=u password=pw"), "host=db user=u password=***");
 /// assert_eq!(redact_url("sqlite::memory:"), "sqlite::memory:");
 /// ```
 pub fn redact_url(url: &str) -> String {
-    redact_parameters(&redact_user_info(url))
+    if !has_authority(url) {
+        if let Some(redacted) = redact_keywords(url) {
+            return redacted;
+        }
+    }
+    redact_options(&redact_user_info(url))
 }
 
-/// Hides what follows the first `:` of the user info: everything between `://` and the last
-/// `@` before the query.
-fn redact_user_info(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_string();
+/// Whether `text` starts with `scheme://`.
+fn has_authority(text: &str) -> bool {
+    scheme_len(text).is_some_and(|len| text[len + 1..].starts_with("//"))
+}
+
+/// The length of the scheme `text` starts with (`[A-Za-z][A-Za-z0-9+.-]*` before a `:`).
+fn scheme_len(text: &str) -> Option<usize> {
+    let len = text.find(':')?;
+    let scheme = &text.as_bytes()[..len];
+    let valid = scheme.first().is_some_and(u8::is_ascii_alphabetic)
+        && scheme
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-'));
+    valid.then_some(len)
+}
+
+/// Hides what follows the first `:` of the user info: everything between the first `:` after
+/// `scheme://` (the first `:` of the text without one) and the last `@` of the text.
+fn redact_user_info(text: &str) -> String {
+    let start = match has_authority(text) {
+        true => text.find("://").map_or(0, |i| i + 3),
+        false => 0,
     };
-    let rest = &url[scheme_end + 3..];
-    let before_query = rest.find(['?', '#']).unwrap_or(rest.len());
-    let Some(at) = rest[..before_query].rfind('@') else {
-        return url.to_string();
+    let rest = &text[start..];
+    let Some(at) = rest.rfind('@') else {
+        return text.to_string();
     };
     match rest[..at].find(':') {
-        Some(colon) => format!(
-            "{}{}:***{}",
-            &url[..scheme_end + 3],
-            &rest[..colon],
-            &rest[at..]
-        ),
-        None => url.to_string(),
+        Some(colon) => format!("{}:{HIDDEN}{}", &text[..start + colon], &rest[at..]),
+        None => text.to_string(),
     }
 }
 
-/// Hides the values of [`SECRET_KEYS`] written `key=value`, after the start, a space, `?`, `&`
-/// or `;`; a value ends at `&`, `;` or white space, or is quoted with `'`.
-fn redact_parameters(text: &str) -> String {
+/// Whether the option or keyword name `raw` (percent-encoded in a query) names a secret.
+fn is_secret(raw: &str) -> bool {
+    let name: String = url::form_urlencoded::parse(raw.as_bytes())
+        .map(|(key, _)| key.into_owned())
+        .collect();
+    SECRET_KEYS
+        .iter()
+        .any(|secret| name.eq_ignore_ascii_case(secret))
+}
+
+/// Hides the values of secret options written `name=value`, where a name starts the text or
+/// follows white space, `?`, `&` or `;`. A value ends at the next `&` in a URL (a `#` or `;`
+/// may be part of it), and at the end of the text otherwise (a keyword string libpq would
+/// refuse, so where a value ends is unknown).
+fn redact_options(text: &str) -> String {
+    let value_ends_at_ampersand = has_authority(text);
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some((start, key_len)) = next_secret(rest) {
-        let value_start = start + key_len + 1;
-        out.push_str(&rest[..value_start]);
-        out.push_str("***");
-        let value = &rest[value_start..];
-        let value_len = match value.strip_prefix('\'') {
-            Some(quoted) => quoted.find('\'').map_or(value.len(), |end| end + 2),
-            None => value
-                .find(|c: char| c == '&' || c == ';' || c.is_whitespace())
-                .unwrap_or(value.len()),
+    let mut copied = 0;
+    let mut name_start = 0;
+    while name_start < text.len() {
+        let name_end = text[name_start..]
+            .find(|c: char| c == '=' || is_separator(c))
+            .map_or(text.len(), |i| name_start + i);
+        let next = if text[name_end..].starts_with('=') && is_secret(&text[name_start..name_end]) {
+            let value_start = name_end + 1;
+            let value_end = match value_ends_at_ampersand {
+                true => text[value_start..]
+                    .find('&')
+                    .map_or(text.len(), |i| value_start + i),
+                false => text.len(),
+            };
+            out.push_str(&text[copied..value_start]);
+            out.push_str(HIDDEN);
+            copied = value_end;
+            value_end
+        } else {
+            name_end
         };
-        rest = &value[value_len..];
+        // The next name starts after the next separator.
+        name_start = match text[next..].find(is_separator) {
+            Some(i) => next + i + text[next + i..].chars().next().map_or(1, char::len_utf8),
+            None => text.len(),
+        };
     }
-    out.push_str(rest);
+    out.push_str(&text[copied..]);
     out
 }
 
-/// Where the next `secret=` starts in `text`, and the key's length.
-fn next_secret(text: &str) -> Option<(usize, usize)> {
-    let lower = text.to_ascii_lowercase();
-    SECRET_KEYS
-        .iter()
-        .filter_map(|key| {
-            let pattern = format!("{key}=");
-            lower.match_indices(&pattern).find_map(|(i, _)| {
-                let after_separator = i == 0
-                    || lower[..i]
-                        .chars()
-                        .next_back()
-                        .is_some_and(|c| matches!(c, '?' | '&' | ';') || c.is_whitespace());
-                after_separator.then_some((i, key.len()))
-            })
-        })
-        .min()
+/// Whether `c` separates options (`?`, `&`, `;` in a URL; white space in a keyword string).
+fn is_separator(c: char) -> bool {
+    matches!(c, '?' | '&' | ';') || c.is_whitespace()
+}
+
+/// A libpq keyword string (`host=db password='a b'`) with the values of its secret keywords
+/// hidden, read as libpq reads it: `name = value` pairs separated by white space, a value
+/// either quoted with `'` or ending at white space, `\` escaping the next character in both.
+/// `None` when the text is not one (no pair, or a name without `=`).
+fn redact_keywords(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut pairs = 0;
+    loop {
+        let trimmed = rest.trim_start();
+        out.push_str(&rest[..rest.len() - trimmed.len()]);
+        rest = trimmed;
+        if rest.is_empty() {
+            break;
+        }
+        let name_len = rest.find(|c: char| c == '=' || c.is_whitespace())?;
+        let name = &rest[..name_len];
+        let after_name = rest[name_len..].trim_start();
+        let after_equals = after_name.strip_prefix('=')?.trim_start();
+        if name.is_empty() {
+            return None;
+        }
+        let value_len = keyword_value_len(after_equals);
+        out.push_str(&rest[..rest.len() - after_equals.len()]);
+        let secret = SECRET_KEYS
+            .iter()
+            .any(|secret| name.eq_ignore_ascii_case(secret));
+        out.push_str(match secret {
+            true => HIDDEN,
+            false => &after_equals[..value_len],
+        });
+        rest = &after_equals[value_len..];
+        pairs += 1;
+    }
+    (pairs > 0).then_some(out)
+}
+
+/// The length of the keyword value `text` starts with: a quoted value up to its closing `'`
+/// (the whole text when there is none), or up to the first unescaped white space.
+fn keyword_value_len(text: &str) -> usize {
+    let quoted = text.starts_with('\'');
+    let mut chars = text.char_indices().skip(usize::from(quoted));
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '\'' if quoted => return i + 1,
+            c if !quoted && c.is_whitespace() => return i,
+            _ => {}
+        }
+    }
+    text.len()
 }
 
 #[cfg(test)]
@@ -104,7 +210,13 @@ mod tests {
         );
         assert_eq!(redact_url("redis://user@h/"), "redis://user@h/");
         assert_eq!(redact_url("file:///tmp/x"), "file:///tmp/x");
+        assert_eq!(
+            redact_url("sqlite:///tmp/a b/x.db"),
+            "sqlite:///tmp/a b/x.db"
+        );
+        assert_eq!(redact_url("sqlite:relative.db"), "sqlite:relative.db");
         assert_eq!(redact_url("not a url"), "not a url");
+        assert_eq!(redact_url(""), "");
     }
 
     #[test]
@@ -143,6 +255,72 @@ mod tests {
         ] {
             let redacted = redact_url(given);
             assert_eq!(redacted, shown, "{given}");
+            assert!(!redacted.contains("pw"), "{redacted}");
+        }
+    }
+
+    /// A raw `#`, `?`, `/` or `@` in a password hides everything up to the last `@`, however
+    /// a parser would split the text.
+    #[test]
+    fn raw_delimiters_in_a_password_are_hidden() {
+        for (given, shown) in [
+            ("redis://:a#pw@h/0", "redis://:***@h/0"),
+            (
+                "redis+cluster://u:a?pw@h:1,g:2/",
+                "redis+cluster://u:***@h:1,g:2/",
+            ),
+            ("postgres://u:1?pw@h/db", "postgres://u:***@h/db"),
+            ("postgresql://u:a/pw@b@h/db", "postgresql://u:***@h/db"),
+            (
+                "mongodb+srv://u:#?/@pw@c.example/",
+                "mongodb+srv://u:***@c.example/",
+            ),
+            ("mongodb://u: pw #@h/", "mongodb://u:***@h/"),
+            ("postgres:/u:pw@h/db", "postgres:***@h/db"),
+            ("u:pw@h", "u:***@h"),
+        ] {
+            let redacted = redact_url(given);
+            assert_eq!(redacted, shown, "{given}");
+            assert!(!redacted.contains("pw"), "{redacted}");
+        }
+    }
+
+    #[test]
+    fn secret_options_are_hidden_in_any_spelling() {
+        for (given, shown) in [
+            (
+                "mongodb://h/?tlsCertificateKeyFilePassword=pw&tls=true",
+                "mongodb://h/?tlsCertificateKeyFilePassword=***&tls=true",
+            ),
+            (
+                "mongodb://h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:pw",
+                "mongodb://h/?authMechanism=MONGODB-AWS&authMechanismProperties=***",
+            ),
+            ("postgres://h/db?pass%77ord=pw", "postgres://h/db?pass%77ord=***"),
+            ("postgres://h/db?password=a#pw;pw&x=1", "postgres://h/db?password=***&x=1"),
+            ("postgres://h/db?x=1;Password=pw", "postgres://h/db?x=1;Password=***"),
+        ] {
+            let redacted = redact_url(given);
+            assert_eq!(redacted, shown, "{given}");
+            assert!(!redacted.contains("pw"), "{redacted}");
+        }
+    }
+
+    #[test]
+    fn keyword_strings_are_read_as_libpq_reads_them() {
+        for (given, shown) in [
+            (
+                r"host=db password = 'a\' pw b' user=u",
+                "host=db password = *** user=u",
+            ),
+            (r"password=a\ pw user=u", "password=*** user=u"),
+            ("password='pw", "password=***"),
+            ("sslpassword=pw\tdbname=x  ", "sslpassword=***\tdbname=x  "),
+            // Not a keyword string libpq accepts: everything after the secret's name is hidden.
+            ("password=pw user", "password=***"),
+        ] {
+            let redacted = redact_url(given);
+            assert_eq!(redacted, shown, "{given:?}");
             assert!(!redacted.contains("pw"), "{redacted}");
         }
     }
