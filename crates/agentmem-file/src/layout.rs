@@ -10,6 +10,8 @@
 //! <root>/agents/<session id>/lifecycle.json labels and expiry (only when set)
 //! <root>/agents/<session id>/archive/history_<ts>.jsonl|.md
 //! <root>/agents/<session id>/archive/.replace-history_<ts>.jsonl  an archive being replaced
+//! <root>/agents/<session id>/quarantine/    unreadable lines and files of the session, set aside
+//! <root>/quarantine/                        the same of memories.jsonl and agentmem.json
 //! <root>/agents/.trash-<random>             a session being deleted
 //! <root>/agents/.fork-<random>-<target id>  a fork being built, renamed into place
 //! ```
@@ -34,7 +36,8 @@ pub(crate) const FORK_PREFIX: &str = ".fork-";
 /// (`.replace-<stem>.jsonl`): while it exists the archive's `.md` may already be the new view,
 /// so a repair finishes the replacement from it (see `SessionCtx::replace_archive`).
 pub(crate) const REPLACE_PREFIX: &str = ".replace-";
-/// Folder, in a session's folder, of log lines set aside because they do not parse.
+/// Folder, in a session's folder (for its files) or the root (for the memory log and the
+/// schema file), of what was set aside because it cannot be read (see `Findings::quarantine`).
 pub(crate) const QUARANTINE_DIR: &str = "quarantine";
 
 /// The fixed paths of one root.

@@ -114,6 +114,24 @@ pub(crate) struct BadLine {
     pub(crate) bytes: std::ops::Range<usize>,
 }
 
+impl BadLine {
+    /// The lines `bad` of `bytes` byte for byte (each with its newline, when it has one), as
+    /// they are set aside, and what is wrong with them, for people: `line 2, line 5 does not
+    /// parse (<why line 2 does not>)`.
+    pub(crate) fn set_aside(bytes: &[u8], bad: &[BadLine]) -> (Vec<u8>, String) {
+        let mut kept = Vec::new();
+        for line in bad {
+            let newline = bytes.get(line.bytes.end) == Some(&b'\n');
+            let end = line.bytes.end + usize::from(newline);
+            kept.extend_from_slice(&bytes[line.bytes.start..end]);
+        }
+        let numbers: Vec<String> = bad.iter().map(|b| b.line.to_string()).collect();
+        let why = bad.first().map_or("", |b| b.reason.as_str());
+        let problem = format!("line {} does not parse ({why})", numbers.join(", line "));
+        (kept, problem)
+    }
+}
+
 /// Parses the lines of `bytes`, whose first line is line number `first_line` of `path`.
 ///
 /// Only the end of the log may be torn (a crash mid-append leaves at most that): a last piece

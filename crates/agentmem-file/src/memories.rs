@@ -8,15 +8,15 @@ use std::fs::File;
 use std::io::Write;
 
 use agentmem_core::support::memory_is_purged;
-use agentmem_core::{now, Error, MemoryId, MemoryItem, Result};
+use agentmem_core::{now, Error, ErrorKind, MemoryId, MemoryItem, Result};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Durability;
 use crate::fsutil::{io_error, open_append_with_id, read_range, stat, write_atomic, FileId};
 use crate::layout::Layout;
-use crate::log::{push_line, scan_lines};
-use crate::repair::Findings;
+use crate::log::{push_line, scan_lines, BadLine, Scan};
+use crate::repair::{Aside, Findings};
 
 const MEMORY_FORMAT: &str = "agentmem.memories";
 /// 2: items carry a scope and an expiry time. A version-1 reader would take scoped items for
@@ -108,6 +108,21 @@ fn live_records(slot: &MemorySlot) -> Vec<Record> {
         .collect()
 }
 
+/// `Unsupported` when the log `bytes` start with the header of a newer version: its lines are
+/// not unreadable, only unknown to this build, so none of them is set aside.
+fn refuse_newer(bytes: &[u8], path: &std::path::Path) -> Result<()> {
+    let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    match serde_json::from_slice(first) {
+        Ok(Record::Header { version, .. }) if version > MEMORY_VERSION => {
+            Err(Error::unsupported(format!(
+                "{} has version {version}; this agentmem understands up to {MEMORY_VERSION}: upgrade agentmem",
+                path.display()
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn parse_record(line: u64, bytes: &[u8]) -> std::result::Result<Record, String> {
     let record: Record =
         serde_json::from_slice(bytes).map_err(|e| format!("not a memory record: {e}"))?;
@@ -131,7 +146,9 @@ fn parse_record(line: u64, bytes: &[u8]) -> std::result::Result<Record, String> 
 
 impl MemoryCtx<'_> {
     /// Brings the cache up to date with the file (reading only what others appended when the
-    /// file is the same one), truncating a torn last line.
+    /// file is the same one), truncating a torn last line. Complete lines that do not parse
+    /// are set aside in the root's `quarantine/` and the log rewritten from its readable
+    /// records (see [`quarantine`](Self::quarantine)).
     pub(crate) fn sync(&self, slot: &mut MemorySlot, f: &mut Findings) -> Result<()> {
         let result = self.sync_inner(slot, f);
         if result.is_err() {
@@ -155,6 +172,21 @@ impl MemoryCtx<'_> {
             slot.reset();
             slot.file = Some(open_append_with_id(path)?);
         }
+        match self.read_new(slot, f) {
+            // A whole appended line that does not parse: read the log afresh, which sets it
+            // aside.
+            Err(e) if e.kind() == ErrorKind::CorruptData && slot.len > 0 => {
+                slot.reset();
+                slot.file = Some(open_append_with_id(path)?);
+                self.read_new(slot, f)
+            }
+            read => read,
+        }
+    }
+
+    /// Reads the records after the `slot.len` bytes already read (all of them when none were).
+    fn read_new(&self, slot: &mut MemorySlot, f: &mut Findings) -> Result<()> {
+        let path = &self.layout.memories;
         let Some((file, _)) = slot.file.as_ref() else {
             return Err(Error::backend("memory log not open"));
         };
@@ -164,7 +196,16 @@ impl MemoryCtx<'_> {
             .len();
         let start = slot.len;
         let bytes = read_range(file, path, start, end)?;
-        let scan = scan_lines(&bytes, slot.lines + 1, path, false, parse_record)?;
+        let whole = start == 0;
+        if whole {
+            refuse_newer(&bytes, path)?;
+        }
+        let scan = scan_lines(&bytes, slot.lines + 1, path, whole, parse_record)?;
+        // The log is created whole by a rename: a first line cut off is not a crash artefact.
+        let headless = whole && scan.torn.as_ref().is_some_and(|t| t.line == 1);
+        if !scan.bad.is_empty() || headless {
+            return self.quarantine(slot, &bytes, scan, f);
+        }
         let valid = start + scan.valid_len as u64;
         if let Some(torn) = &scan.torn {
             f.torn_tail(None, path, file, torn, valid)?;
@@ -175,6 +216,38 @@ impl MemoryCtx<'_> {
             slot.apply(record);
         }
         Ok(())
+    }
+
+    /// Sets the complete lines of the whole log `bytes` that do not parse (and a first line
+    /// cut off) aside, byte for byte, in the root's `quarantine/`, then rewrites the log as a
+    /// header and the live items of its readable records (a torn tail goes with them: it was
+    /// never acknowledged). A deletion among the set-aside lines no longer applies, so its
+    /// item is kept: nothing acknowledged is lost.
+    fn quarantine(
+        &self,
+        slot: &mut MemorySlot,
+        bytes: &[u8],
+        scan: Scan<Record>,
+        f: &mut Findings,
+    ) -> Result<()> {
+        let path = &self.layout.memories;
+        let mut bad = scan.bad;
+        if let Some(torn) = scan.torn.filter(|t| t.line == 1) {
+            // The whole log is one piece without a newline.
+            bad.push(BadLine {
+                line: 1,
+                reason: torn.reason,
+                bytes: 0..bytes.len(),
+            });
+        }
+        let (kept, problem) = BadLine::set_aside(bytes, &bad);
+        let problem = format!("{problem}; the log keeps its readable records");
+        let root = &self.layout.root;
+        f.quarantine(None, root, path, Aside::Lines(&kept), problem)?;
+        for record in scan.records {
+            slot.apply(record);
+        }
+        self.write_whole(slot, &live_records(slot))
     }
 
     fn append(&self, slot: &mut MemorySlot, record: Record) -> Result<()> {

@@ -8,7 +8,8 @@ use std::sync::Mutex;
 use agentmem_core::{Error, SessionId};
 use chrono::{DateTime, Utc};
 
-use crate::fsutil::io_error;
+use crate::fsutil::{create_dirs, io_error, sync_dir, write_atomic};
+use crate::layout::QUARANTINE_DIR;
 use crate::log::TornTail;
 
 /// What was found.
@@ -39,10 +40,17 @@ pub enum RepairKind {
     /// A `MEMORY.md` without `session.jsonl` (written by Swarms): it is imported into a new
     /// `session.jsonl`.
     Imported,
-    /// Complete lines of `session.jsonl` that do not parse (edited, or damaged by something
-    /// other than a crash): set aside byte for byte in the session's `quarantine/` folder,
-    /// never deleted; the session keeps its readable lines.
+    /// Complete lines of a log (`session.jsonl`, `memories.jsonl`) that do not parse (edited,
+    /// or damaged by something other than a crash): set aside byte for byte in a
+    /// `quarantine/` folder (the session's, or the root's for the memory log), never deleted;
+    /// the log keeps its readable lines.
     Quarantined,
+    /// A whole file that cannot be read as what it should be (an archive's `.jsonl`, a
+    /// session's `lifecycle.json`, the root's `agentmem.json`): cut off, not JSON, JSON of
+    /// another shape, invalid UTF-8. Moved byte for byte into a `quarantine/` folder, never
+    /// deleted; the store goes on without it (the archive not listed, the session
+    /// unlabelled, the schema file written anew).
+    QuarantinedFile,
 }
 
 impl RepairKind {
@@ -58,6 +66,7 @@ impl RepairKind {
             RepairKind::Trash => "trash",
             RepairKind::Imported => "imported MEMORY.md",
             RepairKind::Quarantined => "quarantined lines",
+            RepairKind::QuarantinedFile => "quarantined file",
         }
     }
 }
@@ -93,10 +102,23 @@ impl fmt::Display for RepairReport {
     }
 }
 
+/// What [`Findings::quarantine`] sets aside.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Aside<'a> {
+    /// These bytes, the lines of a log that do not parse (the caller then rewrites the log
+    /// from its readable lines).
+    Lines(&'a [u8]),
+    /// The whole file, moved (renamed) into the quarantine folder.
+    WholeFile,
+}
+
 /// Collects findings during one operation: whether to fix them, and what was found.
 #[derive(Debug)]
 pub(crate) struct Findings {
     pub(crate) fix: bool,
+    /// Whether to read every file whole (`FileStore::check`), not only what the operation
+    /// needs (of an archive, its header).
+    pub(crate) deep: bool,
     pub(crate) list: Vec<RepairReport>,
 }
 
@@ -104,6 +126,7 @@ impl Findings {
     pub(crate) fn new(fix: bool) -> Self {
         Findings {
             fix,
+            deep: false,
             list: Vec::new(),
         }
     }
@@ -141,6 +164,61 @@ impl Findings {
             path,
             format!("left by {left_by}"),
         );
+    }
+
+    /// Sets `what` of the file `source` (of `session`, if any), unreadable because of
+    /// `problem`, aside byte for byte in a new file of `<folder>/quarantine/`, named after
+    /// `source` with the time and a random suffix (`session.jsonl` →
+    /// `session-<time>-<random>.jsonl`), so nothing there is ever overwritten, and records it.
+    /// The one way the backend takes unreadable data out of its files: set aside first, never
+    /// deleted. When only checking, records what would be set aside and changes nothing.
+    /// `None` when nothing was set aside (only checking, or the whole file was moved away
+    /// meanwhile by another process).
+    pub(crate) fn quarantine(
+        &mut self,
+        session: Option<&SessionId>,
+        folder: &Path,
+        source: &Path,
+        what: Aside<'_>,
+        problem: impl fmt::Display,
+    ) -> Result<Option<PathBuf>, Error> {
+        let dir = folder.join(QUARANTINE_DIR);
+        let kind = match what {
+            Aside::Lines(_) => RepairKind::Quarantined,
+            Aside::WholeFile => RepairKind::QuarantinedFile,
+        };
+        if !self.fix {
+            let detail = format!("{problem}; to be set aside in {}", dir.display());
+            self.add(kind, session, source.to_path_buf(), detail);
+            return Ok(None);
+        }
+        let name = source.file_name().map(Path::new).unwrap_or(source);
+        let stem = name.file_stem().unwrap_or_default().to_string_lossy();
+        let ext = name
+            .extension()
+            .map_or_else(String::new, |e| format!(".{}", e.to_string_lossy()));
+        let file = dir.join(format!(
+            "{stem}-{}-{}{ext}",
+            agentmem_core::now().format("%Y%m%dT%H%M%S%.6fZ"),
+            &agentmem_core::new_id()[..8]
+        ));
+        create_dirs(&dir)?;
+        match what {
+            Aside::Lines(bytes) => write_atomic(&dir, &file, bytes)?,
+            Aside::WholeFile => {
+                match std::fs::rename(source, &file) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                    Err(e) => return Err(io_error(source, "cannot move into quarantine", e)),
+                }
+                // Both folder entries changed: the new name, and the old one gone.
+                sync_dir(&dir)?;
+                sync_dir(source.parent().unwrap_or(folder))?;
+            }
+        }
+        let detail = format!("{problem}; set aside in {}", file.display());
+        self.add(kind, session, source.to_path_buf(), detail);
+        Ok(Some(file))
     }
 
     /// Records the torn last line of the log at `path` (of `session`, if any) and, when

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fsutil::{create_dirs, io_error, open_lock_file, write_atomic};
 use crate::layout::{fork_folder_target, Layout, TRASH_PREFIX};
-use crate::repair::{Findings, RepairKind};
+use crate::repair::{Aside, Findings, RepairKind};
 
 /// The schema version of the files this build writes.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -27,15 +27,24 @@ pub(crate) fn prepare_root(layout: &Layout) -> Result<Findings> {
     create_dirs(&layout.root)?;
     create_dirs(&layout.agents)?;
     create_dirs(&layout.locks)?;
-    match std::fs::read(&layout.schema) {
-        Ok(bytes) => {
-            let schema: SchemaFile = serde_json::from_slice(&bytes).map_err(|e| {
-                Error::corrupt(format!(
-                    "{} is not an agentmem schema file",
-                    layout.schema.display()
-                ))
-                .with_source(e)
-            })?;
+    let mut findings = Findings::new(true);
+    let schema = match std::fs::read(&layout.schema) {
+        Ok(bytes) => match serde_json::from_slice::<SchemaFile>(&bytes) {
+            Ok(schema) => Some(schema),
+            // Cut off, not JSON, another shape, invalid UTF-8: not another program's file
+            // (that one names its format), so it is set aside and written anew.
+            Err(e) => {
+                let problem = format!("not an agentmem schema file ({e})");
+                let aside = Aside::WholeFile;
+                findings.quarantine(None, &layout.root, &layout.schema, aside, problem)?;
+                None
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io_error(&layout.schema, "cannot read", e)),
+    };
+    match schema {
+        Some(schema) => {
             if schema.format != SCHEMA_FORMAT {
                 return Err(Error::corrupt(format!(
                     "{} belongs to {:?}, not to the agentmem file backend",
@@ -51,7 +60,7 @@ pub(crate) fn prepare_root(layout: &Layout) -> Result<Findings> {
                 )));
             }
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        None => {
             let schema = SchemaFile {
                 format: SCHEMA_FORMAT.into(),
                 schema_version: SCHEMA_VERSION,
@@ -61,9 +70,7 @@ pub(crate) fn prepare_root(layout: &Layout) -> Result<Findings> {
             bytes.push(b'\n');
             write_atomic(&layout.root, &layout.schema, &bytes)?;
         }
-        Err(e) => return Err(io_error(&layout.schema, "cannot read", e)),
     }
-    let mut findings = Findings::new(true);
     if let Ok(entries) = std::fs::read_dir(&layout.agents) {
         for entry in entries.flatten() {
             if entry

@@ -194,9 +194,12 @@ impl FileStore {
     }
 
     /// Checks one session's files from scratch (not trusting what this process cached) and
-    /// returns what is damaged. With `repair`, damage is repaired as on first access (and also
-    /// recorded in [`FileStore::repairs`]); without, nothing is changed on disk. A damaged
-    /// line in the middle of a log cannot be repaired safely: it is a `CorruptData` error.
+    /// returns what is damaged, reading every file of the session whole (archives included).
+    /// With `repair`, damage is repaired as on first access (and also recorded in
+    /// [`FileStore::repairs`]): what cannot be read is set aside in `quarantine/`, never
+    /// deleted. Without, nothing is changed on disk: an unreadable archive or `lifecycle.json`
+    /// is a finding, and a complete line of `session.jsonl` that does not parse a `CorruptData`
+    /// error naming the file and line.
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -226,6 +229,7 @@ impl FileStore {
                 session,
                 repair,
                 move |ctx, slot, f| {
+                    f.deep = true;
                     if f.fix {
                         slot.open = None;
                         ctx.sync(slot, f).map(|_| ())

@@ -71,18 +71,29 @@ async fn the_sidecar_exists_only_while_labels_or_expiry_are_set() {
     assert!(session.labels.is_empty() && session.expires_at.is_none());
 }
 
-/// A sidecar that is not ours is `CorruptData` naming the file, not a panic nor silently
-/// empty labels.
+/// A sidecar that does not read as one is neither a panic nor an error: the next process moves
+/// it byte for byte into the session's `quarantine/`, reports it, and serves the session
+/// unlabelled (every kind of damage: `tests/quarantine.rs`).
 #[tokio::test]
-async fn a_damaged_sidecar_is_an_error() {
+async fn a_damaged_sidecar_is_set_aside() {
     let (dir, store, id) = fresh("damaged").await;
-    store.append(&id, &numbered(1)).await.expect("append");
+    let written = numbered(1);
+    store.append(&id, &written).await.expect("append");
     let sidecar = dir.path().join("agents/damaged/lifecycle.json");
     std::fs::write(&sidecar, b"{not json").expect("write");
     let other = open(dir.path()).await;
-    let e = other.load(&id, None).await.expect_err("corrupt");
-    assert_eq!(e.kind(), agentmem_core::ErrorKind::CorruptData);
-    assert!(e.to_string().contains("lifecycle.json"), "{e}");
+    let session = load_some(&other, &id).await;
+    assert_eq!(session.messages, written);
+    assert!(session.labels.is_empty());
+    let quarantine = dir.path().join("agents/damaged/quarantine");
+    let aside: Vec<Vec<u8>> = std::fs::read_dir(quarantine)
+        .expect("quarantine")
+        .map(|e| std::fs::read(e.expect("entry").path()).expect("read"))
+        .collect();
+    assert_eq!(aside, [b"{not json".to_vec()]);
+    let report = &other.repairs()[0];
+    assert_eq!(report.kind, RepairKind::QuarantinedFile);
+    assert_eq!(report.path, sidecar, "names the file");
 }
 
 /// After a rewind, `MEMORY.md` is exactly the view of the kept messages: the bytes it had

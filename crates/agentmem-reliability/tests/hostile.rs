@@ -573,9 +573,26 @@ fn refused_naming<T: std::fmt::Debug>(read: agentmem_core::Result<T>, file: &str
     assert!(err.to_string().contains(file), "names the file: {err}");
 }
 
+/// Checks that the folder `quarantine` holds one file: the line of the log `bad` that holds
+/// byte `pos`, byte for byte.
+fn assert_line_set_aside(quarantine: &Path, bad: &[u8], pos: usize) {
+    let line_start = bad[..pos].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    let line_end = pos + bad[pos..].iter().position(|&b| b == b'\n').unwrap() + 1;
+    let quarantined: Vec<Vec<u8>> = std::fs::read_dir(quarantine)
+        .unwrap()
+        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(
+        quarantined,
+        [bad[line_start..line_end].to_vec()],
+        "set aside byte for byte"
+    );
+}
+
 /// Invalid UTF-8 in the file backend's files: nothing dropped. A whole line of
-/// `session.jsonl` is set aside byte for byte in `quarantine/` (the session keeps its other
-/// lines); `MEMORY.md` and `memories.jsonl` are `CorruptData` naming the file, not rewritten.
+/// `session.jsonl` or `memories.jsonl` is set aside byte for byte in a `quarantine/` folder
+/// (the log keeps its other lines); a Swarms `MEMORY.md` is `CorruptData` naming the file,
+/// not rewritten. (Every other file kind: the file crate's `tests/quarantine.rs`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_invalid_utf8_on_disk_is_corrupt_data_naming_the_file() {
     use agentmem::file::FileStore;
@@ -606,17 +623,7 @@ async fn file_invalid_utf8_on_disk_is_corrupt_data_naming_the_file() {
     let kept = store.load(&id, None).await.unwrap().unwrap().messages;
     assert_eq!(kept.len(), 1);
     assert_eq!(kept[0].content, "two");
-    let line_start = bad[..pos].iter().rposition(|&b| b == b'\n').unwrap() + 1;
-    let line_end = pos + bad[pos..].iter().position(|&b| b == b'\n').unwrap() + 1;
-    let quarantined: Vec<Vec<u8>> = std::fs::read_dir(dir.path().join("agents/utf8/quarantine"))
-        .unwrap()
-        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
-        .collect();
-    assert_eq!(
-        quarantined,
-        [bad[line_start..line_end].to_vec()],
-        "set aside byte for byte"
-    );
+    assert_line_set_aside(&dir.path().join("agents/utf8/quarantine"), &bad, pos);
 
     // A Swarms MEMORY.md (no session.jsonl) with invalid UTF-8.
     let swarms: SessionId = "swarms".parse().unwrap();
@@ -641,11 +648,13 @@ async fn file_invalid_utf8_on_disk_is_corrupt_data_naming_the_file() {
     bad[pos] = 0xff;
     std::fs::write(&mem, &bad).unwrap();
     let store = FileStore::connect(&url).await.unwrap();
-    refused_naming(
-        store.list_memories(&MemoryFilter::default()).await,
-        "memories.jsonl",
-    );
-    println!("hostile: file: invalid UTF-8 in session.jsonl (set aside in quarantine/), MEMORY.md and memories.jsonl (refused as corrupt data naming the file): nothing dropped");
+    let facts = store.list_memories(&MemoryFilter::default()).await.unwrap();
+    assert_eq!(facts.len(), 1, "the readable item is served");
+    assert_eq!(facts[0].text, "fact two");
+    assert_line_set_aside(&dir.path().join("quarantine"), &bad, pos);
+    let report = &store.repairs()[0];
+    assert_eq!(report.path, mem, "the report names the file: {report}");
+    println!("hostile: file: invalid UTF-8 in session.jsonl and memories.jsonl (set aside in quarantine/), MEMORY.md (refused as corrupt data naming the file): nothing dropped");
 }
 
 /// Invalid UTF-8 written into SQLite's text columns behind the store's back: a typed error.

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use agentmem_core::support::archive_not_found;
-use agentmem_core::{now, Archive, ArchiveId, ArchiveInfo, Error, Message, Result};
+use agentmem_core::{now, Archive, ArchiveId, ArchiveInfo, Error, ErrorKind, Message, Result};
 use agentmem_formats::swarms::{archive_file_stem, render_memory_md};
 
 use super::{not_found, SessionCtx, SessionSlot, Synced};
@@ -19,7 +19,7 @@ use crate::log::{
     encode_log, parse_archive_header, parse_entry, scan_lines, ArchiveHeader, ARCHIVE_FORMAT,
     LOG_VERSION,
 };
-use crate::repair::{Findings, RepairKind};
+use crate::repair::{Aside, Findings, RepairKind};
 
 impl SessionCtx<'_> {
     /// Archives the current messages and replaces them with `replacement`. Order of
@@ -108,7 +108,8 @@ impl SessionCtx<'_> {
             return Err(archive_not_found(self.id, archive));
         }
         let path = self.paths.archive.join(format!("{archive}.jsonl"));
-        read_archive_file(&path, archive.as_str())
+        self.read_or_quarantine(&path, archive.as_str(), f)?
+            .ok_or_else(|| archive_not_found(self.id, archive))
     }
 
     /// Replaces the messages of one archive with `messages`, keeping its file names (its id),
@@ -227,7 +228,15 @@ impl SessionCtx<'_> {
             else {
                 continue;
             };
-            let header = read_archive_header(&path)?;
+            // A check reads each archive whole, so that it finds damage anywhere in one.
+            let header = if f.deep {
+                read_archive(&path).map(|(header, _)| header)
+            } else {
+                read_archive_header(&path)
+            };
+            let Some(header) = self.or_quarantine(&path, header, f)? else {
+                continue;
+            };
             let md = dir.join(format!("{stem}.md"));
             if header.generation >= generation {
                 f.add(
@@ -254,7 +263,9 @@ impl SessionCtx<'_> {
                     "missing; regenerated from the archive log",
                 );
                 if f.fix {
-                    let archive = read_archive_file(&path, stem)?;
+                    let Some(archive) = self.read_or_quarantine(&path, stem, f)? else {
+                        continue;
+                    };
                     write_view(dir, &md, &header, &archive.messages)?;
                 }
             }
@@ -287,8 +298,13 @@ impl SessionCtx<'_> {
         let target = dir.join(format!("{stem}.jsonl"));
         let md = dir.join(format!("{stem}.md"));
         let current = match stat(&target)? {
-            Some(_) => read_archive_header(&target)?,
-            // The archive itself is gone (its session was compacted away by a crash repair).
+            Some(_) => self.header_or_quarantine(&target, f)?,
+            None => None,
+        };
+        let current = match current {
+            Some(header) => header,
+            // The archive itself is gone (its session was compacted away by a crash repair,
+            // or it was unreadable and set aside).
             None => {
                 let why = "the new log of an archive that no longer exists; removed";
                 return self.drop_pending(path, why, f);
@@ -299,7 +315,7 @@ impl SessionCtx<'_> {
                 && header.generation == current.generation
                 && header.created_at == current.created_at)
                 .then_some((header, messages)),
-            Err(e) if e.kind() == agentmem_core::ErrorKind::CorruptData => None,
+            Err(e) if e.kind() == ErrorKind::CorruptData => None,
             Err(e) => return Err(e),
         };
         match replacement {
@@ -355,6 +371,43 @@ impl SessionCtx<'_> {
             sync_dir(&self.paths.archive)?;
         }
         Ok(())
+    }
+
+    /// The header of the archive log `path`; `None` when it is unreadable, then moved into
+    /// the session's `quarantine/` (see [`Findings::quarantine`]).
+    fn header_or_quarantine(&self, path: &Path, f: &mut Findings) -> Result<Option<ArchiveHeader>> {
+        self.or_quarantine(path, read_archive_header(path), f)
+    }
+
+    /// The archive whose log is `path` (named `<stem>.jsonl`); `None` when it is unreadable,
+    /// then moved into the session's `quarantine/`. Archives are written whole and renamed
+    /// into place, so damage anywhere in one is not a crash artefact.
+    fn read_or_quarantine(
+        &self,
+        path: &Path,
+        stem: &str,
+        f: &mut Findings,
+    ) -> Result<Option<Archive>> {
+        self.or_quarantine(path, read_archive_file(path, stem), f)
+    }
+
+    /// `read`, what was read of the archive log `path`; when it is `CorruptData`, the log is
+    /// moved into the session's `quarantine/` (its `.md` view stays, as a Swarms archive
+    /// without a log) and the answer is `None`.
+    fn or_quarantine<T>(
+        &self,
+        path: &Path,
+        read: Result<T>,
+        f: &mut Findings,
+    ) -> Result<Option<T>> {
+        match read {
+            Ok(value) => Ok(Some(value)),
+            Err(e) if e.kind() == ErrorKind::CorruptData => {
+                f.quarantine(self.id(), &self.paths.dir, path, Aside::WholeFile, &e)?;
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Rewrites the archive `.md` view `md` from the archive log `log`.

@@ -1,17 +1,19 @@
 //! A session's labels and expiry, kept in its `lifecycle.json` sidecar (format in
 //! `crate::lifecycle`): cached, replaced and removed under the session's lock.
 
-use agentmem_core::{now, Error, Result, SessionInfo, SessionPatch};
+use agentmem_core::{now, Error, ErrorKind, Result, SessionInfo, SessionPatch};
 
 use super::{not_found, remove_session_dir, SessionCtx, SessionSlot, Synced};
 use crate::fsutil::{remove_if_exists, stat, sync_dir, write_atomic};
 use crate::lifecycle::{CachedLifecycle, Lifecycle, Stamp};
-use crate::repair::Findings;
+use crate::repair::{Aside, Findings};
 
 impl SessionCtx<'_> {
     /// Brings the cached labels and expiry up to date with `lifecycle.json`: a `stat`, and a
-    /// read when it changed (nothing under a lease: no other process wrote).
-    pub(super) fn sync_lifecycle(&self, slot: &mut SessionSlot) -> Result<()> {
+    /// read when it changed (nothing under a lease: no other process wrote). A sidecar that
+    /// does not read as one (cut off, not JSON, another shape, invalid UTF-8) is moved into
+    /// the session's `quarantine/`, never deleted, and the session goes on unlabelled.
+    pub(super) fn sync_lifecycle(&self, slot: &mut SessionSlot, f: &mut Findings) -> Result<()> {
         if slot.lease.is_some() && slot.open.is_some() && slot.lifecycle.is_some() {
             return Ok(());
         }
@@ -21,7 +23,19 @@ impl SessionCtx<'_> {
             return Ok(());
         }
         slot.lifecycle = None;
-        slot.lifecycle = Some(crate::lifecycle::read(path)?);
+        let cached = match crate::lifecycle::read(path) {
+            Err(e) if e.kind() == ErrorKind::CorruptData => {
+                let dir = &self.paths.dir;
+                let moved = f.quarantine(self.id(), dir, path, Aside::WholeFile, &e)?;
+                CachedLifecycle {
+                    // Only checking: the sidecar stays, unread.
+                    stamp: if moved.is_some() { None } else { stamp },
+                    data: Lifecycle::default(),
+                }
+            }
+            read => read?,
+        };
+        slot.lifecycle = Some(cached);
         Ok(())
     }
 

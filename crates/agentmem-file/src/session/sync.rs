@@ -11,13 +11,12 @@ use agentmem_formats::swarms::{parse_memory_md, render_header, render_memory_md}
 use super::read::{parse_log, ParsedLog};
 use super::{note_messages, to_utc, OpenSession, SessionCtx, SessionSlot, Synced};
 use crate::fsutil::{
-    corrupt_line, create_dirs, io_error, list_dir, open_append_with_id, open_append_with_meta,
-    read_range, stat, write_atomic, FileId, TMP_PREFIX,
+    corrupt_line, io_error, list_dir, open_append_with_id, open_append_with_meta, read_range, stat,
+    write_atomic, FileId, TMP_PREFIX,
 };
-use crate::layout::QUARANTINE_DIR;
 use crate::lifecycle::Stamp;
-use crate::log::{encode_log, parse_entry, scan_lines, SessionHeader};
-use crate::repair::{Findings, RepairKind};
+use crate::log::{encode_log, parse_entry, scan_lines, BadLine, SessionHeader};
+use crate::repair::{Aside, Findings, RepairKind};
 
 impl SessionCtx<'_> {
     /// Brings `slot` up to date with the files, repairing what a crash left (when
@@ -34,7 +33,7 @@ impl SessionCtx<'_> {
                 return Err(e);
             }
         }
-        let result = self.sync_lifecycle(slot).and_then(|()| {
+        let result = self.sync_lifecycle(slot, f).and_then(|()| {
             if slot.expired_now() {
                 slot.open = None;
                 return Ok(Synced::Missing);
@@ -143,37 +142,14 @@ impl SessionCtx<'_> {
     /// by `doctor`, and the session stays readable.
     fn quarantine(&self, bytes: &[u8], parsed: &ParsedLog, f: &mut Findings) -> Result<()> {
         let p = &self.paths;
-        let dir = p.dir.join(QUARANTINE_DIR);
-        create_dirs(&dir)?;
-        let file = dir.join(format!(
-            "session-{}-{}.jsonl",
-            now().format("%Y%m%dT%H%M%S%.6fZ"),
-            &agentmem_core::new_id()[..8]
-        ));
-        let mut kept = Vec::new();
-        for bad in &parsed.bad {
-            kept.extend_from_slice(&bytes[bad.bytes.clone()]);
-            kept.push(b'\n');
-        }
-        write_atomic(&dir, &file, &kept)?;
+        let (kept, problem) = BadLine::set_aside(bytes, &parsed.bad);
+        let problem = format!("{problem}; the session keeps its readable lines");
+        f.quarantine(self.id(), &p.dir, &p.log, Aside::Lines(&kept), problem)?;
         write_atomic(
             &p.dir,
             &p.log,
             &encode_log(&parsed.header, &parsed.messages)?,
-        )?;
-        let numbers: Vec<String> = parsed.bad.iter().map(|b| b.line.to_string()).collect();
-        f.add(
-            RepairKind::Quarantined,
-            self.id(),
-            p.log.clone(),
-            format!(
-                "line {} does not parse ({}); set aside in {}, the session keeps its readable lines",
-                numbers.join(", line "),
-                parsed.bad[0].reason,
-                file.display()
-            ),
-        );
-        Ok(())
+        )
     }
 
     /// Reads what another process appended since this one last looked.

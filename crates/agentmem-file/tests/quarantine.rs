@@ -1,0 +1,273 @@
+//! Hostile files: every file the backend reads (the memory log, an archive, a session's
+//! `lifecycle.json`, the root's `agentmem.json`) cut off, replaced by garbage, JSON of another
+//! shape, or with invalid UTF-8. The next process still opens the store and serves what is
+//! valid; what cannot be read is in a `quarantine/` folder byte for byte; nothing is deleted;
+//! the reports (`check`, `repairs`) name the file.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use agentmem_core::{
+    AgentMemoryExt, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message, SessionId,
+    SessionPatch, SessionStore,
+};
+use agentmem_file::{RepairKind, RepairReport};
+use common::{contents, load_some, open, sid};
+
+/// A file the backend reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum File {
+    /// `memories.jsonl`: damaged lines are set aside, the readable records kept.
+    Memories,
+    /// The older archive's `.jsonl`.
+    Archive,
+    /// The session's `lifecycle.json`.
+    Lifecycle,
+    /// The root's `agentmem.json`.
+    Schema,
+}
+
+/// How it is damaged.
+#[derive(Debug, Clone, Copy)]
+enum Damage {
+    /// Cut off inside its first line.
+    Truncated,
+    Garbage,
+    WrongShape,
+    InvalidUtf8,
+}
+
+const GARBAGE: &[u8] = b"\x00\x01garbage {{[\xff\n";
+const WRONG_SHAPE: &[u8] = b"{\"format\":[\"x\"],\"version\":\"1\",\"op\":\"put\",\"item\":5}\n";
+
+impl File {
+    fn path(self, root: &Path, id: &SessionId) -> PathBuf {
+        match self {
+            File::Memories => root.join("memories.jsonl"),
+            File::Archive => oldest_archive(root.join("agents").join(id.as_str()).join("archive")),
+            File::Lifecycle => root.join("agents").join(id.as_str()).join("lifecycle.json"),
+            File::Schema => root.join("agentmem.json"),
+        }
+    }
+
+    /// Its quarantine folder: the session's for its own files, else the root's.
+    fn quarantine(self, root: &Path, id: &SessionId) -> PathBuf {
+        match self {
+            File::Archive | File::Lifecycle => root.join("agents").join(id.as_str()),
+            File::Memories | File::Schema => root.to_path_buf(),
+        }
+        .join("quarantine")
+    }
+
+    /// Text in it, where invalid UTF-8 goes.
+    fn marker(self) -> &'static [u8] {
+        match self {
+            File::Memories => b"fact one",
+            File::Archive => b"bravo",
+            File::Lifecycle => b"ada",
+            File::Schema => b"agentmem-file",
+        }
+    }
+
+    /// The damaged file, and what must be set aside: the whole file, or for the memory log
+    /// the damaged line (its second, the first item) unless its header is cut off.
+    fn damage(self, bytes: &[u8], how: Damage) -> (Vec<u8>, Vec<u8>) {
+        let whole = |damaged: Vec<u8>| (damaged.clone(), damaged);
+        let at = find(bytes, self.marker());
+        match (self, how) {
+            (_, Damage::Truncated) => {
+                whole(bytes[..bytes.iter().position(|&b| b == b'\n').unwrap_or(4) / 2].to_vec())
+            }
+            (File::Memories, _) => {
+                let start = find(bytes, b"\n") + 1;
+                let end = start + find(&bytes[start..], b"\n") + 1;
+                let line = match how {
+                    Damage::Garbage => GARBAGE.to_vec(),
+                    Damage::WrongShape => WRONG_SHAPE.to_vec(),
+                    _ => with_invalid_byte(&bytes[start..end], at - start),
+                };
+                ([&bytes[..start], &line, &bytes[end..]].concat(), line)
+            }
+            (_, Damage::Garbage) => whole(GARBAGE.to_vec()),
+            (_, Damage::WrongShape) => whole(WRONG_SHAPE.to_vec()),
+            (_, Damage::InvalidUtf8) => whole(with_invalid_byte(bytes, at)),
+        }
+    }
+}
+
+fn find(bytes: &[u8], what: &[u8]) -> usize {
+    bytes
+        .windows(what.len())
+        .position(|w| w == what)
+        .expect("marker in the file")
+}
+
+fn with_invalid_byte(bytes: &[u8], at: usize) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    out[at] = 0xff;
+    out
+}
+
+fn oldest_archive(dir: PathBuf) -> PathBuf {
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("archive folder")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    logs.sort();
+    logs.swap_remove(0)
+}
+
+/// Every file under `dir`.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("list") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            out.extend(files(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// A store with one labelled session (two archives: `alpha bravo`, `charlie delta`; then
+/// `echo`) and two memory items.
+async fn populated(root: &Path, id: &SessionId) {
+    let store = open(root).await;
+    let owner = SessionPatch {
+        owner: Some(Some("ada".into())),
+        ..SessionPatch::default()
+    };
+    store
+        .append(id, &[Message::user("alpha")])
+        .await
+        .expect("append");
+    store.update_session(id, &owner).await.expect("labels");
+    // Each compaction archives what came before it.
+    for (next, summary) in [("bravo", "charlie"), ("delta", "echo")] {
+        let next = Message::user(next);
+        store.append_one(id, next).await.expect("append");
+        let summary = [Message::user(summary)];
+        store.compact(id, &summary).await.expect("compact");
+    }
+    for fact in ["fact one", "fact two"] {
+        let item = MemoryItem::new(MemoryKind::Fact, fact);
+        store.put_memory(&item).await.expect("put");
+    }
+}
+
+/// The report naming `path`, which must be there.
+fn naming<'r>(reports: &'r [RepairReport], path: &Path) -> &'r RepairReport {
+    reports
+        .iter()
+        .find(|r| r.path == path)
+        .unwrap_or_else(|| panic!("no report names {}: {reports:?}", path.display()))
+}
+
+async fn hostile(file: File, how: Damage) {
+    let case = format!("{file:?}, {how:?}");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path();
+    let id = sid("s");
+    populated(root, &id).await;
+    let path = file.path(root, &id);
+    let (damaged, set_aside) = file.damage(&std::fs::read(&path).expect("read"), how);
+    std::fs::write(&path, &damaged).expect("damage");
+    let before = files(root);
+
+    let store = open(root).await; // the next process
+    let expected_kind = match (file, how) {
+        (File::Memories, _) => RepairKind::Quarantined,
+        _ => RepairKind::QuarantinedFile,
+    };
+    if matches!(file, File::Archive | File::Lifecycle) {
+        // A check names it and changes nothing.
+        let found = store.check(&id, false).await.expect("check");
+        let report = naming(&found, &path);
+        assert_eq!(
+            (report.kind, report.repaired),
+            (expected_kind, false),
+            "{case}"
+        );
+        assert_eq!(std::fs::read(&path).expect("unchanged"), damaged, "{case}");
+    }
+
+    // What is valid is served, and the store takes writes.
+    let session = load_some(&store, &id).await;
+    assert_eq!(contents(&session.messages), ["echo"], "{case}");
+    let owner = (file != File::Lifecycle).then(|| "ada".to_string());
+    assert_eq!(session.labels.owner, owner, "{case}");
+    let archives = store.list_archives(&id).await.expect("list archives");
+    if file == File::Archive {
+        if let [damaged, _] = archives.as_slice() {
+            // Only its header was read by the listing: the load finds the rest unreadable.
+            let gone = store.load_archive(&id, &damaged.id).await;
+            assert!(gone.is_err(), "{case}");
+        }
+    }
+    let mut kept = Vec::new();
+    for info in store.list_archives(&id).await.expect("list archives") {
+        let archive = store.load_archive(&id, &info.id).await;
+        kept.push(contents(&archive.expect("load archive").messages).join(" "));
+    }
+    let all_archives = ["alpha bravo", "charlie delta"];
+    let lost_archives = usize::from(file == File::Archive);
+    assert_eq!(kept, all_archives[lost_archives..], "{case}");
+    let items = store
+        .list_memories(&MemoryFilter::default())
+        .await
+        .expect("memories");
+    let facts: Vec<&str> = items.iter().map(|i| i.text.as_str()).collect();
+    let lost_facts = match (file, how) {
+        (File::Memories, Damage::Truncated) => 2,
+        (File::Memories, _) => 1,
+        _ => 0,
+    };
+    assert_eq!(facts, ["fact one", "fact two"][lost_facts..], "{case}");
+    store
+        .append_one(&id, Message::user("foxtrot"))
+        .await
+        .expect("append");
+    let item = MemoryItem::new(MemoryKind::Fact, "fact three");
+    store.put_memory(&item).await.expect("put");
+
+    // Set aside byte for byte, reported, nothing deleted.
+    let quarantine = file.quarantine(root, &id);
+    let aside = files(&quarantine);
+    assert_eq!(aside.len(), 1, "{case}: {aside:?}");
+    assert_eq!(std::fs::read(&aside[0]).expect("read"), set_aside, "{case}");
+    let report = naming(&store.repairs(), &path).clone();
+    assert_eq!(
+        (report.kind, report.repaired),
+        (expected_kind, true),
+        "{case}"
+    );
+    assert!(
+        report.detail.contains(&aside[0].display().to_string()),
+        "{case}: {report}"
+    );
+    for old in before {
+        assert!(
+            old.exists() || old == path,
+            "{case}: {} deleted",
+            old.display()
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_file_the_backend_reads_is_quarantined_never_deleted() {
+    for file in [File::Memories, File::Archive, File::Lifecycle, File::Schema] {
+        for how in [
+            Damage::Truncated,
+            Damage::Garbage,
+            Damage::WrongShape,
+            Damage::InvalidUtf8,
+        ] {
+            hostile(file, how).await;
+        }
+    }
+}
