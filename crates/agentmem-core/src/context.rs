@@ -7,7 +7,9 @@ use async_trait::async_trait;
 use crate::error::Result;
 use crate::model::{Message, Metadata};
 use crate::name::SessionId;
+use crate::scope::ScopeFilter;
 use crate::store::{AgentMemory, MemoryStore, SessionStore};
+use crate::support;
 
 /// What an agent layer needs from memory: the context to inject before a turn, and a place to
 /// save the conversation after it.
@@ -77,6 +79,36 @@ pub trait ContextStore: Debug + Send + Sync + 'static {
     /// add.
     async fn get_context(&self, query: Option<&str>) -> Result<String>;
 
+    /// The stored context relevant to `query` among the memory items in `scope` only: what an
+    /// agent layer injects for an agent in a [`MemoryScope`](crate::MemoryScope) (its items,
+    /// its workspace's and the shared ones, with [`ScopeFilter::VisibleFrom`]), so one agent's
+    /// context never shows another agent's items.
+    ///
+    /// By default [`get_context`](Self::get_context): a store of its own making keeps no scoped
+    /// items, so its answer is the same for every scope. Every [`AgentMemory`] answers with
+    /// [`support::memory_context_in`]: the items in `scope` matching `query`, else the most
+    /// recent ones, as its provided [`MemoryStore::get_context`] lists them; for
+    /// [`ScopeFilter::All`], its own `get_context`. (A store's override of `get_context` sees
+    /// no scope, so it answers only for [`ScopeFilter::All`].)
+    ///
+    /// ```
+    /// use agentmem_core::{ContextStore, InMemoryStore, MemoryItem, MemoryKind, MemoryScope,
+    ///     MemoryStore, ScopeFilter};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemoryStore::new();
+    /// let bobs = MemoryItem::new(MemoryKind::Fact, "Bob's user is Bob");
+    /// store.put_memory(&bobs.in_scope(MemoryScope::agent("bob"))).await?;
+    /// let alice = ScopeFilter::VisibleFrom(MemoryScope::agent("alice"));
+    /// assert_eq!(ContextStore::get_context_in(&store, None, &alice).await?, "");
+    /// let everything = ContextStore::get_context_in(&store, None, &ScopeFilter::All).await?;
+    /// assert_eq!(everything, "- Bob's user is Bob");
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    async fn get_context_in(&self, query: Option<&str>, _scope: &ScopeFilter) -> Result<String> {
+        self.get_context(query).await
+    }
+
     /// Saves `history` with metadata `meta` as the whole session `id`: afterwards the session
     /// is exactly `history`. An agent calls it after every turn with the conversation so far.
     async fn save_session(
@@ -88,11 +120,19 @@ pub trait ContextStore: Debug + Send + Sync + 'static {
 }
 
 /// Every store answers the protocol with its own
-/// [`MemoryStore::get_context`] and [`SessionStore::save_session`].
+/// [`MemoryStore::get_context`] and [`SessionStore::save_session`], and a scoped context with
+/// [`support::memory_context_in`].
 #[async_trait]
 impl<T: AgentMemory + ?Sized> ContextStore for T {
     async fn get_context(&self, query: Option<&str>) -> Result<String> {
         MemoryStore::get_context(self, query).await
+    }
+
+    async fn get_context_in(&self, query: Option<&str>, scope: &ScopeFilter) -> Result<String> {
+        match scope {
+            ScopeFilter::All => MemoryStore::get_context(self, query).await,
+            _ => support::memory_context_in(self, query, scope).await,
+        }
     }
 
     async fn save_session(&self, id: &SessionId, history: &[Message], m: &Metadata) -> Result<()> {

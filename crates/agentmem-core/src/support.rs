@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::lifecycle::Rewind;
 use crate::model::{ArchiveId, MemoryItem, Message};
 use crate::name::{MessageId, SessionId};
+use crate::scope::ScopeFilter;
 use crate::search::{query_words, rank};
 use crate::store::{MemoryFilter, MemoryHit, MemoryStore, MessageHit, RetentionPolicy};
 
@@ -23,18 +24,49 @@ pub async fn memory_context<S: MemoryStore + ?Sized>(
     store: &S,
     query: Option<&str>,
 ) -> Result<String> {
+    memory_context_in(store, query, &ScopeFilter::All).await
+}
+
+/// [`memory_context`] of the items in `scope` only: what an agent in a scope is shown
+/// ([`ContextStore::get_context_in`](crate::ContextStore::get_context_in) of every store), so
+/// one agent's context never lists another agent's items.
+///
+/// ```
+/// use agentmem_core::support::memory_context_in;
+/// use agentmem_core::{InMemoryStore, MemoryItem, MemoryKind, MemoryScope, MemoryStore,
+///     ScopeFilter};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = InMemoryStore::new();
+/// let alice = MemoryScope::agent("alice");
+/// let fact = |text: &str, scope| MemoryItem::new(MemoryKind::Fact, text).in_scope(scope);
+/// store.put_memory(&fact("Alice's user likes tea", alice.clone())).await?;
+/// store.put_memory(&fact("Bob's user likes coffee", MemoryScope::agent("bob"))).await?;
+/// store.put_memory(&fact("The office is in Lisbon", MemoryScope::global())).await?;
+/// let seen = ScopeFilter::VisibleFrom(alice);
+/// let context = memory_context_in(&store, None, &seen).await?;
+/// assert_eq!(context, "- Alice's user likes tea\n- The office is in Lisbon");
+/// assert_eq!(memory_context_in(&store, Some("coffee"), &seen).await?, "");
+/// # Ok::<(), agentmem_core::Error>(())
+/// # }).unwrap();
+/// ```
+pub async fn memory_context_in<S: MemoryStore + ?Sized>(
+    store: &S,
+    query: Option<&str>,
+    scope: &ScopeFilter,
+) -> Result<String> {
+    let filter = |limit| {
+        MemoryFilter::default()
+            .with_scope(scope.clone())
+            .with_limit(limit)
+    };
     let items: Vec<MemoryItem> = match query.map(str::trim) {
         Some(q) if !q.is_empty() => store
-            .search_memories(q, &MemoryFilter::default().with_limit(10))
+            .search_memories(q, &filter(10))
             .await?
             .into_iter()
             .map(|hit| hit.item)
             .collect(),
-        _ => {
-            store
-                .list_memories(&MemoryFilter::default().with_limit(20))
-                .await?
-        }
+        _ => store.list_memories(&filter(20)).await?,
     };
     Ok(items
         .iter()
