@@ -9,7 +9,7 @@ use agentmem_core::backend::Registry;
 use crate::backend::Backend;
 use agentmem_core::{
     AgentMemory, ContextStore, Error, MemoryFilter, MemoryItem, MemoryKind, MemoryScope,
-    MemoryStore, Message, MessageId, Operation, Result, Role, SessionId, SessionStore,
+    MemoryStore, Message, MessageId, Operation, Result, Role, ScopeFilter, SessionId, SessionStore,
 };
 use agentmem_workspace::{global_sessions_requested, session_id, workspace_id_with, WorkspaceId};
 
@@ -60,8 +60,10 @@ enum Memory {
 /// memory items in sections: facts about the user, insights seen often enough, long-term
 /// notes (those matching the query first), current-task notes, under `# Memory`. With
 /// [`AgentConfig::store_context`] on, it is instead what the store's
-/// [`get_context`](ContextStore::get_context) returns for the turn's last user message, as it
-/// is: for a store that retrieves its own context (a vector index, say).
+/// [`get_context_in`](ContextStore::get_context_in) returns for the turn's last user message
+/// and the items visible from the agent's [`memory_scope`](Self::memory_scope), as it is.
+/// Either way the agent reads only its own items, its workspace's and the shared ones: never
+/// another agent's.
 ///
 /// A store with only the [`ContextStore`] protocol plugs in through
 /// [`with_context_store`](Self::with_context_store).
@@ -181,8 +183,11 @@ impl Agent {
     /// The agent named `name` on a store that implements only the [`ContextStore`] protocol,
     /// as a minimal custom backend does (PraisonAI's `AgentMemoryProtocol`).
     ///
-    /// Before a turn the agent injects what [`get_context`](ContextStore::get_context) returns
-    /// for the turn's last user message; after it, [`after_turn`](Self::after_turn) saves the
+    /// Before a turn the agent injects what [`get_context_in`](ContextStore::get_context_in)
+    /// returns for the turn's last user message and the agent's
+    /// [`memory_scope`](Self::memory_scope) (by default the store's
+    /// [`get_context`](ContextStore::get_context); a full store passed here lists only the
+    /// items visible from that scope); after it, [`after_turn`](Self::after_turn) saves the
     /// conversation (without system messages: the prompt is rebuilt every turn) through
     /// [`save_session`](ContextStore::save_session) under the
     /// [`history_session`](Self::history_session), and under the auto-save session when one is
@@ -408,12 +413,12 @@ impl Agent {
     /// The context to inject before a turn whose messages so far are `turn`.
     ///
     /// `memory` holds the stored context for the last user message in `turn` (see [`Agent`]:
-    /// the agent's sections of facts, insights and notes, or the store's own `get_context` with
-    /// [`store_context`](AgentConfig::store_context) on). With history on, `history` holds the last
-    /// `history_limit` messages of the history session (the store's limited load never starts
-    /// with a tool result whose call was cut off), minus every message already in `turn`, by id
-    /// or by role and content, so nothing is injected twice even if the caller passes the whole
-    /// conversation.
+    /// the agent's sections of facts, insights and notes, or the store's `get_context_in` for
+    /// the agent's scope with [`store_context`](AgentConfig::store_context) on). With history
+    /// on, `history` holds the last `history_limit` messages of the history session (the
+    /// store's limited load never starts with a tool result whose call was cut off), minus
+    /// every message already in `turn`, by id or by role and content, so nothing is injected
+    /// twice even if the caller passes the whole conversation.
     pub async fn context_for_turn(&self, turn: &[Message]) -> Result<TurnContext> {
         let query = turn
             .iter()
@@ -441,28 +446,31 @@ impl Agent {
         Ok(TurnContext { memory, history })
     }
 
-    /// `base` with the stored context for no query appended (see [`Agent`]): the store's own
-    /// `get_context(None)`, or facts, insights and the newest notes.
+    /// `base` with the stored context for no query appended (see [`Agent`]): the store's
+    /// `get_context_in` for no query and the agent's scope, or facts, insights and the newest
+    /// notes.
     pub async fn system_prompt(&self, base: &str) -> Result<String> {
         Ok(join_prompt(base, &self.stored_context(None).await?))
     }
 
-    /// The stored context for `query`: the protocol store's `get_context`, the full store's
-    /// own one with [`store_context`](AgentConfig::store_context) on, else the agent's memory
-    /// block. A blank answer is no context.
+    /// The stored context for `query`, of the items visible from the agent's scope: the
+    /// protocol store's `get_context_in`, the full store's with
+    /// [`store_context`](AgentConfig::store_context) on, else the agent's memory block. A blank
+    /// answer is no context.
     async fn stored_context(&self, query: Option<&str>) -> Result<String> {
-        let own = match &self.memory {
-            Memory::Protocol(store) => Some(store.get_context(query).await?),
-            Memory::Store(store) if self.config.store_context => {
-                Some(MemoryStore::get_context(&**store, query).await?)
-            }
-            Memory::Store(_) => None,
+        let context_store: &dyn ContextStore = match &self.memory {
+            Memory::Protocol(store) => &**store,
+            Memory::Store(store) if self.config.store_context => store,
+            Memory::Store(_) => return self.memory_block(query).await,
         };
-        match own {
-            Some(text) if text.trim().is_empty() => Ok(String::new()),
-            Some(text) => Ok(text),
-            None => self.memory_block(query).await,
-        }
+        // The items the memory block would read, and no others: never another agent's.
+        let visible = ScopeFilter::VisibleFrom(self.memory_scope.clone());
+        let text = context_store.get_context_in(query, &visible).await?;
+        Ok(if text.trim().is_empty() {
+            String::new()
+        } else {
+            text
+        })
     }
 
     /// Stores `text` as a memory item of `kind` ([`MemoryKind::ShortTerm`] for the task at

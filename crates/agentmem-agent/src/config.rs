@@ -127,9 +127,12 @@ pub struct AgentConfig {
     pub auto_memory: bool,
     /// Learning: capture rules, corrections and repeated requests as insights.
     pub learn: bool,
-    /// Inject the store's own [`get_context`](agentmem_core::ContextStore::get_context)
-    /// answer instead of the agent's memory block (facts, insights, notes): for a store that
-    /// ranks or retrieves its context itself. Off by default.
+    /// Inject the store's [`get_context_in`](agentmem_core::ContextStore::get_context_in)
+    /// answer for the agent's memory scope instead of the agent's memory block (facts,
+    /// insights, notes): the items visible from the scope matching the query, one `- text`
+    /// line each, as the store lists them. Like the block, it never shows another agent's
+    /// items, so a store's own override of `get_context`, which sees no scope, is not used.
+    /// Off by default.
     pub store_context: bool,
     /// The folder whose workspace scopes the history session; `None` means the current
     /// directory when the agent is built.
@@ -289,8 +292,8 @@ impl AgentConfig {
         self
     }
 
-    /// Injects the store's own `get_context` answer instead of the agent's memory block
-    /// (see [`store_context`](Self::store_context)).
+    /// Injects the store's `get_context_in` answer for the agent's scope instead of the
+    /// agent's memory block (see [`store_context`](Self::store_context)).
     pub fn with_store_context(mut self, on: bool) -> Self {
         self.store_context = on;
         self

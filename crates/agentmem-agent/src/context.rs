@@ -6,9 +6,9 @@ use agentmem_core::{Message, Role};
 /// history on, past messages.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TurnContext {
-    /// The stored context for the system prompt: the store's own `get_context` answer, or for
-    /// a store keeping the provided one, its memories as a Markdown block (facts, insights,
-    /// notes); empty when none (see [`Agent`](crate::Agent)).
+    /// The stored context for the system prompt, of the items visible from the agent's scope:
+    /// the store's `get_context_in` answer, or its memories as a Markdown block (facts,
+    /// insights, notes); empty when none (see [`Agent`](crate::Agent)).
     pub memory: String,
     /// Past messages of the history session, oldest first: at most the history limit, never
     /// beginning with a tool result cut from its call, and none already in the turn.

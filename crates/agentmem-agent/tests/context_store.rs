@@ -1,5 +1,5 @@
-//! The `get_context` / `save_session` protocol in the agent layer: a store overriding
-//! `get_context` changes what is injected, and a store with only those two methods
+//! The `get_context` / `save_session` protocol in the agent layer: with `store_context` the
+//! store's listing of the agent's scope is injected, and a store with only those two methods
 //! ([`ContextStore`]) plugs into an `Agent`.
 
 mod common;
@@ -12,7 +12,7 @@ use agentmem_core::{
     Metadata, Operation, Result, Role, SessionId,
 };
 use agentmem_workspace::{session_id, WorkspaceId};
-use common::{after_turn, contents, turn_context, Spy};
+use common::{after_turn, contents, in_memory, turn_context, Spy};
 
 /// A store with only the protocol: a fixed context, and a record of every call.
 #[derive(Debug, Default)]
@@ -53,16 +53,19 @@ impl ContextStore for Recorder {
 }
 
 #[tokio::test]
-async fn a_store_overriding_get_context_changes_the_injected_context() {
+async fn store_context_injects_the_store_listing_of_the_agents_scope_only() {
     let spy = Arc::new(Spy::with_context("Context for {query}"));
     let config = AgentConfig::enabled()
         .with_history(true)
         .with_session_id("chat")
         .with_store_context(true);
     let agent = Agent::new(config, spy.clone(), Some("assistant")).expect("agent");
-    // A stored note: the agent's own rendering would show it, the store's answer does not.
+    let bob = Agent::new(AgentConfig::enabled(), spy.clone(), Some("bob")).expect("agent");
     agent
         .store_memory("User prefers dark mode", MemoryKind::LongTerm)
+        .await
+        .expect("store");
+    bob.store_memory("Bob's user prefers light mode", MemoryKind::LongTerm)
         .await
         .expect("store");
     after_turn(
@@ -71,35 +74,34 @@ async fn a_store_overriding_get_context_changes_the_injected_context() {
     )
     .await;
 
-    let turn = vec![Message::user("Which editor?")];
+    // The store's listing, as `- text` lines, of the items the agent sees: not bob's.
+    let turn = vec![Message::user("Which mode?")];
     let context = turn_context(&agent, &turn).await;
-    assert_eq!(context.memory, "Context for Which editor?");
+    assert_eq!(context.memory, "- User prefers dark mode");
     assert_eq!(
         context.system_prompt("Base."),
-        "Base.\n\nContext for Which editor?"
+        "Base.\n\n- User prefers dark mode"
     );
     assert_eq!(
         contents(&context.history),
         ["earlier", "noted"],
         "history still works on a full store"
     );
-    assert!(
-        spy.asked("Which editor?"),
-        "the query is the turn's last user message"
-    );
     assert_eq!(
         agent.system_prompt("Base.").await.expect("prompt"),
-        "Base.\n\nContext for none"
+        "Base.\n\n- User prefers dark mode"
     );
+    // The store's own get_context sees no scope, so it could show bob's items: not asked.
+    assert!(!spy.asked("Which mode?"));
 
-    // A blank answer is no context.
-    let blank = Agent::new(
+    // Nothing visible is no context.
+    let empty = Agent::new(
         AgentConfig::enabled().with_store_context(true),
-        Arc::new(Spy::with_context(" \n")),
+        in_memory(),
         None,
     )
     .expect("agent");
-    assert_eq!(blank.system_prompt("Base.").await.expect("prompt"), "Base.");
+    assert_eq!(empty.system_prompt("Base.").await.expect("prompt"), "Base.");
 }
 
 #[tokio::test]
