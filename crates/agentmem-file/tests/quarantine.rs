@@ -271,3 +271,37 @@ async fn every_file_the_backend_reads_is_quarantined_never_deleted() {
         }
     }
 }
+
+/// A log of a newer version is not unreadable, only unknown to this build: `Unsupported`, and
+/// the file stays where it is, as it is.
+#[tokio::test]
+async fn newer_versions_are_refused_not_set_aside() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path();
+    let id = sid("s");
+    populated(root, &id).await;
+    for (file, version) in [(File::Memories, "2"), (File::Archive, "1")] {
+        let path = file.path(root, &id);
+        let bytes = std::fs::read(&path).expect("read");
+        let at = find(&bytes, format!("\"version\":{version}").as_bytes()) + 10;
+        let newer = [&bytes[..at], b"99", &bytes[at + 1..]].concat();
+        std::fs::write(&path, &newer).expect("write");
+        let store = open(root).await;
+        let read = match file {
+            File::Memories => store
+                .list_memories(&MemoryFilter::default())
+                .await
+                .map(drop),
+            _ => store.list_archives(&id).await.map(drop),
+        };
+        let e = read.expect_err("a newer version");
+        assert_eq!(
+            e.kind(),
+            agentmem_core::ErrorKind::Unsupported,
+            "{file:?}: {e}"
+        );
+        assert_eq!(std::fs::read(&path).expect("read"), newer, "{file:?}");
+        assert!(!file.quarantine(root, &id).exists(), "{file:?}");
+        std::fs::write(&path, &bytes).expect("restore");
+    }
+}

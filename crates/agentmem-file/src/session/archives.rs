@@ -403,6 +403,7 @@ impl SessionCtx<'_> {
         match read {
             Ok(value) => Ok(Some(value)),
             Err(e) if e.kind() == ErrorKind::CorruptData => {
+                refuse_newer(path)?;
                 f.quarantine(self.id(), &self.paths.dir, path, Aside::WholeFile, &e)?;
                 Ok(None)
             }
@@ -458,6 +459,11 @@ fn read_archive(path: &Path) -> Result<(ArchiveHeader, Vec<Message>)> {
 }
 
 fn read_archive_header(path: &Path) -> Result<ArchiveHeader> {
+    parse_archive_header(&first_line(path)?).map_err(|why| corrupt_line(path, 1, why))
+}
+
+/// The first line of the file `path`, without its newline.
+fn first_line(path: &Path) -> Result<Vec<u8>> {
     let file = File::open(path).map_err(|e| io_error(path, "cannot open", e))?;
     let mut first = Vec::new();
     BufReader::new(file)
@@ -466,5 +472,18 @@ fn read_archive_header(path: &Path) -> Result<ArchiveHeader> {
     if first.last() == Some(&b'\n') {
         first.pop();
     }
-    parse_archive_header(&first).map_err(|why| corrupt_line(path, 1, why))
+    Ok(first)
+}
+
+/// `Unsupported` when the archive log `path` was written by a newer agentmem: it is not
+/// unreadable, only unknown to this build, so it is not set aside.
+fn refuse_newer(path: &Path) -> Result<()> {
+    match serde_json::from_slice::<ArchiveHeader>(&first_line(path)?) {
+        Ok(header) if header.version > LOG_VERSION => Err(Error::unsupported(format!(
+            "{} has version {}; this agentmem understands up to {LOG_VERSION}: upgrade agentmem",
+            path.display(),
+            header.version
+        ))),
+        _ => Ok(()),
+    }
 }
