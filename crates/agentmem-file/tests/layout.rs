@@ -12,9 +12,8 @@ use agentmem_core::{
 };
 use agentmem_file::{FileConfig, FileStore};
 use agentmem_formats::swarms::archive_file_stem;
-use agentmem_formats::time::isoformat;
 use chrono::{DateTime, Utc};
-use common::{at, contents, fresh, load_some, open, sid};
+use common::{at, contents, fresh, load_some, open, shown, sid};
 
 /// [`at`] `s` seconds and `micros` microseconds.
 fn t(s: u32, micros: i64) -> DateTime<Utc> {
@@ -50,10 +49,13 @@ async fn memory_md_and_archives_hold_exact_swarms_bytes() {
     let created = load_some(&store, &id).await.created_at;
     let expected = format!(
         "# Agent Memory\n\n**Conversation:** ResearchAgent\n**Created:** {}\n\n---\n\n## Interaction Log\n\n\
-         ### User — 2026-04-20T18:35:04\n\nResearch cloud database options for low-latency analytics.\n\n---\n\n\
-         ### ResearchAgent — 2026-04-20T18:35:21.250000\n\nI recommend evaluating BigQuery, ClickHouse Cloud, and AlloyDB...\n\n---\n\n\
-         ### Assistant — 2026-04-20T18:35:23.000001\n\n### Not a heading\n---\nDone.\n\n---\n\n",
-        isoformat(created)
+         ### User — {}\n\nResearch cloud database options for low-latency analytics.\n\n---\n\n\
+         ### ResearchAgent — {}\n\nI recommend evaluating BigQuery, ClickHouse Cloud, and AlloyDB...\n\n---\n\n\
+         ### Assistant — {}\n\n### Not a heading\n---\nDone.\n\n---\n\n",
+        shown(created),
+        shown(t(4, 0)),
+        shown(t(21, 250_000)),
+        shown(t(23, 1)),
     );
     let md_path = store.memory_md_path(&id);
     assert_eq!(md_path, dir.path().join("agents/ResearchAgent/MEMORY.md"));
@@ -80,8 +82,9 @@ async fn memory_md_and_archives_hold_exact_swarms_bytes() {
     );
     let after_first = format!(
         "# Agent Memory\n\n**Conversation:** ResearchAgent\n**Created:** {}\n\n---\n\n## Interaction Log\n\n\
-         ### System — 2026-04-20T18:35:30\n\n[Compressed Memory Summary]\nS\n\n---\n\n",
-        isoformat(first.created_at)
+         ### System — {}\n\n[Compressed Memory Summary]\nS\n\n---\n\n",
+        shown(first.created_at),
+        shown(t(30, 0)),
     );
     assert_eq!(
         std::fs::read_to_string(archive_dir.join(format!("{}.md", second.id))).expect("archive"),
@@ -91,7 +94,7 @@ async fn memory_md_and_archives_hold_exact_swarms_bytes() {
         std::fs::read_to_string(&md_path).expect("read"),
         format!(
             "# Agent Memory\n\n**Conversation:** ResearchAgent\n**Created:** {}\n\n---\n\n## Interaction Log\n\n",
-            isoformat(second.created_at)
+            shown(second.created_at)
         )
     );
     let listed: Vec<_> = store
@@ -505,9 +508,11 @@ async fn a_replaced_archive_keeps_its_names_and_exact_swarms_bytes() {
         std::fs::read_to_string(archive_dir.join(format!("{}.md", second.id))).expect("read"),
         format!(
             "# Agent Memory\n\n**Conversation:** Rekeyed\n**Created:** {}\n\n---\n\n## Interaction Log\n\n\
-             ### User — 2026-04-20T18:35:02\n\nnew two\n\n---\n\n\
-             ### Assistant — 2026-04-20T18:35:02.000500\n\nand more\n\n---\n\n",
-            isoformat(first.created_at)
+             ### User — {}\n\nnew two\n\n---\n\n\
+             ### Assistant — {}\n\nand more\n\n---\n\n",
+            shown(first.created_at),
+            shown(t(2, 0)),
+            shown(t(2, 500)),
         )
     );
     let log = std::fs::read_to_string(&log_path).expect("read");

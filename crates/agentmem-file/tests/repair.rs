@@ -11,8 +11,7 @@ use agentmem_core::{
 };
 use agentmem_file::{Durability, FileStore, RepairKind};
 use agentmem_formats::swarms::render_memory_md;
-use agentmem_formats::time::isoformat;
-use common::{at, load_some, open_with, sid};
+use common::{at, load_some, open_with, shown, sid};
 
 /// Opens the store in `root` with fsync, the durability whose crashes these tests mimic.
 async fn open(root: &Path) -> Layered<FileStore> {
@@ -308,8 +307,9 @@ async fn interrupted_compactions_leave_the_old_or_the_new_state() {
         md,
         format!(
             "# Agent Memory\n\n**Conversation:** compacted\n**Created:** {}\n\n---\n\n## Interaction Log\n\n\
-             ### System — 2026-04-20T18:35:09\n\n[Compressed Memory Summary]\nsummary\n\n---\n\n",
-            isoformat(info.created_at)
+             ### System — {}\n\n[Compressed Memory Summary]\nsummary\n\n---\n\n",
+            shown(info.created_at),
+            shown(at(9)),
         )
     );
     let archive = store.load_archive(&id, &info.id).await.expect("archive");
@@ -358,7 +358,7 @@ async fn a_swarms_memory_md_without_a_log_is_imported() {
     let md = std::fs::read_to_string(folder.join("MEMORY.md")).expect("read");
     assert_eq!(
         md,
-        format!("{swarms}### User — 2026-04-20T18:35:30\n\nmore\n\n---\n\n")
+        format!("{swarms}### User — {}\n\nmore\n\n---\n\n", shown(at(30)))
     );
 
     // A broken foreign file is an error naming it, not a panic and not a silent empty session.

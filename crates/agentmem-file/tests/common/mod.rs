@@ -19,6 +19,12 @@ pub fn at(second: u32) -> DateTime<Utc> {
         .expect("valid time")
 }
 
+/// `time` as `MEMORY.md` shows it: the local clock's, as Swarms writes it (so the tests
+/// hold in any zone).
+pub fn shown(time: DateTime<Utc>) -> String {
+    agentmem_formats::time::isoformat_in(time, &chrono::Local)
+}
+
 /// The session named `name`, which must be a valid id.
 pub fn sid(name: &str) -> SessionId {
     name.parse().expect("valid id")

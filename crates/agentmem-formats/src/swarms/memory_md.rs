@@ -2,43 +2,60 @@
 //! [`super`] for the format).
 
 use agentmem_core::{Error, Message, Result, Role};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Local, TimeZone, Utc};
 
-use crate::time::{isoformat, parse_iso_time};
+use crate::time::{isoformat_in, parse_iso_time_in};
 
 /// The separator between a block's role and its time: space, em dash (U+2014), space.
 const DASH: &str = " \u{2014} ";
 
-/// The header Swarms writes at the top of a new `MEMORY.md`.
+/// The header Swarms writes at the top of a new `MEMORY.md`, its time in the local zone
+/// ([`render_header_in`] for another zone).
+pub fn render_header(conversation: &str, created: DateTime<Utc>) -> String {
+    render_header_in(conversation, created, &Local)
+}
+
+/// [`render_header`] with the time as the clock in `zone` shows it.
 ///
 /// ```
 /// use chrono::TimeZone;
 /// let t = chrono::Utc.with_ymd_and_hms(2026, 4, 20, 18, 33, 12).unwrap();
 /// assert_eq!(
-///     agentmem_formats::swarms::render_header("demo", t),
+///     agentmem_formats::swarms::render_header_in("demo", t, &chrono::Utc),
 ///     "# Agent Memory\n\n**Conversation:** demo\n**Created:** 2026-04-20T18:33:12\n\n---\n\n## Interaction Log\n\n"
 /// );
 /// ```
-pub fn render_header(conversation: &str, created: DateTime<Utc>) -> String {
+pub fn render_header_in<Tz: TimeZone>(
+    conversation: &str,
+    created: DateTime<Utc>,
+    zone: &Tz,
+) -> String {
     format!(
         "# Agent Memory\n\n**Conversation:** {conversation}\n**Created:** {}\n\n---\n\n## Interaction Log\n\n",
-        isoformat(created)
+        isoformat_in(created, zone)
     )
 }
 
-/// The block Swarms appends for one message, or `None` when its content is blank (Swarms
+/// The block Swarms appends for one message, its time in the local zone
+/// ([`render_block_in`] for another zone), or `None` when its content is blank (Swarms
 /// writes nothing for those).
+pub fn render_block(message: &Message) -> Option<String> {
+    render_block_in(message, &Local)
+}
+
+/// [`render_block`] with the time as the clock in `zone` shows it.
 ///
 /// ```
 /// use agentmem_core::Message;
-/// use agentmem_formats::swarms::render_block;
-/// use chrono::TimeZone;
+/// use agentmem_formats::swarms::render_block_in;
+/// use chrono::{FixedOffset, TimeZone};
 /// let t = chrono::Utc.with_ymd_and_hms(2026, 4, 20, 18, 35, 4).unwrap();
-/// let block = render_block(&Message::assistant("  Use BigQuery.\n").with_timestamp(t));
-/// assert_eq!(block.as_deref(), Some("### Assistant — 2026-04-20T18:35:04\n\nUse BigQuery.\n\n---\n\n"));
-/// assert!(render_block(&Message::user(" \n ")).is_none());
+/// let berlin_summer = FixedOffset::east_opt(2 * 3600).unwrap();
+/// let block = render_block_in(&Message::assistant("  Use BigQuery.\n").with_timestamp(t), &berlin_summer);
+/// assert_eq!(block.as_deref(), Some("### Assistant — 2026-04-20T20:35:04\n\nUse BigQuery.\n\n---\n\n"));
+/// assert!(render_block_in(&Message::user(" \n "), &berlin_summer).is_none());
 /// ```
-pub fn render_block(message: &Message) -> Option<String> {
+pub fn render_block_in<Tz: TimeZone>(message: &Message, zone: &Tz) -> Option<String> {
     let content = message.content.trim();
     if content.is_empty() {
         return None;
@@ -46,18 +63,29 @@ pub fn render_block(message: &Message) -> Option<String> {
     Some(format!(
         "### {}{DASH}{}\n\n{content}\n\n---\n\n",
         message.role.display_name(),
-        isoformat(message.timestamp)
+        isoformat_in(message.timestamp, zone)
     ))
 }
 
-/// A whole `MEMORY.md`: the header, then the block of every message with non-blank content.
+/// A whole `MEMORY.md`: the header, then the block of every message with non-blank content,
+/// times in the local zone ([`render_memory_md_in`] for another zone).
 pub fn render_memory_md(
     conversation: &str,
     created: DateTime<Utc>,
     messages: &[Message],
 ) -> String {
-    let mut text = render_header(conversation, created);
-    for block in messages.iter().filter_map(render_block) {
+    render_memory_md_in(conversation, created, messages, &Local)
+}
+
+/// [`render_memory_md`] with times as the clock in `zone` shows them.
+pub fn render_memory_md_in<Tz: TimeZone>(
+    conversation: &str,
+    created: DateTime<Utc>,
+    messages: &[Message],
+    zone: &Tz,
+) -> String {
+    let mut text = render_header_in(conversation, created, zone);
+    for block in messages.iter().filter_map(|m| render_block_in(m, zone)) {
         text.push_str(&block);
     }
     text
@@ -88,7 +116,8 @@ pub fn archive_file_stem(time: DateTime<Utc>, n: u32) -> String {
 pub struct ParsedMemory {
     /// The `**Conversation:**` name from the header.
     pub conversation: String,
-    /// The `**Created:**` time from the header (see [`parse_iso_time`] for naive times).
+    /// The `**Created:**` time from the header (a naive time is read in the parse's zone, see
+    /// [`parse_iso_time_in`]).
     pub created: DateTime<Utc>,
     /// The message blocks, in file order.
     pub blocks: Vec<ParsedBlock>,
@@ -99,7 +128,8 @@ pub struct ParsedMemory {
 pub struct ParsedBlock {
     /// The role from the heading (`User` reads as [`Role::User`]; other names are agents).
     pub role: Role,
-    /// The time from the heading (see [`parse_iso_time`] for naive times).
+    /// The time from the heading (a naive time is read in the parse's zone, see
+    /// [`parse_iso_time_in`]).
     pub timestamp: DateTime<Utc>,
     /// The content as written (stripped by the writer).
     pub content: String,
@@ -120,11 +150,11 @@ fn corrupt_at(line: usize, why: impl std::fmt::Display) -> Error {
 }
 
 /// The role and time of a block heading `### {role} — {iso}`, or `None` if `line` is not one.
-fn parse_heading(line: &str) -> Option<(&str, DateTime<Utc>)> {
+fn parse_heading<'a, Tz: TimeZone>(line: &'a str, zone: &Tz) -> Option<(&'a str, DateTime<Utc>)> {
     let rest = line.strip_prefix("### ")?;
     // The role may itself contain ` — `, the time never does: split at the last one.
     let (role, time) = rest.rsplit_once(DASH)?;
-    Some((role, parse_iso_time(time)?))
+    Some((role, parse_iso_time_in(time, zone)?))
 }
 
 fn expect_line(lines: &[&str], index: usize, expected: &str) -> Result<()> {
@@ -150,13 +180,21 @@ fn shorten(line: &str) -> String {
     }
 }
 
-/// Parses a `MEMORY.md` written by Swarms (or by agentmem), for import.
+/// Parses a `MEMORY.md` written by Swarms (or by agentmem), for import; naive times are read
+/// in the local zone, as Swarms writes them ([`parse_memory_md_in`] for another zone).
 ///
 /// Malformed input, including a file cut off in the middle of a block, is an
 /// [`ErrorKind::CorruptData`](agentmem_core::ErrorKind::CorruptData) error naming the line; this never
 /// panics. A block ends at the first `\n\n---\n\n` followed by the end of the file or by another
 /// block heading; see the [module docs](super) for why that reading can split a message in two.
 pub fn parse_memory_md(text: &str) -> Result<ParsedMemory> {
+    parse_memory_md_in(text, &Local)
+}
+
+/// [`parse_memory_md`], reading naive times as the clock in `zone` (the earlier instant of a
+/// repeated local time, see [`parse_iso_time_in`]), so it reads back what
+/// [`render_memory_md_in`] wrote in the same zone.
+pub fn parse_memory_md_in<Tz: TimeZone>(text: &str, zone: &Tz) -> Result<ParsedMemory> {
     let mut lines: Vec<&str> = text.split('\n').collect();
     // Every line, the last included, ends with a newline; `split` leaves an empty last piece.
     match lines.pop() {
@@ -183,7 +221,7 @@ pub fn parse_memory_md(text: &str) -> Result<ParsedMemory> {
     let created = lines
         .get(3)
         .and_then(|l| l.strip_prefix("**Created:**"))
-        .and_then(parse_iso_time)
+        .and_then(|t| parse_iso_time_in(t, zone))
         .ok_or_else(|| corrupt_at(4, "expected `**Created:** <ISO time>`"))?;
     expect_line(&lines, 4, "")?;
     expect_line(&lines, 5, "---")?;
@@ -196,14 +234,16 @@ pub fn parse_memory_md(text: &str) -> Result<ParsedMemory> {
             && lines.get(j + 1) == Some(&"---")
             && lines.get(j + 2) == Some(&"")
             && (j + 3 == n
-                || (lines.get(j + 3).is_some_and(|l| parse_heading(l).is_some())
+                || (lines
+                    .get(j + 3)
+                    .is_some_and(|l| parse_heading(l, zone).is_some())
                     && lines.get(j + 4) == Some(&"")))
     };
 
     let mut blocks = Vec::new();
     let mut i = 9;
     while i < n {
-        let (role, timestamp) = parse_heading(lines[i]).ok_or_else(|| {
+        let (role, timestamp) = parse_heading(lines[i], zone).ok_or_else(|| {
             corrupt_at(
                 i + 1,
                 format!(
@@ -240,7 +280,26 @@ pub fn parse_memory_md(text: &str) -> Result<ParsedMemory> {
 mod tests {
     use super::*;
     use agentmem_core::ErrorKind;
-    use chrono::TimeZone;
+    use chrono::FixedOffset;
+
+    // The byte-exact cases pin the zone to UTC, so they do not depend on the machine's zone;
+    // these shadow the local-zone functions of the same names.
+    fn render_header(conversation: &str, created: DateTime<Utc>) -> String {
+        render_header_in(conversation, created, &Utc)
+    }
+    fn render_block(message: &Message) -> Option<String> {
+        render_block_in(message, &Utc)
+    }
+    fn render_memory_md(
+        conversation: &str,
+        created: DateTime<Utc>,
+        messages: &[Message],
+    ) -> String {
+        render_memory_md_in(conversation, created, messages, &Utc)
+    }
+    fn parse_memory_md(text: &str) -> Result<ParsedMemory> {
+        parse_memory_md_in(text, &Utc)
+    }
 
     fn t(h: u32, m: u32, s: u32, micros: i64) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 4, 20, h, m, s).unwrap() + chrono::Duration::microseconds(micros)
@@ -349,6 +408,37 @@ mod tests {
             .unwrap()
             .blocks
             .is_empty());
+    }
+
+    /// In a zone east of UTC, headings show the zone's clock, and parsing in that zone gives
+    /// back the instants and the bytes.
+    #[test]
+    fn local_times_render_and_parse_back_in_their_zone() {
+        let kolkata = FixedOffset::east_opt(5 * 3600 + 30 * 60).unwrap();
+        let msgs = [
+            Message::user("late").with_timestamp(t(20, 0, 0, 0)),
+            Message::assistant("next day there").with_timestamp(t(23, 59, 59, 123_456)),
+        ];
+        let text = render_memory_md_in("zoned", t(19, 0, 0, 0), &msgs, &kolkata);
+        assert_eq!(
+            text,
+            "# Agent Memory\n\n**Conversation:** zoned\n**Created:** 2026-04-21T00:30:00\n\n---\n\n## Interaction Log\n\n\
+             ### User — 2026-04-21T01:30:00\n\nlate\n\n---\n\n\
+             ### Assistant — 2026-04-21T05:29:59.123456\n\nnext day there\n\n---\n\n"
+        );
+        let parsed = parse_memory_md_in(&text, &kolkata).unwrap();
+        assert_eq!(parsed.created, t(19, 0, 0, 0));
+        let again: Vec<Message> = parsed.blocks.iter().map(ParsedBlock::to_message).collect();
+        for (m, back) in msgs.iter().zip(&again) {
+            assert_eq!(m.timestamp, back.timestamp);
+        }
+        assert_eq!(
+            render_memory_md_in("zoned", parsed.created, &again, &kolkata),
+            text
+        );
+        // Read in another zone, the same naive text names other instants.
+        let utc = parse_memory_md(&text).unwrap();
+        assert_eq!(utc.created, t(19, 0, 0, 0) + chrono::Duration::minutes(330));
     }
 
     #[test]

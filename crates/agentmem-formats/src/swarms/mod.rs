@@ -25,20 +25,27 @@
 //!
 //! Swarms writes local time with Python's `datetime.isoformat()` on a naive datetime
 //! (`2026-04-20T18:35:04.123456`, the fraction only when it is not zero, see
-//! [`crate::time::isoformat`]) and skips messages whose content is blank. agentmem
-//! writes UTC in the same shape.
+//! [`crate::time::isoformat_in`]) and skips messages whose content is blank. agentmem writes
+//! the same: [`render_memory_md`] and [`parse_memory_md`] use the local zone
+//! ([`chrono::Local`]: `TZ`, else the system's), the `_in` functions any zone. A naive time is
+//! read as its earlier instant when the local clock shows it twice (the hour the clocks go
+//! back), so rendering then parsing in one zone gives every instant back except the second
+//! pass through that hour, one hour early; the file backend keeps exact UTC times in
+//! `session.jsonl` and only parses `MEMORY.md` files that Swarms wrote.
 //!
 //! ```
 //! use agentmem_core::Message;
-//! use agentmem_formats::swarms::{parse_memory_md, render_block, render_header};
-//! use chrono::TimeZone;
+//! use agentmem_formats::swarms::{parse_memory_md_in, render_block_in, render_header_in};
+//! use chrono::{FixedOffset, TimeZone};
 //!
-//! let t = chrono::Utc.with_ymd_and_hms(2026, 4, 20, 18, 35, 4).unwrap();
-//! let mut text = render_header("ResearchAgent", t);
-//! text += &render_block(&Message::user("Hello").with_timestamp(t)).unwrap();
-//! assert!(text.ends_with("### User — 2026-04-20T18:35:04\n\nHello\n\n---\n\n"));
-//! let parsed = parse_memory_md(&text)?;
+//! let new_york_winter = FixedOffset::west_opt(5 * 3600).unwrap();
+//! let t = chrono::Utc.with_ymd_and_hms(2026, 1, 20, 18, 35, 4).unwrap();
+//! let mut text = render_header_in("ResearchAgent", t, &new_york_winter);
+//! text += &render_block_in(&Message::user("Hello").with_timestamp(t), &new_york_winter).unwrap();
+//! assert!(text.ends_with("### User — 2026-01-20T13:35:04\n\nHello\n\n---\n\n"));
+//! let parsed = parse_memory_md_in(&text, &new_york_winter)?;
 //! assert_eq!(parsed.blocks[0].content, "Hello");
+//! assert_eq!(parsed.blocks[0].timestamp, t);
 //! # Ok::<(), agentmem_core::Error>(())
 //! ```
 //!
@@ -65,8 +72,8 @@
 //! session metadata under [`SWARMS_KEY`], so exporting an imported folder
 //! ([`render_agent_folder`], [`write_agent_folder`], [`export`]) writes the same files again.
 //! What the format cannot carry is lost on export: ids, tool pairing, metadata, blank messages
-//! and memory items. Times are written in UTC (Swarms writes local time without an offset; it
-//! is read as UTC).
+//! and memory items. Times are written and read in local time, as Swarms writes them; an
+//! imported header is kept as written, so it is written back the same on any machine.
 //!
 //! ```
 //! use agentmem_core::Message;
@@ -93,17 +100,18 @@ mod memory_md;
 use std::path::{Path, PathBuf};
 
 use agentmem_core::{Error, Message, Result, SessionId};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Local, Utc};
 use serde_json::{Map, Value};
 
 pub use memory_md::{
-    archive_file_stem, parse_memory_md, render_block, render_header, render_memory_md, ParsedBlock,
+    archive_file_stem, parse_memory_md, parse_memory_md_in, render_block, render_block_in,
+    render_header, render_header_in, render_memory_md, render_memory_md_in, ParsedBlock,
     ParsedMemory,
 };
 
 use crate::document::{derived_id, read_sessions, session_id_from};
 use crate::fs::{create_dir_all, find_in_dir, io_error, read_to_string, write_atomic};
-use crate::time::{isoformat, parse_iso_time};
+use crate::time::{isoformat_in, parse_iso_time_in};
 use crate::{ArchiveExport, ExportDocument, Format, SessionExport};
 
 /// The session metadata key holding the Swarms headers and archive file names.
@@ -125,14 +133,18 @@ pub fn parse_messages(
     parse_file(text, source, session, part).map(|(_, messages)| messages)
 }
 
-/// A file's header as kept in the session metadata: its conversation name and created time.
+/// A file's header as kept in the session metadata: its conversation name and created time
+/// (local, as Swarms wrote it).
 fn header_value(conversation: &str, created: DateTime<Utc>) -> Map<String, Value> {
     let mut header = Map::new();
     header.insert(
         "conversation".into(),
         Value::String(conversation.to_string()),
     );
-    header.insert("created".into(), Value::String(isoformat(created)));
+    header.insert(
+        "created".into(),
+        Value::String(isoformat_in(created, &Local)),
+    );
     header
 }
 
@@ -155,7 +167,8 @@ fn parse_file(
         .iter()
         .enumerate()
         .map(|(i, block)| {
-            let time = isoformat(block.timestamp);
+            // The heading's time as written (the local rendering of what was read from it).
+            let time = isoformat_in(block.timestamp, &Local);
             let index = i.to_string();
             let id = derived_id(&[
                 "swarms",
@@ -301,7 +314,7 @@ pub fn render_agent_folder(session: &SessionExport) -> Vec<(PathBuf, String)> {
     };
     // The kept time, as written, when it parses.
     let kept_time = |map: Option<&Map<String, Value>>| {
-        kept_str(map, "created").and_then(|t| parse_iso_time(&t))
+        kept_str(map, "created").and_then(|t| parse_iso_time_in(&t, &Local))
     };
     let first_time = |messages: &[Message]| messages.first().map(|m| m.timestamp);
     let created = session
