@@ -1,10 +1,10 @@
 //! Building a [`Conversation`]: the agent, its static prompt, persistence and compression.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agentmem_core::{AgentMemory, AgentName, Error, Result, SessionStore};
+use agentmem_core::{AgentMemory, AgentName, Result, SessionStore};
 
 use crate::compressor::Compressor;
 use crate::conversation::Conversation;
@@ -13,11 +13,28 @@ use crate::tokens::{context_length_for_model, TokenEncoding, DEFAULT_CONTEXT_LEN
 /// The environment variable naming the workspace folder when none is configured.
 pub const WORKSPACE_DIR_ENV: &str = "WORKSPACE_DIR";
 
+/// The workspace folder when neither the builder nor `WORKSPACE_DIR` names one (relative to
+/// the current directory), as Swarms'.
+pub const DEFAULT_WORKSPACE_DIR: &str = "agent_workspace";
+
 /// The workspace folder named by `WORKSPACE_DIR`, when set and not blank.
 pub fn workspace_dir_from_env() -> Option<PathBuf> {
     std::env::var_os(WORKSPACE_DIR_ENV)
         .filter(|v| !v.to_string_lossy().trim().is_empty())
         .map(PathBuf::from)
+}
+
+/// The workspace folder of a conversation: `configured`, else `WORKSPACE_DIR`, else
+/// [`DEFAULT_WORKSPACE_DIR`].
+///
+/// ```
+/// use agentmem_conversation::resolve_workspace_dir;
+/// assert_eq!(resolve_workspace_dir(Some("/srv/agents".into())), std::path::Path::new("/srv/agents"));
+/// ```
+pub fn resolve_workspace_dir(configured: Option<PathBuf>) -> PathBuf {
+    configured
+        .or_else(workspace_dir_from_env)
+        .unwrap_or_else(|| Path::new(DEFAULT_WORKSPACE_DIR).to_path_buf())
 }
 
 /// Builds a [`Conversation`]; start with [`Conversation::builder`].
@@ -99,23 +116,27 @@ impl ConversationBuilder {
         self
     }
 
-    /// The store memory lives in (any backend). Required when persistent; never called
-    /// otherwise.
+    /// The store memory lives in (any backend); never called unless persistent. A persistent
+    /// conversation without one opens the file backend in the
+    /// [workspace folder](Self::workspace_dir) (feature `file`, on by default), so memory is
+    /// `<workspace>/agents/<agent name>/MEMORY.md` as in Swarms.
     pub fn store(mut self, store: Arc<dyn AgentMemory>) -> Self {
         self.store = Some(store);
         self
     }
 
-    /// The workspace folder; when not set, `WORKSPACE_DIR` is read at build time.
-    /// The conversation only reports it ([`Conversation::workspace_dir`]): opening a file
-    /// store there is the caller's (or the `agentmem` facade's) job.
+    /// The workspace folder; when not set, `WORKSPACE_DIR` is read at build time, else
+    /// [`DEFAULT_WORKSPACE_DIR`] is used ([`resolve_workspace_dir`]). A persistent
+    /// conversation without a [store](Self::store) keeps its memory there; with one, the
+    /// folder is only reported ([`Conversation::workspace_dir`]).
     pub fn workspace_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.workspace_dir = Some(dir.into());
         self
     }
 
     /// The path of the active memory file, reported by [`Conversation::memory_path`] while
-    /// persisting (for the file backend, `FileStore::memory_md_path(&session)`).
+    /// persisting (for the file backend, `FileStore::memory_md_path(&session)`, which is the
+    /// default when the conversation opens the workspace's file store itself).
     pub fn memory_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.memory_file = Some(path.into());
         self
@@ -178,16 +199,38 @@ impl ConversationBuilder {
     /// [`preload_window`](Self::preload_window); usually one store read, never a whole load
     /// of a session longer than the window).
     ///
-    /// Errors: `InvalidInput` when persistent without a store or with unusable compressor
-    /// settings; the store's error when the preload read fails.
-    pub async fn build(self) -> Result<Conversation> {
+    /// Errors: `InvalidInput` with unusable compressor settings, or when persistent without a
+    /// store and without feature `file`; the file store's error when the workspace folder
+    /// cannot be opened; the store's error when the preload read fails.
+    pub async fn build(mut self) -> Result<Conversation> {
         self.compressor.validate()?;
+        let workspace = resolve_workspace_dir(self.workspace_dir.take());
         if self.persistent && self.store.is_none() {
-            return Err(Error::invalid_input(format!(
-                "agent {:?} is persistent but has no store: pass one with `.store(...)`",
-                self.agent.as_str()
-            )));
+            self.open_workspace_store(&workspace).await?;
         }
-        Conversation::from_builder(self).await
+        Conversation::from_builder(self, workspace).await
+    }
+
+    /// Opens the file store in the workspace folder as the conversation's store.
+    #[cfg(feature = "file")]
+    async fn open_workspace_store(&mut self, workspace: &Path) -> Result<()> {
+        let store =
+            agentmem_file::FileStore::connect_with(agentmem_file::FileConfig::new(workspace))
+                .await?;
+        let session = agentmem_core::SessionId::from(self.agent.clone());
+        self.memory_file
+            .get_or_insert_with(|| store.memory_md_path(&session));
+        self.store = Some(Arc::new(store));
+        Ok(())
+    }
+
+    /// Without the file backend there is no store to open.
+    #[cfg(not(feature = "file"))]
+    async fn open_workspace_store(&mut self, _workspace: &Path) -> Result<()> {
+        Err(agentmem_core::Error::invalid_input(format!(
+            "agent {:?} is persistent but has no store: pass one with `.store(...)` \
+             (or build with feature `file` to keep it in the workspace folder)",
+            self.agent.as_str()
+        )))
     }
 }

@@ -11,7 +11,7 @@ use agentmem_core::{
     Role, SessionId, SessionStore,
 };
 
-use crate::builder::{workspace_dir_from_env, ConversationBuilder};
+use crate::builder::ConversationBuilder;
 use crate::compressor::Compressor;
 use crate::history::{Counted, History};
 use crate::preload::{load_preload, preload_message, Preload, DEFAULT_PRELOAD_WINDOW};
@@ -88,7 +88,7 @@ pub struct Conversation {
     context_length: usize,
     encoding: TokenEncoding,
     compressor: Compressor,
-    workspace_dir: Option<PathBuf>,
+    workspace_dir: PathBuf,
     memory_file: Option<PathBuf>,
     /// How many times the whole history was rendered and tokenized (`token_count`).
     #[cfg(test)]
@@ -115,7 +115,11 @@ impl Conversation {
         ConversationBuilder::new(agent)
     }
 
-    pub(crate) async fn from_builder(b: ConversationBuilder) -> Result<Self> {
+    /// The conversation `b` describes, in the resolved `workspace_dir`.
+    pub(crate) async fn from_builder(
+        b: ConversationBuilder,
+        workspace_dir: PathBuf,
+    ) -> Result<Self> {
         let session = SessionId::from(b.agent.clone());
         let context_length = b.resolved_context_length();
         let encoding = b
@@ -155,7 +159,7 @@ impl Conversation {
             context_length,
             encoding,
             compressor: b.compressor,
-            workspace_dir: b.workspace_dir.or_else(workspace_dir_from_env),
+            workspace_dir,
             memory_file: if b.persistent { b.memory_file } else { None },
             #[cfg(test)]
             exact_counts: std::sync::atomic::AtomicUsize::new(0),
@@ -187,9 +191,11 @@ impl Conversation {
         self.store.is_some() && self.persisting.load(Ordering::SeqCst)
     }
 
-    /// The workspace folder: as configured, else `WORKSPACE_DIR` at build time.
-    pub fn workspace_dir(&self) -> Option<&Path> {
-        self.workspace_dir.as_deref()
+    /// The workspace folder: as configured, else `WORKSPACE_DIR` at build time, else
+    /// [`DEFAULT_WORKSPACE_DIR`](crate::DEFAULT_WORKSPACE_DIR). A persistent conversation
+    /// built without a store keeps its memory there, in `agents/<agent name>/MEMORY.md`.
+    pub fn workspace_dir(&self) -> &Path {
+        &self.workspace_dir
     }
 
     /// The context length in tokens.

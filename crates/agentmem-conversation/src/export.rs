@@ -3,7 +3,8 @@
 //! The shape is Swarms' JSON export: a bare list of messages, each
 //! `{role, content, timestamp, message_id, …}`. agentmem adds `tool_call_id`, `tool_name` and
 //! `metadata` when present, so its own exports round-trip exactly; Swarms exports (capitalized
-//! roles, naive local times, no ids, non-string content) load too.
+//! roles, naive local times, no ids, non-string content) load too; a naive time is read in the
+//! local zone, as Swarms writes it (see `agentmem_formats::time::parse_iso_time_in`).
 
 use std::path::{Path, PathBuf};
 
@@ -11,7 +12,7 @@ use chrono::SecondsFormat;
 use serde::{Deserialize, Serialize};
 
 use agentmem_core::{now, Error, Message, MessageId, Metadata, Result, Role};
-use agentmem_formats::time::parse_iso_time;
+use agentmem_formats::time::parse_iso_time_in;
 
 use crate::conversation::Conversation;
 
@@ -99,7 +100,7 @@ impl Exported {
             m.id = id;
         }
         if let Some(t) = self.timestamp {
-            let time = parse_iso_time(&t).ok_or_else(|| {
+            let time = parse_iso_time_in(&t, &chrono::Local).ok_or_else(|| {
                 Error::corrupt(format!(
                     "message {}: timestamp {t:?} is not an ISO time",
                     index + 1

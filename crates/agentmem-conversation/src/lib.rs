@@ -22,7 +22,10 @@ pub mod templates;
 pub mod tokens;
 mod tool;
 
-pub use builder::{workspace_dir_from_env, ConversationBuilder, WORKSPACE_DIR_ENV};
+pub use builder::{
+    resolve_workspace_dir, workspace_dir_from_env, ConversationBuilder, DEFAULT_WORKSPACE_DIR,
+    WORKSPACE_DIR_ENV,
+};
 pub use compressor::Compressor;
 pub use conversation::{Compaction, Conversation};
 pub use export::ExportFormat;

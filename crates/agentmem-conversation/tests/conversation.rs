@@ -10,7 +10,7 @@ use agentmem_conversation::templates::{summary_text, PRELOAD_PREFIX};
 use agentmem_conversation::{Compressor, Conversation, TokenEncoding};
 use agentmem_core::{AgentMemoryExt, ErrorKind, Message, Role, SessionId};
 use agentmem_formats::swarms::{render_block, render_header};
-use agentmem_formats::time::isoformat;
+use agentmem_formats::time::isoformat_in;
 use chrono::{TimeZone, Utc};
 use common::{
     adder_text, built, in_memory, join_all, name, persisting, spawn_adders, FailMode, ScriptedStore,
@@ -51,6 +51,34 @@ async fn ephemeral_by_default_never_calls_the_store() {
     assert!(convo.preloaded().is_none());
 }
 
+#[cfg(feature = "file")]
+#[tokio::test]
+async fn persistent_without_store_keeps_memory_in_the_workspace() {
+    let workspace = tempfile::tempdir().unwrap();
+    let convo = Conversation::builder(name("NoStore"))
+        .persistent(true)
+        .workspace_dir(workspace.path())
+        .build()
+        .await
+        .unwrap();
+    let memory = workspace.path().join("agents/NoStore/MEMORY.md");
+    assert_eq!(convo.memory_path(), Some(memory.clone()));
+    convo.add(Role::User, "kept").await.unwrap();
+    assert!(std::fs::read_to_string(memory)
+        .unwrap()
+        .contains("\n\nkept\n\n"));
+    // A workspace that cannot be a folder is the file store's error, not a panic.
+    let file = workspace.path().join("not-a-folder");
+    std::fs::write(&file, "x").unwrap();
+    let built = Conversation::builder(name("NoStore"))
+        .persistent(true)
+        .workspace_dir(&file)
+        .build()
+        .await;
+    assert!(built.is_err());
+}
+
+#[cfg(not(feature = "file"))]
 #[tokio::test]
 async fn persistent_without_store_is_invalid() {
     let err = Conversation::builder(name("NoStore"))
@@ -128,12 +156,16 @@ async fn preload_follows_the_static_prompt_with_exact_swarms_text() {
         (Role::User, "Answer in English.")
     );
     assert_eq!(m[3].role, Role::System);
+    // Times as the local clock shows them, as Swarms writes them.
+    let local = |t| isoformat_in(t, &chrono::Local);
     let expected = format!(
         "[Persistent Memory — MEMORY.md]\nThe following is this conversation's persistent memory from prior sessions. Use it to continue context coherently.\n\n\
          # Agent Memory\n\n**Conversation:** ResearchAgent\n**Created:** {}\n\n---\n\n## Interaction Log\n\n\
-         ### User — 2026-04-20T18:35:04\n\nResearch cloud database options.\n\n---\n\n\
-         ### ResearchAgent — 2026-04-20T18:35:21\n\nI recommend BigQuery.\n\n---\n\n",
-        isoformat(created)
+         ### User — {}\n\nResearch cloud database options.\n\n---\n\n\
+         ### ResearchAgent — {}\n\nI recommend BigQuery.\n\n---\n\n",
+        local(created),
+        local(at(18, 35, 4)),
+        local(at(18, 35, 21)),
     );
     assert_eq!(m[3].content, expected);
     let p = convo.preloaded().unwrap();
@@ -448,5 +480,5 @@ async fn context_length_and_encoding_resolve_from_the_model() {
 #[tokio::test]
 async fn configured_workspace_dir_wins() {
     let c = built(Conversation::builder(name("Ws")).workspace_dir("/configured")).await;
-    assert_eq!(c.workspace_dir(), Some(std::path::Path::new("/configured")));
+    assert_eq!(c.workspace_dir(), std::path::Path::new("/configured"));
 }

@@ -75,7 +75,7 @@ async fn preload_is_the_memory_md_file_byte_for_byte_before_and_after_compaction
     let convo = open(&store, "ResearchAgent", 16_000).await;
     let path = convo.memory_path().unwrap();
     assert_eq!(path, dir.path().join("agents/ResearchAgent/MEMORY.md"));
-    assert_eq!(convo.workspace_dir(), Some(dir.path()));
+    assert_eq!(convo.workspace_dir(), dir.path());
     convo
         .add(Role::User, "Research cloud database options.")
         .await
