@@ -63,7 +63,7 @@ pub use model::{
 };
 pub use name::{validate_name, AgentName, MemoryId, MessageId, SessionId, MAX_NAME_BYTES};
 pub use operation::Operation;
-pub use redact::redact_url;
+pub use redact::{password_is_ambiguous, redact_url};
 pub use scope::{MemoryScope, ScopeFilter};
 pub use store::{
     AgentMemory, Capabilities, MemoryFilter, MemoryHit, MemoryStore, MessageHit, MessageQuery,

@@ -1,5 +1,7 @@
 //! Keeping secrets out of messages and logs.
 
+use std::ops::Range;
+
 /// The option names whose values are secrets, in a URL's query or a libpq keyword string;
 /// compared in ASCII lower case, after percent-decoding in a query (`pass%77ord=` is
 /// `password=` to a driver).
@@ -54,7 +56,44 @@ pub fn redact_url(url: &str) -> String {
             return redacted;
         }
     }
-    redact_options(&redact_user_info(url))
+    // Both readings of the original text: a secret option may sit in what looks like the
+    // user info, and a password may hold what looks like an option.
+    let mut hidden = secret_option_values(url);
+    hidden.extend(password_span(url));
+    hide(url, hidden)
+}
+
+/// Whether a reader could end the password of `url` at more than one place: what
+/// [`redact_url`] hides as the password holds a raw `@`, `/`, `?` or `#`. A parser's host,
+/// port, path or options of such a URL may hold part of the password, so a message about it
+/// shows [`redact_url`] of the whole URL, and neither the parsed parts nor a driver's message.
+///
+/// ```
+/// use agentmem_core::password_is_ambiguous;
+/// assert!(password_is_ambiguous("redis://:a/b@h/0"));
+/// assert!(!password_is_ambiguous("redis://:a%2Fb@h/0"));
+/// assert!(!password_is_ambiguous("redis://h/0?tls_ca=/ca@1.pem"));
+/// ```
+pub fn password_is_ambiguous(url: &str) -> bool {
+    password_span(url).is_some_and(|span| url[span].contains(['@', '/', '?', '#']))
+}
+
+/// `text` with each of the byte ranges `hidden` (overlapping or not) replaced by `***`.
+fn hide(text: &str, mut hidden: Vec<Range<usize>>) -> String {
+    hidden.sort_by_key(|range| range.start);
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut ranges = hidden.into_iter().peekable();
+    while let Some(mut range) = ranges.next() {
+        while let Some(next) = ranges.next_if(|next| next.start <= range.end) {
+            range.end = range.end.max(next.end);
+        }
+        out.push_str(&text[copied..range.start]);
+        out.push_str(HIDDEN);
+        copied = range.end;
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 /// Whether `text` starts with `scheme://`.
@@ -73,21 +112,17 @@ fn scheme_len(text: &str) -> Option<usize> {
     valid.then_some(len)
 }
 
-/// Hides what follows the first `:` of the user info: everything between the first `:` after
-/// `scheme://` (the first `:` of the text without one) and the last `@` of the text.
-fn redact_user_info(text: &str) -> String {
+/// Where the password may be: between the first `:` after `scheme://` (the first `:` of the
+/// text without one) and the last `@` of the text.
+fn password_span(text: &str) -> Option<Range<usize>> {
     let start = match has_authority(text) {
         true => text.find("://").map_or(0, |i| i + 3),
         false => 0,
     };
     let rest = &text[start..];
-    let Some(at) = rest.rfind('@') else {
-        return text.to_string();
-    };
-    match rest[..at].find(':') {
-        Some(colon) => format!("{}:{HIDDEN}{}", &text[..start + colon], &rest[at..]),
-        None => text.to_string(),
-    }
+    let at = rest.rfind('@')?;
+    let colon = rest[..at].find(':')?;
+    Some(start + colon + 1..start + at)
 }
 
 /// Whether the option or keyword name `raw` (percent-encoded in a query) names a secret.
@@ -100,14 +135,13 @@ fn is_secret(raw: &str) -> bool {
         .any(|secret| name.eq_ignore_ascii_case(secret))
 }
 
-/// Hides the values of secret options written `name=value`, where a name starts the text or
-/// follows white space, `?`, `&` or `;`. A value ends at the next `&` in a URL (a `#` or `;`
-/// may be part of it), and at the end of the text otherwise (a keyword string libpq would
+/// Where the values of secret options written `name=value` are, where a name starts the text
+/// or follows white space, `?`, `&` or `;`. A value ends at the next `&` in a URL (a `#` or
+/// `;` may be part of it), and at the end of the text otherwise (a keyword string libpq would
 /// refuse, so where a value ends is unknown).
-fn redact_options(text: &str) -> String {
+fn secret_option_values(text: &str) -> Vec<Range<usize>> {
     let value_ends_at_ampersand = has_authority(text);
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
+    let mut values = Vec::new();
     let mut name_start = 0;
     while name_start < text.len() {
         let name_end = text[name_start..]
@@ -121,9 +155,7 @@ fn redact_options(text: &str) -> String {
                     .map_or(text.len(), |i| value_start + i),
                 false => text.len(),
             };
-            out.push_str(&text[copied..value_start]);
-            out.push_str(HIDDEN);
-            copied = value_end;
+            values.push(value_start..value_end);
             value_end
         } else {
             name_end
@@ -134,8 +166,7 @@ fn redact_options(text: &str) -> String {
             None => text.len(),
         };
     }
-    out.push_str(&text[copied..]);
-    out
+    values
 }
 
 /// Whether `c` separates options (`?`, `&`, `;` in a URL; white space in a keyword string).
@@ -299,6 +330,12 @@ mod tests {
             ("postgres://h/db?pass%77ord=pw", "postgres://h/db?pass%77ord=***"),
             ("postgres://h/db?password=a#pw;pw&x=1", "postgres://h/db?password=***&x=1"),
             ("postgres://h/db?x=1;Password=pw", "postgres://h/db?x=1;Password=***"),
+            // A raw `@` in an option's value: the option is hidden as well as the "user info".
+            (
+                "postgres://u@h:1/db?password=pw@pw&x=1",
+                "postgres://u@h:***&x=1",
+            ),
+            ("redis://u:pw?password=pw@h/", "redis://u:***"),
         ] {
             let redacted = redact_url(given);
             assert_eq!(redacted, shown, "{given}");
