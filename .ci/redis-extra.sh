@@ -8,6 +8,9 @@
 #   - a TLS-only redis-server on 127.0.0.1:6380 (and 127.0.0.2:6380, where its certificate's
 #     names do not match), with a server certificate from a private CA made here with openssl
 #     (SAN localhost, 127.0.0.1)                                   -> REDIS_TLS_URL, REDIS_TLS_CA
+#   - a TLS-only redis-server on 127.0.0.1:6381 that requires a client certificate
+#     (--tls-auth-clients yes), and a client certificate and key from the same private CA
+#                                                                  -> REDIS_TLS_CLIENT_AUTH_URL
 #   - a 3-master Redis Cluster on 127.0.0.1:7001-7003 (no replicas) -> REDIS_CLUSTER_URL
 #   - the same over TLS on 127.0.0.1:7101-7103 (clients and the cluster bus; the same private
 #     CA and server certificate)                                    -> REDIS_TLS_CLUSTER_URL
@@ -26,6 +29,7 @@ DIR="${AGENTMEM_REDIS_EXTRA_DIR:-$CACHE/redis-extra}"
 CERTS="$DIR/certs"
 HOST=127.0.0.1
 TLS_PORT=6380
+CLIENT_AUTH_PORT=6381
 CLUSTER_PORTS=(7001 7002 7003)
 TLS_CLUSTER_PORTS=(7101 7102 7103)
 WAIT_SECONDS="${AGENTMEM_REDIS_WAIT_SECONDS:-30}"
@@ -46,34 +50,51 @@ ensure_tools() {
     fi
 }
 
-# The private CA and the server certificate it signs (made once per folder, then reused). The
-# certificate serves as a client certificate too: nodes of a TLS cluster present it to each
-# other on the cluster bus, which always asks for one.
+# Signs certificate $1 (files $CERTS/$1.crt and $1.key) for common name $2 with the private CA;
+# the remaining arguments are its X.509 extension lines.
+sign_cert() {
+    local name="$1" cn="$2"
+    shift 2
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=$cn" \
+        -keyout "$CERTS/$name.key" -out "$CERTS/$name.csr" 2>/dev/null
+    printf '%s\n' "$@" >"$CERTS/$name.ext"
+    openssl x509 -req -in "$CERTS/$name.csr" -CA "$CERTS/ca.crt" -CAkey "$CERTS/ca.key" \
+        -CAcreateserial -days 3650 -extfile "$CERTS/$name.ext" -out "$CERTS/$name.crt" 2>/dev/null
+    chmod 600 "$CERTS/$name.key"
+    rm -f "$CERTS/$name.csr"
+}
+
+# The private CA, the server certificate it signs and a client certificate (made once per
+# folder, then reused). The server certificate serves as a client certificate too: nodes of a
+# TLS cluster present it to each other on the cluster bus, which always asks for one.
 ensure_certs() {
     mkdir -p "$CERTS"
     if [ -s "$CERTS/ca.crt" ] && [ -s "$CERTS/server.crt" ] && [ -s "$CERTS/server.key" ] \
-        && openssl verify -CAfile "$CERTS/ca.crt" "$CERTS/server.crt" >/dev/null 2>&1 \
+        && [ -s "$CERTS/client.crt" ] && [ -s "$CERTS/client.key" ] \
+        && openssl verify -CAfile "$CERTS/ca.crt" "$CERTS/server.crt" "$CERTS/client.crt" >/dev/null 2>&1 \
         && openssl x509 -checkend 86400 -noout -in "$CERTS/server.crt" >/dev/null 2>&1 \
+        && openssl x509 -checkend 86400 -noout -in "$CERTS/client.crt" >/dev/null 2>&1 \
         && openssl x509 -noout -ext extendedKeyUsage -in "$CERTS/server.crt" 2>/dev/null \
             | grep -q "Client Authentication"; then
         return 0
     fi
-    log "making a private CA and a server certificate in $CERTS"
+    log "making a private CA, a server and a client certificate in $CERTS"
     openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=agentmem test CA" \
         -keyout "$CERTS/ca.key" -out "$CERTS/ca.crt" 2>/dev/null
-    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
-        -keyout "$CERTS/server.key" -out "$CERTS/server.csr" 2>/dev/null
-    printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+    chmod 600 "$CERTS/ca.key"
+    sign_cert server localhost "subjectAltName=DNS:localhost,IP:127.0.0.1" \
         "basicConstraints=CA:FALSE" "keyUsage=digitalSignature,keyEncipherment" \
-        "extendedKeyUsage=serverAuth,clientAuth" >"$CERTS/server.ext"
-    openssl x509 -req -in "$CERTS/server.csr" -CA "$CERTS/ca.crt" -CAkey "$CERTS/ca.key" \
-        -CAcreateserial -days 3650 -extfile "$CERTS/server.ext" -out "$CERTS/server.crt" 2>/dev/null
-    chmod 600 "$CERTS/ca.key" "$CERTS/server.key"
-    rm -f "$CERTS/server.csr"
+        "extendedKeyUsage=serverAuth,clientAuth"
+    sign_cert client "agentmem test client" "basicConstraints=CA:FALSE" \
+        "keyUsage=digitalSignature,keyEncipherment" "extendedKeyUsage=clientAuth"
 }
 
+# Whether a TLS server answers on port $1 (presenting the client certificate when $2 is 1).
 tls_answers() {
-    redis-cli -h "$HOST" -p "$TLS_PORT" --tls --cacert "$CERTS/ca.crt" ping 2>/dev/null | grep -q PONG
+    local client=()
+    [ "${2:-0}" = 1 ] && client=(--cert "$CERTS/client.crt" --key "$CERTS/client.key")
+    redis-cli -h "$HOST" -p "$1" --tls --cacert "$CERTS/ca.crt" "${client[@]}" ping 2>/dev/null \
+        | grep -q PONG
 }
 
 # redis-cli, over TLS (trusting the private CA) when $1 is 1.
@@ -115,18 +136,22 @@ spawn() {
     echo $! >"$pidfile"
 }
 
+# Starts (or reuses) TLS server $1 on port $2, requiring a client certificate when $3 is
+# `yes`; the other arguments are redis-server's.
 start_tls() {
-    if tls_answers; then
-        log "tls: something already answers TLS on $HOST:$TLS_PORT; reusing it"
+    local name="$1" port="$2" auth="$3" client=0
+    shift 3
+    [ "$auth" = yes ] && client=1
+    if tls_answers "$port" "$client"; then
+        log "$name: something already answers TLS on $HOST:$port; reusing it"
         return 0
     fi
-    mkdir -p "$DIR/tls"
-    # Also on 127.0.0.2, a name the certificate does not hold (for the host-name check).
-    spawn tls --bind "$HOST" 127.0.0.2 --port 0 --tls-port "$TLS_PORT" \
+    mkdir -p "$DIR/$name"
+    spawn "$name" "$@" --port 0 --tls-port "$port" \
         --tls-cert-file "$CERTS/server.crt" --tls-key-file "$CERTS/server.key" \
-        --tls-ca-cert-file "$CERTS/ca.crt" --tls-auth-clients no --dir "$DIR/tls"
-    wait_until tls tls_answers
-    log "tls: answers on $HOST:$TLS_PORT"
+        --tls-ca-cert-file "$CERTS/ca.crt" --tls-auth-clients "$auth" --dir "$DIR/$name"
+    wait_until "$name" tls_answers "$port" "$client"
+    log "$name: answers on $HOST:$port"
 }
 
 # Starts (or reuses) a cluster of one master on each of the ports $2…, over TLS (client
@@ -203,11 +228,14 @@ start() {
     ensure_tools
     mkdir -p "$DIR"
     ensure_certs
-    start_tls
+    # Also on 127.0.0.2, a name the certificate does not hold (for the host-name check).
+    start_tls tls "$TLS_PORT" no --bind "$HOST" 127.0.0.2
+    start_tls tls-client-auth "$CLIENT_AUTH_PORT" yes --bind "$HOST"
     start_cluster 0 "${CLUSTER_PORTS[@]}"
     start_cluster 1 "${TLS_CLUSTER_PORTS[@]}"
     echo "export REDIS_TLS_CA='$CERTS/ca.crt'"
     echo "export REDIS_TLS_URL='rediss://$HOST:$TLS_PORT/?tls_ca=$(urlencode "$CERTS/ca.crt")'"
+    echo "export REDIS_TLS_CLIENT_AUTH_URL='rediss://$HOST:$CLIENT_AUTH_PORT/?tls_ca=$(urlencode "$CERTS/ca.crt")&tls_cert=$(urlencode "$CERTS/client.crt")&tls_key=$(urlencode "$CERTS/client.key")'"
     local seeds
     seeds="$(printf "$HOST:%s," "${CLUSTER_PORTS[@]}")"
     echo "export REDIS_CLUSTER_URL='redis+cluster://${seeds%,}/'"
@@ -217,7 +245,7 @@ start() {
 
 stop() {
     local name port
-    for name in tls "${CLUSTER_PORTS[@]/#/cluster-}" "${TLS_CLUSTER_PORTS[@]/#/tls-cluster-}"; do
+    for name in tls tls-client-auth "${CLUSTER_PORTS[@]/#/cluster-}" "${TLS_CLUSTER_PORTS[@]/#/tls-cluster-}"; do
         stop_pidfile "$DIR/$name.pid" "$name"
     done
     # Cluster state is not kept: the next start makes a new cluster.

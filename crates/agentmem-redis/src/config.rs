@@ -27,11 +27,13 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Query parameters this crate reads (and removes before the URL reaches redis-rs).
-const OWN_PARAMS: [&str; 4] = [
+const OWN_PARAMS: [&str; 6] = [
     "prefix",
     "connect_timeout_ms",
     "response_timeout_ms",
     "tls_ca",
+    "tls_cert",
+    "tls_key",
 ];
 
 /// Query parameters passed through to redis-rs.
@@ -51,6 +53,7 @@ const REDIS_PARAMS: [&str; 1] = ["protocol"];
 /// | `connect_timeout_ms` | limit for one connection attempt | 3000 |
 /// | `response_timeout_ms` | limit for one command's reply | 10000 |
 /// | `tls_ca` | path of a PEM file of CA certificates to trust instead of the system's (TLS only) | the system's roots, or `SSL_CERT_FILE` |
+/// | `tls_cert`, `tls_key` | paths of the PEM client certificate (chain) and its private key, for a server that asks for one (TLS only; both or neither) | no client certificate |
 /// | `protocol` | `resp2` or `resp3`, passed to redis-rs | `resp2` |
 ///
 /// `Debug` and [`RedisConfig::redacted_url`] never show the password.
@@ -76,6 +79,14 @@ pub struct RedisConfig {
     connect_timeout: Duration,
     response_timeout: Duration,
     tls_ca: Option<PathBuf>,
+    tls_client: Option<ClientCertPaths>,
+}
+
+/// The files of a TLS client certificate: the PEM certificate (chain) and its private key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ClientCertPaths {
+    cert: PathBuf,
+    key: PathBuf,
 }
 
 impl RedisConfig {
@@ -109,9 +120,27 @@ impl RedisConfig {
     /// the store connects.
     pub fn with_tls_ca(mut self, path: impl Into<PathBuf>) -> Result<Self> {
         if !self.is_tls() {
-            return Err(tls_ca_without_tls());
+            return Err(tls_option_without_tls("tls_ca"));
         }
         self.tls_ca = Some(path.into());
+        Ok(self)
+    }
+
+    /// Presents the client certificate in the PEM file `cert` with the private key in the
+    /// PEM file `key`, as the `tls_cert` and `tls_key` options do. `InvalidInput` unless the
+    /// URL uses TLS; the files are read when the store connects.
+    pub fn with_tls_client_cert(
+        mut self,
+        cert: impl Into<PathBuf>,
+        key: impl Into<PathBuf>,
+    ) -> Result<Self> {
+        if !self.is_tls() {
+            return Err(tls_option_without_tls("tls_cert"));
+        }
+        self.tls_client = Some(ClientCertPaths {
+            cert: cert.into(),
+            key: key.into(),
+        });
         Ok(self)
     }
 
@@ -144,6 +173,14 @@ impl RedisConfig {
     /// The CA file given with `tls_ca` (or [`with_tls_ca`](Self::with_tls_ca)), if any.
     pub fn tls_ca(&self) -> Option<&Path> {
         self.tls_ca.as_deref()
+    }
+
+    /// The client certificate and key files given with `tls_cert` and `tls_key` (or
+    /// [`with_tls_client_cert`](Self::with_tls_client_cert)), if any.
+    pub fn tls_client_cert(&self) -> Option<(&Path, &Path)> {
+        self.tls_client
+            .as_ref()
+            .map(|files| (files.cert.as_path(), files.key.as_path()))
     }
 
     /// The servers as `host:port`: the one server, or the cluster's seed nodes in the order
@@ -214,6 +251,7 @@ impl FromStr for RedisConfig {
             connect_timeout: options.connect_timeout,
             response_timeout: options.response_timeout,
             tls_ca: options.tls_ca,
+            tls_client: options.tls_client,
         })
     }
 }
@@ -324,6 +362,7 @@ struct UrlOptions {
     connect_timeout: Duration,
     response_timeout: Duration,
     tls_ca: Option<PathBuf>,
+    tls_client: Option<ClientCertPaths>,
     /// The options redis-rs reads ([`REDIS_PARAMS`]), in the URL's order.
     passed: Vec<(String, String)>,
 }
@@ -337,8 +376,10 @@ impl UrlOptions {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             response_timeout: DEFAULT_RESPONSE_TIMEOUT,
             tls_ca: None,
+            tls_client: None,
             passed: Vec::new(),
         };
+        let (mut tls_cert, mut tls_key) = (None, None);
         for (name, value) in parsed.query_pairs() {
             match name.as_ref() {
                 "prefix" => {
@@ -347,17 +388,9 @@ impl UrlOptions {
                 }
                 "connect_timeout_ms" => options.connect_timeout = parse_millis(&name, &value)?,
                 "response_timeout_ms" => options.response_timeout = parse_millis(&name, &value)?,
-                "tls_ca" => {
-                    if base != "rediss" {
-                        return Err(tls_ca_without_tls());
-                    }
-                    if value.is_empty() {
-                        return Err(invalid(
-                            "Redis URL option tls_ca needs the path of a PEM file".to_string(),
-                        ));
-                    }
-                    options.tls_ca = Some(PathBuf::from(value.as_ref()));
-                }
+                "tls_ca" => options.tls_ca = Some(tls_file(&name, &value, base)?),
+                "tls_cert" => tls_cert = Some(tls_file(&name, &value, base)?),
+                "tls_key" => tls_key = Some(tls_file(&name, &value, base)?),
                 n if REDIS_PARAMS.contains(&n) => {
                     options.passed.push((name.into_owned(), value.into_owned()))
                 }
@@ -370,8 +403,31 @@ impl UrlOptions {
                 }
             }
         }
+        options.tls_client =
+            match (tls_cert, tls_key) {
+                (Some(cert), Some(key)) => Some(ClientCertPaths { cert, key }),
+                (None, None) => None,
+                _ => return Err(invalid(
+                    "the Redis URL options tls_cert and tls_key go together: give both or neither"
+                        .to_string(),
+                )),
+            };
         Ok(options)
     }
+}
+
+/// The path a TLS file option (`tls_ca`, `tls_cert`, `tls_key`) names, checked: the URL uses
+/// TLS (its scheme's base is `base`) and the path is not empty.
+fn tls_file(name: &str, value: &str, base: &str) -> Result<PathBuf> {
+    if base != "rediss" {
+        return Err(tls_option_without_tls(name));
+    }
+    if value.is_empty() {
+        return Err(invalid(format!(
+            "Redis URL option {name} needs the path of a PEM file"
+        )));
+    }
+    Ok(PathBuf::from(value))
 }
 
 impl fmt::Debug for RedisConfig {
@@ -383,6 +439,7 @@ impl fmt::Debug for RedisConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("response_timeout", &self.response_timeout)
             .field("tls_ca", &self.tls_ca)
+            .field("tls_client", &self.tls_client)
             .finish()
     }
 }
@@ -457,10 +514,10 @@ fn host_port(url: &url::Url) -> String {
     format!("{host}:{}", url.port().unwrap_or(6379))
 }
 
-fn tls_ca_without_tls() -> Error {
-    config_error(Error::invalid_input(
-        "the Redis URL option tls_ca needs a TLS URL (rediss:// or rediss+cluster://)",
-    ))
+fn tls_option_without_tls(name: &str) -> Error {
+    config_error(Error::invalid_input(format!(
+        "the Redis URL option {name} needs a TLS URL (rediss:// or rediss+cluster://)"
+    )))
 }
 
 #[cfg(test)]
@@ -470,6 +527,15 @@ mod tests {
 
     fn parse(s: &str) -> Result<RedisConfig> {
         s.parse()
+    }
+
+    /// The error parsing `url` fails with, after checking that it is `InvalidInput` and
+    /// says `why`.
+    fn refused(url: &str, why: &str) -> Error {
+        let err = parse(url).expect_err(url);
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{url}");
+        assert!(err.to_string().contains(why), "{url}: {err}");
+        err
     }
 
     #[test]
@@ -527,9 +593,7 @@ mod tests {
             ("redis://localhost/?prefx=a", "unknown Redis URL option"),
             ("redis://localhost/abc", "database number"),
         ] {
-            let err = parse(url).expect_err(url);
-            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{url}");
-            assert!(err.to_string().contains(why), "{url}: {err}");
+            refused(url, why);
         }
         let long = format!(
             "redis://localhost/?prefix={}",
@@ -575,12 +639,66 @@ mod tests {
         assert_eq!(c.tls_ca(), Some(Path::new("/ca.pem")));
         assert_eq!(c.redacted_url(), "rediss+cluster://u:***@a:7000,b:7001/");
         for bad in ["rediss://h/?tls_ca=", "redis://h/?tls_ca=/ca.pem"] {
-            let err = parse(bad).expect_err(bad);
-            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
-            assert!(err.to_string().contains("tls_ca"), "{bad}: {err}");
+            refused(bad, "tls_ca");
         }
         let plain = parse("redis://h").expect("plain");
         assert!(plain.with_tls_ca("/ca.pem").is_err());
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn client_certificates_take_both_files_on_tls_urls_only() {
+        let c = parse("rediss://h/?tls_cert=%2Fc%20d%2Fclient.crt&tls_key=/client.key&prefix=t")
+            .expect("client cert");
+        assert_eq!(
+            c.tls_client_cert(),
+            Some((Path::new("/c d/client.crt"), Path::new("/client.key")))
+        );
+        assert_eq!(c.server_url(), "rediss://h/");
+        let c = parse("rediss+cluster://a:1,b:2/?tls_key=/k.pem&tls_cert=/c.pem").expect("cluster");
+        assert_eq!(
+            c.tls_client_cert(),
+            Some((Path::new("/c.pem"), Path::new("/k.pem")))
+        );
+        assert_eq!(parse("rediss://h/").expect("tls").tls_client_cert(), None);
+        for (bad, why) in [
+            (
+                "rediss://h/?tls_cert=/c.pem",
+                "tls_cert and tls_key go together",
+            ),
+            (
+                "rediss://h/?tls_key=/k.pem",
+                "tls_cert and tls_key go together",
+            ),
+            (
+                "rediss://h/?tls_cert=&tls_key=/k.pem",
+                "tls_cert needs the path",
+            ),
+            (
+                "rediss://h/?tls_cert=/c.pem&tls_key=",
+                "tls_key needs the path",
+            ),
+            (
+                "redis://h/?tls_cert=/c.pem&tls_key=/k.pem",
+                "tls_cert needs a TLS URL",
+            ),
+            (
+                "redis+cluster://h:1/?tls_key=/k.pem",
+                "tls_key needs a TLS URL",
+            ),
+        ] {
+            refused(bad, why);
+        }
+        let built = parse("rediss://h/")
+            .expect("tls")
+            .with_tls_client_cert("/c.pem", "/k.pem")
+            .expect("builder");
+        assert_eq!(
+            built.tls_client_cert(),
+            Some((Path::new("/c.pem"), Path::new("/k.pem")))
+        );
+        let plain = parse("redis://h").expect("plain");
+        assert!(plain.with_tls_client_cert("/c.pem", "/k.pem").is_err());
     }
 
     #[test]
@@ -624,9 +742,7 @@ mod tests {
             ("redis://a:7000,b:7001/", "malformed"),
             ("redis://a:7000/#insecure", "fragment"),
         ] {
-            let err = parse(bad).expect_err(bad);
-            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
-            assert!(err.to_string().contains(why), "{bad}: {err}");
+            let err = refused(bad, why);
             assert!(!err.to_string().contains("pw@"), "{bad}: {err}");
         }
     }

@@ -116,7 +116,7 @@ pub(crate) async fn cluster_connection(config: &RedisConfig) -> Result<ClusterCo
     }
     let client = builder.build().map_err(|e| {
         #[cfg(feature = "tls")]
-        if config.tls_ca().is_some() {
+        if config.tls_ca().is_some() || config.tls_client_cert().is_some() {
             return bad_ca(config, e);
         }
         from_redis(e)
@@ -124,42 +124,73 @@ pub(crate) async fn cluster_connection(config: &RedisConfig) -> Result<ClusterCo
     client.get_async_connection().await.map_err(from_redis)
 }
 
-/// The private CA of `config` (its `tls_ca` file) as redis-rs takes it; `None` to trust the
+/// The private CA of `config` (its `tls_ca` file) and its client certificate (the `tls_cert`
+/// and `tls_key` files) as redis-rs takes them; `None` when it names neither, to trust the
 /// system's roots (or the bundle `SSL_CERT_FILE` names, which redis-rs reads through
-/// rustls-native-certs).
+/// rustls-native-certs) and present no client certificate.
 #[cfg(feature = "tls")]
 async fn tls_certificates(config: &RedisConfig) -> Result<Option<redis::TlsCertificates>> {
-    let Some(path) = config.tls_ca() else {
-        return Ok(None);
+    let root_cert = match config.tls_ca() {
+        Some(path) => Some(read_pem("tls_ca", path, "CERTIFICATE").await?),
+        None => None,
     };
-    let pem = tokio::fs::read(path).await.map_err(|e| {
-        Error::invalid_input(format!(
-            "cannot read the Redis tls_ca file {}: {e}",
-            path.display()
-        ))
-    })?;
-    if !pem
-        .windows(b"-----BEGIN CERTIFICATE-----".len())
-        .any(|w| w == b"-----BEGIN CERTIFICATE-----")
-    {
-        return Err(Error::invalid_input(format!(
-            "the Redis tls_ca file {} holds no PEM certificate",
-            path.display()
-        )));
+    let client_tls = match config.tls_client_cert() {
+        Some((cert, key)) => Some(redis::ClientTlsConfig {
+            client_cert: read_pem("tls_cert", cert, "CERTIFICATE").await?,
+            client_key: read_pem("tls_key", key, "PRIVATE KEY").await?,
+        }),
+        None => None,
+    };
+    if root_cert.is_none() && client_tls.is_none() {
+        return Ok(None);
     }
     Ok(Some(redis::TlsCertificates {
-        client_tls: None,
-        root_cert: Some(pem),
+        client_tls,
+        root_cert,
     }))
 }
 
-/// redis-rs refused the certificates of the `tls_ca` file.
+/// The PEM file `path` that the URL option `option` names; `InvalidInput` when it cannot be
+/// read or holds no `-----BEGIN …{label}-----` block.
+#[cfg(feature = "tls")]
+async fn read_pem(option: &str, path: &std::path::Path, label: &str) -> Result<Vec<u8>> {
+    let pem = tokio::fs::read(path).await.map_err(|e| {
+        Error::invalid_input(format!(
+            "cannot read the Redis {option} file {}: {e}",
+            path.display()
+        ))
+    })?;
+    let holds_label = String::from_utf8_lossy(&pem)
+        .lines()
+        .any(|line| line.starts_with("-----BEGIN ") && line.ends_with(&format!("{label}-----")));
+    if !holds_label {
+        return Err(Error::invalid_input(format!(
+            "the Redis {option} file {} holds no PEM {}",
+            path.display(),
+            label.to_ascii_lowercase()
+        )));
+    }
+    Ok(pem)
+}
+
+/// redis-rs refused the certificates or key of the `tls_ca`, `tls_cert` or `tls_key` files.
 #[cfg(feature = "tls")]
 fn bad_ca(config: &RedisConfig, error: redis::RedisError) -> Error {
-    let path = config.tls_ca().map(|p| p.display().to_string());
+    let mut files: Vec<String> = Vec::new();
+    if let Some(path) = config.tls_ca() {
+        files.push(format!("tls_ca file {}", path.display()));
+    }
+    if let Some((cert, key)) = config.tls_client_cert() {
+        files.push(format!("tls_cert file {}", cert.display()));
+        files.push(format!("tls_key file {}", key.display()));
+    }
     Error::invalid_input(format!(
-        "the Redis tls_ca file {} is not usable: {error}",
-        path.unwrap_or_default()
+        "the Redis {} not usable: {error}",
+        if files.len() == 1 {
+            format!("{} is", files[0])
+        } else {
+            format!("{} are", files.join(", "))
+        }
     ))
     .with_source(error)
 }

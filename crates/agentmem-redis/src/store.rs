@@ -91,7 +91,7 @@ impl RedisStore {
     /// Fails with [`ErrorKind::Unavailable`](agentmem_core::ErrorKind::Unavailable) when the
     /// server cannot be reached or its TLS certificate is refused,
     /// [`ErrorKind::InvalidInput`](agentmem_core::ErrorKind::InvalidInput) for a malformed URL
-    /// or an unusable `tls_ca` file, and
+    /// or an unusable `tls_ca`, `tls_cert` or `tls_key` file, and
     /// [`ErrorKind::Unsupported`](agentmem_core::ErrorKind::Unsupported) for a TLS URL without
     /// the `tls` feature or data of a newer schema.
     pub async fn connect(url: &str) -> Result<Layered<Self>> {

@@ -6,6 +6,10 @@
 //! The whole conformance suite runs over TLS; a server certificate from another CA, or one
 //! that does not name the host, is refused; `tls_ca` errors are the caller's; and without
 //! `tls_ca` the CA bundle `SSL_CERT_FILE` names is what is trusted.
+//!
+//! Client certificates (`tls_cert`, `tls_key`) against a server that requires one:
+//! `REDIS_TLS_CLIENT_AUTH_URL` (no default: the URL must name the client's files; the
+//! `.ci/redis-extra.sh` server on 127.0.0.1:6381).
 #![cfg(feature = "tls")]
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -48,16 +52,22 @@ fn other_ca() -> PathBuf {
 /// `url` (any agentmem Redis URL, a cluster's too) with its `tls_ca` option removed, or
 /// replaced by `ca`.
 fn with_ca(url: &str, ca: Option<&Path>) -> String {
+    with_file_option(url, "tls_ca", ca)
+}
+
+/// `url` with its file option `option` removed, or replaced by `path`.
+fn with_file_option(url: &str, option: &str, path: Option<&Path>) -> String {
     let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let prefix = format!("{option}=");
     let mut pairs: Vec<String> = query
         .split('&')
-        .filter(|pair| !pair.is_empty() && !pair.starts_with("tls_ca="))
+        .filter(|pair| !pair.is_empty() && !pair.starts_with(&prefix))
         .map(str::to_string)
         .collect();
-    if let Some(ca) = ca {
-        let path = ca.display().to_string();
+    if let Some(path) = path {
+        let path = path.display().to_string();
         let encoded: String = url::form_urlencoded::byte_serialize(path.as_bytes()).collect();
-        pairs.push(format!("tls_ca={encoded}"));
+        pairs.push(format!("{prefix}{encoded}"));
     }
     if pairs.is_empty() {
         base.to_string()
@@ -116,6 +126,7 @@ fn chain(err: &dyn std::error::Error) -> String {
     text
 }
 
+/// The error chain of connecting to `url`, which must fail in the TLS handshake (`Unavailable`).
 async fn refused(url: &str) -> String {
     let config = RedisConfig::new(url)
         .unwrap()
@@ -124,7 +135,7 @@ async fn refused(url: &str) -> String {
         .with_connect_timeout(std::time::Duration::from_secs(2));
     let err = RedisStore::connect_with(config)
         .await
-        .expect_err("the server's certificate must be refused");
+        .expect_err("the TLS connection must be refused");
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
     assert!(err.to_string().contains("TLS handshake"), "{err}");
     chain(&err)
@@ -174,20 +185,42 @@ async fn a_tls_cluster_refuses_certificates_from_another_ca() {
     assert!(why.contains("UnknownIssuer"), "{why}");
 }
 
-/// `tls_ca` naming no file, or a file without a certificate, is the caller's mistake.
+/// `tls_ca`, `tls_cert` or `tls_key` naming no file, or a file without what it should hold
+/// (a certificate, a private key), is the caller's mistake, named in the error.
 #[tokio::test]
-async fn unusable_tls_ca_files_are_invalid_input() {
+async fn unusable_tls_files_are_invalid_input() {
     let dir = tempfile::tempdir().unwrap();
     let not_pem = dir.path().join("not.pem");
     std::fs::write(&not_pem, "this is no certificate").unwrap();
-    for (path, why) in [
-        (dir.path().join("missing.pem"), "cannot read"),
-        (not_pem, "no PEM certificate"),
+    let missing = dir.path().join("missing.pem");
+    let key = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/other-client.key");
+    let client = |cert: &Path, key: &Path| {
+        let url = with_file_option("rediss://127.0.0.1:6381/", "tls_cert", Some(cert));
+        with_file_option(&url, "tls_key", Some(key))
+    };
+    for (url, why) in [
+        (
+            with_ca("rediss://127.0.0.1:6380/", Some(&missing)),
+            "cannot read the Redis tls_ca file",
+        ),
+        (
+            with_ca("rediss://127.0.0.1:6380/", Some(&not_pem)),
+            "no PEM certificate",
+        ),
+        (
+            client(&missing, &key),
+            "cannot read the Redis tls_cert file",
+        ),
+        (client(&key, &key), "tls_cert file"),
+        (
+            client(&other_ca(), &missing),
+            "cannot read the Redis tls_key file",
+        ),
+        (client(&other_ca(), &not_pem), "holds no PEM private key"),
     ] {
-        let url = with_ca("rediss://127.0.0.1:6380/", Some(&path));
-        let err = RedisStore::connect(&url).await.expect_err("unusable CA");
-        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
-        assert!(err.to_string().contains(why), "{err}");
+        let err = RedisStore::connect(&url).await.expect_err(why);
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{url}: {err}");
+        assert!(err.to_string().contains(why), "{url}: {err}");
         assert_eq!(err.backend_name(), Some("redis"));
     }
     let config = RedisConfig::new("redis://127.0.0.1:6379/").unwrap();
@@ -277,4 +310,74 @@ async fn ssl_cert_file_names_the_trusted_cas() {
             bundle.display()
         );
     }
+}
+
+/// The server that requires a client certificate (`REDIS_TLS_CLIENT_AUTH_URL`, naming the
+/// client's files), once it answers with them (else the test is skipped, or fails when
+/// services are required).
+async fn client_auth_reachable() -> Option<String> {
+    const SERVER: &str = "redis (TLS, client certificate required)";
+    let Ok(url) = std::env::var("REDIS_TLS_CLIENT_AUTH_URL") else {
+        return agentmem_testkit::service_unavailable(
+            SERVER,
+            "REDIS_TLS_CLIENT_AUTH_URL",
+            &"REDIS_TLS_CLIENT_AUTH_URL is not set (.ci/redis-extra.sh prints it)",
+        );
+    };
+    let (config, guard) = common::config_under_fresh_prefix(&url, "tls_client_probe");
+    match RedisStore::connect_with(config).await {
+        Ok(store) => {
+            assert!(RedisConfig::new(&url).unwrap().tls_client_cert().is_some());
+            drop(store);
+            drop(guard);
+            Some(url)
+        }
+        Err(e) => agentmem_testkit::service_unavailable(SERVER, &url, &e),
+    }
+}
+
+/// `url` without its client certificate and key.
+fn without_client_cert(url: &str) -> String {
+    with_file_option(&with_file_option(url, "tls_cert", None), "tls_key", None)
+}
+
+/// With its client certificate, a store on a server that requires one works end to end.
+#[tokio::test]
+async fn a_client_certificate_opens_a_server_that_requires_one() {
+    let Some(url) = client_auth_reachable().await else {
+        return;
+    };
+    let (config, _guard) = common::config_under_fresh_prefix(&url, "tls_client");
+    let store = RedisStore::connect_with(config).await.unwrap();
+    let id: SessionId = "mutual tls".parse().unwrap();
+    store
+        .append_one(&id, Message::user("both sides showed a certificate"))
+        .await
+        .unwrap();
+    let session = store.load(&id, None).await.unwrap().unwrap();
+    assert_eq!(session.messages.len(), 1);
+    assert_eq!(
+        session.messages[0].content,
+        "both sides showed a certificate"
+    );
+}
+
+/// Without a client certificate, or with a key that is not the certificate's, the server
+/// (or the client, before it sends anything) refuses the connection.
+#[tokio::test]
+async fn a_missing_or_mismatched_client_certificate_is_refused() {
+    let Some(url) = client_auth_reachable().await else {
+        return;
+    };
+    let why = refused(&without_client_cert(&url)).await;
+    assert!(why.contains("CertificateRequired"), "{why}");
+    let other_key = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/other-client.key");
+    let mismatched = with_file_option(&url, "tls_key", Some(&other_key));
+    let err = RedisStore::connect(&mismatched)
+        .await
+        .expect_err("a key that is not the certificate's is refused");
+    // rustls checks the pair when the client's TLS settings are built, before connecting.
+    let why = chain(&err);
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{why}");
+    assert!(why.contains("KeyMismatch"), "{why}");
 }

@@ -312,16 +312,30 @@ async fn remove_redis_store_keys(url: String, prefix: String) -> Result<(), Stri
         None => (scheme.as_str(), false),
     };
     let (location, query) = rest.split_once('?').unwrap_or((rest, ""));
-    let tls_ca = url::form_urlencoded::parse(query.as_bytes())
-        .find(|(key, _)| key == "tls_ca")
-        .map(|(_, path)| path.into_owned());
-    let certificates = match tls_ca {
-        Some(path) => Some(redis::TlsCertificates {
-            client_tls: None,
-            root_cert: Some(std::fs::read(&path).map_err(|e| format!("tls_ca {path}: {e}"))?),
-        }),
-        None => None,
+    // The URL's TLS files, as agentmem-redis reads them.
+    let tls_file = |option: &str| -> Result<Option<Vec<u8>>, String> {
+        let Some((_, path)) =
+            url::form_urlencoded::parse(query.as_bytes()).find(|(key, _)| key == option)
+        else {
+            return Ok(None);
+        };
+        std::fs::read(path.as_ref())
+            .map(Some)
+            .map_err(|e| format!("{option} {path}: {e}"))
     };
+    let root_cert = tls_file("tls_ca")?;
+    let client_tls = match (tls_file("tls_cert")?, tls_file("tls_key")?) {
+        (Some(client_cert), Some(client_key)) => Some(redis::ClientTlsConfig {
+            client_cert,
+            client_key,
+        }),
+        _ => None,
+    };
+    let certificates =
+        (root_cert.is_some() || client_tls.is_some()).then_some(redis::TlsCertificates {
+            client_tls,
+            root_cert,
+        });
     let root = if cluster {
         format!("{{{name}}}")
     } else {
