@@ -5,7 +5,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use agentmem_core::support::percent_decode;
-use agentmem_core::{redact_url, Error, Result};
+use agentmem_core::{password_is_ambiguous, redact_url, Error, Result};
 use mongodb::options::{ClientOptions, Tls};
 
 /// The database used when the URL names none.
@@ -70,6 +70,14 @@ impl MongoConfig {
                     "URL scheme {other:?} is not MongoDB; expected mongodb://host:27017/database"
                 )))
             }
+        }
+        // A raw `/`, `?` or `#` in the password makes part of it a host, the database or an
+        // option for one reader and not another, shown in `Debug` and the driver's messages.
+        if password_is_ambiguous(url) {
+            return Err(Error::invalid_input(format!(
+                "MongoDB URL {} is ambiguous: percent-encode `/`, `?`, `#` and `@` in the user name and password (%2F, %3F, %23, %40)",
+                redact_url(url)
+            )));
         }
         let rest = &url[scheme_end + 3..];
         let authority_end = authority_end(rest);
@@ -221,6 +229,23 @@ mod tests {
         assert_eq!(c.database(), "mem_db");
         let c = MongoConfig::new("mongodb://u:p%40ss@h/caf%C3%A9").unwrap();
         assert_eq!(c.database(), "café");
+    }
+
+    #[test]
+    fn raw_delimiters_in_the_password_are_refused_without_showing_them() {
+        for url in [
+            "mongodb://u:pw/pw@h/db",
+            "mongodb://u:pw?pw@h/db",
+            "mongodb://u:pw#pw@h/db",
+            "mongodb+srv://u:pw/pw@h/db",
+        ] {
+            let e = MongoConfig::new(url).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{url}");
+            assert!(e.to_string().contains("percent-encode"), "{e}");
+            assert!(!e.to_string().contains("pw"), "{e}");
+        }
+        let c = MongoConfig::new("mongodb://u:p%40w%2F%3F%23@h/db").unwrap();
+        assert_eq!(c.database(), "db");
     }
 
     #[test]

@@ -328,6 +328,7 @@ impl FromStr for PostgresConfig {
                 "unsupported URL scheme {scheme:?}: expected postgres:// or postgresql://"
             )));
         }
+        check_unambiguous(url, scheme_end + 3)?;
         let (base, query) = match url.split_once('?') {
             Some((base, query)) => (base, query),
             None => (url, ""),
@@ -489,6 +490,25 @@ impl fmt::Debug for PostgresConfig {
             .field("prepared_statements", &self.prepared_statements)
             .finish()
     }
+}
+
+/// `InvalidInput` unless the only raw `@` of `url` (whose authority starts at byte `start`)
+/// ends its user info. The driver ends the user info at the first `@` of the whole URL, and
+/// the authority at the first `/` or `?` after it: a raw `@`, `/` or `?` in a password, or an
+/// `@` in an option, would make part of the password a host, a database or an option, shown in
+/// `Debug` and messages. The error shows only the redacted URL.
+fn check_unambiguous(url: &str, start: usize) -> Result<()> {
+    let rest = &url[start..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let ats = rest.match_indices('@').count();
+    let ambiguous = ats > 1 || rest.find('@').is_some_and(|at| at > authority_end);
+    if ambiguous {
+        return Err(Error::invalid_input(format!(
+            "PostgreSQL URL {} is ambiguous: percent-encode `@`, `/`, `?` and `#` in the user name and password (%40, %2F, %3F, %23), and `@` everywhere else",
+            agentmem_core::redact_url(url)
+        )));
+    }
+    Ok(())
 }
 
 /// A query value with its `%XX` escapes decoded (and `+` kept: libpq URLs do not use it for
@@ -678,6 +698,24 @@ mod tests {
         assert_eq!(registry.backend_for("postgres://h/db"), Some("postgres"));
         assert_eq!(registry.backend_for("PostgreSQL://h/db"), Some("postgres"));
         assert_eq!(registry.backend_for("redis://h"), None);
+    }
+
+    #[test]
+    fn raw_delimiters_in_the_user_info_are_refused_without_showing_them() {
+        for url in [
+            "postgres://u:pw@pw@h/db",
+            "postgres://u:pw/pw@h/db",
+            "postgres://u:pw?pw@h/db",
+            "postgres://u:pw#pw@h/db",
+            "postgres://h:1/db?application_name=pw@x",
+        ] {
+            let e = url.parse::<PostgresConfig>().unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{url}");
+            assert!(e.to_string().contains("percent-encode"), "{e}");
+            assert!(!e.to_string().contains("pw"), "{e}");
+        }
+        let c: PostgresConfig = "postgres://u:p%40w%2F%3F%23@h/db".parse().unwrap();
+        assert_eq!(c.pg_config().get_password(), Some(&b"p@w/?#"[..]));
     }
 
     #[test]
