@@ -235,8 +235,16 @@ impl FromStr for RedisConfig {
         let (base, cluster) = split_scheme(&scheme)?;
         let mut nodes = parse_nodes(s, base, cluster, rest)?;
         let parsed = nodes[0].clone();
-        check_path_and_fragment(s, &parsed, cluster)?;
-        let options = UrlOptions::parse(&parsed, base)?;
+        let options = check_path_and_fragment(s, &parsed, cluster)
+            .and_then(|()| UrlOptions::parse(&parsed, base))
+            .map_err(|e| match agentmem_core::password_is_ambiguous(s) {
+                // The path and options read may be part of the password: name none of them.
+                true => invalid(format!(
+                    "Redis URL {} is ambiguous: percent-encode `/`, `?`, `#` and `@` in the user name and password (%2F, %3F, %23, %40)",
+                    agentmem_core::redact_url(s)
+                )),
+                false => e,
+            })?;
         for node in &mut nodes {
             if options.passed.is_empty() {
                 node.set_query(None);
@@ -536,6 +544,19 @@ mod tests {
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{url}");
         assert!(err.to_string().contains(why), "{url}: {err}");
         err
+    }
+
+    #[test]
+    fn an_ambiguous_password_is_never_quoted() {
+        for url in [
+            "redis://u:1/pw@h/0",
+            "redis://u:1?pw=1@h/0",
+            "redis+cluster://u:1/pw@a:1,b:2/",
+        ] {
+            let e = url.parse::<RedisConfig>().unwrap_err();
+            assert!(e.to_string().contains("ambiguous"), "{e}");
+            assert!(!e.to_string().contains("pw"), "{e}");
+        }
     }
 
     #[test]
