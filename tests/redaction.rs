@@ -249,14 +249,12 @@ fn postgres_passwords_are_never_printed() {
 }
 
 #[test]
-#[ignore = "issue 31: Redis config errors quote the path and options of an ambiguous URL until the redis config fix lands"]
 fn redis_passwords_are_never_printed() {
     check_scheme("redis");
     check_scheme("rediss");
 }
 
 #[test]
-#[ignore = "issue 31: Redis config errors quote the path and options of an ambiguous URL until the redis config fix lands"]
 fn redis_cluster_passwords_are_never_printed() {
     check_scheme("redis+cluster");
     check_scheme("rediss+cluster");

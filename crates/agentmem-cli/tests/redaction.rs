@@ -66,7 +66,6 @@ fn no_command_prints_a_password() {
 }
 
 #[test]
-#[ignore = "issue 31: Redis config errors quote the path and options of an ambiguous URL until the redis config fix lands"]
 fn no_command_prints_a_redis_password() {
     check_schemes(&["redis", "rediss", "redis+cluster", "rediss+cluster"]);
 }
