@@ -63,19 +63,22 @@ pub fn redact_url(url: &str) -> String {
     hide(url, hidden)
 }
 
-/// Whether a reader could end the password of `url` at more than one place: what
-/// [`redact_url`] hides as the password holds a raw `@`, `/`, `?` or `#`. A parser's host,
-/// port, path or options of such a URL may hold part of the password, so a message about it
-/// shows [`redact_url`] of the whole URL, and neither the parsed parts nor a driver's message.
+/// Whether a reader could end the password of `url` before its authority's last `@`: what
+/// [`redact_url`] hides as the password holds a raw `/`, `?` or `#`. A parser's host, port,
+/// path or options of such a URL may hold part of the password, so a message about it shows
+/// [`redact_url`] of the whole URL, and neither the parsed parts nor a driver's message. (A
+/// raw `@` alone is read alike by every reader that ends the user info at the last `@`; one
+/// that ends it at the first `@`, as tokio-postgres does, needs a check of its own.)
 ///
 /// ```
 /// use agentmem_core::password_is_ambiguous;
 /// assert!(password_is_ambiguous("redis://:a/b@h/0"));
+/// assert!(!password_is_ambiguous("redis://:a@b@h/0"));
 /// assert!(!password_is_ambiguous("redis://:a%2Fb@h/0"));
 /// assert!(!password_is_ambiguous("redis://h/0?tls_ca=/ca@1.pem"));
 /// ```
 pub fn password_is_ambiguous(url: &str) -> bool {
-    password_span(url).is_some_and(|span| url[span].contains(['@', '/', '?', '#']))
+    password_span(url).is_some_and(|span| url[span].contains(['/', '?', '#']))
 }
 
 /// `text` with each of the byte ranges `hidden` (overlapping or not) replaced by `***`.
@@ -233,6 +236,13 @@ fn keyword_value_len(text: &str) -> usize {
 mod tests {
     use super::*;
 
+    /// `given` redacts to `shown`, in which no `pw` (every secret of these cases) is left.
+    fn assert_redacts(given: &str, shown: &str) {
+        let redacted = redact_url(given);
+        assert_eq!(redacted, shown, "{given:?}");
+        assert!(!redacted.contains("pw"), "{redacted}");
+    }
+
     #[test]
     fn passwords_are_hidden_and_the_rest_kept() {
         assert_eq!(
@@ -284,9 +294,7 @@ mod tests {
                 "https://gw.example/v1?api_key=***&key=***&sslkey=/k",
             ),
         ] {
-            let redacted = redact_url(given);
-            assert_eq!(redacted, shown, "{given}");
-            assert!(!redacted.contains("pw"), "{redacted}");
+            assert_redacts(given, shown);
         }
     }
 
@@ -310,9 +318,7 @@ mod tests {
             ("postgres:/u:pw@h/db", "postgres:***@h/db"),
             ("u:pw@h", "u:***@h"),
         ] {
-            let redacted = redact_url(given);
-            assert_eq!(redacted, shown, "{given}");
-            assert!(!redacted.contains("pw"), "{redacted}");
+            assert_redacts(given, shown);
         }
     }
 
@@ -337,9 +343,7 @@ mod tests {
             ),
             ("redis://u:pw?password=pw@h/", "redis://u:***"),
         ] {
-            let redacted = redact_url(given);
-            assert_eq!(redacted, shown, "{given}");
-            assert!(!redacted.contains("pw"), "{redacted}");
+            assert_redacts(given, shown);
         }
     }
 
@@ -356,9 +360,7 @@ mod tests {
             // Not a keyword string libpq accepts: everything after the secret's name is hidden.
             ("password=pw user", "password=***"),
         ] {
-            let redacted = redact_url(given);
-            assert_eq!(redacted, shown, "{given:?}");
-            assert!(!redacted.contains("pw"), "{redacted}");
+            assert_redacts(given, shown);
         }
     }
 }

@@ -3,8 +3,8 @@
 //! call is a failed test).
 
 use agentmem_core::{
-    MemoryFilter, MemoryHit, MemoryItem, MemoryKind, MemoryStore, MessageHit, MessageQuery,
-    SessionStore,
+    ErrorKind, MemoryFilter, MemoryHit, MemoryItem, MemoryKind, MemoryStore, MessageHit,
+    MessageQuery, SessionStore,
 };
 
 /// The live messages matching `text` in every session (the default query), best first.
@@ -40,4 +40,27 @@ pub async fn put_memories<S: MemoryStore + ?Sized>(
         );
     }
     stored
+}
+
+/// Checks that `parse` (a backend's URL parser) refuses each of `urls` with `InvalidInput`
+/// whose message says `says`, and that neither the message nor the error's `Debug` shows
+/// `secret` (the password the URLs hold).
+pub fn assert_urls_refused<T>(
+    parse: impl Fn(&str) -> agentmem_core::Result<T>,
+    urls: &[&str],
+    says: &str,
+    secret: &str,
+) {
+    for url in urls {
+        let Err(err) = parse(url) else {
+            panic!("{url:?} was accepted")
+        };
+        let (shown, debug) = (err.to_string(), format!("{err:?}"));
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{url}: {shown}");
+        assert!(shown.contains(says), "{url}: {shown} should say {says:?}");
+        assert!(
+            !shown.contains(secret) && !debug.contains(secret),
+            "{url}: {debug} shows {secret:?}"
+        );
+    }
 }
