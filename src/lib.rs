@@ -52,7 +52,7 @@ pub use agentmem_core::{
     Layered, MemoryFilter, MemoryHit, MemoryId, MemoryItem, MemoryKind, MemoryScope, MemoryStore,
     Message, MessageHit, MessageId, MessageQuery, Metadata, Operation, PurgeReport, Result,
     RetentionPolicy, Rewind, Role, ScopeFilter, Session, SessionId, SessionInfo, SessionLabels,
-    SessionPage, SessionPatch, SessionQuery, SessionStore, MAX_METADATA_DEPTH,
+    SessionPage, SessionPatch, SessionQuery, SessionStore, StoreOptions, MAX_METADATA_DEPTH,
 };
 pub use open::{open, registry};
 

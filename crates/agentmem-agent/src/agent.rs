@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agentmem_core::backend::Registry;
+use agentmem_core::layer::{Layer, RetainLayer};
 
 use crate::backend::Backend;
 use agentmem_core::{
@@ -279,6 +280,12 @@ impl Agent {
                 .and_then(WorkspaceId::scope_name),
             owner: config.owner.clone(),
         });
+        let memory = match (memory, &config.retention) {
+            (Memory::Store(store), Some(retention)) => {
+                Memory::Store(Arc::new(RetainLayer::new(retention.clone()).layer(store)))
+            }
+            (memory, _) => memory,
+        };
         Agent {
             config,
             memory,
@@ -620,6 +627,10 @@ fn refuse_beyond_protocol(config: &AgentConfig) -> Result<()> {
         (
             config.learn,
             "learn (it keeps and counts insights as memory items)",
+        ),
+        (
+            config.retention.is_some(),
+            "retention (it purges sessions and memory items)",
         ),
     ];
     let refused: Vec<&str> = needs

@@ -6,6 +6,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use crate::backend::Backend;
+use agentmem_core::layer::Retention;
 use agentmem_core::{redact_url as redact, Error, MemoryScope, Result, SessionId};
 
 /// Where an agent's memory is stored: a backend's default location, or a store URL (opened
@@ -161,6 +162,11 @@ pub struct AgentConfig {
     /// live; `None` (the default) keeps them until deleted. Short-term items keep
     /// [`short_term_ttl`](Self::short_term_ttl).
     pub memory_ttl: Option<Duration>,
+    /// What the store keeps, enforced as the agent (or anything sharing the store handle)
+    /// writes: the store wears a [`RetainLayer`](agentmem_core::layer::RetainLayer). `None`
+    /// (the default) leaves the store as it is opened, which may enforce retention of its own
+    /// (the `keep` and `retain` options of a store URL). Needs a full store.
+    pub retention: Option<Retention>,
 }
 
 /// How long short-term memory items live by default: one day.
@@ -184,6 +190,7 @@ impl Default for AgentConfig {
             short_term_ttl: Some(DEFAULT_SHORT_TERM_TTL),
             session_ttl: None,
             memory_ttl: None,
+            retention: None,
         }
     }
 }
@@ -327,6 +334,13 @@ impl AgentConfig {
     /// Sets the owner (see [`owner`](Self::owner)).
     pub fn with_owner(mut self, owner: impl Into<String>) -> Self {
         self.owner = Some(owner.into());
+        self
+    }
+
+    /// Sets the retention the store enforces as it is written (see
+    /// [`retention`](Self::retention)).
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        self.retention = Some(retention);
         self
     }
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agentmem_core::{Error, MemoryKind, MessageId, Result, SessionId};
+use agentmem_core::{MemoryKind, MessageId, SessionId};
 use clap::{ArgGroup, Parser, Subcommand, ValueEnum};
 
 use agentmem_formats::Format;
@@ -337,43 +337,7 @@ fn parse_format(s: &str) -> std::result::Result<Format, String> {
 /// assert!(parse_duration("12").is_err());
 /// ```
 pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
-    duration(s).map_err(|e| e.message().to_string())
-}
-
-fn duration(s: &str) -> Result<Duration> {
-    let bad = || {
-        Error::invalid_input(format!(
-            "invalid duration {s:?}: use a number and a unit (s, m, h, d, w), like 30d or 1d12h"
-        ))
-    };
-    let mut total: u64 = 0;
-    let mut number = String::new();
-    let mut any = false;
-    for c in s.trim().chars() {
-        if c.is_ascii_digit() {
-            number.push(c);
-            continue;
-        }
-        let unit: u64 = match c {
-            's' => 1,
-            'm' => 60,
-            'h' => 3600,
-            'd' => 86_400,
-            'w' => 604_800,
-            _ => return Err(bad()),
-        };
-        let n: u64 = number.parse().map_err(|_| bad())?;
-        total = n
-            .checked_mul(unit)
-            .and_then(|v| total.checked_add(v))
-            .ok_or_else(bad)?;
-        number.clear();
-        any = true;
-    }
-    if !any || !number.is_empty() {
-        return Err(bad());
-    }
-    Ok(Duration::from_secs(total))
+    agentmem_core::parse_duration(s).map_err(|e| e.message().to_string())
 }
 
 #[cfg(test)]
@@ -384,15 +348,5 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(duration("45s").unwrap(), Duration::from_secs(45));
-        assert_eq!(duration("2w").unwrap(), Duration::from_secs(1_209_600));
-        assert_eq!(duration("90m").unwrap(), Duration::from_secs(5400));
-        for bad in ["", "d", "5x", "10", "99999999999999999999d", "-1d"] {
-            assert!(duration(bad).is_err(), "{bad}");
-        }
     }
 }

@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use crate::error::{Error, Result};
 use crate::redact::redact_url;
 use crate::store::{AgentMemory, Capabilities};
+use crate::store_options::StoreOptions;
 use crate::Layered;
 
 /// A backend's connection settings: parsed from the backend's URLs ([`FromStr`]), adjusted
@@ -228,7 +229,9 @@ impl Registry {
         self.entry_for(url).map(|e| e.info.name)
     }
 
-    /// Opens the store `url` names with the backend registered for its scheme.
+    /// Opens the store `url` names with the backend registered for its scheme, after taking
+    /// the store-level options ([`StoreOptions`]: retention) off it; a store asked for
+    /// retention wears a [`RetainLayer`](crate::layer::RetainLayer).
     ///
     /// `InvalidInput` for a URL without a scheme, `Unsupported` for a scheme no registered
     /// backend accepts; otherwise what the backend's config and `connect` return.
@@ -240,7 +243,10 @@ impl Registry {
             )));
         };
         match self.entry_for(url) {
-            Some(entry) => (entry.open)(url).await,
+            Some(entry) => {
+                let (url, options) = StoreOptions::split(url)?;
+                Ok(options.apply((entry.open)(&url).await?))
+            }
             None => Err(Error::unsupported(format!(
                 "no backend for URL scheme {scheme:?} is registered (registered: {})",
                 self.entries

@@ -50,6 +50,7 @@ mod rfc3339;
 mod scope;
 pub mod search;
 mod store;
+mod store_options;
 pub mod support;
 
 pub use context::ContextStore;
@@ -69,6 +70,7 @@ pub use store::{
     AgentMemory, Capabilities, MemoryFilter, MemoryHit, MemoryStore, MessageHit, MessageQuery,
     PurgeReport, RetentionPolicy, SessionStore,
 };
+pub use store_options::{parse_duration, StoreOptions};
 
 /// A store wearing the standard layer stack (see [`layer`]): what every backend's
 /// constructors return. Dereferences to the raw store `S`.

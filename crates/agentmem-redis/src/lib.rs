@@ -34,8 +34,9 @@ pub use store::RedisStore;
 
 /// The Redis backend. Not `durable`: an acknowledged write is in the server's memory, and
 /// whether it survives a server crash depends on persistence settings this store does not
-/// control. `native_expiry`: every key of an expiring session carries its expiry
-/// (`PEXPIREAT`); what that leaves in store-wide keys is cleared lazily (see the README).
+/// control. `native_expiry`: every key of an expiring session but its terms sets carries its
+/// expiry (`PEXPIREAT`); what that leaves (terms sets, store-wide keys) is cleared by the
+/// next writes and purges, or lazily by reads (see the README).
 pub(crate) const INFO: BackendInfo = BackendInfo::new("redis")
     .schemes(&["redis", "rediss", "redis+cluster", "rediss+cluster"])
     .db_system("redis")

@@ -1242,9 +1242,10 @@ async fn fork_rewind_and_expiry_keep_search_exact() {
     }
 }
 
-/// Every key of an expiring session carries its expiry, so the server deletes them all by
-/// itself; what that leaves in store-wide keys (index entries, counters) is cleared by the
-/// next scripts, searches and lookups that meet it, until nothing is left.
+/// Every key of an expiring session but its terms sets carries its expiry, so the server
+/// deletes them by itself; a purge (or the next writes, which reap) then takes the terms sets
+/// with the session's words in the search index and its counters, and lookups clear its label
+/// index entries, until nothing is left.
 #[tokio::test]
 async fn native_expiry_leaves_nothing_once_collected() {
     let (store, mut raw, prefix, _guard) = open_or_skip!("native_expiry");
@@ -1285,7 +1286,14 @@ async fn native_expiry_leaves_nothing_once_collected() {
             .query_async(&mut raw)
             .await
             .unwrap();
-        assert_eq!(at, deadline_ms, "{key} expires with its session");
+        if key.ends_with(":terms") {
+            assert_eq!(
+                at, -1,
+                "{key}: a terms set outlives its session until buried"
+            );
+        } else {
+            assert_eq!(at, deadline_ms, "{key} expires with its session");
+        }
     }
     let loaded = store.load(&id, None).await.unwrap().unwrap();
     assert_eq!(loaded.expires_at, Some(expires), "kept to the microsecond");
@@ -1293,13 +1301,22 @@ async fn native_expiry_leaves_nothing_once_collected() {
     while agentmem_core::now() < expires + chrono::Duration::milliseconds(20) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    // The server has deleted every key of the session (KEYS leaves out expired keys).
+    // The server has deleted every key of the session but its terms sets (KEYS leaves out
+    // expired keys).
     let left = keys_under(&mut raw, &prefix).await;
     assert!(
-        left.iter().all(|k| !k.starts_with(&format!("{prefix}:s:"))),
+        left.iter()
+            .all(|k| !k.starts_with(&format!("{prefix}:s:")) || k.ends_with(":terms")),
         "{left:?}"
     );
-    // Searches and lookups skip what is left, and clear it.
+    assert!(!keys_starting(&mut raw, &prefix, "ix:").await.is_empty());
+    // A purge takes the words with the session: nothing of it is left in the search index.
+    store.purge(&RetentionPolicy::default()).await.unwrap();
+    assert!(keys_starting(&mut raw, &prefix, "s:").await.is_empty());
+    let words = keys_starting(&mut raw, &prefix, "ix:").await;
+    assert!(words.is_empty(), "{words:?}");
+    assert_index_counters_zero(&mut raw, &prefix).await;
+    // Searches find nothing; lookups skip the label entries left, and clear them.
     for word in [
         "alpha", "beta", "gamma", "delta", "summary", "epsilon", "zeta", "eta",
     ] {
@@ -1353,7 +1370,8 @@ async fn labels_leave_no_keys_after_delete() {
 }
 
 /// The latest expiry agentmem asks for (year 9999, beyond what a double holds to the
-/// microsecond) reads back exactly, and `persist` takes the deadline off every key again.
+/// microsecond) reads back exactly, on every key but the terms sets, and `persist` takes the
+/// deadline off every key again.
 #[tokio::test]
 async fn far_expiry_reads_back_and_persist_clears_every_deadline() {
     let (store, mut raw, prefix, _guard) = open_or_skip!("far_expiry");
@@ -1379,7 +1397,13 @@ async fn far_expiry_reads_back_and_persist_clears_every_deadline() {
     };
     let keys = keys_starting(&mut raw, &prefix, "s:far:").await;
     for key in &keys {
-        assert!(ttl(&mut raw, key.clone()).await > 0, "{key} has a deadline");
+        // Terms sets never expire: they are how a purge finds the words of an expired session.
+        let deadline = ttl(&mut raw, key.clone()).await;
+        if key.ends_with(":terms") {
+            assert_eq!(deadline, -1, "{key} has no deadline");
+        } else {
+            assert!(deadline > 0, "{key} has a deadline");
+        }
     }
     let info = store
         .update_session(&id, &SessionPatch::default().persist())

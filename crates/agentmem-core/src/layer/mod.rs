@@ -11,6 +11,10 @@
 //! | [`TraceLayer`] (outermost) | one `agentmem.op` span per operation; errors labelled with backend and [`Operation`] |
 //! | [`ValidateLayer`] | refuses messages and memory items a store could not read back; an empty append returns at once |
 //!
+//! Optional layers a program adds: [`RetainLayer`] (retention enforced as the store is
+//! written; what the `keep`/`retain` URL options ask for), and outside core the encryption
+//! layers of `agentmem-crypt`.
+//!
 //! A layered store dereferences to the raw store, for backend-specific methods (the file
 //! backend's `check`, SQLite's `database`, …); calling [`AgentMemory`] methods on the raw
 //! store directly skips the layers.
@@ -106,12 +110,14 @@ macro_rules! layer_and_store {
 }
 
 mod base;
+mod retain;
 mod trace;
 mod validate;
 
 use std::future::Future;
 
 pub use base::LayeredStore;
+pub use retain::{keep_newest_per_owner, RetainLayer, Retained, Retention, DEFAULT_SWEEP_EVERY};
 pub use trace::{TraceLayer, Traced, SPAN_NAME};
 pub use validate::{
     check_memory_item, check_messages, check_session_metadata, ValidateLayer, Validated,

@@ -12,8 +12,9 @@ local STATS = P .. ':stats'
 local IDS = P .. ':ids'
 -- Sorted set: session id -> expiry time (microseconds), for the sessions that expire.
 local EXPIRY = P .. ':expiry'
--- Hash: session id -> "docs words", what an expiring session adds to STATS (its keys may
--- vanish with the server's expiry, and this is what is then taken off the counters).
+-- Hash: session id -> "docs words epoch", what an expiring session adds to STATS (its keys
+-- may vanish with the server's expiry, and this is what is then taken off the counters) and
+-- its newest index epoch (its terms sets, which carry no expiry, are found by it then).
 local XCOUNTS = P .. ':xcounts'
 -- How many dead sessions' remains a script clears on its way (`reap`).
 local REAP = 16
@@ -292,11 +293,27 @@ local function delete_session(sid)
   redis.call('HDEL', XCOUNTS, sid)
 end
 
+-- Takes the index words of epochs 0 to `last` of a session whose other keys the server's
+-- expiry deleted: its terms sets (which carry no expiry) name them.
+local function unindex_expired(sid, last)
+  for e = 0, last do
+    local tk = termskey(sid, e)
+    local terms = redis.call('SMEMBERS', tk)
+    for _, term in ipairs(terms) do
+      redis.call('SREM', ixkey(term), sid)
+      redis.call('UNLINK', tkey(sid, e, term))
+    end
+    if #terms > 0 then
+      redis.call('UNLINK', tk)
+    end
+  end
+end
+
 -- Removes an expired session: all of it while its meta is still there (the server deletes
 -- the keys at the millisecond after the expiry; the client's clock may be ahead), else what
--- the server's expiry left behind in the store-wide keys: its members of SESSIONS, IDS,
--- EXPIRY and its counts in STATS. Entries of the search index (`P:ix:W`) and of the label
--- index are left to the searches and lookups that meet them.
+-- the server's expiry left behind: its members of SESSIONS, IDS, EXPIRY, its counts in
+-- STATS and its words in the search index (`P:ix:W`, through its terms sets). Entries of
+-- the label index are left to the lookups that meet them.
 local function bury(sid)
   if redis.call('EXISTS', sk(sid, 'meta')) == 1 then
     delete_session(sid)
@@ -304,10 +321,15 @@ local function bury(sid)
   end
   local c = redis.call('HGET', XCOUNTS, sid)
   if c then
-    local d, w = string.match(c, '^(%d+) (%d+)$')
+    local d, w = string.match(c, '^(%d+) (%d+)')
     if d then
       redis.call('HINCRBY', STATS, 'docs', int(0 - tonumber(d)))
       redis.call('HINCRBY', STATS, 'words', int(0 - tonumber(w)))
+    end
+    -- Written before the epoch was recorded: the words are left to the searches.
+    local e = string.match(c, '^%d+ %d+ (%d+)$')
+    if e then
+      unindex_expired(sid, tonumber(e))
     end
   end
   redis.call('ZREM', SESSIONS, sid)
@@ -375,24 +397,24 @@ local function expire_all(sid, ms)
     for _, term in ipairs(redis.call('SMEMBERS', tk)) do
       set(tkey(sid, e, term))
     end
-    set(tk)
+    -- Never expires: it is how `bury` finds the words once the rest is gone.
+    redis.call('PERSIST', tk)
   end
 end
 
 -- After a write to a session that expires (`m` as `read_meta` read it before the write):
--- records what it now counts in STATS (`docs` messages of `words` words) and gives the keys
--- a write may have created (in epoch `e`) the session's expiry. The postings were given it
--- as they were written (`push_messages`).
+-- records what it now counts in STATS (`docs` messages of `words` words) and its epoch `e`,
+-- and gives the keys a write may have created the session's expiry. The postings were given
+-- it as they were written (`push_messages`); the terms sets never get one (see `bury`).
 local function track(sid, m, e, docs, words)
   if not m[6] then
     return
   end
-  redis.call('HSET', XCOUNTS, sid, int(docs) .. ' ' .. int(words))
+  redis.call('HSET', XCOUNTS, sid, int(docs) .. ' ' .. int(words) .. ' ' .. int(e))
   local ms = pexp(m[6])
   for _, part in ipairs({'meta', 'msgs', 'archives', 'ainfo', 'gc'}) do
     redis.call('PEXPIREAT', sk(sid, part), ms)
   end
-  redis.call('PEXPIREAT', termskey(sid, e), ms)
 end
 
 -- A session's summary: {id, message count, created, updated, title, owner, tags JSON,

@@ -87,7 +87,8 @@ if ARGV[8] == 's' then
   redis.call('HSET', meta, 'expires', at)
   redis.call('ZADD', EXPIRY, at, sid)
   redis.call('HSET', XCOUNTS, sid,
-    int(redis.call('LLEN', sk(sid, 'msgs'))) .. ' ' .. int(tonumber(m[4] or '0')))
+    int(redis.call('LLEN', sk(sid, 'msgs'))) .. ' ' .. int(tonumber(m[4] or '0')) .. ' '
+      .. int(tonumber(m[3] or '0')))
   expire_all(sid, pexp(at))
 elseif ARGV[8] == 'r' and m[6] then
   redis.call('HDEL', meta, 'expires')

@@ -1,0 +1,288 @@
+//! [`StoreOptions`]: the options of a store URL that belong to the store as a whole, not to
+//! its backend (retention), taken off the URL before the backend parses the rest.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::layer::{Layer, RetainLayer, Retention};
+use crate::store::{AgentMemory, RetentionPolicy};
+
+/// The names of the store-level options, as a URL spells them.
+const KEEP: &str = "keep";
+const RETAIN: &str = "retain";
+const RETAIN_MEMORIES: &str = "retain_memories";
+const KEEP_PER: &str = "keep_per";
+const RETAIN_EVERY: &str = "retain_every";
+const OPTIONS: [&str; 5] = [KEEP, RETAIN, RETAIN_MEMORIES, KEEP_PER, RETAIN_EVERY];
+
+/// What a store URL asks of the store as a whole, whatever its backend: its
+/// [`Retention`] (`keep=N`, `retain=DURATION`, `retain_memories=DURATION`, `keep_per=owner`,
+/// `retain_every=DURATION`). [`Registry::open`](crate::backend::Registry::open) takes these
+/// options off the URL, opens the store with the rest and wraps it ([`apply`](Self::apply)).
+///
+/// ```
+/// use agentmem_core::StoreOptions;
+/// let (url, options) = StoreOptions::split("sqlite://agent.db?keep=20&retain=30d&mode=rwc")?;
+/// assert_eq!(url, "sqlite://agent.db?mode=rwc");
+/// let retention = options.retention().expect("retention asked for");
+/// assert_eq!(retention.policy().max_sessions, Some(20));
+/// # Ok::<(), agentmem_core::Error>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreOptions {
+    retention: Option<Retention>,
+}
+
+impl StoreOptions {
+    /// Splits `url` into the URL its backend parses (the store-level options removed, every
+    /// other character as given) and the store-level options.
+    ///
+    /// The query is what follows the first `?` (up to a `#`), as the `url` crate and every
+    /// backend read it. `InvalidInput`, naming the option (never the URL), for an option given
+    /// twice, a value that does not parse, or a combination that means nothing (`keep_per`
+    /// without `keep`, `retain_every` alone, `keep=0`).
+    pub fn split(url: &str) -> Result<(String, StoreOptions)> {
+        let Some(start) = url.find('?') else {
+            return Ok((url.to_string(), StoreOptions::default()));
+        };
+        let end = url[start..].find('#').map_or(url.len(), |i| start + i);
+        let mut found: [Option<&str>; OPTIONS.len()] = [None; OPTIONS.len()];
+        let mut kept = Vec::new();
+        for pair in url[start + 1..end].split('&') {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let Some(slot) = OPTIONS.iter().position(|o| name.eq_ignore_ascii_case(o)) else {
+                kept.push(pair);
+                continue;
+            };
+            if found[slot].replace(value).is_some() {
+                return Err(Error::invalid_input(format!(
+                    "store URL option `{}` is given more than once",
+                    OPTIONS[slot]
+                )));
+            }
+        }
+        let options = StoreOptions::parse(&found)?;
+        let mut rest = url[..start].to_string();
+        if !kept.is_empty() {
+            rest.push('?');
+            rest.push_str(&kept.join("&"));
+        }
+        rest.push_str(&url[end..]);
+        Ok((rest, options))
+    }
+
+    fn parse(found: &[Option<&str>; OPTIONS.len()]) -> Result<StoreOptions> {
+        let [keep, retain, retain_memories, keep_per, every] = *found;
+        let duration = |name: &str, value: Option<&str>| {
+            value
+                .map(|v| {
+                    parse_duration(v).map_err(|e| {
+                        Error::invalid_input(format!("store URL option `{name}`")).with_source(e)
+                    })
+                })
+                .transpose()
+        };
+        let policy = RetentionPolicy {
+            max_sessions: keep
+                .map(|v| {
+                    v.parse::<usize>().map_err(|e| {
+                        Error::invalid_input(format!(
+                            "store URL option `{KEEP}` takes a number of sessions, not {v:?}"
+                        ))
+                        .with_source(e)
+                    })
+                })
+                .transpose()?,
+            max_age: duration(RETAIN, retain)?,
+            max_memory_age: duration(RETAIN_MEMORIES, retain_memories)?,
+        };
+        if policy == RetentionPolicy::default() {
+            if keep_per.is_some() || every.is_some() {
+                return Err(Error::invalid_input(format!(
+                    "store URL options `{KEEP_PER}` and `{RETAIN_EVERY}` need a limit: \
+                     `{KEEP}`, `{RETAIN}` or `{RETAIN_MEMORIES}`"
+                )));
+            }
+            return Ok(StoreOptions::default());
+        }
+        let mut retention = Retention::new(policy)?;
+        match keep_per {
+            None => {}
+            Some(v) if v.eq_ignore_ascii_case("owner") => retention = retention.per_owner()?,
+            Some(v) => {
+                return Err(Error::invalid_input(format!(
+                    "store URL option `{KEEP_PER}` takes `owner`, not {v:?}"
+                )))
+            }
+        }
+        if let Some(every) = duration(RETAIN_EVERY, every)? {
+            retention = retention.sweep_every(every);
+        }
+        Ok(StoreOptions {
+            retention: Some(retention),
+        })
+    }
+
+    /// The retention asked for, if any.
+    pub fn retention(&self) -> Option<&Retention> {
+        self.retention.as_ref()
+    }
+
+    /// Whether the URL asked for nothing at the store level.
+    pub fn is_empty(&self) -> bool {
+        self.retention.is_none()
+    }
+
+    /// `store` as these options ask: wearing a [`RetainLayer`] when retention is asked for.
+    pub fn apply(&self, store: Arc<dyn AgentMemory>) -> Arc<dyn AgentMemory> {
+        match &self.retention {
+            Some(retention) => Arc::new(RetainLayer::new(retention.clone()).layer(store)),
+            None => store,
+        }
+    }
+}
+
+/// Parses a duration like `30d`, `12h`, `90m`, `45s`, `2w` or `1d12h` (what `purge
+/// --older-than` and the retention URL options take). `InvalidInput` for anything else,
+/// a bare number included, and for a sum that overflows.
+///
+/// ```
+/// use std::time::Duration;
+/// use agentmem_core::parse_duration;
+/// assert_eq!(parse_duration("1d12h")?, Duration::from_secs(36 * 3600));
+/// assert!(parse_duration("12").is_err());
+/// # Ok::<(), agentmem_core::Error>(())
+/// ```
+pub fn parse_duration(s: &str) -> Result<Duration> {
+    let bad = || {
+        Error::invalid_input(format!(
+            "invalid duration {s:?}: use a number and a unit (s, m, h, d, w), like 30d or 1d12h"
+        ))
+    };
+    let mut total: u64 = 0;
+    let mut number = String::new();
+    let mut any = false;
+    for c in s.trim().chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let unit: u64 = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86_400,
+            'w' => 604_800,
+            _ => return Err(bad()),
+        };
+        let n: u64 = number.parse().map_err(|_| bad())?;
+        total = n
+            .checked_mul(unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(bad)?;
+        number.clear();
+        any = true;
+    }
+    if !any || !number.is_empty() {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs(total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    fn split(url: &str) -> (String, Option<Retention>) {
+        let (rest, options) = StoreOptions::split(url).expect(url);
+        (rest, options.retention().cloned())
+    }
+
+    #[test]
+    fn store_options_come_off_and_the_rest_stays_as_given() {
+        let (rest, retention) = split("redis://:p%3Fw@h:6379/0?prefix=a&KEEP=3&retain=1d#frag");
+        assert_eq!(rest, "redis://:p%3Fw@h:6379/0?prefix=a#frag");
+        let retention = retention.expect("asked for");
+        assert_eq!(retention.policy().max_sessions, Some(3));
+        assert_eq!(
+            retention.policy().max_age,
+            Some(Duration::from_secs(86_400))
+        );
+        assert!(!retention.is_per_owner());
+        assert_eq!(
+            retention.sweep_interval(),
+            crate::layer::DEFAULT_SWEEP_EVERY
+        );
+
+        let (rest, retention) = split("file:///tmp/x?keep=2&keep_per=owner&retain_every=0s");
+        assert_eq!(rest, "file:///tmp/x");
+        let retention = retention.expect("asked for");
+        assert!(retention.is_per_owner());
+        assert_eq!(retention.sweep_interval(), Duration::ZERO);
+
+        let (rest, retention) = split("sqlite://a.db?retain_memories=2w");
+        assert_eq!(rest, "sqlite://a.db");
+        assert_eq!(
+            retention.expect("asked for").policy().max_memory_age,
+            Some(Duration::from_secs(14 * 86_400))
+        );
+
+        for plain in [
+            "postgres://u@h/db?sslmode=require",
+            "file:///x",
+            "mongodb://h/?a=1&b",
+        ] {
+            assert_eq!(split(plain), (plain.to_string(), None), "{plain}");
+        }
+    }
+
+    #[test]
+    fn bad_store_options_are_refused_naming_the_option_not_the_url() {
+        for (url, option) in [
+            ("redis://:secret@h/?keep=1&keep=2", "keep"),
+            ("redis://:secret@h/?keep=x", "keep"),
+            ("redis://:secret@h/?keep=0", "keep=0"),
+            ("redis://:secret@h/?retain=12", "retain"),
+            ("redis://:secret@h/?retain_memories=1y", "retain_memories"),
+            ("redis://:secret@h/?keep_per=owner", "keep_per"),
+            (
+                "redis://:secret@h/?retain=1d&keep_per=owner",
+                "keep_per=owner needs keep",
+            ),
+            ("redis://:secret@h/?keep=1&keep_per=agent", "keep_per"),
+            ("redis://:secret@h/?retain_every=1m", "retain_every"),
+            (
+                "redis://:secret@h/?retain=1d&retain_every=soon",
+                "retain_every",
+            ),
+        ] {
+            let err = StoreOptions::split(url).expect_err(url);
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{url}");
+            let text = format!("{err} {err:?}");
+            assert!(text.contains(option), "{url}: {text}");
+            assert!(!text.contains("secret"), "{url}: {text}");
+        }
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("45s").unwrap(), Duration::from_secs(45));
+        assert_eq!(
+            parse_duration("2w").unwrap(),
+            Duration::from_secs(1_209_600)
+        );
+        assert_eq!(
+            parse_duration(" 1h30m ").unwrap(),
+            Duration::from_secs(5400)
+        );
+        for bad in ["", "12", "d", "1x", "1d2", "99999999999999999999w", "-1d"] {
+            assert_eq!(
+                parse_duration(bad).unwrap_err().kind(),
+                ErrorKind::InvalidInput,
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! Retention that runs itself (C9, issue 31): the store URL's `keep`, `keep_per`, `retain`,
+//! `retain_memories` and `retain_every` options are enforced as the store is written, on the
+//! in-memory store and every backend compiled in, opened through `agentmem::open(url)`, with
+//! nobody calling `purge`. Server backends read `REDIS_URL`, `DATABASE_URL` and `MONGODB_URL`
+//! and skip only when `AGENTMEM_REQUIRE_SERVICES` is unset.
+#![allow(
+    missing_docs,
+    reason = "a test or bench crate: nothing in it is public API"
+)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentmem::{
+    AgentMemory, AgentMemoryExt, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, MemoryStore,
+    Message, SessionId, SessionPatch, SessionStore,
+};
+use agentmem_testkit::TestStore;
+mod common;
+
+fn sid(name: &str) -> SessionId {
+    name.parse().expect("session id")
+}
+
+/// `url` with the store-level `options` added to its query.
+fn with_options(url: &str, options: &str) -> String {
+    let joint = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{joint}{options}")
+}
+
+async fn ids(store: &dyn AgentMemory) -> Vec<String> {
+    let mut ids: Vec<String> = store
+        .list_sessions()
+        .await
+        .expect("list sessions")
+        .into_iter()
+        .map(|info| info.id.to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// `keep=2`: every write that makes a session leaves the two most recently written.
+async fn keep(backend: &str, store: &dyn AgentMemory) {
+    for name in ["a", "b"] {
+        store
+            .append_one(&sid(name), Message::user(name))
+            .await
+            .unwrap();
+    }
+    store
+        .append_one(&sid("a"), Message::user("again"))
+        .await
+        .unwrap();
+    assert_eq!(ids(store).await, ["a", "b"], "{backend}");
+    store
+        .save_session(&sid("c"), &[Message::user("c")], &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(ids(store).await, ["a", "c"], "{backend}: b was the oldest");
+    store.fork(&sid("a"), &sid("d"), None).await.unwrap();
+    assert_eq!(
+        ids(store).await,
+        ["c", "d"],
+        "{backend}: a went as d was forked"
+    );
+}
+
+/// `keep=1&keep_per=owner`: each owner keeps its newest session, the unowned too.
+async fn keep_per_owner(backend: &str, store: &dyn AgentMemory) {
+    for (name, owner) in [
+        ("ann1", Some("ann")),
+        ("bob1", Some("bob")),
+        ("ann2", Some("ann")),
+    ] {
+        store
+            .append_one(&sid(name), Message::user(name))
+            .await
+            .unwrap();
+        if let Some(owner) = owner {
+            let patch = SessionPatch::default().owner(owner);
+            store.update_session(&sid(name), &patch).await.unwrap();
+        }
+    }
+    store
+        .append_one(&sid("x1"), Message::user("x"))
+        .await
+        .unwrap();
+    store
+        .append_one(&sid("x2"), Message::user("y"))
+        .await
+        .unwrap();
+    assert_eq!(ids(store).await, ["ann2", "bob1", "x2"], "{backend}");
+}
+
+/// `retain=1s&retain_memories=1s&retain_every=0s`: once a session or item is older than a
+/// second, the next write takes it.
+async fn retain(backend: &str, store: &dyn AgentMemory) {
+    store
+        .append_one(&sid("old"), Message::user("1"))
+        .await
+        .unwrap();
+    let old = MemoryItem::new(MemoryKind::Fact, "an old fact");
+    store.put_memory(&old).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    store
+        .append_one(&sid("new"), Message::user("2"))
+        .await
+        .unwrap();
+    assert_eq!(ids(store).await, ["new"], "{backend}");
+    assert!(
+        store.load(&sid("old"), None).await.unwrap().is_none(),
+        "{backend}"
+    );
+    let fresh = MemoryItem::new(MemoryKind::Fact, "a new fact");
+    store.put_memory(&fresh).await.unwrap();
+    let texts: Vec<String> = store
+        .list_memories(&MemoryFilter::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|item| item.text)
+        .collect();
+    assert_eq!(texts, ["a new fact"], "{backend}");
+}
+
+/// The scenarios, each on a fresh store opened with its options.
+const SCENARIOS: [&str; 3] = [
+    "keep=2",
+    "keep=1&keep_per=owner",
+    "retain=1s&retain_memories=1s&retain_every=0s",
+];
+
+async fn run(scenario: usize, backend: &str, store: &dyn AgentMemory) {
+    match scenario {
+        0 => keep(backend, store).await,
+        1 => keep_per_owner(backend, store).await,
+        _ => retain(backend, store).await,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_memory_store() {
+    for (scenario, options) in SCENARIOS.iter().enumerate() {
+        let (_, options) = agentmem::StoreOptions::split(&format!("mem://x?{options}")).unwrap();
+        let store = options.apply(Arc::new(agentmem::InMemoryStore::new()));
+        run(scenario, "memory", store.as_ref()).await;
+    }
+}
+
+/// Every backend compiled in: the local ones in a fresh folder each, the servers in a fresh
+/// namespace each (skipped when unavailable and services are not required).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_backend() {
+    for (scenario, options) in SCENARIOS.iter().enumerate() {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        #[allow(unused_mut, reason = "empty when no local backend is compiled in")]
+        let mut local: Vec<(&str, String)> = Vec::new();
+        #[cfg(feature = "file")]
+        local.push((
+            "file",
+            format!("file://{}", dir.path().join("files").display()),
+        ));
+        #[cfg(feature = "sqlite")]
+        local.push((
+            "sqlite",
+            format!("sqlite://{}", dir.path().join("agent.db").display()),
+        ));
+        for (backend, url) in local {
+            let store = common::open(backend, &with_options(&url, options))
+                .await
+                .expect("local store");
+            run(scenario, backend, store.as_ref()).await;
+        }
+
+        #[allow(unused_mut, reason = "empty when no server backend is compiled in")]
+        let mut servers: Vec<(&str, common::ServerNamespace)> = Vec::new();
+        #[cfg(feature = "redis")]
+        servers.push(("redis", common::ServerNamespace::redis("retain")));
+        #[cfg(feature = "postgres")]
+        servers.push(("postgres", common::ServerNamespace::postgres("retain")));
+        #[cfg(feature = "mongodb")]
+        servers.push(("mongodb", common::ServerNamespace::mongodb("retain")));
+        for (backend, namespace) in servers {
+            let url = with_options(namespace.url(), options);
+            if let Some(store) = common::open(backend, &url).await {
+                let store = TestStore::from_arc(store).with_namespace(namespace.into_guard());
+                run(scenario, backend, store.arc().as_ref()).await;
+            }
+        }
+    }
+}
+
+/// A repeated or malformed store option is refused before anything is opened, on every
+/// scheme, naming the option and never the password.
+#[tokio::test]
+async fn bad_options_are_refused_before_connecting() {
+    for url in [
+        "file:///nonexistent/agentmem?keep=1&keep=2",
+        "sqlite:///nonexistent/agent.db?keep=0",
+        "redis://:s3cret@127.0.0.1:1/?retain=soon",
+        "postgres://u:s3cret@127.0.0.1:1/db?keep_per=owner",
+        "mongodb://u:s3cret@127.0.0.1:1/db?retain_every=1m",
+    ] {
+        let Err(err) = agentmem::open(url).await else {
+            panic!("{url} opened");
+        };
+        let text = format!("{err} {err:?}");
+        if err.kind() == ErrorKind::Unsupported && text.contains("not compiled in") {
+            continue;
+        }
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{url}: {text}");
+        assert!(
+            text.contains("keep") || text.contains("retain"),
+            "{url}: names the option: {text}"
+        );
+        assert!(!text.contains("s3cret"), "{url}: {text}");
+    }
+}
