@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentmem::{
-    AgentMemory, AgentMemoryExt, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, MemoryStore,
-    Message, SessionId, SessionPatch, SessionStore,
+    AgentMemory, AgentMemoryExt, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, Message,
+    SessionId, SessionPatch,
 };
 use agentmem_testkit::TestStore;
 mod common;
@@ -46,19 +46,22 @@ async fn keep(backend: &str, store: &dyn AgentMemory) {
         store
             .append_one(&sid(name), Message::user(name))
             .await
-            .unwrap();
+            .expect("store operation");
     }
     store
         .append_one(&sid("a"), Message::user("again"))
         .await
-        .unwrap();
+        .expect("store operation");
     assert_eq!(ids(store).await, ["a", "b"], "{backend}");
     store
         .save_session(&sid("c"), &[Message::user("c")], &Default::default())
         .await
-        .unwrap();
+        .expect("store operation");
     assert_eq!(ids(store).await, ["a", "c"], "{backend}: b was the oldest");
-    store.fork(&sid("a"), &sid("d"), None).await.unwrap();
+    store
+        .fork(&sid("a"), &sid("d"), None)
+        .await
+        .expect("store operation");
     assert_eq!(
         ids(store).await,
         ["c", "d"],
@@ -76,20 +79,23 @@ async fn keep_per_owner(backend: &str, store: &dyn AgentMemory) {
         store
             .append_one(&sid(name), Message::user(name))
             .await
-            .unwrap();
+            .expect("store operation");
         if let Some(owner) = owner {
             let patch = SessionPatch::default().owner(owner);
-            store.update_session(&sid(name), &patch).await.unwrap();
+            store
+                .update_session(&sid(name), &patch)
+                .await
+                .expect("store operation");
         }
     }
     store
         .append_one(&sid("x1"), Message::user("x"))
         .await
-        .unwrap();
+        .expect("store operation");
     store
         .append_one(&sid("x2"), Message::user("y"))
         .await
-        .unwrap();
+        .expect("store operation");
     assert_eq!(ids(store).await, ["ann2", "bob1", "x2"], "{backend}");
 }
 
@@ -99,25 +105,25 @@ async fn retain(backend: &str, store: &dyn AgentMemory) {
     store
         .append_one(&sid("old"), Message::user("1"))
         .await
-        .unwrap();
+        .expect("store operation");
     let old = MemoryItem::new(MemoryKind::Fact, "an old fact");
-    store.put_memory(&old).await.unwrap();
+    store.put_memory(&old).await.expect("store operation");
     tokio::time::sleep(Duration::from_millis(1_200)).await;
     store
         .append_one(&sid("new"), Message::user("2"))
         .await
-        .unwrap();
+        .expect("store operation");
     assert_eq!(ids(store).await, ["new"], "{backend}");
     assert!(
-        store.load(&sid("old"), None).await.unwrap().is_none(),
+        store.load(&sid("old"), None).await.expect("load").is_none(),
         "{backend}"
     );
     let fresh = MemoryItem::new(MemoryKind::Fact, "a new fact");
-    store.put_memory(&fresh).await.unwrap();
+    store.put_memory(&fresh).await.expect("store operation");
     let texts: Vec<String> = store
         .list_memories(&MemoryFilter::default())
         .await
-        .unwrap()
+        .expect("store operation")
         .into_iter()
         .map(|item| item.text)
         .collect();
@@ -142,7 +148,8 @@ async fn run(scenario: usize, backend: &str, store: &dyn AgentMemory) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_memory_store() {
     for (scenario, options) in SCENARIOS.iter().enumerate() {
-        let (_, options) = agentmem::StoreOptions::split(&format!("mem://x?{options}")).unwrap();
+        let (_, options) =
+            agentmem::StoreOptions::split(&format!("mem://x?{options}")).expect("store operation");
         let store = options.apply(Arc::new(agentmem::InMemoryStore::new()));
         run(scenario, "memory", store.as_ref()).await;
     }

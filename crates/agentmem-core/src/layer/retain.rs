@@ -29,7 +29,7 @@ const MAX_REMEMBERED_SESSIONS: usize = 16_384;
 ///
 /// From a store URL: `keep=N`, `retain=DURATION`, `retain_memories=DURATION`,
 /// `keep_per=owner` and `retain_every=DURATION` (durations like `30d`, `12h` or `1d12h`; see
-/// [`parse_duration`]).
+/// [`parse_duration`](crate::parse_duration)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Retention {
     policy: RetentionPolicy,
