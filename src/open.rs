@@ -145,4 +145,58 @@ mod tests {
             assert!(!text.contains("hunter2"), "{text}");
         }
     }
+
+    /// A repeated URL option would silently take one of its values: every backend compiled
+    /// in refuses it before connecting, naming the option and not the password.
+    #[tokio::test]
+    async fn every_backend_refuses_a_repeated_option() {
+        let registry = registry();
+        for (backend, url, option) in [
+            (
+                Backend::File,
+                "file:///tmp/x?durability=buffered&durability=full",
+                "durability",
+            ),
+            (
+                Backend::Sqlite,
+                "sqlite:///tmp/x.db?mode=rwc&mode=ro",
+                "mode",
+            ),
+            (
+                Backend::Redis,
+                "redis://:hunter2@127.0.0.1:1/?prefix=a&prefix=b",
+                "prefix",
+            ),
+            (
+                Backend::Redis,
+                "redis+cluster://:hunter2@127.0.0.1:1/?prefix=a&PREFIX=b",
+                "prefix",
+            ),
+            (
+                Backend::Postgres,
+                "postgres://u:hunter2@127.0.0.1:1/db?schema=a&schema=b",
+                "schema",
+            ),
+            (
+                Backend::Postgres,
+                "postgres://u:hunter2@127.0.0.1:1/db?application_name=a&application_name=b",
+                "application_name",
+            ),
+            (
+                Backend::MongoDb,
+                "mongodb://u:hunter2@127.0.0.1:1/db?appName=a&appname=b",
+                "appname",
+            ),
+            (Backend::File, "file:///tmp/x?keep=1&keep=2", "keep"),
+        ] {
+            if !registry.contains(backend.as_str()) {
+                continue;
+            }
+            let err = open(url).await.expect_err(url);
+            let text = format!("{err} {err:?}");
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{url}: {text}");
+            assert!(text.contains(option), "{url}: {text}");
+            assert!(!text.contains("hunter2"), "{url}: {text}");
+        }
+    }
 }

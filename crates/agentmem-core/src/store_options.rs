@@ -143,6 +143,41 @@ impl StoreOptions {
     }
 }
 
+/// Refuses a URL whose query gives an option twice (`prefix=a&prefix=b` would silently take
+/// one of them): `InvalidInput` naming the option, never the URL. Names compare after
+/// percent-decoding, ignoring ASCII case; `repeatable` lists the options a backend takes as a
+/// list (MongoDB's `readPreferenceTags`, PostgreSQL's `host`). Every backend's URL parser
+/// calls it, so the rule holds on every scheme.
+///
+/// ```
+/// use agentmem_core::check_options_unique;
+/// assert!(check_options_unique("redis://h/?prefix=a&db=1", &[]).is_ok());
+/// let err = check_options_unique("redis://:pw@h/?prefix=a&Prefix=b", &[]).unwrap_err();
+/// assert!(err.to_string().contains("`prefix`"));
+/// assert!(check_options_unique("postgres://h/db?host=a&host=b", &["host"]).is_ok());
+/// ```
+pub fn check_options_unique(url: &str, repeatable: &[&str]) -> Result<()> {
+    let Some(start) = url.find('?') else {
+        return Ok(());
+    };
+    let end = url[start..].find('#').map_or(url.len(), |i| start + i);
+    let mut seen: Vec<String> = Vec::new();
+    for (name, _) in url::form_urlencoded::parse(url[start + 1..end].as_bytes()) {
+        let name = name.to_ascii_lowercase();
+        if name.is_empty() || repeatable.iter().any(|r| r.eq_ignore_ascii_case(&name)) {
+            continue;
+        }
+        if seen.contains(&name) {
+            let shown: String = name.chars().take(40).collect();
+            return Err(Error::invalid_input(format!(
+                "URL option `{shown}` is given more than once; give it once"
+            )));
+        }
+        seen.push(name);
+    }
+    Ok(())
+}
+
 /// Parses a duration like `30d`, `12h`, `90m`, `45s`, `2w` or `1d12h` (what `purge
 /// --older-than` and the retention URL options take). `InvalidInput` for anything else,
 /// a bare number included, and for a sum that overflows.

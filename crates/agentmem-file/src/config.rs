@@ -93,6 +93,7 @@ impl FromStr for FileConfig {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
+        agentmem_core::check_options_unique(s, &[])?;
         let rest = s.strip_prefix("file://").ok_or_else(|| {
             Error::invalid_input(format!(
                 "not a file URL: {s:?}; expected file:///absolute/path"

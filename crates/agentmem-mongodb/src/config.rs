@@ -79,6 +79,8 @@ impl MongoConfig {
                 redact_url(url)
             )));
         }
+        // The one option MongoDB's URI format repeats: a list of tag sets, tried in order.
+        agentmem_core::check_options_unique(url, &["readPreferenceTags"])?;
         let rest = &url[scheme_end + 3..];
         let authority_end = authority_end(rest);
         let after_auth = rest[..authority_end].rfind('@').map_or(0, |at| at + 1);

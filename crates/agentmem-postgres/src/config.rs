@@ -329,6 +329,8 @@ impl FromStr for PostgresConfig {
             )));
         }
         check_unambiguous(url, scheme_end + 3)?;
+        // libpq takes several hosts (and their ports) as a list.
+        agentmem_core::check_options_unique(url, &["host", "hostaddr", "port"])?;
         let (base, query) = match url.split_once('?') {
             Some((base, query)) => (base, query),
             None => (url, ""),

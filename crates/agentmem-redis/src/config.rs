@@ -228,6 +228,7 @@ impl FromStr for RedisConfig {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
+        agentmem_core::check_options_unique(s, &[])?;
         let (scheme, rest) = s
             .split_once("://")
             .ok_or_else(|| invalid("malformed Redis URL: no `scheme://`".to_string()))?;
