@@ -116,31 +116,13 @@ async fn in_memory_store() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_backend() {
     let dir = tempfile::tempdir().expect("temporary folder");
-    #[allow(unused_mut, reason = "empty when no local backend is compiled in")]
-    let mut local: Vec<(&str, String)> = Vec::new();
-    #[cfg(feature = "file")]
-    local.push((
-        "file",
-        format!("file://{}", dir.path().join("files").display()),
-    ));
-    #[cfg(feature = "sqlite")]
-    local.push((
-        "sqlite",
-        format!("sqlite://{}", dir.path().join("agent.db").display()),
-    ));
+    let local = common::local_urls(dir.path());
     for (backend, url) in local {
         let store = common::open(backend, &url).await.expect("local store");
         alice_never_sees_bobs_facts(backend, store).await;
     }
 
-    #[allow(unused_mut, reason = "empty when no server backend is compiled in")]
-    let mut servers: Vec<(&str, common::ServerNamespace)> = Vec::new();
-    #[cfg(feature = "redis")]
-    servers.push(("redis", common::ServerNamespace::redis("scope")));
-    #[cfg(feature = "postgres")]
-    servers.push(("postgres", common::ServerNamespace::postgres("scope")));
-    #[cfg(feature = "mongodb")]
-    servers.push(("mongodb", common::ServerNamespace::mongodb("scope")));
+    let servers = common::server_namespaces("scope");
     for (backend, namespace) in servers {
         if let Some(store) = common::open_fresh(backend, namespace).await {
             alice_never_sees_bobs_facts(backend, store.arc()).await;

@@ -161,34 +161,14 @@ async fn in_memory_store() {
 async fn every_backend() {
     for (scenario, options) in SCENARIOS.iter().enumerate() {
         let dir = tempfile::tempdir().expect("temporary folder");
-        #[allow(unused_mut, reason = "empty when no local backend is compiled in")]
-        let mut local: Vec<(&str, String)> = Vec::new();
-        #[cfg(feature = "file")]
-        local.push((
-            "file",
-            format!("file://{}", dir.path().join("files").display()),
-        ));
-        #[cfg(feature = "sqlite")]
-        local.push((
-            "sqlite",
-            format!("sqlite://{}", dir.path().join("agent.db").display()),
-        ));
-        for (backend, url) in local {
+        for (backend, url) in common::local_urls(dir.path()) {
             let store = common::open(backend, &with_options(&url, options))
                 .await
                 .expect("local store");
             run(scenario, backend, store.as_ref()).await;
         }
 
-        #[allow(unused_mut, reason = "empty when no server backend is compiled in")]
-        let mut servers: Vec<(&str, common::ServerNamespace)> = Vec::new();
-        #[cfg(feature = "redis")]
-        servers.push(("redis", common::ServerNamespace::redis("retain")));
-        #[cfg(feature = "postgres")]
-        servers.push(("postgres", common::ServerNamespace::postgres("retain")));
-        #[cfg(feature = "mongodb")]
-        servers.push(("mongodb", common::ServerNamespace::mongodb("retain")));
-        for (backend, namespace) in servers {
+        for (backend, namespace) in common::server_namespaces("retain") {
             let url = with_options(namespace.url(), options);
             if let Some(store) = common::open(backend, &url).await {
                 let store = TestStore::from_arc(store).with_namespace(namespace.into_guard());

@@ -36,3 +36,36 @@ pub async fn open_fresh(service: &str, namespace: ServerNamespace) -> Option<Tes
     let store = open(service, namespace.url()).await?;
     Some(TestStore::from_arc(store).with_namespace(namespace.into_guard()))
 }
+
+/// The local backends compiled in, each with a URL for a fresh store under `dir`.
+#[cfg_attr(
+    not(any(feature = "file", feature = "sqlite")),
+    allow(unused_variables, reason = "no local backend compiled in")
+)]
+pub fn local_urls(dir: &std::path::Path) -> Vec<(&'static str, String)> {
+    vec![
+        #[cfg(feature = "file")]
+        ("file", format!("file://{}", dir.join("files").display())),
+        #[cfg(feature = "sqlite")]
+        (
+            "sqlite",
+            format!("sqlite://{}", dir.join("agent.db").display()),
+        ),
+    ]
+}
+
+/// The server backends compiled in, each with a fresh namespace named after `prefix`.
+#[cfg_attr(
+    not(any(feature = "redis", feature = "postgres", feature = "mongodb")),
+    allow(unused_variables, reason = "no server backend compiled in")
+)]
+pub fn server_namespaces(prefix: &str) -> Vec<(&'static str, ServerNamespace)> {
+    vec![
+        #[cfg(feature = "redis")]
+        ("redis", ServerNamespace::redis(prefix)),
+        #[cfg(feature = "postgres")]
+        ("postgres", ServerNamespace::postgres(prefix)),
+        #[cfg(feature = "mongodb")]
+        ("mongodb", ServerNamespace::mongodb(prefix)),
+    ]
+}

@@ -162,7 +162,7 @@ pub fn check_options_unique(url: &str, repeatable: &[&str]) -> Result<()> {
     };
     let end = url[start..].find('#').map_or(url.len(), |i| start + i);
     let mut seen: Vec<String> = Vec::new();
-    for (name, _) in url::form_urlencoded::parse(url[start + 1..end].as_bytes()) {
+    for (name, _) in url::form_urlencoded::parse(&url.as_bytes()[start + 1..end]) {
         let name = name.to_ascii_lowercase();
         if name.is_empty() || repeatable.iter().any(|r| r.eq_ignore_ascii_case(&name)) {
             continue;

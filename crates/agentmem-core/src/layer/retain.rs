@@ -320,77 +320,45 @@ pub async fn keep_newest_per_owner<S: SessionStore + ?Sized>(
     Ok(deleted)
 }
 
-#[async_trait]
-impl<S: AgentMemory> LayeredStore for Retained<S> {
-    type Inner = S;
+/// The writes that may sweep, each with what it tells [`Retained::after`]: every other
+/// operation reaches the inner store untouched.
+macro_rules! sweeping_writes {
+    ($(
+        fn $op:ident($($arg:ident: $ty:ty),*) -> $out:ty => $written:expr;
+    )*) => {
+        #[async_trait]
+        impl<S: AgentMemory> LayeredStore for Retained<S> {
+            type Inner = S;
 
-    fn inner(&self) -> &S {
-        &self.inner
-    }
+            fn inner(&self) -> &S {
+                &self.inner
+            }
 
-    async fn save_session(
-        &self,
-        id: &SessionId,
-        history: &[Message],
-        meta: &Metadata,
-    ) -> Result<()> {
-        self.inner.save_session(id, history, meta).await?;
-        self.after(Written::Session(id)).await;
-        Ok(())
-    }
+            $(
+                async fn $op(&self, $($arg: $ty),*) -> Result<$out> {
+                    let done = self.inner.$op($($arg),*).await?;
+                    self.after($written).await;
+                    Ok(done)
+                }
+            )*
+        }
+    };
+}
 
-    async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
-        self.inner.append(session, messages).await?;
-        self.after(Written::Session(session)).await;
-        Ok(())
-    }
-
-    async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
-        let info = self.inner.compact(session, replacement).await?;
-        self.after(Written::Session(session)).await;
-        Ok(info)
-    }
-
-    async fn fork(
-        &self,
-        source: &SessionId,
-        target: &SessionId,
-        at: Option<&MessageId>,
-    ) -> Result<SessionInfo> {
-        let info = self.inner.fork(source, target, at).await?;
-        self.after(Written::Session(target)).await;
-        Ok(info)
-    }
-
-    async fn update_session(
-        &self,
-        session: &SessionId,
-        patch: &SessionPatch,
-    ) -> Result<SessionInfo> {
-        let info = self.inner.update_session(session, patch).await?;
-        self.after(Written::Labels(patch)).await;
-        Ok(info)
-    }
-
-    async fn replace_archive(
-        &self,
-        session: &SessionId,
-        archive: &ArchiveId,
-        messages: &[Message],
-    ) -> Result<ArchiveInfo> {
-        let info = self
-            .inner
-            .replace_archive(session, archive, messages)
-            .await?;
-        self.after(Written::Other).await;
-        Ok(info)
-    }
-
-    async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
-        let stored = self.inner.put_memory(item).await?;
-        self.after(Written::Other).await;
-        Ok(stored)
-    }
+sweeping_writes! {
+    fn save_session(id: &SessionId, history: &[Message], meta: &Metadata) -> ()
+        => Written::Session(id);
+    fn append(session: &SessionId, messages: &[Message]) -> () => Written::Session(session);
+    fn compact(session: &SessionId, replacement: &[Message]) -> ArchiveInfo
+        => Written::Session(session);
+    // The new session is the one that may be beyond `keep`.
+    fn fork(source: &SessionId, target: &SessionId, at: Option<&MessageId>) -> SessionInfo
+        => Written::Session(target);
+    fn update_session(session: &SessionId, patch: &SessionPatch) -> SessionInfo
+        => Written::Labels(patch);
+    fn replace_archive(session: &SessionId, archive: &ArchiveId, messages: &[Message])
+        -> ArchiveInfo => Written::Other;
+    fn put_memory(item: &MemoryItem) -> MemoryItem => Written::Other;
 }
 
 #[cfg(test)]
