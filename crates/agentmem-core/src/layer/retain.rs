@@ -325,7 +325,7 @@ pub async fn keep_newest_per_owner<S: SessionStore + ?Sized>(
 macro_rules! sweeping_writes {
     ($(
         fn $op:ident($($arg:ident: $ty:ty),*) -> $out:ty => $written:expr;
-    )*) => {
+    )* also { $($also:item)* }) => {
         #[async_trait]
         impl<S: AgentMemory> LayeredStore for Retained<S> {
             type Inner = S;
@@ -341,6 +341,8 @@ macro_rules! sweeping_writes {
                     Ok(done)
                 }
             )*
+
+            $($also)*
         }
     };
 }
@@ -354,11 +356,21 @@ sweeping_writes! {
     // The new session is the one that may be beyond `keep`.
     fn fork(source: &SessionId, target: &SessionId, at: Option<&MessageId>) -> SessionInfo
         => Written::Session(target);
-    fn update_session(session: &SessionId, patch: &SessionPatch) -> SessionInfo
-        => Written::Labels(patch);
     fn replace_archive(session: &SessionId, archive: &ArchiveId, messages: &[Message])
         -> ArchiveInfo => Written::Other;
     fn put_memory(item: &MemoryItem) -> MemoryItem => Written::Other;
+    also {
+        /// Sweeps only when `keep` counts per owner and the patch sets or clears the owner.
+        async fn update_session(
+            &self,
+            session: &SessionId,
+            patch: &SessionPatch,
+        ) -> Result<SessionInfo> {
+            let info = self.inner.update_session(session, patch).await?;
+            self.after(Written::Labels(patch)).await;
+            Ok(info)
+        }
+    }
 }
 
 #[cfg(test)]
