@@ -353,13 +353,22 @@ sweeping_writes! {
     fn append(session: &SessionId, messages: &[Message]) -> () => Written::Session(session);
     fn compact(session: &SessionId, replacement: &[Message]) -> ArchiveInfo
         => Written::Session(session);
-    // The new session is the one that may be beyond `keep`.
-    fn fork(source: &SessionId, target: &SessionId, at: Option<&MessageId>) -> SessionInfo
-        => Written::Session(target);
     fn replace_archive(session: &SessionId, archive: &ArchiveId, messages: &[Message])
         -> ArchiveInfo => Written::Other;
     fn put_memory(item: &MemoryItem) -> MemoryItem => Written::Other;
     also {
+        /// The new session is the one that may be beyond `keep`.
+        async fn fork(
+            &self,
+            source: &SessionId,
+            target: &SessionId,
+            at: Option<&MessageId>,
+        ) -> Result<SessionInfo> {
+            let info = self.inner.fork(source, target, at).await?;
+            self.after(Written::Session(target)).await;
+            Ok(info)
+        }
+
         /// Sweeps only when `keep` counts per owner and the patch sets or clears the owner.
         async fn update_session(
             &self,
