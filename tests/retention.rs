@@ -28,16 +28,8 @@ fn with_options(url: &str, options: &str) -> String {
     format!("{url}{joint}{options}")
 }
 
-async fn ids(store: &dyn AgentMemory) -> Vec<String> {
-    let mut ids: Vec<String> = store
-        .list_sessions()
-        .await
-        .expect("list sessions")
-        .into_iter()
-        .map(|info| info.id.to_string())
-        .collect();
-    ids.sort();
-    ids
+async fn ids(store: &dyn AgentMemory) -> Vec<SessionId> {
+    store.session_ids().await.expect("list sessions")
 }
 
 /// `keep=2`: every write that makes a session leaves the two most recently written.

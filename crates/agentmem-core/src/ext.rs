@@ -24,6 +24,7 @@ use crate::store::AgentMemory;
 /// store.append_one(&id, Message::user("hi")).await?;
 /// store.append_one(&id, Message::assistant("hello")).await?;
 /// assert!(store.session_exists(&id).await?);
+/// assert_eq!(store.session_ids().await?, [id.clone()]);
 /// assert_eq!(store.last_messages(&id, 1).await?[0].content, "hello");
 /// let fact = store.store_memory(MemoryKind::Fact, "The user prefers metric units").await?;
 /// assert_eq!(store.get_memory(&fact.id).await?, Some(fact));
@@ -58,6 +59,19 @@ pub trait AgentMemoryExt: AgentMemory {
     /// Whether the session exists.
     async fn session_exists(&self, session: &SessionId) -> Result<bool> {
         Ok(self.load(session, Some(0)).await?.is_some())
+    }
+
+    /// The ids of every session, sorted (what [`list_sessions`](crate::SessionStore::list_sessions)
+    /// lists, without the rest of each summary).
+    async fn session_ids(&self) -> Result<Vec<SessionId>> {
+        let mut ids: Vec<SessionId> = self
+            .list_sessions()
+            .await?
+            .into_iter()
+            .map(|info| info.id)
+            .collect();
+        ids.sort();
+        Ok(ids)
     }
 
     /// Stores `text` as a new memory item of `kind` and returns it as stored.

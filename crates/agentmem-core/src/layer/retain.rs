@@ -400,16 +400,8 @@ mod tests {
         InMemoryStore::new().with_layer(RetainLayer::new(Retention::new(policy).expect("policy")))
     }
 
-    async fn ids(store: &impl SessionStore) -> Vec<String> {
-        let mut ids: Vec<String> = store
-            .list_sessions()
-            .await
-            .expect("list")
-            .into_iter()
-            .map(|info| info.id.to_string())
-            .collect();
-        ids.sort();
-        ids
+    async fn ids(store: &impl AgentMemoryExt) -> Vec<SessionId> {
+        store.session_ids().await.expect("list")
     }
 
     #[tokio::test]
