@@ -2,7 +2,7 @@
 //! `/`, `%`, spaces, quotes, backslashes, some non-ASCII), written raw or percent-encoded in
 //! the URL of every scheme, no config `Debug`/`Display`, parse or open error (message,
 //! `Debug`, sources), registry error, `StoreSpec` and no tracing output contains any part of
-//! the password.
+//! the password; nor does the conversation summarizer's base URL (`Debug`, call errors).
 //!
 //! A password is random chunks of 0-3 characters between fixed canaries (`Zx0Qv`, `Zx1Qv`,
 //! …): alphanumeric, so percent-encoding, `Debug` escaping and quoting keep them whole, and
@@ -288,6 +288,45 @@ fn keyword_string_passwords_are_never_printed() {
                 format!("sslpassword='{}'", escaped(false)),
             ] {
                 assert_hidden(&text, &[agentmem_core::redact_url(&text)])?;
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// The summarizer's base URL (`OPENAI_BASE_URL`, a gateway's with credentials in it): neither
+/// its `Debug` nor the error of a call (to a refused local port, or refused before sending)
+/// shows any piece of a password in it, raw or encoded.
+#[cfg(feature = "openai")]
+#[test]
+fn summarizer_base_url_passwords_are_never_printed() {
+    use agentmem::conversation::{OpenAiSummarizer, Summarizer, SummaryRequest};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let case = std::cell::Cell::new(0u32);
+    runner()
+        .run(&password(), |password| {
+            case.set(case.get() + 1);
+            for secret in [password.clone(), encode(&password)] {
+                for base in [
+                    format!("http://127.0.0.1:{secret}@127.0.0.1:1/v1"),
+                    format!("https://user:{secret}@127.0.0.1:1/v1"),
+                ] {
+                    let summarizer = OpenAiSummarizer::new("model")
+                        .with_base_url(base.clone())
+                        .with_api_key("key")
+                        .with_timeout(Duration::from_secs(1));
+                    let mut outputs = vec![format!("{summarizer:?}")];
+                    if case.get().is_multiple_of(OPEN_EVERY) {
+                        let request = SummaryRequest::new(vec![agentmem::Message::user("hi")], 64);
+                        if let Err(e) = runtime.block_on(summarizer.summarize(&request)) {
+                            error_outputs(&e, &mut outputs);
+                        }
+                    }
+                    assert_hidden(&base, &outputs)?;
+                }
             }
             Ok(())
         })
