@@ -7,8 +7,9 @@ use agentmem_core::backend::Registry;
 use agentmem_core::{redact_url, AgentMemory, Error, Result};
 
 /// A [`Registry`] holding every backend compiled into this build (cargo features `file`,
-/// `sqlite`, `redis`, `postgres`, `mongodb`): what [`open`] dispatches through, and what
-/// [`Agent::from_config`](crate::agent::Agent::from_config) takes.
+/// `sqlite`, `redis`, `postgres`, `mongodb`) and, with feature `encryption`, the encryption a
+/// store URL asks for with `key_file=PATH` or `key=env`: what [`open`] dispatches through,
+/// and what [`Agent::from_config`](crate::agent::Agent::from_config) takes.
 ///
 /// ```
 /// use agentmem::Backend;
@@ -28,7 +29,31 @@ pub fn registry() -> Registry {
     let registry = registry.with::<agentmem_postgres::PostgresConfig>();
     #[cfg(feature = "mongodb")]
     let registry = registry.with::<agentmem_mongodb::MongoConfig>();
+    #[cfg(feature = "encryption")]
+    let registry = registry.with_encryption(encryption);
     registry
+}
+
+/// Reads the key a store URL names (`key_file=PATH`, `key=env`) and wraps the store in
+/// [`EncryptLayer`](agentmem_crypt::EncryptLayer) with it.
+#[cfg(feature = "encryption")]
+fn encryption(source: &agentmem_core::KeySource) -> Result<agentmem_core::backend::StoreWrapper> {
+    use agentmem_core::layer::Layer as _;
+    use agentmem_core::KeySource;
+    use agentmem_crypt::{EncryptLayer, MasterKey};
+    let key = match source {
+        KeySource::File(path) => MasterKey::from_file(path)?,
+        KeySource::Env => MasterKey::from_env()?,
+        _ => {
+            return Err(Error::unsupported(
+                "this build does not know where that encryption key is",
+            ))
+        }
+    };
+    let layer = EncryptLayer::new(&key);
+    Ok(Box::new(move |store: Arc<dyn AgentMemory>| {
+        Arc::new(layer.layer(store)) as Arc<dyn AgentMemory>
+    }))
 }
 
 /// Opens the store a URL names, among the backends compiled into this build (see

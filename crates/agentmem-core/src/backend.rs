@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use crate::error::{Error, Result};
 use crate::redact::redact_url;
 use crate::store::{AgentMemory, Capabilities};
-use crate::store_options::StoreOptions;
+use crate::store_options::{KeySource, StoreOptions};
 use crate::Layered;
 
 /// A backend's connection settings: parsed from the backend's URLs ([`FromStr`]), adjusted
@@ -145,6 +145,14 @@ fn open_with<C: BackendConfig>(url: &str) -> Opening<'_> {
     })
 }
 
+/// What wraps an opened store in encryption, made from the key a store URL names
+/// ([`Registry::with_encryption`]).
+pub type StoreWrapper = Box<dyn FnOnce(Arc<dyn AgentMemory>) -> Arc<dyn AgentMemory> + Send>;
+
+/// Reads the key a store URL names and returns what wraps the store in encryption with it:
+/// called before the store is opened, so a bad key opens (and creates) nothing.
+pub type Encryption = fn(&KeySource) -> Result<StoreWrapper>;
+
 /// The backends a program can open by URL, by their schemes.
 ///
 /// ```
@@ -159,6 +167,7 @@ fn open_with<C: BackendConfig>(url: &str) -> Opening<'_> {
 #[derive(Clone, Default)]
 pub struct Registry {
     entries: Vec<Entry>,
+    encryption: Option<Encryption>,
 }
 
 impl fmt::Debug for Registry {
@@ -192,6 +201,14 @@ impl Registry {
             info: C::INFO,
             open: open_with::<C>,
         });
+        self
+    }
+
+    /// Opens the stores whose URL names a key (`key_file=PATH`, `key=env`) through
+    /// `encryption` (the facade registers `agentmem-crypt`'s with its feature `encryption`).
+    /// Without it, such a URL is refused (`Unsupported`).
+    pub fn with_encryption(mut self, encryption: Encryption) -> Self {
+        self.encryption = Some(encryption);
         self
     }
 
@@ -230,8 +247,9 @@ impl Registry {
     }
 
     /// Opens the store `url` names with the backend registered for its scheme, after taking
-    /// the store-level options ([`StoreOptions`]: retention) off it; a store asked for
-    /// retention wears a [`RetainLayer`](crate::layer::RetainLayer).
+    /// the store-level options ([`StoreOptions`]) off it: a store asked for retention wears a
+    /// [`RetainLayer`](crate::layer::RetainLayer), and outside it, for a URL naming a key, the
+    /// registered [`Encryption`] (the key is read before the store is opened).
     ///
     /// `InvalidInput` for a URL without a scheme, `Unsupported` for a scheme no registered
     /// backend accepts; otherwise what the backend's config and `connect` return.
@@ -245,7 +263,21 @@ impl Registry {
         match self.entry_for(url) {
             Some(entry) => {
                 let (url, options) = StoreOptions::split(url)?;
-                Ok(options.apply((entry.open)(&url).await?))
+                let encrypt =
+                    match (options.key(), self.encryption) {
+                        (None, _) => None,
+                        (Some(key), Some(encryption)) => Some(encryption(key)?),
+                        (Some(_), None) => return Err(Error::unsupported(
+                            "the store URL names an encryption key (key_file or key), but this \
+                             program opens stores without encryption; with the agentmem crate, \
+                             enable its feature \"encryption\"",
+                        )),
+                    };
+                let store = options.apply((entry.open)(&url).await?);
+                Ok(match encrypt {
+                    Some(encrypt) => encrypt(store),
+                    None => store,
+                })
             }
             None => Err(Error::unsupported(format!(
                 "no backend for URL scheme {scheme:?} is registered (registered: {})",
@@ -306,6 +338,10 @@ mod tests {
             assert!(err.to_string().contains("mem, memory"), "{err}");
             let err = registry.open("no scheme").await.expect_err("no scheme");
             assert_eq!(err.kind(), ErrorKind::InvalidInput);
+            // A key without encryption registered is refused, not ignored.
+            let err = registry.open("mem://x?key=env").await.expect_err("key");
+            assert_eq!(err.kind(), ErrorKind::Unsupported);
+            assert!(err.to_string().contains("\"encryption\""), "{err}");
         });
     }
 }

@@ -1,6 +1,7 @@
 //! [`StoreOptions`]: the options of a store URL that belong to the store as a whole, not to
 //! its backend (retention), taken off the URL before the backend parses the rest.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,12 +15,37 @@ const RETAIN: &str = "retain";
 const RETAIN_MEMORIES: &str = "retain_memories";
 const KEEP_PER: &str = "keep_per";
 const RETAIN_EVERY: &str = "retain_every";
-const OPTIONS: [&str; 5] = [KEEP, RETAIN, RETAIN_MEMORIES, KEEP_PER, RETAIN_EVERY];
+const KEY_FILE: &str = "key_file";
+const KEY: &str = "key";
+const OPTIONS: [&str; 7] = [
+    KEEP,
+    RETAIN,
+    RETAIN_MEMORIES,
+    KEEP_PER,
+    RETAIN_EVERY,
+    KEY_FILE,
+    KEY,
+];
+
+/// Where a store URL says the key of an encrypted store is: `key_file=PATH` (a file that only
+/// its owner may read, holding the key in base64) or `key=env` (`AGENTMEM_ENCRYPTION_KEY`).
+/// What opens the store with it is the program's encryption (the facade's feature
+/// `encryption`; see [`Registry::with_encryption`](crate::backend::Registry::with_encryption)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeySource {
+    /// The key file at this path.
+    File(PathBuf),
+    /// The environment variable `AGENTMEM_ENCRYPTION_KEY`.
+    Env,
+}
 
 /// What a store URL asks of the store as a whole, whatever its backend: its
 /// [`Retention`] (`keep=N`, `retain=DURATION`, `retain_memories=DURATION`, `keep_per=owner`,
-/// `retain_every=DURATION`). [`Registry::open`](crate::backend::Registry::open) takes these
-/// options off the URL, opens the store with the rest and wraps it ([`apply`](Self::apply)).
+/// `retain_every=DURATION`) and its encryption key ([`KeySource`]: `key_file=PATH`,
+/// `key=env`). [`Registry::open`](crate::backend::Registry::open) takes these options off the
+/// URL, opens the store with the rest and wraps it ([`apply`](Self::apply), then the
+/// registry's encryption).
 ///
 /// ```
 /// use agentmem_core::StoreOptions;
@@ -32,6 +58,7 @@ const OPTIONS: [&str; 5] = [KEEP, RETAIN, RETAIN_MEMORIES, KEEP_PER, RETAIN_EVER
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoreOptions {
     retention: Option<Retention>,
+    key: Option<KeySource>,
 }
 
 impl StoreOptions {
@@ -73,7 +100,32 @@ impl StoreOptions {
     }
 
     fn parse(found: &[Option<&str>; OPTIONS.len()]) -> Result<StoreOptions> {
-        let [keep, retain, retain_memories, keep_per, every] = *found;
+        let [keep, retain, retain_memories, keep_per, every, key_file, key] = *found;
+        let key = match (key_file, key) {
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid_input(format!(
+                    "store URL options `{KEY_FILE}` and `{KEY}` both name a key; give one"
+                )))
+            }
+            (Some(path), None) => {
+                let path = crate::support::percent_decode(path)
+                    .filter(|p| !p.is_empty())
+                    .ok_or_else(|| {
+                        Error::invalid_input(format!(
+                            "store URL option `{KEY_FILE}` takes a percent-encoded file path"
+                        ))
+                    })?;
+                Some(KeySource::File(PathBuf::from(path)))
+            }
+            (None, Some(v)) if v.eq_ignore_ascii_case("env") => Some(KeySource::Env),
+            (None, Some(_)) => {
+                return Err(Error::invalid_input(format!(
+                    "store URL option `{KEY}` takes `env` (the key in AGENTMEM_ENCRYPTION_KEY); \
+                     a key file is `{KEY_FILE}=PATH`"
+                )))
+            }
+            (None, None) => None,
+        };
         let duration = |name: &str, value: Option<&str>| {
             value
                 .map(|v| {
@@ -104,7 +156,10 @@ impl StoreOptions {
                      `{KEEP}`, `{RETAIN}` or `{RETAIN_MEMORIES}`"
                 )));
             }
-            return Ok(StoreOptions::default());
+            return Ok(StoreOptions {
+                retention: None,
+                key,
+            });
         }
         let mut retention = Retention::new(policy)?;
         match keep_per {
@@ -121,6 +176,7 @@ impl StoreOptions {
         }
         Ok(StoreOptions {
             retention: Some(retention),
+            key,
         })
     }
 
@@ -129,12 +185,18 @@ impl StoreOptions {
         self.retention.as_ref()
     }
 
-    /// Whether the URL asked for nothing at the store level.
-    pub fn is_empty(&self) -> bool {
-        self.retention.is_none()
+    /// Where the URL says the encryption key is, if it asks for encryption.
+    pub fn key(&self) -> Option<&KeySource> {
+        self.key.as_ref()
     }
 
-    /// `store` as these options ask: wearing a [`RetainLayer`] when retention is asked for.
+    /// Whether the URL asked for nothing at the store level.
+    pub fn is_empty(&self) -> bool {
+        self.retention.is_none() && self.key.is_none()
+    }
+
+    /// `store` as these options ask, but for encryption (which is not core's): wearing a
+    /// [`RetainLayer`] when retention is asked for.
     pub fn apply(&self, store: Arc<dyn AgentMemory>) -> Arc<dyn AgentMemory> {
         match &self.retention {
             Some(retention) => Arc::new(RetainLayer::new(retention.clone()).layer(store)),
@@ -270,6 +332,31 @@ mod tests {
             "mongodb://h/?a=1&b",
         ] {
             assert_eq!(split(plain), (plain.to_string(), None), "{plain}");
+        }
+    }
+
+    #[test]
+    fn key_options_name_a_file_or_the_environment() {
+        let (rest, options) =
+            StoreOptions::split("sqlite://a.db?key_file=%2Fkeys%2Fmy%20key&mode=rwc").unwrap();
+        assert_eq!(rest, "sqlite://a.db?mode=rwc");
+        assert_eq!(
+            options.key(),
+            Some(&KeySource::File(PathBuf::from("/keys/my key")))
+        );
+        assert!(options.retention().is_none());
+        let (_, options) = StoreOptions::split("file:///x?key=ENV&keep=3").unwrap();
+        assert_eq!(options.key(), Some(&KeySource::Env));
+        assert!(options.retention().is_some());
+        for bad in [
+            "file:///x?key=env&key_file=/k",
+            "file:///x?key=hunter2",
+            "file:///x?key_file=",
+            "file:///x?key_file=%zz",
+        ] {
+            let err = StoreOptions::split(bad).expect_err(bad);
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
+            assert!(!err.to_string().contains("hunter2"), "{err}");
         }
     }
 
