@@ -60,19 +60,16 @@ async fn fresh(backend: &'static str) -> Option<TestStore> {
 
 /// The backends compiled in.
 fn backends() -> Vec<&'static str> {
-    #[allow(unused_mut, reason = "empty when no backend is compiled in")]
-    let mut all = Vec::new();
-    #[cfg(feature = "file")]
-    all.push("file");
-    #[cfg(feature = "sqlite")]
-    all.push("sqlite");
-    #[cfg(feature = "redis")]
-    all.push("redis");
-    #[cfg(feature = "postgres")]
-    all.push("postgres");
-    #[cfg(feature = "mongodb")]
-    all.push("mongodb");
-    all
+    [
+        ("file", cfg!(feature = "file")),
+        ("sqlite", cfg!(feature = "sqlite")),
+        ("redis", cfg!(feature = "redis")),
+        ("postgres", cfg!(feature = "postgres")),
+        ("mongodb", cfg!(feature = "mongodb")),
+    ]
+    .into_iter()
+    .filter_map(|(backend, compiled)| compiled.then_some(backend))
+    .collect()
 }
 
 /// `store` wearing the encryption layer under a new key.
