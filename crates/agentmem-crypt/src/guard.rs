@@ -13,7 +13,7 @@ use agentmem_core::{
 use std::sync::Arc;
 
 use crate::cipher::{envelope_key_id, CryptoError, METADATA_KEY};
-use crate::key::{KeyId, KEY_ENV};
+use crate::key::KeyId;
 use crate::marker::{read_marker, Access, MarkerCache};
 
 /// The layer for a store opened without a key (the CLI wears it when neither
@@ -103,15 +103,13 @@ fn check_items<'a>(items: impl IntoIterator<Item = &'a MemoryItem>, op: Operatio
     Ok(())
 }
 
-/// The error for an operation refused because the store is marked encrypted with `found`.
+/// The error for an operation refused because the store is marked encrypted with `found`;
+/// its source says how to give the key.
 fn encrypted_store(found: KeyId, op: Operation) -> Error {
     let why = CryptoError::NoKey { found };
-    Error::new(
-        why.kind(),
-        format!("the store is encrypted; give its key with {KEY_ENV} or a key file to {op}"),
-    )
-    .with_source(why)
-    .with_operation(op)
+    Error::new(why.kind(), "the store is encrypted")
+        .with_source(why)
+        .with_operation(op)
 }
 
 impl<S: AgentMemory> NoKey<S> {
