@@ -465,3 +465,45 @@ async fn writing_with_a_new_key_that_reads_the_marked_one_marks_the_store_as_bei
         );
     }
 }
+
+/// The key check value, not the key id, decides: a marker naming the key's id with another
+/// check value (copied from elsewhere, or edited) is refused, and the stored value is the
+/// same for every handle of one key.
+#[tokio::test]
+async fn a_marker_with_the_right_key_id_but_another_check_value_is_refused() {
+    for (raw, _dir) in stores().await {
+        let key = key();
+        let probe: Store = Arc::new(InMemoryStore::new());
+        with_key(&probe, &key)
+            .append_one(&sid("a"), Message::user("x"))
+            .await
+            .expect("append");
+        let genuine = marker(&probe).await.expect("marked");
+        let forged = serde_json::json!({
+            "v": 1,
+            "key": key.id().to_string(),
+            "check": "AAAAAAAAAAAAAAAAAAAAAA",
+        })
+        .to_string();
+        assert_ne!(genuine.key.check, "AAAAAAAAAAAAAAAAAAAAAA");
+        assert!(raw
+            .set_store_property(MARKER_PROPERTY, None, &forged)
+            .await
+            .expect("plant a marker"));
+        let before = snapshot(&raw).await;
+        assert_wrong_key(
+            with_key(&raw, &key)
+                .append_one(&sid("b"), Message::user("x"))
+                .await,
+            "a forged check value",
+        );
+        assert_eq!(snapshot(&raw).await, before);
+        // Another handle of the same key marks a store with the same check value.
+        let again: Store = Arc::new(InMemoryStore::new());
+        with_key(&again, &key)
+            .append_one(&sid("a"), Message::user("y"))
+            .await
+            .expect("append");
+        assert_eq!(marker(&again).await, Some(genuine));
+    }
+}
