@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use common::{agentmem, column, fails, file_url, json, ok, rows};
+use common::{agentmem, column, fails, file_url, fixture, json, ok, rows};
 use serde_json::Value;
 
 /// A store of each kind under `dir`: its name, URL and the files it writes (every file under
@@ -384,6 +384,47 @@ fn an_encryption_key_keeps_text_out_of_the_store() {
         2,
     );
     assert!(rekey.contains("chmod 600"), "{rekey}");
+}
+
+/// An encrypted store is marked as such: without a key, `append` (to a new session too),
+/// `import` and a `migrate` into it are refused before anything is written, naming how to
+/// give the key, and the store is left as it was.
+#[test]
+fn writes_without_a_key_into_an_encrypted_store_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    write_key(&key, 1);
+    let plain = file_url(&dir.path().join("plain"));
+    ok(at(&plain).args(["append", "from-plain", "--role", "user", "hello"]));
+    for (name, url, _) in stores(dir.path()) {
+        let mut with_key = at(&url);
+        with_key.arg("--encryption-key-file").arg(&key);
+        ok(with_key.args(["append", "vault", "--role", "user", "secret"]));
+        let refused = |mut cmd: Command, what: &str| {
+            let err = fails(&mut cmd, 2);
+            assert!(
+                err.contains("encrypted") && err.contains("AGENTMEM_ENCRYPTION_KEY"),
+                "{name}: {what}: {err}"
+            );
+        };
+        let mut append = at(&url);
+        append.args(["append", "new-session", "--role", "user", "plain"]);
+        refused(append, "append to a new session");
+        let mut import = at(&url);
+        import
+            .arg("import")
+            .arg(fixture("export.jsonl"))
+            .args(["--format", "jsonl"]);
+        refused(import, "import");
+        let mut migrate = agentmem();
+        migrate.args(["migrate", "--from", &plain, "--to", &url]);
+        refused(migrate, "migrate into it");
+        assert_eq!(listed(&url, &[]), ["vault"], "{name}: nothing was written");
+        let mut show = at(&url);
+        show.arg("--encryption-key-file").arg(&key);
+        let (_, read) = messages_with(show, "vault");
+        assert_eq!(read, ["secret"], "{name}: the key still reads it");
+    }
 }
 
 /// The ids and contents of a session's messages, as `cmd show --json` prints them.

@@ -95,6 +95,12 @@ impl SessionStore for Noop {
     ) -> Result<ArchiveInfo> {
         Err(Error::not_found("no archive"))
     }
+    async fn store_property(&self, _: &str) -> Result<Option<String>> {
+        Ok(None)
+    }
+    async fn set_store_property(&self, _: &str, _: Option<&str>, _: &str) -> Result<bool> {
+        Ok(true)
+    }
 }
 
 #[async_trait]

@@ -72,6 +72,8 @@ struct State {
     sessions: BTreeMap<SessionId, StoredSession>,
     /// Memory items in insertion order (listing sorts them by creation time).
     memories: Vec<MemoryItem>,
+    /// Store properties by name.
+    properties: BTreeMap<String, String>,
 }
 
 /// One session with its archives.
@@ -403,6 +405,24 @@ impl SessionStore for InMemoryStore {
             .take(query.limit.saturating_add(1))
             .collect();
         Ok(query.page(matching))
+    }
+
+    async fn store_property(&self, name: &str) -> Result<Option<String>> {
+        Ok(self.state().properties.get(name).cloned())
+    }
+
+    async fn set_store_property(
+        &self,
+        name: &str,
+        expected: Option<&str>,
+        value: &str,
+    ) -> Result<bool> {
+        let mut state = self.state();
+        if state.properties.get(name).map(String::as_str) != expected {
+            return Ok(false);
+        }
+        state.properties.insert(name.to_owned(), value.to_owned());
+        Ok(true)
     }
 }
 

@@ -404,6 +404,42 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
         archive: &ArchiveId,
         messages: &[Message],
     ) -> Result<ArchiveInfo>;
+
+    /// The store property `name` (see [`set_store_property`](Self::set_store_property)), or
+    /// `None` when it was never set. `InvalidInput` for a name
+    /// [`check_property_name`](crate::check_property_name) refuses.
+    async fn store_property(&self, name: &str) -> Result<Option<String>>;
+
+    /// Sets the store property `name` to `value` if, and only if, it is now `expected`
+    /// (`None`: not set), in one atomic step, also against other processes; returns whether
+    /// it was set. So `expected: None` inserts only when absent: of two racing inserts,
+    /// exactly one returns `true`. `InvalidInput` for a name or value
+    /// [`check_property_name`](crate::check_property_name) or
+    /// [`check_property_value`](crate::check_property_value) refuses.
+    ///
+    /// Store properties are a few short values a store keeps about itself, not about any
+    /// session: the encryption layer records there that, and under which key, the store is
+    /// encrypted. They are not listed, exported or purged, and live as long as the store.
+    ///
+    /// ```
+    /// use agentmem_core::{InMemoryStore, SessionStore};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemoryStore::new();
+    /// assert_eq!(store.store_property("app.owner").await?, None);
+    /// assert!(store.set_store_property("app.owner", None, "ada").await?);
+    /// // Already set: an insert-if-absent does nothing.
+    /// assert!(!store.set_store_property("app.owner", None, "bob").await?);
+    /// assert!(store.set_store_property("app.owner", Some("ada"), "bob").await?);
+    /// assert_eq!(store.store_property("app.owner").await?.as_deref(), Some("bob"));
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    async fn set_store_property(
+        &self,
+        name: &str,
+        expected: Option<&str>,
+        value: &str,
+    ) -> Result<bool>;
 }
 
 /// Memory items (facts, insights, …) and the context built from them: the half of a store that

@@ -1,6 +1,6 @@
 //! What the encryption layer costs, over core's in-memory store (so the timing is the layer's
 //! work): an append, loading a session, a search (which decrypts every message it covers) and
-//! a memory put, each plain and encrypted.
+//! a memory put, each plain, without a key (`NoKeyLayer`) and encrypted.
 //!
 //! `cargo bench -p agentmem-crypt --bench crypt`. With `AGENTMEM_BENCH_QUICK=1` criterion
 //! takes fewer samples and the sessions are smaller (for CI).
@@ -16,14 +16,21 @@ use agentmem_core::{
     AgentMemory, AgentMemoryExt, InMemoryStore, MemoryItem, MemoryKind, Message, MessageQuery,
     SessionId,
 };
-use agentmem_crypt::{EncryptLayer, MasterKey};
+use agentmem_crypt::{EncryptLayer, MasterKey, NoKeyLayer};
 use agentmem_testkit::bench::{append_batches, criterion, fill, quick_group, quick_or, runtime};
 use criterion::{criterion_group, BenchmarkId, Criterion};
 
-fn stores() -> [(&'static str, Arc<dyn AgentMemory>); 2] {
+/// `no-key` is a plain store through `NoKeyLayer`, which reads the store's encryption marker
+/// before each write (and the newest record an append joins): against `plain`, what that
+/// costs.
+fn stores() -> [(&'static str, Arc<dyn AgentMemory>); 3] {
     let key = MasterKey::generate().unwrap();
     [
         ("plain", Arc::new(InMemoryStore::new())),
+        (
+            "no-key",
+            Arc::new(InMemoryStore::new().with_layer(NoKeyLayer)),
+        ),
         (
             "encrypted",
             Arc::new(InMemoryStore::new().with_layer(EncryptLayer::new(&key))),

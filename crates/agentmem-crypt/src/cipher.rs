@@ -12,6 +12,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 use crate::key::{KeyId, MasterKey};
+use crate::marker::KeyCheck;
 
 /// What every encrypted string starts with: `agentmem-enc:v1:<key id>:<base64url(nonce ‖
 /// ciphertext ‖ tag)>`.
@@ -30,6 +31,10 @@ pub const KEY_TOKEN_PREFIX: &str = "agentmem-key:v1:";
 const DOMAIN: &[u8] = b"agentmem-crypt/v1";
 const SESSION_INFO: &[u8] = b"agentmem-crypt/v1/session\0";
 const MEMORY_INFO: &[u8] = b"agentmem-crypt/v1/memory\0";
+/// HKDF info of the key the store marker's key check value is made with, and the label it
+/// is made of.
+const STORE_CHECK_INFO: &[u8] = b"agentmem-crypt/v1/store-check\0";
+const STORE_CHECK_LABEL: &[u8] = b"agentmem-crypt/v1/store-marker";
 
 const NONCE_BYTES: usize = 12;
 const TAG_BYTES: usize = 16;
@@ -74,7 +79,7 @@ impl fmt::Display for CryptoError {
             }
             CryptoError::NoKey { found } => write!(
                 f,
-                "encrypted with key {found}, but no encryption key is given (set {})",
+                "encrypted with key {found}, but no encryption key is given (set {} or give a key file)",
                 crate::key::KEY_ENV
             ),
             CryptoError::Tampered => {
@@ -168,6 +173,29 @@ impl Keyring {
     /// The ids of every key held, the write key first.
     pub fn ids(&self) -> Vec<KeyId> {
         self.entries.iter().map(|e| e.id).collect()
+    }
+
+    /// The key check value of the held key `id` (see [`KeyCheck`]); `InvalidInput` when the
+    /// key is not held.
+    pub(crate) fn key_check(&self, id: KeyId) -> Result<KeyCheck, Error> {
+        let entry = self
+            .entries
+            .iter()
+            .find(|e| e.id == id)
+            .ok_or_else(|| Error::invalid_input(format!("key {id} is not held")))?;
+        let mut okm = zeroize::Zeroizing::new([0u8; 32]);
+        entry
+            .hkdf
+            .expand(STORE_CHECK_INFO, okm.as_mut())
+            .map_err(|_| Error::backend("the key check key cannot be derived"))?;
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(okm.as_ref())
+            .map_err(|_| Error::backend("the key check key cannot be derived"))?;
+        mac.update(STORE_CHECK_LABEL);
+        let tag = mac.finalize().into_bytes();
+        Ok(KeyCheck {
+            key: id,
+            check: base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&tag[..16]),
+        })
     }
 
     fn derive(&self, id: KeyId, domain: &Domain<'_>) -> Option<RecordKey> {

@@ -6,7 +6,11 @@
 /// and those that read or write nothing encrypted, passed through as they are: `backend`,
 /// `schema_version`, `list_sessions`, `delete_session`, `list_archives`, `purge`,
 /// `update_session` and `find_sessions` (labels and the expiry time are kept in the clear: they
-/// are lookup keys, see the crate README), and `delete_memory`.
+/// are lookup keys, see the crate README), `delete_memory`, and `store_property` and
+/// `set_store_property` (the marker is read and written through them).
+///
+/// Each passed-through operation but the last three first calls the invoking layer's
+/// `check_store(Operation)`, which checks the store's encryption marker (see `marker.rs`).
 ///
 /// The types their signatures name are those of the invoking module's imports.
 ///
@@ -33,18 +37,22 @@ macro_rules! layered_store_passing_the_clear {
             }
 
             async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
+                self.check_store(Operation::ListSessions).await?;
                 self.inner.list_sessions().await
             }
 
             async fn delete_session(&self, session: &SessionId) -> Result<bool> {
+                self.check_store(Operation::DeleteSession).await?;
                 self.inner.delete_session(session).await
             }
 
             async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
+                self.check_store(Operation::ListArchives).await?;
                 self.inner.list_archives(session).await
             }
 
             async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
+                self.check_store(Operation::Purge).await?;
                 self.inner.purge(policy).await
             }
 
@@ -53,14 +61,30 @@ macro_rules! layered_store_passing_the_clear {
                 session: &SessionId,
                 patch: &SessionPatch,
             ) -> Result<SessionInfo> {
+                self.check_store(Operation::UpdateSession).await?;
                 self.inner.update_session(session, patch).await
             }
 
             async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
+                self.check_store(Operation::FindSessions).await?;
                 self.inner.find_sessions(query).await
             }
 
+            async fn store_property(&self, name: &str) -> Result<Option<String>> {
+                self.inner.store_property(name).await
+            }
+
+            async fn set_store_property(
+                &self,
+                name: &str,
+                expected: Option<&str>,
+                value: &str,
+            ) -> Result<bool> {
+                self.inner.set_store_property(name, expected, value).await
+            }
+
             async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
+                self.check_store(Operation::DeleteMemory).await?;
                 self.inner.delete_memory(id).await
             }
 

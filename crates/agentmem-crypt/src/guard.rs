@@ -10,20 +10,32 @@ use agentmem_core::{
     SessionPage, SessionPatch, SessionQuery,
 };
 
+use std::sync::Arc;
+
 use crate::cipher::{envelope_key_id, CryptoError, METADATA_KEY};
+use crate::key::KeyId;
+use crate::marker::{read_marker, Access, MarkerCache};
 
 /// The layer for a store opened without a key (the CLI wears it when neither
-/// `AGENTMEM_ENCRYPTION_KEY` nor a key file is given): plaintext passes through untouched, and
-/// any encrypted record read is refused with [`CryptoError::NoKey`] (`InvalidInput`). An
-/// append, compaction or memory put first reads the newest record it would join (one extra
-/// read) and refuses to mix plaintext into an encrypted session or memory.
+/// `AGENTMEM_ENCRYPTION_KEY` nor a key file is given).
+///
+/// A store marked encrypted (see [`StoreMarker`](crate::StoreMarker)) is refused with
+/// [`CryptoError::NoKey`] (`InvalidInput`) before anything is read or written, for every
+/// write and every read of records; listing ids, labels and archive summaries and deleting
+/// stay allowed (see the crate README). On an unmarked store plaintext passes through
+/// untouched, any encrypted record read is refused the same way, and an append, compaction or
+/// memory put first reads the newest record it would join (one extra read) and refuses to mix
+/// plaintext into an encrypted session or memory.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoKeyLayer;
 
 impl<S: AgentMemory> Layer<S> for NoKeyLayer {
     type Store = NoKey<S>;
     fn layer(&self, inner: S) -> NoKey<S> {
-        NoKey { inner }
+        NoKey {
+            inner,
+            marker: Arc::default(),
+        }
     }
 }
 
@@ -31,6 +43,8 @@ impl<S: AgentMemory> Layer<S> for NoKeyLayer {
 #[derive(Debug, Clone)]
 pub struct NoKey<S> {
     inner: S,
+    /// What the store's encryption marker was found to be, shared by clones.
+    marker: Arc<MarkerCache>,
 }
 
 impl<S> NoKey<S> {
@@ -89,7 +103,46 @@ fn check_items<'a>(items: impl IntoIterator<Item = &'a MemoryItem>, op: Operatio
     Ok(())
 }
 
+/// The error for an operation refused because the store is marked encrypted with `found`;
+/// its source says how to give the key.
+fn encrypted_store(found: KeyId, op: Operation) -> Error {
+    let why = CryptoError::NoKey { found };
+    Error::new(why.kind(), "the store is encrypted")
+        .with_source(why)
+        .with_operation(op)
+}
+
 impl<S: AgentMemory> NoKey<S> {
+    /// Refuses `op` when the store is marked encrypted (see `marker.rs`), before anything is
+    /// read or written. Allowed on a marked store: store properties, listing session ids,
+    /// labels and archive summaries (kept in the clear), and deleting sessions and items
+    /// (`delete_session`, `delete_memory`, `purge`): a delete writes nothing that could mix
+    /// plaintext into the store, and removing data must not need the key.
+    ///
+    /// Cost: the marker is read once per store handle for reads; before each write it is read
+    /// again until the store is seen marked (another process may mark it at any time, and a
+    /// plaintext write into a store marked a moment ago is what this layer exists to refuse).
+    /// One small read per write: `cargo bench -p agentmem-crypt --bench crypt` measures
+    /// `append_one/no-key` against `append_one/plain`.
+    async fn check_store(&self, op: Operation) -> Result<()> {
+        let access = Access::of(op);
+        if matches!(access, Access::Property | Access::Listing | Access::Delete) {
+            return Ok(());
+        }
+        if let Some(found) = self.marker.marked() {
+            return Err(encrypted_store(found, op));
+        }
+        if self.marker.seen_unmarked() && !access.writes() {
+            return Ok(());
+        }
+        let marker = read_marker(&self.inner).await?.map(|(_, marker)| marker);
+        self.marker.seen(marker.as_ref());
+        match marker {
+            Some(marker) => Err(encrypted_store(marker.key.key, op)),
+            None => Ok(()),
+        }
+    }
+
     /// Refuses to add plaintext to `session` when its newest message or metadata is encrypted.
     /// Reads the smallest window that holds a message: one, unless the newest are tool
     /// results whose call falls outside it (a window never starts with those), then a wider
@@ -126,17 +179,20 @@ layered_store_passing_the_clear! {
         self.inner.capabilities()
     }
 
-    /// Replaces the whole session, so nothing encrypted is left to mix with: passed through.
+    /// Refused on a marked store; on an unmarked one it replaces the whole session, so
+    /// nothing encrypted is left to mix with: passed through.
     async fn save_session(
         &self,
         id: &SessionId,
         history: &[Message],
         meta: &Metadata,
     ) -> Result<()> {
+        self.check_store(Operation::SaveSession).await?;
         self.inner.save_session(id, history, meta).await
     }
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
+        self.check_store(Operation::Append).await?;
         if !messages.is_empty() {
             self.check_joining(session, Operation::Append).await?;
         }
@@ -144,6 +200,7 @@ layered_store_passing_the_clear! {
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
+        self.check_store(Operation::Load).await?;
         let loaded = self.inner.load(session, limit).await?;
         if let Some(stored) = &loaded {
             check_session(stored, Operation::Load)?;
@@ -152,11 +209,13 @@ layered_store_passing_the_clear! {
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
+        self.check_store(Operation::Compact).await?;
         self.check_joining(session, Operation::Compact).await?;
         self.inner.compact(session, replacement).await
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
+        self.check_store(Operation::LoadArchive).await?;
         let loaded = self.inner.load_archive(session, archive).await?;
         let found = loaded.messages.iter().find_map(message_key);
         refuse(
@@ -170,6 +229,7 @@ layered_store_passing_the_clear! {
     /// The store's own search: an encrypted store's index holds no words, so it finds nothing
     /// there, and a hit that is encrypted is refused.
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
+        self.check_store(Operation::SearchMessages).await?;
         let hits = self.inner.search_messages(query, scope).await?;
         for hit in &hits {
             let what = format!("a message of session `{}`", hit.session);
@@ -186,6 +246,7 @@ layered_store_passing_the_clear! {
         target: &SessionId,
         at: Option<&MessageId>,
     ) -> Result<SessionInfo> {
+        self.check_store(Operation::Fork).await?;
         self.check_readable(source, Operation::Fork).await?;
         self.inner.fork(source, target, at).await
     }
@@ -197,6 +258,7 @@ layered_store_passing_the_clear! {
         archive: &ArchiveId,
         messages: &[Message],
     ) -> Result<ArchiveInfo> {
+        self.check_store(Operation::ReplaceArchive).await?;
         LayeredStore::load_archive(self, session, archive).await?;
         self.inner.replace_archive(session, archive, messages).await
     }
@@ -205,6 +267,7 @@ layered_store_passing_the_clear! {
     /// first), then the store's own rewind; removed messages that turn out encrypted (written
     /// in between) are refused as well.
     async fn rewind(&self, session: &SessionId, to: &Rewind) -> Result<Vec<Message>> {
+        self.check_store(Operation::Rewind).await?;
         self.check_readable(session, Operation::Rewind).await?;
         let removed = self.inner.rewind(session, to).await?;
         let found = removed.iter().find_map(message_key);
@@ -213,6 +276,7 @@ layered_store_passing_the_clear! {
     }
 
     async fn get_context(&self, query: Option<&str>) -> Result<String> {
+        self.check_store(Operation::GetContext).await?;
         let context = self.inner.get_context(query).await?;
         let found = context
             .match_indices(crate::ENVELOPE_PREFIX)
@@ -222,6 +286,7 @@ layered_store_passing_the_clear! {
     }
 
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
+        self.check_store(Operation::PutMemory).await?;
         let newest = self
             .inner
             .list_memories(&MemoryFilter::default().with_limit(1))
@@ -231,18 +296,21 @@ layered_store_passing_the_clear! {
     }
 
     async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
+        self.check_store(Operation::GetMemory).await?;
         let item = self.inner.get_memory(id).await?;
         check_items(&item, Operation::GetMemory)?;
         Ok(item)
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
+        self.check_store(Operation::ListMemories).await?;
         let items = self.inner.list_memories(filter).await?;
         check_items(&items, Operation::ListMemories)?;
         Ok(items)
     }
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
+        self.check_store(Operation::SearchMemories).await?;
         let hits = self.inner.search_memories(query, filter).await?;
         check_items(hits.iter().map(|h| &h.item), Operation::SearchMemories)?;
         Ok(hits)

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::Arc;
 
 use agentmem_core::backend::BackendInfo;
 use agentmem_core::layer::{
@@ -22,6 +23,7 @@ use crate::cipher::{
     METADATA_KEY,
 };
 use crate::key::MasterKey;
+use crate::marker::{read_marker, Access, MarkerCache, StoreMarker, MARKER_PROPERTY};
 
 /// The most bytes a tool call id or tool name may have after encryption: what
 /// [`Message::validate`] allows.
@@ -75,6 +77,7 @@ impl<S: AgentMemory> Layer<S> for EncryptLayer {
         Encrypted {
             inner,
             keys: self.keys.clone(),
+            marker: Arc::default(),
         }
     }
 }
@@ -86,6 +89,8 @@ impl<S: AgentMemory> Layer<S> for EncryptLayer {
 pub struct Encrypted<S> {
     inner: S,
     keys: Keyring,
+    /// What the store's encryption marker was found to be, shared by clones.
+    marker: Arc<MarkerCache>,
 }
 
 impl<S> Encrypted<S> {
@@ -483,10 +488,72 @@ fn open_one_item(keys: &Keyring, item: MemoryItem) -> Result<MemoryItem> {
 // ---- the store ---------------------------------------------------------------------------
 
 impl<S: AgentMemory> Encrypted<S> {
-    /// Runs `work`, labelling an error that has no operation yet (one raised here rather than
-    /// by the store inside) with `op` and the backend.
+    /// Checks the store's encryption marker before `op` (see `marker.rs`): a store marked
+    /// with a key this layer does not hold is refused (`InvalidInput`, [`CryptoError::WrongKey`])
+    /// before anything is read or written. Listing ids and labels, and deleting, are not
+    /// checked (as without a key: see [`NoKeyLayer`](crate::NoKeyLayer)).
+    ///
+    /// The first write of ciphertext marks an unmarked store with the write key
+    /// (insert-if-absent: of racing writers one marks it, the others check their keys
+    /// against its marker). A layer that writes with a key other than the marked one (during
+    /// a rotation, holding the marked key as a read key) first marks the store as being
+    /// rewritten from the marked key to its own, so that neither key alone claims the store.
+    ///
+    /// The marker is read once per store handle: once the layer's keys passed it and its
+    /// first write marked it, nothing more is read (a mark is never removed). An unmarked
+    /// store is read again only before a write of ciphertext, until that write marks it.
+    async fn check_store(&self, op: Operation) -> Result<()> {
+        let access = Access::of(op);
+        let done = match access {
+            Access::Property | Access::Listing | Access::Delete => true,
+            Access::WriteCiphertext => self.marker.marked() == Some(self.keys.write_key()),
+            _ => self.marker.marked().is_some() || self.marker.seen_unmarked(),
+        };
+        if done {
+            return Ok(());
+        }
+        let mut found = read_marker(&self.inner).await?;
+        if access == Access::WriteCiphertext {
+            let ours = match &found {
+                None => Some(StoreMarker::of(&self.keys)?),
+                Some((_, marker)) if marker.key.key != self.keys.write_key() => {
+                    marker.accept(&self.keys, op)?;
+                    Some(StoreMarker::rewriting_from(&self.keys, marker.key.clone())?)
+                }
+                Some(_) => None,
+            };
+            if let Some(ours) = ours {
+                let expected = found.as_ref().map(|(text, _)| text.as_str());
+                let value = ours.to_json()?;
+                if self
+                    .inner
+                    .set_store_property(MARKER_PROPERTY, expected, &value)
+                    .await?
+                {
+                    self.marker.seen(Some(&ours));
+                    return Ok(());
+                }
+                // Another writer changed it first: check these keys against its marker.
+                found = read_marker(&self.inner).await?;
+            }
+        }
+        let found = found.map(|(_, marker)| marker);
+        if let Some(marker) = &found {
+            marker.accept(&self.keys, op)?;
+        }
+        self.marker.seen(found.as_ref());
+        Ok(())
+    }
+
+    /// Runs `work` after [`check_store`](Self::check_store), labelling an error that has no
+    /// operation yet (one raised here rather than by the store inside) with `op` and the
+    /// backend.
     async fn run<T>(&self, op: Operation, work: impl Future<Output = Result<T>>) -> Result<T> {
-        work.await.map_err(|e| {
+        let checked_work = async {
+            self.check_store(op).await?;
+            work.await
+        };
+        checked_work.await.map_err(|e| {
             if e.operation().is_none() {
                 e.with_operation(op).with_backend(self.inner.backend().name)
             } else {

@@ -11,6 +11,8 @@
 //! [`rekey`]: crate::rekey()
 //! [`encrypt_existing`]: crate::encrypt_existing()
 //! [`RekeyReport`]: crate::RekeyReport
+//! [`StoreMarker`]: crate::StoreMarker
+//! [`MARKER_PROPERTY`]: crate::MARKER_PROPERTY
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
@@ -22,6 +24,7 @@ mod cipher;
 mod guard;
 mod key;
 mod layer;
+mod marker;
 mod rekey;
 
 pub use cipher::{
@@ -31,4 +34,5 @@ pub use cipher::{
 pub use guard::{NoKey, NoKeyLayer};
 pub use key::{KeyId, KeySource, MasterKey, KEY_BYTES, KEY_ENV};
 pub use layer::{EncryptLayer, Encrypted, MAX_ENCRYPTED_TOOL_FIELD_BYTES};
+pub use marker::{KeyCheck, StoreMarker, MARKER_PROPERTY};
 pub use rekey::{encrypt_existing, rekey, RekeyReport};

@@ -3,12 +3,15 @@
 use std::sync::Arc;
 
 use agentmem_core::layer::Layer;
-use agentmem_core::{AgentMemory, MemoryFilter, MemoryStore, Result, SessionStore};
+use agentmem_core::{
+    AgentMemory, Error, MemoryFilter, MemoryStore, Operation, Result, SessionStore,
+};
 use serde::Serialize;
 
 use crate::cipher::Keyring;
 use crate::key::{KeyId, MasterKey};
 use crate::layer::EncryptLayer;
+use crate::marker::{StoreMarker, MARKER_PROPERTY};
 
 /// What [`rekey`] or [`encrypt_existing`] rewrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -63,6 +66,7 @@ pub async fn rekey<S: AgentMemory>(
         store,
         Keyring::new(new).with_read_key(old),
         Keyring::new(new),
+        Some(&Keyring::new(old)),
     )
     .await
 }
@@ -73,22 +77,37 @@ pub async fn rekey<S: AgentMemory>(
 pub async fn encrypt_existing<S: AgentMemory>(store: S, key: &MasterKey) -> Result<RekeyReport> {
     let mut reading = Keyring::new(key);
     reading.accept_plaintext = true;
-    rewrite(store, reading, Keyring::new(key)).await
+    rewrite(store, reading, Keyring::new(key), None).await
 }
 
 /// Reads everything through `reading` and writes it back through `writing` (the new key
 /// alone: each item is rewritten by its id, so the writer need not look for items whose key
 /// has a stand-in under an older key).
+///
+/// The store's marker says what is going on: before the first record is rewritten it
+/// becomes "being rewritten to `writing`'s key from `from`'s" (refused before anything is
+/// written when `reading` holds neither the marked key nor, mid-rewrite, the key rewritten
+/// from), and only once everything is rewritten "encrypted with `writing`'s key". An
+/// interrupted rewrite leaves the first, which names both keys, so either key still opens
+/// the store and running the same rewrite again finishes it.
 async fn rewrite<S: AgentMemory>(
     store: S,
     reading: Keyring,
     writing: Keyring,
+    from: Option<&Keyring>,
 ) -> Result<RekeyReport> {
     let mut report = RekeyReport {
         key: Some(writing.write_key()),
         ..RekeyReport::default()
     };
     let store = Arc::new(store);
+    let before = store.store_property(MARKER_PROPERTY).await?;
+    if let Some(text) = &before {
+        StoreMarker::parse(text)?.accept(&reading, Operation::Open)?;
+    }
+    let rewriting = StoreMarker::rewriting(&writing, from)?.to_json()?;
+    let done = StoreMarker::of(&writing)?.to_json()?;
+    set_marker(&*store, before.as_deref(), &rewriting).await?;
     let reader = EncryptLayer::with_keyring(reading).layer(store.clone());
     let writer = EncryptLayer::with_keyring(writing).layer(store);
     for info in reader.list_sessions().await? {
@@ -113,5 +132,30 @@ async fn rewrite<S: AgentMemory>(
         writer.put_memory(&item).await?;
         report.memories += 1;
     }
+    set_marker(&*writer, Some(&rewriting), &done).await?;
     Ok(report)
+}
+
+/// Swaps the marker from `expected` to `value`; `Conflict` when another process changed it
+/// meanwhile (a second rekey, or a writer marking the store), which this one must not
+/// overwrite.
+async fn set_marker<S: AgentMemory + ?Sized>(
+    store: &S,
+    expected: Option<&str>,
+    value: &str,
+) -> Result<()> {
+    if expected == Some(value) {
+        return Ok(());
+    }
+    if store
+        .set_store_property(MARKER_PROPERTY, expected, value)
+        .await?
+    {
+        Ok(())
+    } else {
+        Err(Error::conflict(
+            "the store's encryption marker changed while it was being rekeyed: is another \
+             rekey running? Run it again when nothing else writes the store",
+        ))
+    }
 }

@@ -1,7 +1,8 @@
 //! Where everything lives under the root folder.
 //!
 //! ```text
-//! <root>/agentmem.json                      schema version
+//! <root>/agentmem.json                      schema version and store properties
+//! <root>/agentmem.lock                      lock of the store properties
 //! <root>/memories.jsonl                     memory items (append log)
 //! <root>/memories.lock                      lock of the memory log
 //! <root>/locks/<session id>.lock            lock of one session
@@ -47,6 +48,7 @@ pub(crate) struct Layout {
     pub(crate) agents: PathBuf,
     pub(crate) locks: PathBuf,
     pub(crate) schema: PathBuf,
+    pub(crate) properties_lock: PathBuf,
     pub(crate) memories: PathBuf,
     pub(crate) memories_lock: PathBuf,
 }
@@ -58,6 +60,7 @@ impl Layout {
             agents: root.join("agents"),
             locks: root.join("locks"),
             schema: root.join("agentmem.json"),
+            properties_lock: root.join("agentmem.lock"),
             memories: root.join("memories.jsonl"),
             memories_lock: root.join("memories.lock"),
         }

@@ -1,12 +1,13 @@
 //! Opening a root folder: its folders, the schema file, and what interrupted deletions and
 //! forks left behind.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use agentmem_core::{Error, Result, SessionId};
 use serde::{Deserialize, Serialize};
 
-use crate::fsutil::{create_dirs, io_error, open_lock_file, write_atomic};
+use crate::fsutil::{create_dirs, io_error, open_lock_file, write_atomic, FileLockGuard};
 use crate::layout::{fork_folder_target, Layout, TRASH_PREFIX};
 use crate::repair::{Aside, Findings, RepairKind};
 
@@ -20,6 +21,67 @@ const SCHEMA_FORMAT: &str = "agentmem-file";
 struct SchemaFile {
     format: String,
     schema_version: u32,
+    /// The store properties (see `SessionStore::set_store_property`); left out while there
+    /// are none, so a store that never set one has the file older builds wrote.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    properties: BTreeMap<String, String>,
+}
+
+impl SchemaFile {
+    fn new() -> Self {
+        SchemaFile {
+            format: SCHEMA_FORMAT.into(),
+            schema_version: SCHEMA_VERSION,
+            properties: BTreeMap::new(),
+        }
+    }
+
+    /// The schema file as it is now (a new one when missing).
+    fn read(layout: &Layout) -> Result<Self> {
+        match std::fs::read(&layout.schema) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                Error::corrupt(format!(
+                    "{} is not an agentmem schema file",
+                    layout.schema.display()
+                ))
+                .with_source(e)
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(SchemaFile::new()),
+            Err(e) => Err(io_error(&layout.schema, "cannot read", e)),
+        }
+    }
+
+    fn write(&self, layout: &Layout) -> Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(self)
+            .map_err(|e| Error::backend("cannot serialize the schema file").with_source(e))?;
+        bytes.push(b'\n');
+        write_atomic(&layout.root, &layout.schema, &bytes)
+    }
+}
+
+/// The store property `name`, read from the schema file.
+pub(crate) fn read_property(layout: &Layout, name: &str) -> Result<Option<String>> {
+    Ok(SchemaFile::read(layout)?.properties.remove(name))
+}
+
+/// Sets the store property `name` to `value` when it is `expected`, holding the exclusive
+/// lock of `agentmem.lock` from the read to the rename of the new schema file, so another
+/// process (or task: each call opens the lock file anew) cannot slip in between.
+pub(crate) fn set_property(
+    layout: &Layout,
+    name: &str,
+    expected: Option<&str>,
+    value: &str,
+) -> Result<bool> {
+    let lock = open_lock_file(&layout.properties_lock)?;
+    let _held = FileLockGuard::exclusive(&lock, &layout.properties_lock)?;
+    let mut schema = SchemaFile::read(layout)?;
+    if schema.properties.get(name).map(String::as_str) != expected {
+        return Ok(false);
+    }
+    schema.properties.insert(name.to_owned(), value.to_owned());
+    schema.write(layout)?;
+    Ok(true)
 }
 
 /// Creates the folders and schema file, checks the schema, empties the trash.
@@ -60,16 +122,7 @@ pub(crate) fn prepare_root(layout: &Layout) -> Result<Findings> {
                 )));
             }
         }
-        None => {
-            let schema = SchemaFile {
-                format: SCHEMA_FORMAT.into(),
-                schema_version: SCHEMA_VERSION,
-            };
-            let mut bytes = serde_json::to_vec_pretty(&schema)
-                .map_err(|e| Error::backend("cannot serialize the schema file").with_source(e))?;
-            bytes.push(b'\n');
-            write_atomic(&layout.root, &layout.schema, &bytes)?;
-        }
+        None => SchemaFile::new().write(layout)?,
     }
     if let Ok(entries) = std::fs::read_dir(&layout.agents) {
         for entry in entries.flatten() {

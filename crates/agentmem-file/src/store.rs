@@ -28,7 +28,7 @@ use crate::lease::LeaseThread;
 use crate::locking::blocking;
 use crate::memories::MemorySlot;
 use crate::repair::{RepairLog, RepairReport};
-use crate::root::{prepare_root, SCHEMA_VERSION};
+use crate::root::{prepare_root, read_property, set_property, SCHEMA_VERSION};
 use crate::session::{not_found, SessionSlot, Synced};
 
 /// The file backend. Durable with `fsync` durability (the default); `capabilities` says
@@ -260,6 +260,26 @@ impl SessionStore for FileStore {
 
     async fn schema_version(&self) -> Result<u32> {
         Ok(SCHEMA_VERSION)
+    }
+
+    async fn store_property(&self, name: &str) -> Result<Option<String>> {
+        let (layout, name) = (self.inner.layout.clone(), name.to_owned());
+        blocking(move || read_property(&layout, &name)).await?
+    }
+
+    async fn set_store_property(
+        &self,
+        name: &str,
+        expected: Option<&str>,
+        value: &str,
+    ) -> Result<bool> {
+        let layout = self.inner.layout.clone();
+        let (name, expected, value) = (
+            name.to_owned(),
+            expected.map(str::to_owned),
+            value.to_owned(),
+        );
+        blocking(move || set_property(&layout, &name, expected.as_deref(), &value)).await?
     }
 
     async fn save_session(

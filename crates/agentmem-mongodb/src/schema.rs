@@ -20,7 +20,8 @@ use crate::error::{from_driver, server_code, ResultExt, CANNOT_CREATE_INDEX, IND
 ///   never expire.
 pub const SCHEMA_VERSION: u32 = 3;
 
-/// Collection of bookkeeping documents (the schema version).
+/// Collection of bookkeeping documents: the schema version (`_id: "schema"`) and the store
+/// properties (`_id: "property:<name>"`, `value`).
 pub(crate) const META: &str = "meta";
 /// One document per session, written by appends: `epoch`, `next`, `created`, `updated`.
 pub(crate) const SESSIONS: &str = "sessions";

@@ -28,7 +28,7 @@ use crate::error::{from_driver, server_code, ResultExt, BACKEND, DUPLICATE_KEY, 
 use crate::memories::memory_filter;
 use crate::retry::{retry, Step};
 use crate::rewrite::archive_info;
-use crate::schema::{self, ServerFeatures, ARCHIVED, HEADS, MEMORIES, MESSAGES, SESSIONS};
+use crate::schema::{self, ServerFeatures, ARCHIVED, HEADS, MEMORIES, MESSAGES, META, SESSIONS};
 use crate::search::{memory_hits, message_hits};
 use crate::sessions::{
     encode_all, expired, len_i64, live_filter, placed, session_doc, session_infos,
@@ -255,6 +255,49 @@ impl SessionStore for MongoStore {
 
     async fn schema_version(&self) -> Result<u32> {
         schema::stored_version(&self.db).await
+    }
+
+    async fn store_property(&self, name: &str) -> Result<Option<String>> {
+        let found = self
+            .db
+            .collection::<Document>(META)
+            .find_one(doc! {"_id": property_id(name)})
+            .await
+            .mapped()?;
+        match found.as_ref().map(|d| d.get_str("value")) {
+            None => Ok(None),
+            Some(Ok(value)) => Ok(Some(value.to_owned())),
+            Some(Err(_)) => Err(agentmem_core::Error::corrupt(format!(
+                "the document of store property `{name}` holds no string `value`"
+            ))),
+        }
+    }
+
+    /// One insert (the unique `_id` refuses a second one) or one conditional update: each is
+    /// atomic on one document, with or without transactions.
+    async fn set_store_property(
+        &self,
+        name: &str,
+        expected: Option<&str>,
+        value: &str,
+    ) -> Result<bool> {
+        let meta = self.db.collection::<Document>(META);
+        let id = property_id(name);
+        match expected {
+            None => match meta.insert_one(doc! {"_id": &id, "value": value}).await {
+                Ok(_) => Ok(true),
+                Err(e) if server_code(&e) == Some(DUPLICATE_KEY) => Ok(false),
+                Err(e) => Err(from_driver(e)),
+            },
+            Some(expected) => {
+                let filter = doc! {"_id": &id, "value": expected};
+                let done = meta
+                    .update_one(filter, doc! {"$set": {"value": value}})
+                    .await
+                    .mapped()?;
+                Ok(done.matched_count == 1)
+            }
+        }
     }
 
     async fn save_session(
@@ -623,4 +666,10 @@ impl BackendConfig for MongoConfig {
     async fn connect(self) -> Result<Layered<MongoStore>> {
         MongoStore::connect_with(self).await
     }
+}
+
+/// The `_id`, in `meta`, of store property `name`: prefixed, so no property is the schema
+/// version document.
+fn property_id(name: &str) -> String {
+    format!("property:{name}")
 }

@@ -13,7 +13,7 @@ use crate::config::quote_schema;
 use crate::error;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// First key of the advisory lock (`'amem'` in ASCII), so agentmem's locks do not collide
 /// with an application's own one-key advisory locks.
@@ -147,6 +147,17 @@ CREATE TABLE {s}.session_tags (
     PRIMARY KEY (session_id, key)
 );
 CREATE INDEX session_tags_key_value ON {s}.session_tags (key, value, session_id);
+"#,
+    },
+    Migration {
+        version: 4,
+        description: "store properties",
+        // A few named values the store keeps about itself (the encryption layer's marker).
+        sql: r#"
+CREATE TABLE {s}.properties (
+    name  text COLLATE "C" PRIMARY KEY,
+    value text NOT NULL
+);
 "#,
     },
 ];

@@ -23,7 +23,7 @@ use agentmem_core::{
 use async_trait::async_trait;
 use chrono::{DateTime, Datelike, Utc};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use tokio_postgres::types::{Json, ToSql};
+use tokio_postgres::types::{Json, ToSql, Type};
 
 use crate::archives::{archive_from, archive_info};
 use crate::codec::{count, get, MessageColumns};
@@ -249,6 +249,55 @@ impl SessionStore for PostgresStore {
 
     async fn schema_version(&self) -> Result<u32> {
         schema::version(&self.pool, &self.schema).await
+    }
+
+    /// Unnamed statements (typed by hand): rare, so not worth a prepared statement on
+    /// every connection, and they work behind a pooler.
+    async fn store_property(&self, name: &str) -> Result<Option<String>> {
+        let sql = format!(
+            "SELECT value FROM {}.properties WHERE name = $1",
+            quote_schema(&self.schema)
+        );
+        let row = run!(self, READ_RETRIES, |client| client
+            .query_typed_opt(&sql, &[(&name, Type::TEXT)]))?;
+        row.map(|row| row.try_get(0).map_err(crate::error::pg))
+            .transpose()
+    }
+
+    /// One statement, so one atomic step: an insert that does nothing on a conflict, or an
+    /// update of the row holding `expected`.
+    async fn set_store_property(
+        &self,
+        name: &str,
+        expected: Option<&str>,
+        value: &str,
+    ) -> Result<bool> {
+        let s = quote_schema(&self.schema);
+        let changed = match expected {
+            None => {
+                let sql = format!(
+                    "INSERT INTO {s}.properties (name, value) VALUES ($1, $2)
+                     ON CONFLICT (name) DO NOTHING"
+                );
+                run!(self, 0, |client| client.execute_typed(
+                    &sql,
+                    &[(&name, Type::TEXT), (&value, Type::TEXT)]
+                ))?
+            }
+            Some(expected) => {
+                let sql =
+                    format!("UPDATE {s}.properties SET value = $2 WHERE name = $1 AND value = $3");
+                run!(self, 0, |client| client.execute_typed(
+                    &sql,
+                    &[
+                        (&name, Type::TEXT),
+                        (&value, Type::TEXT),
+                        (&expected, Type::TEXT)
+                    ]
+                ))?
+            }
+        };
+        Ok(changed == 1)
     }
 
     async fn save_session(

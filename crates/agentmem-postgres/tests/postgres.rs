@@ -340,10 +340,12 @@ async fn version_1_memories_become_global_when_migrated_to_2() {
     store.drop_schema().await.expect("drop test schema");
 }
 
-/// SQL putting a schema at version 3 (quoted `s`) back as version 2 left it.
+/// SQL putting a schema at the current version (quoted `s`) back as version 2 left it:
+/// version 4's store properties and version 3's labels undone.
 fn undo_version_3(s: &str) -> String {
     format!(
-        "DROP TABLE {s}.session_tags;
+        "DROP TABLE {s}.properties;
+         DROP TABLE {s}.session_tags;
          DROP INDEX {s}.sessions_owner;
          DROP INDEX {s}.sessions_expires;
          ALTER TABLE {s}.sessions DROP COLUMN title, DROP COLUMN owner, DROP COLUMN expires_at;

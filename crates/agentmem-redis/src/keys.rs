@@ -91,6 +91,11 @@ impl Keys {
         )
     }
 
+    /// Hash: store property name → value (`lua/set_property.lua` builds the same name).
+    pub(crate) fn properties(&self) -> String {
+        format!("{}:props", self.root)
+    }
+
     /// Hash: memory id → item JSON.
     pub(crate) fn memory_items(&self) -> String {
         format!("{}:mem:items", self.root)

@@ -50,6 +50,8 @@ pub(crate) struct Scripts {
     pub(crate) list_memories: Script,
     pub(crate) search_memories: Script,
     pub(crate) purge_memories: Script,
+    /// Compare-and-set of one store property (needs nothing of the prelude).
+    pub(crate) set_property: Script,
 }
 
 impl Scripts {
@@ -73,6 +75,7 @@ impl Scripts {
             list_memories: memory_script!("lua/list_memories.lua"),
             search_memories: memory_script!("lua/search_memories.lua"),
             purge_memories: memory_script!("lua/purge_memories.lua"),
+            set_property: Script::new(include_str!("lua/set_property.lua")),
         }
     }
 }

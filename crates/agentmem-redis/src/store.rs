@@ -297,6 +297,37 @@ impl SessionStore for RedisStore {
         .map_err(|_| timed_out(self.deadline))?
     }
 
+    async fn store_property(&self, name: &str) -> Result<Option<String>> {
+        let key = self.keys.properties();
+        self.run(|mut c: Conn| {
+            let key = key.clone();
+            async move {
+                redis::cmd("HGET")
+                    .arg(key)
+                    .arg(name)
+                    .query_async(&mut c)
+                    .await
+            }
+        })
+        .await
+    }
+
+    async fn set_store_property(
+        &self,
+        name: &str,
+        expected: Option<&str>,
+        value: &str,
+    ) -> Result<bool> {
+        let mut inv = self.keys.invoke(&self.scripts.set_property);
+        inv.arg(name).arg(value);
+        match expected {
+            Some(expected) => inv.arg("1").arg(expected),
+            None => inv.arg("0").arg(""),
+        };
+        let set: i64 = self.invoke(&inv).await?;
+        Ok(set == 1)
+    }
+
     async fn save_session(
         &self,
         session: &SessionId,

@@ -17,6 +17,7 @@ mod files;
 mod lifecycle;
 mod memories;
 mod pool;
+mod properties;
 mod retention;
 mod rows;
 mod schema;

@@ -215,6 +215,15 @@ const MIGRATIONS: &[&[Step]] = &[
     CREATE INDEX agentmem_session_tags_lookup ON agentmem_session_tags (key, value, session_id);
     "#,
     )],
+    // 5: store properties (the encryption layer's marker among them).
+    &[Step::Sql(
+        r#"
+    CREATE TABLE agentmem_properties (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) WITHOUT ROWID;
+    "#,
+    )],
 ];
 
 /// The stored schema version: 0 for a database without agentmem tables.

@@ -17,7 +17,7 @@ use rusqlite::Connection;
 use crate::config::{Location, SqliteConfig};
 use crate::error::INFO;
 use crate::pool::Pool;
-use crate::{archives, lifecycle, memories, retention, schema, search, sessions};
+use crate::{archives, lifecycle, memories, properties, retention, schema, search, sessions};
 
 /// Agent memory in a SQLite database (backend `sqlite`).
 ///
@@ -135,6 +135,26 @@ impl SessionStore for SqliteStore {
 
     async fn schema_version(&self) -> Result<u32> {
         self.pool.read(|conn| schema::read_version(conn)).await
+    }
+
+    async fn store_property(&self, name: &str) -> Result<Option<String>> {
+        let name = name.to_owned();
+        self.pool
+            .read(move |conn| properties::get(conn, &name))
+            .await
+    }
+
+    async fn set_store_property(
+        &self,
+        name: &str,
+        expected: Option<&str>,
+        value: &str,
+    ) -> Result<bool> {
+        let (name, value) = (name.to_owned(), value.to_owned());
+        let expected = expected.map(str::to_owned);
+        self.pool
+            .write(move |conn| properties::set(conn, &name, expected.as_deref(), &value))
+            .await
     }
 
     async fn save_session(

@@ -35,6 +35,7 @@ mod history;
 mod labels;
 mod memories;
 mod misc;
+mod properties;
 mod round_trip;
 mod search;
 mod sessions;
@@ -156,6 +157,12 @@ macro_rules! __all_cases {
                 purge_deletes_expired_and_old_memories,
                 schema_version_is_positive_and_stable,
                 backend_name_and_capabilities,
+            }
+            [properties, Properties, "Store properties: named values a store keeps about itself, read and compare-and-set, one winner of racing inserts."] {
+                missing_store_property_is_none,
+                store_property_is_compare_and_set,
+                invalid_store_properties_are_refused,
+                racing_store_property_inserts_have_one_winner,
             }
         }
     };

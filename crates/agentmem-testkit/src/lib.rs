@@ -223,7 +223,8 @@ mod tests {
                 "fork",
                 "labels",
                 "expiry",
-                "misc"
+                "misc",
+                "properties"
             ]
         );
     }

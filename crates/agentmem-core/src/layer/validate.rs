@@ -9,6 +9,7 @@ use crate::model::{
     check_metadata_depth, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, SessionInfo,
 };
 use crate::name::SessionId;
+use crate::property::{check_property_name, check_property_value};
 use crate::store::{AgentMemory, MemoryFilter, MemoryHit};
 
 /// Checks that every message can be stored and read back; the first bad one fails the batch,
@@ -69,6 +70,22 @@ impl<S: AgentMemory> LayeredStore for Validated<S> {
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
         check_messages(replacement)?;
         self.inner.compact(session, replacement).await
+    }
+
+    async fn store_property(&self, name: &str) -> Result<Option<String>> {
+        check_property_name(name)?;
+        self.inner.store_property(name).await
+    }
+
+    async fn set_store_property(
+        &self,
+        name: &str,
+        expected: Option<&str>,
+        value: &str,
+    ) -> Result<bool> {
+        check_property_name(name)?;
+        check_property_value(value)?;
+        self.inner.set_store_property(name, expected, value).await
     }
 
     async fn update_session(

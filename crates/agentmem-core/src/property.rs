@@ -1,0 +1,50 @@
+//! Store properties: a few short named values a store keeps about itself (not about any
+//! session), such as the encryption layer's marker. Read with
+//! [`SessionStore::store_property`](crate::SessionStore::store_property), written with the
+//! compare-and-set [`SessionStore::set_store_property`](crate::SessionStore::set_store_property).
+
+use crate::error::{Error, Result};
+
+/// The longest property name, in bytes.
+pub const MAX_PROPERTY_NAME_BYTES: usize = 64;
+
+/// The longest property value, in bytes.
+pub const MAX_PROPERTY_VALUE_BYTES: usize = 4096;
+
+/// Checks a store property name: 1 to [`MAX_PROPERTY_NAME_BYTES`] bytes of ASCII letters,
+/// digits, `.`, `_`, `-` and `:`, starting with a letter. `InvalidInput` otherwise.
+///
+/// ```
+/// use agentmem_core::check_property_name;
+/// assert!(check_property_name("agentmem.encryption").is_ok());
+/// assert!(check_property_name("").is_err());
+/// assert!(check_property_name("a b").is_err());
+/// assert!(check_property_name(".hidden").is_err());
+/// ```
+pub fn check_property_name(name: &str) -> Result<()> {
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b':');
+    let starts_with_letter = name.as_bytes().first().is_some_and(u8::is_ascii_alphabetic);
+    if name.len() > MAX_PROPERTY_NAME_BYTES || !starts_with_letter || !name.bytes().all(allowed) {
+        return Err(Error::invalid_input(format!(
+            "invalid store property name {:?}: 1 to {MAX_PROPERTY_NAME_BYTES} ASCII letters, \
+             digits, `.`, `_`, `-` or `:`, starting with a letter",
+            name.chars()
+                .take(MAX_PROPERTY_NAME_BYTES)
+                .collect::<String>()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a store property value: at most [`MAX_PROPERTY_VALUE_BYTES`] bytes, without NUL
+/// (which some databases' text cannot hold). `InvalidInput` otherwise.
+pub fn check_property_value(value: &str) -> Result<()> {
+    if value.len() > MAX_PROPERTY_VALUE_BYTES || value.contains('\0') {
+        return Err(Error::invalid_input(format!(
+            "a store property value must be at most {MAX_PROPERTY_VALUE_BYTES} bytes without \
+             NUL (this one has {} bytes)",
+            value.len()
+        )));
+    }
+    Ok(())
+}

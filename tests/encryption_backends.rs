@@ -1,0 +1,303 @@
+//! Encryption is a property of the store (finding M1), on the in-memory store and every
+//! backend compiled in, opened through `agentmem::open(url)`: once a store is encrypted, every
+//! write without a key (save, append to a new session, memory put, compaction, fork, import)
+//! is refused and leaves the store as it was, reads without a key are refused, a wrong key is
+//! refused, the right key works, and a store never encrypted works without a key as before.
+//! Then the whole conformance suite through `EncryptLayer` on each backend. Server backends
+//! read `REDIS_URL`, `DATABASE_URL` and `MONGODB_URL` and skip only when
+//! `AGENTMEM_REQUIRE_SERVICES` is unset.
+#![cfg(feature = "encryption")]
+#![allow(
+    missing_docs,
+    reason = "a test or bench crate: nothing in it is public API"
+)]
+
+use std::error::Error as _;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use agentmem::crypt::{CryptoError, EncryptLayer, MasterKey, NoKeyLayer};
+use agentmem::transfer::{export_document, import_document};
+use agentmem::{
+    AgentMemory, AgentMemoryExt, Error, ErrorKind, MemoryFilter, MemoryItem, MemoryKind,
+    MemoryStore, Message, Metadata, Result, SessionId, SessionInfo, SessionStore,
+};
+use agentmem_testkit::TestStore;
+
+mod common;
+
+fn sid(name: &str) -> SessionId {
+    name.parse().expect("a valid session id")
+}
+
+fn key() -> MasterKey {
+    MasterKey::generate().expect("a random key")
+}
+
+/// A fresh store of `backend` (`file`, `sqlite`, `redis`, `postgres`, `mongodb`): a new
+/// folder, or a new namespace on the server; `None` when the server is unavailable and
+/// services are not required.
+async fn fresh(backend: &'static str) -> Option<TestStore> {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let url = match backend {
+        "file" => format!("file://{}?durability=buffered", dir.path().display()),
+        "sqlite" => format!("sqlite://{}", dir.path().join("agent.db").display()),
+        #[cfg(feature = "redis")]
+        "redis" => return common::open_fresh(backend, common::ServerNamespace::redis("enc")).await,
+        #[cfg(feature = "postgres")]
+        "postgres" => {
+            return common::open_fresh(backend, common::ServerNamespace::postgres("enc")).await
+        }
+        #[cfg(feature = "mongodb")]
+        "mongodb" => {
+            return common::open_fresh(backend, common::ServerNamespace::mongodb("enc")).await
+        }
+        other => panic!("no backend {other} compiled in"),
+    };
+    let store = common::open(backend, &url).await.expect("a local store");
+    Some(TestStore::from_arc(store).keep(dir))
+}
+
+/// The backends compiled in.
+fn backends() -> Vec<&'static str> {
+    [
+        ("file", cfg!(feature = "file")),
+        ("sqlite", cfg!(feature = "sqlite")),
+        ("redis", cfg!(feature = "redis")),
+        ("postgres", cfg!(feature = "postgres")),
+        ("mongodb", cfg!(feature = "mongodb")),
+    ]
+    .into_iter()
+    .filter_map(|(backend, compiled)| compiled.then_some(backend))
+    .collect()
+}
+
+/// `store` wearing the encryption layer under a new key.
+fn encrypted(store: TestStore) -> TestStore {
+    let key = key();
+    store.map(|raw| Arc::new(raw.with_layer(EncryptLayer::new(&key))))
+}
+
+fn crypto_error(err: &Error) -> Option<&CryptoError> {
+    err.source().and_then(|s| s.downcast_ref::<CryptoError>())
+}
+
+/// What a reader sees of the store, to show a refused write changed nothing.
+async fn snapshot(raw: &dyn AgentMemory) -> (Vec<SessionInfo>, Vec<MemoryItem>) {
+    let sessions = raw.list_sessions().await.expect("list sessions");
+    let items = raw
+        .list_memories(&MemoryFilter::default())
+        .await
+        .expect("list items");
+    (sessions, items)
+}
+
+fn refused<T: Debug>(at: &str, what: &str, result: Result<T>, want: fn(&CryptoError) -> bool) {
+    let err = result.expect_err(&format!("{at}: {what} must be refused"));
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{at}: {what}: {err}");
+    assert!(crypto_error(&err).is_some_and(want), "{at}: {what}: {err}");
+}
+
+fn no_key(e: &CryptoError) -> bool {
+    matches!(e, CryptoError::NoKey { .. })
+}
+
+fn wrong_key(e: &CryptoError) -> bool {
+    matches!(e, CryptoError::WrongKey { .. })
+}
+
+/// The whole check on one fresh store of `backend`.
+async fn encrypted_store_refuses_what_has_no_key(backend: &str, raw: Arc<dyn AgentMemory>) {
+    let key = key();
+    let keyed = raw.clone().with_layer(EncryptLayer::new(&key));
+    let id = sid("vault");
+    keyed
+        .append(
+            &id,
+            &[
+                Message::user("my locker code is 4711"),
+                Message::assistant("noted"),
+            ],
+        )
+        .await
+        .expect("append");
+    let item = MemoryItem::new(MemoryKind::Fact, "the user likes green tea");
+    keyed.put_memory(&item).await.expect("put");
+    let before = snapshot(&*raw).await;
+
+    // Without a key: every write path refused, nothing written.
+    let keyless = raw.clone().with_layer(NoKeyLayer);
+    let (fresh, one) = (sid("fresh"), [Message::user("plaintext")]);
+    let plain_item = MemoryItem::new(MemoryKind::Fact, "plaintext");
+    let plain_doc = {
+        let plain = agentmem::InMemoryStore::new();
+        plain
+            .append_one(&sid("imported"), Message::user("hi"))
+            .await
+            .expect("append");
+        export_document(&plain).await.expect("export")
+    };
+    let at = format!("{backend}, no key");
+    refused(
+        &at,
+        "save_session",
+        keyless.save_session(&fresh, &one, &Metadata::new()).await,
+        no_key,
+    );
+    refused(
+        &at,
+        "append to a new session",
+        keyless.append(&fresh, &one).await,
+        no_key,
+    );
+    refused(&at, "append", keyless.append(&id, &one).await, no_key);
+    refused(
+        &at,
+        "put_memory",
+        keyless.put_memory(&plain_item).await,
+        no_key,
+    );
+    refused(&at, "compact", keyless.compact(&id, &one).await, no_key);
+    refused(&at, "fork", keyless.fork(&id, &fresh, None).await, no_key);
+    refused(
+        &at,
+        "import",
+        import_document(&keyless, &plain_doc).await,
+        no_key,
+    );
+    refused(&at, "load", keyless.load(&id, None).await, no_key);
+    refused(
+        &at,
+        "list_memories",
+        keyless.list_memories(&MemoryFilter::default()).await,
+        no_key,
+    );
+    refused(
+        &at,
+        "search_memories",
+        keyless
+            .search_memories("tea", &MemoryFilter::default())
+            .await,
+        no_key,
+    );
+    refused(&at, "get_context", keyless.get_context(None).await, no_key);
+    assert_eq!(snapshot(&*raw).await, before, "{at}: nothing written");
+    // Session ids are in the clear: listing them needs no key.
+    assert_eq!(
+        keyless.list_sessions().await.expect("list")[0].id,
+        id,
+        "{at}"
+    );
+
+    // Another key: refused the same way.
+    let wrong = raw.clone().with_layer(EncryptLayer::new(&self::key()));
+    let at = format!("{backend}, wrong key");
+    refused(&at, "append", wrong.append(&fresh, &one).await, wrong_key);
+    refused(
+        &at,
+        "put_memory",
+        wrong.put_memory(&plain_item).await,
+        wrong_key,
+    );
+    refused(&at, "load", wrong.load(&id, None).await, wrong_key);
+    assert_eq!(snapshot(&*raw).await, before, "{at}: nothing written");
+
+    // The right key reads and writes.
+    let texts: Vec<String> = keyed
+        .messages(&id)
+        .await
+        .expect("load")
+        .into_iter()
+        .map(|m| m.content)
+        .collect();
+    assert_eq!(texts, ["my locker code is 4711", "noted"], "{backend}");
+    let hits = keyed
+        .search_memories("tea", &MemoryFilter::default())
+        .await
+        .expect("search");
+    assert_eq!(hits.len(), 1, "{backend}");
+    keyed
+        .append_one(&fresh, Message::user("more"))
+        .await
+        .expect("append");
+}
+
+/// A store never encrypted works without a key as before, and stays unmarked.
+async fn plain_store_works_without_a_key(backend: &str, raw: Arc<dyn AgentMemory>) {
+    let keyless = raw.clone().with_layer(NoKeyLayer);
+    let id = sid("plain");
+    keyless
+        .save_session(&id, &[Message::user("one")], &Metadata::new())
+        .await
+        .expect("save");
+    keyless
+        .append_one(&id, Message::user("two"))
+        .await
+        .expect("append");
+    keyless
+        .put_memory(&MemoryItem::new(MemoryKind::Fact, "likes tea"))
+        .await
+        .expect("put");
+    keyless
+        .compact(&id, &[Message::system("sum")])
+        .await
+        .expect("compact");
+    keyless.fork(&id, &sid("copy"), None).await.expect("fork");
+    assert_eq!(
+        keyless.messages(&sid("copy")).await.expect("load").len(),
+        1,
+        "{backend}"
+    );
+    let hits = keyless
+        .search_memories("tea", &MemoryFilter::default())
+        .await
+        .expect("search");
+    assert_eq!(hits.len(), 1, "{backend}");
+    let marker = raw
+        .store_property(agentmem::crypt::MARKER_PROPERTY)
+        .await
+        .expect("marker");
+    assert_eq!(marker, None, "{backend}: not marked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_memory_store() {
+    encrypted_store_refuses_what_has_no_key("memory", Arc::new(agentmem::InMemoryStore::new()))
+        .await;
+    plain_store_works_without_a_key("memory", Arc::new(agentmem::InMemoryStore::new())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_backend() {
+    for backend in backends() {
+        let (Some(encrypted), Some(plain)) = (fresh(backend).await, fresh(backend).await) else {
+            continue;
+        };
+        encrypted_store_refuses_what_has_no_key(backend, encrypted.arc()).await;
+        plain_store_works_without_a_key(backend, plain.arc()).await;
+    }
+}
+
+/// The conformance suite through `EncryptLayer`, one module per backend compiled in.
+macro_rules! conformance_encrypted {
+    ($($module:ident: $feature:literal;)*) => {$(
+        #[cfg(feature = $feature)]
+        mod $module {
+            use agentmem_testkit::TestStore;
+
+            async fn store() -> Option<TestStore> {
+                super::fresh($feature).await.map(super::encrypted)
+            }
+
+            agentmem_testkit::conformance_tests!(store);
+        }
+    )*};
+}
+
+conformance_encrypted! {
+    file_conformance: "file";
+    sqlite_conformance: "sqlite";
+    redis_conformance: "redis";
+    postgres_conformance: "postgres";
+    mongodb_conformance: "mongodb";
+}
