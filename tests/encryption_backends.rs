@@ -301,3 +301,69 @@ conformance_encrypted! {
     postgres_conformance: "postgres";
     mongodb_conformance: "mongodb";
 }
+
+/// `url` with `option` added to its query.
+fn with_option(url: &str, option: &str) -> String {
+    let joint = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{joint}{option}")
+}
+
+/// A store URL naming its key (`key_file=PATH`) opens the store encrypted, through
+/// `agentmem::open` and through `AgentConfig`'s URL: the backend keeps ciphertext, the same
+/// URL reads it back, and the URL without the key is refused.
+async fn a_key_in_the_url_encrypts(backend: &str, url: &str, key_file: &std::path::Path) {
+    let keyed = with_option(url, &format!("key_file={}", key_file.display()));
+    let secret = "canary the vault code is 4711";
+    let store = agentmem::open(&keyed)
+        .await
+        .expect("open with the URL's key");
+    store
+        .append_one(&sid("vault"), Message::user(secret))
+        .await
+        .expect("append");
+    let raw = agentmem::open(url).await.expect("open without a key");
+    let stored = raw.load(&sid("vault"), None).await.expect("raw load");
+    let stored = stored.expect("the session is stored");
+    assert_ne!(stored.messages[0].content, secret, "{backend}: ciphertext");
+    let refused_read = Arc::new(raw)
+        .with_layer(NoKeyLayer)
+        .load(&sid("vault"), None)
+        .await;
+    refused(backend, "load without the key", refused_read, no_key);
+    let config = agentmem::agent::AgentConfig::default()
+        .with_url(keyed.clone())
+        .with_auto_save("chat");
+    let agent = agentmem::agent::Agent::from_config(config, Some("a"), &agentmem::registry())
+        .await
+        .expect("agent")
+        .expect("an agent: auto-save is on");
+    let read = agent
+        .store()
+        .expect("a full store")
+        .messages(&sid("vault"))
+        .await
+        .expect("the agent's store reads with the URL's key");
+    assert_eq!(read[0].content, secret, "{backend}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_in_the_url_encrypts_on_every_backend() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let key_file = dir.path().join("key");
+    std::fs::write(&key_file, key().to_base64()).expect("write the key");
+    std::fs::set_permissions(
+        &key_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .expect("a private key file");
+    for (backend, url) in common::local_urls(dir.path()) {
+        a_key_in_the_url_encrypts(backend, &url, &key_file).await;
+    }
+    for (backend, namespace) in common::server_namespaces("urlkey") {
+        let url = namespace.url().to_string();
+        if common::open(backend, &url).await.is_some() {
+            let _guard = namespace.into_guard();
+            a_key_in_the_url_encrypts(backend, &url, &key_file).await;
+        }
+    }
+}

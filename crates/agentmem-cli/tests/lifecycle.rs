@@ -427,6 +427,42 @@ fn writes_without_a_key_into_an_encrypted_store_are_refused() {
     }
 }
 
+/// A store URL naming its key (`key_file=PATH`) encrypts as `--encryption-key-file` does, on
+/// each kind of store: no text in its files, read back through the same URL or with the flag;
+/// without a key it is refused; the URL's key and the flag together, or `rekey` on such a URL,
+/// are refused as ambiguous.
+#[test]
+fn a_key_in_the_store_url_encrypts_like_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    write_key(&key, 3);
+    let secret = "canaryUrlKeyOtter9157";
+    for (name, url, files) in stores(dir.path()) {
+        let joint = if url.contains('?') { '&' } else { '?' };
+        let keyed = format!("{url}{joint}key_file={}", key.display());
+        ok(at(&keyed).args(["append", "vault", "--role", "user", secret]));
+        assert_eq!(
+            files_containing(&files, secret),
+            Vec::<PathBuf>::new(),
+            "{name}: the text is in no file of the store"
+        );
+        let (_, read) = messages(&keyed, "vault");
+        assert_eq!(read, [secret], "{name}: the URL's key reads it");
+        let mut flag = at(&url);
+        flag.arg("--encryption-key-file").arg(&key);
+        let (_, read) = messages_with(flag, "vault");
+        assert_eq!(read, [secret], "{name}: the same key by flag reads it");
+        let err = fails(at(&url).args(["show", "vault"]), 2);
+        assert!(err.contains("encrypted"), "{name}: {err}");
+        let mut both = at(&keyed);
+        both.arg("--encryption-key-file").arg(&key);
+        let err = fails(both.args(["show", "vault"]), 2);
+        assert!(err.contains("give one"), "{name}: {err}");
+        let err = fails(at(&keyed).arg("rekey").arg("--new-key-file").arg(&key), 2);
+        assert!(err.contains("rekey"), "{name}: {err}");
+    }
+}
+
 /// The ids and contents of a session's messages, as `cmd show --json` prints them.
 fn messages_with(mut cmd: Command, session: &str) -> (Vec<String>, Vec<String>) {
     let shown: Value = json(cmd.args(["show", session]));

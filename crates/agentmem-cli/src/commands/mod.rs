@@ -164,9 +164,28 @@ pub fn key_from_file(path: &Path) -> Result<MasterKey> {
     })
 }
 
+/// Whether the store URL names its own encryption key (`key_file=PATH`, `key=env`): then
+/// opening it encrypts, and the CLI's key flags have no part in it.
+fn url_names_key(url: &str) -> Result<bool> {
+    let (_, options) = agentmem::StoreOptions::split(url).map_err(|e| store_error(url, e))?;
+    Ok(options.key().is_some())
+}
+
 /// Opens a store, naming it (password hidden) when that fails, wearing the encryption layer
-/// with the key given, else the layer that refuses encrypted records.
+/// with the key given, else the layer that refuses encrypted records. A URL naming its own
+/// key is opened with that key (`--encryption-key-file` as well is refused: which key would
+/// be meant?).
 pub async fn open(url: &str, keys: &Keys) -> Result<Arc<dyn AgentMemory>> {
+    if url_names_key(url)? {
+        if keys.file.is_some() {
+            return Err(Error::invalid_input(format!(
+                "store {} names its encryption key (key_file or key) and \
+                 --encryption-key-file names another: give one",
+                redact(url)
+            )));
+        }
+        return agentmem::open(url).await.map_err(|e| store_error(url, e));
+    }
     let key = keys.current()?;
     let raw = open_raw(url).await?;
     Ok(match key {
@@ -175,8 +194,16 @@ pub async fn open(url: &str, keys: &Keys) -> Result<Arc<dyn AgentMemory>> {
     })
 }
 
-/// Opens a store as it is, without an encryption layer (for `rekey`).
+/// Opens a store as it is, without an encryption layer (for `rekey`, which takes both keys
+/// from its flags: a URL naming a key is refused).
 pub async fn open_raw(url: &str) -> Result<Arc<dyn AgentMemory>> {
+    if url_names_key(url)? {
+        return Err(Error::invalid_input(format!(
+            "store {}: rekey reads the old and new keys from its flags; take key_file or key \
+             off the store URL",
+            redact(url)
+        )));
+    }
     agentmem::open(url).await.map_err(|e| store_error(url, e))
 }
 
