@@ -37,13 +37,13 @@ pub fn registry() -> Registry {
 /// Reads the key a store URL names (`key_file=PATH`, `key=env`) and wraps the store in
 /// [`EncryptLayer`](agentmem_crypt::EncryptLayer) with it.
 #[cfg(feature = "encryption")]
-fn encryption(source: &agentmem_core::KeySource) -> Result<agentmem_core::backend::StoreWrapper> {
+fn encryption(source: &agentmem_core::KeyLocation) -> Result<agentmem_core::backend::StoreWrapper> {
     use agentmem_core::layer::Layer as _;
-    use agentmem_core::KeySource;
+    use agentmem_core::KeyLocation;
     use agentmem_crypt::{EncryptLayer, MasterKey};
     let key = match source {
-        KeySource::File(path) => MasterKey::from_file(path)?,
-        KeySource::Env => MasterKey::from_env()?,
+        KeyLocation::File(path) => MasterKey::from_file(path)?,
+        KeyLocation::Env => MasterKey::from_env()?,
         _ => {
             return Err(Error::unsupported(
                 "this build does not know where that encryption key is",

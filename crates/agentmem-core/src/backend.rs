@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use crate::error::{Error, Result};
 use crate::redact::redact_url;
 use crate::store::{AgentMemory, Capabilities};
-use crate::store_options::{KeySource, StoreOptions};
+use crate::store_options::{KeyLocation, StoreOptions};
 use crate::Layered;
 
 /// A backend's connection settings: parsed from the backend's URLs ([`FromStr`]), adjusted
@@ -151,7 +151,7 @@ pub type StoreWrapper = Box<dyn FnOnce(Arc<dyn AgentMemory>) -> Arc<dyn AgentMem
 
 /// Reads the key a store URL names and returns what wraps the store in encryption with it:
 /// called before the store is opened, so a bad key opens (and creates) nothing.
-pub type Encryption = fn(&KeySource) -> Result<StoreWrapper>;
+pub type Encryption = fn(&KeyLocation) -> Result<StoreWrapper>;
 
 /// The backends a program can open by URL, by their schemes.
 ///

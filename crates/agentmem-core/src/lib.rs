@@ -74,7 +74,7 @@ pub use store::{
     AgentMemory, Capabilities, MemoryFilter, MemoryHit, MemoryStore, MessageHit, MessageQuery,
     PurgeReport, RetentionPolicy, SessionStore,
 };
-pub use store_options::{check_options_unique, parse_duration, KeySource, StoreOptions};
+pub use store_options::{check_options_unique, parse_duration, KeyLocation, StoreOptions};
 
 /// A store wearing the standard layer stack (see [`layer`]): what every backend's
 /// constructors return. Dereferences to the raw store `S`.

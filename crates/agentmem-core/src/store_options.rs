@@ -33,7 +33,7 @@ const OPTIONS: [&str; 7] = [
 /// `encryption`; see [`Registry::with_encryption`](crate::backend::Registry::with_encryption)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum KeySource {
+pub enum KeyLocation {
     /// The key file at this path.
     File(PathBuf),
     /// The environment variable `AGENTMEM_ENCRYPTION_KEY`.
@@ -42,7 +42,7 @@ pub enum KeySource {
 
 /// What a store URL asks of the store as a whole, whatever its backend: its
 /// [`Retention`] (`keep=N`, `retain=DURATION`, `retain_memories=DURATION`, `keep_per=owner`,
-/// `retain_every=DURATION`) and its encryption key ([`KeySource`]: `key_file=PATH`,
+/// `retain_every=DURATION`) and its encryption key ([`KeyLocation`]: `key_file=PATH`,
 /// `key=env`). [`Registry::open`](crate::backend::Registry::open) takes these options off the
 /// URL, opens the store with the rest and wraps it ([`apply`](Self::apply), then the
 /// registry's encryption).
@@ -58,7 +58,7 @@ pub enum KeySource {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoreOptions {
     retention: Option<Retention>,
-    key: Option<KeySource>,
+    key: Option<KeyLocation>,
 }
 
 impl StoreOptions {
@@ -115,9 +115,9 @@ impl StoreOptions {
                             "store URL option `{KEY_FILE}` takes a percent-encoded file path"
                         ))
                     })?;
-                Some(KeySource::File(PathBuf::from(path)))
+                Some(KeyLocation::File(PathBuf::from(path)))
             }
-            (None, Some(v)) if v.eq_ignore_ascii_case("env") => Some(KeySource::Env),
+            (None, Some(v)) if v.eq_ignore_ascii_case("env") => Some(KeyLocation::Env),
             (None, Some(_)) => {
                 return Err(Error::invalid_input(format!(
                     "store URL option `{KEY}` takes `env` (the key in AGENTMEM_ENCRYPTION_KEY); \
@@ -186,7 +186,7 @@ impl StoreOptions {
     }
 
     /// Where the URL says the encryption key is, if it asks for encryption.
-    pub fn key(&self) -> Option<&KeySource> {
+    pub fn key(&self) -> Option<&KeyLocation> {
         self.key.as_ref()
     }
 
@@ -342,11 +342,11 @@ mod tests {
         assert_eq!(rest, "sqlite://a.db?mode=rwc");
         assert_eq!(
             options.key(),
-            Some(&KeySource::File(PathBuf::from("/keys/my key")))
+            Some(&KeyLocation::File(PathBuf::from("/keys/my key")))
         );
         assert!(options.retention().is_none());
         let (_, options) = StoreOptions::split("file:///x?key=ENV&keep=3").unwrap();
-        assert_eq!(options.key(), Some(&KeySource::Env));
+        assert_eq!(options.key(), Some(&KeyLocation::Env));
         assert!(options.retention().is_some());
         for bad in [
             "file:///x?key=env&key_file=/k",
