@@ -20,8 +20,8 @@ use agentmem_core::layer::layered;
 use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Error, MemoryFilter, MemoryHit,
     MemoryId, MemoryItem, MemoryKind, MemoryStore, Message, MessageHit, MessageId, MessageQuery,
-    Metadata, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo,
-    SessionPage, SessionPatch, SessionQuery, SessionStore,
+    Metadata, PropertyChange, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId,
+    SessionInfo, SessionPage, SessionPatch, SessionQuery, SessionStore,
 };
 use agentmem_testkit::bench::quick;
 use criterion::{criterion_group, Criterion};
@@ -98,7 +98,7 @@ impl SessionStore for Noop {
     async fn store_property(&self, _: &str) -> Result<Option<String>> {
         Ok(None)
     }
-    async fn set_store_property(&self, _: &str, _: Option<&str>, _: &str) -> Result<bool> {
+    async fn set_store_property(&self, _: &PropertyChange<'_>) -> Result<bool> {
         Ok(true)
     }
 }

@@ -6,6 +6,7 @@
 //! against: each method does exactly what the contract of [`AgentMemory`] says, with the
 //! shared algorithms of [`crate::history`] and [`crate::search`].
 
+use crate::property::PropertyChange;
 use crate::MemoryId;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -411,12 +412,12 @@ impl SessionStore for InMemoryStore {
         Ok(self.state().properties.get(name).cloned())
     }
 
-    async fn set_store_property(
-        &self,
-        name: &str,
-        expected: Option<&str>,
-        value: &str,
-    ) -> Result<bool> {
+    async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
+        let PropertyChange {
+            name,
+            expected,
+            value,
+        } = *change;
         let mut state = self.state();
         if state.properties.get(name).map(String::as_str) != expected {
             return Ok(false);

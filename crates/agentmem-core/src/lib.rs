@@ -66,7 +66,8 @@ pub use model::{
 pub use name::{validate_name, AgentName, MemoryId, MessageId, SessionId, MAX_NAME_BYTES};
 pub use operation::Operation;
 pub use property::{
-    check_property_name, check_property_value, MAX_PROPERTY_NAME_BYTES, MAX_PROPERTY_VALUE_BYTES,
+    check_property_name, check_property_value, PropertyChange, MAX_PROPERTY_NAME_BYTES,
+    MAX_PROPERTY_VALUE_BYTES,
 };
 pub use redact::{password_is_ambiguous, redact_url};
 pub use scope::{MemoryScope, ScopeFilter};

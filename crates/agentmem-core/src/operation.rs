@@ -74,9 +74,8 @@ macro_rules! for_each_operation {
                 ) -> crate::ArchiveInfo { session: Some(session), writes: messages.len() };
                 StoreProperty => fn store_property(name: &str) -> Option<String>
                     { session: None };
-                SetStoreProperty => fn set_store_property(
-                    name: &str, expected: Option<&str>, value: &str
-                ) -> bool { session: None };
+                SetStoreProperty => fn set_store_property(change: &crate::PropertyChange<'_>)
+                    -> bool { session: None };
             }
             memories {
                 GetContext => fn get_context(query: Option<&str>) -> String { session: None };

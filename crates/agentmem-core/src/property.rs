@@ -5,6 +5,39 @@
 
 use crate::error::{Error, Result};
 
+/// A compare-and-set of a store property, for
+/// [`SessionStore::set_store_property`](crate::SessionStore::set_store_property): set `name` to
+/// `value` when its value is `expected` (`None`: when it has none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PropertyChange<'a> {
+    /// The property.
+    pub name: &'a str,
+    /// The value the property must have for the change to happen; `None`: it must be absent.
+    pub expected: Option<&'a str>,
+    /// The value to set.
+    pub value: &'a str,
+}
+
+impl<'a> PropertyChange<'a> {
+    /// Sets `name` to `value` if it has no value yet.
+    pub fn insert(name: &'a str, value: &'a str) -> Self {
+        PropertyChange {
+            name,
+            expected: None,
+            value,
+        }
+    }
+
+    /// Sets `name` to `value` if its value is `expected` (`None`: if it has none).
+    pub fn replace(name: &'a str, expected: Option<&'a str>, value: &'a str) -> Self {
+        PropertyChange {
+            name,
+            expected,
+            value,
+        }
+    }
+}
+
 /// The longest property name, in bytes.
 pub const MAX_PROPERTY_NAME_BYTES: usize = 64;
 

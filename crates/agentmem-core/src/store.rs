@@ -1,5 +1,6 @@
 //! The [`AgentMemory`] trait every backend implements, and the types its methods take.
 
+use crate::property::PropertyChange;
 use crate::MemoryId;
 use std::fmt::Debug;
 use std::time::Duration;
@@ -422,24 +423,20 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
     /// encrypted. They are not listed, exported or purged, and live as long as the store.
     ///
     /// ```
-    /// use agentmem_core::{InMemoryStore, SessionStore};
+    /// use agentmem_core::{InMemoryStore, PropertyChange, SessionStore};
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let store = InMemoryStore::new();
     /// assert_eq!(store.store_property("app.owner").await?, None);
-    /// assert!(store.set_store_property("app.owner", None, "ada").await?);
+    /// assert!(store.set_store_property(&PropertyChange::insert("app.owner", "ada")).await?);
     /// // Already set: an insert-if-absent does nothing.
-    /// assert!(!store.set_store_property("app.owner", None, "bob").await?);
-    /// assert!(store.set_store_property("app.owner", Some("ada"), "bob").await?);
+    /// assert!(!store.set_store_property(&PropertyChange::insert("app.owner", "bob")).await?);
+    /// let change = PropertyChange::replace("app.owner", Some("ada"), "bob");
+    /// assert!(store.set_store_property(&change).await?);
     /// assert_eq!(store.store_property("app.owner").await?.as_deref(), Some("bob"));
     /// # Ok::<(), agentmem_core::Error>(())
     /// # }).unwrap();
     /// ```
-    async fn set_store_property(
-        &self,
-        name: &str,
-        expected: Option<&str>,
-        value: &str,
-    ) -> Result<bool>;
+    async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool>;
 }
 
 /// Memory items (facts, insights, …) and the context built from them: the half of a store that

@@ -74,13 +74,8 @@ macro_rules! layered_store_passing_the_clear {
                 self.inner.store_property(name).await
             }
 
-            async fn set_store_property(
-                &self,
-                name: &str,
-                expected: Option<&str>,
-                value: &str,
-            ) -> Result<bool> {
-                self.inner.set_store_property(name, expected, value).await
+            async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
+                self.inner.set_store_property(change).await
             }
 
             async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {

@@ -6,8 +6,8 @@ use agentmem_core::layer::{Layer, LayeredStore};
 use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
     MemoryHit, MemoryId, MemoryItem, Message, MessageHit, MessageId, MessageQuery, Metadata,
-    Operation, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo,
-    SessionPage, SessionPatch, SessionQuery,
+    Operation, PropertyChange, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId,
+    SessionInfo, SessionPage, SessionPatch, SessionQuery,
 };
 
 use std::sync::Arc;

@@ -14,8 +14,8 @@ use agentmem_core::support::{
 use agentmem_core::{
     async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
     MemoryHit, MemoryId, MemoryItem, Message, MessageHit, MessageId, MessageQuery, Metadata,
-    Operation, PurgeReport, Result, RetentionPolicy, Rewind, ScopeFilter, Session, SessionId,
-    SessionInfo, SessionLabels, SessionPage, SessionPatch, SessionQuery,
+    Operation, PropertyChange, PurgeReport, Result, RetentionPolicy, Rewind, ScopeFilter, Session,
+    SessionId, SessionInfo, SessionLabels, SessionPage, SessionPatch, SessionQuery,
 };
 
 use crate::cipher::{
@@ -527,7 +527,7 @@ impl<S: AgentMemory> Encrypted<S> {
                 let value = ours.to_json()?;
                 if self
                     .inner
-                    .set_store_property(MARKER_PROPERTY, expected, &value)
+                    .set_store_property(&PropertyChange::replace(MARKER_PROPERTY, expected, &value))
                     .await?
                 {
                     self.marker.seen(Some(&ours));

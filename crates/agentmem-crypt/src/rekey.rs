@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use agentmem_core::layer::Layer;
 use agentmem_core::{
-    AgentMemory, Error, MemoryFilter, MemoryStore, Operation, Result, SessionStore,
+    AgentMemory, Error, MemoryFilter, MemoryStore, Operation, PropertyChange, Result, SessionStore,
 };
 use serde::Serialize;
 
@@ -148,7 +148,7 @@ async fn set_marker<S: AgentMemory + ?Sized>(
         return Ok(());
     }
     if store
-        .set_store_property(MARKER_PROPERTY, expected, value)
+        .set_store_property(&PropertyChange::replace(MARKER_PROPERTY, expected, value))
         .await?
     {
         Ok(())

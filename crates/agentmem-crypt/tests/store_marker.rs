@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use agentmem_core::{
     AgentMemory, AgentMemoryExt, Error, ErrorKind, InMemoryStore, MemoryFilter, MemoryItem,
-    MemoryKind, MemoryStore, Message, MessageQuery, Metadata, Result, Rewind, SessionId,
-    SessionInfo, SessionPatch, SessionQuery, SessionStore,
+    MemoryKind, MemoryStore, Message, MessageQuery, Metadata, PropertyChange, Result, Rewind,
+    SessionId, SessionInfo, SessionPatch, SessionQuery, SessionStore,
 };
 use agentmem_crypt::{
     rekey, CryptoError, EncryptLayer, MasterKey, NoKeyLayer, StoreMarker, MARKER_PROPERTY,
@@ -487,7 +487,7 @@ async fn a_marker_with_the_right_key_id_but_another_check_value_is_refused() {
         .to_string();
         assert_ne!(genuine.key.check, "AAAAAAAAAAAAAAAAAAAAAA");
         assert!(raw
-            .set_store_property(MARKER_PROPERTY, None, &forged)
+            .set_store_property(&PropertyChange::insert(MARKER_PROPERTY, &forged))
             .await
             .expect("plant a marker"));
         let before = snapshot(&raw).await;

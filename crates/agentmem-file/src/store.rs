@@ -16,8 +16,8 @@ use agentmem_core::Layered;
 use agentmem_core::{
     async_trait, now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
     MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery,
-    Metadata, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo,
-    SessionPage, SessionPatch, SessionQuery, SessionStore,
+    Metadata, PropertyChange, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId,
+    SessionInfo, SessionPage, SessionPatch, SessionQuery, SessionStore,
 };
 
 use crate::catalog::Delete;
@@ -267,12 +267,12 @@ impl SessionStore for FileStore {
         blocking(move || read_property(&layout, &name)).await?
     }
 
-    async fn set_store_property(
-        &self,
-        name: &str,
-        expected: Option<&str>,
-        value: &str,
-    ) -> Result<bool> {
+    async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
+        let PropertyChange {
+            name,
+            expected,
+            value,
+        } = *change;
         let layout = self.inner.layout.clone();
         let (name, expected, value) = (
             name.to_owned(),

@@ -16,8 +16,8 @@ use agentmem_core::Layered;
 use agentmem_core::{
     async_trait, now, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
     MemoryHit, MemoryId, MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery,
-    Metadata, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo,
-    SessionPage, SessionPatch, SessionQuery, SessionStore,
+    Metadata, PropertyChange, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId,
+    SessionInfo, SessionPage, SessionPatch, SessionQuery, SessionStore,
 };
 use mongodb::bson::{doc, Document};
 use mongodb::{Client, Collection, Database};
@@ -275,12 +275,12 @@ impl SessionStore for MongoStore {
 
     /// One insert (the unique `_id` refuses a second one) or one conditional update: each is
     /// atomic on one document, with or without transactions.
-    async fn set_store_property(
-        &self,
-        name: &str,
-        expected: Option<&str>,
-        value: &str,
-    ) -> Result<bool> {
+    async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
+        let PropertyChange {
+            name,
+            expected,
+            value,
+        } = *change;
         let meta = self.db.collection::<Document>(META);
         let id = property_id(name);
         match expected {

@@ -16,9 +16,9 @@ use agentmem_core::support::{
 use agentmem_core::Layered;
 use agentmem_core::{
     now, Archive, ArchiveId, ArchiveInfo, Error, ErrorKind, MemoryFilter, MemoryHit, MemoryId,
-    MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery, Metadata, PurgeReport,
-    Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo, SessionPage, SessionPatch,
-    SessionQuery, SessionStore,
+    MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery, Metadata,
+    PropertyChange, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo,
+    SessionPage, SessionPatch, SessionQuery, SessionStore,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Datelike, Utc};
@@ -266,12 +266,12 @@ impl SessionStore for PostgresStore {
 
     /// One statement, so one atomic step: an insert that does nothing on a conflict, or an
     /// update of the row holding `expected`.
-    async fn set_store_property(
-        &self,
-        name: &str,
-        expected: Option<&str>,
-        value: &str,
-    ) -> Result<bool> {
+    async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
+        let PropertyChange {
+            name,
+            expected,
+            value,
+        } = *change;
         let s = quote_schema(&self.schema);
         let changed = match expected {
             None => {

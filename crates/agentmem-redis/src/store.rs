@@ -16,9 +16,9 @@ use agentmem_core::support::{
 use agentmem_core::Layered;
 use agentmem_core::{
     async_trait, now, Archive, ArchiveId, ArchiveInfo, Error, MemoryFilter, MemoryHit, MemoryId,
-    MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery, Metadata, PurgeReport,
-    Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo, SessionPage, SessionPatch,
-    SessionQuery, SessionStore,
+    MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery, Metadata,
+    PropertyChange, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo,
+    SessionPage, SessionPatch, SessionQuery, SessionStore,
 };
 use redis::aio::ConnectionManager;
 use redis::{FromRedisValue, Pipeline, RedisResult, Script, ScriptInvocation};
@@ -312,12 +312,12 @@ impl SessionStore for RedisStore {
         .await
     }
 
-    async fn set_store_property(
-        &self,
-        name: &str,
-        expected: Option<&str>,
-        value: &str,
-    ) -> Result<bool> {
+    async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
+        let PropertyChange {
+            name,
+            expected,
+            value,
+        } = *change;
         let mut inv = self.keys.invoke(&self.scripts.set_property);
         inv.arg(name).arg(value);
         match expected {

@@ -8,9 +8,9 @@ use agentmem_core::layer;
 use agentmem_core::Layered;
 use agentmem_core::{
     async_trait, Archive, ArchiveId, ArchiveInfo, Capabilities, MemoryFilter, MemoryHit, MemoryId,
-    MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery, Metadata, PurgeReport,
-    Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo, SessionPage, SessionPatch,
-    SessionQuery, SessionStore,
+    MemoryItem, MemoryStore, Message, MessageHit, MessageId, MessageQuery, Metadata,
+    PropertyChange, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo,
+    SessionPage, SessionPatch, SessionQuery, SessionStore,
 };
 use rusqlite::Connection;
 
@@ -144,12 +144,12 @@ impl SessionStore for SqliteStore {
             .await
     }
 
-    async fn set_store_property(
-        &self,
-        name: &str,
-        expected: Option<&str>,
-        value: &str,
-    ) -> Result<bool> {
+    async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
+        let PropertyChange {
+            name,
+            expected,
+            value,
+        } = *change;
         let (name, value) = (name.to_owned(), value.to_owned());
         let expected = expected.map(str::to_owned);
         self.pool

@@ -9,6 +9,7 @@ use crate::model::{
     check_metadata_depth, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, SessionInfo,
 };
 use crate::name::SessionId;
+use crate::property::PropertyChange;
 use crate::property::{check_property_name, check_property_value};
 use crate::store::{AgentMemory, MemoryFilter, MemoryHit};
 
@@ -77,15 +78,10 @@ impl<S: AgentMemory> LayeredStore for Validated<S> {
         self.inner.store_property(name).await
     }
 
-    async fn set_store_property(
-        &self,
-        name: &str,
-        expected: Option<&str>,
-        value: &str,
-    ) -> Result<bool> {
-        check_property_name(name)?;
-        check_property_value(value)?;
-        self.inner.set_store_property(name, expected, value).await
+    async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
+        check_property_name(change.name)?;
+        check_property_value(change.value)?;
+        self.inner.set_store_property(change).await
     }
 
     async fn update_session(

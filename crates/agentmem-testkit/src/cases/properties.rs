@@ -1,6 +1,8 @@
 //! Store properties: named values a store keeps about itself, set by compare-and-set.
 
-use agentmem_core::{AgentMemory, ErrorKind, MAX_PROPERTY_NAME_BYTES, MAX_PROPERTY_VALUE_BYTES};
+use agentmem_core::{
+    AgentMemory, ErrorKind, PropertyChange, MAX_PROPERTY_NAME_BYTES, MAX_PROPERTY_VALUE_BYTES,
+};
 
 use super::assert_kind;
 
@@ -13,7 +15,7 @@ async fn get(store: &dyn AgentMemory, name: &str) -> Option<String> {
 
 async fn set(store: &dyn AgentMemory, name: &str, expected: Option<&str>, value: &str) -> bool {
     store
-        .set_store_property(name, expected, value)
+        .set_store_property(&PropertyChange::replace(name, expected, value))
         .await
         .unwrap_or_else(|e| panic!("set_store_property({name:?}, {expected:?}) failed: {e}"))
 }
@@ -69,7 +71,9 @@ pub async fn invalid_store_properties_are_refused(store: &dyn AgentMemory) {
             &format!("store_property({name:?})"),
         );
         assert_kind(
-            store.set_store_property(name, None, "v").await,
+            store
+                .set_store_property(&PropertyChange::insert(name, "v"))
+                .await,
             ErrorKind::InvalidInput,
             &format!("set_store_property({name:?})"),
         );
@@ -77,7 +81,9 @@ pub async fn invalid_store_properties_are_refused(store: &dyn AgentMemory) {
     let too_long = "v".repeat(MAX_PROPERTY_VALUE_BYTES + 1);
     for value in [too_long.as_str(), "nul\0inside"] {
         assert_kind(
-            store.set_store_property("test.value", None, value).await,
+            store
+                .set_store_property(&PropertyChange::insert("test.value", value))
+                .await,
             ErrorKind::InvalidInput,
             "set_store_property with a bad value",
         );
