@@ -413,11 +413,7 @@ impl SessionStore for InMemoryStore {
     }
 
     async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
-        let PropertyChange {
-            name,
-            expected,
-            value,
-        } = *change;
+        let (name, expected, value) = (change.name, change.expected, change.value);
         let mut state = self.state();
         if state.properties.get(name).map(String::as_str) != expected {
             return Ok(false);

@@ -268,17 +268,9 @@ impl SessionStore for FileStore {
     }
 
     async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
-        let PropertyChange {
-            name,
-            expected,
-            value,
-        } = *change;
         let layout = self.inner.layout.clone();
-        let (name, expected, value) = (
-            name.to_owned(),
-            expected.map(str::to_owned),
-            value.to_owned(),
-        );
+        let (name, value) = (change.name.to_owned(), change.value.to_owned());
+        let expected = change.expected.map(str::to_owned);
         blocking(move || set_property(&layout, &name, expected.as_deref(), &value)).await?
     }
 

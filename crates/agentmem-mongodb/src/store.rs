@@ -276,11 +276,7 @@ impl SessionStore for MongoStore {
     /// One insert (the unique `_id` refuses a second one) or one conditional update: each is
     /// atomic on one document, with or without transactions.
     async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
-        let PropertyChange {
-            name,
-            expected,
-            value,
-        } = *change;
+        let (name, expected, value) = (change.name, change.expected, change.value);
         let meta = self.db.collection::<Document>(META);
         let id = property_id(name);
         match expected {

@@ -267,11 +267,7 @@ impl SessionStore for PostgresStore {
     /// One statement, so one atomic step: an insert that does nothing on a conflict, or an
     /// update of the row holding `expected`.
     async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
-        let PropertyChange {
-            name,
-            expected,
-            value,
-        } = *change;
+        let (name, expected, value) = (change.name, change.expected, change.value);
         let s = quote_schema(&self.schema);
         let changed = match expected {
             None => {

@@ -313,11 +313,7 @@ impl SessionStore for RedisStore {
     }
 
     async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
-        let PropertyChange {
-            name,
-            expected,
-            value,
-        } = *change;
+        let (name, expected, value) = (change.name, change.expected, change.value);
         let mut inv = self.keys.invoke(&self.scripts.set_property);
         inv.arg(name).arg(value);
         match expected {

@@ -145,13 +145,8 @@ impl SessionStore for SqliteStore {
     }
 
     async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
-        let PropertyChange {
-            name,
-            expected,
-            value,
-        } = *change;
-        let (name, value) = (name.to_owned(), value.to_owned());
-        let expected = expected.map(str::to_owned);
+        let (name, value) = (change.name.to_owned(), change.value.to_owned());
+        let expected = change.expected.map(str::to_owned);
         self.pool
             .write(move |conn| properties::set(conn, &name, expected.as_deref(), &value))
             .await
