@@ -16,7 +16,7 @@ use std::error::Error as _;
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use agentmem::crypt::{CryptoError, EncryptLayer, MasterKey, NoKeyLayer};
+use agentmem::crypt::{CryptoError, EncryptLayer, MasterKey, NoKeyLayer, MARKER_PROPERTY};
 use agentmem::transfer::{export_document, import_document};
 use agentmem::{
     AgentMemory, AgentMemoryExt, Error, ErrorKind, MemoryFilter, MemoryItem, MemoryKind,
@@ -111,16 +111,11 @@ async fn encrypted_store_refuses_what_has_no_key(backend: &str, raw: Arc<dyn Age
     let key = key();
     let keyed = raw.clone().with_layer(EncryptLayer::new(&key));
     let id = sid("vault");
-    keyed
-        .append(
-            &id,
-            &[
-                Message::user("my locker code is 4711"),
-                Message::assistant("noted"),
-            ],
-        )
-        .await
-        .expect("append");
+    let said = [
+        Message::user("my locker code is 4711"),
+        Message::assistant("noted"),
+    ];
+    keyed.append(&id, &said).await.expect("append");
     let item = MemoryItem::new(MemoryKind::Fact, "the user likes green tea");
     keyed.put_memory(&item).await.expect("put");
     let before = snapshot(&*raw).await;
@@ -138,48 +133,24 @@ async fn encrypted_store_refuses_what_has_no_key(backend: &str, raw: Arc<dyn Age
         export_document(&plain).await.expect("export")
     };
     let at = format!("{backend}, no key");
-    refused(
-        &at,
-        "save_session",
-        keyless.save_session(&fresh, &one, &Metadata::new()).await,
-        no_key,
-    );
-    refused(
-        &at,
-        "append to a new session",
-        keyless.append(&fresh, &one).await,
-        no_key,
-    );
+    let result = keyless.save_session(&fresh, &one, &Metadata::new()).await;
+    refused(&at, "save_session", result, no_key);
+    let result = keyless.append(&fresh, &one).await;
+    refused(&at, "append to a new session", result, no_key);
     refused(&at, "append", keyless.append(&id, &one).await, no_key);
-    refused(
-        &at,
-        "put_memory",
-        keyless.put_memory(&plain_item).await,
-        no_key,
-    );
+    let result = keyless.put_memory(&plain_item).await;
+    refused(&at, "put_memory", result, no_key);
     refused(&at, "compact", keyless.compact(&id, &one).await, no_key);
     refused(&at, "fork", keyless.fork(&id, &fresh, None).await, no_key);
-    refused(
-        &at,
-        "import",
-        import_document(&keyless, &plain_doc).await,
-        no_key,
-    );
+    let result = import_document(&keyless, &plain_doc).await;
+    refused(&at, "import", result, no_key);
     refused(&at, "load", keyless.load(&id, None).await, no_key);
-    refused(
-        &at,
-        "list_memories",
-        keyless.list_memories(&MemoryFilter::default()).await,
-        no_key,
-    );
-    refused(
-        &at,
-        "search_memories",
-        keyless
-            .search_memories("tea", &MemoryFilter::default())
-            .await,
-        no_key,
-    );
+    let result = keyless.list_memories(&MemoryFilter::default()).await;
+    refused(&at, "list_memories", result, no_key);
+    let result = keyless
+        .search_memories("tea", &MemoryFilter::default())
+        .await;
+    refused(&at, "search_memories", result, no_key);
     refused(&at, "get_context", keyless.get_context(None).await, no_key);
     assert_eq!(snapshot(&*raw).await, before, "{at}: nothing written");
     // Session ids are in the clear: listing them needs no key.
@@ -193,28 +164,16 @@ async fn encrypted_store_refuses_what_has_no_key(backend: &str, raw: Arc<dyn Age
     let wrong = raw.clone().with_layer(EncryptLayer::new(&self::key()));
     let at = format!("{backend}, wrong key");
     refused(&at, "append", wrong.append(&fresh, &one).await, wrong_key);
-    refused(
-        &at,
-        "put_memory",
-        wrong.put_memory(&plain_item).await,
-        wrong_key,
-    );
+    let result = wrong.put_memory(&plain_item).await;
+    refused(&at, "put_memory", result, wrong_key);
     refused(&at, "load", wrong.load(&id, None).await, wrong_key);
     assert_eq!(snapshot(&*raw).await, before, "{at}: nothing written");
 
     // The right key reads and writes.
-    let texts: Vec<String> = keyed
-        .messages(&id)
-        .await
-        .expect("load")
-        .into_iter()
-        .map(|m| m.content)
-        .collect();
-    assert_eq!(texts, ["my locker code is 4711", "noted"], "{backend}");
-    let hits = keyed
-        .search_memories("tea", &MemoryFilter::default())
-        .await
-        .expect("search");
+    let read = keyed.messages(&id).await.expect("load");
+    assert_eq!(read, said, "{backend}");
+    let all = MemoryFilter::default();
+    let hits = keyed.search_memories("tea", &all).await.expect("search");
     assert_eq!(hits.len(), 1, "{backend}");
     keyed
         .append_one(&fresh, Message::user("more"))
@@ -248,15 +207,10 @@ async fn plain_store_works_without_a_key(backend: &str, raw: Arc<dyn AgentMemory
         1,
         "{backend}"
     );
-    let hits = keyless
-        .search_memories("tea", &MemoryFilter::default())
-        .await
-        .expect("search");
+    let all = MemoryFilter::default();
+    let hits = keyless.search_memories("tea", &all).await.expect("search");
     assert_eq!(hits.len(), 1, "{backend}");
-    let marker = raw
-        .store_property(agentmem::crypt::MARKER_PROPERTY)
-        .await
-        .expect("marker");
+    let marker = raw.store_property(MARKER_PROPERTY).await.expect("marker");
     assert_eq!(marker, None, "{backend}: not marked");
 }
 

@@ -33,7 +33,8 @@ const SECRETS: &[&str] = &[
     "canaryMemoryKeyGnu",
 ];
 
-type Store = Arc<dyn AgentMemory>;
+mod common;
+use common::{key, sid, with_key as layered, Store};
 
 /// Runs the scenario `$scenario` as two tests: over core's in-memory store and over files.
 macro_rules! on_both_stores {
@@ -49,18 +50,6 @@ macro_rules! on_both_stores {
             $scenario(file_store(dir.path()).await).await;
         }
     };
-}
-
-fn sid(name: &str) -> SessionId {
-    name.parse().expect("a valid session id")
-}
-
-fn key() -> MasterKey {
-    MasterKey::generate().expect("a random key")
-}
-
-fn layered(raw: &Store, key: &MasterKey) -> impl AgentMemory {
-    raw.clone().with_layer(EncryptLayer::new(key))
 }
 
 async fn file_store(root: &Path) -> Store {

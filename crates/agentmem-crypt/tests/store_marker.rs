@@ -6,16 +6,17 @@ use std::error::Error as _;
 use std::sync::Arc;
 
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, Error, ErrorKind, InMemoryStore, MemoryFilter, MemoryItem,
-    MemoryKind, MemoryStore, Message, MessageQuery, Metadata, PropertyChange, Result, Rewind,
-    SessionId, SessionInfo, SessionPatch, SessionQuery, SessionStore,
+    AgentMemoryExt, Error, ErrorKind, InMemoryStore, MemoryFilter, MemoryItem, MemoryKind,
+    MemoryStore, Message, MessageQuery, Metadata, PropertyChange, Result, Rewind, SessionId,
+    SessionInfo, SessionPatch, SessionQuery, SessionStore,
 };
 use agentmem_crypt::{
     rekey, CryptoError, EncryptLayer, MasterKey, NoKeyLayer, StoreMarker, MARKER_PROPERTY,
 };
 use agentmem_file::{FileConfig, FileStore};
 
-type Store = Arc<dyn AgentMemory>;
+mod common;
+use common::{key, sid, with_key, Store};
 
 /// Core's in-memory store, and a file store in a fresh folder (kept while the guard lives).
 async fn stores() -> Vec<(Store, Option<tempfile::TempDir>)> {
@@ -27,18 +28,6 @@ async fn stores() -> Vec<(Store, Option<tempfile::TempDir>)> {
         (Arc::new(InMemoryStore::new()), None),
         (Arc::new(files), Some(dir)),
     ]
-}
-
-fn sid(name: &str) -> SessionId {
-    name.parse().expect("a valid session id")
-}
-
-fn key() -> MasterKey {
-    MasterKey::generate().expect("a random key")
-}
-
-fn with_key(raw: &Store, key: &MasterKey) -> impl AgentMemory {
-    raw.clone().with_layer(EncryptLayer::new(key))
 }
 
 async fn marker(raw: &Store) -> Option<StoreMarker> {
@@ -344,16 +333,11 @@ mod failing {
             &*self.inner
         }
 
-        async fn save_session(
-            &self,
-            id: &SessionId,
-            history: &[Message],
-            meta: &Metadata,
-        ) -> Result<()> {
+        async fn save_session(&self, id: &SessionId, m: &[Message], meta: &Metadata) -> Result<()> {
             if self.saves.fetch_add(1, Ordering::SeqCst) + 1 >= self.fail_from {
                 return Err(Error::unavailable("the process died"));
             }
-            self.inner.save_session(id, history, meta).await
+            self.inner.save_session(id, m, meta).await
         }
     }
 }

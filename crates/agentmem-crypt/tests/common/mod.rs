@@ -1,0 +1,28 @@
+//! What the crypt crate's tests share: stores as trait objects, session ids, keys and the
+//! encryption layer over a raw store.
+#![allow(
+    dead_code,
+    reason = "shared by several test binaries, each using part of it"
+)]
+
+use std::sync::Arc;
+
+use agentmem_core::{AgentMemory, AgentMemoryExt, SessionId};
+use agentmem_crypt::{EncryptLayer, MasterKey};
+
+/// A raw store, as the tests hold it.
+pub type Store = Arc<dyn AgentMemory>;
+
+pub fn sid(name: &str) -> SessionId {
+    name.parse().expect("a valid session id")
+}
+
+/// A new random key.
+pub fn key() -> MasterKey {
+    MasterKey::generate().expect("a random key")
+}
+
+/// `raw` wearing the encryption layer with `key`.
+pub fn with_key(raw: &Store, key: &MasterKey) -> impl AgentMemory {
+    raw.clone().with_layer(EncryptLayer::new(key))
+}
