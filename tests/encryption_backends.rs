@@ -193,14 +193,10 @@ async fn plain_store_works_without_a_key(backend: &str, raw: Arc<dyn AgentMemory
         .append_one(&id, Message::user("two"))
         .await
         .expect("append");
-    keyless
-        .put_memory(&MemoryItem::new(MemoryKind::Fact, "likes tea"))
-        .await
-        .expect("put");
-    keyless
-        .compact(&id, &[Message::system("sum")])
-        .await
-        .expect("compact");
+    let tea = MemoryItem::new(MemoryKind::Fact, "likes tea");
+    keyless.put_memory(&tea).await.expect("put");
+    let summary = [Message::system("sum")];
+    keyless.compact(&id, &summary).await.expect("compact");
     keyless.fork(&id, &sid("copy"), None).await.expect("fork");
     assert_eq!(
         keyless.messages(&sid("copy")).await.expect("load").len(),

@@ -295,10 +295,8 @@ async fn plaintext_writes_without_a_key_leave_the_store_unmarked() {
     for (raw, _dir) in stores().await {
         let keyless = raw.clone().with_layer(NoKeyLayer);
         let id = sid("plain");
-        keyless
-            .append_one(&id, Message::user("one"))
-            .await
-            .expect("append");
+        let one = Message::user("one");
+        keyless.append_one(&id, one).await.expect("append");
         let item = MemoryItem::new(MemoryKind::Fact, "likes tea");
         keyless.put_memory(&item).await.expect("put");
         assert_eq!(keyless.messages(&id).await.expect("load").len(), 1);

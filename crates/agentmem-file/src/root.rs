@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use agentmem_core::{Error, Result, SessionId};
+use agentmem_core::{Error, PropertyChange, Result, SessionId};
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil::{create_dirs, io_error, open_lock_file, write_atomic, FileLockGuard};
@@ -67,19 +67,15 @@ pub(crate) fn read_property(layout: &Layout, name: &str) -> Result<Option<String
 /// Sets the store property `name` to `value` when it is `expected`, holding the exclusive
 /// lock of `agentmem.lock` from the read to the rename of the new schema file, so another
 /// process (or task: each call opens the lock file anew) cannot slip in between.
-pub(crate) fn set_property(
-    layout: &Layout,
-    name: &str,
-    expected: Option<&str>,
-    value: &str,
-) -> Result<bool> {
+pub(crate) fn set_property(layout: &Layout, change: &PropertyChange<'_>) -> Result<bool> {
     let lock = open_lock_file(&layout.properties_lock)?;
     let _held = FileLockGuard::exclusive(&lock, &layout.properties_lock)?;
     let mut schema = SchemaFile::read(layout)?;
-    if schema.properties.get(name).map(String::as_str) != expected {
+    if schema.properties.get(change.name).map(String::as_str) != change.expected {
         return Ok(false);
     }
-    schema.properties.insert(name.to_owned(), value.to_owned());
+    let (name, value) = (change.name.to_owned(), change.value.to_owned());
+    schema.properties.insert(name, value);
     schema.write(layout)?;
     Ok(true)
 }

@@ -271,7 +271,13 @@ impl SessionStore for FileStore {
         let layout = self.inner.layout.clone();
         let (name, value) = (change.name.to_owned(), change.value.to_owned());
         let expected = change.expected.map(str::to_owned);
-        blocking(move || set_property(&layout, &name, expected.as_deref(), &value)).await?
+        blocking(move || {
+            set_property(
+                &layout,
+                &PropertyChange::replace(&name, expected.as_deref(), &value),
+            )
+        })
+        .await?
     }
 
     async fn save_session(

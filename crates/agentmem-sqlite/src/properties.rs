@@ -1,5 +1,6 @@
 //! Store properties: rows of `agentmem_properties` (name, value).
 
+use agentmem_core::PropertyChange;
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::SqlResult;
@@ -17,12 +18,8 @@ pub(crate) fn get(conn: &Connection, name: &str) -> SqlResult<Option<String>> {
 
 /// Sets property `name` to `value` when it is `expected`, in one statement (so one step
 /// under SQLite's write lock); whether a row changed.
-pub(crate) fn set(
-    conn: &Connection,
-    name: &str,
-    expected: Option<&str>,
-    value: &str,
-) -> SqlResult<bool> {
+pub(crate) fn set(conn: &Connection, change: &PropertyChange<'_>) -> SqlResult<bool> {
+    let (name, expected, value) = (change.name, change.expected, change.value);
     let changed = match expected {
         None => conn.execute(
             "INSERT INTO agentmem_properties (name, value) VALUES (?1, ?2)

@@ -148,7 +148,12 @@ impl SessionStore for SqliteStore {
         let (name, value) = (change.name.to_owned(), change.value.to_owned());
         let expected = change.expected.map(str::to_owned);
         self.pool
-            .write(move |conn| properties::set(conn, &name, expected.as_deref(), &value))
+            .write(move |conn| {
+                properties::set(
+                    conn,
+                    &PropertyChange::replace(&name, expected.as_deref(), &value),
+                )
+            })
             .await
     }
 
