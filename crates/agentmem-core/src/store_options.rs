@@ -336,31 +336,6 @@ mod tests {
     }
 
     #[test]
-    fn key_options_name_a_file_or_the_environment() {
-        let (rest, options) =
-            StoreOptions::split("sqlite://a.db?key_file=%2Fkeys%2Fmy%20key&mode=rwc").unwrap();
-        assert_eq!(rest, "sqlite://a.db?mode=rwc");
-        assert_eq!(
-            options.key(),
-            Some(&KeyLocation::File(PathBuf::from("/keys/my key")))
-        );
-        assert!(options.retention().is_none());
-        let (_, options) = StoreOptions::split("file:///x?key=ENV&keep=3").unwrap();
-        assert_eq!(options.key(), Some(&KeyLocation::Env));
-        assert!(options.retention().is_some());
-        for bad in [
-            "file:///x?key=env&key_file=/k",
-            "file:///x?key=hunter2",
-            "file:///x?key_file=",
-            "file:///x?key_file=%zz",
-        ] {
-            let err = StoreOptions::split(bad).expect_err(bad);
-            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
-            assert!(!err.to_string().contains("hunter2"), "{err}");
-        }
-    }
-
-    #[test]
     fn bad_store_options_are_refused_naming_the_option_not_the_url() {
         for (url, option) in [
             ("redis://:secret@h/?keep=1&keep=2", "keep"),
@@ -385,6 +360,31 @@ mod tests {
             let text = format!("{err} {err:?}");
             assert!(text.contains(option), "{url}: {text}");
             assert!(!text.contains("secret"), "{url}: {text}");
+        }
+    }
+
+    #[test]
+    fn key_options_name_a_file_or_the_environment() {
+        let (rest, options) =
+            StoreOptions::split("sqlite://a.db?key_file=%2Fkeys%2Fmy%20key&mode=rwc").unwrap();
+        assert_eq!(rest, "sqlite://a.db?mode=rwc");
+        assert_eq!(
+            options.key(),
+            Some(&KeyLocation::File(PathBuf::from("/keys/my key")))
+        );
+        assert!(options.retention().is_none());
+        let (_, options) = StoreOptions::split("file:///x?key=ENV&keep=3").unwrap();
+        assert_eq!(options.key(), Some(&KeyLocation::Env));
+        assert!(options.retention().is_some());
+        for bad in [
+            "file:///x?key=env&key_file=/k",
+            "file:///x?key=hunter2",
+            "file:///x?key_file=",
+            "file:///x?key_file=%zz",
+        ] {
+            let err = StoreOptions::split(bad).expect_err(bad);
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
+            assert!(!err.to_string().contains("hunter2"), "{err}");
         }
     }
 

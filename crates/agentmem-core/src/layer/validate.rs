@@ -78,12 +78,6 @@ impl<S: AgentMemory> LayeredStore for Validated<S> {
         self.inner.store_property(name).await
     }
 
-    async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
-        check_property_name(change.name)?;
-        check_property_value(change.value)?;
-        self.inner.set_store_property(change).await
-    }
-
     async fn update_session(
         &self,
         session: &SessionId,
@@ -122,5 +116,11 @@ impl<S: AgentMemory> LayeredStore for Validated<S> {
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
         filter.scope.validate()?;
         self.inner.search_memories(query, filter).await
+    }
+
+    async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
+        check_property_name(change.name)?;
+        check_property_value(change.value)?;
+        self.inner.set_store_property(change).await
     }
 }
