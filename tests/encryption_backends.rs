@@ -185,14 +185,10 @@ async fn encrypted_store_refuses_what_has_no_key(backend: &str, raw: Arc<dyn Age
 async fn plain_store_works_without_a_key(backend: &str, raw: Arc<dyn AgentMemory>) {
     let keyless = raw.clone().with_layer(NoKeyLayer);
     let id = sid("plain");
-    keyless
-        .save_session(&id, &[Message::user("one")], &Metadata::new())
-        .await
-        .expect("save");
-    keyless
-        .append_one(&id, Message::user("two"))
-        .await
-        .expect("append");
+    let (one, two) = ([Message::user("one")], Message::user("two"));
+    let saved = keyless.save_session(&id, &one, &Metadata::new()).await;
+    saved.expect("save");
+    keyless.append_one(&id, two).await.expect("append");
     let tea = MemoryItem::new(MemoryKind::Fact, "likes tea");
     keyless.put_memory(&tea).await.expect("put");
     let summary = [Message::system("sum")];

@@ -28,6 +28,12 @@ fn with_options(url: &str, options: &str) -> String {
     format!("{url}{joint}{options}")
 }
 
+/// Appends a user message saying `text` to session `name`.
+async fn say(store: &dyn AgentMemory, name: &str, text: &str) {
+    let message = Message::user(text);
+    store.append_one(&sid(name), message).await.expect("append");
+}
+
 async fn ids(store: &dyn AgentMemory) -> Vec<SessionId> {
     store.session_ids().await.expect("list sessions")
 }
@@ -35,15 +41,9 @@ async fn ids(store: &dyn AgentMemory) -> Vec<SessionId> {
 /// `keep=2`: every write that makes a session leaves the two most recently written.
 async fn keep(backend: &str, store: &dyn AgentMemory) {
     for name in ["a", "b"] {
-        store
-            .append_one(&sid(name), Message::user(name))
-            .await
-            .expect("store operation");
+        say(store, name, name).await;
     }
-    store
-        .append_one(&sid("a"), Message::user("again"))
-        .await
-        .expect("store operation");
+    say(store, "a", "again").await;
     assert_eq!(ids(store).await, ["a", "b"], "{backend}");
     store
         .save_session(&sid("c"), &[Message::user("c")], &Default::default())
@@ -68,10 +68,7 @@ async fn keep_per_owner(backend: &str, store: &dyn AgentMemory) {
         ("bob1", Some("bob")),
         ("ann2", Some("ann")),
     ] {
-        store
-            .append_one(&sid(name), Message::user(name))
-            .await
-            .expect("store operation");
+        say(store, name, name).await;
         if let Some(owner) = owner {
             let patch = SessionPatch::default().owner(owner);
             store
@@ -80,31 +77,19 @@ async fn keep_per_owner(backend: &str, store: &dyn AgentMemory) {
                 .expect("store operation");
         }
     }
-    store
-        .append_one(&sid("x1"), Message::user("x"))
-        .await
-        .expect("store operation");
-    store
-        .append_one(&sid("x2"), Message::user("y"))
-        .await
-        .expect("store operation");
+    say(store, "x1", "x").await;
+    say(store, "x2", "y").await;
     assert_eq!(ids(store).await, ["ann2", "bob1", "x2"], "{backend}");
 }
 
 /// `retain=1s&retain_memories=1s&retain_every=0s`: once a session or item is older than a
 /// second, the next write takes it.
 async fn retain(backend: &str, store: &dyn AgentMemory) {
-    store
-        .append_one(&sid("old"), Message::user("1"))
-        .await
-        .expect("store operation");
+    say(store, "old", "1").await;
     let old = MemoryItem::new(MemoryKind::Fact, "an old fact");
     store.put_memory(&old).await.expect("store operation");
     tokio::time::sleep(Duration::from_millis(1_200)).await;
-    store
-        .append_one(&sid("new"), Message::user("2"))
-        .await
-        .expect("store operation");
+    say(store, "new", "2").await;
     assert_eq!(ids(store).await, ["new"], "{backend}");
     assert!(
         store.load(&sid("old"), None).await.expect("load").is_none(),
