@@ -50,20 +50,6 @@ ensure_tools() {
     fi
 }
 
-# Signs certificate $1 (files $CERTS/$1.crt and $1.key) for common name $2 with the private CA;
-# the remaining arguments are its X.509 extension lines.
-sign_cert() {
-    local name="$1" cn="$2"
-    shift 2
-    openssl req -newkey rsa:2048 -nodes -subj "/CN=$cn" \
-        -keyout "$CERTS/$name.key" -out "$CERTS/$name.csr" 2>/dev/null
-    printf '%s\n' "$@" >"$CERTS/$name.ext"
-    openssl x509 -req -in "$CERTS/$name.csr" -CA "$CERTS/ca.crt" -CAkey "$CERTS/ca.key" \
-        -CAcreateserial -days 3650 -extfile "$CERTS/$name.ext" -out "$CERTS/$name.crt" 2>/dev/null
-    chmod 600 "$CERTS/$name.key"
-    rm -f "$CERTS/$name.csr"
-}
-
 # The private CA, the server certificate it signs and a client certificate (made once per
 # folder, then reused). The server certificate serves as a client certificate too: nodes of a
 # TLS cluster present it to each other on the cluster bus, which always asks for one.
@@ -79,9 +65,7 @@ ensure_certs() {
         return 0
     fi
     log "making a private CA, a server and a client certificate in $CERTS"
-    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=agentmem test CA" \
-        -keyout "$CERTS/ca.key" -out "$CERTS/ca.crt" 2>/dev/null
-    chmod 600 "$CERTS/ca.key"
+    make_ca "agentmem test CA"
     sign_cert server localhost "subjectAltName=DNS:localhost,IP:127.0.0.1" \
         "basicConstraints=CA:FALSE" "keyUsage=digitalSignature,keyEncipherment" \
         "extendedKeyUsage=serverAuth,clientAuth"
@@ -209,19 +193,6 @@ start_cluster() {
     fi
     wait_until "$name-${ports[0]}" cluster_ok "$tls" "${ports[@]}"
     log "$name: state ok on ports ${ports[*]}"
-}
-
-# $1 percent-encoded for a URL's query (a path may hold spaces or `&`).
-urlencode() {
-    local text="$1" out="" c i
-    for ((i = 0; i < ${#text}; i++)); do
-        c="${text:i:1}"
-        case "$c" in
-            [A-Za-z0-9/._~-]) out+="$c" ;;
-            *) out+="$(printf '%%%02X' "'$c")" ;;
-        esac
-    done
-    printf '%s' "$out"
 }
 
 start() {
