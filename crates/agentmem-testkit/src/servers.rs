@@ -30,6 +30,13 @@ pub const DEFAULT_REDIS_CLUSTER_URL: &str =
 pub const DEFAULT_REDIS_TLS_CLUSTER_URL: &str =
     "rediss+cluster://127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103/";
 
+/// The Redis Cluster whose masters may be restarted, when `REDIS_RESTART_CLUSTER_URL` is
+/// unset (`.ci/redis-extra.sh` serves it: append-only files keep the nodes' data across a
+/// restart, and `DEBUG CRASH-AND-RECOVER` is allowed from loopback). Tests that restart its
+/// nodes use it alone, so the other cluster tests never see a master go away.
+pub const DEFAULT_REDIS_RESTART_CLUSTER_URL: &str =
+    "redis+cluster://127.0.0.1:7201,127.0.0.1:7202,127.0.0.1:7203/";
+
 /// `REDIS_TLS_URL`, read at run time, or [`DEFAULT_REDIS_TLS_URL`].
 pub fn redis_tls_url() -> String {
     env_url("REDIS_TLS_URL", DEFAULT_REDIS_TLS_URL)
@@ -43,6 +50,14 @@ pub fn redis_cluster_url() -> String {
 /// `REDIS_TLS_CLUSTER_URL`, read at run time, or [`DEFAULT_REDIS_TLS_CLUSTER_URL`].
 pub fn redis_tls_cluster_url() -> String {
     env_url("REDIS_TLS_CLUSTER_URL", DEFAULT_REDIS_TLS_CLUSTER_URL)
+}
+
+/// `REDIS_RESTART_CLUSTER_URL`, read at run time, or [`DEFAULT_REDIS_RESTART_CLUSTER_URL`].
+pub fn redis_restart_cluster_url() -> String {
+    env_url(
+        "REDIS_RESTART_CLUSTER_URL",
+        DEFAULT_REDIS_RESTART_CLUSTER_URL,
+    )
 }
 
 /// `REDIS_URL`, read at run time, or [`DEFAULT_REDIS_URL`].
