@@ -46,7 +46,7 @@ mod conformance_cluster {
 
 /// A CA certificate no test server's certificate comes from.
 fn other_ca() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/other-ca.pem")
+    agentmem_testkit::servers::other_ca_file()
 }
 
 /// `url` (any agentmem Redis URL, a cluster's too) with its `tls_ca` option removed, or

@@ -94,6 +94,12 @@ pub fn mongodb_url() -> String {
     env_url("MONGODB_URL", DEFAULT_MONGODB_URL)
 }
 
+/// A CA certificate (PEM) that no test server's certificate comes from, for the tests that a
+/// client trusting another CA refuses the server.
+pub fn other_ca_file() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/other-ca.pem")
+}
+
 /// How long a cleanup waits for the server to answer before it gives up.
 #[cfg(any(feature = "redis", feature = "postgres", feature = "mongodb"))]
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
