@@ -60,18 +60,6 @@ fn with_option(url: &str, key: &str, value: Option<&str>) -> String {
     parsed.to_string()
 }
 
-/// The error and its sources, as one string.
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        text.push_str(" / ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
-}
-
 /// Connecting to `url`, which must fail `Unavailable` (the server is there, but no MongoDB
 /// conversation can happen with it); the error chain. Server selection gives up after 2 s
 /// instead of 5: a bound on the wait, not a measure.
@@ -82,7 +70,7 @@ async fn refused(url: &str) -> String {
         .expect_err("the connection must be refused");
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
     assert_eq!(err.backend_name(), Some("mongodb"), "{err}");
-    chain(&err)
+    agentmem_testkit::error_chain(&err)
 }
 
 /// Sessions, search and memory items over TLS: what is written is read back.
