@@ -1,7 +1,8 @@
 # Shell functions the .ci server scripts share (mongo-servers.sh, postgres-extra.sh,
 # redis-extra.sh). Sourced, not run: the sourcing script sets LOG_NAME first and defines
 # `start` and `stop`; one that waits for its servers with `wait_until` also sets
-# WAIT_SECONDS and SERVER_DIR (where server NAME keeps NAME.pid and NAME.log).
+# WAIT_SECONDS and SERVER_DIR (where server NAME keeps NAME.pid and NAME.log); one that makes
+# certificates with `make_ca` and `sign_cert` sets CERTS (the folder they go to).
 
 log() { echo "$LOG_NAME: $*" >&2; }
 
@@ -50,6 +51,41 @@ wait_until() {
         sleep 0.5
         waited=$((waited + 1))
     done
+}
+
+# Makes a private CA named $1 in $CERTS (ca.crt, and ca.key readable by its owner only).
+make_ca() {
+    mkdir -p "$CERTS"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=$1" \
+        -keyout "$CERTS/ca.key" -out "$CERTS/ca.crt" 2>/dev/null
+    chmod 600 "$CERTS/ca.key"
+}
+
+# Signs certificate $1 (files $CERTS/$1.crt and $1.key) for common name $2 with the private CA;
+# the remaining arguments are its X.509 extension lines.
+sign_cert() {
+    local name="$1" cn="$2"
+    shift 2
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=$cn" \
+        -keyout "$CERTS/$name.key" -out "$CERTS/$name.csr" 2>/dev/null
+    printf '%s\n' "$@" >"$CERTS/$name.ext"
+    openssl x509 -req -in "$CERTS/$name.csr" -CA "$CERTS/ca.crt" -CAkey "$CERTS/ca.key" \
+        -CAcreateserial -days 3650 -extfile "$CERTS/$name.ext" -out "$CERTS/$name.crt" 2>/dev/null
+    chmod 600 "$CERTS/$name.key"
+    rm -f "$CERTS/$name.csr"
+}
+
+# $1 percent-encoded for a URL's query (a path may hold spaces or `&`).
+urlencode() {
+    local text="$1" out="" c i
+    for ((i = 0; i < ${#text}; i++)); do
+        c="${text:i:1}"
+        case "$c" in
+            [A-Za-z0-9/._~-]) out+="$c" ;;
+            *) out+="$(printf '%%%02X' "'$c")" ;;
+        esac
+    done
+    printf '%s' "$out"
 }
 
 # Runs the sourcing script's `start` or `stop`, as its first argument asks.

@@ -14,11 +14,16 @@
 #   - a 3-master Redis Cluster on 127.0.0.1:7001-7003 (no replicas) -> REDIS_CLUSTER_URL
 #   - the same over TLS on 127.0.0.1:7101-7103 (clients and the cluster bus; the same private
 #     CA and server certificate)                                    -> REDIS_TLS_CLUSTER_URL
+#   - a third 3-master cluster on 127.0.0.1:7201-7203 whose nodes can be restarted: an
+#     append-only file synced on every write keeps their data and nodes.conf their slots, and
+#     `DEBUG CRASH-AND-RECOVER` is allowed from loopback (the recovery test restarts a node
+#     with it; the process re-executes itself under the same pid, so `stop` still finds it)
+#                                                                   -> REDIS_RESTART_CLUSTER_URL
 #
 # Certificates, data, logs and pid files live in $AGENTMEM_REDIS_EXTRA_DIR (default
 # $AGENTMEM_CI_CACHE/redis-extra, the cache defaulting to ~/.cache/agentmem-ci; `.ci/run`
 # gives each run a fresh folder and removes it at the end). Nothing is persisted (no RDB, no
-# AOF) and `stop` removes the clusters' state. A server already answering on its port is
+# AOF) but the restart cluster's AOF, and `stop` removes the clusters' state. A server already answering on its port is
 # reused, not restarted; a cluster whose nodes run but are not joined is joined.
 # Debian's redis-server (7.0) is built with TLS; redis-server, redis-cli and openssl are
 # installed with apt-get when missing.
@@ -32,6 +37,7 @@ TLS_PORT=6380
 CLIENT_AUTH_PORT=6381
 CLUSTER_PORTS=(7001 7002 7003)
 TLS_CLUSTER_PORTS=(7101 7102 7103)
+RESTART_CLUSTER_PORTS=(7201 7202 7203)
 WAIT_SECONDS="${AGENTMEM_REDIS_WAIT_SECONDS:-30}"
 
 LOG_NAME=redis-extra
@@ -50,20 +56,6 @@ ensure_tools() {
     fi
 }
 
-# Signs certificate $1 (files $CERTS/$1.crt and $1.key) for common name $2 with the private CA;
-# the remaining arguments are its X.509 extension lines.
-sign_cert() {
-    local name="$1" cn="$2"
-    shift 2
-    openssl req -newkey rsa:2048 -nodes -subj "/CN=$cn" \
-        -keyout "$CERTS/$name.key" -out "$CERTS/$name.csr" 2>/dev/null
-    printf '%s\n' "$@" >"$CERTS/$name.ext"
-    openssl x509 -req -in "$CERTS/$name.csr" -CA "$CERTS/ca.crt" -CAkey "$CERTS/ca.key" \
-        -CAcreateserial -days 3650 -extfile "$CERTS/$name.ext" -out "$CERTS/$name.crt" 2>/dev/null
-    chmod 600 "$CERTS/$name.key"
-    rm -f "$CERTS/$name.csr"
-}
-
 # The private CA, the server certificate it signs and a client certificate (made once per
 # folder, then reused). The server certificate serves as a client certificate too: nodes of a
 # TLS cluster present it to each other on the cluster bus, which always asks for one.
@@ -79,9 +71,7 @@ ensure_certs() {
         return 0
     fi
     log "making a private CA, a server and a client certificate in $CERTS"
-    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=agentmem test CA" \
-        -keyout "$CERTS/ca.key" -out "$CERTS/ca.crt" 2>/dev/null
-    chmod 600 "$CERTS/ca.key"
+    make_ca "agentmem test CA"
     sign_cert server localhost "subjectAltName=DNS:localhost,IP:127.0.0.1" \
         "basicConstraints=CA:FALSE" "keyUsage=digitalSignature,keyEncipherment" \
         "extendedKeyUsage=serverAuth,clientAuth"
@@ -122,7 +112,8 @@ cluster_ok() {
     done
 }
 
-# Starts `redis-server "${@:2}"` as server $1 in the background; it outlives this script.
+# Starts `redis-server "${@:2}"` as server $1 in the background, persisting nothing unless
+# its arguments say otherwise; it outlives this script.
 spawn() {
     local name="$1" pidfile="$DIR/$1.pid"
     shift
@@ -131,7 +122,9 @@ spawn() {
         return 0
     fi
     log "$name: starting (log: $DIR/$name.log)"
-    setsid nohup redis-server "$@" --save "" --appendonly no --daemonize no \
+    # By its absolute path: a node restarting itself (DEBUG RESTART, CRASH-AND-RECOVER)
+    # re-executes the path it was started with, taken as relative to its working folder.
+    setsid nohup "$(command -v redis-server)" --save "" --appendonly no "$@" --daemonize no \
         --logfile "$DIR/$name.log" >/dev/null 2>&1 </dev/null &
     echo $! >"$pidfile"
 }
@@ -154,13 +147,14 @@ start_tls() {
     log "$name: answers on $HOST:$port"
 }
 
-# Starts (or reuses) a cluster of one master on each of the ports $2…, over TLS (client
-# connections and the cluster bus) when $1 is 1.
+# Starts (or reuses) cluster $1: one master on each of the ports $3…, over TLS (client
+# connections and the cluster bus) when $2 is 1; each node's redis-server arguments end with
+# the words of $CLUSTER_NODE_ARGS.
 start_cluster() {
-    local tls="$1" name="cluster"
-    shift
-    local ports=("$@") port fresh=0
-    [ "$tls" = 1 ] && name="tls-cluster"
+    local name="$1" tls="$2"
+    shift 2
+    local ports=("$@") port fresh=0 extra=()
+    read -r -a extra <<<"${CLUSTER_NODE_ARGS:-}"
     if cluster_ok "$tls" "${ports[@]}"; then
         log "$name: already up on ports ${ports[*]}; reusing it"
         return 0
@@ -178,7 +172,7 @@ start_cluster() {
             fi
             spawn "$name-$port" --bind "$HOST" "${listen[@]}" --cluster-enabled yes \
                 --cluster-config-file "$DIR/$name-$port/nodes.conf" \
-                --cluster-node-timeout 5000 --dir "$DIR/$name-$port"
+                --cluster-node-timeout 5000 --dir "$DIR/$name-$port" "${extra[@]}"
             fresh=1
         fi
     done
@@ -211,19 +205,6 @@ start_cluster() {
     log "$name: state ok on ports ${ports[*]}"
 }
 
-# $1 percent-encoded for a URL's query (a path may hold spaces or `&`).
-urlencode() {
-    local text="$1" out="" c i
-    for ((i = 0; i < ${#text}; i++)); do
-        c="${text:i:1}"
-        case "$c" in
-            [A-Za-z0-9/._~-]) out+="$c" ;;
-            *) out+="$(printf '%%%02X' "'$c")" ;;
-        esac
-    done
-    printf '%s' "$out"
-}
-
 start() {
     ensure_tools
     mkdir -p "$DIR"
@@ -231,8 +212,10 @@ start() {
     # Also on 127.0.0.2, a name the certificate does not hold (for the host-name check).
     start_tls tls "$TLS_PORT" no --bind "$HOST" 127.0.0.2
     start_tls tls-client-auth "$CLIENT_AUTH_PORT" yes --bind "$HOST"
-    start_cluster 0 "${CLUSTER_PORTS[@]}"
-    start_cluster 1 "${TLS_CLUSTER_PORTS[@]}"
+    start_cluster cluster 0 "${CLUSTER_PORTS[@]}"
+    start_cluster tls-cluster 1 "${TLS_CLUSTER_PORTS[@]}"
+    CLUSTER_NODE_ARGS="--appendonly yes --appendfsync always --enable-debug-command local" \
+        start_cluster restart-cluster 0 "${RESTART_CLUSTER_PORTS[@]}"
     echo "export REDIS_TLS_CA='$CERTS/ca.crt'"
     echo "export REDIS_TLS_URL='rediss://$HOST:$TLS_PORT/?tls_ca=$(urlencode "$CERTS/ca.crt")'"
     echo "export REDIS_TLS_CLIENT_AUTH_URL='rediss://$HOST:$CLIENT_AUTH_PORT/?tls_ca=$(urlencode "$CERTS/ca.crt")&tls_cert=$(urlencode "$CERTS/client.crt")&tls_key=$(urlencode "$CERTS/client.key")'"
@@ -241,19 +224,20 @@ start() {
     echo "export REDIS_CLUSTER_URL='redis+cluster://${seeds%,}/'"
     seeds="$(printf "$HOST:%s," "${TLS_CLUSTER_PORTS[@]}")"
     echo "export REDIS_TLS_CLUSTER_URL='rediss+cluster://${seeds%,}/?tls_ca=$(urlencode "$CERTS/ca.crt")'"
+    seeds="$(printf "$HOST:%s," "${RESTART_CLUSTER_PORTS[@]}")"
+    echo "export REDIS_RESTART_CLUSTER_URL='redis+cluster://${seeds%,}/'"
 }
 
 stop() {
-    local name port
-    for name in tls tls-client-auth "${CLUSTER_PORTS[@]/#/cluster-}" "${TLS_CLUSTER_PORTS[@]/#/tls-cluster-}"; do
+    local name
+    local clusters=("${CLUSTER_PORTS[@]/#/cluster-}" "${TLS_CLUSTER_PORTS[@]/#/tls-cluster-}"
+        "${RESTART_CLUSTER_PORTS[@]/#/restart-cluster-}")
+    for name in tls tls-client-auth "${clusters[@]}"; do
         stop_pidfile "$DIR/$name.pid" "$name"
     done
     # Cluster state is not kept: the next start makes a new cluster.
-    for port in "${CLUSTER_PORTS[@]}"; do
-        rm -rf "$DIR/cluster-$port"
-    done
-    for port in "${TLS_CLUSTER_PORTS[@]}"; do
-        rm -rf "$DIR/tls-cluster-$port"
+    for name in "${clusters[@]}"; do
+        rm -rf "${DIR:?}/$name"
     done
 }
 

@@ -33,7 +33,11 @@ pub const DEFAULT_MAX_POOL_SIZE: u32 = 16;
 /// hosted MongoDB hands out) is accepted: the hosts and options come from the DNS SRV and TXT
 /// records of `host` when the store connects, with TLS on; a name that does not resolve is
 /// [`Unavailable`](agentmem_core::ErrorKind::Unavailable). With TLS on and no `tlsCAFile`, a CA
-/// bundle in `SSL_CERT_FILE` (as OpenSSL reads it) replaces the built-in roots.
+/// bundle in `SSL_CERT_FILE` (as OpenSSL reads it) replaces the built-in roots. A `tlsCAFile`
+/// (or `SSL_CERT_FILE`) that cannot be read or holds no PEM certificate, or a
+/// `tlsCertificateKeyFile` that cannot be read, is
+/// [`InvalidInput`](agentmem_core::ErrorKind::InvalidInput) naming the option, before any
+/// connection is tried.
 ///
 /// `Debug` and [`MongoConfig::redacted_url`] never show the password.
 ///
@@ -134,6 +138,10 @@ impl MongoConfig {
 
     /// The driver's options for this URL, with agentmem's shorter defaults for server
     /// selection and connect timeouts and pool size where the URL sets none.
+    ///
+    /// Fails with `InvalidInput` for an option the driver refuses and for TLS files that
+    /// cannot be used (see [`MongoConfig`]), and `Unavailable` when the hosts of a
+    /// `mongodb+srv://` URL cannot be looked up.
     pub async fn client_options(&self) -> Result<ClientOptions> {
         let mut options = ClientOptions::parse(&self.url).await.map_err(|e| {
             if matches!(*e.kind, mongodb::error::ErrorKind::DnsResolve { .. }) {
@@ -146,8 +154,26 @@ impl MongoConfig {
             }
         })?;
         if let Some(Tls::Enabled(tls)) = options.tls.as_mut() {
-            if tls.ca_file_path.is_none() {
+            let ca_option = if tls.ca_file_path.is_some() {
+                "tlsCAFile"
+            } else {
                 tls.ca_file_path = ssl_cert_file();
+                "SSL_CERT_FILE"
+            };
+            if let Some(path) = &tls.ca_file_path {
+                let pem = read_tls_file(ca_option, path)?;
+                if !pem
+                    .windows(PEM_CERTIFICATE.len())
+                    .any(|w| w == PEM_CERTIFICATE)
+                {
+                    return Err(Error::invalid_input(format!(
+                        "the MongoDB {ca_option} file {} holds no PEM certificate",
+                        path.display()
+                    )));
+                }
+            }
+            if let Some(path) = &tls.cert_key_file_path {
+                read_tls_file("tlsCertificateKeyFile", path)?;
             }
         }
         options
@@ -162,6 +188,20 @@ impl MongoConfig {
             .get_or_insert_with(|| "agentmem".to_string());
         Ok(options)
     }
+}
+
+/// How a PEM certificate starts.
+const PEM_CERTIFICATE: &[u8] = b"-----BEGIN CERTIFICATE-----";
+
+/// The contents of the TLS file `path` that `option` names; `InvalidInput` naming both when it
+/// cannot be read (the driver's own message names the path only, and says it cannot parse it).
+fn read_tls_file(option: &str, path: &std::path::Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| {
+        Error::invalid_input(format!(
+            "cannot read the MongoDB {option} file {}: {e}",
+            path.display()
+        ))
+    })
 }
 
 /// `SSL_CERT_FILE`, when set: a CA bundle to trust instead of the built-in roots, as OpenSSL
@@ -320,6 +360,47 @@ mod tests {
         let c = MongoConfig::new("mongodb://h").unwrap();
         assert_eq!(c.clone().with_database("t_1").unwrap().database(), "t_1");
         assert!(c.with_database("a b").is_err());
+    }
+
+    /// TLS files that cannot be used are refused before any connection, naming the option.
+    #[tokio::test]
+    async fn unusable_tls_files_are_invalid_input_naming_the_option() {
+        let manifest = env!("CARGO_MANIFEST_DIR");
+        let missing = format!("{manifest}/no-such-ca.pem");
+        let not_pem = format!("{manifest}/Cargo.toml");
+        let other_ca = agentmem_testkit::servers::other_ca_file()
+            .display()
+            .to_string();
+        for (url, why) in [
+            (
+                format!("mongodb://h/?tls=true&tlsCAFile={missing}"),
+                "cannot read the MongoDB tlsCAFile file",
+            ),
+            (
+                format!("mongodb://h/?tls=true&tlsCAFile={not_pem}"),
+                "tlsCAFile file",
+            ),
+            (
+                format!(
+                    "mongodb://h/?tls=true&tlsCAFile={other_ca}&tlsCertificateKeyFile={missing}"
+                ),
+                "cannot read the MongoDB tlsCertificateKeyFile file",
+            ),
+        ] {
+            let err = MongoConfig::new(&url)
+                .unwrap()
+                .client_options()
+                .await
+                .expect_err(why);
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{url}: {err}");
+            assert!(err.to_string().contains(why), "{url}: {err}");
+        }
+        let usable = format!("mongodb://h/?tls=true&tlsCAFile={other_ca}");
+        MongoConfig::new(&usable)
+            .unwrap()
+            .client_options()
+            .await
+            .unwrap();
     }
 
     #[tokio::test]

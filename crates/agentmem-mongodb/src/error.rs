@@ -62,14 +62,26 @@ pub(crate) fn is_unreachable(e: &DriverError) -> bool {
     )
 }
 
+/// Whether the server could not be reached because rustls refused its certificate. The
+/// driver keeps only the text of why server selection failed, in which rustls' refusals read
+/// "invalid peer certificate: …".
+fn tls_refused(e: &DriverError) -> bool {
+    e.to_string().contains("invalid peer certificate")
+}
+
 /// Maps a driver error to an agentmem error of the right kind, keeping it as the source.
 ///
 /// Unreachable servers (server selection, I/O, a cleared pool, a shut-down client) are
-/// `Unavailable`; a duplicate key is `Conflict`; a stored document the driver cannot decode
-/// is `CorruptData`; the rest is `Backend`. Not labelled: the layers add the backend and the
+/// `Unavailable`, saying so when the TLS handshake refused the server's certificate; a
+/// duplicate key is `Conflict`; a stored document the driver cannot decode is `CorruptData`;
+/// the rest is `Backend`. Not labelled: the layers add the backend and the
 /// operation.
 pub(crate) fn from_driver(e: DriverError) -> Error {
     let (kind, message) = match e.kind.as_ref() {
+        _ if is_unreachable(&e) && tls_refused(&e) => (
+            ErrorKind::Unavailable,
+            "MongoDB server unavailable: the TLS handshake failed (is the server's certificate from a trusted CA, and issued for this host name?)",
+        ),
         _ if is_unreachable(&e) => (ErrorKind::Unavailable, "MongoDB server unavailable"),
         DriverKind::Authentication { .. } => {
             (ErrorKind::Unavailable, "MongoDB refused the credentials")

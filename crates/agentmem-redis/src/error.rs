@@ -10,6 +10,9 @@ use redis::{RedisError, ServerErrorKind};
 /// Maps a redis-rs error, keeping it as the source:
 /// - the server could not be reached, the connection broke or timed out, the server is
 ///   loading, read-only or busy, or refused the credentials → [`ErrorKind::Unavailable`];
+/// - a transaction or pipeline that a cluster node refused only because it does not serve the
+///   slot now (`MOVED`, `ASK`) or the cluster is down or busy, as while a master restarts and
+///   the client's slot map is stale → [`ErrorKind::Unavailable`];
 /// - a value of the wrong type or shape under the prefix → [`ErrorKind::CorruptData`];
 /// - a bad client configuration → [`ErrorKind::InvalidInput`];
 /// - anything else → [`ErrorKind::Backend`].
@@ -44,6 +47,10 @@ pub(crate) fn from_redis(error: RedisError) -> Error {
             | ServerErrorKind::ClusterDown
             | ServerErrorKind::ReadOnly,
         ) => (ErrorKind::Unavailable, "Redis cannot serve requests now"),
+        _ if cluster_transient(&error) => (
+            ErrorKind::Unavailable,
+            "a Redis Cluster node does not serve the store's slot now",
+        ),
         R::UnexpectedReturnType | R::Parse => (
             ErrorKind::CorruptData,
             "Redis returned data of an unexpected shape",
@@ -55,6 +62,27 @@ pub(crate) fn from_redis(error: RedisError) -> Error {
         _ => (ErrorKind::Backend, "Redis command failed"),
     };
     Error::new(kind, message).with_source(error)
+}
+
+/// Whether every command of a failed transaction or pipeline was refused for a reason that
+/// passes once the cluster settles: a redirect (the node does not own the slot, or no longer
+/// does), the cluster down, or a slot in migration. redis-rs follows redirects of single
+/// commands itself, not those inside `MULTI`/`EXEC`.
+fn cluster_transient(error: &RedisError) -> bool {
+    error.clone().into_server_errors().is_some_and(|errors| {
+        !errors.is_empty()
+            && errors.iter().all(|(_, e)| {
+                matches!(
+                    e.kind(),
+                    Some(
+                        ServerErrorKind::Moved
+                            | ServerErrorKind::Ask
+                            | ServerErrorKind::TryAgain
+                            | ServerErrorKind::ClusterDown
+                    )
+                )
+            })
+    })
 }
 
 /// Whether `error` is a TLS handshake rustls refused (an untrusted or wrongly named server

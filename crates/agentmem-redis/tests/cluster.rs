@@ -5,9 +5,15 @@
 //! The whole conformance suite runs on the cluster; every key of a store lies in one hash slot;
 //! stores on each master work side by side; version 1 data migrates there; and a cluster that
 //! cannot be reached is `Unavailable`.
+//!
+//! A store outlives a restart of its master: on the cluster of `REDIS_RESTART_CLUSTER_URL`
+//! (default `redis+cluster://127.0.0.1:7201,127.0.0.1:7202,127.0.0.1:7203/`, nodes with
+//! append-only files that may be restarted), which no other test uses.
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::time::Duration;
 
 use agentmem_core::{
     AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryId, MemoryItem,
@@ -37,7 +43,14 @@ fn url() -> String {
 /// A store under `prefix` on the cluster, the guard that deletes its keys, and a raw cluster
 /// connection.
 async fn open(prefix: &str) -> Option<(Layered<RedisStore>, NamespaceGuard, ClusterConnection)> {
-    let url = url();
+    open_at(url(), prefix).await
+}
+
+/// [`open`] on the cluster at `url`.
+async fn open_at(
+    url: String,
+    prefix: &str,
+) -> Option<(Layered<RedisStore>, NamespaceGuard, ClusterConnection)> {
     let guard = NamespaceGuard::new().redis_store_prefix(&url, prefix);
     let config = RedisConfig::new(&url).unwrap().with_prefix(prefix).unwrap();
     let nodes = config.nodes();
@@ -294,4 +307,132 @@ async fn a_cluster_store_reports_itself() {
     assert_eq!(store.backend(), "redis");
     let dyn_store: &dyn AgentMemory = &store;
     assert!(dyn_store.capabilities().atomic_compaction);
+}
+
+/// How many times [`eventually`] tries, half a second apart: a bound, so that a store that
+/// never recovers fails the test instead of hanging it.
+const RECOVERY_TRIES: usize = 120;
+
+/// The first success of `op` within [`RECOVERY_TRIES`] tries; every failure before it must be
+/// `Unavailable` (the node is away or the cluster not yet ok), never another kind.
+async fn eventually<T, F, Fut>(what: &str, mut op: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = agentmem_core::Result<T>>,
+{
+    let mut last = None;
+    for _ in 0..RECOVERY_TRIES {
+        match op().await {
+            Ok(value) => return value,
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::Unavailable, "{what}: {e}");
+                last = Some(e);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("{what}: still failing after {RECOVERY_TRIES} tries: {last:?}");
+}
+
+/// The `run_id` of the Redis process at `node` (`host:port`), new each time a process starts;
+/// `None` while nothing answers there.
+async fn run_id(node: &str) -> Option<String> {
+    let client = redis::Client::open(format!("redis://{node}")).ok()?;
+    let mut conn = client.get_multiplexed_async_connection().await.ok()?;
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(&mut conn)
+        .await
+        .ok()?;
+    info.lines()
+        .find_map(|line| line.strip_prefix("run_id:"))
+        .map(|id| id.trim().to_string())
+}
+
+/// The master holding a store's keys restarts: its process closes every connection, stays
+/// away for a second, and executes itself again (`DEBUG CRASH-AND-RECOVER`: no shutdown, no
+/// save, so what it holds afterwards comes from its append-only file, synced on every write,
+/// and its slots from its nodes.conf). The same store handle, never reopened by the test,
+/// then reads every session and memory item acknowledged before the restart and writes
+/// again; until it recovers each try fails `Unavailable`, and it recovers within a bounded
+/// number of tries. The restart is checked: the node answers with a new `run_id`.
+#[tokio::test]
+async fn a_store_outlives_a_restart_of_its_master() {
+    let url = agentmem_testkit::servers::redis_restart_cluster_url();
+    let prefix = agentmem_testkit::unique_namespace("restart");
+    let Some((store, _guard, mut raw)) = open_at(url, &prefix).await else {
+        return;
+    };
+    let sessions: Vec<SessionId> = (0..3).map(|i| sid(&format!("agent {i}"))).collect();
+    let mut acknowledged = Vec::new();
+    for (i, id) in sessions.iter().enumerate() {
+        let messages = [
+            Message::user(format!("question {i}")),
+            Message::assistant(format!("answer {i}")),
+        ];
+        store.append(id, &messages).await.unwrap();
+        acknowledged.push(messages);
+    }
+    let item = store
+        .put_memory(&MemoryItem::new(MemoryKind::Fact, "survives restarts").with_key("restart"))
+        .await
+        .unwrap();
+    let master = owner(
+        &slot_owners(&mut raw).await,
+        keyslot(&mut raw, &prefix).await,
+    )
+    .to_string();
+    drop(raw);
+    let before = run_id(&master).await.expect("the master answers");
+
+    let mut node = redis::Client::open(format!("redis://{master}"))
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let answer: redis::RedisResult<redis::Value> = redis::cmd("DEBUG")
+        .arg("CRASH-AND-RECOVER")
+        .arg(1000)
+        .query_async(&mut node)
+        .await;
+    // A restarting node closes the connection without answering; an answer (an error such as
+    // "DEBUG command not allowed" or "failed to restart") means it did not restart.
+    match answer {
+        Err(e) if e.code().is_none() => {}
+        other => panic!("{master} did not restart: {other:?}"),
+    }
+    drop(node);
+
+    // Straight away, while the node is away: the store's own connections must find it again.
+    let loaded = eventually("load after the restart", || store.load(&sessions[0], None)).await;
+    let after = run_id(&master).await.expect("the master answers again");
+    assert_ne!(after, before, "{master} answers but was not restarted");
+    assert_eq!(loaded.unwrap().messages, acknowledged[0]);
+    for (id, messages) in sessions.iter().zip(&acknowledged) {
+        let loaded = eventually("load", || store.load(id, None)).await.unwrap();
+        assert_eq!(&loaded.messages, messages, "{id}");
+    }
+    assert_eq!(
+        eventually("get_memory", || store.get_memory(&item.id)).await,
+        Some(item.clone())
+    );
+    // And it writes again: a new message, an item replaced by key, a new session.
+    eventually("append", || {
+        store.append_one(&sessions[0], Message::user("after the restart"))
+    })
+    .await;
+    let replaced = MemoryItem::new(MemoryKind::Fact, "still here").with_key("restart");
+    let put = eventually("put_memory", || store.put_memory(&replaced)).await;
+    assert_eq!(put.id, item.id);
+    let new_session = sid("after");
+    eventually("append to a new session", || {
+        store.append_one(&new_session, Message::user("new"))
+    })
+    .await;
+    let last = store.last_messages(&sessions[0], 1).await.unwrap();
+    assert_eq!(last[0].content, "after the restart");
+    assert_eq!(store.list_sessions().await.unwrap().len(), 4);
+    let items = store.list_memories(&MemoryFilter::default()).await.unwrap();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].text, "still here");
 }

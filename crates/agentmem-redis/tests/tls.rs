@@ -46,7 +46,7 @@ mod conformance_cluster {
 
 /// A CA certificate no test server's certificate comes from.
 fn other_ca() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/other-ca.pem")
+    agentmem_testkit::servers::other_ca_file()
 }
 
 /// `url` (any agentmem Redis URL, a cluster's too) with its `tls_ca` option removed, or
@@ -114,18 +114,6 @@ async fn reachable() -> Option<(String, PathBuf)> {
     }
 }
 
-/// The error and its sources, as one string.
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        text.push_str(" / ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
-}
-
 /// The error chain of connecting to `url`, which must fail in the TLS handshake (`Unavailable`).
 async fn refused(url: &str) -> String {
     let config = RedisConfig::new(url)
@@ -138,7 +126,7 @@ async fn refused(url: &str) -> String {
         .expect_err("the TLS connection must be refused");
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
     assert!(err.to_string().contains("TLS handshake"), "{err}");
-    chain(&err)
+    agentmem_testkit::error_chain(&err)
 }
 
 /// A client that trusts another CA refuses the server: nothing is sent in clear, nothing falls
@@ -279,7 +267,11 @@ async fn ssl_cert_file_names_the_trusted_cas() {
                 store.append_one(&id, Message::user("hi")).await.unwrap();
                 println!("CHILD-RESULT ok");
             }
-            Err(e) => println!("CHILD-RESULT {:?}: {}", e.kind(), chain(&e)),
+            Err(e) => println!(
+                "CHILD-RESULT {:?}: {}",
+                e.kind(),
+                agentmem_testkit::error_chain(&e)
+            ),
         }
         return;
     }
@@ -377,7 +369,7 @@ async fn a_missing_or_mismatched_client_certificate_is_refused() {
         .await
         .expect_err("a key that is not the certificate's is refused");
     // rustls checks the pair when the client's TLS settings are built, before connecting.
-    let why = chain(&err);
+    let why = agentmem_testkit::error_chain(&err);
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{why}");
     assert!(why.contains("KeyMismatch"), "{why}");
 }

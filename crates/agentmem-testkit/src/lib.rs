@@ -63,6 +63,19 @@ pub fn service_unavailable<T>(service: &str, url: &str, error: &dyn Display) -> 
     None
 }
 
+/// `err` and its sources, outermost first, joined with ` / `: what a test searches for the
+/// cause of a failure that a layer wrapped (a TLS handshake's rustls error, say).
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        text.push_str(" / ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
 /// The URL in environment variable `var`, read at run time, else `default`.
 pub fn env_url(var: &str, default: &str) -> String {
     std::env::var(var)

@@ -30,6 +30,13 @@ pub const DEFAULT_REDIS_CLUSTER_URL: &str =
 pub const DEFAULT_REDIS_TLS_CLUSTER_URL: &str =
     "rediss+cluster://127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103/";
 
+/// The Redis Cluster whose masters may be restarted, when `REDIS_RESTART_CLUSTER_URL` is
+/// unset (`.ci/redis-extra.sh` serves it: append-only files keep the nodes' data across a
+/// restart, and `DEBUG CRASH-AND-RECOVER` is allowed from loopback). Tests that restart its
+/// nodes use it alone, so the other cluster tests never see a master go away.
+pub const DEFAULT_REDIS_RESTART_CLUSTER_URL: &str =
+    "redis+cluster://127.0.0.1:7201,127.0.0.1:7202,127.0.0.1:7203/";
+
 /// `REDIS_TLS_URL`, read at run time, or [`DEFAULT_REDIS_TLS_URL`].
 pub fn redis_tls_url() -> String {
     env_url("REDIS_TLS_URL", DEFAULT_REDIS_TLS_URL)
@@ -43,6 +50,14 @@ pub fn redis_cluster_url() -> String {
 /// `REDIS_TLS_CLUSTER_URL`, read at run time, or [`DEFAULT_REDIS_TLS_CLUSTER_URL`].
 pub fn redis_tls_cluster_url() -> String {
     env_url("REDIS_TLS_CLUSTER_URL", DEFAULT_REDIS_TLS_CLUSTER_URL)
+}
+
+/// `REDIS_RESTART_CLUSTER_URL`, read at run time, or [`DEFAULT_REDIS_RESTART_CLUSTER_URL`].
+pub fn redis_restart_cluster_url() -> String {
+    env_url(
+        "REDIS_RESTART_CLUSTER_URL",
+        DEFAULT_REDIS_RESTART_CLUSTER_URL,
+    )
 }
 
 /// `REDIS_URL`, read at run time, or [`DEFAULT_REDIS_URL`].
@@ -77,6 +92,23 @@ pub fn pgbouncer_url() -> String {
 /// `MONGODB_URL`, read at run time, or [`DEFAULT_MONGODB_URL`].
 pub fn mongodb_url() -> String {
     env_url("MONGODB_URL", DEFAULT_MONGODB_URL)
+}
+
+/// The MongoDB server over TLS when `MONGODB_TLS_URL` is unset (`.ci/mongo-servers.sh` serves
+/// it, a TLS proxy in front of the server on 27017; without `tlsCAFile` in the URL its CA must
+/// be trusted through `SSL_CERT_FILE`).
+pub const DEFAULT_MONGODB_TLS_URL: &str =
+    "mongodb://127.0.0.1:27019/?tls=true&directConnection=true";
+
+/// `MONGODB_TLS_URL`, read at run time, or [`DEFAULT_MONGODB_TLS_URL`].
+pub fn mongodb_tls_url() -> String {
+    env_url("MONGODB_TLS_URL", DEFAULT_MONGODB_TLS_URL)
+}
+
+/// A CA certificate (PEM) that no test server's certificate comes from, for the tests that a
+/// client trusting another CA refuses the server.
+pub fn other_ca_file() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/other-ca.pem")
 }
 
 /// How long a cleanup waits for the server to answer before it gives up.
@@ -150,9 +182,22 @@ impl ServerNamespace {
     /// A fresh database on the MongoDB server at `MONGODB_URL`, starting with `prefix`.
     #[cfg(feature = "mongodb")]
     pub fn mongodb(prefix: &str) -> Self {
-        let (base, name) = (mongodb_url(), crate::unique_namespace(prefix));
+        Self::mongodb_at(mongodb_url(), prefix)
+    }
+
+    /// A fresh database on the MongoDB server over TLS at `MONGODB_TLS_URL`, starting with
+    /// `prefix`.
+    #[cfg(feature = "mongodb")]
+    pub fn mongodb_tls(prefix: &str) -> Self {
+        Self::mongodb_at(mongodb_tls_url(), prefix)
+    }
+
+    /// A fresh database on the MongoDB server at the URL `base`.
+    #[cfg(feature = "mongodb")]
+    fn mongodb_at(base: String, prefix: &str) -> Self {
+        let name = crate::unique_namespace(prefix);
         let guard = NamespaceGuard::new().mongodb_database(&base, &name);
-        let mut url = url::Url::parse(&base).expect("MONGODB_URL is a valid URL");
+        let mut url = url::Url::parse(&base).expect("the MongoDB URL is a valid URL");
         url.set_path(&format!("/{name}"));
         ServerNamespace::new(url.to_string(), name, guard)
     }
