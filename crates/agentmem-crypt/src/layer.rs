@@ -1,13 +1,10 @@
 //! [`EncryptLayer`] and the store it makes, [`Encrypted`].
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
 use agentmem_core::backend::BackendInfo;
-use agentmem_core::layer::{
-    check_memory_item, check_messages, check_session_metadata, Layer, LayeredStore,
-};
+use agentmem_core::layer::{check_messages, check_session_metadata, Layer, LayeredStore};
 use agentmem_core::support::{
     fork_end, fork_target_exists, memory_search_limit, rank_memories, rank_messages, search_terms,
 };
@@ -19,9 +16,9 @@ use agentmem_core::{
 };
 
 use crate::cipher::{
-    aad, envelope_len, is_envelope, CryptoError, Domain, Keyring, Sealer, MEMORY_KEY_ENTRY,
-    METADATA_KEY,
+    aad, envelope_len, is_envelope, CryptoError, Domain, Keyring, Sealer, METADATA_KEY,
 };
+use crate::items::{older_tokens, open_items, open_one_item, seal_item};
 use crate::key::MasterKey;
 use crate::marker::{read_marker, Access, MarkerCache, StoreMarker, MARKER_PROPERTY};
 
@@ -116,7 +113,7 @@ impl<S> std::ops::Deref for Encrypted<S> {
 
 /// Which optional fields a message or item has, bound into the AAD of its main text so they
 /// cannot be stripped unnoticed.
-fn presence(flags: &[bool]) -> [u8; 1] {
+pub(crate) fn presence(flags: &[bool]) -> [u8; 1] {
     [flags
         .iter()
         .enumerate()
@@ -168,7 +165,11 @@ fn seal_tool_field(
     }
 }
 
-fn seal_metadata(sealer: &mut Sealer<'_>, metadata: &Metadata, aad: &[u8]) -> Result<Metadata> {
+pub(crate) fn seal_metadata(
+    sealer: &mut Sealer<'_>,
+    metadata: &Metadata,
+    aad: &[u8],
+) -> Result<Metadata> {
     let mut out = Metadata::new();
     if metadata.is_empty() {
         return Ok(out);
@@ -178,7 +179,7 @@ fn seal_metadata(sealer: &mut Sealer<'_>, metadata: &Metadata, aad: &[u8]) -> Re
     Ok(out)
 }
 
-fn open_metadata(
+pub(crate) fn open_metadata(
     sealer: &mut Sealer<'_>,
     metadata: Metadata,
     aad: &[u8],
@@ -195,7 +196,7 @@ fn open_metadata(
     serde_json::from_slice(&json).map_err(|_| CryptoError::Malformed)
 }
 
-fn open_string(
+pub(crate) fn open_string(
     sealer: &mut Sealer<'_>,
     value: String,
     aad: &[u8],
@@ -331,158 +332,6 @@ fn open_session(keys: &Keyring, session: Session) -> Result<Session> {
         metadata,
         ..session
     })
-}
-
-// ---- memory items ------------------------------------------------------------------------
-
-/// An item's AAD: its scope and kind, and its key's stand-in when it has a key (upsert by key
-/// keeps those, though it may change the id), else its id (upsert by id keeps it).
-fn memory_aad(item: &MemoryItem, field: &str, extra: &[u8]) -> Vec<u8> {
-    let (tag, anchor) = match &item.key {
-        Some(token) => (&b"key"[..], token.as_str()),
-        None => (&b"id"[..], item.id.as_str()),
-    };
-    aad(&[
-        b"memory",
-        item.scope.stored_form().as_bytes(),
-        item.kind.as_str().as_bytes(),
-        tag,
-        anchor.as_bytes(),
-        field.as_bytes(),
-        extra,
-    ])
-}
-
-/// What a key's stand-in is computed over: the scope, kind and key.
-fn token_aad(item: &MemoryItem, key: &str) -> Vec<u8> {
-    aad(&[
-        b"memory",
-        item.scope.stored_form().as_bytes(),
-        item.kind.as_str().as_bytes(),
-        key.as_bytes(),
-    ])
-}
-
-/// The stand-ins `item`'s key has under the read keys (not the write key): what an item with
-/// the same key written before a rotation holds.
-fn older_tokens(keys: &Keyring, item: &MemoryItem) -> Result<Vec<String>> {
-    let Some(key) = &item.key else {
-        return Ok(Vec::new());
-    };
-    let mut sealer = Sealer::new(keys, Domain::memory(&item.scope));
-    let aad = token_aad(item, key);
-    keys.ids()
-        .into_iter()
-        .skip(1)
-        .map(|id| sealer.key_token_under(id, &aad))
-        .collect()
-}
-
-/// What a stored item's text is bound to besides its place: whether it has metadata and a key.
-fn item_presence(has_metadata: bool, has_key: bool) -> [u8; 1] {
-    presence(&[has_metadata, has_key])
-}
-
-fn seal_item(keys: &Keyring, item: &MemoryItem) -> Result<MemoryItem> {
-    check_memory_item(item)?;
-    let mut sealer = Sealer::new(keys, Domain::memory(&item.scope));
-    let mut stored = MemoryItem {
-        text: String::new(),
-        metadata: Metadata::new(),
-        ..item.clone()
-    };
-    if let Some(key) = &item.key {
-        stored.key = Some(sealer.key_token(&token_aad(item, key))?);
-        let envelope = sealer.seal(key.as_bytes(), &memory_aad(&stored, "key", &[]))?;
-        stored
-            .metadata
-            .insert(MEMORY_KEY_ENTRY.to_owned(), envelope.into());
-    }
-    let metadata = seal_metadata(
-        &mut sealer,
-        &item.metadata,
-        &memory_aad(&stored, "metadata", &[]),
-    )?;
-    stored.metadata.extend(metadata);
-    let text_aad = memory_aad(
-        &stored,
-        "text",
-        &item_presence(!item.metadata.is_empty(), item.key.is_some()),
-    );
-    stored.text = sealer.seal(item.text.as_bytes(), &text_aad)?;
-    Ok(stored)
-}
-
-/// Decrypts items, deriving each scope's key once.
-fn open_items(keys: &Keyring, items: Vec<MemoryItem>) -> Result<Vec<MemoryItem>> {
-    let mut sealers: HashMap<String, Sealer<'_>> = HashMap::new();
-    items
-        .into_iter()
-        .map(|item| {
-            let sealer = sealers
-                .entry(item.scope.stored_form())
-                .or_insert_with(|| Sealer::new(keys, Domain::memory(&item.scope)));
-            open_item(sealer, item)
-        })
-        .collect()
-}
-
-fn open_item(sealer: &mut Sealer<'_>, item: MemoryItem) -> Result<MemoryItem> {
-    if sealer.accepts_plaintext() && !is_envelope(&item.text) {
-        return Ok(item);
-    }
-    let MemoryItem {
-        id,
-        kind,
-        scope,
-        key,
-        text,
-        mut metadata,
-        created_at,
-        updated_at,
-        expires_at,
-    } = item;
-    let mut out = MemoryItem {
-        id,
-        kind,
-        scope,
-        key,
-        text: String::new(),
-        metadata: Metadata::new(),
-        created_at,
-        updated_at,
-        expires_at,
-    };
-    let key_envelope = metadata.remove(MEMORY_KEY_ENTRY);
-    let opened = (|| {
-        let key = match (&out.key, key_envelope) {
-            (None, None) => None,
-            (Some(_), Some(serde_json::Value::String(envelope))) => {
-                let bytes = sealer.open(&envelope, &memory_aad(&out, "key", &[]))?;
-                Some(String::from_utf8(bytes).map_err(|_| CryptoError::Malformed)?)
-            }
-            (Some(_), None) => return Err(CryptoError::NotEncrypted),
-            _ => return Err(CryptoError::Malformed),
-        };
-        let metadata = open_metadata(sealer, metadata, &memory_aad(&out, "metadata", &[]))?;
-        let text_aad = memory_aad(
-            &out,
-            "text",
-            &item_presence(!metadata.is_empty(), key.is_some()),
-        );
-        let text = open_string(sealer, text, &text_aad)?;
-        Ok::<_, CryptoError>((key, metadata, text))
-    })();
-    let (key, metadata, text) = opened.map_err(|e| e.at(format!("memory item `{}`", out.id)))?;
-    out.key = key;
-    out.metadata = metadata;
-    out.text = text;
-    Ok(out)
-}
-
-fn open_one_item(keys: &Keyring, item: MemoryItem) -> Result<MemoryItem> {
-    let mut sealer = Sealer::new(keys, Domain::memory(&item.scope));
-    open_item(&mut sealer, item)
 }
 
 // ---- the store ---------------------------------------------------------------------------

@@ -22,6 +22,7 @@ mod clear;
 
 mod cipher;
 mod guard;
+mod items;
 mod key;
 mod layer;
 mod marker;

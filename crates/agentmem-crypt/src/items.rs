@@ -1,0 +1,160 @@
+//! Memory items through the encryption layer: what of an item is sealed, its AAD, and the
+//! stand-ins of its key (see the crate documentation).
+
+use std::collections::HashMap;
+
+use agentmem_core::layer::check_memory_item;
+use agentmem_core::{MemoryItem, Metadata, Result};
+
+use crate::cipher::{aad, is_envelope, CryptoError, Domain, Keyring, Sealer, MEMORY_KEY_ENTRY};
+use crate::layer::{open_metadata, open_string, presence, seal_metadata};
+
+/// An item's AAD: its scope and kind, and its key's stand-in when it has a key (upsert by key
+/// keeps those, though it may change the id), else its id (upsert by id keeps it).
+fn memory_aad(item: &MemoryItem, field: &str, extra: &[u8]) -> Vec<u8> {
+    let (tag, anchor) = match &item.key {
+        Some(token) => (&b"key"[..], token.as_str()),
+        None => (&b"id"[..], item.id.as_str()),
+    };
+    aad(&[
+        b"memory",
+        item.scope.stored_form().as_bytes(),
+        item.kind.as_str().as_bytes(),
+        tag,
+        anchor.as_bytes(),
+        field.as_bytes(),
+        extra,
+    ])
+}
+
+/// What a key's stand-in is computed over: the scope, kind and key.
+fn token_aad(item: &MemoryItem, key: &str) -> Vec<u8> {
+    aad(&[
+        b"memory",
+        item.scope.stored_form().as_bytes(),
+        item.kind.as_str().as_bytes(),
+        key.as_bytes(),
+    ])
+}
+
+/// The stand-ins `item`'s key has under the read keys (not the write key): what an item with
+/// the same key written before a rotation holds.
+pub(crate) fn older_tokens(keys: &Keyring, item: &MemoryItem) -> Result<Vec<String>> {
+    let Some(key) = &item.key else {
+        return Ok(Vec::new());
+    };
+    let mut sealer = Sealer::new(keys, Domain::memory(&item.scope));
+    let aad = token_aad(item, key);
+    keys.ids()
+        .into_iter()
+        .skip(1)
+        .map(|id| sealer.key_token_under(id, &aad))
+        .collect()
+}
+
+/// What a stored item's text is bound to besides its place: whether it has metadata and a key.
+fn item_presence(has_metadata: bool, has_key: bool) -> [u8; 1] {
+    presence(&[has_metadata, has_key])
+}
+
+pub(crate) fn seal_item(keys: &Keyring, item: &MemoryItem) -> Result<MemoryItem> {
+    check_memory_item(item)?;
+    let mut sealer = Sealer::new(keys, Domain::memory(&item.scope));
+    let mut stored = MemoryItem {
+        text: String::new(),
+        metadata: Metadata::new(),
+        ..item.clone()
+    };
+    if let Some(key) = &item.key {
+        stored.key = Some(sealer.key_token(&token_aad(item, key))?);
+        let envelope = sealer.seal(key.as_bytes(), &memory_aad(&stored, "key", &[]))?;
+        stored
+            .metadata
+            .insert(MEMORY_KEY_ENTRY.to_owned(), envelope.into());
+    }
+    let metadata = seal_metadata(
+        &mut sealer,
+        &item.metadata,
+        &memory_aad(&stored, "metadata", &[]),
+    )?;
+    stored.metadata.extend(metadata);
+    let text_aad = memory_aad(
+        &stored,
+        "text",
+        &item_presence(!item.metadata.is_empty(), item.key.is_some()),
+    );
+    stored.text = sealer.seal(item.text.as_bytes(), &text_aad)?;
+    Ok(stored)
+}
+
+/// Decrypts items, deriving each scope's key once.
+pub(crate) fn open_items(keys: &Keyring, items: Vec<MemoryItem>) -> Result<Vec<MemoryItem>> {
+    let mut sealers: HashMap<String, Sealer<'_>> = HashMap::new();
+    items
+        .into_iter()
+        .map(|item| {
+            let sealer = sealers
+                .entry(item.scope.stored_form())
+                .or_insert_with(|| Sealer::new(keys, Domain::memory(&item.scope)));
+            open_item(sealer, item)
+        })
+        .collect()
+}
+
+fn open_item(sealer: &mut Sealer<'_>, item: MemoryItem) -> Result<MemoryItem> {
+    if sealer.accepts_plaintext() && !is_envelope(&item.text) {
+        return Ok(item);
+    }
+    let MemoryItem {
+        id,
+        kind,
+        scope,
+        key,
+        text,
+        mut metadata,
+        created_at,
+        updated_at,
+        expires_at,
+    } = item;
+    let mut out = MemoryItem {
+        id,
+        kind,
+        scope,
+        key,
+        text: String::new(),
+        metadata: Metadata::new(),
+        created_at,
+        updated_at,
+        expires_at,
+    };
+    let key_envelope = metadata.remove(MEMORY_KEY_ENTRY);
+    let opened = (|| {
+        let key = match (&out.key, key_envelope) {
+            (None, None) => None,
+            (Some(_), Some(serde_json::Value::String(envelope))) => {
+                let bytes = sealer.open(&envelope, &memory_aad(&out, "key", &[]))?;
+                Some(String::from_utf8(bytes).map_err(|_| CryptoError::Malformed)?)
+            }
+            (Some(_), None) => return Err(CryptoError::NotEncrypted),
+            _ => return Err(CryptoError::Malformed),
+        };
+        let metadata = open_metadata(sealer, metadata, &memory_aad(&out, "metadata", &[]))?;
+        let text_aad = memory_aad(
+            &out,
+            "text",
+            &item_presence(!metadata.is_empty(), key.is_some()),
+        );
+        let text = open_string(sealer, text, &text_aad)?;
+        Ok::<_, CryptoError>((key, metadata, text))
+    })();
+    let (key, metadata, text) = opened.map_err(|e| e.at(format!("memory item `{}`", out.id)))?;
+    out.key = key;
+    out.metadata = metadata;
+    out.text = text;
+    Ok(out)
+}
+
+pub(crate) fn open_one_item(keys: &Keyring, item: MemoryItem) -> Result<MemoryItem> {
+    let mut sealer = Sealer::new(keys, Domain::memory(&item.scope));
+    open_item(&mut sealer, item)
+}
