@@ -315,6 +315,10 @@ impl PostgresConfig {
     }
 }
 
+/// The URL options libpq takes as a list (several hosts, with their ports): the only ones a
+/// URL may repeat.
+const LIST_OPTIONS: &[&str] = &["host", "hostaddr", "port"];
+
 impl FromStr for PostgresConfig {
     type Err = Error;
 
@@ -329,8 +333,7 @@ impl FromStr for PostgresConfig {
             )));
         }
         check_unambiguous(url, scheme_end + 3)?;
-        // libpq takes several hosts (and their ports) as a list.
-        agentmem_core::check_options_unique(url, &["host", "hostaddr", "port"])?;
+        agentmem_core::check_options_unique(url, LIST_OPTIONS)?;
         let (base, query) = match url.split_once('?') {
             Some((base, query)) => (base, query),
             None => (url, ""),
