@@ -10,6 +10,7 @@ use base64::Engine as _;
 use hkdf::Hkdf;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
+use zeroize::{Zeroize as _, Zeroizing};
 
 use crate::key::{KeyId, MasterKey};
 use crate::marker::KeyCheck;
@@ -122,11 +123,33 @@ pub fn envelope_key_id(value: &str) -> Option<KeyId> {
     rest.get(..16)?.parse().ok()
 }
 
-/// One master key, extracted once.
+/// One master key, extracted once: its HKDF pseudorandom key, wiped when the last clone of
+/// the keyring is dropped. Each derivation builds a short-lived HKDF state from it (whose HMAC
+/// state wipes itself too: `sha2`'s and `hmac`'s feature `zeroize`), so no long-lived value
+/// holds key material that is not zeroized on drop.
 #[derive(Clone)]
 struct Entry {
     id: KeyId,
-    hkdf: Hkdf<Sha256>,
+    prk: Zeroizing<[u8; PRK_BYTES]>,
+}
+
+/// The length of an HKDF-SHA256 pseudorandom key.
+const PRK_BYTES: usize = 32;
+
+impl Entry {
+    fn new(key: &MasterKey) -> Self {
+        let (mut extracted, _) = Hkdf::<Sha256>::extract(Some(DOMAIN), key.bytes());
+        let mut prk = Zeroizing::new([0u8; PRK_BYTES]);
+        prk.copy_from_slice(&extracted);
+        extracted.as_mut_slice().zeroize();
+        Entry { id: key.id(), prk }
+    }
+
+    /// The HKDF state to expand keys with, for one derivation (`None` never happens: a
+    /// 32-byte PRK is exactly SHA-256's output length, which `from_prk` accepts).
+    fn hkdf(&self) -> Option<Hkdf<Sha256>> {
+        Hkdf::<Sha256>::from_prk(self.prk.as_ref()).ok()
+    }
 }
 
 /// The keys a layer holds: one it writes with, and any number it still reads (rotated-away
@@ -159,10 +182,7 @@ impl Keyring {
     }
 
     fn entry(key: &MasterKey) -> Entry {
-        Entry {
-            id: key.id(),
-            hkdf: Hkdf::<Sha256>::new(Some(DOMAIN), key.bytes()),
-        }
+        Entry::new(key)
     }
 
     /// The id of the key new records are encrypted with.
@@ -183,9 +203,10 @@ impl Keyring {
             .iter()
             .find(|e| e.id == id)
             .ok_or_else(|| Error::invalid_input(format!("key {id} is not held")))?;
-        let mut okm = zeroize::Zeroizing::new([0u8; 32]);
+        let mut okm = Zeroizing::new([0u8; 32]);
         entry
-            .hkdf
+            .hkdf()
+            .ok_or_else(|| Error::backend("the key check key cannot be derived"))?
             .expand(STORE_CHECK_INFO, okm.as_mut())
             .map_err(|_| Error::backend("the key check key cannot be derived"))?;
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(okm.as_ref())
@@ -204,10 +225,10 @@ impl Keyring {
             Domain::Session(s) => (SESSION_INFO, s.as_str()),
             Domain::Memory(form) => (MEMORY_INFO, form.as_str()),
         };
-        let mut okm = zeroize::Zeroizing::new([0u8; 64]);
+        let mut okm = Zeroizing::new([0u8; 64]);
         // 64 bytes is far below HKDF-SHA256's limit of 8160: expand cannot fail.
         entry
-            .hkdf
+            .hkdf()?
             .expand_multi_info(&[info, name.as_bytes()], okm.as_mut())
             .ok()?;
         let cipher = Aes256Gcm::new(&Key::<Aes256Gcm>::try_from(&okm[..32]).ok()?);
@@ -407,4 +428,43 @@ impl<'a> Sealer<'a> {
 pub(crate) fn envelope_len(plaintext_len: usize) -> usize {
     let payload = NONCE_BYTES + plaintext_len + TAG_BYTES;
     ENVELOPE_PREFIX.len() + 16 + 1 + (payload * 4).div_ceil(3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Holds only for types that wipe themselves when dropped.
+    fn zeroized_on_drop<T: zeroize::ZeroizeOnDrop>() {}
+
+    #[test]
+    fn long_lived_and_per_call_key_material_is_zeroized_on_drop() {
+        // What an `Entry` keeps for the keyring's lifetime.
+        zeroized_on_drop::<Zeroizing<[u8; PRK_BYTES]>>();
+        // What a derivation holds for one call: the HMAC state of HKDF and of the synthetic
+        // nonces runs on SHA-256 cores, which wipe themselves only with `sha2`'s `zeroize`.
+        zeroized_on_drop::<Sha256>();
+        zeroized_on_drop::<<Sha256 as hmac::EagerHash>::Core>();
+        zeroized_on_drop::<Aes256Gcm>();
+    }
+
+    #[test]
+    fn keys_derived_from_the_kept_prk_are_those_derived_before() {
+        // Stores written when the keyring held a whole `Hkdf` must still open: expanding from
+        // the extracted PRK gives the same bytes.
+        let key = MasterKey::from_bytes([9; 32]);
+        let whole = Hkdf::<Sha256>::new(Some(DOMAIN), key.bytes());
+        let entry = Entry::new(&key);
+        let (mut a, mut b) = ([0u8; 64], [0u8; 64]);
+        whole
+            .expand_multi_info(&[SESSION_INFO, b"s1"], &mut a)
+            .unwrap();
+        entry
+            .hkdf()
+            .unwrap()
+            .expand_multi_info(&[SESSION_INFO, b"s1"], &mut b)
+            .unwrap();
+        assert_eq!(a, b);
+        assert_ne!(entry.prk.as_ref(), &[0u8; PRK_BYTES]);
+    }
 }
