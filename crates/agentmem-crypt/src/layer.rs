@@ -132,9 +132,39 @@ fn message_aad(session: &SessionId, m: &Message, field: &str, extra: &[u8]) -> V
 }
 
 /// A tool call id is bound to its session and field only: a call and its result must encrypt
-/// it to the same envelope.
+/// it to the same envelope. Its message is bound to it instead (see [`content_aad`]).
 fn tool_call_id_aad(session: &SessionId) -> Vec<u8> {
     aad(&[b"message", session.as_str().as_bytes(), b"tool_call_id"])
+}
+
+/// Which form of a message content's AAD to build.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ContentAad {
+    /// What the layer writes: the content of a message with a tool call id is bound to that
+    /// id as well, so a sealed id moved to, or swapped with, another message of the session
+    /// fails to open (the id's own envelope cannot name its message, see
+    /// [`tool_call_id_aad`]). A message without one has the same AAD in both forms.
+    Current,
+    /// What the layer wrote before tool call ids were bound: presence only. Read, never
+    /// written; a record made in one form never opens in the other (the parts differ).
+    Legacy,
+}
+
+fn content_aad(session: &SessionId, m: &Message, form: ContentAad) -> Vec<u8> {
+    let presence = message_presence(m);
+    match (&m.tool_call_id, form) {
+        (Some(call), ContentAad::Current) => aad(&[
+            b"message",
+            session.as_str().as_bytes(),
+            m.id.as_str().as_bytes(),
+            m.role.as_str().as_bytes(),
+            b"content",
+            &presence,
+            b"tool_call_id",
+            call.as_bytes(),
+        ]),
+        _ => message_aad(session, m, "content", &presence),
+    }
 }
 
 fn message_presence(m: &Message) -> [u8; 1] {
@@ -209,7 +239,7 @@ pub(crate) fn open_string(
 }
 
 fn seal_message(sealer: &mut Sealer<'_>, session: &SessionId, m: &Message) -> Result<Message> {
-    let content_aad = message_aad(session, m, "content", &message_presence(m));
+    let content_aad = content_aad(session, m, ContentAad::Current);
     let tool_call_id = match &m.tool_call_id {
         Some(id) => Some(seal_tool_field(
             sealer,
@@ -277,8 +307,19 @@ fn open_message(sealer: &mut Sealer<'_>, session: &SessionId, m: Message) -> Res
         if let Some(call) = tool_call_id {
             out.tool_call_id = Some(open_string(sealer, call, &tool_call_id_aad(session))?);
         }
-        let content_aad = message_aad(session, &out, "content", &message_presence(&out));
-        out.content = open_string(sealer, content, &content_aad)?;
+        out.content = if sealer.accepts_plaintext() && !is_envelope(&content) {
+            content
+        } else {
+            let current = content_aad(session, &out, ContentAad::Current);
+            let bytes = match sealer.open(&content, &current) {
+                // Written before tool call ids were bound to their message: the legacy AAD.
+                Err(CryptoError::Tampered) if out.tool_call_id.is_some() => {
+                    sealer.open(&content, &content_aad(session, &out, ContentAad::Legacy))?
+                }
+                opened => opened?,
+            };
+            String::from_utf8(bytes).map_err(|_| CryptoError::Malformed)?
+        };
         Ok::<(), CryptoError>(())
     })();
     opened.map_err(|e| e.at(format!("message `{}` of session `{session}`", out.id)))?;
@@ -652,6 +693,34 @@ layered_store_passing_the_clear! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn keys() -> Keyring {
+        Keyring::new(&MasterKey::from_bytes([3; 32]))
+    }
+
+    #[test]
+    fn a_message_written_before_tool_call_ids_were_bound_still_opens() {
+        let keys = keys();
+        let session: SessionId = "old".parse().unwrap();
+        let mut sealer = Sealer::new(&keys, Domain::Session(&session));
+        let m = Message::tool_result("call_1", "lookup", "42");
+        let mut old = seal_message(&mut sealer, &session, &m).unwrap();
+        // As the layer sealed content before: presence only, not the tool call id.
+        let legacy = content_aad(&session, &m, ContentAad::Legacy);
+        assert_ne!(legacy, content_aad(&session, &m, ContentAad::Current));
+        old.content = sealer.seal(m.content.as_bytes(), &legacy).unwrap();
+        assert_eq!(open_message(&mut sealer, &session, old).unwrap(), m);
+    }
+
+    #[test]
+    fn a_message_without_a_tool_call_id_has_one_content_aad() {
+        let session: SessionId = "s".parse().unwrap();
+        let m = Message::user("hello");
+        assert_eq!(
+            content_aad(&session, &m, ContentAad::Current),
+            content_aad(&session, &m, ContentAad::Legacy)
+        );
+    }
 
     #[test]
     fn the_longest_tool_field_is_the_longest_whose_envelope_fits() {

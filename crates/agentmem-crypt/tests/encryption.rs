@@ -644,6 +644,66 @@ async fn a_tool_call_and_its_result_share_one_envelope_so_windows_keep_them_toge
     }
 }
 
+/// Two calls and their results: sealed tool call ids (and names) moved between messages of
+/// one session are refused, though each id's envelope alone still opens in that session.
+#[tokio::test]
+async fn tool_call_ids_swapped_or_moved_between_messages_are_refused() {
+    let raw = in_memory();
+    let store = layered(&raw, &key());
+    let id = sid("calls");
+    let messages = vec![
+        Message::tool_call("call_a", "lookup", r#"{"q":"a"}"#),
+        Message::tool_result("call_a", "lookup", "result a"),
+        Message::tool_call("call_b", "lookup", r#"{"q":"b"}"#),
+        Message::tool_result("call_b", "lookup", "result b"),
+    ];
+    let reset = || async {
+        store
+            .save_session(&id, &messages, &Metadata::new())
+            .await
+            .expect("save");
+        assert_eq!(load_session(&store, &id).await.messages, messages);
+    };
+    let rewrite = |change: fn(&mut Vec<Message>)| {
+        let raw = &raw;
+        let id = &id;
+        async move {
+            let mut session = load_session(raw, id).await;
+            change(&mut session.messages);
+            raw.save_session(id, &session.messages, &session.metadata)
+                .await
+                .expect("save");
+        }
+    };
+    type Forgery = (&'static str, fn(&mut Vec<Message>));
+    let swaps: [Forgery; 4] = [
+        ("the ids of the two calls swapped", |m| {
+            let (a, b) = (m[0].tool_call_id.clone(), m[2].tool_call_id.clone());
+            m[0].tool_call_id = b;
+            m[2].tool_call_id = a;
+        }),
+        ("the ids of the two results swapped", |m| {
+            let b = m[3].tool_call_id.take();
+            m[3].tool_call_id = std::mem::replace(&mut m[1].tool_call_id, b);
+        }),
+        ("call b's id moved onto result a", |m| {
+            m[1].tool_call_id = m[2].tool_call_id.clone();
+        }),
+        ("the tool names of a call and a result swapped", |m| {
+            let (a, b) = (m[0].tool_name.clone(), m[3].tool_name.clone());
+            m[0].tool_name = b;
+            m[3].tool_name = a;
+        }),
+    ];
+    for (what, change) in swaps {
+        reset().await;
+        rewrite(change).await;
+        let err = store.load(&id, None).await.expect_err(what);
+        assert_eq!(err.kind(), ErrorKind::CorruptData, "{what}: {err}");
+        assert_eq!(crypto_error(&err), Some(&CryptoError::Tampered), "{what}");
+    }
+}
+
 #[tokio::test]
 async fn errors_are_labelled_and_capabilities_say_search_is_in_the_client() {
     let raw = in_memory();
