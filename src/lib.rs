@@ -54,7 +54,10 @@ pub use agentmem_core::{
     RetentionPolicy, Rewind, Role, ScopeFilter, Session, SessionId, SessionInfo, SessionLabels,
     SessionPage, SessionPatch, SessionQuery, SessionStore, StoreOptions, MAX_METADATA_DEPTH,
 };
-pub use open::{open, registry};
+#[cfg(feature = "encryption")]
+#[cfg_attr(docsrs, doc(cfg(feature = "encryption")))]
+pub use open::open_with_key;
+pub use open::{open, open_unguarded, registry, url_names_key};
 
 /// The Swarms-style conversation engine: preload, write-through, compaction, auto-compression.
 pub use agentmem_conversation as conversation;

@@ -8,8 +8,10 @@ use agentmem_core::{redact_url, AgentMemory, Error, Result};
 
 /// A [`Registry`] holding every backend compiled into this build (cargo features `file`,
 /// `sqlite`, `redis`, `postgres`, `mongodb`) and, with feature `encryption`, the encryption a
-/// store URL asks for with `key_file=PATH` or `key=env`: what [`open`] dispatches through,
-/// and what [`Agent::from_config`](crate::agent::Agent::from_config) takes.
+/// store URL asks for with `key_file=PATH` or `key=env`, and for every other store the
+/// [`NoKeyLayer`](agentmem_crypt::NoKeyLayer), which refuses to read or write an encrypted
+/// store without its key: what [`open`] dispatches through, and what
+/// [`Agent::from_config`](crate::agent::Agent::from_config) takes.
 ///
 /// ```
 /// use agentmem::Backend;
@@ -30,8 +32,18 @@ pub fn registry() -> Registry {
     #[cfg(feature = "mongodb")]
     let registry = registry.with::<agentmem_mongodb::MongoConfig>();
     #[cfg(feature = "encryption")]
-    let registry = registry.with_encryption(encryption);
+    let registry = registry.with_encryption(agentmem_core::backend::Encryption::new(
+        encryption,
+        refuse_without_key,
+    ));
     registry
+}
+
+/// Wraps a store opened without a key in [`NoKeyLayer`](agentmem_crypt::NoKeyLayer).
+#[cfg(feature = "encryption")]
+fn refuse_without_key(store: Arc<dyn AgentMemory>) -> Arc<dyn AgentMemory> {
+    use agentmem_core::layer::Layer as _;
+    Arc::new(agentmem_crypt::NoKeyLayer.layer(store))
 }
 
 /// Reads the key a store URL names (`key_file=PATH`, `key=env`) and wraps the store in
@@ -59,6 +71,13 @@ fn encryption(source: &agentmem_core::KeyLocation) -> Result<agentmem_core::back
 /// Opens the store a URL names, among the backends compiled into this build (see
 /// [`registry`]).
 ///
+/// With feature `encryption` the store's encryption decides: a URL naming its key
+/// (`key_file=PATH`, `key=env`) opens the store encrypted with it, and a store opened
+/// without a key wears [`NoKeyLayer`](agentmem_crypt::NoKeyLayer), so an encrypted store is
+/// refused (reads and writes, `InvalidInput`) instead of shown as envelopes or written in
+/// plaintext. [`open_with_key`] takes a key from elsewhere; [`open_unguarded`] is the store
+/// as it is.
+///
 /// `InvalidInput` for a URL without a scheme or with one no backend accepts; a known backend
 /// that is not compiled in is an [`Unsupported`](agentmem_core::ErrorKind::Unsupported) error
 /// naming the cargo feature to enable.
@@ -75,6 +94,67 @@ pub async fn open(url: &str) -> Result<Arc<dyn AgentMemory>> {
         return Err(not_compiled_in(Backend::from_url(url)?, url));
     }
     registry.open(url).await
+}
+
+/// Opens the store a URL names as [`open`] does, but without the layer that refuses an
+/// encrypted store when the URL names no key: the store as it is (a URL naming its key still
+/// opens it encrypted). For a rekey (`agentmem::crypt::rekey` brings its own keys) and for
+/// tests that layer encryption themselves; a program reading or writing records uses
+/// [`open`], since on an encrypted store this one shows envelopes and writes plaintext.
+pub async fn open_unguarded(url: &str) -> Result<Arc<dyn AgentMemory>> {
+    let registry = registry();
+    if registry.backend_for(url).is_none() {
+        return Err(not_compiled_in(Backend::from_url(url)?, url));
+    }
+    registry.open_unguarded(url).await
+}
+
+/// Whether the store URL names its own encryption key (`key_file=PATH`, `key=env`): then
+/// [`open`] encrypts with it, and a key from elsewhere has no part in it.
+pub fn url_names_key(url: &str) -> Result<bool> {
+    let (_, options) = agentmem_core::StoreOptions::split(url)
+        .map_err(|e| Error::new(e.kind(), format!("store {}", redact_url(url))).with_source(e))?;
+    Ok(options.key().is_some())
+}
+
+/// Opens a store as the `agentmem` command and the Python package do: a URL naming its own
+/// key is opened with that key; otherwise the store wears
+/// [`EncryptLayer`](agentmem_crypt::EncryptLayer) with `key`, or, without one,
+/// [`NoKeyLayer`](agentmem_crypt::NoKeyLayer) (as [`open`] gives it), which refuses an
+/// encrypted store instead of writing plaintext into it. Either layer alone, never one
+/// inside the other. `InvalidInput` when the URL names a key and `key` is another.
+///
+/// ```no_run
+/// # async fn demo() -> agentmem::Result<()> {
+/// let key = agentmem::crypt::MasterKey::from_env()?;
+/// let store = agentmem::open_with_key("sqlite:///tmp/agent.db", Some(&key)).await?;
+/// # Ok(()) }
+/// ```
+#[cfg(feature = "encryption")]
+pub async fn open_with_key(
+    url: &str,
+    key: Option<&agentmem_crypt::MasterKey>,
+) -> Result<Arc<dyn AgentMemory>> {
+    use agentmem_core::AgentMemoryExt as _;
+    if url_names_key(url)? {
+        if key.is_some() {
+            return Err(Error::invalid_input(format!(
+                "store {} names its encryption key (key_file or key) and another key was \
+                 given: give one",
+                redact_url(url)
+            )));
+        }
+        return open(url).await;
+    }
+    match key {
+        // Unguarded: the no-key layer inside the encryption layer would refuse every record.
+        Some(key) => Ok(Arc::new(
+            open_unguarded(url)
+                .await?
+                .with_layer(agentmem_crypt::EncryptLayer::new(key)),
+        )),
+        None => open(url).await,
+    }
 }
 
 /// The error for a URL whose backend this build lacks, naming the feature to enable.
@@ -223,5 +303,50 @@ mod tests {
             assert!(text.contains(option), "{url}: {text}");
             assert!(!text.contains("hunter2"), "{url}: {text}");
         }
+    }
+
+    /// The store refuses by itself (finding M1): once encrypted, `open` and `open_with_key`
+    /// without a key refuse to read or write it, with the key it works (one layer, not the
+    /// no-key layer inside the key's), and `open_unguarded` shows it as it is.
+    #[cfg(all(feature = "encryption", feature = "file"))]
+    #[tokio::test]
+    async fn an_encrypted_store_refuses_every_opener_without_its_key() {
+        use agentmem_core::{AgentMemoryExt as _, Message, SessionId};
+        use agentmem_crypt::MasterKey;
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let url = format!("file://{}", dir.path().display());
+        let key = MasterKey::generate().expect("a key");
+        let id: SessionId = "vault".parse().expect("an id");
+        let keyed = open_with_key(&url, Some(&key)).await.expect("open");
+        keyed
+            .append_one(&id, Message::user("4711"))
+            .await
+            .expect("the key writes");
+        assert_eq!(keyed.messages(&id).await.expect("read")[0].content, "4711");
+        let fresh: SessionId = "fresh".parse().expect("an id");
+        for (name, store) in [
+            ("open", open(&url).await.expect("open")),
+            (
+                "open_with_key",
+                open_with_key(&url, None).await.expect("open"),
+            ),
+        ] {
+            let err = store
+                .append_one(&fresh, Message::user("plain"))
+                .await
+                .expect_err(name);
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{name}: {err}");
+            assert!(err.to_string().contains("encrypted"), "{name}: {err}");
+            let err = store.messages(&id).await.expect_err(name);
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{name}: {err}");
+        }
+        let raw = open_unguarded(&url).await.expect("open");
+        let stored = raw.messages(&id).await.expect("the envelopes");
+        assert_ne!(stored[0].content, "4711", "ciphertext at rest");
+        let keyed_url = format!("{url}?key=env");
+        let err = open_with_key(&keyed_url, Some(&key))
+            .await
+            .expect_err("two keys");
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
     }
 }

@@ -267,14 +267,12 @@ async fn a_key_in_the_url_encrypts(backend: &str, url: &str, key_file: &std::pat
         .append_one(&sid("vault"), Message::user(secret))
         .await
         .expect("append");
-    let raw = agentmem::open(url).await.expect("open without a key");
+    let raw = agentmem::open_unguarded(url).await.expect("open as it is");
     let stored = raw.load(&sid("vault"), None).await.expect("raw load");
     let stored = stored.expect("the session is stored");
     assert_ne!(stored.messages[0].content, secret, "{backend}: ciphertext");
-    let refused_read = Arc::new(raw)
-        .with_layer(NoKeyLayer)
-        .load(&sid("vault"), None)
-        .await;
+    let keyless = agentmem::open(url).await.expect("open without a key");
+    let refused_read = keyless.load(&sid("vault"), None).await;
     refused(backend, "load without the key", refused_read, no_key);
     let config = agentmem::agent::AgentConfig::default()
         .with_url(keyed.clone())
@@ -310,6 +308,77 @@ async fn a_key_in_the_url_encrypts_on_every_backend() {
         if common::open(backend, &url).await.is_some() {
             let _guard = namespace.into_guard();
             a_key_in_the_url_encrypts(backend, &url, &key_file).await;
+        }
+    }
+}
+
+/// The store refuses by itself, whoever opens it (finding M1 outside the CLI): a store
+/// encrypted with a key, opened by plain `agentmem::open(url)`, by `open_with_key(url, None)`
+/// or by `Agent::from_config` without a key, refuses an append to a new session,
+/// `save_session`, `put_memory` and `load`, the agent's turn and memory writes, and nothing
+/// is written.
+async fn openers_without_the_key_are_refused(backend: &str, url: &str) {
+    use agentmem::agent::{Agent, AgentConfig};
+    let key = key();
+    let keyed = agentmem::open_with_key(url, Some(&key))
+        .await
+        .expect("open with the key");
+    let id = sid("vault");
+    keyed
+        .append_one(&id, Message::user("my locker code is 4711"))
+        .await
+        .expect("append");
+    let raw = agentmem::open_unguarded(url).await.expect("open as it is");
+    let before = snapshot(&*raw).await;
+    let (fresh, one) = (sid("fresh"), [Message::user("plaintext")]);
+    let plain_item = MemoryItem::new(MemoryKind::Fact, "plaintext");
+    for (opener, store) in [
+        ("open", agentmem::open(url).await.expect("open")),
+        (
+            "open_with_key(None)",
+            agentmem::open_with_key(url, None).await.expect("open"),
+        ),
+    ] {
+        let at = format!("{backend}, {opener}");
+        let result = store.append(&fresh, &one).await;
+        refused(&at, "append to a new session", result, no_key);
+        let result = store.save_session(&fresh, &one, &Metadata::new()).await;
+        refused(&at, "save_session", result, no_key);
+        refused(
+            &at,
+            "put_memory",
+            store.put_memory(&plain_item).await,
+            no_key,
+        );
+        refused(&at, "load", store.load(&id, None).await, no_key);
+    }
+    let config = AgentConfig::default().with_url(url).with_auto_save("chat");
+    let agent = Agent::from_config(config, Some("a"), &agentmem::registry())
+        .await
+        .expect("the agent opens: listing needs no key")
+        .expect("an agent: auto-save is on");
+    let at = format!("{backend}, Agent::from_config");
+    let turn = [Message::user("plaintext"), Message::assistant("ok")];
+    refused(&at, "after_turn", agent.after_turn(&turn).await, no_key);
+    let result = agent.store_memory("plaintext", MemoryKind::Fact).await;
+    refused(&at, "store_memory", result, no_key);
+    let full = agent.store().expect("a full store");
+    refused(&at, "append", full.append(&fresh, &one).await, no_key);
+    refused(&at, "load", full.load(&id, None).await, no_key);
+    assert_eq!(snapshot(&*raw).await, before, "{backend}: nothing written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openers_without_the_key_are_refused_on_every_backend() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    for (backend, url) in common::local_urls(dir.path()) {
+        openers_without_the_key_are_refused(backend, &url).await;
+    }
+    for (backend, namespace) in common::server_namespaces("nokey") {
+        let url = namespace.url().to_string();
+        if common::open(backend, &url).await.is_some() {
+            let _guard = namespace.into_guard();
+            openers_without_the_key_are_refused(backend, &url).await;
         }
     }
 }

@@ -1,5 +1,6 @@
-//! What the facade's backend tests share: opening a store through `agentmem::open`, skipping
-//! only when `AGENTMEM_REQUIRE_SERVICES` is unset. A server test opens the URL of an
+//! What the facade's backend tests share: opening a store through `agentmem::open_unguarded`
+//! (the store as it is, so a test can layer encryption over it), skipping only when
+//! `AGENTMEM_REQUIRE_SERVICES` is unset. A server test opens the URL of an
 //! `agentmem_testkit::ServerNamespace` (a fresh key prefix, schema or database on the server
 //! at `REDIS_URL`, `DATABASE_URL` or `MONGODB_URL`), which removes the namespace when the test
 //! drops it.
@@ -21,10 +22,12 @@ use agentmem::AgentMemory;
 pub use agentmem_testkit::ServerNamespace;
 use agentmem_testkit::{service_unavailable, TestStore};
 
-/// Opens `url`; `None` (after reporting the skip) when the server is unavailable and
-/// services are not required.
+/// Opens `url` as it is (`agentmem::open_unguarded`: without the layer that refuses an
+/// encrypted store, which would refuse every record under a test's own `EncryptLayer`);
+/// `None` (after reporting the skip) when the server is unavailable and services are not
+/// required.
 pub async fn open(service: &str, url: &str) -> Option<Arc<dyn AgentMemory>> {
-    match agentmem::open(url).await {
+    match agentmem::open_unguarded(url).await {
         Ok(store) => Some(store),
         Err(e) => service_unavailable(service, url, &e),
     }

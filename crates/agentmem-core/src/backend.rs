@@ -149,9 +149,41 @@ fn open_with<C: BackendConfig>(url: &str) -> Opening<'_> {
 /// ([`Registry::with_encryption`]).
 pub type StoreWrapper = Box<dyn FnOnce(Arc<dyn AgentMemory>) -> Arc<dyn AgentMemory> + Send>;
 
-/// Reads the key a store URL names and returns what wraps the store in encryption with it:
-/// called before the store is opened, so a bad key opens (and creates) nothing.
-pub type Encryption = fn(&KeyLocation) -> Result<StoreWrapper>;
+/// The encryption a [`Registry`] opens stores with (the facade registers `agentmem-crypt`'s
+/// with its feature `encryption`): what a store wears when its URL names a key, and what it
+/// wears when none is named, so that encryption is a property of the store and not of the
+/// caller: a store opened without a key refuses an encrypted store instead of writing
+/// plaintext into it.
+#[derive(Debug, Clone, Copy)]
+pub struct Encryption {
+    with_key: fn(&KeyLocation) -> Result<StoreWrapper>,
+    without_key: fn(Arc<dyn AgentMemory>) -> Arc<dyn AgentMemory>,
+}
+
+impl Encryption {
+    /// `with_key` reads the key a store URL names and returns what wraps the store in
+    /// encryption with it (called before the store is opened, so a bad key opens and creates
+    /// nothing); `without_key` wraps a store opened without a key in the layer that refuses
+    /// an encrypted store (`agentmem-crypt`'s `NoKeyLayer`).
+    pub const fn new(
+        with_key: fn(&KeyLocation) -> Result<StoreWrapper>,
+        without_key: fn(Arc<dyn AgentMemory>) -> Arc<dyn AgentMemory>,
+    ) -> Self {
+        Encryption {
+            with_key,
+            without_key,
+        }
+    }
+}
+
+/// Whether a store opened without a key wears the encryption's no-key layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Guard {
+    /// It does: what [`Registry::open`] gives.
+    On,
+    /// It does not: [`Registry::open_unguarded`].
+    Off,
+}
 
 /// The backends a program can open by URL, by their schemes.
 ///
@@ -205,8 +237,9 @@ impl Registry {
     }
 
     /// Opens the stores whose URL names a key (`key_file=PATH`, `key=env`) through
-    /// `encryption` (the facade registers `agentmem-crypt`'s with its feature `encryption`).
-    /// Without it, such a URL is refused (`Unsupported`).
+    /// `encryption`'s layer with that key, and every other store wearing its no-key layer (the
+    /// facade registers `agentmem-crypt`'s with its feature `encryption`). Without it, a URL
+    /// naming a key is refused (`Unsupported`) and other stores are opened as they are.
     pub fn with_encryption(mut self, encryption: Encryption) -> Self {
         self.encryption = Some(encryption);
         self
@@ -248,46 +281,89 @@ impl Registry {
 
     /// Opens the store `url` names with the backend registered for its scheme, after taking
     /// the store-level options ([`StoreOptions`]) off it: a store asked for retention wears a
-    /// [`RetainLayer`](crate::layer::RetainLayer), and outside it, for a URL naming a key, the
-    /// registered [`Encryption`] (the key is read before the store is opened).
+    /// [`RetainLayer`](crate::layer::RetainLayer), and outside it the registered
+    /// [`Encryption`]: for a URL naming a key, its layer with that key (the key is read before
+    /// the store is opened); otherwise its no-key layer, which refuses to read or write an
+    /// encrypted store.
     ///
     /// `InvalidInput` for a URL without a scheme, `Unsupported` for a scheme no registered
     /// backend accepts; otherwise what the backend's config and `connect` return.
     pub async fn open(&self, url: &str) -> Result<Arc<dyn AgentMemory>> {
+        self.open_as(url, None, Guard::On).await
+    }
+
+    /// Opens the store `url` names as [`open`](Self::open) does, encrypted with the key at
+    /// `key` (a configuration's key, such as `AgentConfig`'s, rather than the URL's).
+    /// `InvalidInput` when the URL names a key as well; `Unsupported` without a registered
+    /// [`Encryption`].
+    pub async fn open_with_key(
+        &self,
+        url: &str,
+        key: &KeyLocation,
+    ) -> Result<Arc<dyn AgentMemory>> {
+        self.open_as(url, Some(key), Guard::On).await
+    }
+
+    /// Opens the store `url` names as [`open`](Self::open) does, but a store whose URL names
+    /// no key is given as it is, without the encryption's no-key layer: what a rekey (which
+    /// brings its own keys) and a test that layers encryption itself need. A program that
+    /// reads or writes records must not use it: on an encrypted store it shows envelopes, and
+    /// a write puts plaintext into it.
+    pub async fn open_unguarded(&self, url: &str) -> Result<Arc<dyn AgentMemory>> {
+        self.open_as(url, None, Guard::Off).await
+    }
+
+    async fn open_as(
+        &self,
+        url: &str,
+        key: Option<&KeyLocation>,
+        guard: Guard,
+    ) -> Result<Arc<dyn AgentMemory>> {
         let Some(scheme) = url_scheme(url) else {
             return Err(Error::invalid_input(format!(
                 "store URL {:?} has no scheme",
                 redact_url(url)
             )));
         };
-        match self.entry_for(url) {
-            Some(entry) => {
-                let (url, options) = StoreOptions::split(url)?;
-                let encrypt =
-                    match (options.key(), self.encryption) {
-                        (None, _) => None,
-                        (Some(key), Some(encryption)) => Some(encryption(key)?),
-                        (Some(_), None) => return Err(Error::unsupported(
-                            "the store URL names an encryption key (key_file or key), but this \
-                             program opens stores without encryption; with the agentmem crate, \
-                             enable its feature \"encryption\"",
-                        )),
-                    };
-                let store = options.apply((entry.open)(&url).await?);
-                Ok(match encrypt {
-                    Some(encrypt) => encrypt(store),
-                    None => store,
-                })
-            }
-            None => Err(Error::unsupported(format!(
+        let Some(entry) = self.entry_for(url) else {
+            return Err(Error::unsupported(format!(
                 "no backend for URL scheme {scheme:?} is registered (registered: {})",
                 self.entries
                     .iter()
                     .flat_map(|e| e.info.schemes.iter().copied())
                     .collect::<Vec<_>>()
                     .join(", ")
-            ))),
-        }
+            )));
+        };
+        let (url, options) = StoreOptions::split(url)?;
+        let key = match (options.key(), key) {
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid_input(
+                    "the store URL names an encryption key (key_file or key) and another key \
+                     was given: give one",
+                ))
+            }
+            (named, given) => named.or(given),
+        };
+        let wrap: Option<StoreWrapper> = match (key, self.encryption) {
+            (Some(key), Some(encryption)) => Some((encryption.with_key)(key)?),
+            (Some(_), None) => {
+                return Err(Error::unsupported(
+                    "the store URL names an encryption key (key_file or key), but this \
+                     program opens stores without encryption; with the agentmem crate, \
+                     enable its feature \"encryption\"",
+                ))
+            }
+            (None, Some(encryption)) if guard == Guard::On => {
+                Some(Box::new(encryption.without_key))
+            }
+            (None, _) => None,
+        };
+        let store = options.apply((entry.open)(&url).await?);
+        Ok(match wrap {
+            Some(wrap) => wrap(store),
+            None => store,
+        })
     }
 }
 
@@ -342,6 +418,60 @@ mod tests {
             let err = registry.open("mem://x?key=env").await.expect_err("key");
             assert_eq!(err.kind(), ErrorKind::Unsupported);
             assert!(err.to_string().contains("\"encryption\""), "{err}");
+        });
+    }
+
+    /// A registry with encryption gives every store one of its layers: the key's when the URL
+    /// (or the caller) names one, the no-key one otherwise; `open_unguarded` neither, unless
+    /// a key is named. Counted by the two wrappers this test registers.
+    #[test]
+    fn encryption_wraps_every_store_opened_with_or_without_a_key() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static KEYED: AtomicUsize = AtomicUsize::new(0);
+        static GUARDED: AtomicUsize = AtomicUsize::new(0);
+        fn with_key(_: &KeyLocation) -> Result<StoreWrapper> {
+            Ok(Box::new(|store| {
+                KEYED.fetch_add(1, Ordering::SeqCst);
+                store
+            }))
+        }
+        fn without_key(store: Arc<dyn AgentMemory>) -> Arc<dyn AgentMemory> {
+            GUARDED.fetch_add(1, Ordering::SeqCst);
+            store
+        }
+        let registry = Registry::new()
+            .with::<MemConfig>()
+            .with_encryption(Encryption::new(with_key, without_key));
+        let counts = || (KEYED.load(Ordering::SeqCst), GUARDED.load(Ordering::SeqCst));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            registry.open("mem://x").await.expect("open");
+            assert_eq!(counts(), (0, 1), "no key: the no-key layer");
+            registry.open("mem://x?key=env").await.expect("open");
+            assert_eq!(counts(), (1, 1), "the URL's key: its layer alone");
+            let env = KeyLocation::Env;
+            registry.open_with_key("mem://x", &env).await.expect("open");
+            assert_eq!(counts(), (2, 1), "a key given: its layer alone");
+            registry.open_unguarded("mem://x").await.expect("open");
+            assert_eq!(counts(), (2, 1), "unguarded: as it is");
+            registry
+                .open_unguarded("mem://x?key=env")
+                .await
+                .expect("open");
+            assert_eq!(
+                counts(),
+                (3, 1),
+                "unguarded still encrypts with a named key"
+            );
+            let err = registry
+                .open_with_key("mem://x?key=env", &env)
+                .await
+                .expect_err("two keys");
+            assert_eq!(err.kind(), ErrorKind::InvalidInput);
+            assert!(err.to_string().contains("give one"), "{err}");
+            assert_eq!(counts(), (3, 1), "refused before anything is opened");
         });
     }
 }

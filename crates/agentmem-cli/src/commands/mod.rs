@@ -12,8 +12,8 @@ mod workspace;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agentmem::crypt::{EncryptLayer, MasterKey, NoKeyLayer, KEY_ENV};
-use agentmem_core::{AgentMemory, AgentMemoryExt, Error, Result, RetentionPolicy};
+use agentmem::crypt::{MasterKey, KEY_ENV};
+use agentmem_core::{AgentMemory, Error, Result, RetentionPolicy};
 
 use crate::cli::{Cli, Command, StoreCommand, DEFAULT_STORE};
 use crate::output::Output;
@@ -164,19 +164,12 @@ pub fn key_from_file(path: &Path) -> Result<MasterKey> {
     })
 }
 
-/// Whether the store URL names its own encryption key (`key_file=PATH`, `key=env`): then
-/// opening it encrypts, and the CLI's key flags have no part in it.
-fn url_names_key(url: &str) -> Result<bool> {
-    let (_, options) = agentmem::StoreOptions::split(url).map_err(|e| store_error(url, e))?;
-    Ok(options.key().is_some())
-}
-
 /// Opens a store, naming it (password hidden) when that fails, wearing the encryption layer
 /// with the key given, else the layer that refuses encrypted records. A URL naming its own
 /// key is opened with that key (`--encryption-key-file` as well is refused: which key would
 /// be meant?).
 pub async fn open(url: &str, keys: &Keys) -> Result<Arc<dyn AgentMemory>> {
-    if url_names_key(url)? {
+    if agentmem::url_names_key(url)? {
         if keys.file.is_some() {
             return Err(Error::invalid_input(format!(
                 "store {} names its encryption key (key_file or key) and \
@@ -187,24 +180,25 @@ pub async fn open(url: &str, keys: &Keys) -> Result<Arc<dyn AgentMemory>> {
         return agentmem::open(url).await.map_err(|e| store_error(url, e));
     }
     let key = keys.current()?;
-    let raw = open_raw(url).await?;
-    Ok(match key {
-        Some(key) => Arc::new(raw.with_layer(EncryptLayer::new(&key))),
-        None => Arc::new(raw.with_layer(NoKeyLayer)),
-    })
+    agentmem::open_with_key(url, key.as_ref())
+        .await
+        .map_err(|e| store_error(url, e))
 }
 
-/// Opens a store as it is, without an encryption layer (for `rekey`, which takes both keys
-/// from its flags: a URL naming a key is refused).
+/// Opens a store as it is, without an encryption layer, not even the one refusing an
+/// encrypted store (for `rekey`, which takes both keys from its flags: a URL naming a key is
+/// refused).
 pub async fn open_raw(url: &str) -> Result<Arc<dyn AgentMemory>> {
-    if url_names_key(url)? {
+    if agentmem::url_names_key(url)? {
         return Err(Error::invalid_input(format!(
             "store {}: rekey reads the old and new keys from its flags; take key_file or key \
              off the store URL",
             redact(url)
         )));
     }
-    agentmem::open(url).await.map_err(|e| store_error(url, e))
+    agentmem::open_unguarded(url)
+        .await
+        .map_err(|e| store_error(url, e))
 }
 
 /// An error about the store at `url`, keeping `e`'s kind and `e` as the source.
