@@ -74,6 +74,12 @@ pub enum Command {
         backup_dir: Option<PathBuf>,
     },
     /// Copy every session, archive and memory item from one store to another.
+    ///
+    /// The source is read with its URL's key (key_file=PATH, key=env), else the key
+    /// --encryption-key-file or $AGENTMEM_ENCRYPTION_KEY gives. The destination is written
+    /// with its URL's key, else --to-key-file, else that same key, and is then encrypted with
+    /// it. An encrypted source is never written into a destination without a key, unless
+    /// --decrypt asks for plaintext.
     Migrate {
         /// The source store URL.
         #[arg(long, value_name = "URL")]
@@ -81,6 +87,13 @@ pub enum Command {
         /// The destination store URL.
         #[arg(long, value_name = "URL")]
         to: String,
+        /// Encrypt the destination with the key in this file (32 bytes in base64).
+        #[arg(long, value_name = "PATH", conflicts_with = "decrypt")]
+        to_key_file: Option<PathBuf>,
+        /// Write an encrypted source's records into the destination in plaintext (opened
+        /// without a key).
+        #[arg(long)]
+        decrypt: bool,
         /// Show what would be copied, copy nothing.
         #[arg(long)]
         dry_run: bool,
@@ -270,6 +283,10 @@ pub enum StoreCommand {
         /// --all) [default: standard output for single files].
         #[arg(short, long, value_name = "FILE|DIR")]
         output: Option<PathBuf>,
+        /// Export an encrypted store: every export format is plaintext, so without this flag
+        /// an encrypted store is refused.
+        #[arg(long)]
+        decrypt: bool,
     },
     /// Import sessions from files written by export, Swarms or PraisonAI.
     Import {

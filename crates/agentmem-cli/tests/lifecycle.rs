@@ -463,6 +463,113 @@ fn a_key_in_the_store_url_encrypts_like_the_flag() {
     }
 }
 
+/// `url` with the query option `option` added.
+fn with_option(url: &str, option: &str) -> String {
+    let joint = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{joint}{option}")
+}
+
+/// Migrate and export from an encrypted store write ciphertext with the destination's key,
+/// and plaintext only when asked (`--decrypt`): into a destination without a key a migration
+/// (a dry run too) is refused naming the flags, and writes nothing; with `--to-key-file` or
+/// the destination URL's `key_file` no file of the destination holds the text, a reader
+/// without that key is refused and one with it reads; `export` is refused without
+/// `--decrypt`.
+#[test]
+fn migrate_and_export_from_an_encrypted_store_write_plaintext_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, to_key) = (dir.path().join("key"), dir.path().join("to-key"));
+    write_key(&key, 5);
+    write_key(&to_key, 6);
+    let secret = "canaryMigrateHeron4417";
+    let source = with_option(
+        &file_url(&dir.path().join("source")),
+        &format!("key_file={}", key.display()),
+    );
+    ok(at(&source).args(["append", "vault", "--role", "user", secret]));
+    for (name, url, files) in stores(&dir.path().join("dest")) {
+        for dry_run in [false, true] {
+            let mut migrate = agentmem();
+            migrate.args(["migrate", "--from", &source, "--to", &url]);
+            if dry_run {
+                migrate.arg("--dry-run");
+            }
+            let err = fails(&mut migrate, 2);
+            assert!(
+                err.contains("--decrypt") && err.contains("--to-key-file"),
+                "{name}: {err}"
+            );
+        }
+        assert_eq!(
+            listed(&url, &[]),
+            Vec::<String>::new(),
+            "{name}: nothing written"
+        );
+
+        let mut migrate = agentmem();
+        migrate.args(["migrate", "--from", &source, "--to", &url, "--to-key-file"]);
+        ok(migrate.arg(&to_key));
+        assert_eq!(
+            files_containing(&files, secret),
+            Vec::<PathBuf>::new(),
+            "{name}: ciphertext in the destination"
+        );
+        let err = fails(at(&url).args(["show", "vault"]), 2);
+        assert!(err.contains("encrypted"), "{name}: {err}");
+        let mut with_source_key = at(&url);
+        with_source_key.arg("--encryption-key-file").arg(&key);
+        let err = fails(with_source_key.args(["show", "vault"]), 2);
+        assert!(err.contains("wrong encryption key"), "{name}: {err}");
+        let mut with_to_key = at(&url);
+        with_to_key.arg("--encryption-key-file").arg(&to_key);
+        let (_, read) = messages_with(with_to_key, "vault");
+        assert_eq!(read, [secret], "{name}: the destination's key reads it");
+    }
+
+    // The destination URL's key does the same.
+    let keyed_dir = dir.path().join("keyed-dest");
+    let keyed = with_option(
+        &file_url(&keyed_dir),
+        &format!("key_file={}", to_key.display()),
+    );
+    ok(agentmem().args(["migrate", "--from", &source, "--to", &keyed]));
+    assert_eq!(files_containing(&keyed_dir, secret), Vec::<PathBuf>::new());
+    assert_eq!(messages(&keyed, "vault").1, [secret]);
+    let mut both = agentmem();
+    both.args([
+        "migrate",
+        "--from",
+        &source,
+        "--to",
+        &keyed,
+        "--to-key-file",
+    ]);
+    let err = fails(both.arg(&to_key), 2);
+    assert!(err.contains("give one"), "{err}");
+
+    // Plaintext when asked.
+    let plain_dir = dir.path().join("plain-dest");
+    let plain = file_url(&plain_dir);
+    ok(agentmem().args(["migrate", "--from", &source, "--to", &plain, "--decrypt"]));
+    assert!(
+        !files_containing(&plain_dir, secret).is_empty(),
+        "plaintext, as asked"
+    );
+    assert_eq!(messages(&plain, "vault").1, [secret]);
+
+    // An export is plaintext: refused without --decrypt, the text with it.
+    let err = fails(
+        at(&source).args(["export", "--all", "--format", "jsonl"]),
+        2,
+    );
+    assert!(
+        err.contains("--decrypt") && err.contains("encrypted"),
+        "{err}"
+    );
+    let out = ok(at(&source).args(["export", "vault", "--format", "jsonl", "--decrypt"]));
+    assert!(out.contains(secret), "{out}");
+}
+
 /// The ids and contents of a session's messages, as `cmd show --json` prints them.
 fn messages_with(mut cmd: Command, session: &str) -> (Vec<String>, Vec<String>) {
     let shown: Value = json(cmd.args(["show", session]));

@@ -11,14 +11,18 @@
 //! [`session_ids`]: crate::session_ids
 //! [`all_memories`]: crate::all_memories
 //! [`export_session`]: crate::export_session
+//! [`is_encrypted`]: crate::is_encrypted
+//! [`MigrateOptions`]: crate::MigrateOptions
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod encrypted;
 mod export;
 mod import;
 mod migrate;
 mod sync;
 
+pub use encrypted::{is_encrypted, ENCRYPTION_MARKER};
 pub use export::{
     all_memories, export_document, export_session, session_ids, write_jsonl, ExportCounts,
 };

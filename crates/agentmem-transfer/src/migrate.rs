@@ -3,7 +3,7 @@
 use agentmem_core::{AgentMemory, Error, MemoryFilter, Result, SessionId};
 use serde::Serialize;
 
-use crate::{read_session, sync_session, SyncOptions, SyncReport};
+use crate::{is_encrypted, read_session, sync_session, SyncOptions, SyncReport};
 
 /// How to migrate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -12,6 +12,9 @@ pub struct MigrateOptions {
     pub batch: usize,
     /// Plan only: report what would be copied, write nothing (and verify nothing).
     pub dry_run: bool,
+    /// Copy an encrypted source into a destination that is not encrypted, that is write its
+    /// records there in plaintext. Off by default: see [`migrate`].
+    pub allow_plaintext: bool,
 }
 
 impl Default for MigrateOptions {
@@ -19,6 +22,7 @@ impl Default for MigrateOptions {
         MigrateOptions {
             batch: 1000,
             dry_run: false,
+            allow_plaintext: false,
         }
     }
 }
@@ -127,12 +131,20 @@ struct Expected {
 /// compared with the source's, session by session, and any difference is a
 /// [`Conflict`](agentmem_core::ErrorKind::Conflict). `progress` is `Send` so that the
 /// migration can run in a spawned task.
+///
+/// From an encrypted source (one [marked](crate::is_encrypted) so), the destination must be
+/// encrypted too: marked, or wearing an encryption layer, which marks its store on the empty
+/// append `migrate` makes there first (it writes no record). Otherwise the migration would
+/// write the source's records in plaintext, and is refused (`InvalidInput`) before anything
+/// is written, unless [`MigrateOptions::allow_plaintext`] asks for exactly that. A dry run
+/// writes nothing, not even that append, and so refuses nothing on this account.
 pub async fn migrate(
     from: &dyn AgentMemory,
     to: &dyn AgentMemory,
     options: MigrateOptions,
     progress: &mut (dyn Progress + Send),
 ) -> Result<MigrateReport> {
+    check_encryption(from, to, options).await?;
     let mut report = MigrateReport::default();
     let infos = from.list_sessions().await?;
     progress.start(infos.len() as u64);
@@ -182,6 +194,34 @@ pub async fn migrate(
         report.verified = true;
     }
     Ok(report)
+}
+
+/// Refuses to copy an encrypted source into a destination that would hold it in plaintext
+/// (see [`migrate`]).
+async fn check_encryption(
+    from: &dyn AgentMemory,
+    to: &dyn AgentMemory,
+    options: MigrateOptions,
+) -> Result<()> {
+    if options.allow_plaintext || !is_encrypted(from).await? || is_encrypted(to).await? {
+        return Ok(());
+    }
+    if options.dry_run {
+        return Ok(());
+    }
+    // An empty append writes no record (the validation layer of every opened store answers
+    // it without a round trip), but an encryption layer checks its store's marker first and
+    // marks an unmarked store with its key; a store without one stays unmarked.
+    let probe = SessionId::new("agentmem-migrate")?;
+    to.append(&probe, &[]).await?;
+    if is_encrypted(to).await? {
+        return Ok(());
+    }
+    Err(Error::invalid_input(
+        "the source store is encrypted and the destination is not: migrating would write its \
+         records in plaintext; open the destination with a key to encrypt them with it, or \
+         allow plaintext explicitly (MigrateOptions::allow_plaintext)",
+    ))
 }
 
 async fn verify(
@@ -295,6 +335,7 @@ mod tests {
         let options = MigrateOptions {
             batch: 1,
             dry_run: true,
+            ..MigrateOptions::default()
         };
         let report = migrate(&from, &to, options, &mut Silent).await.unwrap();
         assert_eq!((report.messages_written, report.memories_written), (3, 1));

@@ -1,12 +1,14 @@
 //! `agentmem migrate --from URL --to URL [--dry-run]`.
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
 
-use agentmem_core::{Error, Result, SessionId};
-use agentmem_transfer::{migrate, MigrateOptions, Progress, SyncReport};
+use agentmem_core::{AgentMemory, Error, Result, SessionId};
+use agentmem_transfer::{is_encrypted, migrate, MigrateOptions, Progress, SyncReport};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::{open, redact, Keys};
+use super::{key_from_file, open, redact, store_error, Keys};
 use crate::output::{count, store_totals, Output};
 
 /// A progress bar on a terminal, one line per session otherwise (both on standard error).
@@ -57,12 +59,58 @@ impl Progress for Shown {
     }
 }
 
-/// Copies everything from `from` to `to`, then prints what was copied.
+/// The destination's key, as `migrate`'s flags give it.
+#[derive(Debug, Default)]
+pub struct ToKey {
+    /// `--to-key-file`.
+    pub file: Option<PathBuf>,
+    /// `--decrypt`: no key, plaintext asked for.
+    pub decrypt: bool,
+}
+
+/// Opens the destination: with its URL's key, else `--to-key-file`'s, else (unless
+/// `--decrypt`) the key the source is read with; `true` when it has a key.
+async fn open_destination(
+    to: &str,
+    keys: &Keys,
+    to_key: &ToKey,
+) -> Result<(Arc<dyn AgentMemory>, bool)> {
+    if agentmem::url_names_key(to)? {
+        if to_key.file.is_some() || to_key.decrypt {
+            return Err(Error::invalid_input(format!(
+                "destination {} names its encryption key (key_file or key), and {} as well: \
+                 give one",
+                redact(to),
+                if to_key.decrypt {
+                    "--decrypt asks for plaintext"
+                } else {
+                    "--to-key-file names one"
+                }
+            )));
+        }
+        let dest = agentmem::open(to).await.map_err(|e| store_error(to, e))?;
+        return Ok((dest, true));
+    }
+    let key = match (&to_key.file, to_key.decrypt) {
+        (Some(path), _) => Some(key_from_file(path)?),
+        (None, true) => None,
+        (None, false) => keys.current()?,
+    };
+    let dest = agentmem::open_with_key(to, key.as_ref())
+        .await
+        .map_err(|e| store_error(to, e))?;
+    Ok((dest, key.is_some()))
+}
+
+/// Copies everything from `from` to `to`, then prints what was copied. From an encrypted
+/// source the destination must have a key (its records are then ciphertext under it), unless
+/// `--decrypt` asks for plaintext.
 pub async fn run(
     out: &mut Output,
     keys: &Keys,
     from: &str,
     to: &str,
+    to_key: &ToKey,
     dry_run: bool,
     batch: u64,
 ) -> Result<()> {
@@ -73,7 +121,16 @@ pub async fn run(
         )));
     }
     let source = open(from, keys).await?;
-    let dest = open(to, keys).await?;
+    let (dest, dest_has_key) = open_destination(to, keys, to_key).await?;
+    if !dest_has_key && !to_key.decrypt && is_encrypted(source.as_ref()).await? {
+        return Err(Error::invalid_input(format!(
+            "store {} is encrypted and the destination {} has no key: its records would be \
+             written in plaintext; give the destination a key (--to-key-file PATH, or \
+             key_file=PATH in its URL), or --decrypt to write plaintext",
+            redact(from),
+            redact(to)
+        )));
+    }
     let mut progress = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
         if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} sessions  {msg}") {
@@ -90,6 +147,7 @@ pub async fn run(
     let options = MigrateOptions {
         batch: usize::try_from(batch).unwrap_or(usize::MAX),
         dry_run,
+        allow_plaintext: to_key.decrypt,
     };
     let report = migrate(source.as_ref(), dest.as_ref(), options, &mut progress).await?;
     if out.json() {

@@ -45,9 +45,17 @@ pub async fn run(cli: Cli, out: &mut Output) -> Result<()> {
         Command::Migrate {
             from,
             to,
+            to_key_file,
+            decrypt,
             dry_run,
             batch_size,
-        } => migrate::run(out, keys, &from, &to, dry_run, batch_size).await,
+        } => {
+            let to_key = migrate::ToKey {
+                file: to_key_file,
+                decrypt,
+            };
+            migrate::run(out, keys, &from, &to, &to_key, dry_run, batch_size).await
+        }
     }
 }
 
@@ -122,9 +130,10 @@ async fn on_store(
             all,
             format,
             output,
+            decrypt,
         } => {
             let session = session.filter(|_| !all);
-            transfer::export(store, out, session, format, output.as_deref()).await
+            transfer::export(store, out, session, format, output.as_deref(), decrypt).await
         }
         StoreCommand::Import {
             path,

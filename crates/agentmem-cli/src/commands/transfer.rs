@@ -54,15 +54,23 @@ struct ExportSummary {
     output: Option<String>,
 }
 
-/// `export`: one session (`session`) or everything (`None`).
+/// `export`: one session (`session`) or everything (`None`). An encrypted store is refused
+/// unless `decrypt` asks for its plaintext (every export format is plaintext).
 pub async fn export(
     store: &Arc<dyn AgentMemory>,
     out: &mut Output,
     session: Option<SessionId>,
     format: Format,
     output: Option<&Path>,
+    decrypt: bool,
 ) -> Result<()> {
     let store = store.as_ref();
+    if !decrypt && agentmem_transfer::is_encrypted(store).await? {
+        return Err(Error::invalid_input(
+            "the store is encrypted and an export is plaintext: give --decrypt (with the \
+             store's key) to write it in the clear",
+        ));
+    }
     let mut summary = ExportSummary {
         format: format.as_str(),
         sessions: 0,
