@@ -4,6 +4,13 @@
 //! `Debug`, sources), registry error, `StoreSpec` and no tracing output contains any part of
 //! the password; nor does the conversation summarizer's base URL (`Debug`, call errors).
 //!
+//! The same generated values are given, raw and encoded, as secret URL options (the names
+//! `agentmem_core::redact_url` hides, [`SECRET_OPTIONS`]): in every case `sslpassword=` on
+//! PostgreSQL, `tlsCertificateKeyFilePassword=` and `authMechanismProperties=AWS_SESSION_TOKEN:`
+//! on MongoDB, and on every scheme one more secret option, each name in turn, in its own
+//! spelling or upper case (so each name is tried with about 23 of the 256 values per scheme,
+//! each spelling with about 12); and as every secret keyword of a libpq keyword string.
+//!
 //! A password is random chunks of 0-3 characters between fixed canaries (`Zx0Qv`, `Zx1Qv`,
 //! …): alphanumeric, so percent-encoding, `Debug` escaping and quoting keep them whole, and
 //! found in no other output; any piece of the password a message shows carries one.
@@ -31,6 +38,22 @@ const OPEN_EVERY: u32 = 16;
 
 /// The canaries a password is built around (see the module docs).
 const CANARIES: [&str; 4] = ["Zx0Qv", "Zx1Qv", "Zx2Qv", "Zx3Qv"];
+
+/// The option names whose values are secrets (`SECRET_KEYS` of
+/// `crates/agentmem-core/src/redact.rs`), as drivers spell them.
+const SECRET_OPTIONS: [&str; 11] = [
+    "password",
+    "sslpassword",
+    "passfile",
+    "api_key",
+    "apikey",
+    "access_token",
+    "key",
+    "tlsCertificateKeyFilePassword",
+    "authMechanismProperties",
+    "secret",
+    "token",
+];
 
 /// Everything every subscriber of this test binary printed (spans with their fields on close).
 fn traced() -> &'static Arc<Mutex<Vec<u8>>> {
@@ -98,33 +121,73 @@ fn encode(text: &str) -> String {
     })
 }
 
-/// The URLs of `scheme` holding `secret` (raw or encoded), on a port nothing listens on, with
-/// short timeouts. The user name is an address, so a parser that ends the authority inside
-/// the password connects to a refused local port, not to a name it must look up.
-fn urls(scheme: &str, secret: &str) -> Vec<String> {
+/// The URLs of `scheme` holding `secret` (raw or encoded) as their password, and as the
+/// value of secret options (see the module docs; `case` picks the option every scheme gets),
+/// on a port nothing listens on, with short timeouts. The user name is an address, so a
+/// parser that ends the authority inside the password connects to a refused local port, not
+/// to a name it must look up.
+fn urls(scheme: &str, secret: &str, case: u32) -> Vec<String> {
     let user = "127.0.0.1";
     let host = "127.0.0.1:1";
-    match scheme {
-        "postgres" | "postgresql" => vec![
-            format!("{scheme}://{user}:{secret}@{host}/db?connect_timeout=1"),
-            // A raw `&` ends a query value for every reader: the option form gets none raw.
-            format!(
-                "{scheme}://{user}@{host}/db?connect_timeout=1&password={}",
-                secret.replace('&', "%26")
-            ),
-        ],
-        "redis" | "rediss" => vec![format!(
-            "{scheme}://{user}:{secret}@{host}/0?connect_timeout_ms=100&response_timeout_ms=100"
-        )],
-        "redis+cluster" | "rediss+cluster" => vec![format!(
-            "{scheme}://{user}:{secret}@{host},127.0.0.1:2/?connect_timeout_ms=100&response_timeout_ms=100"
-        )],
-        "mongodb" => vec![format!(
-            "{scheme}://{user}:{secret}@{host}/db?serverSelectionTimeoutMS=100&connectTimeoutMS=100"
-        )],
-        "mongodb+srv" => vec![format!("{scheme}://{user}:{secret}@cluster0.invalid/db")],
+    // A raw `&` ends a query value for every reader: an option's value gets none raw.
+    let value = secret.replace('&', "%26");
+    let (base, mut urls) = match scheme {
+        "postgres" | "postgresql" => (
+            format!("{scheme}://{user}@{host}/db?connect_timeout=1"),
+            vec![format!(
+                "{scheme}://{user}:{secret}@{host}/db?connect_timeout=1"
+            )],
+        ),
+        "redis" | "rediss" => {
+            let options = "connect_timeout_ms=100&response_timeout_ms=100";
+            (
+                format!("{scheme}://{host}/0?{options}"),
+                vec![format!("{scheme}://{user}:{secret}@{host}/0?{options}")],
+            )
+        }
+        "redis+cluster" | "rediss+cluster" => {
+            let options = "connect_timeout_ms=100&response_timeout_ms=100";
+            (
+                format!("{scheme}://{host},127.0.0.1:2/?{options}"),
+                vec![format!(
+                    "{scheme}://{user}:{secret}@{host},127.0.0.1:2/?{options}"
+                )],
+            )
+        }
+        "mongodb" => {
+            let options = "serverSelectionTimeoutMS=100&connectTimeoutMS=100";
+            (
+                format!("{scheme}://{host}/db?{options}"),
+                vec![format!("{scheme}://{user}:{secret}@{host}/db?{options}")],
+            )
+        }
+        "mongodb+srv" => (
+            format!("{scheme}://cluster0.invalid/db?tls=true"),
+            vec![format!("{scheme}://{user}:{secret}@cluster0.invalid/db")],
+        ),
         _ => unreachable!("{scheme}"),
+    };
+    match scheme {
+        "postgres" | "postgresql" => urls.extend([
+            format!("{base}&password={value}"),
+            format!("{base}&sslpassword={value}"),
+        ]),
+        "mongodb" | "mongodb+srv" => urls.extend([
+            format!("{base}&tlsCertificateKeyFilePassword={value}"),
+            format!(
+                "{base}&authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:{value}"
+            ),
+        ]),
+        _ => {}
     }
+    let index = case as usize % SECRET_OPTIONS.len();
+    let name = SECRET_OPTIONS[index];
+    let name = match (case as usize / SECRET_OPTIONS.len()).is_multiple_of(2) {
+        true => name.to_string(),
+        false => name.to_ascii_uppercase(),
+    };
+    urls.push(format!("{base}&{name}={value}"));
+    urls
 }
 
 /// What the configs and `StoreSpec` print for `url`, and every error parsing it; whether the
@@ -222,7 +285,7 @@ fn check_scheme(scheme: &'static str) {
         .run(&password(), |password| {
             case.set(case.get() + 1);
             for secret in [password.clone(), encode(&password)] {
-                for url in urls(scheme, &secret) {
+                for url in urls(scheme, &secret, case.get()) {
                     let mut outputs = Vec::new();
                     let parsed = config_outputs(scheme, &url, &mut outputs);
                     // `mongodb+srv` needs DNS to open.
@@ -266,8 +329,8 @@ fn mongodb_passwords_are_never_printed() {
     check_scheme("mongodb+srv");
 }
 
-/// libpq keyword strings: the password quoted as libpq quotes it (`\'` and `\\`), or unquoted
-/// with every space, quote and backslash escaped.
+/// libpq keyword strings: the password, and the value of every secret keyword, quoted as libpq
+/// quotes it (`\'` and `\\`), or unquoted with every space, quote and backslash escaped.
 #[test]
 fn keyword_string_passwords_are_never_printed() {
     let mut runner = runner();
@@ -282,11 +345,19 @@ fn keyword_string_passwords_are_never_printed() {
                     out
                 })
             };
-            for text in [
+            let mut texts = vec![
                 format!("host=127.0.0.1 port=1 password='{}' user=u", escaped(false)),
                 format!("host=127.0.0.1 password = {} dbname=x", escaped(true)),
-                format!("sslpassword='{}'", escaped(false)),
-            ] {
+            ];
+            for name in SECRET_OPTIONS {
+                texts.push(format!("{name}='{}'", escaped(false)));
+                texts.push(format!(
+                    "user=u {} = {} port=1",
+                    name.to_ascii_uppercase(),
+                    escaped(true)
+                ));
+            }
+            for text in texts {
                 assert_hidden(&text, &[agentmem_core::redact_url(&text)])?;
             }
             Ok(())

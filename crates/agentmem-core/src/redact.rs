@@ -63,6 +63,110 @@ pub fn redact_url(url: &str) -> String {
     hide(url, hidden)
 }
 
+/// `text`, a message about `url` from elsewhere (a driver's error), with every secret of `url`
+/// hidden as `***`: each text [`redact_url`] hides (the password, the secret options' values,
+/// a keyword string's secret values), as written and percent-decoded, and each of their parts
+/// between `,` and `:` (drivers split credential lists such as MongoDB's
+/// `authMechanismProperties=AWS_SESSION_TOKEN:…,SERVICE_NAME:…` there and quote one entry).
+/// A short secret may hide more of the message than itself; hiding less never.
+///
+/// ```
+/// use agentmem_core::redact_secrets_in;
+/// let url = "mongodb://h/?authMechanismProperties=AWS_SESSION_TOKEN:t0k3n,x";
+/// assert_eq!(
+///     redact_secrets_in("bad entry x in AWS_SESSION_TOKEN:t0k3n", url),
+///     "bad entry *** in ***"
+/// );
+/// assert_eq!(redact_secrets_in("cannot reach h", "redis://:p%40ss@h/0"), "cannot reach h");
+/// assert_eq!(redact_secrets_in("bad p@ss", "redis://:p%40ss@h/0"), "bad ***");
+/// ```
+pub fn redact_secrets_in(text: &str, url: &str) -> String {
+    /// `text`, its entries and their parts.
+    fn pieces(text: &str) -> impl Iterator<Item = &str> {
+        let entries = text.split(',');
+        std::iter::once(text)
+            .chain(entries)
+            .chain(text.split([',', ':']))
+    }
+    let mut needles: Vec<String> = Vec::new();
+    for secret in secrets(url) {
+        // Decoded whole, then split, and split as written, then decoded.
+        let decoded = [
+            percent_decode_lossy(&secret, false),
+            percent_decode_lossy(&secret, true),
+        ];
+        for whole in decoded.iter().map(String::as_str).chain([secret.as_str()]) {
+            needles.extend(pieces(whole).map(str::to_string));
+        }
+        for piece in pieces(&secret) {
+            needles.push(percent_decode_lossy(piece, false));
+            needles.push(percent_decode_lossy(piece, true));
+        }
+    }
+    let mut hidden = Vec::new();
+    for needle in needles.iter().filter(|n| !n.is_empty()) {
+        hidden.extend(
+            text.match_indices(needle.as_str())
+                .map(|(at, found)| at..at + found.len()),
+        );
+    }
+    hide(text, hidden)
+}
+
+/// The texts [`redact_url`] hides in `url`, as written (a keyword string's values also
+/// unquoted and unescaped, as libpq reads them).
+fn secrets(url: &str) -> Vec<String> {
+    if !has_authority(url) {
+        if let Some(pairs) = keyword_pairs(url) {
+            return pairs
+                .into_iter()
+                .filter(|(name, _)| is_secret_keyword(&url[name.clone()]))
+                .flat_map(|(_, value)| {
+                    let value = &url[value];
+                    [value.to_string(), unquote_keyword_value(value)]
+                })
+                .collect();
+        }
+    }
+    let mut spans = secret_option_values(url);
+    spans.extend(password_span(url));
+    spans
+        .into_iter()
+        .map(|span| url[span].to_string())
+        .collect()
+}
+
+/// `text` with its `%XX` escapes decoded (and, for a query's form encoding, `+` read as a
+/// space), bytes that are not UTF-8 replaced.
+fn percent_decode_lossy(text: &str, plus_is_space: bool) -> String {
+    let bytes = text.as_bytes();
+    let hex = |at: usize| {
+        let digit = |b: &u8| char::from(*b).to_digit(16);
+        let high = bytes.get(at).and_then(digit)?;
+        let low = bytes.get(at + 1).and_then(digit)?;
+        u8::try_from(high * 16 + low).ok()
+    };
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match (b, hex(i + 1)) {
+            (b'%', Some(decoded)) => {
+                out.push(decoded);
+                i += 3;
+            }
+            (b'+', _) if plus_is_space => {
+                out.push(b' ');
+                i += 1;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Whether a reader could end the password of `url` before its authority's last `@`: what
 /// [`redact_url`] hides as the password holds a raw `/`, `?` or `#`. A parser's host, port,
 /// path or options of such a URL may hold part of the password, so a message about it shows
@@ -178,40 +282,66 @@ fn is_separator(c: char) -> bool {
 }
 
 /// A libpq keyword string (`host=db password='a b'`) with the values of its secret keywords
-/// hidden, read as libpq reads it: `name = value` pairs separated by white space, a value
-/// either quoted with `'` or ending at white space, `\` escaping the next character in both.
-/// `None` when the text is not one (no pair, or a name without `=`).
+/// hidden, read as libpq reads it (see [`keyword_pairs`]). `None` when the text is not one.
 fn redact_keywords(text: &str) -> Option<String> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    let mut pairs = 0;
+    let hidden = keyword_pairs(text)?
+        .into_iter()
+        .filter(|(name, _)| is_secret_keyword(&text[name.clone()]))
+        .map(|(_, value)| value)
+        .collect();
+    Some(hide(text, hidden))
+}
+
+/// Where the names and values of a libpq keyword string are, read as libpq reads it:
+/// `name = value` pairs separated by white space, a value either quoted with `'` or ending at
+/// white space, `\` escaping the next character in both. `None` when the text is not one (no
+/// pair, or a name without `=`).
+fn keyword_pairs(text: &str) -> Option<Vec<(Range<usize>, Range<usize>)>> {
+    let mut pairs = Vec::new();
+    let mut at = 0;
     loop {
-        let trimmed = rest.trim_start();
-        out.push_str(&rest[..rest.len() - trimmed.len()]);
-        rest = trimmed;
+        at = text.len() - text[at..].trim_start().len();
+        let rest = &text[at..];
         if rest.is_empty() {
             break;
         }
         let name_len = rest.find(|c: char| c == '=' || c.is_whitespace())?;
-        let name = &rest[..name_len];
-        let after_name = rest[name_len..].trim_start();
-        let after_equals = after_name.strip_prefix('=')?.trim_start();
-        if name.is_empty() {
+        if name_len == 0 {
             return None;
         }
-        let value_len = keyword_value_len(after_equals);
-        out.push_str(&rest[..rest.len() - after_equals.len()]);
-        let secret = SECRET_KEYS
-            .iter()
-            .any(|secret| name.eq_ignore_ascii_case(secret));
-        out.push_str(match secret {
-            true => HIDDEN,
-            false => &after_equals[..value_len],
-        });
-        rest = &after_equals[value_len..];
-        pairs += 1;
+        let after_name = rest[name_len..].trim_start();
+        let after_equals = after_name.strip_prefix('=')?.trim_start();
+        let value_start = text.len() - after_equals.len();
+        let value_end = value_start + keyword_value_len(after_equals);
+        pairs.push((at..at + name_len, value_start..value_end));
+        at = value_end;
     }
-    (pairs > 0).then_some(out)
+    (!pairs.is_empty()).then_some(pairs)
+}
+
+/// Whether the keyword `name` of a keyword string names a secret.
+fn is_secret_keyword(name: &str) -> bool {
+    SECRET_KEYS
+        .iter()
+        .any(|secret| name.eq_ignore_ascii_case(secret))
+}
+
+/// A keyword value as libpq reads it: without its quotes, each `\` escape replaced by the
+/// character it escapes.
+fn unquote_keyword_value(value: &str) -> String {
+    let inner = match value.strip_prefix('\'') {
+        Some(quoted) => quoted.strip_suffix('\'').unwrap_or(quoted),
+        None => value,
+    };
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        out.extend(match c {
+            '\\' => chars.next(),
+            c => Some(c),
+        });
+    }
+    out
 }
 
 /// The length of the keyword value `text` starts with: a quoted value up to its closing `'`
@@ -344,6 +474,40 @@ mod tests {
             ("redis://u:pw?password=pw@h/", "redis://u:***"),
         ] {
             assert_redacts(given, shown);
+        }
+    }
+
+    /// The MongoDB driver refuses `authMechanismProperties=D05pw` quoting the entry ("each
+    /// entry in authMechanismProperties must be a colon-separated key-value pair, got D05pw"):
+    /// a driver's message loses every secret of the URL, whole or an entry of it, as written
+    /// or decoded.
+    #[test]
+    fn driver_messages_lose_every_secret_of_the_url() {
+        for (url, message, shown) in [
+            (
+                "mongodb://h/?authMechanismProperties=D05pw1",
+                "each entry in authMechanismProperties must be a colon-separated key-value pair, got D05pw1",
+                "each entry in authMechanismProperties must be a colon-separated key-value pair, got ***",
+            ),
+            (
+                "mongodb://h/?AUTHMECHANISMPROPERTIES=AWS_SESSION_TOKEN:pw%2C1,pw2",
+                "got pw2; token pw,1; entry AWS_SESSION_TOKEN:pw,1",
+                "got ***; token ***; entry ***",
+            ),
+            (
+                "mongodb://u:p%20w@h/?tlsCertificateKeyFilePassword=a+pw",
+                "bad password p w for key a pw or a+pw",
+                "bad password *** for key *** or ***",
+            ),
+            (
+                r"host=h password='a\'pw'",
+                r"password a'pw or 'a\'pw' refused",
+                "password *** or *** refused",
+            ),
+            ("redis://h/0?prefix=pw", "prefix pw", "prefix pw"),
+        ] {
+            let redacted = redact_secrets_in(message, url);
+            assert_eq!(redacted, shown, "{url}");
         }
     }
 

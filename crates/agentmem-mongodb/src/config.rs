@@ -5,7 +5,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use agentmem_core::support::percent_decode;
-use agentmem_core::{password_is_ambiguous, redact_url, Error, Result};
+use agentmem_core::{password_is_ambiguous, redact_secrets_in, redact_url, Error, Result};
 use mongodb::options::{ClientOptions, Tls};
 
 /// The database used when the URL names none.
@@ -136,6 +136,12 @@ impl MongoConfig {
         redact_url(&self.url)
     }
 
+    /// `message` (the driver's, about this URL) with the URL's secrets hidden: the driver may
+    /// quote an option's value (an entry of `authMechanismProperties`).
+    pub(crate) fn redact_secrets_in(&self, message: &str) -> String {
+        redact_secrets_in(message, &self.url)
+    }
+
     /// The driver's options for this URL, with agentmem's shorter defaults for server
     /// selection and connect timeouts and pool size where the URL sets none.
     ///
@@ -144,13 +150,17 @@ impl MongoConfig {
     /// `mongodb+srv://` URL cannot be looked up.
     pub async fn client_options(&self) -> Result<ClientOptions> {
         let mut options = ClientOptions::parse(&self.url).await.map_err(|e| {
+            let message = self.redact_secrets_in(&e.to_string());
             if matches!(*e.kind, mongodb::error::ErrorKind::DnsResolve { .. }) {
                 Error::unavailable(format!(
-                    "cannot resolve the MongoDB hosts of {}: {e}",
+                    "cannot resolve the MongoDB hosts of {}: {message}",
                     self.redacted_url()
                 ))
             } else {
-                Error::invalid_input(format!("invalid MongoDB URL {}: {e}", self.redacted_url()))
+                Error::invalid_input(format!(
+                    "invalid MongoDB URL {}: {message}",
+                    self.redacted_url()
+                ))
             }
         })?;
         if let Some(Tls::Enabled(tls)) = options.tls.as_mut() {

@@ -96,8 +96,9 @@ impl MongoStore {
                 .unwrap_or(DEFAULT_SERVER_SELECTION_TIMEOUT);
             let client = Client::with_options(options).map_err(|e| {
                 Error::invalid_input(format!(
-                    "cannot use MongoDB URL {}: {e}",
-                    config.redacted_url()
+                    "cannot use MongoDB URL {}: {}",
+                    config.redacted_url(),
+                    config.redact_secrets_in(&e.to_string())
                 ))
             })?;
             Self::open(client, config.database(), ServerFeatures::ALL, budget).await
