@@ -7,7 +7,7 @@ use agentmem_core::layer::check_memory_item;
 use agentmem_core::{MemoryItem, Metadata, Result};
 
 use crate::cipher::{aad, is_envelope, CryptoError, Domain, Keyring, Sealer, MEMORY_KEY_ENTRY};
-use crate::layer::{open_metadata, open_string, presence, seal_metadata};
+use crate::layer::{open_metadata, presence, seal_metadata};
 
 /// An item's AAD: its scope and kind, and its key's stand-in when it has a key (upsert by key
 /// keeps those, though it may change the id), else its id (upsert by id keeps it).
@@ -57,6 +57,39 @@ fn item_presence(has_metadata: bool, has_key: bool) -> [u8; 1] {
     presence(&[has_metadata, has_key])
 }
 
+/// Which form of an item text's AAD to build.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TextAad {
+    /// What the layer writes: also bound to the expiry time, so a writer of the backend cannot
+    /// extend, remove or add an item's expiry unnoticed.
+    Current,
+    /// What the layer wrote before: no expiry. Read, never written; a text sealed in one form
+    /// never opens in the other (the parts differ).
+    Legacy,
+}
+
+/// The expiry as it is bound: microseconds since the epoch (what every backend keeps), or
+/// `never`.
+fn expiry_part(item: &MemoryItem) -> Vec<u8> {
+    match item.expires_at {
+        Some(at) => at.timestamp_micros().to_be_bytes().to_vec(),
+        None => b"never".to_vec(),
+    }
+}
+
+fn text_aad(item: &MemoryItem, has_metadata: bool, has_key: bool, form: TextAad) -> Vec<u8> {
+    let presence = item_presence(has_metadata, has_key);
+    match form {
+        TextAad::Current => {
+            let mut extra = presence.to_vec();
+            extra.extend_from_slice(b"expires_at");
+            extra.extend_from_slice(&expiry_part(item));
+            memory_aad(item, "text/expiring", &extra)
+        }
+        TextAad::Legacy => memory_aad(item, "text", &presence),
+    }
+}
+
 pub(crate) fn seal_item(keys: &Keyring, item: &MemoryItem) -> Result<MemoryItem> {
     check_memory_item(item)?;
     let mut sealer = Sealer::new(keys, Domain::memory(&item.scope));
@@ -78,10 +111,11 @@ pub(crate) fn seal_item(keys: &Keyring, item: &MemoryItem) -> Result<MemoryItem>
         &memory_aad(&stored, "metadata", &[]),
     )?;
     stored.metadata.extend(metadata);
-    let text_aad = memory_aad(
+    let text_aad = text_aad(
         &stored,
-        "text",
-        &item_presence(!item.metadata.is_empty(), item.key.is_some()),
+        !item.metadata.is_empty(),
+        item.key.is_some(),
+        TextAad::Current,
     );
     stored.text = sealer.seal(item.text.as_bytes(), &text_aad)?;
     Ok(stored)
@@ -139,12 +173,17 @@ fn open_item(sealer: &mut Sealer<'_>, item: MemoryItem) -> Result<MemoryItem> {
             _ => return Err(CryptoError::Malformed),
         };
         let metadata = open_metadata(sealer, metadata, &memory_aad(&out, "metadata", &[]))?;
-        let text_aad = memory_aad(
-            &out,
-            "text",
-            &item_presence(!metadata.is_empty(), key.is_some()),
-        );
-        let text = open_string(sealer, text, &text_aad)?;
+        let (has_metadata, has_key) = (!metadata.is_empty(), key.is_some());
+        let current = text_aad(&out, has_metadata, has_key, TextAad::Current);
+        let bytes = match sealer.open(&text, &current) {
+            // Sealed before the expiry was bound: the legacy AAD.
+            Err(CryptoError::Tampered) => sealer.open(
+                &text,
+                &text_aad(&out, has_metadata, has_key, TextAad::Legacy),
+            )?,
+            opened => opened?,
+        };
+        let text = String::from_utf8(bytes).map_err(|_| CryptoError::Malformed)?;
         Ok::<_, CryptoError>((key, metadata, text))
     })();
     let (key, metadata, text) = opened.map_err(|e| e.at(format!("memory item `{}`", out.id)))?;
@@ -157,4 +196,27 @@ fn open_item(sealer: &mut Sealer<'_>, item: MemoryItem) -> Result<MemoryItem> {
 pub(crate) fn open_one_item(keys: &Keyring, item: MemoryItem) -> Result<MemoryItem> {
     let mut sealer = Sealer::new(keys, Domain::memory(&item.scope));
     open_item(&mut sealer, item)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::MasterKey;
+    use agentmem_core::MemoryKind;
+
+    #[test]
+    fn an_item_sealed_before_its_expiry_was_bound_still_opens() {
+        let keys = Keyring::new(&MasterKey::from_bytes([5; 32]));
+        let item = MemoryItem::new(MemoryKind::Fact, "the sky is blue")
+            .with_key("sky")
+            .with_metadata("source", "test")
+            .expiring_at(agentmem_core::now() + std::time::Duration::from_secs(86_400));
+        let mut old = seal_item(&keys, &item).unwrap();
+        // As the layer sealed text before: no expiry in the AAD.
+        let legacy = text_aad(&old, true, true, TextAad::Legacy);
+        assert_ne!(legacy, text_aad(&old, true, true, TextAad::Current));
+        let mut sealer = Sealer::new(&keys, Domain::memory(&item.scope));
+        old.text = sealer.seal(item.text.as_bytes(), &legacy).unwrap();
+        assert_eq!(open_one_item(&keys, old).unwrap(), item);
+    }
 }

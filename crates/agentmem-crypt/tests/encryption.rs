@@ -5,6 +5,7 @@
 use std::error::Error as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use agentmem_core::{
     AgentMemory, AgentMemoryExt, ErrorKind, InMemoryStore, MemoryFilter, MemoryItem, MemoryKind,
@@ -701,6 +702,62 @@ async fn tool_call_ids_swapped_or_moved_between_messages_are_refused() {
         let err = store.load(&id, None).await.expect_err(what);
         assert_eq!(err.kind(), ErrorKind::CorruptData, "{what}: {err}");
         assert_eq!(crypto_error(&err), Some(&CryptoError::Tampered), "{what}");
+    }
+}
+
+/// A writer of the backend who extends, removes or adds an item's expiry (to keep it past
+/// its time, or to hide it) is caught when the item is read.
+#[tokio::test]
+async fn an_items_expiry_changed_in_the_store_is_refused() {
+    let raw = in_memory();
+    let store = layered(&raw, &key());
+    const DAY: Duration = Duration::from_secs(86_400);
+    let tomorrow = agentmem_core::now() + DAY;
+    let expiring = MemoryItem::new(MemoryKind::ShortTerm, "until tomorrow").expiring_at(tomorrow);
+    let lasting = MemoryItem::new(MemoryKind::Fact, "for good").with_key("forever");
+    for item in [&expiring, &lasting] {
+        let stored = store.put_memory(item).await.expect("put");
+        assert_eq!(&stored, item);
+        assert_eq!(
+            store.get_memory(&item.id).await.expect("get").as_ref(),
+            Some(item)
+        );
+    }
+    let changes = [
+        (&expiring, Some(tomorrow + 365 * DAY), "extended"),
+        (&expiring, None, "removed"),
+        (
+            &expiring,
+            Some(tomorrow + Duration::from_micros(1)),
+            "moved by 1 µs",
+        ),
+        (&lasting, Some(tomorrow), "added"),
+    ];
+    for (item, forged, what) in changes {
+        let mut stored = raw
+            .list_memories(&MemoryFilter::kind(item.kind))
+            .await
+            .expect("raw list")
+            .pop()
+            .expect("the stored item");
+        let honest = stored.clone();
+        stored.expires_at = forged;
+        raw.put_memory(&stored).await.expect("raw put");
+        let err = store
+            .list_memories(&MemoryFilter::kind(item.kind))
+            .await
+            .expect_err(what);
+        assert_eq!(err.kind(), ErrorKind::CorruptData, "{what}: {err}");
+        assert_eq!(crypto_error(&err), Some(&CryptoError::Tampered), "{what}");
+        raw.put_memory(&honest).await.expect("raw put back");
+        assert_eq!(
+            store
+                .list_memories(&MemoryFilter::kind(item.kind))
+                .await
+                .expect("list"),
+            std::slice::from_ref(item),
+            "{what}: put back"
+        );
     }
 }
 
