@@ -1,5 +1,6 @@
 //! Retention that runs itself (C9, issue 31): the store URL's `keep`, `keep_per`, `retain`,
-//! `retain_memories` and `retain_every` options are enforced as the store is written, on the
+//! `retain_memories`, `keep_memories` and `retain_every` options are enforced as the store is
+//! written, on the
 //! in-memory store and every backend compiled in, opened through `agentmem::open(url)`, with
 //! nobody calling `purge`. Server backends read `REDIS_URL`, `DATABASE_URL` and `MONGODB_URL`
 //! and skip only when `AGENTMEM_REQUIRE_SERVICES` is unset.
@@ -12,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentmem::{
-    AgentMemory, AgentMemoryExt, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, Message,
-    SessionId, SessionPatch,
+    AgentMemory, AgentMemoryExt, ErrorKind, MemoryFilter, MemoryItem, MemoryKind, MemoryScope,
+    Message, SessionId, SessionPatch,
 };
 use agentmem_testkit::TestStore;
 mod common;
@@ -107,18 +108,73 @@ async fn retain(backend: &str, store: &dyn AgentMemory) {
     assert_eq!(texts, ["a new fact"], "{backend}");
 }
 
+/// The texts of every memory item, sorted.
+async fn texts(store: &dyn AgentMemory) -> Vec<String> {
+    let items = store.list_memories(&MemoryFilter::default()).await;
+    let mut texts: Vec<String> = items
+        .expect("list memories")
+        .into_iter()
+        .map(|item| item.text)
+        .collect();
+    texts.sort();
+    texts
+}
+
+/// `keep_memories=1&keep_per=agent`: each agent keeps its newest memory item (the items of no
+/// agent count as one more agent, the owner does not matter); sessions are not counted.
+async fn keep_memories_per_agent(backend: &str, store: &dyn AgentMemory) {
+    for (text, scope) in [
+        ("alice 1", MemoryScope::agent("alice")),
+        ("bob 1", MemoryScope::agent("bob").with_owner("ann")),
+        ("alice 2", MemoryScope::agent("alice").with_owner("ann")),
+        ("shared 1", MemoryScope::global()),
+        ("shared 2", MemoryScope::global().with_owner("ann")),
+    ] {
+        let item = MemoryItem::new(MemoryKind::Fact, text).in_scope(scope);
+        store.put_memory(&item).await.expect("store operation");
+    }
+    assert_eq!(
+        texts(store).await,
+        ["alice 2", "bob 1", "shared 2"],
+        "{backend}"
+    );
+    // Rewriting the kept item in place keeps it.
+    let mut kept = store
+        .list_memories(
+            &MemoryFilter::default().with_scope(agentmem::ScopeFilter::Exactly(
+                MemoryScope::agent("bob").with_owner("ann"),
+            )),
+        )
+        .await
+        .expect("store operation");
+    let mut bob = kept.pop().expect("bob's item");
+    bob.text = "bob 1, again".into();
+    store.put_memory(&bob).await.expect("store operation");
+    assert_eq!(
+        texts(store).await,
+        ["alice 2", "bob 1, again", "shared 2"],
+        "{backend}"
+    );
+    for name in ["s1", "s2", "s3"] {
+        say(store, name, name).await;
+    }
+    assert_eq!(ids(store).await, ["s1", "s2", "s3"], "{backend}");
+}
+
 /// The scenarios, each on a fresh store opened with its options.
-const SCENARIOS: [&str; 3] = [
+const SCENARIOS: [&str; 4] = [
     "keep=2",
     "keep=1&keep_per=owner",
     "retain=1s&retain_memories=1s&retain_every=0s",
+    "keep_memories=1&keep_per=agent",
 ];
 
 async fn run(scenario: usize, backend: &str, store: &dyn AgentMemory) {
     match scenario {
         0 => keep(backend, store).await,
         1 => keep_per_owner(backend, store).await,
-        _ => retain(backend, store).await,
+        2 => retain(backend, store).await,
+        _ => keep_memories_per_agent(backend, store).await,
     }
 }
 
@@ -165,6 +221,8 @@ async fn bad_options_are_refused_before_connecting() {
         "redis://:s3cret@127.0.0.1:1/?retain=soon",
         "postgres://u:s3cret@127.0.0.1:1/db?keep_per=owner",
         "mongodb://u:s3cret@127.0.0.1:1/db?retain_every=1m",
+        "redis://:s3cret@127.0.0.1:1/?keep=3&keep_memories=3&keep_per=agent",
+        "file:///nonexistent/agentmem?keep_memories=0",
     ] {
         let Err(err) = agentmem::open(url).await else {
             panic!("{url} opened");

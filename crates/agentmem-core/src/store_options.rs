@@ -13,14 +13,16 @@ use crate::store::{AgentMemory, RetentionPolicy};
 const KEEP: &str = "keep";
 const RETAIN: &str = "retain";
 const RETAIN_MEMORIES: &str = "retain_memories";
+const KEEP_MEMORIES: &str = "keep_memories";
 const KEEP_PER: &str = "keep_per";
 const RETAIN_EVERY: &str = "retain_every";
 const KEY_FILE: &str = "key_file";
 const KEY: &str = "key";
-const OPTIONS: [&str; 7] = [
+const OPTIONS: [&str; 8] = [
     KEEP,
     RETAIN,
     RETAIN_MEMORIES,
+    KEEP_MEMORIES,
     KEEP_PER,
     RETAIN_EVERY,
     KEY_FILE,
@@ -41,8 +43,8 @@ pub enum KeyLocation {
 }
 
 /// What a store URL asks of the store as a whole, whatever its backend: its
-/// [`Retention`] (`keep=N`, `retain=DURATION`, `retain_memories=DURATION`, `keep_per=owner`,
-/// `retain_every=DURATION`) and its encryption key ([`KeyLocation`]: `key_file=PATH`,
+/// [`Retention`] (`keep=N`, `retain=DURATION`, `retain_memories=DURATION`, `keep_memories=N`,
+/// `keep_per=owner` or `keep_per=agent`, `retain_every=DURATION`) and its encryption key ([`KeyLocation`]: `key_file=PATH`,
 /// `key=env`). [`Registry::open`](crate::backend::Registry::open) takes these options off the
 /// URL, opens the store with the rest and wraps it ([`apply`](Self::apply), then the
 /// registry's encryption).
@@ -68,7 +70,7 @@ impl StoreOptions {
     /// The query is what follows the first `?` (up to a `#`), as the `url` crate and every
     /// backend read it. `InvalidInput`, naming the option (never the URL), for an option given
     /// twice, a value that does not parse, or a combination that means nothing (`keep_per`
-    /// without `keep`, `retain_every` alone, `keep=0`).
+    /// without a count, `keep_per=agent` with `keep`, `retain_every` alone, `keep=0`).
     pub fn split(url: &str) -> Result<(String, StoreOptions)> {
         let Some(start) = url.find('?') else {
             return Ok((url.to_string(), StoreOptions::default()));
@@ -100,7 +102,7 @@ impl StoreOptions {
     }
 
     fn parse(found: &[Option<&str>; OPTIONS.len()]) -> Result<StoreOptions> {
-        let [keep, retain, retain_memories, keep_per, every, key_file, key] = *found;
+        let [keep, retain, retain_memories, keep_memories, keep_per, every, key_file, key] = *found;
         let key = match (key_file, key) {
             (Some(_), Some(_)) => {
                 return Err(Error::invalid_input(format!(
@@ -135,25 +137,29 @@ impl StoreOptions {
                 })
                 .transpose()
         };
-        let policy = RetentionPolicy {
-            max_sessions: keep
+        let count = |name: &str, what: &str, value: Option<&str>| {
+            value
                 .map(|v| {
                     v.parse::<usize>().map_err(|e| {
                         Error::invalid_input(format!(
-                            "store URL option `{KEEP}` takes a number of sessions, not {v:?}"
+                            "store URL option `{name}` takes a number of {what}, not {v:?}"
                         ))
                         .with_source(e)
                     })
                 })
-                .transpose()?,
+                .transpose()
+        };
+        let policy = RetentionPolicy {
+            max_sessions: count(KEEP, "sessions", keep)?,
             max_age: duration(RETAIN, retain)?,
             max_memory_age: duration(RETAIN_MEMORIES, retain_memories)?,
         };
-        if policy == RetentionPolicy::default() {
+        let max_memories = count(KEEP_MEMORIES, "memory items", keep_memories)?;
+        if policy == RetentionPolicy::default() && max_memories.is_none() {
             if keep_per.is_some() || every.is_some() {
                 return Err(Error::invalid_input(format!(
                     "store URL options `{KEEP_PER}` and `{RETAIN_EVERY}` need a limit: \
-                     `{KEEP}`, `{RETAIN}` or `{RETAIN_MEMORIES}`"
+                     `{KEEP}`, `{RETAIN}`, `{RETAIN_MEMORIES}` or `{KEEP_MEMORIES}`"
                 )));
             }
             return Ok(StoreOptions {
@@ -161,13 +167,14 @@ impl StoreOptions {
                 key,
             });
         }
-        let mut retention = Retention::new(policy)?;
+        let mut retention = Retention::with_memory_limit(policy, max_memories)?;
         match keep_per {
             None => {}
             Some(v) if v.eq_ignore_ascii_case("owner") => retention = retention.per_owner()?,
+            Some(v) if v.eq_ignore_ascii_case("agent") => retention = retention.per_agent()?,
             Some(v) => {
                 return Err(Error::invalid_input(format!(
-                    "store URL option `{KEEP_PER}` takes `owner`, not {v:?}"
+                    "store URL option `{KEEP_PER}` takes `owner` or `agent`, not {v:?}"
                 )))
             }
         }
@@ -348,7 +355,21 @@ mod tests {
                 "redis://:secret@h/?retain=1d&keep_per=owner",
                 "keep_per=owner needs keep",
             ),
-            ("redis://:secret@h/?keep=1&keep_per=agent", "keep_per"),
+            ("redis://:secret@h/?keep=1&keep_per=agent", "keep_per=agent"),
+            (
+                "redis://:secret@h/?retain=1d&keep_per=agent",
+                "keep_per=agent needs",
+            ),
+            (
+                "redis://:secret@h/?keep_memories=1&keep_per=team",
+                "keep_per",
+            ),
+            ("redis://:secret@h/?keep_memories=0", "keep_memories=0"),
+            ("redis://:secret@h/?keep_memories=-1", "keep_memories"),
+            (
+                "redis://:secret@h/?keep_memories=1&KEEP_MEMORIES=2",
+                "keep_memories",
+            ),
             ("redis://:secret@h/?retain_every=1m", "retain_every"),
             (
                 "redis://:secret@h/?retain=1d&retain_every=soon",
@@ -361,6 +382,32 @@ mod tests {
             assert!(text.contains(option), "{url}: {text}");
             assert!(!text.contains("secret"), "{url}: {text}");
         }
+    }
+
+    #[test]
+    fn memory_counts_are_kept_per_store_owner_or_agent() {
+        let (rest, retention) = split("file:///x?keep_memories=5&keep_per=AGENT&x=1");
+        assert_eq!(rest, "file:///x?x=1");
+        let retention = retention.expect("asked for");
+        assert_eq!(retention.max_memories(), Some(5));
+        assert_eq!(retention.policy(), &RetentionPolicy::default());
+        assert!(retention.is_per_agent());
+        assert!(!retention.is_per_owner());
+
+        let (_, retention) = split("file:///x?keep_memories=2&keep=3&keep_per=owner");
+        let retention = retention.expect("asked for");
+        assert_eq!(retention.max_memories(), Some(2));
+        assert_eq!(retention.policy().max_sessions, Some(3));
+        assert!(retention.is_per_owner());
+        assert!(!retention.is_per_agent());
+
+        // A memory count alone is a limit; with `keep_per=owner` it is counted per owner.
+        let (_, retention) = split("file:///x?keep_memories=1&keep_per=owner");
+        assert!(retention.expect("asked for").is_per_owner());
+        let (_, retention) = split("file:///x?keep_memories=7&retain=1d");
+        let retention = retention.expect("asked for");
+        assert_eq!(retention.max_memories(), Some(7));
+        assert!(!retention.is_per_owner() && !retention.is_per_agent());
     }
 
     #[test]
