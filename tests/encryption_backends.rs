@@ -382,3 +382,73 @@ async fn openers_without_the_key_are_refused_on_every_backend() {
         }
     }
 }
+
+/// `AgentConfig::encryption_key` encrypts the agent's store whatever names it (the URL here
+/// names no key; a backend's default location goes the same way): the agent reads and writes,
+/// the store holds ciphertext and is marked, a plain `open` is refused, the key by URL reads
+/// it, and a URL naming a key as well is refused.
+async fn an_agent_config_key_encrypts(backend: &str, url: &str, key_file: &std::path::Path) {
+    use agentmem::agent::{Agent, AgentConfig};
+    let secret = "canary the agent's vault code is 4711";
+    let config = AgentConfig::default()
+        .with_url(url)
+        .with_auto_save("chat")
+        .with_encryption_key_file(key_file);
+    let agent = Agent::from_config(config, Some("a"), &agentmem::registry())
+        .await
+        .expect("the agent opens with its config's key")
+        .expect("an agent: auto-save is on");
+    let turn = [Message::user(secret), Message::assistant("noted")];
+    agent.after_turn(&turn).await.expect("the turn is saved");
+    let chat = agent.auto_save_session().expect("auto-save").clone();
+    let read = agent.store().expect("a full store").messages(&chat).await;
+    assert_eq!(read.expect("read")[0].content, secret, "{backend}");
+
+    let raw = agentmem::open_unguarded(url).await.expect("open as it is");
+    let stored = raw.messages(&chat).await.expect("the envelopes");
+    assert_ne!(stored[0].content, secret, "{backend}: ciphertext");
+    let marker = raw.store_property(MARKER_PROPERTY).await.expect("marker");
+    assert!(marker.is_some(), "{backend}: marked encrypted");
+    let keyless = agentmem::open(url).await.expect("open without a key");
+    refused(backend, "load", keyless.load(&chat, None).await, no_key);
+    let keyed = with_option(url, &format!("key_file={}", key_file.display()));
+    let by_url = agentmem::open(&keyed)
+        .await
+        .expect("open with the URL's key");
+    let read = by_url
+        .messages(&chat)
+        .await
+        .expect("the URL's key reads it");
+    assert_eq!(read[0].content, secret, "{backend}");
+
+    let both = AgentConfig::default()
+        .with_url(keyed)
+        .with_auto_save("chat")
+        .with_encryption_key_file(key_file);
+    let Err(err) = Agent::from_config(both, Some("a"), &agentmem::registry()).await else {
+        panic!("{backend}: two keys must be refused");
+    };
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{backend}: {err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_config_key_encrypts_on_every_backend() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let key_file = dir.path().join("key");
+    std::fs::write(&key_file, key().to_base64()).expect("write the key");
+    std::fs::set_permissions(
+        &key_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .expect("a private key file");
+    for (backend, url) in common::local_urls(dir.path()) {
+        an_agent_config_key_encrypts(backend, &url, &key_file).await;
+    }
+    for (backend, namespace) in common::server_namespaces("cfgkey") {
+        let url = namespace.url().to_string();
+        if common::open(backend, &url).await.is_some() {
+            let _guard = namespace.into_guard();
+            an_agent_config_key_encrypts(backend, &url, &key_file).await;
+        }
+    }
+}

@@ -305,8 +305,11 @@ impl Agent {
     /// agentmem home (see [`StoreSpec::url`]), so `registry` must hold that backend.
     ///
     /// The workspace (see [`new`](Self::new)) is resolved on tokio's blocking pool while the
-    /// store opens, never on the executor thread. `Unsupported` when `registry` holds no
-    /// backend for the store's URL; otherwise what opening the store returns.
+    /// store opens, never on the executor thread. The store is encrypted with
+    /// [`AgentConfig::encryption_key`] when set (else with the key its URL names, if any; a
+    /// registry with encryption refuses an encrypted store opened without a key).
+    /// `Unsupported` when `registry` holds no backend for the store's URL; otherwise what
+    /// opening the store returns.
     ///
     /// ```
     /// use agentmem_agent::{Agent, AgentConfig};
@@ -343,7 +346,13 @@ impl Agent {
                 Sessions::resolve(&config, name.as_deref(), config.history)
             })
         };
-        let (store, sessions) = tokio::join!(registry.open(&url), resolving);
+        let opening = async {
+            match &config.encryption_key {
+                Some(key) => registry.open_with_key(&url, key).await,
+                None => registry.open(&url).await,
+            }
+        };
+        let (store, sessions) = tokio::join!(opening, resolving);
         let sessions = match sessions {
             Ok(sessions) => sessions?,
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::backend::Backend;
 use agentmem_core::layer::Retention;
-use agentmem_core::{redact_url as redact, Error, MemoryScope, Result, SessionId};
+use agentmem_core::{redact_url as redact, Error, KeyLocation, MemoryScope, Result, SessionId};
 
 /// Where an agent's memory is stored: a backend's default location, or a store URL (opened
 /// through a [`Registry`](agentmem_core::backend::Registry)).
@@ -167,6 +167,15 @@ pub struct AgentConfig {
     /// (the default) leaves the store as it is opened, which may enforce retention of its own
     /// (the `keep` and `retain` options of a store URL). Needs a full store.
     pub retention: Option<Retention>,
+    /// Where the store's encryption key is: [`KeyLocation::File`] (a file only its owner may
+    /// read, holding the key in base64) or [`KeyLocation::Env`] (`AGENTMEM_ENCRYPTION_KEY`).
+    /// With it, [`Agent::from_config`](crate::Agent::from_config) opens the store encrypted,
+    /// whatever [`backend`](Self::backend) names (a default location too), as a store URL's
+    /// `key_file=PATH` or `key=env` does; a URL naming a key as well is refused. Without it
+    /// (the default), the store is opened with the URL's key if it names one, else without a
+    /// key, and an encrypted store is then refused. Needs a registry with encryption (the
+    /// facade's `agentmem::registry()` with its feature `encryption`).
+    pub encryption_key: Option<KeyLocation>,
 }
 
 /// How long short-term memory items live by default: one day.
@@ -191,6 +200,7 @@ impl Default for AgentConfig {
             session_ttl: None,
             memory_ttl: None,
             retention: None,
+            encryption_key: None,
         }
     }
 }
@@ -342,6 +352,28 @@ impl AgentConfig {
     pub fn with_retention(mut self, retention: Retention) -> Self {
         self.retention = Some(retention);
         self
+    }
+
+    /// Encrypts the store with the key at `key` (see [`encryption_key`](Self::encryption_key)).
+    pub fn with_encryption_key(mut self, key: KeyLocation) -> Self {
+        self.encryption_key = Some(key);
+        self
+    }
+
+    /// Encrypts the store with the key in the file at `path` (see
+    /// [`encryption_key`](Self::encryption_key)).
+    ///
+    /// ```
+    /// use agentmem_agent::AgentConfig;
+    /// use agentmem_core::KeyLocation;
+    /// let config = AgentConfig::default().with_encryption_key_file("/etc/agentmem/key");
+    /// assert_eq!(
+    ///     config.encryption_key,
+    ///     Some(KeyLocation::File("/etc/agentmem/key".into()))
+    /// );
+    /// ```
+    pub fn with_encryption_key_file(self, path: impl Into<PathBuf>) -> Self {
+        self.with_encryption_key(KeyLocation::File(path.into()))
     }
 
     /// Sets how long short-term items live (see [`short_term_ttl`](Self::short_term_ttl)).
