@@ -90,12 +90,35 @@ pub(crate) fn prepare_root(layout: &Layout) -> Result<Findings> {
         Ok(bytes) => match serde_json::from_slice::<SchemaFile>(&bytes) {
             Ok(schema) => Some(schema),
             // Cut off, not JSON, another shape, invalid UTF-8: not another program's file
-            // (that one names its format), so it is set aside and written anew.
+            // (that one names its format), so it is set aside and written anew, with the
+            // store properties it still shows. Properties lost with it could include the
+            // encryption marker, without which the store would take plaintext: when they
+            // cannot be read back and the store holds encrypted records, the store is
+            // refused and the file left as it is, for someone to restore.
             Err(e) => {
+                let properties = match salvage_properties(&bytes) {
+                    Salvage::Properties(properties) => properties,
+                    Salvage::Unknown if holds_envelopes(&layout.root)? => {
+                        return Err(Error::corrupt(format!(
+                            "{} is damaged ({e}) and its store properties cannot be read \
+                             back, while the store holds encrypted records: it may have held \
+                             the store's encryption marker, without which the store would take \
+                             plaintext; it is left as it is: restore it from a backup, or move \
+                             it aside to open the store without its properties",
+                            layout.schema.display()
+                        )));
+                    }
+                    Salvage::Unknown => BTreeMap::new(),
+                };
                 let problem = format!("not an agentmem schema file ({e})");
                 let aside = Aside::WholeFile;
                 findings.quarantine(None, &layout.root, &layout.schema, aside, problem)?;
-                None
+                let rebuilt = SchemaFile {
+                    properties,
+                    ..SchemaFile::new()
+                };
+                rebuilt.write(layout)?;
+                Some(rebuilt)
             }
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -141,6 +164,101 @@ pub(crate) fn prepare_root(layout: &Layout) -> Result<Findings> {
         }
     }
     Ok(findings)
+}
+
+/// What a damaged schema file still tells of the store properties it held.
+#[derive(Debug, PartialEq)]
+enum Salvage {
+    /// Its properties, read back (none when it shows a schema file that held none).
+    Properties(BTreeMap<String, String>),
+    /// Nothing certain: it may have held properties that are lost.
+    Unknown,
+}
+
+/// Reads the store properties back from a damaged schema file: when it still parses as a JSON
+/// object (invalid UTF-8 read as U+FFFD, as a byte flipped inside a string does not hide the
+/// rest) whose `properties`, if any, are all strings. A name or value touched by invalid UTF-8
+/// (U+FFFD) is not trusted, nor is a missing `properties` unless the object still shows the
+/// schema file's own fields (`format`, `schema_version`) untouched.
+fn salvage_properties(bytes: &[u8]) -> Salvage {
+    const LOST: char = char::REPLACEMENT_CHARACTER;
+    let text = String::from_utf8_lossy(bytes);
+    let Ok(serde_json::Value::Object(fields)) = serde_json::from_str(&text) else {
+        return Salvage::Unknown;
+    };
+    if fields.keys().any(|name| name.contains(LOST)) {
+        return Salvage::Unknown;
+    }
+    let Some(properties) = fields.get("properties") else {
+        let schema_file = fields.contains_key("format") && fields.contains_key("schema_version");
+        return if schema_file {
+            Salvage::Properties(BTreeMap::new())
+        } else {
+            Salvage::Unknown
+        };
+    };
+    let Some(properties) = properties.as_object() else {
+        return Salvage::Unknown;
+    };
+    let mut salvaged = BTreeMap::new();
+    for (name, value) in properties {
+        match value.as_str() {
+            Some(value) if !name.contains(LOST) && !value.contains(LOST) => {
+                salvaged.insert(name.clone(), value.to_owned());
+            }
+            _ => return Salvage::Unknown,
+        }
+    }
+    Salvage::Properties(salvaged)
+}
+
+/// The prefix of every value `agentmem-crypt`'s encryption layer writes (its
+/// `ENVELOPE_PREFIX` and metadata entry): a file holding it holds encrypted records.
+const ENVELOPE_MARK: &[u8] = b"agentmem-enc:v1";
+
+/// Whether any file under `dir` holds an encrypted record (read in chunks, never whole).
+/// Read only when a damaged schema file's properties are lost, which is rare.
+fn holds_envelopes(dir: &Path) -> Result<bool> {
+    use std::io::Read as _;
+    let entries = std::fs::read_dir(dir).map_err(|e| io_error(dir, "cannot list", e))?;
+    for entry in entries {
+        let path = entry.map_err(|e| io_error(dir, "cannot list", e))?.path();
+        let kind =
+            std::fs::symlink_metadata(&path).map_err(|e| io_error(&path, "cannot stat", e))?;
+        if kind.is_dir() {
+            if holds_envelopes(&path)? {
+                return Ok(true);
+            }
+            continue;
+        }
+        if !kind.is_file() {
+            continue;
+        }
+        let mut file = std::fs::File::open(&path).map_err(|e| io_error(&path, "cannot read", e))?;
+        // A chunk starts with the end of the one before, so a mark across the cut is found.
+        let keep = ENVELOPE_MARK.len() - 1;
+        let mut window = vec![0u8; 64 * 1024 + keep];
+        let mut filled = 0;
+        loop {
+            let read = file
+                .read(&mut window[filled..])
+                .map_err(|e| io_error(&path, "cannot read", e))?;
+            if read == 0 {
+                break;
+            }
+            filled += read;
+            if window[..filled]
+                .windows(ENVELOPE_MARK.len())
+                .any(|w| w == ENVELOPE_MARK)
+            {
+                return Ok(true);
+            }
+            let tail = filled.saturating_sub(keep);
+            window.copy_within(tail..filled, 0);
+            filled -= tail;
+        }
+    }
+    Ok(false)
 }
 
 /// Removes the folder of a fork into `target` that a crash left unfinished. A fork holds the

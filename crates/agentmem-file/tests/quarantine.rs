@@ -305,3 +305,95 @@ async fn newer_versions_are_refused_not_set_aside() {
         std::fs::write(&path, &bytes).expect("restore");
     }
 }
+
+/// The store property an encrypted store is marked with (`agentmem-crypt`'s), and a value of
+/// its shape.
+const MARKER: &str = "agentmem.encryption";
+const MARKER_VALUE: &str = r#"{"v":1,"key":"0011223344556677","check":"AAAA"}"#;
+
+/// A store marked encrypted, holding one record in an envelope's shape (the file backend
+/// stores whatever the encryption layer hands it).
+async fn marked(root: &Path) {
+    use agentmem_core::PropertyChange;
+    let store = open(root).await;
+    let envelope = "agentmem-enc:v1:0011223344556677:bm90IHJlYWxseSBjaXBoZXJ0ZXh0";
+    store
+        .append_one(&sid("vault"), Message::user(envelope))
+        .await
+        .expect("append");
+    let change = PropertyChange::insert(MARKER, MARKER_VALUE);
+    assert!(store.set_store_property(&change).await.expect("mark"));
+}
+
+/// The encryption marker survives a damaged `agentmem.json`: read back when the file still
+/// parses (a byte of invalid UTF-8 outside the properties, a field of the wrong type), and the
+/// file set aside as any damaged file is; when its properties cannot be read back (cut off,
+/// garbage, a property name hit by the damage) the store, which holds encrypted records, is
+/// refused (`CorruptData` naming the file), again on the next open, and the file is left as
+/// it is, rather than opened unmarked, taking plaintext.
+#[tokio::test]
+async fn the_encryption_marker_survives_a_damaged_schema_file() {
+    use agentmem_core::ErrorKind;
+    use agentmem_file::{FileConfig, FileStore};
+    type Damaging = fn(&[u8]) -> Vec<u8>;
+    let recovered: [(&str, Damaging); 2] = [
+        ("invalid UTF-8 in the format", |b| {
+            with_invalid_byte(b, find(b, b"agentmem-file"))
+        }),
+        ("a schema version of the wrong type", |b| {
+            let at = find(b, b"\"schema_version\": 1") + 18;
+            [&b[..at], b"\"one\"", &b[at + 1..]].concat()
+        }),
+    ];
+    for (case, damage) in recovered {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        marked(root).await;
+        let path = File::Schema.path(root, &sid("vault"));
+        let damaged = damage(&std::fs::read(&path).expect("read"));
+        std::fs::write(&path, &damaged).expect("damage");
+        let store = open(root).await;
+        let marker = store.store_property(MARKER).await.expect("read the marker");
+        assert_eq!(marker.as_deref(), Some(MARKER_VALUE), "{case}");
+        let aside = files(&File::Schema.quarantine(root, &sid("vault")));
+        assert_eq!(aside.len(), 1, "{case}: {aside:?}");
+        assert_eq!(std::fs::read(&aside[0]).expect("read"), damaged, "{case}");
+        let report = naming(&store.repairs(), &path).clone();
+        assert_eq!(report.kind, RepairKind::QuarantinedFile, "{case}");
+        drop(store);
+        let again = open(root).await;
+        let marker = again.store_property(MARKER).await.expect("read the marker");
+        assert_eq!(marker.as_deref(), Some(MARKER_VALUE), "{case}: kept");
+    }
+
+    let refused: [(&str, Damaging); 3] = [
+        ("cut off", |b| b[..b.len() / 2].to_vec()),
+        ("garbage", |_| GARBAGE.to_vec()),
+        ("invalid UTF-8 in the property's name", |b| {
+            with_invalid_byte(b, find(b, MARKER.as_bytes()) + 3)
+        }),
+    ];
+    for (case, damage) in refused {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        marked(root).await;
+        let path = File::Schema.path(root, &sid("vault"));
+        let damaged = damage(&std::fs::read(&path).expect("read"));
+        std::fs::write(&path, &damaged).expect("damage");
+        for attempt in ["first open", "next open"] {
+            let config = FileConfig::new(root);
+            let Err(err) = FileStore::connect_with(config).await else {
+                panic!("{case}, {attempt}: a store that lost its marker must be refused");
+            };
+            assert_eq!(err.kind(), ErrorKind::CorruptData, "{case}: {err}");
+            let text = err.to_string();
+            assert!(text.contains(&path.display().to_string()), "{case}: {text}");
+            assert!(text.contains("encryption marker"), "{case}: {text}");
+            assert_eq!(std::fs::read(&path).expect("read"), damaged, "{case}");
+        }
+        assert!(
+            !File::Schema.quarantine(root, &sid("vault")).exists(),
+            "{case}: left in place"
+        );
+    }
+}
