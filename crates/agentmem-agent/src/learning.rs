@@ -110,6 +110,10 @@ impl Insight {
 
 /// The id of the insight item with `key` in `scope`: `insight_` + a stable hash of both, so
 /// the current item is one `get_memory` away and each scope counts its own.
+///
+/// The hash is unkeyed, so the id reveals the insight's text to anyone who guesses it: an
+/// encrypted store (`agentmem-crypt`'s `EncryptLayer`) keeps every memory id sealed under the
+/// store's key, and finds the item by this id all the same.
 pub fn insight_id(scope: &MemoryScope, key: &str) -> MemoryId {
     // The global scope keeps the ids insights had before scopes.
     let hashed = if scope.is_global() {

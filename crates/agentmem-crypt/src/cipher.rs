@@ -32,6 +32,8 @@ pub const KEY_TOKEN_PREFIX: &str = "agentmem-key:v1:";
 const DOMAIN: &[u8] = b"agentmem-crypt/v1";
 const SESSION_INFO: &[u8] = b"agentmem-crypt/v1/session\0";
 const MEMORY_INFO: &[u8] = b"agentmem-crypt/v1/memory\0";
+/// HKDF info of the store-wide key memory ids are sealed with (see `ids.rs`).
+const MEMORY_ID_INFO: &[u8] = b"agentmem-crypt/v1/memory-id\0";
 /// HKDF info of the key the store marker's key check value is made with, and the label it
 /// is made of.
 const STORE_CHECK_INFO: &[u8] = b"agentmem-crypt/v1/store-check\0";
@@ -224,6 +226,7 @@ impl Keyring {
         let (info, name) = match domain {
             Domain::Session(s) => (SESSION_INFO, s.as_str()),
             Domain::Memory(form) => (MEMORY_INFO, form.as_str()),
+            Domain::MemoryIds => (MEMORY_ID_INFO, ""),
         };
         let mut okm = Zeroizing::new([0u8; 64]);
         // 64 bytes is far below HKDF-SHA256's limit of 8160: expand cannot fail.
@@ -252,6 +255,8 @@ pub(crate) enum Domain<'a> {
     Session(&'a SessionId),
     /// A scope, in its stored form.
     Memory(String),
+    /// Every memory id of the store (ids are looked up without their scope).
+    MemoryIds,
 }
 
 impl Domain<'_> {
@@ -331,6 +336,59 @@ impl<'a> Sealer<'a> {
         nonce: Option<Nonce<aes_gcm::aead::consts::U12>>,
     ) -> Result<String, Error> {
         let id = self.keys.write_key();
+        let payload = self.seal_payload(id, plaintext, aad, nonce)?;
+        Ok(format!(
+            "{ENVELOPE_PREFIX}{id}:{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(payload)
+        ))
+    }
+
+    /// `nonce ‖ ciphertext ‖ tag` of `plaintext` under the held key `id`, the nonce derived
+    /// from the AAD and the plaintext (as [`seal_deterministic`](Self::seal_deterministic)).
+    pub(crate) fn seal_payload_deterministic(
+        &mut self,
+        id: KeyId,
+        plaintext: &[u8],
+        aad: &[u8],
+    ) -> Result<Vec<u8>, Error> {
+        self.seal_payload(id, plaintext, aad, None)
+    }
+
+    /// Opens what [`seal_payload_deterministic`](Self::seal_payload_deterministic) made under
+    /// `id`.
+    pub(crate) fn open_payload(
+        &mut self,
+        id: KeyId,
+        payload: &[u8],
+        aad: &[u8],
+    ) -> Result<Vec<u8>, CryptoError> {
+        if payload.len() < NONCE_BYTES + TAG_BYTES {
+            return Err(CryptoError::Malformed);
+        }
+        let held = self.keys.ids();
+        let key = self
+            .key(id)
+            .ok_or(CryptoError::WrongKey { found: id, held })?;
+        let (nonce, ciphertext) = payload.split_at(NONCE_BYTES);
+        let nonce = Nonce::try_from(nonce).map_err(|_| CryptoError::Malformed)?;
+        key.cipher
+            .decrypt(
+                &nonce,
+                Payload {
+                    msg: ciphertext,
+                    aad,
+                },
+            )
+            .map_err(|_| CryptoError::Tampered)
+    }
+
+    fn seal_payload(
+        &mut self,
+        id: KeyId,
+        plaintext: &[u8],
+        aad: &[u8],
+        nonce: Option<Nonce<aes_gcm::aead::consts::U12>>,
+    ) -> Result<Vec<u8>, Error> {
         let key = self
             .key(id)
             .ok_or_else(|| Error::backend("the write key cannot be derived"))?;
@@ -359,10 +417,7 @@ impl<'a> Sealer<'a> {
         let mut payload = Vec::with_capacity(NONCE_BYTES + ciphertext.len());
         payload.extend_from_slice(&nonce);
         payload.extend_from_slice(&ciphertext);
-        Ok(format!(
-            "{ENVELOPE_PREFIX}{id}:{}",
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(payload)
-        ))
+        Ok(payload)
     }
 
     /// A memory key's stand-in: `agentmem-key:v1:<key id>:<base64url(HMAC-SHA256(derived key,
@@ -398,24 +453,7 @@ impl<'a> Sealer<'a> {
         let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(payload)
             .map_err(|_| CryptoError::Malformed)?;
-        if payload.len() < NONCE_BYTES + TAG_BYTES {
-            return Err(CryptoError::Malformed);
-        }
-        let held = self.keys.ids();
-        let key = self
-            .key(id)
-            .ok_or(CryptoError::WrongKey { found: id, held })?;
-        let (nonce, ciphertext) = payload.split_at(NONCE_BYTES);
-        let nonce = Nonce::try_from(nonce).map_err(|_| CryptoError::Malformed)?;
-        key.cipher
-            .decrypt(
-                &nonce,
-                Payload {
-                    msg: ciphertext,
-                    aad,
-                },
-            )
-            .map_err(|_| CryptoError::Tampered)
+        self.open_payload(id, &payload, aad)
     }
 
     /// Whether plaintext may be passed through when reading (see [`Keyring`]).

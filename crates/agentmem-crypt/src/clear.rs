@@ -6,8 +6,9 @@
 /// and those that read or write nothing encrypted, passed through as they are: `backend`,
 /// `schema_version`, `list_sessions`, `delete_session`, `list_archives`, `purge`,
 /// `update_session` and `find_sessions` (labels and the expiry time are kept in the clear: they
-/// are lookup keys, see the crate README), `delete_memory`, and `store_property` and
-/// `set_store_property` (the marker is read and written through them).
+/// are lookup keys, see the crate README), and `store_property` and `set_store_property` (the
+/// marker is read and written through them). (`delete_memory` is not among them: the
+/// encryption layer maps the id to the forms it is stored under.)
 ///
 /// Each passed-through operation but the last three first calls the invoking layer's
 /// `check_store(Operation)`, which checks the store's encryption marker (see `marker.rs`).
@@ -76,11 +77,6 @@ macro_rules! layered_store_passing_the_clear {
 
             async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
                 self.inner.set_store_property(change).await
-            }
-
-            async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
-                self.check_store(Operation::DeleteMemory).await?;
-                self.inner.delete_memory(id).await
             }
 
             $($operations)*

@@ -295,6 +295,13 @@ layered_store_passing_the_clear! {
         self.inner.put_memory(item).await
     }
 
+    /// Passed through: without the key, an item whose id the encryption layer sealed is
+    /// deleted by its id as stored (see the crate README).
+    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
+        self.check_store(Operation::DeleteMemory).await?;
+        self.inner.delete_memory(id).await
+    }
+
     async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
         self.check_store(Operation::GetMemory).await?;
         let item = self.inner.get_memory(id).await?;

@@ -4,13 +4,15 @@
 use std::collections::HashMap;
 
 use agentmem_core::layer::check_memory_item;
-use agentmem_core::{MemoryItem, Metadata, Result};
+use agentmem_core::{MemoryId, MemoryItem, Metadata, Result};
 
 use crate::cipher::{aad, is_envelope, CryptoError, Domain, Keyring, Sealer, MEMORY_KEY_ENTRY};
+use crate::ids::{real_id, stored_id};
 use crate::layer::{open_metadata, presence, seal_metadata};
 
 /// An item's AAD: its scope and kind, and its key's stand-in when it has a key (upsert by key
-/// keeps those, though it may change the id), else its id (upsert by id keeps it).
+/// keeps those, though it may change the id), else its id as stored (sealed, or as given in
+/// items written before ids were sealed; upsert by id keeps it).
 fn memory_aad(item: &MemoryItem, field: &str, extra: &[u8]) -> Vec<u8> {
     let (tag, anchor) = match &item.key {
         Some(token) => (&b"key"[..], token.as_str()),
@@ -91,9 +93,16 @@ fn text_aad(item: &MemoryItem, has_metadata: bool, has_key: bool, form: TextAad)
 }
 
 pub(crate) fn seal_item(keys: &Keyring, item: &MemoryItem) -> Result<MemoryItem> {
+    seal_item_as(keys, item, stored_id(keys, &item.id)?)
+}
+
+/// `item` sealed to be stored under `id` (its id sealed, or, in tests, the id as given, as
+/// items were stored before ids were sealed).
+fn seal_item_as(keys: &Keyring, item: &MemoryItem, id: MemoryId) -> Result<MemoryItem> {
     check_memory_item(item)?;
     let mut sealer = Sealer::new(keys, Domain::memory(&item.scope));
     let mut stored = MemoryItem {
+        id,
         text: String::new(),
         metadata: Metadata::new(),
         ..item.clone()
@@ -130,12 +139,12 @@ pub(crate) fn open_items(keys: &Keyring, items: Vec<MemoryItem>) -> Result<Vec<M
             let sealer = sealers
                 .entry(item.scope.stored_form())
                 .or_insert_with(|| Sealer::new(keys, Domain::memory(&item.scope)));
-            open_item(sealer, item)
+            open_item(keys, sealer, item)
         })
         .collect()
 }
 
-fn open_item(sealer: &mut Sealer<'_>, item: MemoryItem) -> Result<MemoryItem> {
+fn open_item(keys: &Keyring, sealer: &mut Sealer<'_>, item: MemoryItem) -> Result<MemoryItem> {
     if sealer.accepts_plaintext() && !is_envelope(&item.text) {
         return Ok(item);
     }
@@ -184,9 +193,13 @@ fn open_item(sealer: &mut Sealer<'_>, item: MemoryItem) -> Result<MemoryItem> {
             opened => opened?,
         };
         let text = String::from_utf8(bytes).map_err(|_| CryptoError::Malformed)?;
-        Ok::<_, CryptoError>((key, metadata, text))
+        // Last: a record under a key not held says so above, with the key it names.
+        let id = real_id(keys, &out.id)?;
+        Ok::<_, CryptoError>((id, key, metadata, text))
     })();
-    let (key, metadata, text) = opened.map_err(|e| e.at(format!("memory item `{}`", out.id)))?;
+    let (id, key, metadata, text) =
+        opened.map_err(|e| e.at(format!("memory item `{}`", out.id)))?;
+    out.id = id;
     out.key = key;
     out.metadata = metadata;
     out.text = text;
@@ -195,7 +208,7 @@ fn open_item(sealer: &mut Sealer<'_>, item: MemoryItem) -> Result<MemoryItem> {
 
 pub(crate) fn open_one_item(keys: &Keyring, item: MemoryItem) -> Result<MemoryItem> {
     let mut sealer = Sealer::new(keys, Domain::memory(&item.scope));
-    open_item(&mut sealer, item)
+    open_item(keys, &mut sealer, item)
 }
 
 #[cfg(test)]
@@ -218,5 +231,52 @@ mod tests {
         let mut sealer = Sealer::new(&keys, Domain::memory(&item.scope));
         old.text = sealer.seal(item.text.as_bytes(), &legacy).unwrap();
         assert_eq!(open_one_item(&keys, old).unwrap(), item);
+    }
+
+    /// Items stored before ids were sealed (under their id as given) are read, replaced and
+    /// deleted by that id through the layer, and a put leaves one item, under the sealed id.
+    #[tokio::test]
+    async fn items_stored_under_their_plain_id_still_work() {
+        use agentmem_core::layer::Layer as _;
+        use agentmem_core::{InMemoryStore, MemoryFilter, MemoryStore};
+        use std::sync::Arc;
+
+        let master = MasterKey::from_bytes([6; 32]);
+        let keys = Keyring::new(&master);
+        let raw = Arc::new(InMemoryStore::new());
+        let store = crate::EncryptLayer::new(&master).layer(raw.clone());
+        let raw_ids = || async {
+            raw.list_memories(&MemoryFilter::default())
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|i| i.id)
+                .collect::<Vec<_>>()
+        };
+        let old = MemoryItem::new(MemoryKind::Fact, "written by an older version");
+        let legacy = seal_item_as(&keys, &old, old.id.clone()).unwrap();
+        raw.put_memory(&legacy).await.unwrap();
+        assert_eq!(store.get_memory(&old.id).await.unwrap(), Some(old.clone()));
+        assert_eq!(
+            store.list_memories(&MemoryFilter::default()).await.unwrap(),
+            std::slice::from_ref(&old)
+        );
+
+        let newer = MemoryItem {
+            text: "replaced through the layer".into(),
+            ..old.clone()
+        };
+        assert_eq!(store.put_memory(&newer).await.unwrap(), newer);
+        assert_eq!(raw_ids().await, [stored_id(&keys, &old.id).unwrap()]);
+        assert_eq!(store.get_memory(&old.id).await.unwrap(), Some(newer));
+
+        let other = MemoryItem::new(MemoryKind::Fact, "also older");
+        raw.put_memory(&seal_item_as(&keys, &other, other.id.clone()).unwrap())
+            .await
+            .unwrap();
+        assert!(store.delete_memory(&other.id).await.unwrap());
+        assert!(store.get_memory(&other.id).await.unwrap().is_none());
+        assert!(store.delete_memory(&old.id).await.unwrap());
+        assert!(raw_ids().await.is_empty());
     }
 }

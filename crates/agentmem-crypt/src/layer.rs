@@ -18,6 +18,7 @@ use agentmem_core::{
 use crate::cipher::{
     aad, envelope_len, is_envelope, CryptoError, Domain, Keyring, Sealer, METADATA_KEY,
 };
+use crate::ids::{candidate_ids, real_id, stored_id};
 use crate::items::{older_tokens, open_items, open_one_item, seal_item};
 use crate::key::MasterKey;
 use crate::marker::{read_marker, Access, MarkerCache, StoreMarker, MARKER_PROPERTY};
@@ -634,6 +635,7 @@ layered_store_passing_the_clear! {
             // Under a read key, the same key has another stand-in, which the store's upsert by
             // key cannot match: find such an item and replace it by id instead.
             let older = older_tokens(&self.keys, item)?;
+            let mut replaced = None;
             if !older.is_empty() {
                 let same_place = MemoryFilter::kind(item.kind)
                     .with_scope(ScopeFilter::Exactly(item.scope.clone()));
@@ -643,23 +645,62 @@ layered_store_passing_the_clear! {
                         .iter()
                         .find(|i| i.key.as_ref().is_some_and(|k| older.contains(k)));
                     if let Some(existing) = older_item {
-                        // The AAD of an item with a key names the stand-in, not the id.
-                        sealed.id = existing.id.clone();
+                        // It keeps its id and creation time, the id now sealed under the write
+                        // key (the AAD of an item with a key names the stand-in, not the id);
+                        // its former form goes once this one is stored.
+                        let id = real_id(&self.keys, &existing.id)
+                            .map_err(|e| e.at(format!("memory item `{}`", existing.id)))?;
+                        sealed.id = stored_id(&self.keys, &id)?;
+                        sealed.created_at = existing.created_at;
+                        replaced = Some(existing.id.clone());
                     }
                 }
             }
             let stored = self.inner.put_memory(&sealed).await?;
+            if let Some(former) = replaced.filter(|former| *former != stored.id) {
+                self.inner.delete_memory(&former).await?;
+            }
+            // The same item under another form of its id (written before ids were sealed, or
+            // sealed under a read key) is the one this put replaces: removed once the new
+            // form is stored (one delete per form, usually one: the id as given).
+            for other in candidate_ids(&self.keys, &item.id)? {
+                if other != sealed.id && other != stored.id {
+                    self.inner.delete_memory(&other).await?;
+                }
+            }
             open_one_item(&self.keys, stored)
         })
         .await
     }
 
+    /// Looks the item up under each form of its id, the current (sealed under the write key)
+    /// first: a miss costs one read per form (two with one key).
     async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
         self.run(Operation::GetMemory, async {
-            match self.inner.get_memory(id).await? {
-                Some(item) => open_one_item(&self.keys, item).map(Some),
-                None => Ok(None),
+            for stored_id in candidate_ids(&self.keys, id)? {
+                if let Some(item) = self.inner.get_memory(&stored_id).await? {
+                    let opened = open_one_item(&self.keys, item)?;
+                    if &opened.id != id {
+                        return Err(CryptoError::Tampered
+                            .at(format!("memory item `{stored_id}` (looked up as `{id}`)")));
+                    }
+                    return Ok(Some(opened));
+                }
             }
+            Ok(None)
+        })
+        .await
+    }
+
+    /// Deletes the item under every form of its id (see
+    /// [`get_memory`](agentmem_core::MemoryStore::get_memory)).
+    async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
+        self.run(Operation::DeleteMemory, async {
+            let mut deleted = false;
+            for stored_id in candidate_ids(&self.keys, id)? {
+                deleted |= self.inner.delete_memory(&stored_id).await?;
+            }
+            Ok(deleted)
         })
         .await
     }

@@ -22,6 +22,7 @@ mod clear;
 
 mod cipher;
 mod guard;
+mod ids;
 mod items;
 mod key;
 mod layer;
@@ -33,6 +34,7 @@ pub use cipher::{
     MEMORY_KEY_ENTRY, METADATA_KEY,
 };
 pub use guard::{NoKey, NoKeyLayer};
+pub use ids::{MAX_SEALED_MEMORY_ID_BYTES, MEMORY_ID_PREFIX};
 pub use key::{KeyId, KeySource, MasterKey, KEY_BYTES, KEY_ENV};
 pub use layer::{EncryptLayer, Encrypted, MAX_ENCRYPTED_TOOL_FIELD_BYTES};
 pub use marker::{KeyCheck, StoreMarker, MARKER_PROPERTY};

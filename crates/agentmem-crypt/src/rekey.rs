@@ -9,6 +9,7 @@ use agentmem_core::{
 use serde::Serialize;
 
 use crate::cipher::Keyring;
+use crate::ids::{candidate_ids, stored_id};
 use crate::key::{KeyId, MasterKey};
 use crate::layer::EncryptLayer;
 use crate::marker::{StoreMarker, MARKER_PROPERTY};
@@ -108,6 +109,8 @@ async fn rewrite<S: AgentMemory>(
     let rewriting = StoreMarker::rewriting(&writing, from)?.to_json()?;
     let done = StoreMarker::of(&writing)?.to_json()?;
     set_marker(&*store, before.as_deref(), &rewriting).await?;
+    let (read_keys, write_keys) = (reading.clone(), writing.clone());
+    let raw = store.clone();
     let reader = EncryptLayer::with_keyring(reading).layer(store.clone());
     let writer = EncryptLayer::with_keyring(writing).layer(store);
     for info in reader.list_sessions().await? {
@@ -130,6 +133,14 @@ async fn rewrite<S: AgentMemory>(
     }
     for item in reader.list_memories(&MemoryFilter::default()).await? {
         writer.put_memory(&item).await?;
+        // The item is stored under its id sealed with the new key: the form it was read
+        // under (sealed with the old key, or as given) goes.
+        let current = stored_id(&write_keys, &item.id)?;
+        for other in candidate_ids(&read_keys, &item.id)? {
+            if other != current {
+                raw.delete_memory(&other).await?;
+            }
+        }
         report.memories += 1;
     }
     set_marker(&*writer, Some(&rewriting), &done).await?;

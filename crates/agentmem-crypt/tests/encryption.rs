@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ErrorKind, InMemoryStore, MemoryFilter, MemoryItem, MemoryKind,
-    MemoryScope, MemoryStore, Message, MessageQuery, Metadata, Role, Session, SessionId,
-    SessionStore,
+    AgentMemory, AgentMemoryExt, ErrorKind, InMemoryStore, MemoryFilter, MemoryId, MemoryItem,
+    MemoryKind, MemoryScope, MemoryStore, Message, MessageQuery, Metadata, Role, Session,
+    SessionId, SessionStore,
 };
 use agentmem_crypt::{
     encrypt_existing, rekey, CryptoError, EncryptLayer, KeyId, MasterKey, NoKeyLayer,
-    ENVELOPE_PREFIX, KEY_TOKEN_PREFIX, MAX_ENCRYPTED_TOOL_FIELD_BYTES,
+    ENVELOPE_PREFIX, KEY_TOKEN_PREFIX, MAX_ENCRYPTED_TOOL_FIELD_BYTES, MEMORY_ID_PREFIX,
 };
 use agentmem_file::{FileConfig, FileStore};
 
@@ -104,9 +104,14 @@ async fn assert_item_reads_back(store: &impl MemoryStore, stored: &MemoryItem) {
 }
 
 /// The last line of the file backend's memory log under `root`.
+/// The last line of the file backend's memory log that stores an item (not a deletion).
 fn last_memory_log_line(root: &Path) -> String {
     let memories = std::fs::read_to_string(root.join("memories.jsonl")).expect("the log");
-    memories.lines().last().expect("a line").to_owned()
+    memories
+        .lines()
+        .rfind(|line| line.contains("\"text\""))
+        .expect("a line storing an item")
+        .to_owned()
 }
 
 /// The history written under each key: a message with metadata, a tool call and its result.
@@ -267,10 +272,14 @@ async fn wrong_key_and_no_key_are_refused(raw: Store) {
         .as_deref()
         .is_some_and(|v| v.starts_with(ENVELOPE_PREFIX)));
     let bare_item = raw
-        .get_memory(&stored.id)
+        .list_memories(&MemoryFilter::default())
         .await
-        .expect("get")
+        .expect("list")
+        .pop()
         .expect("an item");
+    // The id is sealed too: the store knows the item by a stand-in only.
+    assert!(bare_item.id.as_str().starts_with(MEMORY_ID_PREFIX));
+    assert!(raw.get_memory(&stored.id).await.expect("get").is_none());
     assert!(bare_item.text.starts_with(ENVELOPE_PREFIX));
     // The key is a stand-in, equal for equal keys (so upserts by key still work).
     let token = bare_item.key.clone().expect("a key");
@@ -281,7 +290,7 @@ async fn wrong_key_and_no_key_are_refused(raw: Store) {
         .expect("put again");
     assert_eq!(again.id, stored.id, "replaced by key");
     let stored_key = raw
-        .get_memory(&stored.id)
+        .get_memory(&bare_item.id)
         .await
         .expect("get")
         .and_then(|i| i.key);
@@ -759,6 +768,72 @@ async fn an_items_expiry_changed_in_the_store_is_refused() {
             "{what}: put back"
         );
     }
+}
+
+/// The agent's insight ids are `insight_` and an unkeyed hash of the insight's text: through
+/// the layer the store sees a sealed id instead, and the item is still found, replaced (by id
+/// and by key) and deleted by the id it was given, before and after a rekey.
+#[tokio::test]
+async fn memory_ids_are_sealed_so_an_insight_id_reveals_nothing() {
+    let raw = in_memory();
+    let (old, new) = (key(), key());
+    let store = layered(&raw, &old);
+    let hash = "9f2b6c1d0e4a7b3c5d8e1f2a3b4c5d6e";
+    let id: MemoryId = format!("insight_{hash}").parse().expect("an id");
+    let insight = MemoryItem {
+        id: id.clone(),
+        ..MemoryItem::new(MemoryKind::Insight, "prefers short answers")
+            .with_key("preference:prefers short answers")
+    };
+    let raw_items = || async {
+        raw.list_memories(&MemoryFilter::default())
+            .await
+            .expect("raw list")
+    };
+    assert_eq!(store.put_memory(&insight).await.expect("put"), insight);
+    let sealed = raw_items().await;
+    assert_eq!(sealed.len(), 1);
+    let stored_id = sealed[0].id.as_str().to_owned();
+    assert!(stored_id.starts_with(MEMORY_ID_PREFIX), "{stored_id}");
+    assert!(
+        !stored_id.contains(hash) && !stored_id.contains("insight"),
+        "{stored_id}"
+    );
+    assert!(raw.get_memory(&id).await.expect("raw get").is_none());
+    assert_eq!(
+        store.get_memory(&id).await.expect("get"),
+        Some(insight.clone())
+    );
+
+    // Upsert by id, then by key with a fresh id: one item, still known by its id.
+    let seen_twice = MemoryItem {
+        text: "prefers very short answers".into(),
+        ..insight.clone()
+    };
+    assert_eq!(
+        store.put_memory(&seen_twice).await.expect("put"),
+        seen_twice
+    );
+    let by_key = MemoryItem::new(MemoryKind::Insight, "prefers terse answers")
+        .with_key("preference:prefers short answers");
+    let replaced = store.put_memory(&by_key).await.expect("put by key");
+    assert_eq!(replaced.id, id, "an upsert by key keeps the stored id");
+    assert_eq!(raw_items().await.len(), 1);
+    assert!(store.get_memory(&by_key.id).await.expect("get").is_none());
+
+    // A rekey moves the id to the new key and leaves no copy under the old one.
+    rekey(raw.clone(), &old, &new).await.expect("rekey");
+    let rekeyed = raw_items().await;
+    assert_eq!(rekeyed.len(), 1);
+    assert_ne!(rekeyed[0].id.as_str(), stored_id);
+    let store = layered(&raw, &new);
+    assert_eq!(
+        store.get_memory(&id).await.expect("get").map(|i| i.text),
+        Some("prefers terse answers".into())
+    );
+    assert!(store.delete_memory(&id).await.expect("delete"));
+    assert!(!store.delete_memory(&id).await.expect("delete again"));
+    assert!(raw_items().await.is_empty());
 }
 
 #[tokio::test]

@@ -245,7 +245,19 @@ async fn without_a_key_a_marked_store_refuses_every_write_and_read_before_anythi
         assert_eq!(page.sessions.len(), 1);
         assert_eq!(keyless.list_archives(&id).await.expect("archives").len(), 1);
         // Deleting needs no key either (nothing is written that could mix with ciphertext).
-        assert!(keyless.delete_memory(&item.id).await.expect("delete item"));
+        // The item's id is sealed: without the key it is deleted by its id as stored (what
+        // the backend shows), not by the id it was given.
+        assert!(!keyless.delete_memory(&item.id).await.expect("delete item"));
+        let stored_id = raw
+            .list_memories(&MemoryFilter::default())
+            .await
+            .expect("raw list")[0]
+            .id
+            .clone();
+        assert!(keyless
+            .delete_memory(&stored_id)
+            .await
+            .expect("delete item"));
         assert!(keyless.delete_session(&id).await.expect("delete session"));
         assert_eq!(raw.list_sessions().await.expect("list"), []);
         // The store stays marked: still no plaintext write.
