@@ -46,6 +46,10 @@ pub async fn memory_context<S: MemoryStore + ?Sized>(
 /// let context = memory_context_in(&store, None, &seen).await?;
 /// assert_eq!(context, "- Alice's user likes tea\n- The office is in Lisbon");
 /// assert_eq!(memory_context_in(&store, Some("coffee"), &seen).await?, "");
+/// // A text stored twice (as a short-term and a long-term item) is listed once.
+/// store.put_memory(&MemoryItem::new(MemoryKind::ShortTerm, "The office is in Lisbon")).await?;
+/// let context = memory_context_in(&store, None, &seen).await?;
+/// assert_eq!(context, "- Alice's user likes tea\n- The office is in Lisbon");
 /// # Ok::<(), agentmem_core::Error>(())
 /// # }).unwrap();
 /// ```
@@ -68,8 +72,12 @@ pub async fn memory_context_in<S: MemoryStore + ?Sized>(
             .collect(),
         _ => store.list_memories(&filter(20)).await?,
     };
+    // The same text stored as several items (PraisonAI stores each turn as a short-term and
+    // a long-term item) is shown once: a repeat tells the model nothing and costs tokens.
+    let mut shown = std::collections::HashSet::new();
     Ok(items
         .iter()
+        .filter(|item| shown.insert(item.text.as_str()))
         .map(|item| format!("- {}", item.text))
         .collect::<Vec<_>>()
         .join("\n"))
