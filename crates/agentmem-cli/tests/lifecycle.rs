@@ -34,6 +34,13 @@ fn at(url: &str) -> Command {
     cmd
 }
 
+/// The binary on the store at `url`, with the encryption key in the file `key`.
+fn at_with_key(url: &str, key: &Path) -> Command {
+    let mut cmd = at(url);
+    cmd.arg("--encryption-key-file").arg(key);
+    cmd
+}
+
 /// Appends `n` user messages `m 0` … to `session`; their ids, in order.
 fn append_numbered(url: &str, session: &str, n: usize) -> Vec<String> {
     (0..n)
@@ -247,8 +254,10 @@ fn files_containing(root: &Path, needle: &str) -> Vec<PathBuf> {
     found
 }
 
-fn write_key(path: &Path, byte: u8) {
+/// Writes a private key file `name` in `dir`, its bytes derived from `byte`, and returns its path.
+fn write_key(dir: &Path, name: &str, byte: u8) -> PathBuf {
     use std::fmt::Write as _;
+    let path = dir.join(name);
     // 32 bytes in base64, without a dependency: a fixed pattern is as good a key for a test.
     let bytes: Vec<u8> = (0..32u8)
         .map(|i| i.wrapping_mul(7).wrapping_add(byte))
@@ -271,24 +280,20 @@ fn write_key(path: &Path, byte: u8) {
     }
     let mut line = String::new();
     writeln!(line, "{text}").unwrap();
-    std::fs::write(path, line).unwrap();
+    std::fs::write(&path, line).unwrap();
     // Key files are private, as the CLI demands.
-    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    path
 }
 
 #[test]
 fn an_encryption_key_keeps_text_out_of_the_store() {
     let dir = tempfile::tempdir().unwrap();
-    let (key, other) = (dir.path().join("key"), dir.path().join("other"));
-    write_key(&key, 1);
-    write_key(&other, 2);
+    let key = write_key(dir.path(), "key", 1);
+    let other = write_key(dir.path(), "other", 2);
     let secret = "canaryLockerCodeZebra4711";
     for (name, url, files) in stores(dir.path()) {
-        let with = |path: &Path| {
-            let mut cmd = at(&url);
-            cmd.arg("--encryption-key-file").arg(path);
-            cmd
-        };
+        let with = |path: &Path| at_with_key(&url, path);
         ok(with(&key).args(["append", "vault", "--role", "user", secret]));
         ok(with(&key).args(["append", "vault", "--role", "assistant", "noted"]));
         ok(with(&key).args(["tag", "vault", "--owner", "ada"]));
@@ -363,21 +368,13 @@ fn an_encryption_key_keeps_text_out_of_the_store() {
     // A key file others may read is refused like an ssh key, for the current and a new key.
     std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
     let (_, url, _) = stores(dir.path()).into_iter().next().unwrap();
-    let opened = fails(
-        at(&url)
-            .arg("--encryption-key-file")
-            .arg(&key)
-            .arg("sessions"),
-        2,
-    );
+    let opened = fails(at_with_key(&url, &key).arg("sessions"), 2);
     assert!(
         opened.contains(&format!("chmod 600 {}", key.display())),
         "{opened}"
     );
     let rekey = fails(
-        at(&url)
-            .arg("--encryption-key-file")
-            .arg(&other)
+        at_with_key(&url, &other)
             .arg("rekey")
             .arg("--new-key-file")
             .arg(&key),
@@ -392,14 +389,11 @@ fn an_encryption_key_keeps_text_out_of_the_store() {
 #[test]
 fn writes_without_a_key_into_an_encrypted_store_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("key");
-    write_key(&key, 1);
+    let key = write_key(dir.path(), "key", 1);
     let plain = file_url(&dir.path().join("plain"));
     ok(at(&plain).args(["append", "from-plain", "--role", "user", "hello"]));
     for (name, url, _) in stores(dir.path()) {
-        let mut with_key = at(&url);
-        with_key.arg("--encryption-key-file").arg(&key);
-        ok(with_key.args(["append", "vault", "--role", "user", "secret"]));
+        ok(at_with_key(&url, &key).args(["append", "vault", "--role", "user", "secret"]));
         let refused = |mut cmd: Command, what: &str| {
             let err = fails(&mut cmd, 2);
             assert!(
@@ -420,9 +414,7 @@ fn writes_without_a_key_into_an_encrypted_store_are_refused() {
         migrate.args(["migrate", "--from", &plain, "--to", &url]);
         refused(migrate, "migrate into it");
         assert_eq!(listed(&url, &[]), ["vault"], "{name}: nothing was written");
-        let mut show = at(&url);
-        show.arg("--encryption-key-file").arg(&key);
-        let (_, read) = messages_with(show, "vault");
+        let (_, read) = messages_with(at_with_key(&url, &key), "vault");
         assert_eq!(read, ["secret"], "{name}: the key still reads it");
     }
 }
@@ -434,8 +426,7 @@ fn writes_without_a_key_into_an_encrypted_store_are_refused() {
 #[test]
 fn a_key_in_the_store_url_encrypts_like_the_flag() {
     let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("key");
-    write_key(&key, 3);
+    let key = write_key(dir.path(), "key", 3);
     let secret = "canaryUrlKeyOtter9157";
     for (name, url, files) in stores(dir.path()) {
         let joint = if url.contains('?') { '&' } else { '?' };
@@ -448,15 +439,11 @@ fn a_key_in_the_store_url_encrypts_like_the_flag() {
         );
         let (_, read) = messages(&keyed, "vault");
         assert_eq!(read, [secret], "{name}: the URL's key reads it");
-        let mut flag = at(&url);
-        flag.arg("--encryption-key-file").arg(&key);
-        let (_, read) = messages_with(flag, "vault");
+        let (_, read) = messages_with(at_with_key(&url, &key), "vault");
         assert_eq!(read, [secret], "{name}: the same key by flag reads it");
         let err = fails(at(&url).args(["show", "vault"]), 2);
         assert!(err.contains("encrypted"), "{name}: {err}");
-        let mut both = at(&keyed);
-        both.arg("--encryption-key-file").arg(&key);
-        let err = fails(both.args(["show", "vault"]), 2);
+        let err = fails(at_with_key(&keyed, &key).args(["show", "vault"]), 2);
         assert!(err.contains("give one"), "{name}: {err}");
         let err = fails(at(&keyed).arg("rekey").arg("--new-key-file").arg(&key), 2);
         assert!(err.contains("rekey"), "{name}: {err}");
@@ -478,9 +465,8 @@ fn with_option(url: &str, option: &str) -> String {
 #[test]
 fn migrate_and_export_from_an_encrypted_store_write_plaintext_only_when_asked() {
     let dir = tempfile::tempdir().unwrap();
-    let (key, to_key) = (dir.path().join("key"), dir.path().join("to-key"));
-    write_key(&key, 5);
-    write_key(&to_key, 6);
+    let key = write_key(dir.path(), "key", 5);
+    let to_key = write_key(dir.path(), "to-key", 6);
     let secret = "canaryMigrateHeron4417";
     let source = with_option(
         &file_url(&dir.path().join("source")),
@@ -516,13 +502,9 @@ fn migrate_and_export_from_an_encrypted_store_write_plaintext_only_when_asked() 
         );
         let err = fails(at(&url).args(["show", "vault"]), 2);
         assert!(err.contains("encrypted"), "{name}: {err}");
-        let mut with_source_key = at(&url);
-        with_source_key.arg("--encryption-key-file").arg(&key);
-        let err = fails(with_source_key.args(["show", "vault"]), 2);
+        let err = fails(at_with_key(&url, &key).args(["show", "vault"]), 2);
         assert!(err.contains("wrong encryption key"), "{name}: {err}");
-        let mut with_to_key = at(&url);
-        with_to_key.arg("--encryption-key-file").arg(&to_key);
-        let (_, read) = messages_with(with_to_key, "vault");
+        let (_, read) = messages_with(at_with_key(&url, &to_key), "vault");
         assert_eq!(read, [secret], "{name}: the destination's key reads it");
     }
 
