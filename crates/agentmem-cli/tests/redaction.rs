@@ -143,28 +143,41 @@ fn no_command_prints_a_redis_password() {
 fn check_schemes(schemes: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let target = file_url(dir.path());
+    let passwords = PASSWORDS.map(String::from);
+    for_each_url(schemes, &passwords, |url, password| {
+        for args in [
+            &["--store", url, "doctor"][..],
+            &["--store", url, "doctor", "--json"],
+            &["--store", url, "show", "s"],
+            &["migrate", "--from", url, "--to", &target],
+            &["migrate", "--from", &target, "--to", url],
+        ] {
+            assert_hidden(args, password);
+        }
+    });
+}
+
+/// Calls `check` with a URL of each of `schemes` for each of `passwords`, raw and
+/// percent-encoded, and the password.
+fn for_each_url(schemes: &[&str], passwords: &[String], mut check: impl FnMut(&str, &str)) {
     for scheme in schemes {
-        for password in PASSWORDS {
-            for secret in [password.to_string(), encode(password)] {
-                let url = url(scheme, &secret);
-                for args in [
-                    &["--store", &url, "doctor"][..],
-                    &["--store", &url, "doctor", "--json"],
-                    &["--store", &url, "show", "s"],
-                    &["migrate", "--from", &url, "--to", &target],
-                    &["migrate", "--from", &target, "--to", &url],
-                ] {
-                    let shown = printed(args);
-                    assert!(!shown.is_empty(), "{args:?} printed nothing");
-                    for canary in CANARIES {
-                        assert!(
-                            !shown.contains(canary),
-                            "{args:?} shows {canary} of the password: {shown}"
-                        );
-                    }
-                }
+        for password in passwords {
+            for secret in [password.clone(), encode(password)] {
+                check(&url(scheme, &secret), password);
             }
         }
+    }
+}
+
+/// Runs `agentmem` with `args`: it prints something, and no canary of `password`.
+fn assert_hidden(args: &[&str], password: &str) {
+    let shown = printed(args);
+    assert!(!shown.is_empty(), "{args:?} printed nothing");
+    for canary in CANARIES {
+        assert!(
+            !shown.contains(canary),
+            "{args:?} shows {canary} of the password {password:?}: {shown}"
+        );
     }
 }
 
@@ -189,27 +202,19 @@ fn file_and_sqlite_urls_are_shown_as_given() {
 /// Runs `doctor` (text and JSON) and `sessions` on a URL of each of `schemes` for
 /// [`GENERATED`] generated passwords, raw and encoded.
 fn check_generated(schemes: &[&str], seed: u64) {
-    for scheme in schemes {
-        for password in generated_passwords(seed, GENERATED) {
-            for secret in [password.clone(), encode(&password)] {
-                let url = url(scheme, &secret);
-                for args in [
-                    &["--store", &url, "doctor"][..],
-                    &["--store", &url, "doctor", "--json"],
-                    &["--store", &url, "sessions"],
-                ] {
-                    let shown = printed(args);
-                    assert!(!shown.is_empty(), "{args:?} printed nothing");
-                    for canary in CANARIES {
-                        assert!(
-                            !shown.contains(canary),
-                            "{args:?} shows {canary} of the password {password:?}: {shown}"
-                        );
-                    }
-                }
+    for_each_url(
+        schemes,
+        &generated_passwords(seed, GENERATED),
+        |url, password| {
+            for args in [
+                &["--store", url, "doctor"][..],
+                &["--store", url, "doctor", "--json"],
+                &["--store", url, "sessions"],
+            ] {
+                assert_hidden(args, password);
             }
-        }
-    }
+        },
+    );
 }
 
 #[test]
