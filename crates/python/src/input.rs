@@ -8,8 +8,7 @@
 use std::collections::BTreeMap;
 
 use agentmem::{
-    MemoryFilter, MemoryKind, MemoryScope, Message, MessageId, Metadata, Role, ScopeFilter,
-    SessionId,
+    MemoryKind, MemoryScope, Message, MessageId, Metadata, Role, ScopeFilter, SessionId,
 };
 use chrono::{DateTime, Utc};
 use pyo3::prelude::*;
@@ -86,47 +85,23 @@ pub fn memory_kind(name: &str) -> PyResult<MemoryKind> {
     name.parse().map_err(to_py)
 }
 
-/// The scope of an agent, workspace and owner (global when all are `None`).
-pub fn scope(
-    agent: Option<String>,
-    workspace: Option<String>,
-    owner: Option<String>,
-) -> MemoryScope {
-    let mut scope = MemoryScope::global();
-    if let Some(agent) = agent {
-        scope = scope.with_agent(agent);
-    }
-    if let Some(workspace) = workspace {
-        scope = scope.with_workspace(workspace);
-    }
-    if let Some(owner) = owner {
-        scope = scope.with_owner(owner);
-    }
-    scope
+/// A serde value from Python when given.
+pub fn optional<T: for<'de> Deserialize<'de>>(
+    what: &str,
+    obj: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<T>> {
+    obj.filter(|o| !o.is_none())
+        .map(|o| value(what, o))
+        .transpose()
 }
 
-/// A memory listing's filter: a kind, then what the scope arguments select. With no scope
-/// argument every item is read (`ScopeFilter::All`); with one, what an agent there sees, or
-/// exactly that scope when `exact`.
-pub fn memory_filter(
-    kind: Option<&str>,
-    agent: Option<String>,
-    workspace: Option<String>,
-    owner: Option<String>,
-    exact: bool,
-    limit: Option<usize>,
-) -> PyResult<MemoryFilter> {
-    let any_scope = agent.is_some() || workspace.is_some() || owner.is_some();
-    let scope = scope(agent, workspace, owner);
-    let scope = match (any_scope, exact) {
-        (false, false) => ScopeFilter::All,
-        (_, true) => ScopeFilter::Exactly(scope),
-        (true, false) => ScopeFilter::VisibleFrom(scope),
-    };
-    Ok(MemoryFilter {
-        kind: kind.map(memory_kind).transpose()?,
-        scope,
-        limit,
+/// Which scopes a listing reads: every item without a scope (`ScopeFilter::All`); with one
+/// (`{agent, workspace, owner}`), what an agent there sees, or exactly that scope when `exact`.
+pub fn scope_filter(scope: Option<&Bound<'_, PyAny>>, exact: bool) -> PyResult<ScopeFilter> {
+    Ok(match (optional::<MemoryScope>("scope", scope)?, exact) {
+        (None, _) => ScopeFilter::All,
+        (Some(scope), true) => ScopeFilter::Exactly(scope),
+        (Some(scope), false) => ScopeFilter::VisibleFrom(scope),
     })
 }
 

@@ -1,5 +1,6 @@
 //! `NativeStore`: one opened store, each operation a method taking and returning plain data.
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,12 +10,14 @@ use agentmem::conversation::{ExtractiveSummarizer, SummaryRequest};
 use agentmem::crypt::{MasterKey, KEY_ENV};
 use agentmem::transfer::{MigrateOptions, ProgressEvent};
 use agentmem::{
-    AgentMemory, AgentMemoryExt, ContextStore, Error, MemoryItem, MemoryStore, Message,
-    MessageQuery, RetentionPolicy, Rewind, ScopeFilter, SessionPatch, SessionQuery, SessionStore,
+    AgentMemory, AgentMemoryExt, ContextStore, Error, MemoryFilter, MemoryId, MemoryItem,
+    MemoryScope, MemoryStore, Message, MessageQuery, Metadata, RetentionPolicy, Rewind,
+    SessionPatch, SessionQuery, SessionStore,
 };
 use chrono::{DateTime, Utc};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use serde::Serialize;
 
 use crate::error::{invalid, to_py};
 use crate::input::{self, message_id, session_id, to_python, Tags};
@@ -78,8 +81,19 @@ pub struct NativeStore {
 }
 
 impl NativeStore {
-    fn store(&self) -> Arc<dyn AgentMemory> {
-        self.inner.clone()
+    /// Runs `op` on the store with the GIL released and hands its result to Python as plain
+    /// data: every operation's one path across the boundary.
+    fn call<'py, T, Fut>(
+        &self,
+        py: Python<'py>,
+        op: impl FnOnce(Arc<dyn AgentMemory>) -> Fut,
+    ) -> PyResult<Bound<'py, PyAny>>
+    where
+        Fut: Future<Output = agentmem::Result<T>> + Send,
+        T: Serialize + Send,
+    {
+        let value = block_on(py, op(self.inner.clone()))?;
+        to_python(py, &value)
     }
 }
 
@@ -119,31 +133,29 @@ impl NativeStore {
     }
 
     /// Appends messages (agentmem's shape) in one atomic step.
-    fn append(&self, py: Python<'_>, session: &str, messages: &Bound<'_, PyAny>) -> PyResult<()> {
-        let id = session_id(session)?;
-        let messages = input::messages(messages)?;
-        let store = self.store();
-        block_on(py, async move { store.append(&id, &messages).await })
+    fn append<'py>(
+        &self,
+        py: Python<'py>,
+        session: &str,
+        messages: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (id, messages) = (session_id(session)?, input::messages(messages)?);
+        self.call(py, move |s| async move { s.append(&id, &messages).await })
     }
 
     /// Replaces a session's messages and metadata (the seed protocol's `save_session`).
     #[pyo3(signature = (session, messages, metadata=None))]
-    fn save_session(
+    fn save_session<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         session: &str,
         messages: &Bound<'_, PyAny>,
         metadata: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
-        let id = session_id(session)?;
-        let messages = input::messages(messages)?;
-        let metadata: agentmem::Metadata = match metadata {
-            Some(m) => input::value("metadata", m)?,
-            None => agentmem::Metadata::new(),
-        };
-        let store = self.store();
-        block_on(py, async move {
-            SessionStore::save_session(&*store, &id, &messages, &metadata).await
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (id, messages) = (session_id(session)?, input::messages(messages)?);
+        let metadata: Metadata = input::optional("metadata", metadata)?.unwrap_or_default();
+        self.call(py, move |s| async move {
+            SessionStore::save_session(&*s, &id, &messages, &metadata).await
         })
     }
 
@@ -157,54 +169,28 @@ impl NativeStore {
         limit: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let id = session_id(session)?;
-        let store = self.store();
-        let loaded = block_on(py, async move { store.load(&id, limit).await })?;
-        to_python(py, &loaded)
+        self.call(py, move |s| async move { s.load(&id, limit).await })
     }
 
     /// Every session's id, sorted.
-    fn sessions(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        let store = self.store();
-        let ids = block_on(py, async move { store.session_ids().await })?;
-        Ok(ids.into_iter().map(|id| id.to_string()).collect())
+    fn sessions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.call(py, |s| async move { s.session_ids().await })
     }
 
     /// Every session's summary.
     fn list_sessions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let store = self.store();
-        let infos = block_on(py, async move { store.list_sessions().await })?;
-        to_python(py, &infos)
+        self.call(py, |s| async move { s.list_sessions().await })
     }
 
-    /// One page of the sessions matching owner, tags and update times, ordered by id.
-    #[pyo3(signature = (owner=None, tags=None, updated_since=None, updated_before=None, after=None, limit=100))]
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "Python keyword arguments, one per filter"
-    )]
+    /// One page of the sessions matching `query` (owner, tags, updated_since and
+    /// updated_before as RFC 3339, after, limit), ordered by id.
     fn find_sessions<'py>(
         &self,
         py: Python<'py>,
-        owner: Option<String>,
-        tags: Option<Tags>,
-        updated_since: Option<&str>,
-        updated_before: Option<&str>,
-        after: Option<&str>,
-        limit: usize,
+        query: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let mut query = SessionQuery::default().limit(limit);
-        query.owner = owner;
-        query.tags = tags.unwrap_or_default();
-        query.updated_since = updated_since
-            .map(|t| time("updated_since", t))
-            .transpose()?;
-        query.updated_before = updated_before
-            .map(|t| time("updated_before", t))
-            .transpose()?;
-        query.after = after.map(session_id).transpose()?;
-        let store = self.store();
-        let page = block_on(py, async move { store.find_sessions(&query).await })?;
-        to_python(py, &page)
+        let query: SessionQuery = input::value("session query", query)?;
+        self.call(py, move |s| async move { s.find_sessions(&query).await })
     }
 
     /// Messages matching `query`, best first: `{session, message, score}`.
@@ -220,12 +206,9 @@ impl NativeStore {
             session: session.map(session_id).transpose()?,
             limit,
         };
-        let store = self.store();
-        let hits = block_on(
-            py,
-            async move { store.search_messages(&query, &scope).await },
-        )?;
-        to_python(py, &hits)
+        self.call(py, move |s| async move {
+            s.search_messages(&query, &scope).await
+        })
     }
 
     /// Copies `source` (up to and including message `at`, else whole) into a new session.
@@ -239,11 +222,9 @@ impl NativeStore {
     ) -> PyResult<Bound<'py, PyAny>> {
         let (source, target) = (session_id(source)?, session_id(target)?);
         let at = at.map(message_id).transpose()?;
-        let store = self.store();
-        let info = block_on(py, async move {
-            store.fork(&source, &target, at.as_ref()).await
-        })?;
-        to_python(py, &info)
+        self.call(py, move |s| async move {
+            s.fork(&source, &target, at.as_ref()).await
+        })
     }
 
     /// Removes the last `last` messages, or every one after message `after`; returns them,
@@ -267,16 +248,13 @@ impl NativeStore {
                 ))
             }
         };
-        let store = self.store();
-        let removed = block_on(py, async move { store.rewind(&id, &to).await })?;
-        to_python(py, &removed)
+        self.call(py, move |s| async move { s.rewind(&id, &to).await })
     }
 
     /// Deletes a session with its archives; whether it existed.
-    fn delete(&self, py: Python<'_>, session: &str) -> PyResult<bool> {
+    fn delete<'py>(&self, py: Python<'py>, session: &str) -> PyResult<Bound<'py, PyAny>> {
         let id = session_id(session)?;
-        let store = self.store();
-        block_on(py, async move { store.delete_session(&id).await })
+        self.call(py, move |s| async move { s.delete_session(&id).await })
     }
 
     /// Archives the session's messages and replaces them with one system message holding
@@ -290,13 +268,12 @@ impl NativeStore {
         summary: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let id = session_id(session)?;
-        let store = self.store();
-        let (archive, replacement) = block_on(py, async move {
+        self.call(py, move |s| async move {
             let summary = match summary {
                 Some(summary) => summary,
                 None => {
-                    let messages = store.messages(&id).await?;
-                    if messages.is_empty() && !store.session_exists(&id).await? {
+                    let messages = s.messages(&id).await?;
+                    if messages.is_empty() && !s.session_exists(&id).await? {
                         return Err(Error::not_found(format!("session {id} does not exist")));
                     }
                     ExtractiveSummarizer::new()
@@ -304,23 +281,15 @@ impl NativeStore {
                 }
             };
             let replacement = Message::system(summary_text(&summary));
-            let archive = store
-                .compact(&id, std::slice::from_ref(&replacement))
-                .await?;
-            Ok((archive, replacement))
-        })?;
-        let result = PyDict::new(py);
-        result.set_item("archive", to_python(py, &archive)?)?;
-        result.set_item("summary", to_python(py, &replacement)?)?;
-        Ok(result.into_any())
+            let archive = s.compact(&id, std::slice::from_ref(&replacement)).await?;
+            Ok(serde_json::json!({"archive": archive, "summary": replacement}))
+        })
     }
 
     /// The session's archives, oldest first.
     fn archives<'py>(&self, py: Python<'py>, session: &str) -> PyResult<Bound<'py, PyAny>> {
         let id = session_id(session)?;
-        let store = self.store();
-        let infos = block_on(py, async move { store.list_archives(&id).await })?;
-        to_python(py, &infos)
+        self.call(py, move |s| async move { s.list_archives(&id).await })
     }
 
     /// Sets labels (`title`, `owner`, tags) and removes tags; `clear` names labels to unset.
@@ -365,9 +334,10 @@ impl NativeStore {
         for key in untag {
             patch = patch.untag(key);
         }
-        let store = self.store();
-        let info = block_on(py, async move { store.update_session(&id, &patch).await })?;
-        to_python(py, &info)
+        self.call(
+            py,
+            move |s| async move { s.update_session(&id, &patch).await },
+        )
     }
 
     /// Sets when the session expires (`at`, or `seconds` from now), or makes it permanent.
@@ -394,9 +364,10 @@ impl NativeStore {
                 ))
             }
         };
-        let store = self.store();
-        let info = block_on(py, async move { store.update_session(&id, &patch).await })?;
-        to_python(py, &info)
+        self.call(
+            py,
+            move |s| async move { s.update_session(&id, &patch).await },
+        )
     }
 
     /// Deletes what the policy says and every expired memory item.
@@ -408,159 +379,119 @@ impl NativeStore {
         keep: Option<usize>,
         memories_older_than: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let age = |what, value: Option<f64>| value.map(|s| seconds(what, s)).transpose();
         let policy = RetentionPolicy {
-            max_age: older_than.map(|s| seconds("older_than", s)).transpose()?,
+            max_age: age("older_than", older_than)?,
             max_sessions: keep,
-            max_memory_age: memories_older_than
-                .map(|s| seconds("memories_older_than", s))
-                .transpose()?,
+            max_memory_age: age("memories_older_than", memories_older_than)?,
         };
-        let store = self.store();
-        let report = block_on(py, async move { store.purge(&policy).await })?;
-        to_python(py, &report)
+        self.call(py, move |s| async move { s.purge(&policy).await })
     }
 
-    /// Stores a memory item; returns it as stored.
-    #[pyo3(signature = (text, kind="long_term", agent=None, workspace=None, owner=None, key=None, metadata=None, ttl=None, id=None))]
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "Python keyword arguments, one per field"
-    )]
+    /// Stores a memory item of `kind` in `scope` (`{agent, workspace, owner}`, global when
+    /// `None`); returns it as stored.
+    #[pyo3(signature = (text, kind="long_term", scope=None, key=None, metadata=None, ttl=None))]
+    #[allow(clippy::too_many_arguments, reason = "Python keyword arguments, one per field")]
     fn put_memory<'py>(
         &self,
         py: Python<'py>,
         text: String,
         kind: &str,
-        agent: Option<String>,
-        workspace: Option<String>,
-        owner: Option<String>,
+        scope: Option<&Bound<'_, PyAny>>,
         key: Option<String>,
         metadata: Option<&Bound<'_, PyAny>>,
         ttl: Option<f64>,
-        id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let mut item = MemoryItem::new(input::memory_kind(kind)?, text)
-            .in_scope(input::scope(agent, workspace, owner));
+        let scope = input::optional::<MemoryScope>("scope", scope)?.unwrap_or_default();
+        let mut item = MemoryItem::new(input::memory_kind(kind)?, text).in_scope(scope);
         if let Some(key) = key {
             item = item.with_key(key);
         }
-        if let Some(metadata) = metadata {
-            item.metadata = input::value("metadata", metadata)?;
+        if let Some(metadata) = input::optional("metadata", metadata)? {
+            item.metadata = metadata;
         }
         if let Some(ttl) = ttl {
             item = item.expiring_in(seconds("ttl", ttl)?);
         }
-        if let Some(id) = id {
-            item.id = agentmem::MemoryId::new(id).map_err(to_py)?;
-        }
-        let store = self.store();
-        let stored = block_on(py, async move { store.put_memory(&item).await })?;
-        to_python(py, &stored)
+        self.call(py, move |s| async move { s.put_memory(&item).await })
     }
 
     /// One memory item by id, or `None`.
     fn get_memory<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
-        let id = agentmem::MemoryId::new(id).map_err(to_py)?;
-        let store = self.store();
-        let item = block_on(py, async move { store.get_memory(&id).await })?;
-        to_python(py, &item)
+        let id = MemoryId::new(id).map_err(to_py)?;
+        self.call(py, move |s| async move { s.get_memory(&id).await })
     }
 
-    /// Memory items of a kind and scope (see `memory_filter`), oldest first.
-    #[pyo3(signature = (kind=None, agent=None, workspace=None, owner=None, exact=false, limit=None))]
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "Python keyword arguments, one per filter"
-    )]
+    /// Memory items of a kind and scope (see `input::scope_filter`), oldest first.
+    #[pyo3(signature = (kind=None, scope=None, exact=false, limit=None))]
     fn memories<'py>(
         &self,
         py: Python<'py>,
         kind: Option<&str>,
-        agent: Option<String>,
-        workspace: Option<String>,
-        owner: Option<String>,
+        scope: Option<&Bound<'_, PyAny>>,
         exact: bool,
         limit: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let filter = input::memory_filter(kind, agent, workspace, owner, exact, limit)?;
-        let store = self.store();
-        let items = block_on(py, async move { store.list_memories(&filter).await })?;
-        to_python(py, &items)
+        let filter = MemoryFilter {
+            kind: kind.map(input::memory_kind).transpose()?,
+            scope: input::scope_filter(scope, exact)?,
+            limit,
+        };
+        self.call(py, move |s| async move { s.list_memories(&filter).await })
     }
 
     /// Memory items matching `query`, best first: `{item, score}`.
-    #[pyo3(signature = (query, limit=10, kind=None, agent=None, workspace=None, owner=None, exact=false))]
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "Python keyword arguments, one per filter"
-    )]
+    #[pyo3(signature = (query, limit=10, kind=None, scope=None, exact=false))]
     fn search_memories<'py>(
         &self,
         py: Python<'py>,
         query: String,
         limit: usize,
         kind: Option<&str>,
-        agent: Option<String>,
-        workspace: Option<String>,
-        owner: Option<String>,
+        scope: Option<&Bound<'_, PyAny>>,
         exact: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let filter = input::memory_filter(kind, agent, workspace, owner, exact, Some(limit))?;
-        let store = self.store();
-        let hits = block_on(
-            py,
-            async move { store.search_memories(&query, &filter).await },
-        )?;
-        to_python(py, &hits)
+        let filter = MemoryFilter {
+            kind: kind.map(input::memory_kind).transpose()?,
+            scope: input::scope_filter(scope, exact)?,
+            limit: Some(limit),
+        };
+        self.call(py, move |s| async move {
+            s.search_memories(&query, &filter).await
+        })
     }
 
     /// Deletes a memory item; whether it existed.
-    fn delete_memory(&self, py: Python<'_>, id: String) -> PyResult<bool> {
-        let id = agentmem::MemoryId::new(id).map_err(to_py)?;
-        let store = self.store();
-        block_on(py, async move { store.delete_memory(&id).await })
+    fn delete_memory<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
+        let id = MemoryId::new(id).map_err(to_py)?;
+        self.call(py, move |s| async move { s.delete_memory(&id).await })
     }
 
-    /// The context text an agent in this scope is given (the seed protocol's `get_context`):
-    /// with no scope argument, the whole store's.
-    #[pyo3(signature = (query=None, agent=None, workspace=None, owner=None))]
-    fn get_context(
+    /// The context text an agent in `scope` is given (the seed protocol's `get_context`):
+    /// with no scope, the whole store's.
+    #[pyo3(signature = (query=None, scope=None))]
+    fn get_context<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         query: Option<String>,
-        agent: Option<String>,
-        workspace: Option<String>,
-        owner: Option<String>,
-    ) -> PyResult<String> {
-        let any_scope = agent.is_some() || workspace.is_some() || owner.is_some();
-        let scope = if any_scope {
-            ScopeFilter::VisibleFrom(input::scope(agent, workspace, owner))
-        } else {
-            ScopeFilter::All
-        };
-        let store = self.store();
-        block_on(py, async move {
-            ContextStore::get_context_in(&*store, query.as_deref(), &scope).await
+        scope: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let scope = input::scope_filter(scope, false)?;
+        self.call(py, move |s| async move {
+            ContextStore::get_context_in(&*s, query.as_deref(), &scope).await
         })
     }
 
     /// The store (or one session) as an export document, the JSON `agentmem export` writes.
     #[pyo3(signature = (session=None))]
     fn export<'py>(&self, py: Python<'py>, session: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
-        let store = self.store();
         match session.map(session_id).transpose()? {
-            Some(id) => {
-                let doc = block_on(py, async move {
-                    agentmem::transfer::export_session(&*store, &id).await
-                })?;
-                to_python(py, &doc)
-            }
-            None => {
-                let doc = block_on(py, async move {
-                    agentmem::transfer::export_document(&*store).await
-                })?;
-                to_python(py, &doc)
-            }
+            Some(id) => self.call(py, move |s| async move {
+                agentmem::transfer::export_session(&*s, &id).await
+            }),
+            None => self.call(py, |s| async move {
+                agentmem::transfer::export_document(&*s).await
+            }),
         }
     }
 
@@ -571,11 +502,9 @@ impl NativeStore {
         document: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let doc: agentmem::formats::ExportDocument = input::value("export document", document)?;
-        let store = self.store();
-        let report = block_on(py, async move {
-            agentmem::transfer::import_document(&*store, &doc).await
-        })?;
-        to_python(py, &report)
+        self.call(py, move |s| async move {
+            agentmem::transfer::import_document(&*s, &doc).await
+        })
     }
 
     /// Copies every session, archive and memory item into the store at `to`, verified;
@@ -597,36 +526,32 @@ impl NativeStore {
         dry_run: bool,
         plaintext: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let from = self.store();
         let options = MigrateOptions {
             batch,
             dry_run,
             allow_plaintext: plaintext,
         };
-        let report = block_on(py, async move {
+        // A callback that raises stops hearing; its exception is raised once the call ends.
+        let mut failed: Option<PyErr> = None;
+        let failure = &mut failed;
+        let report = self.call(py, |from| async move {
             let to = open_store(to, key_file).await?;
-            let mut failed: Option<PyErr> = None;
             let mut hear = |event: ProgressEvent| {
-                let Some(callback) = &progress else { return };
-                if failed.is_some() {
+                let (Some(callback), None) = (&progress, &*failure) else {
                     return;
-                }
+                };
                 Python::attach(|py| {
                     let result = progress_event(py, &event)
                         .and_then(|event| callback.call1(py, (event,)).map(drop));
-                    if let Err(e) = result {
-                        failed = Some(e);
-                    }
+                    *failure = result.err();
                 });
             };
-            let report = agentmem::transfer::migrate(&*from, &*to, options, &mut hear).await?;
-            Ok((report, failed))
+            agentmem::transfer::migrate(&*from, &*to, options, &mut hear).await
         })?;
-        let (report, failed) = report;
-        if let Some(e) = failed {
-            return Err(e);
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(report),
         }
-        to_python(py, &report)
     }
 }
 

@@ -17,6 +17,8 @@ class Unsupported(Error): ...
 class Backend(Error): ...
 
 StoredMessage = dict[str, Any]
+#: A memory scope: any of `agent`, `workspace` and `owner` (global when empty).
+Scope = Mapping[str, str]
 
 def open(url: str, key_file: str | None = None) -> NativeStore: ...
 
@@ -36,15 +38,7 @@ class NativeStore:
     def load(self, session: str, limit: int | None = None) -> dict[str, Any] | None: ...
     def sessions(self) -> list[str]: ...
     def list_sessions(self) -> list[dict[str, Any]]: ...
-    def find_sessions(
-        self,
-        owner: str | None = None,
-        tags: Mapping[str, str] | None = None,
-        updated_since: str | None = None,
-        updated_before: str | None = None,
-        after: str | None = None,
-        limit: int = 100,
-    ) -> dict[str, Any]: ...
+    def find_sessions(self, query: Mapping[str, Any]) -> dict[str, Any]: ...
     def search(
         self, query: str, limit: int = 10, session: str | None = None
     ) -> list[dict[str, Any]]: ...
@@ -81,21 +75,16 @@ class NativeStore:
         self,
         text: str,
         kind: str = "long_term",
-        agent: str | None = None,
-        workspace: str | None = None,
-        owner: str | None = None,
+        scope: Scope | None = None,
         key: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         ttl: float | None = None,
-        id: str | None = None,
     ) -> dict[str, Any]: ...
     def get_memory(self, id: str) -> dict[str, Any] | None: ...
     def memories(
         self,
         kind: str | None = None,
-        agent: str | None = None,
-        workspace: str | None = None,
-        owner: str | None = None,
+        scope: Scope | None = None,
         exact: bool = False,
         limit: int | None = None,
     ) -> list[dict[str, Any]]: ...
@@ -104,19 +93,11 @@ class NativeStore:
         query: str,
         limit: int = 10,
         kind: str | None = None,
-        agent: str | None = None,
-        workspace: str | None = None,
-        owner: str | None = None,
+        scope: Scope | None = None,
         exact: bool = False,
     ) -> list[dict[str, Any]]: ...
     def delete_memory(self, id: str) -> bool: ...
-    def get_context(
-        self,
-        query: str | None = None,
-        agent: str | None = None,
-        workspace: str | None = None,
-        owner: str | None = None,
-    ) -> str: ...
+    def get_context(self, query: str | None = None, scope: Scope | None = None) -> str: ...
     def export(self, session: str | None = None) -> dict[str, Any]: ...
     def import_document(self, document: Mapping[str, Any]) -> dict[str, Any]: ...
     def migrate(

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Callable, TypeVar
 
-from ._store import PathLike, Store
+from ._store import PathLike, Store, _Opened
 from ._store import open as _open
 
 T = TypeVar("T")
@@ -25,11 +25,12 @@ async def open_async(url: str, *, key_file: PathLike | None = None) -> AsyncStor
     return AsyncStore(store)
 
 
-class AsyncStore:
+class AsyncStore(_Opened):
     """An opened store whose methods are coroutines; wraps a `Store` (``.sync``)."""
 
     def __init__(self, store: Store) -> None:
         self.sync = store
+        self._native = store._native
 
     def __repr__(self) -> str:
         return f"<agentmem.AsyncStore {self.sync.url}>"
@@ -39,16 +40,6 @@ class AsyncStore:
 
     async def __aexit__(self, *exc: object) -> None:
         self.sync.close()
-
-    @property
-    def backend(self) -> str:
-        """The backend's name."""
-        return self.sync.backend
-
-    @property
-    def url(self) -> str:
-        """The store URL with any password hidden."""
-        return self.sync.url
 
     async def _run(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await asyncio.to_thread(method, *args, **kwargs)

@@ -33,6 +33,13 @@ def _seconds(value: Any) -> float | None:
     return float(total() if callable(total) else value)
 
 
+def _scope(agent: str | None, workspace: str | None, owner: str | None) -> dict[str, str] | None:
+    """A memory scope for the native module: `None` when no part is given."""
+    parts = {"agent": agent, "workspace": workspace, "owner": owner}
+    scope = {name: value for name, value in parts.items() if value is not None}
+    return scope or None
+
+
 def open(url: str, *, key_file: PathLike | None = None) -> Store:  # noqa: A001
     """Opens the store ``url`` names: every URL the ``agentmem`` command takes.
 
@@ -45,7 +52,23 @@ def open(url: str, *, key_file: PathLike | None = None) -> Store:  # noqa: A001
     return Store(native)
 
 
-class Store:
+class _Opened:
+    """What every handle on an opened store tells about it."""
+
+    _native: _agentmem.NativeStore
+
+    @property
+    def backend(self) -> str:
+        """The backend's name: ``file``, ``sqlite``, ``redis``, ``postgres`` or ``mongodb``."""
+        return self._native.backend
+
+    @property
+    def url(self) -> str:
+        """The store URL with any password hidden."""
+        return self._native.url
+
+
+class Store(_Opened):
     """One opened store. Thread-safe; every call releases the GIL while Rust works.
 
     Messages go in and come out in the OpenAI chat shape (``role``, ``content``, optional
@@ -66,16 +89,6 @@ class Store:
 
     def close(self) -> None:
         """Nothing to release early: connections close when the store is dropped."""
-
-    @property
-    def backend(self) -> str:
-        """The backend's name: ``file``, ``sqlite``, ``redis``, ``postgres`` or ``mongodb``."""
-        return self._native.backend
-
-    @property
-    def url(self) -> str:
-        """The store URL with any password hidden."""
-        return self._native.url
 
     def capabilities(self) -> dict[str, bool]:
         """What the backend can do natively, by name."""
@@ -133,14 +146,15 @@ class Store:
         after: str | None = None
         while limit is None or len(found) < limit:
             page_size = 1000 if limit is None else min(1000, limit - len(found))
-            page = self._native.find_sessions(
-                owner,
-                dict(tags) if tags else None,
-                _time(updated_since),
-                _time(updated_before),
-                after,
-                page_size,
-            )
+            query = {
+                "owner": owner,
+                "tags": dict(tags or {}),
+                "updated_since": _time(updated_since),
+                "updated_before": _time(updated_before),
+                "after": after,
+                "limit": page_size,
+            }
+            page = self._native.find_sessions(query)
             found.extend(flatten_info(info) for info in page["sessions"])
             after = page.get("next")
             if after is None:
@@ -249,9 +263,7 @@ class Store:
             self._native.put_memory(
                 text,
                 kind,
-                agent,
-                workspace,
-                owner,
+                _scope(agent, workspace, owner),
                 key,
                 dict(metadata) if metadata is not None else None,
                 _seconds(ttl),
@@ -271,7 +283,7 @@ class Store:
         """Memory items, oldest first: all of them, or those an agent in the given scope sees
         (its own, its workspace's, its owner's and global ones; only that scope's with
         ``exact=True``)."""
-        return list(self._native.memories(kind, agent, workspace, owner, exact, limit))
+        return list(self._native.memories(kind, _scope(agent, workspace, owner), exact, limit))
 
     def search_memories(
         self,
@@ -286,7 +298,7 @@ class Store:
     ) -> list[dict[str, Any]]:
         """Memory items matching ``query``, best first: ``{"item", "score"}``."""
         return list(
-            self._native.search_memories(query, limit, kind, agent, workspace, owner, exact)
+            self._native.search_memories(query, limit, kind, _scope(agent, workspace, owner), exact)
         )
 
     def get_memory(self, memory_id: str) -> dict[str, Any] | None:
@@ -307,7 +319,7 @@ class Store:
     ) -> str:
         """The context text for an agent's system prompt: the memory items that agent sees
         (every item when no scope is given), most relevant to ``query`` first."""
-        return self._native.get_context(query, agent, workspace, owner)
+        return self._native.get_context(query, _scope(agent, workspace, owner))
 
     # Moving data
 
