@@ -46,6 +46,11 @@ def texts(records: list[dict[str, Any]]) -> list[str]:
     return [r["text"] for r in records]
 
 
+def contents(store: agentmem.Store, session_id: str) -> list[str]:
+    """The contents of the session's messages, in order."""
+    return [m["content"] for m in store.load(session_id)]
+
+
 # Protocol conformance
 
 
@@ -550,8 +555,7 @@ def test_an_agent_run_stores_turns_and_saves_its_session(namespace, offline):
     assert agent.run("Which tea do I like?") == "Reply to: Which tea do I like?"
     # The second turn's prompt holds the first turn, recalled from the store.
     assert "User: Hi, I'm Ada" in system_prompt(offline[1])
-    saved = store.load("ada-chat")
-    assert [m["content"] for m in saved] == [
+    assert contents(store, "ada-chat") == [
         "Hi, I'm Ada",
         "Reply to: Hi, I'm Ada",
         "Which tea do I like?",
@@ -567,7 +571,7 @@ def test_an_agent_run_stores_turns_and_saves_its_session(namespace, offline):
     again.start("Hello again", stream=False)
     assert "Which tea do I like?" in system_prompt(offline[2])
     assert "Ada prefers green tea" in system_prompt(offline[2])
-    assert [m["content"] for m in store.load("ada-chat-2")] == [
+    assert contents(store, "ada-chat-2") == [
         "Hello again",
         "Reply to: Hello again",
     ]
@@ -598,7 +602,7 @@ def test_a_streaming_start_saves_its_turn_at_the_next_save(namespace, offline):
     assert store.load("streamed") is None
     # iter_stream() saves after its turn, the streamed one included.
     assert "".join(agent.iter_stream("two")) == "Reply to: two"
-    assert [m["content"] for m in store.load("streamed")] == [
+    assert contents(store, "streamed") == [
         "one",
         "Reply to: one",
         "two",
