@@ -263,6 +263,28 @@ local function unlabel(sid)
   end
 end
 
+-- Takes epoch `e` of a session out of the search index: its postings, its members of the
+-- word sets `P:ix:W` and its terms set (absent when it has no words).
+local function unindex_epoch(sid, e)
+  local tk = termskey(sid, e)
+  local terms = redis.call('SMEMBERS', tk)
+  for _, term in ipairs(terms) do
+    redis.call('SREM', ixkey(term), sid)
+    redis.call('UNLINK', tkey(sid, e, term))
+  end
+  if #terms > 0 then
+    redis.call('UNLINK', tk)
+  end
+end
+
+-- Takes a session off the store-wide lists: SESSIONS, IDS, EXPIRY and its counts in XCOUNTS.
+local function unlist(sid)
+  redis.call('ZREM', SESSIONS, sid)
+  redis.call('ZREM', IDS, sid)
+  redis.call('ZREM', EXPIRY, sid)
+  redis.call('HDEL', XCOUNTS, sid)
+end
+
 -- Deletes a session with its archives, every epoch's index entries and its labels.
 local function delete_session(sid)
   local meta = sk(sid, 'meta')
@@ -274,39 +296,14 @@ local function delete_session(sid)
   local epochs = redis.call('LRANGE', gc, 0, -1)
   epochs[#epochs + 1] = m[3] or '0'
   for _, e in ipairs(epochs) do
-    e = tonumber(e)
-    local tk = termskey(sid, e)
-    for _, term in ipairs(redis.call('SMEMBERS', tk)) do
-      redis.call('UNLINK', tkey(sid, e, term))
-      redis.call('SREM', ixkey(term), sid)
-    end
-    redis.call('UNLINK', tk)
+    unindex_epoch(sid, tonumber(e))
   end
   local archives = sk(sid, 'archives')
   for _, aid in ipairs(redis.call('LRANGE', archives, 0, -1)) do
     redis.call('UNLINK', sk(sid, 'a:' .. aid))
   end
   redis.call('UNLINK', msgs, meta, archives, sk(sid, 'ainfo'), gc)
-  redis.call('ZREM', SESSIONS, sid)
-  redis.call('ZREM', IDS, sid)
-  redis.call('ZREM', EXPIRY, sid)
-  redis.call('HDEL', XCOUNTS, sid)
-end
-
--- Takes the index words of epochs 0 to `last` of a session whose other keys the server's
--- expiry deleted: its terms sets (which carry no expiry) name them.
-local function unindex_expired(sid, last)
-  for e = 0, last do
-    local tk = termskey(sid, e)
-    local terms = redis.call('SMEMBERS', tk)
-    for _, term in ipairs(terms) do
-      redis.call('SREM', ixkey(term), sid)
-      redis.call('UNLINK', tkey(sid, e, term))
-    end
-    if #terms > 0 then
-      redis.call('UNLINK', tk)
-    end
-  end
+  unlist(sid)
 end
 
 -- Removes an expired session: all of it while its meta is still there (the server deletes
@@ -326,16 +323,16 @@ local function bury(sid)
       redis.call('HINCRBY', STATS, 'docs', int(0 - tonumber(d)))
       redis.call('HINCRBY', STATS, 'words', int(0 - tonumber(w)))
     end
-    -- Written before the epoch was recorded: the words are left to the searches.
-    local e = string.match(c, '^%d+ %d+ (%d+)$')
-    if e then
-      unindex_expired(sid, tonumber(e))
+    -- The words of epochs 0 to the last, named by their terms sets (which carry no expiry);
+    -- counts written before the epoch was recorded leave the words to the searches.
+    local last = string.match(c, '^%d+ %d+ (%d+)$')
+    if last then
+      for e = 0, tonumber(last) do
+        unindex_epoch(sid, e)
+      end
     end
   end
-  redis.call('ZREM', SESSIONS, sid)
-  redis.call('ZREM', IDS, sid)
-  redis.call('ZREM', EXPIRY, sid)
-  redis.call('HDEL', XCOUNTS, sid)
+  unlist(sid)
 end
 
 -- Buries up to `budget` sessions expired at `now`; returns how many.
