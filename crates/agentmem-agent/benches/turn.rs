@@ -22,6 +22,7 @@ use agentmem_core::{AgentMemory, Message, SessionId};
 use agentmem_file::{Durability, FileConfig, FileStore};
 use agentmem_sqlite::{SqliteConfig, SqliteStore, Synchronous};
 use agentmem_testkit::bench::{self, curve_sizes, fill, runtime};
+use agentmem_testkit::side_by_side;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use tokio::runtime::Runtime;
 
@@ -93,17 +94,9 @@ fn turns(c: &mut Criterion) {
     curve(c, &rt, "sqlite/normal", Arc::new(sqlite));
 }
 
-fn config() -> Criterion {
-    bench::criterion(
-        Criterion::default()
-            .warm_up_time(Duration::from_secs(1))
-            .measurement_time(Duration::from_secs(3)),
-    )
-}
-
 criterion_group! {
     name = benches;
-    config = config();
+    config = side_by_side::local_criterion();
     targets = turns
 }
 criterion_main!(benches);
