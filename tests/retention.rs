@@ -98,14 +98,7 @@ async fn retain(backend: &str, store: &dyn AgentMemory) {
     );
     let fresh = MemoryItem::new(MemoryKind::Fact, "a new fact");
     store.put_memory(&fresh).await.expect("store operation");
-    let texts: Vec<String> = store
-        .list_memories(&MemoryFilter::default())
-        .await
-        .expect("store operation")
-        .into_iter()
-        .map(|item| item.text)
-        .collect();
-    assert_eq!(texts, ["a new fact"], "{backend}");
+    assert_eq!(texts(store).await, ["a new fact"], "{backend}");
 }
 
 /// The texts of every memory item, sorted.
