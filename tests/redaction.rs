@@ -26,6 +26,7 @@ use std::io;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use agentmem_core::SECRET_OPTIONS;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed, TestRunner};
 
@@ -38,22 +39,6 @@ const OPEN_EVERY: u32 = 16;
 
 /// The canaries a password is built around (see the module docs).
 const CANARIES: [&str; 4] = ["Zx0Qv", "Zx1Qv", "Zx2Qv", "Zx3Qv"];
-
-/// The option names whose values are secrets (`SECRET_KEYS` of
-/// `crates/agentmem-core/src/redact.rs`), as drivers spell them.
-const SECRET_OPTIONS: [&str; 11] = [
-    "password",
-    "sslpassword",
-    "passfile",
-    "api_key",
-    "apikey",
-    "access_token",
-    "key",
-    "tlsCertificateKeyFilePassword",
-    "authMechanismProperties",
-    "secret",
-    "token",
-];
 
 /// Everything every subscriber of this test binary printed (spans with their fields on close).
 fn traced() -> &'static Arc<Mutex<Vec<u8>>> {

@@ -69,7 +69,7 @@ pub use property::{
     check_property_name, check_property_value, PropertyChange, MAX_PROPERTY_NAME_BYTES,
     MAX_PROPERTY_VALUE_BYTES,
 };
-pub use redact::{password_is_ambiguous, redact_secrets_in, redact_url};
+pub use redact::{password_is_ambiguous, redact_secrets_in, redact_url, SECRET_OPTIONS};
 pub use scope::{MemoryScope, ScopeFilter};
 pub use store::{
     AgentMemory, Capabilities, MemoryFilter, MemoryHit, MemoryStore, MessageHit, MessageQuery,

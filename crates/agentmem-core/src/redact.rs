@@ -2,10 +2,11 @@
 
 use std::ops::Range;
 
-/// The option names whose values are secrets, in a URL's query or a libpq keyword string;
-/// compared in ASCII lower case, after percent-decoding in a query (`pass%77ord=` is
+/// The option names whose values are secrets, as drivers spell them: [`redact_url`] and
+/// [`redact_secrets_in`] hide the value of each, in a URL's query or a libpq keyword string.
+/// A name matches in any ASCII case, after percent-decoding in a query (`pass%77ord=` is
 /// `password=` to a driver).
-const SECRET_KEYS: [&str; 11] = [
+pub const SECRET_OPTIONS: &[&str] = &[
     "password",
     "sslpassword",
     "passfile",
@@ -14,8 +15,8 @@ const SECRET_KEYS: [&str; 11] = [
     "access_token",
     "key",
     // MongoDB: the client key's passphrase, and credentials such as `AWS_SESSION_TOKEN:…`.
-    "tlscertificatekeyfilepassword",
-    "authmechanismproperties",
+    "tlsCertificateKeyFilePassword",
+    "authMechanismProperties",
     "secret",
     "token",
 ];
@@ -237,7 +238,7 @@ fn is_secret(raw: &str) -> bool {
     let name: String = url::form_urlencoded::parse(raw.as_bytes())
         .map(|(key, _)| key.into_owned())
         .collect();
-    SECRET_KEYS
+    SECRET_OPTIONS
         .iter()
         .any(|secret| name.eq_ignore_ascii_case(secret))
 }
@@ -321,7 +322,7 @@ fn keyword_pairs(text: &str) -> Option<Vec<(Range<usize>, Range<usize>)>> {
 
 /// Whether the keyword `name` of a keyword string names a secret.
 fn is_secret_keyword(name: &str) -> bool {
-    SECRET_KEYS
+    SECRET_OPTIONS
         .iter()
         .any(|secret| name.eq_ignore_ascii_case(secret))
 }
