@@ -14,6 +14,7 @@
 
 use std::error::Error as _;
 use std::fmt::Debug;
+use std::path::Path;
 use std::sync::Arc;
 
 use agentmem::crypt::{CryptoError, EncryptLayer, MasterKey, NoKeyLayer, MARKER_PROPERTY};
@@ -257,7 +258,7 @@ fn with_option(url: &str, option: &str) -> String {
 /// A store URL naming its key (`key_file=PATH`) opens the store encrypted, through
 /// `agentmem::open` and through `AgentConfig`'s URL: the backend keeps ciphertext, the same
 /// URL reads it back, and the URL without the key is refused.
-async fn a_key_in_the_url_encrypts(backend: &str, url: &str, key_file: &std::path::Path) {
+async fn a_key_in_the_url_encrypts(backend: &str, url: &str, key_file: &Path) {
     let keyed = with_option(url, &format!("key_file={}", key_file.display()));
     let secret = "canary the vault code is 4711";
     let store = agentmem::open(&keyed)
@@ -292,6 +293,12 @@ async fn a_key_in_the_url_encrypts(backend: &str, url: &str, key_file: &std::pat
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_in_the_url_encrypts_on_every_backend() {
+    with_a_key_file_on_every_backend("urlkey", a_key_in_the_url_encrypts).await;
+}
+
+/// Runs `check` with a new random key in a private file on every backend compiled in (see
+/// [`on_every_backend`]).
+async fn with_a_key_file_on_every_backend(prefix: &str, check: impl AsyncFn(&str, &str, &Path)) {
     let dir = tempfile::tempdir().expect("temporary folder");
     let key_file = dir.path().join("key");
     std::fs::write(&key_file, key().to_base64()).expect("write the key");
@@ -300,14 +307,24 @@ async fn a_key_in_the_url_encrypts_on_every_backend() {
         std::os::unix::fs::PermissionsExt::from_mode(0o600),
     )
     .expect("a private key file");
-    for (backend, url) in common::local_urls(dir.path()) {
-        a_key_in_the_url_encrypts(backend, &url, &key_file).await;
+    on_every_backend(dir.path(), prefix, async |backend, url| {
+        check(backend, url, &key_file).await;
+    })
+    .await;
+}
+
+/// Runs `check` with the URL of every backend compiled in: the local ones in `dir`, the
+/// servers in a fresh namespace named after `prefix`, removed afterwards (skipped when the
+/// server is unavailable and services are not required).
+async fn on_every_backend(dir: &Path, prefix: &str, check: impl AsyncFn(&str, &str)) {
+    for (backend, url) in common::local_urls(dir) {
+        check(backend, &url).await;
     }
-    for (backend, namespace) in common::server_namespaces("urlkey") {
+    for (backend, namespace) in common::server_namespaces(prefix) {
         let url = namespace.url().to_string();
         if common::open(backend, &url).await.is_some() {
             let _guard = namespace.into_guard();
-            a_key_in_the_url_encrypts(backend, &url, &key_file).await;
+            check(backend, &url).await;
         }
     }
 }
@@ -371,23 +388,14 @@ async fn openers_without_the_key_are_refused(backend: &str, url: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openers_without_the_key_are_refused_on_every_backend() {
     let dir = tempfile::tempdir().expect("temporary folder");
-    for (backend, url) in common::local_urls(dir.path()) {
-        openers_without_the_key_are_refused(backend, &url).await;
-    }
-    for (backend, namespace) in common::server_namespaces("nokey") {
-        let url = namespace.url().to_string();
-        if common::open(backend, &url).await.is_some() {
-            let _guard = namespace.into_guard();
-            openers_without_the_key_are_refused(backend, &url).await;
-        }
-    }
+    on_every_backend(dir.path(), "nokey", openers_without_the_key_are_refused).await;
 }
 
 /// `AgentConfig::encryption_key` encrypts the agent's store whatever names it (the URL here
 /// names no key; a backend's default location goes the same way): the agent reads and writes,
 /// the store holds ciphertext and is marked, a plain `open` is refused, the key by URL reads
 /// it, and a URL naming a key as well is refused.
-async fn an_agent_config_key_encrypts(backend: &str, url: &str, key_file: &std::path::Path) {
+async fn an_agent_config_key_encrypts(backend: &str, url: &str, key_file: &Path) {
     use agentmem::agent::{Agent, AgentConfig};
     let secret = "canary the agent's vault code is 4711";
     let config = AgentConfig::default()
@@ -433,22 +441,5 @@ async fn an_agent_config_key_encrypts(backend: &str, url: &str, key_file: &std::
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_config_key_encrypts_on_every_backend() {
-    let dir = tempfile::tempdir().expect("temporary folder");
-    let key_file = dir.path().join("key");
-    std::fs::write(&key_file, key().to_base64()).expect("write the key");
-    std::fs::set_permissions(
-        &key_file,
-        std::os::unix::fs::PermissionsExt::from_mode(0o600),
-    )
-    .expect("a private key file");
-    for (backend, url) in common::local_urls(dir.path()) {
-        an_agent_config_key_encrypts(backend, &url, &key_file).await;
-    }
-    for (backend, namespace) in common::server_namespaces("cfgkey") {
-        let url = namespace.url().to_string();
-        if common::open(backend, &url).await.is_some() {
-            let _guard = namespace.into_guard();
-            an_agent_config_key_encrypts(backend, &url, &key_file).await;
-        }
-    }
+    with_a_key_file_on_every_backend("cfgkey", an_agent_config_key_encrypts).await;
 }
