@@ -65,6 +65,13 @@ fn in_memory() -> Store {
     Arc::new(InMemoryStore::new())
 }
 
+/// Core's in-memory store, and the encryption layer over it with a new key.
+fn encrypted_in_memory() -> (Store, impl AgentMemory) {
+    let raw = in_memory();
+    let store = layered(&raw, &key());
+    (raw, store)
+}
+
 fn crypto_error(err: &agentmem_core::Error) -> Option<&CryptoError> {
     err.source().and_then(|s| s.downcast_ref::<CryptoError>())
 }
@@ -601,8 +608,7 @@ async fn an_existing_plaintext_store_can_be_encrypted() {
 
 #[tokio::test]
 async fn tool_fields_longer_than_an_envelope_allows_are_refused_before_writing() {
-    let raw = in_memory();
-    let store = layered(&raw, &key());
+    let (_, store) = encrypted_in_memory();
     let id = sid("tools");
     let longest = "c".repeat(MAX_ENCRYPTED_TOOL_FIELD_BYTES);
     let call = Message::tool_call(longest.clone(), "t", "{}");
@@ -624,8 +630,7 @@ async fn tool_fields_longer_than_an_envelope_allows_are_refused_before_writing()
 
 #[tokio::test]
 async fn a_tool_call_and_its_result_share_one_envelope_so_windows_keep_them_together() {
-    let raw = in_memory();
-    let store = layered(&raw, &key());
+    let (raw, store) = encrypted_in_memory();
     let id = sid("window");
     let mut messages = history();
     messages.push(Message::assistant("done"));
@@ -658,8 +663,7 @@ async fn a_tool_call_and_its_result_share_one_envelope_so_windows_keep_them_toge
 /// one session are refused, though each id's envelope alone still opens in that session.
 #[tokio::test]
 async fn tool_call_ids_swapped_or_moved_between_messages_are_refused() {
-    let raw = in_memory();
-    let store = layered(&raw, &key());
+    let (raw, store) = encrypted_in_memory();
     let id = sid("calls");
     let messages = vec![
         Message::tool_call("call_a", "lookup", r#"{"q":"a"}"#),
@@ -718,8 +722,7 @@ async fn tool_call_ids_swapped_or_moved_between_messages_are_refused() {
 /// its time, or to hide it) is caught when the item is read.
 #[tokio::test]
 async fn an_items_expiry_changed_in_the_store_is_refused() {
-    let raw = in_memory();
-    let store = layered(&raw, &key());
+    let (raw, store) = encrypted_in_memory();
     const DAY: Duration = Duration::from_secs(86_400);
     let tomorrow = agentmem_core::now() + DAY;
     let expiring = MemoryItem::new(MemoryKind::ShortTerm, "until tomorrow").expiring_at(tomorrow);
@@ -838,8 +841,7 @@ async fn memory_ids_are_sealed_so_an_insight_id_reveals_nothing() {
 
 #[tokio::test]
 async fn errors_are_labelled_and_capabilities_say_search_is_in_the_client() {
-    let raw = in_memory();
-    let store = layered(&raw, &key());
+    let (raw, store) = encrypted_in_memory();
     assert!(!store.capabilities().indexed_search);
     let mut deep = serde_json::json!("leaf");
     for _ in 0..70 {
