@@ -325,6 +325,16 @@ async fn marked(root: &Path) {
     assert!(store.set_store_property(&change).await.expect("mark"));
 }
 
+/// A [`marked`] store under `root` whose `agentmem.json` `damage` rewrote: the file's path and
+/// its damaged bytes.
+async fn marked_and_damaged(root: &Path, damage: fn(&[u8]) -> Vec<u8>) -> (PathBuf, Vec<u8>) {
+    marked(root).await;
+    let path = File::Schema.path(root, &sid("vault"));
+    let damaged = damage(&std::fs::read(&path).expect("read"));
+    std::fs::write(&path, &damaged).expect("damage");
+    (path, damaged)
+}
+
 /// The encryption marker survives a damaged `agentmem.json`: read back when the file still
 /// parses (a byte of invalid UTF-8 outside the properties, a field of the wrong type), and the
 /// file set aside as any damaged file is; when its properties cannot be read back (cut off,
@@ -348,10 +358,7 @@ async fn the_encryption_marker_survives_a_damaged_schema_file() {
     for (case, damage) in recovered {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path();
-        marked(root).await;
-        let path = File::Schema.path(root, &sid("vault"));
-        let damaged = damage(&std::fs::read(&path).expect("read"));
-        std::fs::write(&path, &damaged).expect("damage");
+        let (path, damaged) = marked_and_damaged(root, damage).await;
         let store = open(root).await;
         let marker = store.store_property(MARKER).await.expect("read the marker");
         assert_eq!(marker.as_deref(), Some(MARKER_VALUE), "{case}");
@@ -376,10 +383,7 @@ async fn the_encryption_marker_survives_a_damaged_schema_file() {
     for (case, damage) in refused {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path();
-        marked(root).await;
-        let path = File::Schema.path(root, &sid("vault"));
-        let damaged = damage(&std::fs::read(&path).expect("read"));
-        std::fs::write(&path, &damaged).expect("damage");
+        let (path, damaged) = marked_and_damaged(root, damage).await;
         for attempt in ["first open", "next open"] {
             let config = FileConfig::new(root);
             let Err(err) = FileStore::connect_with(config).await else {
