@@ -391,7 +391,10 @@ impl NativeStore {
     /// Stores a memory item of `kind` in `scope` (`{agent, workspace, owner}`, global when
     /// `None`); returns it as stored.
     #[pyo3(signature = (text, kind="long_term", scope=None, key=None, metadata=None, ttl=None))]
-    #[allow(clippy::too_many_arguments, reason = "Python keyword arguments, one per field")]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "Python keyword arguments, one per field"
+    )]
     fn put_memory<'py>(
         &self,
         py: Python<'py>,
