@@ -130,7 +130,7 @@ def rust_appends(n: int) -> dict[str, float]:
         SEEDS_CASES=",".join(f"agentmem {c}" for c in RUST_CASES),
     )
     out = subprocess.run(
-        ["cargo", "bench", "--quiet", "--features", "sqlite", "--bench", "seeds"],
+        ["cargo", "bench", "--quiet", "--features", "sqlite,encryption", "--bench", "seeds"],
         cwd=ROOT,
         env=env,
         capture_output=True,
