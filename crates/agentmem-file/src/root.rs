@@ -2,7 +2,11 @@
 //! forks left behind.
 
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Read;
 use std::path::Path;
+use std::sync::{Mutex, PoisonError};
+use std::time::SystemTime;
 
 use agentmem_core::{Error, PropertyChange, Result, SessionId};
 use serde::{Deserialize, Serialize};
@@ -39,16 +43,20 @@ impl SchemaFile {
     /// The schema file as it is now (a new one when missing).
     fn read(layout: &Layout) -> Result<Self> {
         match std::fs::read(&layout.schema) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                Error::corrupt(format!(
-                    "{} is not an agentmem schema file",
-                    layout.schema.display()
-                ))
-                .with_source(e)
-            }),
+            Ok(bytes) => Self::parse(layout, &bytes),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(SchemaFile::new()),
             Err(e) => Err(io_error(&layout.schema, "cannot read", e)),
         }
+    }
+
+    fn parse(layout: &Layout, bytes: &[u8]) -> Result<Self> {
+        serde_json::from_slice(bytes).map_err(|e| {
+            Error::corrupt(format!(
+                "{} is not an agentmem schema file",
+                layout.schema.display()
+            ))
+            .with_source(e)
+        })
     }
 
     fn write(&self, layout: &Layout) -> Result<()> {
@@ -59,9 +67,93 @@ impl SchemaFile {
     }
 }
 
-/// The store property `name`, read from the schema file.
-pub(crate) fn read_property(layout: &Layout, name: &str) -> Result<Option<String>> {
-    Ok(SchemaFile::read(layout)?.properties.remove(name))
+/// The schema file's properties as last read, kept with an open handle of the file they came
+/// from, so that a property read (the encryption guard makes one before every write) costs a
+/// `stat` rather than a read and a parse. Every write of the schema file replaces it by a
+/// rename, and the open handle keeps the replaced file's inode from being reused, so a `stat`
+/// finding the same inode, size and modification time finds the file these were read from.
+#[derive(Debug, Default)]
+pub(crate) struct PropertyCache(Mutex<Option<CachedProperties>>);
+
+#[derive(Debug)]
+struct CachedProperties {
+    /// Holds the inode `stamp` names.
+    _file: File,
+    stamp: FileStamp,
+    properties: BTreeMap<String, String>,
+}
+
+/// What tells one schema file from its replacements.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileStamp {
+    device: u64,
+    inode: u64,
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+impl FileStamp {
+    #[cfg(unix)]
+    fn of(meta: &std::fs::Metadata) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        Some(FileStamp {
+            device: meta.dev(),
+            inode: meta.ino(),
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        })
+    }
+
+    /// Without inode numbers a replaced file cannot be told apart: nothing is cached.
+    #[cfg(not(unix))]
+    fn of(_: &std::fs::Metadata) -> Option<Self> {
+        None
+    }
+}
+
+impl PropertyCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<CachedProperties>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The store property `name` when the schema file is the one last read (a `stat`, cheap
+    /// enough for the async thread); `None` when it has to be read.
+    pub(crate) fn get(&self, layout: &Layout, name: &str) -> Option<Option<String>> {
+        let stamp = FileStamp::of(&std::fs::metadata(&layout.schema).ok()?)?;
+        let cached = self.lock();
+        let cached = cached.as_ref().filter(|c| c.stamp == stamp)?;
+        Some(cached.properties.get(name).cloned())
+    }
+}
+
+/// The store property `name`, read from the schema file (and kept in `cache`).
+pub(crate) fn read_property(
+    layout: &Layout,
+    cache: &PropertyCache,
+    name: &str,
+) -> Result<Option<String>> {
+    let mut file = match File::open(&layout.schema) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_error(&layout.schema, "cannot read", e)),
+    };
+    // The stamp of the handle read, so the properties cached are this file's.
+    let stamp = file
+        .metadata()
+        .map_err(|e| io_error(&layout.schema, "cannot read", e))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| io_error(&layout.schema, "cannot read", e))?;
+    let properties = SchemaFile::parse(layout, &bytes)?.properties;
+    let found = properties.get(name).cloned();
+    if let Some(stamp) = FileStamp::of(&stamp) {
+        *cache.lock() = Some(CachedProperties {
+            _file: file,
+            stamp,
+            properties,
+        });
+    }
+    Ok(found)
 }
 
 /// Sets the store property `name` to `value` when it is `expected`, holding the exclusive

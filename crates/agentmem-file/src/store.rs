@@ -28,7 +28,7 @@ use crate::lease::LeaseThread;
 use crate::locking::blocking;
 use crate::memories::MemorySlot;
 use crate::repair::{RepairLog, RepairReport};
-use crate::root::{prepare_root, read_property, set_property, SCHEMA_VERSION};
+use crate::root::{prepare_root, read_property, set_property, PropertyCache, SCHEMA_VERSION};
 use crate::session::{not_found, SessionSlot, Synced};
 
 /// The file backend. Durable with `fsync` durability (the default); `capabilities` says
@@ -91,6 +91,8 @@ pub(crate) struct Inner {
     pub(crate) repairs: RepairLog,
     /// Ends idle leases (see `lease.rs`).
     pub(crate) leases: LeaseThread,
+    /// The store properties as last read (see `root.rs`).
+    pub(crate) properties: PropertyCache,
 }
 
 impl Drop for Inner {
@@ -131,6 +133,7 @@ impl FileStore {
             memories: Arc::new(tokio::sync::Mutex::new(MemorySlot::default())),
             repairs: RepairLog::default(),
             leases: LeaseThread::default(),
+            properties: PropertyCache::default(),
         };
         inner.repairs.extend(&findings);
         Ok(FileStore {
@@ -263,8 +266,11 @@ impl SessionStore for FileStore {
     }
 
     async fn store_property(&self, name: &str) -> Result<Option<String>> {
-        let (layout, name) = (self.inner.layout.clone(), name.to_owned());
-        blocking(move || read_property(&layout, &name)).await?
+        if let Some(found) = self.inner.properties.get(&self.inner.layout, name) {
+            return Ok(found);
+        }
+        let (inner, name) = (self.inner.clone(), name.to_owned());
+        blocking(move || read_property(&inner.layout, &inner.properties, &name)).await?
     }
 
     async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {

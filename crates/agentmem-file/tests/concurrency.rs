@@ -156,3 +156,28 @@ fn assert_complete_pair(messages: &[Message], zero: usize, one: usize) {
         assert_eq!(seen, (0..count as u64).collect::<Vec<_>>(), "writer {w}");
     }
 }
+
+/// A store property read by one handle answers from what it last read only while the schema
+/// file is the same file: each change by another handle (another process) is seen by the next
+/// read, a value of the same length set within the same clock tick included.
+#[tokio::test]
+async fn store_properties_set_by_another_handle_are_seen_at_once() {
+    use agentmem_core::{PropertyChange, SessionStore};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (reader, writer) = (
+        common::open(dir.path()).await,
+        common::open(dir.path()).await,
+    );
+    assert_eq!(reader.store_property("p").await.expect("read"), None);
+    let mut previous: Option<String> = None;
+    for value in ["one", "two", "six", "ten"] {
+        let change = PropertyChange::replace("p", previous.as_deref(), value);
+        assert!(writer.set_store_property(&change).await.expect("set"));
+        for _ in 0..2 {
+            let seen = reader.store_property("p").await.expect("read");
+            assert_eq!(seen.as_deref(), Some(value));
+        }
+        previous = Some(value.to_owned());
+    }
+    assert_eq!(reader.store_property("other").await.expect("read"), None);
+}
