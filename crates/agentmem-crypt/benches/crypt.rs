@@ -21,8 +21,7 @@ use agentmem_testkit::bench::{append_batches, criterion, fill, quick_group, quic
 use criterion::{criterion_group, BenchmarkId, Criterion};
 
 /// `no-key` is a plain store through `NoKeyLayer`, which reads the store's encryption marker
-/// before each write (and the newest record an append joins): against `plain`, what that
-/// costs.
+/// before each write: against `plain`, what that costs.
 fn stores() -> [(&'static str, Arc<dyn AgentMemory>); 3] {
     let key = MasterKey::generate().unwrap();
     [

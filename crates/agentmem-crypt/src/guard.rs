@@ -23,9 +23,10 @@ use crate::marker::{read_marker, Access, MarkerCache};
 /// [`CryptoError::NoKey`] (`InvalidInput`) before anything is read or written, for every
 /// write and every read of records; listing ids, labels and archive summaries and deleting
 /// stay allowed (see the crate README). On an unmarked store plaintext passes through
-/// untouched, any encrypted record read is refused the same way, and an append, compaction or
-/// memory put first reads the newest record it would join (one extra read) and refuses to mix
-/// plaintext into an encrypted session or memory.
+/// untouched and any encrypted record read is refused the same way. Writes are decided from
+/// the marker alone, never by reading the records they join: a store encrypted before markers
+/// existed is marked by its next write with the key (or `rekey`), and until then only its
+/// encrypted records are refused, not plaintext written beside them.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoKeyLayer;
 
@@ -143,22 +144,6 @@ impl<S: AgentMemory> NoKey<S> {
         }
     }
 
-    /// Refuses to add plaintext to `session` when its newest message or metadata is encrypted.
-    /// Reads the smallest window that holds a message: one, unless the newest are tool
-    /// results whose call falls outside it (a window never starts with those), then a wider
-    /// one, never the whole session unless it is that short.
-    async fn check_joining(&self, session: &SessionId, op: Operation) -> Result<()> {
-        let mut window = 1;
-        while let Some(stored) = self.inner.load(session, Some(window)).await? {
-            let total = usize::try_from(stored.total_messages).unwrap_or(usize::MAX);
-            if !stored.messages.is_empty() || window >= total {
-                return check_session(&stored, op);
-            }
-            window = window.saturating_mul(4);
-        }
-        Ok(())
-    }
-
     /// Refuses to go on when `session` holds anything encrypted, as [`load`](SessionStore::load)
     /// would (one extra read of the whole session).
     async fn check_readable(&self, session: &SessionId, op: Operation) -> Result<()> {
@@ -193,9 +178,6 @@ layered_store_passing_the_clear! {
 
     async fn append(&self, session: &SessionId, messages: &[Message]) -> Result<()> {
         self.check_store(Operation::Append).await?;
-        if !messages.is_empty() {
-            self.check_joining(session, Operation::Append).await?;
-        }
         self.inner.append(session, messages).await
     }
 
@@ -210,7 +192,6 @@ layered_store_passing_the_clear! {
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
         self.check_store(Operation::Compact).await?;
-        self.check_joining(session, Operation::Compact).await?;
         self.inner.compact(session, replacement).await
     }
 
@@ -287,11 +268,6 @@ layered_store_passing_the_clear! {
 
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         self.check_store(Operation::PutMemory).await?;
-        let newest = self
-            .inner
-            .list_memories(&MemoryFilter::default().with_limit(1))
-            .await?;
-        check_items(&newest, Operation::PutMemory)?;
         self.inner.put_memory(item).await
     }
 
