@@ -56,7 +56,7 @@ pub use agentmem_core::{
 };
 #[cfg(feature = "encryption")]
 #[cfg_attr(docsrs, doc(cfg(feature = "encryption")))]
-pub use open::open_with_key;
+pub use open::{configured_key, key_from_file, open_with_key, open_with_key_file};
 pub use open::{open, open_unguarded, registry, url_names_key};
 
 /// The Swarms-style conversation engine: preload, write-through, compaction, auto-compression.

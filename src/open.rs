@@ -157,6 +157,63 @@ pub async fn open_with_key(
     }
 }
 
+/// The key in the file at `path`, the error naming the file.
+#[cfg(feature = "encryption")]
+pub fn key_from_file(path: &std::path::Path) -> Result<agentmem_crypt::MasterKey> {
+    agentmem_crypt::MasterKey::from_file(path).map_err(|e| {
+        Error::new(e.kind(), format!("encryption key file {}", path.display())).with_source(e)
+    })
+}
+
+/// The key a program is given outside its store URL: the file at `key_file` when one is
+/// named, else `AGENTMEM_ENCRYPTION_KEY` when set and not empty, else none. Read anew on
+/// each call, so a key set after start is seen.
+#[cfg(feature = "encryption")]
+pub fn configured_key(
+    key_file: Option<&std::path::Path>,
+) -> Result<Option<agentmem_crypt::MasterKey>> {
+    use agentmem_crypt::{MasterKey, KEY_ENV};
+    if let Some(path) = key_file {
+        return key_from_file(path).map(Some);
+    }
+    match std::env::var_os(KEY_ENV) {
+        Some(value) if !value.is_empty() => MasterKey::from_env()
+            .map(Some)
+            .map_err(|e| Error::new(e.kind(), format!("${KEY_ENV}")).with_source(e)),
+        _ => Ok(None),
+    }
+}
+
+/// Opens a store as the `agentmem` command and the Python package do: a URL naming its own
+/// key (`key_file=`, `key=env`) with that key, else with the key [`configured_key`] finds
+/// (`key_file`, else `AGENTMEM_ENCRYPTION_KEY`), else guarded by
+/// [`NoKeyLayer`](agentmem_crypt::NoKeyLayer) (see [`open_with_key`]). `InvalidInput` when
+/// the URL names a key and `key_file` another: which one would be meant?
+///
+/// ```no_run
+/// # async fn demo() -> agentmem::Result<()> {
+/// let key_file = std::path::Path::new("/etc/agentmem/key");
+/// let store = agentmem::open_with_key_file("sqlite:///tmp/agent.db", Some(key_file)).await?;
+/// # Ok(()) }
+/// ```
+#[cfg(feature = "encryption")]
+pub async fn open_with_key_file(
+    url: &str,
+    key_file: Option<&std::path::Path>,
+) -> Result<Arc<dyn AgentMemory>> {
+    if url_names_key(url)? {
+        if key_file.is_some() {
+            return Err(Error::invalid_input(format!(
+                "store {} names its encryption key (key_file or key) and a key file names \
+                 another: give one",
+                redact_url(url)
+            )));
+        }
+        return open(url).await;
+    }
+    open_with_key(url, configured_key(key_file)?.as_ref()).await
+}
+
 /// The error for a URL whose backend this build lacks, naming the feature to enable.
 fn not_compiled_in(backend: Backend, url: &str) -> Error {
     Error::unsupported(format!(

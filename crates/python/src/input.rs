@@ -8,7 +8,8 @@
 use std::collections::BTreeMap;
 
 use agentmem::{
-    MemoryKind, MemoryScope, Message, MessageId, Metadata, Role, ScopeFilter, SessionId,
+    MemoryFilter, MemoryKind, MemoryScope, Message, MessageId, Metadata, Role, ScopeFilter,
+    SessionId,
 };
 use chrono::{DateTime, Utc};
 use pyo3::prelude::*;
@@ -102,6 +103,21 @@ pub fn scope_filter(scope: Option<&Bound<'_, PyAny>>, exact: bool) -> PyResult<S
         (None, _) => ScopeFilter::All,
         (Some(scope), true) => ScopeFilter::Exactly(scope),
         (Some(scope), false) => ScopeFilter::VisibleFrom(scope),
+    })
+}
+
+/// The memory items a listing or search reads: of `kind` (any when `None`), in the scopes
+/// [`scope_filter`] reads, at most `limit`.
+pub fn memory_filter(
+    kind: Option<&str>,
+    scope: Option<&Bound<'_, PyAny>>,
+    exact: bool,
+    limit: Option<usize>,
+) -> PyResult<MemoryFilter> {
+    Ok(MemoryFilter {
+        kind: kind.map(memory_kind).transpose()?,
+        scope: scope_filter(scope, exact)?,
+        limit,
     })
 }
 

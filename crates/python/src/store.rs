@@ -7,12 +7,11 @@ use std::time::Duration;
 
 use agentmem::conversation::templates::summary_text;
 use agentmem::conversation::{ExtractiveSummarizer, SummaryRequest};
-use agentmem::crypt::{MasterKey, KEY_ENV};
 use agentmem::transfer::{MigrateOptions, ProgressEvent};
 use agentmem::{
-    AgentMemory, AgentMemoryExt, ContextStore, Error, MemoryFilter, MemoryId, MemoryItem,
-    MemoryScope, MemoryStore, Message, MessageQuery, Metadata, RetentionPolicy, Rewind,
-    SessionPatch, SessionQuery, SessionStore,
+    AgentMemory, AgentMemoryExt, ContextStore, Error, MemoryId, MemoryItem, MemoryScope,
+    MemoryStore, Message, MessageQuery, Metadata, RetentionPolicy, Rewind, SessionPatch,
+    SessionQuery, SessionStore,
 };
 use chrono::{DateTime, Utc};
 use pyo3::prelude::*;
@@ -27,33 +26,14 @@ use crate::runtime::block_on;
 /// `compact --auto`).
 const AUTO_SUMMARY_TOKENS: usize = 512;
 
-/// The key a store is opened with: the file named, else `AGENTMEM_ENCRYPTION_KEY` when set,
-/// else none; never one when the URL names its own (`key_file=`, `key=env`). As the CLI.
-fn key_for(url: &str, key_file: Option<PathBuf>) -> agentmem::Result<Option<MasterKey>> {
-    if let Some(path) = key_file {
-        return MasterKey::from_file(&path).map(Some).map_err(|e| {
-            Error::new(e.kind(), format!("encryption key file {}", path.display())).with_source(e)
-        });
-    }
-    if agentmem::url_names_key(url)? {
-        return Ok(None);
-    }
-    match std::env::var_os(KEY_ENV) {
-        Some(value) if !value.is_empty() => MasterKey::from_env()
-            .map(Some)
-            .map_err(|e| Error::new(e.kind(), format!("${KEY_ENV}")).with_source(e)),
-        _ => Ok(None),
-    }
-}
-
-/// Opens the store `url` names, wearing the encryption `key_file` or
-/// `AGENTMEM_ENCRYPTION_KEY` gives (or the URL's own `key_file=`/`key=env`).
+/// Opens the store `url` names as the CLI does (see `agentmem::open_with_key_file`): with
+/// the URL's own key (`key_file=`, `key=env`), else `key_file`'s, else
+/// `AGENTMEM_ENCRYPTION_KEY`'s, else refusing an encrypted store.
 async fn open_store(
     url: String,
     key_file: Option<PathBuf>,
 ) -> agentmem::Result<Arc<dyn AgentMemory>> {
-    let key = key_for(&url, key_file)?;
-    agentmem::open_with_key(&url, key.as_ref())
+    agentmem::open_with_key_file(&url, key_file.as_deref())
         .await
         .map_err(|e| {
             Error::new(
@@ -435,11 +415,7 @@ impl NativeStore {
         exact: bool,
         limit: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let filter = MemoryFilter {
-            kind: kind.map(input::memory_kind).transpose()?,
-            scope: input::scope_filter(scope, exact)?,
-            limit,
-        };
+        let filter = input::memory_filter(kind, scope, exact, limit)?;
         self.call(py, move |s| async move { s.list_memories(&filter).await })
     }
 
@@ -454,11 +430,7 @@ impl NativeStore {
         scope: Option<&Bound<'_, PyAny>>,
         exact: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let filter = MemoryFilter {
-            kind: kind.map(input::memory_kind).transpose()?,
-            scope: input::scope_filter(scope, exact)?,
-            limit: Some(limit),
-        };
+        let filter = input::memory_filter(kind, scope, exact, Some(limit))?;
         self.call(py, move |s| async move {
             s.search_memories(&query, &filter).await
         })

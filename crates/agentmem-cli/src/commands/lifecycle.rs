@@ -135,7 +135,7 @@ pub async fn rekey_store(
     old: &MasterKey,
     new_key_file: &Path,
 ) -> Result<()> {
-    let new = super::key_from_file(new_key_file)?;
+    let new = agentmem::key_from_file(new_key_file)?;
     let report = rekey(raw, old, &new).await?;
     if out.json() {
         return out.json_value(&report);

@@ -8,7 +8,7 @@ use agentmem_core::{AgentMemory, Error, Result, SessionId};
 use agentmem_transfer::{is_encrypted, migrate, MigrateOptions, Progress, SyncReport};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::{key_from_file, open, redact, store_error, Keys};
+use super::{open, redact, store_error, Keys};
 use crate::output::{count, store_totals, Output};
 
 /// A progress bar on a terminal, one line per session otherwise (both on standard error).
@@ -92,7 +92,7 @@ async fn open_destination(
         return Ok((dest, true));
     }
     let key = match (&to_key.file, to_key.decrypt) {
-        (Some(path), _) => Some(key_from_file(path)?),
+        (Some(path), _) => Some(agentmem::key_from_file(path)?),
         (None, true) => None,
         (None, false) => keys.current()?,
     };

@@ -9,7 +9,7 @@ mod sessions;
 mod transfer;
 mod workspace;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use agentmem::crypt::{MasterKey, KEY_ENV};
@@ -154,42 +154,16 @@ pub struct Keys {
 impl Keys {
     /// The key given, if any (read anew on each call: only commands that open a store ask).
     pub fn current(&self) -> Result<Option<MasterKey>> {
-        if let Some(path) = &self.file {
-            return key_from_file(path).map(Some);
-        }
-        match std::env::var_os(KEY_ENV) {
-            Some(value) if !value.is_empty() => MasterKey::from_env()
-                .map(Some)
-                .map_err(|e| Error::new(e.kind(), format!("${KEY_ENV}")).with_source(e)),
-            _ => Ok(None),
-        }
+        agentmem::configured_key(self.file.as_deref())
     }
 }
 
-/// The key in the file at `path`, the error naming the file.
-pub fn key_from_file(path: &Path) -> Result<MasterKey> {
-    MasterKey::from_file(path).map_err(|e| {
-        Error::new(e.kind(), format!("encryption key file {}", path.display())).with_source(e)
-    })
-}
-
-/// Opens a store, naming it (password hidden) when that fails, wearing the encryption layer
-/// with the key given, else the layer that refuses encrypted records. A URL naming its own
-/// key is opened with that key (`--encryption-key-file` as well is refused: which key would
-/// be meant?).
+/// Opens a store, naming it (password hidden) when that fails, as
+/// [`agentmem::open_with_key_file`] does: a URL naming its own key with that key
+/// (`--encryption-key-file` as well is refused), else with the key given, else wearing the
+/// layer that refuses encrypted records.
 pub async fn open(url: &str, keys: &Keys) -> Result<Arc<dyn AgentMemory>> {
-    if agentmem::url_names_key(url)? {
-        if keys.file.is_some() {
-            return Err(Error::invalid_input(format!(
-                "store {} names its encryption key (key_file or key) and \
-                 --encryption-key-file names another: give one",
-                redact(url)
-            )));
-        }
-        return agentmem::open(url).await.map_err(|e| store_error(url, e));
-    }
-    let key = keys.current()?;
-    agentmem::open_with_key(url, key.as_ref())
+    agentmem::open_with_key_file(url, keys.file.as_deref())
         .await
         .map_err(|e| store_error(url, e))
 }
