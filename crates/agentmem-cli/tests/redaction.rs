@@ -228,22 +228,16 @@ fn generated_passwords_cover_every_delimiter() {
     }
 }
 
+/// Each scheme family with its own seed, so each sees other passwords.
 #[test]
-fn no_command_prints_a_generated_postgres_password() {
-    check_generated(&["postgres", "postgresql"], 1);
-}
-
-#[test]
-fn no_command_prints_a_generated_mongodb_password() {
-    check_generated(&["mongodb", "mongodb+srv"], 2);
-}
-
-#[test]
-fn no_command_prints_a_generated_redis_password() {
-    check_generated(&["redis", "rediss"], 3);
-}
-
-#[test]
-fn no_command_prints_a_generated_redis_cluster_password() {
-    check_generated(&["redis+cluster", "rediss+cluster"], 4);
+fn no_command_prints_a_generated_password() {
+    let families: [&[&str]; 4] = [
+        &["postgres", "postgresql"],
+        &["mongodb", "mongodb+srv"],
+        &["redis", "rediss"],
+        &["redis+cluster", "rediss+cluster"],
+    ];
+    for (seed, schemes) in (1..).zip(families) {
+        check_generated(schemes, seed);
+    }
 }

@@ -19,7 +19,6 @@ agents = pytest.importorskip("agents")
 
 from agents import (  # noqa: E402
     Agent,
-    ModelSettings,
     Runner,
     SQLiteSession,
     function_tool,
@@ -27,7 +26,7 @@ from agents import (  # noqa: E402
 )
 from agents.items import ModelResponse, TResponseInputItem  # noqa: E402
 from agents.memory import Session, SessionSettings  # noqa: E402
-from agents.models.interface import Model, ModelTracing  # noqa: E402
+from agents.models.interface import Model  # noqa: E402
 from agents.usage import Usage  # noqa: E402
 from openai.types.responses import (  # noqa: E402
     Response,
@@ -536,35 +535,23 @@ class ScriptedWeatherModel(Model):
             ),
         ]
 
+    # The runner passes every argument by name; only ``input`` matters here.
     async def get_response(
         self,
         system_instructions: str | None,
         input: str | list[TResponseInputItem],
-        model_settings: ModelSettings,
-        tools: list[Any],
-        output_schema: Any,
-        handoffs: list[Any],
-        tracing: ModelTracing,
-        *,
-        previous_response_id: str | None,
-        conversation_id: str | None,
-        prompt: Any,
+        *_: Any,
+        **__: Any,
     ) -> ModelResponse:
         return ModelResponse(output=self._output(input), usage=Usage(), response_id=None)
 
+    # The runner passes every argument by name; only ``input`` matters here.
     async def stream_response(
         self,
         system_instructions: str | None,
         input: str | list[TResponseInputItem],
-        model_settings: ModelSettings,
-        tools: list[Any],
-        output_schema: Any,
-        handoffs: list[Any],
-        tracing: ModelTracing,
-        *,
-        previous_response_id: str | None,
-        conversation_id: str | None,
-        prompt: Any,
+        *_: Any,
+        **__: Any,
     ) -> AsyncIterator[Any]:
         response = Response(
             id="scripted",
