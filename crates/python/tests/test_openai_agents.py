@@ -28,6 +28,7 @@ from agents.items import ModelResponse, TResponseInputItem  # noqa: E402
 from agents.memory import Session, SessionSettings  # noqa: E402
 from agents.models.interface import Model  # noqa: E402
 from agents.usage import Usage  # noqa: E402
+from chat_shapes import calling  # noqa: E402
 from openai.types.responses import (  # noqa: E402
     Response,
     ResponseCompletedEvent,
@@ -396,17 +397,7 @@ async def test_messages_written_by_others_read_as_items(session):
         [
             {"role": "system", "content": "Be brief."},
             {"role": "user", "content": "weather?"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "k1",
-                        "type": "function",
-                        "function": {"name": "weather", "arguments": "{}"},
-                    }
-                ],
-            },
+            calling("k1", "weather", "{}"),
             {"role": "tool", "tool_call_id": "k1", "content": "sunny"},
             {"role": "Planner", "content": "an agent's note"},
         ],

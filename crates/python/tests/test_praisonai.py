@@ -26,6 +26,7 @@ if os.environ.get("AGENTMEM_REQUIRE_SERVICES"):
 else:
     pytest.importorskip("praisonaiagents")
 
+from chat_shapes import calling  # noqa: E402
 from praisonaiagents import Agent  # noqa: E402
 from praisonaiagents.llm.openai_client import OpenAIClient  # noqa: E402
 from praisonaiagents.memory.protocols import (  # noqa: E402
@@ -187,17 +188,7 @@ def test_save_session_replaces_the_session(namespace):
         {"role": "user", "content": "Hi, I'm Ada"},
         {"role": "assistant", "content": "Hello Ada"},
         {"role": "user", "content": "What's the weather?"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "call_1",
-                    "type": "function",
-                    "function": {"name": "weather", "arguments": {"city": "Oslo"}},
-                }
-            ],
-        },
+        calling("call_1", "weather", {"city": "Oslo"}),
         {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
         {"role": "assistant", "content": "Sunny in Oslo."},
     ]
