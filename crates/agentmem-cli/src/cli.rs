@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agentmem_core::{MemoryKind, MessageId, SessionId};
+use agentmem_core::{CheckpointId, CheckpointNs, MemoryKind, MessageId, SessionId, ThreadId};
 use clap::{ArgGroup, Parser, Subcommand, ValueEnum};
 
 use agentmem_formats::Format;
@@ -214,6 +214,33 @@ pub enum StoreCommand {
         #[arg(long = "in", value_name = "DURATION", value_parser = parse_duration)]
         ttl: Duration,
     },
+    /// List the checkpoint threads (LangGraph's `thread_id`s), one id a line.
+    Threads,
+    /// Show a thread's checkpoints, newest first: id, namespace, step, source, parent.
+    Thread {
+        /// The thread id (any text; `--` before it when it starts with `-`).
+        #[arg(value_parser = parse_thread)]
+        thread: ThreadId,
+        /// Only this namespace (`""` for the root graph) [default: every namespace].
+        #[arg(long, value_name = "NS", value_parser = parse_ns)]
+        ns: Option<CheckpointNs>,
+        /// Only the newest N.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+    },
+    /// Copy a thread's checkpoints (up to and including one) into a new thread; the source is
+    /// unchanged.
+    ForkThread {
+        /// The thread to copy.
+        #[arg(value_parser = parse_thread)]
+        thread: ThreadId,
+        /// The new thread's id (it must hold no checkpoint).
+        #[arg(value_parser = parse_thread)]
+        new: ThreadId,
+        /// Copy the checkpoints up to and including this one [default: all of them].
+        #[arg(long, value_name = "CHECKPOINT_ID", value_parser = parse_checkpoint)]
+        at: Option<CheckpointId>,
+    },
     /// List a session's archives, oldest first.
     Archives {
         /// The session id.
@@ -314,6 +341,18 @@ pub enum ShowFormat {
 
 fn parse_session(s: &str) -> std::result::Result<SessionId, String> {
     SessionId::new(s).map_err(|e| e.message().to_string())
+}
+
+fn parse_thread(s: &str) -> std::result::Result<ThreadId, String> {
+    ThreadId::new(s).map_err(|e| e.message().to_string())
+}
+
+fn parse_ns(s: &str) -> std::result::Result<CheckpointNs, String> {
+    CheckpointNs::new(s).map_err(|e| e.message().to_string())
+}
+
+fn parse_checkpoint(s: &str) -> std::result::Result<CheckpointId, String> {
+    CheckpointId::new(s).map_err(|e| e.message().to_string())
 }
 
 fn parse_message(s: &str) -> std::result::Result<MessageId, String> {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use common::{agentmem, column, fails, fixture, import, json, ok, on, rows};
 use predicates::prelude::*;
 
-const COMMANDS: [&str; 19] = [
+const COMMANDS: [&str; 22] = [
     "sessions",
     "fork",
     "rewind",
@@ -28,6 +28,9 @@ const COMMANDS: [&str; 19] = [
     "export",
     "import",
     "migrate",
+    "threads",
+    "thread",
+    "fork-thread",
 ];
 
 #[test]

@@ -182,3 +182,5 @@ fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
 }
+
+agentmem_core::refuse_checkpoints!(Noop, "noop");

@@ -2,10 +2,11 @@
 
 use async_trait::async_trait;
 
+use crate::checkpoint::CheckpointQuery;
 use crate::error::Result;
 use crate::layer::Layer;
 use crate::model::{MemoryItem, MemoryKind, Message};
-use crate::name::SessionId;
+use crate::name::{CheckpointId, SessionId, ThreadId};
 use crate::store::AgentMemory;
 
 /// Conveniences for every [`AgentMemory`], including `dyn AgentMemory`.
@@ -77,6 +78,69 @@ pub trait AgentMemoryExt: AgentMemory {
     /// Stores `text` as a new memory item of `kind` and returns it as stored.
     async fn store_memory(&self, kind: MemoryKind, text: &str) -> Result<MemoryItem> {
         self.put_memory(&MemoryItem::new(kind, text)).await
+    }
+
+    /// Forks thread `source` at checkpoint `at` into the new thread `target`: the checkpoints
+    /// of every namespace whose id is at most `at`, with their channel values and pending
+    /// writes (ids, parents and metadata kept); returns how many. Without `at` it copies the
+    /// whole thread ([`copy_thread`](crate::CheckpointStore::copy_thread), one step). With
+    /// `at`, the checkpoints are written one by one, oldest first. `NotFound` when `source`
+    /// holds no checkpoint `at`, `Conflict` when `target` holds a checkpoint.
+    ///
+    /// ```
+    /// use agentmem_core::{AgentMemoryExt, Checkpoint, CheckpointKey, CheckpointStore, InMemoryStore, TypedBytes};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemoryStore::new();
+    /// for id in ["c1", "c2", "c3"] {
+    ///     let key = CheckpointKey { thread: "run".parse()?, ns: Default::default(), id: id.parse()? };
+    ///     store.put_checkpoint(&Checkpoint::new(key, TypedBytes::new("json", b"{}".to_vec())), &[]).await?;
+    /// }
+    /// let copied = store.fork_thread(&"run".parse()?, &"what-if".parse()?, Some(&"c2".parse()?)).await?;
+    /// assert_eq!(copied, 2);
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    async fn fork_thread(
+        &self,
+        source: &ThreadId,
+        target: &ThreadId,
+        at: Option<&CheckpointId>,
+    ) -> Result<u64> {
+        let Some(at) = at else {
+            return self.copy_thread(source, target).await;
+        };
+        let held = self
+            .list_checkpoints(&CheckpointQuery {
+                limit: Some(1),
+                ..CheckpointQuery::thread(target.clone())
+            })
+            .await?;
+        if !held.is_empty() {
+            return Err(crate::checkpoint::thread_exists(target));
+        }
+        let mut tuples: Vec<_> = self
+            .list_checkpoints(&CheckpointQuery::thread(source.clone()))
+            .await?
+            .into_iter()
+            .filter(|t| t.checkpoint.key.id <= *at)
+            .collect();
+        if !tuples.iter().any(|t| t.checkpoint.key.id == *at) {
+            return Err(crate::Error::not_found(format!(
+                "thread {:?} holds no checkpoint {:?}",
+                source.as_str(),
+                at.as_str()
+            )));
+        }
+        tuples.reverse();
+        for tuple in &tuples {
+            let mut checkpoint = tuple.checkpoint.clone();
+            checkpoint.key.thread = target.clone();
+            self.put_checkpoint(&checkpoint, &tuple.blobs).await?;
+            if !tuple.writes.is_empty() {
+                self.put_writes(&checkpoint.key, &tuple.writes).await?;
+            }
+        }
+        Ok(tuples.len() as u64)
     }
 
     /// Wraps this store in `layer` (see [`crate::layer`]).

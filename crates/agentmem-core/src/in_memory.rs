@@ -15,6 +15,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::backend::BackendInfo;
+use crate::checkpoint::{
+    newest_first, ChannelBlob, Checkpoint, CheckpointKey, CheckpointPrune, CheckpointQuery,
+    CheckpointTuple, PendingWrite, ThreadCheckpoints, ThreadInfo,
+};
 use crate::error::{Error, Result};
 use crate::history::tail_start;
 use crate::layer::layered;
@@ -22,10 +26,10 @@ use crate::lifecycle::{Rewind, SessionLabels, SessionPage, SessionPatch, Session
 use crate::model::{
     now, Archive, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, Session, SessionInfo,
 };
-use crate::name::{MessageId, SessionId};
+use crate::name::{CheckpointId, CheckpointNs, MessageId, SessionId, ThreadId};
 use crate::store::{
-    Capabilities, MemoryFilter, MemoryHit, MemoryStore, MessageHit, MessageQuery, PurgeReport,
-    RetentionPolicy, SessionStore,
+    Capabilities, CheckpointStore, MemoryFilter, MemoryHit, MemoryStore, MessageHit, MessageQuery,
+    PurgeReport, RetentionPolicy, SessionStore,
 };
 use crate::support::{
     memory_is_purged, memory_retention_cutoff, rank_memories, rank_messages, retention_cutoff,
@@ -37,7 +41,11 @@ use crate::Layered;
 /// compaction is one step under the lock, so there is no state a crash could tear.
 static IN_MEMORY: BackendInfo = BackendInfo::new("in-memory")
     .db_system("agentmem.in_memory")
-    .capabilities(Capabilities::new().atomic_compaction(true));
+    .capabilities(
+        Capabilities::new()
+            .atomic_compaction(true)
+            .checkpoints(true),
+    );
 
 /// The schema version [`InMemoryStore`] reports (it has no stored schema to migrate).
 const SCHEMA_VERSION: u32 = 1;
@@ -75,6 +83,8 @@ struct State {
     memories: Vec<MemoryItem>,
     /// Store properties by name.
     properties: BTreeMap<String, String>,
+    /// Checkpoint threads by id.
+    threads: BTreeMap<ThreadId, ThreadCheckpoints>,
 }
 
 /// One session with its archives.
@@ -478,5 +488,115 @@ impl MemoryStore for InMemoryStore {
         let before = state.memories.len();
         state.memories.retain(|m| &m.id != id);
         Ok(state.memories.len() != before)
+    }
+}
+
+#[async_trait]
+impl CheckpointStore for InMemoryStore {
+    async fn put_checkpoint(&self, checkpoint: &Checkpoint, blobs: &[ChannelBlob]) -> Result<()> {
+        let mut state = self.state();
+        let thread = state
+            .threads
+            .entry(checkpoint.key.thread.clone())
+            .or_default();
+        thread.put(checkpoint, blobs);
+        Ok(())
+    }
+
+    async fn put_writes(&self, at: &CheckpointKey, writes: &[PendingWrite]) -> Result<()> {
+        let mut state = self.state();
+        let thread = state.threads.entry(at.thread.clone()).or_default();
+        thread.put_writes(at, writes);
+        Ok(())
+    }
+
+    async fn get_checkpoint(
+        &self,
+        thread: &ThreadId,
+        ns: &CheckpointNs,
+        id: Option<&CheckpointId>,
+    ) -> Result<Option<CheckpointTuple>> {
+        Ok(self.state().threads.get(thread).and_then(|t| t.get(ns, id)))
+    }
+
+    async fn list_checkpoints(&self, query: &CheckpointQuery) -> Result<Vec<CheckpointTuple>> {
+        let state = self.state();
+        let mut found: Vec<CheckpointTuple> = match &query.thread {
+            Some(id) => state
+                .threads
+                .get(id)
+                .map(|t| t.select(query))
+                .unwrap_or_default(),
+            None => state
+                .threads
+                .values()
+                .flat_map(|t| t.select(query))
+                .collect(),
+        };
+        newest_first(&mut found, query.limit);
+        Ok(found)
+    }
+
+    async fn list_threads(&self) -> Result<Vec<ThreadInfo>> {
+        Ok(self
+            .state()
+            .threads
+            .iter()
+            .filter_map(|(id, thread)| {
+                Some(ThreadInfo {
+                    thread: id.clone(),
+                    checkpoints: thread.len(),
+                    updated_at: thread.updated_at()?,
+                })
+            })
+            .collect())
+    }
+
+    async fn delete_thread(&self, thread: &ThreadId) -> Result<bool> {
+        let removed = self.state().threads.remove(thread);
+        Ok(removed.is_some_and(|t| !t.is_empty()))
+    }
+
+    async fn delete_run_checkpoints(&self, run_ids: &[String]) -> Result<u64> {
+        let mut state = self.state();
+        let deleted = state
+            .threads
+            .values_mut()
+            .map(|t| t.delete_runs(run_ids))
+            .sum();
+        // A thread left with nothing at all goes; one holding writes ahead of their
+        // checkpoint stays.
+        state
+            .threads
+            .retain(|_, t| *t != ThreadCheckpoints::default());
+        Ok(deleted)
+    }
+
+    async fn copy_thread(&self, source: &ThreadId, target: &ThreadId) -> Result<u64> {
+        let mut state = self.state();
+        let copy = match state.threads.get(source) {
+            Some(thread) if !thread.is_empty() => thread.copied_to(target),
+            _ => return Err(crate::checkpoint::missing_thread(source)),
+        };
+        if state.threads.get(target).is_some_and(|t| !t.is_empty()) {
+            return Err(crate::checkpoint::thread_exists(target));
+        }
+        let copied = copy.len();
+        state.threads.insert(target.clone(), copy);
+        Ok(copied)
+    }
+
+    async fn prune_checkpoints(&self, threads: &[ThreadId], keep: CheckpointPrune) -> Result<u64> {
+        let mut state = self.state();
+        let mut pruned = 0;
+        for id in threads {
+            if let Some(thread) = state.threads.get_mut(id) {
+                pruned += thread.prune(keep);
+                if thread.is_empty() {
+                    state.threads.remove(id);
+                }
+            }
+        }
+        Ok(pruned)
     }
 }

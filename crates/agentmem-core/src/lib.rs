@@ -32,6 +32,7 @@
 #![forbid(unsafe_code)]
 
 pub mod backend;
+pub mod checkpoint;
 mod context;
 mod error;
 mod ext;
@@ -54,6 +55,10 @@ mod store;
 mod store_options;
 pub mod support;
 
+pub use checkpoint::{
+    ChannelBlob, Checkpoint, CheckpointKey, CheckpointPrune, CheckpointQuery, CheckpointTuple,
+    PendingWrite, ThreadInfo, TypedBytes,
+};
 pub use context::ContextStore;
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use ext::AgentMemoryExt;
@@ -63,7 +68,10 @@ pub use model::{
     new_id, now, Archive, ArchiveId, ArchiveInfo, MemoryItem, MemoryKind, Message, Metadata, Role,
     Session, SessionInfo, MAX_METADATA_DEPTH,
 };
-pub use name::{validate_name, AgentName, MemoryId, MessageId, SessionId, MAX_NAME_BYTES};
+pub use name::{
+    validate_name, AgentName, CheckpointId, CheckpointNs, MemoryId, MessageId, SessionId, ThreadId,
+    MAX_NAME_BYTES, MAX_THREAD_KEY_BYTES,
+};
 pub use operation::Operation;
 pub use property::{
     check_property_name, check_property_value, PropertyChange, MAX_PROPERTY_NAME_BYTES,
@@ -72,8 +80,8 @@ pub use property::{
 pub use redact::{password_is_ambiguous, redact_secrets_in, redact_url, SECRET_OPTIONS};
 pub use scope::{MemoryScope, ScopeFilter};
 pub use store::{
-    AgentMemory, Capabilities, MemoryFilter, MemoryHit, MemoryStore, MessageHit, MessageQuery,
-    PurgeReport, RetentionPolicy, SessionStore,
+    AgentMemory, Capabilities, CheckpointStore, MemoryFilter, MemoryHit, MemoryStore, MessageHit,
+    MessageQuery, PurgeReport, RetentionPolicy, SessionStore,
 };
 pub use store_options::{check_options_unique, parse_duration, KeyLocation, StoreOptions};
 

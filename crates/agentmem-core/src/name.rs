@@ -247,6 +247,91 @@ validated_name!(
     validate_id
 );
 
+validated_name!(
+    /// The id of a checkpoint thread (LangGraph's `thread_id`): any UTF-8 but NUL, 1 to
+    /// [`MAX_THREAD_KEY_BYTES`] bytes. Thread ids come from applications (`user:42/chat`,
+    /// `a*b`, spaces), so backends escape or hash them; they are never used as paths as they are.
+    ///
+    /// ```
+    /// use agentmem_core::ThreadId;
+    /// let id: ThreadId = "user:42/chat $1 *".parse().unwrap();
+    /// assert_eq!(id.as_str(), "user:42/chat $1 *");
+    /// assert!("".parse::<ThreadId>().is_err());
+    /// assert!("a\0b".parse::<ThreadId>().is_err());
+    /// ```
+    ThreadId,
+    "thread id",
+    validate_thread_key
+);
+
+validated_name!(
+    /// A checkpoint namespace within a thread (LangGraph's `checkpoint_ns`): `""` for the root
+    /// graph, `node:<task id>` (and deeper, `|`-separated) for subgraphs. Any UTF-8 but NUL, at
+    /// most [`MAX_THREAD_KEY_BYTES`] bytes.
+    ///
+    /// ```
+    /// use agentmem_core::CheckpointNs;
+    /// assert!(CheckpointNs::root().is_root());
+    /// let child: CheckpointNs = "node:1|inner:2".parse().unwrap();
+    /// assert!(!child.is_root());
+    /// ```
+    CheckpointNs,
+    "checkpoint namespace",
+    validate_thread_key
+);
+
+validated_name!(
+    /// The id of a checkpoint, unique within its thread and namespace. Ids order checkpoints:
+    /// a later checkpoint has a greater id, compared byte by byte (LangGraph's ids are
+    /// time-ordered UUIDs in lowercase hex). 1 to [`MAX_NAME_BYTES`] bytes without control
+    /// characters.
+    CheckpointId,
+    "checkpoint id",
+    validate_id
+);
+
+impl CheckpointNs {
+    /// The root namespace, `""`.
+    pub fn root() -> Self {
+        CheckpointNs(String::new())
+    }
+
+    /// Whether this is the root namespace.
+    pub fn is_root(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Default for CheckpointNs {
+    fn default() -> Self {
+        CheckpointNs::root()
+    }
+}
+
+/// The longest thread id or checkpoint namespace accepted, in bytes of UTF-8.
+pub const MAX_THREAD_KEY_BYTES: usize = 512;
+
+/// Checks a thread id or a checkpoint namespace: at most [`MAX_THREAD_KEY_BYTES`] bytes and no
+/// NUL (no backend can hold one in a key); a thread id is not empty, the root namespace is.
+fn validate_thread_key(what: &str, value: &str) -> Result<()> {
+    let why = if value.is_empty() && what == "thread id" {
+        "it is empty".to_string()
+    } else if value.len() > MAX_THREAD_KEY_BYTES {
+        format!(
+            "it is {} bytes long, the limit is {MAX_THREAD_KEY_BYTES}",
+            value.len()
+        )
+    } else if value.contains('\0') {
+        "it contains a NUL character".to_string()
+    } else {
+        return Ok(());
+    };
+    Err(Error::invalid_input(format!(
+        "invalid {what} {:?}: {why}",
+        truncate_for_message(value)
+    )))
+}
+
 /// What message and memory ids have beyond the validated-name basics: fresh and derived ids,
 /// and reading as the opaque strings they are.
 macro_rules! opaque_id {

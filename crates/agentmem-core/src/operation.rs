@@ -1,7 +1,8 @@
 //! [`Operation`], and the one list of store operations that everything mechanical is made from.
 //!
-//! [`for_each_operation!`] holds every [`SessionStore`](crate::SessionStore) and
-//! [`MemoryStore`](crate::MemoryStore) operation once: its variant, signature and what its span
+//! [`for_each_operation!`] holds every [`SessionStore`](crate::SessionStore),
+//! [`MemoryStore`](crate::MemoryStore) and [`CheckpointStore`](crate::CheckpointStore)
+//! operation once: its variant, signature and what its span
 //! records. From it come the [`Operation`] enum, the forwarding base
 //! [`LayeredStore`](crate::layer::LayeredStore) (every operation forwarded by default), the
 //! store impls every layer gets from it, and the trace layer. Adding an operation is: the trait
@@ -15,6 +16,7 @@ use std::fmt;
 /// sessions { $( #[doc] Variant => fn name(arg: Type, ...) -> Output
 ///               { session: expr, writes: expr?, reads: closure? }; )* }
 /// memories { ...the same... }
+/// checkpoints { ...the same... }
 /// others { $( #[doc] Variant => name; )* }
 /// ```
 ///
@@ -89,6 +91,30 @@ macro_rules! for_each_operation {
                     -> Vec<crate::MemoryHit> { session: None };
                 DeleteMemory => fn delete_memory(id: &crate::MemoryId) -> bool { session: None };
             }
+            checkpoints {
+                PutCheckpoint => fn put_checkpoint(
+                    checkpoint: &crate::Checkpoint, blobs: &[crate::ChannelBlob]
+                ) -> () { session: None };
+                PutWrites => fn put_writes(
+                    at: &crate::CheckpointKey, writes: &[crate::PendingWrite]
+                ) -> () { session: None };
+                GetCheckpoint => fn get_checkpoint(
+                    thread: &crate::ThreadId, ns: &crate::CheckpointNs,
+                    id: Option<&crate::CheckpointId>
+                ) -> Option<crate::CheckpointTuple> { session: None };
+                ListCheckpoints => fn list_checkpoints(query: &crate::CheckpointQuery)
+                    -> Vec<crate::CheckpointTuple> { session: None };
+                ListThreads => fn list_threads() -> Vec<crate::ThreadInfo> { session: None };
+                DeleteThread => fn delete_thread(thread: &crate::ThreadId) -> bool
+                    { session: None };
+                DeleteRunCheckpoints => fn delete_run_checkpoints(run_ids: &[String]) -> u64
+                    { session: None };
+                CopyThread => fn copy_thread(source: &crate::ThreadId, target: &crate::ThreadId)
+                    -> u64 { session: None };
+                PruneCheckpoints => fn prune_checkpoints(
+                    threads: &[crate::ThreadId], keep: crate::CheckpointPrune
+                ) -> u64 { session: None };
+            }
             others {
                 /// Opening or connecting to a store (and migrating it).
                 Open => open;
@@ -107,6 +133,7 @@ macro_rules! operation_enum {
     (
         sessions { $($sv:ident => fn $sn:ident $sargs:tt -> $sout:ty { $($sspan:tt)* };)* }
         memories { $($mv:ident => fn $mn:ident $margs:tt -> $mout:ty { $($mspan:tt)* };)* }
+        checkpoints { $($cv:ident => fn $cn:ident $cargs:tt -> $cout:ty { $($cspan:tt)* };)* }
         others { $($(#[$odoc:meta])* $ov:ident => $on:ident;)* }
     ) => {
         /// A store operation: every [`AgentMemory`](crate::AgentMemory) method, opening a
@@ -126,13 +153,14 @@ macro_rules! operation_enum {
         pub enum Operation {
             $(#[doc = concat!("[`SessionStore::", stringify!($sn), "`](crate::SessionStore::", stringify!($sn), ").")] $sv,)*
             $(#[doc = concat!("[`MemoryStore::", stringify!($mn), "`](crate::MemoryStore::", stringify!($mn), ").")] $mv,)*
+            $(#[doc = concat!("[`CheckpointStore::", stringify!($cn), "`](crate::CheckpointStore::", stringify!($cn), ").")] $cv,)*
             $($(#[$odoc])* $ov,)*
         }
 
         impl Operation {
             /// Every operation: the store methods in trait order, then the others.
             pub const ALL: &'static [Operation] =
-                &[$(Operation::$sv,)* $(Operation::$mv,)* $(Operation::$ov,)*];
+                &[$(Operation::$sv,)* $(Operation::$mv,)* $(Operation::$cv,)* $(Operation::$ov,)*];
 
             /// The operation's stable snake_case name, as spans and error messages show it:
             /// the name of its store method.
@@ -140,6 +168,7 @@ macro_rules! operation_enum {
                 match self {
                     $(Operation::$sv => stringify!($sn),)*
                     $(Operation::$mv => stringify!($mn),)*
+                    $(Operation::$cv => stringify!($cn),)*
                     $(Operation::$ov => stringify!($on),)*
                 }
             }

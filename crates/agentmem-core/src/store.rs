@@ -9,6 +9,10 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::BackendInfo;
+use crate::checkpoint::{
+    ChannelBlob, Checkpoint, CheckpointKey, CheckpointPrune, CheckpointQuery, CheckpointTuple,
+    PendingWrite, ThreadInfo,
+};
 use crate::error::Result;
 use crate::lifecycle::{Rewind, SessionPage, SessionPatch, SessionQuery};
 use crate::model::ArchiveId;
@@ -17,6 +21,7 @@ use crate::model::{
 };
 use crate::name::MessageId;
 use crate::name::SessionId;
+use crate::name::{CheckpointId, CheckpointNs, ThreadId};
 use crate::scope::{MemoryScope, ScopeFilter};
 use chrono::{DateTime, Utc};
 
@@ -41,6 +46,9 @@ pub struct Capabilities {
     /// Redis `EXPIRE`, a MongoDB TTL index. Elsewhere expiry is enforced on read and swept by
     /// `purge`.
     pub native_expiry: bool,
+    /// The store keeps checkpoints ([`CheckpointStore`]); without it every checkpoint
+    /// operation is refused with `Unsupported` by the store itself.
+    pub checkpoints: bool,
 }
 
 /// The `const` builder of [`Capabilities`]: `new` (no capability) and a setter named after
@@ -76,6 +84,7 @@ capabilities_builder!(
     atomic_compaction,
     indexed_search,
     native_expiry,
+    checkpoints,
 );
 
 /// How message search is scoped.
@@ -488,13 +497,87 @@ pub trait MemoryStore: Debug + Send + Sync + 'static {
     async fn delete_memory(&self, id: &MemoryId) -> Result<bool>;
 }
 
-/// A store of agent memory: [`SessionStore`] (sessions and archives) and [`MemoryStore`]
-/// (memory items) together. Implemented for every type with both halves; used as
-/// `Arc<dyn AgentMemory>`, with conveniences in [`AgentMemoryExt`](crate::AgentMemoryExt).
+/// Checkpoints of graph runs (see [`checkpoint`](crate::checkpoint)): LangGraph's checkpointer
+/// model as a data kind of the store. Threads are not sessions: their ids are any UTF-8 (see
+/// [`ThreadId`]), and what the application hands over is stored byte for byte.
 ///
-/// Calling a method on a concrete store needs its trait in scope (`SessionStore` or
-/// `MemoryStore`); through `dyn AgentMemory` or a generic `S: AgentMemory` both halves are
-/// reachable with this trait alone.
-pub trait AgentMemory: SessionStore + MemoryStore {}
+/// A store without [`Capabilities::checkpoints`] refuses every method with `Unsupported`.
+///
+/// ```
+/// use agentmem_core::{CheckpointKey, CheckpointStore, Checkpoint, InMemoryStore, TypedBytes};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = InMemoryStore::new();
+/// let key = CheckpointKey {
+///     thread: "user:42/chat".parse()?,
+///     ns: Default::default(),
+///     id: "1ef0".parse()?,
+/// };
+/// let checkpoint = Checkpoint::new(key.clone(), TypedBytes::new("json", b"{}".to_vec()));
+/// store.put_checkpoint(&checkpoint, &[]).await?;
+/// let latest = store.get_checkpoint(&key.thread, &key.ns, None).await?.expect("stored");
+/// assert_eq!(latest.checkpoint.key, key);
+/// # Ok::<(), agentmem_core::Error>(())
+/// # }).unwrap();
+/// ```
+#[async_trait]
+pub trait CheckpointStore: Debug + Send + Sync + 'static {
+    /// Stores `checkpoint` and `blobs` (the values of the channels whose version changed) in one
+    /// atomic write. A checkpoint already at its key is replaced (its pending writes stay); a
+    /// blob already at its (thread, namespace, channel, version) is replaced.
+    async fn put_checkpoint(&self, checkpoint: &Checkpoint, blobs: &[ChannelBlob]) -> Result<()>;
 
-impl<T: SessionStore + MemoryStore + ?Sized> AgentMemory for T {}
+    /// Stores the pending writes a task made after checkpoint `at`, all or none, whether or not
+    /// that checkpoint is stored yet (LangGraph writes them from background threads, in any
+    /// order with the checkpoint's own put): they are returned with it once it is. A write
+    /// whose (task id, index) is stored already is skipped, unless its index is negative (a
+    /// special write), which replaces it. They go with their checkpoint (`delete_thread`,
+    /// `delete_run_checkpoints`); a prune keeping the latest checkpoint keeps only its writes.
+    async fn put_writes(&self, at: &CheckpointKey, writes: &[PendingWrite]) -> Result<()>;
+
+    /// The checkpoint `id` of `thread` in `ns`, or without an id the newest (greatest id), with
+    /// its blobs and pending writes; `None` when there is none.
+    async fn get_checkpoint(
+        &self,
+        thread: &ThreadId,
+        ns: &CheckpointNs,
+        id: Option<&CheckpointId>,
+    ) -> Result<Option<CheckpointTuple>>;
+
+    /// The checkpoints `query` selects, newest (greatest id) first, then by thread and
+    /// namespace; the filters are applied before the limit.
+    async fn list_checkpoints(&self, query: &CheckpointQuery) -> Result<Vec<CheckpointTuple>>;
+
+    /// Every thread holding a checkpoint, by id.
+    async fn list_threads(&self) -> Result<Vec<ThreadInfo>>;
+
+    /// Deletes a thread: its checkpoints in every namespace, their writes and blobs. `false`
+    /// when it held nothing.
+    async fn delete_thread(&self, thread: &ThreadId) -> Result<bool>;
+
+    /// Deletes the checkpoints whose metadata `run_id` is one of `run_ids`, in every thread,
+    /// with their pending writes; returns how many checkpoints went.
+    async fn delete_run_checkpoints(&self, run_ids: &[String]) -> Result<u64>;
+
+    /// Copies every checkpoint of `source` (all namespaces, with their blobs and pending
+    /// writes, ids and parents kept) to the new thread `target`; returns how many. `NotFound`
+    /// when `source` holds no checkpoint, `Conflict` when `target` holds one. Writes the target
+    /// held ahead of a checkpoint (none of its own) are replaced, so that no copied checkpoint
+    /// shows writes it was not given.
+    async fn copy_thread(&self, source: &ThreadId, target: &ThreadId) -> Result<u64>;
+
+    /// Prunes each of `threads` as `keep` says; returns how many checkpoints went. Threads
+    /// that hold nothing are passed over.
+    async fn prune_checkpoints(&self, threads: &[ThreadId], keep: CheckpointPrune) -> Result<u64>;
+}
+
+/// A store of agent memory: [`SessionStore`] (sessions and archives), [`MemoryStore`]
+/// (memory items) and [`CheckpointStore`] (graph checkpoints) together. Implemented for every
+/// type with the three; used as `Arc<dyn AgentMemory>`, with conveniences in
+/// [`AgentMemoryExt`](crate::AgentMemoryExt).
+///
+/// Calling a method on a concrete store needs its trait in scope (`SessionStore`,
+/// `MemoryStore` or `CheckpointStore`); through `dyn AgentMemory` or a generic
+/// `S: AgentMemory` every part is reachable with this trait alone.
+pub trait AgentMemory: SessionStore + MemoryStore + CheckpointStore {}
+
+impl<T: SessionStore + MemoryStore + CheckpointStore + ?Sized> AgentMemory for T {}

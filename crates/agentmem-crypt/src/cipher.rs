@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use aes_gcm::aead::{Aead, Generate, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Key, Nonce};
-use agentmem_core::{Error, ErrorKind, MemoryScope, SessionId};
+use agentmem_core::{Error, ErrorKind, MemoryScope, SessionId, ThreadId};
 use base64::Engine as _;
 use hkdf::Hkdf;
 use hmac::{Hmac, Mac};
@@ -32,6 +32,8 @@ pub const KEY_TOKEN_PREFIX: &str = "agentmem-key:v1:";
 const DOMAIN: &[u8] = b"agentmem-crypt/v1";
 const SESSION_INFO: &[u8] = b"agentmem-crypt/v1/session\0";
 const MEMORY_INFO: &[u8] = b"agentmem-crypt/v1/memory\0";
+/// HKDF info of a checkpoint thread's key (see `checkpoints.rs`), followed by the thread id.
+const THREAD_INFO: &[u8] = b"agentmem-crypt/v1/thread\0";
 /// HKDF info of the store-wide key memory ids are sealed with (see `ids.rs`).
 const MEMORY_ID_INFO: &[u8] = b"agentmem-crypt/v1/memory-id\0";
 /// HKDF info of the key the store marker's key check value is made with, and the label it
@@ -227,6 +229,7 @@ impl Keyring {
             Domain::Session(s) => (SESSION_INFO, s.as_str()),
             Domain::Memory(form) => (MEMORY_INFO, form.as_str()),
             Domain::MemoryIds => (MEMORY_ID_INFO, ""),
+            Domain::Thread(t) => (THREAD_INFO, t.as_str()),
         };
         let mut okm = Zeroizing::new([0u8; 64]);
         // 64 bytes is far below HKDF-SHA256's limit of 8160: expand cannot fail.
@@ -249,14 +252,16 @@ impl fmt::Debug for Keyring {
     }
 }
 
-/// What a record key is derived for: one session (its messages, archives and metadata), or
-/// one memory scope (its items).
+/// What a record key is derived for: one session (its messages, archives and metadata), one
+/// memory scope (its items), or one checkpoint thread (its checkpoints, blobs and writes).
 pub(crate) enum Domain<'a> {
     Session(&'a SessionId),
     /// A scope, in its stored form.
     Memory(String),
     /// Every memory id of the store (ids are looked up without their scope).
     MemoryIds,
+    /// A checkpoint thread: every namespace of it.
+    Thread(ThreadId),
 }
 
 impl Domain<'_> {
@@ -312,10 +317,20 @@ impl<'a> Sealer<'a> {
 
     /// Encrypts `plaintext` under the write key with a random nonce.
     pub(crate) fn seal(&mut self, plaintext: &[u8], aad: &[u8]) -> Result<String, Error> {
-        let nonce = Nonce::try_generate().map_err(|e| {
-            Error::unavailable("the system's random generator failed").with_source(e.to_string())
-        })?;
-        self.seal_with(plaintext, aad, Some(nonce))
+        self.seal_with(plaintext, aad, Some(random_nonce()?))
+    }
+
+    /// The write key's id and `nonce ‖ ciphertext ‖ tag` of `plaintext` under it, with a
+    /// random nonce: for values kept as bytes (checkpoint values), which name their key
+    /// elsewhere and would grow by a third in base64.
+    pub(crate) fn seal_bytes(
+        &mut self,
+        plaintext: &[u8],
+        aad: &[u8],
+    ) -> Result<(KeyId, Vec<u8>), Error> {
+        let id = self.keys.write_key();
+        let payload = self.seal_payload(id, plaintext, aad, Some(random_nonce()?))?;
+        Ok((id, payload))
     }
 
     /// Encrypts `plaintext` with a nonce derived from it (HMAC-SHA256 of the AAD and the
@@ -354,8 +369,8 @@ impl<'a> Sealer<'a> {
         self.seal_payload(id, plaintext, aad, None)
     }
 
-    /// Opens what [`seal_payload_deterministic`](Self::seal_payload_deterministic) made under
-    /// `id`.
+    /// Opens what [`seal_payload_deterministic`](Self::seal_payload_deterministic) or
+    /// [`seal_bytes`](Self::seal_bytes) made under `id`.
     pub(crate) fn open_payload(
         &mut self,
         id: KeyId,
@@ -460,6 +475,13 @@ impl<'a> Sealer<'a> {
     pub(crate) fn accepts_plaintext(&self) -> bool {
         self.keys.accept_plaintext
     }
+}
+
+/// A fresh random nonce; `Unavailable` when the system's random generator fails.
+fn random_nonce() -> Result<Nonce<aes_gcm::aead::consts::U12>, Error> {
+    Nonce::try_generate().map_err(|e| {
+        Error::unavailable("the system's random generator failed").with_source(e.to_string())
+    })
 }
 
 /// The length of the envelope of a `plaintext_len`-byte value.

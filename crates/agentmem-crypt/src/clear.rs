@@ -6,8 +6,10 @@
 /// and those that read or write nothing encrypted, passed through as they are: `backend`,
 /// `schema_version`, `list_sessions`, `delete_session`, `list_archives`, `purge`,
 /// `update_session` and `find_sessions` (labels and the expiry time are kept in the clear: they
-/// are lookup keys, see the crate README), and `store_property` and `set_store_property` (the
-/// marker is read and written through them). (`delete_memory` is not among them: the
+/// are lookup keys, see the crate README), `list_threads`, `delete_thread`,
+/// `delete_run_checkpoints` and `prune_checkpoints` (thread ids, checkpoint ids and metadata
+/// are kept in the clear, and a delete writes nothing), and `store_property` and
+/// `set_store_property` (the marker is read and written through them). (`delete_memory` is not among them: the
 /// encryption layer maps the id to the forms it is stored under.)
 ///
 /// Each passed-through operation but the last three first calls the invoking layer's
@@ -69,6 +71,30 @@ macro_rules! layered_store_passing_the_clear {
             async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
                 self.check_store(Operation::FindSessions).await?;
                 self.inner.find_sessions(query).await
+            }
+
+            async fn list_threads(&self) -> Result<Vec<ThreadInfo>> {
+                self.check_store(Operation::ListThreads).await?;
+                self.inner.list_threads().await
+            }
+
+            async fn delete_thread(&self, thread: &ThreadId) -> Result<bool> {
+                self.check_store(Operation::DeleteThread).await?;
+                self.inner.delete_thread(thread).await
+            }
+
+            async fn delete_run_checkpoints(&self, run_ids: &[String]) -> Result<u64> {
+                self.check_store(Operation::DeleteRunCheckpoints).await?;
+                self.inner.delete_run_checkpoints(run_ids).await
+            }
+
+            async fn prune_checkpoints(
+                &self,
+                threads: &[ThreadId],
+                keep: CheckpointPrune,
+            ) -> Result<u64> {
+                self.check_store(Operation::PruneCheckpoints).await?;
+                self.inner.prune_checkpoints(threads, keep).await
             }
 
             async fn store_property(&self, name: &str) -> Result<Option<String>> {

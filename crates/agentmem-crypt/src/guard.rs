@@ -4,14 +4,17 @@
 use agentmem_core::backend::BackendInfo;
 use agentmem_core::layer::{Layer, LayeredStore};
 use agentmem_core::{
-    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryId, MemoryItem, Message, MessageHit, MessageId, MessageQuery, Metadata,
-    Operation, PropertyChange, PurgeReport, Result, RetentionPolicy, Rewind, Session, SessionId,
-    SessionInfo, SessionPage, SessionPatch, SessionQuery,
+    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, ChannelBlob,
+    Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune, CheckpointQuery,
+    CheckpointTuple, Error, MemoryFilter, MemoryHit, MemoryId, MemoryItem, Message, MessageHit,
+    MessageId, MessageQuery, Metadata, Operation, PendingWrite, PropertyChange, PurgeReport,
+    Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo, SessionPage, SessionPatch,
+    SessionQuery, ThreadId, ThreadInfo,
 };
 
 use std::sync::Arc;
 
+use crate::checkpoints::tuple_key;
 use crate::cipher::{envelope_key_id, CryptoError, METADATA_KEY};
 use crate::key::KeyId;
 use crate::marker::{read_marker, Access, MarkerCache};
@@ -104,6 +107,24 @@ fn check_items<'a>(items: impl IntoIterator<Item = &'a MemoryItem>, op: Operatio
     Ok(())
 }
 
+/// Refuses the first of `tuples` with a sealed value (body, channel value or pending write).
+fn check_tuples<'a>(
+    tuples: impl IntoIterator<Item = &'a CheckpointTuple>,
+    op: Operation,
+) -> Result<()> {
+    for tuple in tuples {
+        let key = &tuple.checkpoint.key;
+        let what = format!(
+            "checkpoint {:?} of thread {:?} (namespace {:?})",
+            key.id.as_str(),
+            key.thread.as_str(),
+            key.ns.as_str()
+        );
+        refuse(tuple_key(tuple), op, what)?;
+    }
+    Ok(())
+}
+
 /// The error for an operation refused because the store is marked encrypted with `found`;
 /// its source says how to give the key.
 fn encrypted_store(found: KeyId, op: Operation) -> Error {
@@ -116,9 +137,11 @@ fn encrypted_store(found: KeyId, op: Operation) -> Error {
 impl<S: AgentMemory> NoKey<S> {
     /// Refuses `op` when the store is marked encrypted (see `marker.rs`), before anything is
     /// read or written. Allowed on a marked store: store properties, listing session ids,
-    /// labels and archive summaries (kept in the clear), and deleting sessions and items
-    /// (`delete_session`, `delete_memory`, `purge`): a delete writes nothing that could mix
-    /// plaintext into the store, and removing data must not need the key.
+    /// labels, archive summaries and checkpoint threads (kept in the clear), and deleting
+    /// sessions, items and checkpoints (`delete_session`, `delete_memory`, `purge`,
+    /// `delete_thread`, `delete_run_checkpoints`, `prune_checkpoints`): a delete writes
+    /// nothing that could mix plaintext into the store, and removing data must not need the
+    /// key.
     ///
     /// Cost: the marker is read once per store handle for reads; before each write it is read
     /// again until the store is seen marked (another process may mark it at any time, and a
@@ -297,5 +320,48 @@ layered_store_passing_the_clear! {
         let hits = self.inner.search_memories(query, filter).await?;
         check_items(hits.iter().map(|h| &h.item), Operation::SearchMemories)?;
         Ok(hits)
+    }
+
+    // Checkpoints: writes refused on a marked store, reads refuse any sealed value; listing
+    // threads and deleting pass through (see the macro).
+
+    async fn put_checkpoint(&self, checkpoint: &Checkpoint, blobs: &[ChannelBlob]) -> Result<()> {
+        self.check_store(Operation::PutCheckpoint).await?;
+        self.inner.put_checkpoint(checkpoint, blobs).await
+    }
+
+    async fn put_writes(&self, at: &CheckpointKey, writes: &[PendingWrite]) -> Result<()> {
+        self.check_store(Operation::PutWrites).await?;
+        self.inner.put_writes(at, writes).await
+    }
+
+    async fn get_checkpoint(
+        &self,
+        thread: &ThreadId,
+        ns: &CheckpointNs,
+        id: Option<&CheckpointId>,
+    ) -> Result<Option<CheckpointTuple>> {
+        self.check_store(Operation::GetCheckpoint).await?;
+        let tuple = self.inner.get_checkpoint(thread, ns, id).await?;
+        check_tuples(&tuple, Operation::GetCheckpoint)?;
+        Ok(tuple)
+    }
+
+    async fn list_checkpoints(&self, query: &CheckpointQuery) -> Result<Vec<CheckpointTuple>> {
+        self.check_store(Operation::ListCheckpoints).await?;
+        let tuples = self.inner.list_checkpoints(query).await?;
+        check_tuples(&tuples, Operation::ListCheckpoints)?;
+        Ok(tuples)
+    }
+
+    /// Refuses a `source` holding a sealed value before anything is copied (it reads the whole
+    /// thread first: a copy of ciphertext bound to another thread could never be opened), then
+    /// the store's own copy.
+    async fn copy_thread(&self, source: &ThreadId, target: &ThreadId) -> Result<u64> {
+        self.check_store(Operation::CopyThread).await?;
+        let all = CheckpointQuery::thread(source.clone());
+        let tuples = self.inner.list_checkpoints(&all).await?;
+        check_tuples(&tuples, Operation::CopyThread)?;
+        self.inner.copy_thread(source, target).await
     }
 }

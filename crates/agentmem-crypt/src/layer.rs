@@ -9,10 +9,12 @@ use agentmem_core::support::{
     fork_end, fork_target_exists, memory_search_limit, rank_memories, rank_messages, search_terms,
 };
 use agentmem_core::{
-    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, Error, MemoryFilter,
-    MemoryHit, MemoryId, MemoryItem, Message, MessageHit, MessageId, MessageQuery, Metadata,
-    Operation, PropertyChange, PurgeReport, Result, RetentionPolicy, Rewind, ScopeFilter, Session,
-    SessionId, SessionInfo, SessionLabels, SessionPage, SessionPatch, SessionQuery,
+    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, ChannelBlob,
+    Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune, CheckpointQuery,
+    CheckpointTuple, Error, MemoryFilter, MemoryHit, MemoryId, MemoryItem, Message, MessageHit,
+    MessageId, MessageQuery, Metadata, Operation, PendingWrite, PropertyChange, PurgeReport,
+    Result, RetentionPolicy, Rewind, ScopeFilter, Session, SessionId, SessionInfo, SessionLabels,
+    SessionPage, SessionPatch, SessionQuery, ThreadId, ThreadInfo,
 };
 
 use crate::cipher::{
@@ -61,8 +63,8 @@ impl EncryptLayer {
     }
 
     /// Also reads records encrypted with `old` (a rotated-away key), still writing with the
-    /// first key. Needed for archives after a [`rekey`](crate::rekey), which cannot rewrite
-    /// them.
+    /// first key. Needed for checkpoints after a [`rekey`](crate::rekey), which does not
+    /// rewrite them (see the crate README).
     pub fn with_read_key(mut self, old: &MasterKey) -> Self {
         self.keys = self.keys.with_read_key(old);
         self
@@ -85,8 +87,11 @@ impl<S: AgentMemory> Layer<S> for EncryptLayer {
 /// ciphertext).
 #[derive(Debug, Clone)]
 pub struct Encrypted<S> {
-    inner: S,
-    keys: Keyring,
+    /// The store inside, which sees ciphertext (the checkpoint half in `checkpoints.rs` uses
+    /// it too).
+    pub(crate) inner: S,
+    /// The keys it seals with (the first) and opens with.
+    pub(crate) keys: Keyring,
     /// What the store's encryption marker was found to be, shared by clones.
     marker: Arc<MarkerCache>,
 }
@@ -439,7 +444,11 @@ impl<S: AgentMemory> Encrypted<S> {
     /// Runs `work` after [`check_store`](Self::check_store), labelling an error that has no
     /// operation yet (one raised here rather than by the store inside) with `op` and the
     /// backend.
-    async fn run<T>(&self, op: Operation, work: impl Future<Output = Result<T>>) -> Result<T> {
+    pub(crate) async fn run<T>(
+        &self,
+        op: Operation,
+        work: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
         let checked_work = async {
             self.check_store(op).await?;
             work.await
@@ -728,6 +737,35 @@ layered_store_passing_the_clear! {
             Ok(rank_memories(query, &items, filter))
         })
         .await
+    }
+
+    // Checkpoints: see `checkpoints.rs` (listing threads and deleting pass through).
+
+    async fn put_checkpoint(&self, checkpoint: &Checkpoint, blobs: &[ChannelBlob]) -> Result<()> {
+        self.put_sealed_checkpoint(checkpoint, blobs).await
+    }
+
+    async fn put_writes(&self, at: &CheckpointKey, writes: &[PendingWrite]) -> Result<()> {
+        self.put_sealed_writes(at, writes).await
+    }
+
+    async fn get_checkpoint(
+        &self,
+        thread: &ThreadId,
+        ns: &CheckpointNs,
+        id: Option<&CheckpointId>,
+    ) -> Result<Option<CheckpointTuple>> {
+        self.get_opened_checkpoint(thread, ns, id).await
+    }
+
+    async fn list_checkpoints(&self, query: &CheckpointQuery) -> Result<Vec<CheckpointTuple>> {
+        self.list_opened_checkpoints(query).await
+    }
+
+    /// Reads, opens and re-seals under `target`'s key: not the store's own atomic copy (see
+    /// the crate README).
+    async fn copy_thread(&self, source: &ThreadId, target: &ThreadId) -> Result<u64> {
+        self.copy_thread_resealed(source, target).await
     }
 }
 

@@ -20,6 +20,7 @@
 #[macro_use]
 mod clear;
 
+mod checkpoints;
 mod cipher;
 mod guard;
 mod ids;

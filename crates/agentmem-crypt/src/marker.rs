@@ -137,10 +137,11 @@ pub(crate) async fn read_marker<S: AgentMemory + ?Sized>(
 pub(crate) enum Access {
     /// Store properties and the schema version: never checked (the marker is read this way).
     Property,
-    /// Listing ids, labels and archive summaries, which are kept in the clear.
+    /// Listing ids, labels and archive summaries (and checkpoint threads), which are kept in
+    /// the clear.
     Listing,
-    /// Deleting sessions and items (`purge` too): nothing is written that could mix with
-    /// ciphertext.
+    /// Deleting sessions, items and checkpoints (`purge`, `delete_run_checkpoints` and
+    /// `prune_checkpoints` too): nothing is written that could mix with ciphertext.
     Delete,
     /// Reading records, which may be encrypted.
     Read,
@@ -156,8 +157,13 @@ impl Access {
         use Operation as O;
         match op {
             O::SchemaVersion | O::StoreProperty | O::SetStoreProperty => Access::Property,
-            O::ListSessions | O::FindSessions | O::ListArchives => Access::Listing,
-            O::DeleteSession | O::DeleteMemory | O::Purge => Access::Delete,
+            O::ListSessions | O::FindSessions | O::ListArchives | O::ListThreads => Access::Listing,
+            O::DeleteSession
+            | O::DeleteMemory
+            | O::Purge
+            | O::DeleteThread
+            | O::DeleteRunCheckpoints
+            | O::PruneCheckpoints => Access::Delete,
             O::Load
             | O::LoadArchive
             | O::SearchMessages
@@ -165,6 +171,8 @@ impl Access {
             | O::GetMemory
             | O::ListMemories
             | O::SearchMemories
+            | O::GetCheckpoint
+            | O::ListCheckpoints
             | O::Export => Access::Read,
             O::Rewind | O::UpdateSession => Access::Write,
             O::SaveSession
@@ -172,7 +180,10 @@ impl Access {
             | O::Compact
             | O::Fork
             | O::ReplaceArchive
-            | O::PutMemory => Access::WriteCiphertext,
+            | O::PutMemory
+            | O::PutCheckpoint
+            | O::PutWrites
+            | O::CopyThread => Access::WriteCiphertext,
             // `Open`, `Import`, and any operation added later: the strictest checks.
             _ => Access::WriteCiphertext,
         }

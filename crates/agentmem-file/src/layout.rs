@@ -15,7 +15,14 @@
 //! <root>/quarantine/                        the same of memories.jsonl and agentmem.json
 //! <root>/agents/.trash-<random>             a session being deleted
 //! <root>/agents/.fork-<random>-<target id>  a fork being built, renamed into place
+//! <root>/threads/<key>/checkpoints.jsonl     one checkpoint thread's log (see `checkpoints/`)
+//! <root>/threads/<key>/checkpoints.lock     lock of that thread
+//! <root>/threads/<key>/quarantine/          unreadable lines of the thread's log, set aside
 //! ```
+//!
+//! A thread's `<key>` is the hex SHA-256 of its id ([`thread_key`]): thread ids are any UTF-8
+//! up to 512 bytes (`/`, `..`, NUL-free but otherwise anything), so they cannot be file names;
+//! the log's header keeps the exact id.
 //!
 //! Session lock files live outside the session folder: deleting a session renames its folder
 //! away, and a lock inside it would let a process holding the old lock and one creating the
@@ -23,7 +30,8 @@
 
 use std::path::{Path, PathBuf};
 
-use agentmem_core::SessionId;
+use agentmem_core::{SessionId, ThreadId};
+use sha2::{Digest, Sha256};
 
 /// File name of the session log.
 pub(crate) const SESSION_LOG: &str = "session.jsonl";
@@ -40,6 +48,11 @@ pub(crate) const REPLACE_PREFIX: &str = ".replace-";
 /// Folder, in a session's folder (for its files) or the root (for the memory log and the
 /// schema file), of what was set aside because it cannot be read (see `Findings::quarantine`).
 pub(crate) const QUARANTINE_DIR: &str = "quarantine";
+/// File name of a checkpoint thread's log, in its folder.
+pub(crate) const THREAD_LOG: &str = "checkpoints.jsonl";
+/// File name of a checkpoint thread's lock, in its folder (which is never removed, so the
+/// lock file every process opens stays the same file).
+pub(crate) const THREAD_LOCK: &str = "checkpoints.lock";
 
 /// The fixed paths of one root.
 #[derive(Debug, Clone)]
@@ -51,6 +64,8 @@ pub(crate) struct Layout {
     pub(crate) properties_lock: PathBuf,
     pub(crate) memories: PathBuf,
     pub(crate) memories_lock: PathBuf,
+    /// The folder of checkpoint threads, one folder each.
+    pub(crate) threads: PathBuf,
 }
 
 impl Layout {
@@ -63,6 +78,7 @@ impl Layout {
             properties_lock: root.join("agentmem.lock"),
             memories: root.join("memories.jsonl"),
             memories_lock: root.join("memories.lock"),
+            threads: root.join("threads"),
         }
     }
 
@@ -91,6 +107,40 @@ pub(crate) struct SessionPaths {
     pub(crate) lifecycle: PathBuf,
     pub(crate) archive: PathBuf,
     pub(crate) lock: PathBuf,
+}
+
+impl Layout {
+    /// The paths of the checkpoint thread whose [`thread_key`] is `key`.
+    pub(crate) fn thread(&self, key: &str) -> ThreadPaths {
+        let dir = self.threads.join(key);
+        ThreadPaths {
+            log: dir.join(THREAD_LOG),
+            lock: dir.join(THREAD_LOCK),
+            dir,
+        }
+    }
+}
+
+/// The paths of one checkpoint thread.
+#[derive(Debug, Clone)]
+pub(crate) struct ThreadPaths {
+    pub(crate) dir: PathBuf,
+    pub(crate) log: PathBuf,
+    pub(crate) lock: PathBuf,
+}
+
+/// The name of a checkpoint thread's folder: the lowercase hex SHA-256 of its id (64
+/// characters). Distinct ids never share a folder (a collision would take breaking SHA-256;
+/// the log's header holds the exact id, checked on every read all the same).
+pub(crate) fn thread_key(thread: &ThreadId) -> String {
+    let digest = Sha256::digest(thread.as_str().as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether `name` (an entry of `threads/`) is a thread folder's name as [`thread_key`] makes
+/// them; anything else there (temporary files, files put there by hand) is not a thread.
+pub(crate) fn is_thread_key(name: &str) -> bool {
+    name.len() == 64 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// The name of a folder in which a fork into `target` is built (see [`FORK_PREFIX`]).

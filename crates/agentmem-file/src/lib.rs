@@ -12,6 +12,7 @@
 //! [`Durability::Fsync`]: crate::Durability::Fsync
 //! [`Durability::Buffered`]: crate::Durability::Buffered
 //! [`RepairReport`]: crate::RepairReport
+//! [`CheckpointStore`]: agentmem_core::CheckpointStore
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
@@ -23,7 +24,10 @@
 // opens a root (schema file, leftovers). Formats: `log.rs` (jsonl lines), `lifecycle.rs`
 // (sidecar), `layout.rs` (paths); mechanics: `commit.rs` (group commit of durable appends),
 // `lease.rs`, `tail.rs` (reading a log backwards), `repair.rs` (findings), `fsutil.rs`.
+// `checkpoints/` keeps graph checkpoints, one log a thread (its records, replay and repair,
+// locking, and the `CheckpointStore` impl).
 mod catalog;
+mod checkpoints;
 mod commit;
 mod config;
 mod fsutil;

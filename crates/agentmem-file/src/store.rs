@@ -21,6 +21,7 @@ use agentmem_core::{
 };
 
 use crate::catalog::Delete;
+use crate::checkpoints::ThreadSlots;
 use crate::config::{Durability, FileConfig};
 use crate::fsutil::ignores_case;
 use crate::layout::Layout;
@@ -40,7 +41,8 @@ pub(crate) const INFO: BackendInfo = BackendInfo::new("file")
         Capabilities::new()
             .durable(true)
             .cross_process(true)
-            .atomic_compaction(true),
+            .atomic_compaction(true)
+            .checkpoints(true),
     );
 
 /// The backend's name, in errors and spans.
@@ -87,6 +89,8 @@ pub(crate) struct Inner {
     pub(crate) sessions: std::sync::Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<SessionSlot>>>>,
     /// The memory log's slot, behind its in-process mutex.
     pub(crate) memories: Arc<tokio::sync::Mutex<MemorySlot>>,
+    /// One slot a checkpoint thread, each behind its in-process mutex (see `checkpoints/`).
+    pub(crate) threads: ThreadSlots,
     /// Every repair made, for [`FileStore::repairs`].
     pub(crate) repairs: RepairLog,
     /// Ends idle leases (see `lease.rs`).
@@ -131,6 +135,7 @@ impl FileStore {
             ignores_case,
             sessions: std::sync::Mutex::new(HashMap::new()),
             memories: Arc::new(tokio::sync::Mutex::new(MemorySlot::default())),
+            threads: ThreadSlots::default(),
             repairs: RepairLog::default(),
             leases: LeaseThread::default(),
             properties: PropertyCache::default(),

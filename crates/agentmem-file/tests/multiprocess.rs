@@ -4,13 +4,20 @@
 //!
 //! Two processes forking between two sessions in opposite directions finish (no deadlock).
 //!
+//! Several processes putting checkpoints and pending writes to one thread (and copying and
+//! deleting two other threads in opposite directions) lose nothing.
+//!
 //! The test re-runs its own test binary as the child processes: `child_appender` does work
 //! only when `AGENTMEM_FILE_CHILD_ROOT` is set, which the parent sets for its children alone.
 
 use std::collections::HashMap;
 use std::process::Command;
 
-use agentmem_core::{ErrorKind, Message, Rewind, SessionId, SessionStore};
+use agentmem_core::checkpoint::sort_writes;
+use agentmem_core::{
+    ChannelBlob, Checkpoint, CheckpointKey, CheckpointNs, CheckpointQuery, CheckpointStore,
+    ErrorKind, Message, PendingWrite, Rewind, SessionId, SessionStore, ThreadId, TypedBytes,
+};
 use agentmem_file::{Durability, FileConfig, FileStore};
 
 const PROCESSES: usize = 4;
@@ -19,6 +26,9 @@ const ROOT_VAR: &str = "AGENTMEM_FILE_CHILD_ROOT";
 const INDEX_VAR: &str = "AGENTMEM_FILE_CHILD_INDEX";
 const DURABILITY_VAR: &str = "AGENTMEM_FILE_CHILD_DURABILITY";
 const FORKER_VAR: &str = "AGENTMEM_FILE_CHILD_FORKER";
+const CHECKPOINTER_VAR: &str = "AGENTMEM_FILE_CHILD_CHECKPOINTER";
+/// Checkpoints each checkpointing child puts.
+const CHECKPOINTS: usize = 150;
 /// Rounds of each forking child.
 const FORKS: usize = 150;
 
@@ -225,4 +235,166 @@ async fn two_processes_forking_in_opposite_directions_finish() {
         .filter(|n| n.to_string_lossy().starts_with('.'))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+fn shared_thread() -> ThreadId {
+    "shared/thread: *1*".parse().expect("valid thread id")
+}
+
+/// The checkpoint `i` of child `p`, with its blob and its pending writes.
+fn child_checkpoint(p: &str, i: usize) -> (Checkpoint, Vec<ChannelBlob>, Vec<PendingWrite>) {
+    let key = CheckpointKey {
+        thread: shared_thread(),
+        ns: CheckpointNs::root(),
+        id: format!("{i:05}-p{p}").parse().expect("valid checkpoint id"),
+    };
+    let mut checkpoint = Checkpoint::new(key, TypedBytes::new("bytes", format!("{p}/{i}")));
+    let channel = format!("c{p}");
+    checkpoint
+        .channel_versions
+        .insert(channel.clone(), i.to_string());
+    checkpoint.metadata.insert("p".into(), p.into());
+    let blob = ChannelBlob {
+        channel: channel.clone(),
+        version: i.to_string(),
+        value: Some(TypedBytes::new("bytes", "v".repeat(100 + i))),
+    };
+    let write = |idx: i64| PendingWrite {
+        task_id: format!("task-{p}"),
+        idx,
+        channel: channel.clone(),
+        value: TypedBytes::new("bytes", format!("{p}/{i}/{idx}")),
+        task_path: String::new(),
+    };
+    (checkpoint, vec![blob], vec![write(0), write(-1)])
+}
+
+/// Child side of the checkpoint test: puts `CHECKPOINTS` checkpoints to the shared thread,
+/// each with its pending writes (before it or after it), and now and then copies `ping` to `pong` (even children) or
+/// back (odd ones) and deletes the target.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_checkpointer() {
+    let (Ok(root), Ok(p), Ok(durability)) = (
+        std::env::var(ROOT_VAR),
+        std::env::var(INDEX_VAR),
+        std::env::var(CHECKPOINTER_VAR),
+    ) else {
+        return; // Not a child: the parent test below drives this.
+    };
+    let durability: Durability = durability.parse().expect("a durability");
+    let store = FileStore::connect_with(FileConfig::new(root).with_durability(durability))
+        .await
+        .expect("open");
+    let (ping, pong): (ThreadId, ThreadId) =
+        ("ping".parse().expect("id"), "pong".parse().expect("id"));
+    let odd = p.parse::<usize>().expect("index") % 2 == 1;
+    let (from, to) = if odd { (pong, ping) } else { (ping, pong) };
+    for i in 0..CHECKPOINTS {
+        let (checkpoint, blobs, writes) = child_checkpoint(&p, i);
+        // Every other time (the first time too, so the writes may create the log) the writes
+        // come first, as LangGraph's background puts may.
+        let early = i % 2 == 0;
+        if early {
+            store
+                .put_writes(&checkpoint.key, &writes)
+                .await
+                .expect("writes");
+        }
+        store
+            .put_checkpoint(&checkpoint, &blobs)
+            .await
+            .expect("put");
+        if !early {
+            store
+                .put_writes(&checkpoint.key, &writes)
+                .await
+                .expect("writes");
+        }
+        if i % 10 == 0 {
+            let mut own = checkpoint.clone();
+            own.key.thread = from.clone();
+            store.put_checkpoint(&own, &blobs).await.expect("put");
+            match store.copy_thread(&from, &to).await {
+                Ok(n) => assert!(n > 0),
+                Err(e) => assert!(
+                    matches!(e.kind(), ErrorKind::Conflict | ErrorKind::NotFound),
+                    "{e}"
+                ),
+            }
+            store.delete_thread(&to).await.expect("delete");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_processes_put_checkpoints_durably_to_one_thread_and_lose_nothing() {
+    four_processes_put_checkpoints(Durability::Fsync).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_processes_put_checkpoints_buffered_to_one_thread_and_lose_nothing() {
+    four_processes_put_checkpoints(Durability::Buffered).await;
+}
+
+async fn four_processes_put_checkpoints(durability: Durability) {
+    if std::env::var(ROOT_VAR).is_ok() {
+        return; // A child never spawns children.
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = std::env::current_exe().expect("test binary path");
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|p| {
+            Command::new(&exe)
+                .args([
+                    "--exact",
+                    "child_checkpointer",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(ROOT_VAR, dir.path())
+                .env(INDEX_VAR, p.to_string())
+                .env(CHECKPOINTER_VAR, durability.to_string())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn a child process")
+        })
+        .collect();
+    for mut child in children {
+        let status = child.wait().expect("wait for a child");
+        assert!(status.success(), "a child process failed: {status}");
+    }
+
+    let store = FileStore::connect_with(FileConfig::new(dir.path()))
+        .await
+        .expect("open");
+    let all = store
+        .list_checkpoints(&CheckpointQuery::thread(shared_thread()))
+        .await
+        .expect("list");
+    assert_eq!(all.len(), PROCESSES * CHECKPOINTS);
+    for p in 0..PROCESSES {
+        for i in 0..CHECKPOINTS {
+            let (checkpoint, blobs, mut writes) = child_checkpoint(&p.to_string(), i);
+            let got = store
+                .get_checkpoint(
+                    &shared_thread(),
+                    &checkpoint.key.ns,
+                    Some(&checkpoint.key.id),
+                )
+                .await
+                .expect("get")
+                .expect("every acknowledged checkpoint is there");
+            assert_eq!(got.checkpoint.body, checkpoint.body);
+            assert_eq!(got.blobs, blobs, "its blob");
+            sort_writes(&mut writes);
+            assert_eq!(got.writes, writes, "its writes");
+        }
+    }
+    let threads = store.list_threads().await.expect("threads");
+    let shared = threads
+        .iter()
+        .find(|t| t.thread == shared_thread())
+        .expect("listed");
+    assert_eq!(shared.checkpoints, (PROCESSES * CHECKPOINTS) as u64);
+    assert!(store.repairs().is_empty(), "{:?}", store.repairs());
 }

@@ -5,13 +5,15 @@ use std::fmt;
 use std::path::Path;
 
 use agentmem_core::{
-    ArchiveInfo, Error, MemoryItem, Message, MessageId, Metadata, Result, SessionId, SessionLabels,
+    ArchiveInfo, CheckpointTuple, Error, MemoryItem, Message, MessageId, Metadata, Result,
+    SessionId, SessionLabels,
 };
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::{json, jsonl, praisonai, swarms, yaml};
+use crate::checkpoints::validate_checkpoints;
+use crate::{canonical_checkpoint, json, jsonl, praisonai, swarms, yaml};
 
 /// The version written in (and required of) agentmem's own export formats.
 pub const EXPORT_VERSION: u32 = 1;
@@ -31,15 +33,16 @@ agentmem_core::name_enum! {
     /// ```
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub enum Format {
-        /// agentmem's own: one JSON record per line (header, sessions, messages, archives, memories).
+        /// agentmem's own: one JSON record per line (header, sessions, messages, archives,
+        /// memories, checkpoints).
         Jsonl = "jsonl",
         /// agentmem's own: the same content as one JSON document.
         Json = "json",
         /// agentmem's own: the same content as one YAML document.
         Yaml = "yaml",
-        /// A Swarms agent folder: `MEMORY.md` plus `archive/history_*.md`.
+        /// A Swarms agent folder: `MEMORY.md` plus `archive/history_*.md` (sessions only).
         Swarms = "swarms",
-        /// A praisonaiagents session file `{session_id}.json`.
+        /// A praisonaiagents session file `{session_id}.json` (sessions only).
         PraisonAi = "praisonai",
     }
     from_str("format", ignore_ascii_case);
@@ -121,7 +124,7 @@ impl Format {
 
     /// Writes `doc` to `path` in this format: one file for `jsonl`, `json` and `yaml`; a
     /// folder for `swarms` ([`swarms::export`]) and `praisonai` ([`praisonai::export`]), which
-    /// keep no memory items. Files are written whole (through a temporary file and a rename)
+    /// keep no memory items and no checkpoints. Files are written whole (through a temporary file and a rename)
     /// and readable by their owner only; see [`import`](Format::import) for an example.
     pub fn export(self, doc: &ExportDocument, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
@@ -135,7 +138,7 @@ impl Format {
     }
 }
 
-/// Everything an export holds: sessions (with their archives) and memory items.
+/// Everything an export holds: sessions (with their archives), memory items and checkpoints.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExportDocument {
     /// Always [`EXPORT_VERSION`]; a reader refuses other versions.
@@ -146,6 +149,11 @@ pub struct ExportDocument {
     /// The memory items, oldest first (ties by id).
     #[serde(default)]
     pub memories: Vec<MemoryItem>,
+    /// The checkpoints, each with the channel values it reads and its pending writes, ordered
+    /// by thread, namespace and id (byte order; see [`canonical_checkpoint`]). Not written
+    /// when empty, so a document without checkpoints has the bytes it had before they existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<CheckpointTuple>,
 }
 
 impl ExportDocument {
@@ -155,11 +163,14 @@ impl ExportDocument {
             agentmem_export: EXPORT_VERSION,
             sessions: Vec::new(),
             memories: Vec::new(),
+            checkpoints: Vec::new(),
         }
     }
 
     /// Checks what a store would refuse, so an import fails before writing anything: the
-    /// version, message and memory ids, and sessions named twice.
+    /// version, message and memory ids, sessions named twice, and checkpoints (each checked
+    /// as a store would, none twice, every channel value one its checkpoint reads and the
+    /// same wherever it is repeated, no pending write twice).
     pub fn validate(&self, source: &str) -> Result<()> {
         if self.agentmem_export != EXPORT_VERSION {
             return Err(Error::unsupported(format!(
@@ -181,7 +192,7 @@ impl ExportDocument {
             item.validate()
                 .map_err(|e| Error::corrupt(format!("{source}: memory item: {}", e.message())))?;
         }
-        Ok(())
+        validate_checkpoints(&self.checkpoints, source)
     }
 }
 
@@ -295,12 +306,14 @@ impl ArchiveExport {
 
 /// Sorts the keys of every metadata map in `doc`, recursively, so the same content always
 /// serializes to the same bytes whatever order a store kept the keys in (JSON objects are
-/// unordered; PostgreSQL's `jsonb`, for one, reorders them).
+/// unordered; PostgreSQL's `jsonb`, for one, reorders them), and each checkpoint's blobs and
+/// pending writes ([`canonical_checkpoint`]).
 pub fn canonicalize(doc: &mut ExportDocument) {
     doc.sessions.iter_mut().for_each(canonical_session);
     for item in &mut doc.memories {
         canonical_map(&mut item.metadata);
     }
+    doc.checkpoints.iter_mut().for_each(canonical_checkpoint);
 }
 
 /// [`canonicalize`] for one session.

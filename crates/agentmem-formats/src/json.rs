@@ -1,5 +1,6 @@
 //! agentmem's own format as one JSON document: `{"agentmem_export": 1, "sessions": […],
-//! "memories": […]}`, pretty-printed, with the same content as [`crate::jsonl`].
+//! "memories": […], "checkpoints": […]}` (`checkpoints` only when there are some),
+//! pretty-printed, with the same content as [`crate::jsonl`].
 //!
 //! ```
 //! use agentmem_core::Message;

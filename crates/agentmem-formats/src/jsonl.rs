@@ -7,16 +7,18 @@
 //! {"type":"archive","messages":3}                                               × archives
 //! {"type":"message",…}                                                           × its messages
 //! {"type":"memory","id":"…","kind":"fact","text":"…","created_at":"…","updated_at":"…"}
+//! {"type":"checkpoint","checkpoint":{"thread":"…","ns":"","id":"…",…},"blobs":[…],"writes":[…]}
 //! ```
 //!
 //! The header comes first; then each session record, followed by its current messages and then
 //! its archives (oldest first), each archive record followed by its messages; then the memory
-//! items. Counts in the session and archive records make a cut-off file an error rather than a
-//! smaller import. Field order is fixed and metadata keys are sorted, so the same content
-//! always gives the same bytes.
+//! items; then the checkpoints, one record each with the channel values it reads and its
+//! pending writes (opaque bytes in base64). Counts in the session and archive records make a
+//! cut-off file an error rather than a smaller import. Field order is fixed and metadata keys
+//! are sorted, so the same content always gives the same bytes.
 //!
 //! A large store need not be whole in memory to be exported: [`write_header`],
-//! [`write_session`] and [`write_memory`] write it record by record.
+//! [`write_session`], [`write_memory`] and [`write_checkpoint`] write it record by record.
 //!
 //! ```
 //! use agentmem_core::Message;
@@ -37,7 +39,9 @@
 use std::io::{Read, Write};
 use std::path::Path;
 
-use agentmem_core::{Error, MemoryItem, Message, Metadata, Result, SessionId, SessionLabels};
+use agentmem_core::{
+    CheckpointTuple, Error, MemoryItem, Message, Metadata, Result, SessionId, SessionLabels,
+};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -68,6 +72,7 @@ enum Record {
         messages: u64,
     },
     Memory(MemoryItem),
+    Checkpoint(CheckpointTuple),
 }
 
 /// The same records, borrowed, for writing without copying messages.
@@ -89,6 +94,7 @@ enum RecordRef<'a> {
         messages: u64,
     },
     Memory(&'a MemoryItem),
+    Checkpoint(&'a CheckpointTuple),
 }
 
 fn write_line<W: Write, T: Serialize>(out: &mut W, value: &T) -> Result<()> {
@@ -165,6 +171,30 @@ pub fn write_memory<W: Write>(out: &mut W, item: &MemoryItem) -> Result<()> {
     write_line(out, &RecordRef::Memory(item))
 }
 
+/// Writes one checkpoint with its blobs and pending writes. Written in the order given:
+/// canonicalize it first ([`crate::canonical_checkpoint`]) for deterministic bytes.
+///
+/// ```
+/// use agentmem_core::{Checkpoint, CheckpointKey, CheckpointTuple, TypedBytes};
+/// use agentmem_formats::jsonl;
+///
+/// let key = CheckpointKey { thread: "user:42/chat".parse()?, ns: Default::default(), id: "1".parse()? };
+/// let tuple = CheckpointTuple {
+///     checkpoint: Checkpoint::new(key, TypedBytes::new("bytes", vec![0, 0xff])),
+///     blobs: vec![],
+///     writes: vec![],
+/// };
+/// let mut out = Vec::new();
+/// jsonl::write_header(&mut out)?;
+/// jsonl::write_checkpoint(&mut out, &tuple)?;
+/// let doc = jsonl::read(out.as_slice(), "stream")?;
+/// assert_eq!(doc.checkpoints, [tuple]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_checkpoint<W: Write>(out: &mut W, tuple: &CheckpointTuple) -> Result<()> {
+    write_line(out, &RecordRef::Checkpoint(tuple))
+}
+
 /// Writes the whole document to `writer` as JSON lines (metadata keys sorted, see
 /// [`canonicalize`](crate::canonicalize)) and flushes it.
 pub fn write<W: Write>(mut writer: W, doc: &ExportDocument) -> Result<()> {
@@ -176,6 +206,9 @@ pub fn write<W: Write>(mut writer: W, doc: &ExportDocument) -> Result<()> {
     }
     for item in &doc.memories {
         write_memory(&mut writer, item)?;
+    }
+    for tuple in &doc.checkpoints {
+        write_checkpoint(&mut writer, tuple)?;
     }
     writer.flush().map_err(export_error)
 }
@@ -206,7 +239,7 @@ pub fn import(path: impl AsRef<Path>) -> Result<ExportDocument> {
 
 /// What the parser expects next.
 enum Expect {
-    /// A session, a memory item, or the end.
+    /// A session, a memory item, a checkpoint, or the end.
     Top,
     /// `left` more messages of the current session, then `archives` archives.
     SessionMessages { left: u64, archives: u64 },
@@ -282,6 +315,10 @@ pub fn parse(text: &str, source: &str) -> Result<ExportDocument> {
                 doc.memories.push(item);
                 Expect::Top
             }
+            (Expect::Top, Record::Checkpoint(tuple)) => {
+                doc.checkpoints.push(tuple);
+                Expect::Top
+            }
             (Expect::SessionMessages { left, archives }, Record::Message(m)) => {
                 current(&mut doc)?.messages.push(m);
                 next_in_session(left - 1, archives)
@@ -354,7 +391,7 @@ fn next(messages: u64, archives: u64, more: fn(u64, u64) -> Expect) -> Expect {
 
 fn describe(expect: &Expect) -> String {
     match expect {
-        Expect::Top => "a session or memory record".into(),
+        Expect::Top => "a session, memory or checkpoint record".into(),
         Expect::SessionMessages { left, .. } => {
             format!("a message record ({left} more of this session)")
         }
@@ -371,6 +408,7 @@ fn kind(record: &Record) -> &'static str {
         Record::Message(_) => "a message",
         Record::Archive { .. } => "an archive",
         Record::Memory(_) => "a memory",
+        Record::Checkpoint(_) => "a checkpoint",
     }
 }
 

@@ -2,6 +2,7 @@
 // to docs.rs there; the definitions below come first, so rustdoc links to (and checks) the items.
 //! [`ExportDocument`]: crate::ExportDocument
 //! [`SessionExport`]: crate::SessionExport
+//! [`canonical_checkpoint`]: crate::canonical_checkpoint
 //! [`ArchiveExport`]: crate::ArchiveExport
 //! [`Format`]: crate::Format
 //! [`Format::import`]: crate::Format::import
@@ -17,6 +18,7 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod checkpoints;
 mod document;
 mod fs;
 pub mod json;
@@ -28,6 +30,7 @@ pub mod yaml;
 
 pub use fs::{create_dir_all as create_private_dir, sync_parent_folder};
 
+pub use checkpoints::canonical_checkpoint;
 pub use document::{
     canonical_map, canonical_session, canonicalize, ArchiveExport, ExportDocument, Format,
     SessionExport, EXPORT_VERSION,

@@ -32,6 +32,8 @@
 //! - PraisonAI keeps no message ids: imported ids are derived from the session id, the list,
 //!   the position and the call index, so re-importing a file adds nothing.
 //! - Times finer than a microsecond are rounded to the microsecond.
+//! - Only sessions are carried: a session file has no place for memory items or checkpoints
+//!   (an export leaves them out).
 //!
 //! ```
 //! use agentmem_core::Message;
@@ -308,8 +310,8 @@ pub fn write<W: Write>(writer: W, session: &SessionExport) -> Result<()> {
 
 /// Writes every session of `doc` as `dir/<session id>.json` ([`render`]), each whole (through
 /// a temporary file and a rename) and readable by its owner only; [`import`] of `dir` reads
-/// them back. PraisonAI session files have no place for memory items: `doc.memories` is not
-/// written.
+/// them back. PraisonAI session files have no place for memory items or checkpoints:
+/// `doc.memories` and `doc.checkpoints` are not written.
 pub fn export(doc: &ExportDocument, dir: impl AsRef<Path>) -> Result<()> {
     let dir = dir.as_ref();
     create_dir_all(dir)?;

@@ -13,7 +13,12 @@ pub(crate) const INFO: BackendInfo = BackendInfo::new("mongodb")
     .schemes(&["mongodb", "mongodb+srv"])
     .db_system("mongodb")
     .remote()
-    .capabilities(Capabilities::new().durable(true).cross_process(true));
+    .capabilities(
+        Capabilities::new()
+            .durable(true)
+            .cross_process(true)
+            .checkpoints(true),
+    );
 
 /// The backend name: what `SessionStore::backend` reports and errors are labelled with.
 pub(crate) const BACKEND: &str = INFO.name;

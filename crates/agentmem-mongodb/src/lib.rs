@@ -14,6 +14,9 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod checkpoint_blobs;
+mod checkpoint_codec;
+mod checkpoints;
 mod codec;
 mod config;
 mod error;

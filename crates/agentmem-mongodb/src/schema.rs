@@ -35,6 +35,10 @@ pub(crate) const MESSAGES: &str = "messages";
 pub(crate) const ARCHIVED: &str = "archived_messages";
 /// One document per memory item; `_id` is the item id.
 pub(crate) const MEMORIES: &str = "memories";
+/// One document per checkpoint, keyed by (thread, ns, cid), holding its pending writes.
+pub(crate) const CHECKPOINTS: &str = "checkpoints";
+/// One document per checkpoint channel value, keyed by (thread, ns, channel, version).
+pub(crate) const CHECKPOINT_BLOBS: &str = "checkpoint_blobs";
 
 /// The unique index of schema version 1 on `kind_key` alone, dropped by the move to 2.
 const V1_KIND_KEY_INDEX: &str = "kind_key";
@@ -283,6 +287,21 @@ pub(crate) async fn ensure_indexes(db: &Database) -> Result<(bool, bool)> {
         // `created` alone: a compound index with `_id` breaks some compatible servers, and
         // items created in the same microsecond are rare enough to sort in memory.
         (MEMORIES, index(doc! {"created": 1}, "created")),
+        // Checkpoints (added without a schema version step: new collections only, which
+        // builds without checkpoints never read): unique per place and id, found by run for
+        // `delete_run_checkpoints`; channel values unique per place, channel and version.
+        (
+            CHECKPOINTS,
+            unique_index(doc! {"thread": 1, "ns": 1, "cid": 1}, "thread_ns_cid"),
+        ),
+        (CHECKPOINTS, index(doc! {"run_id": 1}, "run_id")),
+        (
+            CHECKPOINT_BLOBS,
+            unique_index(
+                doc! {"thread": 1, "ns": 1, "channel": 1, "version": 1},
+                "thread_ns_channel_version",
+            ),
+        ),
     ];
     for (coll, model) in required {
         create(coll, model).await.mapped()?;

@@ -28,7 +28,10 @@ use crate::error::{from_driver, server_code, ResultExt, BACKEND, DUPLICATE_KEY, 
 use crate::memories::memory_filter;
 use crate::retry::{retry, Step};
 use crate::rewrite::archive_info;
-use crate::schema::{self, ServerFeatures, ARCHIVED, HEADS, MEMORIES, MESSAGES, META, SESSIONS};
+use crate::schema::{
+    self, ServerFeatures, ARCHIVED, CHECKPOINTS, CHECKPOINT_BLOBS, HEADS, MEMORIES, MESSAGES, META,
+    SESSIONS,
+};
 use crate::search::{memory_hits, message_hits};
 use crate::sessions::{
     encode_all, expired, len_i64, live_filter, placed, session_doc, session_infos,
@@ -230,6 +233,14 @@ impl MongoStore {
 
     pub(crate) fn memories(&self) -> Collection<Document> {
         self.db.collection(MEMORIES)
+    }
+
+    pub(crate) fn checkpoints(&self) -> Collection<Document> {
+        self.db.collection(CHECKPOINTS)
+    }
+
+    pub(crate) fn checkpoint_blobs(&self) -> Collection<Document> {
+        self.db.collection(CHECKPOINT_BLOBS)
     }
 
     /// How long a transaction keeps being retried after the server could not be reached:

@@ -4,14 +4,15 @@
 //! a server certificate from a private CA that the URL names with `tlsCAFile`; with
 //! compose.yaml, mongod itself in `requireTLS` mode.
 //!
-//! A store works over TLS (sessions, search, memory items); the port takes TLS only (a client
+//! A store works over TLS (sessions, search, memory items, checkpoints); the port takes TLS only (a client
 //! without `tls=true` fails, it does not hang); a server certificate from another CA is
 //! refused; and a `tlsCAFile` that cannot be read is the caller's mistake, named.
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 use agentmem_core::{
-    AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message,
-    MessageQuery, SessionId, SessionStore,
+    AgentMemoryExt, ChannelBlob, Checkpoint, CheckpointKey, CheckpointNs, CheckpointStore,
+    ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message, MessageQuery,
+    PendingWrite, SessionId, SessionStore, TypedBytes,
 };
 use agentmem_mongodb::mongodb::options::Tls;
 use agentmem_mongodb::{MongoConfig, MongoStore};
@@ -111,6 +112,52 @@ async fn a_store_works_over_tls() {
 
 /// A client trusting another CA refuses the server's certificate: the store does not open
 /// (`Unavailable`: the handshake fails on every try), and nothing falls back to plaintext.
+/// Checkpoints over TLS: a checkpoint with its channel value and pending write is read back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkpoints_work_over_tls() {
+    let Some((store, _namespace)) = tls_store().await else {
+        return;
+    };
+    let at = CheckpointKey {
+        thread: "over tls".parse().unwrap(),
+        ns: CheckpointNs::root(),
+        id: "1ef0".parse().unwrap(),
+    };
+    let mut checkpoint = Checkpoint::new(at.clone(), TypedBytes::new("msgpack", vec![0, 255]));
+    checkpoint
+        .channel_versions
+        .insert("messages".into(), "1".into());
+    let value = ChannelBlob {
+        channel: "messages".into(),
+        version: "1".into(),
+        value: Some(TypedBytes::new("json", b"[]".to_vec())),
+    };
+    store
+        .put_checkpoint(&checkpoint, std::slice::from_ref(&value))
+        .await
+        .unwrap();
+    let write = PendingWrite {
+        task_id: "task".into(),
+        idx: 0,
+        channel: "messages".into(),
+        value: TypedBytes::new("json", b"1".to_vec()),
+        task_path: String::new(),
+    };
+    store
+        .put_writes(&at, std::slice::from_ref(&write))
+        .await
+        .unwrap();
+    let got = store
+        .get_checkpoint(&at.thread, &at.ns, None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.checkpoint, checkpoint);
+    assert_eq!(got.blobs, vec![value]);
+    assert_eq!(got.writes, vec![write]);
+    assert!(store.delete_thread(&at.thread).await.unwrap());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_certificate_from_another_ca_is_refused() {
     let Some((_, namespace)) = tls_store().await else {

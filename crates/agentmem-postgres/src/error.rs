@@ -21,7 +21,8 @@ pub(crate) const INFO: BackendInfo = BackendInfo::new("postgres")
             .durable(true)
             .cross_process(true)
             .atomic_compaction(true)
-            .indexed_search(true),
+            .indexed_search(true)
+            .checkpoints(true),
     );
 
 /// Whether `e` means the connection (not the statement) failed: the server could not be

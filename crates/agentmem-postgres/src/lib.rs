@@ -46,6 +46,8 @@ macro_rules! run {
 }
 
 mod archives;
+mod checkpoint_rows;
+mod checkpoints;
 mod codec;
 pub mod config;
 mod error;

@@ -13,7 +13,7 @@ use crate::config::quote_schema;
 use crate::error;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// First key of the advisory lock (`'amem'` in ASCII), so agentmem's locks do not collide
 /// with an application's own one-key advisory locks.
@@ -157,6 +157,61 @@ CREATE INDEX session_tags_key_value ON {s}.session_tags (key, value, session_id)
 CREATE TABLE {s}.properties (
     name  text COLLATE "C" PRIMARY KEY,
     value text NOT NULL
+);
+"#,
+    },
+    Migration {
+        version: 5,
+        description: "checkpoints, their channel values and pending writes",
+        // Ids, namespaces and threads are `COLLATE "C"`: checkpoint ids order byte by byte.
+        // Opaque values are `bytea`. `metadata` is `json`, which keeps any JSON text exactly;
+        // `filter` is the same as `jsonb` for pre-filtering listings (NULL when it cannot be
+        // one: `jsonb` rejects `\u0000`). `run_id` is the metadata's `run_id` string as bytes
+        // (a JSON string may hold NUL, which `text` cannot). A blob is keyed by a hash of its
+        // channel and version (`sql/checkpoints.rs`), so its key stays small whatever their
+        // lengths. Pending writes are keyed by their checkpoint's key, task id and index,
+        // with no foreign key: they may be written before their checkpoint. New tables only:
+        // existing data is not touched.
+        sql: r#"
+CREATE TABLE {s}.checkpoints (
+    thread     text COLLATE "C" NOT NULL,
+    ns         text COLLATE "C" NOT NULL,
+    id         text COLLATE "C" NOT NULL,
+    parent     text COLLATE "C",
+    body_type  text        NOT NULL,
+    body       bytea       NOT NULL,
+    channels   text[]      NOT NULL,
+    versions   text[]      NOT NULL,
+    metadata   json        NOT NULL,
+    filter     jsonb,
+    run_id     bytea,
+    created_at timestamptz NOT NULL,
+    PRIMARY KEY (thread, ns, id)
+);
+CREATE INDEX checkpoints_run ON {s}.checkpoints (run_id) WHERE run_id IS NOT NULL;
+
+CREATE TABLE {s}.checkpoint_blobs (
+    thread   text COLLATE "C" NOT NULL,
+    ns       text COLLATE "C" NOT NULL,
+    key      bytea NOT NULL,
+    channel  text  NOT NULL,
+    version  text  NOT NULL,
+    type_tag text,
+    bytes    bytea,
+    PRIMARY KEY (thread, ns, key)
+);
+
+CREATE TABLE {s}.checkpoint_writes (
+    thread        text COLLATE "C" NOT NULL,
+    ns            text COLLATE "C" NOT NULL,
+    checkpoint_id text COLLATE "C" NOT NULL,
+    task_id       text COLLATE "C" NOT NULL,
+    idx           bigint NOT NULL,
+    channel       text   NOT NULL,
+    type_tag      text   NOT NULL,
+    bytes         bytea  NOT NULL,
+    task_path     text COLLATE "C" NOT NULL,
+    PRIMARY KEY (thread, ns, checkpoint_id, task_id, idx)
 );
 "#,
     },

@@ -1,6 +1,6 @@
 //! [`PostgresStore`]: construction, the connection pool, and the [`AgentMemory`] operations
 //! (each runs its statements through `run!`; `sessions.rs`, `archives.rs`, `memories.rs` and
-//! `search.rs` read their rows back).
+//! `search.rs` read their rows back). Checkpoints are in `checkpoints.rs`.
 
 use agentmem_core::backend::BackendInfo;
 use std::fmt;

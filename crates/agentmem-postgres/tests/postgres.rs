@@ -341,10 +341,11 @@ async fn version_1_memories_become_global_when_migrated_to_2() {
 }
 
 /// SQL putting a schema at the current version (quoted `s`) back as version 2 left it:
-/// version 4's store properties and version 3's labels undone.
+/// version 5's checkpoints, version 4's store properties and version 3's labels undone.
 fn undo_version_3(s: &str) -> String {
     format!(
-        "DROP TABLE {s}.properties;
+        "DROP TABLE {s}.checkpoints, {s}.checkpoint_blobs, {s}.checkpoint_writes;
+         DROP TABLE {s}.properties;
          DROP TABLE {s}.session_tags;
          DROP INDEX {s}.sessions_owner;
          DROP INDEX {s}.sessions_expires;

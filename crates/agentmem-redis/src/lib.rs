@@ -14,6 +14,8 @@
 
 use agentmem_core::backend::BackendInfo;
 use agentmem_core::Capabilities;
+mod checkpoint_codec;
+mod checkpoints;
 mod config;
 mod conn;
 mod error;
@@ -46,7 +48,8 @@ pub(crate) const INFO: BackendInfo = BackendInfo::new("redis")
             .cross_process(true)
             .atomic_compaction(true)
             .indexed_search(true)
-            .native_expiry(true),
+            .native_expiry(true)
+            .checkpoints(true),
     );
 
 /// The backend name: what `SessionStore::backend` reports and errors are labelled with.

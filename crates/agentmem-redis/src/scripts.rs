@@ -2,7 +2,7 @@
 //!
 //! Redis runs one script at a time, so a script sees and leaves a consistent state: an
 //! append and its index entries, a compaction and the appends racing with it, a purge batch,
-//! a memory item and its index entries.
+//! a memory item and its index entries, a checkpoint and its blobs, a batch of pending writes.
 //! `redis::Script` sends `EVALSHA` and loads the source once per server (again after a
 //! restart empties the script cache; on a cluster `SCRIPT LOAD` goes to every node).
 //! Every invocation is made by `Keys::invoke`, which passes the store's schema key as
@@ -30,6 +30,15 @@ macro_rules! memory_script {
     };
 }
 
+macro_rules! checkpoint_script {
+    ($file:literal) => {
+        Script::new(concat!(
+            include_str!("lua/checkpoint.lua"),
+            include_str!($file)
+        ))
+    };
+}
+
 /// Every script, hashed once per store.
 pub(crate) struct Scripts {
     pub(crate) append: Script,
@@ -52,6 +61,16 @@ pub(crate) struct Scripts {
     pub(crate) purge_memories: Script,
     /// Compare-and-set of one store property (needs nothing of the prelude).
     pub(crate) set_property: Script,
+    /// Checkpoints (on `lua/checkpoint.lua`, not the session prelude).
+    pub(crate) cp_put: Script,
+    pub(crate) cp_writes: Script,
+    pub(crate) cp_get: Script,
+    pub(crate) cp_list: Script,
+    pub(crate) cp_threads: Script,
+    pub(crate) cp_delete_thread: Script,
+    pub(crate) cp_delete_runs: Script,
+    pub(crate) cp_copy: Script,
+    pub(crate) cp_prune: Script,
 }
 
 impl Scripts {
@@ -76,6 +95,15 @@ impl Scripts {
             search_memories: memory_script!("lua/search_memories.lua"),
             purge_memories: memory_script!("lua/purge_memories.lua"),
             set_property: Script::new(include_str!("lua/set_property.lua")),
+            cp_put: checkpoint_script!("lua/cp_put.lua"),
+            cp_writes: checkpoint_script!("lua/cp_writes.lua"),
+            cp_get: checkpoint_script!("lua/cp_get.lua"),
+            cp_list: checkpoint_script!("lua/cp_list.lua"),
+            cp_threads: checkpoint_script!("lua/cp_threads.lua"),
+            cp_delete_thread: checkpoint_script!("lua/cp_delete_thread.lua"),
+            cp_delete_runs: checkpoint_script!("lua/cp_delete_runs.lua"),
+            cp_copy: checkpoint_script!("lua/cp_copy.lua"),
+            cp_prune: checkpoint_script!("lua/cp_prune.lua"),
         }
     }
 }

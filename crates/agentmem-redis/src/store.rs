@@ -224,7 +224,7 @@ impl RedisStore {
     }
 
     /// Runs one script invocation (see [`run`](Self::run)).
-    async fn invoke<T: FromRedisValue>(&self, inv: &ScriptInvocation<'_>) -> Result<T> {
+    pub(crate) async fn invoke<T: FromRedisValue>(&self, inv: &ScriptInvocation<'_>) -> Result<T> {
         self.run(|mut c: Conn| async move { inv.invoke_async(&mut c).await })
             .await
     }

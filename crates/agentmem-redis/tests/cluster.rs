@@ -16,9 +16,10 @@ use std::future::Future;
 use std::time::Duration;
 
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ErrorKind, Layered, MemoryFilter, MemoryId, MemoryItem,
-    MemoryKind, MemoryScope, MemoryStore, Message, MessageQuery, Rewind, ScopeFilter, SessionId,
-    SessionPatch, SessionQuery, SessionStore,
+    AgentMemory, AgentMemoryExt, ChannelBlob, Checkpoint, CheckpointKey, CheckpointPrune,
+    CheckpointQuery, CheckpointStore, ErrorKind, Layered, MemoryFilter, MemoryId, MemoryItem,
+    MemoryKind, MemoryScope, MemoryStore, Message, MessageQuery, PendingWrite, Rewind, ScopeFilter,
+    SessionId, SessionPatch, SessionQuery, SessionStore, TypedBytes,
 };
 use agentmem_redis::{RedisConfig, RedisStore};
 use agentmem_testkit::{NamespaceGuard, ServerNamespace, TestStore};
@@ -114,8 +115,8 @@ fn sid(s: &str) -> SessionId {
     s.parse().unwrap()
 }
 
-/// Every key a store writes (sessions, archives, postings, memory items and their indexes)
-/// starts with `{prefix}:` and so lies in the prefix's slot.
+/// Every key a store writes (sessions, archives, postings, memory items, checkpoints and
+/// their indexes) starts with `{prefix}:` and so lies in the prefix's slot.
 #[tokio::test]
 async fn every_key_of_a_store_lies_in_its_prefix_slot() {
     let prefix = agentmem_testkit::unique_namespace("slot");
@@ -159,6 +160,50 @@ async fn every_key_of_a_store_lies_in_its_prefix_slot() {
         )
         .await
         .unwrap();
+    // Checkpoints of a thread whose id holds braces (a hash tag, were it not escaped), with
+    // blobs, writes, a copy, a run deletion and a prune: still the one slot.
+    for id in ["c1", "c2"] {
+        let key = CheckpointKey {
+            thread: "{other}:t*".parse().unwrap(),
+            ns: "{x}|node:1".parse().unwrap(),
+            id: id.parse().unwrap(),
+        };
+        let mut checkpoint = Checkpoint::new(key.clone(), TypedBytes::new("json", b"{}".to_vec()));
+        checkpoint.channel_versions.insert("ch".into(), id.into());
+        checkpoint.metadata.insert("run_id".into(), id.into());
+        let blob = ChannelBlob {
+            channel: "ch".into(),
+            version: id.into(),
+            value: None,
+        };
+        store.put_checkpoint(&checkpoint, &[blob]).await.unwrap();
+        let write = PendingWrite {
+            task_id: "t".into(),
+            idx: 0,
+            channel: "x".into(),
+            value: TypedBytes::new("json", b"1".to_vec()),
+            task_path: String::new(),
+        };
+        store.put_writes(&key, &[write]).await.unwrap();
+    }
+    let source = "{other}:t*".parse().unwrap();
+    let copy = "{copy}".parse().unwrap();
+    assert_eq!(store.copy_thread(&source, &copy).await.unwrap(), 2);
+    assert_eq!(
+        store.delete_run_checkpoints(&["c1".into()]).await.unwrap(),
+        2
+    );
+    assert_eq!(
+        store
+            .list_checkpoints(&CheckpointQuery::default())
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    let keep = CheckpointPrune::KeepLatest;
+    assert_eq!(store.prune_checkpoints(&[copy], keep).await.unwrap(), 0);
+    assert_eq!(store.list_threads().await.unwrap().len(), 2);
     // KEYS goes to every master; only the store's node holds any of its keys.
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg(format!("{{{prefix}}}:*"))

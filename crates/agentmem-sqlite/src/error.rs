@@ -19,7 +19,8 @@ pub(crate) const INFO: BackendInfo = BackendInfo::new("sqlite")
             .durable(true)
             .cross_process(true)
             .atomic_compaction(true)
-            .indexed_search(true),
+            .indexed_search(true)
+            .checkpoints(true),
     );
 
 /// A failure inside blocking database work: SQLite's own, or an agentmem error already typed.

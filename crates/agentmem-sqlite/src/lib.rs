@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 mod archives;
+mod checkpoints;
 pub mod config;
 mod error;
 mod files;

@@ -224,6 +224,56 @@ const MIGRATIONS: &[&[Step]] = &[
     ) WITHOUT ROWID;
     "#,
     )],
+    // 6: checkpoints (LangGraph's checkpointer model), their channel values and pending
+    // writes. Keys are TEXT compared with the default BINARY collation: byte order, as the
+    // model orders ids and threads. Pending writes are keyed by their checkpoint's natural key
+    // with no foreign key: LangGraph may write them before the checkpoint itself is put.
+    // Tables with bodies keep their row ids (rather than WITHOUT ROWID), as SQLite advises for
+    // rows that may be large.
+    &[Step::Sql(
+        r#"
+    CREATE TABLE agentmem_checkpoints (
+        thread TEXT NOT NULL,
+        ns TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        parent_id TEXT,
+        body_type TEXT NOT NULL,
+        body BLOB NOT NULL,
+        channel_versions TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        run_id BLOB,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (thread, ns, checkpoint_id)
+    );
+    CREATE INDEX agentmem_checkpoints_thread_newest
+        ON agentmem_checkpoints (thread, checkpoint_id DESC, ns);
+    CREATE INDEX agentmem_checkpoints_newest
+        ON agentmem_checkpoints (checkpoint_id DESC, thread, ns);
+    CREATE INDEX agentmem_checkpoints_run ON agentmem_checkpoints (run_id)
+        WHERE run_id IS NOT NULL;
+    CREATE TABLE agentmem_checkpoint_blobs (
+        thread TEXT NOT NULL,
+        ns TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        version TEXT NOT NULL,
+        value_type TEXT,
+        value BLOB,
+        PRIMARY KEY (thread, ns, channel, version)
+    );
+    CREATE TABLE agentmem_checkpoint_writes (
+        thread TEXT NOT NULL,
+        ns TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        channel TEXT NOT NULL,
+        value_type TEXT NOT NULL,
+        value BLOB NOT NULL,
+        task_path TEXT NOT NULL,
+        PRIMARY KEY (thread, ns, checkpoint_id, task_id, idx)
+    );
+    "#,
+    )],
 ];
 
 /// The stored schema version: 0 for a database without agentmem tables.
@@ -460,6 +510,36 @@ mod tests {
         crate::sessions::delete(&mut conn, "old").unwrap();
         let tags = count(&conn, "SELECT count(*) FROM agentmem_session_tags", []);
         assert_eq!(tags, 0);
+    }
+
+    #[test]
+    fn version_5_data_stays_and_gains_empty_checkpoint_tables_in_migration_6() {
+        let mut conn = at_version(5);
+        conn.execute_batch(
+            "INSERT INTO agentmem_sessions (name, created_at, updated_at) VALUES ('s', 0, 0);
+             INSERT INTO agentmem_properties (name, value) VALUES ('p', 'v');",
+        )
+        .unwrap();
+        assert_eq!(migrate(&mut conn, "m").unwrap(), 5);
+        assert_eq!(read_version(&conn).unwrap(), SCHEMA_VERSION);
+        for table in [
+            "agentmem_checkpoints",
+            "agentmem_checkpoint_blobs",
+            "agentmem_checkpoint_writes",
+        ] {
+            assert_eq!(
+                count(&conn, &format!("SELECT count(*) FROM {table}"), []),
+                0
+            );
+        }
+        assert_eq!(
+            count(&conn, "SELECT count(*) FROM agentmem_sessions", []),
+            1
+        );
+        let value: String = conn
+            .query_row("SELECT value FROM agentmem_properties", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(value, "v");
     }
 
     #[test]

@@ -119,6 +119,11 @@ impl SqliteStore {
     pub fn database(&self) -> &str {
         self.pool.db()
     }
+
+    /// The connections, for the data kinds implemented in their own modules.
+    pub(crate) fn pool(&self) -> &Arc<Pool> {
+        &self.pool
+    }
 }
 
 #[async_trait]
@@ -314,3 +319,5 @@ impl MemoryStore for SqliteStore {
             .await
     }
 }
+
+// `CheckpointStore` is implemented in `crate::checkpoints`.

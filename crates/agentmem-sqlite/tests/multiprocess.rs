@@ -1,4 +1,6 @@
-//! C2 across processes: four processes append 500 messages each to one session in one file.
+//! C2 across processes: four processes append 500 messages each to one session in one file;
+//! four write checkpoints, channel values and pending writes into one thread, and pending
+//! writes ahead of a checkpoint not stored yet.
 //!
 //! The parent test re-runs this test binary four times, selecting the `appender`
 //! test with `--exact`; the children find the database and their number in the environment.
@@ -10,7 +12,10 @@
 use std::collections::HashSet;
 use std::process::{Command, Stdio};
 
-use agentmem_core::{AgentMemoryExt, Message, MessageId, SessionId, SessionStore};
+use agentmem_core::{
+    AgentMemoryExt, ChannelBlob, Checkpoint, CheckpointKey, CheckpointQuery, CheckpointStore,
+    Message, MessageId, PendingWrite, SessionId, SessionStore, ThreadId, TypedBytes,
+};
 use agentmem_sqlite::SqliteStore;
 
 const PROCESSES: usize = 4;
@@ -141,4 +146,136 @@ async fn opener() {
         .append_one(&session(), Message::user("opened"))
         .await
         .expect("append");
+}
+
+const CHECKPOINT_DB_VAR: &str = "AGENTMEM_SQLITE_MP_CHECKPOINT_DB";
+const CHECKPOINTS_PER_PROCESS: usize = 100;
+
+fn shared_thread() -> ThreadId {
+    "shared: thread/*".parse().expect("valid thread id")
+}
+
+/// The checkpoint every process adds pending writes to.
+fn common_key() -> CheckpointKey {
+    CheckpointKey {
+        thread: shared_thread(),
+        ns: Default::default(),
+        id: "0".parse().expect("valid checkpoint id"),
+    }
+}
+
+/// The checkpoint every process adds pending writes to before it is stored (as LangGraph may):
+/// the parent puts it once they are done.
+fn late_key() -> CheckpointKey {
+    CheckpointKey {
+        thread: "shared: late".parse().expect("valid thread id"),
+        ns: Default::default(),
+        id: "1".parse().expect("valid checkpoint id"),
+    }
+}
+
+/// Four processes write checkpoints (each with its channel value) into one thread, pending
+/// writes to one checkpoint of it, and pending writes ahead of a checkpoint not stored, at
+/// once: nothing acknowledged is lost, every checkpoint reads back with its value, and the
+/// early writes show once their checkpoint is put.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_processes_write_checkpoints_into_one_thread() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let db = dir.path().join("checkpoints.db");
+    let url = format!("sqlite://{}", db.display());
+    let store = SqliteStore::connect(&url).await.expect("open");
+    let common = Checkpoint::new(common_key(), TypedBytes::new("json", b"{}".to_vec()));
+    store.put_checkpoint(&common, &[]).await.expect("put");
+    run_children("checkpointer", PROCESSES, |worker, child| {
+        child
+            .env(CHECKPOINT_DB_VAR, &db)
+            .env(WORKER_VAR, worker.to_string());
+    });
+
+    let all = store
+        .list_checkpoints(&CheckpointQuery::thread(shared_thread()))
+        .await
+        .expect("list");
+    assert_eq!(all.len(), 1 + PROCESSES * CHECKPOINTS_PER_PROCESS);
+    for tuple in &all[..all.len() - 1] {
+        let id = tuple.checkpoint.key.id.as_str();
+        assert_eq!(tuple.blobs.len(), 1, "{id}");
+        let value = tuple.blobs[0].value.as_ref().expect("a value");
+        assert_eq!(value.bytes, id.as_bytes());
+    }
+    let common = all.last().expect("the common checkpoint");
+    assert_eq!(common.checkpoint.key, common_key());
+    assert_eq!(
+        common.writes.len(),
+        PROCESSES * CHECKPOINTS_PER_PROCESS,
+        "every pending write is stored once"
+    );
+    let threads = store.list_threads().await.expect("threads");
+    assert_eq!(threads.len(), 1, "writes alone make no thread");
+    assert_eq!(threads[0].checkpoints, all.len() as u64);
+    let late = Checkpoint::new(late_key(), TypedBytes::new("json", b"{}".to_vec()));
+    store.put_checkpoint(&late, &[]).await.expect("put");
+    let late = store
+        .get_checkpoint(&late_key().thread, &late_key().ns, None)
+        .await
+        .expect("get")
+        .expect("the late checkpoint");
+    assert_eq!(
+        late.writes.len(),
+        PROCESSES * CHECKPOINTS_PER_PROCESS,
+        "every early write is stored once"
+    );
+}
+
+/// Run only as a child of `four_processes_write_checkpoints_into_one_thread`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkpointer() {
+    let Ok(db) = std::env::var(CHECKPOINT_DB_VAR) else {
+        eprintln!(
+            "checkpointer only runs as a child of four_processes_write_checkpoints_into_one_thread"
+        );
+        return;
+    };
+    let worker: usize = std::env::var(WORKER_VAR)
+        .expect("worker number")
+        .parse()
+        .expect("worker number");
+    let store = SqliteStore::connect(&format!("sqlite://{db}"))
+        .await
+        .expect("open the shared database");
+    for i in 0..CHECKPOINTS_PER_PROCESS {
+        let id = format!("w{worker}-{i:03}");
+        let key = CheckpointKey {
+            id: id.parse().expect("valid checkpoint id"),
+            ..common_key()
+        };
+        let mut checkpoint = Checkpoint::new(key, TypedBytes::new("json", b"{}".to_vec()));
+        checkpoint
+            .channel_versions
+            .insert("messages".into(), id.clone());
+        let blob = ChannelBlob {
+            channel: "messages".into(),
+            version: id.clone(),
+            value: Some(TypedBytes::new("bytes", id.as_bytes().to_vec())),
+        };
+        store
+            .put_checkpoint(&checkpoint, &[blob])
+            .await
+            .expect("put a checkpoint");
+        let write = PendingWrite {
+            task_id: format!("task-{worker}"),
+            idx: i as i64,
+            channel: "messages".into(),
+            value: TypedBytes::new("json", b"1".to_vec()),
+            task_path: String::new(),
+        };
+        store
+            .put_writes(&common_key(), std::slice::from_ref(&write))
+            .await
+            .expect("put a pending write");
+        store
+            .put_writes(&late_key(), &[write])
+            .await
+            .expect("put a pending write ahead of its checkpoint");
+    }
 }

@@ -27,6 +27,7 @@ use agentmem_core::{
 use futures_util::future::BoxFuture;
 use futures_util::{FutureExt, StreamExt};
 
+mod checkpoints;
 mod compaction;
 mod concurrency;
 mod expiry;
@@ -163,6 +164,23 @@ macro_rules! __all_cases {
                 store_property_is_compare_and_set,
                 invalid_store_properties_are_refused,
                 racing_store_property_inserts_have_one_winner,
+            }
+            [checkpoints, Checkpoints, "Checkpoints: graph state as LangGraph's savers keep it, stored byte for byte, listed newest first with filters before the limit, deleted, copied and pruned by thread or run."] {
+                checkpoints_are_kept_or_refused,
+                checkpoints_round_trip_byte_for_byte,
+                checkpoint_threads_with_hostile_ids_stay_apart,
+                latest_checkpoint_is_the_greatest_id,
+                checkpoint_channel_values_are_kept_per_version,
+                putting_a_checkpoint_again_replaces_it,
+                checkpoint_writes_follow_langgraph_rules,
+                checkpoint_listing_filters_before_the_limit,
+                checkpoint_metadata_filters_compare_json_values,
+                deleting_a_checkpoint_thread_removes_all_of_it,
+                deleting_runs_removes_their_checkpoints,
+                copying_a_checkpoint_thread_copies_all_of_it,
+                pruning_checkpoints_keeps_the_latest_per_namespace,
+                invalid_checkpoints_are_refused,
+                concurrent_checkpoint_writers_lose_nothing,
             }
         }
     };

@@ -237,7 +237,8 @@ mod tests {
                 "labels",
                 "expiry",
                 "misc",
-                "properties"
+                "properties",
+                "checkpoints"
             ]
         );
     }

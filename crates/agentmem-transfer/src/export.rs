@@ -3,8 +3,11 @@
 
 use std::io::Write;
 
-use agentmem_core::{AgentMemory, Error, MemoryFilter, MemoryItem, Operation, Result, SessionId};
-use agentmem_formats::{canonical_map, jsonl, ExportDocument, SessionExport};
+use agentmem_core::{
+    AgentMemory, CheckpointQuery, CheckpointTuple, Error, MemoryFilter, MemoryItem, Operation,
+    Result, SessionId, ThreadId,
+};
+use agentmem_formats::{canonical_checkpoint, canonical_map, jsonl, ExportDocument, SessionExport};
 
 use crate::read_session;
 
@@ -43,14 +46,51 @@ pub async fn export_session(store: &dyn AgentMemory, id: &SessionId) -> Result<S
         .ok_or_else(|| Error::not_found(format!("session {:?} does not exist", id.as_str())))
 }
 
-/// Every session (by id, [`session_ids`]) and every memory item ([`all_memories`]) as one
-/// document, whole in memory; [`write_jsonl`] streams instead.
+/// Every thread holding a checkpoint, in byte order; none when the store keeps no checkpoints
+/// (its [`capabilities`](agentmem_core::SessionStore::capabilities) say so), so such a store
+/// exports as it did before checkpoints existed.
+pub async fn thread_ids(store: &dyn AgentMemory) -> Result<Vec<ThreadId>> {
+    if !store.capabilities().checkpoints {
+        return Ok(Vec::new());
+    }
+    let mut ids: Vec<ThreadId> = store
+        .list_threads()
+        .await?
+        .into_iter()
+        .map(|t| t.thread)
+        .collect();
+    // Stores order threads by id too, but a database collation may not be byte order.
+    ids.sort();
+    ids.dedup();
+    Ok(ids)
+}
+
+/// Every checkpoint of `thread`, in every namespace, with the channel values it reads and its
+/// pending writes: ordered by namespace then id (byte order), each canonical
+/// ([`canonical_checkpoint`]). Empty when the thread holds none.
+pub async fn export_thread(
+    store: &dyn AgentMemory,
+    thread: &ThreadId,
+) -> Result<Vec<CheckpointTuple>> {
+    let query = CheckpointQuery::thread(thread.clone());
+    let mut tuples = store.list_checkpoints(&query).await?;
+    tuples.sort_by(|a, b| a.checkpoint.key.cmp(&b.checkpoint.key));
+    tuples.iter_mut().for_each(canonical_checkpoint);
+    Ok(tuples)
+}
+
+/// Every session (by id, [`session_ids`]), every memory item ([`all_memories`]) and every
+/// checkpoint (by thread, [`thread_ids`] and [`export_thread`]) as one document, whole in
+/// memory; [`write_jsonl`] streams instead.
 pub async fn export_document(store: &dyn AgentMemory) -> Result<ExportDocument> {
     let mut doc = ExportDocument::new();
     for id in session_ids(store).await? {
         doc.sessions.push(export_session(store, &id).await?);
     }
     doc.memories = all_memories(store).await?;
+    for thread in thread_ids(store).await? {
+        doc.checkpoints.extend(export_thread(store, &thread).await?);
+    }
     Ok(doc)
 }
 
@@ -63,11 +103,13 @@ pub struct ExportCounts {
     pub messages: u64,
     /// Memory items.
     pub memories: u64,
+    /// Checkpoints (each with its channel values and pending writes).
+    pub checkpoints: u64,
 }
 
 /// Writes everything `store` holds to `out` as agentmem JSON lines (the content of
-/// [`export_document`], in the same order), one session at a time, so a large store is never
-/// whole in memory. `out` is flushed at the end.
+/// [`export_document`], in the same order), one session (and one checkpoint thread) at a time,
+/// so a large store is never whole in memory. `out` is flushed at the end.
 pub async fn write_jsonl<W: Write>(store: &dyn AgentMemory, out: &mut W) -> Result<ExportCounts> {
     let mut counts = ExportCounts::default();
     jsonl::write_header(out)?;
@@ -80,6 +122,12 @@ pub async fn write_jsonl<W: Write>(store: &dyn AgentMemory, out: &mut W) -> Resu
     for item in all_memories(store).await? {
         counts.memories += 1;
         jsonl::write_memory(out, &item)?;
+    }
+    for thread in thread_ids(store).await? {
+        for tuple in export_thread(store, &thread).await? {
+            counts.checkpoints += 1;
+            jsonl::write_checkpoint(out, &tuple)?;
+        }
     }
     out.flush()
         .map_err(|e| Error::from(e).with_operation(Operation::Export))?;
@@ -117,6 +165,7 @@ mod tests {
             sessions: 3,
             messages: 3,
             memories: 1,
+            checkpoints: 0,
         };
         assert_eq!(counts, expected);
         assert_eq!(

@@ -1,7 +1,12 @@
-//! Writing a document (sessions and memory items, as read from files) into a store, checked
-//! against the store first so that a conflict writes nothing.
+//! Writing a document (sessions, memory items and checkpoints, as read from files) into a
+//! store, checked against the store first so that a conflict writes nothing.
 
-use agentmem_core::{AgentMemory, Error, MemoryFilter, MemoryItem, Result};
+use std::collections::{BTreeMap, HashMap};
+
+use agentmem_core::{
+    AgentMemory, CheckpointKey, CheckpointNs, CheckpointQuery, CheckpointTuple, Error,
+    MemoryFilter, MemoryItem, PendingWrite, Result, ThreadId, TypedBytes,
+};
 use agentmem_formats::ExportDocument;
 use serde::Serialize;
 
@@ -22,21 +27,41 @@ pub struct ImportReport {
     pub memories: u64,
     /// Memory items written (those the store did not hold yet).
     pub memories_written: u64,
+    /// Checkpoints in the document.
+    pub checkpoints: u64,
+    /// Checkpoints written with their channel values (those the store did not hold yet, or
+    /// held without some of the channel values the document carries).
+    pub checkpoints_written: u64,
+    /// Pending writes written (those the store did not hold yet).
+    pub writes_written: u64,
 }
 
-/// Imports `doc` into `store`: checks every session and memory item against the store, then
-/// writes the sessions one by one ([`sync_session`]: a new session in one write per archive)
-/// and the memory items the store does not hold yet.
+/// Imports `doc` into `store`: checks the document ([`ExportDocument::validate`]) and every
+/// session, memory item and checkpoint against the store, then writes the sessions one by one
+/// ([`sync_session`]: a new session in one write per archive), the memory items the store does
+/// not hold yet, and the checkpoints (each with its channel values, then its pending writes).
 ///
 /// An import adds, never overwrites: a session that diverges from the store's copy, a memory
-/// item whose id the store holds with other content, or one that would replace another item
-/// stored under the same scope, kind and key, is a
+/// item whose id the store holds with other content, one that would replace another item
+/// stored under the same scope, kind and key, a checkpoint the store holds with other content
+/// (or a channel value or pending write it holds with another value) is a
 /// [`Conflict`](agentmem_core::ErrorKind::Conflict), and then nothing is written. What the
 /// store holds already (same ids, same content) is skipped, so importing twice adds nothing.
+/// A document with checkpoints into a store that keeps none is
+/// [`Unsupported`](agentmem_core::ErrorKind::Unsupported), before anything is written.
 pub async fn import_document(
     store: &dyn AgentMemory,
     doc: &ExportDocument,
 ) -> Result<ImportReport> {
+    if !doc.checkpoints.is_empty() && !store.capabilities().checkpoints {
+        return Err(Error::unsupported(format!(
+            "the document holds {} checkpoint(s) and the {} store keeps no checkpoints; \
+             nothing was imported",
+            doc.checkpoints.len(),
+            store.backend()
+        )));
+    }
+    doc.validate("the imported document")?;
     let plan = SyncOptions {
         dry_run: true,
         ..SyncOptions::default()
@@ -56,6 +81,7 @@ pub async fn import_document(
             new_items.push(item);
         }
     }
+    let checkpoint_steps = plan_checkpoints(store, &doc.checkpoints).await?;
 
     let mut report = ImportReport::default();
     for session in &doc.sessions {
@@ -70,7 +96,142 @@ pub async fn import_document(
         store.put_memory(item).await?;
         report.memories_written += 1;
     }
+    report.checkpoints = doc.checkpoints.len() as u64;
+    for step in checkpoint_steps {
+        let checkpoint = &step.tuple.checkpoint;
+        if step.put {
+            store.put_checkpoint(checkpoint, &step.tuple.blobs).await?;
+            report.checkpoints_written += 1;
+        }
+        if !step.writes.is_empty() {
+            store.put_writes(&checkpoint.key, &step.writes).await?;
+            report.writes_written += step.writes.len() as u64;
+        }
+    }
     Ok(report)
+}
+
+/// What importing one checkpoint writes: the checkpoint with its blobs (`put`), then the
+/// pending writes the store lacks.
+#[derive(Debug)]
+struct CheckpointStep<'a> {
+    tuple: &'a CheckpointTuple,
+    put: bool,
+    writes: Vec<PendingWrite>,
+}
+
+/// Where a channel value is stored within a thread: namespace, channel, version.
+type BlobAt<'a> = (&'a CheckpointNs, &'a str, &'a str);
+
+/// Checks every checkpoint of the document against the store, one thread at a time (one
+/// listing of the thread answers all its checks), and returns what to write; a conflict
+/// anywhere is an error before anything is written.
+async fn plan_checkpoints<'a>(
+    store: &dyn AgentMemory,
+    tuples: &'a [CheckpointTuple],
+) -> Result<Vec<CheckpointStep<'a>>> {
+    let mut by_thread: BTreeMap<&ThreadId, Vec<&CheckpointTuple>> = BTreeMap::new();
+    for tuple in tuples {
+        by_thread
+            .entry(&tuple.checkpoint.key.thread)
+            .or_default()
+            .push(tuple);
+    }
+    let mut steps = Vec::new();
+    for (thread, tuples) in by_thread {
+        let stored = store
+            .list_checkpoints(&CheckpointQuery::thread(thread.clone()))
+            .await?;
+        let by_key: HashMap<&CheckpointKey, &CheckpointTuple> =
+            stored.iter().map(|t| (&t.checkpoint.key, t)).collect();
+        let mut values: HashMap<BlobAt<'_>, &Option<TypedBytes>> = HashMap::new();
+        for t in &stored {
+            for blob in &t.blobs {
+                let at = (
+                    &t.checkpoint.key.ns,
+                    blob.channel.as_str(),
+                    blob.version.as_str(),
+                );
+                values.insert(at, &blob.value);
+            }
+        }
+        for tuple in tuples {
+            let held = by_key.get(&tuple.checkpoint.key).copied();
+            if let Some(step) = checkpoint_import_plan(tuple, held, &values)? {
+                steps.push(step);
+            }
+        }
+    }
+    Ok(steps)
+}
+
+/// What importing `tuple` would do to a store holding `held` at its key and the channel values
+/// `values` in its thread: `None` when the store holds it all already; `Conflict` when the
+/// store holds the checkpoint with other content, one of its channel values with another value
+/// (which the import would replace under the store's other checkpoints), or one of its pending
+/// writes with another value.
+fn checkpoint_import_plan<'a>(
+    tuple: &'a CheckpointTuple,
+    held: Option<&CheckpointTuple>,
+    values: &HashMap<BlobAt<'_>, &Option<TypedBytes>>,
+) -> Result<Option<CheckpointStep<'a>>> {
+    let key = &tuple.checkpoint.key;
+    let conflict = |why: String| {
+        Error::conflict(format!(
+            "checkpoint {:?} of thread {:?} (namespace {:?}): {why}; nothing was imported",
+            key.id.as_str(),
+            key.thread.as_str(),
+            key.ns.as_str()
+        ))
+    };
+    let mut missing_blob = false;
+    for blob in &tuple.blobs {
+        match values.get(&(&key.ns, blob.channel.as_str(), blob.version.as_str())) {
+            Some(value) if **value != blob.value => {
+                return Err(conflict(format!(
+                    "the store holds the value of channel {:?} at version {:?} with other content",
+                    blob.channel, blob.version
+                )))
+            }
+            Some(_) => {}
+            None => missing_blob = true,
+        }
+    }
+    let Some(held) = held else {
+        return Ok(Some(CheckpointStep {
+            tuple,
+            put: true,
+            writes: tuple.writes.clone(),
+        }));
+    };
+    if held.checkpoint != tuple.checkpoint {
+        return Err(conflict("it differs from the one in the store".into()));
+    }
+    let mut writes = Vec::new();
+    for write in &tuple.writes {
+        let same_place = held
+            .writes
+            .iter()
+            .find(|w| w.task_id == write.task_id && w.idx == write.idx);
+        match same_place {
+            Some(w) if w == write => {}
+            Some(_) => {
+                return Err(conflict(format!(
+                    "the store holds its pending write {} of task {:?} with other content",
+                    write.idx, write.task_id
+                )))
+            }
+            None => writes.push(write.clone()),
+        }
+    }
+    if !missing_blob && writes.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(CheckpointStep {
+        tuple,
+        put: missing_blob,
+        writes,
+    }))
 }
 
 /// What importing `item` would do to a store holding `stored`: `Ok(true)` to write it,
@@ -135,6 +296,9 @@ mod tests {
             archives_written: 0,
             memories: 1,
             memories_written: 1,
+            checkpoints: 0,
+            checkpoints_written: 0,
+            writes_written: 0,
         };
         assert_eq!(first, expected);
         let second = import_document(&store, &doc).await.unwrap();
@@ -158,7 +322,7 @@ mod tests {
         let json = serde_json::to_string(&ImportReport::default()).unwrap();
         assert_eq!(
             json,
-            r#"{"sessions":0,"sessions_created":0,"messages_written":0,"archives_written":0,"memories":0,"memories_written":0}"#
+            r#"{"sessions":0,"sessions_created":0,"messages_written":0,"archives_written":0,"memories":0,"memories_written":0,"checkpoints":0,"checkpoints_written":0,"writes_written":0}"#
         );
     }
 

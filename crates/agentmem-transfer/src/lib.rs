@@ -24,7 +24,8 @@ mod sync;
 
 pub use encrypted::{is_encrypted, ENCRYPTION_MARKER};
 pub use export::{
-    all_memories, export_document, export_session, session_ids, write_jsonl, ExportCounts,
+    all_memories, export_document, export_session, export_thread, session_ids, thread_ids,
+    write_jsonl, ExportCounts,
 };
 pub use import::{import_document, ImportReport};
 pub use migrate::{migrate, MigrateOptions, MigrateReport, Progress, ProgressEvent, Silent};

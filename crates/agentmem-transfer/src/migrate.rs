@@ -1,6 +1,8 @@
 //! Copying every session, archive and memory item from one store to another.
 
-use agentmem_core::{AgentMemory, Error, MemoryFilter, Result, SessionId};
+use agentmem_core::{
+    AgentMemory, CheckpointQuery, CheckpointTuple, Error, MemoryFilter, Result, SessionId, ThreadId,
+};
 use serde::Serialize;
 
 use crate::{is_encrypted, read_session, sync_session, SyncOptions, SyncReport};
@@ -46,6 +48,12 @@ pub struct MigrateReport {
     pub memories: u64,
     /// Memory items written.
     pub memories_written: u64,
+    /// Checkpoint threads at the source.
+    pub threads: u64,
+    /// Checkpoints at the source.
+    pub checkpoints: u64,
+    /// Checkpoints written (with their channel values and pending writes).
+    pub checkpoints_written: u64,
     /// Whether the destination's counts were checked against the source's (not in dry runs).
     pub verified: bool,
 }
@@ -189,11 +197,83 @@ pub async fn migrate(
         }
     }
 
+    let threads = copy_checkpoints(from, to, options, &mut report).await?;
+
     if !options.dry_run {
         verify(to, &expected, &items).await?;
+        verify_checkpoints(to, &threads).await?;
         report.verified = true;
     }
     Ok(report)
+}
+
+/// Copies every checkpoint thread (a store without checkpoints has none), oldest checkpoint
+/// first, skipping those the destination holds identically; returns each thread's count for
+/// the verification. Refused (`Unsupported`) before any checkpoint is written when the source
+/// has threads and the destination keeps no checkpoints.
+async fn copy_checkpoints(
+    from: &dyn AgentMemory,
+    to: &dyn AgentMemory,
+    options: MigrateOptions,
+    report: &mut MigrateReport,
+) -> Result<Vec<(ThreadId, u64)>> {
+    if !from.capabilities().checkpoints {
+        return Ok(Vec::new());
+    }
+    let threads = from.list_threads().await?;
+    if threads.is_empty() {
+        return Ok(Vec::new());
+    }
+    if !to.capabilities().checkpoints {
+        return Err(Error::unsupported(format!(
+            "the source holds {} checkpoint threads and the destination ({} store) keeps no \
+             checkpoints",
+            threads.len(),
+            to.backend().name
+        )));
+    }
+    let mut counts = Vec::with_capacity(threads.len());
+    for info in threads {
+        let query = CheckpointQuery::thread(info.thread.clone());
+        let mut tuples = from.list_checkpoints(&query).await?;
+        // Oldest first, so a parent is written before its children.
+        tuples.reverse();
+        let held: Vec<CheckpointTuple> = to.list_checkpoints(&query).await?;
+        report.threads += 1;
+        for tuple in &tuples {
+            report.checkpoints += 1;
+            if held.contains(tuple) {
+                continue;
+            }
+            report.checkpoints_written += 1;
+            if !options.dry_run {
+                to.put_checkpoint(&tuple.checkpoint, &tuple.blobs).await?;
+                if !tuple.writes.is_empty() {
+                    to.put_writes(&tuple.checkpoint.key, &tuple.writes).await?;
+                }
+            }
+        }
+        counts.push((info.thread, tuples.len() as u64));
+    }
+    Ok(counts)
+}
+
+/// Checks that the destination holds at least each source thread's checkpoints.
+async fn verify_checkpoints(to: &dyn AgentMemory, threads: &[(ThreadId, u64)]) -> Result<()> {
+    for (thread, expected) in threads {
+        let held = to
+            .list_checkpoints(&CheckpointQuery::thread(thread.clone()))
+            .await?
+            .len() as u64;
+        if held < *expected {
+            return Err(Error::conflict(format!(
+                "verification failed: thread {:?} has {held} checkpoints at the destination, \
+                 {expected} at the source",
+                thread.as_str()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Refuses to copy an encrypted source into a destination that would hold it in plaintext
@@ -342,6 +422,55 @@ mod tests {
         assert!(!report.verified);
         assert!(to.load(&id, None).await.unwrap().is_none());
         assert!(to.list_sessions().await.unwrap().is_empty());
+    }
+
+    /// Checkpoint threads are copied whole (every namespace, blobs and pending writes), and a
+    /// second run writes nothing.
+    #[tokio::test]
+    async fn checkpoints_are_copied_once() {
+        use agentmem_core::{
+            ChannelBlob, Checkpoint, CheckpointKey, CheckpointStore, PendingWrite, TypedBytes,
+        };
+        let (from, _) = source().await;
+        for (ns, id) in [("", "c1"), ("", "c2"), ("child", "c1")] {
+            let key = CheckpointKey {
+                thread: "user:1/chat *".parse().unwrap(),
+                ns: ns.parse().unwrap(),
+                id: id.parse().unwrap(),
+            };
+            let mut checkpoint =
+                Checkpoint::new(key.clone(), TypedBytes::new("json", b"{}".to_vec()));
+            checkpoint.channel_versions.insert("ch".into(), id.into());
+            let blob = ChannelBlob {
+                channel: "ch".into(),
+                version: id.into(),
+                value: Some(TypedBytes::new("bytes", vec![0, 255])),
+            };
+            from.put_checkpoint(&checkpoint, &[blob]).await.unwrap();
+            let write = PendingWrite {
+                task_id: "t".into(),
+                idx: -1,
+                channel: "__error__".into(),
+                value: TypedBytes::new("json", b"1".to_vec()),
+                task_path: "~0".into(),
+            };
+            from.put_writes(&key, &[write]).await.unwrap();
+        }
+        let to = InMemoryStore::new();
+        let report = migrate(&from, &to, MigrateOptions::default(), &mut Silent)
+            .await
+            .unwrap();
+        assert_eq!((report.threads, report.checkpoints), (1, 3));
+        assert_eq!(report.checkpoints_written, 3);
+        let all = CheckpointQuery::default();
+        assert_eq!(
+            from.list_checkpoints(&all).await.unwrap(),
+            to.list_checkpoints(&all).await.unwrap()
+        );
+        let again = migrate(&from, &to, MigrateOptions::default(), &mut Silent)
+            .await
+            .unwrap();
+        assert_eq!(again.checkpoints_written, 0, "nothing left to write");
     }
 
     /// A migration can run in a spawned task.

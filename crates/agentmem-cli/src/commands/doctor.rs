@@ -1,6 +1,7 @@
 //! `agentmem doctor [--repair]`: schema version, counts, and torn or corrupt records.
 //!
-//! Every backend is checked by reading everything back (sessions, archives, memory items):
+//! Every backend is checked by reading everything back (sessions, archives, memory items,
+//! checkpoint threads):
 //! what fails to read as `CorruptData` is reported. The file backend is checked more deeply,
 //! through `FileStore::check`, *before* anything else touches a session (the backend repairs
 //! a session on first access, so a check that loaded first would only ever see healthy files).
@@ -13,7 +14,8 @@ use std::sync::Arc;
 use agentmem::file::{FileStore, RepairReport};
 use agentmem::Backend;
 use agentmem_core::{
-    AgentMemory, Error, ErrorKind, Layered, MemoryFilter, Result, SessionId, SessionStore,
+    AgentMemory, CheckpointQuery, Error, ErrorKind, Layered, MemoryFilter, Result, SessionId,
+    SessionStore,
 };
 use agentmem_formats::create_private_dir;
 use serde::Serialize;
@@ -29,6 +31,9 @@ struct Counts {
     archives: u64,
     archived_messages: u64,
     memories: u64,
+    /// Checkpoint threads, and their checkpoints (stores that keep checkpoints).
+    threads: u64,
+    checkpoints: u64,
     /// Sessions left uncounted because reading them would have repaired them.
     unchecked_sessions: u64,
 }
@@ -128,6 +133,11 @@ fn print(out: &mut Output, report: &DoctorReport) -> Result<()> {
         count(c.archived_messages, "message"),
         c.memories
     ))?;
+    out.line(format!(
+        "threads:   {} ({})",
+        c.threads,
+        count(c.checkpoints, "checkpoint")
+    ))?;
     if c.unchecked_sessions > 0 {
         out.line(format!(
             "           {} damaged sessions not counted (reading them would repair them)",
@@ -210,6 +220,36 @@ async fn count_memories(
     Ok(())
 }
 
+/// Counts the checkpoint threads and their checkpoints, each read back whole; a thread that
+/// cannot be read (`CorruptData`) becomes a problem.
+async fn count_checkpoints(
+    store: &dyn AgentMemory,
+    counts: &mut Counts,
+    problems: &mut Vec<Problem>,
+) -> Result<()> {
+    if !store.capabilities().checkpoints {
+        return Ok(());
+    }
+    for info in store.list_threads().await? {
+        let query = CheckpointQuery::thread(info.thread.clone());
+        match store.list_checkpoints(&query).await {
+            Ok(tuples) => {
+                counts.threads += 1;
+                counts.checkpoints += tuples.len() as u64;
+            }
+            Err(e) if e.kind() == ErrorKind::CorruptData => problems.push(Problem {
+                kind: "corrupt".into(),
+                session: None,
+                path: Some(format!("thread {:?}", info.thread.as_str())),
+                detail: crate::one_line(&e),
+                repaired: false,
+            }),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 async fn generic_doctor(url: &str, store: Arc<dyn AgentMemory>) -> Result<DoctorReport> {
     let mut counts = Counts::default();
     let mut problems = Vec::new();
@@ -217,6 +257,7 @@ async fn generic_doctor(url: &str, store: Arc<dyn AgentMemory>) -> Result<Doctor
         count_session(store.as_ref(), &info.id, &mut counts, &mut problems).await?;
     }
     count_memories(store.as_ref(), &mut counts, &mut problems).await?;
+    count_checkpoints(store.as_ref(), &mut counts, &mut problems).await?;
     Ok(DoctorReport {
         store: redact(url),
         backend: store.backend().name,
@@ -426,6 +467,7 @@ async fn file_doctor(
             problems.push(problem);
         }
     }
+    count_checkpoints(&store, &mut counts, &mut problems).await?;
 
     Ok(DoctorReport {
         // `file://` alone means the default home: show where that is.

@@ -154,8 +154,17 @@ pub async fn run(
         return out.json_value(&report);
     }
     let verb = if dry_run { "would copy" } else { "copied" };
+    let checkpoints = if report.checkpoints > 0 {
+        format!(
+            ", {} of {} written",
+            count(report.checkpoints_written, "checkpoint"),
+            count(report.threads, "thread")
+        )
+    } else {
+        String::new()
+    };
     out.line(format!(
-        "{verb} {} from {} to {}: {}, {} and {} written{}",
+        "{verb} {} from {} to {}: {}, {} and {} written{checkpoints}{}",
         store_totals(
             report.sessions,
             report.messages,

@@ -6,6 +6,7 @@ mod lifecycle;
 mod memories;
 mod migrate;
 mod sessions;
+mod threads;
 mod transfer;
 mod workspace;
 
@@ -101,6 +102,13 @@ async fn on_store(
             auto,
         } => sessions::compact(store, out, &session, summary.as_deref(), auto).await,
         StoreCommand::Archives { session } => sessions::archives(store, out, &session).await,
+        StoreCommand::Threads => threads::list(store, out).await,
+        StoreCommand::Thread { thread, ns, limit } => {
+            threads::show(store, out, &thread, ns, limit).await
+        }
+        StoreCommand::ForkThread { thread, new, at } => {
+            threads::fork(store, out, &thread, &new, at.as_ref()).await
+        }
         StoreCommand::Memories {
             kind,
             agent,

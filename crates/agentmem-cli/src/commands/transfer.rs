@@ -51,6 +51,7 @@ struct ExportSummary {
     sessions: u64,
     messages: u64,
     memories: u64,
+    checkpoints: u64,
     output: Option<String>,
 }
 
@@ -76,6 +77,7 @@ pub async fn export(
         sessions: 0,
         messages: 0,
         memories: 0,
+        checkpoints: 0,
         output: output.map(|p| p.display().to_string()),
     };
     match (session, format) {
@@ -113,12 +115,14 @@ pub async fn export(
             summary.sessions = counts.sessions;
             summary.messages = counts.messages;
             summary.memories = counts.memories;
+            summary.checkpoints = counts.checkpoints;
         }
         (None, Format::Json | Format::Yaml) => {
             let doc = export_document(store).await?;
             summary.sessions = doc.sessions.len() as u64;
             summary.messages = doc.sessions.iter().map(SessionExport::total_messages).sum();
             summary.memories = doc.memories.len() as u64;
+            summary.checkpoints = doc.checkpoints.len() as u64;
             emit(out, output, &render_document(&doc, format)?)?;
         }
         (None, Format::Swarms | Format::PraisonAi) => {
@@ -142,10 +146,11 @@ pub async fn export(
             out.json_value(&summary)?;
         } else {
             out.line(format!(
-                "exported {} ({}) and {} as {} to {}",
+                "exported {} ({}) and {}{} as {} to {}",
                 count(summary.sessions, "session"),
                 count(summary.messages, "message"),
                 count(summary.memories, "memory item"),
+                checkpoints(summary.checkpoints),
                 format,
                 summary.output.as_deref().unwrap_or("-")
             ))?;
@@ -228,8 +233,17 @@ pub async fn import(
     if out.json() {
         return out.json_value(&summary);
     }
+    let checkpoints = if summary.checkpoints > 0 {
+        format!(
+            " and {} ({} written)",
+            count(summary.checkpoints, "checkpoint"),
+            summary.checkpoints_written
+        )
+    } else {
+        String::new()
+    };
     out.line(format!(
-        "imported {} ({} new; {} and {} written) and {} ({} new) from {}",
+        "imported {} ({} new; {} and {} written) and {} ({} new){checkpoints} from {}",
         count(summary.sessions, "session"),
         summary.sessions_created,
         count(summary.messages_written, "message"),
@@ -238,4 +252,13 @@ pub async fn import(
         summary.memories_written,
         path.display()
     ))
+}
+
+/// `" and N checkpoints"` when there are any, for the summaries.
+fn checkpoints(n: u64) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!(" and {}", count(n, "checkpoint"))
+    }
 }

@@ -2,7 +2,8 @@
 //! operations it changes; every other operation reaches the inner store unchanged, so a layer
 //! cannot lose one (as OpenDAL's `LayeredAccess` does for its services).
 //!
-//! The trait, and the [`SessionStore`] and [`MemoryStore`] impls every `LayeredStore` gets, are
+//! The trait, and the [`SessionStore`], [`MemoryStore`] and [`CheckpointStore`] impls every
+//! `LayeredStore` gets, are
 //! generated from the one list of operations ([`for_each_operation!`](crate::operation)), as
 //! are the forwarding impls that make `Arc<T>`, `Box<T>` and `&'static T` stores themselves.
 
@@ -11,19 +12,20 @@ use std::sync::Arc;
 use crate::backend::BackendInfo;
 use crate::error::Result;
 use crate::operation::for_each_operation;
-use crate::store::{AgentMemory, Capabilities, MemoryStore, SessionStore};
+use crate::store::{AgentMemory, Capabilities, CheckpointStore, MemoryStore, SessionStore};
 
 macro_rules! layered_store {
     (
         sessions { $($sv:ident => fn $sn:ident ($($sa:ident : $st:ty),* $(,)?) -> $so:ty { $($sspan:tt)* };)* }
         memories { $($mv:ident => fn $mn:ident ($($ma:ident : $mt:ty),* $(,)?) -> $mo:ty { $($mspan:tt)* };)* }
+        checkpoints { $($cv:ident => fn $cn:ident ($($ca:ident : $ct:ty),* $(,)?) -> $co:ty { $($cspan:tt)* };)* }
         others { $($others:tt)* }
     ) => {
         /// A store that wraps another, [`Inner`](Self::Inner), and forwards to it every operation
         /// it does not override: the base of every layer.
         ///
         /// Implement [`inner`](Self::inner) and the operations the layer changes; the type is
-        /// then a [`SessionStore`] and a [`MemoryStore`] (so an
+        /// then a [`SessionStore`], a [`MemoryStore`] and a [`CheckpointStore`] (so an
         /// [`AgentMemory`]) through blanket impls, and every operation added to the traits later
         /// reaches the inner store unchanged. `Arc<T>`, `Box<T>` and `&'static T` are layers that
         /// change nothing, which is how `Arc<dyn AgentMemory>` is a store.
@@ -62,6 +64,12 @@ macro_rules! layered_store {
                     MemoryStore::$mn(self.inner(), $($ma),*).await
                 }
             )*
+            $(
+                #[doc = concat!("[`CheckpointStore::", stringify!($cn), "`], forwarded by default.")]
+                async fn $cn(&self, $($ca: $ct),*) -> Result<$co> {
+                    CheckpointStore::$cn(self.inner(), $($ca),*).await
+                }
+            )*
         }
 
         #[$crate::async_trait]
@@ -86,6 +94,15 @@ macro_rules! layered_store {
             $(
                 async fn $mn(&self, $($ma: $mt),*) -> Result<$mo> {
                     LayeredStore::$mn(self, $($ma),*).await
+                }
+            )*
+        }
+
+        #[$crate::async_trait]
+        impl<L: LayeredStore> CheckpointStore for L {
+            $(
+                async fn $cn(&self, $($ca: $ct),*) -> Result<$co> {
+                    LayeredStore::$cn(self, $($ca),*).await
                 }
             )*
         }

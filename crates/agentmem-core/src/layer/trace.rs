@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::layer::LayeredStore;
 use crate::name::SessionId;
 use crate::operation::{for_each_operation, Operation};
-use crate::store::{AgentMemory, MemoryStore, SessionStore};
+use crate::store::{AgentMemory, CheckpointStore, MemoryStore, SessionStore};
 
 /// The span name every backend operation runs in.
 pub const SPAN_NAME: &str = "agentmem.op";
@@ -203,6 +203,8 @@ macro_rules! traced {
             { session: $ss:expr $(, writes: $sw:expr)? $(, reads: $sr:expr)? };)* }
         memories { $($mv:ident => fn $mn:ident ($($ma:ident : $mt:ty),* $(,)?) -> $mo:ty
             { session: $ms:expr $(, writes: $mw:expr)? $(, reads: $mr:expr)? };)* }
+        checkpoints { $($cv:ident => fn $cn:ident ($($ca:ident : $ct:ty),* $(,)?) -> $co:ty
+            { session: $cs:expr $(, writes: $cw:expr)? $(, reads: $cr:expr)? };)* }
         others { $($others:tt)* }
     ) => {
         #[async_trait]
@@ -225,6 +227,13 @@ macro_rules! traced {
                     let op = Op::new(self.inner.backend(), Operation::$mv, $ms);
                     $(let op = op.messages($mw);)?
                     run!(op, MemoryStore::$mn(&self.inner, $($ma),*) $(, $mr)?)
+                }
+            )*
+            $(
+                async fn $cn(&self, $($ca: $ct),*) -> Result<$co> {
+                    let op = Op::new(self.inner.backend(), Operation::$cv, $cs);
+                    $(let op = op.messages($cw);)?
+                    run!(op, CheckpointStore::$cn(&self.inner, $($ca),*) $(, $cr)?)
                 }
             )*
         }

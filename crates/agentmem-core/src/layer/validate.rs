@@ -2,6 +2,9 @@
 
 use async_trait::async_trait;
 
+use crate::checkpoint::{
+    ChannelBlob, Checkpoint, CheckpointKey, CheckpointQuery, CheckpointTuple, PendingWrite,
+};
 use crate::error::Result;
 use crate::layer::LayeredStore;
 use crate::lifecycle::{SessionPage, SessionPatch, SessionQuery};
@@ -116,6 +119,22 @@ impl<S: AgentMemory> LayeredStore for Validated<S> {
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
         filter.scope.validate()?;
         self.inner.search_memories(query, filter).await
+    }
+
+    async fn put_checkpoint(&self, checkpoint: &Checkpoint, blobs: &[ChannelBlob]) -> Result<()> {
+        checkpoint.validate()?;
+        blobs.iter().try_for_each(ChannelBlob::validate)?;
+        self.inner.put_checkpoint(checkpoint, blobs).await
+    }
+
+    async fn put_writes(&self, at: &CheckpointKey, writes: &[PendingWrite]) -> Result<()> {
+        writes.iter().try_for_each(PendingWrite::validate)?;
+        self.inner.put_writes(at, writes).await
+    }
+
+    async fn list_checkpoints(&self, query: &CheckpointQuery) -> Result<Vec<CheckpointTuple>> {
+        query.validate()?;
+        self.inner.list_checkpoints(query).await
     }
 
     async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {

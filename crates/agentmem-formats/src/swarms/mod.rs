@@ -71,8 +71,8 @@
 //! The headers (`**Conversation:**`, `**Created:**`) and archive file names are kept in the
 //! session metadata under [`SWARMS_KEY`], so exporting an imported folder
 //! ([`render_agent_folder`], [`write_agent_folder`], [`export`]) writes the same files again.
-//! What the format cannot carry is lost on export: ids, tool pairing, metadata, blank messages
-//! and memory items. Times are written and read in local time, as Swarms writes them; an
+//! What the format cannot carry is lost on export: ids, tool pairing, metadata, blank messages,
+//! memory items and checkpoints. Times are written and read in local time, as Swarms writes them; an
 //! imported header is kept as written, so it is written back the same on any machine.
 //!
 //! ```
@@ -406,7 +406,7 @@ pub(crate) fn read_folders(path: &Path, session: Option<&SessionId>) -> Result<E
 
 /// Writes every session of `doc` as an agent folder `dir/<session id>/` (see
 /// [`write_agent_folder`]), which [`import`] of `dir` reads back. `MEMORY.md` has no place for
-/// memory items: `doc.memories` is not written.
+/// memory items or checkpoints: `doc.memories` and `doc.checkpoints` are not written.
 pub fn export(doc: &ExportDocument, dir: impl AsRef<Path>) -> Result<()> {
     let dir = dir.as_ref();
     create_dir_all(dir)?;

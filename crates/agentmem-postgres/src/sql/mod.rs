@@ -56,11 +56,13 @@ macro_rules! with_message_arrays {
     };
 }
 
+pub(crate) mod checkpoints;
 mod memories;
 mod sessions;
 
 use tokio_postgres::types::Type;
 
+use self::checkpoints::CheckpointSql;
 use self::memories::MemorySql;
 use self::sessions::{ArchiveSql, LifecycleSql, RetentionSql, SearchSql, SessionSql};
 use crate::statements::Stmt;
@@ -80,6 +82,8 @@ pub(crate) struct Sql {
     pub(crate) memories: MemorySql,
     /// Purging sessions and memory items.
     pub(crate) retention: RetentionSql,
+    /// Checkpoints, their channel values and pending writes.
+    pub(crate) checkpoints: CheckpointSql,
 }
 
 impl Sql {
@@ -93,6 +97,7 @@ impl Sql {
             search: SearchSql::new(s, &st),
             memories: MemorySql::new(s, &st),
             retention: RetentionSql::new(s, &st),
+            checkpoints: CheckpointSql::new(s, &st),
         }
     }
 }
