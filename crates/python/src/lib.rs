@@ -6,6 +6,7 @@
 //! (`python/agentmem`) give the public names, the OpenAI chat shape and the async API.
 #![forbid(unsafe_code)]
 
+mod checkpoints;
 mod error;
 mod input;
 mod runtime;
@@ -19,6 +20,7 @@ fn _agentmem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(store::open, m)?)?;
     m.add_class::<store::NativeStore>()?;
+    m.add_class::<checkpoints::NativeCheckpoints>()?;
     error::register(m)?;
     Ok(())
 }

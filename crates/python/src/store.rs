@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde::Serialize;
 
+use crate::checkpoints::NativeCheckpoints;
 use crate::error::{invalid, to_py};
 use crate::input::{self, message_id, session_id, to_python, Tags};
 use crate::runtime::block_on;
@@ -91,6 +92,16 @@ fn seconds(what: &str, value: f64) -> PyResult<Duration> {
 
 #[pymethods]
 impl NativeStore {
+    /// The store's checkpoints (LangGraph's checkpointer model), when it keeps them.
+    fn checkpoints(&self) -> PyResult<NativeCheckpoints> {
+        if !self.inner.capabilities().checkpoints {
+            return Err(to_py(agentmem::checkpoint::unsupported(
+                self.inner.backend().name,
+            )));
+        }
+        Ok(NativeCheckpoints::of(self.inner.clone()))
+    }
+
     /// The backend's name (`file`, `sqlite`, `redis`, `postgres`, `mongodb`).
     #[getter]
     fn backend(&self) -> &'static str {

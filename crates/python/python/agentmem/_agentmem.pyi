@@ -28,6 +28,7 @@ class NativeStore:
     @property
     def url(self) -> str: ...
     def capabilities(self) -> dict[str, bool]: ...
+    def checkpoints(self) -> NativeCheckpoints: ...
     def append(self, session: str, messages: Sequence[Mapping[str, Any]]) -> None: ...
     def save_session(
         self,
@@ -109,3 +110,51 @@ class NativeStore:
         dry_run: bool = False,
         plaintext: bool = False,
     ) -> dict[str, Any]: ...
+
+# (channel, version, type, bytes); type and bytes None for a channel emptied at that version.
+Blob = tuple[str, str, str | None, bytes | None]
+# (task_id, idx, channel, type, bytes, task_path)
+Write = tuple[str, int, str, str, bytes, str]
+# (thread, ns, id, parent, (type, bytes), channel_versions, metadata, created_at, blobs, writes)
+CheckpointRow = tuple[
+    str,
+    str,
+    str,
+    str | None,
+    tuple[str, bytes],
+    dict[str, str],
+    dict[str, Any],
+    str,
+    list[Blob],
+    list[Write],
+]
+
+class NativeCheckpoints:
+    def put(
+        self,
+        thread: str,
+        ns: str,
+        id: str,
+        parent: str | None,
+        body_type: str,
+        body: bytes,
+        channel_versions: Mapping[str, str],
+        metadata: Mapping[str, Any] | None,
+        blobs: Sequence[Blob],
+    ) -> None: ...
+    def put_writes(self, thread: str, ns: str, id: str, writes: Sequence[Write]) -> None: ...
+    def get(self, thread: str, ns: str, id: str | None = None) -> CheckpointRow | None: ...
+    def list(
+        self,
+        thread: str | None = None,
+        ns: str | None = None,
+        id: str | None = None,
+        before: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> list[CheckpointRow]: ...
+    def threads(self) -> list[dict[str, Any]]: ...
+    def delete_thread(self, thread: str) -> bool: ...
+    def delete_runs(self, run_ids: Sequence[str]) -> int: ...
+    def copy_thread(self, source: str, target: str) -> int: ...
+    def prune(self, threads: Sequence[str], strategy: str) -> int: ...
