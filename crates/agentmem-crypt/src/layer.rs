@@ -63,8 +63,8 @@ impl EncryptLayer {
     }
 
     /// Also reads records encrypted with `old` (a rotated-away key), still writing with the
-    /// first key. Needed for checkpoints after a [`rekey`](crate::rekey), which does not
-    /// rewrite them (see the crate README).
+    /// first key: for reading a store while a [`rekey`](crate::rekey) is under way or was
+    /// interrupted.
     pub fn with_read_key(mut self, old: &MasterKey) -> Self {
         self.keys = self.keys.with_read_key(old);
         self

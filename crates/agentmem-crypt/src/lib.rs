@@ -13,6 +13,9 @@
 //! [`RekeyReport`]: crate::RekeyReport
 //! [`StoreMarker`]: crate::StoreMarker
 //! [`MARKER_PROPERTY`]: crate::MARKER_PROPERTY
+//! [`REKEY_PROPERTY`]: crate::REKEY_PROPERTY
+//! [`REKEY_THREAD_PREFIX`]: crate::REKEY_THREAD_PREFIX
+//! [`rekey_thread_id`]: crate::rekey_thread_id()
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
@@ -29,6 +32,7 @@ mod key;
 mod layer;
 mod marker;
 mod rekey;
+mod rekey_threads;
 
 pub use cipher::{
     envelope_key_id, is_envelope, CryptoError, Keyring, ENVELOPE_PREFIX, KEY_TOKEN_PREFIX,
@@ -40,3 +44,4 @@ pub use key::{KeyId, KeySource, MasterKey, KEY_BYTES, KEY_ENV};
 pub use layer::{EncryptLayer, Encrypted, MAX_ENCRYPTED_TOOL_FIELD_BYTES};
 pub use marker::{KeyCheck, StoreMarker, MARKER_PROPERTY};
 pub use rekey::{encrypt_existing, rekey, RekeyReport};
+pub use rekey_threads::{rekey_thread_id, REKEY_PROPERTY, REKEY_THREAD_PREFIX};

@@ -13,6 +13,7 @@ use crate::ids::{candidate_ids, stored_id};
 use crate::key::{KeyId, MasterKey};
 use crate::layer::EncryptLayer;
 use crate::marker::{StoreMarker, MARKER_PROPERTY};
+use crate::rekey_threads::rewrite_threads;
 
 /// What [`rekey`] or [`encrypt_existing`] rewrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -27,19 +28,30 @@ pub struct RekeyReport {
     /// Archives rewritten under the new key (in place, through
     /// [`SessionStore::replace_archive`](agentmem_core::SessionStore::replace_archive)).
     pub archives: u64,
+    /// Checkpoint threads rewritten under the new key (all namespaces, blobs and pending
+    /// writes), each moved out to a temporary thread and back (see [`rekey`]).
+    pub threads: u64,
+    /// Checkpoints in them.
+    pub checkpoints: u64,
     /// The key everything rewritten is now encrypted with.
     pub key: Option<KeyId>,
 }
 
-/// Re-encrypts every session (its messages and metadata) and every memory item of `store`
-/// from `old` to `new`, one session and one item at a time, through the store's own
-/// `save_session`, `replace_archive` and `put_memory`.
+/// Re-encrypts every session (its messages and metadata), every memory item and every
+/// checkpoint thread of `store` from `old` to `new`, one session, item and thread at a time,
+/// through the store's own `save_session`, `replace_archive`, `put_memory` and, for a thread,
+/// `copy_thread` of the encryption layer (the thread is copied to a temporary thread named by
+/// [`rekey_thread_id`](crate::rekey_thread_id), deleted, copied back and the temporary
+/// thread deleted, the step under way recorded in [`REKEY_PROPERTY`](crate::REKEY_PROPERTY)).
 ///
 /// Records already under `new` are read and rewritten as well, so an interrupted rekey is
-/// finished by running it again. Run it while nothing else writes the store: an append that
-/// lands between a session's load and its rewrite is lost. Archives are rewritten
-/// in place (id and creation time kept). Not rewritten: expired memory items, which no reader
-/// sees and a purge deletes. Each rewritten session's `updated_at` becomes the time of the rekey.
+/// finished by running it again (a thread left midway is finished first: each of its
+/// checkpoints is whole in it or in its temporary thread at every moment). Run it while
+/// nothing else writes the store: an append that lands between a session's load and its
+/// rewrite is lost, and so are pending writes made ahead of a checkpoint not stored. Archives
+/// are rewritten in place (id and creation time kept). Not rewritten: expired memory items,
+/// which no reader sees and a purge deletes. Each rewritten session's `updated_at` becomes the
+/// time of the rekey.
 ///
 /// ```
 /// use agentmem_core::{AgentMemoryExt, ErrorKind, InMemoryStore, Message, SessionId};
@@ -72,9 +84,10 @@ pub async fn rekey<S: AgentMemory>(
     .await
 }
 
-/// Encrypts a store written without the layer: every session and memory item is read as
-/// plaintext (or as ciphertext under `key`, so running it again is harmless) and rewritten
-/// encrypted under `key`. The same rules as [`rekey`] apply, archives included.
+/// Encrypts a store written without the layer: every session, memory item and checkpoint
+/// thread is read as plaintext (or as ciphertext under `key`, so running it again is
+/// harmless) and rewritten encrypted under `key`. The same rules as [`rekey`] apply, archives
+/// and the move of each thread through a temporary one included.
 pub async fn encrypt_existing<S: AgentMemory>(store: S, key: &MasterKey) -> Result<RekeyReport> {
     let mut reading = Keyring::new(key);
     reading.accept_plaintext = true;
@@ -143,6 +156,11 @@ async fn rewrite<S: AgentMemory>(
         }
         report.memories += 1;
     }
+    // `reader` writes with the new key: through it a thread's copy opens what is stored and
+    // seals it anew.
+    let threads = rewrite_threads(&reader).await?;
+    report.threads = threads.threads;
+    report.checkpoints = threads.checkpoints;
     set_marker(&*writer, Some(&rewriting), &done).await?;
     Ok(report)
 }

@@ -140,8 +140,17 @@ pub async fn rekey_store(
     if out.json() {
         return out.json_value(&report);
     }
+    let threads = if report.threads > 0 {
+        format!(
+            " and {} ({})",
+            count(report.threads, "checkpoint thread"),
+            count(report.checkpoints, "checkpoint")
+        )
+    } else {
+        String::new()
+    };
     out.line(format!(
-        "re-encrypted {} under key {} (was {})",
+        "re-encrypted {}{threads} under key {} (was {})",
         store_totals(
             report.sessions,
             report.messages,
