@@ -380,8 +380,9 @@ impl NativeStore {
     }
 
     /// Stores a memory item of `kind` in `scope` (`{agent, workspace, owner}`, global when
-    /// `None`); returns it as stored.
-    #[pyo3(signature = (text, kind="long_term", scope=None, key=None, metadata=None, ttl=None))]
+    /// `None`); returns it as stored. `id` names a new item (a fresh one when `None`): an
+    /// adapter that derives ids from its own keys reads its items back by id in one lookup.
+    #[pyo3(signature = (text, kind="long_term", scope=None, key=None, metadata=None, ttl=None, id=None))]
     #[allow(
         clippy::too_many_arguments,
         reason = "Python keyword arguments, one per field"
@@ -395,9 +396,13 @@ impl NativeStore {
         key: Option<String>,
         metadata: Option<&Bound<'_, PyAny>>,
         ttl: Option<f64>,
+        id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let scope = input::optional::<MemoryScope>("scope", scope)?.unwrap_or_default();
         let mut item = MemoryItem::new(input::memory_kind(kind)?, text).in_scope(scope);
+        if let Some(id) = id {
+            item.id = MemoryId::new(id).map_err(to_py)?;
+        }
         if let Some(key) = key {
             item = item.with_key(key);
         }

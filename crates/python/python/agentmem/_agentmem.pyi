@@ -80,6 +80,7 @@ class NativeStore:
         key: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         ttl: float | None = None,
+        id: str | None = None,
     ) -> dict[str, Any]: ...
     def get_memory(self, id: str) -> dict[str, Any] | None: ...
     def memories(

@@ -1,4 +1,5 @@
-"""LangGraph checkpoints on an agentmem store: ``AgentmemSaver``.
+"""LangGraph on an agentmem store: checkpoints (``AgentmemSaver``) and long-term memory
+(``AgentmemStore``, see ``agentmem.langgraph_store``).
 
 One saver for every backend agentmem has (files, SQLite, Redis, PostgreSQL, MongoDB), safe
 with several processes writing one store, encrypted at rest when the store is::
@@ -47,8 +48,9 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from ._agentmem import NotFound
 from ._store import PathLike, Store
 from ._store import open as _open
+from .langgraph_store import AgentmemStore
 
-__all__ = ["AgentmemSaver"]
+__all__ = ["AgentmemSaver", "AgentmemStore"]
 
 _EMPTY = "empty"
 
