@@ -13,9 +13,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Durability;
-use crate::fsutil::{io_error, open_append_with_id, read_range, stat, write_atomic, FileId};
+use crate::fsutil::{io_error, open_append_with_id, stat, write_atomic, FileId};
 use crate::layout::Layout;
-use crate::log::{push_line, scan_lines, BadLine, Scan};
+use crate::log::{push_line, read_tail, BadLine, Scan, Tail};
 use crate::repair::{Aside, Findings};
 
 const MEMORY_FORMAT: &str = "agentmem.memories";
@@ -190,32 +190,31 @@ impl MemoryCtx<'_> {
         let Some((file, _)) = slot.file.as_ref() else {
             return Err(Error::backend("memory log not open"));
         };
-        let end = file
-            .metadata()
-            .map_err(|e| io_error(path, "cannot stat", e))?
-            .len();
-        let start = slot.len;
-        let bytes = read_range(file, path, start, end)?;
-        let whole = start == 0;
-        if whole {
-            refuse_newer(&bytes, path)?;
+        let position = (slot.len, slot.lines + 1);
+        let keep_bad = slot.len == 0;
+        match read_tail(
+            file,
+            path,
+            position,
+            keep_bad,
+            refuse_newer,
+            parse_record,
+            f,
+        )? {
+            Tail::Damaged { bytes, scan } => self.quarantine(slot, &bytes, scan, f),
+            Tail::Read {
+                records,
+                len,
+                lines,
+            } => {
+                slot.len = len;
+                slot.lines += lines;
+                for record in records {
+                    slot.apply(record);
+                }
+                Ok(())
+            }
         }
-        let scan = scan_lines(&bytes, slot.lines + 1, path, whole, parse_record)?;
-        // The log is created whole by a rename: a first line cut off is not a crash artefact.
-        let headless = whole && scan.torn.as_ref().is_some_and(|t| t.line == 1);
-        if !scan.bad.is_empty() || headless {
-            return self.quarantine(slot, &bytes, scan, f);
-        }
-        let valid = start + scan.valid_len as u64;
-        if let Some(torn) = &scan.torn {
-            f.torn_tail(None, path, file, torn, valid)?;
-        }
-        slot.len = valid;
-        slot.lines += scan.lines;
-        for record in scan.records {
-            slot.apply(record);
-        }
-        Ok(())
     }
 
     /// Sets the complete lines of the whole log `bytes` that do not parse (and a first line

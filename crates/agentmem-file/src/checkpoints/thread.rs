@@ -12,11 +12,11 @@ use agentmem_core::{Error, ErrorKind, Result, ThreadId};
 use super::record::{encode_log, header_line, parse_record, refuse_newer, Record, RecordRef};
 use crate::config::Durability;
 use crate::fsutil::{
-    create_dirs, io_error, list_dir, open_append_with_id, read_range, remove_if_exists, stat,
-    sync_dir, write_atomic, FileId, TMP_PREFIX,
+    create_dirs, io_error, list_dir, open_append_with_id, remove_if_exists, stat, sync_dir,
+    write_atomic, FileId, TMP_PREFIX,
 };
 use crate::layout::{thread_key, Layout, ThreadPaths};
-use crate::log::{scan_lines, BadLine, Scan};
+use crate::log::{read_tail, BadLine, Scan, Tail};
 use crate::repair::{Aside, Findings};
 
 /// The cached replay of one thread's log. Guarded by the thread's in-process mutex.
@@ -217,32 +217,22 @@ impl ThreadCtx<'_> {
         let Some((file, _)) = slot.file.as_ref() else {
             return Err(Error::backend("checkpoint log not open"));
         };
-        let end = file
-            .metadata()
-            .map_err(|e| io_error(path, "cannot stat", e))?
-            .len();
-        let start = slot.len;
-        let bytes = read_range(file, path, start, end)?;
-        let whole = start == 0;
-        if whole {
-            refuse_newer(&bytes, path)?;
+        let position = (slot.len, slot.lines + 1);
+        match read_tail(file, path, position, true, refuse_newer, parse_record, f)? {
+            Tail::Damaged { bytes, scan } => self.quarantine(slot, &bytes, scan, expected, f),
+            Tail::Read {
+                records,
+                len,
+                lines,
+            } => {
+                slot.len = len;
+                slot.lines += lines;
+                for record in records {
+                    slot.apply(record);
+                }
+                Ok(())
+            }
         }
-        let scan = scan_lines(&bytes, slot.lines + 1, path, true, parse_record)?;
-        // The log is created whole by a rename: a first line cut off is not a crash artefact.
-        let headless = whole && scan.torn.as_ref().is_some_and(|t| t.line == 1);
-        if !scan.bad.is_empty() || headless {
-            return self.quarantine(slot, &bytes, scan, expected, f);
-        }
-        let valid = start + scan.valid_len as u64;
-        if let Some(torn) = &scan.torn {
-            f.torn_tail(None, path, file, torn, valid)?;
-        }
-        slot.len = valid;
-        slot.lines += scan.lines;
-        for record in scan.records {
-            slot.apply(record);
-        }
-        Ok(())
     }
 
     /// Sets the complete lines of `bytes` (the log from `slot.len` on) that do not parse, and
