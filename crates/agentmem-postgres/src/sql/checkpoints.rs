@@ -345,21 +345,13 @@ mod tests {
     use tokio_postgres::types::ToSql;
 
     use crate::statements::Stmt;
-    use crate::PostgresStore;
 
     /// Reading one checkpoint among many, and one thread's among many threads, walks the
     /// primary keys: no sequential scan of a checkpoint table.
     #[tokio::test]
     async fn reads_walk_the_primary_keys() {
-        let url =
-            agentmem_testkit::env_url("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test");
-        let schema = agentmem_testkit::unique_namespace("amtest");
-        let sep = if url.contains('?') { '&' } else { '?' };
-        let store = match PostgresStore::connect(&format!("{url}{sep}schema={schema}")).await {
-            Ok(store) => store,
-            Err(e) => {
-                return agentmem_testkit::service_unavailable("postgres", &url, &e).unwrap_or(());
-            }
+        let Some((store, schema)) = crate::sql::test_store().await else {
+            return;
         };
         let client = store.pool().get().await.expect("connection");
         // 200 threads of 100 checkpoints, each reading 4 channels (rows written directly:

@@ -175,11 +175,23 @@ fn prefixed(prefix: &str, columns: &str) -> String {
         .join(", ")
 }
 
+/// A store in a fresh schema of the test server (`DATABASE_URL`), with the schema's name, for
+/// the plan tests here (each drops its schema); `None` when the server is unavailable and not
+/// required.
+#[cfg(test)]
+pub(crate) async fn test_store() -> Option<(agentmem_core::Layered<crate::PostgresStore>, String)> {
+    let url = agentmem_testkit::env_url("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test");
+    let schema = agentmem_testkit::unique_namespace("amtest");
+    let sep = if url.contains('?') { '&' } else { '?' };
+    match crate::PostgresStore::connect(&format!("{url}{sep}schema={schema}")).await {
+        Ok(store) => Some((store, schema)),
+        Err(e) => agentmem_testkit::service_unavailable("postgres", &url, &e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use agentmem_core::{Message, SessionId, SessionStore};
-
-    use crate::PostgresStore;
 
     /// The load of a long session and the listing of many sessions must be planned as cheap as
     /// they are: per-row subqueries in the select list are costed once per row, and above
@@ -187,15 +199,8 @@ mod tests {
     /// for a 100,000-message load).
     #[tokio::test]
     async fn loads_and_listings_are_planned_without_subplans_or_jit() {
-        let url =
-            agentmem_testkit::env_url("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test");
-        let schema = agentmem_testkit::unique_namespace("amtest");
-        let sep = if url.contains('?') { '&' } else { '?' };
-        let store = match PostgresStore::connect(&format!("{url}{sep}schema={schema}")).await {
-            Ok(store) => store,
-            Err(e) => {
-                return agentmem_testkit::service_unavailable("postgres", &url, &e).unwrap_or(());
-            }
+        let Some((store, schema)) = crate::sql::test_store().await else {
+            return;
         };
         let session = SessionId::new("long").expect("id");
         let batch: Vec<Message> = (0..10_000)
