@@ -15,25 +15,13 @@ use agentmem_core::{
 use agentmem_crypt::{CryptoError, MasterKey, NoKeyLayer, ENVELOPE_PREFIX, MARKER_PROPERTY};
 
 mod common;
-use common::{key, sid, with_key, Store};
+use common::{at, key, sid, thread, with_key, Store};
 
 /// Bytes and type tags that must never appear in the store.
 const BODY: &[u8] = b"canaryBodyPangolin";
 const BLOB: &[u8] = b"canaryBlobAxolotl";
 const WRITE: &[u8] = b"canaryWriteQuokka";
 const TAG: &str = "canaryTagOkapi";
-
-fn thread(name: &str) -> ThreadId {
-    name.parse().expect("a valid thread id")
-}
-
-fn at(thread_name: &str, ns: &str, id: &str) -> CheckpointKey {
-    CheckpointKey {
-        thread: thread(thread_name),
-        ns: ns.parse().expect("a valid namespace"),
-        id: id.parse().expect("a valid checkpoint id"),
-    }
-}
 
 fn checkpoint(key: CheckpointKey, parent: Option<&str>, versions: &[(&str, &str)]) -> Checkpoint {
     let mut body = BODY.to_vec();

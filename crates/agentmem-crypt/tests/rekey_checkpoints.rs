@@ -11,7 +11,7 @@ use std::sync::Arc;
 use agentmem_core::{
     AgentMemory, AgentMemoryExt, ChannelBlob, Checkpoint, CheckpointKey, CheckpointQuery,
     CheckpointStore, CheckpointTuple, ErrorKind, InMemoryStore, Message, Metadata, PendingWrite,
-    PropertyChange, Result, SessionStore, ThreadId, ThreadInfo, TypedBytes,
+    PropertyChange, Result, SessionStore, ThreadInfo, TypedBytes,
 };
 use agentmem_crypt::{
     encrypt_existing, rekey, rekey_thread_id, CryptoError, EncryptLayer, MasterKey, NoKeyLayer,
@@ -20,7 +20,7 @@ use agentmem_crypt::{
 use agentmem_file::{Durability, FileConfig, FileStore};
 
 mod common;
-use common::{key, sid, with_key, Store};
+use common::{at, key, sid, thread, with_key, Store};
 
 /// A thread id as long as one may be (its temporary id is a hash).
 fn long_thread() -> String {
@@ -28,18 +28,6 @@ fn long_thread() -> String {
 }
 
 const CHAT: &str = "user:42/chat ü*";
-
-fn thread(name: &str) -> ThreadId {
-    name.parse().expect("a valid thread id")
-}
-
-fn at(thread_name: &str, ns: &str, id: &str) -> CheckpointKey {
-    CheckpointKey {
-        thread: thread(thread_name),
-        ns: ns.parse().expect("a valid namespace"),
-        id: id.parse().expect("a valid checkpoint id"),
-    }
-}
 
 fn checkpoint(key: CheckpointKey, parent: Option<&str>, versions: &[(&str, &str)]) -> Checkpoint {
     let body = format!("body of {}", key.id.as_str()).into_bytes();

@@ -1,5 +1,5 @@
-//! What the crypt crate's tests share: stores as trait objects, session ids, keys and the
-//! encryption layer over a raw store.
+//! What the crypt crate's tests share: stores as trait objects, session, thread and checkpoint
+//! ids, keys and the encryption layer over a raw store.
 #![allow(
     dead_code,
     reason = "shared by several test binaries, each using part of it"
@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use agentmem_core::{AgentMemory, AgentMemoryExt, SessionId};
+use agentmem_core::{AgentMemory, AgentMemoryExt, CheckpointKey, SessionId, ThreadId};
 use agentmem_crypt::{EncryptLayer, MasterKey};
 
 /// A raw store, as the tests hold it.
@@ -15,6 +15,19 @@ pub type Store = Arc<dyn AgentMemory>;
 
 pub fn sid(name: &str) -> SessionId {
     name.parse().expect("a valid session id")
+}
+
+pub fn thread(name: &str) -> ThreadId {
+    name.parse().expect("a valid thread id")
+}
+
+/// The checkpoint `id` of `thread_name` in namespace `ns`.
+pub fn at(thread_name: &str, ns: &str, id: &str) -> CheckpointKey {
+    CheckpointKey {
+        thread: thread(thread_name),
+        ns: ns.parse().expect("a valid namespace"),
+        id: id.parse().expect("a valid checkpoint id"),
+    }
 }
 
 /// A new random key.
