@@ -204,26 +204,21 @@ pub(crate) fn scan_lines<T>(
 #[derive(Debug)]
 pub(crate) enum Tail<T> {
     /// Every new complete line parsed (a torn last line, never acknowledged, was reported and
-    /// cut off): the records, and the reader's new position, `len` bytes after `lines` more
-    /// lines.
-    Read {
-        records: Vec<T>,
-        len: u64,
-        lines: u64,
-    },
+    /// cut off), and the reader's position moved past them: the records.
+    Read(Vec<T>),
     /// Complete lines that do not parse, or a first line cut off: the bytes read and their
-    /// scan, for the caller to set aside.
+    /// scan, for the caller to set aside (the position is left as it was).
     Damaged { bytes: Vec<u8>, scan: Scan<T> },
 }
 
-/// Reads an append-only log (`file`, at `path`) from byte `start`, its line `first_line`, to
-/// its end, as the memory log and a checkpoint thread's log are read: `refuse_newer` checks a
-/// whole log's first line; `keep_bad` as in [`scan_lines`]. A first line cut off is damage,
-/// not a crash artefact: those logs are created whole by a rename.
+/// Reads an append-only log (`file`, at `path`) from the reader's position (`len` bytes and
+/// `lines` lines read, moved past what is read) to its end, as the memory log and a checkpoint thread's log are read:
+/// `refuse_newer` checks a whole log's first line; `keep_bad` as in [`scan_lines`]. A first
+/// line cut off is damage, not a crash artefact: those logs are created whole by a rename.
 pub(crate) fn read_tail<T>(
     file: &std::fs::File,
     path: &Path,
-    (start, first_line): (u64, u64),
+    (len, lines): (&mut u64, &mut u64),
     keep_bad: bool,
     refuse_newer: impl FnOnce(&[u8], &Path) -> Result<()>,
     parse: impl FnMut(u64, &[u8]) -> std::result::Result<T, String>,
@@ -233,25 +228,24 @@ pub(crate) fn read_tail<T>(
         .metadata()
         .map_err(|e| io_error(path, "cannot stat", e))?
         .len();
+    let start = *len;
     let bytes = read_range(file, path, start, end)?;
     let whole = start == 0;
     if whole {
         refuse_newer(&bytes, path)?;
     }
-    let scan = scan_lines(&bytes, first_line, path, keep_bad, parse)?;
+    let scan = scan_lines(&bytes, *lines + 1, path, keep_bad, parse)?;
     let headless = whole && scan.torn.as_ref().is_some_and(|t| t.line == 1);
     if !scan.bad.is_empty() || headless {
         return Ok(Tail::Damaged { bytes, scan });
     }
-    let len = start + scan.valid_len as u64;
+    let valid = start + scan.valid_len as u64;
     if let Some(torn) = &scan.torn {
-        f.torn_tail(None, path, file, torn, len)?;
+        f.torn_tail(None, path, file, torn, valid)?;
     }
-    Ok(Tail::Read {
-        records: scan.records,
-        len,
-        lines: scan.lines,
-    })
+    *len = valid;
+    *lines += scan.lines;
+    Ok(Tail::Read(scan.records))
 }
 
 /// Parses a session log header line.

@@ -190,25 +190,19 @@ impl MemoryCtx<'_> {
         let Some((file, _)) = slot.file.as_ref() else {
             return Err(Error::backend("memory log not open"));
         };
-        let position = (slot.len, slot.lines + 1);
         let keep_bad = slot.len == 0;
-        match read_tail(
+        let tail = read_tail(
             file,
             path,
-            position,
+            (&mut slot.len, &mut slot.lines),
             keep_bad,
             refuse_newer,
             parse_record,
             f,
-        )? {
+        )?;
+        match tail {
             Tail::Damaged { bytes, scan } => self.quarantine(slot, &bytes, scan, f),
-            Tail::Read {
-                records,
-                len,
-                lines,
-            } => {
-                slot.len = len;
-                slot.lines += lines;
+            Tail::Read(records) => {
                 for record in records {
                     slot.apply(record);
                 }

@@ -217,16 +217,18 @@ impl ThreadCtx<'_> {
         let Some((file, _)) = slot.file.as_ref() else {
             return Err(Error::backend("checkpoint log not open"));
         };
-        let position = (slot.len, slot.lines + 1);
-        match read_tail(file, path, position, true, refuse_newer, parse_record, f)? {
+        let tail = read_tail(
+            file,
+            path,
+            (&mut slot.len, &mut slot.lines),
+            true,
+            refuse_newer,
+            parse_record,
+            f,
+        )?;
+        match tail {
             Tail::Damaged { bytes, scan } => self.quarantine(slot, &bytes, scan, expected, f),
-            Tail::Read {
-                records,
-                len,
-                lines,
-            } => {
-                slot.len = len;
-                slot.lines += lines;
+            Tail::Read(records) => {
                 for record in records {
                     slot.apply(record);
                 }
