@@ -566,9 +566,7 @@ impl CheckpointStore for InMemoryStore {
             .sum();
         // A thread left with nothing at all goes; one holding writes ahead of their
         // checkpoint stays.
-        state
-            .threads
-            .retain(|_, t| *t != ThreadCheckpoints::default());
+        state.threads.retain(|_, t| !t.holds_nothing());
         Ok(deleted)
     }
 

@@ -89,6 +89,12 @@ impl ThreadCheckpoints {
         self.namespaces.values().all(|ns| ns.checkpoints.is_empty())
     }
 
+    /// Whether the thread holds nothing at all: no checkpoint, no write made ahead of one, no
+    /// channel value (what an empty thread is, to a store deciding whether to keep it).
+    pub fn holds_nothing(&self) -> bool {
+        self.namespaces.is_empty()
+    }
+
     /// How many checkpoints the thread holds, over all namespaces.
     pub fn len(&self) -> u64 {
         let count: usize = self

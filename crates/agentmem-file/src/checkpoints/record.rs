@@ -82,7 +82,7 @@ impl RecordRef<'_> {
 /// pending writes without their checkpoint are something).
 pub(crate) fn encode_log(thread: &ThreadId, state: &ThreadCheckpoints) -> Result<Vec<u8>> {
     let mut out = header_line(thread)?;
-    if !super::thread::holds_nothing(state) {
+    if !state.holds_nothing() {
         push_line(&mut out, &RecordRef::State { state })?;
     }
     Ok(out)

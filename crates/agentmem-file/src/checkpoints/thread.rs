@@ -88,12 +88,6 @@ impl ThreadSlot {
     }
 }
 
-/// Whether `state` holds nothing a log must keep: no checkpoint and no pending write
-/// ([`ThreadCheckpoints::is_empty`] counts checkpoints only, so it cannot tell).
-pub(crate) fn holds_nothing(state: &ThreadCheckpoints) -> bool {
-    *state == ThreadCheckpoints::default()
-}
-
 /// Operations on one thread's log.
 pub(crate) struct ThreadCtx<'a> {
     pub(crate) layout: &'a Layout,
@@ -372,7 +366,7 @@ impl ThreadCtx<'_> {
         state: ThreadCheckpoints,
     ) -> Result<()> {
         let path = &self.paths.log;
-        if holds_nothing(&state) {
+        if state.holds_nothing() {
             slot.reset();
             remove_if_exists(path)?;
             if self.durability == Durability::Fsync {
