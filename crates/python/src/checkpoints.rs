@@ -148,10 +148,7 @@ impl NativeCheckpoints {
                 })
             })
             .collect::<PyResult<Vec<_>>>()?;
-        let store = self.inner.clone();
-        block_on(py, async move {
-            store.put_checkpoint(&checkpoint, &blobs).await
-        })
+        block_on(py, self.inner.put_checkpoint(&checkpoint, &blobs))
     }
 
     /// Stores the pending writes of one task after checkpoint (thread, ns, id), all or none.
@@ -176,8 +173,7 @@ impl NativeCheckpoints {
                 },
             )
             .collect();
-        let store = self.inner.clone();
-        block_on(py, async move { store.put_writes(&at, &writes).await })
+        block_on(py, self.inner.put_writes(&at, &writes))
     }
 
     /// The checkpoint `id` of (thread, ns), or the newest there; `None` when there is none.
@@ -191,10 +187,7 @@ impl NativeCheckpoints {
     ) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let (thread, ns) = (thread_id(thread)?, namespace(ns)?);
         let id = id.map(checkpoint_id).transpose()?;
-        let store = self.inner.clone();
-        let found = block_on(py, async move {
-            store.get_checkpoint(&thread, &ns, id.as_ref()).await
-        })?;
+        let found = block_on(py, self.inner.get_checkpoint(&thread, &ns, id.as_ref()))?;
         found.map(|t| tuple_to_python(py, &t)).transpose()
     }
 
@@ -222,8 +215,7 @@ impl NativeCheckpoints {
             metadata: self::metadata(metadata.as_ref())?,
             limit,
         };
-        let store = self.inner.clone();
-        let found = block_on(py, async move { store.list_checkpoints(&query).await })?;
+        let found = block_on(py, self.inner.list_checkpoints(&query))?;
         let list = PyList::empty(py);
         for t in &found {
             list.append(tuple_to_python(py, t)?)?;
@@ -233,32 +225,25 @@ impl NativeCheckpoints {
 
     /// Every thread holding a checkpoint: `{thread, checkpoints, updated_at}` by id.
     fn threads<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let store = self.inner.clone();
-        let threads = block_on(py, async move { store.list_threads().await })?;
+        let threads = block_on(py, self.inner.list_threads())?;
         to_python(py, &threads)
     }
 
     /// Deletes a thread; whether it held a checkpoint.
     fn delete_thread(&self, py: Python<'_>, thread: &str) -> PyResult<bool> {
         let thread = thread_id(thread)?;
-        let store = self.inner.clone();
-        block_on(py, async move { store.delete_thread(&thread).await })
+        block_on(py, self.inner.delete_thread(&thread))
     }
 
     /// Deletes the checkpoints of these runs (metadata `run_id`), with their writes.
     fn delete_runs(&self, py: Python<'_>, run_ids: Vec<String>) -> PyResult<u64> {
-        let store = self.inner.clone();
-        block_on(
-            py,
-            async move { store.delete_run_checkpoints(&run_ids).await },
-        )
+        block_on(py, self.inner.delete_run_checkpoints(&run_ids))
     }
 
     /// Copies a thread into a new one; how many checkpoints.
     fn copy_thread(&self, py: Python<'_>, source: &str, target: &str) -> PyResult<u64> {
         let (source, target) = (thread_id(source)?, thread_id(target)?);
-        let store = self.inner.clone();
-        block_on(py, async move { store.copy_thread(&source, &target).await })
+        block_on(py, self.inner.copy_thread(&source, &target))
     }
 
     /// Prunes threads: `keep_latest` or `delete`; how many checkpoints went.
@@ -277,10 +262,6 @@ impl NativeCheckpoints {
             .iter()
             .map(|t| thread_id(t))
             .collect::<PyResult<Vec<_>>>()?;
-        let store = self.inner.clone();
-        block_on(
-            py,
-            async move { store.prune_checkpoints(&threads, keep).await },
-        )
+        block_on(py, self.inner.prune_checkpoints(&threads, keep))
     }
 }
