@@ -185,3 +185,13 @@ pub fn store_totals(sessions: u64, messages: u64, archives: u64, memories: u64) 
         count(memories, "memory item")
     )
 }
+
+/// `part` of a summary line, or nothing when there are none of what it counts (`n` is 0): a
+/// store without checkpoints gets the summary it always had.
+pub fn when_any(n: u64, part: impl FnOnce() -> String) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        part()
+    }
+}

@@ -12,7 +12,7 @@ use agentmem_core::{
 use serde_json::json;
 
 use super::sessions::{print_messages, tag_list};
-use crate::output::{count, store_totals, time, Output};
+use crate::output::{count, store_totals, time, when_any, Output};
 
 /// `fork`: copies `session` (up to and including `at`) into the new session `new`.
 pub async fn fork(
@@ -140,15 +140,13 @@ pub async fn rekey_store(
     if out.json() {
         return out.json_value(&report);
     }
-    let threads = if report.threads > 0 {
+    let threads = when_any(report.threads, || {
         format!(
             " and {} ({})",
             count(report.threads, "checkpoint thread"),
             count(report.checkpoints, "checkpoint")
         )
-    } else {
-        String::new()
-    };
+    });
     out.line(format!(
         "re-encrypted {}{threads} under key {} (was {})",
         store_totals(

@@ -9,7 +9,7 @@ use agentmem_transfer::{is_encrypted, migrate, MigrateOptions, Progress, SyncRep
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{open, redact, store_error, Keys};
-use crate::output::{count, store_totals, Output};
+use crate::output::{count, store_totals, when_any, Output};
 
 /// A progress bar on a terminal, one line per session otherwise (both on standard error).
 enum Shown {
@@ -154,15 +154,13 @@ pub async fn run(
         return out.json_value(&report);
     }
     let verb = if dry_run { "would copy" } else { "copied" };
-    let checkpoints = if report.checkpoints > 0 {
+    let checkpoints = when_any(report.checkpoints, || {
         format!(
             ", {} of {} written",
             count(report.checkpoints_written, "checkpoint"),
             count(report.threads, "thread")
         )
-    } else {
-        String::new()
-    };
+    });
     out.line(format!(
         "{verb} {} from {} to {}: {}, {} and {} written{checkpoints}{}",
         store_totals(

@@ -14,7 +14,7 @@ use agentmem_transfer::{
 use serde::Serialize;
 
 use crate::fsio::{io_error, write_atomic, AtomicFile};
-use crate::output::{count, Output};
+use crate::output::{count, when_any, Output};
 
 /// A folder to export into: missing or empty, so nothing stale is mixed in.
 fn empty_folder(dir: Option<&Path>, format: Format) -> Result<PathBuf> {
@@ -150,7 +150,10 @@ pub async fn export(
                 count(summary.sessions, "session"),
                 count(summary.messages, "message"),
                 count(summary.memories, "memory item"),
-                checkpoints(summary.checkpoints),
+                when_any(summary.checkpoints, || format!(
+                    " and {}",
+                    count(summary.checkpoints, "checkpoint")
+                )),
                 format,
                 summary.output.as_deref().unwrap_or("-")
             ))?;
@@ -233,15 +236,13 @@ pub async fn import(
     if out.json() {
         return out.json_value(&summary);
     }
-    let checkpoints = if summary.checkpoints > 0 {
+    let checkpoints = when_any(summary.checkpoints, || {
         format!(
             " and {} ({} written)",
             count(summary.checkpoints, "checkpoint"),
             summary.checkpoints_written
         )
-    } else {
-        String::new()
-    };
+    });
     out.line(format!(
         "imported {} ({} new; {} and {} written) and {} ({} new){checkpoints} from {}",
         count(summary.sessions, "session"),
@@ -252,13 +253,4 @@ pub async fn import(
         summary.memories_written,
         path.display()
     ))
-}
-
-/// `" and N checkpoints"` when there are any, for the summaries.
-fn checkpoints(n: u64) -> String {
-    if n == 0 {
-        String::new()
-    } else {
-        format!(" and {}", count(n, "checkpoint"))
-    }
 }
