@@ -47,15 +47,16 @@ mod open;
 pub use agentmem_agent::Backend;
 pub use agentmem_core::backend::{BackendConfig, BackendInfo, Registry};
 pub use agentmem_core::{
-    async_trait, checkpoint, history, layer, lifecycle, now, search, AgentMemory, AgentMemoryExt,
-    AgentName, Archive, ArchiveId, ArchiveInfo, Capabilities, ChannelBlob, Checkpoint,
-    CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune, CheckpointQuery, CheckpointStore,
-    CheckpointTuple, ContextStore, Error, ErrorKind, InMemoryStore, Layered, MemoryFilter,
-    MemoryHit, MemoryId, MemoryItem, MemoryKind, MemoryScope, MemoryStore, Message, MessageHit,
-    MessageId, MessageQuery, Metadata, Operation, PendingWrite, PurgeReport, Result,
-    RetentionPolicy, Rewind, Role, ScopeFilter, Session, SessionId, SessionInfo, SessionLabels,
-    SessionPage, SessionPatch, SessionQuery, SessionStore, StoreOptions, ThreadId, ThreadInfo,
-    TypedBytes, MAX_METADATA_DEPTH,
+    async_trait, checkpoint, graph, history, layer, lifecycle, now, search, AddedObservations,
+    AgentMemory, AgentMemoryExt, AgentName, Archive, ArchiveId, ArchiveInfo, Capabilities,
+    ChannelBlob, Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune,
+    CheckpointQuery, CheckpointStore, CheckpointTuple, ContextStore, Entity, Error, ErrorKind,
+    GraphQuery, GraphStore, InMemoryStore, KnowledgeGraph, Layered, MemoryFilter, MemoryHit,
+    MemoryId, MemoryItem, MemoryKind, MemoryScope, MemoryStore, Message, MessageHit, MessageId,
+    MessageQuery, Metadata, ObservationAddition, ObservationDeletion, Operation, PendingWrite,
+    PurgeReport, Relation, Result, RetentionPolicy, Rewind, Role, ScopeFilter, Session, SessionId,
+    SessionInfo, SessionLabels, SessionPage, SessionPatch, SessionQuery, SessionStore,
+    StoreOptions, ThreadId, ThreadInfo, TypedBytes, MAX_METADATA_DEPTH,
 };
 #[cfg(feature = "encryption")]
 #[cfg_attr(docsrs, doc(cfg(feature = "encryption")))]

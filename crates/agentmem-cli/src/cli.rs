@@ -64,7 +64,8 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         agent: Option<String>,
     },
-    /// Check the store: schema version, counts, torn or corrupt records.
+    /// Check the store: schema version, counts (sessions, memory items, checkpoints, knowledge
+    /// graph entities and relations), torn or corrupt records.
     Doctor {
         /// Repair what can be repaired, keeping a backup of every file changed.
         #[arg(long)]
@@ -73,7 +74,11 @@ pub enum Command {
         #[arg(long, value_name = "DIR", requires = "repair")]
         backup_dir: Option<PathBuf>,
     },
-    /// Copy every session, archive and memory item from one store to another.
+    /// Copy every session, archive, memory item, checkpoint and the knowledge graph from one
+    /// store to another.
+    ///
+    /// The graph is merged into the destination's: entities of new names are created, entities
+    /// it holds gain the observations they lack, relations it lacks are added.
     ///
     /// The source is read with its URL's key (key_file=PATH, key=env), else the key
     /// --encryption-key-file or $AGENTMEM_ENCRYPTION_KEY gives. The destination is written
@@ -100,6 +105,30 @@ pub enum Command {
         /// At most N messages per write.
         #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
         batch_size: u64,
+    },
+    /// Serve the store to MCP clients (Claude Desktop, IDE agents): the reference memory
+    /// server's knowledge-graph tools and agentmem's session and memory tools.
+    ///
+    /// Over standard input and output (nothing but JSON-RPC is written to standard output);
+    /// with --http, over streamable HTTP at http://ADDR/mcp, accepting loopback Host and
+    /// browser Origin values and those allowed below. The store is opened on first use, and
+    /// again while that fails.
+    Mcp {
+        /// Serve streamable HTTP at ADDR (HOST:PORT; a bare PORT listens on 127.0.0.1).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// Also accept requests from browser pages of this origin (scheme://host:port, or
+        /// :* for any port; repeat).
+        #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+        allow_origins: Vec<String>,
+        /// Also accept this Host header (HOST or HOST:PORT; repeat): the names clients use
+        /// to reach a server not on loopback.
+        #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+        allow_hosts: Vec<String>,
+        /// Require `Authorization: Bearer TOKEN` on every request, TOKEN being this file's
+        /// content (surrounding whitespace removed).
+        #[arg(long, value_name = "PATH", requires = "http")]
+        token_file: Option<PathBuf>,
     },
 }
 
@@ -293,21 +322,26 @@ pub enum StoreCommand {
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         memories_older_than: Option<Duration>,
     },
-    /// Export sessions (and, with --all, memory items) to files.
-    #[command(group(ArgGroup::new("what").required(true).args(["session", "all"])))]
+    /// Export sessions (and, with --all, memory items, checkpoints and the knowledge graph) to
+    /// files, or the knowledge graph alone (--format mcp-memory).
+    ///
+    /// `--format mcp-memory` writes the knowledge graph as the MCP reference memory server
+    /// (@modelcontextprotocol/server-memory) keeps it in its memory.jsonl, byte for byte as it
+    /// writes it; it needs no SESSION or --all, and refuses a SESSION.
+    #[command(group(ArgGroup::new("what").args(["session", "all"])))]
     Export {
         /// The session to export.
         #[arg(value_parser = parse_session)]
         session: Option<SessionId>,
-        /// Every session and every memory item.
+        /// Everything: every session, memory item and checkpoint, and the knowledge graph.
         #[arg(long)]
         all: bool,
         /// jsonl, json, yaml (agentmem's own, lossless), swarms (agent folder), praisonai
-        /// (session JSON).
-        #[arg(long, value_parser = parse_format)]
+        /// (session JSON), mcp-memory (the knowledge graph as the MCP memory server's file).
+        #[arg(long, value_parser = parse_format, ignore_case = true, requires_ifs = session_formats())]
         format: Format,
-        /// Output file (jsonl, json, yaml, praisonai) or folder (swarms; praisonai with
-        /// --all) [default: standard output for single files].
+        /// Output file (jsonl, json, yaml, praisonai, mcp-memory) or folder (swarms; praisonai
+        /// with --all) [default: standard output for single files].
         #[arg(short, long, value_name = "FILE|DIR")]
         output: Option<PathBuf>,
         /// Export an encrypted store: every export format is plaintext, so without this flag
@@ -315,14 +349,22 @@ pub enum StoreCommand {
         #[arg(long)]
         decrypt: bool,
     },
-    /// Import sessions from files written by export, Swarms or PraisonAI.
+    /// Import sessions from files written by export, Swarms or PraisonAI, or a knowledge graph
+    /// from the MCP reference memory server's memory.jsonl.
+    ///
+    /// Everything is read and checked before anything is written. Sessions, memory items and
+    /// checkpoints are added, never overwritten (a conflict writes nothing); the knowledge
+    /// graph is merged: entities of new names are created (of two of one name, the first),
+    /// entities the store holds gain the observations they lack, relations it lacks are added,
+    /// so importing a file twice adds nothing.
     Import {
         /// The file or folder to read.
         path: PathBuf,
-        /// jsonl, json, yaml, swarms, praisonai.
+        /// jsonl, json, yaml, swarms, praisonai, mcp-memory (the MCP memory server's
+        /// memory.jsonl: the knowledge graph only).
         #[arg(long, value_parser = parse_format)]
         format: Format,
-        /// Import under this session id (the file must hold one session).
+        /// Import under this session id (the file must hold one session; not for mcp-memory).
         #[arg(long, value_parser = parse_session)]
         session: Option<SessionId>,
     },
@@ -382,6 +424,16 @@ fn parse_kind(s: &str) -> std::result::Result<MemoryKind, String> {
 
 fn parse_format(s: &str) -> std::result::Result<Format, String> {
     s.parse::<Format>().map_err(|e| e.message().to_string())
+}
+
+/// The formats of sessions, with which `export` needs a SESSION or --all (the group `what`);
+/// mcp-memory holds the knowledge graph only and needs neither.
+fn session_formats() -> Vec<(&'static str, &'static str)> {
+    Format::ALL
+        .into_iter()
+        .filter(|f| *f != Format::McpMemory)
+        .map(|f| (f.as_str(), "what"))
+        .collect()
 }
 
 /// Parses a duration like `30d`, `12h`, `90m`, `45s`, `2w` or `1d12h`.

@@ -195,3 +195,22 @@ pub fn when_any(n: u64, part: impl FnOnce() -> String) -> String {
         part()
     }
 }
+
+/// What merging a knowledge graph wrote, as `import` and `migrate` report it:
+/// `5 entities (3 new; 12 observations written) and 4 relations (2 new)`; `verb` names the
+/// writing (`written`, or `to write` in a dry run).
+pub fn graph_totals(graph: &agentmem_transfer::GraphReport, verb: &str) -> String {
+    format!(
+        "{} ({} new; {} {verb}) and {} ({} new)",
+        count(graph.entities, "entity"),
+        graph.entities_created,
+        count(graph.observations_written, "observation"),
+        count(graph.relations, "relation"),
+        graph.relations_created
+    )
+}
+
+/// How many entities and relations a merged graph held (for [`when_any`]).
+pub fn graph_items(graph: &agentmem_transfer::GraphReport) -> u64 {
+    graph.entities + graph.relations
+}

@@ -184,3 +184,4 @@ fn main() {
 }
 
 agentmem_core::refuse_checkpoints!(Noop, "noop");
+agentmem_core::refuse_graph!(Noop, "noop");

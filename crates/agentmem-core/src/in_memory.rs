@@ -20,6 +20,10 @@ use crate::checkpoint::{
     CheckpointTuple, PendingWrite, ThreadCheckpoints, ThreadInfo,
 };
 use crate::error::{Error, Result};
+use crate::graph::{
+    AddedObservations, Entity, GraphQuery, GraphState, KnowledgeGraph, ObservationAddition,
+    ObservationDeletion, Relation,
+};
 use crate::history::tail_start;
 use crate::layer::layered;
 use crate::lifecycle::{Rewind, SessionLabels, SessionPage, SessionPatch, SessionQuery};
@@ -28,8 +32,8 @@ use crate::model::{
 };
 use crate::name::{CheckpointId, CheckpointNs, MessageId, SessionId, ThreadId};
 use crate::store::{
-    Capabilities, CheckpointStore, MemoryFilter, MemoryHit, MemoryStore, MessageHit, MessageQuery,
-    PurgeReport, RetentionPolicy, SessionStore,
+    Capabilities, CheckpointStore, GraphStore, MemoryFilter, MemoryHit, MemoryStore, MessageHit,
+    MessageQuery, PurgeReport, RetentionPolicy, SessionStore,
 };
 use crate::support::{
     memory_is_purged, memory_retention_cutoff, rank_memories, rank_messages, retention_cutoff,
@@ -44,7 +48,8 @@ static IN_MEMORY: BackendInfo = BackendInfo::new("in-memory")
     .capabilities(
         Capabilities::new()
             .atomic_compaction(true)
-            .checkpoints(true),
+            .checkpoints(true)
+            .graph(true),
     );
 
 /// The schema version [`InMemoryStore`] reports (it has no stored schema to migrate).
@@ -85,6 +90,8 @@ struct State {
     properties: BTreeMap<String, String>,
     /// Checkpoint threads by id.
     threads: BTreeMap<ThreadId, ThreadCheckpoints>,
+    /// The knowledge graph.
+    graph: GraphState,
 }
 
 /// One session with its archives.
@@ -596,5 +603,39 @@ impl CheckpointStore for InMemoryStore {
             }
         }
         Ok(pruned)
+    }
+}
+
+#[async_trait]
+impl GraphStore for InMemoryStore {
+    async fn create_entities(&self, entities: &[Entity]) -> Result<Vec<Entity>> {
+        Ok(self.state().graph.create_entities(entities))
+    }
+
+    async fn create_relations(&self, relations: &[Relation]) -> Result<Vec<Relation>> {
+        Ok(self.state().graph.create_relations(relations))
+    }
+
+    async fn add_observations(
+        &self,
+        additions: &[ObservationAddition],
+    ) -> Result<Vec<AddedObservations>> {
+        self.state().graph.add_observations(additions)
+    }
+
+    async fn delete_entities(&self, names: &[String]) -> Result<u64> {
+        Ok(self.state().graph.delete_entities(names))
+    }
+
+    async fn delete_observations(&self, deletions: &[ObservationDeletion]) -> Result<u64> {
+        Ok(self.state().graph.delete_observations(deletions))
+    }
+
+    async fn delete_relations(&self, relations: &[Relation]) -> Result<u64> {
+        Ok(self.state().graph.delete_relations(relations))
+    }
+
+    async fn read_graph(&self, query: &GraphQuery) -> Result<KnowledgeGraph> {
+        Ok(self.state().graph.read(query))
     }
 }

@@ -36,6 +36,7 @@ pub mod checkpoint;
 mod context;
 mod error;
 mod ext;
+pub mod graph;
 pub mod history;
 mod in_memory;
 pub mod layer;
@@ -62,6 +63,10 @@ pub use checkpoint::{
 pub use context::ContextStore;
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use ext::AgentMemoryExt;
+pub use graph::{
+    AddedObservations, Entity, GraphQuery, GraphState, KnowledgeGraph, ObservationAddition,
+    ObservationDeletion, Relation,
+};
 pub use in_memory::InMemoryStore;
 pub use lifecycle::{Rewind, SessionLabels, SessionPage, SessionPatch, SessionQuery};
 pub use model::{
@@ -80,8 +85,8 @@ pub use property::{
 pub use redact::{password_is_ambiguous, redact_secrets_in, redact_url, SECRET_OPTIONS};
 pub use scope::{MemoryScope, ScopeFilter};
 pub use store::{
-    AgentMemory, Capabilities, CheckpointStore, MemoryFilter, MemoryHit, MemoryStore, MessageHit,
-    MessageQuery, PurgeReport, RetentionPolicy, SessionStore,
+    AgentMemory, Capabilities, CheckpointStore, GraphStore, MemoryFilter, MemoryHit, MemoryStore,
+    MessageHit, MessageQuery, PurgeReport, RetentionPolicy, SessionStore,
 };
 pub use store_options::{check_options_unique, parse_duration, KeyLocation, StoreOptions};
 

@@ -1,8 +1,8 @@
 //! [`Operation`], and the one list of store operations that everything mechanical is made from.
 //!
 //! [`for_each_operation!`] holds every [`SessionStore`](crate::SessionStore),
-//! [`MemoryStore`](crate::MemoryStore) and [`CheckpointStore`](crate::CheckpointStore)
-//! operation once: its variant, signature and what its span
+//! [`MemoryStore`](crate::MemoryStore), [`CheckpointStore`](crate::CheckpointStore) and
+//! [`GraphStore`](crate::GraphStore) operation once: its variant, signature and what its span
 //! records. From it come the [`Operation`] enum, the forwarding base
 //! [`LayeredStore`](crate::layer::LayeredStore) (every operation forwarded by default), the
 //! store impls every layer gets from it, and the trace layer. Adding an operation is: the trait
@@ -17,6 +17,7 @@ use std::fmt;
 ///               { session: expr, writes: expr?, reads: closure? }; )* }
 /// memories { ...the same... }
 /// checkpoints { ...the same... }
+/// graph { ...the same... }
 /// others { $( #[doc] Variant => name; )* }
 /// ```
 ///
@@ -115,6 +116,23 @@ macro_rules! for_each_operation {
                     threads: &[crate::ThreadId], keep: crate::CheckpointPrune
                 ) -> u64 { session: None };
             }
+            graph {
+                CreateEntities => fn create_entities(entities: &[crate::Entity])
+                    -> Vec<crate::Entity> { session: None };
+                CreateRelations => fn create_relations(relations: &[crate::Relation])
+                    -> Vec<crate::Relation> { session: None };
+                AddObservations => fn add_observations(
+                    additions: &[crate::ObservationAddition]
+                ) -> Vec<crate::AddedObservations> { session: None };
+                DeleteEntities => fn delete_entities(names: &[String]) -> u64 { session: None };
+                DeleteObservations => fn delete_observations(
+                    deletions: &[crate::ObservationDeletion]
+                ) -> u64 { session: None };
+                DeleteRelations => fn delete_relations(relations: &[crate::Relation]) -> u64
+                    { session: None };
+                ReadGraph => fn read_graph(query: &crate::GraphQuery) -> crate::KnowledgeGraph
+                    { session: None };
+            }
             others {
                 /// Opening or connecting to a store (and migrating it).
                 Open => open;
@@ -134,6 +152,7 @@ macro_rules! operation_enum {
         sessions { $($sv:ident => fn $sn:ident $sargs:tt -> $sout:ty { $($sspan:tt)* };)* }
         memories { $($mv:ident => fn $mn:ident $margs:tt -> $mout:ty { $($mspan:tt)* };)* }
         checkpoints { $($cv:ident => fn $cn:ident $cargs:tt -> $cout:ty { $($cspan:tt)* };)* }
+        graph { $($gv:ident => fn $gn:ident $gargs:tt -> $gout:ty { $($gspan:tt)* };)* }
         others { $($(#[$odoc:meta])* $ov:ident => $on:ident;)* }
     ) => {
         /// A store operation: every [`AgentMemory`](crate::AgentMemory) method, opening a
@@ -154,13 +173,14 @@ macro_rules! operation_enum {
             $(#[doc = concat!("[`SessionStore::", stringify!($sn), "`](crate::SessionStore::", stringify!($sn), ").")] $sv,)*
             $(#[doc = concat!("[`MemoryStore::", stringify!($mn), "`](crate::MemoryStore::", stringify!($mn), ").")] $mv,)*
             $(#[doc = concat!("[`CheckpointStore::", stringify!($cn), "`](crate::CheckpointStore::", stringify!($cn), ").")] $cv,)*
+            $(#[doc = concat!("[`GraphStore::", stringify!($gn), "`](crate::GraphStore::", stringify!($gn), ").")] $gv,)*
             $($(#[$odoc])* $ov,)*
         }
 
         impl Operation {
             /// Every operation: the store methods in trait order, then the others.
             pub const ALL: &'static [Operation] =
-                &[$(Operation::$sv,)* $(Operation::$mv,)* $(Operation::$cv,)* $(Operation::$ov,)*];
+                &[$(Operation::$sv,)* $(Operation::$mv,)* $(Operation::$cv,)* $(Operation::$gv,)* $(Operation::$ov,)*];
 
             /// The operation's stable snake_case name, as spans and error messages show it:
             /// the name of its store method.
@@ -169,6 +189,7 @@ macro_rules! operation_enum {
                     $(Operation::$sv => stringify!($sn),)*
                     $(Operation::$mv => stringify!($mn),)*
                     $(Operation::$cv => stringify!($cn),)*
+                    $(Operation::$gv => stringify!($gn),)*
                     $(Operation::$ov => stringify!($on),)*
                 }
             }

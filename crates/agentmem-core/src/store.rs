@@ -14,6 +14,10 @@ use crate::checkpoint::{
     PendingWrite, ThreadInfo,
 };
 use crate::error::Result;
+use crate::graph::{
+    AddedObservations, Entity, GraphQuery, KnowledgeGraph, ObservationAddition,
+    ObservationDeletion, Relation,
+};
 use crate::lifecycle::{Rewind, SessionPage, SessionPatch, SessionQuery};
 use crate::model::ArchiveId;
 use crate::model::{
@@ -49,6 +53,9 @@ pub struct Capabilities {
     /// The store keeps checkpoints ([`CheckpointStore`]); without it every checkpoint
     /// operation is refused with `Unsupported` by the store itself.
     pub checkpoints: bool,
+    /// The store keeps a knowledge graph ([`GraphStore`]); without it every graph operation is
+    /// refused with `Unsupported` by the store itself.
+    pub graph: bool,
 }
 
 /// The `const` builder of [`Capabilities`]: `new` (no capability) and a setter named after
@@ -85,6 +92,7 @@ capabilities_builder!(
     indexed_search,
     native_expiry,
     checkpoints,
+    graph,
 );
 
 /// How message search is scoped.
@@ -570,14 +578,67 @@ pub trait CheckpointStore: Debug + Send + Sync + 'static {
     async fn prune_checkpoints(&self, threads: &[ThreadId], keep: CheckpointPrune) -> Result<u64>;
 }
 
+/// The knowledge graph (see [`graph`](crate::graph)): entities, relations and observations,
+/// the MCP reference memory server's model, one graph per store. Every method is atomic:
+/// concurrent callers, in any process, never lose an acknowledged change, and concurrent creates
+/// of one name leave exactly one entity.
+///
+/// A store without [`Capabilities::graph`] refuses every method with `Unsupported`.
+///
+/// ```
+/// use agentmem_core::{Entity, GraphQuery, GraphStore, InMemoryStore, Relation};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = InMemoryStore::new();
+/// store.create_entities(&[Entity::new("Alice", "person").with_observations(["likes tea"])]).await?;
+/// store.create_relations(&[Relation::new("Alice", "Acme", "works_at")]).await?;
+/// let found = store.read_graph(&GraphQuery::Search("TEA".into())).await?;
+/// assert_eq!(found.entities[0].name, "Alice");
+/// assert_eq!(found.relations.len(), 1);
+/// # Ok::<(), agentmem_core::Error>(())
+/// # }).unwrap();
+/// ```
+#[async_trait]
+pub trait GraphStore: Debug + Send + Sync + 'static {
+    /// Creates the entities whose names are new (the first of equal names wins; an entity's
+    /// repeated observations are kept once); returns those created, as stored.
+    async fn create_entities(&self, entities: &[Entity]) -> Result<Vec<Entity>>;
+
+    /// Creates the relations that are new (not equal in from, to and type to a stored one or
+    /// an earlier one of `relations`); returns those created.
+    async fn create_relations(&self, relations: &[Relation]) -> Result<Vec<Relation>>;
+
+    /// Appends to each named entity the observations it does not hold yet, in order; returns
+    /// what each gained. When an entity does not exist the call fails with `NotFound`
+    /// ([`entity_not_found`](crate::graph::entity_not_found)) and applies nothing.
+    async fn add_observations(
+        &self,
+        additions: &[ObservationAddition],
+    ) -> Result<Vec<AddedObservations>>;
+
+    /// Deletes the named entities and every relation naming one of `names` (as from or to);
+    /// returns how many entities went.
+    async fn delete_entities(&self, names: &[String]) -> Result<u64>;
+
+    /// Deletes observations from entities; missing entities and observations are passed over.
+    /// Returns how many observations went.
+    async fn delete_observations(&self, deletions: &[ObservationDeletion]) -> Result<u64>;
+
+    /// Deletes the relations equal to one of `relations`; returns how many went.
+    async fn delete_relations(&self, relations: &[Relation]) -> Result<u64>;
+
+    /// The part of the graph `query` selects: entities in creation order with their
+    /// observations in order, then the relations touching them in creation order.
+    async fn read_graph(&self, query: &GraphQuery) -> Result<KnowledgeGraph>;
+}
+
 /// A store of agent memory: [`SessionStore`] (sessions and archives), [`MemoryStore`]
-/// (memory items) and [`CheckpointStore`] (graph checkpoints) together. Implemented for every
-/// type with the three; used as `Arc<dyn AgentMemory>`, with conveniences in
+/// (memory items), [`CheckpointStore`] (graph checkpoints) and [`GraphStore`] (the knowledge
+/// graph) together. Implemented for every type with the four; used as `Arc<dyn AgentMemory>`, with conveniences in
 /// [`AgentMemoryExt`](crate::AgentMemoryExt).
 ///
 /// Calling a method on a concrete store needs its trait in scope (`SessionStore`,
-/// `MemoryStore` or `CheckpointStore`); through `dyn AgentMemory` or a generic
+/// `MemoryStore`, `CheckpointStore` or `GraphStore`); through `dyn AgentMemory` or a generic
 /// `S: AgentMemory` every part is reachable with this trait alone.
-pub trait AgentMemory: SessionStore + MemoryStore + CheckpointStore {}
+pub trait AgentMemory: SessionStore + MemoryStore + CheckpointStore + GraphStore {}
 
-impl<T: SessionStore + MemoryStore + CheckpointStore + ?Sized> AgentMemory for T {}
+impl<T: SessionStore + MemoryStore + CheckpointStore + GraphStore + ?Sized> AgentMemory for T {}

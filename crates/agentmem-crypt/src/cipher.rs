@@ -36,6 +36,9 @@ const MEMORY_INFO: &[u8] = b"agentmem-crypt/v1/memory\0";
 const THREAD_INFO: &[u8] = b"agentmem-crypt/v1/thread\0";
 /// HKDF info of the store-wide key memory ids are sealed with (see `ids.rs`).
 const MEMORY_ID_INFO: &[u8] = b"agentmem-crypt/v1/memory-id\0";
+/// HKDF info of the store-wide key the knowledge graph's strings are sealed with (see
+/// `graph.rs`).
+const GRAPH_INFO: &[u8] = b"agentmem-crypt/v1/graph\0";
 /// HKDF info of the key the store marker's key check value is made with, and the label it
 /// is made of.
 const STORE_CHECK_INFO: &[u8] = b"agentmem-crypt/v1/store-check\0";
@@ -229,6 +232,7 @@ impl Keyring {
             Domain::Session(s) => (SESSION_INFO, s.as_str()),
             Domain::Memory(form) => (MEMORY_INFO, form.as_str()),
             Domain::MemoryIds => (MEMORY_ID_INFO, ""),
+            Domain::Graph => (GRAPH_INFO, ""),
             Domain::Thread(t) => (THREAD_INFO, t.as_str()),
         };
         let mut okm = Zeroizing::new([0u8; 64]);
@@ -253,7 +257,8 @@ impl fmt::Debug for Keyring {
 }
 
 /// What a record key is derived for: one session (its messages, archives and metadata), one
-/// memory scope (its items), or one checkpoint thread (its checkpoints, blobs and writes).
+/// memory scope (its items), one checkpoint thread (its checkpoints, blobs and writes), or the
+/// store's knowledge graph.
 pub(crate) enum Domain<'a> {
     Session(&'a SessionId),
     /// A scope, in its stored form.
@@ -262,6 +267,9 @@ pub(crate) enum Domain<'a> {
     MemoryIds,
     /// A checkpoint thread: every namespace of it.
     Thread(ThreadId),
+    /// Every string of the knowledge graph (one graph per store; entities are looked up by
+    /// name store-wide).
+    Graph,
 }
 
 impl Domain<'_> {
@@ -344,13 +352,33 @@ impl<'a> Sealer<'a> {
         self.seal_with(plaintext, aad, None)
     }
 
+    /// [`seal_deterministic`](Self::seal_deterministic) under the held key `id` (a lookup
+    /// of what a read key sealed, during a rotation).
+    pub(crate) fn seal_deterministic_under(
+        &mut self,
+        id: KeyId,
+        plaintext: &[u8],
+        aad: &[u8],
+    ) -> Result<String, Error> {
+        self.seal_envelope(id, plaintext, aad, None)
+    }
+
     fn seal_with(
         &mut self,
         plaintext: &[u8],
         aad: &[u8],
         nonce: Option<Nonce<aes_gcm::aead::consts::U12>>,
     ) -> Result<String, Error> {
-        let id = self.keys.write_key();
+        self.seal_envelope(self.keys.write_key(), plaintext, aad, nonce)
+    }
+
+    fn seal_envelope(
+        &mut self,
+        id: KeyId,
+        plaintext: &[u8],
+        aad: &[u8],
+        nonce: Option<Nonce<aes_gcm::aead::consts::U12>>,
+    ) -> Result<String, Error> {
         let payload = self.seal_payload(id, plaintext, aad, nonce)?;
         Ok(format!(
             "{ENVELOPE_PREFIX}{id}:{}",
@@ -477,6 +505,20 @@ impl<'a> Sealer<'a> {
     }
 }
 
+/// Opens an envelope holding a string; a value that is not one is passed through only while
+/// plaintext is accepted (see [`Keyring`]).
+pub(crate) fn open_string(
+    sealer: &mut Sealer<'_>,
+    value: String,
+    aad: &[u8],
+) -> Result<String, CryptoError> {
+    if sealer.accepts_plaintext() && !is_envelope(&value) {
+        return Ok(value);
+    }
+    let bytes = sealer.open(&value, aad)?;
+    String::from_utf8(bytes).map_err(|_| CryptoError::Malformed)
+}
+
 /// A fresh random nonce; `Unavailable` when the system's random generator fails.
 fn random_nonce() -> Result<Nonce<aes_gcm::aead::consts::U12>, Error> {
     Nonce::try_generate().map_err(|e| {
@@ -485,7 +527,7 @@ fn random_nonce() -> Result<Nonce<aes_gcm::aead::consts::U12>, Error> {
 }
 
 /// The length of the envelope of a `plaintext_len`-byte value.
-pub(crate) fn envelope_len(plaintext_len: usize) -> usize {
+pub(crate) const fn envelope_len(plaintext_len: usize) -> usize {
     let payload = NONCE_BYTES + plaintext_len + TAG_BYTES;
     ENVELOPE_PREFIX.len() + 16 + 1 + (payload * 4).div_ceil(3)
 }

@@ -12,6 +12,10 @@
 /// `set_store_property` (the marker is read and written through them). (`delete_memory` is not among them: the
 /// encryption layer maps the id to the forms it is stored under.)
 ///
+/// The knowledge graph's operations are written in each invocation: the encryption layer
+/// seals every graph string, and `NoKeyLayer` refuses graph writes and reads on an encrypted
+/// store.
+///
 /// Each passed-through operation but the last three first calls the invoking layer's
 /// `check_store(Operation)`, which checks the store's encryption marker (see `marker.rs`).
 ///

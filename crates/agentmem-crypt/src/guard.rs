@@ -4,18 +4,20 @@
 use agentmem_core::backend::BackendInfo;
 use agentmem_core::layer::{Layer, LayeredStore};
 use agentmem_core::{
-    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, ChannelBlob,
-    Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune, CheckpointQuery,
-    CheckpointTuple, Error, MemoryFilter, MemoryHit, MemoryId, MemoryItem, Message, MessageHit,
-    MessageId, MessageQuery, Metadata, Operation, PendingWrite, PropertyChange, PurgeReport,
-    Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo, SessionPage, SessionPatch,
-    SessionQuery, ThreadId, ThreadInfo,
+    async_trait, AddedObservations, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities,
+    ChannelBlob, Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune,
+    CheckpointQuery, CheckpointTuple, Entity, Error, GraphQuery, KnowledgeGraph, MemoryFilter,
+    MemoryHit, MemoryId, MemoryItem, Message, MessageHit, MessageId, MessageQuery, Metadata,
+    ObservationAddition, ObservationDeletion, Operation, PendingWrite, PropertyChange, PurgeReport,
+    Relation, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo, SessionPage,
+    SessionPatch, SessionQuery, ThreadId, ThreadInfo,
 };
 
 use std::sync::Arc;
 
 use crate::checkpoints::tuple_key;
 use crate::cipher::{envelope_key_id, CryptoError, METADATA_KEY};
+use crate::graph::graph_key;
 use crate::key::KeyId;
 use crate::marker::{read_marker, Access, MarkerCache};
 
@@ -138,8 +140,9 @@ impl<S: AgentMemory> NoKey<S> {
     /// Refuses `op` when the store is marked encrypted (see `marker.rs`), before anything is
     /// read or written. Allowed on a marked store: store properties, listing session ids,
     /// labels, archive summaries and checkpoint threads (kept in the clear), and deleting
-    /// sessions, items and checkpoints (`delete_session`, `delete_memory`, `purge`,
-    /// `delete_thread`, `delete_run_checkpoints`, `prune_checkpoints`): a delete writes
+    /// sessions, items, checkpoints and graph entries (`delete_session`, `delete_memory`,
+    /// `purge`, `delete_thread`, `delete_run_checkpoints`, `prune_checkpoints`,
+    /// `delete_entities`, `delete_observations`, `delete_relations`): a delete writes
     /// nothing that could mix plaintext into the store, and removing data must not need the
     /// key.
     ///
@@ -363,5 +366,54 @@ layered_store_passing_the_clear! {
         let tuples = self.inner.list_checkpoints(&all).await?;
         check_tuples(&tuples, Operation::CopyThread)?;
         self.inner.copy_thread(source, target).await
+    }
+
+    // The knowledge graph: writes refused on a marked store, a read refuses any sealed string;
+    // deleting passes through (without the key, by the strings as stored: sealed).
+
+    async fn create_entities(&self, entities: &[Entity]) -> Result<Vec<Entity>> {
+        self.check_store(Operation::CreateEntities).await?;
+        self.inner.create_entities(entities).await
+    }
+
+    async fn create_relations(&self, relations: &[Relation]) -> Result<Vec<Relation>> {
+        self.check_store(Operation::CreateRelations).await?;
+        self.inner.create_relations(relations).await
+    }
+
+    /// Refused on a marked store; on an unmarked one, an entity whose name was sealed is not
+    /// found by its name in plaintext, so nothing is added to it.
+    async fn add_observations(
+        &self,
+        additions: &[ObservationAddition],
+    ) -> Result<Vec<AddedObservations>> {
+        self.check_store(Operation::AddObservations).await?;
+        self.inner.add_observations(additions).await
+    }
+
+    async fn delete_entities(&self, names: &[String]) -> Result<u64> {
+        self.check_store(Operation::DeleteEntities).await?;
+        self.inner.delete_entities(names).await
+    }
+
+    async fn delete_observations(&self, deletions: &[ObservationDeletion]) -> Result<u64> {
+        self.check_store(Operation::DeleteObservations).await?;
+        self.inner.delete_observations(deletions).await
+    }
+
+    async fn delete_relations(&self, relations: &[Relation]) -> Result<u64> {
+        self.check_store(Operation::DeleteRelations).await?;
+        self.inner.delete_relations(relations).await
+    }
+
+    async fn read_graph(&self, query: &GraphQuery) -> Result<KnowledgeGraph> {
+        self.check_store(Operation::ReadGraph).await?;
+        let graph = self.inner.read_graph(query).await?;
+        refuse(
+            graph_key(&graph),
+            Operation::ReadGraph,
+            "the knowledge graph".into(),
+        )?;
+        Ok(graph)
     }
 }

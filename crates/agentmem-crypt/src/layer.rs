@@ -9,16 +9,17 @@ use agentmem_core::support::{
     fork_end, fork_target_exists, memory_search_limit, rank_memories, rank_messages, search_terms,
 };
 use agentmem_core::{
-    async_trait, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities, ChannelBlob,
-    Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune, CheckpointQuery,
-    CheckpointTuple, Error, MemoryFilter, MemoryHit, MemoryId, MemoryItem, Message, MessageHit,
-    MessageId, MessageQuery, Metadata, Operation, PendingWrite, PropertyChange, PurgeReport,
-    Result, RetentionPolicy, Rewind, ScopeFilter, Session, SessionId, SessionInfo, SessionLabels,
-    SessionPage, SessionPatch, SessionQuery, ThreadId, ThreadInfo,
+    async_trait, AddedObservations, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities,
+    ChannelBlob, Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune,
+    CheckpointQuery, CheckpointTuple, Entity, Error, GraphQuery, KnowledgeGraph, MemoryFilter,
+    MemoryHit, MemoryId, MemoryItem, Message, MessageHit, MessageId, MessageQuery, Metadata,
+    ObservationAddition, ObservationDeletion, Operation, PendingWrite, PropertyChange, PurgeReport,
+    Relation, Result, RetentionPolicy, Rewind, ScopeFilter, Session, SessionId, SessionInfo,
+    SessionLabels, SessionPage, SessionPatch, SessionQuery, ThreadId, ThreadInfo,
 };
 
 use crate::cipher::{
-    aad, envelope_len, is_envelope, CryptoError, Domain, Keyring, Sealer, METADATA_KEY,
+    aad, envelope_len, is_envelope, open_string, CryptoError, Domain, Keyring, Sealer, METADATA_KEY,
 };
 use crate::ids::{candidate_ids, real_id, stored_id};
 use crate::items::{older_tokens, open_items, open_one_item, seal_item};
@@ -230,18 +231,6 @@ pub(crate) fn open_metadata(
     };
     let json = zeroize::Zeroizing::new(sealer.open(envelope, aad)?);
     serde_json::from_slice(&json).map_err(|_| CryptoError::Malformed)
-}
-
-pub(crate) fn open_string(
-    sealer: &mut Sealer<'_>,
-    value: String,
-    aad: &[u8],
-) -> std::result::Result<String, CryptoError> {
-    if sealer.accepts_plaintext() && !is_envelope(&value) {
-        return Ok(value);
-    }
-    let bytes = sealer.open(&value, aad)?;
-    String::from_utf8(bytes).map_err(|_| CryptoError::Malformed)
 }
 
 fn seal_message(sealer: &mut Sealer<'_>, session: &SessionId, m: &Message) -> Result<Message> {
@@ -766,6 +755,41 @@ layered_store_passing_the_clear! {
     /// the crate README).
     async fn copy_thread(&self, source: &ThreadId, target: &ThreadId) -> Result<u64> {
         self.copy_thread_resealed(source, target).await
+    }
+
+    // The knowledge graph: see `graph.rs` (every string sealed deterministically).
+
+    async fn create_entities(&self, entities: &[Entity]) -> Result<Vec<Entity>> {
+        self.create_sealed_entities(entities).await
+    }
+
+    async fn create_relations(&self, relations: &[Relation]) -> Result<Vec<Relation>> {
+        self.create_sealed_relations(relations).await
+    }
+
+    async fn add_observations(
+        &self,
+        additions: &[ObservationAddition],
+    ) -> Result<Vec<AddedObservations>> {
+        self.add_sealed_observations(additions).await
+    }
+
+    async fn delete_entities(&self, names: &[String]) -> Result<u64> {
+        self.delete_sealed_entities(names).await
+    }
+
+    async fn delete_observations(&self, deletions: &[ObservationDeletion]) -> Result<u64> {
+        self.delete_sealed_observations(deletions).await
+    }
+
+    async fn delete_relations(&self, relations: &[Relation]) -> Result<u64> {
+        self.delete_sealed_relations(relations).await
+    }
+
+    /// Reads the whole graph and selects in the client, except for names opened under one
+    /// key (see `graph.rs`).
+    async fn read_graph(&self, query: &GraphQuery) -> Result<KnowledgeGraph> {
+        self.read_opened_graph(query).await
     }
 }
 

@@ -25,6 +25,7 @@ mod clear;
 
 mod checkpoints;
 mod cipher;
+mod graph;
 mod guard;
 mod ids;
 mod items;
@@ -32,12 +33,14 @@ mod key;
 mod layer;
 mod marker;
 mod rekey;
+mod rekey_graph;
 mod rekey_threads;
 
 pub use cipher::{
     envelope_key_id, is_envelope, CryptoError, Keyring, ENVELOPE_PREFIX, KEY_TOKEN_PREFIX,
     MEMORY_KEY_ENTRY, METADATA_KEY,
 };
+pub use graph::{MAX_ENCRYPTED_GRAPH_NAME_BYTES, MAX_ENCRYPTED_OBSERVATION_BYTES};
 pub use guard::{NoKey, NoKeyLayer};
 pub use ids::{MAX_SEALED_MEMORY_ID_BYTES, MEMORY_ID_PREFIX};
 pub use key::{KeyId, KeySource, MasterKey, KEY_BYTES, KEY_ENV};

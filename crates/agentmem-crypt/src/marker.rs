@@ -140,8 +140,9 @@ pub(crate) enum Access {
     /// Listing ids, labels and archive summaries (and checkpoint threads), which are kept in
     /// the clear.
     Listing,
-    /// Deleting sessions, items and checkpoints (`purge`, `delete_run_checkpoints` and
-    /// `prune_checkpoints` too): nothing is written that could mix with ciphertext.
+    /// Deleting sessions, items, checkpoints and graph entities, observations and relations
+    /// (`purge`, `delete_run_checkpoints` and `prune_checkpoints` too): nothing is written that
+    /// could mix with ciphertext.
     Delete,
     /// Reading records, which may be encrypted.
     Read,
@@ -163,7 +164,10 @@ impl Access {
             | O::Purge
             | O::DeleteThread
             | O::DeleteRunCheckpoints
-            | O::PruneCheckpoints => Access::Delete,
+            | O::PruneCheckpoints
+            | O::DeleteEntities
+            | O::DeleteObservations
+            | O::DeleteRelations => Access::Delete,
             O::Load
             | O::LoadArchive
             | O::SearchMessages
@@ -173,6 +177,7 @@ impl Access {
             | O::SearchMemories
             | O::GetCheckpoint
             | O::ListCheckpoints
+            | O::ReadGraph
             | O::Export => Access::Read,
             O::Rewind | O::UpdateSession => Access::Write,
             O::SaveSession
@@ -183,7 +188,10 @@ impl Access {
             | O::PutMemory
             | O::PutCheckpoint
             | O::PutWrites
-            | O::CopyThread => Access::WriteCiphertext,
+            | O::CopyThread
+            | O::CreateEntities
+            | O::CreateRelations
+            | O::AddObservations => Access::WriteCiphertext,
             // `Open`, `Import`, and any operation added later: the strictest checks.
             _ => Access::WriteCiphertext,
         }

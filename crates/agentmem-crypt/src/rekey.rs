@@ -13,6 +13,7 @@ use crate::ids::{candidate_ids, stored_id};
 use crate::key::{KeyId, MasterKey};
 use crate::layer::EncryptLayer;
 use crate::marker::{StoreMarker, MARKER_PROPERTY};
+use crate::rekey_graph::rewrite_graph;
 use crate::rekey_threads::rewrite_threads;
 
 /// What [`rekey`] or [`encrypt_existing`] rewrote.
@@ -33,16 +34,23 @@ pub struct RekeyReport {
     pub threads: u64,
     /// Checkpoints in them.
     pub checkpoints: u64,
+    /// Knowledge-graph entities rewritten under the new key (with their observations).
+    pub entities: u64,
+    /// Knowledge-graph relations rewritten under the new key.
+    pub relations: u64,
     /// The key everything rewritten is now encrypted with.
     pub key: Option<KeyId>,
 }
 
-/// Re-encrypts every session (its messages and metadata), every memory item and every
-/// checkpoint thread of `store` from `old` to `new`, one session, item and thread at a time,
-/// through the store's own `save_session`, `replace_archive`, `put_memory` and, for a thread,
-/// `copy_thread` of the encryption layer (the thread is copied to a temporary thread named by
-/// [`rekey_thread_id`](crate::rekey_thread_id), deleted, copied back and the temporary
-/// thread deleted, the step under way recorded in [`REKEY_PROPERTY`](crate::REKEY_PROPERTY)).
+/// Re-encrypts every session (its messages and metadata), every memory item, every
+/// checkpoint thread and the knowledge graph of `store` from `old` to `new`, one session, item
+/// and thread at a time, through the store's own `save_session`, `replace_archive`,
+/// `put_memory` and, for a thread, `copy_thread` of the encryption layer (the thread is copied
+/// to a temporary thread named by [`rekey_thread_id`](crate::rekey_thread_id), deleted, copied
+/// back and the temporary thread deleted, the step under way recorded in
+/// [`REKEY_PROPERTY`](crate::REKEY_PROPERTY)). The graph is rewritten first: each entity
+/// (with its observations) and relation is created under `new` beside its old form, in the
+/// order the store lists them, then the old forms are deleted (see the crate README).
 ///
 /// Records already under `new` are read and rewritten as well, so an interrupted rekey is
 /// finished by running it again (a thread left midway is finished first: each of its
@@ -84,8 +92,8 @@ pub async fn rekey<S: AgentMemory>(
     .await
 }
 
-/// Encrypts a store written without the layer: every session, memory item and checkpoint
-/// thread is read as plaintext (or as ciphertext under `key`, so running it again is
+/// Encrypts a store written without the layer: every session, memory item, checkpoint
+/// thread and the knowledge graph is read as plaintext (or as ciphertext under `key`, so running it again is
 /// harmless) and rewritten encrypted under `key`. The same rules as [`rekey`] apply, archives
 /// and the move of each thread through a temporary one included.
 pub async fn encrypt_existing<S: AgentMemory>(store: S, key: &MasterKey) -> Result<RekeyReport> {
@@ -126,6 +134,11 @@ async fn rewrite<S: AgentMemory>(
     let raw = store.clone();
     let reader = EncryptLayer::with_keyring(reading).layer(store.clone());
     let writer = EncryptLayer::with_keyring(writing).layer(store);
+    // First: it seals every string anew before it writes, so a graph it cannot rewrite stops
+    // the rekey before any record is rewritten. `reader` writes with the new key.
+    let graph = rewrite_graph(&reader).await?;
+    report.entities = graph.entities;
+    report.relations = graph.relations;
     for info in reader.list_sessions().await? {
         // Deleted since it was listed: nothing to rewrite.
         let Some(session) = reader.load(&info.id, None).await? else {

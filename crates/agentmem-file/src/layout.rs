@@ -18,6 +18,9 @@
 //! <root>/threads/<key>/checkpoints.jsonl     one checkpoint thread's log (see `checkpoints/`)
 //! <root>/threads/<key>/checkpoints.lock     lock of that thread
 //! <root>/threads/<key>/quarantine/          unreadable lines of the thread's log, set aside
+//! <root>/graph/graph.jsonl                  the knowledge graph's log (see `graph/`)
+//! <root>/graph/graph.lock                   lock of the graph
+//! <root>/graph/quarantine/                  unreadable lines of the graph's log, set aside
 //! ```
 //!
 //! A thread's `<key>` is the hex SHA-256 of its id ([`thread_key`]): thread ids are any UTF-8
@@ -53,6 +56,14 @@ pub(crate) const THREAD_LOG: &str = "checkpoints.jsonl";
 /// File name of a checkpoint thread's lock, in its folder (which is never removed, so the
 /// lock file every process opens stays the same file).
 pub(crate) const THREAD_LOCK: &str = "checkpoints.lock";
+
+/// Folder of the knowledge graph, in the root.
+pub(crate) const GRAPH_DIR: &str = "graph";
+/// File name of the graph's log, in its folder.
+pub(crate) const GRAPH_LOG: &str = "graph.jsonl";
+/// File name of the graph's lock, in its folder (never removed, so every process locks the
+/// same file).
+pub(crate) const GRAPH_LOCK: &str = "graph.lock";
 
 /// The fixed paths of one root.
 #[derive(Debug, Clone)]
@@ -124,6 +135,26 @@ impl Layout {
 /// The paths of one checkpoint thread.
 #[derive(Debug, Clone)]
 pub(crate) struct ThreadPaths {
+    pub(crate) dir: PathBuf,
+    pub(crate) log: PathBuf,
+    pub(crate) lock: PathBuf,
+}
+
+impl Layout {
+    /// The paths of the knowledge graph (one a store).
+    pub(crate) fn graph(&self) -> GraphPaths {
+        let dir = self.root.join(GRAPH_DIR);
+        GraphPaths {
+            log: dir.join(GRAPH_LOG),
+            lock: dir.join(GRAPH_LOCK),
+            dir,
+        }
+    }
+}
+
+/// The paths of the knowledge graph.
+#[derive(Debug, Clone)]
+pub(crate) struct GraphPaths {
     pub(crate) dir: PathBuf,
     pub(crate) log: PathBuf,
     pub(crate) lock: PathBuf,

@@ -13,6 +13,7 @@
 //! [`Durability::Buffered`]: crate::Durability::Buffered
 //! [`RepairReport`]: crate::RepairReport
 //! [`CheckpointStore`]: agentmem_core::CheckpointStore
+//! [`GraphStore`]: agentmem_core::GraphStore
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
@@ -25,12 +26,14 @@
 // (sidecar), `layout.rs` (paths); mechanics: `commit.rs` (group commit of durable appends),
 // `lease.rs`, `tail.rs` (reading a log backwards), `repair.rs` (findings), `fsutil.rs`.
 // `checkpoints/` keeps graph checkpoints, one log a thread (its records, replay and repair,
-// locking, and the `CheckpointStore` impl).
+// locking, and the `CheckpointStore` impl). `graph/` keeps the knowledge graph, one log a
+// store (its records, replay, repair and compaction, locking, and the `GraphStore` impl).
 mod catalog;
 mod checkpoints;
 mod commit;
 mod config;
 mod fsutil;
+mod graph;
 mod layout;
 mod lease;
 mod lifecycle;

@@ -248,6 +248,53 @@ pub(crate) fn read_tail<T>(
     Ok(Tail::Read(scan.records))
 }
 
+/// `Unsupported` when the log `bytes` start with a header line (`"op": "header"`) of a version
+/// above `max`: its lines are not unreadable, only unknown to this build, so none of them is
+/// set aside (the `refuse_newer` of [`read_tail`], for logs whose header has that shape).
+pub(crate) fn refuse_newer_header(bytes: &[u8], path: &Path, max: u32) -> Result<()> {
+    #[derive(Deserialize)]
+    struct Header {
+        op: String,
+        version: u32,
+    }
+    let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    match serde_json::from_slice::<Header>(first) {
+        Ok(header) if header.op == "header" && header.version > max => {
+            Err(Error::unsupported(format!(
+                "{} has version {}; this agentmem understands up to {max}: upgrade agentmem",
+                path.display(),
+                header.version
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes `line` at the end of the open log `file` (at `path`, whose whole records end at
+/// `len`), fsynced under fsync durability. On failure the file is cut back to `len`, so no
+/// part of the line stays.
+pub(crate) fn append_line(
+    file: &mut std::fs::File,
+    path: &Path,
+    len: u64,
+    line: &[u8],
+    durability: crate::config::Durability,
+) -> Result<()> {
+    use std::io::Write;
+    let written = file.write_all(line).and_then(|()| {
+        if durability == crate::config::Durability::Fsync {
+            file.sync_data()
+        } else {
+            Ok(())
+        }
+    });
+    if let Err(e) = written {
+        let _ = file.set_len(len);
+        return Err(io_error(path, "cannot append to", e));
+    }
+    Ok(())
+}
+
 /// Parses a session log header line.
 pub(crate) fn parse_session_header(line: &[u8]) -> std::result::Result<SessionHeader, String> {
     let header: SessionHeader =

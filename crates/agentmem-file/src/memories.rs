@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::Write;
 
 use agentmem_core::support::memory_is_purged;
 use agentmem_core::{now, Error, ErrorKind, MemoryId, MemoryItem, Result};
@@ -13,9 +12,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Durability;
-use crate::fsutil::{io_error, open_append_with_id, stat, write_atomic, FileId};
+use crate::fsutil::{open_append_with_id, stat, write_atomic, FileId};
 use crate::layout::Layout;
-use crate::log::{push_line, read_tail, BadLine, Scan, Tail};
+use crate::log::{append_line, push_line, read_tail, BadLine, Scan, Tail};
 use crate::repair::{Aside, Findings};
 
 const MEMORY_FORMAT: &str = "agentmem.memories";
@@ -111,16 +110,7 @@ fn live_records(slot: &MemorySlot) -> Vec<Record> {
 /// `Unsupported` when the log `bytes` start with the header of a newer version: its lines are
 /// not unreadable, only unknown to this build, so none of them is set aside.
 fn refuse_newer(bytes: &[u8], path: &std::path::Path) -> Result<()> {
-    let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
-    match serde_json::from_slice(first) {
-        Ok(Record::Header { version, .. }) if version > MEMORY_VERSION => {
-            Err(Error::unsupported(format!(
-                "{} has version {version}; this agentmem understands up to {MEMORY_VERSION}: upgrade agentmem",
-                path.display()
-            )))
-        }
-        _ => Ok(()),
-    }
+    crate::log::refuse_newer_header(bytes, path, MEMORY_VERSION)
 }
 
 fn parse_record(line: u64, bytes: &[u8]) -> std::result::Result<Record, String> {
@@ -261,18 +251,9 @@ impl MemoryCtx<'_> {
         };
         let mut line = Vec::new();
         push_line(&mut line, &record)?;
-        let start = slot.len;
-        let written = file.write_all(&line).and_then(|()| {
-            if self.durability == Durability::Fsync {
-                file.sync_data()
-            } else {
-                Ok(())
-            }
-        });
-        if let Err(e) = written {
-            let _ = file.set_len(start);
+        if let Err(e) = append_line(file, path, slot.len, &line, self.durability) {
             slot.reset();
-            return Err(io_error(path, "cannot append to", e));
+            return Err(e);
         }
         slot.len += line.len() as u64;
         slot.lines += 1;

@@ -1,6 +1,7 @@
 //! [`FileStore`]: the [`AgentMemory`](agentmem_core::AgentMemory) implementation over the
 //! files of one root folder. Its operations run through `locking.rs` on `session/`,
-//! `memories.rs` and `catalog.rs`.
+//! `memories.rs` and `catalog.rs`; checkpoints and the knowledge graph are implemented in
+//! `checkpoints/` and `graph/`.
 
 use agentmem_core::backend::BackendInfo;
 use std::collections::HashMap;
@@ -24,6 +25,7 @@ use crate::catalog::Delete;
 use crate::checkpoints::ThreadSlots;
 use crate::config::{Durability, FileConfig};
 use crate::fsutil::ignores_case;
+use crate::graph::GraphSlot;
 use crate::layout::Layout;
 use crate::lease::LeaseThread;
 use crate::locking::blocking;
@@ -42,7 +44,8 @@ pub(crate) const INFO: BackendInfo = BackendInfo::new("file")
             .durable(true)
             .cross_process(true)
             .atomic_compaction(true)
-            .checkpoints(true),
+            .checkpoints(true)
+            .graph(true),
     );
 
 /// The backend's name, in errors and spans.
@@ -91,6 +94,8 @@ pub(crate) struct Inner {
     pub(crate) memories: Arc<tokio::sync::Mutex<MemorySlot>>,
     /// One slot a checkpoint thread, each behind its in-process mutex (see `checkpoints/`).
     pub(crate) threads: ThreadSlots,
+    /// The knowledge graph's slot, behind its in-process mutex (see `graph/`).
+    pub(crate) graph: Arc<tokio::sync::Mutex<GraphSlot>>,
     /// Every repair made, for [`FileStore::repairs`].
     pub(crate) repairs: RepairLog,
     /// Ends idle leases (see `lease.rs`).
@@ -136,6 +141,7 @@ impl FileStore {
             sessions: std::sync::Mutex::new(HashMap::new()),
             memories: Arc::new(tokio::sync::Mutex::new(MemorySlot::default())),
             threads: ThreadSlots::default(),
+            graph: Arc::default(),
             repairs: RepairLog::default(),
             leases: LeaseThread::default(),
             properties: PropertyCache::default(),

@@ -7,6 +7,10 @@
 //! Several processes putting checkpoints and pending writes to one thread (and copying and
 //! deleting two other threads in opposite directions) lose nothing.
 //!
+//! Three processes writing the knowledge graph at once (each creating its own entities and
+//! relations, adding observations to one shared entity, racing to create the same names, and
+//! churning enough to compact the log) lose nothing, and each raced name is created once.
+//!
 //! The test re-runs its own test binary as the child processes: `child_appender` does work
 //! only when `AGENTMEM_FILE_CHILD_ROOT` is set, which the parent sets for its children alone.
 
@@ -15,8 +19,9 @@ use std::process::Command;
 
 use agentmem_core::checkpoint::sort_writes;
 use agentmem_core::{
-    ChannelBlob, Checkpoint, CheckpointKey, CheckpointNs, CheckpointQuery, CheckpointStore,
-    ErrorKind, Message, PendingWrite, Rewind, SessionId, SessionStore, ThreadId, TypedBytes,
+    ChannelBlob, Checkpoint, CheckpointKey, CheckpointNs, CheckpointQuery, CheckpointStore, Entity,
+    ErrorKind, GraphQuery, GraphStore, Message, ObservationAddition, ObservationDeletion,
+    PendingWrite, Relation, Rewind, SessionId, SessionStore, ThreadId, TypedBytes,
 };
 use agentmem_file::{Durability, FileConfig, FileStore};
 
@@ -31,6 +36,15 @@ const CHECKPOINTER_VAR: &str = "AGENTMEM_FILE_CHILD_CHECKPOINTER";
 const CHECKPOINTS: usize = 150;
 /// Rounds of each forking child.
 const FORKS: usize = 150;
+const GRAPHER_VAR: &str = "AGENTMEM_FILE_CHILD_GRAPHER";
+/// Graph-writing children.
+const GRAPHERS: usize = 3;
+/// Entities each graph-writing child creates.
+const ENTITIES: usize = 100;
+/// Names every graph-writing child tries to create (one every fifth entity).
+const RACES: usize = ENTITIES / 5;
+/// Rounds of adding and deleting an observation, after the entities.
+const CHURN: usize = 400;
 
 fn session() -> SessionId {
     "shared agent".parse().expect("valid id")
@@ -396,5 +410,148 @@ async fn four_processes_put_checkpoints(durability: Durability) {
         .find(|t| t.thread == shared_thread())
         .expect("listed");
     assert_eq!(shared.checkpoints, (PROCESSES * CHECKPOINTS) as u64);
+    assert!(store.repairs().is_empty(), "{:?}", store.repairs());
+}
+
+fn one_addition(entity: &str, content: &str) -> ObservationAddition {
+    ObservationAddition {
+        entity_name: entity.into(),
+        contents: vec![content.into()],
+    }
+}
+
+/// Child side of the graph test: creates `ENTITIES` entities of its own, each with a relation
+/// to `hub` and its name added to `hub`'s observations; every fifth time races the others to
+/// create `race-<n>` (the winner, told by the answer, records itself on it); then adds and
+/// deletes an observation `CHURN` times, so that the log fills with dead records and is
+/// compacted while the others write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_grapher() {
+    let (Ok(root), Ok(p), Ok(_)) = (
+        std::env::var(ROOT_VAR),
+        std::env::var(INDEX_VAR),
+        std::env::var(GRAPHER_VAR),
+    ) else {
+        return; // Not a child: the parent test below drives this.
+    };
+    let store = FileStore::connect_with(FileConfig::new(root))
+        .await
+        .expect("open");
+    store
+        .create_entities(&[Entity::new("hub", "hub")])
+        .await
+        .expect("hub");
+    for i in 0..ENTITIES {
+        let name = format!("p{p}-{i}");
+        let entity = Entity::new(&name, "t").with_observations([format!("made by p{p}")]);
+        let created = store.create_entities(&[entity]).await.expect("create");
+        assert_eq!(created.len(), 1, "a name of its own");
+        let relation = Relation::new(&name, "hub", "in");
+        store.create_relations(&[relation]).await.expect("relate");
+        store
+            .add_observations(&[one_addition("hub", &name)])
+            .await
+            .expect("add");
+        if i % 5 == 0 {
+            let race = format!("race-{}", i / 5);
+            let entity = Entity::new(&race, format!("p{p}"));
+            if !store
+                .create_entities(&[entity])
+                .await
+                .expect("race")
+                .is_empty()
+            {
+                let won = one_addition(&race, &format!("won by p{p}"));
+                store.add_observations(&[won]).await.expect("won");
+            }
+        }
+    }
+    let own = format!("p{p}-0");
+    for k in 0..CHURN {
+        let note = format!("churn {k}");
+        store
+            .add_observations(&[one_addition(&own, &note)])
+            .await
+            .expect("add");
+        let deletion = ObservationDeletion {
+            entity_name: own.clone(),
+            observations: vec![note],
+        };
+        store
+            .delete_observations(&[deletion])
+            .await
+            .expect("delete");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_writing_the_graph_lose_nothing_and_create_a_name_once() {
+    if std::env::var(ROOT_VAR).is_ok() {
+        return; // A child never spawns children.
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = std::env::current_exe().expect("test binary path");
+    let children: Vec<_> = (0..GRAPHERS)
+        .map(|p| {
+            Command::new(&exe)
+                .args([
+                    "--exact",
+                    "child_grapher",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(ROOT_VAR, dir.path())
+                .env(INDEX_VAR, p.to_string())
+                .env(GRAPHER_VAR, "1")
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn a child process")
+        })
+        .collect();
+    for mut child in children {
+        let status = child.wait().expect("wait for a child");
+        assert!(status.success(), "a child process failed: {status}");
+    }
+
+    let store = FileStore::connect_with(FileConfig::new(dir.path()))
+        .await
+        .expect("open");
+    let graph = store.read_graph(&GraphQuery::All).await.expect("read");
+    assert_eq!(graph.entities.len(), 1 + GRAPHERS * ENTITIES + RACES);
+    assert_eq!(graph.relations.len(), GRAPHERS * ENTITIES);
+    let entity = |name: &str| {
+        graph
+            .entities
+            .iter()
+            .find(|e| e.name == name)
+            .unwrap_or_else(|| panic!("{name} is there"))
+    };
+    let hub = entity("hub");
+    assert_eq!(hub.observations.len(), GRAPHERS * ENTITIES);
+    for p in 0..GRAPHERS {
+        let own: Vec<String> = (0..ENTITIES).map(|i| format!("p{p}-{i}")).collect();
+        let prefix = format!("p{p}-");
+        let added: Vec<&String> = hub
+            .observations
+            .iter()
+            .filter(|o| o.starts_with(&prefix))
+            .collect();
+        assert_eq!(added, own.iter().collect::<Vec<_>>(), "p{p}'s in order");
+        for name in &own {
+            assert_eq!(entity(name).observations, [format!("made by p{p}")]);
+            assert!(graph.relations.contains(&Relation::new(name, "hub", "in")));
+        }
+    }
+    for r in 0..RACES {
+        let race = entity(&format!("race-{r}"));
+        // Exactly one process was told it created the name: the one whose type it bears.
+        assert_eq!(race.observations, [format!("won by {}", race.entity_type)]);
+    }
+    // Without compaction the log would hold every record written, one line each: the header,
+    // the hub, three a child's entity, a creation and a win a race, two a round of churn.
+    let written = 2 + GRAPHERS * (3 * ENTITIES + 2 * CHURN) + 2 * RACES;
+    let log = std::fs::read_to_string(dir.path().join("graph").join("graph.jsonl"))
+        .expect("read the log");
+    assert!(log.lines().count() < written, "compacted");
     assert!(store.repairs().is_empty(), "{:?}", store.repairs());
 }

@@ -5,15 +5,16 @@ use std::fmt;
 use std::path::Path;
 
 use agentmem_core::{
-    ArchiveInfo, CheckpointTuple, Error, MemoryItem, Message, MessageId, Metadata, Result,
-    SessionId, SessionLabels,
+    ArchiveInfo, CheckpointTuple, Error, KnowledgeGraph, MemoryItem, Message, MessageId, Metadata,
+    Result, SessionId, SessionLabels,
 };
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::checkpoints::validate_checkpoints;
-use crate::{canonical_checkpoint, json, jsonl, praisonai, swarms, yaml};
+use crate::graph::{deserialize_graph, validate_graph};
+use crate::{canonical_checkpoint, json, jsonl, mcp_memory, praisonai, swarms, yaml};
 
 /// The version written in (and required of) agentmem's own export formats.
 pub const EXPORT_VERSION: u32 = 1;
@@ -34,7 +35,7 @@ agentmem_core::name_enum! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub enum Format {
         /// agentmem's own: one JSON record per line (header, sessions, messages, archives,
-        /// memories, checkpoints).
+        /// memories, checkpoints, graph entities and relations).
         Jsonl = "jsonl",
         /// agentmem's own: the same content as one JSON document.
         Json = "json",
@@ -44,6 +45,9 @@ agentmem_core::name_enum! {
         Swarms = "swarms",
         /// A praisonaiagents session file `{session_id}.json` (sessions only).
         PraisonAi = "praisonai",
+        /// The MCP reference memory server's `memory.jsonl` (the knowledge graph only; see
+        /// [`mcp_memory`]).
+        McpMemory = "mcp-memory",
     }
     from_str("format", ignore_ascii_case);
 }
@@ -52,7 +56,8 @@ impl Format {
     /// Reads everything `path` holds in this format, checked as [`ExportDocument::validate`]
     /// does, so a store will take it: a file for `jsonl`, `json` and `yaml`; a session file or
     /// a folder of `*.json` session files for `praisonai`; an agent folder, a folder of them or
-    /// a Swarms workspace for `swarms` (see [`swarms::find_agent_folders`]).
+    /// a Swarms workspace for `swarms` (see [`swarms::find_agent_folders`]); the server's
+    /// `memory.jsonl` for `mcp-memory` (a document holding the graph only).
     ///
     /// ```
     /// use agentmem_core::Message;
@@ -81,7 +86,7 @@ impl Format {
 
     /// [`import`](Format::import) as session `session`: `path` must hold exactly one session,
     /// whatever id it has there (a Swarms folder name or PraisonAI `session_id` need not be a
-    /// valid agentmem session id then).
+    /// valid agentmem session id then). `mcp-memory` holds no sessions and is refused.
     ///
     /// ```
     /// use agentmem_formats::Format;
@@ -100,12 +105,18 @@ impl Format {
 
     fn read(self, path: &Path, session: Option<SessionId>) -> Result<ExportDocument> {
         let source = path.display().to_string();
+        if self == Format::McpMemory && session.is_some() {
+            return Err(Error::invalid_input(format!(
+                "{source}: the {self} format holds the knowledge graph, no session to import as one"
+            )));
+        }
         let mut doc = match self {
             Format::Jsonl => jsonl::import(path)?,
             Format::Json => json::import(path)?,
             Format::Yaml => yaml::import(path)?,
             Format::Swarms => swarms::read_folders(path, session.as_ref())?,
             Format::PraisonAi => praisonai::read_files(path, session.as_ref())?,
+            Format::McpMemory => mcp_memory::import_document(path)?,
         };
         if let Some(id) = session {
             match doc.sessions.as_mut_slice() {
@@ -124,7 +135,9 @@ impl Format {
 
     /// Writes `doc` to `path` in this format: one file for `jsonl`, `json` and `yaml`; a
     /// folder for `swarms` ([`swarms::export`]) and `praisonai` ([`praisonai::export`]), which
-    /// keep no memory items and no checkpoints. Files are written whole (through a temporary file and a rename)
+    /// keep no memory items, no checkpoints and no graph; one file for `mcp-memory`, which
+    /// keeps the graph only (a document holding anything else is refused with
+    /// `InvalidInput`). Files are written whole (through a temporary file and a rename)
     /// and readable by their owner only; see [`import`](Format::import) for an example.
     pub fn export(self, doc: &ExportDocument, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
@@ -134,11 +147,13 @@ impl Format {
             Format::Yaml => yaml::export(doc, path),
             Format::Swarms => swarms::export(doc, path),
             Format::PraisonAi => praisonai::export(doc, path),
+            Format::McpMemory => mcp_memory::export_document(doc, path),
         }
     }
 }
 
-/// Everything an export holds: sessions (with their archives), memory items and checkpoints.
+/// Everything an export holds: sessions (with their archives), memory items, checkpoints and
+/// the knowledge graph.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExportDocument {
     /// Always [`EXPORT_VERSION`]; a reader refuses other versions.
@@ -154,6 +169,15 @@ pub struct ExportDocument {
     /// when empty, so a document without checkpoints has the bytes it had before they existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checkpoints: Vec<CheckpointTuple>,
+    /// The knowledge graph, as the store lists it: entities in creation order with their
+    /// observations, then relations in creation order. Not written when empty (as
+    /// `checkpoints`); an import merges it by the graph's rules (see [`crate::mcp_memory`]).
+    #[serde(
+        default,
+        skip_serializing_if = "KnowledgeGraph::is_empty",
+        deserialize_with = "deserialize_graph"
+    )]
+    pub graph: KnowledgeGraph,
 }
 
 impl ExportDocument {
@@ -164,13 +188,15 @@ impl ExportDocument {
             sessions: Vec::new(),
             memories: Vec::new(),
             checkpoints: Vec::new(),
+            graph: KnowledgeGraph::default(),
         }
     }
 
     /// Checks what a store would refuse, so an import fails before writing anything: the
     /// version, message and memory ids, sessions named twice, and checkpoints (each checked
     /// as a store would, none twice, every channel value one its checkpoint reads and the
-    /// same wherever it is repeated, no pending write twice).
+    /// same wherever it is repeated, no pending write twice), and the graph's texts (sizes,
+    /// no NUL; two entities of one name are no error: an import keeps the first).
     pub fn validate(&self, source: &str) -> Result<()> {
         if self.agentmem_export != EXPORT_VERSION {
             return Err(Error::unsupported(format!(
@@ -192,7 +218,8 @@ impl ExportDocument {
             item.validate()
                 .map_err(|e| Error::corrupt(format!("{source}: memory item: {}", e.message())))?;
         }
-        validate_checkpoints(&self.checkpoints, source)
+        validate_checkpoints(&self.checkpoints, source)?;
+        validate_graph(&self.graph, source)
     }
 }
 

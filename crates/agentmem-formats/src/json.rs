@@ -1,6 +1,7 @@
 //! agentmem's own format as one JSON document: `{"agentmem_export": 1, "sessions": […],
-//! "memories": […], "checkpoints": […]}` (`checkpoints` only when there are some),
-//! pretty-printed, with the same content as [`crate::jsonl`].
+//! "memories": […], "checkpoints": […], "graph": {"entities": […], "relations": […]}}`
+//! (`checkpoints` and `graph` only when there are some), pretty-printed, with the same content
+//! as [`crate::jsonl`].
 //!
 //! ```
 //! use agentmem_core::Message;

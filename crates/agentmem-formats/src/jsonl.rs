@@ -8,17 +8,22 @@
 //! {"type":"message",…}                                                           × its messages
 //! {"type":"memory","id":"…","kind":"fact","text":"…","created_at":"…","updated_at":"…"}
 //! {"type":"checkpoint","checkpoint":{"thread":"…","ns":"","id":"…",…},"blobs":[…],"writes":[…]}
+//! {"type":"entity","name":"Alice","entityType":"person","observations":["likes tea"]}
+//! {"type":"relation","from":"Alice","to":"Acme","relationType":"works_at"}
 //! ```
 //!
 //! The header comes first; then each session record, followed by its current messages and then
 //! its archives (oldest first), each archive record followed by its messages; then the memory
 //! items; then the checkpoints, one record each with the channel values it reads and its
-//! pending writes (opaque bytes in base64). Counts in the session and archive records make a
-//! cut-off file an error rather than a smaller import. Field order is fixed and metadata keys
-//! are sorted, so the same content always gives the same bytes.
+//! pending writes (opaque bytes in base64); then the knowledge graph: its entities (with their
+//! observations), then its relations, in the store's order, each record the line the MCP
+//! reference memory server writes for it ([`crate::mcp_memory`]). Counts in the session and
+//! archive records make a cut-off file an error rather than a smaller import. Field order is
+//! fixed and metadata keys are sorted, so the same content always gives the same bytes.
 //!
 //! A large store need not be whole in memory to be exported: [`write_header`],
-//! [`write_session`], [`write_memory`] and [`write_checkpoint`] write it record by record.
+//! [`write_session`], [`write_memory`], [`write_checkpoint`] and [`write_graph`] write it
+//! record by record.
 //!
 //! ```
 //! use agentmem_core::Message;
@@ -40,7 +45,8 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use agentmem_core::{
-    CheckpointTuple, Error, MemoryItem, Message, Metadata, Result, SessionId, SessionLabels,
+    CheckpointTuple, Entity, Error, KnowledgeGraph, MemoryItem, Message, Metadata, Relation,
+    Result, SessionId, SessionLabels,
 };
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -73,6 +79,8 @@ enum Record {
     },
     Memory(MemoryItem),
     Checkpoint(CheckpointTuple),
+    Entity(Entity),
+    Relation(Relation),
 }
 
 /// The same records, borrowed, for writing without copying messages.
@@ -95,6 +103,8 @@ enum RecordRef<'a> {
     },
     Memory(&'a MemoryItem),
     Checkpoint(&'a CheckpointTuple),
+    Entity(&'a Entity),
+    Relation(&'a Relation),
 }
 
 fn write_line<W: Write, T: Serialize>(out: &mut W, value: &T) -> Result<()> {
@@ -195,6 +205,33 @@ pub fn write_checkpoint<W: Write>(out: &mut W, tuple: &CheckpointTuple) -> Resul
     write_line(out, &RecordRef::Checkpoint(tuple))
 }
 
+/// Writes the knowledge graph: one record per entity (with its observations), then one per
+/// relation, in the graph's order.
+///
+/// ```
+/// use agentmem_core::{Entity, KnowledgeGraph, Relation};
+/// use agentmem_formats::jsonl;
+///
+/// let graph = KnowledgeGraph {
+///     entities: vec![Entity::new("Alice", "person").with_observations(["likes tea"])],
+///     relations: vec![Relation::new("Alice", "Acme", "works_at")],
+/// };
+/// let mut out = Vec::new();
+/// jsonl::write_header(&mut out)?;
+/// jsonl::write_graph(&mut out, &graph)?;
+/// assert_eq!(jsonl::read(out.as_slice(), "stream")?.graph, graph);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_graph<W: Write>(out: &mut W, graph: &KnowledgeGraph) -> Result<()> {
+    for entity in &graph.entities {
+        write_line(out, &RecordRef::Entity(entity))?;
+    }
+    for relation in &graph.relations {
+        write_line(out, &RecordRef::Relation(relation))?;
+    }
+    Ok(())
+}
+
 /// Writes the whole document to `writer` as JSON lines (metadata keys sorted, see
 /// [`canonicalize`](crate::canonicalize)) and flushes it.
 pub fn write<W: Write>(mut writer: W, doc: &ExportDocument) -> Result<()> {
@@ -210,6 +247,7 @@ pub fn write<W: Write>(mut writer: W, doc: &ExportDocument) -> Result<()> {
     for tuple in &doc.checkpoints {
         write_checkpoint(&mut writer, tuple)?;
     }
+    write_graph(&mut writer, &doc.graph)?;
     writer.flush().map_err(export_error)
 }
 
@@ -239,7 +277,7 @@ pub fn import(path: impl AsRef<Path>) -> Result<ExportDocument> {
 
 /// What the parser expects next.
 enum Expect {
-    /// A session, a memory item, a checkpoint, or the end.
+    /// A session, a memory item, a checkpoint, an entity, a relation, or the end.
     Top,
     /// `left` more messages of the current session, then `archives` archives.
     SessionMessages { left: u64, archives: u64 },
@@ -319,6 +357,14 @@ pub fn parse(text: &str, source: &str) -> Result<ExportDocument> {
                 doc.checkpoints.push(tuple);
                 Expect::Top
             }
+            (Expect::Top, Record::Entity(entity)) => {
+                doc.graph.entities.push(entity);
+                Expect::Top
+            }
+            (Expect::Top, Record::Relation(relation)) => {
+                doc.graph.relations.push(relation);
+                Expect::Top
+            }
             (Expect::SessionMessages { left, archives }, Record::Message(m)) => {
                 current(&mut doc)?.messages.push(m);
                 next_in_session(left - 1, archives)
@@ -391,7 +437,7 @@ fn next(messages: u64, archives: u64, more: fn(u64, u64) -> Expect) -> Expect {
 
 fn describe(expect: &Expect) -> String {
     match expect {
-        Expect::Top => "a session, memory or checkpoint record".into(),
+        Expect::Top => "a session, memory, checkpoint, entity or relation record".into(),
         Expect::SessionMessages { left, .. } => {
             format!("a message record ({left} more of this session)")
         }
@@ -409,6 +455,8 @@ fn kind(record: &Record) -> &'static str {
         Record::Archive { .. } => "an archive",
         Record::Memory(_) => "a memory",
         Record::Checkpoint(_) => "a checkpoint",
+        Record::Entity(_) => "an entity",
+        Record::Relation(_) => "a relation",
     }
 }
 
@@ -441,6 +489,10 @@ mod tests {
         item.created_at = t;
         item.updated_at = t;
         doc.memories.push(item);
+        doc.graph = KnowledgeGraph {
+            entities: vec![Entity::new("Alice", "person").with_observations(["likes tea"])],
+            relations: vec![Relation::new("Alice", "Acme", "works_at")],
+        };
         doc
     }
 
@@ -451,6 +503,30 @@ mod tests {
         assert_eq!(doc, sample());
         assert_eq!(to_string(&doc).unwrap(), text);
         assert!(text.starts_with("{\"agentmem_export\":1}\n{\"type\":\"session\",\"id\":\"demo\",\"metadata\":{\"a\":\"x\",\"b\":1},\"messages\":1,\"archives\":2}\n"), "{text}");
+        // The graph's records are the MCP reference server's lines, last.
+        let graph = crate::mcp_memory::to_string(&sample().graph).unwrap();
+        assert!(text.ends_with(&format!("{graph}\n")), "{text}");
+    }
+
+    #[test]
+    fn graph_records_come_anywhere_at_the_top_level() {
+        let text = concat!(
+            "{\"agentmem_export\":1}\n",
+            "{\"type\":\"relation\",\"from\":\"A\",\"to\":\"B\",\"relationType\":\"r\"}\n",
+            "{\"type\":\"entity\",\"name\":\"A\",\"entityType\":\"t\",\"observations\":[]}\n",
+            "{\"type\":\"session\",\"id\":\"s\",\"messages\":1,\"archives\":0}\n",
+            "{\"type\":\"entity\",\"name\":\"B\",\"entityType\":\"t\",\"observations\":[]}\n",
+        );
+        let err = parse(text, "f").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("f line 5: expected a message record"),
+            "{err}"
+        );
+        let text = text.replace("\"messages\":1", "\"messages\":0");
+        let doc = parse(&text, "f").unwrap();
+        let names: Vec<&str> = doc.graph.entities.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!((names, doc.graph.relations.len()), (vec!["A", "B"], 1));
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! [`yaml`]: crate::yaml
 //! [`swarms`]: crate::swarms
 //! [`praisonai`]: crate::praisonai
+//! [`mcp_memory`]: crate::mcp_memory
 //! [`time`]: crate::time
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
@@ -21,8 +22,10 @@
 mod checkpoints;
 mod document;
 mod fs;
+mod graph;
 pub mod json;
 pub mod jsonl;
+pub mod mcp_memory;
 pub mod praisonai;
 pub mod swarms;
 pub mod time;

@@ -17,7 +17,8 @@ pub(crate) const INFO: BackendInfo = BackendInfo::new("mongodb")
         Capabilities::new()
             .durable(true)
             .cross_process(true)
-            .checkpoints(true),
+            .checkpoints(true)
+            .graph(true),
     );
 
 /// The backend name: what `SessionStore::backend` reports and errors are labelled with.

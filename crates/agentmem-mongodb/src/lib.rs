@@ -20,6 +20,8 @@ mod checkpoints;
 mod codec;
 mod config;
 mod error;
+mod graph;
+mod graph_codec;
 mod lifecycle;
 mod memories;
 mod retry;

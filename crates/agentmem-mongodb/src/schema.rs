@@ -40,6 +40,11 @@ pub(crate) const CHECKPOINTS: &str = "checkpoints";
 /// One document per checkpoint channel value, keyed by (thread, ns, channel, version).
 pub(crate) const CHECKPOINT_BLOBS: &str = "checkpoint_blobs";
 
+/// One document per knowledge-graph entity; `_id` is the digest of its name.
+pub(crate) const GRAPH_ENTITIES: &str = "graph_entities";
+/// One document per knowledge-graph relation; `_id` is the digest of (from, to, type).
+pub(crate) const GRAPH_RELATIONS: &str = "graph_relations";
+
 /// The unique index of schema version 1 on `kind_key` alone, dropped by the move to 2.
 const V1_KIND_KEY_INDEX: &str = "kind_key";
 
@@ -302,6 +307,10 @@ pub(crate) async fn ensure_indexes(db: &Database) -> Result<(bool, bool)> {
                 "thread_ns_channel_version",
             ),
         ),
+        // The knowledge graph (new collections too, without a version step): entities and
+        // relations are unique by `_id`; relations are found by the keys of their ends.
+        (GRAPH_RELATIONS, index(doc! {"from_id": 1}, "from_id")),
+        (GRAPH_RELATIONS, index(doc! {"to_id": 1}, "to_id")),
     ];
     for (coll, model) in required {
         create(coll, model).await.mapped()?;

@@ -29,8 +29,8 @@ use crate::memories::memory_filter;
 use crate::retry::{retry, Step};
 use crate::rewrite::archive_info;
 use crate::schema::{
-    self, ServerFeatures, ARCHIVED, CHECKPOINTS, CHECKPOINT_BLOBS, HEADS, MEMORIES, MESSAGES, META,
-    SESSIONS,
+    self, ServerFeatures, ARCHIVED, CHECKPOINTS, CHECKPOINT_BLOBS, GRAPH_ENTITIES, GRAPH_RELATIONS,
+    HEADS, MEMORIES, MESSAGES, META, SESSIONS,
 };
 use crate::search::{memory_hits, message_hits};
 use crate::sessions::{
@@ -241,6 +241,18 @@ impl MongoStore {
 
     pub(crate) fn checkpoint_blobs(&self) -> Collection<Document> {
         self.db.collection(CHECKPOINT_BLOBS)
+    }
+
+    pub(crate) fn graph_entities(&self) -> Collection<Document> {
+        self.db.collection(GRAPH_ENTITIES)
+    }
+
+    pub(crate) fn graph_relations(&self) -> Collection<Document> {
+        self.db.collection(GRAPH_RELATIONS)
+    }
+
+    pub(crate) fn meta(&self) -> Collection<Document> {
+        self.db.collection(META)
     }
 
     /// How long a transaction keeps being retried after the server could not be reached:

@@ -2,10 +2,10 @@
 //! targeted `$text` tests, against `MONGODB_TEXT_URL`
 //! (default `mongodb://127.0.0.1:27018/?directConnection=true`; nx-27017 in CI).
 //!
-//! Only the search cases and the checkpoint cases run here: nx-27017 is a test double for
-//! `$text`, not a faithful MongoDB elsewhere, but checkpoints use no transaction and no
-//! server-specific feature, so they must work on any compatible server. The whole suite runs
-//! on `MONGODB_URL`, with and without transactions.
+//! Only the search, checkpoint and graph cases run here: nx-27017 is a test double for
+//! `$text`, not a faithful MongoDB elsewhere, but checkpoints and the graph use no
+//! transaction and no server-specific feature, so they must work on any compatible server.
+//! The whole suite runs on `MONGODB_URL`, with and without transactions.
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 mod common;
@@ -40,6 +40,15 @@ async fn conformance_search_cases() {
 async fn conformance_checkpoint_cases() {
     let selected: Vec<&Case> = Area::Checkpoints.cases().collect();
     assert!(!selected.is_empty(), "the checkpoint cases");
+    cases::run_cases(selected, common::text_conformance_store).await;
+}
+
+/// The knowledge-graph cases of the conformance suite, each on a fresh store on the text
+/// server: the graph uses no transaction either, so it must work on any compatible server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_graph_cases() {
+    let selected: Vec<&Case> = Area::Graph.cases().collect();
+    assert!(!selected.is_empty(), "the graph cases");
     cases::run_cases(selected, common::text_conformance_store).await;
 }
 

@@ -22,7 +22,8 @@ pub(crate) const INFO: BackendInfo = BackendInfo::new("postgres")
             .cross_process(true)
             .atomic_compaction(true)
             .indexed_search(true)
-            .checkpoints(true),
+            .checkpoints(true)
+            .graph(true),
     );
 
 /// Whether `e` means the connection (not the statement) failed: the server could not be

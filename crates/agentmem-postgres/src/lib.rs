@@ -51,6 +51,7 @@ mod checkpoints;
 mod codec;
 pub mod config;
 mod error;
+mod graph;
 mod lifecycle;
 mod memories;
 mod retention;

@@ -13,7 +13,7 @@ use crate::config::quote_schema;
 use crate::error;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// First key of the advisory lock (`'amem'` in ASCII), so agentmem's locks do not collide
 /// with an application's own one-key advisory locks.
@@ -213,6 +213,46 @@ CREATE TABLE {s}.checkpoint_writes (
     task_path     text COLLATE "C" NOT NULL,
     PRIMARY KEY (thread, ns, checkpoint_id, task_id, idx)
 );
+"#,
+    },
+    Migration {
+        version: 6,
+        description: "the knowledge graph: entities, observations, relations",
+        // Keys are SHA-256 digests computed by the client (`graph.rs`), so index entries stay
+        // 32 bytes whatever the texts' lengths (a relation's three texts may take 3 KiB,
+        // above PostgreSQL's btree limit). `seq` comes from `graph_seq` in the order of each
+        // call, and orders entities, each entity's observations and relations when read.
+        // Observations refer to their entity's seq, so a re-created entity starts empty.
+        // New tables only: existing data is not touched.
+        sql: r#"
+CREATE SEQUENCE {s}.graph_seq;
+
+CREATE TABLE {s}.graph_entities (
+    seq         bigint PRIMARY KEY,
+    name_key    bytea  NOT NULL UNIQUE,
+    name        text   NOT NULL,
+    entity_type text   NOT NULL
+);
+
+CREATE TABLE {s}.graph_observations (
+    seq         bigint PRIMARY KEY,
+    entity      bigint NOT NULL,
+    content_key bytea  NOT NULL,
+    content     text   NOT NULL,
+    UNIQUE (entity, content_key)
+);
+
+CREATE TABLE {s}.graph_relations (
+    seq           bigint PRIMARY KEY,
+    key           bytea  NOT NULL UNIQUE,
+    from_key      bytea  NOT NULL,
+    to_key        bytea  NOT NULL,
+    from_name     text   NOT NULL,
+    to_name       text   NOT NULL,
+    relation_type text   NOT NULL
+);
+CREATE INDEX graph_relations_from ON {s}.graph_relations (from_key);
+CREATE INDEX graph_relations_to ON {s}.graph_relations (to_key);
 "#,
     },
 ];

@@ -95,8 +95,10 @@ async fn a_version_4_schema_gains_checkpoints_when_migrated_to_5() {
     common::admin()
         .await
         .batch_execute(&format!(
-            "DROP TABLE {s}.checkpoints, {s}.checkpoint_blobs, {s}.checkpoint_writes;
-             DELETE FROM {s}.schema_migrations WHERE version > 4;"
+            "{undo_6}
+             DROP TABLE {s}.checkpoints, {s}.checkpoint_blobs, {s}.checkpoint_writes;
+             DELETE FROM {s}.schema_migrations WHERE version > 4;",
+            undo_6 = common::undo_version_6(&s)
         ))
         .await
         .expect("downgrade to version 4");

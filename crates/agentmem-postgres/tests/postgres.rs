@@ -341,16 +341,19 @@ async fn version_1_memories_become_global_when_migrated_to_2() {
 }
 
 /// SQL putting a schema at the current version (quoted `s`) back as version 2 left it:
-/// version 5's checkpoints, version 4's store properties and version 3's labels undone.
+/// version 6's graph, version 5's checkpoints, version 4's store properties and version 3's
+/// labels undone.
 fn undo_version_3(s: &str) -> String {
     format!(
-        "DROP TABLE {s}.checkpoints, {s}.checkpoint_blobs, {s}.checkpoint_writes;
+        "{undo_6}
+         DROP TABLE {s}.checkpoints, {s}.checkpoint_blobs, {s}.checkpoint_writes;
          DROP TABLE {s}.properties;
          DROP TABLE {s}.session_tags;
          DROP INDEX {s}.sessions_owner;
          DROP INDEX {s}.sessions_expires;
          ALTER TABLE {s}.sessions DROP COLUMN title, DROP COLUMN owner, DROP COLUMN expires_at;
-         DELETE FROM {s}.schema_migrations WHERE version > 2;"
+         DELETE FROM {s}.schema_migrations WHERE version > 2;",
+        undo_6 = common::undo_version_6(s)
     )
 }
 

@@ -19,6 +19,7 @@ mod checkpoints;
 mod config;
 mod conn;
 mod error;
+mod graph;
 mod keys;
 mod memories;
 mod schema;
@@ -49,7 +50,8 @@ pub(crate) const INFO: BackendInfo = BackendInfo::new("redis")
             .atomic_compaction(true)
             .indexed_search(true)
             .native_expiry(true)
-            .checkpoints(true),
+            .checkpoints(true)
+            .graph(true),
     );
 
 /// The backend name: what `SessionStore::backend` reports and errors are labelled with.

@@ -2,7 +2,8 @@
 //!
 //! Redis runs one script at a time, so a script sees and leaves a consistent state: an
 //! append and its index entries, a compaction and the appends racing with it, a purge batch,
-//! a memory item and its index entries, a checkpoint and its blobs, a batch of pending writes.
+//! a memory item and its index entries, a checkpoint and its blobs, a batch of pending writes,
+//! a knowledge-graph change with its indexes.
 //! `redis::Script` sends `EVALSHA` and loads the source once per server (again after a
 //! restart empties the script cache; on a cluster `SCRIPT LOAD` goes to every node).
 //! Every invocation is made by `Keys::invoke`, which passes the store's schema key as
@@ -14,6 +15,7 @@ use redis::Script;
 macro_rules! session_script {
     ($file:literal) => {
         Script::new(concat!(
+            include_str!("lua/shared.lua"),
             include_str!("lua/prelude.lua"),
             include_str!($file)
         ))
@@ -23,6 +25,7 @@ macro_rules! session_script {
 macro_rules! memory_script {
     ($file:literal) => {
         Script::new(concat!(
+            include_str!("lua/shared.lua"),
             include_str!("lua/prelude.lua"),
             include_str!("lua/memory.lua"),
             include_str!($file)
@@ -33,7 +36,18 @@ macro_rules! memory_script {
 macro_rules! checkpoint_script {
     ($file:literal) => {
         Script::new(concat!(
+            include_str!("lua/shared.lua"),
             include_str!("lua/checkpoint.lua"),
+            include_str!($file)
+        ))
+    };
+}
+
+macro_rules! graph_script {
+    ($file:literal) => {
+        Script::new(concat!(
+            include_str!("lua/shared.lua"),
+            include_str!("lua/graph.lua"),
             include_str!($file)
         ))
     };
@@ -71,6 +85,14 @@ pub(crate) struct Scripts {
     pub(crate) cp_delete_runs: Script,
     pub(crate) cp_copy: Script,
     pub(crate) cp_prune: Script,
+    /// The knowledge graph (on `lua/graph.lua`).
+    pub(crate) graph_create_entities: Script,
+    pub(crate) graph_create_relations: Script,
+    pub(crate) graph_add_observations: Script,
+    pub(crate) graph_delete_entities: Script,
+    pub(crate) graph_delete_observations: Script,
+    pub(crate) graph_delete_relations: Script,
+    pub(crate) graph_read: Script,
 }
 
 impl Scripts {
@@ -104,6 +126,13 @@ impl Scripts {
             cp_delete_runs: checkpoint_script!("lua/cp_delete_runs.lua"),
             cp_copy: checkpoint_script!("lua/cp_copy.lua"),
             cp_prune: checkpoint_script!("lua/cp_prune.lua"),
+            graph_create_entities: graph_script!("lua/graph_create_entities.lua"),
+            graph_create_relations: graph_script!("lua/graph_create_relations.lua"),
+            graph_add_observations: graph_script!("lua/graph_add_observations.lua"),
+            graph_delete_entities: graph_script!("lua/graph_delete_entities.lua"),
+            graph_delete_observations: graph_script!("lua/graph_delete_observations.lua"),
+            graph_delete_relations: graph_script!("lua/graph_delete_relations.lua"),
+            graph_read: graph_script!("lua/graph_read.lua"),
         }
     }
 }

@@ -17,9 +17,10 @@ use std::time::Duration;
 
 use agentmem_core::{
     AgentMemory, AgentMemoryExt, ChannelBlob, Checkpoint, CheckpointKey, CheckpointPrune,
-    CheckpointQuery, CheckpointStore, ErrorKind, Layered, MemoryFilter, MemoryId, MemoryItem,
-    MemoryKind, MemoryScope, MemoryStore, Message, MessageQuery, PendingWrite, Rewind, ScopeFilter,
-    SessionId, SessionPatch, SessionQuery, SessionStore, TypedBytes,
+    CheckpointQuery, CheckpointStore, Entity, ErrorKind, GraphQuery, GraphStore, Layered,
+    MemoryFilter, MemoryId, MemoryItem, MemoryKind, MemoryScope, MemoryStore, Message,
+    MessageQuery, PendingWrite, Relation, Rewind, ScopeFilter, SessionId, SessionPatch,
+    SessionQuery, SessionStore, TypedBytes,
 };
 use agentmem_redis::{RedisConfig, RedisStore};
 use agentmem_testkit::{NamespaceGuard, ServerNamespace, TestStore};
@@ -115,8 +116,8 @@ fn sid(s: &str) -> SessionId {
     s.parse().unwrap()
 }
 
-/// Every key a store writes (sessions, archives, postings, memory items, checkpoints and
-/// their indexes) starts with `{prefix}:` and so lies in the prefix's slot.
+/// Every key a store writes (sessions, archives, postings, memory items, checkpoints, the
+/// knowledge graph and their indexes) starts with `{prefix}:` and so lies in the prefix's slot.
 #[tokio::test]
 async fn every_key_of_a_store_lies_in_its_prefix_slot() {
     let prefix = agentmem_testkit::unique_namespace("slot");
@@ -204,6 +205,16 @@ async fn every_key_of_a_store_lies_in_its_prefix_slot() {
     let keep = CheckpointPrune::KeepLatest;
     assert_eq!(store.prune_checkpoints(&[copy], keep).await.unwrap(), 0);
     assert_eq!(store.list_threads().await.unwrap().len(), 2);
+    // The knowledge graph, with names holding braces (escaped in key names): the one slot.
+    let entities = [
+        Entity::new("{a}", "t").with_observations(["o"]),
+        Entity::new("b}{", "t"),
+    ];
+    store.create_entities(&entities).await.unwrap();
+    let relation = Relation::new("{a}", "b}{", "r");
+    store.create_relations(&[relation]).await.unwrap();
+    let graph = store.read_graph(&GraphQuery::All).await.unwrap();
+    assert_eq!((graph.entities.len(), graph.relations.len()), (2, 1));
     // KEYS goes to every master; only the store's node holds any of its keys.
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg(format!("{{{prefix}}}:*"))

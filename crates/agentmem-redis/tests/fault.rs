@@ -1,5 +1,6 @@
-//! A Redis server that dies mid-run: operations fail promptly with `Unavailable`, and work
-//! again through the same store once the server is back on the same port.
+//! A Redis server that dies mid-run: operations (knowledge-graph ones too) fail promptly with
+//! `Unavailable`, and work again through the same store once the server is back on the same
+//! port.
 //!
 //! Starts its own `redis-server` (`REDIS_SERVER_BIN`, default `/usr/bin/redis-server`) on a
 //! free port, without persistence, and stops it in every case (a guard with `Drop`).
@@ -10,7 +11,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agentmem_core::{
-    AgentMemoryExt, ErrorKind, Message, MessageQuery, Operation, SessionId, SessionStore,
+    AgentMemoryExt, Entity, ErrorKind, GraphQuery, GraphStore, Message, MessageQuery,
+    ObservationAddition, Operation, SessionId, SessionStore,
 };
 use agentmem_redis::{RedisConfig, RedisStore};
 
@@ -144,6 +146,18 @@ async fn server_death_gives_unavailable_and_recovery_follows_restart() {
         Operation::Compact,
         guarded("compact", store.compact(&id, &[])).await,
     );
+    let addition = ObservationAddition {
+        entity_name: "survivor".into(),
+        contents: vec!["lost".into()],
+    };
+    assert_unavailable(
+        Operation::AddObservations,
+        guarded("add_observations", store.add_observations(&[addition])).await,
+    );
+    assert_unavailable(
+        Operation::ReadGraph,
+        guarded("read_graph", store.read_graph(&GraphQuery::All)).await,
+    );
 
     // Back on the same port (empty: it keeps nothing on disk). The same store recovers.
     let Some(_server) = Server::start(port) else {
@@ -172,6 +186,20 @@ async fn server_death_gives_unavailable_and_recovery_follows_restart() {
     .await
     .unwrap();
     assert_eq!(hits.len(), 1);
+    let entity = Entity::new("survivor", "session").with_observations(["restarted"]);
+    let created = guarded(
+        "create_entities after restart",
+        store.create_entities(&[entity]),
+    )
+    .await
+    .unwrap();
+    let graph = guarded(
+        "read_graph after restart",
+        store.read_graph(&GraphQuery::All),
+    )
+    .await
+    .unwrap();
+    assert_eq!(graph.entities, created);
 }
 
 #[tokio::test]

@@ -20,7 +20,8 @@ pub(crate) const INFO: BackendInfo = BackendInfo::new("sqlite")
             .cross_process(true)
             .atomic_compaction(true)
             .indexed_search(true)
-            .checkpoints(true),
+            .checkpoints(true)
+            .graph(true),
     );
 
 /// A failure inside blocking database work: SQLite's own, or an agentmem error already typed.

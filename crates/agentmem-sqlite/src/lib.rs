@@ -15,6 +15,7 @@ mod checkpoints;
 pub mod config;
 mod error;
 mod files;
+mod graph;
 mod lifecycle;
 mod memories;
 mod pool;

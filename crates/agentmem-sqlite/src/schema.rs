@@ -274,6 +274,34 @@ const MIGRATIONS: &[&[Step]] = &[
     );
     "#,
     )],
+    // 7: the knowledge graph. Row ids give the order (creation for entities and relations,
+    // addition for observations): SQLite gives a new row a larger id than every row in the
+    // table, so a deleted and re-created entity, relation or observation goes to the end.
+    // Relation ends are names, not entity ids: a relation may name entities that do not exist.
+    // The unique (from_name, to_name, relation_type) index serves lookups by `from_name`.
+    &[Step::Sql(
+        r#"
+    CREATE TABLE agentmem_graph_entities (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        entity_type TEXT NOT NULL
+    );
+    CREATE TABLE agentmem_graph_observations (
+        id INTEGER PRIMARY KEY,
+        entity_id INTEGER NOT NULL REFERENCES agentmem_graph_entities (id) ON DELETE CASCADE,
+        content TEXT NOT NULL,
+        UNIQUE (entity_id, content)
+    );
+    CREATE TABLE agentmem_graph_relations (
+        id INTEGER PRIMARY KEY,
+        from_name TEXT NOT NULL,
+        to_name TEXT NOT NULL,
+        relation_type TEXT NOT NULL,
+        UNIQUE (from_name, to_name, relation_type)
+    );
+    CREATE INDEX agentmem_graph_relations_to ON agentmem_graph_relations (to_name);
+    "#,
+    )],
 ];
 
 /// The stored schema version: 0 for a database without agentmem tables.
@@ -354,7 +382,7 @@ fn migrate_to(conn: &mut Connection, db: &str, target: u32) -> SqlResult<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{check_fts, count, fts_hits, migrated, rows};
+    use crate::testing::{check_fts, count, fts_hits, migrated, rows, rows_in};
 
     /// An in-memory database at schema `version`, with foreign keys on as the store opens it
     /// (dropping a table with foreign keys on deletes its rows first).
@@ -540,6 +568,25 @@ mod tests {
             .query_row("SELECT value FROM agentmem_properties", [], |r| r.get(0))
             .unwrap();
         assert_eq!(value, "v");
+    }
+
+    #[test]
+    fn version_6_data_stays_and_gains_empty_graph_tables_in_migration_7() {
+        let mut conn = at_version(6);
+        conn.execute_batch(
+            "INSERT INTO agentmem_sessions (name, created_at, updated_at) VALUES ('s', 0, 0);
+             INSERT INTO agentmem_checkpoints (thread, ns, checkpoint_id, body_type, body,
+                 channel_versions, metadata, created_at)
+                 VALUES ('t', '', '1', 'json', x'7b7d', '{}', '{}', 0);",
+        )
+        .unwrap();
+        assert_eq!(migrate(&mut conn, "m").unwrap(), 6);
+        assert_eq!(read_version(&conn).unwrap(), SCHEMA_VERSION);
+        let graph = ["entities", "observations", "relations"]
+            .map(|t| rows_in(&conn, &format!("agentmem_graph_{t}")));
+        assert_eq!(graph, [0, 0, 0]);
+        let kept = ["agentmem_sessions", "agentmem_checkpoints"].map(|t| rows_in(&conn, t));
+        assert_eq!(kept, [1, 1]);
     }
 
     #[test]

@@ -320,4 +320,4 @@ impl MemoryStore for SqliteStore {
     }
 }
 
-// `CheckpointStore` is implemented in `crate::checkpoints`.
+// `CheckpointStore` is implemented in `crate::checkpoints`, `GraphStore` in `crate::graph`.

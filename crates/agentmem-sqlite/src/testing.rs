@@ -38,6 +38,11 @@ pub(crate) fn count(conn: &Connection, sql: &str, params: impl Params) -> i64 {
     conn.query_row(sql, params, |r| r.get(0)).unwrap()
 }
 
+/// How many rows `table` holds.
+pub(crate) fn rows_in(conn: &Connection, table: &str) -> i64 {
+    count(conn, &format!("SELECT count(*) FROM {table}"), [])
+}
+
 /// How many rows of the full-text index `fts` match the FTS5 query `query`.
 pub(crate) fn fts_hits(conn: &Connection, fts: &str, query: &str) -> i64 {
     count(

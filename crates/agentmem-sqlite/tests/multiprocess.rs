@@ -1,6 +1,6 @@
 //! C2 across processes: four processes append 500 messages each to one session in one file;
 //! four write checkpoints, channel values and pending writes into one thread, and pending
-//! writes ahead of a checkpoint not stored yet.
+//! writes ahead of a checkpoint not stored yet; four write one knowledge graph.
 //!
 //! The parent test re-runs this test binary four times, selecting the `appender`
 //! test with `--exact`; the children find the database and their number in the environment.
@@ -14,7 +14,8 @@ use std::process::{Command, Stdio};
 
 use agentmem_core::{
     AgentMemoryExt, ChannelBlob, Checkpoint, CheckpointKey, CheckpointQuery, CheckpointStore,
-    Message, MessageId, PendingWrite, SessionId, SessionStore, ThreadId, TypedBytes,
+    Entity, GraphQuery, GraphStore, Message, MessageId, ObservationAddition, PendingWrite,
+    Relation, SessionId, SessionStore, ThreadId, TypedBytes,
 };
 use agentmem_sqlite::SqliteStore;
 
@@ -277,5 +278,92 @@ async fn checkpointer() {
             .put_writes(&late_key(), &[write])
             .await
             .expect("put a pending write ahead of its checkpoint");
+    }
+}
+
+const GRAPH_DB_VAR: &str = "AGENTMEM_SQLITE_MP_GRAPH_DB";
+const GRAPH_WRITES_PER_PROCESS: usize = 50;
+
+/// Four processes write one knowledge graph at once: each creates the same contested
+/// entities (one of each name stays), its own entities with a relation to a shared hub, and
+/// adds observations to the hub. Nothing acknowledged is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_processes_write_one_graph() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let db = dir.path().join("graph.db");
+    let store = SqliteStore::connect(&format!("sqlite://{}", db.display()))
+        .await
+        .expect("open");
+    store
+        .create_entities(&[Entity::new("hub", "place")])
+        .await
+        .expect("create the hub");
+    run_children("grapher", PROCESSES, |worker, child| {
+        child
+            .env(GRAPH_DB_VAR, &db)
+            .env(WORKER_VAR, worker.to_string());
+    });
+
+    let graph = store.read_graph(&GraphQuery::All).await.expect("read");
+    let per_process = GRAPH_WRITES_PER_PROCESS;
+    let names: HashSet<&str> = graph.entities.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names.len(), graph.entities.len(), "names are unique");
+    // The hub, each process's own entities, and one of each contested name.
+    assert_eq!(
+        graph.entities.len(),
+        1 + PROCESSES * per_process + per_process
+    );
+    let hub = &graph.entities[0];
+    assert_eq!(hub.name, "hub");
+    assert_eq!(hub.observations.len(), PROCESSES * per_process);
+    let relations: HashSet<&Relation> = graph.relations.iter().collect();
+    assert_eq!(
+        relations.len(),
+        graph.relations.len(),
+        "relations are unique"
+    );
+    // Each own entity's relation to the hub, and one of each contested relation.
+    assert_eq!(graph.relations.len(), PROCESSES * per_process + per_process);
+}
+
+/// Run only as a child of `four_processes_write_one_graph`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grapher() {
+    let Ok(db) = std::env::var(GRAPH_DB_VAR) else {
+        eprintln!("grapher only runs as a child of four_processes_write_one_graph");
+        return;
+    };
+    let worker: usize = std::env::var(WORKER_VAR)
+        .expect("worker number")
+        .parse()
+        .expect("worker number");
+    let store = SqliteStore::connect(&format!("sqlite://{db}"))
+        .await
+        .expect("open the shared database");
+    for i in 0..GRAPH_WRITES_PER_PROCESS {
+        let own = format!("w{worker}-{i}");
+        let contested = format!("contested-{i}");
+        store
+            .create_entities(&[
+                Entity::new(&own, "visitor"),
+                Entity::new(&contested, format!("claimed by {worker}")),
+            ])
+            .await
+            .expect("create entities");
+        store
+            .create_relations(&[
+                Relation::new(&own, "hub", "visits"),
+                Relation::new(&contested, "hub", "contests"),
+            ])
+            .await
+            .expect("create relations");
+        let addition = ObservationAddition {
+            entity_name: "hub".into(),
+            contents: vec![format!("visited by {own}")],
+        };
+        store
+            .add_observations(&[addition])
+            .await
+            .expect("add an observation");
     }
 }

@@ -32,6 +32,7 @@ mod compaction;
 mod concurrency;
 mod expiry;
 mod fork;
+mod graph;
 mod history;
 mod labels;
 mod memories;
@@ -181,6 +182,22 @@ macro_rules! __all_cases {
                 pruning_checkpoints_keeps_the_latest_per_namespace,
                 invalid_checkpoints_are_refused,
                 concurrent_checkpoint_writers_lose_nothing,
+            }
+            [graph, Graph, "Knowledge graph: entities, relations and observations with the MCP reference memory server's duplicate, delete and search rules, in creation order, atomic under concurrent writers."] {
+                graph_is_kept_or_refused,
+                graph_entities_round_trip_in_order,
+                creating_existing_entities_skips_them,
+                relations_are_unique_and_may_dangle,
+                adding_observations_skips_held_ones,
+                adding_observations_to_a_missing_entity_applies_nothing,
+                deleting_entities_removes_their_relations,
+                deleted_graph_items_come_back_at_the_end,
+                search_nodes_ignores_case_and_returns_touching_relations,
+                open_nodes_takes_exact_names,
+                hostile_graph_strings_round_trip,
+                invalid_graph_input_is_refused,
+                concurrent_graph_writers_lose_nothing,
+                concurrent_creates_of_one_name_leave_one_entity,
             }
         }
     };

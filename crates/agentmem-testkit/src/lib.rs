@@ -238,7 +238,8 @@ mod tests {
                 "expiry",
                 "misc",
                 "properties",
-                "checkpoints"
+                "checkpoints",
+                "graph"
             ]
         );
     }

@@ -9,7 +9,7 @@ use agentmem_core::{
 };
 use agentmem_formats::{canonical_checkpoint, canonical_map, jsonl, ExportDocument, SessionExport};
 
-use crate::read_session;
+use crate::{export_graph, read_session};
 
 /// Every session's id, in byte order (stores order by id too, but a database collation may
 /// not be byte order, and exports must not depend on the store).
@@ -79,9 +79,9 @@ pub async fn export_thread(
     Ok(tuples)
 }
 
-/// Every session (by id, [`session_ids`]), every memory item ([`all_memories`]) and every
-/// checkpoint (by thread, [`thread_ids`] and [`export_thread`]) as one document, whole in
-/// memory; [`write_jsonl`] streams instead.
+/// Every session (by id, [`session_ids`]), every memory item ([`all_memories`]), every
+/// checkpoint (by thread, [`thread_ids`] and [`export_thread`]) and the knowledge graph
+/// ([`export_graph`]) as one document, whole in memory; [`write_jsonl`] streams instead.
 pub async fn export_document(store: &dyn AgentMemory) -> Result<ExportDocument> {
     let mut doc = ExportDocument::new();
     for id in session_ids(store).await? {
@@ -91,6 +91,7 @@ pub async fn export_document(store: &dyn AgentMemory) -> Result<ExportDocument> 
     for thread in thread_ids(store).await? {
         doc.checkpoints.extend(export_thread(store, &thread).await?);
     }
+    doc.graph = export_graph(store).await?;
     Ok(doc)
 }
 
@@ -105,11 +106,16 @@ pub struct ExportCounts {
     pub memories: u64,
     /// Checkpoints (each with its channel values and pending writes).
     pub checkpoints: u64,
+    /// Entities of the knowledge graph.
+    pub entities: u64,
+    /// Relations of the knowledge graph.
+    pub relations: u64,
 }
 
 /// Writes everything `store` holds to `out` as agentmem JSON lines (the content of
 /// [`export_document`], in the same order), one session (and one checkpoint thread) at a time,
-/// so a large store is never whole in memory. `out` is flushed at the end.
+/// so a large store is never whole in memory (the knowledge graph, last, is read whole). `out`
+/// is flushed at the end.
 pub async fn write_jsonl<W: Write>(store: &dyn AgentMemory, out: &mut W) -> Result<ExportCounts> {
     let mut counts = ExportCounts::default();
     jsonl::write_header(out)?;
@@ -129,6 +135,10 @@ pub async fn write_jsonl<W: Write>(store: &dyn AgentMemory, out: &mut W) -> Resu
             jsonl::write_checkpoint(out, &tuple)?;
         }
     }
+    let graph = export_graph(store).await?;
+    counts.entities = graph.entities.len() as u64;
+    counts.relations = graph.relations.len() as u64;
+    jsonl::write_graph(out, &graph)?;
     out.flush()
         .map_err(|e| Error::from(e).with_operation(Operation::Export))?;
     Ok(counts)
@@ -166,6 +176,8 @@ mod tests {
             messages: 3,
             memories: 1,
             checkpoints: 0,
+            entities: 0,
+            relations: 0,
         };
         assert_eq!(counts, expected);
         assert_eq!(

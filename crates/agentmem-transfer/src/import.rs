@@ -1,5 +1,6 @@
-//! Writing a document (sessions, memory items and checkpoints, as read from files) into a
-//! store, checked against the store first so that a conflict writes nothing.
+//! Writing a document (sessions, memory items, checkpoints and the knowledge graph, as read
+//! from files) into a store, checked against the store first so that a conflict writes
+//! nothing.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -10,7 +11,8 @@ use agentmem_core::{
 use agentmem_formats::ExportDocument;
 use serde::Serialize;
 
-use crate::{sync_session, SyncOptions};
+use crate::graph::{plan_graph, write_graph};
+use crate::{sync_session, GraphReport, SyncOptions};
 
 /// What an import wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -34,12 +36,18 @@ pub struct ImportReport {
     pub checkpoints_written: u64,
     /// Pending writes written (those the store did not hold yet).
     pub writes_written: u64,
+    /// What merging the knowledge graph wrote (its keys `entities`, `entities_created`,
+    /// `observations_written`, `relations`, `relations_created` beside the others').
+    #[serde(flatten)]
+    pub graph: GraphReport,
 }
 
 /// Imports `doc` into `store`: checks the document ([`ExportDocument::validate`]) and every
 /// session, memory item and checkpoint against the store, then writes the sessions one by one
 /// ([`sync_session`]: a new session in one write per archive), the memory items the store does
-/// not hold yet, and the checkpoints (each with its channel values, then its pending writes).
+/// not hold yet, the checkpoints (each with its channel values, then its pending writes), and
+/// last merges the knowledge graph ([`import_graph`](crate::import_graph)'s rules: entities
+/// of new names created, observations and relations the store lacks added).
 ///
 /// An import adds, never overwrites: a session that diverges from the store's copy, a memory
 /// item whose id the store holds with other content, one that would replace another item
@@ -47,8 +55,9 @@ pub struct ImportReport {
 /// (or a channel value or pending write it holds with another value) is a
 /// [`Conflict`](agentmem_core::ErrorKind::Conflict), and then nothing is written. What the
 /// store holds already (same ids, same content) is skipped, so importing twice adds nothing.
-/// A document with checkpoints into a store that keeps none is
-/// [`Unsupported`](agentmem_core::ErrorKind::Unsupported), before anything is written.
+/// The graph merges rather than conflicts: an entity the store holds keeps its type and gains
+/// the observations it lacks. A document with checkpoints (or a graph) into a store that keeps
+/// none is [`Unsupported`](agentmem_core::ErrorKind::Unsupported), before anything is written.
 pub async fn import_document(
     store: &dyn AgentMemory,
     doc: &ExportDocument,
@@ -82,6 +91,7 @@ pub async fn import_document(
         }
     }
     let checkpoint_steps = plan_checkpoints(store, &doc.checkpoints).await?;
+    let graph = plan_graph(store, &doc.graph).await?;
 
     let mut report = ImportReport::default();
     for session in &doc.sessions {
@@ -108,6 +118,7 @@ pub async fn import_document(
             report.writes_written += step.writes.len() as u64;
         }
     }
+    report.graph = write_graph(store, graph).await?;
     Ok(report)
 }
 
@@ -299,6 +310,7 @@ mod tests {
             checkpoints: 0,
             checkpoints_written: 0,
             writes_written: 0,
+            graph: GraphReport::default(),
         };
         assert_eq!(first, expected);
         let second = import_document(&store, &doc).await.unwrap();
@@ -322,7 +334,7 @@ mod tests {
         let json = serde_json::to_string(&ImportReport::default()).unwrap();
         assert_eq!(
             json,
-            r#"{"sessions":0,"sessions_created":0,"messages_written":0,"archives_written":0,"memories":0,"memories_written":0,"checkpoints":0,"checkpoints_written":0,"writes_written":0}"#
+            r#"{"sessions":0,"sessions_created":0,"messages_written":0,"archives_written":0,"memories":0,"memories_written":0,"checkpoints":0,"checkpoints_written":0,"writes_written":0,"entities":0,"entities_created":0,"observations_written":0,"relations":0,"relations_created":0}"#
         );
     }
 

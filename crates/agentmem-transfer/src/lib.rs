@@ -13,11 +13,15 @@
 //! [`export_session`]: crate::export_session
 //! [`is_encrypted`]: crate::is_encrypted
 //! [`MigrateOptions`]: crate::MigrateOptions
+//! [`import_graph`]: crate::import_graph
+//! [`export_graph`]: crate::export_graph
+//! [`GraphReport`]: crate::GraphReport
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
 mod encrypted;
 mod export;
+mod graph;
 mod import;
 mod migrate;
 mod sync;
@@ -27,6 +31,7 @@ pub use export::{
     all_memories, export_document, export_session, export_thread, session_ids, thread_ids,
     write_jsonl, ExportCounts,
 };
+pub use graph::{export_graph, import_graph, GraphReport};
 pub use import::{import_document, ImportReport};
 pub use migrate::{migrate, MigrateOptions, MigrateReport, Progress, ProgressEvent, Silent};
 pub use sync::{read_session, sync_session, SyncOptions, SyncReport};

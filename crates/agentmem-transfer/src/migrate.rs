@@ -1,11 +1,15 @@
-//! Copying every session, archive and memory item from one store to another.
+//! Copying every session, archive, memory item, checkpoint and the knowledge graph from one
+//! store to another.
 
 use agentmem_core::{
     AgentMemory, CheckpointQuery, CheckpointTuple, Error, MemoryFilter, Result, SessionId, ThreadId,
 };
 use serde::Serialize;
 
-use crate::{is_encrypted, read_session, sync_session, SyncOptions, SyncReport};
+use crate::graph::{plan_graph, verify_graph, write_graph};
+use crate::{
+    export_graph, is_encrypted, read_session, sync_session, GraphReport, SyncOptions, SyncReport,
+};
 
 /// How to migrate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +58,10 @@ pub struct MigrateReport {
     pub checkpoints: u64,
     /// Checkpoints written (with their channel values and pending writes).
     pub checkpoints_written: u64,
+    /// What merging the knowledge graph wrote (its keys `entities`, `entities_created`,
+    /// `observations_written`, `relations`, `relations_created` beside the others').
+    #[serde(flatten)]
+    pub graph: GraphReport,
     /// Whether the destination's counts were checked against the source's (not in dry runs).
     pub verified: bool,
 }
@@ -62,15 +70,22 @@ pub struct MigrateReport {
 ///
 /// A closure taking a [`ProgressEvent`] is one too, so a caller can pass
 /// `&mut |event| eprintln!("{event:?}")`; a type of its own (with state, like a
-/// progress bar) implements the three calls.
+/// progress bar) implements the three calls (and [`graph`](Progress::graph), when it wants
+/// to hear about the knowledge graph).
 pub trait Progress {
     /// The migration starts with `sessions` sessions to copy.
     fn start(&mut self, sessions: u64);
     /// One session is done: `messages` at the source (archived ones included), of which
     /// `written` tells what had to be written.
     fn session(&mut self, id: &SessionId, messages: u64, written: &SyncReport);
-    /// Every session is done; memory items and verification follow.
+    /// Every session is done; memory items, checkpoints, the knowledge graph and verification
+    /// follow.
     fn finish(&mut self);
+    /// The knowledge graph is copied (after [`finish`](Progress::finish); only when the
+    /// source holds one): `copied` tells what it held and what had to be written.
+    fn graph(&mut self, copied: &GraphReport) {
+        let _ = copied;
+    }
 }
 
 /// One call of [`Progress`], as a progress closure receives it.
@@ -93,6 +108,11 @@ pub enum ProgressEvent {
     },
     /// Every session is done ([`Progress::finish`]).
     Finish,
+    /// The knowledge graph is copied ([`Progress::graph`]).
+    Graph {
+        /// What the source's graph held and what had to be written at the destination.
+        copied: GraphReport,
+    },
 }
 
 impl<F: FnMut(ProgressEvent)> Progress for F {
@@ -110,6 +130,10 @@ impl<F: FnMut(ProgressEvent)> Progress for F {
 
     fn finish(&mut self) {
         self(ProgressEvent::Finish);
+    }
+
+    fn graph(&mut self, copied: &GraphReport) {
+        self(ProgressEvent::Graph { copied: *copied });
     }
 }
 
@@ -130,10 +154,13 @@ struct Expected {
     archives: Vec<u64>,
 }
 
-/// Copies everything in `from` to `to`, telling `progress` about each session.
+/// Copies everything in `from` to `to`, telling `progress` about each session (and the
+/// knowledge graph).
 ///
 /// Sessions are copied one at a time ([`sync_session`]), so only one session is ever in
-/// memory; memory items are upserted by id. Re-running a migration (or resuming an
+/// memory; memory items are upserted by id; checkpoints are copied thread by thread; the
+/// knowledge graph is read whole and merged in by its rules
+/// ([`import_graph`](crate::import_graph)). Re-running a migration (or resuming an
 /// interrupted one) adds no duplicates: what the destination already holds is matched by
 /// message id and only the missing rest is written. At the end the destination's counts are
 /// compared with the source's, session by session, and any difference is a
@@ -198,10 +225,21 @@ pub async fn migrate(
     }
 
     let threads = copy_checkpoints(from, to, options, &mut report).await?;
+    let graph = export_graph(from).await?;
+    if !graph.is_empty() {
+        let plan = plan_graph(to, &graph).await?;
+        report.graph = if options.dry_run {
+            plan.report
+        } else {
+            write_graph(to, plan).await?
+        };
+        progress.graph(&report.graph);
+    }
 
     if !options.dry_run {
         verify(to, &expected, &items).await?;
         verify_checkpoints(to, &threads).await?;
+        verify_graph(to, &graph).await?;
         report.verified = true;
     }
     Ok(report)

@@ -162,6 +162,7 @@ async fn export_holds_every_checkpoint_in_byte_order() {
         messages: 1,
         memories: 1,
         checkpoints: CHECKPOINTS,
+        ..ExportCounts::default()
     };
     assert_eq!(counts, expected);
     assert_eq!(

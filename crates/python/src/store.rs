@@ -547,7 +547,8 @@ impl NativeStore {
 }
 
 /// A migration step as a dict: `{"event": "start", "sessions": n}`,
-/// `{"event": "session", "session": id, "messages": n, "written": {...}}`, `{"event": "finish"}`.
+/// `{"event": "session", "session": id, "messages": n, "written": {...}}`,
+/// `{"event": "graph", "entities": n, "entities_created": n, ...}`, `{"event": "finish"}`.
 fn progress_event<'py>(py: Python<'py>, event: &ProgressEvent) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     match event {
@@ -570,6 +571,14 @@ fn progress_event<'py>(py: Python<'py>, event: &ProgressEvent) -> PyResult<Bound
             report.set_item("metadata_written", written.metadata_written)?;
             report.set_item("labels_written", written.labels_written)?;
             dict.set_item("written", report)?;
+        }
+        ProgressEvent::Graph { copied } => {
+            dict.set_item("event", "graph")?;
+            dict.set_item("entities", copied.entities)?;
+            dict.set_item("entities_created", copied.entities_created)?;
+            dict.set_item("observations_written", copied.observations_written)?;
+            dict.set_item("relations", copied.relations)?;
+            dict.set_item("relations_created", copied.relations_created)?;
         }
         ProgressEvent::Finish => dict.set_item("event", "finish")?,
         _ => dict.set_item("event", "other")?,

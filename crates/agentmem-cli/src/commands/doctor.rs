@@ -1,7 +1,7 @@
 //! `agentmem doctor [--repair]`: schema version, counts, and torn or corrupt records.
 //!
 //! Every backend is checked by reading everything back (sessions, archives, memory items,
-//! checkpoint threads):
+//! checkpoint threads, the knowledge graph):
 //! what fails to read as `CorruptData` is reported. The file backend is checked more deeply,
 //! through `FileStore::check`, *before* anything else touches a session (the backend repairs
 //! a session on first access, so a check that loaded first would only ever see healthy files).
@@ -14,8 +14,8 @@ use std::sync::Arc;
 use agentmem::file::{FileStore, RepairReport};
 use agentmem::Backend;
 use agentmem_core::{
-    AgentMemory, CheckpointQuery, Error, ErrorKind, Layered, MemoryFilter, Result, SessionId,
-    SessionStore,
+    AgentMemory, CheckpointQuery, Error, ErrorKind, GraphQuery, Layered, MemoryFilter, Result,
+    SessionId, SessionStore,
 };
 use agentmem_formats::create_private_dir;
 use serde::Serialize;
@@ -34,6 +34,9 @@ struct Counts {
     /// Checkpoint threads, and their checkpoints (stores that keep checkpoints).
     threads: u64,
     checkpoints: u64,
+    /// The knowledge graph's entities and relations (stores that keep one).
+    entities: u64,
+    relations: u64,
     /// Sessions left uncounted because reading them would have repaired them.
     unchecked_sessions: u64,
 }
@@ -54,6 +57,18 @@ impl Problem {
             kind: "corrupt".into(),
             session: session.map(ToString::to_string),
             path: None,
+            detail: crate::one_line(e),
+            repaired: false,
+        }
+    }
+
+    /// Something other than a session (a checkpoint thread, the graph), named by `what`, that
+    /// cannot be read back.
+    fn corrupt_at(what: String, e: &Error) -> Self {
+        Problem {
+            kind: "corrupt".into(),
+            session: None,
+            path: Some(what),
             detail: crate::one_line(e),
             repaired: false,
         }
@@ -137,6 +152,11 @@ fn print(out: &mut Output, report: &DoctorReport) -> Result<()> {
         "threads:   {} ({})",
         c.threads,
         count(c.checkpoints, "checkpoint")
+    ))?;
+    out.line(format!(
+        "graph:     {}, {}",
+        count(c.entities, "entity"),
+        count(c.relations, "relation")
     ))?;
     if c.unchecked_sessions > 0 {
         out.line(format!(
@@ -237,15 +257,35 @@ async fn count_checkpoints(
                 counts.threads += 1;
                 counts.checkpoints += tuples.len() as u64;
             }
-            Err(e) if e.kind() == ErrorKind::CorruptData => problems.push(Problem {
-                kind: "corrupt".into(),
-                session: None,
-                path: Some(format!("thread {:?}", info.thread.as_str())),
-                detail: crate::one_line(&e),
-                repaired: false,
-            }),
+            Err(e) if e.kind() == ErrorKind::CorruptData => problems.push(Problem::corrupt_at(
+                format!("thread {:?}", info.thread.as_str()),
+                &e,
+            )),
             Err(e) => return Err(e),
         }
+    }
+    Ok(())
+}
+
+/// Counts the knowledge graph's entities and relations, read back whole; a graph that cannot
+/// be read (`CorruptData`) becomes a problem.
+async fn count_graph(
+    store: &dyn AgentMemory,
+    counts: &mut Counts,
+    problems: &mut Vec<Problem>,
+) -> Result<()> {
+    if !store.capabilities().graph {
+        return Ok(());
+    }
+    match store.read_graph(&GraphQuery::All).await {
+        Ok(graph) => {
+            counts.entities = graph.entities.len() as u64;
+            counts.relations = graph.relations.len() as u64;
+        }
+        Err(e) if e.kind() == ErrorKind::CorruptData => {
+            problems.push(Problem::corrupt_at("knowledge graph".into(), &e));
+        }
+        Err(e) => return Err(e),
     }
     Ok(())
 }
@@ -258,6 +298,7 @@ async fn generic_doctor(url: &str, store: Arc<dyn AgentMemory>) -> Result<Doctor
     }
     count_memories(store.as_ref(), &mut counts, &mut problems).await?;
     count_checkpoints(store.as_ref(), &mut counts, &mut problems).await?;
+    count_graph(store.as_ref(), &mut counts, &mut problems).await?;
     Ok(DoctorReport {
         store: redact(url),
         backend: store.backend().name,
@@ -468,6 +509,7 @@ async fn file_doctor(
         }
     }
     count_checkpoints(&store, &mut counts, &mut problems).await?;
+    count_graph(&store, &mut counts, &mut problems).await?;
 
     Ok(DoctorReport {
         // `file://` alone means the default home: show where that is.

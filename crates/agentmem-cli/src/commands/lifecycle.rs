@@ -147,8 +147,15 @@ pub async fn rekey_store(
             count(report.checkpoints, "checkpoint")
         )
     });
+    let graph = when_any(report.entities + report.relations, || {
+        format!(
+            " and the knowledge graph ({}, {})",
+            count(report.entities, "entity"),
+            count(report.relations, "relation")
+        )
+    });
     out.line(format!(
-        "re-encrypted {}{threads} under key {} (was {})",
+        "re-encrypted {}{threads}{graph} under key {} (was {})",
         store_totals(
             report.sessions,
             report.messages,

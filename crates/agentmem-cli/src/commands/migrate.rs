@@ -5,15 +5,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agentmem_core::{AgentMemory, Error, Result, SessionId};
-use agentmem_transfer::{is_encrypted, migrate, MigrateOptions, Progress, SyncReport};
+use agentmem_transfer::{is_encrypted, migrate, GraphReport, MigrateOptions, Progress, SyncReport};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{open, redact, store_error, Keys};
-use crate::output::{count, store_totals, when_any, Output};
+use crate::output::{count, graph_items, graph_totals, store_totals, when_any, Output};
 
-/// A progress bar on a terminal, one line per session otherwise (both on standard error).
+/// A progress bar on a terminal, one line per session otherwise (both on standard error);
+/// the knowledge graph, copied after the sessions, gets one line either way.
 enum Shown {
-    Bar(ProgressBar),
+    /// The bar, and whether this is a dry run.
+    Bar(ProgressBar, bool),
     Lines {
         done: u64,
         total: u64,
@@ -24,14 +26,14 @@ enum Shown {
 impl Progress for Shown {
     fn start(&mut self, sessions: u64) {
         match self {
-            Shown::Bar(bar) => bar.set_length(sessions),
+            Shown::Bar(bar, _) => bar.set_length(sessions),
             Shown::Lines { total, .. } => *total = sessions,
         }
     }
 
     fn session(&mut self, id: &SessionId, messages: u64, written: &SyncReport) {
         match self {
-            Shown::Bar(bar) => {
+            Shown::Bar(bar, _) => {
                 bar.set_message(id.to_string());
                 bar.inc(1);
             }
@@ -53,9 +55,18 @@ impl Progress for Shown {
     }
 
     fn finish(&mut self) {
-        if let Shown::Bar(bar) = self {
+        if let Shown::Bar(bar, _) = self {
             bar.finish_and_clear();
         }
+    }
+
+    fn graph(&mut self, copied: &GraphReport) {
+        let (Shown::Bar(_, dry_run) | Shown::Lines { dry_run, .. }) = self;
+        let dry_run = *dry_run;
+        eprintln!(
+            "migrate: knowledge graph: {}",
+            graph_totals(copied, if dry_run { "to write" } else { "written" })
+        );
     }
 }
 
@@ -136,7 +147,7 @@ pub async fn run(
         if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} sessions  {msg}") {
             bar.set_style(style);
         }
-        Shown::Bar(bar)
+        Shown::Bar(bar, dry_run)
     } else {
         Shown::Lines {
             done: 0,
@@ -154,6 +165,12 @@ pub async fn run(
         return out.json_value(&report);
     }
     let verb = if dry_run { "would copy" } else { "copied" };
+    let graph = when_any(graph_items(&report.graph), || {
+        format!(
+            ", graph of {}",
+            graph_totals(&report.graph, if dry_run { "to write" } else { "written" })
+        )
+    });
     let checkpoints = when_any(report.checkpoints, || {
         format!(
             ", {} of {} written",
@@ -162,7 +179,7 @@ pub async fn run(
         )
     });
     out.line(format!(
-        "{verb} {} from {} to {}: {}, {} and {} written{checkpoints}{}",
+        "{verb} {} from {} to {}: {}, {} and {} written{checkpoints}{graph}{}",
         store_totals(
             report.sessions,
             report.messages,

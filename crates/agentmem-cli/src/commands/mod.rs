@@ -3,6 +3,7 @@
 
 mod doctor;
 mod lifecycle;
+mod mcp;
 mod memories;
 mod migrate;
 mod sessions;
@@ -56,6 +57,20 @@ pub async fn run(cli: Cli, out: &mut Output) -> Result<()> {
                 decrypt,
             };
             migrate::run(out, keys, &from, &to, &to_key, dry_run, batch_size).await
+        }
+        Command::Mcp {
+            http,
+            allow_origins,
+            allow_hosts,
+            token_file,
+        } => {
+            let args = mcp::McpArgs {
+                http,
+                allow_origins,
+                allow_hosts,
+                token_file,
+            };
+            mcp::run(&url, keys, args).await
         }
     }
 }

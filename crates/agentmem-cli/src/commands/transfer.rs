@@ -1,12 +1,15 @@
-//! `export` and `import`.
+//! `export` and `import`: sessions, memory items, checkpoints and the knowledge graph in
+//! agentmem's own formats, sessions in the Python frameworks', the graph alone in the MCP
+//! memory server's (`mcp-memory`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agentmem_core::{AgentMemory, Error, Result, SessionId};
+use agentmem_core::{AgentMemory, Error, GraphQuery, Result, SessionId};
 use agentmem_formats::{
-    create_private_dir, json, jsonl, praisonai, swarms, yaml, ExportDocument, Format, SessionExport,
+    create_private_dir, json, jsonl, mcp_memory, praisonai, swarms, yaml, ExportDocument, Format,
+    SessionExport,
 };
 use agentmem_transfer::{
     export_document, export_session, import_document, session_ids, write_jsonl,
@@ -14,7 +17,7 @@ use agentmem_transfer::{
 use serde::Serialize;
 
 use crate::fsio::{io_error, write_atomic, AtomicFile};
-use crate::output::{count, when_any, Output};
+use crate::output::{count, graph_items, graph_totals, when_any, Output};
 
 /// A folder to export into: missing or empty, so nothing stale is mixed in.
 fn empty_folder(dir: Option<&Path>, format: Format) -> Result<PathBuf> {
@@ -52,11 +55,66 @@ struct ExportSummary {
     messages: u64,
     memories: u64,
     checkpoints: u64,
+    entities: u64,
+    relations: u64,
     output: Option<String>,
 }
 
-/// `export`: one session (`session`) or everything (`None`). An encrypted store is refused
-/// unless `decrypt` asks for its plaintext (every export format is plaintext).
+impl ExportSummary {
+    /// The summary line for people.
+    fn line(&self, format: Format) -> String {
+        let graph = format!(
+            "{} and {}",
+            count(self.entities, "entity"),
+            count(self.relations, "relation")
+        );
+        let what = if format == Format::McpMemory {
+            graph
+        } else {
+            format!(
+                "{} ({}) and {}{}{}",
+                count(self.sessions, "session"),
+                count(self.messages, "message"),
+                count(self.memories, "memory item"),
+                when_any(self.checkpoints, || format!(
+                    " and {}",
+                    count(self.checkpoints, "checkpoint")
+                )),
+                when_any(self.entities + self.relations, || format!(" and {graph}"))
+            )
+        };
+        format!(
+            "exported {what} as {format} to {}",
+            self.output.as_deref().unwrap_or("-")
+        )
+    }
+}
+
+/// The knowledge graph as the MCP memory server's file, to `output` or standard output.
+async fn export_mcp_memory(
+    store: &dyn AgentMemory,
+    out: &mut Output,
+    output: Option<&Path>,
+    summary: &mut ExportSummary,
+) -> Result<()> {
+    // Read directly: a store that keeps no graph says so rather than exporting an empty one.
+    let graph = store.read_graph(&GraphQuery::All).await?;
+    summary.entities = graph.entities.len() as u64;
+    summary.relations = graph.relations.len() as u64;
+    emit(out, output, &mcp_memory::to_string(&graph)?)
+}
+
+/// The error of a session exported or imported as `mcp-memory`.
+fn graph_only(format: Format) -> Error {
+    Error::invalid_input(format!(
+        "the {format} format holds the knowledge graph, not sessions: export it without a \
+         session (`export --format {format}`)"
+    ))
+}
+
+/// `export`: one session (`session`) or everything (`None`); with `mcp-memory`, the knowledge
+/// graph (a session is refused). An encrypted store is refused unless `decrypt` asks for its
+/// plaintext (every export format is plaintext).
 pub async fn export(
     store: &Arc<dyn AgentMemory>,
     out: &mut Output,
@@ -78,9 +136,13 @@ pub async fn export(
         messages: 0,
         memories: 0,
         checkpoints: 0,
+        entities: 0,
+        relations: 0,
         output: output.map(|p| p.display().to_string()),
     };
     match (session, format) {
+        (Some(_), Format::McpMemory) => return Err(graph_only(format)),
+        (None, Format::McpMemory) => export_mcp_memory(store, out, output, &mut summary).await?,
         (Some(id), _) => {
             let s = export_session(store, &id).await?;
             summary.sessions = 1;
@@ -88,6 +150,7 @@ pub async fn export(
             match format {
                 Format::Swarms => swarms::write_agent_folder(empty_folder(output, format)?, &s)?,
                 Format::PraisonAi => emit(out, output, &praisonai::render(&s)?)?,
+                Format::McpMemory => return Err(graph_only(format)),
                 Format::Jsonl | Format::Json | Format::Yaml => {
                     let mut doc = ExportDocument::new();
                     doc.sessions.push(s);
@@ -116,6 +179,8 @@ pub async fn export(
             summary.messages = counts.messages;
             summary.memories = counts.memories;
             summary.checkpoints = counts.checkpoints;
+            summary.entities = counts.entities;
+            summary.relations = counts.relations;
         }
         (None, Format::Json | Format::Yaml) => {
             let doc = export_document(store).await?;
@@ -123,6 +188,8 @@ pub async fn export(
             summary.messages = doc.sessions.iter().map(SessionExport::total_messages).sum();
             summary.memories = doc.memories.len() as u64;
             summary.checkpoints = doc.checkpoints.len() as u64;
+            summary.entities = doc.graph.entities.len() as u64;
+            summary.relations = doc.graph.relations.len() as u64;
             emit(out, output, &render_document(&doc, format)?)?;
         }
         (None, Format::Swarms | Format::PraisonAi) => {
@@ -145,18 +212,7 @@ pub async fn export(
         if out.json() {
             out.json_value(&summary)?;
         } else {
-            out.line(format!(
-                "exported {} ({}) and {}{} as {} to {}",
-                count(summary.sessions, "session"),
-                count(summary.messages, "message"),
-                count(summary.memories, "memory item"),
-                when_any(summary.checkpoints, || format!(
-                    " and {}",
-                    count(summary.checkpoints, "checkpoint")
-                )),
-                format,
-                summary.output.as_deref().unwrap_or("-")
-            ))?;
+            out.line(summary.line(format))?;
         }
     }
     Ok(())
@@ -203,9 +259,9 @@ fn render_document(doc: &ExportDocument, format: Format) -> Result<String> {
         Format::Jsonl => jsonl::to_string(doc),
         Format::Json => json::to_string(doc),
         Format::Yaml => yaml::to_string(doc),
-        Format::Swarms | Format::PraisonAi => Err(Error::invalid_input(format!(
-            "{format} is not a document format"
-        ))),
+        Format::Swarms | Format::PraisonAi | Format::McpMemory => Err(Error::invalid_input(
+            format!("{format} is not a document format"),
+        )),
     }
 }
 
@@ -223,7 +279,7 @@ pub fn read_import(
 
 /// `import`: parse and validate the whole input, then write it into the store
 /// ([`import_document`]: a session or an item that conflicts with the store stops the import
-/// before anything is written).
+/// before anything is written; the knowledge graph merges).
 pub async fn import(
     store: &Arc<dyn AgentMemory>,
     out: &mut Output,
@@ -236,6 +292,16 @@ pub async fn import(
     if out.json() {
         return out.json_value(&summary);
     }
+    if format == Format::McpMemory {
+        return out.line(format!(
+            "imported {} from {}",
+            graph_totals(&summary.graph, "written"),
+            path.display()
+        ));
+    }
+    let graph = when_any(graph_items(&summary.graph), || {
+        format!(" and {}", graph_totals(&summary.graph, "written"))
+    });
     let checkpoints = when_any(summary.checkpoints, || {
         format!(
             " and {} ({} written)",
@@ -244,7 +310,7 @@ pub async fn import(
         )
     });
     out.line(format!(
-        "imported {} ({} new; {} and {} written) and {} ({} new){checkpoints} from {}",
+        "imported {} ({} new; {} and {} written) and {} ({} new){checkpoints}{graph} from {}",
         count(summary.sessions, "session"),
         summary.sessions_created,
         count(summary.messages_written, "message"),

@@ -2,8 +2,8 @@
 //! operations it changes; every other operation reaches the inner store unchanged, so a layer
 //! cannot lose one (as OpenDAL's `LayeredAccess` does for its services).
 //!
-//! The trait, and the [`SessionStore`], [`MemoryStore`] and [`CheckpointStore`] impls every
-//! `LayeredStore` gets, are
+//! The trait, and the [`SessionStore`], [`MemoryStore`], [`CheckpointStore`] and
+//! [`GraphStore`] impls every `LayeredStore` gets, are
 //! generated from the one list of operations ([`for_each_operation!`](crate::operation)), as
 //! are the forwarding impls that make `Arc<T>`, `Box<T>` and `&'static T` stores themselves.
 
@@ -12,20 +12,23 @@ use std::sync::Arc;
 use crate::backend::BackendInfo;
 use crate::error::Result;
 use crate::operation::for_each_operation;
-use crate::store::{AgentMemory, Capabilities, CheckpointStore, MemoryStore, SessionStore};
+use crate::store::{
+    AgentMemory, Capabilities, CheckpointStore, GraphStore, MemoryStore, SessionStore,
+};
 
 macro_rules! layered_store {
     (
         sessions { $($sv:ident => fn $sn:ident ($($sa:ident : $st:ty),* $(,)?) -> $so:ty { $($sspan:tt)* };)* }
         memories { $($mv:ident => fn $mn:ident ($($ma:ident : $mt:ty),* $(,)?) -> $mo:ty { $($mspan:tt)* };)* }
         checkpoints { $($cv:ident => fn $cn:ident ($($ca:ident : $ct:ty),* $(,)?) -> $co:ty { $($cspan:tt)* };)* }
+        graph { $($gv:ident => fn $gn:ident ($($ga:ident : $gt:ty),* $(,)?) -> $go:ty { $($gspan:tt)* };)* }
         others { $($others:tt)* }
     ) => {
         /// A store that wraps another, [`Inner`](Self::Inner), and forwards to it every operation
         /// it does not override: the base of every layer.
         ///
         /// Implement [`inner`](Self::inner) and the operations the layer changes; the type is
-        /// then a [`SessionStore`], a [`MemoryStore`] and a [`CheckpointStore`] (so an
+        /// then a [`SessionStore`], a [`MemoryStore`], a [`CheckpointStore`] and a [`GraphStore`] (so an
         /// [`AgentMemory`]) through blanket impls, and every operation added to the traits later
         /// reaches the inner store unchanged. `Arc<T>`, `Box<T>` and `&'static T` are layers that
         /// change nothing, which is how `Arc<dyn AgentMemory>` is a store.
@@ -70,6 +73,12 @@ macro_rules! layered_store {
                     CheckpointStore::$cn(self.inner(), $($ca),*).await
                 }
             )*
+            $(
+                #[doc = concat!("[`GraphStore::", stringify!($gn), "`], forwarded by default.")]
+                async fn $gn(&self, $($ga: $gt),*) -> Result<$go> {
+                    GraphStore::$gn(self.inner(), $($ga),*).await
+                }
+            )*
         }
 
         #[$crate::async_trait]
@@ -103,6 +112,15 @@ macro_rules! layered_store {
             $(
                 async fn $cn(&self, $($ca: $ct),*) -> Result<$co> {
                     LayeredStore::$cn(self, $($ca),*).await
+                }
+            )*
+        }
+
+        #[$crate::async_trait]
+        impl<L: LayeredStore> GraphStore for L {
+            $(
+                async fn $gn(&self, $($ga: $gt),*) -> Result<$go> {
+                    LayeredStore::$gn(self, $($ga),*).await
                 }
             )*
         }

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::layer::LayeredStore;
 use crate::name::SessionId;
 use crate::operation::{for_each_operation, Operation};
-use crate::store::{AgentMemory, CheckpointStore, MemoryStore, SessionStore};
+use crate::store::{AgentMemory, CheckpointStore, GraphStore, MemoryStore, SessionStore};
 
 /// The span name every backend operation runs in.
 pub const SPAN_NAME: &str = "agentmem.op";
@@ -205,6 +205,8 @@ macro_rules! traced {
             { session: $ms:expr $(, writes: $mw:expr)? $(, reads: $mr:expr)? };)* }
         checkpoints { $($cv:ident => fn $cn:ident ($($ca:ident : $ct:ty),* $(,)?) -> $co:ty
             { session: $cs:expr $(, writes: $cw:expr)? $(, reads: $cr:expr)? };)* }
+        graph { $($gv:ident => fn $gn:ident ($($ga:ident : $gt:ty),* $(,)?) -> $go:ty
+            { session: $gs:expr $(, writes: $gw:expr)? $(, reads: $gr:expr)? };)* }
         others { $($others:tt)* }
     ) => {
         #[async_trait]
@@ -234,6 +236,13 @@ macro_rules! traced {
                     let op = Op::new(self.inner.backend(), Operation::$cv, $cs);
                     $(let op = op.messages($cw);)?
                     run!(op, CheckpointStore::$cn(&self.inner, $($ca),*) $(, $cr)?)
+                }
+            )*
+            $(
+                async fn $gn(&self, $($ga: $gt),*) -> Result<$go> {
+                    let op = Op::new(self.inner.backend(), Operation::$gv, $gs);
+                    $(let op = op.messages($gw);)?
+                    run!(op, GraphStore::$gn(&self.inner, $($ga),*) $(, $gr)?)
                 }
             )*
         }

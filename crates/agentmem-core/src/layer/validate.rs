@@ -6,6 +6,10 @@ use crate::checkpoint::{
     ChannelBlob, Checkpoint, CheckpointKey, CheckpointQuery, CheckpointTuple, PendingWrite,
 };
 use crate::error::Result;
+use crate::graph::{
+    self, AddedObservations, Entity, GraphQuery, KnowledgeGraph, ObservationAddition,
+    ObservationDeletion, Relation,
+};
 use crate::layer::LayeredStore;
 use crate::lifecycle::{SessionPage, SessionPatch, SessionQuery};
 use crate::model::{
@@ -135,6 +139,44 @@ impl<S: AgentMemory> LayeredStore for Validated<S> {
     async fn list_checkpoints(&self, query: &CheckpointQuery) -> Result<Vec<CheckpointTuple>> {
         query.validate()?;
         self.inner.list_checkpoints(query).await
+    }
+
+    async fn create_entities(&self, entities: &[Entity]) -> Result<Vec<Entity>> {
+        graph::check_entities(entities)?;
+        self.inner.create_entities(entities).await
+    }
+
+    async fn create_relations(&self, relations: &[Relation]) -> Result<Vec<Relation>> {
+        graph::check_relations(relations)?;
+        self.inner.create_relations(relations).await
+    }
+
+    async fn add_observations(
+        &self,
+        additions: &[ObservationAddition],
+    ) -> Result<Vec<AddedObservations>> {
+        graph::check_additions(additions)?;
+        self.inner.add_observations(additions).await
+    }
+
+    async fn delete_entities(&self, names: &[String]) -> Result<u64> {
+        graph::check_names(names)?;
+        self.inner.delete_entities(names).await
+    }
+
+    async fn delete_observations(&self, deletions: &[ObservationDeletion]) -> Result<u64> {
+        graph::check_deletions(deletions)?;
+        self.inner.delete_observations(deletions).await
+    }
+
+    async fn delete_relations(&self, relations: &[Relation]) -> Result<u64> {
+        graph::check_relations(relations)?;
+        self.inner.delete_relations(relations).await
+    }
+
+    async fn read_graph(&self, query: &GraphQuery) -> Result<KnowledgeGraph> {
+        query.validate()?;
+        self.inner.read_graph(query).await
     }
 
     async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {

@@ -39,3 +39,8 @@ pub fn key() -> MasterKey {
 pub fn with_key(raw: &Store, key: &MasterKey) -> impl AgentMemory {
     raw.clone().with_layer(EncryptLayer::new(key))
 }
+
+/// Why the layer refused, when it was a [`CryptoError`](agentmem_crypt::CryptoError).
+pub fn crypto_error(err: &agentmem_core::Error) -> Option<&agentmem_crypt::CryptoError> {
+    std::error::Error::source(err).and_then(|s| s.downcast_ref())
+}

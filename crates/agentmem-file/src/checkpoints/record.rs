@@ -5,9 +5,7 @@
 use std::path::Path;
 
 use agentmem_core::checkpoint::ThreadCheckpoints;
-use agentmem_core::{
-    ChannelBlob, Checkpoint, CheckpointKey, Error, PendingWrite, Result, ThreadId,
-};
+use agentmem_core::{ChannelBlob, Checkpoint, CheckpointKey, PendingWrite, Result, ThreadId};
 use serde::{Deserialize, Serialize};
 
 use crate::log::push_line;
@@ -128,16 +126,7 @@ pub(crate) fn parse_record(line: u64, bytes: &[u8]) -> std::result::Result<Recor
 /// `Unsupported` when the log `bytes` start with the header of a newer version: its lines are
 /// not unreadable, only unknown to this build, so none of them is set aside.
 pub(crate) fn refuse_newer(bytes: &[u8], path: &Path) -> Result<()> {
-    let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
-    match serde_json::from_slice(first) {
-        Ok(Record::Header { version, .. }) if version > THREAD_VERSION => {
-            Err(Error::unsupported(format!(
-                "{} has version {version}; this agentmem understands up to {THREAD_VERSION}: upgrade agentmem",
-                path.display()
-            )))
-        }
-        _ => Ok(()),
-    }
+    crate::log::refuse_newer_header(bytes, path, THREAD_VERSION)
 }
 
 #[cfg(test)]

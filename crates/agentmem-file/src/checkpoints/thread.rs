@@ -4,7 +4,6 @@
 //! thread with the thread's in-process mutex and file lock held (see `locking.rs`).
 
 use std::fs::File;
-use std::io::Write;
 
 use agentmem_core::checkpoint::ThreadCheckpoints;
 use agentmem_core::{Error, ErrorKind, Result, ThreadId};
@@ -16,7 +15,7 @@ use crate::fsutil::{
     write_atomic, FileId, TMP_PREFIX,
 };
 use crate::layout::{thread_key, Layout, ThreadPaths};
-use crate::log::{read_tail, BadLine, Scan, Tail};
+use crate::log::{append_line, read_tail, BadLine, Scan, Tail};
 use crate::repair::{Aside, Findings};
 
 /// The cached replay of one thread's log. Guarded by the thread's in-process mutex.
@@ -325,18 +324,7 @@ impl ThreadCtx<'_> {
             slot.thread = Some(thread.clone());
             return Ok(());
         };
-        let start = slot.len;
-        let written = file.write_all(&line).and_then(|()| {
-            if self.durability == Durability::Fsync {
-                file.sync_data()
-            } else {
-                Ok(())
-            }
-        });
-        if let Err(e) = written {
-            let _ = file.set_len(start);
-            return Err(io_error(path, "cannot append to", e));
-        }
+        append_line(file, path, slot.len, &line, self.durability)?;
         slot.len += line.len() as u64;
         slot.lines += 1;
         Ok(())

@@ -57,12 +57,14 @@ macro_rules! with_message_arrays {
 }
 
 pub(crate) mod checkpoints;
+pub(crate) mod graph;
 mod memories;
 mod sessions;
 
 use tokio_postgres::types::Type;
 
 use self::checkpoints::CheckpointSql;
+use self::graph::GraphSql;
 use self::memories::MemorySql;
 use self::sessions::{ArchiveSql, LifecycleSql, RetentionSql, SearchSql, SessionSql};
 use crate::statements::Stmt;
@@ -84,6 +86,8 @@ pub(crate) struct Sql {
     pub(crate) retention: RetentionSql,
     /// Checkpoints, their channel values and pending writes.
     pub(crate) checkpoints: CheckpointSql,
+    /// The knowledge graph.
+    pub(crate) graph: GraphSql,
 }
 
 impl Sql {
@@ -98,6 +102,7 @@ impl Sql {
             memories: MemorySql::new(s, &st),
             retention: RetentionSql::new(s, &st),
             checkpoints: CheckpointSql::new(s, &st),
+            graph: GraphSql::new(s, &st),
         }
     }
 }

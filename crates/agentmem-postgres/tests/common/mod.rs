@@ -138,6 +138,16 @@ pub async fn open_at(
     }
 }
 
+/// SQL undoing version 6 (the knowledge graph) in the quoted schema `s`, for tests that put a
+/// schema back as an older version left it (each also deletes the later versions' rows of
+/// `schema_migrations`).
+pub fn undo_version_6(s: &str) -> String {
+    format!(
+        "DROP TABLE {s}.graph_entities, {s}.graph_observations, {s}.graph_relations;
+         DROP SEQUENCE {s}.graph_seq;"
+    )
+}
+
 /// A plain driver connection for inspecting and disturbing the server.
 pub async fn admin() -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(&database_url(), tokio_postgres::NoTls)

@@ -3,7 +3,7 @@
 -- so every key built here lies in the slot of KEYS[1] (the schema key).
 --
 -- Thread ids, namespaces, checkpoint ids and run ids are free text (`: / | $ * ? [ ] { }`,
--- spaces, any UTF-8), so they enter key names only through `esc`, which keeps
+-- spaces, any UTF-8), so they enter key names only through `esc` (lua/shared.lua), which keeps
 -- `A-Z a-z 0-9 _ . -` and writes every other byte as `%XX` (uppercase hex): two distinct ids
 -- never give one name, and no name part holds `:`, a brace (which would end the hash tag) or
 -- a glob character. The ids themselves are kept as they are in the index members (sorted
@@ -16,13 +16,6 @@ local THREADS = P .. ':cp:threads'
 -- Sorted set, every score 0: `id NUL thread NUL ns` of every checkpoint (ZREVRANGEBYLEX:
 -- greatest id first).
 local ALL = P .. ':cp:all'
-local Z = '\0'
-
-local function esc(s)
-  return (string.gsub(s, '[^A-Za-z0-9_%.%-]', function(c)
-    return string.format('%%%02X', string.byte(c))
-  end))
-end
 
 -- Keys of one thread: `ids` (sorted set, score 0: `id NUL ns`), `times` (sorted set:
 -- `ns NUL id` -> creation time in microseconds), `writes` (sorted set, score 0: `ns NUL id`
@@ -52,38 +45,6 @@ end
 -- Sorted set, every score 0: `id NUL thread NUL ns` of the checkpoints of one run.
 local function runkey(run)
   return P .. ':cp:run:' .. esc(run)
-end
-
--- Runs `cmd key a1 a2 ...` over the flat list `args` in chunks of 1000 (an even number, so
--- field/value pairs stay whole; unpack() is bounded by the Lua C stack); the replies
--- concatenated when `gather`.
-local function chunked(cmd, key, args, gather)
-  local out = {}
-  local i, count = 0, #args
-  while i < count do
-    local j = math.min(i + 1000, count)
-    local reply = redis.call(cmd, key, unpack(args, i + 1, j))
-    if gather then
-      for _, v in ipairs(reply) do
-        out[#out + 1] = v
-      end
-    end
-    i = j
-  end
-  return out
-end
-
--- `a NUL b` as a and b.
-local function split2(s)
-  local j = string.find(s, Z, 1, true)
-  return string.sub(s, 1, j - 1), string.sub(s, j + 1)
-end
-
--- `a NUL b NUL c` as a, b and c.
-local function split3(s)
-  local a, rest = split2(s)
-  local b, c = split2(rest)
-  return a, b, c
 end
 
 -- The blob fields (`channel NUL version`) a checkpoint's `cv` names: `cv` is its channel

@@ -85,27 +85,6 @@ local function touch(sid, now, m, fields)
   end
 end
 
--- Runs `cmd key a1 a2 ...` over the flat list `args` in chunks (unpack() is bounded by the
--- Lua C stack) and returns the last reply, or the replies concatenated when `gather`.
-local function chunked(cmd, key, args, gather)
-  local i, count = 0, #args
-  local out, last = {}, nil
-  while i < count do
-    local j = math.min(i + 1000, count)
-    last = redis.call(cmd, key, unpack(args, i + 1, j))
-    if gather then
-      for _, v in ipairs(last) do
-        out[#out + 1] = v
-      end
-    end
-    i = j
-  end
-  if gather then
-    return out
-  end
-  return last
-end
-
 -- Appends ARGV[first + 2 + 2 * terms ..] (message JSON, stored byte for byte) to the
 -- session's list and indexes them in epoch `e`. ARGV[first] is the messages' word count,
 -- ARGV[first + 1] the number of distinct terms, then one (term, postings) pair per term:

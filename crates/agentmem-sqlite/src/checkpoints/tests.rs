@@ -8,7 +8,7 @@ use agentmem_core::{
 use rusqlite::Connection;
 
 use super::{maintain, read, write};
-use crate::testing::{count, migrated, query_plan};
+use crate::testing::{migrated, query_plan, rows_in};
 
 fn key(thread: &str, ns: &str, id: &str) -> CheckpointKey {
     CheckpointKey {
@@ -45,10 +45,6 @@ fn write_at(task: &str, idx: i64) -> PendingWrite {
         value: TypedBytes::new("json", b"1".to_vec()),
         task_path: String::new(),
     }
-}
-
-fn rows_in(conn: &Connection, table: &str) -> i64 {
-    count(conn, &format!("SELECT count(*) FROM {table}"), [])
 }
 
 #[test]

@@ -1,0 +1,243 @@
+//! agentmem's own tools: conversation sessions (`append_messages`, `load_session`,
+//! `list_sessions`, `fork_session`, `rewind_session`) and memory items (`store_memory`,
+//! `search_memory`, `get_context`). They read and write what the CLI and the libraries do:
+//! the same session ids, and memory items of kind `long_term` (or `short_term`) in the scope
+//! of the agent named, as the Python `store_memory(text, long_term, agent=…)` stores them.
+
+use agentmem_core::{
+    AgentMemory, ContextStore, Error, MemoryFilter, MemoryItem, MemoryKind, MemoryScope, Message,
+    MessageId, Metadata, Result, Rewind, Role, ScopeFilter, SessionId,
+};
+use rmcp::model::{CallToolResult, JsonObject};
+use serde::{Deserialize, Serialize};
+
+use crate::args::{count, parse};
+use crate::reply;
+
+#[derive(Deserialize)]
+struct NewMessage {
+    role: String,
+    content: String,
+    tool_call_id: Option<String>,
+    tool_name: Option<String>,
+    metadata: Option<Metadata>,
+}
+
+#[derive(Deserialize)]
+struct Append {
+    session_id: String,
+    messages: Vec<NewMessage>,
+}
+
+#[derive(Deserialize)]
+struct Load {
+    session_id: String,
+    #[serde(default, deserialize_with = "count")]
+    limit: Option<usize>,
+}
+
+#[derive(Deserialize)]
+struct Remember {
+    text: String,
+    long_term: Option<bool>,
+    agent: Option<String>,
+    key: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Recall {
+    query: String,
+    #[serde(default, deserialize_with = "count")]
+    limit: Option<usize>,
+    agent: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Context {
+    query: Option<String>,
+    agent: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Fork {
+    session_id: String,
+    new_session_id: String,
+    at_message_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RewindArgs {
+    session_id: String,
+    #[serde(default, deserialize_with = "count")]
+    last: Option<usize>,
+    after_message_id: Option<String>,
+}
+
+/// What `append_messages` answers.
+#[derive(Serialize)]
+struct Appended<'a> {
+    session_id: &'a SessionId,
+    message_ids: Vec<&'a MessageId>,
+}
+
+/// What `load_session` answers.
+#[derive(Serialize)]
+struct Loaded<'a> {
+    session_id: &'a SessionId,
+    exists: bool,
+    total_messages: u64,
+    messages: &'a [Message],
+}
+
+/// What `rewind_session` answers.
+#[derive(Serialize)]
+struct Removed<'a> {
+    session_id: &'a SessionId,
+    removed: &'a [Message],
+}
+
+/// Runs agentmem's tool `name`; `None` when `name` is not one.
+pub(crate) async fn call(
+    store: &dyn AgentMemory,
+    name: &str,
+    args: JsonObject,
+) -> Option<Result<CallToolResult>> {
+    Some(match name {
+        "append_messages" => append(store, parse(args)).await,
+        "load_session" => load(store, parse(args)).await,
+        "list_sessions" => list(store).await,
+        "fork_session" => fork(store, parse(args)).await,
+        "rewind_session" => rewind(store, parse(args)).await,
+        "store_memory" => remember(store, parse(args)).await,
+        "search_memory" => recall(store, parse(args)).await,
+        "get_context" => context(store, parse(args)).await,
+        _ => return None,
+    })
+}
+
+fn session_id(id: &str) -> Result<SessionId> {
+    id.parse()
+}
+
+fn message(given: NewMessage) -> Result<Message> {
+    let mut message = Message::new(Role::parse(&given.role)?, given.content);
+    message.tool_call_id = given.tool_call_id;
+    message.tool_name = given.tool_name;
+    message.metadata = given.metadata.unwrap_or_default();
+    Ok(message)
+}
+
+async fn append(store: &dyn AgentMemory, args: Result<Append>) -> Result<CallToolResult> {
+    let args = args?;
+    let id = session_id(&args.session_id)?;
+    let messages = args
+        .messages
+        .into_iter()
+        .map(message)
+        .collect::<Result<Vec<_>>>()?;
+    store.append(&id, &messages).await?;
+    let message_ids = messages.iter().map(|m| &m.id).collect();
+    let appended = Appended {
+        session_id: &id,
+        message_ids,
+    };
+    Ok(reply::json(&appended, None))
+}
+
+async fn load(store: &dyn AgentMemory, args: Result<Load>) -> Result<CallToolResult> {
+    let args = args?;
+    let id = session_id(&args.session_id)?;
+    let loaded = store.load(&id, args.limit).await?;
+    let (total_messages, messages) = loaded
+        .as_ref()
+        .map(|s| (s.total_messages, s.messages.as_slice()))
+        .unwrap_or_default();
+    let shown = Loaded {
+        session_id: &id,
+        exists: loaded.is_some(),
+        total_messages,
+        messages,
+    };
+    Ok(reply::json(&shown, None))
+}
+
+async fn list(store: &dyn AgentMemory) -> Result<CallToolResult> {
+    let mut sessions = store.list_sessions().await?;
+    sessions.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(reply::json(&sessions, Some("sessions")))
+}
+
+async fn fork(store: &dyn AgentMemory, args: Result<Fork>) -> Result<CallToolResult> {
+    let args = args?;
+    let (source, target) = (
+        session_id(&args.session_id)?,
+        session_id(&args.new_session_id)?,
+    );
+    let at: Option<MessageId> = args.at_message_id.map(|id| id.parse()).transpose()?;
+    let info = store.fork(&source, &target, at.as_ref()).await?;
+    Ok(reply::json(&info, Some("session")))
+}
+
+async fn rewind(store: &dyn AgentMemory, args: Result<RewindArgs>) -> Result<CallToolResult> {
+    let args = args?;
+    let id = session_id(&args.session_id)?;
+    let to = match (args.last, args.after_message_id) {
+        (None, Some(after)) => Rewind::After(after.parse()?),
+        (Some(last), None) => Rewind::Last(last),
+        _ => {
+            return Err(Error::invalid_input(
+                "rewind_session needs exactly one of last and after_message_id",
+            ))
+        }
+    };
+    let removed = store.rewind(&id, &to).await?;
+    let shown = Removed {
+        session_id: &id,
+        removed: &removed,
+    };
+    Ok(reply::json(&shown, None))
+}
+
+/// The scope of `agent`'s own items; the global scope without one.
+fn scope_of(agent: Option<String>) -> MemoryScope {
+    agent.map(MemoryScope::agent).unwrap_or_default()
+}
+
+/// What `agent` sees (its own items and the global ones); every item without one.
+fn seen_by(agent: Option<String>) -> ScopeFilter {
+    match agent {
+        Some(agent) => ScopeFilter::VisibleFrom(MemoryScope::agent(agent)),
+        None => ScopeFilter::All,
+    }
+}
+
+async fn remember(store: &dyn AgentMemory, args: Result<Remember>) -> Result<CallToolResult> {
+    let args = args?;
+    let kind = match args.long_term {
+        Some(false) => MemoryKind::ShortTerm,
+        _ => MemoryKind::LongTerm,
+    };
+    let mut item = MemoryItem::new(kind, args.text).in_scope(scope_of(args.agent));
+    item.key = args.key;
+    let stored = store.put_memory(&item).await?;
+    Ok(reply::json(&stored, Some("memory")))
+}
+
+async fn recall(store: &dyn AgentMemory, args: Result<Recall>) -> Result<CallToolResult> {
+    let args = args?;
+    let mut filter = MemoryFilter::default().with_scope(seen_by(args.agent));
+    filter.limit = args.limit;
+    let hits = store.search_memories(&args.query, &filter).await?;
+    Ok(reply::json(&hits, Some("results")))
+}
+
+async fn context(store: &dyn AgentMemory, args: Result<Context>) -> Result<CallToolResult> {
+    let args = args?;
+    let scope = seen_by(args.agent);
+    let text = ContextStore::get_context_in(store, args.query.as_deref(), &scope).await?;
+    let structured = serde_json::Value::Object(serde_json::Map::from_iter([(
+        "context".to_string(),
+        serde_json::Value::String(text.clone()),
+    )]));
+    Ok(reply::with_text(text, structured))
+}
