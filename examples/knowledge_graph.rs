@@ -7,7 +7,7 @@
 //! cargo run --example knowledge_graph --features sqlite
 //! ```
 
-use agentmem::{Entity, GraphQuery, GraphStore, ObservationAddition, Relation};
+use agentmem::{AgentMemory, Entity, GraphQuery, GraphStore, ObservationAddition, Relation};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -32,32 +32,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Two handles (as two server processes would be) add observations at once.
     let other = agentmem::open(&url).await?;
-    let additions = |who: &str| {
-        (0..20)
-            .map(|i| ObservationAddition {
-                entity_name: "Ada".into(),
-                contents: vec![format!("{who} noted fact {i}")],
-            })
-            .collect::<Vec<_>>()
-    };
-    let (a, b) = (additions("first"), additions("second"));
-    let first = async {
-        for addition in &a {
-            store
-                .add_observations(std::slice::from_ref(addition))
-                .await?;
-        }
-        Ok::<_, agentmem::Error>(())
-    };
-    let second = async {
-        for addition in &b {
-            other
-                .add_observations(std::slice::from_ref(addition))
-                .await?;
-        }
-        Ok::<_, agentmem::Error>(())
-    };
-    tokio::try_join!(first, second)?;
+    tokio::try_join!(
+        note_facts(store.as_ref(), "first"),
+        note_facts(other.as_ref(), "second")
+    )?;
 
     let found = store.read_graph(&GraphQuery::Search("RUST".into())).await?;
     let ada = &found.entities[0];
@@ -81,6 +59,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     if !graph.relations.is_empty() {
         return Err("deleting an entity must delete its relations".into());
+    }
+    Ok(())
+}
+
+/// Adds 20 observations to Ada through `store`, one call each, as `who`.
+async fn note_facts(store: &dyn AgentMemory, who: &str) -> agentmem::Result<()> {
+    for i in 0..20 {
+        let addition = ObservationAddition {
+            entity_name: "Ada".into(),
+            contents: vec![format!("{who} noted fact {i}")],
+        };
+        store.add_observations(&[addition]).await?;
     }
     Ok(())
 }

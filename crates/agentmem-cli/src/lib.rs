@@ -39,17 +39,7 @@ pub fn exit_code(kind: ErrorKind) -> u8 {
     }
 }
 
-/// An error as one line: newlines inside messages (some drivers' errors have them) become
-/// spaces, so scripts and people always get exactly one line.
-pub fn one_line(error: &dyn std::fmt::Display) -> String {
-    error
-        .to_string()
-        .split(['\n', '\r'])
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+pub use agentmem_core::one_line;
 
 /// Runs the command line `args` (the program name first) and returns the exit code.
 pub fn main_with_args<I, T>(args: I) -> ExitCode

@@ -259,6 +259,22 @@ impl Error {
     }
 }
 
+/// `error` as one line: newlines inside messages (some drivers' errors have them) become
+/// spaces, so scripts, logs and tool results always get exactly one line.
+///
+/// ```
+/// assert_eq!(agentmem_core::one_line(&"connection refused\n  retrying\n"), "connection refused retrying");
+/// ```
+pub fn one_line(error: &dyn fmt::Display) -> String {
+    error
+        .to_string()
+        .split(['\n', '\r'])
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

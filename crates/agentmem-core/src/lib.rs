@@ -61,7 +61,7 @@ pub use checkpoint::{
     PendingWrite, ThreadInfo, TypedBytes,
 };
 pub use context::ContextStore;
-pub use error::{BoxError, Error, ErrorKind, Result};
+pub use error::{one_line, BoxError, Error, ErrorKind, Result};
 pub use ext::AgentMemoryExt;
 pub use graph::{
     AddedObservations, Entity, GraphQuery, GraphState, KnowledgeGraph, ObservationAddition,

@@ -532,6 +532,15 @@ pub(crate) const fn envelope_len(plaintext_len: usize) -> usize {
     ENVELOPE_PREFIX.len() + 16 + 1 + (payload * 4).div_ceil(3)
 }
 
+/// The longest plaintext whose envelope takes at most `stored` bytes.
+pub(crate) const fn max_plaintext(stored: usize) -> usize {
+    let mut n = stored;
+    while n > 0 && envelope_len(n) > stored {
+        n -= 1;
+    }
+    n
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@
 //! Searching is done in the client: the store's graph holds no text it could match.
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 
 use agentmem_core::graph::{self, entity_not_found, MAX_GRAPH_NAME_BYTES, MAX_OBSERVATION_BYTES};
 use agentmem_core::{
@@ -22,7 +23,7 @@ use agentmem_core::{
     ObservationAddition, ObservationDeletion, Operation, Relation, Result,
 };
 
-use crate::cipher::{aad, envelope_key_id, envelope_len, open_string, Domain, Keyring, Sealer};
+use crate::cipher::{aad, envelope_key_id, max_plaintext, open_string, Domain, Keyring, Sealer};
 use crate::key::KeyId;
 use crate::layer::Encrypted;
 
@@ -35,15 +36,6 @@ pub const MAX_ENCRYPTED_GRAPH_NAME_BYTES: usize = max_plaintext(MAX_GRAPH_NAME_B
 /// [`MAX_OBSERVATION_BYTES`] a store keeps. Longer ones are refused with `InvalidInput` before
 /// anything is written.
 pub const MAX_ENCRYPTED_OBSERVATION_BYTES: usize = max_plaintext(MAX_OBSERVATION_BYTES);
-
-/// The longest plaintext whose envelope takes at most `stored` bytes.
-const fn max_plaintext(stored: usize) -> usize {
-    let mut n = stored;
-    while n > 0 && envelope_len(n) > stored {
-        n -= 1;
-    }
-    n
-}
 
 /// What a graph string is: its part of the AAD, and its limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -470,33 +462,43 @@ impl<S: AgentMemory> Encrypted<S> {
         entity_not_found(missing)
     }
 
-    /// The arguments of one delete per form a string may be stored in (one form unless the
-    /// layer holds read keys), those with nothing to delete left out.
-    fn in_each_form<T>(
+    /// A delete `op` by every form a string may be stored in (one form unless the layer holds
+    /// read keys): the plaintext `check`ed, then `delete` called with the arguments `lookup`
+    /// makes in each form, a form with nothing to delete passed over. The counts are summed.
+    async fn delete_in_each_form<T, F>(
         &self,
-        mut make: impl FnMut(&mut GraphSealer<'_>) -> Result<Vec<T>>,
-    ) -> Result<Vec<Vec<T>>> {
-        let mut out = Vec::new();
-        for mut form in GraphSealer::forms(&self.keys) {
-            let made = make(&mut form)?;
-            if !made.is_empty() {
-                out.push(made);
+        op: Operation,
+        check: impl FnOnce() -> Result<()>,
+        mut lookup: impl FnMut(&mut GraphSealer<'_>) -> Result<Vec<T>>,
+        delete: impl Fn(Vec<T>) -> F,
+    ) -> Result<u64>
+    where
+        F: Future<Output = Result<u64>>,
+    {
+        self.run(op, async {
+            check()?;
+            let mut sealed = Vec::new();
+            for mut form in GraphSealer::forms(&self.keys) {
+                sealed.push(lookup(&mut form)?);
             }
-        }
-        Ok(out)
+            let mut removed = 0;
+            for args in sealed.into_iter().filter(|args| !args.is_empty()) {
+                removed += delete(args).await?;
+            }
+            Ok(removed)
+        })
+        .await
     }
 
     /// `delete_entities`, by every form of each name (names too long to be stored sealed
     /// cannot exist and are passed over).
     pub(crate) async fn delete_sealed_entities(&self, names: &[String]) -> Result<u64> {
-        self.run(Operation::DeleteEntities, async {
-            graph::check_names(names)?;
-            let mut removed = 0;
-            for sealed in self.in_each_form(|form| form.lookup_names(names))? {
-                removed += self.inner.delete_entities(&sealed).await?;
-            }
-            Ok(removed)
-        })
+        self.delete_in_each_form(
+            Operation::DeleteEntities,
+            || graph::check_names(names),
+            |form| form.lookup_names(names),
+            |sealed| async move { self.inner.delete_entities(&sealed).await },
+        )
         .await
     }
 
@@ -505,27 +507,23 @@ impl<S: AgentMemory> Encrypted<S> {
         &self,
         deletions: &[ObservationDeletion],
     ) -> Result<u64> {
-        self.run(Operation::DeleteObservations, async {
-            graph::check_deletions(deletions)?;
-            let mut removed = 0;
-            for sealed in self.in_each_form(|form| form.lookup_deletions(deletions))? {
-                removed += self.inner.delete_observations(&sealed).await?;
-            }
-            Ok(removed)
-        })
+        self.delete_in_each_form(
+            Operation::DeleteObservations,
+            || graph::check_deletions(deletions),
+            |form| form.lookup_deletions(deletions),
+            |sealed| async move { self.inner.delete_observations(&sealed).await },
+        )
         .await
     }
 
     /// `delete_relations`, by every form (as [`delete_sealed_entities`](Self::delete_sealed_entities)).
     pub(crate) async fn delete_sealed_relations(&self, relations: &[Relation]) -> Result<u64> {
-        self.run(Operation::DeleteRelations, async {
-            graph::check_relations(relations)?;
-            let mut removed = 0;
-            for sealed in self.in_each_form(|form| form.lookup_relations(relations))? {
-                removed += self.inner.delete_relations(&sealed).await?;
-            }
-            Ok(removed)
-        })
+        self.delete_in_each_form(
+            Operation::DeleteRelations,
+            || graph::check_relations(relations),
+            |form| form.lookup_relations(relations),
+            |sealed| async move { self.inner.delete_relations(&sealed).await },
+        )
         .await
     }
 
@@ -554,7 +552,7 @@ impl<S: AgentMemory> Encrypted<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cipher::CryptoError;
+    use crate::cipher::{envelope_len, CryptoError};
     use crate::key::MasterKey;
 
     fn keys(byte: u8) -> Keyring {

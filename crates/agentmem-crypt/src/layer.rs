@@ -19,7 +19,8 @@ use agentmem_core::{
 };
 
 use crate::cipher::{
-    aad, envelope_len, is_envelope, open_string, CryptoError, Domain, Keyring, Sealer, METADATA_KEY,
+    aad, envelope_len, is_envelope, max_plaintext, open_string, CryptoError, Domain, Keyring,
+    Sealer, METADATA_KEY,
 };
 use crate::ids::{candidate_ids, real_id, stored_id};
 use crate::items::{older_tokens, open_items, open_one_item, seal_item};
@@ -32,16 +33,7 @@ const MAX_TOOL_FIELD_BYTES: usize = 256;
 
 /// The longest tool call id or tool name (in bytes) the layer can store: its envelope must fit
 /// in the 256 bytes a store keeps.
-pub const MAX_ENCRYPTED_TOOL_FIELD_BYTES: usize = max_tool_field();
-
-const fn max_tool_field() -> usize {
-    // Prefix (16) + key id (16) + `:` (1) + base64 of nonce (12) + value + tag (16).
-    let mut n = MAX_TOOL_FIELD_BYTES;
-    while n > 0 && 33 + ((12 + n + 16) * 4).div_ceil(3) > MAX_TOOL_FIELD_BYTES {
-        n -= 1;
-    }
-    n
-}
+pub const MAX_ENCRYPTED_TOOL_FIELD_BYTES: usize = max_plaintext(MAX_TOOL_FIELD_BYTES);
 
 /// The layer that encrypts what a store keeps (see the crate documentation for what is
 /// encrypted and how). Wrap any store: `store.with_layer(EncryptLayer::new(&key))`.

@@ -107,6 +107,39 @@ fn assert_sealed_under(graph: &KnowledgeGraph, key: &MasterKey) {
     }
 }
 
+/// A graph call with its arguments, for the tables of calls that must be refused.
+enum Call {
+    Read(GraphQuery),
+    Create(Vec<Entity>),
+    Relate(Vec<Relation>),
+    Add(Vec<ObservationAddition>),
+}
+
+impl Call {
+    /// Makes the call on `store`, what it returns dropped.
+    async fn on(self, store: &dyn AgentMemory) -> Result<()> {
+        match self {
+            Call::Read(query) => store.read_graph(&query).await.map(drop),
+            Call::Create(entities) => store.create_entities(&entities).await.map(drop),
+            Call::Relate(relations) => store.create_relations(&relations).await.map(drop),
+            Call::Add(additions) => store.add_observations(&additions).await.map(drop),
+        }
+    }
+}
+
+/// A call of each kind that reads or writes the graph's strings: refused without the key
+/// the store is marked with.
+fn calls_needing_the_key() -> [(&'static str, Call); 6] {
+    [
+        ("read", Call::Read(GraphQuery::All)),
+        ("search", Call::Read(GraphQuery::Search("tea".into()))),
+        ("open", Call::Read(GraphQuery::Open(names(&["x"])))),
+        ("create", Call::Create(vec![Entity::new("x", "t")])),
+        ("relate", Call::Relate(vec![Relation::new("x", "y", "r")])),
+        ("add", Call::Add(vec![addition("Bob Quietman", &["x"])])),
+    ]
+}
+
 fn files_under(dir: &Path, out: &mut Vec<Vec<u8>>) {
     for entry in std::fs::read_dir(dir).expect("list a folder").flatten() {
         let path = entry.path();
@@ -346,47 +379,27 @@ async fn the_longest_strings_that_fit_sealed_round_trip_and_longer_ones_are_refu
 
     let too_long_name = format!("{name}n");
     let too_long = format!("{observation}o");
-    for (what, result) in [
+    let fresh = Entity::new("fresh", "t");
+    for (what, call) in [
         (
             "a name",
-            store
-                .create_entities(&[
-                    Entity::new("fresh", "t"),
-                    Entity::new(too_long_name.clone(), "t"),
-                ])
-                .await
-                .map(|_| ()),
+            Call::Create(vec![fresh, Entity::new(too_long_name.clone(), "t")]),
         ),
         (
             "a type",
-            store
-                .create_entities(&[Entity::new("fresh", too_long_name.clone())])
-                .await
-                .map(|_| ()),
+            Call::Create(vec![Entity::new("fresh", too_long_name.clone())]),
         ),
         (
             "an observation",
-            store
-                .add_observations(&[addition("", &["new", &too_long])])
-                .await
-                .map(|_| ()),
+            Call::Add(vec![addition("", &["new", &too_long])]),
         ),
         (
             "a relation end",
-            store
-                .create_relations(&[Relation::new("a", too_long_name.clone(), "r")])
-                .await
-                .map(|_| ()),
+            Call::Relate(vec![Relation::new("a", too_long_name.clone(), "r")]),
         ),
-        (
-            "a NUL",
-            store
-                .create_entities(&[Entity::new("nul\0", "t")])
-                .await
-                .map(|_| ()),
-        ),
+        ("a NUL", Call::Create(vec![Entity::new("nul\0", "t")])),
     ] {
-        let err = result.expect_err(what);
+        let err = call.on(&store).await.expect_err(what);
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{what}: {err}");
         assert!(
             !err.to_string().contains("nnnnnnnn"),
@@ -424,38 +437,8 @@ async fn a_wrong_key_or_none_is_refused() {
     let memory = raw();
     write_people(&with_key(&memory, &key)).await.unwrap();
     let wrong = with_key(&memory, &other);
-    for (what, result) in [
-        ("read", wrong.read_graph(&GraphQuery::All).await.map(|_| ())),
-        (
-            "search",
-            wrong
-                .read_graph(&GraphQuery::Search("tea".into()))
-                .await
-                .map(|_| ()),
-        ),
-        (
-            "create",
-            wrong
-                .create_entities(&[Entity::new("x", "t")])
-                .await
-                .map(|_| ()),
-        ),
-        (
-            "relate",
-            wrong
-                .create_relations(&[Relation::new("x", "y", "r")])
-                .await
-                .map(|_| ()),
-        ),
-        (
-            "add",
-            wrong
-                .add_observations(&[addition("Bob Quietman", &["x"])])
-                .await
-                .map(|_| ()),
-        ),
-    ] {
-        let err = result.expect_err(what);
+    for (what, call) in calls_needing_the_key() {
+        let err = call.on(&wrong).await.expect_err(what);
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{what}: {err}");
         assert!(
             matches!(crypto_error(&err), Some(CryptoError::WrongKey { .. })),
@@ -463,34 +446,8 @@ async fn a_wrong_key_or_none_is_refused() {
         );
     }
     let none = memory.clone().with_layer(NoKeyLayer);
-    for (what, result) in [
-        ("read", none.read_graph(&GraphQuery::All).await.map(|_| ())),
-        (
-            "open",
-            none.read_graph(&GraphQuery::Open(names(&["x"])))
-                .await
-                .map(|_| ()),
-        ),
-        (
-            "create",
-            none.create_entities(&[Entity::new("x", "t")])
-                .await
-                .map(|_| ()),
-        ),
-        (
-            "relate",
-            none.create_relations(&[Relation::new("x", "y", "r")])
-                .await
-                .map(|_| ()),
-        ),
-        (
-            "add",
-            none.add_observations(&[addition("x", &["x"])])
-                .await
-                .map(|_| ()),
-        ),
-    ] {
-        let err = result.expect_err(what);
+    for (what, call) in calls_needing_the_key() {
+        let err = call.on(&none).await.expect_err(what);
         assert_eq!(
             crypto_error(&err),
             Some(&CryptoError::NoKey { found: key.id() }),

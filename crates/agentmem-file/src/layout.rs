@@ -122,42 +122,34 @@ pub(crate) struct SessionPaths {
 
 impl Layout {
     /// The paths of the checkpoint thread whose [`thread_key`] is `key`.
-    pub(crate) fn thread(&self, key: &str) -> ThreadPaths {
-        let dir = self.threads.join(key);
-        ThreadPaths {
-            log: dir.join(THREAD_LOG),
-            lock: dir.join(THREAD_LOCK),
-            dir,
-        }
+    pub(crate) fn thread(&self, key: &str) -> LogPaths {
+        LogPaths::new(self.threads.join(key), THREAD_LOG, THREAD_LOCK)
     }
-}
 
-/// The paths of one checkpoint thread.
-#[derive(Debug, Clone)]
-pub(crate) struct ThreadPaths {
-    pub(crate) dir: PathBuf,
-    pub(crate) log: PathBuf,
-    pub(crate) lock: PathBuf,
-}
-
-impl Layout {
     /// The paths of the knowledge graph (one a store).
-    pub(crate) fn graph(&self) -> GraphPaths {
-        let dir = self.root.join(GRAPH_DIR);
-        GraphPaths {
-            log: dir.join(GRAPH_LOG),
-            lock: dir.join(GRAPH_LOCK),
-            dir,
-        }
+    pub(crate) fn graph(&self) -> LogPaths {
+        LogPaths::new(self.root.join(GRAPH_DIR), GRAPH_LOG, GRAPH_LOCK)
     }
 }
 
-/// The paths of the knowledge graph.
+/// The paths of a log kept in a folder of its own with its lock (a checkpoint thread, the
+/// knowledge graph).
 #[derive(Debug, Clone)]
-pub(crate) struct GraphPaths {
+pub(crate) struct LogPaths {
     pub(crate) dir: PathBuf,
     pub(crate) log: PathBuf,
     pub(crate) lock: PathBuf,
+}
+
+impl LogPaths {
+    /// The log named `log` and the lock named `lock` in `dir`.
+    fn new(dir: PathBuf, log: &str, lock: &str) -> Self {
+        LogPaths {
+            log: dir.join(log),
+            lock: dir.join(lock),
+            dir,
+        }
+    }
 }
 
 /// The name of a checkpoint thread's folder: the lowercase hex SHA-256 of its id (64

@@ -32,6 +32,7 @@ mod catalog;
 mod checkpoints;
 mod commit;
 mod config;
+mod cursor;
 mod fsutil;
 mod graph;
 mod layout;

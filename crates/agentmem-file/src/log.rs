@@ -104,6 +104,24 @@ pub(crate) struct Scan<T> {
     pub(crate) bad: Vec<BadLine>,
 }
 
+impl<T> Scan<T> {
+    /// The lines of the log `bytes` (the bytes scanned) to set aside, byte for byte: those that
+    /// do not parse, and a first line cut off (the whole log one piece without a newline);
+    /// what is wrong with them (see [`BadLine::set_aside`]); and the records read.
+    pub(crate) fn set_aside(self, bytes: &[u8]) -> (Vec<u8>, String, Vec<T>) {
+        let mut bad = self.bad;
+        if let Some(torn) = self.torn.filter(|t| t.line == 1) {
+            bad.push(BadLine {
+                line: 1,
+                reason: torn.reason,
+                bytes: 0..bytes.len(),
+            });
+        }
+        let (kept, problem) = BadLine::set_aside(bytes, &bad);
+        (kept, problem, self.records)
+    }
+}
+
 /// A complete line of a log that does not parse: not a crash artefact, kept for people.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct BadLine {
@@ -246,6 +264,63 @@ pub(crate) fn read_tail<T>(
     *len = valid;
     *lines += scan.lines;
     Ok(Tail::Read(scan.records))
+}
+
+/// A record of a log whose first line, and no other, is a header (`"op": "header"`) naming
+/// the log's format and version: the memory log, a checkpoint thread's log, the graph's log.
+pub(crate) trait HeadedRecord: serde::de::DeserializeOwned {
+    /// The format and version the record names, when it is a header.
+    fn header(&self) -> Option<(&str, u32)>;
+}
+
+/// A kind of log of [`HeadedRecord`]s: what its messages call it, and the header this build
+/// writes.
+#[derive(Debug)]
+pub(crate) struct HeadedLog {
+    /// What its records are called ("not a graph record").
+    pub(crate) kind: &'static str,
+    /// What the log is called ("not a graph log").
+    pub(crate) name: &'static str,
+    /// The header's `format`.
+    pub(crate) format: &'static str,
+    /// The newest version this build reads (and the one it writes).
+    pub(crate) version: u32,
+}
+
+impl HeadedLog {
+    /// Parses line `line` (1-based) of such a log: line 1 is a header of its format and of a
+    /// version this build reads, no other line is a header.
+    pub(crate) fn parse<T: HeadedRecord>(
+        &self,
+        line: u64,
+        bytes: &[u8],
+    ) -> std::result::Result<T, String> {
+        let record: T = serde_json::from_slice(bytes)
+            .map_err(|e| format!("not a {} record: {e}", self.kind))?;
+        match (record.header(), line) {
+            (Some((format, version)), 1) => {
+                if format != self.format {
+                    return Err(format!("not a {} (format {format:?})", self.name));
+                }
+                if version > self.version {
+                    return Err(format!(
+                        "{} log version {version} is newer than this agentmem understands",
+                        self.kind
+                    ));
+                }
+            }
+            (Some(_), _) => return Err("a header in the middle of the log".into()),
+            (None, 1) => return Err("the log does not start with a header".into()),
+            (None, _) => {}
+        }
+        Ok(record)
+    }
+
+    /// `Unsupported` when the log `bytes` start with the header of a newer version (see
+    /// [`refuse_newer_header`]).
+    pub(crate) fn refuse_newer(&self, bytes: &[u8], path: &Path) -> Result<()> {
+        refuse_newer_header(bytes, path, self.version)
+    }
 }
 
 /// `Unsupported` when the log `bytes` start with a header line (`"op": "header"`) of a version

@@ -7,25 +7,31 @@ use std::collections::HashMap;
 use std::fs::File;
 
 use agentmem_core::support::memory_is_purged;
-use agentmem_core::{now, Error, ErrorKind, MemoryId, MemoryItem, Result};
+use agentmem_core::{now, MemoryId, MemoryItem, Result};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Durability;
-use crate::fsutil::{open_append_with_id, stat, write_atomic, FileId};
+use crate::cursor::{read_records, sync_log, Damage, LogCache, LogCursor};
 use crate::layout::Layout;
-use crate::log::{append_line, push_line, read_tail, BadLine, Scan, Tail};
-use crate::repair::{Aside, Findings};
+use crate::log::{push_line, HeadedLog, HeadedRecord};
+use crate::repair::Findings;
 
-const MEMORY_FORMAT: &str = "agentmem.memories";
-/// 2: items carry a scope and an expiry time. A version-1 reader would take scoped items for
-/// global ones, so a version-1 log is rewritten as version 2 before its first new record.
-const MEMORY_VERSION: u32 = 2;
+/// The memory log: the header this build writes (the newest version it reads), and what its
+/// messages call it. Version 2: items carry a scope and an expiry time. A version-1 reader
+/// would take scoped items for global ones, so a version-1 log is rewritten as version 2
+/// before its first new record.
+const MEMORY_KIND: HeadedLog = HeadedLog {
+    kind: "memory",
+    name: "memory log",
+    format: "agentmem.memories",
+    version: 2,
+};
 
 /// One line of `memories.jsonl`.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
-enum Record {
+pub(crate) enum Record {
     /// The first line.
     Header { format: String, version: u32 },
     /// The item as stored (ids and creation times already resolved): upsert by id.
@@ -38,11 +44,10 @@ enum Record {
 #[derive(Debug, Default)]
 pub(crate) struct MemorySlot {
     pub(crate) lock_file: Option<File>,
-    file: Option<(File, FileId)>,
+    /// How far the log was read.
+    cursor: LogCursor,
     /// The version in the open log's header.
     version: u32,
-    len: u64,
-    lines: u64,
     /// Live items in first-stored order (replacement keeps the place).
     items: Vec<MemoryItem>,
     by_id: HashMap<MemoryId, usize>,
@@ -57,12 +62,18 @@ impl MemorySlot {
     pub(crate) fn get(&self, id: &str) -> Option<&MemoryItem> {
         self.by_id.get(id).map(|&i| &self.items[i])
     }
+}
+
+impl LogCache for MemorySlot {
+    type Record = Record;
+
+    fn cursor(&mut self) -> &mut LogCursor {
+        &mut self.cursor
+    }
 
     fn reset(&mut self) {
-        self.file = None;
+        self.cursor = LogCursor::default();
         self.version = 0;
-        self.len = 0;
-        self.lines = 0;
         self.items.clear();
         self.by_id.clear();
     }
@@ -107,31 +118,13 @@ fn live_records(slot: &MemorySlot) -> Vec<Record> {
         .collect()
 }
 
-/// `Unsupported` when the log `bytes` start with the header of a newer version: its lines are
-/// not unreadable, only unknown to this build, so none of them is set aside.
-fn refuse_newer(bytes: &[u8], path: &std::path::Path) -> Result<()> {
-    crate::log::refuse_newer_header(bytes, path, MEMORY_VERSION)
-}
-
-fn parse_record(line: u64, bytes: &[u8]) -> std::result::Result<Record, String> {
-    let record: Record =
-        serde_json::from_slice(bytes).map_err(|e| format!("not a memory record: {e}"))?;
-    match (&record, line) {
-        (Record::Header { format, version }, 1) => {
-            if format != MEMORY_FORMAT {
-                return Err(format!("not a memory log (format {format:?})"));
-            }
-            if *version > MEMORY_VERSION {
-                return Err(format!(
-                    "memory log version {version} is newer than this agentmem understands"
-                ));
-            }
+impl HeadedRecord for Record {
+    fn header(&self) -> Option<(&str, u32)> {
+        match self {
+            Record::Header { format, version } => Some((format, *version)),
+            _ => None,
         }
-        (Record::Header { .. }, _) => return Err("a header in the middle of the log".into()),
-        (_, 1) => return Err("the log does not start with a header".into()),
-        _ => {}
     }
-    Ok(record)
 }
 
 impl MemoryCtx<'_> {
@@ -140,102 +133,39 @@ impl MemoryCtx<'_> {
     /// are set aside in the root's `quarantine/` and the log rewritten from its readable
     /// records (see [`quarantine`](Self::quarantine)).
     pub(crate) fn sync(&self, slot: &mut MemorySlot, f: &mut Findings) -> Result<()> {
-        let result = self.sync_inner(slot, f);
-        if result.is_err() {
-            slot.reset();
-        }
-        result
-    }
-
-    fn sync_inner(&self, slot: &mut MemorySlot, f: &mut Findings) -> Result<()> {
         let path = &self.layout.memories;
-        let Some(meta) = stat(path)? else {
-            slot.reset();
-            return Ok(());
-        };
-        let id = FileId::of(&meta);
-        let same = slot.file.as_ref().is_some_and(|(_, fid)| *fid == id);
-        if same && meta.len() == slot.len {
-            return Ok(());
-        }
-        if !same || meta.len() < slot.len {
-            slot.reset();
-            slot.file = Some(open_append_with_id(path)?);
-        }
-        match self.read_new(slot, f) {
-            // A whole appended line that does not parse: read the log afresh, which sets it
-            // aside.
-            Err(e) if e.kind() == ErrorKind::CorruptData && slot.len > 0 => {
-                slot.reset();
-                slot.file = Some(open_append_with_id(path)?);
-                self.read_new(slot, f)
-            }
-            read => read,
-        }
-    }
-
-    /// Reads the records after the `slot.len` bytes already read (all of them when none were).
-    fn read_new(&self, slot: &mut MemorySlot, f: &mut Findings) -> Result<()> {
-        let path = &self.layout.memories;
-        let Some((file, _)) = slot.file.as_ref() else {
-            return Err(Error::backend("memory log not open"));
-        };
-        let keep_bad = slot.len == 0;
-        let tail = read_tail(
-            file,
+        sync_log(
+            slot,
             path,
-            (&mut slot.len, &mut slot.lines),
-            keep_bad,
-            refuse_newer,
-            parse_record,
             f,
-        )?;
-        match tail {
-            Tail::Damaged { bytes, scan } => self.quarantine(slot, &bytes, scan, f),
-            Tail::Read(records) => {
-                for record in records {
-                    slot.apply(record);
-                }
-                Ok(())
-            }
-        }
+            |_| Ok(()),
+            |slot, f| {
+                let keep_bad = slot.cursor.len == 0;
+                read_records(slot, path, &MEMORY_KIND, keep_bad, f, |slot, damage, f| {
+                    self.quarantine(slot, damage, f)
+                })
+            },
+        )
     }
 
-    /// Sets the complete lines of the whole log `bytes` that do not parse (and a first line
-    /// cut off) aside, byte for byte, in the root's `quarantine/`, then rewrites the log as a
-    /// header and the live items of its readable records (a torn tail goes with them: it was
-    /// never acknowledged). A deletion among the set-aside lines no longer applies, so its
-    /// item is kept: nothing acknowledged is lost.
+    /// Sets the complete lines of the whole log that do not parse (and a first line cut off)
+    /// aside, byte for byte, in the root's `quarantine/`, then rewrites the log as a header and
+    /// the live items of its readable records (a torn tail goes with them: it was never
+    /// acknowledged). A deletion among the set-aside lines no longer applies, so its item is
+    /// kept: nothing acknowledged is lost.
     fn quarantine(
         &self,
         slot: &mut MemorySlot,
-        bytes: &[u8],
-        scan: Scan<Record>,
+        damage: Damage<Record>,
         f: &mut Findings,
     ) -> Result<()> {
-        let path = &self.layout.memories;
-        let mut bad = scan.bad;
-        if let Some(torn) = scan.torn.filter(|t| t.line == 1) {
-            // The whole log is one piece without a newline.
-            bad.push(BadLine {
-                line: 1,
-                reason: torn.reason,
-                bytes: 0..bytes.len(),
-            });
-        }
-        let (kept, problem) = BadLine::set_aside(bytes, &bad);
-        let problem = format!("{problem}; the log keeps its readable records");
-        let root = &self.layout.root;
-        f.quarantine(None, root, path, Aside::Lines(&kept), problem)?;
-        for record in scan.records {
-            slot.apply(record);
-        }
+        damage.keep_readable(slot, &self.layout.root, &self.layout.memories, f)?;
         self.write_whole(slot, &live_records(slot))
     }
 
     fn append(&self, slot: &mut MemorySlot, record: Record) -> Result<()> {
         let path = &self.layout.memories;
-        if slot.file.is_none() || slot.version < MEMORY_VERSION {
+        if !slot.cursor.is_open() || slot.version < MEMORY_KIND.version {
             // A new log, or one an older reader could misread: the header with the live items
             // and the record, in one rename.
             let mut records = live_records(slot);
@@ -246,17 +176,12 @@ impl MemoryCtx<'_> {
             }
             return Ok(());
         }
-        let Some((file, _)) = slot.file.as_mut() else {
-            return Err(Error::backend("memory log not open"));
-        };
         let mut line = Vec::new();
         push_line(&mut line, &record)?;
-        if let Err(e) = append_line(file, path, slot.len, &line, self.durability) {
+        if let Err(e) = slot.cursor.append(path, &line, self.durability) {
             slot.reset();
             return Err(e);
         }
-        slot.len += line.len() as u64;
-        slot.lines += 1;
         slot.apply(record);
         // The record is written and acknowledged; a failed compaction only leaves the log
         // longer, so it is logged rather than reported as a failure of this write.
@@ -270,7 +195,7 @@ impl MemoryCtx<'_> {
     /// Rewrites the log as header + live items when it holds many dead records.
     fn maybe_compact(&self, slot: &mut MemorySlot) -> Result<()> {
         let live = slot.items.len() as u64;
-        if slot.lines <= 2 * live + 64 {
+        if slot.cursor.lines <= 2 * live + 64 {
             return Ok(());
         }
         let puts = live_records(slot);
@@ -285,18 +210,17 @@ impl MemoryCtx<'_> {
         push_line(
             &mut bytes,
             &Record::Header {
-                format: MEMORY_FORMAT.into(),
-                version: MEMORY_VERSION,
+                format: MEMORY_KIND.format.into(),
+                version: MEMORY_KIND.version,
             },
         )?;
         for record in records {
             push_line(&mut bytes, record)?;
         }
-        write_atomic(&self.layout.root, path, &bytes)?;
-        slot.file = Some(open_append_with_id(path)?);
-        slot.version = MEMORY_VERSION;
-        slot.len = bytes.len() as u64;
-        slot.lines = 1 + records.len() as u64;
+        let lines = 1 + records.len() as u64;
+        slot.cursor
+            .replace(&self.layout.root, path, &bytes, lines)?;
+        slot.version = MEMORY_KIND.version;
         Ok(())
     }
 

@@ -5,17 +5,15 @@
 
 mod common;
 
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use agentmem_core::{
     AgentMemory, ChannelBlob, Checkpoint, CheckpointKey, CheckpointNs, CheckpointPrune,
-    CheckpointQuery, CheckpointStore, CheckpointTuple, ErrorKind, InMemoryStore, Layered,
-    PendingWrite, ThreadId, ThreadInfo, TypedBytes, MAX_METADATA_DEPTH,
+    CheckpointQuery, CheckpointStore, CheckpointTuple, ErrorKind, Layered, PendingWrite, ThreadId,
+    ThreadInfo, TypedBytes, MAX_METADATA_DEPTH,
 };
 use agentmem_file::{Durability, FileStore, RepairKind};
-use common::open_with;
+use common::{append_bytes, kinds, mixed_run_matches_the_reference, open_with, MixedRun};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -103,27 +101,35 @@ enum Step {
     Prune(Vec<ThreadId>, CheckpointPrune),
 }
 
-/// What a step answers: a count, or the kind of its error.
-async fn apply(store: &dyn AgentMemory, step: &Step) -> Result<u64, ErrorKind> {
-    let result = match step {
-        Step::Put(c, blobs) => store.put_checkpoint(c, blobs).await.map(|()| 0),
-        Step::Writes(at, writes) => store.put_writes(at, writes).await.map(|()| 0),
-        Step::DeleteThread(t) => store.delete_thread(t).await.map(u64::from),
-        Step::DeleteRuns(runs) => store.delete_run_checkpoints(runs).await,
-        Step::Copy(from, to) => store.copy_thread(from, to).await,
-        Step::Prune(threads, keep) => store.prune_checkpoints(threads, *keep).await,
-    };
-    result.map_err(|e| e.kind())
-}
+/// The checkpoint calls and views, for the mixed run.
+struct Checkpoints;
 
-/// Everything a store shows of its checkpoints.
-async fn view(store: &dyn AgentMemory) -> (Vec<CheckpointTuple>, Vec<ThreadInfo>) {
-    let all = store
-        .list_checkpoints(&CheckpointQuery::default())
-        .await
-        .expect("list checkpoints");
-    let threads = store.list_threads().await.expect("list threads");
-    (all, threads)
+impl MixedRun for Checkpoints {
+    type Step = Step;
+    /// A count, or the kind of its error.
+    type Answer = Result<u64, ErrorKind>;
+    type View = (Vec<CheckpointTuple>, Vec<ThreadInfo>);
+
+    async fn apply(store: &dyn AgentMemory, step: &Step) -> Result<u64, ErrorKind> {
+        let result = match step {
+            Step::Put(c, blobs) => store.put_checkpoint(c, blobs).await.map(|()| 0),
+            Step::Writes(at, writes) => store.put_writes(at, writes).await.map(|()| 0),
+            Step::DeleteThread(t) => store.delete_thread(t).await.map(u64::from),
+            Step::DeleteRuns(runs) => store.delete_run_checkpoints(runs).await,
+            Step::Copy(from, to) => store.copy_thread(from, to).await,
+            Step::Prune(threads, keep) => store.prune_checkpoints(threads, *keep).await,
+        };
+        result.map_err(|e| e.kind())
+    }
+
+    async fn view(store: &dyn AgentMemory) -> (Vec<CheckpointTuple>, Vec<ThreadInfo>) {
+        let all = store
+            .list_checkpoints(&CheckpointQuery::default())
+            .await
+            .expect("list checkpoints");
+        let threads = store.list_threads().await.expect("list threads");
+        (all, threads)
+    }
 }
 
 const THREADS: [&str; 5] = ["a/b", "../x", "A B*?[]%", "é:ü|$..", "Ab"];
@@ -250,34 +256,14 @@ fn threads_of_writes_alone() -> Vec<Step> {
     steps
 }
 
-async fn mixed_run_matches_the_reference(durability: Durability) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let reference = InMemoryStore::new();
-    let store = open_with(dir.path(), durability).await;
-    // Another process, in effect: its own caches and lock handles.
-    let observer = open_with(dir.path(), durability).await;
-    for (n, step) in steps().iter().enumerate() {
-        let expected = apply(&reference, step).await;
-        assert_eq!(apply(&store, step).await, expected, "step {n}: {step:?}");
-        let want = view(&reference).await;
-        assert_eq!(view(&store).await, want, "step {n}: the working store");
-        assert_eq!(view(&observer).await, want, "step {n}: another store");
-        let fresh = open_with(dir.path(), durability).await;
-        assert_eq!(view(&fresh).await, want, "step {n}: a store opened afresh");
-        assert!(fresh.repairs().is_empty(), "{:?}", fresh.repairs());
-    }
-    assert!(store.repairs().is_empty(), "{:?}", store.repairs());
-    assert!(observer.repairs().is_empty(), "{:?}", observer.repairs());
-}
-
 #[tokio::test]
 async fn a_mixed_run_reads_back_as_the_reference_buffered() {
-    mixed_run_matches_the_reference(Durability::Buffered).await;
+    mixed_run_matches_the_reference::<Checkpoints>(Durability::Buffered, &steps()).await;
 }
 
 #[tokio::test]
 async fn a_mixed_run_reads_back_as_the_reference_durably() {
-    mixed_run_matches_the_reference(Durability::Fsync).await;
+    mixed_run_matches_the_reference::<Checkpoints>(Durability::Fsync, &steps()).await;
 }
 
 /// The folder of `thread` under `root`.
@@ -402,18 +388,6 @@ async fn writes_ahead_of_their_checkpoint_wait_in_the_log() {
     for s in [&store, &other] {
         assert!(s.repairs().is_empty(), "{:?}", s.repairs());
     }
-}
-
-fn append_bytes(path: &Path, bytes: &[u8]) {
-    OpenOptions::new()
-        .append(true)
-        .open(path)
-        .and_then(|mut f| f.write_all(bytes))
-        .expect("append");
-}
-
-fn kinds(store: &Layered<FileStore>) -> Vec<RepairKind> {
-    store.repairs().iter().map(|r| r.kind).collect()
 }
 
 #[tokio::test]

@@ -6,16 +6,14 @@
 
 mod common;
 
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use agentmem_core::{
-    AgentMemory, Entity, ErrorKind, GraphQuery, GraphStore, InMemoryStore, KnowledgeGraph, Layered,
+    AgentMemory, Entity, ErrorKind, GraphQuery, GraphStore, InMemoryStore, KnowledgeGraph,
     ObservationAddition, ObservationDeletion, Relation,
 };
-use agentmem_file::{Durability, FileStore, RepairKind};
-use common::open_with;
+use agentmem_file::{Durability, RepairKind};
+use common::{append_bytes, kinds, mixed_run_matches_the_reference, open_with, MixedRun};
 
 /// One graph call.
 #[derive(Debug, Clone)]
@@ -28,31 +26,41 @@ enum Step {
     DeleteRelations(Vec<Relation>),
 }
 
-/// What a step answers, or the kind of its error.
-async fn apply(store: &dyn AgentMemory, step: &Step) -> Result<String, ErrorKind> {
-    let answer = match step {
-        Step::Entities(e) => store.create_entities(e).await.map(|r| format!("{r:?}")),
-        Step::Relations(r) => store.create_relations(r).await.map(|r| format!("{r:?}")),
-        Step::Add(a) => store.add_observations(a).await.map(|r| format!("{r:?}")),
-        Step::DeleteEntities(n) => store.delete_entities(n).await.map(|n| n.to_string()),
-        Step::DeleteObservations(d) => store.delete_observations(d).await.map(|n| n.to_string()),
-        Step::DeleteRelations(r) => store.delete_relations(r).await.map(|n| n.to_string()),
-    };
-    answer.map_err(|e| e.kind())
-}
+/// The graph's calls and views, for the mixed run.
+struct Graph;
 
-/// Everything a store shows of its graph: the whole, a search and an opening.
-async fn view(store: &dyn AgentMemory) -> Vec<KnowledgeGraph> {
-    let queries = [
-        GraphQuery::All,
-        GraphQuery::Search("ÉTÉ".into()),
-        GraphQuery::Open(vec!["Alice".into(), "nobody".into()]),
-    ];
-    let mut views = Vec::new();
-    for query in &queries {
-        views.push(store.read_graph(query).await.expect("read"));
+impl MixedRun for Graph {
+    type Step = Step;
+    type Answer = Result<String, ErrorKind>;
+    type View = Vec<KnowledgeGraph>;
+
+    async fn apply(store: &dyn AgentMemory, step: &Step) -> Result<String, ErrorKind> {
+        let answer = match step {
+            Step::Entities(e) => store.create_entities(e).await.map(|r| format!("{r:?}")),
+            Step::Relations(r) => store.create_relations(r).await.map(|r| format!("{r:?}")),
+            Step::Add(a) => store.add_observations(a).await.map(|r| format!("{r:?}")),
+            Step::DeleteEntities(n) => store.delete_entities(n).await.map(|n| n.to_string()),
+            Step::DeleteObservations(d) => {
+                store.delete_observations(d).await.map(|n| n.to_string())
+            }
+            Step::DeleteRelations(r) => store.delete_relations(r).await.map(|n| n.to_string()),
+        };
+        answer.map_err(|e| e.kind())
     }
-    views
+
+    /// The whole graph, a search and an opening.
+    async fn view(store: &dyn AgentMemory) -> Vec<KnowledgeGraph> {
+        let queries = [
+            GraphQuery::All,
+            GraphQuery::Search("ÉTÉ".into()),
+            GraphQuery::Open(vec!["Alice".into(), "nobody".into()]),
+        ];
+        let mut views = Vec::new();
+        for query in &queries {
+            views.push(store.read_graph(query).await.expect("read"));
+        }
+        views
+    }
 }
 
 fn add(entity: &str, contents: &[&str]) -> ObservationAddition {
@@ -98,34 +106,14 @@ fn steps() -> Vec<Step> {
     ]
 }
 
-async fn mixed_run_matches_the_reference(durability: Durability) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let reference = InMemoryStore::new();
-    let store = open_with(dir.path(), durability).await;
-    // Another process, in effect: its own caches and lock handles.
-    let observer = open_with(dir.path(), durability).await;
-    for (n, step) in steps().iter().enumerate() {
-        let expected = apply(&reference, step).await;
-        assert_eq!(apply(&store, step).await, expected, "step {n}: {step:?}");
-        let want = view(&reference).await;
-        assert_eq!(view(&store).await, want, "step {n}: the working store");
-        assert_eq!(view(&observer).await, want, "step {n}: another store");
-        let fresh = open_with(dir.path(), durability).await;
-        assert_eq!(view(&fresh).await, want, "step {n}: a store opened afresh");
-        assert!(fresh.repairs().is_empty(), "{:?}", fresh.repairs());
-    }
-    assert!(store.repairs().is_empty(), "{:?}", store.repairs());
-    assert!(observer.repairs().is_empty(), "{:?}", observer.repairs());
-}
-
 #[tokio::test]
 async fn a_mixed_run_reads_back_as_the_reference_buffered() {
-    mixed_run_matches_the_reference(Durability::Buffered).await;
+    mixed_run_matches_the_reference::<Graph>(Durability::Buffered, &steps()).await;
 }
 
 #[tokio::test]
 async fn a_mixed_run_reads_back_as_the_reference_durably() {
-    mixed_run_matches_the_reference(Durability::Fsync).await;
+    mixed_run_matches_the_reference::<Graph>(Durability::Fsync, &steps()).await;
 }
 
 fn log(root: &Path) -> PathBuf {
@@ -137,18 +125,6 @@ fn lines(root: &Path) -> usize {
         .expect("read")
         .lines()
         .count()
-}
-
-fn append_bytes(path: &Path, bytes: &[u8]) {
-    OpenOptions::new()
-        .append(true)
-        .open(path)
-        .and_then(|mut f| f.write_all(bytes))
-        .expect("append");
-}
-
-fn kinds(store: &Layered<FileStore>) -> Vec<RepairKind> {
-    store.repairs().iter().map(|r| r.kind).collect()
 }
 
 async fn names(store: &dyn AgentMemory) -> Vec<String> {
@@ -215,12 +191,12 @@ async fn the_graph_survives_reopening() {
     {
         let store = open_with(dir.path(), Durability::Fsync).await;
         for step in steps() {
-            let _ = apply(&store, &step).await;
-            let _ = apply(&reference, &step).await;
+            let _ = Graph::apply(&store, &step).await;
+            let _ = Graph::apply(&reference, &step).await;
         }
     }
     let store = open_with(dir.path(), Durability::Fsync).await;
-    assert_eq!(view(&store).await, view(&reference).await);
+    assert_eq!(Graph::view(&store).await, Graph::view(&reference).await);
     assert!(store.repairs().is_empty(), "{:?}", store.repairs());
 }
 

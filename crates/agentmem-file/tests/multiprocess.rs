@@ -14,8 +14,11 @@
 //! The test re-runs its own test binary as the child processes: `child_appender` does work
 //! only when `AGENTMEM_FILE_CHILD_ROOT` is set, which the parent sets for its children alone.
 
+mod common;
+
 use std::collections::HashMap;
-use std::process::Command;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 
 use agentmem_core::checkpoint::sort_writes;
 use agentmem_core::{
@@ -23,7 +26,9 @@ use agentmem_core::{
     ErrorKind, GraphQuery, GraphStore, Message, ObservationAddition, ObservationDeletion,
     PendingWrite, Relation, Rewind, SessionId, SessionStore, ThreadId, TypedBytes,
 };
-use agentmem_file::{Durability, FileConfig, FileStore};
+use agentmem_file::Durability;
+use common::open_with;
+use tempfile::TempDir;
 
 const PROCESSES: usize = 4;
 const PER_PROCESS: usize = 500;
@@ -46,6 +51,72 @@ const RACES: usize = ENTITIES / 5;
 /// Rounds of adding and deleting an observation, after the entities.
 const CHURN: usize = 400;
 
+/// The store root, this child's index and the value of `role_var` (the variable that makes
+/// one child test act), when this process is a child started to run that test; `None`
+/// otherwise: the test then does nothing, the parent test below drives it.
+fn child_env(role_var: &str) -> Option<(String, String, String)> {
+    match (
+        std::env::var(ROOT_VAR),
+        std::env::var(INDEX_VAR),
+        std::env::var(role_var),
+    ) {
+        (Ok(root), Ok(index), Ok(role)) => Some((root, index, role)),
+        _ => None,
+    }
+}
+
+/// Whether this process is a child: a child never spawns children.
+fn is_child() -> bool {
+    std::env::var(ROOT_VAR).is_ok()
+}
+
+/// Starts `count` copies of this test binary, each running only the test `child_test` on the
+/// store in `root`, with its index set, and `role_var` (the variable that makes that test
+/// act) set to `role`.
+fn spawn_children(
+    child_test: &str,
+    count: usize,
+    root: &Path,
+    role_var: &str,
+    role: &str,
+) -> Vec<Child> {
+    let exe = std::env::current_exe().expect("test binary path");
+    (0..count)
+        .map(|p| {
+            Command::new(&exe)
+                .args(["--exact", child_test, "--nocapture", "--test-threads=1"])
+                .env(ROOT_VAR, root)
+                .env(INDEX_VAR, p.to_string())
+                .env(role_var, role)
+                // The children's test-harness chatter is noise; failures go to stderr.
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("spawn a child process")
+        })
+        .collect()
+}
+
+/// Runs `count` children of the test `child_test` (see [`spawn_children`]) on a store in a new
+/// folder, and asserts that every one passed; the folder, or `None` in a child (a child never
+/// spawns children).
+fn run_children(
+    child_test: &str,
+    count: usize,
+    role_var: &str,
+    role: impl std::fmt::Display,
+) -> Option<TempDir> {
+    if is_child() {
+        return None;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let children = spawn_children(child_test, count, dir.path(), role_var, &role.to_string());
+    for mut child in children {
+        let status = child.wait().expect("wait for a child");
+        assert!(status.success(), "a child process failed: {status}");
+    }
+    Some(dir)
+}
+
 fn session() -> SessionId {
     "shared agent".parse().expect("valid id")
 }
@@ -53,16 +124,11 @@ fn session() -> SessionId {
 /// Child side: appends `PER_PROCESS` messages one by one, each with its process and sequence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn child_appender() {
-    let (Ok(root), Ok(index)) = (std::env::var(ROOT_VAR), std::env::var(INDEX_VAR)) else {
-        return; // Not a child: the parent test below drives this.
+    let Some((root, index, durability)) = child_env(DURABILITY_VAR) else {
+        return;
     };
-    let durability: Durability = std::env::var(DURABILITY_VAR)
-        .expect("durability")
-        .parse()
-        .expect("a durability");
-    let store = FileStore::connect_with(FileConfig::new(root).with_durability(durability))
-        .await
-        .expect("open");
+    let durability: Durability = durability.parse().expect("a durability");
+    let store = open_with(Path::new(&root), durability).await;
     for i in 0..PER_PROCESS {
         // Long-ish, multi-line content so a torn or interleaved write would show.
         let content = format!("p{index} #{i}\n{}", "x".repeat(200 + i % 50));
@@ -84,37 +150,11 @@ async fn four_processes_append_buffered_to_one_session_and_lose_nothing() {
 }
 
 async fn four_processes_append(durability: Durability) {
-    if std::env::var(ROOT_VAR).is_ok() {
-        return; // A child never spawns children.
-    }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let exe = std::env::current_exe().expect("test binary path");
-    let children: Vec<_> = (0..PROCESSES)
-        .map(|p| {
-            Command::new(&exe)
-                .args([
-                    "--exact",
-                    "child_appender",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env(ROOT_VAR, dir.path())
-                .env(INDEX_VAR, p.to_string())
-                .env(DURABILITY_VAR, durability.to_string())
-                // The children's test-harness chatter is noise; failures go to stderr.
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .expect("spawn a child process")
-        })
-        .collect();
-    for mut child in children {
-        let status = child.wait().expect("wait for a child");
-        assert!(status.success(), "a child process failed: {status}");
-    }
+    let Some(dir) = run_children("child_appender", PROCESSES, DURABILITY_VAR, durability) else {
+        return;
+    };
 
-    let store = FileStore::connect_with(FileConfig::new(dir.path()))
-        .await
-        .expect("open");
+    let store = open_with(dir.path(), Durability::Fsync).await;
     let session = store
         .load(&session(), None)
         .await
@@ -154,17 +194,10 @@ async fn four_processes_append(durability: Durability) {
 /// processes keep leases and take the two locks at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn child_forker() {
-    let (Ok(root), Ok(index), Ok(_)) = (
-        std::env::var(ROOT_VAR),
-        std::env::var(INDEX_VAR),
-        std::env::var(FORKER_VAR),
-    ) else {
-        return; // Not a child: the parent test below drives this.
+    let Some((root, index, _)) = child_env(FORKER_VAR) else {
+        return;
     };
-    let store =
-        FileStore::connect_with(FileConfig::new(root).with_durability(Durability::Buffered))
-            .await
-            .expect("open");
+    let store = open_with(Path::new(&root), Durability::Buffered).await;
     let (x, y): (SessionId, SessionId) = ("x".parse().expect("id"), "y".parse().expect("id"));
     let (from, to) = if index == "0" { (x, y) } else { (y, x) };
     for i in 0..FORKS {
@@ -195,23 +228,11 @@ async fn child_forker() {
 /// left half-built.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_forking_in_opposite_directions_finish() {
-    if std::env::var(ROOT_VAR).is_ok() {
-        return; // A child never spawns children.
+    if is_child() {
+        return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = std::env::current_exe().expect("test binary path");
-    let mut children: Vec<_> = (0..2)
-        .map(|p| {
-            Command::new(&exe)
-                .args(["--exact", "child_forker", "--nocapture", "--test-threads=1"])
-                .env(ROOT_VAR, dir.path())
-                .env(INDEX_VAR, p.to_string())
-                .env(FORKER_VAR, "1")
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .expect("spawn a child process")
-        })
-        .collect();
+    let mut children = spawn_children("child_forker", 2, dir.path(), FORKER_VAR, "1");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     for child in &mut children {
         loop {
@@ -229,9 +250,7 @@ async fn two_processes_forking_in_opposite_directions_finish() {
         }
     }
 
-    let store = FileStore::connect_with(FileConfig::new(dir.path()))
-        .await
-        .expect("open");
+    let store = open_with(dir.path(), Durability::Fsync).await;
     for name in ["x", "y"] {
         let id: SessionId = name.parse().expect("id");
         let Some(session) = store.load(&id, None).await.expect("load") else {
@@ -288,17 +307,11 @@ fn child_checkpoint(p: &str, i: usize) -> (Checkpoint, Vec<ChannelBlob>, Vec<Pen
 /// back (odd ones) and deletes the target.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn child_checkpointer() {
-    let (Ok(root), Ok(p), Ok(durability)) = (
-        std::env::var(ROOT_VAR),
-        std::env::var(INDEX_VAR),
-        std::env::var(CHECKPOINTER_VAR),
-    ) else {
-        return; // Not a child: the parent test below drives this.
+    let Some((root, p, durability)) = child_env(CHECKPOINTER_VAR) else {
+        return;
     };
     let durability: Durability = durability.parse().expect("a durability");
-    let store = FileStore::connect_with(FileConfig::new(root).with_durability(durability))
-        .await
-        .expect("open");
+    let store = open_with(Path::new(&root), durability).await;
     let (ping, pong): (ThreadId, ThreadId) =
         ("ping".parse().expect("id"), "pong".parse().expect("id"));
     let odd = p.parse::<usize>().expect("index") % 2 == 1;
@@ -351,36 +364,12 @@ async fn four_processes_put_checkpoints_buffered_to_one_thread_and_lose_nothing(
 }
 
 async fn four_processes_put_checkpoints(durability: Durability) {
-    if std::env::var(ROOT_VAR).is_ok() {
-        return; // A child never spawns children.
-    }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let exe = std::env::current_exe().expect("test binary path");
-    let children: Vec<_> = (0..PROCESSES)
-        .map(|p| {
-            Command::new(&exe)
-                .args([
-                    "--exact",
-                    "child_checkpointer",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env(ROOT_VAR, dir.path())
-                .env(INDEX_VAR, p.to_string())
-                .env(CHECKPOINTER_VAR, durability.to_string())
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .expect("spawn a child process")
-        })
-        .collect();
-    for mut child in children {
-        let status = child.wait().expect("wait for a child");
-        assert!(status.success(), "a child process failed: {status}");
-    }
+    let child_test = "child_checkpointer";
+    let Some(dir) = run_children(child_test, PROCESSES, CHECKPOINTER_VAR, durability) else {
+        return;
+    };
 
-    let store = FileStore::connect_with(FileConfig::new(dir.path()))
-        .await
-        .expect("open");
+    let store = open_with(dir.path(), Durability::Fsync).await;
     let all = store
         .list_checkpoints(&CheckpointQuery::thread(shared_thread()))
         .await
@@ -427,16 +416,10 @@ fn one_addition(entity: &str, content: &str) -> ObservationAddition {
 /// compacted while the others write.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn child_grapher() {
-    let (Ok(root), Ok(p), Ok(_)) = (
-        std::env::var(ROOT_VAR),
-        std::env::var(INDEX_VAR),
-        std::env::var(GRAPHER_VAR),
-    ) else {
-        return; // Not a child: the parent test below drives this.
+    let Some((root, p, _)) = child_env(GRAPHER_VAR) else {
+        return;
     };
-    let store = FileStore::connect_with(FileConfig::new(root))
-        .await
-        .expect("open");
+    let store = open_with(Path::new(&root), Durability::Fsync).await;
     store
         .create_entities(&[Entity::new("hub", "hub")])
         .await
@@ -486,36 +469,11 @@ async fn child_grapher() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_processes_writing_the_graph_lose_nothing_and_create_a_name_once() {
-    if std::env::var(ROOT_VAR).is_ok() {
-        return; // A child never spawns children.
-    }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let exe = std::env::current_exe().expect("test binary path");
-    let children: Vec<_> = (0..GRAPHERS)
-        .map(|p| {
-            Command::new(&exe)
-                .args([
-                    "--exact",
-                    "child_grapher",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env(ROOT_VAR, dir.path())
-                .env(INDEX_VAR, p.to_string())
-                .env(GRAPHER_VAR, "1")
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .expect("spawn a child process")
-        })
-        .collect();
-    for mut child in children {
-        let status = child.wait().expect("wait for a child");
-        assert!(status.success(), "a child process failed: {status}");
-    }
+    let Some(dir) = run_children("child_grapher", GRAPHERS, GRAPHER_VAR, 1) else {
+        return;
+    };
 
-    let store = FileStore::connect_with(FileConfig::new(dir.path()))
-        .await
-        .expect("open");
+    let store = open_with(dir.path(), Durability::Fsync).await;
     let graph = store.read_graph(&GraphQuery::All).await.expect("read");
     assert_eq!(graph.entities.len(), 1 + GRAPHERS * ENTITIES + RACES);
     assert_eq!(graph.relations.len(), GRAPHERS * ENTITIES);

@@ -11,7 +11,7 @@ use agentmem_core::{
 };
 use agentmem_file::{Durability, FileStore, RepairKind};
 use agentmem_formats::swarms::render_memory_md;
-use common::{at, load_some, open_with, shown, sid};
+use common::{at, kinds, load_some, open_with, shown, sid};
 
 /// Opens the store in `root` with fsync, the durability whose crashes these tests mimic.
 async fn open(root: &Path) -> Layered<FileStore> {
@@ -56,10 +56,6 @@ async fn write_and_close(
     for batch in batches {
         store.append(id, &batch).await.expect("append");
     }
-}
-
-fn kinds(store: &Layered<FileStore>) -> Vec<RepairKind> {
-    store.repairs().iter().map(|r| r.kind).collect()
 }
 
 #[tokio::test]

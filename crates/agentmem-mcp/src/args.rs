@@ -14,7 +14,20 @@ use serde_json::{Map, Value};
 /// The arguments as `T`, once [`problems`] found none: a mismatch left is reported as
 /// `InvalidInput` all the same. Keys `T` does not name are ignored.
 pub(crate) fn parse<T: DeserializeOwned>(args: Map<String, Value>) -> Result<T> {
-    serde_json::from_value(Value::Object(args))
+    from_value(Value::Object(args))
+}
+
+/// The required argument `key` as `T`, with the error [`parse`] gives for a struct of that
+/// one field.
+pub(crate) fn field<T: DeserializeOwned>(mut args: Map<String, Value>, key: &str) -> Result<T> {
+    let value = args
+        .remove(key)
+        .ok_or_else(|| Error::invalid_input(format!("invalid arguments: missing field `{key}`")))?;
+    from_value(value)
+}
+
+fn from_value<T: DeserializeOwned>(value: Value) -> Result<T> {
+    serde_json::from_value(value)
         .map_err(|e| Error::invalid_input(format!("invalid arguments: {e}")))
 }
 
@@ -221,6 +234,28 @@ mod tests {
             problems(&entity_schema(), &Map::new()),
             ["Invalid input: expected array, received undefined at entities"]
         );
+    }
+
+    #[test]
+    fn a_field_reads_as_a_struct_of_that_one_field_does() {
+        #[derive(Deserialize)]
+        struct Names {
+            names: Vec<String>,
+        }
+        let given = [
+            json!({"names": ["a", "b"], "extra": 1}),
+            json!({}),
+            json!({"names": 5}),
+            json!({"names": null}),
+        ];
+        for args in given {
+            let whole = parse::<Names>(object(args.clone())).map(|n| n.names);
+            let one = field::<Vec<String>>(object(args), "names");
+            assert_eq!(
+                whole.map_err(|e| e.to_string()),
+                one.map_err(|e| e.to_string())
+            );
+        }
     }
 
     #[test]

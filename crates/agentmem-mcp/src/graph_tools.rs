@@ -5,9 +5,8 @@ use agentmem_core::{
     AgentMemory, Entity, GraphQuery, ObservationAddition, ObservationDeletion, Relation, Result,
 };
 use rmcp::model::{CallToolResult, JsonObject};
-use serde::Deserialize;
 
-use crate::args::parse;
+use crate::args::field;
 use crate::reply;
 
 /// What a graph tool call did.
@@ -17,42 +16,6 @@ pub(crate) struct GraphCall {
     /// Whether the tool writes the graph (subscribers hear of each such call, as from the
     /// reference server, whether or not it changed anything).
     pub(crate) writes: bool,
-}
-
-#[derive(Deserialize)]
-struct Entities {
-    entities: Vec<Entity>,
-}
-
-#[derive(Deserialize)]
-struct Relations {
-    relations: Vec<Relation>,
-}
-
-#[derive(Deserialize)]
-struct Additions {
-    observations: Vec<ObservationAddition>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct EntityNames {
-    entity_names: Vec<String>,
-}
-
-#[derive(Deserialize)]
-struct Deletions {
-    deletions: Vec<ObservationDeletion>,
-}
-
-#[derive(Deserialize)]
-struct Search {
-    query: String,
-}
-
-#[derive(Deserialize)]
-struct Names {
-    names: Vec<String>,
 }
 
 /// Whether `name` is one of the reference server's tools.
@@ -77,77 +40,63 @@ pub(crate) async fn call(
     name: &str,
     args: JsonObject,
 ) -> Result<GraphCall> {
-    let write = |result| GraphCall {
-        result,
-        writes: true,
+    let query = match name {
+        "read_graph" => GraphQuery::All,
+        "search_nodes" => GraphQuery::Search(field(args, "query")?),
+        "open_nodes" => GraphQuery::Open(field(args, "names")?),
+        _ => {
+            let result = write(store, name, args).await?;
+            return Ok(GraphCall {
+                result,
+                writes: true,
+            });
+        }
     };
-    let read = |query: GraphQuery| async move {
-        let graph = store.read_graph(&query).await?;
-        Ok(GraphCall {
-            result: reply::json(&graph, None),
-            writes: false,
-        })
-    };
-    match name {
+    let graph = store.read_graph(&query).await?;
+    Ok(GraphCall {
+        result: reply::json(&graph, None),
+        writes: false,
+    })
+}
+
+/// Runs the graph tool `name` that writes: a create answers with what it made, a delete with
+/// the reference's message.
+async fn write(store: &dyn AgentMemory, name: &str, args: JsonObject) -> Result<CallToolResult> {
+    Ok(match name {
         "create_entities" => {
-            async {
-                let Entities { entities } = parse(args)?;
-                let created = store.create_entities(&entities).await?;
-                Ok(write(reply::json(&created, Some("entities"))))
-            }
-            .await
+            let entities: Vec<Entity> = field(args, "entities")?;
+            reply::json(&store.create_entities(&entities).await?, Some("entities"))
         }
         "create_relations" => {
-            async {
-                let Relations { relations } = parse(args)?;
-                let created = store.create_relations(&relations).await?;
-                Ok(write(reply::json(&created, Some("relations"))))
-            }
-            .await
+            let relations: Vec<Relation> = field(args, "relations")?;
+            reply::json(
+                &store.create_relations(&relations).await?,
+                Some("relations"),
+            )
         }
         "add_observations" => {
-            async {
-                let Additions { observations } = parse(args)?;
-                let added = store.add_observations(&observations).await?;
-                Ok(write(reply::json(&added, Some("results"))))
-            }
-            .await
+            let additions: Vec<ObservationAddition> = field(args, "observations")?;
+            reply::json(&store.add_observations(&additions).await?, Some("results"))
         }
         "delete_entities" => {
-            async {
-                let EntityNames { entity_names } = parse(args)?;
-                store.delete_entities(&entity_names).await?;
-                Ok(write(reply::done("Entities deleted successfully")))
-            }
-            .await
+            let names: Vec<String> = field(args, "entityNames")?;
+            store.delete_entities(&names).await?;
+            reply::done("Entities deleted successfully")
         }
         "delete_observations" => {
-            async {
-                let Deletions { deletions } = parse(args)?;
-                store.delete_observations(&deletions).await?;
-                Ok(write(reply::done("Observations deleted successfully")))
-            }
-            .await
+            let deletions: Vec<ObservationDeletion> = field(args, "deletions")?;
+            store.delete_observations(&deletions).await?;
+            reply::done("Observations deleted successfully")
         }
         "delete_relations" => {
-            async {
-                let Relations { relations } = parse(args)?;
-                store.delete_relations(&relations).await?;
-                Ok(write(reply::done("Relations deleted successfully")))
-            }
-            .await
+            let relations: Vec<Relation> = field(args, "relations")?;
+            store.delete_relations(&relations).await?;
+            reply::done("Relations deleted successfully")
         }
-        "read_graph" => read(GraphQuery::All).await,
-        "search_nodes" => match parse::<Search>(args) {
-            Ok(Search { query }) => read(GraphQuery::Search(query)).await,
-            Err(e) => Err(e),
-        },
-        "open_nodes" => match parse::<Names>(args) {
-            Ok(Names { names }) => read(GraphQuery::Open(names)).await,
-            Err(e) => Err(e),
-        },
-        other => Err(agentmem_core::Error::invalid_input(format!(
-            "{other} is not a knowledge-graph tool"
-        ))),
-    }
+        other => {
+            return Err(agentmem_core::Error::invalid_input(format!(
+                "{other} is not a knowledge-graph tool"
+            )))
+        }
+    })
 }

@@ -13,9 +13,10 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{RoleServer, ServerHandler};
 
-use crate::store_slot::{describe, one_line, StoreOpener, StoreSlot};
+use crate::store_slot::{describe, StoreOpener, StoreSlot};
 use crate::subscriptions::{Subscribers, GRAPH_URI};
 use crate::{args, graph_tools, reply, session_tools, tools};
+use agentmem_core::one_line;
 
 /// What every connection of one server shares: the store and the subscribers.
 #[derive(Debug)]

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use agentmem_core::{AgentMemory, Error, Result};
+use agentmem_core::{one_line, AgentMemory, Error, Result};
 use tokio::sync::Mutex;
 
 /// What [`StoreOpener`] returns: the future of one attempt to open the store.
@@ -68,15 +68,4 @@ pub(crate) fn describe(display: &str, error: &Error) -> String {
     } else {
         format!("store {display}: {text}")
     }
-}
-
-/// `error` as one line: drivers' messages may span several.
-pub(crate) fn one_line(error: &Error) -> String {
-    error
-        .to_string()
-        .split(['\n', '\r'])
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
 }

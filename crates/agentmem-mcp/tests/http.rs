@@ -97,6 +97,24 @@ fn initialize() -> Vec<u8> {
     .into_bytes()
 }
 
+/// POSTs an `initialize` to `/mcp` with the headers a client sends plus `extra`.
+async fn initialize_with(addr: SocketAddr, extra: &[(&str, &str)]) -> Answer {
+    post(addr, "/mcp", extra, initialize()).await
+}
+
+/// Asserts the server answered an `initialize`.
+fn assert_initialized(answer: &Answer) {
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.json);
+    assert_eq!(answer.json["result"]["serverInfo"]["name"], "agentmem");
+}
+
+/// The `WWW-Authenticate` challenge of a refusal.
+fn challenge(answer: &Answer) -> &str {
+    answer.headers["www-authenticate"]
+        .to_str()
+        .expect("challenge")
+}
+
 /// Asserts a refusal: `status`, a JSON-RPC error body whose message contains `words`.
 fn assert_refused(answer: &Answer, status: StatusCode, words: &str) {
     assert_eq!(answer.status, status, "{}", answer.json);
@@ -115,9 +133,8 @@ fn assert_refused(answer: &Answer, status: StatusCode, words: &str) {
 #[tokio::test]
 async fn a_session_initializes_and_calls_tools() {
     let addr = start(HttpOptions::new("")).await;
-    let init = post(addr, "/mcp", &[], initialize()).await;
-    assert_eq!(init.status, StatusCode::OK, "{}", init.json);
-    assert_eq!(init.json["result"]["serverInfo"]["name"], "agentmem");
+    let init = initialize_with(addr, &[]).await;
+    assert_initialized(&init);
     let session = init.headers["mcp-session-id"]
         .to_str()
         .expect("session id")
@@ -142,11 +159,7 @@ async fn a_session_initializes_and_calls_tools() {
         "Alice"
     );
     // A browser page on this machine may call it too.
-    let origin = [
-        ("mcp-session-id", session.as_str()),
-        ("mcp-protocol-version", "2025-06-18"),
-        ("origin", "http://localhost:6274"),
-    ];
+    let origin = [headers[0], headers[1], ("origin", "http://localhost:6274")];
     let read = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                       "params": {"name": "read_graph", "arguments": {}}});
     let answer = post(addr, "/mcp", &origin, read.to_string().into_bytes()).await;
@@ -168,29 +181,21 @@ async fn foreign_origins_and_hosts_are_refused() {
     options.allowed_origins = vec!["https://app.example:443".into()];
     options.allowed_hosts = vec!["mcp.example".into()];
     let addr = start(options).await;
-    let refused = post(
-        addr,
-        "/mcp",
-        &[("origin", "http://evil.example")],
-        initialize(),
-    )
-    .await;
-    assert_refused(&refused, StatusCode::FORBIDDEN, "Origin");
-    let allowed = post(
-        addr,
-        "/mcp",
-        &[("origin", "https://app.example")],
-        initialize(),
-    )
-    .await;
-    assert_eq!(allowed.status, StatusCode::OK, "{}", allowed.json);
-
-    let refused = post(addr, "/mcp", &[("host", "evil.example")], initialize()).await;
-    assert_refused(&refused, StatusCode::FORBIDDEN, "Host");
-    let allowed = post(addr, "/mcp", &[("host", "mcp.example:8080")], initialize()).await;
-    assert_eq!(allowed.status, StatusCode::OK, "{}", allowed.json);
-    let allowed = post(addr, "/mcp", &[("host", "localhost")], initialize()).await;
-    assert_eq!(allowed.status, StatusCode::OK, "{}", allowed.json);
+    // Each header sent, and what a refusal of it names (`None`: allowed).
+    let cases = [
+        ("origin", "http://evil.example", Some("Origin")),
+        ("origin", "https://app.example", None),
+        ("host", "evil.example", Some("Host")),
+        ("host", "mcp.example:8080", None),
+        ("host", "localhost", None),
+    ];
+    for (name, value, refusal) in cases {
+        let answer = initialize_with(addr, &[(name, value)]).await;
+        match refusal {
+            Some(words) => assert_refused(&answer, StatusCode::FORBIDDEN, words),
+            None => assert_initialized(&answer),
+        }
+    }
 }
 
 #[tokio::test]
@@ -198,33 +203,14 @@ async fn a_token_is_required_when_set() {
     let mut options = HttpOptions::new("");
     options.token = Some("s3cret-token".into());
     let addr = start(options).await;
-    let missing = post(addr, "/mcp", &[], initialize()).await;
+    let missing = initialize_with(addr, &[]).await;
     assert_refused(&missing, StatusCode::UNAUTHORIZED, "bearer token");
-    assert!(missing.headers["www-authenticate"]
-        .to_str()
-        .expect("challenge")
-        .starts_with("Bearer"));
-    let wrong = post(
-        addr,
-        "/mcp",
-        &[("authorization", "Bearer s3cret")],
-        initialize(),
-    )
-    .await;
+    assert!(challenge(&missing).starts_with("Bearer"));
+    let wrong = initialize_with(addr, &[("authorization", "Bearer s3cret")]).await;
     assert_refused(&wrong, StatusCode::UNAUTHORIZED, "not valid");
-    assert!(wrong.headers["www-authenticate"]
-        .to_str()
-        .expect("challenge")
-        .contains("invalid_token"));
-    let right = post(
-        addr,
-        "/mcp",
-        &[("authorization", "Bearer s3cret-token")],
-        initialize(),
-    )
-    .await;
-    assert_eq!(right.status, StatusCode::OK, "{}", right.json);
-    assert_eq!(right.json["result"]["serverInfo"]["name"], "agentmem");
+    assert!(challenge(&wrong).contains("invalid_token"));
+    let right = initialize_with(addr, &[("authorization", "Bearer s3cret-token")]).await;
+    assert_initialized(&right);
 }
 
 #[tokio::test]
@@ -241,6 +227,5 @@ async fn oversized_bodies_and_other_paths_are_refused() {
     let refused = post(addr, "/mcp", &[], b"{not json".to_vec()).await;
     assert_eq!(refused.json["error"]["code"], -32700, "{}", refused.json);
     // Still serving.
-    let init = post(addr, "/mcp", &[], initialize()).await;
-    assert_eq!(init.status, StatusCode::OK);
+    assert_initialized(&initialize_with(addr, &[]).await);
 }

@@ -10,7 +10,7 @@ use agentmem_core::{
     MemoryStore, SessionId,
 };
 use agentmem_mcp::{reference_tools_json, McpServer, StoreOpener};
-use common::{text, Client};
+use common::{each, text, Client, GRAPH_URI};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -36,12 +36,8 @@ async fn lists_the_reference_tools_as_it_does_then_agentmem_tools() {
             assert_eq!(ours[part].to_string(), theirs[part].to_string());
         }
     }
-    let own: Vec<&str> = tools[9..]
-        .iter()
-        .map(|t| t["name"].as_str().expect("name"))
-        .collect();
     assert_eq!(
-        own,
+        each(&Value::from(&tools[9..]), "name"),
         [
             "append_messages",
             "load_session",
@@ -58,6 +54,11 @@ async fn lists_the_reference_tools_as_it_does_then_agentmem_tools() {
         assert_eq!(tool["inputSchema"]["type"], "object");
         assert_eq!(tool["outputSchema"]["type"], "object");
     }
+}
+
+/// The arguments of `create_entities` for one entity `name` of type `t`, with no observations.
+fn entity(name: &str) -> Value {
+    json!({"entities": [{"name": name, "entityType": "t", "observations": []}]})
 }
 
 /// The reference server's result text: `JSON.stringify(result, null, 2)`.
@@ -101,13 +102,7 @@ async fn graph_creates_skip_what_exists_and_a_missing_entity_applies_nothing() {
             ]}),
         )
         .await;
-    let names: Vec<&str> = created["entities"]
-        .as_array()
-        .expect("entities")
-        .iter()
-        .map(|e| e["name"].as_str().expect("name"))
-        .collect();
-    assert_eq!(names, ["Bob", "École"]);
+    assert_eq!(each(&created["entities"], "name"), ["Bob", "École"]);
     let empty = c
         .call("create_entities", json!({"entities": [alice]}))
         .await;
@@ -258,35 +253,41 @@ async fn bad_calls_are_answered_as_the_reference_sdk_does_and_the_server_goes_on
         c.fails("no_such_tool", json!({})).await,
         "MCP error -32602: Tool no_such_tool not found"
     );
-    assert_eq!(
-        c.fails("create_entities", json!({})).await,
-        "MCP error -32602: Input validation error: Invalid arguments for tool create_entities: \
-         Invalid input: expected array, received undefined at entities"
-    );
-    assert_eq!(
-        c.fails("search_nodes", json!({"query": 5})).await,
-        "MCP error -32602: Input validation error: Invalid arguments for tool search_nodes: \
-         Invalid input: expected string, received number at query"
-    );
-    assert_eq!(
-        c.fails(
+    let invalid = [
+        (
             "create_entities",
-            json!({"entities": [{"name": "x", "entityType": "t", "observations": [1.5, {"a": 1}]}]})
-        )
-        .await,
-        "MCP error -32602: Input validation error: Invalid arguments for tool create_entities: \
-         Invalid input: expected string, received number at entities[0].observations[0]\n\
-         Invalid input: expected string, received object at entities[0].observations[1]"
-    );
+            json!({}),
+            "Invalid input: expected array, received undefined at entities",
+        ),
+        (
+            "search_nodes",
+            json!({"query": 5}),
+            "Invalid input: expected string, received number at query",
+        ),
+        (
+            "create_entities",
+            json!({"entities": [{"name": "x", "entityType": "t", "observations": [1.5, {"a": 1}]}]}),
+            "Invalid input: expected string, received number at entities[0].observations[0]\n\
+             Invalid input: expected string, received object at entities[0].observations[1]",
+        ),
+        (
+            "load_session",
+            json!({"session_id": "ok", "limit": -1}),
+            "Too small: expected number to be >=0 at limit",
+        ),
+    ];
+    for (tool, arguments, problems) in invalid {
+        assert_eq!(
+            c.fails(tool, arguments).await,
+            format!(
+                "MCP error -32602: Input validation error: Invalid arguments for tool {tool}: \
+                 {problems}"
+            )
+        );
+    }
     // No arguments at all: checked as `{}`.
     let response = c.request("tools/call", json!({"name": "open_nodes"})).await;
     assert_eq!(response["result"]["isError"], true);
-    assert_eq!(
-        c.fails("load_session", json!({"session_id": "ok", "limit": -1}))
-            .await,
-        "MCP error -32602: Input validation error: Invalid arguments for tool load_session: \
-         Too small: expected number to be >=0 at limit"
-    );
     // Arguments that are not an object: a JSON-RPC error, as from the reference.
     let response = c
         .request(
@@ -308,26 +309,12 @@ async fn bad_calls_are_answered_as_the_reference_sdk_does_and_the_server_goes_on
 async fn oversized_strings_are_refused_and_nothing_stops() {
     let (mut c, _) = Client::fresh().await;
     let huge = "x".repeat(64 * 1024 + 1);
-    let failed = c
-        .fails(
-            "create_entities",
-            json!({"entities": [{"name": "A", "entityType": "t", "observations": [huge]}]}),
-        )
+    let too_long = json!({"entities": [{"name": "A", "entityType": "t", "observations": [huge]}]});
+    c.fails_saying("create_entities", too_long, "at most 65536")
         .await;
-    assert!(failed.contains("at most 65536"), "{failed}");
-    let failed = c
-        .fails(
-            "create_entities",
-            json!({"entities": [{"name": "nul\u{0}", "entityType": "t", "observations": []}]}),
-        )
+    c.fails_saying("create_entities", entity("nul\u{0}"), "NUL")
         .await;
-    assert!(failed.contains("NUL"), "{failed}");
-    let created = c
-        .ok(
-            "create_entities",
-            json!({"entities": [{"name": "A", "entityType": "t", "observations": []}]}),
-        )
-        .await;
+    let created = c.ok("create_entities", entity("A")).await;
     assert_eq!(created["entities"][0]["name"], "A");
 }
 
@@ -345,9 +332,7 @@ async fn the_graph_resource_reads_lists_and_notifies_subscribers() {
             "mimeType": "application/json"
         }])
     );
-    let read = c
-        .request("resources/read", json!({"uri": "memory://knowledge-graph"}))
-        .await;
+    let read = c.on_graph("resources/read").await;
     assert_eq!(
         read["result"]["contents"],
         json!([{
@@ -365,16 +350,9 @@ async fn the_graph_resource_reads_lists_and_notifies_subscribers() {
     );
 
     // No notification before subscribing.
-    let entity =
-        |name: &str| json!({"entities": [{"name": name, "entityType": "t", "observations": []}]});
     c.ok("create_entities", entity("A")).await;
     assert!(c.notifications.is_empty());
-    let subscribed = c
-        .request(
-            "resources/subscribe",
-            json!({"uri": "memory://knowledge-graph"}),
-        )
-        .await;
+    let subscribed = c.on_graph("resources/subscribe").await;
     assert_eq!(subscribed["result"], json!({}));
     c.ok("create_entities", entity("B")).await;
     c.ok("delete_entities", json!({"entityNames": ["nobody"]}))
@@ -389,15 +367,11 @@ async fn the_graph_resource_reads_lists_and_notifies_subscribers() {
     let updated = json!({
         "jsonrpc": "2.0",
         "method": "notifications/resources/updated",
-        "params": {"uri": "memory://knowledge-graph"}
+        "params": {"uri": GRAPH_URI}
     });
     assert_eq!(c.notifications, vec![updated.clone(), updated]);
     c.notifications.clear();
-    c.request(
-        "resources/unsubscribe",
-        json!({"uri": "memory://knowledge-graph"}),
-    )
-    .await;
+    c.on_graph("resources/unsubscribe").await;
     c.ok("create_entities", entity("C")).await;
     c.request("ping", json!({})).await;
     assert!(c.notifications.is_empty());
@@ -406,11 +380,7 @@ async fn the_graph_resource_reads_lists_and_notifies_subscribers() {
 #[tokio::test]
 async fn concurrent_calls_on_one_connection_lose_no_write() {
     let (mut c, store) = Client::fresh().await;
-    c.ok(
-        "create_entities",
-        json!({"entities": [{"name": "counter", "entityType": "t", "observations": []}]}),
-    )
-    .await;
+    c.ok("create_entities", entity("counter")).await;
     // A hundred calls in flight at once, as the reference server loses 98 of.
     for i in 0..100 {
         let call = json!({
@@ -465,25 +435,13 @@ async fn session_tools_write_what_the_store_reads_and_the_reverse() {
         .await
         .expect("append");
     let listed = c.ok("list_sessions", json!({})).await;
-    let listed: Vec<&str> = listed["sessions"]
-        .as_array()
-        .expect("sessions")
-        .iter()
-        .map(|s| s["id"].as_str().expect("id"))
-        .collect();
-    assert_eq!(listed, ["chat-1", "other"]);
+    assert_eq!(each(&listed["sessions"], "id"), ["chat-1", "other"]);
     let loaded = c
         .ok("load_session", json!({"session_id": "chat-1", "limit": 3}))
         .await;
     assert_eq!(loaded["exists"], true);
     assert_eq!(loaded["total_messages"], 4);
-    let contents: Vec<&str> = loaded["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .map(|m| m["content"].as_str().expect("content"))
-        .collect();
-    assert_eq!(contents, ["4", "{}", "4"]);
+    assert_eq!(each(&loaded["messages"], "content"), ["4", "{}", "4"]);
     let missing = c.ok("load_session", json!({"session_id": "nope"})).await;
     assert_eq!(
         missing,
@@ -511,31 +469,31 @@ async fn session_tools_write_what_the_store_reads_and_the_reverse() {
     assert_eq!(store.messages(&id).await.expect("messages").len(), 1);
 
     // Failures a caller can fix, in the store's words.
-    let failed = c
-        .fails(
+    let fixable = [
+        (
             "append_messages",
             json!({"session_id": "../x", "messages": []}),
-        )
-        .await;
-    assert!(failed.contains("invalid session id"), "{failed}");
-    let failed = c
-        .fails(
+            "invalid session id",
+        ),
+        (
             "append_messages",
             json!({"session_id": "x", "messages": [{"role": "", "content": "c"}]}),
-        )
-        .await;
-    assert!(failed.contains("invalid role"), "{failed}");
-    let failed = c
-        .fails("rewind_session", json!({"session_id": "chat-1"}))
-        .await;
-    assert!(failed.contains("exactly one of"), "{failed}");
-    let failed = c
-        .fails(
+            "invalid role",
+        ),
+        (
+            "rewind_session",
+            json!({"session_id": "chat-1"}),
+            "exactly one of",
+        ),
+        (
             "fork_session",
             json!({"session_id": "chat-1", "new_session_id": "what-if"}),
-        )
-        .await;
-    assert!(!failed.is_empty());
+            "exists",
+        ),
+    ];
+    for (tool, arguments, words) in fixable {
+        c.fails_saying(tool, arguments, words).await;
+    }
 }
 
 #[tokio::test]
@@ -549,21 +507,13 @@ async fn memory_tools_store_items_the_store_lists_and_scope_them_by_agent() {
         .await;
     assert_eq!(stored["memory"]["kind"], "long_term");
     assert_eq!(stored["memory"]["scope"], json!({"agent": "alice"}));
-    c.ok(
-        "store_memory",
+    for arguments in [
         json!({"text": "The office is in Lisbon", "long_term": false}),
-    )
-    .await;
-    c.ok(
-        "store_memory",
         json!({"text": "Bob's user likes coffee", "agent": "bob", "key": "drink"}),
-    )
-    .await;
-    c.ok(
-        "store_memory",
         json!({"text": "Bob's user likes tea", "agent": "bob", "key": "drink"}),
-    )
-    .await;
+    ] {
+        c.ok("store_memory", arguments).await;
+    }
 
     // The store (and so the CLI's `memories`) lists them with those kinds and scopes.
     let items = store
@@ -641,9 +591,7 @@ async fn a_store_that_cannot_be_opened_is_named_and_retried_on_the_next_call() {
         "store redis://user:***@db.example:6379/0: unavailable: connection refused"
     );
     assert!(!failed.contains("secret"));
-    let read = c
-        .request("resources/read", json!({"uri": "memory://knowledge-graph"}))
-        .await;
+    let read = c.on_graph("resources/read").await;
     assert!(read["error"]["message"]
         .as_str()
         .expect("message")
@@ -658,18 +606,8 @@ async fn a_write_on_one_connection_notifies_subscribers_on_the_others() {
     let server = McpServer::with_store(common::store(), "memory:shared");
     let mut watcher = Client::start(server.connection()).await;
     let mut writer = Client::start(server).await;
-    watcher
-        .request(
-            "resources/subscribe",
-            json!({"uri": "memory://knowledge-graph"}),
-        )
-        .await;
-    writer
-        .ok(
-            "create_entities",
-            json!({"entities": [{"name": "A", "entityType": "t", "observations": []}]}),
-        )
-        .await;
+    watcher.on_graph("resources/subscribe").await;
+    writer.ok("create_entities", entity("A")).await;
     assert!(
         writer.notifications.is_empty(),
         "the writer did not subscribe"
@@ -677,7 +615,7 @@ async fn a_write_on_one_connection_notifies_subscribers_on_the_others() {
     // The watcher hears of it (in the background: wait for it, however long it takes).
     let heard = watcher.next_message().await;
     assert_eq!(heard["method"], "notifications/resources/updated");
-    assert_eq!(heard["params"]["uri"], "memory://knowledge-graph");
+    assert_eq!(heard["params"]["uri"], GRAPH_URI);
     // Both see the one graph.
     let graph = watcher.ok("read_graph", json!({})).await;
     assert_eq!(graph["entities"][0]["name"], "A");

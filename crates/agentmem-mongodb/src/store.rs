@@ -215,51 +215,37 @@ impl MongoStore {
             .map_err(|e| e.with_backend(BACKEND))
     }
 
-    pub(crate) fn sessions(&self) -> Collection<Document> {
-        self.db.collection(SESSIONS)
-    }
-
-    pub(crate) fn heads(&self) -> Collection<Document> {
-        self.db.collection(HEADS)
-    }
-
-    pub(crate) fn messages(&self) -> Collection<Document> {
-        self.db.collection(MESSAGES)
-    }
-
-    pub(crate) fn archived(&self) -> Collection<Document> {
-        self.db.collection(ARCHIVED)
-    }
-
-    pub(crate) fn memories(&self) -> Collection<Document> {
-        self.db.collection(MEMORIES)
-    }
-
-    pub(crate) fn checkpoints(&self) -> Collection<Document> {
-        self.db.collection(CHECKPOINTS)
-    }
-
-    pub(crate) fn checkpoint_blobs(&self) -> Collection<Document> {
-        self.db.collection(CHECKPOINT_BLOBS)
-    }
-
-    pub(crate) fn graph_entities(&self) -> Collection<Document> {
-        self.db.collection(GRAPH_ENTITIES)
-    }
-
-    pub(crate) fn graph_relations(&self) -> Collection<Document> {
-        self.db.collection(GRAPH_RELATIONS)
-    }
-
-    pub(crate) fn meta(&self) -> Collection<Document> {
-        self.db.collection(META)
-    }
-
     /// How long a transaction keeps being retried after the server could not be reached:
     /// the client's server selection timeout, the time one attempt already waits for a server.
     pub(crate) fn retry_budget(&self) -> Duration {
         self.retry_budget
     }
+}
+
+/// One method per collection of the store, each the collection of that name (`schema.rs`).
+macro_rules! collections {
+    ($($method:ident: $name:ident),* $(,)?) => {
+        impl MongoStore {
+            $(
+                pub(crate) fn $method(&self) -> Collection<Document> {
+                    self.db.collection($name)
+                }
+            )*
+        }
+    };
+}
+
+collections! {
+    sessions: SESSIONS,
+    heads: HEADS,
+    messages: MESSAGES,
+    archived: ARCHIVED,
+    memories: MEMORIES,
+    checkpoints: CHECKPOINTS,
+    checkpoint_blobs: CHECKPOINT_BLOBS,
+    graph_entities: GRAPH_ENTITIES,
+    graph_relations: GRAPH_RELATIONS,
+    meta: META,
 }
 
 #[async_trait]
@@ -283,8 +269,7 @@ impl SessionStore for MongoStore {
 
     async fn store_property(&self, name: &str) -> Result<Option<String>> {
         let found = self
-            .db
-            .collection::<Document>(META)
+            .meta()
             .find_one(doc! {"_id": property_id(name)})
             .await
             .mapped()?;
@@ -301,7 +286,7 @@ impl SessionStore for MongoStore {
     /// atomic on one document, with or without transactions.
     async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {
         let (name, expected, value) = (change.name, change.expected, change.value);
-        let meta = self.db.collection::<Document>(META);
+        let meta = self.meta();
         let id = property_id(name);
         match expected {
             None => match meta.insert_one(doc! {"_id": &id, "value": value}).await {

@@ -13,7 +13,7 @@ use agentmem_core::{
 };
 use agentmem_mongodb::mongodb::bson::{doc, Bson, Document};
 use agentmem_mongodb::MongoStore;
-use futures_util::TryStreamExt;
+use common::{raw, raw_matching};
 use serde_json::json;
 
 fn key(thread: &str, ns: &str, id: &str) -> CheckpointKey {
@@ -62,19 +62,6 @@ fn write(task: &str, idx: i64) -> PendingWrite {
     }
 }
 
-async fn raw(store: &MongoStore, collection: &str, filter: Document) -> Vec<Document> {
-    store
-        .client()
-        .database(store.database_name())
-        .collection::<Document>(collection)
-        .find(filter)
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
-}
-
 /// Every key in `d`, recursively.
 fn all_keys(d: &Document, out: &mut Vec<String>) {
     for (k, v) in d {
@@ -106,14 +93,14 @@ async fn checkpoint_ids_and_metadata_are_stored_as_values() {
         .await
         .unwrap();
     store.put_writes(&at, &[write("$task.y", 0)]).await.unwrap();
-    let docs = raw(&store, "checkpoints", doc! {}).await;
+    let docs = raw(&store, "checkpoints").await;
     assert_eq!(docs.len(), 1);
     let d = &docs[0];
     assert_eq!(d.get_str("thread").unwrap(), "$where.thread");
     assert_eq!(d.get_str("ns").unwrap(), "$ns.a");
     assert_eq!(d.get_str("run_id").unwrap(), "$run");
     assert!(matches!(d.get("metadata"), Some(Bson::String(_))));
-    let blobs = raw(&store, "checkpoint_blobs", doc! {}).await;
+    let blobs = raw(&store, "checkpoint_blobs").await;
     assert_eq!(blobs.len(), 1);
     let mut keys = Vec::new();
     all_keys(d, &mut keys);
@@ -182,7 +169,7 @@ async fn an_existing_database_gains_the_checkpoint_indexes() {
         .put_checkpoint(&checkpoint(&at, &[], json!({})), &[])
         .await
         .unwrap();
-    let mut twin = raw(&reopened, "checkpoints", doc! {}).await.remove(0);
+    let mut twin = raw(&reopened, "checkpoints").await.remove(0);
     twin.remove("_id");
     assert!(checkpoints.insert_one(twin).await.is_err());
 }
@@ -208,7 +195,7 @@ async fn concurrent_put_writes_on_one_checkpoint_lose_nothing() {
         }
     });
     futures_util::future::join_all(calls).await;
-    let docs = raw(&store, "checkpoints", doc! {}).await;
+    let docs = raw(&store, "checkpoints").await;
     assert_eq!(docs.len(), 1, "one document at the key");
     assert!(
         docs[0].get("stored").is_none(),
@@ -230,7 +217,7 @@ async fn concurrent_put_writes_on_one_checkpoint_lose_nothing() {
         .unwrap()
         .unwrap();
     assert_eq!(got.writes.len(), 16, "{:?}", got.writes);
-    let d = raw(&store, "checkpoints", doc! {}).await.remove(0);
+    let d = raw(&store, "checkpoints").await.remove(0);
     assert!(d.get_bool("stored").unwrap());
     assert!(d.get_i64("wrev").unwrap() >= 1);
 }
@@ -259,9 +246,11 @@ async fn early_writes_go_with_deletes_and_prunes() {
         .delete_thread(&ThreadId::new("deleted").unwrap())
         .await
         .unwrap());
-    assert!(raw(&store, "checkpoints", doc! {"thread": "deleted"})
-        .await
-        .is_empty());
+    assert!(
+        raw_matching(&store, "checkpoints", doc! {"thread": "deleted"})
+            .await
+            .is_empty()
+    );
     let pruned = store
         .prune_checkpoints(
             &[ThreadId::new("pruned").unwrap()],
@@ -270,7 +259,7 @@ async fn early_writes_go_with_deletes_and_prunes() {
         .await
         .unwrap();
     assert_eq!(pruned, 0, "early writes are no checkpoints");
-    let left = raw(&store, "checkpoints", doc! {"thread": "pruned"}).await;
+    let left = raw_matching(&store, "checkpoints", doc! {"thread": "pruned"}).await;
     assert_eq!(left.len(), 1, "only the latest checkpoint: {left:?}");
     assert_eq!(left[0].get_str("cid").unwrap(), "c1");
 }
@@ -314,14 +303,14 @@ async fn collecting_blobs_spares_those_a_put_holds() {
         v.sort();
         v
     };
-    let left = raw(&store, "checkpoint_blobs", doc! {"thread": "held"}).await;
+    let left = raw_matching(&store, "checkpoint_blobs", doc! {"thread": "held"}).await;
     assert_eq!(
         versions(left),
         ["c2", "c3"],
         "c1's blob went, the held one stayed"
     );
     assert!(store.delete_thread(&thread).await.unwrap());
-    let left = raw(&store, "checkpoint_blobs", doc! {"thread": "held"}).await;
+    let left = raw_matching(&store, "checkpoint_blobs", doc! {"thread": "held"}).await;
     assert_eq!(versions(left), ["c3"], "still held");
     // Released (the put failed, say): the next collection takes it.
     blobs
@@ -334,9 +323,11 @@ async fn collecting_blobs_spares_those_a_put_holds() {
         .await
         .unwrap();
     assert!(store.delete_thread(&thread).await.unwrap());
-    assert!(raw(&store, "checkpoint_blobs", doc! {"thread": "held"})
-        .await
-        .is_empty());
+    assert!(
+        raw_matching(&store, "checkpoint_blobs", doc! {"thread": "held"})
+            .await
+            .is_empty()
+    );
     assert!(store
         .list_checkpoints(&CheckpointQuery::thread(thread))
         .await

@@ -14,20 +14,8 @@ use agentmem_core::{
 use agentmem_mongodb::mongodb::bson::{doc, Document};
 use agentmem_mongodb::mongodb::{Client, IndexModel};
 use agentmem_mongodb::{MongoConfig, MongoStore};
+use common::raw;
 use futures_util::TryStreamExt;
-
-async fn raw(store: &MongoStore, collection: &str) -> Vec<Document> {
-    store
-        .client()
-        .database(store.database_name())
-        .collection::<Document>(collection)
-        .find(doc! {})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
-}
 
 /// `n` more handles on `store`'s database, each with a driver client (and pool) of its own,
 /// as separate processes would have.

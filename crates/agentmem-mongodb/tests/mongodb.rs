@@ -13,6 +13,7 @@ use agentmem_mongodb::mongodb::bson::{doc, Bson, Document};
 use agentmem_mongodb::mongodb::options::IndexOptions;
 use agentmem_mongodb::mongodb::IndexModel;
 use agentmem_mongodb::{MongoConfig, MongoStore, ServerFeatures, SCHEMA_VERSION};
+use common::raw;
 use serde_json::json;
 
 /// Asserts that the layers labelled `err` with `operation` and this backend's name.
@@ -41,20 +42,6 @@ fn all_keys(d: &Document, out: &mut Vec<String>) {
             _ => {}
         }
     }
-}
-
-async fn raw(store: &MongoStore, collection: &str) -> Vec<Document> {
-    use futures_util::TryStreamExt;
-    store
-        .client()
-        .database(store.database_name())
-        .collection::<Document>(collection)
-        .find(doc! {})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
 }
 
 fn hostile() -> Metadata {

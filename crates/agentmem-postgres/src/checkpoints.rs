@@ -257,12 +257,7 @@ impl CheckpointStore for PostgresStore {
             let tx = client.transaction().await?;
             // Only the threads found here are locked and deleted from: a checkpoint of these
             // runs put later in another thread comes after this delete.
-            let threads: Vec<String> = tx
-                .query_st(&sql.run_threads, &[&runs])
-                .await?
-                .iter()
-                .map(|row| row.try_get(0))
-                .collect::<std::result::Result<_, _>>()?;
+            let threads: Vec<String> = tx.column_st(&sql.run_threads, &[&runs]).await?;
             if threads.is_empty() {
                 return Ok(0);
             }

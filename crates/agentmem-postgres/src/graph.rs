@@ -204,6 +204,16 @@ impl PostgresStore {
             client.query_st(st, params).await
         })
     }
+
+    /// Runs a create statement (never retried), returning the keys of what it created.
+    async fn graph_create(
+        &self,
+        st: &Stmt,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<HashSet<Key>> {
+        let rows = self.graph_write(st, params).await?;
+        rows.iter().map(|row| get::<Key>(row, 0)).collect()
+    }
 }
 
 #[async_trait]
@@ -227,13 +237,9 @@ impl GraphStore for PostgresStore {
         }
         let params: [&(dyn ToSql + Sync); 6] =
             [&names, &types, &keys, &o.entities, &o.contents, &o.keys];
-        let rows = self
-            .graph_write(&self.sql.graph.create_entities, &params)
+        let created = self
+            .graph_create(&self.sql.graph.create_entities, &params)
             .await?;
-        let created = rows
-            .iter()
-            .map(|row| get::<Key>(row, 0))
-            .collect::<Result<HashSet<Key>>>()?;
         Ok(distinct
             .into_iter()
             .filter(|(key, _)| created.contains(key))
@@ -254,13 +260,9 @@ impl GraphStore for PostgresStore {
         let from_keys: Vec<Key> = froms.iter().map(|n| text_key(n)).collect();
         let to_keys: Vec<Key> = tos.iter().map(|n| text_key(n)).collect();
         let params: [&(dyn ToSql + Sync); 6] = [&keys, &from_keys, &to_keys, &froms, &tos, &types];
-        let rows = self
-            .graph_write(&self.sql.graph.create_relations, &params)
+        let created = self
+            .graph_create(&self.sql.graph.create_relations, &params)
             .await?;
-        let created = rows
-            .iter()
-            .map(|row| get::<Key>(row, 0))
-            .collect::<Result<HashSet<Key>>>()?;
         Ok(distinct
             .into_iter()
             .zip(keys)
@@ -320,12 +322,7 @@ impl GraphStore for PostgresStore {
         let sql = &self.sql.graph;
         let deleted = run!(self, 0, |client| async {
             let tx = client.transaction().await?;
-            let seqs: Vec<i64> = tx
-                .query_st(&sql.delete_entities, &[&keys])
-                .await?
-                .iter()
-                .map(|row| row.try_get(0))
-                .collect::<std::result::Result<_, _>>()?;
+            let seqs: Vec<i64> = tx.column_st(&sql.delete_entities, &[&keys]).await?;
             tx.execute_st(&sql.delete_entity_links, &[&seqs, &keys])
                 .await?;
             tx.commit().await?;

@@ -8,7 +8,7 @@ use std::io;
 use deadpool_postgres::{ClientWrapper, Transaction};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio_postgres::tls::{ChannelBinding, TlsConnect, TlsStream};
-use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, Error as PgError, Row, SimpleQueryMessage};
 
 use crate::tls::DriverStream;
@@ -87,6 +87,22 @@ pub(crate) trait Exec {
         Self: Sync,
     {
         async move { Ok(self.query_opt_st(st, params).await?.is_some()) }
+    }
+
+    /// The first column of every row `st` returns.
+    fn column_st<T>(
+        &self,
+        st: &Stmt,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> impl Future<Output = Result<Vec<T>, PgError>> + Send
+    where
+        Self: Sync,
+        T: for<'r> FromSql<'r> + Send,
+    {
+        async move {
+            let rows = self.query_st(st, params).await?;
+            rows.iter().map(|row| row.try_get(0)).collect()
+        }
     }
 }
 

@@ -389,12 +389,9 @@ impl SessionStore for PostgresStore {
             let Some((tx, _)) = lock_live_session(&mut client, lock, id, at).await? else {
                 return Ok(None);
             };
-            let taken = tx
-                .query_st(&self.sql.archives.archive_ids_like, &[&id, &base])
-                .await?
-                .iter()
-                .map(|row| row.try_get(0))
-                .collect::<Result<Vec<String>, _>>()?;
+            let taken: Vec<String> = tx
+                .column_st(&self.sql.archives.archive_ids_like, &[&id, &base])
+                .await?;
             let archive = free_archive_id(at, |candidate| taken.iter().any(|t| t == candidate));
             let archived: i64 = tx
                 .query_one_st(&self.sql.archives.archive_messages, &[&id, &archive, &at])

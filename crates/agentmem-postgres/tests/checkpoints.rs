@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use agentmem_core::{
-    AgentMemoryExt, ChannelBlob, Checkpoint, CheckpointId, CheckpointKey, CheckpointNs,
-    CheckpointPrune, CheckpointQuery, CheckpointStore, Layered, Message, Metadata, PendingWrite,
-    SessionId, SessionStore, ThreadId, TypedBytes,
+    ChannelBlob, Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune,
+    CheckpointQuery, CheckpointStore, Layered, Metadata, PendingWrite, ThreadId, TypedBytes,
 };
-use agentmem_postgres::{PostgresStore, SCHEMA_VERSION};
+use agentmem_postgres::PostgresStore;
+use common::incompressible;
 use serde_json::json;
 
 fn key(thread: &str, ns: &str, id: &str) -> CheckpointKey {
@@ -61,20 +61,6 @@ fn write(task: &str, idx: i64) -> PendingWrite {
     }
 }
 
-/// `n` printable ASCII characters that do not repeat in any pattern PostgreSQL's compression
-/// could use (a linear congruential sequence seeded with `seed`).
-fn incompressible(n: usize, seed: u64) -> String {
-    let mut state = seed;
-    (0..n)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            char::from(b'!' + ((state >> 33) % 94) as u8)
-        })
-        .collect()
-}
-
 /// A second store on `store`'s schema with a pool of its own: another process.
 async fn another_process(store: &PostgresStore) -> Layered<PostgresStore> {
     let url = common::with_options(&common::database_url(), &[("schema", store.schema())]);
@@ -86,32 +72,14 @@ async fn a_version_4_schema_gains_checkpoints_when_migrated_to_5() {
     let Some(store) = common::open(&[]).await else {
         return;
     };
-    let session = SessionId::new("old").expect("session id");
-    store
-        .append_one(&session, Message::user("written by version 4"))
-        .await
-        .expect("append");
-    let s = format!("\"{}\"", store.schema());
-    common::admin()
-        .await
-        .batch_execute(&format!(
+    let again = common::migrated_from(&store, 4, |s| {
+        format!(
             "{undo_6}
-             DROP TABLE {s}.checkpoints, {s}.checkpoint_blobs, {s}.checkpoint_writes;
-             DELETE FROM {s}.schema_migrations WHERE version > 4;",
-            undo_6 = common::undo_version_6(&s)
-        ))
-        .await
-        .expect("downgrade to version 4");
-    assert_eq!(store.schema_version().await.expect("version"), 4);
-    let url = common::with_options(&common::database_url(), &[("schema", store.schema())]);
-    let again = PostgresStore::connect(&url)
-        .await
-        .expect("reopen (and migrate)");
-    assert_eq!(
-        again.schema_version().await.expect("version"),
-        SCHEMA_VERSION
-    );
-    assert_eq!(again.messages(&session).await.expect("load").len(), 1);
+             DROP TABLE {s}.checkpoints, {s}.checkpoint_blobs, {s}.checkpoint_writes;",
+            undo_6 = common::undo_version_6(s)
+        )
+    })
+    .await;
     let at = key("new", "", "c1");
     again
         .put_checkpoint(

@@ -7,10 +7,11 @@ mod common;
 use std::collections::HashSet;
 
 use agentmem_core::{
-    AgentMemoryExt, Entity, ErrorKind, GraphQuery, GraphStore, Layered, Message,
-    ObservationAddition, ObservationDeletion, Relation, SessionId, SessionStore,
+    Entity, ErrorKind, GraphQuery, GraphStore, Layered, ObservationAddition, ObservationDeletion,
+    Relation,
 };
-use agentmem_postgres::{PostgresStore, SCHEMA_VERSION};
+use agentmem_postgres::PostgresStore;
+use common::incompressible;
 
 /// `n` more stores on `store`'s schema, each with a pool of its own: other processes.
 async fn other_processes(store: &PostgresStore, n: usize) -> Vec<Layered<PostgresStore>> {
@@ -39,35 +40,18 @@ fn add(name: &str, contents: &[&str]) -> ObservationAddition {
     }
 }
 
-/// `n` printable ASCII characters PostgreSQL's compression finds no pattern in (a linear
-/// congruential sequence seeded with `seed`).
-fn incompressible(n: usize, seed: u64) -> String {
-    let mut state = seed;
-    (0..n)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            char::from(b'!' + ((state >> 33) % 94) as u8)
-        })
-        .collect()
-}
-
 /// How many observations of the schema belong to no entity (none may).
 async fn orphan_observations(store: &PostgresStore) -> i64 {
     let s = format!("\"{}\"", store.schema());
-    common::admin()
-        .await
-        .query_one(
-            &format!(
-                "SELECT count(*) FROM {s}.graph_observations o
-                 WHERE NOT EXISTS (SELECT 1 FROM {s}.graph_entities e WHERE e.seq = o.entity)"
-            ),
-            &[],
-        )
-        .await
-        .expect("count orphans")
-        .get(0)
+    common::count(
+        &common::admin().await,
+        &format!(
+            "SELECT count(*) FROM {s}.graph_observations o
+             WHERE NOT EXISTS (SELECT 1 FROM {s}.graph_entities e WHERE e.seq = o.entity)"
+        ),
+        &[],
+    )
+    .await
 }
 
 #[tokio::test]
@@ -75,31 +59,7 @@ async fn a_version_5_schema_gains_the_graph_when_migrated_to_6() {
     let Some(store) = common::open(&[]).await else {
         return;
     };
-    let session = SessionId::new("old").expect("session id");
-    store
-        .append_one(&session, Message::user("written by version 5"))
-        .await
-        .expect("append");
-    let s = format!("\"{}\"", store.schema());
-    common::admin()
-        .await
-        .batch_execute(&format!(
-            "{undo}
-             DELETE FROM {s}.schema_migrations WHERE version > 5;",
-            undo = common::undo_version_6(&s)
-        ))
-        .await
-        .expect("downgrade to version 5");
-    assert_eq!(store.schema_version().await.expect("version"), 5);
-    let url = common::with_options(&common::database_url(), &[("schema", store.schema())]);
-    let again = PostgresStore::connect(&url)
-        .await
-        .expect("reopen (and migrate)");
-    assert_eq!(
-        again.schema_version().await.expect("version"),
-        SCHEMA_VERSION
-    );
-    assert_eq!(again.messages(&session).await.expect("load").len(), 1);
+    let again = common::migrated_from(&store, 5, common::undo_version_6).await;
     let alice = Entity::new("Alice", "person").with_observations(["likes tea"]);
     assert_eq!(
         again

@@ -268,23 +268,9 @@ async fn reopening_keeps_data_and_version() {
         .append_one(&sid("kept"), Message::user("still here"))
         .await
         .expect("append");
-    let again = reopen_current(&store).await;
+    let again = common::reopen_current(&store).await;
     assert_eq!(again.messages(&sid("kept")).await.expect("load").len(), 1);
     store.drop_schema().await.expect("drop test schema");
-}
-
-/// A second connection to `store`'s schema, which must open (migrating it if need be) and
-/// report this build's schema version.
-async fn reopen_current(store: &PostgresStore) -> agentmem_core::Layered<PostgresStore> {
-    let url = common::with_options(&common::database_url(), &[("schema", store.schema())]);
-    let again = PostgresStore::connect(&url)
-        .await
-        .expect("reopen (and migrate)");
-    assert_eq!(
-        again.schema_version().await.expect("version"),
-        SCHEMA_VERSION
-    );
-    again
 }
 
 #[tokio::test]
@@ -311,7 +297,7 @@ async fn version_1_memories_become_global_when_migrated_to_2() {
         ))
         .await
         .expect("downgrade to version 1");
-    let again = reopen_current(&store).await;
+    let again = common::reopen_current(&store).await;
     let old = again
         .get_memory(&"old".parse().expect("id"))
         .await
@@ -383,7 +369,7 @@ async fn version_2_sessions_get_labels_and_expiry_when_migrated_to_3() {
         .batch_execute(&undo_version_3(&s))
         .await
         .expect("downgrade to version 2");
-    let again = reopen_current(&store).await;
+    let again = common::reopen_current(&store).await;
 
     // Everything version 2 wrote reads back, with no labels and no expiry.
     let session = again.load(&old, None).await.expect("load").expect("kept");
@@ -629,17 +615,11 @@ async fn rows_of(
     } else {
         "session_id"
     };
-    admin
-        .query_one(
-            &format!(
-                "SELECT count(*) FROM \"{}\".{table} WHERE {column} = $1",
-                store.schema()
-            ),
-            &[&id],
-        )
-        .await
-        .expect("count rows")
-        .get(0)
+    let sql = format!(
+        "SELECT count(*) FROM \"{}\".{table} WHERE {column} = $1",
+        store.schema()
+    );
+    common::count(admin, &sql, &[&id]).await
 }
 
 #[tokio::test]

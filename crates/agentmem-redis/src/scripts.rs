@@ -12,44 +12,35 @@
 
 use redis::Script;
 
+/// A script: `lua/shared.lua`, then the `$part`s in order (the shared heads of its kind,
+/// then its own file).
+macro_rules! script {
+    ($($part:literal),+) => {
+        Script::new(concat!(include_str!("lua/shared.lua"), $(include_str!($part)),+))
+    };
+}
+
 macro_rules! session_script {
     ($file:literal) => {
-        Script::new(concat!(
-            include_str!("lua/shared.lua"),
-            include_str!("lua/prelude.lua"),
-            include_str!($file)
-        ))
+        script!("lua/prelude.lua", $file)
     };
 }
 
 macro_rules! memory_script {
     ($file:literal) => {
-        Script::new(concat!(
-            include_str!("lua/shared.lua"),
-            include_str!("lua/prelude.lua"),
-            include_str!("lua/memory.lua"),
-            include_str!($file)
-        ))
+        script!("lua/prelude.lua", "lua/memory.lua", $file)
     };
 }
 
 macro_rules! checkpoint_script {
     ($file:literal) => {
-        Script::new(concat!(
-            include_str!("lua/shared.lua"),
-            include_str!("lua/checkpoint.lua"),
-            include_str!($file)
-        ))
+        script!("lua/checkpoint.lua", $file)
     };
 }
 
 macro_rules! graph_script {
     ($file:literal) => {
-        Script::new(concat!(
-            include_str!("lua/shared.lua"),
-            include_str!("lua/graph.lua"),
-            include_str!($file)
-        ))
+        script!("lua/graph.lua", $file)
     };
 }
 

@@ -13,6 +13,7 @@ use agentmem_core::{
 use agentmem_redis::RedisStore;
 use agentmem_testkit::NamespaceGuard;
 use chrono::DateTime;
+use common::Lcg;
 use redis::aio::MultiplexedConnection;
 use serde_json::json;
 
@@ -36,23 +37,6 @@ async fn open(tag: &str) -> Option<(Layered<RedisStore>, MultiplexedConnection, 
     Some((store, raw, guard))
 }
 
-/// A small deterministic pseudo-random sequence (a linear congruential generator).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 33) % n
-    }
-}
-
-fn pick<'a>(rng: &mut Lcg, items: &[&'a str]) -> &'a str {
-    items[rng.next(items.len() as u64) as usize]
-}
-
 fn metadata(value: serde_json::Value) -> Metadata {
     match value {
         serde_json::Value::Object(map) => map,
@@ -69,8 +53,8 @@ fn long_value() -> serde_json::Value {
 /// namespaces, and replacements of the same key).
 fn random_checkpoint(rng: &mut Lcg, i: u64) -> (Checkpoint, Vec<ChannelBlob>) {
     let key = CheckpointKey {
-        thread: ThreadId::new(pick(rng, &THREADS)).unwrap(),
-        ns: CheckpointNs::new(pick(rng, &NAMESPACES)).unwrap(),
+        thread: ThreadId::new(rng.pick(&THREADS)).unwrap(),
+        ns: CheckpointNs::new(rng.pick(&NAMESPACES)).unwrap(),
         id: CheckpointId::new(format!("{:03}", rng.next(250))).unwrap(),
     };
     let body = TypedBytes::new("msgpack", vec![0, (i % 256) as u8, 255]);
@@ -124,8 +108,8 @@ fn random_key(rng: &mut Lcg, orphan: bool) -> CheckpointKey {
         format!("{:03}", rng.next(250))
     };
     CheckpointKey {
-        thread: ThreadId::new(pick(rng, &THREADS)).unwrap(),
-        ns: CheckpointNs::new(pick(rng, &NAMESPACES)).unwrap(),
+        thread: ThreadId::new(rng.pick(&THREADS)).unwrap(),
+        ns: CheckpointNs::new(rng.pick(&NAMESPACES)).unwrap(),
         id: CheckpointId::new(id).unwrap(),
     }
 }

@@ -14,6 +14,7 @@ use agentmem_core::{
 };
 use agentmem_redis::RedisStore;
 use agentmem_testkit::NamespaceGuard;
+use common::Lcg;
 
 mod common;
 
@@ -68,22 +69,7 @@ async fn open(
     Some((stores, guard))
 }
 
-/// A small deterministic pseudo-random sequence (a linear congruential generator).
-struct Lcg(u64);
-
 impl Lcg {
-    fn next(&mut self, n: usize) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        ((self.0 >> 33) % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.next(items.len())]
-    }
-
     /// One to three picks of `items` (repeats likely).
     fn some(&mut self, items: &[&str]) -> Vec<String> {
         let n = 1 + self.next(3);

@@ -15,7 +15,7 @@ use agentmem_core::{
 use rusqlite::Connection;
 
 use crate::config::{Location, SqliteConfig};
-use crate::error::INFO;
+use crate::error::{SqlResult, INFO};
 use crate::pool::Pool;
 use crate::{archives, lifecycle, memories, properties, retention, schema, search, sessions};
 
@@ -123,6 +123,21 @@ impl SqliteStore {
     /// The connections, for the data kinds implemented in their own modules.
     pub(crate) fn pool(&self) -> &Arc<Pool> {
         &self.pool
+    }
+
+    /// Runs the write `op` on a copy of `items` (moved to the connection's blocking thread):
+    /// what the trait methods taking a slice of one kind do.
+    pub(crate) async fn write_slice<I, T>(
+        &self,
+        items: &[I],
+        op: fn(&mut Connection, &[I]) -> SqlResult<T>,
+    ) -> Result<T>
+    where
+        I: Clone + Send + 'static,
+        T: Send + 'static,
+    {
+        let items = items.to_vec();
+        self.pool.write(move |conn| op(conn, &items)).await
     }
 }
 

@@ -77,3 +77,10 @@ pub(crate) fn query_plan(conn: &Connection, sql: &str) -> String {
     };
     plan().unwrap_or_else(|e| panic!("EXPLAIN QUERY PLAN {sql}: {e}"))
 }
+
+/// Asserts that `sql` finds its rows through `index`, scanning no table or index whole.
+pub(crate) fn assert_looks_up(conn: &Connection, sql: &str, index: &str) {
+    let plan = query_plan(conn, sql);
+    assert!(plan.contains(index), "{sql}: {plan}");
+    assert!(!plan.contains("SCAN"), "{sql}: {plan}");
+}

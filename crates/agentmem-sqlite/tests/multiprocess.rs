@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 
 use agentmem_core::{
     AgentMemoryExt, ChannelBlob, Checkpoint, CheckpointKey, CheckpointQuery, CheckpointStore,
-    Entity, GraphQuery, GraphStore, Message, MessageId, ObservationAddition, PendingWrite,
+    Entity, GraphQuery, GraphStore, Layered, Message, MessageId, ObservationAddition, PendingWrite,
     Relation, SessionId, SessionStore, ThreadId, TypedBytes,
 };
 use agentmem_sqlite::SqliteStore;
@@ -50,6 +50,28 @@ fn run_children(test: &str, n: usize, setup: impl Fn(usize, &mut Command)) {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// The shared database (named in `db_var`) and this child's number, for the child test
+/// `child` of the parent test `parent`; `None` when run as a test of its own (no environment
+/// variable), which does nothing.
+async fn child_of(
+    db_var: &str,
+    child: &str,
+    parent: &str,
+) -> Option<(Layered<SqliteStore>, usize)> {
+    let Ok(db) = std::env::var(db_var) else {
+        eprintln!("{child} only runs as a child of {parent}");
+        return None;
+    };
+    let worker: usize = std::env::var(WORKER_VAR)
+        .expect("worker number")
+        .parse()
+        .expect("worker number");
+    let store = SqliteStore::connect(&format!("sqlite://{db}"))
+        .await
+        .expect("open the shared database");
+    Some((store, worker))
 }
 
 fn session() -> SessionId {
@@ -96,18 +118,10 @@ fn content(worker: usize, i: usize) -> String {
 /// Run only as a child of `four_processes_append_to_one_session`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appender() {
-    // Not a test of its own: outside the parent (no environment variable) it does nothing.
-    let Ok(db) = std::env::var(DB_VAR) else {
-        eprintln!("appender only runs as a child of four_processes_append_to_one_session");
+    let parent = "four_processes_append_to_one_session";
+    let Some((store, worker)) = child_of(DB_VAR, "appender", parent).await else {
         return;
     };
-    let worker: usize = std::env::var(WORKER_VAR)
-        .expect("worker number")
-        .parse()
-        .expect("worker number");
-    let store = SqliteStore::connect(&format!("sqlite://{db}"))
-        .await
-        .expect("open the shared database");
     for i in 0..PER_PROCESS {
         let m = Message::user(content(worker, i))
             .with_id(MessageId::new(format!("w{worker}-{i}")).expect("valid message id"))
@@ -231,19 +245,10 @@ async fn four_processes_write_checkpoints_into_one_thread() {
 /// Run only as a child of `four_processes_write_checkpoints_into_one_thread`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checkpointer() {
-    let Ok(db) = std::env::var(CHECKPOINT_DB_VAR) else {
-        eprintln!(
-            "checkpointer only runs as a child of four_processes_write_checkpoints_into_one_thread"
-        );
+    let parent = "four_processes_write_checkpoints_into_one_thread";
+    let Some((store, worker)) = child_of(CHECKPOINT_DB_VAR, "checkpointer", parent).await else {
         return;
     };
-    let worker: usize = std::env::var(WORKER_VAR)
-        .expect("worker number")
-        .parse()
-        .expect("worker number");
-    let store = SqliteStore::connect(&format!("sqlite://{db}"))
-        .await
-        .expect("open the shared database");
     for i in 0..CHECKPOINTS_PER_PROCESS {
         let id = format!("w{worker}-{i:03}");
         let key = CheckpointKey {
@@ -329,17 +334,10 @@ async fn four_processes_write_one_graph() {
 /// Run only as a child of `four_processes_write_one_graph`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grapher() {
-    let Ok(db) = std::env::var(GRAPH_DB_VAR) else {
-        eprintln!("grapher only runs as a child of four_processes_write_one_graph");
+    let parent = "four_processes_write_one_graph";
+    let Some((store, worker)) = child_of(GRAPH_DB_VAR, "grapher", parent).await else {
         return;
     };
-    let worker: usize = std::env::var(WORKER_VAR)
-        .expect("worker number")
-        .parse()
-        .expect("worker number");
-    let store = SqliteStore::connect(&format!("sqlite://{db}"))
-        .await
-        .expect("open the shared database");
     for i in 0..GRAPH_WRITES_PER_PROCESS {
         let own = format!("w{worker}-{i}");
         let contested = format!("contested-{i}");

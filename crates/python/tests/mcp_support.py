@@ -14,9 +14,10 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
@@ -121,7 +122,9 @@ class Session:
             except ValueError:
                 shown = result.text
             values = list(result.structured.values())
-            assert shown == result.structured or [shown] == values, f"{tool}: text and structure differ"
+            assert shown == result.structured or [shown] == values, (
+                f"{tool}: text and structure differ"
+            )
         return result.structured
 
     async def graph(self) -> dict[str, Any]:

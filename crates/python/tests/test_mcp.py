@@ -8,11 +8,11 @@ import asyncio
 import http.client
 import json
 import subprocess
-import urllib.parse
 import urllib.error
+import urllib.parse
 import urllib.request
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import AsyncIterator
 
 import pytest
 from mcp_support import Session, agentmem_http, agentmem_stdio, connect
@@ -94,7 +94,11 @@ async def test_the_reference_tools_keep_a_graph(namespace, transport):
         graph = await mcp.graph()
         assert graph == {
             "entities": [
-                {"name": "Ada", "entityType": "person", "observations": ["writes code", "likes tea"]}
+                {
+                    "name": "Ada",
+                    "entityType": "person",
+                    "observations": ["writes code", "likes tea"],
+                }
             ],
             "relations": [],
         }, "the relation went with its entity"
@@ -142,10 +146,19 @@ async def test_bad_input_gets_error_results_and_the_server_keeps_serving(tmp_pat
         bad_calls = [
             ("create_entities", {}),
             ("create_entities", {"entities": "not a list"}),
-            ("create_entities", {"entities": [{"name": 42, "entityType": "x", "observations": []}]}),
+            (
+                "create_entities",
+                {"entities": [{"name": 42, "entityType": "x", "observations": []}]},
+            ),
             ("add_observations", {"observations": [{"entityName": "Ghost", "contents": ["boo"]}]}),
-            ("create_entities", {"entities": [{"name": "a\u0000b", "entityType": "x", "observations": []}]}),
-            ("create_entities", {"entities": [{"name": "n" * 5000, "entityType": "x", "observations": []}]}),
+            (
+                "create_entities",
+                {"entities": [{"name": "a\u0000b", "entityType": "x", "observations": []}]},
+            ),
+            (
+                "create_entities",
+                {"entities": [{"name": "n" * 5000, "entityType": "x", "observations": []}]},
+            ),
             ("open_nodes", {"names": [1, 2]}),
             ("append_messages", {"session_id": "../escape", "messages": []}),
             ("load_session", {"session_id": "chat", "limit": "ten"}),
@@ -168,17 +181,22 @@ async def test_bad_input_gets_error_results_and_the_server_keeps_serving(tmp_pat
             assert "no_such_tool" in str(error)
         huge = {"entities": [{"name": "big", "entityType": "x", "observations": ["o" * 70_000]}]}
         assert (await mcp.call("create_entities", huge)).is_error
-        extra = {"entities": [{"name": "ok", "entityType": "x", "observations": [], "color": "red"}]}
-        assert (await mcp.ok("create_entities", {**extra, "unknown": 1}))["entities"][0]["name"] == "ok"
+        extra = {
+            "entities": [{"name": "ok", "entityType": "x", "observations": [], "color": "red"}]
+        }
+        assert (await mcp.ok("create_entities", {**extra, "unknown": 1}))["entities"][0][
+            "name"
+        ] == "ok"
         assert (await mcp.graph())["entities"] == [
             {"name": "ok", "entityType": "x", "observations": []}
         ], "only the good call wrote anything"
 
 
 def _post(endpoint: str, headers: dict[str, str], body: bytes | None = None) -> tuple[int, str]:
-    payload = body or json.dumps(
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-    ).encode()
+    payload = (
+        body
+        or json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).encode()
+    )
     request = urllib.request.Request(
         endpoint,
         data=payload,
@@ -222,16 +240,22 @@ async def test_http_refuses_foreign_origins_hosts_and_missing_tokens(tmp_path):
     token_file = tmp_path / "token"
     token_file.write_text("s3cret-token\n")
     with agentmem_http(url, "--token-file", str(token_file)) as endpoint:
-        status, body = _post(endpoint, {"Authorization": "Bearer s3cret-token", "Origin": "http://evil.example"})
+        status, body = _post(
+            endpoint, {"Authorization": "Bearer s3cret-token", "Origin": "http://evil.example"}
+        )
         assert status == 403, body
-        status, body = _post(endpoint, {"Authorization": "Bearer s3cret-token", "Host": "evil.example"})
+        status, body = _post(
+            endpoint, {"Authorization": "Bearer s3cret-token", "Host": "evil.example"}
+        )
         assert status in (403, 421), body
         status, body = _post(endpoint, {})
         assert status == 401, body
         status, body = _post(endpoint, {"Authorization": "Bearer wrong"})
         assert status == 401, body
         assert _oversized_status(endpoint, "s3cret-token") == 413
-        status, body = _post(endpoint, {"Authorization": "Bearer s3cret-token", "Origin": "http://localhost:3000"})
+        status, body = _post(
+            endpoint, {"Authorization": "Bearer s3cret-token", "Origin": "http://localhost:3000"}
+        )
         assert status != 403 and status != 401, (status, body)
 
 
@@ -252,8 +276,19 @@ async def test_a_dead_backend_is_an_error_naming_the_store_and_recovers(tmp_path
         assert f"127.0.0.1:{port}" in down.text, down.text
         assert "hunter2-secret" not in down.text, "the password is redacted"
         server = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no",
-             "--requirepass", "hunter2-secret", "--dir", str(tmp_path)],
+            [
+                "redis-server",
+                "--port",
+                str(port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--requirepass",
+                "hunter2-secret",
+                "--dir",
+                str(tmp_path),
+            ],
             stdout=subprocess.DEVNULL,
         )
         try:

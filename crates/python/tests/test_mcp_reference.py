@@ -19,9 +19,17 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
         "create_entities",
         {
             "entities": [
-                {"name": "Ada Lovelace", "entityType": "person", "observations": ["wrote the first program"]},
+                {
+                    "name": "Ada Lovelace",
+                    "entityType": "person",
+                    "observations": ["wrote the first program"],
+                },
                 {"name": "Charles Babbage", "entityType": "person", "observations": []},
-                {"name": "Analytical Engine", "entityType": "machine", "observations": ["never finished", "had a mill"]},
+                {
+                    "name": "Analytical Engine",
+                    "entityType": "machine",
+                    "observations": ["never finished", "had a mill"],
+                },
                 {"name": "Zoë", "entityType": "Πρόσωπο", "observations": ["likes 🦀", "ÄPFEL"]},
             ]
         },
@@ -36,20 +44,31 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
             "relations": [
                 {"from": "Ada Lovelace", "to": "Analytical Engine", "relationType": "programmed"},
                 {"from": "Charles Babbage", "to": "Analytical Engine", "relationType": "designed"},
-                {"from": "Ada Lovelace", "to": "Charles Babbage", "relationType": "corresponded_with"},
+                {
+                    "from": "Ada Lovelace",
+                    "to": "Charles Babbage",
+                    "relationType": "corresponded_with",
+                },
                 {"from": "Zoë", "to": "Nobody", "relationType": "knows"},
             ]
         },
     ),
     (
         "create_relations",
-        {"relations": [{"from": "Ada Lovelace", "to": "Analytical Engine", "relationType": "programmed"}]},
+        {
+            "relations": [
+                {"from": "Ada Lovelace", "to": "Analytical Engine", "relationType": "programmed"}
+            ]
+        },
     ),
     (
         "add_observations",
         {
             "observations": [
-                {"entityName": "Ada Lovelace", "contents": ["wrote the first program", "was a countess"]},
+                {
+                    "entityName": "Ada Lovelace",
+                    "contents": ["wrote the first program", "was a countess"],
+                },
                 {"entityName": "Charles Babbage", "contents": ["built the difference engine"]},
             ]
         },
@@ -73,20 +92,32 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
         "delete_observations",
         {
             "deletions": [
-                {"entityName": "Analytical Engine", "observations": ["never finished", "not there"]},
+                {
+                    "entityName": "Analytical Engine",
+                    "observations": ["never finished", "not there"],
+                },
                 {"entityName": "Ghost", "observations": ["boo"]},
             ]
         },
     ),
     (
         "delete_relations",
-        {"relations": [{"from": "Zoë", "to": "Nobody", "relationType": "knows"}, {"from": "a", "to": "b", "relationType": "c"}]},
+        {
+            "relations": [
+                {"from": "Zoë", "to": "Nobody", "relationType": "knows"},
+                {"from": "a", "to": "b", "relationType": "c"},
+            ]
+        },
     ),
     ("delete_entities", {"entityNames": ["Charles Babbage", "Nobody at all"]}),
     ("read_graph", {}),
     (
         "create_entities",
-        {"entities": [{"name": "Charles Babbage", "entityType": "person", "observations": ["is back"]}]},
+        {
+            "entities": [
+                {"name": "Charles Babbage", "entityType": "person", "observations": ["is back"]}
+            ]
+        },
     ),
     (
         "add_observations",
@@ -104,7 +135,10 @@ async def _run(server) -> tuple[list[ToolResult], dict[str, Any], str]:
 
 
 def _comparable(tool: dict[str, Any]) -> dict[str, Any]:
-    return {k: tool.get(k) for k in ("name", "title", "description", "inputSchema", "outputSchema", "annotations")}
+    return {
+        k: tool.get(k)
+        for k in ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+    }
 
 
 async def test_the_same_calls_give_the_same_results_as_the_reference(namespace, tmp_path):
@@ -122,9 +156,13 @@ async def test_the_same_calls_give_the_same_results_as_the_reference(namespace, 
 
 
 def _graph_lines(graph: dict[str, Any]) -> str:
-    lines = [json.dumps({"type": "entity", **e}, ensure_ascii=False, separators=(",", ":")) for e in graph["entities"]]
+    lines = [
+        json.dumps({"type": "entity", **e}, ensure_ascii=False, separators=(",", ":"))
+        for e in graph["entities"]
+    ]
     lines += [
-        json.dumps({"type": "relation", **r}, ensure_ascii=False, separators=(",", ":")) for r in graph["relations"]
+        json.dumps({"type": "relation", **r}, ensure_ascii=False, separators=(",", ":"))
+        for r in graph["relations"]
     ]
     return "\n".join(lines)
 

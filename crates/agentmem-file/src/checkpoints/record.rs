@@ -2,18 +2,20 @@
 //! write. Each write is one line, so a crash that tears the line takes the whole write with it
 //! (a checkpoint never without its blobs, a batch of pending writes never in part).
 
-use std::path::Path;
-
 use agentmem_core::checkpoint::ThreadCheckpoints;
 use agentmem_core::{ChannelBlob, Checkpoint, CheckpointKey, PendingWrite, Result, ThreadId};
 use serde::{Deserialize, Serialize};
 
-use crate::log::push_line;
+use crate::log::{push_line, HeadedLog, HeadedRecord};
 
-/// `format` of a thread log's header.
-pub(crate) const THREAD_FORMAT: &str = "agentmem.checkpoints";
-/// Version of the thread log format this build writes.
-pub(crate) const THREAD_VERSION: u32 = 1;
+/// A thread log: the header this build writes (the newest version it reads), and what its
+/// messages call it.
+pub(crate) const THREAD_KIND: HeadedLog = HeadedLog {
+    kind: "checkpoint",
+    name: "checkpoint thread log",
+    format: "agentmem.checkpoints",
+    version: 1,
+};
 
 /// One line of a thread log, as read.
 #[derive(Debug, Deserialize)]
@@ -89,50 +91,33 @@ pub(crate) fn encode_log(thread: &ThreadId, state: &ThreadCheckpoints) -> Result
 /// The header line of `thread`'s log.
 pub(crate) fn header_line(thread: &ThreadId) -> Result<Vec<u8>> {
     RecordRef::Header {
-        format: THREAD_FORMAT,
-        version: THREAD_VERSION,
+        format: THREAD_KIND.format,
+        version: THREAD_KIND.version,
         thread,
     }
     .line()
 }
 
-/// Parses line `line` (1-based) of a thread log: line 1 is a header, no other line is.
-pub(crate) fn parse_record(line: u64, bytes: &[u8]) -> std::result::Result<Record, String> {
-    let record: Record =
-        serde_json::from_slice(bytes).map_err(|e| format!("not a checkpoint record: {e}"))?;
-    match (&record, line) {
-        (
+impl HeadedRecord for Record {
+    fn header(&self) -> Option<(&str, u32)> {
+        match self {
             Record::Header {
                 format, version, ..
-            },
-            1,
-        ) => {
-            if format != THREAD_FORMAT {
-                return Err(format!("not a checkpoint thread log (format {format:?})"));
-            }
-            if *version > THREAD_VERSION {
-                return Err(format!(
-                    "checkpoint log version {version} is newer than this agentmem understands"
-                ));
-            }
+            } => Some((format, *version)),
+            _ => None,
         }
-        (Record::Header { .. }, _) => return Err("a header in the middle of the log".into()),
-        (_, 1) => return Err("the log does not start with a header".into()),
-        _ => {}
     }
-    Ok(record)
-}
-
-/// `Unsupported` when the log `bytes` start with the header of a newer version: its lines are
-/// not unreadable, only unknown to this build, so none of them is set aside.
-pub(crate) fn refuse_newer(bytes: &[u8], path: &Path) -> Result<()> {
-    crate::log::refuse_newer_header(bytes, path, THREAD_VERSION)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use agentmem_core::TypedBytes;
+    use std::path::Path;
+
+    fn parse_record(line: u64, bytes: &[u8]) -> std::result::Result<Record, String> {
+        THREAD_KIND.parse(line, bytes)
+    }
 
     fn key() -> CheckpointKey {
         CheckpointKey {
@@ -185,7 +170,9 @@ mod tests {
         assert!(parse_record(1, &writes[..writes.len() - 1]).is_err());
         let newer = br#"{"op":"header","format":"agentmem.checkpoints","version":99,"thread":"t"}"#;
         assert!(parse_record(1, newer).is_err());
-        let e = refuse_newer(newer, Path::new("x")).expect_err("newer");
+        let e = THREAD_KIND
+            .refuse_newer(newer, Path::new("x"))
+            .expect_err("newer");
         assert_eq!(e.kind(), agentmem_core::ErrorKind::Unsupported);
     }
 }

@@ -6,16 +6,13 @@
 use std::fs::File;
 
 use agentmem_core::checkpoint::ThreadCheckpoints;
-use agentmem_core::{Error, ErrorKind, Result, ThreadId};
+use agentmem_core::{Error, Result, ThreadId};
 
-use super::record::{encode_log, header_line, parse_record, refuse_newer, Record, RecordRef};
+use super::record::{encode_log, header_line, Record, RecordRef, THREAD_KIND};
 use crate::config::Durability;
-use crate::fsutil::{
-    create_dirs, io_error, list_dir, open_append_with_id, remove_if_exists, stat, sync_dir,
-    write_atomic, FileId, TMP_PREFIX,
-};
-use crate::layout::{thread_key, Layout, ThreadPaths};
-use crate::log::{append_line, read_tail, BadLine, Scan, Tail};
+use crate::cursor::{clean_temp_files, read_records, sync_log, Damage, LogCache, LogCursor};
+use crate::fsutil::{create_dirs, io_error, remove_if_exists, stat, sync_dir};
+use crate::layout::{thread_key, Layout, LogPaths};
 use crate::repair::{Aside, Findings};
 
 /// The cached replay of one thread's log. Guarded by the thread's in-process mutex.
@@ -23,14 +20,8 @@ use crate::repair::{Aside, Findings};
 pub(crate) struct ThreadSlot {
     /// The thread's lock file, kept open between operations.
     pub(crate) lock_file: Option<File>,
-    /// The log as opened, and its identity: a rewrite by any process replaces the file, and
-    /// the open handle keeps the old inode from being reused, so a changed identity always
-    /// tells a rewrite.
-    file: Option<(File, FileId)>,
-    /// Bytes of the log read (whole lines).
-    len: u64,
-    /// Lines of the log read.
-    lines: u64,
+    /// How far the log was read.
+    cursor: LogCursor,
     /// The thread, from the log's header.
     thread: Option<ThreadId>,
     /// The thread's checkpoints (and pending writes, with or without their checkpoint) as the
@@ -41,9 +32,7 @@ pub(crate) struct ThreadSlot {
 impl ThreadSlot {
     /// Forgets everything read: the next sync reads the log afresh.
     pub(crate) fn reset(&mut self) {
-        self.file = None;
-        self.len = 0;
-        self.lines = 0;
+        self.cursor = LogCursor::default();
         self.thread = None;
         self.state = ThreadCheckpoints::default();
     }
@@ -54,7 +43,7 @@ impl ThreadSlot {
     }
 
     /// Takes the thread's file lock (blocking), opening the lock file when needed.
-    pub(crate) fn lock(&mut self, paths: &ThreadPaths) -> Result<()> {
+    pub(crate) fn lock(&mut self, paths: &LogPaths) -> Result<()> {
         let file = match self.lock_file.take() {
             Some(file) => file,
             None => crate::fsutil::open_lock_file(&paths.lock)?,
@@ -75,6 +64,18 @@ impl ThreadSlot {
             }
         }
     }
+}
+
+impl LogCache for ThreadSlot {
+    type Record = Record;
+
+    fn cursor(&mut self) -> &mut LogCursor {
+        &mut self.cursor
+    }
+
+    fn reset(&mut self) {
+        ThreadSlot::reset(self);
+    }
 
     fn apply(&mut self, record: Record) {
         match record {
@@ -90,7 +91,7 @@ impl ThreadSlot {
 /// Operations on one thread's log.
 pub(crate) struct ThreadCtx<'a> {
     pub(crate) layout: &'a Layout,
-    pub(crate) paths: ThreadPaths,
+    pub(crate) paths: LogPaths,
     /// The thread's folder name ([`thread_key`]).
     pub(crate) key: &'a str,
     pub(crate) durability: Durability,
@@ -128,45 +129,20 @@ impl ThreadCtx<'_> {
         expected: Option<&ThreadId>,
         f: &mut Findings,
     ) -> Result<()> {
-        let result = self.sync_inner(slot, expected, f);
+        let path = &self.paths.log;
+        let reopened = |f: &mut Findings| {
+            clean_temp_files(&self.paths.dir, "an interrupted checkpoint rewrite", f)
+        };
+        let result = sync_log(slot, path, f, reopened, |slot, f| {
+            read_records(slot, path, &THREAD_KIND, true, f, |slot, damage, f| {
+                self.quarantine(slot, damage, expected, f)
+            })
+        })
+        .and_then(|()| self.check_thread(slot, expected));
         if result.is_err() {
             slot.reset();
         }
         result
-    }
-
-    fn sync_inner(
-        &self,
-        slot: &mut ThreadSlot,
-        expected: Option<&ThreadId>,
-        f: &mut Findings,
-    ) -> Result<()> {
-        let path = &self.paths.log;
-        let Some(meta) = stat(path)? else {
-            slot.reset();
-            return Ok(());
-        };
-        let id = FileId::of(&meta);
-        let same = slot.file.as_ref().is_some_and(|(_, fid)| *fid == id);
-        if same && meta.len() == slot.len {
-            return self.check_thread(slot, expected);
-        }
-        if !same || meta.len() < slot.len {
-            slot.reset();
-            slot.file = Some(open_append_with_id(path)?);
-            self.clean_folder(f)?;
-        }
-        match self.read_new(slot, expected, f) {
-            // A whole appended line that does not parse: read the log afresh, which sets it
-            // aside.
-            Err(e) if e.kind() == ErrorKind::CorruptData && slot.len > 0 => {
-                slot.reset();
-                slot.file = Some(open_append_with_id(path)?);
-                self.read_new(slot, expected, f)?;
-            }
-            read => read?,
-        }
-        self.check_thread(slot, expected)
     }
 
     /// `CorruptData` when the log holds another thread than the one asked for, or than its
@@ -185,90 +161,32 @@ impl ThreadCtx<'_> {
         Ok(())
     }
 
-    /// Removes temporary files left in the thread's folder by interrupted rewrites (with the
-    /// thread's lock held, so no rewrite is under way).
-    fn clean_folder(&self, f: &mut Findings) -> Result<()> {
-        let Some(entries) = list_dir(&self.paths.dir)? else {
-            return Ok(());
-        };
-        for entry in entries.flatten() {
-            if entry.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
-                f.temp_file(None, entry.path(), "an interrupted checkpoint rewrite");
-            }
-        }
-        Ok(())
-    }
-
-    /// Reads the records after the `slot.len` bytes already read (all of them when none were).
-    fn read_new(
-        &self,
-        slot: &mut ThreadSlot,
-        expected: Option<&ThreadId>,
-        f: &mut Findings,
-    ) -> Result<()> {
-        let path = &self.paths.log;
-        let Some((file, _)) = slot.file.as_ref() else {
-            return Err(Error::backend("checkpoint log not open"));
-        };
-        let tail = read_tail(
-            file,
-            path,
-            (&mut slot.len, &mut slot.lines),
-            true,
-            refuse_newer,
-            parse_record,
-            f,
-        )?;
-        match tail {
-            Tail::Damaged { bytes, scan } => self.quarantine(slot, &bytes, scan, expected, f),
-            Tail::Read(records) => {
-                for record in records {
-                    slot.apply(record);
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Sets the complete lines of `bytes` (the log from `slot.len` on) that do not parse, and
-    /// a first line cut off, aside byte for byte in the thread's `quarantine/`, then rewrites
-    /// the log from its readable records (a torn tail goes with them: it was never
-    /// acknowledged). When not even the thread can be told (no readable header, no readable
-    /// record naming it, no caller asking for it), the whole log is set aside instead.
+    /// Sets the complete lines of the log read (from where the cache had read on) that do not
+    /// parse, and a first line cut off, aside byte for byte in the thread's `quarantine/`,
+    /// then rewrites the log from its readable records (a torn tail goes with them: it was
+    /// never acknowledged). When not even the thread can be told (no readable header, no
+    /// readable record naming it, no caller asking for it), the whole log is set aside
+    /// instead.
     fn quarantine(
         &self,
         slot: &mut ThreadSlot,
-        bytes: &[u8],
-        scan: Scan<Record>,
+        damage: Damage<Record>,
         expected: Option<&ThreadId>,
         f: &mut Findings,
     ) -> Result<()> {
-        let path = &self.paths.log;
-        let mut bad = scan.bad;
-        if let Some(torn) = scan.torn.filter(|t| t.line == 1) {
-            bad.push(BadLine {
-                line: 1,
-                reason: torn.reason,
-                bytes: 0..bytes.len(),
-            });
-        }
-        let (kept, problem) = BadLine::set_aside(bytes, &bad);
+        let (dir, path) = (&self.paths.dir, &self.paths.log);
         let thread = slot
             .thread
             .clone()
             .or_else(|| expected.cloned())
-            .or_else(|| self.named_in(&scan.records));
+            .or_else(|| self.named_in(&damage.records));
         let Some(thread) = thread else {
-            let problem = format!("{problem}; no readable line names the thread");
-            f.quarantine(None, &self.paths.dir, path, Aside::WholeFile, problem)?;
+            let problem = format!("{}; no readable line names the thread", damage.problem);
+            f.quarantine(None, dir, path, Aside::WholeFile, problem)?;
             slot.reset();
             return Ok(());
         };
-        let problem = format!("{problem}; the log keeps its readable records");
-        f.quarantine(None, &self.paths.dir, path, Aside::Lines(&kept), problem)?;
-        for record in scan.records {
-            slot.apply(record);
-        }
+        damage.keep_readable(slot, dir, path, f)?;
         slot.thread = Some(thread.clone());
         let state = std::mem::take(&mut slot.state);
         self.replace(slot, &thread, state)
@@ -312,22 +230,16 @@ impl ThreadCtx<'_> {
         thread: &ThreadId,
         record: &RecordRef<'_>,
     ) -> Result<()> {
-        let path = &self.paths.log;
         let line = record.line()?;
-        let Some((file, _)) = slot.file.as_mut() else {
+        if !slot.cursor.is_open() {
             let mut bytes = header_line(thread)?;
             bytes.extend_from_slice(&line);
-            write_atomic(&self.paths.dir, path, &bytes)?;
-            slot.file = Some(open_append_with_id(path)?);
-            slot.len = bytes.len() as u64;
-            slot.lines = 2;
+            slot.cursor
+                .replace(&self.paths.dir, &self.paths.log, &bytes, 2)?;
             slot.thread = Some(thread.clone());
             return Ok(());
-        };
-        append_line(file, path, slot.len, &line, self.durability)?;
-        slot.len += line.len() as u64;
-        slot.lines += 1;
-        Ok(())
+        }
+        slot.cursor.append(&self.paths.log, &line, self.durability)
     }
 
     /// Makes `state` the thread's: the log rewritten whole (header and one state record, by a
@@ -363,10 +275,7 @@ impl ThreadCtx<'_> {
             return Ok(());
         }
         let bytes = encode_log(thread, &state)?;
-        write_atomic(&self.paths.dir, path, &bytes)?;
-        slot.file = Some(open_append_with_id(path)?);
-        slot.len = bytes.len() as u64;
-        slot.lines = 2;
+        slot.cursor.replace(&self.paths.dir, path, &bytes, 2)?;
         slot.thread = Some(thread.clone());
         slot.state = state;
         Ok(())

@@ -21,7 +21,7 @@ mod replay;
 pub(crate) use replay::GraphSlot;
 
 use agentmem_core::{
-    async_trait, AddedObservations, Entity, GraphQuery, GraphStore, KnowledgeGraph,
+    async_trait, AddedObservations, Entity, GraphQuery, GraphState, GraphStore, KnowledgeGraph,
     ObservationAddition, ObservationDeletion, Relation, Result,
 };
 
@@ -34,30 +34,59 @@ fn logged<T>(answer: T, changed: bool, record: impl FnOnce() -> Record) -> (T, O
     (answer, record)
 }
 
-#[async_trait]
-impl GraphStore for FileStore {
-    async fn create_entities(&self, entities: &[Entity]) -> Result<Vec<Entity>> {
-        let entities = entities.to_vec();
+impl FileStore {
+    /// Creates what of `items` is new by `create` (which answers it, as stored), recording
+    /// what it created with `record` when it created something.
+    async fn graph_create<T>(
+        &self,
+        items: &[T],
+        create: fn(&mut GraphState, &[T]) -> Vec<T>,
+        record: fn(Vec<T>) -> Record,
+    ) -> Result<Vec<T>>
+    where
+        T: Clone + Send + 'static,
+    {
+        let items = items.to_vec();
         self.graph_write(move |state| {
-            let created = state.create_entities(&entities);
-            let entities = created.clone();
-            Ok(logged(created, !entities.is_empty(), || {
-                Record::CreateEntities { entities }
-            }))
+            let created = create(state, &items);
+            let new = created.clone();
+            Ok(logged(created, !new.is_empty(), || record(new)))
         })
         .await
     }
 
-    async fn create_relations(&self, relations: &[Relation]) -> Result<Vec<Relation>> {
-        let relations = relations.to_vec();
+    /// Deletes what `items` name by `delete` (which answers how much went), recording `items`
+    /// with `record` when something went.
+    async fn graph_delete<T>(
+        &self,
+        items: &[T],
+        delete: fn(&mut GraphState, &[T]) -> u64,
+        record: fn(Vec<T>) -> Record,
+    ) -> Result<u64>
+    where
+        T: Clone + Send + 'static,
+    {
+        let items = items.to_vec();
         self.graph_write(move |state| {
-            let created = state.create_relations(&relations);
-            let relations = created.clone();
-            Ok(logged(created, !relations.is_empty(), || {
-                Record::CreateRelations { relations }
-            }))
+            let removed = delete(state, &items);
+            Ok(logged(removed, removed > 0, || record(items)))
         })
         .await
+    }
+}
+
+#[async_trait]
+impl GraphStore for FileStore {
+    async fn create_entities(&self, entities: &[Entity]) -> Result<Vec<Entity>> {
+        let record = |entities| Record::CreateEntities { entities };
+        self.graph_create(entities, GraphState::create_entities, record)
+            .await
+    }
+
+    async fn create_relations(&self, relations: &[Relation]) -> Result<Vec<Relation>> {
+        let record = |relations| Record::CreateRelations { relations };
+        self.graph_create(relations, GraphState::create_relations, record)
+            .await
     }
 
     async fn add_observations(
@@ -95,25 +124,15 @@ impl GraphStore for FileStore {
     }
 
     async fn delete_observations(&self, deletions: &[ObservationDeletion]) -> Result<u64> {
-        let deletions = deletions.to_vec();
-        self.graph_write(move |state| {
-            let removed = state.delete_observations(&deletions);
-            Ok(logged(removed, removed > 0, || {
-                Record::DeleteObservations { deletions }
-            }))
-        })
-        .await
+        let record = |deletions| Record::DeleteObservations { deletions };
+        self.graph_delete(deletions, GraphState::delete_observations, record)
+            .await
     }
 
     async fn delete_relations(&self, relations: &[Relation]) -> Result<u64> {
-        let relations = relations.to_vec();
-        self.graph_write(move |state| {
-            let removed = state.delete_relations(&relations);
-            Ok(logged(removed, removed > 0, || Record::DeleteRelations {
-                relations,
-            }))
-        })
-        .await
+        let record = |relations| Record::DeleteRelations { relations };
+        self.graph_delete(relations, GraphState::delete_relations, record)
+            .await
     }
 
     async fn read_graph(&self, query: &GraphQuery) -> Result<KnowledgeGraph> {

@@ -3,20 +3,22 @@
 //! order through [`GraphState`] rebuilds the graph exactly. A write is one line, so a crash
 //! that tears the line takes the whole write with it.
 
-use std::path::Path;
-
 use agentmem_core::{
     AddedObservations, Entity, GraphState, ObservationAddition, ObservationDeletion, Relation,
     Result,
 };
 use serde::{Deserialize, Serialize};
 
-use crate::log::{push_line, refuse_newer_header};
+use crate::log::{push_line, HeadedLog, HeadedRecord};
 
-/// `format` of the graph log's header.
-pub(crate) const GRAPH_FORMAT: &str = "agentmem.graph";
-/// Version of the graph log format this build writes.
-pub(crate) const GRAPH_VERSION: u32 = 1;
+/// The graph log: the header this build writes (the newest version it reads), and what its
+/// messages call it.
+pub(crate) const GRAPH_KIND: HeadedLog = HeadedLog {
+    kind: "graph",
+    name: "graph log",
+    format: "agentmem.graph",
+    version: 1,
+};
 
 /// One line of the graph log. The names of the operations are the store's methods'.
 #[derive(Debug, Serialize, Deserialize)]
@@ -44,8 +46,8 @@ impl Record {
     /// The header of a log this build writes.
     pub(crate) fn header() -> Self {
         Record::Header {
-            format: GRAPH_FORMAT.into(),
-            version: GRAPH_VERSION,
+            format: GRAPH_KIND.format.into(),
+            version: GRAPH_KIND.version,
         }
     }
 
@@ -111,37 +113,24 @@ pub(crate) fn encode_log(state: &GraphState) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Parses line `line` (1-based) of the graph log: line 1 is a header, no other line is.
-pub(crate) fn parse_record(line: u64, bytes: &[u8]) -> std::result::Result<Record, String> {
-    let record: Record =
-        serde_json::from_slice(bytes).map_err(|e| format!("not a graph record: {e}"))?;
-    match (&record, line) {
-        (Record::Header { format, version }, 1) => {
-            if format != GRAPH_FORMAT {
-                return Err(format!("not a graph log (format {format:?})"));
-            }
-            if *version > GRAPH_VERSION {
-                return Err(format!(
-                    "graph log version {version} is newer than this agentmem understands"
-                ));
-            }
+impl HeadedRecord for Record {
+    fn header(&self) -> Option<(&str, u32)> {
+        match self {
+            Record::Header { format, version } => Some((format, *version)),
+            _ => None,
         }
-        (Record::Header { .. }, _) => return Err("a header in the middle of the log".into()),
-        (_, 1) => return Err("the log does not start with a header".into()),
-        _ => {}
     }
-    Ok(record)
-}
-
-/// `Unsupported` when the log `bytes` start with the header of a newer version.
-pub(crate) fn refuse_newer(bytes: &[u8], path: &Path) -> Result<()> {
-    refuse_newer_header(bytes, path, GRAPH_VERSION)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use agentmem_core::GraphQuery;
+    use std::path::Path;
+
+    fn parse_record(line: u64, bytes: &[u8]) -> std::result::Result<Record, String> {
+        GRAPH_KIND.parse(line, bytes)
+    }
 
     fn replay(bytes: &[u8]) -> GraphState {
         let mut state = GraphState::default();
@@ -199,7 +188,9 @@ mod tests {
         assert!(parse_record(2, names).is_ok());
         let newer = br#"{"op":"header","format":"agentmem.graph","version":99}"#;
         assert!(parse_record(1, newer).is_err());
-        let e = refuse_newer(newer, Path::new("x")).expect_err("newer");
+        let e = GRAPH_KIND
+            .refuse_newer(newer, Path::new("x"))
+            .expect_err("newer");
         assert_eq!(e.kind(), agentmem_core::ErrorKind::Unsupported);
         let other = br#"{"op":"header","format":"agentmem.memories","version":1}"#;
         assert!(parse_record(1, other).is_err());

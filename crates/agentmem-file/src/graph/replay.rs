@@ -6,16 +6,14 @@
 
 use std::fs::File;
 
-use agentmem_core::{Error, ErrorKind, GraphState, Result};
+use agentmem_core::{GraphState, Result};
 
-use super::record::{encode_log, parse_record, refuse_newer, Record};
+use super::record::{encode_log, Record, GRAPH_KIND};
 use crate::config::Durability;
-use crate::fsutil::{
-    create_dirs, list_dir, open_append_with_id, stat, sync_dir, write_atomic, FileId, TMP_PREFIX,
-};
-use crate::layout::{GraphPaths, Layout};
-use crate::log::{append_line, read_tail, BadLine, Scan, Tail};
-use crate::repair::{Aside, Findings};
+use crate::cursor::{clean_temp_files, read_records, sync_log, Damage, LogCache, LogCursor};
+use crate::fsutil::{create_dirs, stat, sync_dir};
+use crate::layout::{Layout, LogPaths};
+use crate::repair::Findings;
 
 /// Compaction is considered once the log holds more records than this...
 const COMPACT_MIN_RECORDS: u64 = 1_000;
@@ -30,14 +28,8 @@ const COMPACT_MIN_SHRINK: u64 = 2;
 pub(crate) struct GraphSlot {
     /// The graph's lock file, kept open between operations.
     pub(crate) lock_file: Option<File>,
-    /// The log as opened, and its identity: a rewrite (compaction, repair) by any process
-    /// replaces the file by a rename, and the open handle keeps the old inode from being
-    /// reused, so a changed identity always tells a rewrite.
-    file: Option<(File, FileId)>,
-    /// Bytes of the log read (whole lines).
-    len: u64,
-    /// Lines of the log read (the header included).
-    lines: u64,
+    /// How far the log was read.
+    cursor: LogCursor,
     /// The line count below which compaction is not considered again, after a look found the
     /// log mostly live (0: none yet).
     next_check: u64,
@@ -45,33 +37,28 @@ pub(crate) struct GraphSlot {
     pub(crate) state: GraphState,
 }
 
-impl GraphSlot {
-    /// Forgets everything read: the next sync reads the log afresh.
-    pub(crate) fn reset(&mut self) {
-        self.file = None;
-        self.len = 0;
-        self.lines = 0;
+impl LogCache for GraphSlot {
+    type Record = Record;
+
+    fn cursor(&mut self) -> &mut LogCursor {
+        &mut self.cursor
+    }
+
+    fn reset(&mut self) {
+        self.cursor = LogCursor::default();
         self.next_check = 0;
         self.state = GraphState::default();
     }
 
-    /// Whether the cache holds the log `meta` describes as it is: the same file, of the
-    /// length read. Nothing is half-read then, since the cache only ever takes whole lines.
-    fn holds(&self, meta: &std::fs::Metadata) -> bool {
-        self.same_file(meta) && meta.len() == self.len
-    }
-
-    /// Whether `meta` is the log this cache read, at least as long as what was read of it.
-    fn same_file(&self, meta: &std::fs::Metadata) -> bool {
-        let id = FileId::of(meta);
-        self.file.as_ref().is_some_and(|(_, fid)| *fid == id) && meta.len() >= self.len
+    fn apply(&mut self, record: Record) {
+        record.apply(&mut self.state);
     }
 }
 
 /// Operations on the graph's log.
 pub(crate) struct GraphCtx<'a> {
     pub(crate) layout: &'a Layout,
-    pub(crate) paths: GraphPaths,
+    pub(crate) paths: LogPaths,
     pub(crate) durability: Durability,
 }
 
@@ -82,7 +69,7 @@ impl GraphCtx<'_> {
     /// log comes into being whole, by a rename): the cache is emptied and holds it.
     pub(crate) fn is_current(&self, slot: &mut GraphSlot) -> Result<bool> {
         match stat(&self.paths.log)? {
-            Some(meta) => Ok(slot.holds(&meta)),
+            Some(meta) => Ok(slot.cursor.holds(&meta)),
             None => {
                 slot.reset();
                 Ok(true)
@@ -103,105 +90,33 @@ impl GraphCtx<'_> {
     /// Brings the cache up to date with the log, truncating a torn last line and setting
     /// complete lines that do not parse aside (see [`quarantine`](Self::quarantine)).
     pub(crate) fn sync(&self, slot: &mut GraphSlot, f: &mut Findings) -> Result<()> {
-        let result = self.sync_inner(slot, f);
-        if result.is_err() {
-            slot.reset();
-        }
-        result
+        let reopened =
+            |f: &mut Findings| clean_temp_files(&self.paths.dir, "an interrupted graph rewrite", f);
+        sync_log(slot, &self.paths.log, f, reopened, |slot, f| {
+            // Damage is set aside from a whole read only, so the rewrite starts from every
+            // record.
+            let keep_bad = slot.cursor.len == 0;
+            read_records(
+                slot,
+                &self.paths.log,
+                &GRAPH_KIND,
+                keep_bad,
+                f,
+                |slot, damage, f| self.quarantine(slot, damage, f),
+            )
+        })
     }
 
-    fn sync_inner(&self, slot: &mut GraphSlot, f: &mut Findings) -> Result<()> {
-        let Some(meta) = stat(&self.paths.log)? else {
-            slot.reset();
-            return Ok(());
-        };
-        if slot.holds(&meta) {
-            return Ok(());
-        }
-        if !slot.same_file(&meta) {
-            self.reopen(slot, f)?;
-        }
-        match self.read_new(slot, f) {
-            // A whole appended line that does not parse: read the log afresh, which sets it
-            // aside.
-            Err(e) if e.kind() == ErrorKind::CorruptData && slot.len > 0 => {
-                self.reopen(slot, f)?;
-                self.read_new(slot, f)
-            }
-            read => read,
-        }
-    }
-
-    /// Forgets the cache and opens the log anew (another process rewrote it, or this cache is
-    /// not to be trusted), removing temporary files left by interrupted rewrites (the lock is
-    /// held, so no rewrite is under way).
-    fn reopen(&self, slot: &mut GraphSlot, f: &mut Findings) -> Result<()> {
-        slot.reset();
-        slot.file = Some(open_append_with_id(&self.paths.log)?);
-        let Some(entries) = list_dir(&self.paths.dir)? else {
-            return Ok(());
-        };
-        for entry in entries.flatten() {
-            if entry.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
-                f.temp_file(None, entry.path(), "an interrupted graph rewrite");
-            }
-        }
-        Ok(())
-    }
-
-    /// Reads the records after the `slot.len` bytes already read (all of them when none were).
-    fn read_new(&self, slot: &mut GraphSlot, f: &mut Findings) -> Result<()> {
-        let Some((file, _)) = slot.file.as_ref() else {
-            return Err(Error::backend("graph log not open"));
-        };
-        // Damage is set aside from a whole read only, so the rewrite starts from every record.
-        let keep_bad = slot.len == 0;
-        let tail = read_tail(
-            file,
-            &self.paths.log,
-            (&mut slot.len, &mut slot.lines),
-            keep_bad,
-            refuse_newer,
-            parse_record,
-            f,
-        )?;
-        match tail {
-            Tail::Damaged { bytes, scan } => self.quarantine(slot, &bytes, scan, f),
-            Tail::Read(records) => {
-                for record in records {
-                    record.apply(&mut slot.state);
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Sets the complete lines of the whole log `bytes` that do not parse (and a first line
-    /// cut off) aside, byte for byte, in `graph/quarantine/`, then rewrites the log from its
-    /// readable records (a torn tail goes with them: it was never acknowledged).
+    /// Sets the complete lines of the whole log that do not parse (and a first line cut off)
+    /// aside, byte for byte, in `graph/quarantine/`, then rewrites the log from its readable
+    /// records (a torn tail goes with them: it was never acknowledged).
     fn quarantine(
         &self,
         slot: &mut GraphSlot,
-        bytes: &[u8],
-        scan: Scan<Record>,
+        damage: Damage<Record>,
         f: &mut Findings,
     ) -> Result<()> {
-        let mut bad = scan.bad;
-        if let Some(torn) = scan.torn.filter(|t| t.line == 1) {
-            // The whole log is one piece without a newline.
-            bad.push(BadLine {
-                line: 1,
-                reason: torn.reason,
-                bytes: 0..bytes.len(),
-            });
-        }
-        let (kept, problem) = BadLine::set_aside(bytes, &bad);
-        let problem = format!("{problem}; the log keeps its readable records");
-        let path = &self.paths.log;
-        f.quarantine(None, &self.paths.dir, path, Aside::Lines(&kept), problem)?;
-        for record in scan.records {
-            record.apply(&mut slot.state);
-        }
+        damage.keep_readable(slot, &self.paths.dir, &self.paths.log, f)?;
         self.rewrite(slot)
     }
 
@@ -224,17 +139,13 @@ impl GraphCtx<'_> {
     }
 
     fn append(&self, slot: &mut GraphSlot, record: &Record) -> Result<()> {
-        let path = &self.paths.log;
         let line = record.line()?;
-        let Some((file, _)) = slot.file.as_mut() else {
+        if !slot.cursor.is_open() {
             let mut bytes = Record::header().line()?;
             bytes.extend_from_slice(&line);
             return self.replace(slot, &bytes, 2);
-        };
-        append_line(file, path, slot.len, &line, self.durability)?;
-        slot.len += line.len() as u64;
-        slot.lines += 1;
-        Ok(())
+        }
+        slot.cursor.append(&self.paths.log, &line, self.durability)
     }
 
     /// Rewrites the log as the graph alone when it holds many more records than live entities
@@ -242,18 +153,18 @@ impl GraphCtx<'_> {
     /// graph, so after a look that keeps the log it waits until the log has doubled: its cost
     /// stays a constant share of the writes.
     fn maybe_compact(&self, slot: &mut GraphSlot) -> Result<()> {
-        let records = slot.lines.saturating_sub(1);
+        let records = slot.cursor.lines.saturating_sub(1);
         let (entities, relations) = slot.state.len();
         let live = (entities + relations) as u64;
         if records <= COMPACT_MIN_RECORDS
             || records <= COMPACT_RECORDS_PER_ITEM * live
-            || slot.lines < slot.next_check
+            || slot.cursor.lines < slot.next_check
         {
             return Ok(());
         }
         let bytes = encode_log(&slot.state)?;
-        if bytes.len() as u64 * COMPACT_MIN_SHRINK > slot.len {
-            slot.next_check = slot.lines * 2;
+        if bytes.len() as u64 * COMPACT_MIN_SHRINK > slot.cursor.len {
+            slot.next_check = slot.cursor.lines * 2;
             return Ok(());
         }
         let lines = 1 + live;
@@ -272,11 +183,8 @@ impl GraphCtx<'_> {
     /// file, fsync, rename, fsync of the folder. Other handles and processes see another
     /// file at the next `stat` and read it afresh.
     fn replace(&self, slot: &mut GraphSlot, bytes: &[u8], lines: u64) -> Result<()> {
-        let path = &self.paths.log;
-        write_atomic(&self.paths.dir, path, bytes)?;
-        slot.file = Some(open_append_with_id(path)?);
-        slot.len = bytes.len() as u64;
-        slot.lines = lines;
+        let paths = &self.paths;
+        slot.cursor.replace(&paths.dir, &paths.log, bytes, lines)?;
         slot.next_check = 0;
         Ok(())
     }

@@ -1,5 +1,5 @@
 //! Helpers shared by the file store's tests: opening stores and loading their sessions,
-//! session ids and fixed times.
+//! session ids and fixed times, and mixed runs compared with the in-memory reference.
 #![allow(
     dead_code,
     reason = "shared by several test binaries, each using part of it"
@@ -7,10 +7,27 @@
 
 use std::path::Path;
 
-use agentmem_core::{Layered, Message, Session, SessionId, SessionStore};
-use agentmem_file::{Durability, FileConfig, FileStore};
+use agentmem_core::{
+    AgentMemory, InMemoryStore, Layered, Message, Session, SessionId, SessionStore,
+};
+use agentmem_file::{Durability, FileConfig, FileStore, RepairKind};
 use chrono::{DateTime, TimeZone, Utc};
 use tempfile::TempDir;
+
+/// Appends `bytes` to the file at `path`, as a crash or an edit might.
+pub fn append_bytes(path: &Path, bytes: &[u8]) {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes))
+        .expect("append");
+}
+
+/// The kinds of the repairs `store` made.
+pub fn kinds(store: &Layered<FileStore>) -> Vec<RepairKind> {
+    store.repairs().iter().map(|r| r.kind).collect()
+}
 
 /// 2026-04-20 18:35:`second` UTC, the day every test message is dated.
 pub fn at(second: u32) -> DateTime<Utc> {
@@ -58,4 +75,51 @@ pub async fn fresh(name: &str) -> (TempDir, Layered<FileStore>, SessionId) {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = open(dir.path()).await;
     (dir, store, sid(name))
+}
+
+/// A data kind's mixed run, compared step by step with the in-memory reference.
+pub trait MixedRun {
+    /// One call of the run.
+    type Step: std::fmt::Debug;
+    /// What a step answers, or the kind of its error.
+    type Answer: PartialEq + std::fmt::Debug;
+    /// Everything a store shows of the data kind.
+    type View: PartialEq + std::fmt::Debug;
+
+    /// Makes the call `step` on `store`.
+    async fn apply(store: &dyn AgentMemory, step: &Self::Step) -> Self::Answer;
+
+    /// Reads everything `store` shows of the data kind.
+    async fn view(store: &dyn AgentMemory) -> Self::View;
+}
+
+/// Runs `steps` on the reference and on a file store in a new folder under `durability`:
+/// every step answers as the reference's does, and after every step the working store,
+/// another store on the same root and a store opened afresh show what the reference shows,
+/// with nothing repaired.
+pub async fn mixed_run_matches_the_reference<R: MixedRun>(
+    durability: Durability,
+    steps: &[R::Step],
+) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let reference = InMemoryStore::new();
+    let store = open_with(dir.path(), durability).await;
+    // Another process, in effect: its own caches and lock handles.
+    let observer = open_with(dir.path(), durability).await;
+    for (n, step) in steps.iter().enumerate() {
+        let expected = R::apply(&reference, step).await;
+        assert_eq!(R::apply(&store, step).await, expected, "step {n}: {step:?}");
+        let want = R::view(&reference).await;
+        assert_eq!(R::view(&store).await, want, "step {n}: the working store");
+        assert_eq!(R::view(&observer).await, want, "step {n}: another store");
+        let fresh = open_with(dir.path(), durability).await;
+        assert_eq!(
+            R::view(&fresh).await,
+            want,
+            "step {n}: a store opened afresh"
+        );
+        assert!(fresh.repairs().is_empty(), "{:?}", fresh.repairs());
+    }
+    assert!(store.repairs().is_empty(), "{:?}", store.repairs());
+    assert!(observer.repairs().is_empty(), "{:?}", observer.repairs());
 }

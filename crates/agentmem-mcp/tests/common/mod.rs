@@ -11,6 +11,9 @@ use tokio::io::{
     AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
 };
 
+/// The URI of the graph resource.
+pub const GRAPH_URI: &str = "memory://knowledge-graph";
+
 /// An in-memory store behind the standard layers (validation included), as stores open.
 pub fn store() -> Arc<dyn AgentMemory> {
     Arc::new(agentmem_core::layer::layered(InMemoryStore::new()))
@@ -148,6 +151,30 @@ impl Client {
         assert_eq!(result.get("structuredContent"), None);
         text(&result).to_string()
     }
+
+    /// Calls a tool that must fail with a text that contains `words`.
+    pub async fn fails_saying(&mut self, tool: &str, arguments: Value, words: &str) {
+        let failed = self.fails(tool, arguments).await;
+        assert!(
+            failed.contains(words),
+            "{tool}: {failed:?} should say {words:?}"
+        );
+    }
+
+    /// Sends `method` (`resources/read`, `resources/subscribe`, …) for the graph resource;
+    /// returns the whole response message.
+    pub async fn on_graph(&mut self, method: &str) -> Value {
+        self.request(method, json!({"uri": GRAPH_URI})).await
+    }
+}
+
+/// The string `key` of each object in the array `list`.
+pub fn each<'a>(list: &'a Value, key: &str) -> Vec<&'a str> {
+    list.as_array()
+        .expect("an array")
+        .iter()
+        .map(|item| item[key].as_str().expect("a string"))
+        .collect()
 }
 
 /// The single text of a tool result.

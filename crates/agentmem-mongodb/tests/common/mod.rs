@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use agentmem_core::{ErrorKind, Layered, Message, Result, SessionId, SessionStore};
+use agentmem_mongodb::mongodb::bson::{doc, Document};
 use agentmem_mongodb::mongodb::Client;
 use agentmem_mongodb::{MongoConfig, MongoStore, ServerFeatures};
 use agentmem_testkit::TestStore;
@@ -151,6 +152,26 @@ async fn open_store(url: &str, allowed: ServerFeatures) -> Option<TestStore<Laye
         }
         Err(e) => panic!("opening a MongoDB store failed: {e}"),
     }
+}
+
+/// Every document of `collection` in `store`'s database, as stored.
+pub async fn raw(store: &MongoStore, collection: &str) -> Vec<Document> {
+    raw_matching(store, collection, doc! {}).await
+}
+
+/// The documents of `collection` in `store`'s database that match `filter`, as stored.
+pub async fn raw_matching(store: &MongoStore, collection: &str, filter: Document) -> Vec<Document> {
+    use futures_util::TryStreamExt;
+    store
+        .client()
+        .database(store.database_name())
+        .collection::<Document>(collection)
+        .find(filter)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap()
 }
 
 /// The conformance factory on `MONGODB_URL`.

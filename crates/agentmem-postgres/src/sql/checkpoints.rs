@@ -350,14 +350,9 @@ mod tests {
     /// primary keys: no sequential scan of a checkpoint table.
     #[tokio::test]
     async fn reads_walk_the_primary_keys() {
-        let Some((store, schema)) = crate::sql::test_store().await else {
-            return;
-        };
-        let client = store.pool().get().await.expect("connection");
-        // 200 threads of 100 checkpoints, each reading 4 channels (rows written directly:
-        // only the plans count).
-        client
-            .batch_execute(&format!(
+        // 200 threads of 100 checkpoints, each reading 4 channels.
+        let Some((store, client)) = crate::sql::test_store_holding(|schema| {
+            format!(
                 "INSERT INTO \"{schema}\".checkpoints
                      (thread, ns, id, body_type, body, channels, versions, metadata, created_at)
                  SELECT 't' || t, '', lpad(i::text, 5, '0'), 'b', '\\x00',
@@ -377,9 +372,12 @@ mod tests {
                  ANALYZE \"{schema}\".checkpoints; ANALYZE \"{schema}\".checkpoint_blobs;
                  ANALYZE \"{schema}\".checkpoint_writes",
                 key = super::blob_key("c", "i::text")
-            ))
-            .await
-            .expect("many checkpoints");
+            )
+        })
+        .await
+        else {
+            return;
+        };
         let sql = &store.sql.checkpoints;
         let (thread, ns, id) = ("t7", "", "00042");
         let (none, limit) = (None::<&str>, Some(10i64));
@@ -392,16 +390,7 @@ mod tests {
                 vec![&thread, &ns, &none, &none, &filter, &limit],
             ),
         ];
-        let mut texts = Vec::new();
-        for (st, params) in plans {
-            let explain = format!("EXPLAIN (FORMAT JSON) {}", st.text());
-            let plan: serde_json::Value = client
-                .query_one(&explain, &params)
-                .await
-                .expect("explain")
-                .get(0);
-            texts.push(plan.to_string());
-        }
+        let texts = crate::sql::plan_texts(&client, &plans).await;
         let rows = store
             .get_checkpoint(
                 &"t7".parse().expect("thread"),

@@ -265,13 +265,8 @@ mod tests {
     /// them walk indexes: a write's cost does not grow with the graph.
     #[tokio::test]
     async fn writes_and_open_walk_indexes() {
-        let Some((store, schema)) = crate::sql::test_store().await else {
-            return;
-        };
-        let client = store.pool().get().await.expect("connection");
-        // Rows written directly: only the plans count.
-        client
-            .batch_execute(&format!(
+        let Some((store, client)) = crate::sql::test_store_holding(|schema| {
+            format!(
                 "INSERT INTO \"{schema}\".graph_entities (seq, name_key, name, entity_type)
                  SELECT i, {name_key}, 'e' || i, 't' FROM generate_series(1, 20000) i;
                  INSERT INTO \"{schema}\".graph_observations (seq, entity, content_key, content)
@@ -288,9 +283,12 @@ mod tests {
                 content_key = key("'o' || i"),
                 relation_key = key("'e' || i || '>r'"),
                 to_key = key("'e' || (i % 20000 + 1)"),
-            ))
-            .await
-            .expect("a large graph");
+            )
+        })
+        .await
+        else {
+            return;
+        };
         let sql = &store.sql.graph;
         let keys: Vec<Vec<u8>> = vec![crate::graph::text_key("e7")];
         let texts = vec!["new"];
@@ -303,16 +301,7 @@ mod tests {
             (&sql.delete_entities, vec![&keys]),
             (&sql.delete_entity_links, vec![&seqs, &keys]),
         ];
-        let mut texts = Vec::new();
-        for (st, params) in plans {
-            let explain = format!("EXPLAIN (FORMAT JSON) {}", st.text());
-            let plan: serde_json::Value = client
-                .query_one(&explain, &params)
-                .await
-                .expect("explain")
-                .get(0);
-            texts.push(plan.to_string());
-        }
+        let texts = crate::sql::plan_texts(&client, &plans).await;
         let opened = store.read_graph(&GraphQuery::Open(vec!["e7".into()])).await;
         store.drop_schema().await.expect("drop schema");
         let opened = opened.expect("open");

@@ -194,6 +194,47 @@ pub(crate) async fn test_store() -> Option<(agentmem_core::Layered<crate::Postgr
     }
 }
 
+/// [`test_store`] holding what the SQL `rows` (given the schema's name) writes directly, for
+/// the plan tests (only the plans count), with a connection of the store's pool.
+#[cfg(test)]
+pub(crate) async fn test_store_holding(
+    rows: impl FnOnce(&str) -> String,
+) -> Option<(
+    agentmem_core::Layered<crate::PostgresStore>,
+    deadpool_postgres::Object,
+)> {
+    let (store, schema) = test_store().await?;
+    let client = store.pool().get().await.expect("connection");
+    client
+        .batch_execute(&rows(&schema))
+        .await
+        .expect("rows written directly");
+    Some((store, client))
+}
+
+/// The plans (`EXPLAIN (FORMAT JSON)`, as text) of statements run with the parameters
+/// paired with them.
+#[cfg(test)]
+pub(crate) async fn plan_texts(
+    client: &tokio_postgres::Client,
+    plans: &[(
+        &crate::statements::Stmt,
+        Vec<&(dyn tokio_postgres::types::ToSql + Sync)>,
+    )],
+) -> Vec<String> {
+    let mut texts = Vec::new();
+    for (st, params) in plans {
+        let explain = format!("EXPLAIN (FORMAT JSON) {}", st.text());
+        let plan: serde_json::Value = client
+            .query_one(&explain, params)
+            .await
+            .expect("explain")
+            .get(0);
+        texts.push(plan.to_string());
+    }
+    texts
+}
+
 #[cfg(test)]
 mod tests {
     use agentmem_core::{Message, SessionId, SessionStore};

@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use agentmem_core::Layered;
+use agentmem_core::{Layered, SessionStore};
 use agentmem_postgres::PostgresStore;
 use agentmem_testkit::NamespaceGuard;
 
@@ -146,6 +146,81 @@ pub fn undo_version_6(s: &str) -> String {
         "DROP TABLE {s}.graph_entities, {s}.graph_observations, {s}.graph_relations;
          DROP SEQUENCE {s}.graph_seq;"
     )
+}
+
+/// Puts `store`'s schema back as version `version` left it, holding a message (`undo` gives
+/// the SQL dropping the later versions' objects in the quoted schema; their
+/// `schema_migrations` rows are deleted here), then reopens it with [`reopen_current`]: the
+/// message is still there. Returns the reopened store.
+pub async fn migrated_from(
+    store: &Layered<PostgresStore>,
+    version: u32,
+    undo: impl FnOnce(&str) -> String,
+) -> Layered<PostgresStore> {
+    use agentmem_core::{AgentMemoryExt, Message, SessionId};
+    let session = SessionId::new("old").expect("session id");
+    store
+        .append_one(
+            &session,
+            Message::user(format!("written by version {version}")),
+        )
+        .await
+        .expect("append");
+    let s = format!("\"{}\"", store.schema());
+    admin()
+        .await
+        .batch_execute(&format!(
+            "{undo}
+             DELETE FROM {s}.schema_migrations WHERE version > {version};",
+            undo = undo(&s)
+        ))
+        .await
+        .expect("downgrade");
+    assert_eq!(store.schema_version().await.expect("version"), version);
+    let again = reopen_current(store).await;
+    assert_eq!(again.messages(&session).await.expect("load").len(), 1);
+    again
+}
+
+/// A second connection to `store`'s schema, which must open (migrating it if need be) and
+/// report this build's schema version.
+pub async fn reopen_current(store: &PostgresStore) -> Layered<PostgresStore> {
+    let url = with_options(&database_url(), &[("schema", store.schema())]);
+    let again = PostgresStore::connect(&url)
+        .await
+        .expect("reopen (and migrate)");
+    assert_eq!(
+        again.schema_version().await.expect("version"),
+        agentmem_postgres::SCHEMA_VERSION
+    );
+    again
+}
+
+/// `n` printable ASCII characters PostgreSQL's compression finds no pattern in (a linear
+/// congruential sequence seeded with `seed`).
+pub fn incompressible(n: usize, seed: u64) -> String {
+    let mut state = seed;
+    (0..n)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            char::from(b'!' + ((state >> 33) % 94) as u8)
+        })
+        .collect()
+}
+
+/// The count the query `sql` (a `SELECT count(*)`) returns on `client`.
+pub async fn count(
+    client: &tokio_postgres::Client,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> i64 {
+    client
+        .query_one(sql, params)
+        .await
+        .expect("count rows")
+        .get(0)
 }
 
 /// A plain driver connection for inspecting and disturbing the server.

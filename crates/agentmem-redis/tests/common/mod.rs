@@ -25,6 +25,25 @@ pub fn config_under_fresh_prefix(url: &str, tag: &str) -> (RedisConfig, Namespac
     (config, guard)
 }
 
+/// A small deterministic pseudo-random sequence (a linear congruential generator).
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    /// The next number, below `n`.
+    pub fn next(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((self.0 >> 33) % n as u64) as usize
+    }
+
+    /// One of `items`.
+    pub fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.next(items.len())]
+    }
+}
+
 /// The raw line memory item `id` holds in the memory meta hash under key root `root` (the
 /// prefix, in braces on a cluster), as a migration wrote it.
 pub async fn memory_meta(

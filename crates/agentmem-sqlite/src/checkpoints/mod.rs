@@ -79,10 +79,7 @@ impl CheckpointStore for SqliteStore {
     }
 
     async fn delete_run_checkpoints(&self, run_ids: &[String]) -> Result<u64> {
-        let run_ids = run_ids.to_vec();
-        self.pool()
-            .write(move |conn| maintain::delete_runs(conn, &run_ids))
-            .await
+        self.write_slice(run_ids, maintain::delete_runs).await
     }
 
     async fn copy_thread(&self, source: &ThreadId, target: &ThreadId) -> Result<u64> {

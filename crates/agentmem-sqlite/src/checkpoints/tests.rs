@@ -8,7 +8,7 @@ use agentmem_core::{
 use rusqlite::Connection;
 
 use super::{maintain, read, write};
-use crate::testing::{migrated, query_plan, rows_in};
+use crate::testing::{assert_looks_up, migrated, query_plan, rows_in};
 
 fn key(thread: &str, ns: &str, id: &str) -> CheckpointKey {
     CheckpointKey {
@@ -83,9 +83,7 @@ fn writes_are_found_by_their_primary_key() {
     let conn = migrated();
     let writes_key = "sqlite_autoindex_agentmem_checkpoint_writes_1";
     for sql in [read::WRITES, maintain::COPY_WRITES, maintain::PRUNE_WRITES] {
-        let plan = query_plan(&conn, sql);
-        assert!(plan.contains(writes_key), "{sql}: {plan}");
-        assert!(!plan.contains("SCAN"), "{sql}: {plan}");
+        assert_looks_up(&conn, sql, writes_key);
     }
 }
 

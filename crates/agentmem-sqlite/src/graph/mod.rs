@@ -29,48 +29,31 @@ use crate::store::SqliteStore;
 #[async_trait]
 impl GraphStore for SqliteStore {
     async fn create_entities(&self, entities: &[Entity]) -> Result<Vec<Entity>> {
-        let entities = entities.to_vec();
-        self.pool()
-            .write(move |conn| write::create_entities(conn, &entities))
-            .await
+        self.write_slice(entities, write::create_entities).await
     }
 
     async fn create_relations(&self, relations: &[Relation]) -> Result<Vec<Relation>> {
-        let relations = relations.to_vec();
-        self.pool()
-            .write(move |conn| write::create_relations(conn, &relations))
-            .await
+        self.write_slice(relations, write::create_relations).await
     }
 
     async fn add_observations(
         &self,
         additions: &[ObservationAddition],
     ) -> Result<Vec<AddedObservations>> {
-        let additions = additions.to_vec();
-        self.pool()
-            .write(move |conn| write::add_observations(conn, &additions))
-            .await
+        self.write_slice(additions, write::add_observations).await
     }
 
     async fn delete_entities(&self, names: &[String]) -> Result<u64> {
-        let names = names.to_vec();
-        self.pool()
-            .write(move |conn| write::delete_entities(conn, &names))
-            .await
+        self.write_slice(names, write::delete_entities).await
     }
 
     async fn delete_observations(&self, deletions: &[ObservationDeletion]) -> Result<u64> {
-        let deletions = deletions.to_vec();
-        self.pool()
-            .write(move |conn| write::delete_observations(conn, &deletions))
+        self.write_slice(deletions, write::delete_observations)
             .await
     }
 
     async fn delete_relations(&self, relations: &[Relation]) -> Result<u64> {
-        let relations = relations.to_vec();
-        self.pool()
-            .write(move |conn| write::delete_relations(conn, &relations))
-            .await
+        self.write_slice(relations, write::delete_relations).await
     }
 
     async fn read_graph(&self, query: &GraphQuery) -> Result<KnowledgeGraph> {

@@ -2,7 +2,7 @@
 //! and their answers beside the reference rules ([`GraphState`]).
 
 use super::{read, write};
-use crate::testing::{migrated, query_plan, rows_in};
+use crate::testing::{assert_looks_up, migrated, rows_in};
 use agentmem_core::{
     Entity, ErrorKind, GraphQuery, GraphState, ObservationAddition, ObservationDeletion, Relation,
 };
@@ -36,9 +36,7 @@ fn lookups_walk_indexes_and_never_scan() {
             "sqlite_autoindex_agentmem_graph_observations_1",
         ),
     ] {
-        let plan = query_plan(&conn, sql);
-        assert!(plan.contains(index), "{sql}: {plan}");
-        assert!(!plan.contains("SCAN"), "{sql}: {plan}");
+        assert_looks_up(&conn, sql, index);
     }
 }
 

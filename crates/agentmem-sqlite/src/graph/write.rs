@@ -50,17 +50,36 @@ fn entity_id(conn: &Connection, name: &str) -> SqlResult<Option<i64>> {
     Ok(id)
 }
 
+/// Runs the `INSERT … ON CONFLICT DO NOTHING` statement `sql` once with the `params` of each
+/// of `items`, in order; returns what `created` makes of each item that inserted a row (given
+/// the new row's id), skipping those already stored (earlier ones of `items` included).
+fn insert_new<'a, I, P: Params, T>(
+    conn: &Connection,
+    sql: &str,
+    items: &'a [I],
+    params: impl Fn(&'a I) -> P,
+    mut created: impl FnMut(&'a I, i64) -> SqlResult<T>,
+) -> SqlResult<Vec<T>> {
+    let mut insert = conn.prepare_cached(sql)?;
+    let mut new = Vec::new();
+    for item in items {
+        if insert.execute(params(item))? == 1 {
+            new.push(created(item, conn.last_insert_rowid())?);
+        }
+    }
+    Ok(new)
+}
+
 /// Adds `contents` to entity `id` in order, skipping those it holds (earlier ones of
 /// `contents` included); returns those added.
 fn add_to(conn: &Connection, id: i64, contents: &[String]) -> SqlResult<Vec<String>> {
-    let mut insert = conn.prepare_cached(INSERT_OBSERVATION)?;
-    let mut added = Vec::new();
-    for content in contents {
-        if insert.execute((id, content))? == 1 {
-            added.push(content.clone());
-        }
-    }
-    Ok(added)
+    insert_new(
+        conn,
+        INSERT_OBSERVATION,
+        contents,
+        |c| (id, c),
+        |c, _| Ok(c.clone()),
+    )
 }
 
 /// Creates the entities whose names are new, each with its observations (repeats kept once);
@@ -70,23 +89,20 @@ pub(super) fn create_entities(
     entities: &[Entity],
 ) -> SqlResult<Vec<Entity>> {
     immediate(conn, |tx| {
-        let mut insert = tx.prepare_cached(
+        insert_new(
+            tx,
             "INSERT INTO agentmem_graph_entities (name, entity_type) VALUES (?1, ?2)
              ON CONFLICT (name) DO NOTHING",
-        )?;
-        let mut created = Vec::new();
-        for entity in entities {
-            if insert.execute((&entity.name, &entity.entity_type))? == 0 {
-                continue;
-            }
-            let id = tx.last_insert_rowid();
-            created.push(Entity {
-                name: entity.name.clone(),
-                entity_type: entity.entity_type.clone(),
-                observations: add_to(tx, id, &entity.observations)?,
-            });
-        }
-        Ok(created)
+            entities,
+            |entity| (&entity.name, &entity.entity_type),
+            |entity, id| {
+                Ok(Entity {
+                    name: entity.name.clone(),
+                    entity_type: entity.entity_type.clone(),
+                    observations: add_to(tx, id, &entity.observations)?,
+                })
+            },
+        )
     })
 }
 
@@ -96,17 +112,14 @@ pub(super) fn create_relations(
     relations: &[Relation],
 ) -> SqlResult<Vec<Relation>> {
     immediate(conn, |tx| {
-        let mut insert = tx.prepare_cached(
+        insert_new(
+            tx,
             "INSERT INTO agentmem_graph_relations (from_name, to_name, relation_type)
              VALUES (?1, ?2, ?3) ON CONFLICT (from_name, to_name, relation_type) DO NOTHING",
-        )?;
-        let mut created = Vec::new();
-        for relation in relations {
-            if insert.execute(relation_key(relation))? == 1 {
-                created.push(relation.clone());
-            }
-        }
-        Ok(created)
+            relations,
+            relation_key,
+            |relation, _| Ok(relation.clone()),
+        )
     })
 }
 

@@ -32,7 +32,7 @@ fn entity(name: &str, entity_type: &str, observations: &[&str]) -> Entity {
 fn addition(name: &str, contents: &[&str]) -> ObservationAddition {
     ObservationAddition {
         entity_name: name.into(),
-        contents: contents.iter().map(|c| (*c).to_owned()).collect(),
+        contents: names(contents),
     }
 }
 
@@ -227,7 +227,7 @@ pub async fn adding_observations_skips_held_ones(store: &dyn AgentMemory) {
     .await;
     let expected = |name: &str, added: &[&str]| AddedObservations {
         entity_name: name.into(),
-        added_observations: added.iter().map(|a| (*a).to_owned()).collect(),
+        added_observations: names(added),
     };
     assert_eq!(
         added,

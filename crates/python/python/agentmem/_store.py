@@ -354,12 +354,13 @@ class Store(_Opened):
         plaintext: bool = False,
     ) -> dict[str, Any]:
         """Copies every session, archive, memory item, checkpoint and the knowledge graph into
-        the store at ``to`` and verifies the copy. From an encrypted store the destination must be encrypted too
-        (``key_file``, or its URL's ``key_file=``) unless ``plaintext=True`` asks for a
-        decrypted copy. ``progress(event)`` hears each step: ``{"event": "start",
-        "sessions": n}``, ``{"event": "session", "session": id, "messages": n, "written":
-        {...}}``, ``{"event": "graph", "entities": n, "entities_created": n, ...}``,
-        ``{"event": "finish"}`` (called from a worker thread)."""
+        the store at ``to`` and verifies the copy. From an encrypted store the destination
+        must be encrypted too (``key_file``, or its URL's ``key_file=``) unless
+        ``plaintext=True`` asks for a decrypted copy. ``progress(event)`` hears each step:
+        ``{"event": "start", "sessions": n}``, ``{"event": "session", "session": id,
+        "messages": n, "written": {...}}``, ``{"event": "graph", "entities": n,
+        "entities_created": n, ...}``, ``{"event": "finish"}`` (called from a worker
+        thread)."""
         return dict(
             self._native.migrate(
                 to,

@@ -6,10 +6,11 @@ build of the command and the reference server from npm:
 
     cargo build --release -p agentmem-cli
     npm install --prefix /tmp/mcp-ref @modelcontextprotocol/server-memory@2026.8.31
-    AGENTMEM_CLI=target/release/agentmem \\
-    AGENTMEM_MCP_REFERENCE=/tmp/mcp-ref/node_modules/@modelcontextprotocol/server-memory/dist/index.js \\
-        python crates/python/benches/mcp.py            # 1,000 and 10,000 entities
-    ... python crates/python/benches/mcp.py --quick    # 100 entities: checks that all works
+    export AGENTMEM_CLI=target/release/agentmem
+    ref=/tmp/mcp-ref/node_modules/@modelcontextprotocol/server-memory
+    export AGENTMEM_MCP_REFERENCE=$ref/dist/index.js
+    python crates/python/benches/mcp_server.py            # 1,000 and 10,000 entities
+    python crates/python/benches/mcp_server.py --quick    # 100 entities: checks that all works
 
 Each server starts on a graph of N entities (3 observations each) and N relations, written as
 the reference server's JSONL file (agentmem imports it with ``import --format mcp-memory``).
@@ -112,14 +113,27 @@ async def run(sizes: list[int], calls: int, as_json: bool) -> None:
                     median, p95 = summary(samples)
                     rows.append((entities, tool, name, median, p95))
                     if as_json:
-                        print(json.dumps({"entities": entities, "tool": tool, "server": name, "median_ms": median, "p95_ms": p95}))
+                        print(
+                            json.dumps(
+                                {
+                                    "entities": entities,
+                                    "tool": tool,
+                                    "server": name,
+                                    "median_ms": median,
+                                    "p95_ms": p95,
+                                }
+                            )
+                        )
     if as_json:
         return
     print("| entities | tool | server | median ms | p95 ms | reference / this (median) |")
     print("|---:|---|---|---:|---:|---:|")
     for entities, tool, name, median, p95 in rows:
-        reference = next(r[3] for r in rows if r[0] == entities and r[1] == tool and r[2].startswith("reference"))
-        print(f"| {entities:,} | {tool} | {name} | {median:.2f} | {p95:.2f} | {reference / median:.1f}x |")
+        reference = next(
+            r[3] for r in rows if r[0] == entities and r[1] == tool and r[2].startswith("reference")
+        )
+        ratio = reference / median
+        print(f"| {entities:,} | {tool} | {name} | {median:.2f} | {p95:.2f} | {ratio:.1f}x |")
 
 
 def main() -> None:
