@@ -241,3 +241,44 @@ fn export_all_import_migrate_and_doctor_carry_the_graph() {
     assert_eq!(report["counts"]["entities"], 3);
     assert_eq!(report["counts"]["relations"], 2);
 }
+
+/// A torn last line of the file store's graph log (a crash mid-write) is reported by `doctor`
+/// without being touched, and `doctor --repair` backs the log up, then repairs it.
+#[test]
+fn doctor_reports_then_repairs_a_torn_graph_log() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&mut import(
+        dir.path(),
+        fixture("mcp-memory/saved_by_reference.jsonl"),
+        "mcp-memory",
+    ));
+    let before = export_graph(dir.path());
+    let log = dir.path().join("graph").join("graph.jsonl");
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.extend_from_slice(b"{\"op\":\"create_ent");
+    std::fs::write(&log, &bytes).unwrap();
+
+    fails(on(dir.path()).arg("doctor"), 4);
+    assert_eq!(
+        std::fs::read(&log).unwrap(),
+        bytes,
+        "a check changes nothing"
+    );
+    let out = ok(on(dir.path()).args(["doctor", "--repair"]));
+    assert!(
+        out.contains("torn tail, repaired") && out.contains("backup:"),
+        "{out}"
+    );
+    assert_eq!(export_graph(dir.path()), before, "every whole record kept");
+    let backups: Vec<_> = std::fs::read_dir(dir.path().join("backups"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("graph").join("graph.jsonl"))
+        .collect();
+    assert_eq!(backups.len(), 1);
+    assert_eq!(
+        std::fs::read(&backups[0]).unwrap(),
+        bytes,
+        "the backup is the log as found"
+    );
+    ok(on(dir.path()).arg("doctor"));
+}

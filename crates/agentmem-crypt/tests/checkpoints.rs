@@ -3,8 +3,6 @@
 //! values or pending writes, ciphertext moved to another place fails to open, `copy_thread`
 //! re-seals into its target, and a wrong key or none is refused.
 
-use std::collections::BTreeMap;
-use std::error::Error as _;
 use std::sync::Arc;
 
 use agentmem_core::{
@@ -15,7 +13,10 @@ use agentmem_core::{
 use agentmem_crypt::{CryptoError, MasterKey, NoKeyLayer, ENVELOPE_PREFIX, MARKER_PROPERTY};
 
 mod common;
-use common::{at, key, sid, thread, with_key, Store};
+use common::{
+    assert_no_key, assert_wrong_key, at, checkpoint_with, crypto_error, everything, key, sid,
+    thread, values, with_key, Store,
+};
 
 /// Bytes and type tags that must never appear in the store.
 const BODY: &[u8] = b"canaryBodyPangolin";
@@ -26,15 +27,7 @@ const TAG: &str = "canaryTagOkapi";
 fn checkpoint(key: CheckpointKey, parent: Option<&str>, versions: &[(&str, &str)]) -> Checkpoint {
     let mut body = BODY.to_vec();
     body.extend_from_slice(key.id.as_str().as_bytes());
-    let mut c = Checkpoint::new(key, TypedBytes::new(TAG, body));
-    // Fixed, so that the layered store and core's store alone hold equal checkpoints.
-    c.created_at =
-        serde_json::from_value(serde_json::json!("2026-01-02T03:04:05.678901Z")).expect("a time");
-    c.parent = parent.map(|p| p.parse().expect("a valid parent id"));
-    c.channel_versions = versions
-        .iter()
-        .map(|(c, v)| ((*c).to_owned(), (*v).to_owned()))
-        .collect::<BTreeMap<_, _>>();
+    let mut c = checkpoint_with(key, TypedBytes::new(TAG, body), parent, versions);
     c.metadata = Metadata::from_iter([
         ("run_id".to_owned(), serde_json::json!("run-1")),
         (
@@ -117,60 +110,38 @@ async fn fill<S: CheckpointStore + ?Sized>(store: &S) -> Result<()> {
     store.put_writes(&at(t, "", "2"), &[special]).await
 }
 
-/// Everything a reader sees of the checkpoints of a store.
-async fn everything<S: CheckpointStore + ?Sized>(store: &S) -> Vec<CheckpointTuple> {
-    store
-        .list_checkpoints(&CheckpointQuery::default())
-        .await
-        .expect("list every checkpoint")
-}
-
-fn crypto_error(err: &agentmem_core::Error) -> Option<&CryptoError> {
-    err.source().and_then(|s| s.downcast_ref::<CryptoError>())
-}
-
 fn assert_tampered<T: std::fmt::Debug>(result: Result<T>, what: &str) {
     let err = result.expect_err(what);
     assert_eq!(err.kind(), ErrorKind::CorruptData, "{what}: {err}");
     assert_eq!(crypto_error(&err), Some(&CryptoError::Tampered), "{what}");
 }
 
-fn assert_no_key<T: std::fmt::Debug>(result: Result<T>, key: &MasterKey, what: &str) {
-    let err = result.expect_err(what);
-    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{what}: {err}");
-    assert_eq!(
-        crypto_error(&err),
-        Some(&CryptoError::NoKey { found: key.id() }),
-        "{what}: {err}"
+/// Asserts that `keyless` refuses, for want of `key`, every read of sealed checkpoints: the
+/// latest of `t`, a listing, and a copy of `t` (which reads it to re-seal it).
+async fn assert_reads_need_the_key<S: CheckpointStore + ?Sized>(
+    keyless: &S,
+    t: &ThreadId,
+    key: &MasterKey,
+) {
+    assert_no_key(
+        keyless.get_checkpoint(t, &Default::default(), None).await,
+        key,
+        "get_checkpoint",
     );
-    assert!(
-        err.to_string().contains("AGENTMEM_ENCRYPTION_KEY"),
-        "{what}"
+    assert_no_key(
+        keyless.list_checkpoints(&CheckpointQuery::default()).await,
+        key,
+        "list_checkpoints",
     );
-}
-
-fn assert_wrong_key<T: std::fmt::Debug>(result: Result<T>, what: &str) {
-    let err = result.expect_err(what);
-    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{what}: {err}");
-    assert!(
-        matches!(crypto_error(&err), Some(CryptoError::WrongKey { .. })),
-        "{what}: {err}"
+    assert_no_key(
+        keyless.copy_thread(t, &thread("x")).await,
+        key,
+        "copy_thread",
     );
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
-}
-
-/// Every opaque value of `tuples`.
-fn values(tuples: &[CheckpointTuple]) -> Vec<&TypedBytes> {
-    let mut out = Vec::new();
-    for t in tuples {
-        out.push(&t.checkpoint.body);
-        out.extend(t.blobs.iter().filter_map(|b| b.value.as_ref()));
-        out.extend(t.writes.iter().map(|w| &w.value));
-    }
-    out
 }
 
 fn raw() -> Store {
@@ -536,21 +507,7 @@ async fn without_a_key_a_marked_store_refuses_checkpoint_reads_and_writes() {
         &key,
         "put_writes",
     );
-    assert_no_key(
-        keyless.get_checkpoint(&t, &Default::default(), None).await,
-        &key,
-        "get_checkpoint",
-    );
-    assert_no_key(
-        keyless.list_checkpoints(&CheckpointQuery::default()).await,
-        &key,
-        "list_checkpoints",
-    );
-    assert_no_key(
-        keyless.copy_thread(&t, &thread("x")).await,
-        &key,
-        "copy_thread",
-    );
+    assert_reads_need_the_key(&keyless, &t, &key).await;
     assert_eq!(everything(&*raw).await, before, "nothing written");
 
     // Listing threads and deleting need no key.
@@ -602,21 +559,7 @@ async fn without_a_key_sealed_values_in_an_unmarked_store_are_refused() {
     assert_eq!(got.expect("stored").checkpoint, plain);
 
     let t = thread("user:42/chat ü*");
-    assert_no_key(
-        keyless.get_checkpoint(&t, &Default::default(), None).await,
-        &key,
-        "get_checkpoint",
-    );
-    assert_no_key(
-        keyless.list_checkpoints(&CheckpointQuery::default()).await,
-        &key,
-        "list_checkpoints",
-    );
-    assert_no_key(
-        keyless.copy_thread(&t, &thread("x")).await,
-        &key,
-        "copy_thread",
-    );
+    assert_reads_need_the_key(&keyless, &t, &key).await;
     assert!(unmarked
         .list_checkpoints(&CheckpointQuery::thread(thread("x")))
         .await

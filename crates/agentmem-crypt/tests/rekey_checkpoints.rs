@@ -4,8 +4,6 @@
 //! temporary thread, and running it again finishes it. Over core's in-memory store and the
 //! file backend.
 
-use std::collections::BTreeMap;
-use std::error::Error as _;
 use std::sync::Arc;
 
 use agentmem_core::{
@@ -14,13 +12,15 @@ use agentmem_core::{
     PropertyChange, Result, SessionStore, ThreadInfo, TypedBytes,
 };
 use agentmem_crypt::{
-    encrypt_existing, rekey, rekey_thread_id, CryptoError, EncryptLayer, MasterKey, NoKeyLayer,
-    ENVELOPE_PREFIX, REKEY_PROPERTY, REKEY_THREAD_PREFIX,
+    encrypt_existing, rekey, rekey_thread_id, EncryptLayer, MasterKey, NoKeyLayer, ENVELOPE_PREFIX,
+    REKEY_PROPERTY, REKEY_THREAD_PREFIX,
 };
 use agentmem_file::{Durability, FileConfig, FileStore};
 
 mod common;
-use common::{at, key, sid, thread, with_key, Store};
+use common::{
+    assert_wrong_key, at, checkpoint_with, everything, key, sid, thread, values, with_key, Store,
+};
 
 /// A thread id as long as one may be (its temporary id is a hash).
 fn long_thread() -> String {
@@ -31,14 +31,7 @@ const CHAT: &str = "user:42/chat ü*";
 
 fn checkpoint(key: CheckpointKey, parent: Option<&str>, versions: &[(&str, &str)]) -> Checkpoint {
     let body = format!("body of {}", key.id.as_str()).into_bytes();
-    let mut c = Checkpoint::new(key, TypedBytes::new("msgpack", body));
-    c.created_at =
-        serde_json::from_value(serde_json::json!("2026-01-02T03:04:05.678901Z")).expect("a time");
-    c.parent = parent.map(|p| p.parse().expect("a valid parent id"));
-    c.channel_versions = versions
-        .iter()
-        .map(|(c, v)| ((*c).to_owned(), (*v).to_owned()))
-        .collect::<BTreeMap<_, _>>();
+    let mut c = checkpoint_with(key, TypedBytes::new("msgpack", body), parent, versions);
     c.metadata = Metadata::from_iter([
         ("run_id".to_owned(), serde_json::json!("run-1")),
         ("nested".to_owned(), serde_json::json!({"a": [1, "\u{0}x"]})),
@@ -125,25 +118,6 @@ async fn fill<S: AgentMemory + ?Sized>(store: &S) -> Result<()> {
     store.append_one(&sid("s"), Message::user("hello")).await
 }
 
-/// Every checkpoint a reader sees.
-async fn everything<S: CheckpointStore + ?Sized>(store: &S) -> Vec<CheckpointTuple> {
-    store
-        .list_checkpoints(&CheckpointQuery::default())
-        .await
-        .expect("list every checkpoint")
-}
-
-/// Every opaque value of `tuples`.
-fn values(tuples: &[CheckpointTuple]) -> Vec<&TypedBytes> {
-    let mut out = Vec::new();
-    for t in tuples {
-        out.push(&t.checkpoint.body);
-        out.extend(t.blobs.iter().filter_map(|b| b.value.as_ref()));
-        out.extend(t.writes.iter().map(|w| &w.value));
-    }
-    out
-}
-
 /// Asserts that the store holds every value sealed under `key`.
 async fn assert_all_sealed_under(raw: &Store, key: &MasterKey) {
     let stored = everything(&**raw).await;
@@ -151,16 +125,6 @@ async fn assert_all_sealed_under(raw: &Store, key: &MasterKey) {
     for value in values(&stored) {
         assert_eq!(value.type_tag, format!("{ENVELOPE_PREFIX}{}", key.id()));
     }
-}
-
-fn assert_wrong_key<T: std::fmt::Debug>(result: Result<T>, what: &str) {
-    let err = result.expect_err(what);
-    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{what}: {err}");
-    let source = err.source().and_then(|s| s.downcast_ref::<CryptoError>());
-    assert!(
-        matches!(source, Some(CryptoError::WrongKey { .. })),
-        "{what}: {err}"
-    );
 }
 
 /// Threads as applications see them: none of a rekey's temporary threads.

@@ -2,21 +2,18 @@
 //! no key are refused by it before anything is written, and a rekey moves it last, so an
 //! interrupted rekey is resumed. Over core's in-memory store and the file backend.
 
-use std::error::Error as _;
 use std::sync::Arc;
 
 use agentmem_core::{
-    AgentMemoryExt, Error, ErrorKind, InMemoryStore, MemoryFilter, MemoryItem, MemoryKind,
-    MemoryStore, Message, MessageQuery, Metadata, PropertyChange, Result, Rewind, SessionId,
-    SessionInfo, SessionPatch, SessionQuery, SessionStore,
+    AgentMemoryExt, ErrorKind, InMemoryStore, MemoryFilter, MemoryItem, MemoryKind, MemoryStore,
+    Message, MessageQuery, Metadata, PropertyChange, Rewind, SessionId, SessionInfo, SessionPatch,
+    SessionQuery, SessionStore,
 };
-use agentmem_crypt::{
-    rekey, CryptoError, EncryptLayer, MasterKey, NoKeyLayer, StoreMarker, MARKER_PROPERTY,
-};
+use agentmem_crypt::{rekey, EncryptLayer, NoKeyLayer, StoreMarker, MARKER_PROPERTY};
 use agentmem_file::{FileConfig, FileStore};
 
 mod common;
-use common::{key, sid, with_key, Store};
+use common::{assert_no_key, assert_wrong_key, key, sid, with_key, Store};
 
 /// Core's in-memory store, and a file store in a fresh folder (kept while the guard lives).
 async fn stores() -> Vec<(Store, Option<tempfile::TempDir>)> {
@@ -37,10 +34,6 @@ async fn marker(raw: &Store) -> Option<StoreMarker> {
         .map(|text| serde_json::from_str::<StoreMarker>(&text).expect("a marker"))
 }
 
-fn crypto_error(err: &Error) -> Option<&CryptoError> {
-    err.source().and_then(|s| s.downcast_ref::<CryptoError>())
-}
-
 /// Everything a reader sees of the store, to show a refused write changed nothing.
 async fn snapshot(raw: &Store) -> (Vec<SessionInfo>, Vec<MemoryItem>, Option<String>) {
     let sessions = raw.list_sessions().await.expect("list sessions");
@@ -50,40 +43,6 @@ async fn snapshot(raw: &Store) -> (Vec<SessionInfo>, Vec<MemoryItem>, Option<Str
         .expect("list items");
     let marker = raw.store_property(MARKER_PROPERTY).await.expect("marker");
     (sessions, items, marker)
-}
-
-/// Asserts that `result` is the refusal of a store marked encrypted with `key` to a program
-/// without a key, naming how to give one.
-fn assert_no_key<T: std::fmt::Debug>(result: Result<T>, key: &MasterKey, what: &str) {
-    let err = result.expect_err(what);
-    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{what}: {err}");
-    assert_eq!(
-        crypto_error(&err),
-        Some(&CryptoError::NoKey { found: key.id() }),
-        "{what}: {err}"
-    );
-    let text = err.to_string();
-    assert!(
-        text.contains("encrypted") && text.contains("AGENTMEM_ENCRYPTION_KEY"),
-        "{what}: {text}"
-    );
-    assert!(
-        !text.contains(&key.to_base64()),
-        "{what}: the key is never printed"
-    );
-}
-
-fn assert_wrong_key<T: std::fmt::Debug>(result: Result<T>, what: &str) {
-    let err = result.expect_err(what);
-    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{what}: {err}");
-    assert!(
-        matches!(crypto_error(&err), Some(CryptoError::WrongKey { .. })),
-        "{what}: {err}"
-    );
-    assert!(
-        err.to_string().contains("wrong encryption key"),
-        "{what}: {err}"
-    );
 }
 
 #[tokio::test]

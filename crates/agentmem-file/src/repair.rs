@@ -16,9 +16,9 @@ use crate::log::TornTail;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RepairKind {
-    /// The last line of a log (`session.jsonl`, `memories.jsonl`) was cut off or unreadable,
-    /// as a crash in the middle of an append leaves it; it is truncated away (that append was
-    /// never acknowledged).
+    /// The last line of a log (`session.jsonl`, `memories.jsonl`, a checkpoint thread's or
+    /// the graph's log) was cut off or unreadable, as a crash in the middle of an append
+    /// leaves it; it is truncated away (that append was never acknowledged).
     TornTail,
     /// `MEMORY.md` did not match `session.jsonl` (cut off, missing, stale after an interrupted
     /// compaction, or edited); it is regenerated from `session.jsonl`.

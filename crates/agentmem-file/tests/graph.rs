@@ -12,7 +12,7 @@ use agentmem_core::{
     AgentMemory, Entity, ErrorKind, GraphQuery, GraphStore, InMemoryStore, KnowledgeGraph,
     ObservationAddition, ObservationDeletion, Relation,
 };
-use agentmem_file::{Durability, RepairKind};
+use agentmem_file::{Durability, FileStore, RepairKind};
 use common::{append_bytes, kinds, mixed_run_matches_the_reference, open_with, MixedRun};
 
 /// One graph call.
@@ -422,4 +422,136 @@ async fn concurrent_tasks_of_one_store_and_two_stores_lose_nothing() {
     assert_eq!(graph.entities[0].observations.len(), 8 * 25);
     let ones = graph.entities.iter().filter(|e| e.name == "one").count();
     assert_eq!(ones, 1);
+}
+
+/// The log's bytes.
+fn log_bytes(root: &Path) -> Vec<u8> {
+    std::fs::read(log(root)).expect("read")
+}
+
+/// What `check_graph(repair)` finds: each finding's kind, and whether it was repaired.
+async fn check(store: &FileStore, repair: bool) -> Vec<(RepairKind, bool)> {
+    let found = store.check_graph(repair).await.expect("check");
+    found.iter().map(|r| (r.kind, r.repaired)).collect()
+}
+
+#[tokio::test]
+async fn a_check_reports_a_torn_graph_tail_and_a_repair_truncates_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    create(&open_with(dir.path(), Durability::Fsync).await, &["a", "b"]).await;
+    let whole = log_bytes(dir.path());
+    append_bytes(
+        &log(dir.path()),
+        br#"{"op":"create_entities","entities":[{"na"#,
+    );
+    let torn = log_bytes(dir.path());
+    let store = open_with(dir.path(), Durability::Fsync).await;
+    let found = store.check_graph(false).await.expect("check");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        (found[0].kind, found[0].repaired),
+        (RepairKind::TornTail, false)
+    );
+    assert_eq!(found[0].path, log(dir.path()));
+    assert!(found[0].detail.contains("line 3"), "{}", found[0]);
+    assert_eq!(log_bytes(dir.path()), torn, "a check changes nothing");
+    assert!(store.repairs().is_empty());
+    assert_eq!(check(&store, true).await, [(RepairKind::TornTail, true)]);
+    assert_eq!(log_bytes(dir.path()), whole);
+    assert_eq!(kinds(&store), [RepairKind::TornTail]);
+    assert!(check(&store, false).await.is_empty());
+    assert_eq!(names(&store).await, ["a", "b"]);
+}
+
+#[tokio::test]
+async fn a_check_reports_a_bad_graph_line_and_a_repair_sets_it_aside_keeping_the_rest() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = open_with(dir.path(), Durability::Buffered).await;
+    for name in ["a", "b", "c"] {
+        create(&store, &[name]).await;
+    }
+    // Line 3 (b's creation) edited into something unreadable.
+    let text = std::fs::read_to_string(log(dir.path())).expect("read");
+    let mut rows: Vec<&str> = text.lines().collect();
+    rows[2] = "not json";
+    std::fs::write(log(dir.path()), rows.join("\n") + "\n").expect("write");
+    let edited = log_bytes(dir.path());
+    let quarantine = dir.path().join("graph").join("quarantine");
+
+    let found = store.check_graph(false).await.expect("check");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        (found[0].kind, found[0].repaired),
+        (RepairKind::Quarantined, false)
+    );
+    let detail = &found[0].detail;
+    assert!(detail.contains("line 3 does not parse"), "{detail}");
+    assert!(detail.contains("to be set aside in"), "{detail}");
+    assert_eq!(log_bytes(dir.path()), edited, "a check changes nothing");
+    assert!(!quarantine.exists());
+
+    assert_eq!(check(&store, true).await, [(RepairKind::Quarantined, true)]);
+    let aside: Vec<_> = std::fs::read_dir(&quarantine)
+        .expect("quarantine folder")
+        .map(|e| std::fs::read(e.expect("entry").path()).expect("read"))
+        .collect();
+    assert_eq!(aside, [b"not json\n".to_vec()]);
+    assert_eq!(kinds(&store), [RepairKind::Quarantined]);
+    assert!(check(&store, false).await.is_empty());
+    assert_eq!(names(&store).await, ["a", "c"]);
+    let fresh = open_with(dir.path(), Durability::Buffered).await;
+    assert_eq!(names(&fresh).await, ["a", "c"]);
+    assert!(fresh.repairs().is_empty(), "{:?}", fresh.repairs());
+}
+
+#[tokio::test]
+async fn a_check_of_a_clean_graph_finds_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = open_with(dir.path(), Durability::Buffered).await;
+    // No graph yet: nothing to find, and nothing created.
+    assert!(check(&store, false).await.is_empty());
+    assert!(check(&store, true).await.is_empty());
+    assert!(!dir.path().join("graph").exists());
+    create(&store, &["a", "b"]).await;
+    store
+        .add_observations(&[add("a", &["x"])])
+        .await
+        .expect("add");
+    let before = log_bytes(dir.path());
+    assert!(check(&store, false).await.is_empty());
+    assert!(check(&store, true).await.is_empty());
+    assert_eq!(log_bytes(dir.path()), before);
+    assert!(store.repairs().is_empty(), "{:?}", store.repairs());
+    // The store goes on from its cache after a check.
+    create(&store, &["c"]).await;
+    assert_eq!(names(&store).await, ["a", "b", "c"]);
+}
+
+#[tokio::test]
+async fn a_check_reports_graph_temp_files_and_refuses_a_newer_log() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = open_with(dir.path(), Durability::Buffered).await;
+    create(&store, &["a"]).await;
+    let tmp = dir.path().join("graph").join(".tmp-interrupted");
+    std::fs::write(&tmp, b"half a rewrite").expect("write");
+    assert_eq!(check(&store, false).await, [(RepairKind::TempFile, false)]);
+    assert!(tmp.exists());
+    assert_eq!(check(&store, true).await, [(RepairKind::TempFile, true)]);
+    assert!(!tmp.exists());
+    // A temporary file beside no log (the first write interrupted) is found too.
+    std::fs::remove_file(log(dir.path())).expect("remove");
+    std::fs::write(&tmp, b"half a first write").expect("write");
+    assert_eq!(check(&store, true).await, [(RepairKind::TempFile, true)]);
+    assert!(!tmp.exists());
+
+    let newer = "{\"op\":\"header\",\"format\":\"agentmem.graph\",\"version\":9}\n{\"op\":\"x\"}\n";
+    std::fs::write(log(dir.path()), newer).expect("write");
+    for repair in [false, true] {
+        let err = store.check_graph(repair).await.expect_err("refused");
+        assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(log(dir.path())).expect("read"),
+        newer
+    );
 }

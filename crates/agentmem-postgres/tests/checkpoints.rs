@@ -67,6 +67,33 @@ async fn another_process(store: &PostgresStore) -> Layered<PostgresStore> {
     PostgresStore::connect(&url).await.expect("another process")
 }
 
+/// Prunes `thread` to its latest checkpoint through `pruner`; how many checkpoints went.
+async fn prune_to_latest(pruner: &Layered<PostgresStore>, thread: &ThreadId) -> u64 {
+    pruner
+        .prune_checkpoints(std::slice::from_ref(thread), CheckpointPrune::KeepLatest)
+        .await
+        .expect("prune")
+}
+
+/// Runs `write` on a task of its own while another process (returned) prunes `thread` to its
+/// latest checkpoint again and again; then waits for the writer (so its panics fail the test).
+async fn prune_while<F>(
+    store: &PostgresStore,
+    thread: &ThreadId,
+    write: F,
+) -> Layered<PostgresStore>
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let pruner = another_process(store).await;
+    let writer = tokio::spawn(write);
+    while !writer.is_finished() {
+        prune_to_latest(&pruner, thread).await;
+    }
+    writer.await.expect("writer task");
+    pruner
+}
+
 #[tokio::test]
 async fn a_version_4_schema_gains_checkpoints_when_migrated_to_5() {
     let Some(store) = common::open(&[]).await else {
@@ -286,11 +313,7 @@ async fn writes_ahead_of_their_checkpoint_follow_each_delete_rule() {
         ],
         "the copy replaces the target and copies only its checkpoints' writes"
     );
-    let pruned = store
-        .prune_checkpoints(std::slice::from_ref(&a), CheckpointPrune::KeepLatest)
-        .await
-        .expect("prune");
-    assert_eq!(pruned, 0);
+    assert_eq!(prune_to_latest(&store, &a).await, 0);
     assert_eq!(
         write_rows(&store).await,
         [row("a", "", "c2", "t"), row("alone", "", "c2", "t")],
@@ -385,37 +408,25 @@ async fn prunes_racing_writes_keep_the_latest_checkpoints_writes() {
     let Some(store) = common::open(&[]).await else {
         return;
     };
-    let pruner = another_process(&store).await;
     let thread = ThreadId::new("pruned").expect("thread id");
-    let writer = {
-        let store = store.clone();
-        tokio::spawn(async move {
-            for i in 0..100 {
-                let at = key("pruned", "", &format!("c{i:03}"));
-                let c = checkpoint(at.clone(), &[], json!({}));
-                store.put_checkpoint(&c, &[]).await.expect("put");
-                let w = write(&format!("t{i}"), 0);
-                store.put_writes(&at, &[w]).await.expect("writes");
-                let got = store
-                    .get_checkpoint(&at.thread, &at.ns, Some(&at.id))
-                    .await
-                    .expect("get")
-                    .expect("the latest checkpoint stays");
-                assert_eq!(got.writes.len(), 1, "{i}: its write stays");
-            }
-        })
-    };
-    while !writer.is_finished() {
-        pruner
-            .prune_checkpoints(std::slice::from_ref(&thread), CheckpointPrune::KeepLatest)
-            .await
-            .expect("prune");
-    }
-    writer.await.expect("writer task");
-    pruner
-        .prune_checkpoints(std::slice::from_ref(&thread), CheckpointPrune::KeepLatest)
-        .await
-        .expect("last prune");
+    let writer = store.clone();
+    let pruner = prune_while(&store, &thread, async move {
+        for i in 0..100 {
+            let at = key("pruned", "", &format!("c{i:03}"));
+            let c = checkpoint(at.clone(), &[], json!({}));
+            writer.put_checkpoint(&c, &[]).await.expect("put");
+            let w = write(&format!("t{i}"), 0);
+            writer.put_writes(&at, &[w]).await.expect("writes");
+            let got = writer
+                .get_checkpoint(&at.thread, &at.ns, Some(&at.id))
+                .await
+                .expect("get")
+                .expect("the latest checkpoint stays");
+            assert_eq!(got.writes.len(), 1, "{i}: its write stays");
+        }
+    })
+    .await;
+    prune_to_latest(&pruner, &thread).await;
     assert_eq!(write_rows(&store).await, [row("pruned", "", "c099", "t99")]);
     store.drop_schema().await.expect("drop test schema");
 }
@@ -429,30 +440,21 @@ async fn prunes_racing_puts_keep_every_value_a_checkpoint_reads() {
     let Some(store) = common::open(&[]).await else {
         return;
     };
-    let pruner = another_process(&store).await;
     let thread = ThreadId::new("pruned").expect("thread id");
-    let writer = {
-        let store = store.clone();
-        tokio::spawn(async move {
-            for i in 0..200 {
-                let version = format!("v{}", i % 2);
-                let c = checkpoint(
-                    key("pruned", "", &format!("c{i:03}")),
-                    &[("ch", &version)],
-                    json!({}),
-                );
-                let value = blob("ch", &version, &version);
-                store.put_checkpoint(&c, &[value]).await.expect("put");
-            }
-        })
-    };
-    while !writer.is_finished() {
-        pruner
-            .prune_checkpoints(std::slice::from_ref(&thread), CheckpointPrune::KeepLatest)
-            .await
-            .expect("prune");
-    }
-    writer.await.expect("writer task");
+    let writer = store.clone();
+    prune_while(&store, &thread, async move {
+        for i in 0..200 {
+            let version = format!("v{}", i % 2);
+            let c = checkpoint(
+                key("pruned", "", &format!("c{i:03}")),
+                &[("ch", &version)],
+                json!({}),
+            );
+            let value = blob("ch", &version, &version);
+            writer.put_checkpoint(&c, &[value]).await.expect("put");
+        }
+    })
+    .await;
     let all = store
         .list_checkpoints(&CheckpointQuery::thread(thread.clone()))
         .await

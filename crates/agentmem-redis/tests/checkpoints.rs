@@ -24,17 +24,7 @@ const NAMESPACES: [&str; 3] = ["", "node:1|inner:2", "{$}"];
 
 async fn open(tag: &str) -> Option<(Layered<RedisStore>, MultiplexedConnection, NamespaceGuard)> {
     let url = agentmem_testkit::env_url("REDIS_URL", "redis://127.0.0.1:6379");
-    let (config, guard) = common::config_under_fresh_prefix(&url, tag);
-    let store = match RedisStore::connect_with(config).await {
-        Ok(store) => store,
-        Err(e) => return agentmem_testkit::service_unavailable("redis", &url, &e),
-    };
-    let raw = redis::Client::open(url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    Some((store, raw, guard))
+    common::store_and_raw(&url, tag).await
 }
 
 fn metadata(value: serde_json::Value) -> Metadata {
@@ -188,6 +178,20 @@ async fn assert_same(redis: &impl CheckpointStore, reference: &InMemoryStore, wh
     }
 }
 
+/// Puts `write` at `at` on the Redis store and on the reference alike.
+async fn put_write_on_both(
+    store: &Layered<RedisStore>,
+    reference: &InMemoryStore,
+    at: &CheckpointKey,
+    write: PendingWrite,
+) {
+    store
+        .put_writes(at, std::slice::from_ref(&write))
+        .await
+        .unwrap();
+    reference.put_writes(at, &[write]).await.unwrap();
+}
+
 /// Random checkpoints and writes on both stores, then every maintenance operation, checked
 /// against the in-memory reference after each step. More checkpoints than one list script
 /// call examines, so listings continue from a cursor. Some writes come before their
@@ -205,11 +209,7 @@ async fn checkpoints_behave_like_the_reference_store() {
         if i % 5 == 0 {
             let at = random_key(&mut rng, i % 15 == 0);
             let write = random_write(&mut rng, i);
-            store
-                .put_writes(&at, std::slice::from_ref(&write))
-                .await
-                .unwrap();
-            reference.put_writes(&at, &[write]).await.unwrap();
+            put_write_on_both(&store, &reference, &at, write).await;
             early.push(at);
         }
         let (checkpoint, blobs) = random_checkpoint(&mut rng, i);
@@ -218,11 +218,7 @@ async fn checkpoints_behave_like_the_reference_store() {
         if i % 4 == 0 {
             let write = random_write(&mut rng, i);
             let at = &checkpoint.key;
-            store
-                .put_writes(at, std::slice::from_ref(&write))
-                .await
-                .unwrap();
-            reference.put_writes(at, &[write]).await.unwrap();
+            put_write_on_both(&store, &reference, at, write).await;
         }
     }
     assert_same(&*store, &reference, "after the puts").await;
@@ -255,11 +251,7 @@ async fn checkpoints_behave_like_the_reference_store() {
         let mut at = random_key(&mut rng, i % 2 == 0);
         at.thread = target.clone();
         let write = random_write(&mut rng, i);
-        store
-            .put_writes(&at, std::slice::from_ref(&write))
-            .await
-            .unwrap();
-        reference.put_writes(&at, &[write]).await.unwrap();
+        put_write_on_both(&store, &reference, &at, write).await;
         early.push(at);
     }
     assert_eq!(
@@ -306,13 +298,7 @@ async fn checkpoint_keys_are_escaped_and_cleared() {
     for i in 0..60 {
         let (checkpoint, blobs) = random_checkpoint(&mut rng, i);
         store.put_checkpoint(&checkpoint, &blobs).await.unwrap();
-        let write = PendingWrite {
-            task_id: "t".into(),
-            idx: 0,
-            channel: "x".into(),
-            value: TypedBytes::new("json", b"1".to_vec()),
-            task_path: String::new(),
-        };
+        let write = common::plain_write();
         store
             .put_writes(&checkpoint.key, std::slice::from_ref(&write))
             .await
@@ -325,11 +311,7 @@ async fn checkpoint_keys_are_escaped_and_cleared() {
         store.put_writes(&orphan, &[write]).await.unwrap();
     }
     let pattern = format!("{prefix}:cp:*");
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(&pattern)
-        .query_async(&mut raw)
-        .await
-        .unwrap();
+    let keys = common::keys(&mut raw, &pattern).await;
     assert!(keys.len() > 20, "{keys:?}");
     for key in &keys {
         let rest = &key[prefix.len()..];
@@ -349,11 +331,7 @@ async fn checkpoint_keys_are_escaped_and_cleared() {
     }
     let only_writes = ThreadId::new("only: writes").unwrap();
     assert!(!store.delete_thread(&only_writes).await.unwrap());
-    let left: Vec<String> = redis::cmd("KEYS")
-        .arg(&pattern)
-        .query_async(&mut raw)
-        .await
-        .unwrap();
+    let left = common::keys(&mut raw, &pattern).await;
     assert!(left.is_empty(), "{left:?}");
 }
 
@@ -427,11 +405,7 @@ async fn deleting_runs_and_pruning_clear_their_keys() {
     assert_eq!(latest.checkpoint.key.id, "c1");
     assert_eq!(latest.blobs.len(), 1, "{latest:?}");
     assert_eq!(latest.writes.len(), 1, "{latest:?}");
-    let writes: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{prefix}:cp:t:*:w:*"))
-        .query_async(&mut raw)
-        .await
-        .unwrap();
+    let writes = common::keys(&mut raw, &format!("{prefix}:cp:t:*:w:*")).await;
     assert_eq!(writes, [format!("{prefix}:cp:t:gc%20thread:n::w:c1")]);
     let indexed: Vec<Vec<u8>> = redis::cmd("ZRANGE")
         .arg(format!("{prefix}:cp:t:gc%20thread:writes"))
@@ -442,11 +416,7 @@ async fn deleting_runs_and_pruning_clear_their_keys() {
         .unwrap();
     assert_eq!(indexed, [b"\0c1".to_vec()]);
     // The blob hash holds only what c1 reads; `sub` left no key.
-    let blobs: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{prefix}:cp:t:*:blobs"))
-        .query_async(&mut raw)
-        .await
-        .unwrap();
+    let blobs = common::keys(&mut raw, &format!("{prefix}:cp:t:*:blobs")).await;
     assert_eq!(blobs.len(), 1, "{blobs:?}");
     let fields: u64 = redis::cmd("HLEN")
         .arg(&blobs[0])
@@ -458,11 +428,7 @@ async fn deleting_runs_and_pruning_clear_their_keys() {
         store.delete_run_checkpoints(&["a".into()]).await.unwrap(),
         1
     );
-    let left: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{prefix}:cp:*"))
-        .query_async(&mut raw)
-        .await
-        .unwrap();
+    let left = common::keys(&mut raw, &format!("{prefix}:cp:*")).await;
     assert!(left.is_empty(), "{left:?}");
     assert!(store.list_threads().await.unwrap().is_empty());
 }

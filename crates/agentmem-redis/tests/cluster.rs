@@ -19,8 +19,8 @@ use agentmem_core::{
     AgentMemory, AgentMemoryExt, ChannelBlob, Checkpoint, CheckpointKey, CheckpointPrune,
     CheckpointQuery, CheckpointStore, Entity, ErrorKind, GraphQuery, GraphStore, Layered,
     MemoryFilter, MemoryId, MemoryItem, MemoryKind, MemoryScope, MemoryStore, Message,
-    MessageQuery, PendingWrite, Relation, Rewind, ScopeFilter, SessionId, SessionPatch,
-    SessionQuery, SessionStore, TypedBytes,
+    MessageQuery, Relation, Rewind, ScopeFilter, SessionId, SessionPatch, SessionQuery,
+    SessionStore, TypedBytes,
 };
 use agentmem_redis::{RedisConfig, RedisStore};
 use agentmem_testkit::{NamespaceGuard, ServerNamespace, TestStore};
@@ -178,13 +178,7 @@ async fn every_key_of_a_store_lies_in_its_prefix_slot() {
             value: None,
         };
         store.put_checkpoint(&checkpoint, &[blob]).await.unwrap();
-        let write = PendingWrite {
-            task_id: "t".into(),
-            idx: 0,
-            channel: "x".into(),
-            value: TypedBytes::new("json", b"1".to_vec()),
-            task_path: String::new(),
-        };
+        let write = common::plain_write();
         store.put_writes(&key, &[write]).await.unwrap();
     }
     let source = "{other}:t*".parse().unwrap();
@@ -216,22 +210,14 @@ async fn every_key_of_a_store_lies_in_its_prefix_slot() {
     let graph = store.read_graph(&GraphQuery::All).await.unwrap();
     assert_eq!((graph.entities.len(), graph.relations.len()), (2, 1));
     // KEYS goes to every master; only the store's node holds any of its keys.
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{{{prefix}}}:*"))
-        .query_async(&mut raw)
-        .await
-        .unwrap();
+    let keys = common::keys(&mut raw, &format!("{{{prefix}}}:*")).await;
     assert!(keys.len() > 10, "{keys:?}");
     let tag_slot = keyslot(&mut raw, &prefix).await;
     for key in &keys {
         assert!(key.starts_with(&format!("{{{prefix}}}:")), "{key}");
         assert_eq!(keyslot(&mut raw, key).await, tag_slot, "{key}");
     }
-    let untagged: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{prefix}:*"))
-        .query_async(&mut raw)
-        .await
-        .unwrap();
+    let untagged = common::keys(&mut raw, &format!("{prefix}:*")).await;
     assert!(untagged.is_empty(), "{untagged:?}");
 }
 

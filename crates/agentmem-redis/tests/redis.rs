@@ -33,29 +33,15 @@ async fn open(
     String,
     NamespaceGuard,
 )> {
-    let url = url();
-    let (config, guard) = common::config_under_fresh_prefix(&url, tag);
-    let prefix = config.prefix().to_string();
-    let store = match RedisStore::connect_with(config).await {
-        Ok(store) => store,
-        Err(e) => return agentmem_testkit::service_unavailable("redis", &url, &e),
-    };
-    let raw = redis::Client::open(url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let (store, raw, guard) = common::store_and_raw(&url(), tag).await?;
+    let prefix = store.prefix().to_string();
     Some((store, raw, prefix, guard))
 }
 
 /// Every key under `prefix`, sorted. (Test-only: the prefix is a unique namespace of
 /// letters, digits and `_`, so it is safe as a pattern; the store itself never scans.)
 async fn keys_under(raw: &mut MultiplexedConnection, prefix: &str) -> Vec<String> {
-    let mut keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{prefix}:*"))
-        .query_async(raw)
-        .await
-        .unwrap();
+    let mut keys = common::keys(raw, &format!("{prefix}:*")).await;
     keys.sort();
     keys
 }

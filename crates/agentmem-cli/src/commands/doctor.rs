@@ -5,8 +5,8 @@
 //! what fails to read as `CorruptData` is reported. The file backend is checked more deeply,
 //! through `FileStore::check`, *before* anything else touches a session (the backend repairs
 //! a session on first access, so a check that loaded first would only ever see healthy files).
-//! With `--repair`, the files of each damaged session (and a damaged memory log) are copied to
-//! a backup folder first, then repaired.
+//! With `--repair`, the files of each damaged session (and a damaged memory log or graph log)
+//! are copied to a backup folder first, then repaired.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -427,6 +427,37 @@ fn copy_recursive(from: &Path, to: &Path) -> Result<()> {
         .map_err(|e| io_error(from, "back up", e))
 }
 
+/// The file store's graph log: counted when clean; with `repair`, backed up to `backup/graph`
+/// and repaired; else reported (reading it would repair it). `true` when the backup was used.
+async fn file_graph_doctor(
+    store: &Layered<FileStore>,
+    repair: bool,
+    backup: &Path,
+    counts: &mut Counts,
+    problems: &mut Vec<Problem>,
+) -> Result<bool> {
+    let found = store.check_graph(false).await?;
+    if found.is_empty() {
+        count_graph(store, counts, problems).await?;
+        return Ok(false);
+    }
+    if !repair {
+        problems.extend(found.into_iter().map(Problem::found));
+        return Ok(false);
+    }
+    create_private_dir(backup)?;
+    copy_recursive(&store.root().join("graph"), &backup.join("graph"))?;
+    problems.extend(
+        store
+            .check_graph(true)
+            .await?
+            .into_iter()
+            .map(Problem::found),
+    );
+    count_graph(store, counts, problems).await?;
+    Ok(true)
+}
+
 async fn file_doctor(
     store: Layered<FileStore>,
     repair: bool,
@@ -509,7 +540,7 @@ async fn file_doctor(
         }
     }
     count_checkpoints(&store, &mut counts, &mut problems).await?;
-    count_graph(&store, &mut counts, &mut problems).await?;
+    backup_used |= file_graph_doctor(&store, repair, &backup, &mut counts, &mut problems).await?;
 
     Ok(DoctorReport {
         // `file://` alone means the default home: show where that is.

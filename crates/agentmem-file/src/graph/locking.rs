@@ -8,10 +8,10 @@ use agentmem_core::{GraphState, Result};
 
 use super::record::Record;
 use super::replay::{GraphCtx, GraphSlot};
-use crate::fsutil::{open_lock_file, FileLockGuard};
+use crate::fsutil::{open_lock_file, stat, FileLockGuard};
 use crate::locking::blocking;
-use crate::repair::Findings;
-use crate::store::{FileStore, Inner};
+use crate::repair::{Findings, RepairReport};
+use crate::store::{FileStore, Inner, BACKEND};
 
 impl Inner {
     fn graph_ctx(&self) -> GraphCtx<'_> {
@@ -23,10 +23,8 @@ impl Inner {
     }
 }
 
-/// Runs `op` on the slot with the graph's exclusive file lock held, after bringing the cache up
-/// to date with the log; records what was repaired.
-fn locked<T>(
-    inner: &Inner,
+/// Runs `op` on the slot with the graph's exclusive file lock held.
+fn with_lock<T>(
     ctx: &GraphCtx<'_>,
     slot: &mut GraphSlot,
     op: impl FnOnce(&mut GraphSlot) -> Result<T>,
@@ -36,17 +34,79 @@ fn locked<T>(
         Some(file) => file,
         None => open_lock_file(path)?,
     };
+    let result = FileLockGuard::exclusive(&lock, path).and_then(|_held| op(slot));
+    slot.lock_file = Some(lock);
+    result
+}
+
+/// Runs `op` on the slot with the graph's exclusive file lock held, after bringing the cache up
+/// to date with the log; records what was repaired.
+fn locked<T>(
+    inner: &Inner,
+    ctx: &GraphCtx<'_>,
+    slot: &mut GraphSlot,
+    op: impl FnOnce(&mut GraphSlot) -> Result<T>,
+) -> Result<T> {
     let mut findings = Findings::new(true);
-    let result = FileLockGuard::exclusive(&lock, path).and_then(|_held| {
+    let result = with_lock(ctx, slot, |slot| {
         ctx.sync(slot, &mut findings)?;
         op(slot)
     });
-    slot.lock_file = Some(lock);
     inner.repairs.extend(&findings);
     result
 }
 
 impl FileStore {
+    /// Checks the knowledge graph's log (`graph/graph.jsonl`) from scratch (not trusting what
+    /// this process cached), reading it whole, and returns what is damaged: a torn last line
+    /// ([`RepairKind::TornTail`](crate::RepairKind::TornTail)), complete lines that do not
+    /// parse ([`RepairKind::Quarantined`](crate::RepairKind::Quarantined)), temporary files
+    /// left by interrupted rewrites ([`RepairKind::TempFile`](crate::RepairKind::TempFile)).
+    /// Without `repair`, nothing is changed on disk. With `repair`, damage is repaired as on
+    /// the graph's next use (and also recorded in [`FileStore::repairs`]): the torn line is
+    /// truncated away, unreadable lines are set aside in `graph/quarantine/` (never deleted)
+    /// and the log keeps its readable records. A log of a newer version than this build reads
+    /// is an `Unsupported` error, and left alone. No graph yet: nothing to report.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # use std::io::Write;
+    /// use agentmem_core::{Entity, GraphStore};
+    /// use agentmem_file::{FileConfig, FileStore, RepairKind};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let store = FileStore::connect_with(FileConfig::new(dir.path())).await?;
+    /// store.create_entities(&[Entity::new("Alice", "person")]).await?;
+    /// // A crash in the middle of an append leaves half a line at the end of the log.
+    /// let log = dir.path().join("graph").join("graph.jsonl");
+    /// std::fs::OpenOptions::new().append(true).open(&log)?.write_all(b"{\"op\":\"cr")?;
+    ///
+    /// let found = store.check_graph(false).await?; // reports, changes nothing
+    /// assert_eq!((found[0].kind, found[0].repaired), (RepairKind::TornTail, false));
+    /// assert!(store.check_graph(true).await?[0].repaired); // repairs
+    /// assert!(store.check_graph(false).await?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn check_graph(&self, repair: bool) -> Result<Vec<RepairReport>> {
+        let mut guard = self.inner.graph.clone().lock_owned().await;
+        let inner = self.inner.clone();
+        blocking(move || {
+            let ctx = inner.graph_ctx();
+            if stat(&ctx.paths.dir)?.is_none() {
+                return Ok(Vec::new());
+            }
+            let mut findings = Findings::new(repair);
+            findings.deep = true;
+            let result = with_lock(&ctx, &mut guard, |slot| ctx.check(slot, &mut findings));
+            inner.repairs.extend(&findings);
+            result.map(|()| findings.list)
+        })
+        .await?
+        // `check_graph` is not a `GraphStore` method, so no layer labels its errors.
+        .map_err(|e| e.with_backend(BACKEND))
+    }
+
     /// Answers `read` from the graph as it is now, catching the cache up with the log first
     /// when another process (or handle) changed it.
     pub(crate) async fn graph_read<T, F>(&self, read: F) -> Result<T>

@@ -12,7 +12,8 @@
 //! - The log is compacted (rewritten as the graph alone, by a rename) when it holds many more
 //!   records than the graph needs (`replay.rs`); other handles see another file and read it
 //!   afresh. A torn last line is cut away, unreadable lines are set aside in
-//!   `graph/quarantine/`, as for the other logs.
+//!   `graph/quarantine/`, as for the other logs; [`FileStore::check_graph`] finds (and, asked
+//!   to, repairs) that damage without waiting for the graph's next use.
 
 mod locking;
 mod record;

@@ -23,6 +23,9 @@ const COMPACT_RECORDS_PER_ITEM: u64 = 4;
 /// See [`COMPACT_RECORDS_PER_ITEM`].
 const COMPACT_MIN_SHRINK: u64 = 2;
 
+/// What left a temporary file in `graph/`, as findings say.
+const INTERRUPTED: &str = "an interrupted graph rewrite";
+
 /// The cached replay of the graph's log. Guarded by its in-process mutex.
 #[derive(Debug, Default)]
 pub(crate) struct GraphSlot {
@@ -90,8 +93,7 @@ impl GraphCtx<'_> {
     /// Brings the cache up to date with the log, truncating a torn last line and setting
     /// complete lines that do not parse aside (see [`quarantine`](Self::quarantine)).
     pub(crate) fn sync(&self, slot: &mut GraphSlot, f: &mut Findings) -> Result<()> {
-        let reopened =
-            |f: &mut Findings| clean_temp_files(&self.paths.dir, "an interrupted graph rewrite", f);
+        let reopened = |f: &mut Findings| clean_temp_files(&self.paths.dir, INTERRUPTED, f);
         sync_log(slot, &self.paths.log, f, reopened, |slot, f| {
             // Damage is set aside from a whole read only, so the rewrite starts from every
             // record.
@@ -107,6 +109,26 @@ impl GraphCtx<'_> {
         })
     }
 
+    /// Reads the whole log afresh, not trusting the cache, as a first use would, and finds
+    /// what is damaged: a torn last line, lines that do not parse, temporary files left by
+    /// interrupted rewrites. When fixing, the cache `slot` is read afresh and the damage
+    /// repaired as [`sync`](Self::sync) does; otherwise a scratch cache reads the log and
+    /// nothing on disk changes. A log of a newer version is `Unsupported`, left alone.
+    pub(crate) fn check(&self, slot: &mut GraphSlot, f: &mut Findings) -> Result<()> {
+        if stat(&self.paths.log)?.is_none() {
+            // The first write of a log interrupted before its rename leaves a temporary file
+            // and no log (which `sync` would not look past).
+            slot.reset();
+            return clean_temp_files(&self.paths.dir, INTERRUPTED, f);
+        }
+        if f.fix {
+            slot.reset();
+            self.sync(slot, f)
+        } else {
+            self.sync(&mut GraphSlot::default(), f)
+        }
+    }
+
     /// Sets the complete lines of the whole log that do not parse (and a first line cut off)
     /// aside, byte for byte, in `graph/quarantine/`, then rewrites the log from its readable
     /// records (a torn tail goes with them: it was never acknowledged).
@@ -117,6 +139,10 @@ impl GraphCtx<'_> {
         f: &mut Findings,
     ) -> Result<()> {
         damage.keep_readable(slot, &self.paths.dir, &self.paths.log, f)?;
+        // Only checking: the log stays as it is (the cache, a scratch one, holds the rest).
+        if !f.fix {
+            return Ok(());
+        }
         self.rewrite(slot)
     }
 

@@ -5,9 +5,10 @@
     reason = "shared by several test binaries, each using part of it; a failed unwrap is a failed test"
 )]
 
-use agentmem_core::SessionStore;
+use agentmem_core::{Layered, PendingWrite, SessionStore, TypedBytes};
 use agentmem_redis::{RedisConfig, RedisStore};
 use agentmem_testkit::{NamespaceGuard, ServerNamespace, TestStore};
+use redis::aio::{ConnectionLike, MultiplexedConnection};
 
 /// A store for the conformance suite on `namespace`'s server, or `None` (the test skips)
 /// when that server (`server`, as the skip note names it) does not answer.
@@ -23,6 +24,34 @@ pub fn config_under_fresh_prefix(url: &str, tag: &str) -> (RedisConfig, Namespac
     let guard = NamespaceGuard::new().redis_store_prefix(url, &prefix);
     let config = RedisConfig::new(url).unwrap().with_prefix(&prefix).unwrap();
     (config, guard)
+}
+
+/// A store on `url` under a fresh prefix (see [`config_under_fresh_prefix`]) and a raw
+/// connection to the same server, or `None` (the test skips) when the server does not answer.
+pub async fn store_and_raw(
+    url: &str,
+    tag: &str,
+) -> Option<(Layered<RedisStore>, MultiplexedConnection, NamespaceGuard)> {
+    let (config, guard) = config_under_fresh_prefix(url, tag);
+    let store = match RedisStore::connect_with(config).await {
+        Ok(store) => store,
+        Err(e) => return agentmem_testkit::service_unavailable("redis", url, &e),
+    };
+    let raw = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    Some((store, raw, guard))
+}
+
+/// The keys matching `pattern` (Redis `KEYS`; on a cluster, from every master).
+pub async fn keys<C: ConnectionLike + Send>(raw: &mut C, pattern: &str) -> Vec<String> {
+    redis::cmd("KEYS")
+        .arg(pattern)
+        .query_async(raw)
+        .await
+        .unwrap()
 }
 
 /// A small deterministic pseudo-random sequence (a linear congruential generator).
@@ -66,4 +95,16 @@ pub async fn assert_current_schema(store: &impl SessionStore) {
         store.schema_version().await.unwrap(),
         agentmem_redis::SCHEMA_VERSION
     );
+}
+
+/// A pending write of task `t` (index 0) to channel `x`: the one write a test needs when its
+/// content does not matter.
+pub fn plain_write() -> PendingWrite {
+    PendingWrite {
+        task_id: "t".into(),
+        idx: 0,
+        channel: "x".into(),
+        value: TypedBytes::new("json", b"1".to_vec()),
+        task_path: String::new(),
+    }
 }
