@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::checkpoints::validate_checkpoints;
-use crate::graph::{deserialize_graph, validate_graph};
+use crate::graph::validate_graph;
 use crate::{canonical_checkpoint, json, jsonl, mcp_memory, praisonai, swarms, yaml};
 
 /// The version written in (and required of) agentmem's own export formats.
@@ -172,11 +172,7 @@ pub struct ExportDocument {
     /// The knowledge graph, as the store lists it: entities in creation order with their
     /// observations, then relations in creation order. Not written when empty (as
     /// `checkpoints`); an import merges it by the graph's rules (see [`crate::mcp_memory`]).
-    #[serde(
-        default,
-        skip_serializing_if = "KnowledgeGraph::is_empty",
-        deserialize_with = "deserialize_graph"
-    )]
+    #[serde(default, skip_serializing_if = "KnowledgeGraph::is_empty")]
     pub graph: KnowledgeGraph,
 }
 

@@ -1,5 +1,4 @@
-//! The knowledge graph in exports: the checks an import makes before writing anything, and the
-//! `graph` field of the JSON and YAML documents.
+//! The knowledge graph in exports: the checks an import makes before writing anything.
 //!
 //! A document carries the graph as [`read_graph`](agentmem_core::GraphStore::read_graph)
 //! returns it: entities in creation order with their observations, then relations. It is not
@@ -7,9 +6,8 @@
 //! name wins, observations and relations held already are skipped), so a file written by
 //! another tool (the MCP reference server's, say) imports whatever quirks it has.
 
-use agentmem_core::graph::{MAX_GRAPH_NAME_BYTES, MAX_OBSERVATION_BYTES};
-use agentmem_core::{Entity, Error, KnowledgeGraph, Relation, Result};
-use serde::{Deserialize, Deserializer};
+use agentmem_core::graph::{check_entity, check_relation};
+use agentmem_core::{Error, KnowledgeGraph, Result};
 
 /// Checks every text of `graph` as a store's validation would (sizes, no NUL), so that an
 /// import refuses the document before writing anything; errors are `CorruptData` naming
@@ -17,65 +15,33 @@ use serde::{Deserialize, Deserializer};
 /// writes them in calls of the sizes a store takes.
 pub(crate) fn validate_graph(graph: &KnowledgeGraph, source: &str) -> Result<()> {
     for entity in &graph.entities {
-        let bad =
-            |why: String| Error::corrupt(format!("{source}: entity {:?}: {why}", entity.name));
-        check("its name", &entity.name, MAX_GRAPH_NAME_BYTES).map_err(bad)?;
-        check("its type", &entity.entity_type, MAX_GRAPH_NAME_BYTES).map_err(bad)?;
-        for observation in &entity.observations {
-            check("an observation", observation, MAX_OBSERVATION_BYTES).map_err(bad)?;
-        }
+        check_entity(entity).map_err(|e| {
+            Error::corrupt(format!(
+                "{source}: entity {:?}: {}",
+                entity.name,
+                e.message()
+            ))
+        })?;
     }
     for relation in &graph.relations {
-        let bad = |why: String| {
+        check_relation(relation).map_err(|e| {
             Error::corrupt(format!(
-                "{source}: relation {:?} -{:?}-> {:?}: {why}",
-                relation.from, relation.relation_type, relation.to
+                "{source}: relation {:?} -{:?}-> {:?}: {}",
+                relation.from,
+                relation.relation_type,
+                relation.to,
+                e.message()
             ))
-        };
-        check("its start", &relation.from, MAX_GRAPH_NAME_BYTES).map_err(bad)?;
-        check("its end", &relation.to, MAX_GRAPH_NAME_BYTES).map_err(bad)?;
-        check("its type", &relation.relation_type, MAX_GRAPH_NAME_BYTES).map_err(bad)?;
+        })?;
     }
     Ok(())
-}
-
-/// What a store takes of one text: at most `max` bytes, no NUL.
-fn check(what: &str, text: &str, max: usize) -> std::result::Result<(), String> {
-    if text.len() > max {
-        return Err(format!(
-            "{what} is {} bytes; at most {max} are stored",
-            text.len()
-        ));
-    }
-    if text.contains('\0') {
-        return Err(format!("{what} contains a NUL character"));
-    }
-    Ok(())
-}
-
-/// The `graph` of a JSON or YAML document, either list left out when empty.
-#[derive(Deserialize)]
-struct GraphFields {
-    #[serde(default)]
-    entities: Vec<Entity>,
-    #[serde(default)]
-    relations: Vec<Relation>,
-}
-
-/// Reads a document's `graph`, where `entities` or `relations` may be left out.
-pub(crate) fn deserialize_graph<'de, D: Deserializer<'de>>(
-    d: D,
-) -> std::result::Result<KnowledgeGraph, D::Error> {
-    let fields = GraphFields::deserialize(d)?;
-    Ok(KnowledgeGraph {
-        entities: fields.entities,
-        relations: fields.relations,
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentmem_core::graph::MAX_GRAPH_NAME_BYTES;
+    use agentmem_core::{Entity, Relation};
 
     #[test]
     fn oversized_and_nul_texts_are_refused_naming_the_item() {
@@ -93,5 +59,19 @@ mod tests {
         long.relations[0].relation_type = "x".repeat(MAX_GRAPH_NAME_BYTES + 1);
         let err = validate_graph(&long, "f").unwrap_err();
         assert!(err.message().contains("relation \"Alice\""), "{err}");
+    }
+
+    #[test]
+    fn a_document_graph_may_leave_either_list_out() {
+        let only_entities = r#"{"agentmem_export":1,"graph":{"entities":[
+            {"name":"Alice","entityType":"person","observations":[]}]}}"#;
+        let doc = crate::json::parse(only_entities, "f").unwrap();
+        assert_eq!(doc.graph.entities, [Entity::new("Alice", "person")]);
+        assert!(doc.graph.relations.is_empty());
+        let only_relations = r#"{"agentmem_export":1,"graph":{"relations":[
+            {"from":"a","to":"b","relationType":"r"}]}}"#;
+        let doc = crate::json::parse(only_relations, "f").unwrap();
+        assert_eq!(doc.graph.relations, [Relation::new("a", "b", "r")]);
+        assert!(doc.graph.entities.is_empty());
     }
 }

@@ -8,7 +8,6 @@ servers) as the Rust tests do; a server that cannot be reached skips its tests, 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from typing import Callable
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+from mcp_support import agentmem_binary
 
 import agentmem
 
@@ -131,11 +131,7 @@ def store(namespace: Namespace) -> agentmem.Store:
 @pytest.fixture
 def cli() -> Callable[..., subprocess.CompletedProcess]:
     """Runs the `agentmem` command (`AGENTMEM_CLI`, else the one on PATH)."""
-    binary = os.environ.get("AGENTMEM_CLI") or shutil.which("agentmem")
-    if binary is None:
-        if os.environ.get("AGENTMEM_REQUIRE_SERVICES"):
-            pytest.fail("the agentmem command is required: set AGENTMEM_CLI")
-        pytest.skip("no agentmem command (set AGENTMEM_CLI)")
+    binary = agentmem_binary()
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
         return subprocess.run([binary, *args], capture_output=True, text=True, check=check)

@@ -147,7 +147,9 @@ pub struct ObservationDeletion {
 
 /// A graph, or the part of one a query selected: entities in creation order, then relations in
 /// creation order.
+/// In JSON either list may be left out when empty.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct KnowledgeGraph {
     /// The entities.
     pub entities: Vec<Entity>,
@@ -270,31 +272,49 @@ fn check_name(name: &str) -> Result<()> {
     check_text("an entity name", name, MAX_GRAPH_NAME_BYTES)
 }
 
-fn check_observations(observations: &[String]) -> Result<()> {
-    check_batch("observations", observations.len())?;
+fn check_observation_texts(observations: &[String]) -> Result<()> {
     observations
         .iter()
         .try_for_each(|o| check_text("an observation", o, MAX_OBSERVATION_BYTES))
+}
+
+fn check_observations(observations: &[String]) -> Result<()> {
+    check_batch("observations", observations.len())?;
+    check_observation_texts(observations)
+}
+
+/// Checks the texts of one entity (sizes, no NUL), however many observations it has: what an
+/// import checks of a whole file before writing it in calls of the sizes a store takes.
+pub fn check_entity(entity: &Entity) -> Result<()> {
+    check_name(&entity.name)?;
+    check_text("an entity type", &entity.entity_type, MAX_GRAPH_NAME_BYTES)?;
+    check_observation_texts(&entity.observations)
+}
+
+/// Checks the texts of one relation (sizes, no NUL).
+pub fn check_relation(relation: &Relation) -> Result<()> {
+    check_name(&relation.from)?;
+    check_name(&relation.to)?;
+    check_text(
+        "a relation type",
+        &relation.relation_type,
+        MAX_GRAPH_NAME_BYTES,
+    )
 }
 
 /// Checks entities before `create_entities` (the validate layer calls it).
 pub fn check_entities(entities: &[Entity]) -> Result<()> {
     check_batch("entities", entities.len())?;
     entities.iter().try_for_each(|e| {
-        check_name(&e.name)?;
-        check_text("an entity type", &e.entity_type, MAX_GRAPH_NAME_BYTES)?;
-        check_observations(&e.observations)
+        check_batch("observations", e.observations.len())?;
+        check_entity(e)
     })
 }
 
 /// Checks relations before they are created or deleted (the validate layer calls it).
 pub fn check_relations(relations: &[Relation]) -> Result<()> {
     check_batch("relations", relations.len())?;
-    relations.iter().try_for_each(|r| {
-        check_name(&r.from)?;
-        check_name(&r.to)?;
-        check_text("a relation type", &r.relation_type, MAX_GRAPH_NAME_BYTES)
-    })
+    relations.iter().try_for_each(check_relation)
 }
 
 /// Checks entity names before they are deleted or opened (the validate layer calls it).
