@@ -41,6 +41,8 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod open;
+#[cfg(feature = "recall")]
+mod open_recall;
 
 // The facade re-exports what a user of the library names; a backend author depends on
 // `agentmem-core` itself (as sqlx drivers depend on sqlx-core), so each item has one path here.
@@ -50,18 +52,31 @@ pub use agentmem_core::{
     async_trait, checkpoint, graph, history, layer, lifecycle, now, search, AddedObservations,
     AgentMemory, AgentMemoryExt, AgentName, Archive, ArchiveId, ArchiveInfo, Capabilities,
     ChannelBlob, Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune,
-    CheckpointQuery, CheckpointStore, CheckpointTuple, ContextStore, Entity, Error, ErrorKind,
-    GraphQuery, GraphStore, InMemoryStore, KnowledgeGraph, Layered, MemoryFilter, MemoryHit,
-    MemoryId, MemoryItem, MemoryKind, MemoryScope, MemoryStore, Message, MessageHit, MessageId,
-    MessageQuery, Metadata, ObservationAddition, ObservationDeletion, Operation, PendingWrite,
-    PurgeReport, Relation, Result, RetentionPolicy, Rewind, Role, ScopeFilter, Session, SessionId,
-    SessionInfo, SessionLabels, SessionPage, SessionPatch, SessionQuery, SessionStore,
-    StoreOptions, ThreadId, ThreadInfo, TypedBytes, MAX_METADATA_DEPTH,
+    CheckpointQuery, CheckpointStore, CheckpointTuple, ContextStore, Embedder, EmbedderChoice,
+    EmbeddingOptions, Entity, Error, ErrorKind, GraphQuery, GraphStore, InMemoryStore,
+    KnowledgeGraph, Layered, MemoryFilter, MemoryHit, MemoryId, MemoryItem, MemoryKind,
+    MemoryScope, MemoryStore, Message, MessageHit, MessageId, MessageQuery, Metadata,
+    ObservationAddition, ObservationDeletion, Operation, PendingWrite, PurgeReport, Relation,
+    Result, RetentionPolicy, Rewind, Role, ScopeFilter, Session, SessionId, SessionInfo,
+    SessionLabels, SessionPage, SessionPatch, SessionQuery, SessionStore, StoreOptions,
+    StoredVector, ThreadId, ThreadInfo, TypedBytes, VectorKey, VectorStore, MAX_METADATA_DEPTH,
 };
+pub use agentmem_core::{vector, ModelIdentity};
+/// The embedders ([`agentmem-embed`](agentmem_embed)): the local model and the HTTP client.
+#[cfg(any(feature = "embed-local", feature = "embed-http"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "embed-local", feature = "embed-http"))))]
+pub use agentmem_embed as embed;
+/// Recall by meaning ([`agentmem-recall`](agentmem_recall)): hybrid search and the indexer.
+#[cfg(feature = "recall")]
+#[cfg_attr(docsrs, doc(cfg(feature = "recall")))]
+pub use agentmem_recall as recall;
 #[cfg(feature = "encryption")]
 #[cfg_attr(docsrs, doc(cfg(feature = "encryption")))]
 pub use open::{configured_key, key_from_file, open_with_key, open_with_key_file};
 pub use open::{open, open_unguarded, registry, url_names_key};
+#[cfg(feature = "recall")]
+#[cfg_attr(docsrs, doc(cfg(feature = "recall")))]
+pub use open_recall::{embedder, embedding_options, open_recall, recall_for};
 
 /// The Swarms-style conversation engine: preload, write-through, compaction, auto-compression.
 pub use agentmem_conversation as conversation;

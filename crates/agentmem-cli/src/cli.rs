@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use agentmem::recall::SearchMode;
 use agentmem_core::{CheckpointId, CheckpointNs, MemoryKind, MessageId, SessionId, ThreadId};
 use clap::{ArgGroup, Parser, Subcommand, ValueEnum};
 
@@ -65,7 +66,8 @@ pub enum Command {
         agent: Option<String>,
     },
     /// Check the store: schema version, counts (sessions, memory items, checkpoints, knowledge
-    /// graph entities and relations), torn or corrupt records.
+    /// graph entities and relations), torn or corrupt records, and, when the store URL names
+    /// an embedder, how far the vectors lag behind the texts.
     Doctor {
         /// Repair what can be repaired, keeping a backup of every file changed.
         #[arg(long)]
@@ -113,6 +115,10 @@ pub enum Command {
     /// with --http, over streamable HTTP at http://ADDR/mcp, accepting loopback Host and
     /// browser Origin values and those allowed below. The store is opened on first use, and
     /// again while that fails.
+    ///
+    /// When the store URL names an embedder (`embedder=local`, …), `search_memory` searches by
+    /// meaning too (its `mode` argument; hybrid by default) and a background indexer embeds
+    /// what is written.
     Mcp {
         /// Serve streamable HTTP at ADDR (HOST:PORT; a bare PORT listens on 127.0.0.1).
         #[arg(long, value_name = "ADDR")]
@@ -169,8 +175,13 @@ pub enum StoreCommand {
         text: String,
     },
     /// Search messages, best match first.
+    ///
+    /// By keyword: messages holding any word of the query. When the store URL names an
+    /// embedder that embeds messages (`embedder=local&embed=messages`; run `agentmem reindex`
+    /// first), by meaning too: `--mode hybrid` (the default then) fuses both rankings,
+    /// `--mode semantic` ranks by meaning alone.
     Search {
-        /// Words to look for (any of them).
+        /// Words to look for (any of them), or what the messages are about.
         query: String,
         /// Only this session.
         #[arg(long, value_parser = parse_session)]
@@ -178,6 +189,10 @@ pub enum StoreCommand {
         /// At most N hits.
         #[arg(long, value_name = "N", default_value_t = 10)]
         limit: usize,
+        /// keyword, semantic or hybrid [default: hybrid when the store URL embeds messages,
+        /// else keyword].
+        #[arg(long, value_parser = parse_mode)]
+        mode: Option<SearchMode>,
     },
     /// Archive a session's messages and replace them with a summary.
     #[command(group(ArgGroup::new("how").required(true).args(["summary", "auto"])))]
@@ -301,6 +316,29 @@ pub enum StoreCommand {
         /// Only the items of exactly the scope given, not those it sees besides.
         #[arg(long, requires = "scope")]
         exact: bool,
+        /// Search the items for this query, best match first, instead of listing them: by
+        /// keyword, and by meaning too when the store URL names an embedder.
+        #[arg(long, value_name = "QUERY")]
+        search: Option<String>,
+        /// How to search: keyword, semantic or hybrid [default: hybrid when the store URL
+        /// names an embedder, else keyword].
+        #[arg(long, value_parser = parse_mode, requires = "search")]
+        mode: Option<SearchMode>,
+        /// At most N hits [default: 10].
+        #[arg(long, value_name = "N", requires = "search")]
+        limit: Option<usize>,
+    },
+    /// Embed, for search by meaning, every memory item (and message, when the store URL says
+    /// `embed=messages`) that has no vector yet, with the embedder the store URL names
+    /// (`embedder=local`, or `embedder=http&embed_url=…&embed_model=…`).
+    ///
+    /// Resumable: each batch is stored as it is embedded, so a run cut short keeps its work and
+    /// the next embeds only what is still missing. When the store's vectors come from another
+    /// model than the URL's embedder, or with --all, everything is embedded anew.
+    Reindex {
+        /// Embed everything anew, not only what has no vector.
+        #[arg(long)]
+        all: bool,
     },
     /// Delete a session with its archives.
     Delete {
@@ -420,6 +458,10 @@ pub fn parse_tag(s: &str) -> std::result::Result<(String, String), String> {
 
 fn parse_kind(s: &str) -> std::result::Result<MemoryKind, String> {
     s.parse::<MemoryKind>().map_err(|e| e.message().to_string())
+}
+
+fn parse_mode(s: &str) -> std::result::Result<SearchMode, String> {
+    s.parse::<SearchMode>().map_err(|e| e.message().to_string())
 }
 
 fn parse_format(s: &str) -> std::result::Result<Format, String> {

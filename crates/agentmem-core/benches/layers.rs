@@ -185,3 +185,4 @@ fn main() {
 
 agentmem_core::refuse_checkpoints!(Noop, "noop");
 agentmem_core::refuse_graph!(Noop, "noop");
+agentmem_core::refuse_vectors!(Noop, "noop");

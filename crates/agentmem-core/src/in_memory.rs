@@ -33,12 +33,13 @@ use crate::model::{
 use crate::name::{CheckpointId, CheckpointNs, MessageId, SessionId, ThreadId};
 use crate::store::{
     Capabilities, CheckpointStore, GraphStore, MemoryFilter, MemoryHit, MemoryStore, MessageHit,
-    MessageQuery, PurgeReport, RetentionPolicy, SessionStore,
+    MessageQuery, PurgeReport, RetentionPolicy, SessionStore, VectorStore,
 };
 use crate::support::{
     memory_is_purged, memory_retention_cutoff, rank_memories, rank_messages, retention_cutoff,
     select_memories,
 };
+use crate::vector::{StoredVector, VectorKey, VectorMap};
 use crate::Layered;
 
 /// The in-memory backend: nothing survives the process (not durable, one process); a
@@ -49,7 +50,8 @@ static IN_MEMORY: BackendInfo = BackendInfo::new("in-memory")
         Capabilities::new()
             .atomic_compaction(true)
             .checkpoints(true)
-            .graph(true),
+            .graph(true)
+            .vectors(true),
     );
 
 /// The schema version [`InMemoryStore`] reports (it has no stored schema to migrate).
@@ -92,6 +94,8 @@ struct State {
     threads: BTreeMap<ThreadId, ThreadCheckpoints>,
     /// The knowledge graph.
     graph: GraphState,
+    /// Embedding vectors.
+    vectors: VectorMap,
 }
 
 /// One session with its archives.
@@ -637,5 +641,25 @@ impl GraphStore for InMemoryStore {
 
     async fn read_graph(&self, query: &GraphQuery) -> Result<KnowledgeGraph> {
         Ok(self.state().graph.read(query))
+    }
+}
+
+#[async_trait]
+impl VectorStore for InMemoryStore {
+    async fn put_vectors(&self, vectors: &[StoredVector]) -> Result<()> {
+        self.state().vectors.put(vectors);
+        Ok(())
+    }
+
+    async fn get_vectors(&self, keys: &[VectorKey]) -> Result<Vec<StoredVector>> {
+        Ok(self.state().vectors.get(keys))
+    }
+
+    async fn delete_vectors(&self, keys: &[VectorKey]) -> Result<u64> {
+        Ok(self.state().vectors.delete(keys))
+    }
+
+    async fn clear_vectors(&self) -> Result<u64> {
+        Ok(self.state().vectors.clear())
     }
 }

@@ -34,6 +34,7 @@
 pub mod backend;
 pub mod checkpoint;
 mod context;
+mod embed;
 mod error;
 mod ext;
 pub mod graph;
@@ -55,12 +56,14 @@ pub mod search;
 mod store;
 mod store_options;
 pub mod support;
+pub mod vector;
 
 pub use checkpoint::{
     ChannelBlob, Checkpoint, CheckpointKey, CheckpointPrune, CheckpointQuery, CheckpointTuple,
     PendingWrite, ThreadInfo, TypedBytes,
 };
 pub use context::ContextStore;
+pub use embed::Embedder;
 pub use error::{one_line, BoxError, Error, ErrorKind, Result};
 pub use ext::AgentMemoryExt;
 pub use graph::{
@@ -86,9 +89,13 @@ pub use redact::{password_is_ambiguous, redact_secrets_in, redact_url, SECRET_OP
 pub use scope::{MemoryScope, ScopeFilter};
 pub use store::{
     AgentMemory, Capabilities, CheckpointStore, GraphStore, MemoryFilter, MemoryHit, MemoryStore,
-    MessageHit, MessageQuery, PurgeReport, RetentionPolicy, SessionStore,
+    MessageHit, MessageQuery, PurgeReport, RetentionPolicy, SessionStore, VectorStore,
 };
-pub use store_options::{check_options_unique, parse_duration, KeyLocation, StoreOptions};
+pub use store_options::{
+    check_options_unique, parse_duration, EmbedderChoice, EmbeddingOptions, KeyLocation,
+    StoreOptions,
+};
+pub use vector::{ModelIdentity, StoredVector, VectorKey};
 
 /// A store wearing the standard layer stack (see [`layer`]): what every backend's
 /// constructors return. Dereferences to the raw store `S`.

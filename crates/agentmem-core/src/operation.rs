@@ -1,8 +1,8 @@
 //! [`Operation`], and the one list of store operations that everything mechanical is made from.
 //!
 //! [`for_each_operation!`] holds every [`SessionStore`](crate::SessionStore),
-//! [`MemoryStore`](crate::MemoryStore), [`CheckpointStore`](crate::CheckpointStore) and
-//! [`GraphStore`](crate::GraphStore) operation once: its variant, signature and what its span
+//! [`MemoryStore`](crate::MemoryStore), [`CheckpointStore`](crate::CheckpointStore),
+//! [`GraphStore`](crate::GraphStore) and [`VectorStore`](crate::VectorStore) operation once: its variant, signature and what its span
 //! records. From it come the [`Operation`] enum, the forwarding base
 //! [`LayeredStore`](crate::layer::LayeredStore) (every operation forwarded by default), the
 //! store impls every layer gets from it, and the trace layer. Adding an operation is: the trait
@@ -18,6 +18,7 @@ use std::fmt;
 /// memories { ...the same... }
 /// checkpoints { ...the same... }
 /// graph { ...the same... }
+/// vectors { ...the same... }
 /// others { $( #[doc] Variant => name; )* }
 /// ```
 ///
@@ -133,6 +134,15 @@ macro_rules! for_each_operation {
                 ReadGraph => fn read_graph(query: &crate::GraphQuery) -> crate::KnowledgeGraph
                     { session: None };
             }
+            vectors {
+                PutVectors => fn put_vectors(vectors: &[crate::StoredVector]) -> ()
+                    { session: None };
+                GetVectors => fn get_vectors(keys: &[crate::VectorKey])
+                    -> Vec<crate::StoredVector> { session: None };
+                DeleteVectors => fn delete_vectors(keys: &[crate::VectorKey]) -> u64
+                    { session: None };
+                ClearVectors => fn clear_vectors() -> u64 { session: None };
+            }
             others {
                 /// Opening or connecting to a store (and migrating it).
                 Open => open;
@@ -153,6 +163,7 @@ macro_rules! operation_enum {
         memories { $($mv:ident => fn $mn:ident $margs:tt -> $mout:ty { $($mspan:tt)* };)* }
         checkpoints { $($cv:ident => fn $cn:ident $cargs:tt -> $cout:ty { $($cspan:tt)* };)* }
         graph { $($gv:ident => fn $gn:ident $gargs:tt -> $gout:ty { $($gspan:tt)* };)* }
+        vectors { $($vv:ident => fn $vn:ident $vargs:tt -> $vout:ty { $($vspan:tt)* };)* }
         others { $($(#[$odoc:meta])* $ov:ident => $on:ident;)* }
     ) => {
         /// A store operation: every [`AgentMemory`](crate::AgentMemory) method, opening a
@@ -174,13 +185,14 @@ macro_rules! operation_enum {
             $(#[doc = concat!("[`MemoryStore::", stringify!($mn), "`](crate::MemoryStore::", stringify!($mn), ").")] $mv,)*
             $(#[doc = concat!("[`CheckpointStore::", stringify!($cn), "`](crate::CheckpointStore::", stringify!($cn), ").")] $cv,)*
             $(#[doc = concat!("[`GraphStore::", stringify!($gn), "`](crate::GraphStore::", stringify!($gn), ").")] $gv,)*
+            $(#[doc = concat!("[`VectorStore::", stringify!($vn), "`](crate::VectorStore::", stringify!($vn), ").")] $vv,)*
             $($(#[$odoc])* $ov,)*
         }
 
         impl Operation {
             /// Every operation: the store methods in trait order, then the others.
             pub const ALL: &'static [Operation] =
-                &[$(Operation::$sv,)* $(Operation::$mv,)* $(Operation::$cv,)* $(Operation::$gv,)* $(Operation::$ov,)*];
+                &[$(Operation::$sv,)* $(Operation::$mv,)* $(Operation::$cv,)* $(Operation::$gv,)* $(Operation::$vv,)* $(Operation::$ov,)*];
 
             /// The operation's stable snake_case name, as spans and error messages show it:
             /// the name of its store method.
@@ -190,6 +202,7 @@ macro_rules! operation_enum {
                     $(Operation::$mv => stringify!($mn),)*
                     $(Operation::$cv => stringify!($cn),)*
                     $(Operation::$gv => stringify!($gn),)*
+                    $(Operation::$vv => stringify!($vn),)*
                     $(Operation::$ov => stringify!($on),)*
                 }
             }

@@ -27,6 +27,7 @@ use crate::name::MessageId;
 use crate::name::SessionId;
 use crate::name::{CheckpointId, CheckpointNs, ThreadId};
 use crate::scope::{MemoryScope, ScopeFilter};
+use crate::vector::{StoredVector, VectorKey};
 use chrono::{DateTime, Utc};
 
 /// What a backend can do beyond the contract every backend meets.
@@ -56,6 +57,9 @@ pub struct Capabilities {
     /// The store keeps a knowledge graph ([`GraphStore`]); without it every graph operation is
     /// refused with `Unsupported` by the store itself.
     pub graph: bool,
+    /// The store keeps embedding vectors ([`VectorStore`]) for semantic search; without it
+    /// every vector operation is refused with `Unsupported` by the store itself.
+    pub vectors: bool,
 }
 
 /// The `const` builder of [`Capabilities`]: `new` (no capability) and a setter named after
@@ -93,6 +97,7 @@ capabilities_builder!(
     native_expiry,
     checkpoints,
     graph,
+    vectors,
 );
 
 /// How message search is scoped.
@@ -631,14 +636,57 @@ pub trait GraphStore: Debug + Send + Sync + 'static {
     async fn read_graph(&self, query: &GraphQuery) -> Result<KnowledgeGraph>;
 }
 
+/// Embedding vectors (see [`vector`](crate::vector)): opaque bytes under a key derived from
+/// the embedded text, which the recall engine ranks by similarity. Every method is atomic per
+/// call; putting a key that exists replaces its vector.
+///
+/// A store without [`Capabilities::vectors`] refuses every method with `Unsupported`.
+///
+/// ```
+/// use agentmem_core::{InMemoryStore, StoredVector, VectorKey, VectorStore};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = InMemoryStore::new();
+/// store.put_vectors(&[StoredVector::new(VectorKey([1; 32]), &[0.6, 0.8])]).await?;
+/// let found = store.get_vectors(&[VectorKey([1; 32]), VectorKey([2; 32])]).await?;
+/// assert_eq!(found.len(), 1);
+/// assert_eq!(store.clear_vectors().await?, 1);
+/// # Ok::<(), agentmem_core::Error>(())
+/// # }).unwrap();
+/// ```
+#[async_trait]
+pub trait VectorStore: Debug + Send + Sync + 'static {
+    /// Stores each vector under its key, replacing what the key held. When `vectors` repeats
+    /// a key, the last one wins.
+    async fn put_vectors(&self, vectors: &[StoredVector]) -> Result<()>;
+
+    /// The stored vectors among `keys`, each once, in no particular order; keys without a
+    /// vector are passed over.
+    async fn get_vectors(&self, keys: &[VectorKey]) -> Result<Vec<StoredVector>>;
+
+    /// Deletes the vectors of `keys`; returns how many went.
+    async fn delete_vectors(&self, keys: &[VectorKey]) -> Result<u64>;
+
+    /// Deletes every vector of the store (re-embedding with another model starts here);
+    /// returns how many went.
+    async fn clear_vectors(&self) -> Result<u64>;
+}
+
 /// A store of agent memory: [`SessionStore`] (sessions and archives), [`MemoryStore`]
-/// (memory items), [`CheckpointStore`] (graph checkpoints) and [`GraphStore`] (the knowledge
-/// graph) together. Implemented for every type with the four; used as `Arc<dyn AgentMemory>`, with conveniences in
+/// (memory items), [`CheckpointStore`] (graph checkpoints), [`GraphStore`] (the knowledge
+/// graph) and [`VectorStore`] (embedding vectors) together. Implemented for every type with
+/// the five; used as `Arc<dyn AgentMemory>`, with conveniences in
 /// [`AgentMemoryExt`](crate::AgentMemoryExt).
 ///
 /// Calling a method on a concrete store needs its trait in scope (`SessionStore`,
-/// `MemoryStore`, `CheckpointStore` or `GraphStore`); through `dyn AgentMemory` or a generic
-/// `S: AgentMemory` every part is reachable with this trait alone.
-pub trait AgentMemory: SessionStore + MemoryStore + CheckpointStore + GraphStore {}
+/// `MemoryStore`, `CheckpointStore`, `GraphStore` or `VectorStore`); through
+/// `dyn AgentMemory` or a generic `S: AgentMemory` every part is reachable with this trait
+/// alone.
+pub trait AgentMemory:
+    SessionStore + MemoryStore + CheckpointStore + GraphStore + VectorStore
+{
+}
 
-impl<T: SessionStore + MemoryStore + CheckpointStore + GraphStore + ?Sized> AgentMemory for T {}
+impl<T: SessionStore + MemoryStore + CheckpointStore + GraphStore + VectorStore + ?Sized>
+    AgentMemory for T
+{
+}

@@ -18,7 +18,13 @@ const KEEP_PER: &str = "keep_per";
 const RETAIN_EVERY: &str = "retain_every";
 const KEY_FILE: &str = "key_file";
 const KEY: &str = "key";
-const OPTIONS: [&str; 8] = [
+const EMBEDDER: &str = "embedder";
+const EMBED: &str = "embed";
+const MODEL_DIR: &str = "model_dir";
+const EMBED_URL: &str = "embed_url";
+const EMBED_MODEL: &str = "embed_model";
+const EMBED_KEY_ENV: &str = "embed_key_env";
+const OPTIONS: [&str; 14] = [
     KEEP,
     RETAIN,
     RETAIN_MEMORIES,
@@ -27,7 +33,48 @@ const OPTIONS: [&str; 8] = [
     RETAIN_EVERY,
     KEY_FILE,
     KEY,
+    EMBEDDER,
+    EMBED,
+    MODEL_DIR,
+    EMBED_URL,
+    EMBED_MODEL,
+    EMBED_KEY_ENV,
 ];
+
+/// The embedding model a store URL names for semantic search (`embedder=local` or
+/// `embedder=http`); what builds it is the program's recall support (the facade's features
+/// `embed-local` and `embed-http`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EmbedderChoice {
+    /// The local model (all-MiniLM-L6-v2) from `model_dir=PATH`, else `AGENTMEM_MODEL_DIR`,
+    /// else the default folder the install command fills.
+    Local {
+        /// `model_dir=PATH`, when given.
+        model_dir: Option<PathBuf>,
+    },
+    /// An OpenAI-compatible server: `embed_url=URL` (its base, before `/v1/embeddings`),
+    /// `embed_model=NAME`, the API key in the environment variable `embed_key_env=VAR`
+    /// (`OPENAI_API_KEY` by default).
+    Http {
+        /// The server's base URL.
+        url: String,
+        /// The model name sent with each request.
+        model: String,
+        /// The environment variable holding the API key.
+        key_env: String,
+    },
+}
+
+/// What a store URL asks of semantic search: the embedder, and whether messages are embedded
+/// as well as memory items (`embed=messages`; `embed=memories`, the default, embeds items only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddingOptions {
+    /// The embedder.
+    pub embedder: EmbedderChoice,
+    /// Whether messages are embedded too.
+    pub messages: bool,
+}
 
 /// Where a store URL says the key of an encrypted store is: `key_file=PATH` (a file that only
 /// its owner may read, holding the key in base64) or `key=env` (`AGENTMEM_ENCRYPTION_KEY`).
@@ -61,6 +108,7 @@ pub enum KeyLocation {
 pub struct StoreOptions {
     retention: Option<Retention>,
     key: Option<KeyLocation>,
+    embedding: Option<EmbeddingOptions>,
 }
 
 impl StoreOptions {
@@ -102,7 +150,16 @@ impl StoreOptions {
     }
 
     fn parse(found: &[Option<&str>; OPTIONS.len()]) -> Result<StoreOptions> {
-        let [keep, retain, retain_memories, keep_memories, keep_per, every, key_file, key] = *found;
+        let [keep, retain, retain_memories, keep_memories, keep_per, every, key_file, key, embedder, embed, model_dir, embed_url, embed_model, embed_key_env] =
+            *found;
+        let embedding = parse_embedding(
+            embedder,
+            embed,
+            model_dir,
+            embed_url,
+            embed_model,
+            embed_key_env,
+        )?;
         let key = match (key_file, key) {
             (Some(_), Some(_)) => {
                 return Err(Error::invalid_input(format!(
@@ -165,6 +222,7 @@ impl StoreOptions {
             return Ok(StoreOptions {
                 retention: None,
                 key,
+                embedding,
             });
         }
         let mut retention = Retention::with_memory_limit(policy, max_memories)?;
@@ -184,6 +242,7 @@ impl StoreOptions {
         Ok(StoreOptions {
             retention: Some(retention),
             key,
+            embedding,
         })
     }
 
@@ -197,9 +256,14 @@ impl StoreOptions {
         self.key.as_ref()
     }
 
+    /// The embedder the URL names for semantic search, if any.
+    pub fn embedding(&self) -> Option<&EmbeddingOptions> {
+        self.embedding.as_ref()
+    }
+
     /// Whether the URL asked for nothing at the store level.
     pub fn is_empty(&self) -> bool {
-        self.retention.is_none() && self.key.is_none()
+        self.retention.is_none() && self.key.is_none() && self.embedding.is_none()
     }
 
     /// `store` as these options ask, but for encryption (which is not core's): wearing a
@@ -210,6 +274,91 @@ impl StoreOptions {
             None => store,
         }
     }
+}
+
+/// The embedding options of a URL: `embedder` (`local` or `http`) with its own options;
+/// `embed`, `model_dir`, `embed_url`, `embed_model` and `embed_key_env` need an embedder
+/// they belong to.
+fn parse_embedding(
+    embedder: Option<&str>,
+    embed: Option<&str>,
+    model_dir: Option<&str>,
+    embed_url: Option<&str>,
+    embed_model: Option<&str>,
+    embed_key_env: Option<&str>,
+) -> Result<Option<EmbeddingOptions>> {
+    let decoded = |name: &str, value: &str| {
+        crate::support::percent_decode(value)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| {
+                Error::invalid_input(format!(
+                    "store URL option `{name}` takes a percent-encoded value"
+                ))
+            })
+    };
+    let http_only = [
+        (EMBED_URL, embed_url),
+        (EMBED_MODEL, embed_model),
+        (EMBED_KEY_ENV, embed_key_env),
+    ];
+    let Some(embedder) = embedder else {
+        let given = [(EMBED, embed), (MODEL_DIR, model_dir)]
+            .into_iter()
+            .chain(http_only);
+        if let Some((name, _)) = given.into_iter().find(|(_, v)| v.is_some()) {
+            return Err(Error::invalid_input(format!(
+                "store URL option `{name}` needs `{EMBEDDER}=local` or `{EMBEDDER}=http`"
+            )));
+        }
+        return Ok(None);
+    };
+    let messages = match embed {
+        None => false,
+        Some(v) if v.eq_ignore_ascii_case("messages") => true,
+        Some(v) if v.eq_ignore_ascii_case("memories") => false,
+        Some(v) => {
+            return Err(Error::invalid_input(format!(
+                "store URL option `{EMBED}` takes `messages` or `memories`, not {v:?}"
+            )))
+        }
+    };
+    let embedder = if embedder.eq_ignore_ascii_case("local") {
+        if let Some((name, _)) = http_only.into_iter().find(|(_, v)| v.is_some()) {
+            return Err(Error::invalid_input(format!(
+                "store URL option `{name}` is for `{EMBEDDER}=http`, not `local`"
+            )));
+        }
+        let model_dir = model_dir
+            .map(|d| decoded(MODEL_DIR, d))
+            .transpose()?
+            .map(PathBuf::from);
+        EmbedderChoice::Local { model_dir }
+    } else if embedder.eq_ignore_ascii_case("http") {
+        if model_dir.is_some() {
+            return Err(Error::invalid_input(format!(
+                "store URL option `{MODEL_DIR}` is for `{EMBEDDER}=local`, not `http`"
+            )));
+        }
+        let (Some(url), Some(model)) = (embed_url, embed_model) else {
+            return Err(Error::invalid_input(format!(
+                "`{EMBEDDER}=http` needs `{EMBED_URL}` (the server, percent-encoded) and \
+                 `{EMBED_MODEL}`"
+            )));
+        };
+        EmbedderChoice::Http {
+            url: decoded(EMBED_URL, url)?,
+            model: decoded(EMBED_MODEL, model)?,
+            key_env: embed_key_env
+                .map(|v| decoded(EMBED_KEY_ENV, v))
+                .transpose()?
+                .unwrap_or_else(|| "OPENAI_API_KEY".to_owned()),
+        }
+    } else {
+        return Err(Error::invalid_input(format!(
+            "store URL option `{EMBEDDER}` takes `local` or `http`, not {embedder:?}"
+        )));
+    };
+    Ok(Some(EmbeddingOptions { embedder, messages }))
 }
 
 /// Refuses a URL whose query gives an option twice (`prefix=a&prefix=b` would silently take
@@ -302,6 +451,49 @@ mod tests {
     fn split(url: &str) -> (String, Option<Retention>) {
         let (rest, options) = StoreOptions::split(url).expect(url);
         (rest, options.retention().cloned())
+    }
+
+    #[test]
+    fn embedding_options_come_off_and_parse() {
+        let (rest, options) = StoreOptions::split(
+            "sqlite:///tmp/a.db?embedder=local&embed=messages&model_dir=%2Fm%20d&mode=rwc",
+        )
+        .expect("parses");
+        assert_eq!(rest, "sqlite:///tmp/a.db?mode=rwc");
+        let embedding = options.embedding().expect("asked for");
+        assert!(embedding.messages);
+        assert_eq!(
+            embedding.embedder,
+            EmbedderChoice::Local {
+                model_dir: Some(PathBuf::from("/m d"))
+            }
+        );
+        let (_, options) = StoreOptions::split(
+            "file:///x?embedder=http&embed_url=http%3A%2F%2F127.0.0.1%3A8080&embed_model=m",
+        )
+        .expect("parses");
+        let embedding = options.embedding().expect("asked for");
+        assert!(!embedding.messages);
+        assert_eq!(
+            embedding.embedder,
+            EmbedderChoice::Http {
+                url: "http://127.0.0.1:8080".into(),
+                model: "m".into(),
+                key_env: "OPENAI_API_KEY".into()
+            }
+        );
+        for bad in [
+            "file:///x?embed=messages",
+            "file:///x?embedder=cloud",
+            "file:///x?embedder=local&embed=all",
+            "file:///x?embedder=local&embed_url=http%3A%2F%2Fh",
+            "file:///x?embedder=http&embed_model=m",
+            "file:///x?embedder=http&embed_url=u&embed_model=m&model_dir=d",
+            "file:///x?embedder=local&embedder=http",
+        ] {
+            let err = StoreOptions::split(bad).expect_err(bad);
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}: {err}");
+        }
     }
 
     #[test]

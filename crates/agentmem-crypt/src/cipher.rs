@@ -39,13 +39,16 @@ const MEMORY_ID_INFO: &[u8] = b"agentmem-crypt/v1/memory-id\0";
 /// HKDF info of the store-wide key the knowledge graph's strings are sealed with (see
 /// `graph.rs`).
 const GRAPH_INFO: &[u8] = b"agentmem-crypt/v1/graph\0";
+/// HKDF info of the store-wide key embedding vectors are sealed with, and whose MAC subkey
+/// maps vector keys (see `vectors.rs`).
+const VECTOR_INFO: &[u8] = b"agentmem-crypt/v1/vector\0";
 /// HKDF info of the key the store marker's key check value is made with, and the label it
 /// is made of.
 const STORE_CHECK_INFO: &[u8] = b"agentmem-crypt/v1/store-check\0";
 const STORE_CHECK_LABEL: &[u8] = b"agentmem-crypt/v1/store-marker";
 
-const NONCE_BYTES: usize = 12;
-const TAG_BYTES: usize = 16;
+pub(crate) const NONCE_BYTES: usize = 12;
+pub(crate) const TAG_BYTES: usize = 16;
 
 /// Why a stored value could not be decrypted. The source of the [`Error`] the layer returns
 /// (reach it with `err.source().and_then(|s| s.downcast_ref::<CryptoError>())`); none of
@@ -233,6 +236,7 @@ impl Keyring {
             Domain::Memory(form) => (MEMORY_INFO, form.as_str()),
             Domain::MemoryIds => (MEMORY_ID_INFO, ""),
             Domain::Graph => (GRAPH_INFO, ""),
+            Domain::Vectors => (VECTOR_INFO, ""),
             Domain::Thread(t) => (THREAD_INFO, t.as_str()),
         };
         let mut okm = Zeroizing::new([0u8; 64]);
@@ -257,8 +261,8 @@ impl fmt::Debug for Keyring {
 }
 
 /// What a record key is derived for: one session (its messages, archives and metadata), one
-/// memory scope (its items), one checkpoint thread (its checkpoints, blobs and writes), or the
-/// store's knowledge graph.
+/// memory scope (its items), one checkpoint thread (its checkpoints, blobs and writes), the
+/// store's knowledge graph, or its embedding vectors.
 pub(crate) enum Domain<'a> {
     Session(&'a SessionId),
     /// A scope, in its stored form.
@@ -270,6 +274,8 @@ pub(crate) enum Domain<'a> {
     /// Every string of the knowledge graph (one graph per store; entities are looked up by
     /// name store-wide).
     Graph,
+    /// Every embedding vector of the store, and the keys they are stored under.
+    Vectors,
 }
 
 impl Domain<'_> {
@@ -303,6 +309,15 @@ pub(crate) fn aad(parts: &[&[u8]]) -> Vec<u8> {
         out.extend_from_slice(part);
     }
     out
+}
+
+/// Which optional fields a message or item has, bound into the AAD of its main text so they
+/// cannot be stripped unnoticed.
+pub(crate) fn presence(flags: &[bool]) -> [u8; 1] {
+    [flags
+        .iter()
+        .enumerate()
+        .fold(0u8, |acc, (i, &f)| acc | (u8::from(f) << i))]
 }
 
 impl<'a> Sealer<'a> {
@@ -484,6 +499,28 @@ impl<'a> Sealer<'a> {
             "{KEY_TOKEN_PREFIX}{id}:{}",
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&tag[..16])
         ))
+    }
+
+    /// HMAC-SHA256 of `label ‖ data` under the MAC subkey derived with the held key `id`: a
+    /// keyed one-way function, equal for equal input under one master key (the key a vector
+    /// is stored under, see `vectors.rs`). `label` keeps it apart from the synthetic nonces
+    /// and key stand-ins made with the same subkey.
+    pub(crate) fn keyed_hash_under(
+        &mut self,
+        id: KeyId,
+        label: &[u8],
+        data: &[u8],
+    ) -> Result<[u8; 32], Error> {
+        let key = self
+            .key(id)
+            .ok_or_else(|| Error::backend("the write key cannot be derived"))?;
+        let mut mac = key.siv.clone();
+        mac.update(label);
+        mac.update(data);
+        let tag = mac.finalize().into_bytes();
+        let mut out = [0u8; 32];
+        out.copy_from_slice(&tag);
+        Ok(out)
     }
 
     /// Decrypts an envelope made by [`seal`](Self::seal) with the same `aad`.

@@ -8,13 +8,14 @@
 /// `update_session` and `find_sessions` (labels and the expiry time are kept in the clear: they
 /// are lookup keys, see the crate README), `list_threads`, `delete_thread`,
 /// `delete_run_checkpoints` and `prune_checkpoints` (thread ids, checkpoint ids and metadata
-/// are kept in the clear, and a delete writes nothing), and `store_property` and
+/// are kept in the clear, and a delete writes nothing), `clear_vectors` (it takes no key and
+/// writes nothing), and `store_property` and
 /// `set_store_property` (the marker is read and written through them). (`delete_memory` is not among them: the
 /// encryption layer maps the id to the forms it is stored under.)
 ///
-/// The knowledge graph's operations are written in each invocation: the encryption layer
-/// seals every graph string, and `NoKeyLayer` refuses graph writes and reads on an encrypted
-/// store.
+/// The knowledge graph's operations, and the other vector operations, are written in each
+/// invocation: the encryption layer seals every graph string and every vector (and maps vector
+/// keys), and `NoKeyLayer` refuses graph and vector writes and reads on an encrypted store.
 ///
 /// Each passed-through operation but the last three first calls the invoking layer's
 /// `check_store(Operation)`, which checks the store's encryption marker (see `marker.rs`).
@@ -99,6 +100,11 @@ macro_rules! layered_store_passing_the_clear {
             ) -> Result<u64> {
                 self.check_store(Operation::PruneCheckpoints).await?;
                 self.inner.prune_checkpoints(threads, keep).await
+            }
+
+            async fn clear_vectors(&self) -> Result<u64> {
+                self.check_store(Operation::ClearVectors).await?;
+                self.inner.clear_vectors().await
             }
 
             async fn store_property(&self, name: &str) -> Result<Option<String>> {

@@ -10,7 +10,7 @@ use agentmem_core::{
     MemoryHit, MemoryId, MemoryItem, Message, MessageHit, MessageId, MessageQuery, Metadata,
     ObservationAddition, ObservationDeletion, Operation, PendingWrite, PropertyChange, PurgeReport,
     Relation, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo, SessionPage,
-    SessionPatch, SessionQuery, ThreadId, ThreadInfo,
+    SessionPatch, SessionQuery, StoredVector, ThreadId, ThreadInfo, VectorKey,
 };
 
 use std::sync::Arc;
@@ -20,6 +20,7 @@ use crate::cipher::{envelope_key_id, CryptoError, METADATA_KEY};
 use crate::graph::graph_key;
 use crate::key::KeyId;
 use crate::marker::{read_marker, Access, MarkerCache};
+use crate::vectors::vector_key_id;
 
 /// The layer for a store opened without a key (the CLI wears it when neither
 /// `AGENTMEM_ENCRYPTION_KEY` nor a key file is given).
@@ -142,7 +143,8 @@ impl<S: AgentMemory> NoKey<S> {
     /// labels, archive summaries and checkpoint threads (kept in the clear), and deleting
     /// sessions, items, checkpoints and graph entries (`delete_session`, `delete_memory`,
     /// `purge`, `delete_thread`, `delete_run_checkpoints`, `prune_checkpoints`,
-    /// `delete_entities`, `delete_observations`, `delete_relations`): a delete writes
+    /// `delete_entities`, `delete_observations`, `delete_relations`, `delete_vectors`,
+    /// `clear_vectors`): a delete writes
     /// nothing that could mix plaintext into the store, and removing data must not need the
     /// key.
     ///
@@ -415,5 +417,27 @@ layered_store_passing_the_clear! {
             "the knowledge graph".into(),
         )?;
         Ok(graph)
+    }
+
+    // Embedding vectors: writes refused on a marked store, a read refuses any sealed vector;
+    // deleting passes through (without the key, by the keys as stored: mapped), and so does
+    // clearing (see the macro).
+
+    async fn put_vectors(&self, vectors: &[StoredVector]) -> Result<()> {
+        self.check_store(Operation::PutVectors).await?;
+        self.inner.put_vectors(vectors).await
+    }
+
+    async fn get_vectors(&self, keys: &[VectorKey]) -> Result<Vec<StoredVector>> {
+        self.check_store(Operation::GetVectors).await?;
+        let vectors = self.inner.get_vectors(keys).await?;
+        let found = vectors.iter().find_map(|v| vector_key_id(&v.data));
+        refuse(found, Operation::GetVectors, "a stored vector".into())?;
+        Ok(vectors)
+    }
+
+    async fn delete_vectors(&self, keys: &[VectorKey]) -> Result<u64> {
+        self.check_store(Operation::DeleteVectors).await?;
+        self.inner.delete_vectors(keys).await
     }
 }

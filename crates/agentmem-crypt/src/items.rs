@@ -6,9 +6,11 @@ use std::collections::HashMap;
 use agentmem_core::layer::check_memory_item;
 use agentmem_core::{MemoryId, MemoryItem, Metadata, Result};
 
-use crate::cipher::{aad, is_envelope, CryptoError, Domain, Keyring, Sealer, MEMORY_KEY_ENTRY};
+use crate::cipher::{
+    aad, is_envelope, presence, CryptoError, Domain, Keyring, Sealer, MEMORY_KEY_ENTRY,
+};
 use crate::ids::{real_id, stored_id};
-use crate::layer::{open_metadata, presence, seal_metadata};
+use crate::layer::{open_metadata, seal_metadata};
 
 /// An item's AAD: its scope and kind, and its key's stand-in when it has a key (upsert by key
 /// keeps those, though it may change the id), else its id as stored (sealed, or as given in

@@ -15,12 +15,13 @@ use agentmem_core::{
     MemoryHit, MemoryId, MemoryItem, Message, MessageHit, MessageId, MessageQuery, Metadata,
     ObservationAddition, ObservationDeletion, Operation, PendingWrite, PropertyChange, PurgeReport,
     Relation, Result, RetentionPolicy, Rewind, ScopeFilter, Session, SessionId, SessionInfo,
-    SessionLabels, SessionPage, SessionPatch, SessionQuery, ThreadId, ThreadInfo,
+    SessionLabels, SessionPage, SessionPatch, SessionQuery, StoredVector, ThreadId, ThreadInfo,
+    VectorKey,
 };
 
 use crate::cipher::{
-    aad, envelope_len, is_envelope, max_plaintext, open_string, CryptoError, Domain, Keyring,
-    Sealer, METADATA_KEY,
+    aad, envelope_len, is_envelope, max_plaintext, open_string, presence, CryptoError, Domain,
+    Keyring, Sealer, METADATA_KEY,
 };
 use crate::ids::{candidate_ids, real_id, stored_id};
 use crate::items::{older_tokens, open_items, open_one_item, seal_item};
@@ -109,15 +110,6 @@ impl<S> std::ops::Deref for Encrypted<S> {
 }
 
 // ---- messages ----------------------------------------------------------------------------
-
-/// Which optional fields a message or item has, bound into the AAD of its main text so they
-/// cannot be stripped unnoticed.
-pub(crate) fn presence(flags: &[bool]) -> [u8; 1] {
-    [flags
-        .iter()
-        .enumerate()
-        .fold(0u8, |acc, (i, &f)| acc | (u8::from(f) << i))]
-}
 
 fn message_aad(session: &SessionId, m: &Message, field: &str, extra: &[u8]) -> Vec<u8> {
     aad(&[
@@ -782,6 +774,21 @@ layered_store_passing_the_clear! {
     /// key (see `graph.rs`).
     async fn read_graph(&self, query: &GraphQuery) -> Result<KnowledgeGraph> {
         self.read_opened_graph(query).await
+    }
+
+    // Embedding vectors: see `vectors.rs` (sealed, under keyed hashes of their keys; clearing
+    // passes through).
+
+    async fn put_vectors(&self, vectors: &[StoredVector]) -> Result<()> {
+        self.put_sealed_vectors(vectors).await
+    }
+
+    async fn get_vectors(&self, keys: &[VectorKey]) -> Result<Vec<StoredVector>> {
+        self.get_opened_vectors(keys).await
+    }
+
+    async fn delete_vectors(&self, keys: &[VectorKey]) -> Result<u64> {
+        self.delete_sealed_vectors(keys).await
     }
 }
 

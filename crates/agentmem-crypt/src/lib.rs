@@ -35,6 +35,7 @@ mod marker;
 mod rekey;
 mod rekey_graph;
 mod rekey_threads;
+mod vectors;
 
 pub use cipher::{
     envelope_key_id, is_envelope, CryptoError, Keyring, ENVELOPE_PREFIX, KEY_TOKEN_PREFIX,
@@ -48,3 +49,4 @@ pub use layer::{EncryptLayer, Encrypted, MAX_ENCRYPTED_TOOL_FIELD_BYTES};
 pub use marker::{KeyCheck, StoreMarker, MARKER_PROPERTY};
 pub use rekey::{encrypt_existing, rekey, RekeyReport};
 pub use rekey_threads::{rekey_thread_id, REKEY_PROPERTY, REKEY_THREAD_PREFIX};
+pub use vectors::{MAX_SEALED_VECTOR_BYTES, SEALED_VECTOR_PREFIX, VECTOR_SEALING_BYTES};

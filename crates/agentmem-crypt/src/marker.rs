@@ -140,9 +140,9 @@ pub(crate) enum Access {
     /// Listing ids, labels and archive summaries (and checkpoint threads), which are kept in
     /// the clear.
     Listing,
-    /// Deleting sessions, items, checkpoints and graph entities, observations and relations
-    /// (`purge`, `delete_run_checkpoints` and `prune_checkpoints` too): nothing is written that
-    /// could mix with ciphertext.
+    /// Deleting sessions, items, checkpoints, graph entities, observations and relations, and
+    /// vectors (`purge`, `delete_run_checkpoints`, `prune_checkpoints` and `clear_vectors`
+    /// too): nothing is written that could mix with ciphertext.
     Delete,
     /// Reading records, which may be encrypted.
     Read,
@@ -167,7 +167,9 @@ impl Access {
             | O::PruneCheckpoints
             | O::DeleteEntities
             | O::DeleteObservations
-            | O::DeleteRelations => Access::Delete,
+            | O::DeleteRelations
+            | O::DeleteVectors
+            | O::ClearVectors => Access::Delete,
             O::Load
             | O::LoadArchive
             | O::SearchMessages
@@ -178,6 +180,7 @@ impl Access {
             | O::GetCheckpoint
             | O::ListCheckpoints
             | O::ReadGraph
+            | O::GetVectors
             | O::Export => Access::Read,
             O::Rewind | O::UpdateSession => Access::Write,
             O::SaveSession
@@ -191,7 +194,8 @@ impl Access {
             | O::CopyThread
             | O::CreateEntities
             | O::CreateRelations
-            | O::AddObservations => Access::WriteCiphertext,
+            | O::AddObservations
+            | O::PutVectors => Access::WriteCiphertext,
             // `Open`, `Import`, and any operation added later: the strictest checks.
             _ => Access::WriteCiphertext,
         }

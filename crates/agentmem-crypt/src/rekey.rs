@@ -38,6 +38,10 @@ pub struct RekeyReport {
     pub entities: u64,
     /// Knowledge-graph relations rewritten under the new key.
     pub relations: u64,
+    /// Embedding vectors dropped: they are stored under keyed hashes of their keys, which
+    /// cannot be mapped back to rewrite them, so the rewrite clears them all. Re-embed with
+    /// `agentmem reindex`.
+    pub dropped_vectors: u64,
     /// The key everything rewritten is now encrypted with.
     pub key: Option<KeyId>,
 }
@@ -51,6 +55,10 @@ pub struct RekeyReport {
 /// [`REKEY_PROPERTY`](crate::REKEY_PROPERTY)). The graph is rewritten first: each entity
 /// (with its observations) and relation is created under `new` beside its old form, in the
 /// order the store lists them, then the old forms are deleted (see the crate README).
+/// Embedding vectors cannot be rewritten (the keys they are stored under are one-way hashes
+/// made with the old key): right after the graph, before any session, item or thread, every
+/// vector of the store is cleared ([`RekeyReport::dropped_vectors`]; re-embed with
+/// `agentmem reindex`).
 ///
 /// Records already under `new` are read and rewritten as well, so an interrupted rekey is
 /// finished by running it again (a thread left midway is finished first: each of its
@@ -95,7 +103,8 @@ pub async fn rekey<S: AgentMemory>(
 /// Encrypts a store written without the layer: every session, memory item, checkpoint
 /// thread and the knowledge graph is read as plaintext (or as ciphertext under `key`, so running it again is
 /// harmless) and rewritten encrypted under `key`. The same rules as [`rekey`] apply, archives
-/// and the move of each thread through a temporary one included.
+/// and the move of each thread through a temporary one included, and so do the vectors: the
+/// plaintext ones (whose keys show which texts they embed) are cleared, not encrypted.
 pub async fn encrypt_existing<S: AgentMemory>(store: S, key: &MasterKey) -> Result<RekeyReport> {
     let mut reading = Keyring::new(key);
     reading.accept_plaintext = true;
@@ -139,6 +148,7 @@ async fn rewrite<S: AgentMemory>(
     let graph = rewrite_graph(&reader).await?;
     report.entities = graph.entities;
     report.relations = graph.relations;
+    report.dropped_vectors = drop_vectors(&*raw).await?;
     for info in reader.list_sessions().await? {
         // Deleted since it was listed: nothing to rewrite.
         let Some(session) = reader.load(&info.id, None).await? else {
@@ -176,6 +186,20 @@ async fn rewrite<S: AgentMemory>(
     report.checkpoints = threads.checkpoints;
     set_marker(&*writer, Some(&rewriting), &done).await?;
     Ok(report)
+}
+
+/// Clears every vector of `store` (none when it keeps no vectors): the rewrite's only way to
+/// leave none sealed under the old key, or in plaintext. Done before any session, item or
+/// thread is rewritten, with the marker already naming the new key: a rewrite interrupted at
+/// any later point has left no vector that is not under the new key (a rerun clears those
+/// too, counting them again), and the old key's vectors never stay behind. A vector is looked
+/// up only under its key's hash made with a held key, so one sealed under another key is
+/// never found, let alone opened with the wrong key.
+async fn drop_vectors<S: AgentMemory + ?Sized>(store: &S) -> Result<u64> {
+    if !store.capabilities().vectors {
+        return Ok(0);
+    }
+    store.clear_vectors().await
 }
 
 /// Swaps the marker from `expected` to `value`; `Conflict` when another process changed it

@@ -1,5 +1,6 @@
 //! Caches of the append-only logs that a rewrite replaces whole by a rename (the memory log,
-//! a checkpoint thread's log, the graph's log): how far a cache has read its log, bringing it
+//! a checkpoint thread's log, the graph's log, and, through [`LogCursor`] alone, the binary
+//! vector log): how far a cache has read its log, bringing it
 //! up to date with what others appended (only the new lines when the file is the same one),
 //! setting damaged lines aside, appending, and replacing the log. Every function here runs on
 //! a blocking thread with the log's file lock held.
@@ -40,13 +41,18 @@ impl LogCursor {
     }
 
     /// Whether `meta` is the log this cursor read, at least as long as what was read of it.
-    fn same_file(&self, meta: &std::fs::Metadata) -> bool {
+    pub(crate) fn same_file(&self, meta: &std::fs::Metadata) -> bool {
         let id = FileId::of(meta);
         self.file.as_ref().is_some_and(|(_, fid)| *fid == id) && meta.len() >= self.len
     }
 
+    /// The log as opened, when one is.
+    pub(crate) fn file(&self) -> Option<&File> {
+        self.file.as_ref().map(|(file, _)| file)
+    }
+
     /// Opens the log at `path` anew, nothing of it read.
-    fn open(&mut self, path: &Path) -> Result<()> {
+    pub(crate) fn open(&mut self, path: &Path) -> Result<()> {
         *self = LogCursor {
             file: Some(open_append_with_id(path)?),
             len: 0,

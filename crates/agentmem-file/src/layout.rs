@@ -21,6 +21,9 @@
 //! <root>/graph/graph.jsonl                  the knowledge graph's log (see `graph/`)
 //! <root>/graph/graph.lock                   lock of the graph
 //! <root>/graph/quarantine/                  unreadable lines of the graph's log, set aside
+//! <root>/vectors/vectors.log                embedding vectors, a binary log (see `vectors/`)
+//! <root>/vectors/vectors.lock               lock of the vectors
+//! <root>/vectors/quarantine/                unreadable records of the vector log, set aside
 //! ```
 //!
 //! A thread's `<key>` is the hex SHA-256 of its id ([`thread_key`]): thread ids are any UTF-8
@@ -64,6 +67,14 @@ pub(crate) const GRAPH_LOG: &str = "graph.jsonl";
 /// File name of the graph's lock, in its folder (never removed, so every process locks the
 /// same file).
 pub(crate) const GRAPH_LOCK: &str = "graph.lock";
+
+/// Folder of the embedding vectors, in the root.
+pub(crate) const VECTOR_DIR: &str = "vectors";
+/// File name of the vector log, in its folder.
+pub(crate) const VECTOR_LOG: &str = "vectors.log";
+/// File name of the vectors' lock, in its folder (never removed, so every process locks the
+/// same file).
+pub(crate) const VECTOR_LOCK: &str = "vectors.lock";
 
 /// The fixed paths of one root.
 #[derive(Debug, Clone)]
@@ -130,10 +141,15 @@ impl Layout {
     pub(crate) fn graph(&self) -> LogPaths {
         LogPaths::new(self.root.join(GRAPH_DIR), GRAPH_LOG, GRAPH_LOCK)
     }
+
+    /// The paths of the embedding vectors (one log a store).
+    pub(crate) fn vectors(&self) -> LogPaths {
+        LogPaths::new(self.root.join(VECTOR_DIR), VECTOR_LOG, VECTOR_LOCK)
+    }
 }
 
 /// The paths of a log kept in a folder of its own with its lock (a checkpoint thread, the
-/// knowledge graph).
+/// knowledge graph, the vectors).
 #[derive(Debug, Clone)]
 pub(crate) struct LogPaths {
     pub(crate) dir: PathBuf,

@@ -28,6 +28,8 @@
 // `checkpoints/` keeps graph checkpoints, one log a thread (its records, replay and repair,
 // locking, and the `CheckpointStore` impl). `graph/` keeps the knowledge graph, one log a
 // store (its records, replay, repair and compaction, locking, and the `GraphStore` impl).
+// `vectors/` keeps embedding vectors, one binary log a store (its records, replay, repair and
+// compaction; locking and the `VectorStore` impl in its `mod.rs`).
 mod catalog;
 mod checkpoints;
 mod commit;
@@ -46,6 +48,7 @@ mod root;
 mod session;
 mod store;
 mod tail;
+mod vectors;
 
 pub use config::{Durability, FileConfig};
 pub use repair::{RepairKind, RepairReport};

@@ -17,8 +17,9 @@ use crate::log::TornTail;
 #[non_exhaustive]
 pub enum RepairKind {
     /// The last line of a log (`session.jsonl`, `memories.jsonl`, a checkpoint thread's or
-    /// the graph's log) was cut off or unreadable, as a crash in the middle of an append
-    /// leaves it; it is truncated away (that append was never acknowledged).
+    /// the graph's log), or the last record of the vector log, was cut off or unreadable, as a
+    /// crash in the middle of an append leaves it; it is truncated away (that append was never
+    /// acknowledged).
     TornTail,
     /// `MEMORY.md` did not match `session.jsonl` (cut off, missing, stale after an interrupted
     /// compaction, or edited); it is regenerated from `session.jsonl`.
@@ -43,7 +44,8 @@ pub enum RepairKind {
     /// Complete lines of a log (`session.jsonl`, `memories.jsonl`) that do not parse (edited,
     /// or damaged by something other than a crash): set aside byte for byte in a
     /// `quarantine/` folder (the session's, or the root's for the memory log), never deleted;
-    /// the log keeps its readable lines.
+    /// the log keeps its readable lines. For the binary vector log: a record that does not
+    /// read, with what follows it (set aside in `vectors/quarantine/`).
     Quarantined,
     /// A whole file that cannot be read as what it should be (an archive's `.jsonl`, a
     /// session's `lifecycle.json`, the root's `agentmem.json`): cut off, not JSON, JSON of

@@ -1,7 +1,7 @@
 //! [`FileStore`]: the [`AgentMemory`](agentmem_core::AgentMemory) implementation over the
 //! files of one root folder. Its operations run through `locking.rs` on `session/`,
-//! `memories.rs` and `catalog.rs`; checkpoints and the knowledge graph are implemented in
-//! `checkpoints/` and `graph/`.
+//! `memories.rs` and `catalog.rs`; checkpoints, the knowledge graph and the embedding vectors
+//! are implemented in `checkpoints/`, `graph/` and `vectors/`.
 
 use agentmem_core::backend::BackendInfo;
 use std::collections::HashMap;
@@ -33,6 +33,7 @@ use crate::memories::MemorySlot;
 use crate::repair::{RepairLog, RepairReport};
 use crate::root::{prepare_root, read_property, set_property, PropertyCache, SCHEMA_VERSION};
 use crate::session::{not_found, SessionSlot, Synced};
+use crate::vectors::VectorSlot;
 
 /// The file backend. Durable with `fsync` durability (the default); `capabilities` says
 /// otherwise for a store opened without it.
@@ -45,7 +46,8 @@ pub(crate) const INFO: BackendInfo = BackendInfo::new("file")
             .cross_process(true)
             .atomic_compaction(true)
             .checkpoints(true)
-            .graph(true),
+            .graph(true)
+            .vectors(true),
     );
 
 /// The backend's name, in errors and spans.
@@ -96,6 +98,8 @@ pub(crate) struct Inner {
     pub(crate) threads: ThreadSlots,
     /// The knowledge graph's slot, behind its in-process mutex (see `graph/`).
     pub(crate) graph: Arc<tokio::sync::Mutex<GraphSlot>>,
+    /// The embedding vectors' slot, behind its in-process mutex (see `vectors/`).
+    pub(crate) vectors: Arc<tokio::sync::Mutex<VectorSlot>>,
     /// Every repair made, for [`FileStore::repairs`].
     pub(crate) repairs: RepairLog,
     /// Ends idle leases (see `lease.rs`).
@@ -142,6 +146,7 @@ impl FileStore {
             memories: Arc::new(tokio::sync::Mutex::new(MemorySlot::default())),
             threads: ThreadSlots::default(),
             graph: Arc::default(),
+            vectors: Arc::default(),
             repairs: RepairLog::default(),
             leases: LeaseThread::default(),
             properties: PropertyCache::default(),

@@ -11,6 +11,9 @@
 //! relations, adding observations to one shared entity, racing to create the same names, and
 //! churning enough to compact the log) lose nothing, and each raced name is created once.
 //!
+//! Three processes writing embedding vectors at once (each putting and deleting its own,
+//! replacing shared keys, and churning enough to compact the log) lose nothing.
+//!
 //! The test re-runs its own test binary as the child processes: `child_appender` does work
 //! only when `AGENTMEM_FILE_CHILD_ROOT` is set, which the parent sets for its children alone.
 
@@ -24,7 +27,8 @@ use agentmem_core::checkpoint::sort_writes;
 use agentmem_core::{
     ChannelBlob, Checkpoint, CheckpointKey, CheckpointNs, CheckpointQuery, CheckpointStore, Entity,
     ErrorKind, GraphQuery, GraphStore, Message, ObservationAddition, ObservationDeletion,
-    PendingWrite, Relation, Rewind, SessionId, SessionStore, ThreadId, TypedBytes,
+    PendingWrite, Relation, Rewind, SessionId, SessionStore, StoredVector, ThreadId, TypedBytes,
+    VectorKey, VectorStore,
 };
 use agentmem_file::Durability;
 use common::open_with;
@@ -50,6 +54,13 @@ const ENTITIES: usize = 100;
 const RACES: usize = ENTITIES / 5;
 /// Rounds of adding and deleting an observation, after the entities.
 const CHURN: usize = 400;
+const VECTORER_VAR: &str = "AGENTMEM_FILE_CHILD_VECTORER";
+/// Vector-writing children.
+const VECTORERS: u8 = 3;
+/// Vectors each vector-writing child puts (it then deletes the odd ones).
+const VECTORS: u8 = 100;
+/// Keys every vector-writing child replaces.
+const SHARED: u8 = 5;
 
 /// The store root, this child's index and the value of `role_var` (the variable that makes
 /// one child test act), when this process is a child started to run that test; `None`
@@ -511,5 +522,91 @@ async fn three_processes_writing_the_graph_lose_nothing_and_create_a_name_once()
     let log = std::fs::read_to_string(dir.path().join("graph").join("graph.jsonl"))
         .expect("read the log");
     assert!(log.lines().count() < written, "compacted");
+    assert!(store.repairs().is_empty(), "{:?}", store.repairs());
+}
+
+/// The key of vector `n` of child `p` (`p` 255: the shared keys).
+fn vector_key(p: u8, n: u8) -> VectorKey {
+    let mut key = [0u8; 32];
+    (key[0], key[1]) = (p, n);
+    VectorKey(key)
+}
+
+/// Vector `n` of child `p`, as written in `round`.
+fn child_vector(p: u8, n: u8, round: u16) -> StoredVector {
+    let values = [f32::from(p), f32::from(n), f32::from(round), 0.5];
+    StoredVector::new(vector_key(p, n), &values)
+}
+
+/// Child side of the vector test: puts `VECTORS` vectors of its own, one call each, with the
+/// shared keys replaced every tenth time; deletes its odd ones; then replaces its vector 0
+/// `CHURN` times, so that the log fills with dead records and is compacted while the others
+/// write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_vectorer() {
+    let Some((root, p, _)) = child_env(VECTORER_VAR) else {
+        return;
+    };
+    let p: u8 = p.parse().expect("index");
+    let store = open_with(Path::new(&root), Durability::Fsync).await;
+    for n in 0..VECTORS {
+        let mut batch = vec![child_vector(p, n, 0)];
+        if n % 10 == 0 {
+            batch.extend((0..SHARED).map(|s| child_vector(255, s, u16::from(p))));
+        }
+        store.put_vectors(&batch).await.expect("put");
+    }
+    let odd: Vec<VectorKey> = (0..VECTORS)
+        .filter(|n| n % 2 == 1)
+        .map(|n| vector_key(p, n))
+        .collect();
+    let gone = store.delete_vectors(&odd).await.expect("delete");
+    assert_eq!(gone, odd.len() as u64, "its own vectors, each there once");
+    for round in 1..=CHURN as u16 {
+        store
+            .put_vectors(&[child_vector(p, 0, round)])
+            .await
+            .expect("churn");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_writing_vectors_lose_nothing() {
+    let Some(dir) = run_children("child_vectorer", VECTORERS.into(), VECTORER_VAR, 1) else {
+        return;
+    };
+
+    let store = open_with(dir.path(), Durability::Fsync).await;
+    for p in 0..VECTORERS {
+        let keys: Vec<VectorKey> = (0..VECTORS).map(|n| vector_key(p, n)).collect();
+        let mut found = store.get_vectors(&keys).await.expect("get");
+        found.sort_by_key(|v| v.key);
+        let mut expected: Vec<StoredVector> = (0..VECTORS)
+            .filter(|n| n % 2 == 0)
+            .map(|n| child_vector(p, n, 0))
+            .collect();
+        expected[0] = child_vector(p, 0, CHURN as u16);
+        assert_eq!(found, expected, "p{p}'s vectors");
+    }
+    let shared: Vec<VectorKey> = (0..SHARED).map(|s| vector_key(255, s)).collect();
+    for v in store.get_vectors(&shared).await.expect("get") {
+        let writers: Vec<StoredVector> = (0..VECTORERS)
+            .map(|p| child_vector(255, v.key.0[1], p.into()))
+            .collect();
+        assert!(
+            writers.contains(&v),
+            "a shared key holds one child's vector whole"
+        );
+    }
+    // Without compaction the log would hold every record written: the header, then a child's
+    // puts (its own, the shared keys' every tenth time, its churn) and its deletes (a record
+    // is 41 bytes besides the vector's 16).
+    let puts = VECTORS as usize + SHARED as usize * 10 + CHURN;
+    let per_child = puts * (41 + 16) + VECTORS as usize / 2 * 41;
+    let written = 12 + VECTORERS as usize * per_child;
+    let len = std::fs::metadata(dir.path().join("vectors").join("vectors.log"))
+        .expect("the log")
+        .len();
+    assert!(len < written as u64, "compacted: {len} of {written} bytes");
     assert!(store.repairs().is_empty(), "{:?}", store.repairs());
 }

@@ -45,6 +45,6 @@ pub use http::{
 };
 pub use server::McpServer;
 pub use stdio::{serve_io, serve_stdio};
-pub use store_slot::{OpenFuture, StoreOpener};
+pub use store_slot::{OpenFuture, RecallOpener, StoreOpener};
 pub use subscriptions::GRAPH_URI;
 pub use tools::reference_tools_json;

@@ -13,7 +13,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{RoleServer, ServerHandler};
 
-use crate::store_slot::{describe, StoreOpener, StoreSlot};
+use crate::store_slot::{describe, RecallOpener, StoreOpener, StoreSlot};
 use crate::subscriptions::{Subscribers, GRAPH_URI};
 use crate::{args, graph_tools, reply, session_tools, tools};
 use agentmem_core::one_line;
@@ -54,8 +54,25 @@ impl McpServer {
     /// A server over the store `opener` opens, named `display` in error results (give the
     /// URL with any password hidden: [`agentmem_core::redact_url`]).
     pub fn new(display: impl Into<String>, opener: StoreOpener) -> Self {
+        Self::build(display.into(), opener, None)
+    }
+
+    /// A server over the store `opener` opens that searches memory items by meaning too, with
+    /// the recall `recaller` builds over the opened store (`Ok(None)`: keyword search only).
+    /// When there is recall, a background indexer embeds what is written (nudged after each
+    /// write that adds text), and `search_memory` searches in hybrid mode unless asked
+    /// otherwise.
+    pub fn with_recall(
+        display: impl Into<String>,
+        opener: StoreOpener,
+        recaller: RecallOpener,
+    ) -> Self {
+        Self::build(display.into(), opener, Some(recaller))
+    }
+
+    fn build(display: String, opener: StoreOpener, recaller: Option<RecallOpener>) -> Self {
         let shared = Arc::new(Shared {
-            slot: StoreSlot::new(display.into(), opener),
+            slot: StoreSlot::new(display, opener, recaller),
             subscribers: Subscribers::default(),
         });
         let id = shared.subscribers.new_id();
@@ -121,6 +138,12 @@ impl McpServer {
             Ok(store) => store,
             Err(text) => return reply::failure(text),
         };
+        // Built with the store, on the first call (starting the background indexer); only
+        // search_memory uses it.
+        let recall = self.shared.slot.recall(&store).await;
+        if let Err(e) = &recall {
+            tracing::warn!(error = %one_line(e), "recall by meaning is unavailable");
+        }
         if graph_tools::handles(name) {
             return match graph_tools::call(store.as_ref(), name, args).await {
                 Ok(call) => {
@@ -132,8 +155,13 @@ impl McpServer {
                 Err(e) => reply::failure(self.failure_text(&e)),
             };
         }
-        match session_tools::call(store.as_ref(), name, args).await {
-            Some(Ok(result)) => result,
+        match session_tools::call(store.as_ref(), recall, name, args).await {
+            Some(Ok(result)) => {
+                if session_tools::adds_text(name) {
+                    self.shared.slot.nudge().await;
+                }
+                result
+            }
             Some(Err(e)) => reply::failure(self.failure_text(&e)),
             None => reply::unknown_tool(name),
         }

@@ -3,11 +3,14 @@
 //! `search_memory`, `get_context`). They read and write what the CLI and the libraries do:
 //! the same session ids, and memory items of kind `long_term` (or `short_term`) in the scope
 //! of the agent named, as the Python `store_memory(text, long_term, agent=…)` stores them.
+//! `search_memory` searches by keyword, by meaning or both when the store URL names an
+//! embedder (`mode`), and says how each hit was found.
 
 use agentmem_core::{
     AgentMemory, ContextStore, Error, MemoryFilter, MemoryItem, MemoryKind, MemoryScope, Message,
     MessageId, Metadata, Result, Rewind, Role, ScopeFilter, SessionId,
 };
+use agentmem_recall::{MemoryRecall, Recall as Meaning, SearchMode};
 use rmcp::model::{CallToolResult, JsonObject};
 use serde::{Deserialize, Serialize};
 
@@ -50,6 +53,7 @@ struct Recall {
     #[serde(default, deserialize_with = "count")]
     limit: Option<usize>,
     agent: Option<String>,
+    mode: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -96,9 +100,53 @@ struct Removed<'a> {
     removed: &'a [Message],
 }
 
-/// Runs agentmem's tool `name`; `None` when `name` is not one.
+/// One hit of `search_memory`: the item, its score, and how it was found.
+#[derive(Serialize)]
+struct Found {
+    item: MemoryItem,
+    score: f64,
+    /// `keyword`, `semantic` or `both`.
+    found_by: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keyword_rank: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    semantic_rank: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    similarity: Option<f32>,
+}
+
+impl From<MemoryRecall> for Found {
+    fn from(hit: MemoryRecall) -> Self {
+        Found {
+            found_by: found_by(hit.keyword_rank, hit.semantic_rank),
+            item: hit.item,
+            score: hit.score,
+            keyword_rank: hit.keyword_rank,
+            semantic_rank: hit.semantic_rank,
+            similarity: hit.similarity,
+        }
+    }
+}
+
+/// How a hit was found, from the rankings that placed it.
+fn found_by(keyword: Option<usize>, semantic: Option<usize>) -> &'static str {
+    match (keyword, semantic) {
+        (Some(_), Some(_)) => "both",
+        (None, Some(_)) => "semantic",
+        _ => "keyword",
+    }
+}
+
+/// Whether the tool `name` writes text the background indexer embeds.
+pub(crate) fn adds_text(name: &str) -> bool {
+    matches!(name, "store_memory" | "append_messages")
+}
+
+/// Runs agentmem's tool `name`; `None` when `name` is not one. `recall` is the store's recall
+/// by meaning (`None`: the store names no embedder), for `search_memory`.
 pub(crate) async fn call(
     store: &dyn AgentMemory,
+    recall: Result<Option<Meaning>>,
     name: &str,
     args: JsonObject,
 ) -> Option<Result<CallToolResult>> {
@@ -109,7 +157,7 @@ pub(crate) async fn call(
         "fork_session" => fork(store, parse(args)).await,
         "rewind_session" => rewind(store, parse(args)).await,
         "store_memory" => remember(store, parse(args)).await,
-        "search_memory" => recall(store, parse(args)).await,
+        "search_memory" => search(store, recall, parse(args)).await,
         "get_context" => context(store, parse(args)).await,
         _ => return None,
     })
@@ -223,12 +271,46 @@ async fn remember(store: &dyn AgentMemory, args: Result<Remember>) -> Result<Cal
     Ok(reply::json(&stored, Some("memory")))
 }
 
-async fn recall(store: &dyn AgentMemory, args: Result<Recall>) -> Result<CallToolResult> {
+/// `search_memory`: by keyword alone without an embedder; else in the mode asked for, hybrid
+/// by default.
+async fn search(
+    store: &dyn AgentMemory,
+    recall: Result<Option<Meaning>>,
+    args: Result<Recall>,
+) -> Result<CallToolResult> {
     let args = args?;
     let mut filter = MemoryFilter::default().with_scope(seen_by(args.agent));
     filter.limit = args.limit;
-    let hits = store.search_memories(&args.query, &filter).await?;
-    Ok(reply::json(&hits, Some("results")))
+    let mode = match (&args.mode, &recall) {
+        (Some(mode), _) => mode.parse::<SearchMode>()?,
+        (None, Ok(None)) => SearchMode::Keyword,
+        (None, _) => SearchMode::Hybrid,
+    };
+    let found: Vec<Found> = if mode == SearchMode::Keyword {
+        let hits = store.search_memories(&args.query, &filter).await?;
+        hits.into_iter()
+            .enumerate()
+            .map(|(rank, hit)| Found {
+                item: hit.item,
+                score: hit.score,
+                found_by: "keyword",
+                keyword_rank: Some(rank + 1),
+                semantic_rank: None,
+                similarity: None,
+            })
+            .collect()
+    } else {
+        let recall = recall?.ok_or_else(|| {
+            Error::invalid_input(format!(
+                "search_memory mode {mode} needs an embedder: serve a store URL naming one \
+                 (`embedder=local`, or `embedder=http&embed_url=…&embed_model=…`), or search \
+                 with mode keyword"
+            ))
+        })?;
+        let hits = recall.search_memories(&args.query, &filter, mode).await?;
+        hits.into_iter().map(Found::from).collect()
+    };
+    Ok(reply::json(&found, Some("results")))
 }
 
 async fn context(store: &dyn AgentMemory, args: Result<Context>) -> Result<CallToolResult> {

@@ -19,33 +19,13 @@ use agentmem_core::{
     PendingWrite, Result, ThreadId, TypedBytes,
 };
 use mongodb::bson::oid::ObjectId;
-use mongodb::bson::spec::BinarySubtype;
-use mongodb::bson::{doc, Binary, Bson, Document};
+use mongodb::bson::{doc, Bson, Document};
 use serde_json::Value;
 
 use crate::codec::{
-    check_size, int_field, metadata_field, metadata_to_bson, str_field, time_field,
+    binary, binary_field, check_size, int_field, metadata_field, metadata_to_bson, str_field,
+    time_field,
 };
-
-/// A BSON binary of `bytes`.
-fn binary(bytes: &[u8]) -> Bson {
-    Bson::Binary(Binary {
-        subtype: BinarySubtype::Generic,
-        bytes: bytes.to_vec(),
-    })
-}
-
-/// Reads the binary field `field`.
-fn binary_field(d: &Document, field: &str) -> Result<Vec<u8>> {
-    match d.get(field) {
-        Some(Bson::Binary(b)) => Ok(b.bytes.clone()),
-        Some(other) => Err(Error::corrupt(format!(
-            "field `{field}` is {:?}, expected binary data",
-            other.element_type()
-        ))),
-        None => Err(Error::corrupt(format!("field `{field}` is missing"))),
-    }
-}
 
 /// Reads a [`TypedBytes`] stored as a type tag in `type_field` and bytes in `field`.
 fn typed_field(d: &Document, type_field: &str, field: &str) -> Result<TypedBytes> {

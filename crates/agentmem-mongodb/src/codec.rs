@@ -19,7 +19,8 @@ use agentmem_core::{
 };
 use chrono::{DateTime, Utc};
 use futures_util::TryStreamExt;
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::spec::BinarySubtype;
+use mongodb::bson::{doc, Binary, Bson, Document};
 use mongodb::Cursor;
 
 use crate::error::ResultExt;
@@ -71,6 +72,26 @@ pub(crate) fn check_size(what: &'static str, d: &Document) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// A BSON binary of `bytes`.
+pub(crate) fn binary(bytes: &[u8]) -> Bson {
+    Bson::Binary(Binary {
+        subtype: BinarySubtype::Generic,
+        bytes: bytes.to_vec(),
+    })
+}
+
+/// Reads the binary field `field`.
+pub(crate) fn binary_field(d: &Document, field: &str) -> Result<Vec<u8>> {
+    match d.get(field) {
+        Some(Bson::Binary(b)) => Ok(b.bytes.clone()),
+        Some(other) => Err(Error::corrupt(format!(
+            "field `{field}` is {:?}, expected binary data",
+            other.element_type()
+        ))),
+        None => Err(Error::corrupt(format!("field `{field}` is missing"))),
+    }
 }
 
 /// Every document a find or an aggregation returns.

@@ -18,7 +18,8 @@ pub(crate) const INFO: BackendInfo = BackendInfo::new("mongodb")
             .durable(true)
             .cross_process(true)
             .checkpoints(true)
-            .graph(true),
+            .graph(true)
+            .vectors(true),
     );
 
 /// The backend name: what `SessionStore::backend` reports and errors are labelled with.

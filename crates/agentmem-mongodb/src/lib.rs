@@ -31,6 +31,7 @@ mod search;
 mod sessions;
 mod store;
 mod transaction;
+mod vectors;
 
 pub use config::{
     validate_database_name, MongoConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DATABASE,

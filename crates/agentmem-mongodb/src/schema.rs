@@ -45,6 +45,10 @@ pub(crate) const GRAPH_ENTITIES: &str = "graph_entities";
 /// One document per knowledge-graph relation; `_id` is the digest of (from, to, type).
 pub(crate) const GRAPH_RELATIONS: &str = "graph_relations";
 
+/// One document per embedding vector, `{_id: BinData(key), data: BinData}`; created by the
+/// first put (no index beyond `_id`).
+pub(crate) const VECTORS: &str = "vectors";
+
 /// The unique index of schema version 1 on `kind_key` alone, dropped by the move to 2.
 const V1_KIND_KEY_INDEX: &str = "kind_key";
 

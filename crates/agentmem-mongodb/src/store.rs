@@ -30,7 +30,7 @@ use crate::retry::{retry, Step};
 use crate::rewrite::archive_info;
 use crate::schema::{
     self, ServerFeatures, ARCHIVED, CHECKPOINTS, CHECKPOINT_BLOBS, GRAPH_ENTITIES, GRAPH_RELATIONS,
-    HEADS, MEMORIES, MESSAGES, META, SESSIONS,
+    HEADS, MEMORIES, MESSAGES, META, SESSIONS, VECTORS,
 };
 use crate::search::{memory_hits, message_hits};
 use crate::sessions::{
@@ -220,6 +220,11 @@ impl MongoStore {
     pub(crate) fn retry_budget(&self) -> Duration {
         self.retry_budget
     }
+
+    /// The store's database, for commands the driver has no method for.
+    pub(crate) fn database(&self) -> &Database {
+        &self.db
+    }
 }
 
 /// One method per collection of the store, each the collection of that name (`schema.rs`).
@@ -245,6 +250,7 @@ collections! {
     checkpoint_blobs: CHECKPOINT_BLOBS,
     graph_entities: GRAPH_ENTITIES,
     graph_relations: GRAPH_RELATIONS,
+    vectors: VECTORS,
     meta: META,
 }
 

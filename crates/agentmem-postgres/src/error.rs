@@ -23,7 +23,8 @@ pub(crate) const INFO: BackendInfo = BackendInfo::new("postgres")
             .atomic_compaction(true)
             .indexed_search(true)
             .checkpoints(true)
-            .graph(true),
+            .graph(true)
+            .vectors(true),
     );
 
 /// Whether `e` means the connection (not the statement) failed: the server could not be

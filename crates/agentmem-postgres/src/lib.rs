@@ -62,6 +62,7 @@ mod sql;
 mod statements;
 mod store;
 mod tls;
+mod vectors;
 
 pub use config::{PostgresConfig, PreparedStatements, SslMode};
 pub use schema::SCHEMA_VERSION;

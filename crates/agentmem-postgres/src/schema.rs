@@ -13,7 +13,7 @@ use crate::config::quote_schema;
 use crate::error;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// First key of the advisory lock (`'amem'` in ASCII), so agentmem's locks do not collide
 /// with an application's own one-key advisory locks.
@@ -253,6 +253,18 @@ CREATE TABLE {s}.graph_relations (
 );
 CREATE INDEX graph_relations_from ON {s}.graph_relations (from_key);
 CREATE INDEX graph_relations_to ON {s}.graph_relations (to_key);
+"#,
+    },
+    Migration {
+        version: 7,
+        description: "embedding vectors",
+        // Opaque bytes under a 32-byte key the client derives from the embedded text
+        // (`vectors.rs`). New table only: existing data is not touched.
+        sql: r#"
+CREATE TABLE {s}.vectors (
+    key  bytea PRIMARY KEY,
+    data bytea NOT NULL
+);
 "#,
     },
 ];

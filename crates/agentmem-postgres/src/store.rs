@@ -1,7 +1,7 @@
 //! [`PostgresStore`]: construction, the connection pool, and the [`AgentMemory`] operations
 //! (each runs its statements through `run!`; `sessions.rs`, `archives.rs`, `memories.rs` and
 //! `search.rs` read their rows back). Checkpoints are in `checkpoints.rs`, the knowledge graph
-//! in `graph.rs`.
+//! in `graph.rs`, embedding vectors in `vectors.rs`.
 
 use agentmem_core::backend::BackendInfo;
 use std::fmt;

@@ -100,6 +100,12 @@ impl Keys {
     pub(crate) fn memory_items(&self) -> String {
         format!("{}:mem:items", self.root)
     }
+
+    /// Hash: vector key (its 32 raw bytes) → the vector's bytes (`lua/vector_clear.lua`
+    /// builds the same name).
+    pub(crate) fn vectors(&self) -> String {
+        format!("{}:vec", self.root)
+    }
 }
 
 #[cfg(test)]
@@ -120,6 +126,7 @@ mod tests {
             "app:s:Research Agent@x:a:history_2026-01-02_03-04-05_2"
         );
         assert_eq!(keys.memory_items(), "app:mem:items");
+        assert_eq!(keys.vectors(), "app:vec");
         assert_eq!(keys.root(), "app");
     }
 
@@ -133,5 +140,6 @@ mod tests {
         // Names hold no braces (agentmem-core's naming rules), so `{app}` is the only tag.
         assert_eq!(keys.meta(&s), "{app}:s:Research Agent@x:meta");
         assert_eq!(keys.memory_items(), "{app}:mem:items");
+        assert_eq!(keys.vectors(), "{app}:vec");
     }
 }

@@ -27,6 +27,7 @@ mod scripts;
 mod search;
 mod sessions;
 mod store;
+mod vectors;
 
 pub use config::{
     validate_prefix, RedisConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PREFIX,
@@ -51,7 +52,8 @@ pub(crate) const INFO: BackendInfo = BackendInfo::new("redis")
             .indexed_search(true)
             .native_expiry(true)
             .checkpoints(true)
-            .graph(true),
+            .graph(true)
+            .vectors(true),
     );
 
 /// The backend name: what `SessionStore::backend` reports and errors are labelled with.

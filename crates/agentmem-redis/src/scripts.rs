@@ -3,7 +3,7 @@
 //! Redis runs one script at a time, so a script sees and leaves a consistent state: an
 //! append and its index entries, a compaction and the appends racing with it, a purge batch,
 //! a memory item and its index entries, a checkpoint and its blobs, a batch of pending writes,
-//! a knowledge-graph change with its indexes.
+//! a knowledge-graph change with its indexes, the count and deletion of every vector.
 //! `redis::Script` sends `EVALSHA` and loads the source once per server (again after a
 //! restart empties the script cache; on a cluster `SCRIPT LOAD` goes to every node).
 //! Every invocation is made by `Keys::invoke`, which passes the store's schema key as
@@ -84,6 +84,8 @@ pub(crate) struct Scripts {
     pub(crate) graph_delete_observations: Script,
     pub(crate) graph_delete_relations: Script,
     pub(crate) graph_read: Script,
+    /// Counting and deleting every embedding vector (needs nothing of the prelude).
+    pub(crate) vector_clear: Script,
 }
 
 impl Scripts {
@@ -124,6 +126,7 @@ impl Scripts {
             graph_delete_observations: graph_script!("lua/graph_delete_observations.lua"),
             graph_delete_relations: graph_script!("lua/graph_delete_relations.lua"),
             graph_read: graph_script!("lua/graph_read.lua"),
+            vector_clear: Script::new(include_str!("lua/vector_clear.lua")),
         }
     }
 }

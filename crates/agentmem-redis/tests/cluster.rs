@@ -20,7 +20,7 @@ use agentmem_core::{
     CheckpointQuery, CheckpointStore, Entity, ErrorKind, GraphQuery, GraphStore, Layered,
     MemoryFilter, MemoryId, MemoryItem, MemoryKind, MemoryScope, MemoryStore, Message,
     MessageQuery, Relation, Rewind, ScopeFilter, SessionId, SessionPatch, SessionQuery,
-    SessionStore, TypedBytes,
+    SessionStore, StoredVector, TypedBytes, VectorKey, VectorStore,
 };
 use agentmem_redis::{RedisConfig, RedisStore};
 use agentmem_testkit::{NamespaceGuard, ServerNamespace, TestStore};
@@ -117,7 +117,8 @@ fn sid(s: &str) -> SessionId {
 }
 
 /// Every key a store writes (sessions, archives, postings, memory items, checkpoints, the
-/// knowledge graph and their indexes) starts with `{prefix}:` and so lies in the prefix's slot.
+/// knowledge graph, embedding vectors and their indexes) starts with `{prefix}:` and so lies
+/// in the prefix's slot.
 #[tokio::test]
 async fn every_key_of_a_store_lies_in_its_prefix_slot() {
     let prefix = agentmem_testkit::unique_namespace("slot");
@@ -209,6 +210,13 @@ async fn every_key_of_a_store_lies_in_its_prefix_slot() {
     store.create_relations(&[relation]).await.unwrap();
     let graph = store.read_graph(&GraphQuery::All).await.unwrap();
     assert_eq!((graph.entities.len(), graph.relations.len()), (2, 1));
+    // Embedding vectors: one hash, the one slot.
+    let stored = StoredVector::new(VectorKey([7; 32]), &[0.5, 1.0]);
+    store
+        .put_vectors(std::slice::from_ref(&stored))
+        .await
+        .unwrap();
+    assert_eq!(store.get_vectors(&[stored.key]).await.unwrap(), [stored]);
     // KEYS goes to every master; only the store's node holds any of its keys.
     let keys = common::keys(&mut raw, &format!("{{{prefix}}}:*")).await;
     assert!(keys.len() > 10, "{keys:?}");

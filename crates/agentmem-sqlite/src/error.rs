@@ -21,7 +21,8 @@ pub(crate) const INFO: BackendInfo = BackendInfo::new("sqlite")
             .atomic_compaction(true)
             .indexed_search(true)
             .checkpoints(true)
-            .graph(true),
+            .graph(true)
+            .vectors(true),
     );
 
 /// A failure inside blocking database work: SQLite's own, or an agentmem error already typed.

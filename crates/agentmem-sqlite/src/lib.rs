@@ -29,6 +29,7 @@ mod store;
 #[cfg(test)]
 mod testing;
 mod tx;
+mod vectors;
 
 pub use config::{Location, SqliteConfig, Synchronous};
 pub use schema::SCHEMA_VERSION;

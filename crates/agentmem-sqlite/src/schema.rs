@@ -302,6 +302,16 @@ const MIGRATIONS: &[&[Step]] = &[
     CREATE INDEX agentmem_graph_relations_to ON agentmem_graph_relations (to_name);
     "#,
     )],
+    // 8: embedding vectors, opaque bytes under their 32-byte key. The key is the whole row's
+    // identity and every access is by key, so the table is clustered on it (no rowid).
+    &[Step::Sql(
+        r#"
+    CREATE TABLE agentmem_vectors (
+        key BLOB PRIMARY KEY,
+        data BLOB NOT NULL
+    ) WITHOUT ROWID;
+    "#,
+    )],
 ];
 
 /// The stored schema version: 0 for a database without agentmem tables.
@@ -587,6 +597,27 @@ mod tests {
         assert_eq!(graph, [0, 0, 0]);
         let kept = ["agentmem_sessions", "agentmem_checkpoints"].map(|t| rows_in(&conn, t));
         assert_eq!(kept, [1, 1]);
+    }
+
+    #[test]
+    fn version_7_data_stays_and_gains_an_empty_vector_table_in_migration_8() {
+        let mut conn = at_version(7);
+        conn.execute_batch(
+            "INSERT INTO agentmem_sessions (name, created_at, updated_at) VALUES ('s', 0, 0);
+             INSERT INTO agentmem_graph_entities (name, entity_type) VALUES ('Alice', 'person');",
+        )
+        .unwrap();
+        assert_eq!(migrate(&mut conn, "m").unwrap(), 7);
+        assert_eq!(read_version(&conn).unwrap(), SCHEMA_VERSION);
+        assert_eq!(rows_in(&conn, "agentmem_vectors"), 0);
+        let kept = ["agentmem_sessions", "agentmem_graph_entities"].map(|t| rows_in(&conn, t));
+        assert_eq!(kept, [1, 1]);
+        conn.execute(
+            "INSERT INTO agentmem_vectors (key, data) VALUES (?1, ?2)",
+            (&[7u8; 32][..], &[1u8, 2, 3, 4][..]),
+        )
+        .unwrap();
+        assert_eq!(rows_in(&conn, "agentmem_vectors"), 1);
     }
 
     #[test]

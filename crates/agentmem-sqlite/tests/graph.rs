@@ -129,17 +129,22 @@ async fn a_schema_6_database_gains_the_graph_on_open() {
             .unwrap();
     }
     {
-        // Migration 7 only adds the graph tables, so without them the file is a schema 6 one.
+        // Migrations 7 and 8 only add tables (the graph's, the vectors'), so without them the
+        // file is a schema 6 one.
         let conn = Connection::open(&path).unwrap();
         conn.execute_batch(
-            "DROP TABLE agentmem_graph_observations;
+            "DROP TABLE agentmem_vectors;
+             DROP TABLE agentmem_graph_observations;
              DROP TABLE agentmem_graph_relations;
              DROP TABLE agentmem_graph_entities;
              UPDATE agentmem_schema SET version = 6;",
         )
         .unwrap();
     }
-    assert_eq!(SCHEMA_VERSION, 7);
+    assert_eq!(
+        SCHEMA_VERSION, 8,
+        "a migration after 8 must be undone above too"
+    );
     let store = open(&path).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
     assert_eq!(store.messages(&session).await.unwrap().len(), 1);

@@ -41,6 +41,7 @@ mod properties;
 mod round_trip;
 mod search;
 mod sessions;
+mod vectors;
 
 /// The one list of conformance cases, one section per area (a module of `src/cases/`), in the
 /// order they run. Passes the sections to `$then!` after `$args`, each as
@@ -198,6 +199,15 @@ macro_rules! __all_cases {
                 invalid_graph_input_is_refused,
                 concurrent_graph_writers_lose_nothing,
                 concurrent_creates_of_one_name_leave_one_entity,
+            }
+            [vectors, Vectors, "Embedding vectors: opaque bytes under 32-byte keys, stored byte for byte, replaced by key, deleted and cleared with exact counts, refused when malformed, safe under concurrent writers."] {
+                vectors_are_kept_or_refused,
+                vectors_round_trip_byte_for_byte,
+                putting_a_vector_key_replaces_it,
+                deleting_vectors_counts_what_went,
+                a_full_vector_batch_round_trips,
+                invalid_vectors_are_refused,
+                concurrent_vector_writers_lose_nothing,
             }
         }
     };

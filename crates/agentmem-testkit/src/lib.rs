@@ -28,6 +28,8 @@ mod guard;
 pub mod pass_through;
 pub mod peak_memory;
 pub mod probe;
+#[cfg(feature = "recall")]
+pub mod recall;
 pub mod servers;
 #[cfg(feature = "bench")]
 pub mod side_by_side;
@@ -239,7 +241,8 @@ mod tests {
                 "misc",
                 "properties",
                 "checkpoints",
-                "graph"
+                "graph",
+                "vectors"
             ]
         );
     }

@@ -15,7 +15,7 @@ use agentmem::file::{FileStore, RepairReport};
 use agentmem::Backend;
 use agentmem_core::{
     AgentMemory, CheckpointQuery, Error, ErrorKind, GraphQuery, Layered, MemoryFilter, Result,
-    SessionId, SessionStore,
+    SessionId, SessionStore, StoreOptions,
 };
 use agentmem_formats::create_private_dir;
 use serde::Serialize;
@@ -94,6 +94,9 @@ struct DoctorReport {
     counts: Counts,
     problems: Vec<Problem>,
     backup: Option<String>,
+    /// How far the vectors lag behind the texts, when the store URL names an embedder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index: Option<super::recall::IndexStatus>,
 }
 
 /// Runs the checks on the store at `url`.
@@ -105,8 +108,10 @@ pub async fn run(
     backup_dir: Option<PathBuf>,
 ) -> Result<()> {
     let backend = Backend::from_url(url)?;
-    let report = if backend == Backend::File {
-        let store = FileStore::connect(url)
+    let mut report = if backend == Backend::File {
+        // The backend parses its own options; the store-level ones (key, embedder) come off.
+        let (file_url, _) = StoreOptions::split(url).map_err(|e| store_error(url, e))?;
+        let store = FileStore::connect(&file_url)
             .await
             .map_err(|e| store_error(url, e))?;
         file_doctor(store, repair, backup_dir).await?
@@ -114,6 +119,7 @@ pub async fn run(
         let store = super::open(url, keys).await?;
         generic_doctor(url, store).await?
     };
+    report.index = super::recall::index_status(url, super::open(url, keys)).await?;
     print(out, &report)?;
     let open_problems = report.problems.iter().filter(|p| !p.repaired).count();
     if open_problems > 0 {
@@ -184,6 +190,9 @@ fn print(out: &mut Output, report: &DoctorReport) -> Result<()> {
     }
     if let Some(b) = &report.backup {
         out.line(format!("backup:    {b}"))?;
+    }
+    if let Some(index) = &report.index {
+        super::recall::print_index(out, index)?;
     }
     Ok(())
 }
@@ -306,6 +315,7 @@ async fn generic_doctor(url: &str, store: Arc<dyn AgentMemory>) -> Result<Doctor
         counts,
         problems,
         backup: None,
+        index: None,
     })
 }
 
@@ -550,6 +560,7 @@ async fn file_doctor(
         counts,
         problems,
         backup: backup_used.then(|| backup.display().to_string()),
+        index: None,
     })
 }
 

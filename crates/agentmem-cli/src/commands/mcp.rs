@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agentmem_core::{Error, Result};
-use agentmem_mcp::{serve_http, serve_stdio, HttpOptions, McpServer, StoreOpener};
+use agentmem_mcp::{serve_http, serve_stdio, HttpOptions, McpServer, RecallOpener, StoreOpener};
 
 use super::{open, redact, Keys};
 use crate::fsio::io_error;
@@ -38,7 +38,15 @@ pub async fn run(url: &str, keys: &Keys, args: McpArgs) -> Result<()> {
             Box::pin(async move { open(&url, &keys).await })
         })
     };
-    let server = McpServer::new(redact(url), opener);
+    // With an embedder in the URL, search_memory searches by meaning too and a background
+    // indexer embeds what is written.
+    let server = if agentmem::embedding_options(url)?.is_some() {
+        let owned = url.to_string();
+        let recaller: RecallOpener = Arc::new(move |store| agentmem::recall_for(store, &owned));
+        McpServer::with_recall(redact(url), opener, recaller)
+    } else {
+        McpServer::new(redact(url), opener)
+    };
     let Some(addr) = args.http else {
         return serve_stdio(server).await;
     };

@@ -6,6 +6,7 @@ mod lifecycle;
 mod mcp;
 mod memories;
 mod migrate;
+mod recall;
 mod sessions;
 mod threads;
 mod transfer;
@@ -15,7 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agentmem::crypt::{MasterKey, KEY_ENV};
-use agentmem_core::{AgentMemory, Error, Result, RetentionPolicy};
+use agentmem_core::{AgentMemory, Error, MemoryFilter, MessageQuery, Result, RetentionPolicy};
 
 use crate::cli::{Cli, Command, StoreCommand, DEFAULT_STORE};
 use crate::output::Output;
@@ -31,7 +32,7 @@ pub async fn run(cli: Cli, out: &mut Output) -> Result<()> {
     };
     let keys = &keys;
     match cli.command {
-        Command::Store(command) => on_store(&open(&url, keys).await?, out, command).await,
+        Command::Store(command) => on_store(&open(&url, keys).await?, &url, out, command).await,
         Command::Rekey { new_key_file } => {
             let old = keys.current()?.ok_or_else(|| {
                 Error::invalid_input(format!(
@@ -75,9 +76,10 @@ pub async fn run(cli: Cli, out: &mut Output) -> Result<()> {
     }
 }
 
-/// Runs a command on the store `--store` names, opened once by [`run`].
+/// Runs a command on the store `--store` names (`url`), opened once by [`run`].
 async fn on_store(
     store: &Arc<dyn AgentMemory>,
+    url: &str,
     out: &mut Output,
     command: StoreCommand,
 ) -> Result<()> {
@@ -110,7 +112,11 @@ async fn on_store(
             query,
             session,
             limit,
-        } => sessions::search(store, out, &query, session, limit).await,
+            mode,
+        } => {
+            let scope = MessageQuery { session, limit };
+            recall::search_messages(store, url, out, &query, scope, mode).await
+        }
         StoreCommand::Compact {
             session,
             summary,
@@ -131,10 +137,20 @@ async fn on_store(
             owner,
             global,
             exact,
+            search,
+            mode,
+            limit,
         } => {
             let scope = memories::scope_filter(agent, workspace, owner, global, exact);
-            memories::list(store, out, kind, scope).await
+            match search {
+                Some(query) => {
+                    let filter = MemoryFilter { kind, scope, limit };
+                    recall::search_memories(store, url, out, &query, &filter, mode).await
+                }
+                None => memories::list(store, out, kind, scope).await,
+            }
         }
+        StoreCommand::Reindex { all } => recall::reindex(store, url, out, all).await,
         StoreCommand::Delete { session } => sessions::delete(store, out, &session).await,
         StoreCommand::Purge {
             older_than,

@@ -2,8 +2,8 @@
 //! operations it changes; every other operation reaches the inner store unchanged, so a layer
 //! cannot lose one (as OpenDAL's `LayeredAccess` does for its services).
 //!
-//! The trait, and the [`SessionStore`], [`MemoryStore`], [`CheckpointStore`] and
-//! [`GraphStore`] impls every `LayeredStore` gets, are
+//! The trait, and the [`SessionStore`], [`MemoryStore`], [`CheckpointStore`], [`GraphStore`]
+//! and [`VectorStore`] impls every `LayeredStore` gets, are
 //! generated from the one list of operations ([`for_each_operation!`](crate::operation)), as
 //! are the forwarding impls that make `Arc<T>`, `Box<T>` and `&'static T` stores themselves.
 
@@ -13,7 +13,7 @@ use crate::backend::BackendInfo;
 use crate::error::Result;
 use crate::operation::for_each_operation;
 use crate::store::{
-    AgentMemory, Capabilities, CheckpointStore, GraphStore, MemoryStore, SessionStore,
+    AgentMemory, Capabilities, CheckpointStore, GraphStore, MemoryStore, SessionStore, VectorStore,
 };
 
 macro_rules! layered_store {
@@ -22,13 +22,14 @@ macro_rules! layered_store {
         memories { $($mv:ident => fn $mn:ident ($($ma:ident : $mt:ty),* $(,)?) -> $mo:ty { $($mspan:tt)* };)* }
         checkpoints { $($cv:ident => fn $cn:ident ($($ca:ident : $ct:ty),* $(,)?) -> $co:ty { $($cspan:tt)* };)* }
         graph { $($gv:ident => fn $gn:ident ($($ga:ident : $gt:ty),* $(,)?) -> $go:ty { $($gspan:tt)* };)* }
+        vectors { $($vv:ident => fn $vn:ident ($($va:ident : $vt:ty),* $(,)?) -> $vo:ty { $($vspan:tt)* };)* }
         others { $($others:tt)* }
     ) => {
         /// A store that wraps another, [`Inner`](Self::Inner), and forwards to it every operation
         /// it does not override: the base of every layer.
         ///
         /// Implement [`inner`](Self::inner) and the operations the layer changes; the type is
-        /// then a [`SessionStore`], a [`MemoryStore`], a [`CheckpointStore`] and a [`GraphStore`] (so an
+        /// then a [`SessionStore`], a [`MemoryStore`], a [`CheckpointStore`], a [`GraphStore`] and a [`VectorStore`] (so an
         /// [`AgentMemory`]) through blanket impls, and every operation added to the traits later
         /// reaches the inner store unchanged. `Arc<T>`, `Box<T>` and `&'static T` are layers that
         /// change nothing, which is how `Arc<dyn AgentMemory>` is a store.
@@ -79,6 +80,12 @@ macro_rules! layered_store {
                     GraphStore::$gn(self.inner(), $($ga),*).await
                 }
             )*
+            $(
+                #[doc = concat!("[`VectorStore::", stringify!($vn), "`], forwarded by default.")]
+                async fn $vn(&self, $($va: $vt),*) -> Result<$vo> {
+                    VectorStore::$vn(self.inner(), $($va),*).await
+                }
+            )*
         }
 
         #[$crate::async_trait]
@@ -121,6 +128,15 @@ macro_rules! layered_store {
             $(
                 async fn $gn(&self, $($ga: $gt),*) -> Result<$go> {
                     LayeredStore::$gn(self, $($ga),*).await
+                }
+            )*
+        }
+
+        #[$crate::async_trait]
+        impl<L: LayeredStore> VectorStore for L {
+            $(
+                async fn $vn(&self, $($va: $vt),*) -> Result<$vo> {
+                    LayeredStore::$vn(self, $($va),*).await
                 }
             )*
         }

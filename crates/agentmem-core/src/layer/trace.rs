@@ -13,7 +13,9 @@ use crate::error::{Error, Result};
 use crate::layer::LayeredStore;
 use crate::name::SessionId;
 use crate::operation::{for_each_operation, Operation};
-use crate::store::{AgentMemory, CheckpointStore, GraphStore, MemoryStore, SessionStore};
+use crate::store::{
+    AgentMemory, CheckpointStore, GraphStore, MemoryStore, SessionStore, VectorStore,
+};
 
 /// The span name every backend operation runs in.
 pub const SPAN_NAME: &str = "agentmem.op";
@@ -207,6 +209,8 @@ macro_rules! traced {
             { session: $cs:expr $(, writes: $cw:expr)? $(, reads: $cr:expr)? };)* }
         graph { $($gv:ident => fn $gn:ident ($($ga:ident : $gt:ty),* $(,)?) -> $go:ty
             { session: $gs:expr $(, writes: $gw:expr)? $(, reads: $gr:expr)? };)* }
+        vectors { $($vv:ident => fn $vn:ident ($($va:ident : $vt:ty),* $(,)?) -> $vo:ty
+            { session: $vs:expr $(, writes: $vw:expr)? $(, reads: $vr:expr)? };)* }
         others { $($others:tt)* }
     ) => {
         #[async_trait]
@@ -243,6 +247,13 @@ macro_rules! traced {
                     let op = Op::new(self.inner.backend(), Operation::$gv, $gs);
                     $(let op = op.messages($gw);)?
                     run!(op, GraphStore::$gn(&self.inner, $($ga),*) $(, $gr)?)
+                }
+            )*
+            $(
+                async fn $vn(&self, $($va: $vt),*) -> Result<$vo> {
+                    let op = Op::new(self.inner.backend(), Operation::$vv, $vs);
+                    $(let op = op.messages($vw);)?
+                    run!(op, VectorStore::$vn(&self.inner, $($va),*) $(, $vr)?)
                 }
             )*
         }

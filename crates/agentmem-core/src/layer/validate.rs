@@ -19,6 +19,7 @@ use crate::name::SessionId;
 use crate::property::PropertyChange;
 use crate::property::{check_property_name, check_property_value};
 use crate::store::{AgentMemory, MemoryFilter, MemoryHit};
+use crate::vector::{self, StoredVector, VectorKey};
 
 /// Checks that every message can be stored and read back; the first bad one fails the batch,
 /// before anything is written.
@@ -177,6 +178,21 @@ impl<S: AgentMemory> LayeredStore for Validated<S> {
     async fn read_graph(&self, query: &GraphQuery) -> Result<KnowledgeGraph> {
         query.validate()?;
         self.inner.read_graph(query).await
+    }
+
+    async fn put_vectors(&self, vectors: &[StoredVector]) -> Result<()> {
+        vector::check_vectors(vectors)?;
+        self.inner.put_vectors(vectors).await
+    }
+
+    async fn get_vectors(&self, keys: &[VectorKey]) -> Result<Vec<StoredVector>> {
+        vector::check_batch(keys.len())?;
+        self.inner.get_vectors(keys).await
+    }
+
+    async fn delete_vectors(&self, keys: &[VectorKey]) -> Result<u64> {
+        vector::check_batch(keys.len())?;
+        self.inner.delete_vectors(keys).await
     }
 
     async fn set_store_property(&self, change: &PropertyChange<'_>) -> Result<bool> {

@@ -60,6 +60,7 @@ pub(crate) mod checkpoints;
 pub(crate) mod graph;
 mod memories;
 mod sessions;
+mod vectors;
 
 use tokio_postgres::types::Type;
 
@@ -67,6 +68,7 @@ use self::checkpoints::CheckpointSql;
 use self::graph::GraphSql;
 use self::memories::MemorySql;
 use self::sessions::{ArchiveSql, LifecycleSql, RetentionSql, SearchSql, SessionSql};
+use self::vectors::VectorSql;
 use crate::statements::Stmt;
 
 /// The statements of one store, by area.
@@ -88,6 +90,8 @@ pub(crate) struct Sql {
     pub(crate) checkpoints: CheckpointSql,
     /// The knowledge graph.
     pub(crate) graph: GraphSql,
+    /// Embedding vectors.
+    pub(crate) vectors: VectorSql,
 }
 
 impl Sql {
@@ -103,6 +107,7 @@ impl Sql {
             retention: RetentionSql::new(s, &st),
             checkpoints: CheckpointSql::new(s, &st),
             graph: GraphSql::new(s, &st),
+            vectors: VectorSql::new(s, &st),
         }
     }
 }

@@ -138,13 +138,21 @@ pub async fn open_at(
     }
 }
 
-/// SQL undoing version 6 (the knowledge graph) in the quoted schema `s`, for tests that put a
+/// SQL undoing version 7 (embedding vectors) in the quoted schema `s`, for tests that put a
 /// schema back as an older version left it (each also deletes the later versions' rows of
 /// `schema_migrations`).
+pub fn undo_version_7(s: &str) -> String {
+    format!("DROP TABLE {s}.vectors;")
+}
+
+/// SQL undoing version 6 (the knowledge graph) and the versions after it (see
+/// [`undo_version_7`]).
 pub fn undo_version_6(s: &str) -> String {
     format!(
-        "DROP TABLE {s}.graph_entities, {s}.graph_observations, {s}.graph_relations;
-         DROP SEQUENCE {s}.graph_seq;"
+        "{undo_7}
+         DROP TABLE {s}.graph_entities, {s}.graph_observations, {s}.graph_relations;
+         DROP SEQUENCE {s}.graph_seq;",
+        undo_7 = undo_version_7(s)
     )
 }
 

@@ -1,0 +1,416 @@
+//! [`Recall`]: a store and an embedder, searching by keyword, by meaning, or both.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use agentmem_core::vector::{decode_vector, MAX_VECTOR_BATCH, MODEL_PROPERTY};
+use agentmem_core::{
+    AgentMemory, Embedder, Error, MemoryFilter, MemoryItem, Message, MessageQuery, ModelIdentity,
+    PropertyChange, Result, SessionId, VectorKey,
+};
+use serde::Serialize;
+
+use crate::fusion::{Fusion, SearchMode};
+use crate::similarity::{cosine, vector_key};
+
+/// How a [`Recall`] embeds and ranks.
+#[derive(Debug, Clone, Default)]
+pub struct RecallOptions {
+    /// Embed messages as well as memory items (the store URL option `embed=messages`).
+    pub embed_messages: bool,
+    /// How hybrid search weighs the two rankings.
+    pub fusion: Fusion,
+}
+
+/// A memory item found by [`Recall::search_memories`], with how each ranking saw it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemoryRecall {
+    /// The item.
+    pub item: MemoryItem,
+    /// The score the mode ranks by: the fused score (hybrid), the similarity (semantic) or
+    /// the keyword score (keyword). Higher is better; comparable within one result list.
+    pub score: f64,
+    /// Its rank (from 1) in the keyword ranking, when that found it.
+    pub keyword_rank: Option<usize>,
+    /// Its rank (from 1) by similarity, when it has a vector and ranked within the depth.
+    pub semantic_rank: Option<usize>,
+    /// Its cosine similarity to the query, when it has a vector.
+    pub similarity: Option<f32>,
+}
+
+/// A message found by [`Recall::search_messages`], with how each ranking saw it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MessageRecall {
+    /// The session holding the message.
+    pub session: SessionId,
+    /// The message.
+    pub message: Message,
+    /// As [`MemoryRecall::score`].
+    pub score: f64,
+    /// As [`MemoryRecall::keyword_rank`].
+    pub keyword_rank: Option<usize>,
+    /// As [`MemoryRecall::semantic_rank`].
+    pub semantic_rank: Option<usize>,
+    /// As [`MemoryRecall::similarity`].
+    pub similarity: Option<f32>,
+}
+
+/// A store and an embedder: semantic and hybrid search, and the indexer (see
+/// [`index`](Self::index)). Cheap to clone; share one per store.
+#[derive(Debug, Clone)]
+pub struct Recall {
+    pub(crate) store: Arc<dyn AgentMemory>,
+    pub(crate) embedder: Arc<dyn Embedder>,
+    pub(crate) options: RecallOptions,
+}
+
+/// One ranked candidate before it becomes a result: its position in the candidate list and
+/// what each ranking said.
+#[derive(Debug, Clone, Copy, Default)]
+struct Ranked {
+    keyword_rank: Option<usize>,
+    keyword_score: Option<f64>,
+    semantic_rank: Option<usize>,
+    similarity: Option<f32>,
+}
+
+impl Recall {
+    /// Recall over `store` with `embedder`.
+    pub fn new(
+        store: Arc<dyn AgentMemory>,
+        embedder: Arc<dyn Embedder>,
+        options: RecallOptions,
+    ) -> Self {
+        Recall {
+            store,
+            embedder,
+            options,
+        }
+    }
+
+    /// The store searched.
+    pub fn store(&self) -> &Arc<dyn AgentMemory> {
+        &self.store
+    }
+
+    /// The embedder.
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// The options.
+    pub fn options(&self) -> &RecallOptions {
+        &self.options
+    }
+
+    /// The model the store's vectors come from, if any were made.
+    pub async fn stored_model(&self) -> Result<Option<ModelIdentity>> {
+        self.store
+            .store_property(MODEL_PROPERTY)
+            .await?
+            .map(|value| ModelIdentity::parse(&value))
+            .transpose()
+    }
+
+    /// Checks that the store's vectors come from this embedder's model; with `bind`, records
+    /// the model in a store that has none yet. `Conflict` when they differ.
+    pub(crate) async fn check_model(&self, bind: bool) -> Result<()> {
+        self.learn_dimensions().await?;
+        let ours = self.embedder.model();
+        let stored = match self.stored_model().await? {
+            Some(stored) => stored,
+            None if !bind => return Ok(()),
+            None => {
+                let value = ours.to_property();
+                if self
+                    .store
+                    .set_store_property(&PropertyChange::insert(MODEL_PROPERTY, &value))
+                    .await?
+                {
+                    return Ok(());
+                }
+                // Another indexer recorded a model first: it must be ours.
+                self.stored_model()
+                    .await?
+                    .ok_or_else(|| Error::conflict("the store's embedding model changed twice"))?
+            }
+        };
+        if &stored != ours {
+            return Err(model_mismatch(&stored, ours));
+        }
+        Ok(())
+    }
+
+    /// Asks an embedder that learns its dimensions from its first reply (an HTTP server's
+    /// model) for one vector, so the identity checked and recorded is complete.
+    pub(crate) async fn learn_dimensions(&self) -> Result<()> {
+        if self.embedder.model().dimensions == 0 {
+            self.embedder.embed(&["dimensions".to_owned()]).await?;
+        }
+        Ok(())
+    }
+
+    /// Embeds `texts` and checks what the model returned.
+    pub(crate) async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        let vectors = self.embedder.embed(texts).await?;
+        let dims = self.embedder.model().dimensions;
+        if vectors.len() != texts.len() || vectors.iter().any(|v| v.len() != dims) {
+            return Err(Error::backend(format!(
+                "the embedder {} returned {} vectors for {} texts, or vectors not of {dims} \
+                 dimensions",
+                self.embedder.model(),
+                vectors.len(),
+                texts.len()
+            )));
+        }
+        Ok(vectors)
+    }
+
+    /// Memory items matching `query` within `filter` (kind, scope, expiry: applied before
+    /// ranking), at most `filter.limit` (10 by default), best first.
+    pub async fn search_memories(
+        &self,
+        query: &str,
+        filter: &MemoryFilter,
+        mode: SearchMode,
+    ) -> Result<Vec<MemoryRecall>> {
+        let limit = filter
+            .limit
+            .unwrap_or(agentmem_core::support::DEFAULT_SEARCH_LIMIT);
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let depth = self.options.fusion.depth_for(limit);
+        let mut items: Vec<MemoryItem> = Vec::new();
+        let mut ranked: Vec<Ranked> = Vec::new();
+        let mut position: HashMap<agentmem_core::MemoryId, usize> = HashMap::new();
+        if mode != SearchMode::Semantic {
+            let keyword_filter = MemoryFilter {
+                limit: Some(depth),
+                ..filter.clone()
+            };
+            let hits = self.store.search_memories(query, &keyword_filter).await?;
+            for (rank, hit) in hits.into_iter().enumerate() {
+                position.insert(hit.item.id.clone(), items.len());
+                ranked.push(Ranked {
+                    keyword_rank: Some(rank + 1),
+                    keyword_score: Some(hit.score),
+                    ..Ranked::default()
+                });
+                items.push(hit.item);
+            }
+        }
+        if mode != SearchMode::Keyword {
+            let all = MemoryFilter {
+                limit: None,
+                ..filter.clone()
+            };
+            let candidates = self.store.list_memories(&all).await?;
+            let texts: Vec<&str> = candidates.iter().map(|item| item.text.as_str()).collect();
+            for (index, similarity, rank) in self.rank_by_meaning(query, &texts, depth).await? {
+                let item = &candidates[index];
+                let at = *position.entry(item.id.clone()).or_insert_with(|| {
+                    items.push(item.clone());
+                    ranked.push(Ranked::default());
+                    items.len() - 1
+                });
+                ranked[at].semantic_rank = Some(rank);
+                ranked[at].similarity = Some(similarity);
+            }
+        }
+        let order = self.order(&ranked, mode, limit);
+        let mut items: Vec<Option<MemoryItem>> = items.into_iter().map(Some).collect();
+        Ok(order
+            .into_iter()
+            .filter_map(|(at, score)| {
+                let r = ranked[at];
+                items[at].take().map(|item| MemoryRecall {
+                    item,
+                    score,
+                    keyword_rank: r.keyword_rank,
+                    semantic_rank: r.semantic_rank,
+                    similarity: r.similarity,
+                })
+            })
+            .collect())
+    }
+
+    /// Messages matching `query` in `scope` (one session, or all), at most `scope.limit`,
+    /// best first.
+    pub async fn search_messages(
+        &self,
+        query: &str,
+        scope: &MessageQuery,
+        mode: SearchMode,
+    ) -> Result<Vec<MessageRecall>> {
+        if scope.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let depth = self.options.fusion.depth_for(scope.limit);
+        let mut found: Vec<(SessionId, Message)> = Vec::new();
+        let mut ranked: Vec<Ranked> = Vec::new();
+        let mut position: HashMap<(SessionId, agentmem_core::MessageId), usize> = HashMap::new();
+        if mode != SearchMode::Semantic {
+            let keyword_scope = MessageQuery {
+                session: scope.session.clone(),
+                limit: depth,
+            };
+            let hits = self.store.search_messages(query, &keyword_scope).await?;
+            for (rank, hit) in hits.into_iter().enumerate() {
+                position.insert((hit.session.clone(), hit.message.id.clone()), found.len());
+                ranked.push(Ranked {
+                    keyword_rank: Some(rank + 1),
+                    keyword_score: Some(hit.score),
+                    ..Ranked::default()
+                });
+                found.push((hit.session, hit.message));
+            }
+        }
+        if mode != SearchMode::Keyword {
+            let candidates = self.messages_in(scope.session.as_ref()).await?;
+            let texts: Vec<&str> = candidates.iter().map(|(_, m)| m.content.as_str()).collect();
+            for (index, similarity, rank) in self.rank_by_meaning(query, &texts, depth).await? {
+                let (session, message) = &candidates[index];
+                let id = (session.clone(), message.id.clone());
+                let at = *position.entry(id).or_insert_with(|| {
+                    found.push((session.clone(), message.clone()));
+                    ranked.push(Ranked::default());
+                    found.len() - 1
+                });
+                ranked[at].semantic_rank = Some(rank);
+                ranked[at].similarity = Some(similarity);
+            }
+        }
+        let order = self.order(&ranked, mode, scope.limit);
+        let mut found: Vec<Option<(SessionId, Message)>> = found.into_iter().map(Some).collect();
+        Ok(order
+            .into_iter()
+            .filter_map(|(at, score)| {
+                let r = ranked[at];
+                found[at].take().map(|(session, message)| MessageRecall {
+                    session,
+                    message,
+                    score,
+                    keyword_rank: r.keyword_rank,
+                    semantic_rank: r.semantic_rank,
+                    similarity: r.similarity,
+                })
+            })
+            .collect())
+    }
+
+    /// The messages of one session, or of every session, in order.
+    pub(crate) async fn messages_in(
+        &self,
+        session: Option<&SessionId>,
+    ) -> Result<Vec<(SessionId, Message)>> {
+        let ids = match session {
+            Some(id) => vec![id.clone()],
+            None => self
+                .store
+                .list_sessions()
+                .await?
+                .into_iter()
+                .map(|info| info.id)
+                .collect(),
+        };
+        let mut out = Vec::new();
+        for id in ids {
+            if let Some(loaded) = self.store.load(&id, None).await? {
+                out.extend(loaded.messages.into_iter().map(|m| (id.clone(), m)));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Ranks `texts` by similarity to `query`: `(index, similarity, rank from 1)` of the best
+    /// `depth` texts that have a vector. Texts without one are passed over (keyword search
+    /// covers them until the indexer catches up).
+    async fn rank_by_meaning(
+        &self,
+        query: &str,
+        texts: &[&str],
+        depth: usize,
+    ) -> Result<Vec<(usize, f32, usize)>> {
+        if texts.is_empty() || query.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        self.check_model(false).await?;
+        let query_vector = self
+            .embed(&[query.to_owned()])
+            .await?
+            .pop()
+            .ok_or_else(|| Error::backend("the embedder returned no vector for the query"))?;
+        let keys: Vec<VectorKey> = texts.iter().map(|t| vector_key(t)).collect();
+        let vectors = self.load_vectors(&keys).await?;
+        let mut scored: Vec<(usize, f32)> = keys
+            .iter()
+            .enumerate()
+            .filter_map(|(i, key)| vectors.get(key).map(|v| (i, cosine(&query_vector, v))))
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored.truncate(depth);
+        Ok(scored
+            .into_iter()
+            .enumerate()
+            .map(|(rank, (index, similarity))| (index, similarity, rank + 1))
+            .collect())
+    }
+
+    /// The stored vectors of `keys` (each distinct key asked once, in batches).
+    pub(crate) async fn load_vectors(
+        &self,
+        keys: &[VectorKey],
+    ) -> Result<HashMap<VectorKey, Vec<f32>>> {
+        let mut seen = HashSet::new();
+        let distinct: Vec<VectorKey> = keys.iter().copied().filter(|k| seen.insert(*k)).collect();
+        let mut out = HashMap::with_capacity(distinct.len());
+        for batch in distinct.chunks(MAX_VECTOR_BATCH) {
+            for stored in self.store.get_vectors(batch).await? {
+                out.insert(stored.key, decode_vector(&stored.data)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The order of the results: `(position, score)`, best first, at most `limit`.
+    fn order(&self, ranked: &[Ranked], mode: SearchMode, limit: usize) -> Vec<(usize, f64)> {
+        let fusion = &self.options.fusion;
+        let mut scored: Vec<(usize, f64)> = ranked
+            .iter()
+            .enumerate()
+            .filter_map(|(at, r)| {
+                let score = match mode {
+                    SearchMode::Keyword => r.keyword_score?,
+                    SearchMode::Semantic => {
+                        r.semantic_rank?;
+                        f64::from(r.similarity?)
+                    }
+                    SearchMode::Hybrid => fusion.score(r.keyword_rank, r.semantic_rank),
+                };
+                Some((at, score))
+            })
+            .collect();
+        // Ties: the keyword ranking's order, then the vector ranking's.
+        scored.sort_by(|a, b| {
+            b.1.total_cmp(&a.1)
+                .then(rank_key(ranked[a.0].keyword_rank).cmp(&rank_key(ranked[b.0].keyword_rank)))
+                .then(rank_key(ranked[a.0].semantic_rank).cmp(&rank_key(ranked[b.0].semantic_rank)))
+        });
+        scored.truncate(limit);
+        scored
+    }
+}
+
+fn rank_key(rank: Option<usize>) -> usize {
+    rank.unwrap_or(usize::MAX)
+}
+
+/// The error of a store whose vectors come from another model.
+pub(crate) fn model_mismatch(stored: &ModelIdentity, ours: &ModelIdentity) -> Error {
+    Error::conflict(format!(
+        "the store's vectors come from {stored}, not from this embedder's {ours}: re-embed the \
+         store with `agentmem reindex` (or `Recall::reindex`) before searching or indexing with \
+         another model"
+    ))
+}

@@ -1,0 +1,96 @@
+//! Embedding vectors on a database file: kept across handles and reopening, and added to a
+//! database from before them (schema 7) without touching its data.
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    reason = "a test or bench crate: nothing in it is public API, and a failed unwrap is a failed test"
+)]
+
+use std::path::Path;
+
+use agentmem_core::{
+    AgentMemoryExt, Entity, GraphQuery, GraphStore, Layered, Message, SessionId, SessionStore,
+    StoredVector, VectorKey, VectorStore,
+};
+use agentmem_sqlite::{SqliteStore, SCHEMA_VERSION};
+use rusqlite::Connection;
+
+async fn open(path: &Path) -> Layered<SqliteStore> {
+    let url = format!("sqlite://{}?synchronous=normal", path.display());
+    SqliteStore::connect(&url).await.expect("open")
+}
+
+fn vector(n: u8) -> StoredVector {
+    StoredVector::new(VectorKey([n; 32]), &[f32::from(n), 0.5])
+}
+
+/// A database file as agentmem wrote it at schema 7 (before vectors): opening it migrates it
+/// to the current schema, keeps its sessions and graph, and gives it working vectors that a
+/// later handle reads back.
+#[tokio::test]
+async fn a_schema_7_database_gains_vectors_on_open_and_keeps_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    let session: SessionId = "s".parse().unwrap();
+    let alice = Entity::new("Alice", "person").with_observations(["likes tea"]);
+    {
+        let store = open(&path).await;
+        store
+            .append_one(&session, Message::user("kept"))
+            .await
+            .unwrap();
+        store
+            .create_entities(std::slice::from_ref(&alice))
+            .await
+            .unwrap();
+    }
+    {
+        // Migration 8 only adds the vector table, so without it the file is a schema 7 one.
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "DROP TABLE agentmem_vectors;
+             UPDATE agentmem_schema SET version = 7;",
+        )
+        .unwrap();
+    }
+    assert_eq!(SCHEMA_VERSION, 8);
+    let store = open(&path).await;
+    assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+    assert_eq!(store.messages(&session).await.unwrap().len(), 1);
+    let graph = store.read_graph(&GraphQuery::All).await.unwrap();
+    assert_eq!(graph.entities, [alice]);
+    assert!(store
+        .get_vectors(&[VectorKey([1; 32])])
+        .await
+        .unwrap()
+        .is_empty());
+    store.put_vectors(&[vector(1), vector(2)]).await.unwrap();
+    assert_eq!(
+        store.delete_vectors(&[VectorKey([2; 32])]).await.unwrap(),
+        1
+    );
+    drop(store);
+
+    let reopened = open(&path).await;
+    let keys = [VectorKey([1; 32]), VectorKey([2; 32])];
+    assert_eq!(reopened.get_vectors(&keys).await.unwrap(), [vector(1)]);
+    assert_eq!(reopened.clear_vectors().await.unwrap(), 1);
+}
+
+/// A write through one handle is read by another (as another process would).
+#[tokio::test]
+async fn vectors_written_by_one_handle_are_read_by_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v.db");
+    let (a, b) = (open(&path).await, open(&path).await);
+    a.put_vectors(&[vector(3)]).await.unwrap();
+    assert_eq!(
+        b.get_vectors(&[VectorKey([3; 32])]).await.unwrap(),
+        [vector(3)]
+    );
+    b.put_vectors(&[StoredVector::new(VectorKey([3; 32]), &[1.0])])
+        .await
+        .unwrap();
+    let found = a.get_vectors(&[VectorKey([3; 32])]).await.unwrap();
+    assert_eq!(found[0].data, 1.0f32.to_le_bytes());
+}
