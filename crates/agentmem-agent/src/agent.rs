@@ -1,5 +1,6 @@
 //! [`Agent`]: one agent's memory layer, tying its configuration, its store and its name together.
 
+use agentmem_recall::{Recall, SearchMode};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -86,6 +87,8 @@ pub struct Agent {
     /// store messages in conversation order (a later call cannot append before an earlier
     /// one's append has landed).
     save_order: tokio::sync::Mutex<()>,
+    /// Recall by meaning for the long-term notes a turn's context shows ([`with_recall`](Self::with_recall)).
+    recall: Option<Recall>,
 }
 
 #[derive(Default)]
@@ -296,6 +299,7 @@ impl Agent {
             auto_save_session: sessions.auto_save,
             state: Mutex::new(State::default()),
             save_order: tokio::sync::Mutex::new(()),
+            recall: None,
         }
     }
 
@@ -373,6 +377,16 @@ impl Agent {
     /// The configuration.
     pub fn config(&self) -> &AgentConfig {
         &self.config
+    }
+
+    /// The agent with recall by meaning: the long-term notes of a turn's context are found by
+    /// hybrid search (keyword and vector ranks fused) for the last user message instead of by
+    /// keyword alone, so a note is found when the question words it differently. The vectors
+    /// come from the recall's indexer (run [`Recall::spawn_indexer`] beside the agent); notes
+    /// not embedded yet are still found by keyword.
+    pub fn with_recall(mut self, recall: Recall) -> Self {
+        self.recall = Some(recall);
+        self
     }
 
     /// The store; `None` for an agent built [`with_context_store`](Self::with_context_store),
@@ -548,13 +562,22 @@ impl Agent {
         let mut notes: Vec<MemoryItem> = Vec::new();
         if let Some(q) = query.map(str::trim).filter(|q| !q.is_empty()) {
             let filter = self.visible(MemoryKind::LongTerm).with_limit(NOTES_SHOWN);
-            notes.extend(
-                self.full(Operation::SearchMemories)?
-                    .search_memories(q, &filter)
-                    .await?
-                    .into_iter()
-                    .map(|h| h.item),
-            );
+            match &self.recall {
+                Some(recall) => notes.extend(
+                    recall
+                        .search_memories(q, &filter, SearchMode::Hybrid)
+                        .await?
+                        .into_iter()
+                        .map(|h| h.item),
+                ),
+                None => notes.extend(
+                    self.full(Operation::SearchMemories)?
+                        .search_memories(q, &filter)
+                        .await?
+                        .into_iter()
+                        .map(|h| h.item),
+                ),
+            }
         }
         let newest = self
             .full(Operation::ListMemories)?

@@ -9,93 +9,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 
+use agentmem_testkit::embeddings::spawn_embeddings_server;
 use common::{fails, json, ok, on, rows};
 use serde_json::{json, Value};
-
-/// Words of one meaning share a dimension; any other word lands on one of the rest.
-const SYNONYMS: [&[&str]; 2] = [&["puppy", "dog", "canine"], &["invoice", "bill", "payment"]];
-
-/// The test model's vector of `text`.
-fn vector(text: &str) -> Vec<f32> {
-    let mut v = vec![0.0f32; 8];
-    for word in text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-    {
-        let word = word.to_lowercase();
-        let dim = SYNONYMS
-            .iter()
-            .position(|group| group.contains(&word.as_str()))
-            .unwrap_or_else(|| 2 + word.bytes().map(usize::from).sum::<usize>() % 6);
-        v[dim] += 1.0;
-    }
-    v
-}
-
-/// Answers `POST /v1/embeddings` requests on one connection until the client closes it.
-fn serve(stream: TcpStream) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut writer = stream;
-    loop {
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut length = 0;
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header).unwrap_or(0) == 0 {
-                return;
-            }
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap();
-                }
-            }
-        }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).unwrap();
-        let request: Value = serde_json::from_slice(&body).unwrap();
-        assert!(
-            request_line.starts_with("POST /v1/embeddings "),
-            "{request_line}"
-        );
-        let data: Vec<Value> = request["input"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .enumerate()
-            .map(|(i, text)| json!({"index": i, "embedding": vector(text.as_str().unwrap())}))
-            .collect();
-        let reply = json!({"object": "list", "data": data, "model": request["model"]}).to_string();
-        let head = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            reply.len()
-        );
-        writer.write_all(head.as_bytes()).unwrap();
-        writer.write_all(reply.as_bytes()).unwrap();
-    }
-}
-
-/// Starts the embeddings server on a free loopback port; returns its base URL.
-fn embedding_server() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || serve(stream));
-        }
-    });
-    format!("http://127.0.0.1:{port}")
-}
 
 /// The file store in `dir` with the test server as its embedder, messages embedded too.
 fn embedding_url(dir: &Path, server: &str) -> String {
@@ -133,7 +51,7 @@ fn fill(dir: &Path, url: &str) {
 #[test]
 fn reindex_embeds_what_is_missing_and_search_finds_by_meaning() {
     let dir = tempfile::tempdir().unwrap();
-    let url = embedding_url(dir.path(), &embedding_server());
+    let url = embedding_url(dir.path(), &spawn_embeddings_server());
     fill(dir.path(), &url);
 
     let first = json(with(&url).arg("reindex"));
@@ -195,7 +113,7 @@ fn reindex_embeds_what_is_missing_and_search_finds_by_meaning() {
 #[test]
 fn doctor_reports_the_index_lag_as_a_notice() {
     let dir = tempfile::tempdir().unwrap();
-    let url = embedding_url(dir.path(), &embedding_server());
+    let url = embedding_url(dir.path(), &spawn_embeddings_server());
     fill(dir.path(), &url);
 
     let report = json(with(&url).arg("doctor"));

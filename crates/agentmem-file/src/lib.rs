@@ -28,8 +28,9 @@
 // `checkpoints/` keeps graph checkpoints, one log a thread (its records, replay and repair,
 // locking, and the `CheckpointStore` impl). `graph/` keeps the knowledge graph, one log a
 // store (its records, replay, repair and compaction, locking, and the `GraphStore` impl).
-// `vectors/` keeps embedding vectors, one binary log a store (its records, replay, repair and
-// compaction; locking and the `VectorStore` impl in its `mod.rs`).
+// `vectors/` keeps embedding vectors, one binary log a store (its records, replay and repair;
+// the `VectorStore` impl in its `mod.rs`). `replayed.rs` holds what the graph's and the
+// vectors' logs share: the cached replay, locking and catch-up, appends, compaction, checks.
 mod catalog;
 mod checkpoints;
 mod commit;
@@ -44,6 +45,7 @@ mod locking;
 mod log;
 mod memories;
 mod repair;
+mod replayed;
 mod root;
 mod session;
 mod store;

@@ -7,46 +7,12 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentmem_core::{async_trait, AgentMemory, Embedder, ModelIdentity, Result};
+use agentmem_core::AgentMemory;
 use agentmem_mcp::{McpServer, RecallOpener, StoreOpener};
 use agentmem_recall::{Recall, RecallOptions};
+use agentmem_testkit::embeddings::WordsEmbedder;
 use common::{store, Client};
 use serde_json::json;
-
-/// Words of one meaning share a dimension; any other word lands on one of the rest.
-const SYNONYMS: [&[&str]; 2] = [&["puppy", "dog", "canine"], &["invoice", "bill", "payment"]];
-
-/// A bag-of-words embedder of 8 dimensions that knows a few synonyms.
-#[derive(Debug)]
-struct Words(ModelIdentity);
-
-impl Words {
-    fn vector(text: &str) -> Vec<f32> {
-        let mut v = vec![0.0f32; 8];
-        for word in text
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-        {
-            let word = word.to_lowercase();
-            let dim = SYNONYMS
-                .iter()
-                .position(|group| group.contains(&word.as_str()))
-                .unwrap_or_else(|| 2 + word.bytes().map(usize::from).sum::<usize>() % 6);
-            v[dim] += 1.0;
-        }
-        v
-    }
-}
-
-#[async_trait]
-impl Embedder for Words {
-    fn model(&self) -> &ModelIdentity {
-        &self.0
-    }
-    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        Ok(texts.iter().map(|t| Words::vector(t)).collect())
-    }
-}
 
 /// A server over `store` whose recall is `recall`.
 fn server(store: Arc<dyn AgentMemory>, recall: Recall) -> McpServer {
@@ -73,14 +39,9 @@ async fn indexed(recall: &Recall) {
 #[tokio::test]
 async fn with_an_embedder_search_memory_finds_by_meaning_and_says_how() {
     let store = store();
-    let model = ModelIdentity {
-        id: "words".into(),
-        dimensions: 8,
-        normalized: false,
-    };
     let recall = Recall::new(
         store.clone(),
-        Arc::new(Words(model)),
+        Arc::new(WordsEmbedder::default()),
         RecallOptions::default(),
     );
     let mut c = Client::start(server(store, recall.clone())).await;

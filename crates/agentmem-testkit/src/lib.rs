@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[cfg(feature = "bench")]
 pub mod bench;
 pub mod cases;
+pub mod embeddings;
 mod guard;
 pub mod pass_through;
 pub mod peak_memory;

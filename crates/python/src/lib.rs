@@ -9,6 +9,7 @@
 mod checkpoints;
 mod error;
 mod input;
+mod recall;
 mod runtime;
 mod store;
 

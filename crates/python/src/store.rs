@@ -21,6 +21,7 @@ use serde::Serialize;
 use crate::checkpoints::NativeCheckpoints;
 use crate::error::{invalid, to_py};
 use crate::input::{self, message_id, session_id, to_python, Tags};
+use crate::recall::{self, Recalling, Searched};
 use crate::runtime::block_on;
 
 /// The summary length `compact` asks the extractive summarizer for, in tokens (as the CLI's
@@ -50,8 +51,13 @@ async fn open_store(
 #[pyo3(signature = (url, key_file=None))]
 pub fn open(py: Python<'_>, url: String, key_file: Option<PathBuf>) -> PyResult<NativeStore> {
     let redacted = agentmem_core::redact_url(&url);
-    let inner = block_on(py, open_store(url, key_file))?;
-    Ok(NativeStore { inner, redacted })
+    let inner = block_on(py, open_store(url.clone(), key_file))?;
+    let recall = Recalling::new(inner.clone(), &url, redacted.clone())?;
+    Ok(NativeStore {
+        inner,
+        redacted,
+        recall,
+    })
 }
 
 /// An opened store. Safe to share between threads: every call releases the GIL.
@@ -59,6 +65,8 @@ pub fn open(py: Python<'_>, url: String, key_file: Option<PathBuf>) -> PyResult<
 pub struct NativeStore {
     inner: Arc<dyn AgentMemory>,
     redacted: String,
+    /// Search by meaning with the embedder the URL names.
+    recall: Recalling,
 }
 
 impl NativeStore {
@@ -184,22 +192,46 @@ impl NativeStore {
         self.call(py, move |s| async move { s.find_sessions(&query).await })
     }
 
-    /// Messages matching `query`, best first: `{session, message, score}`.
-    #[pyo3(signature = (query, limit=10, session=None))]
+    /// Messages matching `query`, best first: `{session, message, score}` by keyword, with
+    /// `keyword_rank`, `semantic_rank` and `similarity` too by meaning (`mode` `semantic` or
+    /// `hybrid`; hybrid by default when the URL embeds messages).
+    #[pyo3(signature = (query, limit=10, session=None, mode=None))]
     fn search<'py>(
         &self,
         py: Python<'py>,
         query: String,
         limit: usize,
         session: Option<&str>,
+        mode: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let scope = MessageQuery {
             session: session.map(session_id).transpose()?,
             limit,
         };
-        self.call(py, move |s| async move {
-            s.search_messages(&query, &scope).await
-        })
+        match self.recall.mode(py, mode, Searched::Messages)? {
+            Some((recall, mode)) => self.call(py, move |_| async move {
+                recall.search_messages(&query, &scope, mode).await
+            }),
+            None => self.call(py, move |s| async move {
+                s.search_messages(&query, &scope).await
+            }),
+        }
+    }
+
+    /// Embeds the texts with no vector yet (memory items, and messages with
+    /// `embed=messages`); every text anew with `all` or when the store's vectors come from
+    /// another model. Returns `{texts, embedded}`.
+    #[pyo3(signature = (all=false))]
+    fn reindex<'py>(&self, py: Python<'py>, all: bool) -> PyResult<Bound<'py, PyAny>> {
+        let recall = self.recall.require(py, "reindex()")?;
+        self.call(py, move |_| recall::reindex(recall, all))
+    }
+
+    /// How far the vectors lag behind the texts: `{texts, pending, model}` (`model` `None`
+    /// before the first indexing).
+    fn index_lag<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let recall = self.recall.require(py, "index_lag()")?;
+        self.call(py, move |_| async move { recall.lag().await })
     }
 
     /// Copies `source` (up to and including message `at`, else whole) into a new session.
@@ -435,8 +467,14 @@ impl NativeStore {
         self.call(py, move |s| async move { s.list_memories(&filter).await })
     }
 
-    /// Memory items matching `query`, best first: `{item, score}`.
-    #[pyo3(signature = (query, limit=10, kind=None, scope=None, exact=false))]
+    /// Memory items matching `query`, best first: `{item, score}` by keyword, with
+    /// `keyword_rank`, `semantic_rank` and `similarity` too by meaning (`mode` `semantic` or
+    /// `hybrid`; hybrid by default when the URL names an embedder).
+    #[pyo3(signature = (query, limit=10, kind=None, scope=None, exact=false, mode=None))]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "Python keyword arguments, one per filter"
+    )]
     fn search_memories<'py>(
         &self,
         py: Python<'py>,
@@ -445,11 +483,17 @@ impl NativeStore {
         kind: Option<&str>,
         scope: Option<&Bound<'_, PyAny>>,
         exact: bool,
+        mode: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let filter = input::memory_filter(kind, scope, exact, Some(limit))?;
-        self.call(py, move |s| async move {
-            s.search_memories(&query, &filter).await
-        })
+        match self.recall.mode(py, mode, Searched::Memories)? {
+            Some((recall, mode)) => self.call(py, move |_| async move {
+                recall.search_memories(&query, &filter, mode).await
+            }),
+            None => self.call(py, move |s| async move {
+                s.search_memories(&query, &filter).await
+            }),
+        }
     }
 
     /// Deletes a memory item; whether it existed.

@@ -1,60 +1,15 @@
 //! Locking of the graph: every operation holds the graph's in-process mutex (a fair queue of
-//! this process's tasks) and runs on a blocking thread. A write takes the exclusive `flock` on
-//! `graph/graph.lock` (other processes), catches the cache up with the log, applies its rule
-//! and appends its record. A read answers from the cache when one `stat` shows the log as the
-//! cache read it, and otherwise catches up under the lock as a write does.
+//! this process's tasks) and runs on a blocking thread (see `replayed.rs`). A write takes the
+//! exclusive `flock` on `graph/graph.lock` (other processes), catches the cache up with the
+//! log, applies its rule and appends its record. A read answers from the cache when one `stat`
+//! shows the log as the cache read it, and otherwise catches up under the lock as a write does.
 
 use agentmem_core::{GraphState, Result};
 
 use super::record::Record;
-use super::replay::{GraphCtx, GraphSlot};
-use crate::fsutil::{open_lock_file, stat, FileLockGuard};
-use crate::locking::blocking;
-use crate::repair::{Findings, RepairReport};
-use crate::store::{FileStore, Inner, BACKEND};
-
-impl Inner {
-    fn graph_ctx(&self) -> GraphCtx<'_> {
-        GraphCtx {
-            layout: &self.layout,
-            paths: self.layout.graph(),
-            durability: self.durability,
-        }
-    }
-}
-
-/// Runs `op` on the slot with the graph's exclusive file lock held.
-fn with_lock<T>(
-    ctx: &GraphCtx<'_>,
-    slot: &mut GraphSlot,
-    op: impl FnOnce(&mut GraphSlot) -> Result<T>,
-) -> Result<T> {
-    let path = &ctx.paths.lock;
-    let lock = match slot.lock_file.take() {
-        Some(file) => file,
-        None => open_lock_file(path)?,
-    };
-    let result = FileLockGuard::exclusive(&lock, path).and_then(|_held| op(slot));
-    slot.lock_file = Some(lock);
-    result
-}
-
-/// Runs `op` on the slot with the graph's exclusive file lock held, after bringing the cache up
-/// to date with the log; records what was repaired.
-fn locked<T>(
-    inner: &Inner,
-    ctx: &GraphCtx<'_>,
-    slot: &mut GraphSlot,
-    op: impl FnOnce(&mut GraphSlot) -> Result<T>,
-) -> Result<T> {
-    let mut findings = Findings::new(true);
-    let result = with_lock(ctx, slot, |slot| {
-        ctx.sync(slot, &mut findings)?;
-        op(slot)
-    });
-    inner.repairs.extend(&findings);
-    result
-}
+use super::replay::GraphLog;
+use crate::repair::RepairReport;
+use crate::store::FileStore;
 
 impl FileStore {
     /// Checks the knowledge graph's log (`graph/graph.jsonl`) from scratch (not trusting what
@@ -89,22 +44,7 @@ impl FileStore {
     /// # }).unwrap();
     /// ```
     pub async fn check_graph(&self, repair: bool) -> Result<Vec<RepairReport>> {
-        let mut guard = self.inner.graph.clone().lock_owned().await;
-        let inner = self.inner.clone();
-        blocking(move || {
-            let ctx = inner.graph_ctx();
-            if stat(&ctx.paths.dir)?.is_none() {
-                return Ok(Vec::new());
-            }
-            let mut findings = Findings::new(repair);
-            findings.deep = true;
-            let result = with_lock(&ctx, &mut guard, |slot| ctx.check(slot, &mut findings));
-            inner.repairs.extend(&findings);
-            result.map(|()| findings.list)
-        })
-        .await?
-        // `check_graph` is not a `GraphStore` method, so no layer labels its errors.
-        .map_err(|e| e.with_backend(BACKEND))
+        self.check_log::<GraphLog>(repair).await
     }
 
     /// Answers `read` from the graph as it is now, catching the cache up with the log first
@@ -114,17 +54,7 @@ impl FileStore {
         T: Send + 'static,
         F: FnOnce(&GraphState) -> T + Send + 'static,
     {
-        let mut guard = self.inner.graph.clone().lock_owned().await;
-        let inner = self.inner.clone();
-        blocking(move || {
-            let ctx = inner.graph_ctx();
-            let slot = &mut *guard;
-            if ctx.is_current(slot)? {
-                return Ok(read(&slot.state));
-            }
-            locked(&inner, &ctx, slot, |slot| Ok(read(&slot.state)))
-        })
-        .await?
+        self.log_read::<GraphLog, _, _>(read).await
     }
 
     /// Runs the write `op` on the graph as it is now, with the exclusive lock held, and appends
@@ -136,19 +66,13 @@ impl FileStore {
         T: Send + 'static,
         F: FnOnce(&mut GraphState) -> Result<(T, Option<Record>)> + Send + 'static,
     {
-        let mut guard = self.inner.graph.clone().lock_owned().await;
-        let inner = self.inner.clone();
-        blocking(move || {
-            let ctx = inner.graph_ctx();
-            ctx.ensure_dir()?;
-            locked(&inner, &ctx, &mut guard, |slot| {
-                let (answer, record) = op(&mut slot.state)?;
-                if let Some(record) = record {
-                    ctx.commit(slot, &record)?;
-                }
-                Ok(answer)
-            })
+        self.log_write::<GraphLog, _, _>(move |ctx, slot| {
+            let (answer, record) = op(&mut slot.state)?;
+            if let Some(record) = record {
+                ctx.commit(slot, &[record])?;
+            }
+            Ok(answer)
         })
-        .await?
+        .await
     }
 }

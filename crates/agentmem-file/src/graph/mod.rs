@@ -2,16 +2,17 @@
 //! log of the writes that changed it (`record.rs`), replayed into a cached
 //! [`GraphState`](agentmem_core::GraphState), which applies every rule of the contract.
 //!
-//! - A write holds the graph's in-process mutex and exclusive `flock` (`locking.rs`), catches
-//!   the cache up with what other processes appended (the file's identity and length tell),
-//!   applies its rule to the cache and appends one line of what changed (nothing when nothing
-//!   did), fsynced under [`Durability::Fsync`](crate::Durability::Fsync): its cost does not grow
-//!   with the graph, and a crash that tears the line takes the whole write with it.
+//! - A write holds the graph's in-process mutex and exclusive `flock` (`locking.rs`, on the
+//!   machinery shared with the vector log in `../replayed.rs`), catches the cache up with what
+//!   other processes appended (the file's identity and length tell), applies its rule to the
+//!   cache and appends one line of what changed (nothing when nothing did), fsynced under
+//!   [`Durability::Fsync`](crate::Durability::Fsync): its cost does not grow with the graph,
+//!   and a crash that tears the line takes the whole write with it.
 //! - A read answers from the cache after one `stat` shows the log unchanged, cloning only what
 //!   the query selects; otherwise it catches up under the lock first.
 //! - The log is compacted (rewritten as the graph alone, by a rename) when it holds many more
-//!   records than the graph needs (`replay.rs`); other handles see another file and read it
-//!   afresh. A torn last line is cut away, unreadable lines are set aside in
+//!   records than the graph needs (`../replayed.rs`); other handles see another file and read
+//!   it afresh. A torn last line is cut away, unreadable lines are set aside in
 //!   `graph/quarantine/`, as for the other logs; [`FileStore::check_graph`] finds (and, asked
 //!   to, repairs) that damage without waiting for the graph's next use.
 

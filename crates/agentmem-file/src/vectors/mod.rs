@@ -3,7 +3,8 @@
 //! into a cached [`VectorMap`], which applies the contract's rules.
 //!
 //! - Every operation holds the vectors' in-process mutex (a fair queue of this process's tasks)
-//!   and runs on a blocking thread. A write takes the exclusive `flock` on
+//!   and runs on a blocking thread (the machinery shared with the graph's log is in
+//!   `replayed.rs`). A write takes the exclusive `flock` on
 //!   `vectors/vectors.lock` (other processes), catches the cache up with what others appended
 //!   (the file's identity and length tell, as for the other logs), applies its change to the
 //!   cache and appends its records in one write, fsynced under
@@ -12,10 +13,10 @@
 //! - A read answers from the cache after one `stat` shows the log unchanged; otherwise it
 //!   catches up under the lock first.
 //! - The log is compacted (rewritten as the live vectors, by a rename) when it holds many more
-//!   records than vectors (`replay.rs`); other handles see another file and read it afresh.
-//!   A torn end is cut away; a record that cannot be read is set aside, with what follows it,
-//!   in `vectors/quarantine/`; [`FileStore::check_vectors`] finds (and, asked to, repairs)
-//!   that damage without waiting for the next use.
+//!   records than vectors (`../replayed.rs`); other handles see another file and read it
+//!   afresh. A torn end is cut away; a record that cannot be read is set aside, with what
+//!   follows it, in `vectors/quarantine/`; [`FileStore::check_vectors`] finds (and, asked to,
+//!   repairs) that damage without waiting for the next use.
 
 mod record;
 mod replay;
@@ -25,55 +26,10 @@ pub(crate) use replay::VectorSlot;
 use agentmem_core::vector::{check_vectors, VectorMap};
 use agentmem_core::{async_trait, Result, StoredVector, VectorKey, VectorStore};
 
-use crate::fsutil::{open_lock_file, stat, FileLockGuard};
-use crate::locking::blocking;
-use crate::repair::{Findings, RepairReport};
-use crate::store::{FileStore, Inner, BACKEND};
+use crate::repair::RepairReport;
+use crate::store::FileStore;
 use record::Record;
-use replay::VectorCtx;
-
-impl Inner {
-    fn vector_ctx(&self) -> VectorCtx<'_> {
-        VectorCtx {
-            layout: &self.layout,
-            paths: self.layout.vectors(),
-            durability: self.durability,
-        }
-    }
-}
-
-/// Runs `op` on the slot with the vectors' exclusive file lock held.
-fn with_lock<T>(
-    ctx: &VectorCtx<'_>,
-    slot: &mut VectorSlot,
-    op: impl FnOnce(&mut VectorSlot) -> Result<T>,
-) -> Result<T> {
-    let path = &ctx.paths.lock;
-    let lock = match slot.lock_file.take() {
-        Some(file) => file,
-        None => open_lock_file(path)?,
-    };
-    let result = FileLockGuard::exclusive(&lock, path).and_then(|_held| op(slot));
-    slot.lock_file = Some(lock);
-    result
-}
-
-/// Runs `op` with the exclusive file lock held, after bringing the cache up to date with the
-/// log; records what was repaired.
-fn locked<T>(
-    inner: &Inner,
-    ctx: &VectorCtx<'_>,
-    slot: &mut VectorSlot,
-    op: impl FnOnce(&mut VectorSlot) -> Result<T>,
-) -> Result<T> {
-    let mut findings = Findings::new(true);
-    let result = with_lock(ctx, slot, |slot| {
-        ctx.sync(slot, &mut findings)?;
-        op(slot)
-    });
-    inner.repairs.extend(&findings);
-    result
-}
+use replay::VectorLog;
 
 /// A write's change to the log.
 enum Change {
@@ -120,22 +76,7 @@ impl FileStore {
     /// # }).unwrap();
     /// ```
     pub async fn check_vectors(&self, repair: bool) -> Result<Vec<RepairReport>> {
-        let mut guard = self.inner.vectors.clone().lock_owned().await;
-        let inner = self.inner.clone();
-        blocking(move || {
-            let ctx = inner.vector_ctx();
-            if stat(&ctx.paths.dir)?.is_none() {
-                return Ok(Vec::new());
-            }
-            let mut findings = Findings::new(repair);
-            findings.deep = true;
-            let result = with_lock(&ctx, &mut guard, |slot| ctx.check(slot, &mut findings));
-            inner.repairs.extend(&findings);
-            result.map(|()| findings.list)
-        })
-        .await?
-        // `check_vectors` is not a `VectorStore` method, so no layer labels its errors.
-        .map_err(|e| e.with_backend(BACKEND))
+        self.check_log::<VectorLog>(repair).await
     }
 
     /// Answers `read` from the vectors as they are now, catching the cache up with the log
@@ -145,17 +86,7 @@ impl FileStore {
         T: Send + 'static,
         F: FnOnce(&VectorMap) -> T + Send + 'static,
     {
-        let mut guard = self.inner.vectors.clone().lock_owned().await;
-        let inner = self.inner.clone();
-        blocking(move || {
-            let ctx = inner.vector_ctx();
-            let slot = &mut *guard;
-            if ctx.is_current(slot)? {
-                return Ok(read(&slot.map));
-            }
-            locked(&inner, &ctx, slot, |slot| Ok(read(&slot.map)))
-        })
-        .await?
+        self.log_read::<VectorLog, _, _>(read).await
     }
 
     /// Runs the write `op` on the vectors as they are now, with the exclusive lock held, and
@@ -165,27 +96,21 @@ impl FileStore {
         T: Send + 'static,
         F: FnOnce(&mut VectorMap) -> (T, Change) + Send + 'static,
     {
-        let mut guard = self.inner.vectors.clone().lock_owned().await;
-        let inner = self.inner.clone();
-        blocking(move || {
-            let ctx = inner.vector_ctx();
-            ctx.ensure_dir()?;
-            locked(&inner, &ctx, &mut guard, |slot| {
-                let (answer, change) = op(&mut slot.map);
-                match change {
-                    Change::None => {}
-                    Change::Append(records) => ctx.commit(slot, &records)?,
-                    Change::Rewrite => {
-                        if let Err(e) = ctx.rewrite(slot) {
-                            slot.reset();
-                            return Err(e);
-                        }
+        self.log_write::<VectorLog, _, _>(move |ctx, slot| {
+            let (answer, change) = op(&mut slot.state);
+            match change {
+                Change::None => {}
+                Change::Append(records) => ctx.commit(slot, &records)?,
+                Change::Rewrite => {
+                    if let Err(e) = ctx.rewrite(slot) {
+                        slot.reset();
+                        return Err(e);
                     }
                 }
-                Ok(answer)
-            })
+            }
+            Ok(answer)
         })
-        .await?
+        .await
     }
 }
 

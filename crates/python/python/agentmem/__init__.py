@@ -25,7 +25,7 @@ from ._agentmem import (
     __version__,
 )
 from ._aio import AsyncStore, open_async
-from ._store import Store, open
+from ._store import SearchMode, Store, open
 
 __all__ = [
     "AsyncStore",
@@ -35,6 +35,7 @@ __all__ = [
     "Error",
     "InvalidInput",
     "NotFound",
+    "SearchMode",
     "Store",
     "Unavailable",
     "Unsupported",

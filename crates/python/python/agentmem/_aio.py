@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Callable, TypeVar
 
-from ._store import PathLike, Store, _Opened
+from ._store import PathLike, SearchMode, Store, _Opened
 from ._store import open as _open
 
 T = TypeVar("T")
@@ -73,9 +73,16 @@ class AsyncStore(_Opened):
         """See `Store.find_sessions`."""
         return await self._run(self.sync.find_sessions, *args, **kwargs)
 
-    async def search(self, query: str, limit: int = 10, **kwargs: Any) -> list[dict[str, Any]]:
+    async def search(
+        self,
+        query: str,
+        limit: int = 10,
+        *,
+        session_id: str | None = None,
+        mode: SearchMode | None = None,
+    ) -> list[dict[str, Any]]:
         """See `Store.search`."""
-        return await self._run(self.sync.search, query, limit, **kwargs)
+        return await self._run(self.sync.search, query, limit, session_id=session_id, mode=mode)
 
     async def fork(self, source: str, target: str, at: str | None = None) -> dict[str, Any]:
         """See `Store.fork`."""
@@ -122,6 +129,14 @@ class AsyncStore(_Opened):
     async def search_memories(self, query: str, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         """See `Store.search_memories`."""
         return await self._run(self.sync.search_memories, query, *args, **kwargs)
+
+    async def reindex(self, *, all: bool = False) -> dict[str, int]:  # noqa: A002
+        """See `Store.reindex`."""
+        return await self._run(self.sync.reindex, all=all)
+
+    async def index_lag(self) -> dict[str, Any]:
+        """See `Store.index_lag`."""
+        return await self._run(self.sync.index_lag)
 
     async def get_memory(self, memory_id: str) -> dict[str, Any] | None:
         """See `Store.get_memory`."""

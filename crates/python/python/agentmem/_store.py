@@ -7,13 +7,16 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
-from typing import Any, Callable, Union
+from typing import Any, Callable, Literal, Union
 
 from . import _agentmem
 from ._messages import flatten_info, from_stored, to_stored
 
 Message = dict[str, Any]
 PathLike = Union[str, "os.PathLike[str]"]
+#: How a search ranks: ``"keyword"`` (the store's BM25), ``"semantic"`` (cosine similarity of
+#: the embedder's vectors) or ``"hybrid"`` (both, fused by reciprocal rank).
+SearchMode = Literal["keyword", "semantic", "hybrid"]
 
 
 def _time(value: datetime | str | None) -> str | None:
@@ -162,18 +165,23 @@ class Store(_Opened):
         return found
 
     def search(
-        self, query: str, limit: int = 10, *, session_id: str | None = None
+        self,
+        query: str,
+        limit: int = 10,
+        *,
+        session_id: str | None = None,
+        mode: SearchMode | None = None,
     ) -> list[dict[str, Any]]:
-        """Messages matching ``query``, best first: ``{"session", "message", "score"}``."""
-        hits = self._native.search(query, limit, session_id)
-        return [
-            {
-                "session": h["session"],
-                "message": from_stored([h["message"]])[0],
-                "score": h["score"],
-            }
-            for h in hits
-        ]
+        """Messages matching ``query``, best first: ``{"session", "message", "score"}``.
+
+        ``mode`` ``"semantic"`` or ``"hybrid"`` searches by meaning with the embedder the store
+        URL names (``embedder=…&embed=messages``; see ``reindex``), and each hit also tells
+        ``keyword_rank`` and ``semantic_rank`` (from 1, ``None`` when that ranking missed it)
+        and ``similarity``. The default is ``"hybrid"`` when the URL embeds messages, else
+        ``"keyword"``; meaning without an embedder raises ``InvalidInput``.
+        """
+        hits = self._native.search(query, limit, session_id, mode)
+        return [{**h, "message": from_stored([h["message"]])[0]} for h in hits]
 
     def fork(self, source: str, target: str, at: str | None = None) -> dict[str, Any]:
         """Copies ``source`` into the new session ``target``: whole, or up to and including
@@ -295,11 +303,28 @@ class Store(_Opened):
         workspace: str | None = None,
         owner: str | None = None,
         exact: bool = False,
+        mode: SearchMode | None = None,
     ) -> list[dict[str, Any]]:
-        """Memory items matching ``query``, best first: ``{"item", "score"}``."""
-        return list(
-            self._native.search_memories(query, limit, kind, _scope(agent, workspace, owner), exact)
-        )
+        """Memory items matching ``query``, best first: ``{"item", "score"}``.
+
+        ``mode`` as in ``search``: ``"semantic"`` and ``"hybrid"`` (the default when the store
+        URL names an embedder) add ``keyword_rank``, ``semantic_rank`` and ``similarity``.
+        """
+        scope = _scope(agent, workspace, owner)
+        return list(self._native.search_memories(query, limit, kind, scope, exact, mode))
+
+    def reindex(self, *, all: bool = False) -> dict[str, int]:  # noqa: A002
+        """Embeds the texts that have no vector yet (memory items, and messages when the store
+        URL says ``embed=messages``) with the embedder the URL names: what search by meaning
+        finds. ``all=True``, or vectors from another model than the URL's, embeds every text
+        anew. Returns ``{"texts": indexed, "embedded": by this call}``."""
+        return dict(self._native.reindex(all))
+
+    def index_lag(self) -> dict[str, Any]:
+        """How far the vectors lag behind the texts: ``{"texts", "pending", "model"}``
+        (``model``: ``{"id", "dimensions", "normalized"}`` of the stored vectors, ``None``
+        before the first ``reindex``)."""
+        return dict(self._native.index_lag())
 
     def get_memory(self, memory_id: str) -> dict[str, Any] | None:
         """One memory item by id, or ``None``."""

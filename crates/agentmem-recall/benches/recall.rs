@@ -1,0 +1,154 @@
+//! Search latency of recall at scale (issue 35's goal: query p50 ≤ 20 ms at 100,000 items on
+//! the file and SQLite backends): keyword, semantic and hybrid search of memory items whose
+//! vectors (384 dimensions, as all-MiniLM-L6-v2's) are all stored, with a query embedder that
+//! costs nothing (so the figures are the store and the ranking, not the model; the model's
+//! own cost is `cargo bench -p agentmem-embed --features local`).
+//!
+//! `cargo bench -p agentmem-recall --bench recall`: 100,000 items (1,000 with
+//! `AGENTMEM_BENCH_QUICK=1`, as CI runs it).
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    reason = "a bench crate: nothing in it is public API, and a failed unwrap is a failed test"
+)]
+
+use std::sync::Arc;
+
+use agentmem_core::vector::{encode_vector, MODEL_PROPERTY};
+use agentmem_core::{
+    async_trait, AgentMemory, Embedder, MemoryFilter, MemoryItem, MemoryKind, ModelIdentity,
+    PropertyChange, Result, StoredVector,
+};
+use agentmem_recall::{vector_key, Recall, RecallOptions, SearchMode};
+use agentmem_testkit::bench::{self, quick_or, runtime};
+use criterion::{criterion_group, Criterion};
+
+const DIMENSIONS: usize = 384;
+
+/// A unit vector drawn from `seed` (a linear congruential generator: the same every run).
+fn unit_vector(seed: u64) -> Vec<f32> {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut v: Vec<f32> = (0..DIMENSIONS)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+        })
+        .collect();
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter_mut().for_each(|x| *x /= norm);
+    v
+}
+
+/// A model whose vectors cost nothing: a unit vector seeded by the text's length.
+#[derive(Debug)]
+struct Free(ModelIdentity);
+
+#[async_trait]
+impl Embedder for Free {
+    fn model(&self) -> &ModelIdentity {
+        &self.0
+    }
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        Ok(texts.iter().map(|t| unit_vector(t.len() as u64)).collect())
+    }
+}
+
+/// `n` memory items with their vectors stored, and the model recorded.
+async fn fill(store: &Arc<dyn AgentMemory>, embedder: &Free, n: usize) {
+    let mut vectors = Vec::new();
+    for i in 0..n {
+        let text = format!(
+            "note {i}: the deployment of service {} failed at step {}",
+            i % 97,
+            i % 13
+        );
+        store
+            .put_memory(&MemoryItem::new(MemoryKind::Fact, &text))
+            .await
+            .unwrap();
+        vectors.push(StoredVector {
+            key: vector_key(&text),
+            data: encode_vector(&unit_vector(i as u64)),
+        });
+        if vectors.len() == 10_000 {
+            store.put_vectors(&vectors).await.unwrap();
+            vectors.clear();
+        }
+    }
+    store.put_vectors(&vectors).await.unwrap();
+    let model = embedder.0.to_property();
+    store
+        .set_store_property(&PropertyChange::insert(MODEL_PROPERTY, &model))
+        .await
+        .unwrap();
+}
+
+fn searches(c: &mut Criterion) {
+    let rt = runtime();
+    let n = quick_or(1_000, 100_000);
+    for backend in ["file", "sqlite"] {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn AgentMemory> = rt.block_on(async {
+            match backend {
+                "file" => Arc::new(
+                    agentmem_file::FileStore::connect(&format!("file://{}", dir.path().display()))
+                        .await
+                        .unwrap(),
+                ) as Arc<dyn AgentMemory>,
+                _ => Arc::new(
+                    agentmem_sqlite::SqliteStore::connect(&format!(
+                        "sqlite://{}",
+                        dir.path().join("bench.db").display()
+                    ))
+                    .await
+                    .unwrap(),
+                ),
+            }
+        });
+        let embedder = Free(ModelIdentity {
+            id: "free".into(),
+            dimensions: DIMENSIONS,
+            normalized: true,
+        });
+        rt.block_on(fill(&store, &embedder, n));
+        let recall = Recall::new(
+            Arc::clone(&store),
+            Arc::new(embedder),
+            RecallOptions::default(),
+        );
+        let mut group = c.benchmark_group(format!("recall/{backend}/{n}"));
+        bench::quick_group(&mut group);
+        for mode in [
+            SearchMode::Keyword,
+            SearchMode::Semantic,
+            SearchMode::Hybrid,
+        ] {
+            group.bench_function(mode.as_str(), |b| {
+                b.to_async(&rt).iter(|| async {
+                    let hits = recall
+                        .search_memories(
+                            "deployment failed service 42",
+                            &MemoryFilter::default(),
+                            mode,
+                        )
+                        .await
+                        .unwrap();
+                    assert_eq!(hits.len(), 10);
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = bench::criterion(Criterion::default());
+    targets = searches
+}
+
+criterion::criterion_main!(benches);
