@@ -29,7 +29,7 @@ pub const SEALED_VECTOR_PREFIX: &[u8] = b"agentmem-vec:v1:";
 pub const SEALING_ROOM: usize = 256;
 
 /// The most vectors (or keys) one vector call may carry.
-pub const MAX_VECTOR_BATCH: usize = 10_000;
+pub const MAX_VECTOR_BATCH: usize = 1_000;
 
 /// The key of a stored vector: 32 bytes derived from the text it embeds.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

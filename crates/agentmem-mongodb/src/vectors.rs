@@ -6,7 +6,7 @@
 //!   that no command passes the server's limits. Replacing by `_id` is idempotent, so a batch
 //!   that lost a race (two first upserts of one key: a duplicate key; a write conflict) is
 //!   simply sent again.
-//! - A get is one `find` with `_id: {$in: keys}` (the validate layer allows 10,000 keys).
+//! - A get is one `find` with `_id: {$in: keys}` (the validate layer allows 1,000 keys).
 //! - A delete is one `deleteMany` with `_id: {$in: keys}`, a clear one `deleteMany({})`, each
 //!   counted by the server.
 //!

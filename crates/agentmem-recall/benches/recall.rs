@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use agentmem_core::vector::{encode_vector, MODEL_PROPERTY};
+use agentmem_core::vector::{encode_vector, MAX_VECTOR_BATCH, MODEL_PROPERTY};
 use agentmem_core::{
     async_trait, AgentMemory, Embedder, MemoryFilter, MemoryItem, MemoryKind, ModelIdentity,
     PropertyChange, Result, StoredVector,
@@ -74,7 +74,7 @@ async fn fill(store: &Arc<dyn AgentMemory>, embedder: &Free, n: usize) {
             key: vector_key(&text),
             data: encode_vector(&unit_vector(i as u64)),
         });
-        if vectors.len() == 10_000 {
+        if vectors.len() == MAX_VECTOR_BATCH {
             store.put_vectors(&vectors).await.unwrap();
             vectors.clear();
         }
