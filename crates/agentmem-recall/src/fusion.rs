@@ -69,14 +69,14 @@ pub struct Fusion {
     pub depth: usize,
 }
 
-/// The default weighs the keyword ranking twice the vector ranking: on LoCoMo-10 with
+/// The default weighs the vector ranking 0.3 of the keyword ranking: on LoCoMo-10 with
 /// all-MiniLM-L6-v2 an equal weighting ranks below keyword search alone, this one above it at
-/// 20 (BENCHMARKS.md, recall).
+/// 10 and 20 (BENCHMARKS.md, recall).
 impl Default for Fusion {
     fn default() -> Self {
         Fusion {
             keyword_weight: 1.0,
-            semantic_weight: 0.5,
+            semantic_weight: 0.3,
             k: 60.0,
             depth: 5,
         }
