@@ -19,7 +19,7 @@
 //! `--url` is a store URL template: `{n}` is the conversation's number, `{dir}` a fresh
 //! temporary folder (e.g. `redis://127.0.0.1:6379/?prefix=locomo{n}`); its stores are cleared
 //! first (with `--reuse`, a store already filled is kept, vectors and all, for the next run).
-//! `--keyword-weight W --semantic-weight W --k K` tune the fusion.
+//! `--keyword-weight W --semantic-weight W --k K` tune the fusion (default: `Fusion::default()`).
 #![allow(clippy::print_stdout, reason = "an example reports on standard output")]
 
 use std::collections::HashMap;
@@ -67,11 +67,12 @@ async fn main() -> Result<()> {
                 .map_err(|_| agentmem::Error::invalid_input(format!("{name} takes a number")))
         })
     };
+    let default = Fusion::default();
     let fusion = Fusion {
-        keyword_weight: number("--keyword-weight", 1.0)?,
-        semantic_weight: number("--semantic-weight", 1.0)?,
-        k: number("--k", 60.0)?,
-        ..Fusion::default()
+        keyword_weight: number("--keyword-weight", default.keyword_weight)?,
+        semantic_weight: number("--semantic-weight", default.semantic_weight)?,
+        k: number("--k", default.k)?,
+        ..default
     };
     fusion.validate()?;
     let conversations = load(&data)?;
