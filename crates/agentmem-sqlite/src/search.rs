@@ -127,9 +127,14 @@ mod tests {
 
     #[test]
     fn user_text_never_becomes_fts_syntax() {
+        // Stop words (`and`, `y`) are dropped from queries that have other words.
         assert_eq!(
             match_expression("title:x AND y* \"z\" -w ^v").as_deref(),
-            Some(r#""title" OR "x" OR "and" OR "y" OR "z" OR "w" OR "v""#)
+            Some(r#""title" OR "x" OR "z" OR "w" OR "v""#)
+        );
+        assert_eq!(
+            match_expression("NEAR(kiwi mango) NOT lime*").as_deref(),
+            Some(r#""near" OR "kiwi" OR "mango" OR "not" OR "lime""#)
         );
         assert_eq!(
             match_expression("Grüße 東京").as_deref(),
