@@ -76,7 +76,7 @@ pub use open::{configured_key, key_from_file, open_with_key, open_with_key_file}
 pub use open::{open, open_unguarded, registry, url_names_key};
 #[cfg(feature = "recall")]
 #[cfg_attr(docsrs, doc(cfg(feature = "recall")))]
-pub use open_recall::{embedder, embedding_options, open_recall, recall_for};
+pub use open_recall::{embedder, embedding_options, no_embedder, open_recall, recall_for};
 
 /// The Swarms-style conversation engine: preload, write-through, compaction, auto-compression.
 pub use agentmem_conversation as conversation;

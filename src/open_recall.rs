@@ -92,13 +92,26 @@ pub fn recall_for(store: Arc<dyn AgentMemory>, url: &str) -> Result<Option<Recal
 /// # Ok(()) }
 /// ```
 pub async fn open_recall(url: &str) -> Result<Recall> {
+    const WHAT: &str = "recall by meaning";
     if embedding_options(url)?.is_none() {
-        return Err(Error::invalid_input(format!(
-            "store {} names no embedder: add `embedder=local` (or `embedder=http&embed_url=…\
-             &embed_model=…`) to its URL",
-            redact_url(url)
-        )));
+        return Err(no_embedder(WHAT, url));
     }
     let store = crate::open(url).await?;
-    recall_for(store, url)?.ok_or_else(|| Error::invalid_input("the store URL names no embedder"))
+    recall_for(store, url)?.ok_or_else(|| no_embedder(WHAT, url))
+}
+
+/// The `InvalidInput` error of `what` (a command, a call) that needs an embedder when the
+/// store `url` (shown redacted) names none: it says which options to add.
+///
+/// ```
+/// let e = agentmem::no_embedder("reindex", "postgres://me:secret@db/agent");
+/// assert!(e.to_string().contains("embedder=local"));
+/// assert!(!e.to_string().contains("secret"));
+/// ```
+pub fn no_embedder(what: &str, url: &str) -> Error {
+    Error::invalid_input(format!(
+        "{what} needs an embedder: add `embedder=local` (or `embedder=http&embed_url=…\
+         &embed_model=…`) to the store URL {}",
+        redact_url(url)
+    ))
 }

@@ -281,11 +281,9 @@ async fn search(
     let args = args?;
     let mut filter = MemoryFilter::default().with_scope(seen_by(args.agent));
     filter.limit = args.limit;
-    let mode = match (&args.mode, &recall) {
-        (Some(mode), _) => mode.parse::<SearchMode>()?,
-        (None, Ok(None)) => SearchMode::Keyword,
-        (None, _) => SearchMode::Hybrid,
-    };
+    let asked = args.mode.as_deref().map(str::parse).transpose()?;
+    // An embedder that failed to build counts as named: the search then reports why.
+    let mode = SearchMode::chosen(asked, !matches!(recall, Ok(None)));
     let found: Vec<Found> = if mode == SearchMode::Keyword {
         let hits = store.search_memories(&args.query, &filter).await?;
         hits.into_iter()

@@ -4,6 +4,9 @@
 //! costs nothing (so the figures are the store and the ranking, not the model; the model's
 //! own cost is `cargo bench -p agentmem-embed --features local`).
 //!
+//! Semantic and hybrid search keep decoded vectors in memory between searches (the
+//! default); `semantic-uncached` reads and decodes every candidate's vector each time.
+//!
 //! `cargo bench -p agentmem-recall --bench recall`: 100,000 items (1,000 with
 //! `AGENTMEM_BENCH_QUICK=1`, as CI runs it).
 #![allow(
@@ -115,19 +118,30 @@ fn searches(c: &mut Criterion) {
             normalized: true,
         });
         rt.block_on(fill(&store, &embedder, n));
-        let recall = Recall::new(
+        let embedder = Arc::new(embedder);
+        let cached = Recall::new(
             Arc::clone(&store),
-            Arc::new(embedder),
+            embedder.clone(),
             RecallOptions::default(),
+        );
+        let uncached = Recall::new(
+            Arc::clone(&store),
+            embedder,
+            RecallOptions {
+                vector_cache_bytes: 0,
+                ..RecallOptions::default()
+            },
         );
         let mut group = c.benchmark_group(format!("recall/{backend}/{n}"));
         bench::quick_group(&mut group);
-        for mode in [
-            SearchMode::Keyword,
-            SearchMode::Semantic,
-            SearchMode::Hybrid,
-        ] {
-            group.bench_function(mode.as_str(), |b| {
+        let cases = [
+            ("keyword", SearchMode::Keyword, &cached),
+            ("semantic", SearchMode::Semantic, &cached),
+            ("hybrid", SearchMode::Hybrid, &cached),
+            ("semantic-uncached", SearchMode::Semantic, &uncached),
+        ];
+        for (name, mode, recall) in cases {
+            group.bench_function(name, |b| {
                 b.to_async(&rt).iter(|| async {
                     let hits = recall
                         .search_memories(

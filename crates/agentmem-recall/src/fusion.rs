@@ -18,6 +18,24 @@ pub enum SearchMode {
 }
 
 impl SearchMode {
+    /// The mode a search runs in: `asked`, or by default hybrid when what is searched is
+    /// embedded (the store URL names an embedder, and `embed=messages` for messages), else
+    /// keyword.
+    ///
+    /// ```
+    /// use agentmem_recall::SearchMode;
+    /// assert_eq!(SearchMode::chosen(None, true), SearchMode::Hybrid);
+    /// assert_eq!(SearchMode::chosen(None, false), SearchMode::Keyword);
+    /// assert_eq!(SearchMode::chosen(Some(SearchMode::Semantic), false), SearchMode::Semantic);
+    /// ```
+    pub fn chosen(asked: Option<SearchMode>, embedded: bool) -> SearchMode {
+        asked.unwrap_or(if embedded {
+            SearchMode::Hybrid
+        } else {
+            SearchMode::Keyword
+        })
+    }
+
     /// The mode's name: `keyword`, `semantic` or `hybrid`.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -15,6 +15,7 @@ use serde::Serialize;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use crate::cache::{unit, UnitVector};
 use crate::recall::Recall;
 use crate::similarity::vector_key;
 
@@ -34,6 +35,19 @@ pub struct IndexReport {
     pub texts: u64,
     /// Of them, embedded by this run.
     pub embedded: u64,
+}
+
+/// What [`Recall::update_index`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IndexUpdate {
+    /// What was indexed.
+    pub report: IndexReport,
+    /// Whether every text was embedded anew (asked for, or another model's vectors).
+    pub anew: bool,
+    /// The model the vectors now come from.
+    pub model: ModelIdentity,
+    /// The model the store's vectors came from before, when it was another.
+    pub previous_model: Option<ModelIdentity>,
 }
 
 /// How far the vectors lag behind the store's texts.
@@ -128,6 +142,12 @@ impl Recall {
                 })
                 .collect();
             self.store.put_vectors(&stored).await?;
+            let units: Vec<(VectorKey, UnitVector)> = batch
+                .iter()
+                .zip(&vectors)
+                .map(|((key, _), v)| (*key, unit(v)))
+                .collect();
+            self.cache.insert_many(units.iter().map(|(k, v)| (k, v)));
             embedded += batch.len() as u64;
             progress(IndexProgress { embedded, pending });
         }
@@ -148,6 +168,7 @@ impl Recall {
         // with the wrong model.
         self.learn_dimensions().await?;
         self.store.clear_vectors().await?;
+        self.cache.clear();
         let ours = self.embedder.model().to_property();
         loop {
             let current = self.store.store_property(MODEL_PROPERTY).await?;
@@ -160,6 +181,30 @@ impl Recall {
             }
         }
         self.index(progress).await
+    }
+
+    /// Brings the vectors up to date as `agentmem reindex` does: [`reindex`](Self::reindex)
+    /// with `anew` or when the store's vectors come from another model than this embedder's,
+    /// else [`index`](Self::index).
+    pub async fn update_index(
+        &self,
+        anew: bool,
+        progress: &mut (dyn FnMut(IndexProgress) + Send),
+    ) -> Result<IndexUpdate> {
+        let model = self.model().await?;
+        let previous_model = self.stored_model().await?.filter(|m| *m != model);
+        let anew = anew || previous_model.is_some();
+        let report = if anew {
+            self.reindex(progress).await?
+        } else {
+            self.index(progress).await?
+        };
+        Ok(IndexUpdate {
+            report,
+            anew,
+            model,
+            previous_model,
+        })
     }
 
     /// Runs [`index`](Self::index) in the background: at once, then whenever

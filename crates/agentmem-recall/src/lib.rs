@@ -53,12 +53,14 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod cache;
 mod fusion;
 mod index;
 mod recall;
 mod similarity;
 
+pub use cache::DEFAULT_VECTOR_CACHE_BYTES;
 pub use fusion::{Fusion, SearchMode};
-pub use index::{IndexLag, IndexProgress, IndexReport, IndexerHandle};
+pub use index::{IndexLag, IndexProgress, IndexReport, IndexUpdate, IndexerHandle};
 pub use recall::{MemoryRecall, MessageRecall, Recall, RecallOptions};
 pub use similarity::{cosine, vector_key};

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use agentmem::recall::{IndexReport, Recall, SearchMode};
-use agentmem::{AgentMemory, Error};
+use agentmem::{no_embedder, AgentMemory, Error};
 use pyo3::prelude::*;
 
 use crate::error::to_py;
@@ -62,11 +62,11 @@ impl Recalling {
     ) -> PyResult<Option<(Recall, SearchMode)>> {
         let embeds =
             self.recall.is_some() && (searched == Searched::Memories || self.embeds_messages);
-        let mode = match mode {
-            Some(mode) => mode.parse::<SearchMode>().map_err(to_py)?,
-            None if embeds => SearchMode::Hybrid,
-            None => SearchMode::Keyword,
-        };
+        let asked = mode
+            .map(str::parse::<SearchMode>)
+            .transpose()
+            .map_err(to_py)?;
+        let mode = SearchMode::chosen(asked, embeds);
         if mode == SearchMode::Keyword {
             return Ok(None);
         }
@@ -93,29 +93,8 @@ impl Recalling {
     }
 }
 
-/// The error of a call that needs an embedder when the store URL names none.
-fn no_embedder(what: &str, redacted: &str) -> Error {
-    Error::invalid_input(format!(
-        "{what} needs an embedder: add `embedder=local` (or `embedder=http&embed_url=…\
-         &embed_model=…`) to the store URL {redacted}"
-    ))
-}
-
 /// Embeds the texts that have no vector; every text anew with `all`, or when the store's
 /// vectors come from another model than the embedder's (as `agentmem reindex`).
 pub async fn reindex(recall: Recall, all: bool) -> agentmem::Result<IndexReport> {
-    // An embedder that learns its dimensions from its first reply (an HTTP server's model)
-    // is asked once, so the identity compared is whole.
-    let embedder = recall.embedder();
-    if embedder.model().dimensions == 0 {
-        embedder.embed(&["dimensions".to_owned()]).await?;
-    }
-    let ours = embedder.model().clone();
-    let other = recall.stored_model().await?.is_some_and(|m| m != ours);
-    let mut progress = |_| {};
-    if all || other {
-        recall.reindex(&mut progress).await
-    } else {
-        recall.index(&mut progress).await
-    }
+    Ok(recall.update_index(all, &mut |_| {}).await?.report)
 }

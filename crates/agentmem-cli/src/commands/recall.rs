@@ -5,36 +5,18 @@
 
 use std::sync::Arc;
 
+use agentmem::no_embedder;
 use agentmem::recall::{IndexProgress, Recall, SearchMode};
 use agentmem_core::{AgentMemory, Error, MemoryFilter, MessageQuery, ModelIdentity, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
-use super::{redact, sessions};
+use super::sessions;
 use crate::output::{count, snippet, time, Output};
-
-/// The error of a command that needs an embedder when the store URL names none.
-fn no_embedder(what: &str, url: &str) -> Error {
-    Error::invalid_input(format!(
-        "{what} needs an embedder: add `embedder=local` (or `embedder=http&embed_url=…\
-         &embed_model=…`) to the store URL {}",
-        redact(url)
-    ))
-}
 
 /// Recall over `store` with the embedder `url` names; `no_embedder(what)` without one.
 fn recall(store: &Arc<dyn AgentMemory>, url: &str, what: &str) -> Result<Recall> {
     agentmem::recall_for(store.clone(), url)?.ok_or_else(|| no_embedder(what, url))
-}
-
-/// The embedder's model, complete: an embedder that learns its dimensions from its first reply
-/// (an HTTP server's model) is asked once, so the identity compared and recorded is whole.
-async fn known_model(recall: &Recall) -> Result<ModelIdentity> {
-    let embedder = recall.embedder();
-    if embedder.model().dimensions == 0 {
-        embedder.embed(&["dimensions".to_owned()]).await?;
-    }
-    Ok(embedder.model().clone())
 }
 
 /// Whether the store's vectors (`stored`) come from `ours`; dimensions not learnt yet (0)
@@ -66,11 +48,7 @@ pub async fn search_messages(
 ) -> Result<()> {
     let options = agentmem::embedding_options(url)?;
     let embeds_messages = options.as_ref().is_some_and(|o| o.messages);
-    let mode = mode.unwrap_or(if embeds_messages {
-        SearchMode::Hybrid
-    } else {
-        SearchMode::Keyword
-    });
+    let mode = SearchMode::chosen(mode, embeds_messages);
     if mode == SearchMode::Keyword {
         return sessions::search(store, out, query, scope.session, scope.limit).await;
     }
@@ -111,11 +89,7 @@ pub async fn search_memories(
     mode: Option<SearchMode>,
 ) -> Result<()> {
     let named = agentmem::embedding_options(url)?.is_some();
-    let mode = mode.unwrap_or(if named {
-        SearchMode::Hybrid
-    } else {
-        SearchMode::Keyword
-    });
+    let mode = SearchMode::chosen(mode, named);
     if mode == SearchMode::Keyword {
         let hits = store.search_memories(query, filter).await?;
         let columns = ["SCORE", "ID", "KIND", "SCOPE", "KEY", "TEXT"];
@@ -172,10 +146,6 @@ pub async fn reindex(
     all: bool,
 ) -> Result<()> {
     let recall = recall(store, url, "reindex")?;
-    let ours = known_model(&recall).await?;
-    let stored = recall.stored_model().await?;
-    let other = stored.filter(|m| *m != ours);
-    let everything = all || other.is_some();
     let bar = if out.json() {
         ProgressBar::hidden()
     } else {
@@ -189,24 +159,21 @@ pub async fn reindex(
         bar.set_length(p.pending);
         bar.set_position(p.embedded);
     };
-    let report = if everything {
-        recall.reindex(&mut progress).await
-    } else {
-        recall.index(&mut progress).await
-    };
+    let update = recall.update_index(all, &mut progress).await;
     bar.finish_and_clear();
-    let report = report?;
-    let model = recall.embedder().model().clone();
+    let update = update?;
+    let report = update.report;
+    let model = update.model;
     if out.json() {
         return out.json_value(&ReindexReport {
             texts: report.texts,
             embedded: report.embedded,
-            all: everything,
+            all: update.anew,
             model,
-            previous_model: other,
+            previous_model: update.previous_model,
         });
     }
-    let why = match (&other, all) {
+    let why = match (&update.previous_model, all) {
         (Some(previous), _) => format!(" (anew: the vectors came from {previous})"),
         (None, true) => " (anew: --all)".to_string(),
         (None, false) => String::new(),
