@@ -2,9 +2,13 @@
 #![forbid(unsafe_code)]
 
 pub mod convert;
+#[cfg(feature = "recall")]
+mod index;
 mod memory;
 
 pub use convert::{from_rig, to_rig, RIG_METADATA_KEY};
+#[cfg(feature = "recall")]
+pub use index::AgentmemIndex;
 pub use memory::{agentmem_error, AgentmemConversationMemory};
 
 /// The rig crate this adapter is built against, re-exported so users name the same version.
