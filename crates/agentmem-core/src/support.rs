@@ -381,10 +381,80 @@ pub fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// A JSON value written canonically: compact, object keys sorted by bytes, `-0.0` as `0.0`,
+/// everything else as serde_json writes it. Two values are equal (as `serde_json::Value`
+/// compares them) exactly when their canonical forms are, so a store can match stored JSON by
+/// comparing or hashing text.
+///
+/// ```
+/// use agentmem_core::support::canonical_json;
+/// use serde_json::json;
+/// assert_eq!(canonical_json(&json!({"b": [1, {"y": -0.0, "x": "é"}], "a": null})),
+///     r#"{"a":null,"b":[1,{"x":"é","y":0.0}]}"#);
+/// ```
+pub fn canonical_json(value: &serde_json::Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::from(k.as_str()).to_string());
+                out.push(':');
+                write_canonical(v, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(v, out);
+            }
+            out.push(']');
+        }
+        Value::Number(n) if n.is_f64() && n.as_f64() == Some(0.0) => out.push_str("0.0"),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use chrono::TimeZone;
+    use serde_json::json;
+
+    #[test]
+    fn canonical_json_is_equal_exactly_when_values_are() {
+        let a: serde_json::Value =
+            serde_json::from_str(r#"{"b":[1,{"y":2,"x":1}],"a":-0.0}"#).unwrap();
+        let b: serde_json::Value =
+            serde_json::from_str(r#"{"a":0.0,"b":[1,{"x":1,"y":2}]}"#).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(canonical_json(&a), canonical_json(&b));
+        for (x, y) in [
+            (json!(42), json!("42")),
+            (json!(1), json!(1.0)),
+            (json!({"k": 1}), json!({})),
+            (json!([1, "2"]), json!([1])),
+            (json!(null), json!("null")),
+        ] {
+            assert_ne!(x, y);
+            assert_ne!(canonical_json(&x), canonical_json(&y), "{x} / {y}");
+        }
+    }
 
     #[test]
     fn archive_ids_get_a_suffix_within_one_second() {

@@ -106,6 +106,19 @@ pub(crate) trait LogCache {
     fn reset(&mut self);
     /// Replays `record` on the cache.
     fn apply(&mut self, record: Self::Record);
+
+    /// Runs `op` on the cache, forgetting the cache when it fails: after a failed step the
+    /// cache may no longer say what the log holds.
+    fn reset_on_error<T>(&mut self, op: impl FnOnce(&mut Self) -> Result<T>) -> Result<T>
+    where
+        Self: Sized,
+    {
+        let result = op(self);
+        if result.is_err() {
+            self.reset();
+        }
+        result
+    }
 }
 
 /// Brings the cache `slot` up to date with the log at `path`: a missing log empties it, the
@@ -125,7 +138,7 @@ pub(crate) fn sync_log<S: LogCache>(
         slot.cursor().open(path)?;
         reopened(f)
     };
-    let result = (|| {
+    slot.reset_on_error(|slot| {
         let Some(meta) = stat(path)? else {
             slot.reset();
             return Ok(());
@@ -143,11 +156,7 @@ pub(crate) fn sync_log<S: LogCache>(
             }
             read => read,
         }
-    })();
-    if result.is_err() {
-        slot.reset();
-    }
-    result
+    })
 }
 
 /// Removes the temporary files interrupted rewrites left in `dir` (`what`: "an interrupted

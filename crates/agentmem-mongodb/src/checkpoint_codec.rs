@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use agentmem_core::support::micros;
+use agentmem_core::support::{canonical_json, micros};
 use agentmem_core::{
     ChannelBlob, Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, Error, Metadata,
     PendingWrite, Result, ThreadId, TypedBytes,
@@ -205,7 +205,7 @@ pub(crate) fn blob_value(d: &Document) -> Result<Option<TypedBytes>> {
     }
 }
 
-/// The hashes of each top-level (key, value) pair of `metadata` in [`canonical`] form: what
+/// The hashes of each top-level (key, value) pair of `metadata` in [`canonical_json`] form: what
 /// the metadata filter pre-selects on (`mkv: {$all: …}`). A hash only narrows the candidates;
 /// [`CheckpointQuery::matches`](agentmem_core::CheckpointQuery::matches) decides.
 pub(crate) fn metadata_hashes(metadata: &Metadata) -> Vec<String> {
@@ -213,9 +213,9 @@ pub(crate) fn metadata_hashes(metadata: &Metadata) -> Vec<String> {
 }
 
 /// The hashes a metadata filter requires of a matching checkpoint: one per filter key whose
-/// value has the same canonical form in every JSON value equal to it. Values holding a float
-/// are left to the final decision (`0.0` equals `-0.0`, which serializes differently), so the
-/// pre-selection never drops a checkpoint that matches.
+/// value holds no float. Values holding a float are left to the final decision: hashes stored
+/// by earlier versions wrote `-0.0` apart from the `0.0` it equals, so the pre-selection never
+/// drops a checkpoint that matches.
 pub(crate) fn filter_hashes(filter: &Metadata) -> Vec<String> {
     filter
         .iter()
@@ -238,41 +238,9 @@ fn pair_hash(key: &str, value: &Value) -> String {
     let mut text = String::from("[");
     text.push_str(&Value::String(key.to_owned()).to_string());
     text.push(',');
-    canonical(value, &mut text);
+    text.push_str(&canonical_json(value));
     text.push(']');
     format!("{:016x}", fnv1a64(text.as_bytes()))
-}
-
-/// Writes `v` as compact JSON with every object's keys sorted: equal JSON values (object key
-/// order aside) give equal text, floats excepted (see [`filter_hashes`]).
-fn canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (k, inner)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                canonical(inner, out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, inner) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(inner, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
 }
 
 /// FNV-1a, 64 bits: stable across builds and platforms (unlike std's hasher), which stored

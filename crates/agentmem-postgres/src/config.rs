@@ -7,6 +7,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use agentmem_core::backend::BackendConfig;
+use agentmem_core::support::percent_decode;
 use agentmem_core::Layered;
 use agentmem_core::{Error, Result};
 use async_trait::async_trait;
@@ -519,25 +520,11 @@ fn check_unambiguous(url: &str, start: usize) -> Result<()> {
 /// A query value with its `%XX` escapes decoded (and `+` kept: libpq URLs do not use it for
 /// spaces).
 fn decode(value: &str) -> Result<String> {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| Error::invalid_input("invalid percent-encoding in a URL option"))?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out)
-        .map_err(|_| Error::invalid_input("a URL option is not UTF-8 once percent-decoded"))
+    percent_decode(value).ok_or_else(|| {
+        Error::invalid_input(
+            "a URL option holds an invalid percent-encoding or is not UTF-8 once decoded",
+        )
+    })
 }
 
 /// Checks a schema name: 1-63 bytes of lowercase ASCII letters, digits and `_`, not starting

@@ -5,16 +5,14 @@
 
 use std::collections::BTreeMap;
 
+use crate::error::{corrupt_json, encode_json};
 use agentmem_core::checkpoint::sort_writes;
-use agentmem_core::support::micros;
+use agentmem_core::support::{canonical_json, micros};
 use agentmem_core::{
     ChannelBlob, Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, CheckpointTuple, Error,
     Metadata, PendingWrite, Result, ThreadId, ThreadInfo, TypedBytes,
 };
 use chrono::{DateTime, Utc};
-use serde_json::Value;
-
-use crate::error::{corrupt_json, encode_json};
 
 /// The longest canonical JSON of a top-level metadata value kept as a `m:KEY` field for the
 /// list script's pre-check. Longer values are not kept there, and filters on them are checked
@@ -129,46 +127,6 @@ fn parse_created(text: &str) -> Result<DateTime<Utc>> {
 /// rounded monotonically, so the newest checkpoint has the greatest score).
 pub(crate) fn created_score(at: DateTime<Utc>) -> i64 {
     micros(at)
-}
-
-/// A JSON value written canonically: object keys sorted, `-0.0` as `0.0`, otherwise as
-/// serde_json writes it. Two values are equal exactly when their canonical forms are, so the
-/// list script can pre-check metadata filters by comparing strings.
-pub(crate) fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(value, &mut out);
-    out
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (k, v)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::from(k.as_str()).to_string());
-                out.push(':');
-                write_canonical(v, out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, v) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(v, out);
-            }
-            out.push(']');
-        }
-        Value::Number(n) if n.is_f64() && n.as_f64() == Some(0.0) => out.push_str("0.0"),
-        other => out.push_str(&other.to_string()),
-    }
 }
 
 /// The hash field holding the canonical JSON of metadata key `key`.
@@ -366,25 +324,6 @@ pub(crate) fn thread_info(row: ThreadRow) -> Result<ThreadInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn canonical_json_is_equal_exactly_when_values_are() {
-        let a: Value = serde_json::from_str(r#"{"b":[1,{"y":2,"x":1}],"a":-0.0}"#).unwrap();
-        let b: Value = serde_json::from_str(r#"{"a":0.0,"b":[1,{"x":1,"y":2}]}"#).unwrap();
-        assert_eq!(a, b);
-        assert_eq!(canonical_json(&a), canonical_json(&b));
-        for (x, y) in [
-            (json!(42), json!("42")),
-            (json!(1), json!(1.0)),
-            (json!({"k": 1}), json!({})),
-            (json!([1, "2"]), json!([1])),
-            (json!(null), json!("null")),
-        ] {
-            assert_ne!(x, y);
-            assert_ne!(canonical_json(&x), canonical_json(&y), "{x} / {y}");
-        }
-    }
 
     #[test]
     fn packed_parts_read_back() {

@@ -404,6 +404,16 @@ mod tests {
         conn
     }
 
+    /// A database at schema `version` holding what `setup` inserts, then migrated to the
+    /// current schema (from `version`, as `migrate` reports).
+    fn migrated_from(version: u32, setup: &str) -> Connection {
+        let mut conn = at_version(version);
+        conn.execute_batch(setup).unwrap();
+        assert_eq!(migrate(&mut conn, "m").unwrap(), version);
+        assert_eq!(read_version(&conn).unwrap(), SCHEMA_VERSION);
+        conn
+    }
+
     #[test]
     fn empty_database_migrates_to_current() {
         let mut conn = Connection::open_in_memory().unwrap();
@@ -416,17 +426,14 @@ mod tests {
 
     #[test]
     fn version_1_data_is_indexed_by_migration_2() {
-        let mut conn = at_version(1);
-        conn.execute_batch(
+        let conn = migrated_from(
+            1,
             "INSERT INTO agentmem_sessions (name, created_at, updated_at) VALUES ('s', 0, 0);
              INSERT INTO agentmem_messages (session_id, seq, message_id, role, content, timestamp)
                  VALUES (1, 1, 'm1', 'user', 'kubernetes latency', 0);
              INSERT INTO agentmem_memories (item_id, kind, text, created_at, updated_at)
                  VALUES ('i1', 'fact', 'likes kubernetes', 0, 0);",
-        )
-        .unwrap();
-        assert_eq!(migrate(&mut conn, "m").unwrap(), 1);
-        assert_eq!(read_version(&conn).unwrap(), SCHEMA_VERSION);
+        );
         assert_eq!(fts_hits(&conn, "agentmem_messages_fts", "\"latency\""), 1);
         assert_eq!(
             fts_hits(&conn, "agentmem_memories_fts", "\"kubernetes\""),
@@ -436,16 +443,13 @@ mod tests {
 
     #[test]
     fn version_2_memories_become_global_in_migration_3_and_stay_searchable() {
-        let mut conn = at_version(2);
-        conn.execute_batch(
+        let conn = migrated_from(
+            2,
             "INSERT INTO agentmem_memories (id, item_id, kind, key, text, created_at, updated_at)
                  VALUES (7, 'i7', 'fact', 'name', 'name is kubernetes', 1, 2);
              INSERT INTO agentmem_memories (id, item_id, kind, text, metadata, created_at, updated_at)
                  VALUES (9, 'i9', 'insight', 'kubernetes latency', '{\"a\":1}', 3, 4);",
-        )
-        .unwrap();
-        assert_eq!(migrate(&mut conn, "m").unwrap(), 2);
-        assert_eq!(read_version(&conn).unwrap(), SCHEMA_VERSION);
+        );
         let migrated: Vec<(i64, String, String, Option<i64>, i64, i64)> = rows(
             &conn,
             "SELECT id, item_id, scope, expires_at, created_at, updated_at
@@ -505,18 +509,15 @@ mod tests {
 
     #[test]
     fn version_3_sessions_read_back_after_migration_4_without_labels_or_expiry() {
-        let mut conn = at_version(3);
-        conn.execute_batch(
+        let mut conn = migrated_from(
+            3,
             "INSERT INTO agentmem_sessions
                  (id, name, metadata, message_count, next_seq, created_at, updated_at)
                  VALUES (4, 'old', '{\"a\":1}', 2, 3, 10, 20);
              INSERT INTO agentmem_messages (session_id, seq, message_id, role, content, timestamp)
                  VALUES (4, 1, 'm1', 'user', 'kubernetes latency', 11),
                         (4, 2, 'm2', 'assistant', 'low', 12);",
-        )
-        .unwrap();
-        assert_eq!(migrate(&mut conn, "m").unwrap(), 3);
-        assert_eq!(read_version(&conn).unwrap(), SCHEMA_VERSION);
+        );
         let id: agentmem_core::SessionId = "old".parse().unwrap();
         for limit in [None, Some(0), Some(1)] {
             let session = crate::sessions::load(&mut conn, &id, limit)
@@ -552,14 +553,11 @@ mod tests {
 
     #[test]
     fn version_5_data_stays_and_gains_empty_checkpoint_tables_in_migration_6() {
-        let mut conn = at_version(5);
-        conn.execute_batch(
+        let conn = migrated_from(
+            5,
             "INSERT INTO agentmem_sessions (name, created_at, updated_at) VALUES ('s', 0, 0);
              INSERT INTO agentmem_properties (name, value) VALUES ('p', 'v');",
-        )
-        .unwrap();
-        assert_eq!(migrate(&mut conn, "m").unwrap(), 5);
-        assert_eq!(read_version(&conn).unwrap(), SCHEMA_VERSION);
+        );
         for table in [
             "agentmem_checkpoints",
             "agentmem_checkpoint_blobs",
@@ -582,16 +580,13 @@ mod tests {
 
     #[test]
     fn version_6_data_stays_and_gains_empty_graph_tables_in_migration_7() {
-        let mut conn = at_version(6);
-        conn.execute_batch(
+        let conn = migrated_from(
+            6,
             "INSERT INTO agentmem_sessions (name, created_at, updated_at) VALUES ('s', 0, 0);
              INSERT INTO agentmem_checkpoints (thread, ns, checkpoint_id, body_type, body,
                  channel_versions, metadata, created_at)
                  VALUES ('t', '', '1', 'json', x'7b7d', '{}', '{}', 0);",
-        )
-        .unwrap();
-        assert_eq!(migrate(&mut conn, "m").unwrap(), 6);
-        assert_eq!(read_version(&conn).unwrap(), SCHEMA_VERSION);
+        );
         let graph = ["entities", "observations", "relations"]
             .map(|t| rows_in(&conn, &format!("agentmem_graph_{t}")));
         assert_eq!(graph, [0, 0, 0]);
@@ -601,14 +596,11 @@ mod tests {
 
     #[test]
     fn version_7_data_stays_and_gains_an_empty_vector_table_in_migration_8() {
-        let mut conn = at_version(7);
-        conn.execute_batch(
+        let conn = migrated_from(
+            7,
             "INSERT INTO agentmem_sessions (name, created_at, updated_at) VALUES ('s', 0, 0);
              INSERT INTO agentmem_graph_entities (name, entity_type) VALUES ('Alice', 'person');",
-        )
-        .unwrap();
-        assert_eq!(migrate(&mut conn, "m").unwrap(), 7);
-        assert_eq!(read_version(&conn).unwrap(), SCHEMA_VERSION);
+        );
         assert_eq!(rows_in(&conn, "agentmem_vectors"), 0);
         let kept = ["agentmem_sessions", "agentmem_graph_entities"].map(|t| rows_in(&conn, t));
         assert_eq!(kept, [1, 1]);

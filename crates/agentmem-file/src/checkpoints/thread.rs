@@ -133,16 +133,14 @@ impl ThreadCtx<'_> {
         let reopened = |f: &mut Findings| {
             clean_temp_files(&self.paths.dir, "an interrupted checkpoint rewrite", f)
         };
-        let result = sync_log(slot, path, f, reopened, |slot, f| {
-            read_records(slot, path, &THREAD_KIND, true, f, |slot, damage, f| {
-                self.quarantine(slot, damage, expected, f)
+        slot.reset_on_error(|slot| {
+            sync_log(slot, path, f, reopened, |slot, f| {
+                read_records(slot, path, &THREAD_KIND, true, f, |slot, damage, f| {
+                    self.quarantine(slot, damage, expected, f)
+                })
             })
+            .and_then(|()| self.check_thread(slot, expected))
         })
-        .and_then(|()| self.check_thread(slot, expected));
-        if result.is_err() {
-            slot.reset();
-        }
-        result
     }
 
     /// `CorruptData` when the log holds another thread than the one asked for, or than its
@@ -217,29 +215,18 @@ impl ThreadCtx<'_> {
         thread: &ThreadId,
         record: &RecordRef<'_>,
     ) -> Result<()> {
-        let result = self.append_inner(slot, thread, record);
-        if result.is_err() {
-            slot.reset();
-        }
-        result
-    }
-
-    fn append_inner(
-        &self,
-        slot: &mut ThreadSlot,
-        thread: &ThreadId,
-        record: &RecordRef<'_>,
-    ) -> Result<()> {
-        let line = record.line()?;
-        if !slot.cursor.is_open() {
-            let mut bytes = header_line(thread)?;
-            bytes.extend_from_slice(&line);
-            slot.cursor
-                .replace(&self.paths.dir, &self.paths.log, &bytes, 2)?;
-            slot.thread = Some(thread.clone());
-            return Ok(());
-        }
-        slot.cursor.append(&self.paths.log, &line, self.durability)
+        slot.reset_on_error(|slot| {
+            let line = record.line()?;
+            if !slot.cursor.is_open() {
+                let mut bytes = header_line(thread)?;
+                bytes.extend_from_slice(&line);
+                slot.cursor
+                    .replace(&self.paths.dir, &self.paths.log, &bytes, 2)?;
+                slot.thread = Some(thread.clone());
+                return Ok(());
+            }
+            slot.cursor.append(&self.paths.log, &line, self.durability)
+        })
     }
 
     /// Makes `state` the thread's: the log rewritten whole (header and one state record, by a
@@ -252,32 +239,21 @@ impl ThreadCtx<'_> {
         thread: &ThreadId,
         state: ThreadCheckpoints,
     ) -> Result<()> {
-        let result = self.replace_inner(slot, thread, state);
-        if result.is_err() {
-            slot.reset();
-        }
-        result
-    }
-
-    fn replace_inner(
-        &self,
-        slot: &mut ThreadSlot,
-        thread: &ThreadId,
-        state: ThreadCheckpoints,
-    ) -> Result<()> {
-        let path = &self.paths.log;
-        if state.holds_nothing() {
-            slot.reset();
-            remove_if_exists(path)?;
-            if self.durability == Durability::Fsync {
-                sync_dir(&self.paths.dir)?;
+        slot.reset_on_error(|slot| {
+            let path = &self.paths.log;
+            if state.holds_nothing() {
+                slot.reset();
+                remove_if_exists(path)?;
+                if self.durability == Durability::Fsync {
+                    sync_dir(&self.paths.dir)?;
+                }
+                return Ok(());
             }
-            return Ok(());
-        }
-        let bytes = encode_log(thread, &state)?;
-        slot.cursor.replace(&self.paths.dir, path, &bytes, 2)?;
-        slot.thread = Some(thread.clone());
-        slot.state = state;
-        Ok(())
+            let bytes = encode_log(thread, &state)?;
+            slot.cursor.replace(&self.paths.dir, path, &bytes, 2)?;
+            slot.thread = Some(thread.clone());
+            slot.state = state;
+            Ok(())
+        })
     }
 }

@@ -70,15 +70,6 @@ local function cv_fields(cv)
   return out
 end
 
--- Byte order, as Rust compares (Lua's `<` follows the server's locale).
-local function byte_less(a, b)
-  for i = 1, math.min(#a, #b) do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x < y end
-  end
-  return #a < #b
-end
-
 -- One checkpoint as the client reads it: {thread, ns, id, type, body, parent, cv, meta,
 -- created, the values of the blobs `cv` names (false when not stored), its writes as
 -- HGETALL returns them}; nil when it is not stored.
@@ -110,16 +101,23 @@ local function drop_all_writes(thread)
   redis.call('UNLINK', index)
 end
 
--- Deletes one checkpoint and its writes, and takes it off the store-wide indexes (ALL, its
--- run's); unless `whole` (the whole thread goes, its own keys with it), off the thread's and
--- the namespace's too. Blobs stay (see `gc_blobs`).
-local function drop(thread, ns, id, whole)
+-- Takes checkpoint `id` off its run's index (when it has a run); returns its hash's key and
+-- its member in ALL and the run indexes.
+local function unrun(thread, ns, id)
   local c = ckey(thread, ns, id)
   local member = id .. Z .. thread .. Z .. ns
   local run = redis.call('HGET', c, 'run')
   if run then
     redis.call('ZREM', runkey(run), member)
   end
+  return c, member
+end
+
+-- Deletes one checkpoint and its writes, and takes it off the store-wide indexes (ALL, its
+-- run's); unless `whole` (the whole thread goes, its own keys with it), off the thread's and
+-- the namespace's too. Blobs stay (see `gc_blobs`).
+local function drop(thread, ns, id, whole)
+  local c, member = unrun(thread, ns, id)
   redis.call('ZREM', ALL, member)
   redis.call('UNLINK', c)
   if not whole then

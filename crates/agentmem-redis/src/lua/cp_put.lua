@@ -5,12 +5,7 @@
 -- all in one step. Returns 1.
 local thread, ns, id = ARGV[2], ARGV[3], ARGV[4]
 local n = tonumber(ARGV[8])
-local c = ckey(thread, ns, id)
-local member = id .. Z .. thread .. Z .. ns
-local old_run = redis.call('HGET', c, 'run')
-if old_run then
-  redis.call('ZREM', runkey(old_run), member)
-end
+local c, member = unrun(thread, ns, id)
 redis.call('UNLINK', c)
 local fields = {}
 for i = 9, 8 + 2 * n do

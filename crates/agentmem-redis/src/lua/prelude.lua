@@ -457,12 +457,3 @@ local function bm25_term(docs, order, postings, n, avg, new_doc)
     d[3] = d[3] + idf * tf * (K1 + 1) / (tf + norm)
   end
 end
-
--- Session ids compare by bytes, as Rust orders them (Lua's `<` follows the server's locale).
-local function byte_less(a, b)
-  for i = 1, math.min(#a, #b) do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x < y end
-  end
-  return #a < #b
-end

@@ -47,3 +47,13 @@ local function split3(s)
   local b, c = split2(rest)
   return a, b, c
 end
+
+-- Byte order, as Rust compares (Lua's `<` follows the server's locale): how session ids,
+-- checkpoint ids and the like are ordered.
+local function byte_less(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
