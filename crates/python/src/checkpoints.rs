@@ -109,13 +109,13 @@ impl NativeCheckpoints {
 }
 
 #[pymethods]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one Python argument per field of a checkpoint or filter of a query, as the saver has them"
+)]
 impl NativeCheckpoints {
     /// Stores a checkpoint and the values of the channels whose version changed, atomically.
     #[pyo3(signature = (thread, ns, id, parent, body_type, body, channel_versions, metadata, blobs))]
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "one Python argument per field of the checkpoint, as the saver has them"
-    )]
     fn put(
         &self,
         py: Python<'_>,
@@ -193,10 +193,6 @@ impl NativeCheckpoints {
 
     /// The checkpoints selected, newest first, filters applied before `limit`.
     #[pyo3(signature = (thread=None, ns=None, id=None, before=None, metadata=None, limit=None))]
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "one Python argument per filter of the query"
-    )]
     fn list<'py>(
         &self,
         py: Python<'py>,

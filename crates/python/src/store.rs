@@ -99,6 +99,10 @@ fn seconds(what: &str, value: f64) -> PyResult<Duration> {
 }
 
 #[pymethods]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "Python keyword arguments: one Rust parameter per argument, option or filter"
+)]
 impl NativeStore {
     /// The store's checkpoints (LangGraph's checkpointer model), when it keeps them.
     fn checkpoints(&self) -> PyResult<NativeCheckpoints> {
@@ -317,10 +321,6 @@ impl NativeStore {
 
     /// Sets labels (`title`, `owner`, tags) and removes tags; `clear` names labels to unset.
     #[pyo3(signature = (session, title=None, owner=None, tags=None, untag=Vec::new(), clear=Vec::new()))]
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "Python keyword arguments, one per label"
-    )]
     fn tag<'py>(
         &self,
         py: Python<'py>,
@@ -415,10 +415,6 @@ impl NativeStore {
     /// `None`); returns it as stored. `id` names a new item (a fresh one when `None`): an
     /// adapter that derives ids from its own keys reads its items back by id in one lookup.
     #[pyo3(signature = (text, kind="long_term", scope=None, key=None, metadata=None, ttl=None, id=None))]
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "Python keyword arguments, one per field"
-    )]
     fn put_memory<'py>(
         &self,
         py: Python<'py>,
@@ -471,10 +467,6 @@ impl NativeStore {
     /// `keyword_rank`, `semantic_rank` and `similarity` too by meaning (`mode` `semantic` or
     /// `hybrid`; hybrid by default when the URL names an embedder).
     #[pyo3(signature = (query, limit=10, kind=None, scope=None, exact=false, mode=None))]
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "Python keyword arguments, one per filter"
-    )]
     fn search_memories<'py>(
         &self,
         py: Python<'py>,
@@ -547,10 +539,6 @@ impl NativeStore {
     /// From an encrypted store, the destination must be encrypted too (its URL's key or
     /// `key_file`), unless `plaintext` asks for a decrypted copy.
     #[pyo3(signature = (to, key_file=None, progress=None, batch=1000, dry_run=false, plaintext=false))]
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "Python keyword arguments, one per option"
-    )]
     fn migrate<'py>(
         &self,
         py: Python<'py>,

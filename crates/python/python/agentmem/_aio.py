@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Callable, TypeVar
 
-from ._store import PathLike, SearchMode, Store, _Opened
+from ._store import PathLike, Store, _Opened
 from ._store import open as _open
 
 T = TypeVar("T")
@@ -73,16 +73,9 @@ class AsyncStore(_Opened):
         """See `Store.find_sessions`."""
         return await self._run(self.sync.find_sessions, *args, **kwargs)
 
-    async def search(
-        self,
-        query: str,
-        limit: int = 10,
-        *,
-        session_id: str | None = None,
-        mode: SearchMode | None = None,
-    ) -> list[dict[str, Any]]:
+    async def search(self, query: str, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         """See `Store.search`."""
-        return await self._run(self.sync.search, query, limit, session_id=session_id, mode=mode)
+        return await self._run(self.sync.search, query, *args, **kwargs)
 
     async def fork(self, source: str, target: str, at: str | None = None) -> dict[str, Any]:
         """See `Store.fork`."""

@@ -7,7 +7,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
-from typing import Any, Callable, Literal, Union
+from typing import Any, Callable, Literal, TypeVar, Union
 
 from . import _agentmem
 from ._messages import flatten_info, from_stored, to_stored
@@ -17,6 +17,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 #: How a search ranks: ``"keyword"`` (the store's BM25), ``"semantic"`` (cosine similarity of
 #: the embedder's vectors) or ``"hybrid"`` (both, fused by reciprocal rank).
 SearchMode = Literal["keyword", "semantic", "hybrid"]
+_Self = TypeVar("_Self", bound="_Closes")
 
 
 def _time(value: datetime | str | None) -> str | None:
@@ -71,7 +72,20 @@ class _Opened:
         return self._native.url
 
 
-class Store(_Opened):
+class _Closes:
+    """A context manager that is its own value and calls ``close`` on the way out."""
+
+    def close(self) -> None:
+        """Releases what the object holds."""
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Store(_Opened, _Closes):
     """One opened store. Thread-safe; every call releases the GIL while Rust works.
 
     Messages go in and come out in the OpenAI chat shape (``role``, ``content``, optional
@@ -83,12 +97,6 @@ class Store(_Opened):
 
     def __repr__(self) -> str:
         return f"<agentmem.Store {self._native.url}>"
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Nothing to release early: connections close when the store is dropped."""
@@ -396,3 +404,34 @@ class Store(_Opened):
                 plaintext,
             )
         )
+
+
+class _OnStore(_Closes):
+    """An adapter on an opened store (``store``): ``with`` and ``async with`` close it."""
+
+    store: Store
+
+    async def __aenter__(self: _Self) -> _Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes the store (connections, file handles); the adapter is unusable afterwards."""
+        self.store.close()
+
+
+def _check_source(
+    adapter: str,
+    url: str | None,
+    store: Store | None,
+    key_file: PathLike | None,
+    error: Callable[[str], Exception] = ValueError,
+) -> None:
+    """Refuses the arguments of an adapter that opens ``url`` or works on an opened ``store``
+    when it has both or neither, or ``key_file`` with ``store``: ``error(message)`` raised."""
+    if (url is None) == (store is None):
+        raise error(f"{adapter} needs either url or store")
+    if store is not None and key_file is not None:
+        raise error("key_file goes with url, not with an opened store")

@@ -27,10 +27,11 @@ thread; the native code releases the GIL), so one saver serves ``graph.invoke`` 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import random
-from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -46,13 +47,20 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ._agentmem import NotFound
-from ._store import PathLike, Store
+from ._store import PathLike, Store, _check_source, _OnStore
 from ._store import open as _open
 from .langgraph_store import AgentmemStore
+
+if TYPE_CHECKING:
+    from typing_extensions import Concatenate, ParamSpec
+
+    _P = ParamSpec("_P")
 
 __all__ = ["AgentmemSaver", "AgentmemStore"]
 
 _EMPTY = "empty"
+_R = TypeVar("_R")
+_S = TypeVar("_S")
 
 
 def _json_safe(value: Any) -> Any:
@@ -70,7 +78,43 @@ def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableC
     }
 
 
-class AgentmemSaver(BaseCheckpointSaver[str]):
+def _async_form(run: Callable[..., Any], method: Callable[..., Any]) -> None:
+    """Names ``run`` as the async form of ``method`` (``aput`` of ``put``), with its
+    parameters (``inspect.signature`` follows ``__wrapped__``) and documentation."""
+    functools.update_wrapper(run, method)
+    run.__name__ = f"a{method.__name__}"
+    run.__qualname__ = f"{method.__qualname__.rpartition('.')[0]}.{run.__name__}"
+
+
+def _on_thread(
+    method: Callable[Concatenate[_S, _P], _R],
+) -> Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]]:
+    """A coroutine that runs the method of ``method``'s name (a subclass's override
+    included) on a worker thread."""
+
+    async def run(self: _S, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return await asyncio.to_thread(getattr(self, method.__name__), *args, **kwargs)
+
+    _async_form(run, method)
+    return run
+
+
+def _iterated_on_thread(
+    method: Callable[Concatenate[_S, _P], Iterator[_R]],
+) -> Callable[Concatenate[_S, _P], AsyncIterator[_R]]:
+    """An async iterator over what the method of ``method``'s name yields, all of it read on
+    a worker thread."""
+
+    async def run(self: _S, *args: _P.args, **kwargs: _P.kwargs) -> AsyncIterator[_R]:
+        read = getattr(self, method.__name__)
+        for item in await asyncio.to_thread(lambda: list(read(*args, **kwargs))):
+            yield item
+
+    _async_form(run, method)
+    return run
+
+
+class AgentmemSaver(_OnStore, BaseCheckpointSaver[str]):
     """A LangGraph checkpointer on the agentmem store ``url`` names (or an opened ``store``).
 
     ``key_file`` opens an encrypted store (see ``agentmem.open``); ``serde`` replaces the
@@ -86,29 +130,10 @@ class AgentmemSaver(BaseCheckpointSaver[str]):
         serde: SerializerProtocol | None = None,
     ) -> None:
         super().__init__(serde=serde)
-        if (url is None) == (store is None):
-            raise ValueError("AgentmemSaver needs either url or store")
-        if store is not None and key_file is not None:
-            raise ValueError("key_file goes with url, not with an opened store")
+        _check_source("AgentmemSaver", url, store, key_file)
         #: The store the saver reads and writes.
         self.store: Store = store if store is not None else _open(url, key_file=key_file)
         self._native = self.store._native.checkpoints()
-
-    def __enter__(self) -> AgentmemSaver:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> AgentmemSaver:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Closes the store (connections, file handles); the saver is unusable afterwards."""
-        self.store.close()
 
     # Reading
 
@@ -257,49 +282,11 @@ class AgentmemSaver(BaseCheckpointSaver[str]):
 
     # The same as coroutines, on a worker thread each.
 
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await asyncio.to_thread(self.get_tuple, config)
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        tuples = await asyncio.to_thread(
-            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
-        )
-        for t in tuples:
-            yield t
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        await asyncio.to_thread(self.delete_thread, thread_id)
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await asyncio.to_thread(self.delete_for_runs, run_ids)
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await asyncio.to_thread(lambda: self.prune(thread_ids, strategy=strategy))
+    aget_tuple = _on_thread(get_tuple)
+    alist = _iterated_on_thread(list)
+    aput = _on_thread(put)
+    aput_writes = _on_thread(put_writes)
+    adelete_thread = _on_thread(delete_thread)
+    adelete_for_runs = _on_thread(delete_for_runs)
+    acopy_thread = _on_thread(copy_thread)
+    aprune = _on_thread(prune)

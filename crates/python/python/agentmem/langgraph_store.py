@@ -62,7 +62,7 @@ from langgraph.store.base import (
 )
 
 from ._agentmem import CorruptData, InvalidInput, Unsupported
-from ._store import PathLike, Store
+from ._store import PathLike, Store, _check_source, _OnStore
 from ._store import open as _open
 
 __all__ = ["KIND", "SCOPE", "AgentmemStore"]
@@ -391,7 +391,7 @@ class _Snapshot:
         return self._items
 
 
-class AgentmemStore(BaseStore):
+class AgentmemStore(_OnStore, BaseStore):
     """A LangGraph store on the agentmem store ``url`` names (or an opened ``store``).
 
     ``key_file`` opens an encrypted store (see ``agentmem.open``). ``ttl`` (a LangGraph
@@ -413,10 +413,7 @@ class AgentmemStore(BaseStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
     ) -> None:
-        if (url is None) == (store is None):
-            raise ValueError("AgentmemStore needs either url or store")
-        if store is not None and key_file is not None:
-            raise ValueError("key_file goes with url, not with an opened store")
+        _check_source("AgentmemStore", url, store, key_file)
         if index is not None:
             raise Unsupported(
                 "unsupported: AgentmemStore has no semantic search (index) yet; leave index"
@@ -437,22 +434,6 @@ class AgentmemStore(BaseStore):
 
     def __repr__(self) -> str:
         return f"<AgentmemStore {self.store.url}>"
-
-    def __enter__(self) -> AgentmemStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> AgentmemStore:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Closes the store (connections, file handles)."""
-        self.store.close()
 
     # The batch
 

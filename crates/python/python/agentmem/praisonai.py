@@ -59,7 +59,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._agentmem import InvalidInput, Unsupported
-from ._store import PathLike, Store
+from ._store import PathLike, Store, _check_source
 from ._store import open as _open
 
 __all__ = ["SHORT_TERM", "LONG_TERM", "AgentmemMemory", "scope_agent_name"]
@@ -103,10 +103,15 @@ def scope_agent_name(name: str) -> str:
     return name if _is_valid_name(name) else f"agent-{_stable_hash(name)}"
 
 
+def _invalid_input(message: str) -> InvalidInput:
+    """The error of bad input, worded as the native module words it."""
+    return InvalidInput(f"invalid input: {message}")
+
+
 def _checked(what: str, value: str | None) -> str | None:
     if value is not None and not _is_valid_name(value):
-        raise InvalidInput(
-            f"invalid input: invalid memory scope {what} {value!r}: allowed are letters, "
+        raise _invalid_input(
+            f"invalid memory scope {what} {value!r}: allowed are letters, "
             "digits, `_ - . @ +` and single interior spaces, 1 to 128 bytes"
         )
     return value
@@ -202,10 +207,7 @@ class AgentmemMemory:
         owner: str | None = None,
         key_file: PathLike | None = None,
     ) -> None:
-        if (url is None) == (store is None):
-            raise InvalidInput("invalid input: AgentmemMemory needs either url or store")
-        if store is not None and key_file is not None:
-            raise InvalidInput("invalid input: key_file goes with url, not with an opened store")
+        _check_source("AgentmemMemory", url, store, key_file, _invalid_input)
         #: The store the memory reads and writes.
         self.store: Store = store if store is not None else _open(url, key_file=key_file)
         #: The agent part of the scope (``scope_agent_name`` of the ``agent`` given).
