@@ -56,6 +56,7 @@ pub mod search;
 mod store;
 mod store_options;
 pub mod support;
+pub mod transport;
 pub mod vector;
 
 pub use checkpoint::{

@@ -410,15 +410,10 @@ impl<S: AgentMemory> Encrypted<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::MasterKey;
-
-    fn keys() -> Keyring {
-        Keyring::new(&MasterKey::from_bytes([7; 32]))
-    }
 
     #[test]
     fn a_value_opens_with_its_type_tag_and_only_with_its_aad() {
-        let keys = keys();
+        let keys = Keyring::for_tests(7);
         let thread: ThreadId = "t".parse().unwrap();
         let mut sealer = Sealer::new(&keys, Domain::Thread(thread));
         for value in [
@@ -442,7 +437,7 @@ mod tests {
 
     #[test]
     fn a_value_sealed_for_one_thread_does_not_open_in_another() {
-        let keys = keys();
+        let keys = Keyring::for_tests(7);
         let (a, b): (ThreadId, ThreadId) = ("a".parse().unwrap(), "b".parse().unwrap());
         let value = TypedBytes::new("json", b"{}".to_vec());
         let sealed = seal_value(&mut Sealer::new(&keys, Domain::Thread(a)), &value, b"x").unwrap();
@@ -455,7 +450,7 @@ mod tests {
 
     #[test]
     fn plaintext_is_refused_unless_accepted() {
-        let mut keys = keys();
+        let mut keys = Keyring::for_tests(7);
         let thread: ThreadId = "t".parse().unwrap();
         let value = TypedBytes::new("json", b"{}".to_vec());
         let mut sealer = Sealer::new(&keys, Domain::Thread(thread.clone()));
@@ -470,7 +465,7 @@ mod tests {
 
     #[test]
     fn a_malformed_sealed_value_is_corrupt() {
-        let keys = keys();
+        let keys = Keyring::for_tests(7);
         let mut sealer = Sealer::new(&keys, Domain::Thread("t".parse().unwrap()));
         let bad_key = TypedBytes::new(format!("{ENVELOPE_PREFIX}nothex"), vec![0; 40]);
         assert_eq!(

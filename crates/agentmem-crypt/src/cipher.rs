@@ -191,6 +191,12 @@ impl Keyring {
         self
     }
 
+    /// A keyring of the master key whose 32 bytes are all `byte`: distinct keys for tests.
+    #[cfg(test)]
+    pub(crate) fn for_tests(byte: u8) -> Self {
+        Keyring::new(&MasterKey::from_bytes([byte; 32]))
+    }
+
     fn entry(key: &MasterKey) -> Entry {
         Entry::new(key)
     }

@@ -553,11 +553,6 @@ impl<S: AgentMemory> Encrypted<S> {
 mod tests {
     use super::*;
     use crate::cipher::{envelope_len, CryptoError};
-    use crate::key::MasterKey;
-
-    fn keys(byte: u8) -> Keyring {
-        Keyring::new(&MasterKey::from_bytes([byte; 32]))
-    }
 
     #[test]
     fn the_longest_graph_strings_are_the_longest_whose_envelopes_fit() {
@@ -570,7 +565,7 @@ mod tests {
             assert!(envelope_len(max) <= stored);
             assert!(envelope_len(max + 1) > stored);
         }
-        let keys = keys(1);
+        let keys = Keyring::for_tests(1);
         let mut sealer = GraphSealer::new(&keys);
         let name = "n".repeat(MAX_ENCRYPTED_GRAPH_NAME_BYTES);
         let sealed = sealer.seal(Field::Name, &name, &[]).unwrap();
@@ -585,7 +580,7 @@ mod tests {
 
     #[test]
     fn equal_strings_seal_equally_and_fields_apart() {
-        let keys = keys(2);
+        let keys = Keyring::for_tests(2);
         let mut a = GraphSealer::new(&keys);
         let mut b = GraphSealer::new(&keys);
         let alice = a.seal(Field::Name, "Alice", &[]).unwrap();
@@ -609,14 +604,14 @@ mod tests {
     }
 
     fn keys_sealed_name(byte: u8, name: &str) -> String {
-        let keys = keys(byte);
+        let keys = Keyring::for_tests(byte);
         let sealed = GraphSealer::new(&keys).seal(Field::Name, name, &[]);
         sealed.unwrap()
     }
 
     #[test]
     fn an_entity_and_a_relation_round_trip() {
-        let keys = keys(4);
+        let keys = Keyring::for_tests(4);
         let mut sealer = GraphSealer::new(&keys);
         let entity = Entity::new("Alice", "person").with_observations(["likes tea", ""]);
         let sealed = sealer.seal_entity(&entity).unwrap();
@@ -637,7 +632,7 @@ mod tests {
 
     #[test]
     fn plaintext_is_refused_unless_accepted() {
-        let mut keys = keys(5);
+        let mut keys = Keyring::for_tests(5);
         let plain = Entity::new("Alice", "person");
         let err = GraphSealer::new(&keys)
             .open_entity(plain.clone())

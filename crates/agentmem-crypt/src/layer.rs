@@ -796,13 +796,9 @@ layered_store_passing_the_clear! {
 mod tests {
     use super::*;
 
-    fn keys() -> Keyring {
-        Keyring::new(&MasterKey::from_bytes([3; 32]))
-    }
-
     #[test]
     fn a_message_written_before_tool_call_ids_were_bound_still_opens() {
-        let keys = keys();
+        let keys = Keyring::for_tests(3);
         let session: SessionId = "old".parse().unwrap();
         let mut sealer = Sealer::new(&keys, Domain::Session(&session));
         let m = Message::tool_result("call_1", "lookup", "42");

@@ -196,16 +196,11 @@ impl<S: AgentMemory> Encrypted<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::MasterKey;
-
-    fn keys(byte: u8) -> Keyring {
-        Keyring::new(&MasterKey::from_bytes([byte; 32]))
-    }
 
     #[test]
     fn sealing_adds_the_header_nonce_and_tag() {
         assert_eq!(VECTOR_SEALING_BYTES, 61);
-        let keys = keys(1);
+        let keys = Keyring::for_tests(1);
         let mut sealer = VectorSealer::new(&keys);
         let v = StoredVector {
             key: VectorKey([7; 32]),
@@ -219,7 +214,7 @@ mod tests {
 
     #[test]
     fn keys_are_mapped_per_master_key_and_vectors_bound_to_theirs() {
-        let (one, two) = (keys(2), keys(3));
+        let (one, two) = (Keyring::for_tests(2), Keyring::for_tests(3));
         let key = VectorKey([9; 32]);
         let mut a = VectorSealer::new(&one);
         let mapped = a.stored_key(one.write_key(), &key).unwrap();

@@ -169,27 +169,11 @@ impl HttpEmbedder {
     /// Refuses to send texts and the key in clear text: `https://` is required, except to a
     /// loopback address (a local model server).
     fn check_transport(&self) -> Result<()> {
-        let endpoint = self.endpoint();
-        let uri: ureq::http::Uri = endpoint.parse().map_err(|e| {
-            let shown = self.shown_endpoint();
-            Error::invalid_input(format!("invalid embedding server URL {shown}")).with_source(e)
-        })?;
-        let host = uri.host().unwrap_or("");
-        let loopback = host.eq_ignore_ascii_case("localhost")
-            || host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback());
-        match uri.scheme_str() {
-            Some("https") => Ok(()),
-            Some("http") if loopback => Ok(()),
-            _ => Err(Error::invalid_input(format!(
-                "the embedding server URL {} must use https:// (plain http:// only to a \
-                 loopback address): the texts and the API key would travel in clear text",
-                self.shown_endpoint()
-            ))),
-        }
+        agentmem_core::transport::check_transport(
+            &self.endpoint(),
+            "embedding server URL",
+            "the texts",
+        )
     }
 
     /// One request (blocking): the vectors of `texts`, in order.
