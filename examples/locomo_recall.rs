@@ -87,12 +87,11 @@ async fn main() -> Result<()> {
             .replace("{n}", &n.to_string())
             .replace("{dir}", &dir.path().display().to_string());
         let store = agentmem::open(&url).await?;
-        let turn_of = if reuse && !store.list_sessions().await?.is_empty() {
-            turns_of(&store, conversation).await?
-        } else {
+        let reused = reuse && !store.list_sessions().await?.is_empty();
+        if !reused {
             clear(&store).await?;
-            fill(&store, conversation).await?
-        };
+        }
+        let turn_of = fill(&store, conversation, reused).await?;
         turns += turn_of.len();
         let options = RecallOptions {
             embed_messages: true,
@@ -207,41 +206,27 @@ async fn clear(store: &Arc<dyn AgentMemory>) -> Result<()> {
     Ok(())
 }
 
-/// Appends every turn; returns the turn id (`D1:3`) of each message id.
+/// The turn id (`D1:3`) of each message id. Appends every turn, or with `reuse` reads the
+/// messages a run before appended (`--reuse`): the turns in order, session by session.
 async fn fill(
     store: &Arc<dyn AgentMemory>,
     conversation: &Conversation,
+    reuse: bool,
 ) -> Result<HashMap<String, String>> {
     let mut turn_of = HashMap::new();
     for (name, turns) in &conversation.sessions {
         let session: SessionId = name.parse()?;
-        let messages: Vec<Message> = turns
-            .iter()
-            .map(|(id, text)| {
-                let message = Message::user(text.clone());
-                turn_of.insert(message.id.as_str().to_owned(), id.clone());
-                message
-            })
-            .collect();
-        store.append(&session, &messages).await?;
-    }
-    Ok(turn_of)
-}
-
-/// The turn id of each message of a store [`fill`] filled in an earlier run (`--reuse`): the
-/// turns in order, session by session.
-async fn turns_of(
-    store: &Arc<dyn AgentMemory>,
-    conversation: &Conversation,
-) -> Result<HashMap<String, String>> {
-    let mut turn_of = HashMap::new();
-    for (name, turns) in &conversation.sessions {
-        let session: SessionId = name.parse()?;
-        let messages = store
-            .load(&session, None)
-            .await?
-            .map(|s| s.messages)
-            .unwrap_or_default();
+        let messages: Vec<Message> = if reuse {
+            let loaded = store.load(&session, None).await?;
+            loaded.map(|s| s.messages).unwrap_or_default()
+        } else {
+            let fresh: Vec<Message> = turns
+                .iter()
+                .map(|(_, text)| Message::user(text.clone()))
+                .collect();
+            store.append(&session, &fresh).await?;
+            fresh
+        };
         for (message, (id, _)) in messages.iter().zip(turns) {
             turn_of.insert(message.id.as_str().to_owned(), id.clone());
         }
