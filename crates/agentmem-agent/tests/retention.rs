@@ -8,6 +8,7 @@ use std::sync::Arc;
 use agentmem_agent::{Agent, AgentConfig};
 use agentmem_core::layer::Retention;
 use agentmem_core::{ErrorKind, Message, RetentionPolicy, SessionStore};
+use agentmem_testkit::fixtures::session_ids;
 use common::{after_turn, in_memory};
 
 fn keep_one() -> Retention {
@@ -35,15 +36,8 @@ async fn the_agents_writes_enforce_its_retention() {
         .with_retention(keep_one());
     let agent = Agent::new(config, store.clone(), Some("assistant")).expect("agent");
     after_turn(&agent, &[Message::user("hello"), Message::assistant("hi")]).await;
-    let sessions: Vec<String> = store
-        .list_sessions()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|info| info.id.to_string())
-        .collect();
     assert_eq!(
-        sessions,
+        session_ids(&store).await,
         ["chat"],
         "the older session went as the agent saved"
     );

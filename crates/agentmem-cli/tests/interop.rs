@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{column, fails, fixture, import, json, ok, on, rows};
+use common::{column, export_into_fresh, fails, fixture, import, json, ok, on, rows};
 use serde_json::Value;
 
 #[test]
@@ -83,11 +83,7 @@ fn json_and_yaml_carry_the_same_content() {
     let original = std::fs::read_to_string(fixture("export.jsonl")).unwrap();
     for format in ["json", "yaml"] {
         let file = source.path().join(format!("all.{format}"));
-        ok(on(source.path())
-            .args(["export", "--all", "--format", format, "-o"])
-            .arg(&file));
-        let dest = tempfile::tempdir().unwrap();
-        ok(import(dest.path(), &file, format));
+        let dest = export_into_fresh(source.path(), "--all", format, &file);
         let back = ok(on(dest.path()).args(["export", "--all", "--format", "jsonl"]));
         assert_eq!(back, original, "{format}");
     }
@@ -274,12 +270,8 @@ fn praisonai_session_imports_to_the_expected_messages_and_exports_back() {
 
     // --all writes one file per session; a folder of them imports back.
     let all = dir.path().join("sessions");
-    ok(on(dir.path())
-        .args(["export", "--all", "--format", "praisonai", "-o"])
-        .arg(&all));
+    let third = export_into_fresh(dir.path(), "--all", "praisonai", &all);
     assert!(all.join("history_4f2a9c1e.json").is_file());
-    let third = tempfile::tempdir().unwrap();
-    ok(import(third.path(), &all, "praisonai"));
     assert_eq!(rows(&json(on(third.path()).arg("sessions"))).len(), 1);
 }
 
@@ -289,11 +281,7 @@ fn native_sessions_survive_the_python_formats() {
     ok(import(dir.path(), fixture("export.jsonl"), "jsonl"));
     let (current, archives) = messages(dir.path(), "ResearchAgent");
     let file = dir.path().join("p.json");
-    ok(on(dir.path())
-        .args(["export", "ResearchAgent", "--format", "praisonai", "-o"])
-        .arg(&file));
-    let other = tempfile::tempdir().unwrap();
-    ok(import(other.path(), &file, "praisonai"));
+    let other = export_into_fresh(dir.path(), "ResearchAgent", "praisonai", &file);
     // Ids, tool pairing, agent roles, metadata and archive boundaries all come back.
     assert_eq!(messages(other.path(), "ResearchAgent"), (current, archives));
 }

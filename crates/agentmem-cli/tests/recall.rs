@@ -30,9 +30,12 @@ fn with(url: &str) -> assert_cmd::Command {
     cmd
 }
 
-/// Two memory items and two messages, none sharing a word with the other's synonyms.
-fn fill(dir: &Path, url: &str) {
-    let items = dir.join("items.jsonl");
+/// A fresh folder, and the URL of the file store there with the test server as its embedder,
+/// holding two memory items and two messages, none sharing a word with the other's synonyms.
+fn filled() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = embedding_url(dir.path(), &spawn_embeddings_server());
+    let items = dir.path().join("items.jsonl");
     std::fs::write(
         &items,
         "{\"agentmem_export\":1}\n\
@@ -40,19 +43,18 @@ fn fill(dir: &Path, url: &str) {
          {\"type\":\"memory\",\"id\":\"m2\",\"kind\":\"fact\",\"text\":\"The invoice is due on Friday\",\"created_at\":\"2026-04-21T09:00:01Z\",\"updated_at\":\"2026-04-21T09:00:01Z\"}\n",
     )
     .unwrap();
-    ok(with(url)
+    ok(with(&url)
         .arg("import")
         .arg(&items)
         .args(["--format", "jsonl"]));
-    ok(with(url).args(["append", "s1", "--role", "user", "My dog sleeps all day"]));
-    ok(with(url).args(["append", "s1", "--role", "user", "Pay the bill tomorrow"]));
+    ok(with(&url).args(["append", "s1", "--role", "user", "My dog sleeps all day"]));
+    ok(with(&url).args(["append", "s1", "--role", "user", "Pay the bill tomorrow"]));
+    (dir, url)
 }
 
 #[test]
 fn reindex_embeds_what_is_missing_and_search_finds_by_meaning() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = embedding_url(dir.path(), &spawn_embeddings_server());
-    fill(dir.path(), &url);
+    let (dir, url) = filled();
 
     let first = json(with(&url).arg("reindex"));
     assert_eq!(first["texts"], 4);
@@ -112,9 +114,7 @@ fn reindex_embeds_what_is_missing_and_search_finds_by_meaning() {
 
 #[test]
 fn doctor_reports_the_index_lag_as_a_notice() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = embedding_url(dir.path(), &spawn_embeddings_server());
-    fill(dir.path(), &url);
+    let (dir, url) = filled();
 
     let report = json(with(&url).arg("doctor"));
     let index = &report["index"];

@@ -8,7 +8,7 @@ use agentmem_core::{
     ChannelBlob, Checkpoint, CheckpointKey, CheckpointTuple, PendingWrite, TypedBytes,
 };
 use agentmem_formats::{ExportDocument, Format};
-use common::{fails, import, json, ok, on};
+use common::{export_into_fresh, fails, import, json, ok, on};
 use serde_json::json;
 
 /// A document holding two threads: `user:42/chat *` (three root checkpoints and one in a
@@ -105,11 +105,7 @@ fn threads_are_listed_shown_forked_and_exported() {
 
     // An export holds every checkpoint; importing it into a fresh store gives the same threads.
     let exported = dir.path().join("all.jsonl");
-    ok(on(dir.path())
-        .args(["export", "--all", "--format", "jsonl", "-o"])
-        .arg(&exported));
-    let fresh = tempfile::tempdir().unwrap();
-    ok(import(fresh.path(), &exported, "jsonl"));
+    let fresh = export_into_fresh(dir.path(), "--all", "jsonl", &exported);
     assert_eq!(
         ok(on(fresh.path()).arg("threads")),
         "other\nuser:42/chat *\nwhat if\n"

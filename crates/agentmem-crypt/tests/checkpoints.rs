@@ -6,16 +6,17 @@
 use std::sync::Arc;
 
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ChannelBlob, Checkpoint, CheckpointKey, CheckpointPrune,
-    CheckpointQuery, CheckpointStore, CheckpointTuple, ErrorKind, InMemoryStore, Message, Metadata,
-    PendingWrite, Result, SessionStore, ThreadId, TypedBytes,
+    AgentMemory, AgentMemoryExt, ChannelBlob, Checkpoint, CheckpointKey, CheckpointQuery,
+    CheckpointStore, CheckpointTuple, ErrorKind, InMemoryStore, Message, Metadata, PendingWrite,
+    Result, SessionStore, ThreadId, TypedBytes,
 };
 use agentmem_crypt::{CryptoError, MasterKey, NoKeyLayer, ENVELOPE_PREFIX, MARKER_PROPERTY};
+use agentmem_testkit::fixtures::{checkpoint_at, prune_to_latest};
 
 mod common;
 use common::{
-    assert_no_key, assert_wrong_key, at, checkpoint_with, crypto_error, everything, key, sid,
-    thread, values, with_key, Store,
+    assert_no_key, assert_wrong_key, at, checkpoint_with, crypto_error, everything, key, keyed,
+    raw, sid, thread, values, with_key, Store,
 };
 
 /// Bytes and type tags that must never appear in the store.
@@ -144,15 +145,10 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-fn raw() -> Store {
-    Arc::new(InMemoryStore::new())
-}
-
 #[tokio::test]
 async fn the_layer_reads_back_what_the_store_alone_gives_and_the_store_holds_no_plaintext() {
-    let (plain, raw) = (InMemoryStore::new(), raw());
-    let key = key();
-    let store = with_key(&raw, &key);
+    let plain = InMemoryStore::new();
+    let (raw, key, store) = keyed();
     fill(&plain).await.expect("fill the plain store");
     fill(&store).await.expect("fill through the layer");
 
@@ -250,16 +246,9 @@ async fn deleting_and_pruning_go_through_the_layer() {
     fill(&plain).await.expect("fill");
     fill(&store).await.expect("fill");
     let t = thread("user:42/chat ü*");
-    let keep = CheckpointPrune::KeepLatest;
     assert_eq!(
-        store
-            .prune_checkpoints(std::slice::from_ref(&t), keep)
-            .await
-            .expect("prune"),
-        plain
-            .prune_checkpoints(std::slice::from_ref(&t), keep)
-            .await
-            .expect("prune"),
+        prune_to_latest(&store, &t).await,
+        prune_to_latest(&plain, &t).await
     );
     assert_eq!(everything(&store).await, everything(&plain).await);
     let runs = ["run-1".to_owned()];
@@ -290,12 +279,7 @@ async fn ciphertext_moved_to_another_place_fails_to_open() {
     let stored = |id: &str| {
         let raw = raw.clone();
         let key = at(t, "", id);
-        async move {
-            raw.get_checkpoint(&key.thread, &key.ns, Some(&key.id))
-                .await
-                .expect("get")
-                .expect("stored")
-        }
+        async move { checkpoint_at(&*raw, &key).await.expect("stored") }
     };
     let (one, two) = (stored("1").await, stored("2").await);
 
@@ -512,14 +496,7 @@ async fn without_a_key_a_marked_store_refuses_checkpoint_reads_and_writes() {
 
     // Listing threads and deleting need no key.
     assert_eq!(keyless.list_threads().await.expect("threads").len(), 2);
-    let keep = CheckpointPrune::KeepLatest;
-    assert_eq!(
-        keyless
-            .prune_checkpoints(std::slice::from_ref(&t), keep)
-            .await
-            .expect("prune"),
-        1
-    );
+    assert_eq!(prune_to_latest(&keyless, &t).await, 1);
     let runs = ["run-1".to_owned()];
     assert_eq!(
         keyless.delete_run_checkpoints(&runs).await.expect("runs"),
@@ -583,9 +560,7 @@ async fn without_a_key_sealed_values_in_an_unmarked_store_are_refused() {
 
 #[tokio::test]
 async fn sessions_and_checkpoints_share_one_marker() {
-    let raw = raw();
-    let key = key();
-    let store = with_key(&raw, &key);
+    let (raw, _, store) = keyed();
     store
         .append_one(&sid("s"), Message::user("hello"))
         .await

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use agentmem_core::graph::{MAX_GRAPH_BATCH, MAX_GRAPH_NAME_BYTES, MAX_OBSERVATION_BYTES};
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, Entity, ErrorKind, GraphQuery, GraphStore, InMemoryStore,
-    KnowledgeGraph, ObservationAddition, ObservationDeletion, Relation, Result,
+    AgentMemory, AgentMemoryExt, Entity, ErrorKind, GraphQuery, GraphStore, KnowledgeGraph,
+    ObservationAddition, ObservationDeletion, Relation, Result,
 };
 use agentmem_crypt::{
     encrypt_existing, envelope_key_id, rekey, CryptoError, EncryptLayer, MasterKey, NoKeyLayer,
@@ -17,11 +17,7 @@ use agentmem_crypt::{
 use agentmem_file::{FileConfig, FileStore};
 
 mod common;
-use common::{crypto_error, key, with_key, Store};
-
-fn raw() -> Store {
-    Arc::new(InMemoryStore::new())
-}
+use common::{crypto_error, key, keyed, raw, with_key, Store};
 
 fn names(names: &[&str]) -> Vec<String> {
     names.iter().map(|n| (*n).to_owned()).collect()
@@ -153,9 +149,7 @@ fn files_under(dir: &Path, out: &mut Vec<Vec<u8>>) {
 
 #[tokio::test]
 async fn the_graph_is_sealed_in_memory_and_on_disk() {
-    let key = key();
-    let memory = raw();
-    let store = with_key(&memory, &key);
+    let (memory, key, store) = keyed();
     let written = write_people(&store).await.unwrap();
     assert_eq!(
         whole(&store).await,
@@ -489,9 +483,7 @@ async fn without_a_key_an_unmarked_store_with_sealed_strings_is_refused() {
 
 #[tokio::test]
 async fn a_moved_string_does_not_open() {
-    let key = key();
-    let memory = raw();
-    let store = with_key(&memory, &key);
+    let (memory, _, store) = keyed();
     store
         .create_entities(&[
             Entity::new("A", "t").with_observations(["secret of A"]),

@@ -15,11 +15,12 @@ use agentmem_crypt::{
     encrypt_existing, rekey, rekey_thread_id, EncryptLayer, MasterKey, NoKeyLayer, ENVELOPE_PREFIX,
     REKEY_PROPERTY, REKEY_THREAD_PREFIX,
 };
-use agentmem_file::{Durability, FileConfig, FileStore};
+use agentmem_file::Durability;
 
 mod common;
 use common::{
-    assert_wrong_key, at, checkpoint_with, everything, key, sid, thread, values, with_key, Store,
+    assert_wrong_key, at, checkpoint_with, everything, file_store, in_memory, key, sid, stores,
+    thread, values, with_key, Store,
 };
 
 /// A thread id as long as one may be (its temporary id is a hash).
@@ -138,20 +139,6 @@ async fn progress(raw: &Store) -> Option<String> {
         .expect("read the progress")
 }
 
-/// Core's in-memory store, and a file store in a fresh folder (kept while the guard lives).
-async fn stores() -> Vec<(Store, Option<tempfile::TempDir>)> {
-    vec![(Arc::new(InMemoryStore::new()), None), file_store().await]
-}
-
-async fn file_store() -> (Store, Option<tempfile::TempDir>) {
-    let dir = tempfile::tempdir().expect("a temp folder");
-    let config = FileConfig::new(dir.path()).with_durability(Durability::Buffered);
-    let files = FileStore::connect_with(config)
-        .await
-        .expect("open the file store");
-    (Arc::new(files), Some(dir))
-}
-
 /// After a finished rekey to `new`: the new key alone reads every checkpoint as it was, the
 /// threads are listed as before (no temporary thread), the progress is at rest, the old key
 /// is refused and no value is under it.
@@ -181,7 +168,7 @@ async fn assert_rekeyed(
 
 #[tokio::test]
 async fn rekey_moves_every_checkpoint_to_the_new_key() {
-    for (raw, _dir) in stores().await {
+    for (raw, _dir) in stores(Durability::Buffered).await {
         let (old, new) = (key(), key());
         fill(&with_key(&raw, &old)).await.expect("fill");
         let before = everything(&with_key(&raw, &old)).await;
@@ -216,7 +203,7 @@ async fn rekey_moves_every_checkpoint_to_the_new_key() {
 
 #[tokio::test]
 async fn encrypt_existing_seals_plaintext_checkpoints() {
-    for (raw, _dir) in stores().await {
+    for (raw, _dir) in stores(Durability::Buffered).await {
         fill(&*raw).await.expect("fill without the layer");
         let before = everything(&*raw).await;
         let listed = threads(&raw).await;
@@ -414,21 +401,13 @@ async fn interrupt_at_every_write(
 
 #[tokio::test]
 async fn a_rekey_interrupted_at_any_write_loses_nothing_and_is_finished_by_running_it_again() {
-    interrupt_at_every_write(
-        || Box::pin(async { (Arc::new(InMemoryStore::new()) as Store, None) }),
-        false,
-    )
-    .await;
-    interrupt_at_every_write(|| Box::pin(file_store()), false).await;
+    interrupt_at_every_write(|| Box::pin(in_memory()), false).await;
+    interrupt_at_every_write(|| Box::pin(file_store(Durability::Buffered)), false).await;
 }
 
 #[tokio::test]
 async fn an_interrupted_encrypt_existing_is_finished_by_running_it_again() {
-    interrupt_at_every_write(
-        || Box::pin(async { (Arc::new(InMemoryStore::new()) as Store, None) }),
-        true,
-    )
-    .await;
+    interrupt_at_every_write(|| Box::pin(in_memory()), true).await;
 }
 
 #[tokio::test]

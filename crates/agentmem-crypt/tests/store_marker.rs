@@ -10,22 +10,10 @@ use agentmem_core::{
     SessionQuery, SessionStore,
 };
 use agentmem_crypt::{rekey, EncryptLayer, NoKeyLayer, StoreMarker, MARKER_PROPERTY};
-use agentmem_file::{FileConfig, FileStore};
+use agentmem_file::Durability;
 
 mod common;
-use common::{assert_no_key, assert_wrong_key, key, sid, with_key, Store};
-
-/// Core's in-memory store, and a file store in a fresh folder (kept while the guard lives).
-async fn stores() -> Vec<(Store, Option<tempfile::TempDir>)> {
-    let dir = tempfile::tempdir().expect("a temp folder");
-    let files = FileStore::connect_with(FileConfig::new(dir.path()))
-        .await
-        .expect("open the file store");
-    vec![
-        (Arc::new(InMemoryStore::new()), None),
-        (Arc::new(files), Some(dir)),
-    ]
-}
+use common::{assert_no_key, assert_wrong_key, key, sid, stores, with_key, Store};
 
 async fn marker(raw: &Store) -> Option<StoreMarker> {
     raw.store_property(MARKER_PROPERTY)
@@ -47,7 +35,7 @@ async fn snapshot(raw: &Store) -> (Vec<SessionInfo>, Vec<MemoryItem>, Option<Str
 
 #[tokio::test]
 async fn the_first_encrypted_write_marks_the_store_and_a_wrong_key_is_refused_before_writing() {
-    for (raw, _dir) in stores().await {
+    for (raw, _dir) in stores(Durability::Fsync).await {
         let (right, wrong) = (key(), key());
         assert_eq!(marker(&raw).await, None, "a new store is not marked");
         let keyed = with_key(&raw, &right);
@@ -106,7 +94,7 @@ async fn the_first_encrypted_write_marks_the_store_and_a_wrong_key_is_refused_be
 
 #[tokio::test]
 async fn racing_first_writes_under_two_keys_mark_the_store_once() {
-    for (raw, _dir) in stores().await {
+    for (raw, _dir) in stores(Durability::Fsync).await {
         let (one, two) = (key(), key());
         let (a, b) = (with_key(&raw, &one), with_key(&raw, &two));
         let (id_a, id_b) = (sid("a"), sid("b"));
@@ -124,7 +112,7 @@ async fn racing_first_writes_under_two_keys_mark_the_store_once() {
 
 #[tokio::test]
 async fn without_a_key_a_marked_store_refuses_every_write_and_read_before_anything_happens() {
-    for (raw, _dir) in stores().await {
+    for (raw, _dir) in stores(Durability::Fsync).await {
         let key = key();
         let keyed = with_key(&raw, &key);
         let id = sid("secret");
@@ -231,7 +219,7 @@ async fn without_a_key_a_marked_store_refuses_every_write_and_read_before_anythi
 
 #[tokio::test]
 async fn a_store_marked_by_another_handle_is_refused_before_the_next_plaintext_write() {
-    for (raw, _dir) in stores().await {
+    for (raw, _dir) in stores(Durability::Fsync).await {
         let key = key();
         let keyless = raw.clone().with_layer(NoKeyLayer);
         keyless
@@ -263,7 +251,7 @@ async fn a_store_marked_by_another_handle_is_refused_before_the_next_plaintext_w
 /// so); its writes never mark it.
 #[tokio::test]
 async fn plaintext_writes_without_a_key_leave_the_store_unmarked() {
-    for (raw, _dir) in stores().await {
+    for (raw, _dir) in stores(Durability::Fsync).await {
         let keyless = raw.clone().with_layer(NoKeyLayer);
         let id = sid("plain");
         let one = Message::user("one");
@@ -315,7 +303,7 @@ use failing::FailingSaves;
 
 #[tokio::test]
 async fn an_interrupted_rekey_leaves_both_keys_named_and_running_it_again_finishes_it() {
-    for (raw, _dir) in stores().await {
+    for (raw, _dir) in stores(Durability::Fsync).await {
         let (old, new) = (key(), key());
         let ids: Vec<SessionId> = ["s1", "s2", "s3"].into_iter().map(sid).collect();
         for id in &ids {
@@ -391,7 +379,7 @@ async fn an_interrupted_rekey_leaves_both_keys_named_and_running_it_again_finish
 
 #[tokio::test]
 async fn writing_with_a_new_key_that_reads_the_marked_one_marks_the_store_as_being_rewritten() {
-    for (raw, _dir) in stores().await {
+    for (raw, _dir) in stores(Durability::Fsync).await {
         let (old, new) = (key(), key());
         with_key(&raw, &old)
             .append_one(&sid("a"), Message::user("old"))
@@ -424,7 +412,7 @@ async fn writing_with_a_new_key_that_reads_the_marked_one_marks_the_store_as_bei
 /// same for every handle of one key.
 #[tokio::test]
 async fn a_marker_with_the_right_key_id_but_another_check_value_is_refused() {
-    for (raw, _dir) in stores().await {
+    for (raw, _dir) in stores(Durability::Fsync).await {
         let key = key();
         let probe: Store = Arc::new(InMemoryStore::new());
         with_key(&probe, &key)

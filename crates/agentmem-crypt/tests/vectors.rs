@@ -10,16 +10,12 @@ use agentmem_core::{
     VectorKey, VectorStore,
 };
 use agentmem_crypt::{
-    encrypt_existing, rekey, CryptoError, EncryptLayer, NoKeyLayer, SEALED_VECTOR_PREFIX,
-    VECTOR_SEALING_BYTES,
+    encrypt_existing, rekey, CryptoError, EncryptLayer, MasterKey, NoKeyLayer,
+    SEALED_VECTOR_PREFIX, VECTOR_SEALING_BYTES,
 };
 
 mod common;
-use common::{assert_no_key, assert_wrong_key, crypto_error, key, sid, with_key, Store};
-
-fn raw() -> Store {
-    Arc::new(InMemoryStore::new())
-}
+use common::{assert_no_key, assert_wrong_key, crypto_error, key, raw, sid, with_key, Store};
 
 /// A key as the recall engine makes them (SHA-256 of a text), distinct per `n`.
 fn vkey(n: u8) -> VectorKey {
@@ -117,6 +113,16 @@ mod spy {
 
 use spy::Spy;
 
+/// A fresh store, the spy on it, a new key, and the encryption layer under that key over the
+/// spy.
+fn spied() -> (Store, Spy, MasterKey, impl AgentMemory) {
+    let raw = raw();
+    let spy = Spy::new(raw.clone());
+    let k = key();
+    let layer = EncryptLayer::new(&k).layer(spy.clone());
+    (raw, spy, k, layer)
+}
+
 /// Whether `needle` occurs anywhere in `haystack`.
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
@@ -124,10 +130,7 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 
 #[tokio::test]
 async fn a_vector_reaches_the_store_sealed_under_a_mapped_key() {
-    let raw = raw();
-    let spy = Spy::new(raw.clone());
-    let k = key();
-    let layer = EncryptLayer::new(&k).layer(spy.clone());
+    let (raw, spy, k, layer) = spied();
     let v = vector(1);
     layer.put_vectors(std::slice::from_ref(&v)).await.unwrap();
 
@@ -212,10 +215,7 @@ async fn vectors_round_trip_through_the_layer() {
 
 #[tokio::test]
 async fn a_wrong_key_is_refused_and_a_moved_or_altered_vector_is_corrupt() {
-    let raw = raw();
-    let spy = Spy::new(raw.clone());
-    let k = key();
-    let layer = EncryptLayer::new(&k).layer(spy.clone());
+    let (raw, spy, _, layer) = spied();
     layer.put_vectors(&[vector(1), vector(2)]).await.unwrap();
 
     let wrong = with_key(&raw, &key());
@@ -254,10 +254,7 @@ async fn a_wrong_key_is_refused_and_a_moved_or_altered_vector_is_corrupt() {
 
 #[tokio::test]
 async fn without_a_key_vectors_are_refused_but_deletes_pass() {
-    let raw = raw();
-    let spy = Spy::new(raw.clone());
-    let k = key();
-    let layer = EncryptLayer::new(&k).layer(spy.clone());
+    let (raw, spy, k, layer) = spied();
     layer.put_vectors(&[vector(1), vector(2)]).await.unwrap();
 
     let guarded = raw.clone().with_layer(NoKeyLayer);

@@ -13,7 +13,8 @@ use agentmem_core::{
     ThreadInfo, TypedBytes, MAX_METADATA_DEPTH,
 };
 use agentmem_file::{Durability, FileStore, RepairKind};
-use common::{append_bytes, kinds, mixed_run_matches_the_reference, open_with, MixedRun};
+use agentmem_testkit::fixtures::latest_checkpoint;
+use common::{append_bytes, kinds, open_with, MixedRun};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -256,15 +257,7 @@ fn threads_of_writes_alone() -> Vec<Step> {
     steps
 }
 
-#[tokio::test]
-async fn a_mixed_run_reads_back_as_the_reference_buffered() {
-    mixed_run_matches_the_reference::<Checkpoints>(Durability::Buffered, &steps()).await;
-}
-
-#[tokio::test]
-async fn a_mixed_run_reads_back_as_the_reference_durably() {
-    mixed_run_matches_the_reference::<Checkpoints>(Durability::Fsync, &steps()).await;
-}
+common::mixed_run_tests!(Checkpoints, steps());
 
 /// The folder of `thread` under `root`.
 fn folder(root: &Path, thread: &str) -> PathBuf {
@@ -285,6 +278,26 @@ async fn put_chain(store: &Layered<FileStore>, thread_id: &str, ids: std::ops::R
         let writes = [write("t", 0, &i.to_string())];
         store.put_writes(&at, &writes).await.expect("writes");
     }
+}
+
+/// A fresh root holding `thread_id`'s chain of checkpoints `ids`, written by a store opened
+/// with `durability` and closed again.
+async fn root_with_chain(
+    durability: Durability,
+    thread_id: &str,
+    ids: std::ops::Range<u64>,
+) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    put_chain(&open_with(dir.path(), durability).await, thread_id, ids).await;
+    dir
+}
+
+/// The error of reading the latest checkpoint of `thread_id`, which must be refused.
+async fn refused_get(store: &Layered<FileStore>, thread_id: &str) -> agentmem_core::Error {
+    store
+        .get_checkpoint(&thread(thread_id), &Default::default(), None)
+        .await
+        .expect_err("refused")
 }
 
 async fn ids(store: &dyn AgentMemory, thread_id: &str) -> Vec<String> {
@@ -363,11 +376,7 @@ async fn writes_ahead_of_their_checkpoint_wait_in_the_log() {
     let other = open_with(dir.path(), Durability::Fsync).await;
     let (c, blobs) = checkpoint(early.clone(), "run-y", 2);
     other.put_checkpoint(&c, &blobs).await.expect("put");
-    let tuple = store
-        .get_checkpoint(&early.thread, &early.ns, None)
-        .await
-        .expect("get")
-        .expect("stored");
+    let tuple = latest_checkpoint(&store, &early).await.expect("stored");
     let mut want = writes.to_vec();
     agentmem_core::checkpoint::sort_writes(&mut want);
     assert_eq!(tuple.writes, want);
@@ -379,11 +388,7 @@ async fn writes_ahead_of_their_checkpoint_wait_in_the_log() {
     assert!(!log(dir.path(), "alone").exists());
     let (c, blobs) = checkpoint(alone.clone(), "run-z", 1);
     store.put_checkpoint(&c, &blobs).await.expect("put");
-    let tuple = store
-        .get_checkpoint(&alone.thread, &alone.ns, None)
-        .await
-        .expect("get")
-        .expect("stored");
+    let tuple = latest_checkpoint(&store, &alone).await.expect("stored");
     assert!(tuple.writes.is_empty(), "deleted with their thread");
     for s in [&store, &other] {
         assert!(s.repairs().is_empty(), "{:?}", s.repairs());
@@ -392,8 +397,7 @@ async fn writes_ahead_of_their_checkpoint_wait_in_the_log() {
 
 #[tokio::test]
 async fn a_torn_last_line_is_cut_away_and_the_thread_goes_on() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    put_chain(&open_with(dir.path(), Durability::Fsync).await, "t", 0..3).await;
+    let dir = root_with_chain(Durability::Fsync, "t", 0..3).await;
     let path = log(dir.path(), "t");
     let whole = std::fs::metadata(&path).expect("stat").len();
     append_bytes(&path, br#"{"op":"put","checkpoint":{"thr"#);
@@ -444,9 +448,8 @@ async fn an_unreadable_line_is_set_aside_and_the_rest_kept() {
 
 #[tokio::test]
 async fn a_damaged_header_is_rebuilt_from_the_records_that_name_the_thread() {
-    let dir = tempfile::tempdir().expect("temp dir");
     let id = "user:42/chat";
-    put_chain(&open_with(dir.path(), Durability::Buffered).await, id, 0..2).await;
+    let dir = root_with_chain(Durability::Buffered, id, 0..2).await;
     let path = log(dir.path(), id);
     let text = std::fs::read_to_string(&path).expect("read");
     let (_, rest) = text.split_once('\n').expect("lines");
@@ -479,10 +482,7 @@ async fn a_log_in_the_wrong_folder_is_an_error_not_another_threads_answer() {
     put_chain(&store, "yours", 0..1).await;
     std::fs::rename(log(dir.path(), "mine"), log(dir.path(), "yours")).expect("move");
     let fresh = open_with(dir.path(), Durability::Buffered).await;
-    let err = fresh
-        .get_checkpoint(&thread("yours"), &Default::default(), None)
-        .await
-        .expect_err("refused");
+    let err = refused_get(&fresh, "yours").await;
     assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
     let err = fresh.list_threads().await.expect_err("refused");
     assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
@@ -490,34 +490,19 @@ async fn a_log_in_the_wrong_folder_is_an_error_not_another_threads_answer() {
 
 #[tokio::test]
 async fn a_newer_log_is_refused_and_left_alone() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    put_chain(
-        &open_with(dir.path(), Durability::Buffered).await,
-        "t",
-        0..1,
-    )
-    .await;
+    let dir = root_with_chain(Durability::Buffered, "t", 0..1).await;
     let path = log(dir.path(), "t");
     let newer = "{\"op\":\"header\",\"format\":\"agentmem.checkpoints\",\"version\":9,\"thread\":\"t\"}\n{\"op\":\"future\"}\n";
     std::fs::write(&path, newer).expect("write");
     let store = open_with(dir.path(), Durability::Buffered).await;
-    let err = store
-        .get_checkpoint(&thread("t"), &Default::default(), None)
-        .await
-        .expect_err("refused");
+    let err = refused_get(&store, "t").await;
     assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
     assert_eq!(std::fs::read_to_string(&path).expect("read"), newer);
 }
 
 #[tokio::test]
 async fn a_temporary_file_left_by_a_rewrite_is_removed() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    put_chain(
-        &open_with(dir.path(), Durability::Buffered).await,
-        "t",
-        0..2,
-    )
-    .await;
+    let dir = root_with_chain(Durability::Buffered, "t", 0..2).await;
     let tmp = folder(dir.path(), "t").join(".tmp-left-by-a-crash");
     std::fs::write(&tmp, b"half a state").expect("write");
     let store = open_with(dir.path(), Durability::Buffered).await;

@@ -13,7 +13,7 @@ use agentmem_core::{
     ObservationAddition, ObservationDeletion, Relation,
 };
 use agentmem_file::{Durability, FileStore, RepairKind};
-use common::{append_bytes, kinds, mixed_run_matches_the_reference, open_with, MixedRun};
+use common::{append_bytes, kinds, open_with, MixedRun};
 
 /// One graph call.
 #[derive(Debug, Clone)]
@@ -106,15 +106,7 @@ fn steps() -> Vec<Step> {
     ]
 }
 
-#[tokio::test]
-async fn a_mixed_run_reads_back_as_the_reference_buffered() {
-    mixed_run_matches_the_reference::<Graph>(Durability::Buffered, &steps()).await;
-}
-
-#[tokio::test]
-async fn a_mixed_run_reads_back_as_the_reference_durably() {
-    mixed_run_matches_the_reference::<Graph>(Durability::Fsync, &steps()).await;
-}
+common::mixed_run_tests!(Graph, steps());
 
 fn log(root: &Path) -> PathBuf {
     root.join("graph").join("graph.jsonl")

@@ -26,11 +26,11 @@ use std::process::{Child, Command, Stdio};
 use agentmem_core::checkpoint::sort_writes;
 use agentmem_core::{
     ChannelBlob, Checkpoint, CheckpointKey, CheckpointNs, CheckpointQuery, CheckpointStore, Entity,
-    ErrorKind, GraphQuery, GraphStore, Message, ObservationAddition, ObservationDeletion,
+    ErrorKind, GraphQuery, GraphStore, Layered, Message, ObservationAddition, ObservationDeletion,
     PendingWrite, Relation, Rewind, SessionId, SessionStore, StoredVector, ThreadId, TypedBytes,
     VectorKey, VectorStore,
 };
-use agentmem_file::Durability;
+use agentmem_file::{Durability, FileStore};
 use common::open_with;
 use tempfile::TempDir;
 
@@ -74,6 +74,14 @@ fn child_env(role_var: &str) -> Option<(String, String, String)> {
         (Ok(root), Ok(index), Ok(role)) => Some((root, index, role)),
         _ => None,
     }
+}
+
+/// In a child whose role (in `role_var`) is a durability: the store on the shared root with
+/// that durability, and the child's index.
+async fn child_store_with_durability(role_var: &str) -> Option<(Layered<FileStore>, String)> {
+    let (root, index, durability) = child_env(role_var)?;
+    let durability: Durability = durability.parse().expect("a durability");
+    Some((open_with(Path::new(&root), durability).await, index))
 }
 
 /// Whether this process is a child: a child never spawns children.
@@ -135,11 +143,9 @@ fn session() -> SessionId {
 /// Child side: appends `PER_PROCESS` messages one by one, each with its process and sequence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn child_appender() {
-    let Some((root, index, durability)) = child_env(DURABILITY_VAR) else {
+    let Some((store, index)) = child_store_with_durability(DURABILITY_VAR).await else {
         return;
     };
-    let durability: Durability = durability.parse().expect("a durability");
-    let store = open_with(Path::new(&root), durability).await;
     for i in 0..PER_PROCESS {
         // Long-ish, multi-line content so a torn or interleaved write would show.
         let content = format!("p{index} #{i}\n{}", "x".repeat(200 + i % 50));
@@ -150,15 +156,12 @@ async fn child_appender() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn four_processes_append_durably_to_one_session_and_lose_nothing() {
-    four_processes_append(Durability::Fsync).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn four_processes_append_buffered_to_one_session_and_lose_nothing() {
-    four_processes_append(Durability::Buffered).await;
-}
+common::durability_tests!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    four_processes_append =>
+    four_processes_append_durably_to_one_session_and_lose_nothing,
+    four_processes_append_buffered_to_one_session_and_lose_nothing
+);
 
 async fn four_processes_append(durability: Durability) {
     let Some(dir) = run_children("child_appender", PROCESSES, DURABILITY_VAR, durability) else {
@@ -318,11 +321,9 @@ fn child_checkpoint(p: &str, i: usize) -> (Checkpoint, Vec<ChannelBlob>, Vec<Pen
 /// back (odd ones) and deletes the target.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn child_checkpointer() {
-    let Some((root, p, durability)) = child_env(CHECKPOINTER_VAR) else {
+    let Some((store, p)) = child_store_with_durability(CHECKPOINTER_VAR).await else {
         return;
     };
-    let durability: Durability = durability.parse().expect("a durability");
-    let store = open_with(Path::new(&root), durability).await;
     let (ping, pong): (ThreadId, ThreadId) =
         ("ping".parse().expect("id"), "pong".parse().expect("id"));
     let odd = p.parse::<usize>().expect("index") % 2 == 1;
@@ -364,15 +365,12 @@ async fn child_checkpointer() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn four_processes_put_checkpoints_durably_to_one_thread_and_lose_nothing() {
-    four_processes_put_checkpoints(Durability::Fsync).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn four_processes_put_checkpoints_buffered_to_one_thread_and_lose_nothing() {
-    four_processes_put_checkpoints(Durability::Buffered).await;
-}
+common::durability_tests!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    four_processes_put_checkpoints =>
+    four_processes_put_checkpoints_durably_to_one_thread_and_lose_nothing,
+    four_processes_put_checkpoints_buffered_to_one_thread_and_lose_nothing
+);
 
 async fn four_processes_put_checkpoints(durability: Durability) {
     let child_test = "child_checkpointer";

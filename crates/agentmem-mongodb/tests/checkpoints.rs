@@ -8,21 +8,16 @@
 mod common;
 
 use agentmem_core::{
-    ChannelBlob, Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune,
-    CheckpointQuery, CheckpointStore, Metadata, PendingWrite, ThreadId, TypedBytes,
+    ChannelBlob, Checkpoint, CheckpointKey, CheckpointPrune, CheckpointQuery, CheckpointStore,
+    Metadata, ThreadId, TypedBytes,
 };
 use agentmem_mongodb::mongodb::bson::{doc, Bson, Document};
 use agentmem_mongodb::MongoStore;
+use agentmem_testkit::fixtures::{
+    checkpoint_key as key, latest_checkpoint, pending_write as write,
+};
 use common::{raw, raw_matching};
 use serde_json::json;
-
-fn key(thread: &str, ns: &str, id: &str) -> CheckpointKey {
-    CheckpointKey {
-        thread: ThreadId::new(thread).unwrap(),
-        ns: CheckpointNs::new(ns).unwrap(),
-        id: CheckpointId::new(id).unwrap(),
-    }
-}
 
 fn checkpoint(
     at: &CheckpointKey,
@@ -49,16 +44,6 @@ fn blob(channel: &str, version: &str) -> ChannelBlob {
             "json",
             format!("{channel}@{version}").into_bytes(),
         )),
-    }
-}
-
-fn write(task: &str, idx: i64) -> PendingWrite {
-    PendingWrite {
-        task_id: task.to_owned(),
-        idx,
-        channel: "x".to_owned(),
-        value: TypedBytes::new("json", b"1".to_vec()),
-        task_path: String::new(),
     }
 }
 
@@ -114,11 +99,7 @@ async fn checkpoint_ids_and_metadata_are_stored_as_values() {
         0,
         "released after the put"
     );
-    let got = store
-        .get_checkpoint(&at.thread, &at.ns, None)
-        .await
-        .unwrap()
-        .unwrap();
+    let got = latest_checkpoint(&*store, &at).await.unwrap();
     assert_eq!(got.checkpoint, c);
     assert_eq!(got.blobs, vec![blob("$channel.x", "1.$")]);
     assert_eq!(got.writes, vec![write("$task.y", 0)]);
@@ -202,20 +183,12 @@ async fn concurrent_put_writes_on_one_checkpoint_lose_nothing() {
         "writes alone: {:?}",
         docs[0]
     );
-    assert!(store
-        .get_checkpoint(&at.thread, &at.ns, None)
-        .await
-        .unwrap()
-        .is_none());
+    assert!(latest_checkpoint(&*store, &at).await.is_none());
     store
         .put_checkpoint(&checkpoint(&at, &[], json!({})), &[])
         .await
         .unwrap();
-    let got = store
-        .get_checkpoint(&at.thread, &at.ns, None)
-        .await
-        .unwrap()
-        .unwrap();
+    let got = latest_checkpoint(&*store, &at).await.unwrap();
     assert_eq!(got.writes.len(), 16, "{:?}", got.writes);
     let d = raw(&store, "checkpoints").await.remove(0);
     assert!(d.get_bool("stored").unwrap());

@@ -8,34 +8,12 @@
 mod common;
 
 use agentmem_core::graph::MAX_OBSERVATION_BYTES;
-use agentmem_core::{
-    Entity, ErrorKind, GraphQuery, GraphStore, Layered, ObservationAddition, Relation,
-};
+use agentmem_core::{Entity, ErrorKind, GraphQuery, GraphStore, ObservationAddition, Relation};
 use agentmem_mongodb::mongodb::bson::{doc, Document};
-use agentmem_mongodb::mongodb::{Client, IndexModel};
-use agentmem_mongodb::{MongoConfig, MongoStore};
-use common::raw;
+use agentmem_mongodb::mongodb::IndexModel;
+use agentmem_testkit::fixtures::{hub_note, visit_hub};
+use common::{on_three_clients_at_once, raw};
 use futures_util::TryStreamExt;
-
-/// `n` more handles on `store`'s database, each with a driver client (and pool) of its own,
-/// as separate processes would have.
-async fn handles(store: &MongoStore, n: usize) -> Vec<Layered<MongoStore>> {
-    let mut handles = Vec::with_capacity(n);
-    for _ in 0..n {
-        let options = MongoConfig::new(&common::url())
-            .unwrap()
-            .client_options()
-            .await
-            .unwrap();
-        let client = Client::with_options(options).unwrap();
-        handles.push(
-            MongoStore::from_client(client, store.database_name())
-                .await
-                .unwrap(),
-        );
-    }
-    handles
-}
 
 fn addition(entity: &str, contents: &[String]) -> ObservationAddition {
     ObservationAddition {
@@ -139,28 +117,10 @@ async fn three_clients_writing_at_once_lose_nothing() {
         .create_entities(&[Entity::new("hub", "place")])
         .await
         .unwrap();
-    let clients = handles(&store, 3).await;
-    let calls = clients.iter().enumerate().flat_map(|(c, client)| {
-        (0..100).map(move |i| async move {
-            let name = format!("e{c}-{i}");
-            let created = client
-                .create_entities(&[Entity::new(&name, "thing")])
-                .await
-                .unwrap();
-            assert_eq!(created.len(), 1, "{name}");
-            let added = client
-                .add_observations(&[addition("hub", &[format!("seen {name}")])])
-                .await
-                .unwrap();
-            assert_eq!(added[0].added_observations, [format!("seen {name}")]);
-            let related = client
-                .create_relations(&[Relation::new(&name, "hub", "visits")])
-                .await
-                .unwrap();
-            assert_eq!(related.len(), 1, "{name}");
-        })
-    });
-    futures_util::future::join_all(calls).await;
+    on_three_clients_at_once(&store, 100, |c, i, client| async move {
+        visit_hub(&client, &format!("e{c}-{i}")).await;
+    })
+    .await;
 
     let graph = store.read_graph(&GraphQuery::All).await.unwrap();
     assert_eq!(graph.entities.len(), 301);
@@ -172,7 +132,7 @@ async fn three_clients_writing_at_once_lose_nothing() {
         for i in 0..100 {
             let name = format!("e{c}-{i}");
             assert!(graph.entities.iter().any(|e| e.name == name), "{name}");
-            assert!(hub.observations.contains(&format!("seen {name}")), "{name}");
+            assert!(hub.observations.contains(&hub_note(&name)), "{name}");
             assert!(graph.relations.iter().any(|r| r.from == name), "{name}");
         }
     }
@@ -185,20 +145,16 @@ async fn concurrent_creates_of_one_name_from_three_clients_leave_one() {
     let Some(store) = common::store().await else {
         return;
     };
-    let clients = handles(&store, 3).await;
-    let calls = clients.iter().enumerate().flat_map(|(c, client)| {
-        (0..20).map(move |i| async move {
-            client
-                .create_entities(&[Entity::new("Solo", format!("type {c}-{i}"))])
-                .await
-                .unwrap()
-        })
-    });
-    let created: Vec<Entity> = futures_util::future::join_all(calls)
-        .await
-        .into_iter()
-        .flatten()
-        .collect();
+    let created: Vec<Entity> = on_three_clients_at_once(&store, 20, |c, i, client| async move {
+        client
+            .create_entities(&[Entity::new("Solo", format!("type {c}-{i}"))])
+            .await
+            .unwrap()
+    })
+    .await
+    .into_iter()
+    .flatten()
+    .collect();
     assert_eq!(created.len(), 1, "{created:?}");
     let graph = store.read_graph(&GraphQuery::All).await.unwrap();
     assert_eq!(graph.entities, created);

@@ -16,6 +16,7 @@ use agentmem_core::{
 };
 use agentmem_mongodb::mongodb::options::Tls;
 use agentmem_mongodb::{MongoConfig, MongoStore};
+use agentmem_testkit::fixtures::latest_checkpoint;
 use agentmem_testkit::ServerNamespace;
 
 const SERVICE: &str = "mongodb (TLS)";
@@ -147,11 +148,7 @@ async fn checkpoints_work_over_tls() {
         .put_writes(&at, std::slice::from_ref(&write))
         .await
         .unwrap();
-    let got = store
-        .get_checkpoint(&at.thread, &at.ns, None)
-        .await
-        .unwrap()
-        .unwrap();
+    let got = latest_checkpoint(&store, &at).await.unwrap();
     assert_eq!(got.checkpoint, checkpoint);
     assert_eq!(got.blobs, vec![value]);
     assert_eq!(got.writes, vec![write]);

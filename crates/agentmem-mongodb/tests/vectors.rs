@@ -8,12 +8,11 @@
 mod common;
 
 use agentmem_core::vector::MAX_VECTOR_BYTES;
-use agentmem_core::{ErrorKind, Layered, SessionStore, StoredVector, VectorKey, VectorStore};
+use agentmem_core::{ErrorKind, SessionStore, StoredVector, VectorKey, VectorStore};
 use agentmem_mongodb::mongodb::bson::spec::BinarySubtype;
 use agentmem_mongodb::mongodb::bson::{doc, Binary, Bson, Document};
-use agentmem_mongodb::mongodb::Client;
-use agentmem_mongodb::{MongoConfig, MongoStore};
-use common::raw;
+use agentmem_mongodb::MongoStore;
+use common::{on_three_clients_at_once, raw};
 
 fn key(n: u32) -> VectorKey {
     let mut bytes = [0x3c; 32];
@@ -37,26 +36,6 @@ async fn insert_raw(store: &MongoStore, d: Document) {
         .insert_one(d)
         .await
         .unwrap();
-}
-
-/// `n` more handles on `store`'s database, each with a driver client (and pool) of its own,
-/// as separate processes would have.
-async fn handles(store: &MongoStore, n: usize) -> Vec<Layered<MongoStore>> {
-    let mut handles = Vec::with_capacity(n);
-    for _ in 0..n {
-        let options = MongoConfig::new(&common::url())
-            .unwrap()
-            .client_options()
-            .await
-            .unwrap();
-        let client = Client::with_options(options).unwrap();
-        handles.push(
-            MongoStore::from_client(client, store.database_name())
-                .await
-                .unwrap(),
-        );
-    }
-    handles
 }
 
 /// The store declares vectors; each vector is one document `{_id: BinData(key), data:
@@ -128,17 +107,14 @@ async fn three_clients_putting_one_key_at_once_all_succeed() {
     let Some(store) = common::store().await else {
         return;
     };
-    let clients = handles(&store, 3).await;
-    let calls = clients.iter().enumerate().flat_map(|(c, client)| {
-        (0..50u32).map(move |n| async move {
-            let v = StoredVector {
-                key: key(n),
-                data: vec![c as u8; 16],
-            };
-            client.put_vectors(&[v]).await.unwrap();
-        })
-    });
-    futures_util::future::join_all(calls).await;
+    on_three_clients_at_once(&store, 50, |c, n, client| async move {
+        let v = StoredVector {
+            key: key(n),
+            data: vec![c as u8; 16],
+        };
+        client.put_vectors(&[v]).await.unwrap();
+    })
+    .await;
     let stored = raw(&store, "vectors").await;
     assert_eq!(stored.len(), 50, "one document per key");
     let keys: Vec<VectorKey> = (0..50).map(key).collect();

@@ -10,20 +10,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use agentmem_core::{
-    ChannelBlob, Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune,
-    CheckpointQuery, CheckpointStore, Layered, Metadata, PendingWrite, ThreadId, TypedBytes,
+    ChannelBlob, Checkpoint, CheckpointKey, CheckpointPrune, CheckpointQuery, CheckpointStore,
+    Layered, Metadata, ThreadId, TypedBytes,
 };
 use agentmem_postgres::PostgresStore;
+use agentmem_testkit::fixtures::{
+    checkpoint_at, checkpoint_key as key, latest_checkpoint, pending_write as write,
+    prune_to_latest,
+};
 use common::incompressible;
 use serde_json::json;
-
-fn key(thread: &str, ns: &str, id: &str) -> CheckpointKey {
-    CheckpointKey {
-        thread: ThreadId::new(thread).expect("thread id"),
-        ns: CheckpointNs::new(ns).expect("namespace"),
-        id: CheckpointId::new(id).expect("checkpoint id"),
-    }
-}
 
 fn metadata(value: serde_json::Value) -> Metadata {
     match value {
@@ -51,47 +47,32 @@ fn blob(channel: &str, version: &str, value: &str) -> ChannelBlob {
     }
 }
 
-fn write(task: &str, idx: i64) -> PendingWrite {
-    PendingWrite {
-        task_id: task.to_owned(),
-        idx,
-        channel: "x".to_owned(),
-        value: TypedBytes::new("json", b"1".to_vec()),
-        task_path: String::new(),
-    }
-}
-
 /// A second store on `store`'s schema with a pool of its own: another process.
 async fn another_process(store: &PostgresStore) -> Layered<PostgresStore> {
     let url = common::with_options(&common::database_url(), &[("schema", store.schema())]);
     PostgresStore::connect(&url).await.expect("another process")
 }
 
-/// Prunes `thread` to its latest checkpoint through `pruner`; how many checkpoints went.
-async fn prune_to_latest(pruner: &Layered<PostgresStore>, thread: &ThreadId) -> u64 {
-    pruner
-        .prune_checkpoints(std::slice::from_ref(thread), CheckpointPrune::KeepLatest)
-        .await
-        .expect("prune")
-}
-
-/// Runs `write` on a task of its own while another process (returned) prunes `thread` to its
-/// latest checkpoint again and again; then waits for the writer (so its panics fail the test).
-async fn prune_while<F>(
-    store: &PostgresStore,
-    thread: &ThreadId,
-    write: F,
-) -> Layered<PostgresStore>
+/// A store in a fresh schema whose thread `pruned` a writer (`write`, given a handle on the
+/// store, on a task of its own) fills while another process prunes it to its latest
+/// checkpoint again and again; once the writer is done (its panics fail the test): the store,
+/// the pruning process and the thread. `None` (skipped) without a server.
+async fn prunes_racing<W, F>(
+    write: W,
+) -> Option<(Layered<PostgresStore>, Layered<PostgresStore>, ThreadId)>
 where
+    W: FnOnce(Layered<PostgresStore>) -> F,
     F: std::future::Future<Output = ()> + Send + 'static,
 {
-    let pruner = another_process(store).await;
-    let writer = tokio::spawn(write);
+    let store = common::open(&[]).await?;
+    let thread = ThreadId::new("pruned").expect("thread id");
+    let pruner = another_process(&store).await;
+    let writer = tokio::spawn(write(store.clone()));
     while !writer.is_finished() {
-        prune_to_latest(&pruner, thread).await;
+        prune_to_latest(&pruner, &thread).await;
     }
     writer.await.expect("writer task");
-    pruner
+    Some((store, pruner, thread))
 }
 
 #[tokio::test]
@@ -115,11 +96,7 @@ async fn a_version_4_schema_gains_checkpoints_when_migrated_to_5() {
         )
         .await
         .expect("put");
-    let got = again
-        .get_checkpoint(&at.thread, &at.ns, None)
-        .await
-        .expect("get")
-        .expect("stored");
+    let got = latest_checkpoint(&again, &at).await.expect("stored");
     assert_eq!(got.blobs.len(), 1);
     store.drop_schema().await.expect("drop test schema");
 }
@@ -142,11 +119,7 @@ async fn keys_at_their_longest_are_stored() {
     let mut long_write = write(&incompressible(1024, 6), 0);
     long_write.task_path = incompressible(4096, 7);
     store.put_writes(&at, &[long_write]).await.expect("writes");
-    let got = store
-        .get_checkpoint(&at.thread, &at.ns, Some(&at.id))
-        .await
-        .expect("get")
-        .expect("stored");
+    let got = checkpoint_at(&store, &at).await.expect("stored");
     assert_eq!(got.checkpoint, c);
     assert_eq!(got.blobs, [blob(&channel, &version, "value")]);
     assert_eq!(got.writes.len(), 1);
@@ -290,14 +263,15 @@ async fn writes_ahead_of_their_checkpoint_follow_each_delete_rule() {
         .await
         .expect("delete run");
     assert_eq!(deleted, 1);
+    // Thread `a`'s writes that stay through the run's deletion and the copy out of `a`.
+    let in_a = [
+        row("a", "", "c2", "t"),
+        row("a", "", "c3", "t"),
+        row("a", "sub", "s1", "t"),
+    ];
     assert_eq!(
         write_rows(&store).await,
-        [
-            row("a", "", "c2", "t"),
-            row("a", "", "c3", "t"),
-            row("a", "sub", "s1", "t"),
-            row("alone", "", "c1", "t"),
-        ],
+        [&in_a[..], &[row("alone", "", "c1", "t")]].concat(),
         "only the run's checkpoint's writes went"
     );
     let alone = ThreadId::new("alone").expect("thread id");
@@ -305,12 +279,7 @@ async fn writes_ahead_of_their_checkpoint_follow_each_delete_rule() {
     assert_eq!(store.copy_thread(&a, &alone).await.expect("copy"), 1);
     assert_eq!(
         write_rows(&store).await,
-        [
-            row("a", "", "c2", "t"),
-            row("a", "", "c3", "t"),
-            row("a", "sub", "s1", "t"),
-            row("alone", "", "c2", "t"),
-        ],
+        [&in_a[..], &[row("alone", "", "c2", "t")]].concat(),
         "the copy replaces the target and copies only its checkpoints' writes"
     );
     assert_eq!(prune_to_latest(&store, &a).await, 0);
@@ -362,8 +331,7 @@ async fn writes_racing_a_delete_go_with_it_or_come_after() {
             tokio::spawn(async move {
                 let mut seen = BTreeSet::new();
                 while !deleted.load(Ordering::SeqCst) {
-                    let got = store.get_checkpoint(&at.thread, &at.ns, Some(&at.id));
-                    if let Some(t) = got.await.expect("get") {
+                    if let Some(t) = checkpoint_at(&store, &at).await {
                         seen.extend(t.writes.into_iter().map(|w| w.task_id));
                     }
                 }
@@ -379,11 +347,7 @@ async fn writes_racing_a_delete_go_with_it_or_come_after() {
             "round {round}: writes alone make no thread"
         );
         store.put_checkpoint(&c, &[]).await.expect("put again");
-        let got = store
-            .get_checkpoint(&at.thread, &at.ns, Some(&at.id))
-            .await
-            .expect("get")
-            .expect("put again");
+        let got = checkpoint_at(&store, &at).await.expect("put again");
         let stayed: BTreeSet<String> = got.writes.into_iter().map(|w| w.task_id).collect();
         let first = (0..10).find(|i| stayed.contains(&format!("t{i}")));
         let suffix: BTreeSet<String> = first
@@ -405,27 +369,22 @@ async fn writes_racing_a_delete_go_with_it_or_come_after() {
 /// a last prune leaves the last checkpoint with its write and no other write.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prunes_racing_writes_keep_the_latest_checkpoints_writes() {
-    let Some(store) = common::open(&[]).await else {
-        return;
-    };
-    let thread = ThreadId::new("pruned").expect("thread id");
-    let writer = store.clone();
-    let pruner = prune_while(&store, &thread, async move {
+    let race = prunes_racing(|writer| async move {
         for i in 0..100 {
             let at = key("pruned", "", &format!("c{i:03}"));
             let c = checkpoint(at.clone(), &[], json!({}));
             writer.put_checkpoint(&c, &[]).await.expect("put");
             let w = write(&format!("t{i}"), 0);
             writer.put_writes(&at, &[w]).await.expect("writes");
-            let got = writer
-                .get_checkpoint(&at.thread, &at.ns, Some(&at.id))
+            let got = checkpoint_at(&writer, &at)
                 .await
-                .expect("get")
                 .expect("the latest checkpoint stays");
             assert_eq!(got.writes.len(), 1, "{i}: its write stays");
         }
-    })
-    .await;
+    });
+    let Some((store, pruner, thread)) = race.await else {
+        return;
+    };
     prune_to_latest(&pruner, &thread).await;
     assert_eq!(write_rows(&store).await, [row("pruned", "", "c099", "t99")]);
     store.drop_schema().await.expect("drop test schema");
@@ -437,12 +396,7 @@ async fn prunes_racing_writes_keep_the_latest_checkpoints_writes() {
 /// checkpoint must still find its value.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prunes_racing_puts_keep_every_value_a_checkpoint_reads() {
-    let Some(store) = common::open(&[]).await else {
-        return;
-    };
-    let thread = ThreadId::new("pruned").expect("thread id");
-    let writer = store.clone();
-    prune_while(&store, &thread, async move {
+    let race = prunes_racing(|writer| async move {
         for i in 0..200 {
             let version = format!("v{}", i % 2);
             let c = checkpoint(
@@ -453,8 +407,10 @@ async fn prunes_racing_puts_keep_every_value_a_checkpoint_reads() {
             let value = blob("ch", &version, &version);
             writer.put_checkpoint(&c, &[value]).await.expect("put");
         }
-    })
-    .await;
+    });
+    let Some((store, _, thread)) = race.await else {
+        return;
+    };
     let all = store
         .list_checkpoints(&CheckpointQuery::thread(thread.clone()))
         .await

@@ -11,20 +11,7 @@ use agentmem_core::{
     Relation,
 };
 use agentmem_postgres::PostgresStore;
-use common::incompressible;
-
-/// `n` more stores on `store`'s schema, each with a pool of its own: other processes.
-async fn other_processes(store: &PostgresStore, n: usize) -> Vec<Layered<PostgresStore>> {
-    let url = common::with_options(
-        &common::database_url(),
-        &[("schema", store.schema()), ("pool_size", "4")],
-    );
-    let mut stores = Vec::new();
-    for _ in 0..n {
-        stores.push(PostgresStore::connect(&url).await.expect("another process"));
-    }
-    stores
-}
+use common::{incompressible, other_processes};
 
 /// `first` and two more processes on its schema.
 async fn three_processes(first: &Layered<PostgresStore>) -> Vec<Layered<PostgresStore>> {

@@ -4,8 +4,9 @@
 
 mod common;
 
-use agentmem_core::{Layered, StoredVector, VectorKey, VectorStore};
+use agentmem_core::{StoredVector, VectorKey, VectorStore};
 use agentmem_postgres::PostgresStore;
+use common::other_processes;
 
 fn key(n: u8) -> VectorKey {
     VectorKey([n; 32])
@@ -63,19 +64,6 @@ async fn vectors_work_with_unnamed_statements() {
     assert_eq!(store.clear_vectors().await.expect("clear"), 1);
     assert!(sorted(&store, &keys).await.is_empty());
     store.drop_schema().await.expect("drop test schema");
-}
-
-/// `n` more stores on `store`'s schema, each with a pool of its own: other processes.
-async fn other_processes(store: &PostgresStore, n: usize) -> Vec<Layered<PostgresStore>> {
-    let url = common::with_options(
-        &common::database_url(),
-        &[("schema", store.schema()), ("pool_size", "4")],
-    );
-    let mut stores = Vec::new();
-    for _ in 0..n {
-        stores.push(PostgresStore::connect(&url).await.expect("another process"));
-    }
-    stores
 }
 
 /// Three processes × 20 tasks put the same 40 keys, each in another order (with repeats), and

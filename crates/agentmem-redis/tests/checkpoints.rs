@@ -11,6 +11,7 @@ use agentmem_core::{
     TypedBytes,
 };
 use agentmem_redis::RedisStore;
+use agentmem_testkit::fixtures::checkpoint_at;
 use agentmem_testkit::NamespaceGuard;
 use chrono::DateTime;
 use common::Lcg;
@@ -265,14 +266,8 @@ async fn checkpoints_behave_like_the_reference_store() {
         store.put_checkpoint(&checkpoint, &[]).await.unwrap();
         reference.put_checkpoint(&checkpoint, &[]).await.unwrap();
         assert_eq!(
-            store
-                .get_checkpoint(&at.thread, &at.ns, Some(&at.id))
-                .await
-                .unwrap(),
-            reference
-                .get_checkpoint(&at.thread, &at.ns, Some(&at.id))
-                .await
-                .unwrap(),
+            checkpoint_at(&*store, at).await,
+            checkpoint_at(&reference, at).await,
             "the writes kept at {at:?}"
         );
     }

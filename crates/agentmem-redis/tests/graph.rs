@@ -13,8 +13,10 @@ use agentmem_core::{
     ObservationAddition, ObservationDeletion, Relation, Result,
 };
 use agentmem_redis::RedisStore;
-use agentmem_testkit::NamespaceGuard;
-use common::Lcg;
+use agentmem_testkit::fixtures::visit_hub;
+use common::{
+    keys, single_url, store_and_raw, store_under_fresh_prefix, stores_under_fresh_prefix, Lcg,
+};
 
 mod common;
 
@@ -46,28 +48,6 @@ const TEXTS: [&str; 7] = [
     "\u{212A}ELVIN",
 ];
 const SEARCHES: [&str; 9] = ["", "a", "kelvin", "i̇", "omega", "x}", "%", "TEA", "zzz"];
-
-fn single_url() -> String {
-    agentmem_testkit::env_url("REDIS_URL", "redis://127.0.0.1:6379")
-}
-
-/// `n` handles, each with a connection of its own, on one fresh prefix of the server at
-/// `url`, and the guard that deletes the prefix's keys.
-async fn open(
-    url: &str,
-    tag: &str,
-    n: usize,
-) -> Option<(Vec<Arc<Layered<RedisStore>>>, NamespaceGuard)> {
-    let (config, guard) = common::config_under_fresh_prefix(url, tag);
-    let mut stores = Vec::new();
-    for _ in 0..n {
-        match RedisStore::connect_with(config.clone()).await {
-            Ok(store) => stores.push(Arc::new(store)),
-            Err(e) => return agentmem_testkit::service_unavailable("redis", url, &e),
-        }
-    }
-    Some((stores, guard))
-}
 
 impl Lcg {
     /// One to three picks of `items` (repeats likely).
@@ -173,35 +153,20 @@ async fn assert_same_reads(redis: &Layered<RedisStore>, memory: &InMemoryStore, 
     }
 }
 
-/// Every key of the graph under the prefix (`P:g:…`).
-async fn graph_keys(prefix: &str) -> Vec<String> {
-    let mut raw = redis::Client::open(single_url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    redis::cmd("KEYS")
-        .arg(format!("{prefix}:g:*"))
-        .query_async(&mut raw)
-        .await
-        .unwrap()
-}
-
 #[tokio::test]
 async fn random_operations_match_the_in_memory_store() {
-    let Some((stores, _guard)) = open(&single_url(), "graph_model", 1).await else {
+    let Some((redis, mut raw, _guard)) = store_and_raw(&single_url(), "graph_model").await else {
         return;
     };
-    let redis = &stores[0];
     let memory = InMemoryStore::new();
     let mut rng = Lcg(7);
     for i in 0..600 {
-        step(&mut rng, redis, &memory).await;
+        step(&mut rng, &redis, &memory).await;
         if i % 25 == 0 {
-            assert_same_reads(redis, &memory, &mut rng).await;
+            assert_same_reads(&redis, &memory, &mut rng).await;
         }
     }
-    assert_same_reads(redis, &memory, &mut rng).await;
+    assert_same_reads(&redis, &memory, &mut rng).await;
     let whole = redis.read_graph(&GraphQuery::All).await.unwrap();
     assert!(
         whole.entities.len() > 3 && whole.relations.len() > 3,
@@ -211,7 +176,8 @@ async fn random_operations_match_the_in_memory_store() {
     // Names appear in key names escaped: no brace, glob character, space or second `:`
     // after the kind, whatever the name.
     let prefix = redis.prefix().to_string();
-    for key in graph_keys(&prefix).await {
+    let graph_keys = format!("{prefix}:g:*");
+    for key in keys(&mut raw, &graph_keys).await {
         let part = key.rsplit(':').next().unwrap();
         assert!(
             part.bytes()
@@ -228,17 +194,19 @@ async fn random_operations_match_the_in_memory_store() {
         redis.read_graph(&GraphQuery::All).await.unwrap(),
         KnowledgeGraph::default()
     );
-    assert_eq!(graph_keys(&prefix).await, [format!("{prefix}:g:seq")]);
+    assert_eq!(
+        keys(&mut raw, &graph_keys).await,
+        [format!("{prefix}:g:seq")]
+    );
 }
 
 /// Entities of ASCII names and types whose observations, given at creation or added later,
 /// match a search by Unicode rules only (KELVIN SIGN lowercases to `k`) are found.
 #[tokio::test]
 async fn observations_beyond_ascii_are_searched_by_unicode_rules() {
-    let Some((stores, _guard)) = open(&single_url(), "graph_wide", 1).await else {
+    let Some((store, _guard)) = store_under_fresh_prefix(&single_url(), "graph_wide").await else {
         return;
     };
-    let store = &stores[0];
     let entities = [
         Entity::new("born", "person").with_observations(["\u{212A}"]),
         Entity::new("later", "person").with_observations(["x"]),
@@ -251,7 +219,7 @@ async fn observations_beyond_ascii_are_searched_by_unicode_rules() {
     };
     store.add_observations(&[addition]).await.unwrap();
     let found = |text: &str| {
-        let query = GraphQuery::Search(text.into());
+        let (query, store) = (GraphQuery::Search(text.into()), &store);
         async move {
             let graph = store.read_graph(&query).await.unwrap();
             graph
@@ -270,17 +238,11 @@ async fn observations_beyond_ascii_are_searched_by_unicode_rules() {
 /// entity without a type.
 #[tokio::test]
 async fn a_missing_entity_string_is_corrupt_data() {
-    let Some((stores, _guard)) = open(&single_url(), "graph_corrupt", 1).await else {
+    let Some((store, mut raw, _guard)) = store_and_raw(&single_url(), "graph_corrupt").await else {
         return;
     };
-    let store = &stores[0];
     store
         .create_entities(&[Entity::new("x", "t")])
-        .await
-        .unwrap();
-    let mut raw = redis::Client::open(single_url())
-        .unwrap()
-        .get_multiplexed_async_connection()
         .await
         .unwrap();
     // The entity's string is keyed by its number, its score in `P:g:ents`.
@@ -312,7 +274,7 @@ async fn a_missing_entity_string_is_corrupt_data() {
 /// On three connections, 100 tasks each create an entity, add an observation to a shared one
 /// and relate the two: every acknowledged change is kept.
 async fn writers_lose_nothing(url: &str) {
-    let Some((stores, _guard)) = open(url, "graph_writers", 3).await else {
+    let Some((stores, _guard)) = stores_under_fresh_prefix(url, "graph_writers", 3).await else {
         return;
     };
     let hub = Entity::new("hub", "place");
@@ -321,19 +283,7 @@ async fn writers_lose_nothing(url: &str) {
     for (c, store) in stores.iter().enumerate() {
         for i in 0..100 {
             let store = Arc::clone(store);
-            tasks.spawn(async move {
-                let name = format!("e{c}-{i}");
-                let entity = Entity::new(&name, "thing").with_observations([format!("o{i}")]);
-                assert_eq!(store.create_entities(&[entity]).await.unwrap().len(), 1);
-                let addition = ObservationAddition {
-                    entity_name: "hub".into(),
-                    contents: vec![format!("seen {name}")],
-                };
-                let added = store.add_observations(&[addition]).await.unwrap();
-                assert_eq!(added[0].added_observations.len(), 1);
-                let relation = Relation::new(&name, "hub", "near");
-                assert_eq!(store.create_relations(&[relation]).await.unwrap().len(), 1);
-            });
+            tasks.spawn(async move { visit_hub(&*store, &format!("e{c}-{i}")).await });
         }
     }
     while let Some(done) = tasks.join_next().await {
@@ -354,7 +304,7 @@ async fn writers_lose_nothing(url: &str) {
 /// 150 creates of one name over three connections: exactly one is created, and it is the
 /// one stored.
 async fn one_name_one_entity(url: &str) {
-    let Some((stores, _guard)) = open(url, "graph_one_name", 3).await else {
+    let Some((stores, _guard)) = stores_under_fresh_prefix(url, "graph_one_name", 3).await else {
         return;
     };
     let mut tasks = tokio::task::JoinSet::new();
@@ -379,7 +329,7 @@ async fn one_name_one_entity(url: &str) {
 /// While entity `b` is deleted and re-created over and over, additions to `a` and `b`
 /// together either apply to both or to neither.
 async fn additions_are_all_or_nothing(url: &str) {
-    let Some((stores, _guard)) = open(url, "graph_atomic", 3).await else {
+    let Some((stores, _guard)) = stores_under_fresh_prefix(url, "graph_atomic", 3).await else {
         return;
     };
     let both = [Entity::new("a", "t"), Entity::new("b", "t")];

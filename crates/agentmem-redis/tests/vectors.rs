@@ -6,15 +6,10 @@
 
 use std::sync::Arc;
 
-use agentmem_core::{ErrorKind, Layered, StoredVector, VectorKey, VectorStore};
-use agentmem_redis::RedisStore;
-use agentmem_testkit::NamespaceGuard;
+use agentmem_core::{ErrorKind, StoredVector, VectorKey, VectorStore};
+use common::single_url;
 
 mod common;
-
-fn single_url() -> String {
-    agentmem_testkit::env_url("REDIS_URL", "redis://127.0.0.1:6379")
-}
 
 /// A key whose first two bytes are `n`.
 fn key(n: u16) -> VectorKey {
@@ -79,24 +74,11 @@ async fn a_vector_hash_of_another_type_is_corrupt_data() {
     assert_eq!(kinds, [ErrorKind::CorruptData; 4]);
 }
 
-/// `n` handles, each with a connection of its own, on one fresh prefix of the server at
-/// `url`, and the guard that deletes the prefix's keys.
-async fn open(url: &str, n: usize) -> Option<(Vec<Arc<Layered<RedisStore>>>, NamespaceGuard)> {
-    let (config, guard) = common::config_under_fresh_prefix(url, "vec_clears");
-    let mut stores = Vec::new();
-    for _ in 0..n {
-        match RedisStore::connect_with(config.clone()).await {
-            Ok(store) => stores.push(Arc::new(store)),
-            Err(e) => return agentmem_testkit::service_unavailable("redis", url, &e),
-        }
-    }
-    Some((stores, guard))
-}
-
 /// On three connections, 300 tasks put two new vectors each while another clears again and
 /// again: the clears' counts and what is left add up to every vector put, each once.
 async fn clears_count_exactly(url: &str) {
-    let Some((stores, _guard)) = open(url, 3).await else {
+    let Some((stores, _guard)) = common::stores_under_fresh_prefix(url, "vec_clears", 3).await
+    else {
         return;
     };
     let mut writers = tokio::task::JoinSet::new();

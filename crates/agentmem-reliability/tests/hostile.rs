@@ -17,6 +17,7 @@ use agentmem_core::{
     AgentMemory, ErrorKind, MemoryFilter, MemoryId, MemoryItem, MemoryKind, MemoryStore, Message,
     MessageId, MessageQuery, Metadata, SessionId, SessionStore,
 };
+use agentmem_testkit::fixtures::session_ids;
 use agentmem_testkit::unique_namespace;
 use serde_json::json;
 
@@ -196,13 +197,7 @@ async fn hostile_checks(store: &dyn AgentMemory, marker: &str) -> Figures {
         assert_eq!(s.messages[0].content, format!("I am {name}"), "{backend}");
         f.sessions_checked += 1;
     }
-    let listed: Vec<String> = store
-        .list_sessions()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|s| s.id.into_string())
-        .collect();
+    let listed = session_ids(store).await;
     for name in &names {
         assert!(listed.contains(name), "{backend}: {name:?} listed");
     }

@@ -15,6 +15,7 @@ use agentmem_core::{
     SessionStore, ThreadId, TypedBytes,
 };
 use agentmem_sqlite::SqliteStore;
+use agentmem_testkit::fixtures::latest_checkpoint;
 use chrono::{TimeZone, Utc};
 use serde_json::{json, Value};
 
@@ -409,11 +410,7 @@ async fn what_one_store_writes_another_on_the_same_file_reads() {
     };
     let checkpoint = Checkpoint::new(key.clone(), TypedBytes::new("json", b"{}".to_vec()));
     writer.put_checkpoint(&checkpoint, &[]).await.unwrap();
-    let got = reader
-        .get_checkpoint(&key.thread, &key.ns, None)
-        .await
-        .unwrap()
-        .unwrap();
+    let got = latest_checkpoint(&reader, &key).await.unwrap();
     assert_eq!(got.checkpoint, checkpoint);
     assert_eq!(reader.list_threads().await.unwrap()[0].thread, key.thread);
 }

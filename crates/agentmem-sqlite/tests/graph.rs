@@ -9,10 +9,10 @@
 use std::path::Path;
 
 use agentmem_core::{
-    AgentMemoryExt, Entity, GraphQuery, GraphStore, Layered, Message, ObservationAddition,
-    Relation, SessionId, SessionStore,
+    AgentMemoryExt, Entity, GraphQuery, GraphStore, Layered, Message, SessionId, SessionStore,
 };
 use agentmem_sqlite::{SqliteStore, SCHEMA_VERSION};
+use agentmem_testkit::fixtures::visit_hub;
 use rusqlite::Connection;
 use tokio::task::JoinSet;
 
@@ -69,16 +69,7 @@ async fn concurrent_writes_through_three_handles_are_all_kept_and_reads_never_fa
             let store = store.clone();
             tasks.spawn(async move {
                 let name = format!("h{h}-{i}");
-                let entity = Entity::new(&name, "visitor").with_observations(["arrived"]);
-                assert_eq!(store.create_entities(&[entity]).await.unwrap().len(), 1);
-                let addition = ObservationAddition {
-                    entity_name: "hub".into(),
-                    contents: vec![format!("visited by {name}")],
-                };
-                let added = store.add_observations(&[addition]).await.unwrap();
-                assert_eq!(added[0].added_observations.len(), 1);
-                let relation = Relation::new(&name, "hub", "visits");
-                assert_eq!(store.create_relations(&[relation]).await.unwrap().len(), 1);
+                visit_hub(&store, &name).await;
                 // A read between others' writes sees a whole graph: the hub and this visit.
                 let seen = store
                     .read_graph(&GraphQuery::Open(vec![name.clone()]))

@@ -21,8 +21,13 @@ use agentmem_sqlite::SqliteStore;
 
 const PROCESSES: usize = 4;
 const PER_PROCESS: usize = 500;
+/// The shared database of the children of every parent test but the openers'.
 const DB_VAR: &str = "AGENTMEM_SQLITE_MP_DB";
 const WORKER_VAR: &str = "AGENTMEM_SQLITE_MP_WORKER";
+const APPENDERS: Workers = Workers {
+    child: "appender",
+    parent: "four_processes_append_to_one_session",
+};
 
 /// Runs `n` copies of this test binary at once, each running only the test `test` (set up by
 /// `setup` with its number), and asserts that every one ran it and passed.
@@ -52,26 +57,37 @@ fn run_children(test: &str, n: usize, setup: impl Fn(usize, &mut Command)) {
     }
 }
 
-/// The shared database (named in `db_var`) and this child's number, for the child test
-/// `child` of the parent test `parent`; `None` when run as a test of its own (no environment
-/// variable), which does nothing.
-async fn child_of(
-    db_var: &str,
-    child: &str,
-    parent: &str,
-) -> Option<(Layered<SqliteStore>, usize)> {
-    let Ok(db) = std::env::var(db_var) else {
-        eprintln!("{child} only runs as a child of {parent}");
-        return None;
-    };
-    let worker: usize = std::env::var(WORKER_VAR)
-        .expect("worker number")
-        .parse()
-        .expect("worker number");
-    let store = SqliteStore::connect(&format!("sqlite://{db}"))
-        .await
-        .expect("open the shared database");
-    Some((store, worker))
+/// The four processes of the parent test `parent`: each runs the child test `child` of this
+/// binary on the database the environment variable [`DB_VAR`] names.
+struct Workers {
+    child: &'static str,
+    parent: &'static str,
+}
+
+impl Workers {
+    /// Runs the children on the database `db` (see [`run_children`]).
+    fn run(&self, db: &std::path::Path) {
+        run_children(self.child, PROCESSES, |worker, child| {
+            child.env(DB_VAR, db).env(WORKER_VAR, worker.to_string());
+        });
+    }
+
+    /// In a child: the shared database and this child's number; `None` when run as a test of
+    /// its own (no environment variable), which does nothing.
+    async fn join(&self) -> Option<(Layered<SqliteStore>, usize)> {
+        let Ok(db) = std::env::var(DB_VAR) else {
+            eprintln!("{} only runs as a child of {}", self.child, self.parent);
+            return None;
+        };
+        let worker: usize = std::env::var(WORKER_VAR)
+            .expect("worker number")
+            .parse()
+            .expect("worker number");
+        let store = SqliteStore::connect(&format!("sqlite://{db}"))
+            .await
+            .expect("open the shared database");
+        Some((store, worker))
+    }
 }
 
 fn session() -> SessionId {
@@ -83,9 +99,7 @@ async fn four_processes_append_to_one_session() {
     let dir = tempfile::tempdir().expect("temporary folder");
     let db = dir.path().join("shared.db");
     // The children race to create and migrate the database too.
-    run_children("appender", PROCESSES, |worker, child| {
-        child.env(DB_VAR, &db).env(WORKER_VAR, worker.to_string());
-    });
+    APPENDERS.run(&db);
 
     let store = SqliteStore::connect(&format!("sqlite://{}", db.display()))
         .await
@@ -118,8 +132,7 @@ fn content(worker: usize, i: usize) -> String {
 /// Run only as a child of `four_processes_append_to_one_session`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appender() {
-    let parent = "four_processes_append_to_one_session";
-    let Some((store, worker)) = child_of(DB_VAR, "appender", parent).await else {
+    let Some((store, worker)) = APPENDERS.join().await else {
         return;
     };
     for i in 0..PER_PROCESS {
@@ -163,7 +176,10 @@ async fn opener() {
         .expect("append");
 }
 
-const CHECKPOINT_DB_VAR: &str = "AGENTMEM_SQLITE_MP_CHECKPOINT_DB";
+const CHECKPOINTERS: Workers = Workers {
+    child: "checkpointer",
+    parent: "four_processes_write_checkpoints_into_one_thread",
+};
 const CHECKPOINTS_PER_PROCESS: usize = 100;
 
 fn shared_thread() -> ThreadId {
@@ -201,11 +217,7 @@ async fn four_processes_write_checkpoints_into_one_thread() {
     let store = SqliteStore::connect(&url).await.expect("open");
     let common = Checkpoint::new(common_key(), TypedBytes::new("json", b"{}".to_vec()));
     store.put_checkpoint(&common, &[]).await.expect("put");
-    run_children("checkpointer", PROCESSES, |worker, child| {
-        child
-            .env(CHECKPOINT_DB_VAR, &db)
-            .env(WORKER_VAR, worker.to_string());
-    });
+    CHECKPOINTERS.run(&db);
 
     let all = store
         .list_checkpoints(&CheckpointQuery::thread(shared_thread()))
@@ -245,8 +257,7 @@ async fn four_processes_write_checkpoints_into_one_thread() {
 /// Run only as a child of `four_processes_write_checkpoints_into_one_thread`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checkpointer() {
-    let parent = "four_processes_write_checkpoints_into_one_thread";
-    let Some((store, worker)) = child_of(CHECKPOINT_DB_VAR, "checkpointer", parent).await else {
+    let Some((store, worker)) = CHECKPOINTERS.join().await else {
         return;
     };
     for i in 0..CHECKPOINTS_PER_PROCESS {
@@ -286,7 +297,10 @@ async fn checkpointer() {
     }
 }
 
-const GRAPH_DB_VAR: &str = "AGENTMEM_SQLITE_MP_GRAPH_DB";
+const GRAPHERS: Workers = Workers {
+    child: "grapher",
+    parent: "four_processes_write_one_graph",
+};
 const GRAPH_WRITES_PER_PROCESS: usize = 50;
 
 /// Four processes write one knowledge graph at once: each creates the same contested
@@ -303,11 +317,7 @@ async fn four_processes_write_one_graph() {
         .create_entities(&[Entity::new("hub", "place")])
         .await
         .expect("create the hub");
-    run_children("grapher", PROCESSES, |worker, child| {
-        child
-            .env(GRAPH_DB_VAR, &db)
-            .env(WORKER_VAR, worker.to_string());
-    });
+    GRAPHERS.run(&db);
 
     let graph = store.read_graph(&GraphQuery::All).await.expect("read");
     let per_process = GRAPH_WRITES_PER_PROCESS;
@@ -334,8 +344,7 @@ async fn four_processes_write_one_graph() {
 /// Run only as a child of `four_processes_write_one_graph`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grapher() {
-    let parent = "four_processes_write_one_graph";
-    let Some((store, worker)) = child_of(GRAPH_DB_VAR, "grapher", parent).await else {
+    let Some((store, worker)) = GRAPHERS.join().await else {
         return;
     };
     for i in 0..GRAPH_WRITES_PER_PROCESS {

@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub mod bench;
 pub mod cases;
 pub mod embeddings;
+pub mod fixtures;
 mod guard;
 pub mod pass_through;
 pub mod peak_memory;

@@ -38,6 +38,18 @@ pub fn import(dir: &Path, input: impl AsRef<OsStr>, format: &str) -> Command {
     cmd
 }
 
+/// Exports `what` (a session id, or `--all`) from the file store in `dir` in `format` to
+/// `file` (a file or folder), then imports that into the file store of a fresh folder, which it
+/// returns.
+pub fn export_into_fresh(dir: &Path, what: &str, format: &str, file: &Path) -> tempfile::TempDir {
+    ok(on(dir)
+        .args(["export", what, "--format", format, "-o"])
+        .arg(file));
+    let fresh = tempfile::tempdir().unwrap();
+    ok(import(fresh.path(), file, format));
+    fresh
+}
+
 /// The URL of a file store in `dir`.
 pub fn file_url(dir: &Path) -> String {
     format!("file://{}?durability=buffered", dir.display())

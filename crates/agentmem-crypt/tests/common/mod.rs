@@ -12,6 +12,7 @@ use agentmem_core::{
     CheckpointTuple, ErrorKind, Result, SessionId, ThreadId, TypedBytes,
 };
 use agentmem_crypt::{CryptoError, EncryptLayer, MasterKey};
+use agentmem_file::{Durability, FileConfig, FileStore};
 
 /// A raw store, as the tests hold it.
 pub type Store = Arc<dyn AgentMemory>;
@@ -31,6 +32,20 @@ pub fn at(thread_name: &str, ns: &str, id: &str) -> CheckpointKey {
         ns: ns.parse().expect("a valid namespace"),
         id: id.parse().expect("a valid checkpoint id"),
     }
+}
+
+/// A fresh raw store: core's in-memory store.
+pub fn raw() -> Store {
+    Arc::new(agentmem_core::InMemoryStore::new())
+}
+
+/// A fresh raw store (core's in-memory one), a new key, and the store wearing the encryption
+/// layer with that key.
+pub fn keyed() -> (Store, MasterKey, impl AgentMemory) {
+    let raw = raw();
+    let key = key();
+    let store = with_key(&raw, &key);
+    (raw, key, store)
 }
 
 /// A new random key.
@@ -119,4 +134,25 @@ pub fn values(tuples: &[CheckpointTuple]) -> Vec<&TypedBytes> {
         out.extend(t.writes.iter().map(|w| &w.value));
     }
     out
+}
+
+/// A file store with `durability` in a fresh folder, and the folder (removed when dropped).
+pub async fn file_store(durability: Durability) -> (Store, Option<tempfile::TempDir>) {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    let config = FileConfig::new(dir.path()).with_durability(durability);
+    let files = FileStore::connect_with(config)
+        .await
+        .expect("open the file store");
+    (Arc::new(files), Some(dir))
+}
+
+/// Core's in-memory store, and no folder: the shape of [`file_store`]'s answer.
+pub async fn in_memory() -> (Store, Option<tempfile::TempDir>) {
+    (raw(), None)
+}
+
+/// Core's in-memory store, and a file store with `durability` in a fresh folder (kept while
+/// the guard lives).
+pub async fn stores(durability: Durability) -> Vec<(Store, Option<tempfile::TempDir>)> {
+    vec![in_memory().await, file_store(durability).await]
 }

@@ -93,6 +93,52 @@ pub trait MixedRun {
     async fn view(store: &dyn AgentMemory) -> Self::View;
 }
 
+/// Two tests of the async fn `$run`, which takes a [`Durability`]: `$fsync` runs it with
+/// `Durability::Fsync`, `$buffered` with `Durability::Buffered`; both carry the attributes
+/// given first (the test attribute).
+#[allow(
+    unused_macros,
+    reason = "only some test binaries have tests for both durabilities"
+)]
+macro_rules! durability_tests {
+    ($(#[$attr:meta])* $run:path => $fsync:ident, $buffered:ident) => {
+        $(#[$attr])*
+        async fn $fsync() {
+            $run(agentmem_file::Durability::Fsync).await;
+        }
+
+        $(#[$attr])*
+        async fn $buffered() {
+            $run(agentmem_file::Durability::Buffered).await;
+        }
+    };
+}
+#[allow(
+    unused_imports,
+    reason = "only some test binaries have tests for both durabilities"
+)]
+pub(crate) use durability_tests;
+
+/// The two mixed-run tests of a data kind: [`mixed_run_matches_the_reference`] of `$run` over
+/// `$steps`, durably and buffered.
+#[allow(unused_macros, reason = "only the test binaries of mixed runs use it")]
+macro_rules! mixed_run_tests {
+    ($run:ty, $steps:expr) => {
+        async fn mixed_run(durability: agentmem_file::Durability) {
+            $crate::common::mixed_run_matches_the_reference::<$run>(durability, &$steps).await;
+        }
+
+        $crate::common::durability_tests!(
+            #[tokio::test]
+            mixed_run =>
+            a_mixed_run_reads_back_as_the_reference_durably,
+            a_mixed_run_reads_back_as_the_reference_buffered
+        );
+    };
+}
+#[allow(unused_imports, reason = "only the test binaries of mixed runs use it")]
+pub(crate) use mixed_run_tests;
+
 /// Runs `steps` on the reference and on a file store in a new folder under `durability`:
 /// every step answers as the reference's does, and after every step the working store,
 /// another store on the same root and a store opened afresh show what the reference shows,

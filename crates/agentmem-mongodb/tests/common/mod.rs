@@ -174,6 +174,43 @@ pub async fn raw_matching(store: &MongoStore, collection: &str, filter: Document
         .unwrap()
 }
 
+/// `n` more handles on `store`'s database, each with a driver client (and pool) of its own,
+/// as separate processes would have.
+pub async fn handles(store: &MongoStore, n: usize) -> Vec<Layered<MongoStore>> {
+    let mut handles = Vec::with_capacity(n);
+    for _ in 0..n {
+        let options = MongoConfig::new(&url())
+            .unwrap()
+            .client_options()
+            .await
+            .unwrap();
+        let client = Client::with_options(options).unwrap();
+        handles.push(
+            MongoStore::from_client(client, store.database_name())
+                .await
+                .unwrap(),
+        );
+    }
+    handles
+}
+
+/// Makes the calls `call(c, i, client)`, for `i` in `0..n`, on each client `c` of three more
+/// clients of `store`'s database (see [`handles`]), every call at once; their answers, client
+/// by client.
+pub async fn on_three_clients_at_once<T, F, Fut>(store: &MongoStore, n: u32, call: F) -> Vec<T>
+where
+    F: Fn(usize, u32, Layered<MongoStore>) -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let clients = handles(store, 3).await;
+    let calls = clients
+        .iter()
+        .enumerate()
+        .flat_map(|(c, client)| (0..n).map(move |i| (c, i, client.clone())))
+        .map(|(c, i, client)| call(c, i, client));
+    futures_util::future::join_all(calls).await
+}
+
 /// The conformance factory on `MONGODB_URL`.
 pub async fn conformance_store() -> Option<TestStore> {
     fresh_store(&url()).await.map(TestStore::into_dyn)

@@ -204,6 +204,19 @@ pub async fn reopen_current(store: &PostgresStore) -> Layered<PostgresStore> {
     again
 }
 
+/// `n` more stores on `store`'s schema, each with a pool of its own: other processes.
+pub async fn other_processes(store: &PostgresStore, n: usize) -> Vec<Layered<PostgresStore>> {
+    let url = with_options(
+        &database_url(),
+        &[("schema", store.schema()), ("pool_size", "4")],
+    );
+    let mut stores = Vec::new();
+    for _ in 0..n {
+        stores.push(PostgresStore::connect(&url).await.expect("another process"));
+    }
+    stores
+}
+
 /// `n` printable ASCII characters PostgreSQL's compression finds no pattern in (a linear
 /// congruential sequence seeded with `seed`).
 pub fn incompressible(n: usize, seed: u64) -> String {

@@ -5,6 +5,8 @@
     reason = "shared by several test binaries, each using part of it; a failed unwrap is a failed test"
 )]
 
+use std::sync::Arc;
+
 use agentmem_core::{Layered, PendingWrite, SessionStore, TypedBytes};
 use agentmem_redis::{RedisConfig, RedisStore};
 use agentmem_testkit::{NamespaceGuard, ServerNamespace, TestStore};
@@ -17,6 +19,11 @@ pub async fn conformance_store(namespace: ServerNamespace, server: &str) -> Opti
     namespace.test_store(server, opened)
 }
 
+/// The single Redis server's URL (`REDIS_URL`).
+pub fn single_url() -> String {
+    agentmem_testkit::env_url("REDIS_URL", "redis://127.0.0.1:6379")
+}
+
 /// The config of a store on `url` under a fresh prefix (`tag` and a unique suffix), and the
 /// guard that deletes the prefix's keys when the test ends (passed or failed).
 pub fn config_under_fresh_prefix(url: &str, tag: &str) -> (RedisConfig, NamespaceGuard) {
@@ -26,17 +33,45 @@ pub fn config_under_fresh_prefix(url: &str, tag: &str) -> (RedisConfig, Namespac
     (config, guard)
 }
 
+/// A store on `url` under a fresh prefix (see [`config_under_fresh_prefix`]) and the guard
+/// that deletes the prefix's keys, or `None` (the test skips) when the server does not answer.
+pub async fn store_under_fresh_prefix(
+    url: &str,
+    tag: &str,
+) -> Option<(Layered<RedisStore>, NamespaceGuard)> {
+    let (config, guard) = config_under_fresh_prefix(url, tag);
+    match RedisStore::connect_with(config).await {
+        Ok(store) => Some((store, guard)),
+        Err(e) => agentmem_testkit::service_unavailable("redis", url, &e),
+    }
+}
+
+/// `n` handles, each with a connection of its own, on one fresh prefix (`tag` and a unique
+/// suffix) of the server at `url`, and the guard that deletes the prefix's keys; `None` (the
+/// test skips) when the server does not answer.
+pub async fn stores_under_fresh_prefix(
+    url: &str,
+    tag: &str,
+    n: usize,
+) -> Option<(Vec<Arc<Layered<RedisStore>>>, NamespaceGuard)> {
+    let (config, guard) = config_under_fresh_prefix(url, tag);
+    let mut stores = Vec::new();
+    for _ in 0..n {
+        match RedisStore::connect_with(config.clone()).await {
+            Ok(store) => stores.push(Arc::new(store)),
+            Err(e) => return agentmem_testkit::service_unavailable("redis", url, &e),
+        }
+    }
+    Some((stores, guard))
+}
+
 /// A store on `url` under a fresh prefix (see [`config_under_fresh_prefix`]) and a raw
 /// connection to the same server, or `None` (the test skips) when the server does not answer.
 pub async fn store_and_raw(
     url: &str,
     tag: &str,
 ) -> Option<(Layered<RedisStore>, MultiplexedConnection, NamespaceGuard)> {
-    let (config, guard) = config_under_fresh_prefix(url, tag);
-    let store = match RedisStore::connect_with(config).await {
-        Ok(store) => store,
-        Err(e) => return agentmem_testkit::service_unavailable("redis", url, &e),
-    };
+    let (store, guard) = store_under_fresh_prefix(url, tag).await?;
     let raw = redis::Client::open(url)
         .unwrap()
         .get_multiplexed_async_connection()
