@@ -96,6 +96,7 @@ async fn main() -> Result<()> {
         let options = RecallOptions {
             embed_messages: true,
             fusion,
+            ..RecallOptions::default()
         };
         let recall = Recall::new(Arc::clone(&store), Arc::clone(&embedder), options);
         recall.index(&mut |_| {}).await?;
