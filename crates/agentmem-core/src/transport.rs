@@ -37,6 +37,41 @@ pub fn check_transport(url: &str, what: &str, payload: &str) -> Result<()> {
     }
 }
 
+/// POSTs `body` as JSON to `url`, with `Authorization: Bearer {api_key}` when a key is given,
+/// and returns the reply's status and text (any status: what a status means is the caller's
+/// to say). Blocking; give up after `timeout`. Check the URL with [`check_transport`] first.
+///
+/// # Errors
+///
+/// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when the server cannot be reached
+/// or its reply read; `shown` names the server in the message (give it redacted).
+#[cfg(feature = "http-client")]
+pub fn post_json(
+    url: &str,
+    shown: &str,
+    api_key: Option<&str>,
+    body: &serde_json::Value,
+    timeout: std::time::Duration,
+) -> Result<(u16, String)> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut request = agent.post(url).header("Content-Type", "application/json");
+    if let Some(key) = api_key {
+        request = request.header("Authorization", format!("Bearer {key}"));
+    }
+    let mut response = request
+        .send_json(body)
+        .map_err(|e| Error::unavailable(format!("cannot reach {shown}")).with_source(e))?;
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().map_err(|e| {
+        Error::unavailable(format!("cannot read the reply of {shown}")).with_source(e)
+    })?;
+    Ok((status, text))
+}
+
 #[cfg(test)]
 mod tests {
     use super::check_transport;

@@ -180,25 +180,14 @@ impl HttpEmbedder {
     fn call_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         self.check_transport()?;
         let shown = self.shown_endpoint();
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(self.timeout))
-            .http_status_as_error(false)
-            .build()
-            .into();
-        let mut request = agent
-            .post(self.endpoint())
-            .header("Content-Type", "application/json");
-        if let Some(key) = &self.api_key {
-            request = request.header("Authorization", format!("Bearer {key}"));
-        }
         let body = json!({ "model": self.unknown.id, "input": texts });
-        let mut response = request
-            .send_json(&body)
-            .map_err(|e| Error::unavailable(format!("cannot reach {shown}")).with_source(e))?;
-        let status = response.status().as_u16();
-        let text = response.body_mut().read_to_string().map_err(|e| {
-            Error::unavailable(format!("cannot read the reply of {shown}")).with_source(e)
-        })?;
+        let (status, text) = agentmem_core::transport::post_json(
+            &self.endpoint(),
+            &shown,
+            self.api_key.as_deref(),
+            &body,
+            self.timeout,
+        )?;
         if !(200..300).contains(&status) {
             return Err(self.status_error(status, &text));
         }

@@ -130,28 +130,13 @@ impl OpenAiSummarizer {
 
     fn call_blocking(&self, body: serde_json::Value) -> Result<String> {
         self.check_transport()?;
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(self.timeout))
-            .http_status_as_error(false)
-            .build()
-            .into();
-        let mut request = agent
-            .post(self.endpoint())
-            .header("Content-Type", "application/json");
-        if let Some(key) = &self.api_key {
-            request = request.header("Authorization", format!("Bearer {key}"));
-        }
-        let mut response = request.send_json(&body).map_err(|e| {
-            Error::unavailable(format!("cannot reach {}", self.shown_endpoint())).with_source(e)
-        })?;
-        let status = response.status().as_u16();
-        let text = response.body_mut().read_to_string().map_err(|e| {
-            Error::unavailable(format!(
-                "cannot read the reply of {}",
-                self.shown_endpoint()
-            ))
-            .with_source(e)
-        })?;
+        let (status, text) = agentmem_core::transport::post_json(
+            &self.endpoint(),
+            &self.shown_endpoint(),
+            self.api_key.as_deref(),
+            &body,
+            self.timeout,
+        )?;
         if !(200..300).contains(&status) {
             let shown: String = text.chars().take(300).collect();
             let message = format!("{} answered HTTP {status}: {shown}", self.shown_endpoint());
