@@ -60,10 +60,7 @@ impl ContextStore for MyMemory {
 
     /// Keeps the conversation as the session's whole content.
     async fn save_session(
-        &self,
-        session: &SessionId,
-        history: &[Message],
-        _metadata: &Metadata,
+        &self, session: &SessionId, history: &[Message], _metadata: &Metadata,
     ) -> Result<()> {
         self.sessions().insert(session.clone(), history.to_vec());
         Ok(())

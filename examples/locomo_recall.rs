@@ -210,9 +210,7 @@ async fn clear(store: &Arc<dyn AgentMemory>) -> Result<()> {
 /// The turn id (`D1:3`) of each message id. Appends every turn, or with `reuse` reads the
 /// messages a run before appended (`--reuse`): the turns in order, session by session.
 async fn fill(
-    store: &Arc<dyn AgentMemory>,
-    conversation: &Conversation,
-    reuse: bool,
+    store: &Arc<dyn AgentMemory>, conversation: &Conversation, reuse: bool,
 ) -> Result<HashMap<String, String>> {
     let mut turn_of = HashMap::new();
     for (name, turns) in &conversation.sessions {

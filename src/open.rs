@@ -132,8 +132,7 @@ pub fn url_names_key(url: &str) -> Result<bool> {
 /// ```
 #[cfg(feature = "encryption")]
 pub async fn open_with_key(
-    url: &str,
-    key: Option<&agentmem_crypt::MasterKey>,
+    url: &str, key: Option<&agentmem_crypt::MasterKey>,
 ) -> Result<Arc<dyn AgentMemory>> {
     use agentmem_core::AgentMemoryExt as _;
     if url_names_key(url)? {
@@ -198,8 +197,7 @@ pub fn configured_key(
 /// ```
 #[cfg(feature = "encryption")]
 pub async fn open_with_key_file(
-    url: &str,
-    key_file: Option<&std::path::Path>,
+    url: &str, key_file: Option<&std::path::Path>,
 ) -> Result<Arc<dyn AgentMemory>> {
     if url_names_key(url)? {
         if key_file.is_some() {

@@ -177,9 +177,7 @@ impl Agent {
     /// [`from_config`](Self::from_config), which does it on tokio's blocking pool.
     /// `InvalidInput` when a session name in the config is not a valid [`SessionId`].
     pub fn new(
-        config: AgentConfig,
-        store: Arc<dyn AgentMemory>,
-        name: Option<&str>,
+        config: AgentConfig, store: Arc<dyn AgentMemory>, name: Option<&str>,
     ) -> Result<Agent> {
         Agent::build(config, Memory::Store(store), name)
     }
@@ -251,9 +249,7 @@ impl Agent {
     /// # }).unwrap();
     /// ```
     pub fn with_context_store(
-        config: AgentConfig,
-        store: Arc<dyn ContextStore>,
-        name: Option<&str>,
+        config: AgentConfig, store: Arc<dyn ContextStore>, name: Option<&str>,
     ) -> Result<Agent> {
         refuse_beyond_protocol(&config)?;
         Agent::build(config, Memory::Protocol(store), name)
@@ -270,10 +266,7 @@ impl Agent {
     }
 
     fn assemble(
-        config: AgentConfig,
-        memory: Memory,
-        name: Option<String>,
-        sessions: Sessions,
+        config: AgentConfig, memory: Memory, name: Option<String>, sessions: Sessions,
     ) -> Agent {
         let memory_scope = config.memory_scope.clone().unwrap_or_else(|| MemoryScope {
             agent: name.as_deref().map(scope_agent_name),
@@ -329,9 +322,7 @@ impl Agent {
     /// # }).unwrap();
     /// ```
     pub async fn from_config(
-        config: AgentConfig,
-        name: Option<&str>,
-        registry: &Registry,
+        config: AgentConfig, name: Option<&str>, registry: &Registry,
     ) -> Result<Option<Agent>> {
         if !config.is_enabled() {
             return Ok(None);

@@ -132,10 +132,7 @@ const KEPT_MESSAGE_IDS: usize = 32;
 /// stored so far: the count grows by one unless that message was already counted. Returns the
 /// item to store, or `None` when nothing changes.
 pub fn record(
-    insight: &Insight,
-    scope: &MemoryScope,
-    message_id: &str,
-    existing: Option<MemoryItem>,
+    insight: &Insight, scope: &MemoryScope, message_id: &str, existing: Option<MemoryItem>,
 ) -> Option<MemoryItem> {
     let Some(mut item) = existing else {
         return Some(insight.to_memory_item(scope, message_id));

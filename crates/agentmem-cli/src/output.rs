@@ -66,10 +66,7 @@ impl Output {
     /// Writes `items`: as a JSON list with `--json`, else as a table under `header`, a row an
     /// item made by `row`.
     pub fn listing<T: Serialize>(
-        &mut self,
-        items: &[T],
-        header: &[&str],
-        row: impl Fn(&T) -> Vec<String>,
+        &mut self, items: &[T], header: &[&str], row: impl Fn(&T) -> Vec<String>,
     ) -> Result<()> {
         if self.json {
             return self.json_value(items);

@@ -117,8 +117,7 @@ impl Conversation {
 
     /// The conversation `b` describes, in the resolved `workspace_dir`.
     pub(crate) async fn from_builder(
-        b: ConversationBuilder,
-        workspace_dir: PathBuf,
+        b: ConversationBuilder, workspace_dir: PathBuf,
     ) -> Result<Self> {
         let session = SessionId::from(b.agent.clone());
         let context_length = b.resolved_context_length();
@@ -337,10 +336,7 @@ impl Conversation {
     /// after a write reported failure. `false` when that cannot be read either: then the
     /// write is taken as not done, as the error said.
     async fn store_holds(
-        &self,
-        store: &Arc<dyn AgentMemory>,
-        id: &str,
-        window: Option<usize>,
+        &self, store: &Arc<dyn AgentMemory>, id: &str, window: Option<usize>,
     ) -> bool {
         match store.load(&self.session, window).await {
             Ok(Some(session)) => session.messages.iter().any(|m| m.id == id),
@@ -454,9 +450,7 @@ impl Conversation {
     /// The store's side of a compaction: one atomic `compact`, or, when nothing was ever
     /// stored (nothing to archive), an append that starts the session with the summary.
     async fn store_compact(
-        &self,
-        store: &Arc<dyn AgentMemory>,
-        summary: &Message,
+        &self, store: &Arc<dyn AgentMemory>, summary: &Message,
     ) -> Result<Option<ArchiveInfo>> {
         match store
             .compact(&self.session, std::slice::from_ref(summary))

@@ -197,8 +197,7 @@ pub fn messages_from_yaml(text: &str) -> Result<Vec<Message>> {
 
 /// The messages of a parsed `format` list, or `CorruptData` naming the parse error.
 fn into_messages<E>(
-    parsed: std::result::Result<Vec<Exported>, E>,
-    format: &str,
+    parsed: std::result::Result<Vec<Exported>, E>, format: &str,
 ) -> Result<Vec<Message>>
 where
     E: std::error::Error + Send + Sync + 'static,

@@ -36,10 +36,7 @@ pub struct Preload {
 /// window), but a compaction summary at the session's start is pinned only when the window
 /// reaches it: the start of a longer session is not read.
 pub(crate) async fn load_preload(
-    store: &Arc<dyn AgentMemory>,
-    session: &SessionId,
-    window: usize,
-    budget: usize,
+    store: &Arc<dyn AgentMemory>, session: &SessionId, window: usize, budget: usize,
     encoding: TokenEncoding,
 ) -> Result<Option<Preload>> {
     let mut limit = window.max(1);
@@ -103,11 +100,7 @@ fn starts_with_summary(session: &Session) -> bool {
 /// favour of the turns after it would forget everything before the last compaction. `None`
 /// when there are no blocks or not even one fits.
 pub(crate) fn preload(
-    session: &Session,
-    blocks: &[String],
-    pin: bool,
-    memory_created: DateTime<Utc>,
-    budget: usize,
+    session: &Session, blocks: &[String], pin: bool, memory_created: DateTime<Utc>, budget: usize,
     encoding: TokenEncoding,
 ) -> (Option<Preload>, bool) {
     if blocks.is_empty() {

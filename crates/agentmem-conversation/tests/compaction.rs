@@ -19,10 +19,7 @@ const SUMMARY_TEXT: &str = "[Compressed Memory Summary]\nThe following is a comp
 
 /// A persistent research conversation of `agent` on `store`.
 async fn persistent(
-    agent: &str,
-    store: Arc<dyn AgentMemory>,
-    compressor: Compressor,
-    context_length: usize,
+    agent: &str, store: Arc<dyn AgentMemory>, compressor: Compressor, context_length: usize,
 ) -> Conversation {
     persisting(agent, store)
         .system_prompt("You are a research assistant.")

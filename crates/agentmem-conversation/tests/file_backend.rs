@@ -41,8 +41,7 @@ async fn open(store: &Arc<Layered<FileStore>>, agent: &str, context_length: usiz
 /// system prompt and rules) is `MEMORY.md` byte for byte; returns the new conversation and
 /// the file.
 async fn reopen_preloading_the_file(
-    convo: Conversation,
-    store: &Arc<Layered<FileStore>>,
+    convo: Conversation, store: &Arc<Layered<FileStore>>,
 ) -> (Conversation, String) {
     let path = convo.memory_path().unwrap();
     let agent = convo.agent_name().as_str().to_string();

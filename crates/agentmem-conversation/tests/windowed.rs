@@ -13,9 +13,7 @@ use common::{built, in_memory, persisting, ScriptedStore};
 
 /// Appends `entry(i)` for `i` in `range`, 1,000 at a time.
 async fn fill(
-    store: &dyn AgentMemory,
-    session: &SessionId,
-    range: std::ops::Range<usize>,
+    store: &dyn AgentMemory, session: &SessionId, range: std::ops::Range<usize>,
     entry: impl Fn(usize) -> Message,
 ) {
     let all: Vec<usize> = range.collect();
@@ -34,8 +32,7 @@ fn entry(i: usize) -> Message {
 /// What `agent` preloads from `inner` when built with `configure`, and the limits of the
 /// loads the build made.
 async fn preload_of(
-    inner: &Arc<dyn AgentMemory>,
-    agent: &str,
+    inner: &Arc<dyn AgentMemory>, agent: &str,
     configure: impl FnOnce(
         agentmem_conversation::ConversationBuilder,
     ) -> agentmem_conversation::ConversationBuilder,

@@ -71,10 +71,7 @@ impl SessionStore for Noop {
         Ok(PurgeReport::default())
     }
     async fn fork(
-        &self,
-        s: &SessionId,
-        _: &SessionId,
-        _: Option<&MessageId>,
+        &self, s: &SessionId, _: &SessionId, _: Option<&MessageId>,
     ) -> Result<SessionInfo> {
         Err(Error::not_found(format!("session `{s}` does not exist")))
     }
@@ -88,10 +85,7 @@ impl SessionStore for Noop {
         Ok(SessionQuery::default().page(Vec::new()))
     }
     async fn replace_archive(
-        &self,
-        _: &SessionId,
-        _: &ArchiveId,
-        _: &[Message],
+        &self, _: &SessionId, _: &ArchiveId, _: &[Message],
     ) -> Result<ArchiveInfo> {
         Err(Error::not_found("no archive"))
     }

@@ -297,9 +297,7 @@ impl Registry {
     /// `InvalidInput` when the URL names a key as well; `Unsupported` without a registered
     /// [`Encryption`].
     pub async fn open_with_key(
-        &self,
-        url: &str,
-        key: &KeyLocation,
+        &self, url: &str, key: &KeyLocation,
     ) -> Result<Arc<dyn AgentMemory>> {
         self.open_as(url, Some(key), Guard::On).await
     }
@@ -314,10 +312,7 @@ impl Registry {
     }
 
     async fn open_as(
-        &self,
-        url: &str,
-        key: Option<&KeyLocation>,
-        guard: Guard,
+        &self, url: &str, key: Option<&KeyLocation>, guard: Guard,
     ) -> Result<Arc<dyn AgentMemory>> {
         let Some(scheme) = url_scheme(url) else {
             return Err(Error::invalid_input(format!(

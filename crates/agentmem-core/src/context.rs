@@ -112,10 +112,7 @@ pub trait ContextStore: Debug + Send + Sync + 'static {
     /// Saves `history` with metadata `meta` as the whole session `id`: afterwards the session
     /// is exactly `history`. An agent calls it after every turn with the conversation so far.
     async fn save_session(
-        &self,
-        id: &SessionId,
-        history: &[Message],
-        meta: &Metadata,
+        &self, id: &SessionId, history: &[Message], meta: &Metadata,
     ) -> Result<()>;
 }
 

@@ -101,10 +101,7 @@ pub trait AgentMemoryExt: AgentMemory {
     /// # }).unwrap();
     /// ```
     async fn fork_thread(
-        &self,
-        source: &ThreadId,
-        target: &ThreadId,
-        at: Option<&CheckpointId>,
+        &self, source: &ThreadId, target: &ThreadId, at: Option<&CheckpointId>,
     ) -> Result<u64> {
         let Some(at) = at else {
             return self.copy_thread(source, target).await;

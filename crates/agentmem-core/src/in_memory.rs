@@ -188,8 +188,7 @@ impl InMemoryStore {
 impl State {
     /// Every session that has not expired at `at`, in id order.
     fn live_sessions(
-        &self,
-        at: DateTime<Utc>,
+        &self, at: DateTime<Utc>,
     ) -> impl Iterator<Item = (&SessionId, &StoredSession)> {
         self.sessions
             .iter()
@@ -225,10 +224,7 @@ impl SessionStore for InMemoryStore {
     }
 
     async fn save_session(
-        &self,
-        id: &SessionId,
-        history: &[Message],
-        meta: &Metadata,
+        &self, id: &SessionId, history: &[Message], meta: &Metadata,
     ) -> Result<()> {
         self.write_session(id, |stored| {
             stored.messages = history.to_vec();
@@ -353,10 +349,7 @@ impl SessionStore for InMemoryStore {
     }
 
     async fn fork(
-        &self,
-        source: &SessionId,
-        target: &SessionId,
-        at: Option<&MessageId>,
+        &self, source: &SessionId, target: &SessionId, at: Option<&MessageId>,
     ) -> Result<SessionInfo> {
         let now = now();
         let mut state = self.state();
@@ -389,9 +382,7 @@ impl SessionStore for InMemoryStore {
     }
 
     async fn update_session(
-        &self,
-        session: &SessionId,
-        patch: &SessionPatch,
+        &self, session: &SessionId, patch: &SessionPatch,
     ) -> Result<SessionInfo> {
         let at = now();
         let mut state = self.state();
@@ -401,10 +392,7 @@ impl SessionStore for InMemoryStore {
     }
 
     async fn replace_archive(
-        &self,
-        session: &SessionId,
-        archive: &ArchiveId,
-        messages: &[Message],
+        &self, session: &SessionId, archive: &ArchiveId, messages: &[Message],
     ) -> Result<ArchiveInfo> {
         let mut state = self.state();
         let stored = state.live_mut(session, now())?;
@@ -522,10 +510,7 @@ impl CheckpointStore for InMemoryStore {
     }
 
     async fn get_checkpoint(
-        &self,
-        thread: &ThreadId,
-        ns: &CheckpointNs,
-        id: Option<&CheckpointId>,
+        &self, thread: &ThreadId, ns: &CheckpointNs, id: Option<&CheckpointId>,
     ) -> Result<Option<CheckpointTuple>> {
         Ok(self.state().threads.get(thread).and_then(|t| t.get(ns, id)))
     }
@@ -621,8 +606,7 @@ impl GraphStore for InMemoryStore {
     }
 
     async fn add_observations(
-        &self,
-        additions: &[ObservationAddition],
+        &self, additions: &[ObservationAddition],
     ) -> Result<Vec<AddedObservations>> {
         self.state().graph.add_observations(additions)
     }

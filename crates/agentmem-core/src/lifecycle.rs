@@ -227,9 +227,7 @@ impl SessionPatch {
     /// writes them back under one lock does. Fails (changing nothing) when the result would
     /// carry more than [`MAX_TAGS`] tags.
     pub fn apply(
-        &self,
-        labels: &mut SessionLabels,
-        expires_at: &mut Option<DateTime<Utc>>,
+        &self, labels: &mut SessionLabels, expires_at: &mut Option<DateTime<Utc>>,
     ) -> Result<()> {
         let mut next = labels.clone();
         if let Some(title) = &self.title {

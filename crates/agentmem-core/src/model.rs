@@ -23,9 +23,7 @@ macro_rules! metadata_builder {
     () => {
         /// Adds one metadata entry.
         pub fn with_metadata(
-            mut self,
-            key: impl Into<String>,
-            value: impl Into<serde_json::Value>,
+            mut self, key: impl Into<String>, value: impl Into<serde_json::Value>,
         ) -> Self {
             self.metadata.insert(key.into(), value.into());
             self
@@ -233,9 +231,7 @@ impl Message {
     /// assert_eq!(call.content, r#"{"city":"Oslo"}"#);
     /// ```
     pub fn tool_call(
-        call_id: impl Into<String>,
-        tool: impl Into<String>,
-        arguments: impl Into<String>,
+        call_id: impl Into<String>, tool: impl Into<String>, arguments: impl Into<String>,
     ) -> Self {
         let mut m = Self::new(Role::Assistant, arguments);
         m.tool_call_id = Some(call_id.into());
@@ -256,9 +252,7 @@ impl Message {
     /// assert_eq!(result.tool_call_id, call.tool_call_id);
     /// ```
     pub fn tool_result(
-        call_id: impl Into<String>,
-        tool: impl Into<String>,
-        content: impl Into<String>,
+        call_id: impl Into<String>, tool: impl Into<String>, content: impl Into<String>,
     ) -> Self {
         let mut m = Self::new(Role::Tool, content);
         m.tool_call_id = Some(call_id.into());
@@ -350,10 +344,7 @@ pub struct SessionInfo {
 impl SessionInfo {
     /// A session summary without labels or expiry.
     pub fn new(
-        id: SessionId,
-        message_count: u64,
-        created_at: DateTime<Utc>,
-        updated_at: DateTime<Utc>,
+        id: SessionId, message_count: u64, created_at: DateTime<Utc>, updated_at: DateTime<Utc>,
     ) -> Self {
         SessionInfo {
             id,

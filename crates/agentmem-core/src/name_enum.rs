@@ -125,11 +125,7 @@ macro_rules! name_enum {
 /// error naming `what`, the input and the `valid` names.
 #[doc(hidden)]
 pub fn parse_name<T: Copy>(
-    what: &str,
-    input: &str,
-    spellings: &[(&str, T)],
-    valid: &[&str],
-    ignore_ascii_case: bool,
+    what: &str, input: &str, spellings: &[(&str, T)], valid: &[&str], ignore_ascii_case: bool,
 ) -> Result<T> {
     spellings
         .iter()

@@ -11,8 +11,7 @@ use serde::Serializer;
 /// `#[serde(serialize_with)]` for a `DateTime<Utc>`: the same string chrono's `Serialize`
 /// gives.
 pub(crate) fn serialize<S: Serializer>(
-    time: &DateTime<Utc>,
-    serializer: S,
+    time: &DateTime<Utc>, serializer: S,
 ) -> Result<S::Ok, S::Error> {
     let mut buf = [0u8; 32];
     match write(time, &mut buf) {

@@ -236,9 +236,7 @@ const B: f64 = 0.75;
 /// assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [2, 0]);
 /// ```
 pub fn rank<'a>(
-    query: &str,
-    documents: impl IntoIterator<Item = &'a str>,
-    limit: usize,
+    query: &str, documents: impl IntoIterator<Item = &'a str>, limit: usize,
 ) -> Vec<(usize, f64)> {
     let terms = query_words(query);
     if terms.is_empty() || limit == 0 {

@@ -237,10 +237,7 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
     /// Makes the stored session `id` exactly `history` with metadata `meta`, in one atomic
     /// step. Creates the session when missing; an empty `history` leaves an empty session.
     async fn save_session(
-        &self,
-        id: &SessionId,
-        history: &[Message],
-        meta: &Metadata,
+        &self, id: &SessionId, history: &[Message], meta: &Metadata,
     ) -> Result<()>;
 
     /// Appends `messages` to the end of the session without rewriting it, creating the session
@@ -358,10 +355,7 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
     /// # }).unwrap();
     /// ```
     async fn fork(
-        &self,
-        source: &SessionId,
-        target: &SessionId,
-        at: Option<&MessageId>,
+        &self, source: &SessionId, target: &SessionId, at: Option<&MessageId>,
     ) -> Result<SessionInfo>;
 
     /// Removes messages from the end of the session, in one atomic step, and returns them,
@@ -408,9 +402,7 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
     /// # }).unwrap();
     /// ```
     async fn update_session(
-        &self,
-        session: &SessionId,
-        patch: &SessionPatch,
+        &self, session: &SessionId, patch: &SessionPatch,
     ) -> Result<SessionInfo>;
 
     /// One page of the sessions matching `query` (owner, tags, last-update range), ordered by
@@ -422,10 +414,7 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
     /// encryption layer's `rekey` re-encrypts archives with it), not for editing history.
     /// `NotFound` when the session or the archive does not exist.
     async fn replace_archive(
-        &self,
-        session: &SessionId,
-        archive: &ArchiveId,
-        messages: &[Message],
+        &self, session: &SessionId, archive: &ArchiveId, messages: &[Message],
     ) -> Result<ArchiveInfo>;
 
     /// The store property `name` (see [`set_store_property`](Self::set_store_property)), or
@@ -550,10 +539,7 @@ pub trait CheckpointStore: Debug + Send + Sync + 'static {
     /// The checkpoint `id` of `thread` in `ns`, or without an id the newest (greatest id), with
     /// its blobs and pending writes; `None` when there is none.
     async fn get_checkpoint(
-        &self,
-        thread: &ThreadId,
-        ns: &CheckpointNs,
-        id: Option<&CheckpointId>,
+        &self, thread: &ThreadId, ns: &CheckpointNs, id: Option<&CheckpointId>,
     ) -> Result<Option<CheckpointTuple>>;
 
     /// The checkpoints `query` selects, newest (greatest id) first, then by thread and
@@ -616,8 +602,7 @@ pub trait GraphStore: Debug + Send + Sync + 'static {
     /// what each gained. When an entity does not exist the call fails with `NotFound`
     /// ([`entity_not_found`](crate::graph::entity_not_found)) and applies nothing.
     async fn add_observations(
-        &self,
-        additions: &[ObservationAddition],
+        &self, additions: &[ObservationAddition],
     ) -> Result<Vec<AddedObservations>>;
 
     /// Deletes the named entities and every relation naming one of `names` (as from or to);

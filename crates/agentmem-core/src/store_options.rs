@@ -280,12 +280,8 @@ impl StoreOptions {
 /// `embed`, `model_dir`, `embed_url`, `embed_model` and `embed_key_env` need an embedder
 /// they belong to.
 fn parse_embedding(
-    embedder: Option<&str>,
-    embed: Option<&str>,
-    model_dir: Option<&str>,
-    embed_url: Option<&str>,
-    embed_model: Option<&str>,
-    embed_key_env: Option<&str>,
+    embedder: Option<&str>, embed: Option<&str>, model_dir: Option<&str>, embed_url: Option<&str>,
+    embed_model: Option<&str>, embed_key_env: Option<&str>,
 ) -> Result<Option<EmbeddingOptions>> {
     let decoded = |name: &str, value: &str| {
         crate::support::percent_decode(value)

@@ -21,8 +21,7 @@ use crate::store::{MemoryFilter, MemoryHit, MemoryStore, MessageHit, RetentionPo
 /// line each. A store or layer that overrides `get_context` (and so cannot call the default)
 /// calls this to keep the same answer.
 pub async fn memory_context<S: MemoryStore + ?Sized>(
-    store: &S,
-    query: Option<&str>,
+    store: &S, query: Option<&str>,
 ) -> Result<String> {
     memory_context_in(store, query, &ScopeFilter::All).await
 }
@@ -54,9 +53,7 @@ pub async fn memory_context<S: MemoryStore + ?Sized>(
 /// # }).unwrap();
 /// ```
 pub async fn memory_context_in<S: MemoryStore + ?Sized>(
-    store: &S,
-    query: Option<&str>,
-    scope: &ScopeFilter,
+    store: &S, query: Option<&str>, scope: &ScopeFilter,
 ) -> Result<String> {
     let filter = |limit| {
         MemoryFilter::default()
@@ -134,8 +131,7 @@ pub fn keep_last<T>(items: &mut Vec<T>, limit: Option<usize>) {
 /// expired, oldest first (a stable sort: items created at the same time keep the order given),
 /// only the newest `filter.limit`. For backends that hold the items in the client.
 pub fn select_memories<'a>(
-    items: impl IntoIterator<Item = &'a MemoryItem>,
-    filter: &MemoryFilter,
+    items: impl IntoIterator<Item = &'a MemoryItem>, filter: &MemoryFilter,
 ) -> Vec<MemoryItem> {
     let now = crate::now();
     let mut selected: Vec<MemoryItem> = items
@@ -152,9 +148,7 @@ pub fn select_memories<'a>(
 /// `query`, ranked with [`rank`] (BM25), best first, at most [`memory_search_limit`]. For
 /// backends that search in the client.
 pub fn rank_memories<'a>(
-    query: &str,
-    items: impl IntoIterator<Item = &'a MemoryItem>,
-    filter: &MemoryFilter,
+    query: &str, items: impl IntoIterator<Item = &'a MemoryItem>, filter: &MemoryFilter,
 ) -> Vec<MemoryHit> {
     let now = crate::now();
     let candidates: Vec<&MemoryItem> = items
@@ -175,9 +169,7 @@ pub fn rank_memories<'a>(
 /// [`rank`] (BM25), best first (ties in the order given), at most
 /// `limit`. For backends that search in the client.
 pub fn rank_messages<'a>(
-    query: &str,
-    candidates: impl IntoIterator<Item = (&'a SessionId, &'a Message)>,
-    limit: usize,
+    query: &str, candidates: impl IntoIterator<Item = (&'a SessionId, &'a Message)>, limit: usize,
 ) -> Vec<MessageHit> {
     let candidates: Vec<(&SessionId, &Message)> = candidates.into_iter().collect();
     let texts = candidates
@@ -288,8 +280,7 @@ pub fn retention_cutoff(policy: &RetentionPolicy, now: DateTime<Utc>) -> Option<
 /// When a purge at `now` under `policy` deletes memory items last updated before the
 /// returned time (as [`retention_cutoff`], for `max_memory_age`).
 pub fn memory_retention_cutoff(
-    policy: &RetentionPolicy,
-    now: DateTime<Utc>,
+    policy: &RetentionPolicy, now: DateTime<Utc>,
 ) -> Option<DateTime<Utc>> {
     age_cutoff(policy.max_memory_age?, now)
 }
@@ -301,9 +292,7 @@ fn age_cutoff(age: std::time::Duration, now: DateTime<Utc>) -> Option<DateTime<U
 /// Whether a purge at `now` with the memory cutoff `cutoff` (see [`memory_retention_cutoff`])
 /// deletes `item`: it has expired, or was last updated before the cutoff.
 pub fn memory_is_purged(
-    item: &MemoryItem,
-    cutoff: Option<DateTime<Utc>>,
-    now: DateTime<Utc>,
+    item: &MemoryItem, cutoff: Option<DateTime<Utc>>, now: DateTime<Utc>,
 ) -> bool {
     item.is_expired_at(now) || cutoff.is_some_and(|cutoff| item.updated_at < cutoff)
 }

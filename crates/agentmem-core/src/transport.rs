@@ -47,10 +47,7 @@ pub fn check_transport(url: &str, what: &str, payload: &str) -> Result<()> {
 /// or its reply read; `shown` names the server in the message (give it redacted).
 #[cfg(feature = "http-client")]
 pub fn post_json(
-    url: &str,
-    shown: &str,
-    api_key: Option<&str>,
-    body: &serde_json::Value,
+    url: &str, shown: &str, api_key: Option<&str>, body: &serde_json::Value,
     timeout: std::time::Duration,
 ) -> Result<(u16, String)> {
     let agent: ureq::Agent = ureq::Agent::config_builder()

@@ -253,8 +253,7 @@ macro_rules! refuse_vectors {
             }
 
             async fn get_vectors(
-                &self,
-                _: &[$crate::VectorKey],
+                &self, _: &[$crate::VectorKey],
             ) -> $crate::Result<Vec<$crate::StoredVector>> {
                 Err($crate::vector::unsupported($name))
             }

@@ -113,9 +113,7 @@ fn seal_value(sealer: &mut Sealer<'_>, value: &TypedBytes, aad: &[u8]) -> Result
 /// through only while plaintext is accepted (see [`Keyring`]), else refused as
 /// [`CryptoError::NotEncrypted`].
 fn open_value(
-    sealer: &mut Sealer<'_>,
-    value: TypedBytes,
-    aad: &[u8],
+    sealer: &mut Sealer<'_>, value: TypedBytes, aad: &[u8],
 ) -> std::result::Result<TypedBytes, CryptoError> {
     let Some(key) = value.type_tag.strip_prefix(ENVELOPE_PREFIX) else {
         return if sealer.accepts_plaintext() {
@@ -153,9 +151,7 @@ fn describe(key: &CheckpointKey) -> String {
 /// `checkpoint` and `blobs` sealed under `sealer` (the key of the checkpoint's thread), after
 /// checking them as a store would (sealed, an over-long type tag would go unnoticed).
 fn seal_checkpoint(
-    sealer: &mut Sealer<'_>,
-    checkpoint: &Checkpoint,
-    blobs: &[ChannelBlob],
+    sealer: &mut Sealer<'_>, checkpoint: &Checkpoint, blobs: &[ChannelBlob],
 ) -> Result<(Checkpoint, Vec<ChannelBlob>)> {
     checkpoint.validate()?;
     blobs.iter().try_for_each(ChannelBlob::validate)?;
@@ -190,9 +186,7 @@ fn seal_checkpoint(
 
 /// `writes` made after checkpoint `at`, sealed under `sealer` (the key of `at`'s thread).
 fn seal_writes(
-    sealer: &mut Sealer<'_>,
-    at: &CheckpointKey,
-    writes: &[PendingWrite],
+    sealer: &mut Sealer<'_>, at: &CheckpointKey, writes: &[PendingWrite],
 ) -> Result<Vec<PendingWrite>> {
     writes.iter().try_for_each(PendingWrite::validate)?;
     writes
@@ -291,9 +285,7 @@ fn open_tuples(keys: &Keyring, tuples: Vec<CheckpointTuple>) -> Result<Vec<Check
 impl<S: AgentMemory> Encrypted<S> {
     /// `put_checkpoint`: the body and channel values sealed, the rest as given.
     pub(crate) async fn put_sealed_checkpoint(
-        &self,
-        checkpoint: &Checkpoint,
-        blobs: &[ChannelBlob],
+        &self, checkpoint: &Checkpoint, blobs: &[ChannelBlob],
     ) -> Result<()> {
         self.run(Operation::PutCheckpoint, async {
             let mut sealer = Sealer::new(&self.keys, Domain::Thread(checkpoint.key.thread.clone()));
@@ -305,9 +297,7 @@ impl<S: AgentMemory> Encrypted<S> {
 
     /// `put_writes`: each value sealed, bound to the checkpoint `at`, its task id and index.
     pub(crate) async fn put_sealed_writes(
-        &self,
-        at: &CheckpointKey,
-        writes: &[PendingWrite],
+        &self, at: &CheckpointKey, writes: &[PendingWrite],
     ) -> Result<()> {
         self.run(Operation::PutWrites, async {
             let mut sealer = Sealer::new(&self.keys, Domain::Thread(at.thread.clone()));
@@ -319,10 +309,7 @@ impl<S: AgentMemory> Encrypted<S> {
 
     /// `get_checkpoint`, opened with `thread`'s key (a record of another thread does not open).
     pub(crate) async fn get_opened_checkpoint(
-        &self,
-        thread: &ThreadId,
-        ns: &CheckpointNs,
-        id: Option<&CheckpointId>,
+        &self, thread: &ThreadId, ns: &CheckpointNs, id: Option<&CheckpointId>,
     ) -> Result<Option<CheckpointTuple>> {
         self.run(Operation::GetCheckpoint, async {
             let Some(stored) = self.inner.get_checkpoint(thread, ns, id).await? else {
@@ -337,8 +324,7 @@ impl<S: AgentMemory> Encrypted<S> {
     /// `list_checkpoints`: the store filters (what it filters on is in the clear), the layer
     /// opens what it returns.
     pub(crate) async fn list_opened_checkpoints(
-        &self,
-        query: &CheckpointQuery,
+        &self, query: &CheckpointQuery,
     ) -> Result<Vec<CheckpointTuple>> {
         self.run(Operation::ListCheckpoints, async {
             let stored = self.inner.list_checkpoints(query).await?;
@@ -354,9 +340,7 @@ impl<S: AgentMemory> Encrypted<S> {
     /// `target`'s key: one `put_checkpoint` (with the blobs no checkpoint copied before
     /// wrote) and one `put_writes` each. Not one atomic step: see the crate README.
     pub(crate) async fn copy_thread_resealed(
-        &self,
-        source: &ThreadId,
-        target: &ThreadId,
+        &self, source: &ThreadId, target: &ThreadId,
     ) -> Result<u64> {
         self.run(Operation::CopyThread, async {
             let all = CheckpointQuery::thread(source.clone());

@@ -353,9 +353,7 @@ impl<'a> Sealer<'a> {
     /// random nonce: for values kept as bytes (checkpoint values), which name their key
     /// elsewhere and would grow by a third in base64.
     pub(crate) fn seal_bytes(
-        &mut self,
-        plaintext: &[u8],
-        aad: &[u8],
+        &mut self, plaintext: &[u8], aad: &[u8],
     ) -> Result<(KeyId, Vec<u8>), Error> {
         let id = self.keys.write_key();
         let payload = self.seal_payload(id, plaintext, aad, Some(random_nonce()?))?;
@@ -366,9 +364,7 @@ impl<'a> Sealer<'a> {
     /// plaintext under a derived key, as SIV does): equal values in one domain and field give
     /// equal envelopes, which is what lets a backend pair a tool call with its result.
     pub(crate) fn seal_deterministic(
-        &mut self,
-        plaintext: &[u8],
-        aad: &[u8],
+        &mut self, plaintext: &[u8], aad: &[u8],
     ) -> Result<String, Error> {
         self.seal_with(plaintext, aad, None)
     }
@@ -376,28 +372,19 @@ impl<'a> Sealer<'a> {
     /// [`seal_deterministic`](Self::seal_deterministic) under the held key `id` (a lookup
     /// of what a read key sealed, during a rotation).
     pub(crate) fn seal_deterministic_under(
-        &mut self,
-        id: KeyId,
-        plaintext: &[u8],
-        aad: &[u8],
+        &mut self, id: KeyId, plaintext: &[u8], aad: &[u8],
     ) -> Result<String, Error> {
         self.seal_envelope(id, plaintext, aad, None)
     }
 
     fn seal_with(
-        &mut self,
-        plaintext: &[u8],
-        aad: &[u8],
-        nonce: Option<Nonce<aes_gcm::aead::consts::U12>>,
+        &mut self, plaintext: &[u8], aad: &[u8], nonce: Option<Nonce<aes_gcm::aead::consts::U12>>,
     ) -> Result<String, Error> {
         self.seal_envelope(self.keys.write_key(), plaintext, aad, nonce)
     }
 
     fn seal_envelope(
-        &mut self,
-        id: KeyId,
-        plaintext: &[u8],
-        aad: &[u8],
+        &mut self, id: KeyId, plaintext: &[u8], aad: &[u8],
         nonce: Option<Nonce<aes_gcm::aead::consts::U12>>,
     ) -> Result<String, Error> {
         let payload = self.seal_payload(id, plaintext, aad, nonce)?;
@@ -410,10 +397,7 @@ impl<'a> Sealer<'a> {
     /// `nonce ‖ ciphertext ‖ tag` of `plaintext` under the held key `id`, the nonce derived
     /// from the AAD and the plaintext (as [`seal_deterministic`](Self::seal_deterministic)).
     pub(crate) fn seal_payload_deterministic(
-        &mut self,
-        id: KeyId,
-        plaintext: &[u8],
-        aad: &[u8],
+        &mut self, id: KeyId, plaintext: &[u8], aad: &[u8],
     ) -> Result<Vec<u8>, Error> {
         self.seal_payload(id, plaintext, aad, None)
     }
@@ -421,10 +405,7 @@ impl<'a> Sealer<'a> {
     /// Opens what [`seal_payload_deterministic`](Self::seal_payload_deterministic) or
     /// [`seal_bytes`](Self::seal_bytes) made under `id`.
     pub(crate) fn open_payload(
-        &mut self,
-        id: KeyId,
-        payload: &[u8],
-        aad: &[u8],
+        &mut self, id: KeyId, payload: &[u8], aad: &[u8],
     ) -> Result<Vec<u8>, CryptoError> {
         if payload.len() < NONCE_BYTES + TAG_BYTES {
             return Err(CryptoError::Malformed);
@@ -447,10 +428,7 @@ impl<'a> Sealer<'a> {
     }
 
     fn seal_payload(
-        &mut self,
-        id: KeyId,
-        plaintext: &[u8],
-        aad: &[u8],
+        &mut self, id: KeyId, plaintext: &[u8], aad: &[u8],
         nonce: Option<Nonce<aes_gcm::aead::consts::U12>>,
     ) -> Result<Vec<u8>, Error> {
         let key = self
@@ -512,10 +490,7 @@ impl<'a> Sealer<'a> {
     /// is stored under, see `vectors.rs`). `label` keeps it apart from the synthetic nonces
     /// and key stand-ins made with the same subkey.
     pub(crate) fn keyed_hash_under(
-        &mut self,
-        id: KeyId,
-        label: &[u8],
-        data: &[u8],
+        &mut self, id: KeyId, label: &[u8], data: &[u8],
     ) -> Result<[u8; 32], Error> {
         let key = self
             .key(id)
@@ -551,9 +526,7 @@ impl<'a> Sealer<'a> {
 /// Opens an envelope holding a string; a value that is not one is passed through only while
 /// plaintext is accepted (see [`Keyring`]).
 pub(crate) fn open_string(
-    sealer: &mut Sealer<'_>,
-    value: String,
-    aad: &[u8],
+    sealer: &mut Sealer<'_>, value: String, aad: &[u8],
 ) -> Result<String, CryptoError> {
     if sealer.accepts_plaintext() && !is_envelope(&value) {
         return Ok(value);

@@ -215,8 +215,7 @@ impl<'a> GraphSealer<'a> {
     }
 
     fn lookup_deletions(
-        &mut self,
-        deletions: &[ObservationDeletion],
+        &mut self, deletions: &[ObservationDeletion],
     ) -> Result<Vec<ObservationDeletion>> {
         let mut out = Vec::with_capacity(deletions.len());
         for deletion in deletions {
@@ -347,9 +346,7 @@ pub(crate) fn graph_key(graph: &KnowledgeGraph) -> Option<KeyId> {
 /// (its message names the sealed name, which no other name contains), naming the entity as
 /// the caller did; other errors as they are.
 fn not_found_in_plaintext(
-    error: Error,
-    additions: &[ObservationAddition],
-    sealed: &[ObservationAddition],
+    error: Error, additions: &[ObservationAddition], sealed: &[ObservationAddition],
 ) -> Error {
     if error.kind() != ErrorKind::NotFound {
         return error;
@@ -382,8 +379,7 @@ impl<S: AgentMemory> Encrypted<S> {
 
     /// `create_relations`: sealed as [`create_sealed_entities`](Self::create_sealed_entities).
     pub(crate) async fn create_sealed_relations(
-        &self,
-        relations: &[Relation],
+        &self, relations: &[Relation],
     ) -> Result<Vec<Relation>> {
         self.run(Operation::CreateRelations, async {
             graph::check_relations(relations)?;
@@ -405,8 +401,7 @@ impl<S: AgentMemory> Encrypted<S> {
     /// name the caller gave. An entity whose name is too long to be stored sealed cannot
     /// exist: the call fails with the first missing entity, found with one read.
     pub(crate) async fn add_sealed_observations(
-        &self,
-        additions: &[ObservationAddition],
+        &self, additions: &[ObservationAddition],
     ) -> Result<Vec<AddedObservations>> {
         self.run(Operation::AddObservations, async {
             graph::check_additions(additions)?;
@@ -443,10 +438,7 @@ impl<S: AgentMemory> Encrypted<S> {
     /// The error of an `add_observations` naming `unstorable`, which cannot exist: the first
     /// entity of `sealed` (the additions before it) that is missing, else `unstorable`.
     async fn first_missing(
-        &self,
-        additions: &[ObservationAddition],
-        sealed: &[ObservationAddition],
-        unstorable: &str,
+        &self, additions: &[ObservationAddition], sealed: &[ObservationAddition], unstorable: &str,
     ) -> Error {
         let names = sealed.iter().map(|s| s.entity_name.clone()).collect();
         let found = match self.inner.read_graph(&GraphQuery::Open(names)).await {
@@ -466,9 +458,7 @@ impl<S: AgentMemory> Encrypted<S> {
     /// read keys): the plaintext `check`ed, then `delete` called with the arguments `lookup`
     /// makes in each form, a form with nothing to delete passed over. The counts are summed.
     async fn delete_in_each_form<T, F>(
-        &self,
-        op: Operation,
-        check: impl FnOnce() -> Result<()>,
+        &self, op: Operation, check: impl FnOnce() -> Result<()>,
         mut lookup: impl FnMut(&mut GraphSealer<'_>) -> Result<Vec<T>>,
         delete: impl Fn(Vec<T>) -> F,
     ) -> Result<u64>
@@ -504,8 +494,7 @@ impl<S: AgentMemory> Encrypted<S> {
 
     /// `delete_observations`, by every form (as [`delete_sealed_entities`](Self::delete_sealed_entities)).
     pub(crate) async fn delete_sealed_observations(
-        &self,
-        deletions: &[ObservationDeletion],
+        &self, deletions: &[ObservationDeletion],
     ) -> Result<u64> {
         self.delete_in_each_form(
             Operation::DeleteObservations,

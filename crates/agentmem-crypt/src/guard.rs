@@ -112,8 +112,7 @@ fn check_items<'a>(items: impl IntoIterator<Item = &'a MemoryItem>, op: Operatio
 
 /// Refuses the first of `tuples` with a sealed value (body, channel value or pending write).
 fn check_tuples<'a>(
-    tuples: impl IntoIterator<Item = &'a CheckpointTuple>,
-    op: Operation,
+    tuples: impl IntoIterator<Item = &'a CheckpointTuple>, op: Operation,
 ) -> Result<()> {
     for tuple in tuples {
         let key = &tuple.checkpoint.key;

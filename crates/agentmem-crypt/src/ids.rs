@@ -85,8 +85,7 @@ pub(crate) fn candidate_ids(keys: &Keyring, id: &MemoryId) -> Result<Vec<MemoryI
 /// The id a stored id stands for: a sealed one opened (under whichever held key sealed it),
 /// any other as it is.
 pub(crate) fn real_id(
-    keys: &Keyring,
-    stored: &MemoryId,
+    keys: &Keyring, stored: &MemoryId,
 ) -> std::result::Result<MemoryId, CryptoError> {
     let Some(encoded) = stored.as_str().strip_prefix(MEMORY_ID_PREFIX) else {
         return Ok(stored.clone());

@@ -167,11 +167,7 @@ fn message_presence(m: &Message) -> [u8; 1] {
 }
 
 fn seal_tool_field(
-    sealer: &mut Sealer<'_>,
-    what: &str,
-    value: &str,
-    aad: &[u8],
-    deterministic: bool,
+    sealer: &mut Sealer<'_>, what: &str, value: &str, aad: &[u8], deterministic: bool,
 ) -> Result<String> {
     if envelope_len(value.len()) > MAX_TOOL_FIELD_BYTES {
         return Err(Error::invalid_input(format!(
@@ -187,9 +183,7 @@ fn seal_tool_field(
 }
 
 pub(crate) fn seal_metadata(
-    sealer: &mut Sealer<'_>,
-    metadata: &Metadata,
-    aad: &[u8],
+    sealer: &mut Sealer<'_>, metadata: &Metadata, aad: &[u8],
 ) -> Result<Metadata> {
     let mut out = Metadata::new();
     if metadata.is_empty() {
@@ -201,9 +195,7 @@ pub(crate) fn seal_metadata(
 }
 
 pub(crate) fn open_metadata(
-    sealer: &mut Sealer<'_>,
-    metadata: Metadata,
-    aad: &[u8],
+    sealer: &mut Sealer<'_>, metadata: Metadata, aad: &[u8],
 ) -> std::result::Result<Metadata, CryptoError> {
     if metadata.is_empty() {
         return Ok(metadata);
@@ -306,9 +298,7 @@ fn open_message(sealer: &mut Sealer<'_>, session: &SessionId, m: Message) -> Res
 }
 
 fn seal_messages(
-    keys: &Keyring,
-    session: &SessionId,
-    messages: &[Message],
+    keys: &Keyring, session: &SessionId, messages: &[Message],
 ) -> Result<Vec<Message>> {
     check_messages(messages)?;
     let mut sealer = Sealer::new(keys, Domain::Session(session));
@@ -319,9 +309,7 @@ fn seal_messages(
 }
 
 fn open_messages(
-    keys: &Keyring,
-    session: &SessionId,
-    messages: Vec<Message>,
+    keys: &Keyring, session: &SessionId, messages: Vec<Message>,
 ) -> Result<Vec<Message>> {
     let mut sealer = Sealer::new(keys, Domain::Session(session));
     messages
@@ -418,9 +406,7 @@ impl<S: AgentMemory> Encrypted<S> {
     /// operation yet (one raised here rather than by the store inside) with `op` and the
     /// backend.
     pub(crate) async fn run<T>(
-        &self,
-        op: Operation,
-        work: impl Future<Output = Result<T>>,
+        &self, op: Operation, work: impl Future<Output = Result<T>>,
     ) -> Result<T> {
         let checked_work = async {
             self.check_store(op).await?;

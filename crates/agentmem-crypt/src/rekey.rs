@@ -87,9 +87,7 @@ pub struct RekeyReport {
 /// # }).unwrap();
 /// ```
 pub async fn rekey<S: AgentMemory>(
-    store: S,
-    old: &MasterKey,
-    new: &MasterKey,
+    store: S, old: &MasterKey, new: &MasterKey,
 ) -> Result<RekeyReport> {
     rewrite(
         store,
@@ -122,10 +120,7 @@ pub async fn encrypt_existing<S: AgentMemory>(store: S, key: &MasterKey) -> Resu
 /// interrupted rewrite leaves the first, which names both keys, so either key still opens
 /// the store and running the same rewrite again finishes it.
 async fn rewrite<S: AgentMemory>(
-    store: S,
-    reading: Keyring,
-    writing: Keyring,
-    from: Option<&Keyring>,
+    store: S, reading: Keyring, writing: Keyring, from: Option<&Keyring>,
 ) -> Result<RekeyReport> {
     let mut report = RekeyReport {
         key: Some(writing.write_key()),
@@ -206,9 +201,7 @@ async fn drop_vectors<S: AgentMemory + ?Sized>(store: &S) -> Result<u64> {
 /// meanwhile (a second rekey, or a writer marking the store), which this one must not
 /// overwrite.
 async fn set_marker<S: AgentMemory + ?Sized>(
-    store: &S,
-    expected: Option<&str>,
-    value: &str,
+    store: &S, expected: Option<&str>, value: &str,
 ) -> Result<()> {
     if expected == Some(value) {
         return Ok(());

@@ -185,10 +185,7 @@ impl<S: AgentMemory> Rewriter<'_, S> {
     /// Does the rewrite of `thread` from the start of `phase` on, which the progress property
     /// already records (`resumed`: a previous run recorded it).
     async fn finish(
-        &mut self,
-        thread: &ThreadId,
-        phase: Phase,
-        resumed: bool,
+        &mut self, thread: &ThreadId, phase: Phase, resumed: bool,
     ) -> Result<Option<u64>> {
         let temporary = rekey_thread_id(thread)?;
         let raw = &self.layer.inner;

@@ -120,9 +120,7 @@ fn assert_tampered<T: std::fmt::Debug>(result: Result<T>, what: &str) {
 /// Asserts that `keyless` refuses, for want of `key`, every read of sealed checkpoints: the
 /// latest of `t`, a listing, and a copy of `t` (which reads it to re-seal it).
 async fn assert_reads_need_the_key<S: CheckpointStore + ?Sized>(
-    keyless: &S,
-    t: &ThreadId,
-    key: &MasterKey,
+    keyless: &S, t: &ThreadId, key: &MasterKey,
 ) {
     assert_no_key(
         keyless.get_checkpoint(t, &Default::default(), None).await,

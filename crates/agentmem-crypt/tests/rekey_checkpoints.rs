@@ -143,10 +143,7 @@ async fn progress(raw: &Store) -> Option<String> {
 /// threads are listed as before (no temporary thread), the progress is at rest, the old key
 /// is refused and no value is under it.
 async fn assert_rekeyed(
-    raw: &Store,
-    old: &MasterKey,
-    new: &MasterKey,
-    before: &[CheckpointTuple],
+    raw: &Store, old: &MasterKey, new: &MasterKey, before: &[CheckpointTuple],
     listed: &[ThreadInfo],
 ) {
     let with_new = with_key(raw, new);
@@ -313,11 +310,7 @@ use failing::{Crash, FailingWrites};
 /// Asserts that each checkpoint of `before` is whole (body, blobs, writes, metadata, times)
 /// in its thread or in its temporary thread, as a reader holding both keys sees them.
 async fn assert_each_checkpoint_whole(
-    raw: &Store,
-    old: &MasterKey,
-    new: &MasterKey,
-    before: &[CheckpointTuple],
-    what: &str,
+    raw: &Store, old: &MasterKey, new: &MasterKey, before: &[CheckpointTuple], what: &str,
 ) {
     let both = raw
         .clone()

@@ -162,8 +162,7 @@ impl FileStore {
 
     /// Every message of the sessions `scope` names (one, or all of them), with its session.
     pub(crate) async fn all_messages(
-        &self,
-        scope: &MessageQuery,
+        &self, scope: &MessageQuery,
     ) -> Result<Vec<(SessionId, Message)>> {
         let ids = match &scope.session {
             Some(id) => vec![id.clone()],

@@ -64,10 +64,7 @@ impl LogCursor {
     /// Writes `line` at the end of the open log at `path` (see [`append_line`]) and moves
     /// past it.
     pub(crate) fn append(
-        &mut self,
-        path: &Path,
-        line: &[u8],
-        durability: Durability,
+        &mut self, path: &Path, line: &[u8], durability: Durability,
     ) -> Result<()> {
         let Some((file, _)) = self.file.as_mut() else {
             return Err(Error::backend(format!("{} is not open", path.display())));
@@ -82,11 +79,7 @@ impl LogCursor {
     /// in `dir` and a rename (see [`write_atomic`]), and takes the new file as read. Other
     /// handles and processes see another file at their next `stat` and read it afresh.
     pub(crate) fn replace(
-        &mut self,
-        dir: &Path,
-        path: &Path,
-        bytes: &[u8],
-        lines: u64,
+        &mut self, dir: &Path, path: &Path, bytes: &[u8], lines: u64,
     ) -> Result<()> {
         write_atomic(dir, path, bytes)?;
         self.file = Some(open_append_with_id(path)?);
@@ -127,9 +120,7 @@ pub(crate) trait LogCache {
 /// what others appended. A whole appended line that does not parse makes the log be read
 /// afresh, which sets it aside. On failure the cache is forgotten.
 pub(crate) fn sync_log<S: LogCache>(
-    slot: &mut S,
-    path: &Path,
-    f: &mut Findings,
+    slot: &mut S, path: &Path, f: &mut Findings,
     mut reopened: impl FnMut(&mut Findings) -> Result<()>,
     mut read_new: impl FnMut(&mut S, &mut Findings) -> Result<()>,
 ) -> Result<()> {
@@ -186,11 +177,7 @@ impl<R> Damage<R> {
     /// the readable records on `slot`; the caller then rewrites the log from the cache (a torn
     /// tail goes with the damage: it was never acknowledged).
     pub(crate) fn keep_readable<S: LogCache<Record = R>>(
-        self,
-        slot: &mut S,
-        dir: &Path,
-        path: &Path,
-        f: &mut Findings,
+        self, slot: &mut S, dir: &Path, path: &Path, f: &mut Findings,
     ) -> Result<()> {
         let problem = format!("{}; the log keeps its readable records", self.problem);
         f.quarantine(None, dir, path, Aside::Lines(&self.kept), problem)?;
@@ -206,11 +193,7 @@ impl<R> Damage<R> {
 /// [`scan_lines`](crate::log::scan_lines). Complete lines that do not parse, or a first line
 /// cut off, go to `damaged` instead, to set aside.
 pub(crate) fn read_records<S: LogCache>(
-    slot: &mut S,
-    path: &Path,
-    log: &HeadedLog,
-    keep_bad: bool,
-    f: &mut Findings,
+    slot: &mut S, path: &Path, log: &HeadedLog, keep_bad: bool, f: &mut Findings,
     damaged: impl FnOnce(&mut S, Damage<S::Record>, &mut Findings) -> Result<()>,
 ) -> Result<()> {
     let cursor = slot.cursor();

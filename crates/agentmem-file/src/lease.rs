@@ -66,9 +66,7 @@ impl LeaseThread {
     /// thread could be started, and then the lease must end with its operation. `end_idle`
     /// ends the idle leases of `store` and says whether any lease is left.
     pub(crate) fn lease_started<T: Send + Sync + 'static>(
-        &self,
-        store: Weak<T>,
-        end_idle: fn(&T) -> bool,
+        &self, store: Weak<T>, end_idle: fn(&T) -> bool,
     ) -> bool {
         let thread = self.thread.get_or_init(|| {
             std::thread::Builder::new()

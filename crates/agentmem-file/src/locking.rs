@@ -25,9 +25,7 @@ const MAX_IDLE_SLOTS: usize = 128;
 impl Inner {
     /// Where session `id` lives, for one operation.
     pub(crate) fn session_ctx<'a>(
-        &self,
-        id: &'a SessionId,
-        slot: &mut SessionSlot,
+        &self, id: &'a SessionId, slot: &mut SessionSlot,
     ) -> SessionCtx<'a> {
         let paths = slot
             .paths
@@ -72,8 +70,7 @@ impl FileStore {
     /// The session's slot, its in-process mutex held (queued fairly behind this process's
     /// other operations on it).
     pub(crate) async fn lock_slot(
-        &self,
-        session: &SessionId,
+        &self, session: &SessionId,
     ) -> tokio::sync::OwnedMutexGuard<SessionSlot> {
         self.slot(session).lock_owned().await
     }
@@ -113,11 +110,8 @@ impl FileStore {
     /// queue of this process's tasks) and its exclusive file lock (other processes) held. The
     /// lock is taken unless a lease kept it, and afterwards kept as a lease or released.
     pub(crate) async fn with_locked_slot<T, F>(
-        &self,
-        mut guard: tokio::sync::OwnedMutexGuard<SessionSlot>,
-        session: &SessionId,
-        fix: bool,
-        op: F,
+        &self, mut guard: tokio::sync::OwnedMutexGuard<SessionSlot>, session: &SessionId,
+        fix: bool, op: F,
     ) -> Result<(T, Findings)>
     where
         T: Send + 'static,
@@ -142,8 +136,7 @@ impl FileStore {
 
     /// Runs `op` with the session's file lock held: kept by a lease, or taken here (blocking).
     fn locked<T>(
-        ctx: &SessionCtx<'_>,
-        slot: &mut SessionSlot,
+        ctx: &SessionCtx<'_>, slot: &mut SessionSlot,
         op: impl FnOnce(&mut SessionSlot) -> Result<T>,
     ) -> Result<T> {
         if slot.group.take_stale() {
@@ -219,10 +212,7 @@ impl FileStore {
     /// (off this thread). `None` when this does not apply: the caller takes the blocking path,
     /// which also waits for the lock and reads what others wrote.
     pub(crate) fn append_inline(
-        &self,
-        session: &SessionId,
-        slot: &mut SessionSlot,
-        messages: &[Message],
+        &self, session: &SessionId, slot: &mut SessionSlot, messages: &[Message],
     ) -> Option<Result<Option<Ticket>>> {
         slot.open.as_ref()?;
         if slot.expired_now() {
@@ -273,10 +263,7 @@ impl FileStore {
     /// two sessions (in this process or another) never wait for each other in a cycle. A
     /// lease this process kept on either is ended first, for the same reason.
     pub(crate) async fn with_two_sessions<T, F>(
-        &self,
-        a: &SessionId,
-        b: &SessionId,
-        op: F,
+        &self, a: &SessionId, b: &SessionId, op: F,
     ) -> Result<T>
     where
         T: Send + 'static,

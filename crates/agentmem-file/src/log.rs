@@ -161,10 +161,7 @@ impl BadLine {
 /// `keep_bad`, such lines are kept in [`Scan::bad`] (with their place in `bytes`) instead of
 /// failing the scan, so they can be set aside whole.
 pub(crate) fn scan_lines<T>(
-    bytes: &[u8],
-    first_line: u64,
-    path: &Path,
-    keep_bad: bool,
+    bytes: &[u8], first_line: u64, path: &Path, keep_bad: bool,
     mut parse: impl FnMut(u64, &[u8]) -> std::result::Result<T, String>,
 ) -> Result<Scan<T>> {
     let mut bad = Vec::new();
@@ -234,13 +231,9 @@ pub(crate) enum Tail<T> {
 /// `refuse_newer` checks a whole log's first line; `keep_bad` as in [`scan_lines`]. A first
 /// line cut off is damage, not a crash artefact: those logs are created whole by a rename.
 pub(crate) fn read_tail<T>(
-    file: &std::fs::File,
-    path: &Path,
-    (len, lines): (&mut u64, &mut u64),
-    keep_bad: bool,
+    file: &std::fs::File, path: &Path, (len, lines): (&mut u64, &mut u64), keep_bad: bool,
     refuse_newer: impl FnOnce(&[u8], &Path) -> Result<()>,
-    parse: impl FnMut(u64, &[u8]) -> std::result::Result<T, String>,
-    f: &mut Findings,
+    parse: impl FnMut(u64, &[u8]) -> std::result::Result<T, String>, f: &mut Findings,
 ) -> Result<Tail<T>> {
     let end = file
         .metadata()
@@ -291,9 +284,7 @@ impl HeadedLog {
     /// Parses line `line` (1-based) of such a log: line 1 is a header of its format and of a
     /// version this build reads, no other line is a header.
     pub(crate) fn parse<T: HeadedRecord>(
-        &self,
-        line: u64,
-        bytes: &[u8],
+        &self, line: u64, bytes: &[u8],
     ) -> std::result::Result<T, String> {
         let record: T = serde_json::from_slice(bytes)
             .map_err(|e| format!("not a {} record: {e}", self.kind))?;
@@ -349,10 +340,7 @@ pub(crate) fn refuse_newer_header(bytes: &[u8], path: &Path, max: u32) -> Result
 /// `len`), fsynced under fsync durability. On failure the file is cut back to `len`, so no
 /// part of the line stays.
 pub(crate) fn append_line(
-    file: &mut std::fs::File,
-    path: &Path,
-    len: u64,
-    line: &[u8],
+    file: &mut std::fs::File, path: &Path, len: u64, line: &[u8],
     durability: crate::config::Durability,
 ) -> Result<()> {
     use std::io::Write;

@@ -154,10 +154,7 @@ impl MemoryCtx<'_> {
     /// acknowledged). A deletion among the set-aside lines no longer applies, so its item is
     /// kept: nothing acknowledged is lost.
     fn quarantine(
-        &self,
-        slot: &mut MemorySlot,
-        damage: Damage<Record>,
-        f: &mut Findings,
+        &self, slot: &mut MemorySlot, damage: Damage<Record>, f: &mut Findings,
     ) -> Result<()> {
         damage.keep_readable(slot, &self.layout.root, &self.layout.memories, f)?;
         self.write_whole(slot, &live_records(slot))
@@ -259,9 +256,7 @@ impl MemoryCtx<'_> {
     /// Deletes the items a purge at `now` with the memory cutoff `cutoff` deletes (see
     /// `support::memory_is_purged`), returning how many.
     pub(crate) fn purge(
-        &self,
-        slot: &mut MemorySlot,
-        cutoff: Option<DateTime<Utc>>,
+        &self, slot: &mut MemorySlot, cutoff: Option<DateTime<Utc>>,
     ) -> Result<u64> {
         let at = now();
         self.delete_where(slot, |i| memory_is_purged(i, cutoff, at))
@@ -269,9 +264,7 @@ impl MemoryCtx<'_> {
 
     /// Deletes every item `doomed` picks (one delete record each), returning how many.
     fn delete_where(
-        &self,
-        slot: &mut MemorySlot,
-        doomed: impl Fn(&MemoryItem) -> bool,
+        &self, slot: &mut MemorySlot, doomed: impl Fn(&MemoryItem) -> bool,
     ) -> Result<u64> {
         let ids: Vec<MemoryId> = slot
             .items

@@ -135,10 +135,7 @@ impl Findings {
 
     /// Records a finding; `repaired` is whether it was fixed (only ever when `fix`).
     pub(crate) fn add(
-        &mut self,
-        kind: RepairKind,
-        session: Option<&SessionId>,
-        path: PathBuf,
+        &mut self, kind: RepairKind, session: Option<&SessionId>, path: PathBuf,
         detail: impl Into<String>,
     ) {
         let report = RepairReport {
@@ -177,11 +174,7 @@ impl Findings {
     /// `None` when nothing was set aside (only checking, or the whole file was moved away
     /// meanwhile by another process).
     pub(crate) fn quarantine(
-        &mut self,
-        session: Option<&SessionId>,
-        folder: &Path,
-        source: &Path,
-        what: Aside<'_>,
+        &mut self, session: Option<&SessionId>, folder: &Path, source: &Path, what: Aside<'_>,
         problem: impl fmt::Display,
     ) -> Result<Option<PathBuf>, Error> {
         let dir = folder.join(QUARANTINE_DIR);
@@ -226,11 +219,7 @@ impl Findings {
     /// Records the torn last line of the log at `path` (of `session`, if any) and, when
     /// fixing, truncates the open `log` to `valid_len`, its whole records.
     pub(crate) fn torn_tail(
-        &mut self,
-        session: Option<&SessionId>,
-        path: &Path,
-        log: &File,
-        torn: &TornTail,
+        &mut self, session: Option<&SessionId>, path: &Path, log: &File, torn: &TornTail,
         valid_len: u64,
     ) -> Result<(), Error> {
         self.add(

@@ -146,9 +146,7 @@ impl<'a, K: LogKind> LogCtx<'a, K> {
 
     /// Runs `op` on the slot with the log's exclusive file lock held.
     fn with_lock<T>(
-        &self,
-        slot: &mut Slot<K>,
-        op: impl FnOnce(&mut Slot<K>) -> Result<T>,
+        &self, slot: &mut Slot<K>, op: impl FnOnce(&mut Slot<K>) -> Result<T>,
     ) -> Result<T> {
         let path = &self.paths.lock;
         let lock = match slot.lock_file.take() {
@@ -163,10 +161,7 @@ impl<'a, K: LogKind> LogCtx<'a, K> {
     /// Runs `op` on the slot with the exclusive file lock held, after bringing the cache up
     /// to date with the log; records what was repaired.
     fn locked<T>(
-        &self,
-        inner: &Inner,
-        slot: &mut Slot<K>,
-        op: impl FnOnce(&mut Slot<K>) -> Result<T>,
+        &self, inner: &Inner, slot: &mut Slot<K>, op: impl FnOnce(&mut Slot<K>) -> Result<T>,
     ) -> Result<T> {
         let mut findings = Findings::new(true);
         let result = self.with_lock(slot, |slot| {

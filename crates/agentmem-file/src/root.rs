@@ -128,9 +128,7 @@ impl PropertyCache {
 
 /// The store property `name`, read from the schema file (and kept in `cache`).
 pub(crate) fn read_property(
-    layout: &Layout,
-    cache: &PropertyCache,
-    name: &str,
+    layout: &Layout, cache: &PropertyCache, name: &str,
 ) -> Result<Option<String>> {
     let mut file = match File::open(&layout.schema) {
         Ok(file) => file,

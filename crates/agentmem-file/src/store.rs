@@ -303,10 +303,7 @@ impl SessionStore for FileStore {
     }
 
     async fn save_session(
-        &self,
-        session: &SessionId,
-        history: &[Message],
-        metadata: &Metadata,
+        &self, session: &SessionId, history: &[Message], metadata: &Metadata,
     ) -> Result<()> {
         let history = history.to_vec();
         let metadata = metadata.clone();
@@ -402,10 +399,7 @@ impl SessionStore for FileStore {
     }
 
     async fn replace_archive(
-        &self,
-        session: &SessionId,
-        archive: &ArchiveId,
-        messages: &[Message],
+        &self, session: &SessionId, archive: &ArchiveId, messages: &[Message],
     ) -> Result<ArchiveInfo> {
         let archive = archive.clone();
         let messages = messages.to_vec();
@@ -464,10 +458,7 @@ impl SessionStore for FileStore {
     }
 
     async fn fork(
-        &self,
-        source: &SessionId,
-        target: &SessionId,
-        at: Option<&MessageId>,
+        &self, source: &SessionId, target: &SessionId, at: Option<&MessageId>,
     ) -> Result<SessionInfo> {
         if source == target {
             // It exists (a conflict) or it does not (nothing to fork).
@@ -492,9 +483,7 @@ impl SessionStore for FileStore {
     }
 
     async fn update_session(
-        &self,
-        session: &SessionId,
-        patch: &SessionPatch,
+        &self, session: &SessionId, patch: &SessionPatch,
     ) -> Result<SessionInfo> {
         patch.validate()?;
         let patch = patch.clone();

@@ -40,23 +40,14 @@ pub(crate) const BLOCK: usize = 64 * 1024;
 /// `None` when the bytes do not hold `limit` messages after the header or do not end with a
 /// newline: the caller then reads the log whole.
 pub(crate) fn last_messages(
-    file: &File,
-    path: &Path,
-    end: u64,
-    lines: u64,
-    limit: usize,
+    file: &File, path: &Path, end: u64, lines: u64, limit: usize,
 ) -> Result<Option<Vec<Message>>> {
     last_messages_in_blocks(file, path, end, lines, limit, BLOCK)
 }
 
 /// [`last_messages`] with the step size as a parameter (small steps in tests).
 pub(crate) fn last_messages_in_blocks(
-    file: &File,
-    path: &Path,
-    end: u64,
-    lines: u64,
-    limit: usize,
-    block: usize,
+    file: &File, path: &Path, end: u64, lines: u64, limit: usize, block: usize,
 ) -> Result<Option<Vec<Message>>> {
     if limit == 0 {
         return Ok(Some(Vec::new()));

@@ -283,9 +283,7 @@ async fn put_chain(store: &Layered<FileStore>, thread_id: &str, ids: std::ops::R
 /// A fresh root holding `thread_id`'s chain of checkpoints `ids`, written by a store opened
 /// with `durability` and closed again.
 async fn root_with_chain(
-    durability: Durability,
-    thread_id: &str,
-    ids: std::ops::Range<u64>,
+    durability: Durability, thread_id: &str, ids: std::ops::Range<u64>,
 ) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     put_chain(&open_with(dir.path(), durability).await, thread_id, ids).await;

@@ -22,10 +22,7 @@ fn tagged(writer: usize, i: usize) -> Message {
 /// The session's messages hold every writer's appends, each writer's in its order; its
 /// `MEMORY.md` is exactly the view of the log.
 async fn assert_complete(
-    store: &agentmem_core::Layered<FileStore>,
-    id: &SessionId,
-    writers: usize,
-    each: usize,
+    store: &agentmem_core::Layered<FileStore>, id: &SessionId, writers: usize, each: usize,
 ) {
     let session = load_some(store, id).await;
     assert_eq!(session.messages.len(), writers * each);

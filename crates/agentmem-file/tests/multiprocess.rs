@@ -93,11 +93,7 @@ fn is_child() -> bool {
 /// store in `root`, with its index set, and `role_var` (the variable that makes that test
 /// act) set to `role`.
 fn spawn_children(
-    child_test: &str,
-    count: usize,
-    root: &Path,
-    role_var: &str,
-    role: &str,
+    child_test: &str, count: usize, root: &Path, role_var: &str, role: &str,
 ) -> Vec<Child> {
     let exe = std::env::current_exe().expect("test binary path");
     (0..count)
@@ -119,10 +115,7 @@ fn spawn_children(
 /// folder, and asserts that every one passed; the folder, or `None` in a child (a child never
 /// spawns children).
 fn run_children(
-    child_test: &str,
-    count: usize,
-    role_var: &str,
-    role: impl std::fmt::Display,
+    child_test: &str, count: usize, role_var: &str, role: impl std::fmt::Display,
 ) -> Option<TempDir> {
     if is_child() {
         return None;

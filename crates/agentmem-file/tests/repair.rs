@@ -48,9 +48,7 @@ fn one_by_one(messages: Vec<Message>) -> impl Iterator<Item = Vec<Message>> {
 /// Appends each of `batches` to session `id` of the store in `root`, then closes the store, as
 /// a process that exited (or crashed later) leaves it.
 async fn write_and_close(
-    root: &Path,
-    id: &SessionId,
-    batches: impl IntoIterator<Item = Vec<Message>>,
+    root: &Path, id: &SessionId, batches: impl IntoIterator<Item = Vec<Message>>,
 ) {
     let store = open(root).await;
     for batch in batches {

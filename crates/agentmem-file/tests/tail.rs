@@ -224,9 +224,7 @@ async fn total_seen(store: &Layered<FileStore>, id: &SessionId, window: usize) -
 /// A fresh store whose session `name` holds `count` numbered messages ([`append_numbered`]),
 /// read once through a window of `window` so the store knows the session, and its log's path.
 async fn warm_log(
-    name: &str,
-    count: usize,
-    window: usize,
+    name: &str, count: usize, window: usize,
 ) -> (TempDir, Layered<FileStore>, SessionId, PathBuf) {
     let (dir, store, id) = fresh(name).await;
     append_numbered(&store, &id, count).await;

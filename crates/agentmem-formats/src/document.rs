@@ -385,8 +385,7 @@ pub(crate) fn derived_id(parts: &[&str]) -> MessageId {
 /// What a one-document parser made of `source`: its error as corrupt data named by `source`,
 /// or the document, checked as [`ExportDocument::validate`] does.
 pub(crate) fn parsed<E: fmt::Display>(
-    doc: std::result::Result<ExportDocument, E>,
-    source: &str,
+    doc: std::result::Result<ExportDocument, E>, source: &str,
 ) -> Result<ExportDocument> {
     let doc = doc.map_err(|e| Error::corrupt(format!("{source}: {e}")))?;
     doc.validate(source)?;
@@ -397,10 +396,7 @@ pub(crate) fn parsed<E: fmt::Display>(
 /// [`praisonai::read_files`] or [`swarms::read_folders`] found at `path`: `what` names them)
 /// read by `read`. With `session` (an import as that session), `path` must hold only one.
 pub(crate) fn read_sessions<T>(
-    path: &Path,
-    found: Vec<T>,
-    what: &str,
-    session: Option<&SessionId>,
+    path: &Path, found: Vec<T>, what: &str, session: Option<&SessionId>,
     read: impl FnMut(T) -> Result<SessionExport>,
 ) -> Result<ExportDocument> {
     if session.is_some() && found.len() > 1 {

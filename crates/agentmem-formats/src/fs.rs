@@ -32,8 +32,7 @@ pub(crate) fn read_text<R: Read>(mut reader: R, source: &str) -> Result<String> 
 /// What `pick` keeps of the entries of the folder `dir`, sorted; `NotFound` with the message
 /// `none` when it keeps nothing. Other errors name the folder.
 pub(crate) fn find_in_dir<T: Ord>(
-    dir: &Path,
-    mut pick: impl FnMut(&std::fs::DirEntry) -> Option<T>,
+    dir: &Path, mut pick: impl FnMut(&std::fs::DirEntry) -> Option<T>,
     none: impl FnOnce() -> String,
 ) -> Result<Vec<T>> {
     let entries = std::fs::read_dir(dir).map_err(|e| io_error(dir, "list", e))?;

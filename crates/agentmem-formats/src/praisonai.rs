@@ -324,9 +324,7 @@ pub fn export(doc: &ExportDocument, dir: impl AsRef<Path>) -> Result<()> {
 
 /// Splits the archived messages into archives by the sizes agentmem recorded, else one.
 fn split_archives(
-    archived: Vec<Message>,
-    sizes: Option<&Value>,
-    source: &str,
+    archived: Vec<Message>, sizes: Option<&Value>, source: &str,
 ) -> Result<Vec<ArchiveExport>> {
     let Some(sizes) = sizes else {
         return Ok(if archived.is_empty() {

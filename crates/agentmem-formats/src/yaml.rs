@@ -146,15 +146,13 @@ impl<'de> serde::de::Visitor<'de> for Measure<'_> {
         d.deserialize_any(self)
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(
-        self,
-        mut seq: A,
+        self, mut seq: A,
     ) -> std::result::Result<(), A::Error> {
         while seq.next_element_seed(self)?.is_some() {}
         Ok(())
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(
-        self,
-        mut map: A,
+        self, mut map: A,
     ) -> std::result::Result<(), A::Error> {
         while map.next_key_seed(self)?.is_some() {
             map.next_value_seed(self)?;
@@ -162,8 +160,7 @@ impl<'de> serde::de::Visitor<'de> for Measure<'_> {
         Ok(())
     }
     fn visit_enum<A: serde::de::EnumAccess<'de>>(
-        self,
-        data: A,
+        self, data: A,
     ) -> std::result::Result<(), A::Error> {
         use serde::de::VariantAccess;
         let ((), variant) = data.variant_seed(self)?;

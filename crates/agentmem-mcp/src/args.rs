@@ -66,9 +66,7 @@ pub(crate) fn problems(schema: &Map<String, Value>, args: &Map<String, Value>) -
 }
 
 fn check<'a>(
-    schema: &'a Map<String, Value>,
-    value: Option<&'a Value>,
-    path: &mut Vec<Step<'a>>,
+    schema: &'a Map<String, Value>, value: Option<&'a Value>, path: &mut Vec<Step<'a>>,
     found: &mut Vec<String>,
 ) {
     let Some(kind) = schema.get("type").and_then(Value::as_str) else {
@@ -101,9 +99,7 @@ fn check<'a>(
 }
 
 fn check_object<'a>(
-    schema: &'a Map<String, Value>,
-    map: &'a Map<String, Value>,
-    path: &mut Vec<Step<'a>>,
+    schema: &'a Map<String, Value>, map: &'a Map<String, Value>, path: &mut Vec<Step<'a>>,
     found: &mut Vec<String>,
 ) {
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
@@ -126,9 +122,7 @@ fn check_object<'a>(
 }
 
 fn check_items<'a>(
-    schema: &'a Map<String, Value>,
-    items: &'a [Value],
-    path: &mut Vec<Step<'a>>,
+    schema: &'a Map<String, Value>, items: &'a [Value], path: &mut Vec<Step<'a>>,
     found: &mut Vec<String>,
 ) {
     let Some(item_schema) = schema.get("items").and_then(Value::as_object) else {

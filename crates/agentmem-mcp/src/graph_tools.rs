@@ -36,9 +36,7 @@ pub(crate) fn handles(name: &str) -> bool {
 
 /// Runs the graph tool `name` (one [`handles`]).
 pub(crate) async fn call(
-    store: &dyn AgentMemory,
-    name: &str,
-    args: JsonObject,
+    store: &dyn AgentMemory, name: &str, args: JsonObject,
 ) -> Result<GraphCall> {
     let query = match name {
         "read_graph" => GraphQuery::All,

@@ -63,9 +63,7 @@ impl McpServer {
     /// write that adds text), and `search_memory` searches in hybrid mode unless asked
     /// otherwise.
     pub fn with_recall(
-        display: impl Into<String>,
-        opener: StoreOpener,
-        recaller: RecallOpener,
+        display: impl Into<String>, opener: StoreOpener, recaller: RecallOpener,
     ) -> Self {
         Self::build(display.into(), opener, Some(recaller))
     }
@@ -207,9 +205,7 @@ impl ServerHandler for McpServer {
     }
 
     async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        &self, _request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(
             tools::catalog()?.tools.clone(),
@@ -217,26 +213,20 @@ impl ServerHandler for McpServer {
     }
 
     async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        &self, request: CallToolRequestParams, _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
         Ok(self.run_tool(&request.name, args).await.into())
     }
 
     async fn list_resources(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        &self, _request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         Ok(ListResourcesResult::with_all_items(vec![graph_resource()]))
     }
 
     async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        &self, request: ReadResourceRequestParams, _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         if request.uri != GRAPH_URI {
             // The reference SDK's words, its error code prefix included.
@@ -262,9 +252,7 @@ impl ServerHandler for McpServer {
 
     #[allow(deprecated)]
     async fn subscribe(
-        &self,
-        request: SubscribeRequestParams,
-        context: RequestContext<RoleServer>,
+        &self, request: SubscribeRequestParams, context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         // As the reference: any URI is accepted; only the graph's is ever notified.
         if request.uri == GRAPH_URI {
@@ -275,9 +263,7 @@ impl ServerHandler for McpServer {
 
     #[allow(deprecated)]
     async fn unsubscribe(
-        &self,
-        request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        &self, request: UnsubscribeRequestParams, _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         if request.uri == GRAPH_URI {
             self.shared.subscribers.remove(self.id);
@@ -286,8 +272,7 @@ impl ServerHandler for McpServer {
     }
 
     fn accepted_subscription_filter(
-        &self,
-        requested: &SubscriptionFilter,
+        &self, requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
         let wants_graph = requested
             .resource_subscriptions

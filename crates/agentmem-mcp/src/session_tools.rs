@@ -145,10 +145,7 @@ pub(crate) fn adds_text(name: &str) -> bool {
 /// Runs agentmem's tool `name`; `None` when `name` is not one. `recall` is the store's recall
 /// by meaning (`None`: the store names no embedder), for `search_memory`.
 pub(crate) async fn call(
-    store: &dyn AgentMemory,
-    recall: Result<Option<Meaning>>,
-    name: &str,
-    args: JsonObject,
+    store: &dyn AgentMemory, recall: Result<Option<Meaning>>, name: &str, args: JsonObject,
 ) -> Option<Result<CallToolResult>> {
     Some(match name {
         "append_messages" => append(store, parse(args)).await,
@@ -274,9 +271,7 @@ async fn remember(store: &dyn AgentMemory, args: Result<Remember>) -> Result<Cal
 /// `search_memory`: by keyword alone without an embedder; else in the mode asked for, hybrid
 /// by default.
 async fn search(
-    store: &dyn AgentMemory,
-    recall: Result<Option<Meaning>>,
-    args: Result<Recall>,
+    store: &dyn AgentMemory, recall: Result<Option<Meaning>>, args: Result<Recall>,
 ) -> Result<CallToolResult> {
     let args = args?;
     let mut filter = MemoryFilter::default().with_scope(seen_by(args.agent));

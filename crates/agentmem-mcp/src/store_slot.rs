@@ -58,9 +58,7 @@ impl fmt::Debug for StoreSlot {
 
 impl StoreSlot {
     pub(crate) fn new(
-        display: String,
-        opener: StoreOpener,
-        recaller: Option<RecallOpener>,
+        display: String, opener: StoreOpener, recaller: Option<RecallOpener>,
     ) -> Self {
         StoreSlot {
             display,

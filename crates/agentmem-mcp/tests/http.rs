@@ -40,11 +40,7 @@ async fn post(addr: SocketAddr, path: &str, extra: &[(&str, &str)], body: Vec<u8
 
 /// Sends a `method` request to `path` with the headers a client sends plus `extra`.
 async fn send(
-    addr: SocketAddr,
-    method: Method,
-    path: &str,
-    extra: &[(&str, &str)],
-    body: Vec<u8>,
+    addr: SocketAddr, method: Method, path: &str, extra: &[(&str, &str)], body: Vec<u8>,
 ) -> Answer {
     let stream = TcpStream::connect(addr).await.expect("connect");
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))

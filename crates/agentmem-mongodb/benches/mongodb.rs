@@ -153,10 +153,7 @@ fn raw_doc(session: &str, seq: i64, m: &Message) -> Document {
 
 /// Inserts `messages` as the raw session `session`'s, at positions `first` on.
 async fn raw_insert(
-    coll: &mongodb::Collection<Document>,
-    session: &str,
-    first: i64,
-    messages: &[Message],
+    coll: &mongodb::Collection<Document>, session: &str, first: i64, messages: &[Message],
 ) {
     let docs: Vec<Document> = messages
         .iter()
@@ -169,12 +166,8 @@ async fn raw_insert(
 /// Writes messages `0..n` (message `i` made by `message(i)`) to both sides, `batch` at a
 /// time: to the store's `session`, and to the raw session "big".
 async fn fill_big(
-    store: &Layered<MongoStore>,
-    coll: &mongodb::Collection<Document>,
-    session: &SessionId,
-    n: usize,
-    batch: usize,
-    message: impl Fn(usize) -> Message,
+    store: &Layered<MongoStore>, coll: &mongodb::Collection<Document>, session: &SessionId,
+    n: usize, batch: usize, message: impl Fn(usize) -> Message,
 ) {
     for start in (0..n).step_by(batch) {
         let messages: Vec<Message> = (start..(start + batch).min(n)).map(&message).collect();

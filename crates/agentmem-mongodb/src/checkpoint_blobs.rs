@@ -44,10 +44,7 @@ impl MongoStore {
     /// Upserts each blob `(channel, version, fields)` of (`thread`, `ns`) and holds it (see the
     /// module docs). On failure the blobs held so far are released again.
     pub(crate) async fn hold_blobs(
-        &self,
-        thread: &str,
-        ns: &str,
-        blobs: &[(String, String, Document)],
+        &self, thread: &str, ns: &str, blobs: &[(String, String, Document)],
     ) -> Result<()> {
         for (i, (channel, version, fields)) in blobs.iter().enumerate() {
             let filter = doc! {"thread": thread, "ns": ns, "channel": channel, "version": version};
@@ -86,10 +83,7 @@ impl MongoStore {
     /// One upsert on `checkpoints` (`blobs` when `blob`), retried when a concurrent upsert of
     /// the same key won the insert (duplicate key): the retry updates the winner's document.
     pub(crate) async fn upsert(
-        &self,
-        filter: &Document,
-        update: &Document,
-        blob: bool,
+        &self, filter: &Document, update: &Document, blob: bool,
     ) -> Result<()> {
         let coll = if blob {
             self.checkpoint_blobs()

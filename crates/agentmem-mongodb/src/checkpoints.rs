@@ -147,9 +147,7 @@ impl MongoStore {
     /// Inserts the document of `writes` made ahead of checkpoint `at`; a retry when another
     /// writer inserted one at that key first (the next try merges into it).
     async fn insert_early_writes(
-        &self,
-        at: &CheckpointKey,
-        writes: &[PendingWrite],
+        &self, at: &CheckpointKey, writes: &[PendingWrite],
     ) -> Result<Step<()>> {
         let mut merged = Vec::new();
         for w in writes {
@@ -172,8 +170,7 @@ impl MongoStore {
     /// the same order. `RetryNow` when a checkpoint whose blobs came back short was replaced
     /// or deleted since it was read (its blobs may have gone with that change).
     async fn tuples(
-        &self,
-        found: Vec<(Document, Checkpoint)>,
+        &self, found: Vec<(Document, Checkpoint)>,
     ) -> Result<Step<Vec<CheckpointTuple>>> {
         let wanted: Vec<BlobKey> = found
             .iter()
@@ -229,10 +226,7 @@ impl MongoStore {
     }
 
     async fn get_checkpoint_doc(
-        &self,
-        thread: &ThreadId,
-        ns: &CheckpointNs,
-        id: Option<&CheckpointId>,
+        &self, thread: &ThreadId, ns: &CheckpointNs, id: Option<&CheckpointId>,
     ) -> Result<Option<CheckpointTuple>> {
         retry(|_| async move {
             let found = match id {
@@ -538,10 +532,7 @@ impl CheckpointStore for MongoStore {
     }
 
     async fn get_checkpoint(
-        &self,
-        thread: &ThreadId,
-        ns: &CheckpointNs,
-        id: Option<&CheckpointId>,
+        &self, thread: &ThreadId, ns: &CheckpointNs, id: Option<&CheckpointId>,
     ) -> Result<Option<CheckpointTuple>> {
         self.get_checkpoint_doc(thread, ns, id).await
     }

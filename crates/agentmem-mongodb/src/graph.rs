@@ -65,8 +65,7 @@ fn touching(keys: &[String]) -> Document {
 
 /// The items of `items` whose key (by `key`) no earlier item has, in order.
 fn first_of_each<'a, T, K: Eq + std::hash::Hash>(
-    items: &'a [T],
-    key: impl Fn(&'a T) -> K,
+    items: &'a [T], key: impl Fn(&'a T) -> K,
 ) -> Vec<&'a T> {
     let mut seen = HashSet::new();
     items.iter().filter(|i| seen.insert(key(i))).collect()
@@ -75,9 +74,7 @@ fn first_of_each<'a, T, K: Eq + std::hash::Hash>(
 /// Groups per-entity lists by entity, in the order entities are first named: (entity key,
 /// the lists' items in call order).
 fn by_entity<'a, T>(
-    items: &'a [T],
-    name: impl Fn(&T) -> &str,
-    list: impl Fn(&'a T) -> &'a [String],
+    items: &'a [T], name: impl Fn(&T) -> &str, list: impl Fn(&'a T) -> &'a [String],
 ) -> Vec<(String, Vec<&'a String>)> {
     let mut groups: Vec<(String, Vec<&String>)> = Vec::new();
     let mut at: HashMap<String, usize> = HashMap::new();
@@ -125,9 +122,7 @@ impl MongoStore {
     /// one unordered insert; returns the items whose key was new. A duplicate key is an item
     /// that exists, stored earlier or by a concurrent call.
     async fn insert_new<T>(
-        &self,
-        coll: Collection<Document>,
-        items: Vec<(T, Document)>,
+        &self, coll: Collection<Document>, items: Vec<(T, Document)>,
     ) -> Result<Vec<T>> {
         if items.is_empty() {
             return Ok(Vec::new());
@@ -198,8 +193,7 @@ impl MongoStore {
     /// document), then applies one `$addToSet` per entity, conditional on the entity being
     /// the one checked (its `seq`), and reports from each update's before-image.
     async fn add_observation_docs(
-        &self,
-        additions: &[ObservationAddition],
+        &self, additions: &[ObservationAddition],
     ) -> Result<Vec<AddedObservations>> {
         if additions.is_empty() {
             return Ok(Vec::new());
@@ -246,10 +240,7 @@ impl MongoStore {
     /// held before, or `None` when it was deleted (or deleted and created again) since it
     /// was checked: the call then counts as made before that delete.
     async fn append_observations(
-        &self,
-        key: &str,
-        seq: i64,
-        texts: Vec<String>,
+        &self, key: &str, seq: i64, texts: Vec<String>,
     ) -> Result<Option<Vec<String>>> {
         if texts.is_empty() {
             return Ok(None);
@@ -363,8 +354,7 @@ impl MongoStore {
 /// (by key): each addition reports the contents its entity did not hold yet, counting the
 /// earlier additions of the call.
 fn report_additions(
-    additions: &[ObservationAddition],
-    before: HashMap<&String, Vec<String>>,
+    additions: &[ObservationAddition], before: HashMap<&String, Vec<String>>,
 ) -> Vec<AddedObservations> {
     let mut held: HashMap<String, HashSet<String>> = before
         .into_iter()
@@ -395,8 +385,7 @@ impl GraphStore for MongoStore {
     }
 
     async fn add_observations(
-        &self,
-        additions: &[ObservationAddition],
+        &self, additions: &[ObservationAddition],
     ) -> Result<Vec<AddedObservations>> {
         self.add_observation_docs(additions).await
     }

@@ -66,8 +66,7 @@ pub(crate) fn entity_keys<'a>(names: impl IntoIterator<Item = &'a String>) -> Ve
 
 /// The texts of `texts` that `held` does not hold, each once, in order.
 pub(crate) fn unique<'a>(
-    texts: impl IntoIterator<Item = &'a String>,
-    held: impl Fn(&str) -> bool,
+    texts: impl IntoIterator<Item = &'a String>, held: impl Fn(&str) -> bool,
 ) -> Vec<String> {
     let mut seen = HashSet::new();
     texts
@@ -145,8 +144,7 @@ pub(crate) fn relation_from(d: &Document) -> Result<(i64, Relation)> {
 
 /// `docs` read with `from`, in creation order.
 pub(crate) fn in_order<T>(
-    docs: &[Document],
-    from: impl Fn(&Document) -> Result<(i64, T)>,
+    docs: &[Document], from: impl Fn(&Document) -> Result<(i64, T)>,
 ) -> Result<Vec<T>> {
     let mut items = docs.iter().map(from).collect::<Result<Vec<_>>>()?;
     items.sort_by_key(|(seq, _)| *seq);

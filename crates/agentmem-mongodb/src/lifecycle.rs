@@ -43,11 +43,7 @@ use crate::transaction::{in_transaction, TxError};
 /// The session document of a new session `id` at `epoch` holding `next` messages, created at
 /// `t`, with `labels` and no expiry.
 fn new_session_doc(
-    id: &SessionId,
-    epoch: Epoch,
-    next: i64,
-    t: DateTime<Utc>,
-    labels: &SessionLabels,
+    id: &SessionId, epoch: Epoch, next: i64, t: DateTime<Utc>, labels: &SessionLabels,
 ) -> Document {
     let mut d = doc! {
         "_id": id.as_str(), "epoch": epoch.to_hex(), "next": next,
@@ -59,10 +55,7 @@ fn new_session_doc(
 
 /// The summary of a fork just created.
 fn fork_info(
-    target: &SessionId,
-    count: usize,
-    t: DateTime<Utc>,
-    labels: SessionLabels,
+    target: &SessionId, count: usize, t: DateTime<Utc>, labels: SessionLabels,
 ) -> SessionInfo {
     let mut info = SessionInfo::new(target.clone(), count as u64, t, t);
     info.labels = labels;
@@ -81,10 +74,7 @@ fn is_duplicate(e: &mongodb::error::Error) -> bool {
 impl MongoStore {
     /// `fork` (see the module docs).
     pub(crate) async fn fork_session(
-        &self,
-        source: &SessionId,
-        target: &SessionId,
-        at: Option<&MessageId>,
+        &self, source: &SessionId, target: &SessionId, at: Option<&MessageId>,
     ) -> Result<SessionInfo> {
         // An expired target is gone: deleted first, so that its id is free.
         self.clear_expired(target).await?;
@@ -101,10 +91,7 @@ impl MongoStore {
     }
 
     async fn fork_in_transaction(
-        &self,
-        s: &mut ClientSession,
-        source: &SessionId,
-        target: &SessionId,
+        &self, s: &mut ClientSession, source: &SessionId, target: &SessionId,
         at: Option<&MessageId>,
     ) -> std::result::Result<SessionInfo, TxError> {
         let t = now();
@@ -144,10 +131,7 @@ impl MongoStore {
     /// Without transactions: the copy goes under a fresh epoch, then one insert of the
     /// session document publishes it.
     async fn fork_by_insert(
-        &self,
-        source: &SessionId,
-        target: &SessionId,
-        at: Option<&MessageId>,
+        &self, source: &SessionId, target: &SessionId, at: Option<&MessageId>,
     ) -> Result<SessionInfo> {
         let (sd, metadata, messages) = retry(|_| async move {
             let sd = self
@@ -189,9 +173,7 @@ impl MongoStore {
 
     /// `rewind` (see the module docs).
     pub(crate) async fn rewind_session(
-        &self,
-        session: &SessionId,
-        to: &Rewind,
+        &self, session: &SessionId, to: &Rewind,
     ) -> Result<Vec<Message>> {
         if !self.features().transactions {
             return self.rewind_by_epoch_flip(session, to).await;
@@ -206,10 +188,7 @@ impl MongoStore {
     }
 
     async fn rewind_in_transaction(
-        &self,
-        s: &mut ClientSession,
-        session: &SessionId,
-        to: &Rewind,
+        &self, s: &mut ClientSession, session: &SessionId, to: &Rewind,
     ) -> std::result::Result<Vec<Message>, TxError> {
         let sd = self.live_session_in(s, session, now()).await?;
         let docs = self.current_docs_in(s, session, sd.epoch).await?;
@@ -264,9 +243,7 @@ impl MongoStore {
 
     /// `update_session` (see the module docs).
     pub(crate) async fn patch_session(
-        &self,
-        session: &SessionId,
-        patch: &SessionPatch,
+        &self, session: &SessionId, patch: &SessionPatch,
     ) -> Result<SessionInfo> {
         patch.validate()?;
         retry(|_| async move {

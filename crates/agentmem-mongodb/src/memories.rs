@@ -52,8 +52,7 @@ pub(crate) fn unexpired_alternatives(at: i64) -> [Document; 2] {
 
 impl MongoStore {
     pub(crate) async fn try_put_memory(
-        &self,
-        item: &MemoryItem,
+        &self, item: &MemoryItem,
     ) -> std::result::Result<MemoryItem, TxError> {
         let mut stored = item.clone();
         if let Some(kk) = kind_key(item.kind, item.key.as_deref()) {

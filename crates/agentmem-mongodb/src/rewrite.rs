@@ -50,9 +50,7 @@ fn new_archive_id(at: DateTime<Utc>, existing: &[ArchiveEntry]) -> Result<Archiv
 /// The documents of archive `id` (of `epoch`, of a session expiring at `expires`) for
 /// `current`, message documents of `messages`.
 fn archive_docs(
-    session: &SessionId,
-    (epoch, expires): (Epoch, Option<DateTime<Utc>>),
-    id: &ArchiveId,
+    session: &SessionId, (epoch, expires): (Epoch, Option<DateTime<Utc>>), id: &ArchiveId,
     current: &[Document],
 ) -> Result<Vec<Document>> {
     current
@@ -75,10 +73,7 @@ fn archive_docs(
 /// time, a fresh tag for its messages, the new count) and the tag of the old messages.
 /// `NotFound` when the head lists no such archive.
 fn replaced_entries(
-    session: &SessionId,
-    archive: &ArchiveId,
-    existing: &[ArchiveEntry],
-    fields: &[Document],
+    session: &SessionId, archive: &ArchiveId, existing: &[ArchiveEntry], fields: &[Document],
 ) -> Result<(Vec<Bson>, ArchiveEntry, Epoch)> {
     let found = existing
         .iter()
@@ -151,12 +146,8 @@ impl MongoStore {
     /// restarting at 0) keeps them below any append racing with the transaction, whose
     /// message then lands after them.
     async fn place_below(
-        &self,
-        s: &mut ClientSession,
-        session: &SessionId,
-        (epoch, expires): (Epoch, Option<DateTime<Utc>>),
-        low: i64,
-        fields: &[Document],
+        &self, s: &mut ClientSession, session: &SessionId,
+        (epoch, expires): (Epoch, Option<DateTime<Utc>>), low: i64, fields: &[Document],
     ) -> std::result::Result<i64, TxError> {
         let k = len_i64(fields.len())?;
         if k > 0 {
@@ -171,12 +162,8 @@ impl MongoStore {
     /// `save_session` in one transaction on the session's current `epoch`: replaces its
     /// messages and metadata.
     pub(crate) async fn save_in_transaction(
-        &self,
-        s: &mut ClientSession,
-        session: &SessionId,
-        (epoch, expires): (Epoch, Option<DateTime<Utc>>),
-        fields: &[Document],
-        meta: &Bson,
+        &self, s: &mut ClientSession, session: &SessionId,
+        (epoch, expires): (Epoch, Option<DateTime<Utc>>), fields: &[Document], meta: &Bson,
     ) -> std::result::Result<(), TxError> {
         let h = self.head_in(s, epoch).await?;
         self.messages()
@@ -202,11 +189,7 @@ impl MongoStore {
     /// garbage. An append racing with it may land in the old epoch and be dropped: without
     /// transactions a whole-session replace cannot also keep racing appends.
     pub(crate) async fn save_by_epoch_flip(
-        &self,
-        session: &SessionId,
-        fields: &[Document],
-        meta: &Bson,
-        t: i64,
+        &self, session: &SessionId, fields: &[Document], meta: &Bson, t: i64,
     ) -> Result<()> {
         // An expired session is deleted first: the save starts a new one.
         let current = match self.session_doc(session).await? {
@@ -250,10 +233,7 @@ impl MongoStore {
     /// `fields` (the new messages) from seq 0, and a head with `metadata` and `archives`; both
     /// stamped with the session's expiry `expires`. Returns the epoch.
     pub(crate) async fn write_epoch(
-        &self,
-        session: &SessionId,
-        fields: &[Document],
-        (metadata, archives): (Bson, Vec<Bson>),
+        &self, session: &SessionId, fields: &[Document], (metadata, archives): (Bson, Vec<Bson>),
         expires: Option<DateTime<Utc>>,
     ) -> Result<Epoch> {
         let epoch = new_epoch();
@@ -277,8 +257,7 @@ impl MongoStore {
     /// Step 1 of a rewrite without transactions: the live session (`NotFound` when there is
     /// none), its head, and its messages (see [`current_docs_waiting`](Self::current_docs_waiting)).
     pub(crate) async fn read_for_rewrite(
-        &self,
-        session: &SessionId,
+        &self, session: &SessionId,
     ) -> Result<(SessionDoc, Head, Vec<Document>)> {
         let sd = self
             .live_session_doc(session)
@@ -296,9 +275,7 @@ impl MongoStore {
     /// was read, then deletes what lost (the old epoch, or the new one when the session
     /// changed meanwhile) and, when switched, settles the expiry. Whether it switched.
     pub(crate) async fn switch_epoch(
-        &self,
-        session: &SessionId,
-        switch: Switch<'_>,
+        &self, session: &SessionId, switch: Switch<'_>,
     ) -> Result<bool> {
         let Switch {
             from,
@@ -355,10 +332,7 @@ impl MongoStore {
     /// never wait for it; an append whose message lands after the snapshot stays, after the
     /// replacement. Two compactions of one session conflict on the head and one retries.
     pub(crate) async fn compact_in_transaction(
-        &self,
-        s: &mut ClientSession,
-        session: &SessionId,
-        fields: &[Document],
+        &self, s: &mut ClientSession, session: &SessionId, fields: &[Document],
     ) -> std::result::Result<(ArchiveInfo, Option<DateTime<Utc>>), TxError> {
         let t = now();
         let sd = self.live_session_in(s, session, t).await?;
@@ -420,9 +394,7 @@ impl MongoStore {
     /// leaves garbage no reader sees. An append that reserved before step 1 but never wrote
     /// (it failed) is waited for at most [`IN_FLIGHT_WAIT`].
     pub(crate) async fn compact_by_epoch_flip(
-        &self,
-        session: &SessionId,
-        fields: &[Document],
+        &self, session: &SessionId, fields: &[Document],
     ) -> Result<ArchiveInfo> {
         retry(|_| async move {
             let (sd, h, current) = self.read_for_rewrite(session).await?;
@@ -470,11 +442,7 @@ impl MongoStore {
     /// place and creation time stay. Appends write nothing it writes, so they never wait for
     /// it; a compaction conflicts with it on the head and one retries.
     pub(crate) async fn replace_archive_in_transaction(
-        &self,
-        s: &mut ClientSession,
-        session: &SessionId,
-        archive: &ArchiveId,
-        fields: &[Document],
+        &self, s: &mut ClientSession, session: &SessionId, archive: &ArchiveId, fields: &[Document],
     ) -> std::result::Result<(ArchiveInfo, Option<DateTime<Utc>>), TxError> {
         let sd = self.live_session_in(s, session, now()).await?;
         let h = self.head_in(s, sd.epoch).await?;
@@ -516,10 +484,7 @@ impl MongoStore {
     /// racing with it (which copy the head's archive list into a new epoch) retry instead of
     /// bringing back the old entry. The price is a copy of the current messages.
     pub(crate) async fn replace_archive_by_epoch_flip(
-        &self,
-        session: &SessionId,
-        archive: &ArchiveId,
-        fields: &[Document],
+        &self, session: &SessionId, archive: &ArchiveId, fields: &[Document],
     ) -> Result<ArchiveInfo> {
         retry(|_| async move {
             let (sd, h, current) = self.read_for_rewrite(session).await?;
@@ -564,10 +529,7 @@ impl MongoStore {
     /// positions but have not written yet are waited for, so that a rewrite of the session
     /// without transactions does not drop them.
     pub(crate) async fn current_docs_waiting(
-        &self,
-        session: &SessionId,
-        epoch: Epoch,
-        expected: i64,
+        &self, session: &SessionId, epoch: Epoch, expected: i64,
     ) -> Result<Vec<Document>> {
         let started = tokio::time::Instant::now();
         loop {

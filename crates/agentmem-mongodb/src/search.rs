@@ -81,11 +81,8 @@ const MEMORY_FIELDS: &[&str] = &[
 /// are disjoint, so no document is counted twice) instead of one `$or`: some servers
 /// (nx-27017) score every document 0 when `$text` shares its filter with a logical operator.
 async fn text_search(
-    coll: &Collection<Document>,
-    (filter, alternatives): (&Document, &[Document]),
-    (field, fields): (&str, &[&str]),
-    terms: &[String],
-    limit: usize,
+    coll: &Collection<Document>, (filter, alternatives): (&Document, &[Document]),
+    (field, fields): (&str, &[&str]), terms: &[String], limit: usize,
 ) -> Result<Vec<Scored>> {
     let mut projection = doc! {"_score": {"$meta": "textScore"}};
     for f in fields {
@@ -156,11 +153,7 @@ const FALLBACK_CANDIDATES: i64 = 10_000;
 /// the newest [`FALLBACK_CANDIDATES`] of them put oldest first by `order`, and ranks them with
 /// BM25; best first.
 async fn fallback_search(
-    coll: &Collection<Document>,
-    filter: &Document,
-    field: &str,
-    order: Document,
-    query: &str,
+    coll: &Collection<Document>, filter: &Document, field: &str, order: Document, query: &str,
     terms: &[String],
 ) -> Result<Vec<Scored>> {
     let mut f = filter.clone();
@@ -244,11 +237,7 @@ impl MongoStore {
     /// ranked by `$text` where the server has text indexes (enough of them for `limit` hits),
     /// else by BM25 in the client.
     pub(crate) async fn scored(
-        &self,
-        corpus: &Corpus<'_>,
-        query: &str,
-        terms: &[String],
-        limit: usize,
+        &self, corpus: &Corpus<'_>, query: &str, terms: &[String], limit: usize,
     ) -> Result<Vec<Scored>> {
         let Corpus {
             coll,
@@ -271,8 +260,7 @@ impl MongoStore {
 
     /// Each session's current epoch (of one session, when given).
     pub(crate) async fn current_epochs(
-        &self,
-        session: Option<&SessionId>,
+        &self, session: Option<&SessionId>,
     ) -> Result<HashMap<String, String>> {
         let mut filter = match session {
             Some(s) => doc! {"_id": s.as_str()},
@@ -297,9 +285,7 @@ impl MongoStore {
 /// The message hits among `hits`: those of each session's current epoch (`epochs`), best
 /// first, ties in conversation order, at most `limit`.
 pub(crate) fn message_hits(
-    hits: Vec<Scored>,
-    epochs: &HashMap<String, String>,
-    limit: usize,
+    hits: Vec<Scored>, epochs: &HashMap<String, String>, limit: usize,
 ) -> Result<Vec<MessageHit>> {
     let mut out = Vec::new();
     for hit in hits {

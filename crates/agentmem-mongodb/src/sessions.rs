@@ -105,8 +105,7 @@ pub(crate) fn stamp(d: &mut Document, expires: Option<DateTime<Utc>>) {
 
 /// The stored fields of `labels` and `expires`, for `$set`, and the absent ones, for `$unset`.
 pub(crate) fn label_fields(
-    labels: &SessionLabels,
-    expires: Option<DateTime<Utc>>,
+    labels: &SessionLabels, expires: Option<DateTime<Utc>>,
 ) -> (Document, Document) {
     let (mut set, mut unset) = (doc! {}, doc! {});
     for (field, value) in [("title", &labels.title), ("owner", &labels.owner)] {
@@ -242,10 +241,7 @@ pub(crate) fn not_found(session: &SessionId) -> Error {
 /// Message documents for `messages` at seqs `first..`, under `session` and `epoch`, of a
 /// session that expires at `expires`.
 pub(crate) fn placed(
-    session: &SessionId,
-    epoch: Epoch,
-    first: i64,
-    fields: &[Document],
+    session: &SessionId, epoch: Epoch, first: i64, fields: &[Document],
     expires: Option<DateTime<Utc>>,
 ) -> Vec<Document> {
     fields
@@ -294,9 +290,7 @@ pub(crate) fn session_infos(docs: &[Document], counted: &[Document]) -> Result<V
 /// first), those last written before `cutoff` (microseconds) and all after the first
 /// `max_sessions`.
 pub(crate) fn expired(
-    docs: &[Document],
-    policy: &RetentionPolicy,
-    cutoff: Option<i64>,
+    docs: &[Document], policy: &RetentionPolicy, cutoff: Option<i64>,
 ) -> Result<Vec<SessionId>> {
     let mut doomed = Vec::new();
     for (rank, d) in docs.iter().enumerate() {
@@ -333,9 +327,7 @@ impl MongoStore {
     }
 
     pub(crate) async fn head_in(
-        &self,
-        s: &mut ClientSession,
-        epoch: Epoch,
+        &self, s: &mut ClientSession, epoch: Epoch,
     ) -> std::result::Result<Head, TxError> {
         let found = self
             .heads()
@@ -348,10 +340,7 @@ impl MongoStore {
     /// The session document read in the transaction `s`; `NotFound` when the session is
     /// missing or has expired at `at`.
     pub(crate) async fn live_session_in(
-        &self,
-        s: &mut ClientSession,
-        session: &SessionId,
-        at: DateTime<Utc>,
+        &self, s: &mut ClientSession, session: &SessionId, at: DateTime<Utc>,
     ) -> std::result::Result<SessionDoc, TxError> {
         let found = self
             .sessions()
@@ -368,10 +357,7 @@ impl MongoStore {
 
     /// The message documents of `epoch` read in the transaction `s`, in seq order.
     pub(crate) async fn current_docs_in(
-        &self,
-        s: &mut ClientSession,
-        session: &SessionId,
-        epoch: Epoch,
+        &self, s: &mut ClientSession, session: &SessionId, epoch: Epoch,
     ) -> std::result::Result<Vec<Document>, TxError> {
         let mut cursor = self
             .messages()
@@ -407,9 +393,7 @@ impl MongoStore {
     /// `findAndModify` with `$inc`, which the server applies atomically, so concurrent
     /// appenders get disjoint, ordered ranges.
     pub(crate) async fn reserve(
-        &self,
-        session: &SessionId,
-        n: i64,
+        &self, session: &SessionId, n: i64,
     ) -> Result<(i64, Epoch, Option<DateTime<Utc>>)> {
         let t = micros(now());
         retry(|attempt| async move {
@@ -492,9 +476,7 @@ impl MongoStore {
     /// concurrent `update_session` never leaves documents that the TTL indexes would delete
     /// before (or keep after) the session.
     pub(crate) async fn settle_expiry(
-        &self,
-        session: &SessionId,
-        mut stamped: Option<Option<DateTime<Utc>>>,
+        &self, session: &SessionId, mut stamped: Option<Option<DateTime<Utc>>>,
     ) -> Result<()> {
         for _ in 0..MAX_RETRIES {
             let Some(sd) = self.session_doc(session).await? else {
@@ -512,9 +494,7 @@ impl MongoStore {
     /// Sets `expires_at` for `expires` on every message, archived message and head of the
     /// session (removes it for `None`).
     pub(crate) async fn restamp(
-        &self,
-        session: &SessionId,
-        expires: Option<DateTime<Utc>>,
+        &self, session: &SessionId, expires: Option<DateTime<Utc>>,
     ) -> Result<()> {
         let update = match expires {
             Some(at) => doc! {"$set": {"expires_at": ttl_date(at)}},
@@ -560,11 +540,7 @@ impl MongoStore {
     /// The messages of `epoch`, all in seq order, or only the last `limit`. `next` is the
     /// session's next free position, as read with its epoch.
     pub(crate) async fn read_messages(
-        &self,
-        session: &SessionId,
-        epoch: Epoch,
-        next: i64,
-        limit: Option<usize>,
+        &self, session: &SessionId, epoch: Epoch, next: i64, limit: Option<usize>,
     ) -> Result<Vec<Message>> {
         let filter = doc! {"session": session.as_str(), "epoch": epoch.to_hex()};
         let messages = self.messages();
@@ -607,10 +583,7 @@ impl MongoStore {
 
     /// Loads the session as of `sd`, its document.
     pub(crate) async fn load_epoch(
-        &self,
-        session: &SessionId,
-        limit: Option<usize>,
-        sd: SessionDoc,
+        &self, session: &SessionId, limit: Option<usize>, sd: SessionDoc,
     ) -> Result<Session> {
         let messages = async {
             Ok::<_, Error>(match limit {

@@ -157,9 +157,7 @@ impl MongoStore {
     /// # Ok(()) }
     /// ```
     pub async fn from_client_with(
-        client: Client,
-        database: &str,
-        allowed: ServerFeatures,
+        client: Client, database: &str, allowed: ServerFeatures,
     ) -> Result<Layered<Self>> {
         open_layered(
             &INFO,
@@ -171,10 +169,7 @@ impl MongoStore {
     /// Opens the raw store: checks the database name, lays out the schema and detects what
     /// the server supports, keeping only the features in `allowed`.
     async fn open(
-        client: Client,
-        database: &str,
-        allowed: ServerFeatures,
-        retry_budget: Duration,
+        client: Client, database: &str, allowed: ServerFeatures, retry_budget: Duration,
     ) -> Result<Self> {
         validate_database_name(database)?;
         let db = client.database(database);
@@ -312,10 +307,7 @@ impl SessionStore for MongoStore {
     }
 
     async fn save_session(
-        &self,
-        session: &SessionId,
-        history: &[Message],
-        metadata: &Metadata,
+        &self, session: &SessionId, history: &[Message], metadata: &Metadata,
     ) -> Result<()> {
         let fields = encode_all(history)?;
         let meta = metadata_to_bson(metadata)?;
@@ -499,10 +491,7 @@ impl SessionStore for MongoStore {
     }
 
     async fn replace_archive(
-        &self,
-        session: &SessionId,
-        archive: &ArchiveId,
-        messages: &[Message],
+        &self, session: &SessionId, archive: &ArchiveId, messages: &[Message],
     ) -> Result<ArchiveInfo> {
         let fields = encode_all(messages)?;
         if !self.features.transactions {
@@ -571,10 +560,7 @@ impl SessionStore for MongoStore {
     }
 
     async fn fork(
-        &self,
-        source: &SessionId,
-        target: &SessionId,
-        at: Option<&MessageId>,
+        &self, source: &SessionId, target: &SessionId, at: Option<&MessageId>,
     ) -> Result<SessionInfo> {
         self.fork_session(source, target, at).await
     }
@@ -584,9 +570,7 @@ impl SessionStore for MongoStore {
     }
 
     async fn update_session(
-        &self,
-        session: &SessionId,
-        patch: &SessionPatch,
+        &self, session: &SessionId, patch: &SessionPatch,
     ) -> Result<SessionInfo> {
         self.patch_session(session, patch).await
     }

@@ -24,9 +24,7 @@ impl MongoStore {
     /// few times and, when the server cannot be reached, only within the transaction's
     /// [`retry_budget`](Self::retry_budget) measured from `started`.
     pub(crate) async fn commit(
-        &self,
-        session: &mut ClientSession,
-        started: Instant,
+        &self, session: &mut ClientSession, started: Instant,
     ) -> std::result::Result<(), mongodb::error::Error> {
         let mut retries = Retries::new(MAX_COMMIT_RETRIES);
         loop {
@@ -56,10 +54,7 @@ impl MongoStore {
     /// at most [`MAX_UNREACHABLE_RETRIES`] more tries, and none once the retry budget is
     /// spent, so the caller hears `Unavailable` within about two selection timeouts.
     pub(crate) fn retry_transaction(
-        &self,
-        failure: &mongodb::error::Error,
-        attempt: u32,
-        started: Instant,
+        &self, failure: &mongodb::error::Error, attempt: u32, started: Instant,
     ) -> bool {
         if is_unreachable(failure) {
             return attempt < MAX_UNREACHABLE_RETRIES && started.elapsed() < self.retry_budget();
@@ -72,8 +67,7 @@ impl MongoStore {
     /// reached the abort is left to the driver, which aborts a dropped session's transaction
     /// in the background: awaiting it here would wait out server selection once more.
     pub(crate) async fn abandon(
-        session: &mut ClientSession,
-        failure: Option<&mongodb::error::Error>,
+        session: &mut ClientSession, failure: Option<&mongodb::error::Error>,
     ) {
         if failure.is_some_and(is_unreachable) {
             return;
@@ -132,9 +126,7 @@ impl<'a> TxTries<'a> {
     /// operation's result, or `None` when the transaction is to run again (after a backoff),
     /// as [`MongoStore::retry_transaction`] decides.
     pub(crate) async fn finish<T>(
-        &mut self,
-        session: &mut ClientSession,
-        outcome: std::result::Result<T, TxError>,
+        &mut self, session: &mut ClientSession, outcome: std::result::Result<T, TxError>,
     ) -> Option<Result<T>> {
         let failure = match outcome {
             Ok(value) => match self.store.commit(session, self.started).await {

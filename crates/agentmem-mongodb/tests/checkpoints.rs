@@ -20,9 +20,7 @@ use common::{raw, raw_matching};
 use serde_json::json;
 
 fn checkpoint(
-    at: &CheckpointKey,
-    versions: &[(&str, &str)],
-    meta: serde_json::Value,
+    at: &CheckpointKey, versions: &[(&str, &str)], meta: serde_json::Value,
 ) -> Checkpoint {
     let mut c = Checkpoint::new(at.clone(), TypedBytes::new("msgpack", vec![0, 1, 2]));
     c.channel_versions = versions

@@ -298,11 +298,7 @@ fn bench_appends(c: &mut Criterion, rt: &Runtime, store: &Layered<PostgresStore>
 }
 
 fn bench_reads(
-    c: &mut Criterion,
-    rt: &Runtime,
-    store: &Layered<PostgresStore>,
-    raw: &Raw,
-    n: usize,
+    c: &mut Criterion, rt: &Runtime, store: &Layered<PostgresStore>, raw: &Raw, n: usize,
 ) {
     let big = sid("big");
     let mut group = c.benchmark_group(format!("load_last_20_of_{n}"));

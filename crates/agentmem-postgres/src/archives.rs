@@ -19,9 +19,7 @@ pub(crate) fn archive_info(session: &SessionId, row: &Row) -> Result<ArchiveInfo
 
 /// The archive the `load_archive` statement read; `NotFound` when it returned no row.
 pub(crate) fn archive_from(
-    session: &SessionId,
-    archive: &ArchiveId,
-    rows: &[Row],
+    session: &SessionId, archive: &ArchiveId, rows: &[Row],
 ) -> Result<Archive> {
     let Some(first) = rows.first() else {
         return Err(archive_not_found(session, archive));

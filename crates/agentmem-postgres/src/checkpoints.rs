@@ -50,11 +50,7 @@ struct Delete<'a> {
 /// In `tx`: locks `threads` (their `keys`) exclusively, then runs `d`. Returns how many
 /// checkpoints its delete removed.
 async fn delete_locked(
-    sql: &CheckpointSql,
-    tx: &Transaction<'_>,
-    keys: &[i32],
-    threads: &[&str],
-    d: Delete<'_>,
+    sql: &CheckpointSql, tx: &Transaction<'_>, keys: &[i32], threads: &[&str], d: Delete<'_>,
 ) -> std::result::Result<u64, PgError> {
     tx.execute_st(&sql.lock_threads, &[&keys]).await?;
     let deleted = tx.execute_st(d.delete, d.params).await?;
@@ -67,10 +63,7 @@ impl PostgresStore {
     /// when `None`) passing its conditions and the `jsonb` pre-filter `filter`, at most
     /// `limit` (all when `None`).
     async fn list_once(
-        &self,
-        query: &CheckpointQuery,
-        filter: &Option<Json<Metadata>>,
-        limit: Option<i64>,
+        &self, query: &CheckpointQuery, filter: &Option<Json<Metadata>>, limit: Option<i64>,
     ) -> Result<TupleRows> {
         let sql = &self.sql.checkpoints;
         let thread = query.thread.as_ref().map(ThreadId::as_str);
@@ -187,10 +180,7 @@ impl CheckpointStore for PostgresStore {
     }
 
     async fn get_checkpoint(
-        &self,
-        thread: &ThreadId,
-        ns: &CheckpointNs,
-        id: Option<&CheckpointId>,
+        &self, thread: &ThreadId, ns: &CheckpointNs, id: Option<&CheckpointId>,
     ) -> Result<Option<CheckpointTuple>> {
         let sql = &self.sql.checkpoints;
         let (thread, ns) = (thread.as_str(), ns.as_str());

@@ -102,10 +102,7 @@ impl<'a> MessageColumns<'a> {
     /// The bind parameters `$1`..`$11` of `fill_archive`: `session`, `archive`, the first
     /// position `first`, then the eight message arrays (no tsvectors).
     pub(crate) fn archived_params<'p>(
-        &'p self,
-        session: &'p &'p str,
-        archive: &'p &'p str,
-        first: &'p i64,
+        &'p self, session: &'p &'p str, archive: &'p &'p str, first: &'p i64,
     ) -> Vec<&'p (dyn ToSql + Sync)> {
         let head: [&(dyn ToSql + Sync); 3] = [session, archive, first];
         [&head[..], &self.message_arrays()].concat()
@@ -138,8 +135,7 @@ pub(crate) fn text_from(text: String, raw: Option<Vec<u8>>) -> Result<String> {
 
 /// A column value, with undecodable data reported as corrupt rather than as a driver error.
 pub(crate) fn get<'r, T: tokio_postgres::types::FromSql<'r>>(
-    row: &'r Row,
-    index: usize,
+    row: &'r Row, index: usize,
 ) -> Result<T> {
     row.try_get(index)
         .map_err(|e| Error::corrupt(format!("column {index} does not decode: {e}")).with_source(e))

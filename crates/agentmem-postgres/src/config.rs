@@ -284,9 +284,7 @@ impl PostgresConfig {
     /// Presents the certificate (PEM, leaf first, then its chain) at `cert` with the
     /// private key (PEM: PKCS#8, PKCS#1 or SEC1, unencrypted) at `key` when the server asks.
     pub fn with_ssl_client_cert(
-        mut self,
-        cert: impl Into<PathBuf>,
-        key: impl Into<PathBuf>,
+        mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>,
     ) -> Self {
         self.ssl_client_cert = Some((cert.into(), key.into()));
         self

@@ -207,9 +207,7 @@ impl PostgresStore {
 
     /// Runs a create statement (never retried), returning the keys of what it created.
     async fn graph_create(
-        &self,
-        st: &Stmt,
-        params: &[&(dyn ToSql + Sync)],
+        &self, st: &Stmt, params: &[&(dyn ToSql + Sync)],
     ) -> Result<HashSet<Key>> {
         let rows = self.graph_write(st, params).await?;
         rows.iter().map(|row| get::<Key>(row, 0)).collect()
@@ -272,8 +270,7 @@ impl GraphStore for PostgresStore {
     }
 
     async fn add_observations(
-        &self,
-        additions: &[ObservationAddition],
+        &self, additions: &[ObservationAddition],
     ) -> Result<Vec<AddedObservations>> {
         if additions.is_empty() {
             return Ok(Vec::new());

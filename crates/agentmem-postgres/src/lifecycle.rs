@@ -43,10 +43,7 @@ pub(crate) fn expired_meanwhile(session: &SessionId) -> Error {
 /// session `id`, with the row `lock` returned; `None` (the transaction rolled back) when the
 /// session does not exist or has expired at `at`.
 pub(crate) async fn lock_live_session<'c>(
-    client: &'c mut Object,
-    lock: &Stmt,
-    id: &str,
-    at: DateTime<Utc>,
+    client: &'c mut Object, lock: &Stmt, id: &str, at: DateTime<Utc>,
 ) -> std::result::Result<Option<(Transaction<'c>, Row)>, PgError> {
     let tx = client.transaction().await?;
     let row = tx.query_opt_st(lock, &[&id, &at]).await?;
@@ -56,10 +53,7 @@ pub(crate) async fn lock_live_session<'c>(
 /// Deletes session `id` in `tx` (when `expired_at` is given, only if it has expired then) with
 /// its messages, archives, archived messages and tags. Whether there was such a session.
 pub(crate) async fn delete_session_in(
-    sql: &Sql,
-    tx: &Transaction<'_>,
-    id: &str,
-    expired_at: Option<DateTime<Utc>>,
+    sql: &Sql, tx: &Transaction<'_>, id: &str, expired_at: Option<DateTime<Utc>>,
 ) -> std::result::Result<bool, PgError> {
     let deleted = match expired_at {
         None => tx.execute_st(&sql.sessions.delete_session, &[&id]).await?,
@@ -81,10 +75,7 @@ pub(crate) async fn delete_session_in(
 /// The summary of session `id` just written, from a `row` that starts with its message
 /// count, creation and last write times.
 pub(crate) fn written_session(
-    id: &SessionId,
-    row: &Row,
-    labels: SessionLabels,
-    expires_at: Option<DateTime<Utc>>,
+    id: &SessionId, row: &Row, labels: SessionLabels, expires_at: Option<DateTime<Utc>>,
 ) -> Result<SessionInfo> {
     Ok(SessionInfo {
         id: id.clone(),
@@ -103,11 +94,7 @@ impl PostgresStore {
     /// which starts a new session; then runs `after` (with the session id) and commits. An
     /// error when the session expired again meanwhile, and nothing was written.
     pub(crate) async fn write_fresh(
-        &self,
-        session: &SessionId,
-        st: &Stmt,
-        params: &[&(dyn ToSql + Sync)],
-        after: Option<&Stmt>,
+        &self, session: &SessionId, st: &Stmt, params: &[&(dyn ToSql + Sync)], after: Option<&Stmt>,
     ) -> Result<()> {
         let id = session.as_str();
         let written = run!(self, 0, |client| async {
@@ -133,9 +120,7 @@ impl PostgresStore {
 
     /// `rewind`: see `SessionStore::rewind`.
     pub(crate) async fn rewind_session(
-        &self,
-        session: &SessionId,
-        to: &Rewind,
+        &self, session: &SessionId, to: &Rewind,
     ) -> Result<Vec<Message>> {
         let time = now();
         let id = session.as_str();
@@ -180,9 +165,7 @@ impl PostgresStore {
 
     /// `update_session`: see `SessionStore::update_session`.
     pub(crate) async fn update_labels(
-        &self,
-        session: &SessionId,
-        patch: &SessionPatch,
+        &self, session: &SessionId, patch: &SessionPatch,
     ) -> Result<SessionInfo> {
         let time = now();
         let id = session.as_str();

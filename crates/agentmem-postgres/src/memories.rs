@@ -48,9 +48,7 @@ impl PostgresStore {
     /// `item`. Returns the stored id and creation time. A `Conflict` means another writer
     /// inserted the same scope, kind and key meanwhile; the next try finds its row.
     pub(crate) async fn put_once(
-        &self,
-        item: &MemoryItem,
-        now: DateTime<Utc>,
+        &self, item: &MemoryItem, now: DateTime<Utc>,
     ) -> Result<(String, DateTime<Utc>)> {
         let (text, raw) = storable_text(&item.text);
         let metadata = (!item.metadata.is_empty()).then_some(Json(&item.metadata));

@@ -16,10 +16,7 @@ impl PostgresStore {
     /// archives, and the memory items expired at `now` or last updated before
     /// `memory_cutoff`. Returns how many sessions and memory items it deleted.
     pub(crate) async fn purge_once(
-        &self,
-        cutoff: Option<DateTime<Utc>>,
-        keep: Option<i64>,
-        now: DateTime<Utc>,
+        &self, cutoff: Option<DateTime<Utc>>, keep: Option<i64>, now: DateTime<Utc>,
         memory_cutoff: Option<DateTime<Utc>>,
     ) -> Result<(usize, u64)> {
         run!(self, 0, |client| async {

@@ -20,10 +20,7 @@ use crate::codec::{count, get, numbered_messages};
 /// Labels from their stored columns: title, owner, and the tags as keys and values in two
 /// arrays of the same length.
 pub(crate) fn labels_from(
-    title: Option<String>,
-    owner: Option<String>,
-    keys: Vec<String>,
-    values: Vec<String>,
+    title: Option<String>, owner: Option<String>, keys: Vec<String>, values: Vec<String>,
 ) -> Result<SessionLabels> {
     if keys.len() != values.len() {
         return Err(Error::corrupt(format!(
@@ -42,9 +39,7 @@ pub(crate) fn labels_from(
 /// The session the `load` statement read for a window of `limit` messages (all when
 /// `None`); `None` when it returned no row (the session does not exist, or has expired).
 pub(crate) fn session_from(
-    session: &SessionId,
-    rows: &[Row],
-    limit: Option<usize>,
+    session: &SessionId, rows: &[Row], limit: Option<usize>,
 ) -> Result<Option<Session>> {
     let Some(first) = rows.first() else {
         return Ok(None);

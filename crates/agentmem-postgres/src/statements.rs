@@ -51,37 +51,27 @@ impl Stmt {
 pub(crate) trait Exec {
     /// The rows `st` returns.
     fn query_st(
-        &self,
-        st: &Stmt,
-        params: &[&(dyn ToSql + Sync)],
+        &self, st: &Stmt, params: &[&(dyn ToSql + Sync)],
     ) -> impl Future<Output = Result<Vec<Row>, PgError>> + Send;
 
     /// The one row `st` returns, if any (an error for more than one).
     fn query_opt_st(
-        &self,
-        st: &Stmt,
-        params: &[&(dyn ToSql + Sync)],
+        &self, st: &Stmt, params: &[&(dyn ToSql + Sync)],
     ) -> impl Future<Output = Result<Option<Row>, PgError>> + Send;
 
     /// The one row `st` returns (an error for none or more).
     fn query_one_st(
-        &self,
-        st: &Stmt,
-        params: &[&(dyn ToSql + Sync)],
+        &self, st: &Stmt, params: &[&(dyn ToSql + Sync)],
     ) -> impl Future<Output = Result<Row, PgError>> + Send;
 
     /// How many rows `st` changed.
     fn execute_st(
-        &self,
-        st: &Stmt,
-        params: &[&(dyn ToSql + Sync)],
+        &self, st: &Stmt, params: &[&(dyn ToSql + Sync)],
     ) -> impl Future<Output = Result<u64, PgError>> + Send;
 
     /// Whether `st` returns a row (an error for more than one).
     fn exists_st(
-        &self,
-        st: &Stmt,
-        params: &[&(dyn ToSql + Sync)],
+        &self, st: &Stmt, params: &[&(dyn ToSql + Sync)],
     ) -> impl Future<Output = Result<bool, PgError>> + Send
     where
         Self: Sync,
@@ -91,9 +81,7 @@ pub(crate) trait Exec {
 
     /// The first column of every row `st` returns.
     fn column_st<T>(
-        &self,
-        st: &Stmt,
-        params: &[&(dyn ToSql + Sync)],
+        &self, st: &Stmt, params: &[&(dyn ToSql + Sync)],
     ) -> impl Future<Output = Result<Vec<T>, PgError>> + Send
     where
         Self: Sync,
@@ -111,9 +99,7 @@ pub(crate) trait Exec {
 macro_rules! exec_method {
     ($method:ident -> $out:ty, $named:ident, $typed:ident) => {
         async fn $method(
-            &self,
-            st: &Stmt,
-            params: &[&(dyn ToSql + Sync)],
+            &self, st: &Stmt, params: &[&(dyn ToSql + Sync)],
         ) -> Result<$out, PgError> {
             if st.named {
                 let prepared = self.prepare_typed_cached(&st.sql, st.types).await?;

@@ -103,9 +103,7 @@ impl PostgresStore {
     /// Like [`from_client`](Self::from_client), preparing statements as `prepared` says
     /// (`Off` behind a pooler in transaction mode that is not detected).
     pub async fn from_client_with(
-        pool: Pool,
-        schema: &str,
-        prepared: PreparedStatements,
+        pool: Pool, schema: &str, prepared: PreparedStatements,
     ) -> Result<Layered<Self>> {
         // Migrating is opening work: it runs in the `open` span, like `connect_with`.
         open_layered(&INFO, Self::open(pool, schema, prepared)).await
@@ -216,8 +214,7 @@ where
 /// `params` when there are no scopes (every scope), else `in_scopes` with `params` then the
 /// scopes.
 fn scoped<'p>(
-    (all, in_scopes): (&'p Stmt, &'p Stmt),
-    params: &[&'p (dyn ToSql + Sync)],
+    (all, in_scopes): (&'p Stmt, &'p Stmt), params: &[&'p (dyn ToSql + Sync)],
     scopes: &'p Option<Vec<String>>,
 ) -> (&'p Stmt, Vec<&'p (dyn ToSql + Sync)>) {
     match scopes {
@@ -298,10 +295,7 @@ impl SessionStore for PostgresStore {
     }
 
     async fn save_session(
-        &self,
-        session: &SessionId,
-        history: &[Message],
-        metadata: &Metadata,
+        &self, session: &SessionId, history: &[Message], metadata: &Metadata,
     ) -> Result<()> {
         let columns = MessageColumns::new(history, now())?;
         let id = session.as_str();
@@ -413,10 +407,7 @@ impl SessionStore for PostgresStore {
     }
 
     async fn replace_archive(
-        &self,
-        session: &SessionId,
-        archive: &ArchiveId,
-        messages: &[Message],
+        &self, session: &SessionId, archive: &ArchiveId, messages: &[Message],
     ) -> Result<ArchiveInfo> {
         let columns = MessageColumns::archived(messages, now())?;
         let at = columns.at;
@@ -542,10 +533,7 @@ impl SessionStore for PostgresStore {
     }
 
     async fn fork(
-        &self,
-        source: &SessionId,
-        target: &SessionId,
-        at: Option<&MessageId>,
+        &self, source: &SessionId, target: &SessionId, at: Option<&MessageId>,
     ) -> Result<SessionInfo> {
         let time = now();
         let (src, tgt) = (source.as_str(), target.as_str());
@@ -600,9 +588,7 @@ impl SessionStore for PostgresStore {
     }
 
     async fn update_session(
-        &self,
-        session: &SessionId,
-        patch: &SessionPatch,
+        &self, session: &SessionId, patch: &SessionPatch,
     ) -> Result<SessionInfo> {
         self.update_labels(session, patch).await
     }

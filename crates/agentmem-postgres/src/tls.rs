@@ -228,8 +228,7 @@ where
     type Error = TlsHandshakeError;
 
     fn make_tls_connect(
-        &mut self,
-        domain: &str,
+        &mut self, domain: &str,
     ) -> std::result::Result<RustlsConnect, Self::Error> {
         let name = match ServerName::try_from(domain) {
             Ok(name) => name.to_owned(),
@@ -299,9 +298,7 @@ pub(crate) type RustlsStream<S> = DriverStream<tokio_rustls::client::TlsStream<S
 
 impl<S: AsyncRead + Unpin> AsyncRead for DriverStream<S> {
     fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
+        mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         Pin::new(&mut self.0).poll_read(cx, buf)
     }
@@ -309,9 +306,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for DriverStream<S> {
 
 impl<S: AsyncWrite + Unpin> AsyncWrite for DriverStream<S> {
     fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
+        mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.0).poll_write(cx, buf)
     }
@@ -325,9 +320,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for DriverStream<S> {
     }
 
     fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
+        mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
     }
@@ -438,12 +431,8 @@ struct LibpqVerifier {
 
 impl ServerCertVerifier for LibpqVerifier {
     fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        now: UnixTime,
+        &self, end_entity: &CertificateDer<'_>, intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>, _ocsp_response: &[u8], now: UnixTime,
     ) -> std::result::Result<ServerCertVerified, rustls::Error> {
         if let Some(roots) = &self.roots {
             let cert = ParsedCertificate::try_from(end_entity)?;
@@ -459,10 +448,7 @@ impl ServerCertVerifier for LibpqVerifier {
     }
 
     fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
+        &self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
         verify_tls12_signature(
             message,
@@ -473,10 +459,7 @@ impl ServerCertVerifier for LibpqVerifier {
     }
 
     fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
+        &self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
         verify_tls13_signature(
             message,
@@ -519,8 +502,7 @@ impl Connector {
 
 impl deadpool_postgres::Connect for Connector {
     fn connect(
-        &self,
-        pg_config: &tokio_postgres::Config,
+        &self, pg_config: &tokio_postgres::Config,
     ) -> Pin<
         Box<
             dyn Future<

@@ -605,10 +605,7 @@ async fn huge_messages_are_stored_and_stay_searchable() {
 
 /// How many rows of `table` belong to session `id` in `store`'s schema.
 async fn rows_of(
-    admin: &tokio_postgres::Client,
-    store: &PostgresStore,
-    table: &str,
-    id: &str,
+    admin: &tokio_postgres::Client, store: &PostgresStore, table: &str, id: &str,
 ) -> i64 {
     let column = if table == "sessions" {
         "id"
@@ -767,9 +764,7 @@ async fn rewinds_racing_appends_keep_positions_counts_and_search_consistent() {
 
 /// The positions of archive `archive`'s messages in `store`'s schema, in order.
 async fn archived_seqs(
-    admin: &tokio_postgres::Client,
-    store: &PostgresStore,
-    archive: &str,
+    admin: &tokio_postgres::Client, store: &PostgresStore, archive: &str,
 ) -> Vec<i64> {
     admin
         .query(

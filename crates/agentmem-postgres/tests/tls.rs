@@ -24,8 +24,7 @@ fn tls_base() -> (String, String) {
 /// Opens a store at `base` with `options` (in a fresh schema, dropped afterwards through the
 /// TLS server's own URL); `Err` is the connection's error.
 async fn open(
-    base: &str,
-    options: &[(&str, &str)],
+    base: &str, options: &[(&str, &str)],
 ) -> Result<agentmem_core::Layered<PostgresStore>, agentmem_core::Error> {
     let schema = agentmem_testkit::unique_namespace(common::PREFIX);
     let mut all = vec![("schema", schema.as_str()), ("pool_size", "2")];

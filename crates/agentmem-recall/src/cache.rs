@@ -88,8 +88,7 @@ impl VectorCache {
 
     /// Caches `vectors` while there is room.
     pub(crate) fn insert_many<'a>(
-        &self,
-        vectors: impl IntoIterator<Item = (&'a VectorKey, &'a UnitVector)>,
+        &self, vectors: impl IntoIterator<Item = (&'a VectorKey, &'a UnitVector)>,
     ) {
         if self.capacity_bytes == 0 {
             return;

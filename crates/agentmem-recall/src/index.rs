@@ -121,8 +121,7 @@ impl Recall {
     /// storing each batch before the next; `progress` hears after each. Records the model in
     /// a store that has none; `Conflict` when the store's vectors come from another model.
     pub async fn index(
-        &self,
-        progress: &mut (dyn FnMut(IndexProgress) + Send),
+        &self, progress: &mut (dyn FnMut(IndexProgress) + Send),
     ) -> Result<IndexReport> {
         self.check_model(true).await?;
         let texts = self.indexed_texts().await?;
@@ -161,8 +160,7 @@ impl Recall {
     /// the model (replacing another), then indexes. A run cut short is resumed by
     /// [`index`](Self::index) or another `reindex`.
     pub async fn reindex(
-        &self,
-        progress: &mut (dyn FnMut(IndexProgress) + Send),
+        &self, progress: &mut (dyn FnMut(IndexProgress) + Send),
     ) -> Result<IndexReport> {
         // Vectors go first: a crash before the model is recorded leaves no vector labelled
         // with the wrong model.
@@ -187,9 +185,7 @@ impl Recall {
     /// with `anew` or when the store's vectors come from another model than this embedder's,
     /// else [`index`](Self::index).
     pub async fn update_index(
-        &self,
-        anew: bool,
-        progress: &mut (dyn FnMut(IndexProgress) + Send),
+        &self, anew: bool, progress: &mut (dyn FnMut(IndexProgress) + Send),
     ) -> Result<IndexUpdate> {
         let model = self.model().await?;
         let previous_model = self.stored_model().await?.filter(|m| *m != model);

@@ -94,9 +94,7 @@ struct Ranked {
 impl Recall {
     /// Recall over `store` with `embedder`.
     pub fn new(
-        store: Arc<dyn AgentMemory>,
-        embedder: Arc<dyn Embedder>,
-        options: RecallOptions,
+        store: Arc<dyn AgentMemory>, embedder: Arc<dyn Embedder>, options: RecallOptions,
     ) -> Self {
         Recall {
             cache: Arc::new(VectorCache::new(options.vector_cache_bytes)),
@@ -194,10 +192,7 @@ impl Recall {
     /// Memory items matching `query` within `filter` (kind, scope, expiry: applied before
     /// ranking), at most `filter.limit` (10 by default), best first.
     pub async fn search_memories(
-        &self,
-        query: &str,
-        filter: &MemoryFilter,
-        mode: SearchMode,
+        &self, query: &str, filter: &MemoryFilter, mode: SearchMode,
     ) -> Result<Vec<MemoryRecall>> {
         let limit = filter
             .limit
@@ -263,10 +258,7 @@ impl Recall {
     /// Messages matching `query` in `scope` (one session, or all), at most `scope.limit`,
     /// best first.
     pub async fn search_messages(
-        &self,
-        query: &str,
-        scope: &MessageQuery,
-        mode: SearchMode,
+        &self, query: &str, scope: &MessageQuery, mode: SearchMode,
     ) -> Result<Vec<MessageRecall>> {
         if scope.limit == 0 {
             return Ok(Vec::new());
@@ -326,8 +318,7 @@ impl Recall {
 
     /// The messages of one session, or of every session, in order.
     pub(crate) async fn messages_in(
-        &self,
-        session: Option<&SessionId>,
+        &self, session: Option<&SessionId>,
     ) -> Result<Vec<(SessionId, Message)>> {
         let ids = match session {
             Some(id) => vec![id.clone()],
@@ -352,10 +343,7 @@ impl Recall {
     /// `depth` texts that have a vector. Texts without one are passed over (keyword search
     /// covers them until the indexer catches up).
     async fn rank_by_meaning(
-        &self,
-        query: &str,
-        texts: &[&str],
-        depth: usize,
+        &self, query: &str, texts: &[&str], depth: usize,
     ) -> Result<Vec<(usize, f32, usize)>> {
         if texts.is_empty() || query.trim().is_empty() {
             return Ok(Vec::new());

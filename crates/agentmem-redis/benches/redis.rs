@@ -222,12 +222,8 @@ async fn raw_load_all(setup: &Setup, key: &str) -> Vec<Message> {
 }
 
 fn big_reads(
-    c: &mut Criterion,
-    rt: &tokio::runtime::Runtime,
-    setup: &Setup,
-    session: &SessionId,
-    raw_key: &str,
-    n: usize,
+    c: &mut Criterion, rt: &tokio::runtime::Runtime, setup: &Setup, session: &SessionId,
+    raw_key: &str, n: usize,
 ) {
     let mut group = c.benchmark_group(format!("redis_load_all_of_{n}"));
     group.sample_size(10);

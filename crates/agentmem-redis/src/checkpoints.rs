@@ -32,10 +32,7 @@ impl RedisStore {
     /// One `cp_list.lua` call: the rows of at most about `limit` checkpoints `query` selects,
     /// walking newest first from `cursor`, and the cursor to go on from (`None` at the end).
     async fn list_batch(
-        &self,
-        query: &CheckpointQuery,
-        limit: Option<usize>,
-        cursor: Option<&[u8]>,
+        &self, query: &CheckpointQuery, limit: Option<usize>, cursor: Option<&[u8]>,
     ) -> Result<(Vec<Row>, Option<Vec<u8>>)> {
         let mut inv = self.keys.invoke(&self.scripts.cp_list);
         let thread = optional(query.thread.as_ref().map(ThreadId::as_str));
@@ -101,10 +98,7 @@ impl CheckpointStore for RedisStore {
     }
 
     async fn get_checkpoint(
-        &self,
-        thread: &ThreadId,
-        ns: &CheckpointNs,
-        id: Option<&CheckpointId>,
+        &self, thread: &ThreadId, ns: &CheckpointNs, id: Option<&CheckpointId>,
     ) -> Result<Option<CheckpointTuple>> {
         let mut inv = self.keys.invoke(&self.scripts.cp_get);
         let (flag, id) = optional(id.map(CheckpointId::as_str));

@@ -130,9 +130,7 @@ impl RedisConfig {
     /// PEM file `key`, as the `tls_cert` and `tls_key` options do. `InvalidInput` unless the
     /// URL uses TLS; the files are read when the store connects.
     pub fn with_tls_client_cert(
-        mut self,
-        cert: impl Into<PathBuf>,
-        key: impl Into<PathBuf>,
+        mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>,
     ) -> Result<Self> {
         if !self.is_tls() {
             return Err(tls_option_without_tls("tls_cert"));

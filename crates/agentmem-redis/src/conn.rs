@@ -44,10 +44,7 @@ impl ConnectionLike for Conn {
     }
 
     fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
+        &'a mut self, pipeline: &'a Pipeline, offset: usize, count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
@@ -66,17 +63,14 @@ impl ConnectionLike for Conn {
 /// The longest any one operation may take with these timeouts and `retries` retries: every
 /// attempt and backoff, one reply, and slack.
 pub(crate) fn deadline(
-    connect_timeout: Duration,
-    response_timeout: Duration,
-    retries: u32,
+    connect_timeout: Duration, response_timeout: Duration, retries: u32,
 ) -> Duration {
     connect_timeout * (retries + 1) + response_timeout + Duration::from_secs(1)
 }
 
 /// The manager's settings for these timeouts.
 pub(crate) fn manager_config(
-    connect_timeout: Duration,
-    response_timeout: Duration,
+    connect_timeout: Duration, response_timeout: Duration,
 ) -> ConnectionManagerConfig {
     ConnectionManagerConfig::new()
         .set_connection_timeout(Some(connect_timeout))

@@ -69,8 +69,7 @@ fn wide<'a>(mut texts: impl Iterator<Item = &'a String>) -> &'static str {
 /// Adds each list's name, [`wide`] flag when `flag`, length and texts to a script's
 /// arguments.
 fn list_args<'a>(
-    inv: &mut ScriptInvocation<'_>,
-    flag: bool,
+    inv: &mut ScriptInvocation<'_>, flag: bool,
     lists: impl IntoIterator<Item = (&'a str, Vec<&'a String>)>,
 ) {
     for (name, texts) in lists {
@@ -209,8 +208,7 @@ impl GraphStore for RedisStore {
     }
 
     async fn add_observations(
-        &self,
-        additions: &[ObservationAddition],
+        &self, additions: &[ObservationAddition],
     ) -> Result<Vec<AddedObservations>> {
         check_additions(additions)?;
         let mut inv = self.keys.invoke(&self.scripts.graph_add_observations);

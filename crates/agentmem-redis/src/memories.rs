@@ -38,11 +38,7 @@ pub(crate) fn micros_up(at: DateTime<Utc>) -> i64 {
 /// An invocation of `put_memory.lua` storing `item` at `now`, whose text has the index entry
 /// `index`.
 pub(crate) fn put_item<'s>(
-    script: &'s Script,
-    keys: &Keys,
-    item: &MemoryItem,
-    index: &str,
-    now: DateTime<Utc>,
+    script: &'s Script, keys: &Keys, item: &MemoryItem, index: &str, now: DateTime<Utc>,
 ) -> Result<ScriptInvocation<'s>> {
     let json = serde_json::to_string(item).map_err(|e| encode_json("a memory item", e))?;
     let mut inv = keys.invoke(script);
@@ -79,10 +75,7 @@ fn scope_args(inv: &mut ScriptInvocation<'_>, filter: &MemoryFilter) {
 /// An invocation of `list_memories.lua` for the items `filter` selects at `now` (its limit
 /// is applied by [`items_from`]).
 pub(crate) fn list_items<'s>(
-    script: &'s Script,
-    keys: &Keys,
-    filter: &MemoryFilter,
-    now: DateTime<Utc>,
+    script: &'s Script, keys: &Keys, filter: &MemoryFilter, now: DateTime<Utc>,
 ) -> ScriptInvocation<'s> {
     let mut inv = keys.invoke(script);
     inv.arg(filter.kind.map_or("", MemoryKind::as_str))
@@ -94,11 +87,7 @@ pub(crate) fn list_items<'s>(
 /// An invocation of `search_memories.lua`: the best `limit` items `filter` selects at `now`
 /// for the query words `terms`.
 pub(crate) fn search_items<'s>(
-    script: &'s Script,
-    keys: &Keys,
-    filter: &MemoryFilter,
-    limit: usize,
-    now: DateTime<Utc>,
+    script: &'s Script, keys: &Keys, filter: &MemoryFilter, limit: usize, now: DateTime<Utc>,
     terms: Vec<String>,
 ) -> ScriptInvocation<'s> {
     let kinds: Vec<&str> = match filter.kind {
@@ -117,10 +106,7 @@ pub(crate) fn search_items<'s>(
 /// An invocation of `purge_memories.lua` deleting one batch of the items expired at `now`
 /// or, with a `cutoff`, last updated before it.
 pub(crate) fn purge_items<'s>(
-    script: &'s Script,
-    keys: &Keys,
-    now: DateTime<Utc>,
-    cutoff: Option<DateTime<Utc>>,
+    script: &'s Script, keys: &Keys, now: DateTime<Utc>, cutoff: Option<DateTime<Utc>>,
 ) -> ScriptInvocation<'s> {
     let mut inv = keys.invoke(script);
     inv.arg(micros(now))
@@ -147,8 +133,7 @@ pub(crate) fn rebase(reply: &[String]) -> Result<Option<(String, DateTime<Utc>)>
 /// The items `list_memories.lua` returns (id, insertion order, JSON), already filtered by
 /// kind, scope and expiry: oldest first, only the newest `limit` when limited.
 pub(crate) fn items_from(
-    rows: Vec<(String, f64, Option<Vec<u8>>)>,
-    limit: Option<usize>,
+    rows: Vec<(String, f64, Option<Vec<u8>>)>, limit: Option<usize>,
 ) -> Result<Vec<MemoryItem>> {
     let mut items = rows
         .into_iter()

@@ -66,10 +66,7 @@ fn guarded(body: &str) -> String {
 /// server and on a cluster alike: every command and script names the schema key, which lies
 /// in the store's slot.
 pub(crate) async fn ensure<C: ConnectionLike + Send>(
-    conn: &mut C,
-    keys: &Keys,
-    target: u32,
-    migrations: &[Migration],
+    conn: &mut C, keys: &Keys, target: u32, migrations: &[Migration],
 ) -> Result<u32> {
     let key = keys.schema();
     // A new store: claim it for the current version (NX, so a concurrent opener of an older

@@ -44,9 +44,7 @@ pub(crate) type InfoRow = (
 
 /// The labels stored in a session's meta hash (`tags` is a JSON object of strings).
 fn labels_from(
-    title: Option<String>,
-    owner: Option<String>,
-    tags: Option<String>,
+    title: Option<String>, owner: Option<String>, tags: Option<String>,
 ) -> Result<SessionLabels> {
     let tags = match tags {
         Some(json) => serde_json::from_str(&json).map_err(|e| corrupt_json("session tags", e))?,
@@ -89,11 +87,7 @@ pub(crate) fn info_from_value(value: redis::Value) -> Result<SessionInfo> {
 /// messages.
 /// Every message is encoded before anything is sent (the Validate layer has checked them).
 pub(crate) fn write_messages<'s>(
-    script: &'s Script,
-    keys: &Keys,
-    session: &SessionId,
-    at: DateTime<Utc>,
-    extra: &[&str],
+    script: &'s Script, keys: &Keys, session: &SessionId, at: DateTime<Utc>, extra: &[&str],
     messages: &[Message],
 ) -> Result<ScriptInvocation<'s>> {
     let encoded = messages
@@ -143,9 +137,7 @@ pub(crate) fn window(limit: Option<usize>) -> (i64, i64) {
 /// The session `load` read; `None` when it has no meta hash (it does not exist) or has
 /// expired at `at`.
 pub(crate) fn session_from(
-    session: &SessionId,
-    reply: LoadReply,
-    at: DateTime<Utc>,
+    session: &SessionId, reply: LoadReply, at: DateTime<Utc>,
 ) -> Result<Option<Session>> {
     let (fields, total, raw) = reply;
     let mut fields = fields.into_iter();
@@ -204,9 +196,7 @@ pub(crate) fn session_infos(rows: Vec<InfoRow>) -> Result<Vec<SessionInfo>> {
 /// The archive a compaction of `session` at `at` made, from the script's reply (the new id
 /// and how many messages it took); `NotFound` when the session does not exist.
 pub(crate) fn compacted(
-    session: &SessionId,
-    at: DateTime<Utc>,
-    archived: Option<(String, u64)>,
+    session: &SessionId, at: DateTime<Utc>, archived: Option<(String, u64)>,
 ) -> Result<ArchiveInfo> {
     let (id, count) =
         archived.ok_or_else(|| Error::not_found(format!("session `{session}` does not exist")))?;
@@ -221,8 +211,7 @@ pub(crate) fn compacted(
 
 /// The archives `list_archives.lua` returns (id, created, message count), oldest first.
 pub(crate) fn archive_infos(
-    session: &SessionId,
-    rows: Vec<(String, Option<String>, u64)>,
+    session: &SessionId, rows: Vec<(String, Option<String>, u64)>,
 ) -> Result<Vec<ArchiveInfo>> {
     rows.into_iter()
         .map(|(id, created, count)| {
@@ -241,9 +230,7 @@ pub(crate) fn archive_infos(
 /// The archive the `load_archive` pipeline read (its creation time, its messages);
 /// `NotFound` when it has no creation time (it does not exist).
 pub(crate) fn archive_from(
-    session: &SessionId,
-    archive: &ArchiveId,
-    (created, raw): (Option<String>, Vec<Vec<u8>>),
+    session: &SessionId, archive: &ArchiveId, (created, raw): (Option<String>, Vec<Vec<u8>>),
 ) -> Result<Archive> {
     let created = created.ok_or_else(|| {
         Error::not_found(format!(

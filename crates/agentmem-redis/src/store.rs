@@ -152,10 +152,7 @@ impl RedisStore {
 
     /// Connects to one server and checks the schema: the raw store, without layers.
     async fn open_single(
-        client: redis::Client,
-        prefix: &str,
-        connect_timeout: Duration,
-        response_timeout: Duration,
+        client: redis::Client, prefix: &str, connect_timeout: Duration, response_timeout: Duration,
     ) -> Result<Self> {
         let server = client.get_connection_info().addr().to_string();
         let manager_config = conn::manager_config(connect_timeout, response_timeout);
@@ -325,10 +322,7 @@ impl SessionStore for RedisStore {
     }
 
     async fn save_session(
-        &self,
-        session: &SessionId,
-        history: &[Message],
-        metadata: &Metadata,
+        &self, session: &SessionId, history: &[Message], metadata: &Metadata,
     ) -> Result<()> {
         let metadata =
             serde_json::to_string(metadata).map_err(|e| encode_json("session metadata", e))?;
@@ -414,10 +408,7 @@ impl SessionStore for RedisStore {
     }
 
     async fn replace_archive(
-        &self,
-        session: &SessionId,
-        archive: &ArchiveId,
-        messages: &[Message],
+        &self, session: &SessionId, archive: &ArchiveId, messages: &[Message],
     ) -> Result<ArchiveInfo> {
         let mut inv = self.keys.invoke(&self.scripts.replace_archive);
         inv.arg(session.as_str())
@@ -492,10 +483,7 @@ impl SessionStore for RedisStore {
     }
 
     async fn fork(
-        &self,
-        source: &SessionId,
-        target: &SessionId,
-        at: Option<&MessageId>,
+        &self, source: &SessionId, target: &SessionId, at: Option<&MessageId>,
     ) -> Result<SessionInfo> {
         let mut inv = self.keys.invoke(&self.scripts.fork);
         inv.arg(source.as_str())
@@ -546,9 +534,7 @@ impl SessionStore for RedisStore {
     }
 
     async fn update_session(
-        &self,
-        session: &SessionId,
-        patch: &SessionPatch,
+        &self, session: &SessionId, patch: &SessionPatch,
     ) -> Result<SessionInfo> {
         patch.validate()?;
         let mut inv = self.keys.invoke(&self.scripts.update);

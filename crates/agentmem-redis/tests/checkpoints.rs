@@ -181,10 +181,7 @@ async fn assert_same(redis: &impl CheckpointStore, reference: &InMemoryStore, wh
 
 /// Puts `write` at `at` on the Redis store and on the reference alike.
 async fn put_write_on_both(
-    store: &Layered<RedisStore>,
-    reference: &InMemoryStore,
-    at: &CheckpointKey,
-    write: PendingWrite,
+    store: &Layered<RedisStore>, reference: &InMemoryStore, at: &CheckpointKey, write: PendingWrite,
 ) {
     store
         .put_writes(at, std::slice::from_ref(&write))

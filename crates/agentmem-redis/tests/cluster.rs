@@ -50,8 +50,7 @@ async fn open(prefix: &str) -> Option<(Layered<RedisStore>, NamespaceGuard, Clus
 
 /// [`open`] on the cluster at `url`.
 async fn open_at(
-    url: String,
-    prefix: &str,
+    url: String, prefix: &str,
 ) -> Option<(Layered<RedisStore>, NamespaceGuard, ClusterConnection)> {
     let guard = NamespaceGuard::new().redis_store_prefix(&url, prefix);
     let config = RedisConfig::new(&url).unwrap().with_prefix(prefix).unwrap();

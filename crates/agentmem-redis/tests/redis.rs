@@ -49,10 +49,7 @@ async fn keys_under(raw: &mut MultiplexedConnection, prefix: &str) -> Vec<String
 /// Sets the raw string `key` (under `prefix`) to `value`, as a client of another version (or
 /// something else entirely) might have.
 async fn set_raw(
-    raw: &mut MultiplexedConnection,
-    prefix: &str,
-    key: &str,
-    value: impl redis::ToRedisArgs,
+    raw: &mut MultiplexedConnection, prefix: &str, key: &str, value: impl redis::ToRedisArgs,
 ) {
     let _: () = redis::cmd("SET")
         .arg(format!("{prefix}:{key}"))
@@ -168,10 +165,7 @@ fn memory_view(hits: Vec<agentmem_core::MemoryHit>) -> Vec<(String, f64)> {
 /// Asserts that `store` finds what the reference store finds for `query` in `scope`: the
 /// same hits in the same order with the same scores.
 async fn assert_same_message_hits(
-    reference: &dyn AgentMemory,
-    store: &dyn AgentMemory,
-    query: &str,
-    scope: MessageQuery,
+    reference: &dyn AgentMemory, store: &dyn AgentMemory, query: &str, scope: MessageQuery,
     label: &str,
 ) {
     let want = message_view(reference.search_messages(query, &scope).await.unwrap());
@@ -963,8 +957,7 @@ async fn put_v1_item(raw: &mut MultiplexedConnection, prefix: &str, seq: i64, it
 
 /// Hashes of the memory layout, to compare the data before and after a step.
 async fn memory_hashes(
-    raw: &mut MultiplexedConnection,
-    prefix: &str,
+    raw: &mut MultiplexedConnection, prefix: &str,
 ) -> Vec<Vec<(String, String)>> {
     let mut out = Vec::new();
     for name in ["meta", "keys", "stats"] {

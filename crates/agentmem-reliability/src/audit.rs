@@ -29,8 +29,7 @@ pub struct Audit {
 ///
 /// Returns the first violation as a message naming the message id.
 pub fn audit<'a>(
-    stored: impl IntoIterator<Item = &'a Message>,
-    acked: &[String],
+    stored: impl IntoIterator<Item = &'a Message>, acked: &[String],
 ) -> Result<Audit, String> {
     let mut report = Audit::default();
     let mut seen: HashSet<&str> = HashSet::new();

@@ -394,9 +394,7 @@ fn print(backend: &str, f: &Figures) {
 /// folder, opened at `<scheme><path><query>`, and closes the store; returns the folder, the
 /// path, the figures and the marker.
 async fn embedded_suite(
-    scheme: &str,
-    name: &str,
-    query: &str,
+    scheme: &str, name: &str, query: &str,
 ) -> (tempfile::TempDir, PathBuf, Figures, String) {
     let outer = tempfile::tempdir().unwrap();
     let path = outer.path().join(name);
@@ -409,8 +407,7 @@ async fn embedded_suite(
 /// A fresh namespace on a server backend, its URL (`url_of` the namespace) and the store open
 /// there; `None` (a skip) when the server cannot be reached.
 async fn server_store(
-    service: &str,
-    url_of: fn(&str) -> String,
+    service: &str, url_of: fn(&str) -> String,
 ) -> Option<(String, String, Arc<dyn AgentMemory>)> {
     let namespace = unique_namespace("rel_hostile");
     let url = url_of(&namespace);
@@ -420,9 +417,7 @@ async fn server_store(
 
 /// Checks that none of `names` (of `what`: files, databases, …) carries the marker.
 fn assert_unmarked<T: std::fmt::Display>(
-    names: impl IntoIterator<Item = T>,
-    marker: &str,
-    what: &str,
+    names: impl IntoIterator<Item = T>, marker: &str, what: &str,
 ) {
     for name in names {
         let name = name.to_string();

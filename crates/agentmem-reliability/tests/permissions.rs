@@ -89,9 +89,7 @@ async fn every_write(store: &dyn AgentMemory, mut check: impl FnMut(&str)) {
 /// it, calling `check(folder, op)` after each write; returns the folder, the store (still
 /// open) and the sum of the modes each check counted.
 async fn check_after_every_write(
-    scheme: &str,
-    name: &str,
-    mut check: impl FnMut(&Path, &str) -> usize,
+    scheme: &str, name: &str, mut check: impl FnMut(&Path, &str) -> usize,
 ) -> (tempfile::TempDir, Arc<dyn AgentMemory>, usize) {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("{scheme}{}", dir.path().join(name).display());

@@ -82,9 +82,7 @@ fn metadata() -> impl Strategy<Value = Metadata> {
 /// None (weighted `none`), a text matching `regex` (weighted `matching`), or (weighted 1)
 /// anything.
 fn optional_text(
-    none: u32,
-    regex: &'static str,
-    matching: u32,
+    none: u32, regex: &'static str, matching: u32,
 ) -> impl Strategy<Value = Option<String>> {
     prop_oneof![
         none => Just(None),
@@ -157,10 +155,7 @@ fn memory_item() -> impl Strategy<Value = MemoryItem> {
 /// connection to `url`, what was refused is `InvalidInput` and left nothing. Returns how many
 /// of the two writes were accepted.
 async fn check(
-    url: &str,
-    store: &Arc<dyn AgentMemory>,
-    session: &SessionId,
-    batch: Vec<Message>,
+    url: &str, store: &Arc<dyn AgentMemory>, session: &SessionId, batch: Vec<Message>,
     item: MemoryItem,
 ) -> Result<u32, TestCaseError> {
     let mut accepted = 0;

@@ -63,10 +63,7 @@ struct Run {
 /// Appends batches to `session` until told to stop, recording acknowledgements and
 /// checking every failure is `Unavailable`.
 async fn writer(
-    store: Arc<dyn AgentMemory>,
-    session: SessionId,
-    run: Arc<Mutex<Run>>,
-    stop: Arc<AtomicBool>,
+    store: Arc<dyn AgentMemory>, session: SessionId, run: Arc<Mutex<Run>>, stop: Arc<AtomicBool>,
     restarted: Arc<AtomicBool>,
 ) {
     let mut k = 0u64;
@@ -109,9 +106,7 @@ async fn writer(
 /// Drives `CYCLES` faults: writes, `kill`, writes that fail, `restart`, writes that succeed;
 /// then checks what the store holds.
 async fn fault_run(
-    backend: &str,
-    store: Arc<dyn AgentMemory>,
-    mut kill: impl FnMut(),
+    backend: &str, store: Arc<dyn AgentMemory>, mut kill: impl FnMut(),
     mut restart: impl FnMut() -> bool,
 ) {
     let session: SessionId = "fault".parse().unwrap();
@@ -271,11 +266,7 @@ impl Drop for ServerProcess {
 /// same data after each kill); the store is opened at `url`. Skips (as `service`, `what`)
 /// when the server cannot be started.
 async fn process_fault_run(
-    backend: &str,
-    service: &str,
-    what: &str,
-    port: u16,
-    url: &str,
+    backend: &str, service: &str, what: &str, port: u16, url: &str,
     start: impl Fn() -> std::io::Result<ServerProcess>,
 ) {
     let server = match start() {

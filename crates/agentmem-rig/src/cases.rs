@@ -102,8 +102,7 @@ pub fn rich_turn() -> Vec<RigMessage> {
 /// What is appended loads back identical, through a second handle too; the stored agentmem
 /// messages carry roles, tool pairing and searchable text.
 pub async fn round_trips_every_content_kind(
-    store: Arc<dyn AgentMemory>,
-    reopened: Arc<dyn AgentMemory>,
+    store: Arc<dyn AgentMemory>, reopened: Arc<dyn AgentMemory>,
 ) {
     let memory = AgentmemConversationMemory::new(store.clone());
     let id: ConversationId = "rig-round-trip".into();

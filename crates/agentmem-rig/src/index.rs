@@ -90,8 +90,7 @@ impl AgentmemIndex {
 
     /// The items a request finds, best first.
     async fn search(
-        &self,
-        request: &VectorSearchRequest<Filter<Value>>,
+        &self, request: &VectorSearchRequest<Filter<Value>>,
     ) -> Result<Vec<MemoryRecall>, VectorStoreError> {
         let mut filter = self.filter.clone();
         if let Some(narrowing) = request.filter() {
@@ -146,8 +145,7 @@ impl VectorStoreIndex for AgentmemIndex {
     type Filter = Filter<Value>;
 
     async fn top_n<T: DeserializeOwned + Send>(
-        &self,
-        req: VectorSearchRequest<Self::Filter>,
+        &self, req: VectorSearchRequest<Self::Filter>,
     ) -> Result<Vec<VectorSearchResult<T>>, VectorStoreError> {
         let hits = self.search(&req).await?;
         let documents: Result<Vec<_>, serde_json::Error> = hits
@@ -164,8 +162,7 @@ impl VectorStoreIndex for AgentmemIndex {
     }
 
     async fn top_n_ids(
-        &self,
-        req: VectorSearchRequest<Self::Filter>,
+        &self, req: VectorSearchRequest<Self::Filter>,
     ) -> Result<Vec<VectorSearchIdResult>, VectorStoreError> {
         Ok(self
             .search(&req)

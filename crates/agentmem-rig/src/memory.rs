@@ -71,8 +71,7 @@ impl AgentmemConversationMemory {
     }
 
     async fn load_messages(
-        &self,
-        conversation: &ConversationId,
+        &self, conversation: &ConversationId,
     ) -> Result<Vec<RigMessage>, MemoryError> {
         let session = Self::session_id(conversation)?;
         let stored = self
@@ -86,9 +85,7 @@ impl AgentmemConversationMemory {
     }
 
     async fn append_messages(
-        &self,
-        conversation: &ConversationId,
-        messages: Vec<RigMessage>,
+        &self, conversation: &ConversationId, messages: Vec<RigMessage>,
     ) -> Result<(), MemoryError> {
         let session = Self::session_id(conversation)?;
         let stored: Vec<_> = messages.iter().map(from_rig).collect();
@@ -129,23 +126,19 @@ impl fmt::Debug for AgentmemConversationMemory {
 
 impl ConversationMemory for AgentmemConversationMemory {
     fn load<'a>(
-        &'a self,
-        conversation_id: &'a ConversationId,
+        &'a self, conversation_id: &'a ConversationId,
     ) -> WasmBoxedFuture<'a, Result<Vec<RigMessage>, MemoryError>> {
         Box::pin(self.load_messages(conversation_id))
     }
 
     fn append<'a>(
-        &'a self,
-        conversation_id: &'a ConversationId,
-        messages: Vec<RigMessage>,
+        &'a self, conversation_id: &'a ConversationId, messages: Vec<RigMessage>,
     ) -> WasmBoxedFuture<'a, Result<(), MemoryError>> {
         Box::pin(self.append_messages(conversation_id, messages))
     }
 
     fn clear<'a>(
-        &'a self,
-        conversation_id: &'a ConversationId,
+        &'a self, conversation_id: &'a ConversationId,
     ) -> WasmBoxedFuture<'a, Result<(), MemoryError>> {
         Box::pin(self.clear_conversation(conversation_id))
     }

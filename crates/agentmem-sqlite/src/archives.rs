@@ -17,9 +17,7 @@ use crate::tx::Tx;
 /// messages, in one `IMMEDIATE` transaction: readers see the old state or the new one, and a
 /// concurrent append commits wholly before (into the archive) or after (after the replacement).
 pub(crate) fn compact(
-    conn: &mut Connection,
-    session: &SessionId,
-    replacement: &[Message],
+    conn: &mut Connection, session: &SessionId, replacement: &[Message],
 ) -> SqlResult<ArchiveInfo> {
     let tx = Tx::immediate(conn)?;
     let now = agentmem_core::now();
@@ -60,10 +58,7 @@ pub(crate) fn compact(
 /// the same length (a re-encryption) leaves the session row untouched. `NotFound`, changing
 /// nothing, when the session is missing or has expired or has no such archive.
 pub(crate) fn replace(
-    conn: &mut Connection,
-    session: &SessionId,
-    archive: &ArchiveId,
-    messages: &[Message],
+    conn: &mut Connection, session: &SessionId, archive: &ArchiveId, messages: &[Message],
 ) -> SqlResult<ArchiveInfo> {
     let tx = Tx::immediate(conn)?;
     let now = rows::micros(agentmem_core::now());
@@ -141,9 +136,7 @@ pub(crate) fn list(conn: &mut Connection, session: &SessionId) -> SqlResult<Vec<
 
 /// One archive with its messages (`NotFound` when the session has expired).
 pub(crate) fn load(
-    conn: &mut Connection,
-    session: &SessionId,
-    archive: &ArchiveId,
+    conn: &mut Connection, session: &SessionId, archive: &ArchiveId,
 ) -> SqlResult<Archive> {
     let now = rows::micros(agentmem_core::now());
     let tx = Tx::deferred(conn)?;

@@ -33,10 +33,7 @@ fn live_seq_of(tx: &Connection, rowid: i64, id: &MessageId) -> SqlResult<Option<
 /// labels into the new session `target`, in one `IMMEDIATE` transaction. An expired `target`
 /// is deleted first; a live one is a `Conflict`.
 pub(crate) fn fork(
-    conn: &mut Connection,
-    source: &SessionId,
-    target: &SessionId,
-    at: Option<&MessageId>,
+    conn: &mut Connection, source: &SessionId, target: &SessionId, at: Option<&MessageId>,
 ) -> SqlResult<SessionInfo> {
     let tx = Tx::immediate(conn)?;
     let now = rows::micros(agentmem_core::now());
@@ -110,9 +107,7 @@ pub(crate) fn fork(
 /// Removes the live messages after the rewind point and returns them, oldest first, in one
 /// `IMMEDIATE` transaction.
 pub(crate) fn rewind(
-    conn: &mut Connection,
-    session: &SessionId,
-    to: &Rewind,
+    conn: &mut Connection, session: &SessionId, to: &Rewind,
 ) -> SqlResult<Vec<Message>> {
     let tx = Tx::immediate(conn)?;
     let now = rows::micros(agentmem_core::now());
@@ -172,9 +167,7 @@ pub(crate) fn rewind(
 /// them, applies the patch as every backend does ([`SessionPatch::apply`], which refuses too
 /// many tags), and writes the changed columns and tag rows.
 pub(crate) fn update(
-    conn: &mut Connection,
-    session: &SessionId,
-    patch: &SessionPatch,
+    conn: &mut Connection, session: &SessionId, patch: &SessionPatch,
 ) -> SqlResult<SessionInfo> {
     let tx = Tx::immediate(conn)?;
     let now = rows::micros(agentmem_core::now());

@@ -161,9 +161,7 @@ struct Lease {
 
 impl Lease {
     fn take(
-        pool: Arc<Pool>,
-        slot: OwnedSemaphorePermit,
-        writer: Option<OwnedSemaphorePermit>,
+        pool: Arc<Pool>, slot: OwnedSemaphorePermit, writer: Option<OwnedSemaphorePermit>,
     ) -> Lease {
         let connection = pool
             .idle

@@ -95,9 +95,7 @@ pub(crate) fn message(row: &Row<'_>, at: usize) -> SqlResult<Message> {
 /// Every row of `rows`, decoded by `decode`, into a vector first sized for `expected` rows
 /// (capped, so a damaged count cannot make it reserve absurd amounts).
 pub(crate) fn collect<T>(
-    mut rows: Rows<'_>,
-    expected: usize,
-    mut decode: impl FnMut(&Row<'_>) -> SqlResult<T>,
+    mut rows: Rows<'_>, expected: usize, mut decode: impl FnMut(&Row<'_>) -> SqlResult<T>,
 ) -> SqlResult<Vec<T>> {
     let mut out = Vec::with_capacity(expected.min(1 << 20));
     while let Some(row) = rows.next()? {

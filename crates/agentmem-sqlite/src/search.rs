@@ -41,9 +41,7 @@ pub fn match_expression(query: &str) -> Option<String> {
 
 /// Live messages of sessions not expired matching `query`, best first.
 pub(crate) fn messages(
-    conn: &mut Connection,
-    query: &str,
-    scope: &MessageQuery,
+    conn: &mut Connection, query: &str, scope: &MessageQuery,
 ) -> SqlResult<Vec<MessageHit>> {
     let Some(expression) = match_expression(query).filter(|_| scope.limit > 0) else {
         return Ok(Vec::new());
@@ -81,9 +79,7 @@ pub(crate) fn messages(
 /// Memory items matching `query` that pass `filter` (kind, scope, not expired), best first (at
 /// most `filter.limit`, default 10).
 pub(crate) fn memories(
-    conn: &mut Connection,
-    query: &str,
-    filter: &MemoryFilter,
+    conn: &mut Connection, query: &str, filter: &MemoryFilter,
 ) -> SqlResult<Vec<MemoryHit>> {
     let limit = memory_search_limit(filter);
     let Some(expression) = match_expression(query).filter(|_| limit > 0) else {

@@ -119,10 +119,7 @@ fn insert_rows(tx: &Connection, rowid: i64, first_seq: i64, messages: &[Message]
 /// Inserts `messages` as rows of session `rowid`, in archive `archive` (row id; `None`: live),
 /// the `i`th with the `i`th of `seqs` (which must hold as many unused, ascending numbers).
 pub(crate) fn insert_rows_into(
-    tx: &Connection,
-    rowid: i64,
-    archive: Option<i64>,
-    seqs: impl IntoIterator<Item = i64>,
+    tx: &Connection, rowid: i64, archive: Option<i64>, seqs: impl IntoIterator<Item = i64>,
     messages: &[Message],
 ) -> SqlResult<()> {
     let mut insert = tx.prepare_cached(
@@ -152,11 +149,7 @@ pub(crate) fn insert_rows_into(
 /// sequence number `first_seq`: inserts them and records the new `next_seq` and
 /// `message_count`, and `updated_at` as `now` (never backwards).
 pub(crate) fn replace_live(
-    tx: &Connection,
-    rowid: i64,
-    first_seq: i64,
-    messages: &[Message],
-    now: i64,
+    tx: &Connection, rowid: i64, first_seq: i64, messages: &[Message], now: i64,
 ) -> SqlResult<()> {
     insert_rows(tx, rowid, first_seq, messages)?;
     tx.prepare_cached(
@@ -203,10 +196,7 @@ pub(crate) fn append(conn: &mut Connection, name: &str, messages: &[Message]) ->
 
 /// Makes the session exactly `history` with `metadata`, in one transaction.
 pub(crate) fn save(
-    conn: &mut Connection,
-    name: &str,
-    history: &[Message],
-    metadata: &Metadata,
+    conn: &mut Connection, name: &str, history: &[Message], metadata: &Metadata,
 ) -> SqlResult<()> {
     let tx = Tx::immediate(conn)?;
     let now = rows::micros(agentmem_core::now());
@@ -253,9 +243,7 @@ const LOAD_WINDOW: &str = concat!(
 /// Loads a session (all live messages, or the last `limit`) from one snapshot; `None` when
 /// it is missing or has expired.
 pub(crate) fn load(
-    conn: &mut Connection,
-    id: &SessionId,
-    limit: Option<usize>,
+    conn: &mut Connection, id: &SessionId, limit: Option<usize>,
 ) -> SqlResult<Option<Session>> {
     let now = rows::micros(agentmem_core::now());
     match limit {
@@ -267,10 +255,7 @@ pub(crate) fn load(
 /// Loads the session with its last `limit` (at least 1) messages, in one statement (so from
 /// one snapshot, without a transaction of its own).
 fn load_window(
-    conn: &Connection,
-    id: &SessionId,
-    limit: usize,
-    now: i64,
+    conn: &Connection, id: &SessionId, limit: usize, now: i64,
 ) -> SqlResult<Option<Session>> {
     let mut stmt = conn.prepare_cached(LOAD_WINDOW)?;
     let mut rows = stmt.query(params![id.as_str(), rows::sql_int(limit), now])?;
@@ -296,10 +281,7 @@ fn load_window(
 /// Loads the session with all its live messages (`None`) or none (`Some(0)`), in a read
 /// transaction, so the session row, its tags and its messages come from the same snapshot.
 fn load_all(
-    conn: &Connection,
-    id: &SessionId,
-    limit: Option<usize>,
-    now: i64,
+    conn: &Connection, id: &SessionId, limit: Option<usize>, now: i64,
 ) -> SqlResult<Option<Session>> {
     let tx = Tx::deferred(conn)?;
     let Some(row) = find_live(&tx, id.as_str(), now)? else {
@@ -371,10 +353,7 @@ impl SessionHead {
     }
 
     fn into_session(
-        self,
-        id: &SessionId,
-        messages: Vec<Message>,
-        total: u64,
+        self, id: &SessionId, messages: Vec<Message>, total: u64,
     ) -> SqlResult<Option<Session>> {
         Ok(Some(Session {
             labels: self.labels,

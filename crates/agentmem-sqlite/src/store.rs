@@ -128,9 +128,7 @@ impl SqliteStore {
     /// Runs the write `op` on a copy of `items` (moved to the connection's blocking thread):
     /// what the trait methods taking a slice of one kind do.
     pub(crate) async fn write_slice<I, T>(
-        &self,
-        items: &[I],
-        op: fn(&mut Connection, &[I]) -> SqlResult<T>,
+        &self, items: &[I], op: fn(&mut Connection, &[I]) -> SqlResult<T>,
     ) -> Result<T>
     where
         I: Clone + Send + 'static,
@@ -178,10 +176,7 @@ impl SessionStore for SqliteStore {
     }
 
     async fn save_session(
-        &self,
-        session: &SessionId,
-        history: &[Message],
-        metadata: &Metadata,
+        &self, session: &SessionId, history: &[Message], metadata: &Metadata,
     ) -> Result<()> {
         let (name, history, metadata) = (session.to_string(), history.to_vec(), metadata.clone());
         self.pool
@@ -250,10 +245,7 @@ impl SessionStore for SqliteStore {
     }
 
     async fn replace_archive(
-        &self,
-        session: &SessionId,
-        archive: &ArchiveId,
-        messages: &[Message],
+        &self, session: &SessionId, archive: &ArchiveId, messages: &[Message],
     ) -> Result<ArchiveInfo> {
         let (session, archive, messages) = (session.clone(), archive.clone(), messages.to_vec());
         self.pool
@@ -262,10 +254,7 @@ impl SessionStore for SqliteStore {
     }
 
     async fn fork(
-        &self,
-        source: &SessionId,
-        target: &SessionId,
-        at: Option<&MessageId>,
+        &self, source: &SessionId, target: &SessionId, at: Option<&MessageId>,
     ) -> Result<SessionInfo> {
         let (source, target, at) = (source.clone(), target.clone(), at.cloned());
         self.pool
@@ -281,9 +270,7 @@ impl SessionStore for SqliteStore {
     }
 
     async fn update_session(
-        &self,
-        session: &SessionId,
-        patch: &SessionPatch,
+        &self, session: &SessionId, patch: &SessionPatch,
     ) -> Result<SessionInfo> {
         let (session, patch) = (session.clone(), patch.clone());
         self.pool

@@ -20,9 +20,7 @@ pub(crate) fn with_session(messages: &[Message]) -> (Connection, SessionId) {
 
 /// Every row `sql` yields with `params` bound, decoded by `decode`.
 pub(crate) fn rows<T>(
-    conn: &Connection,
-    sql: &str,
-    params: impl Params,
+    conn: &Connection, sql: &str, params: impl Params,
     decode: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
 ) -> Vec<T> {
     conn.prepare(sql)

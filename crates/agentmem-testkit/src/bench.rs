@@ -107,10 +107,7 @@ pub async fn fill(store: &dyn AgentMemory, session: &SessionId, n: usize) {
 /// last) so the session stays near its starting size: an append bench would otherwise grow it
 /// by the number of iterations criterion picks, which skews a cost curve.
 pub fn timed_with_reset(
-    iters: u64,
-    every: u64,
-    mut op: impl FnMut(),
-    mut reset: impl FnMut(),
+    iters: u64, every: u64, mut op: impl FnMut(), mut reset: impl FnMut(),
 ) -> Duration {
     let mut total = Duration::ZERO;
     for i in 0..iters {
@@ -128,12 +125,8 @@ pub fn timed_with_reset(
 /// Benches `id`: appending `batch` to `session`, the session deleted (untimed) every 20
 /// batches.
 pub fn append_batches(
-    group: &mut BenchmarkGroup<'_, WallTime>,
-    id: &str,
-    rt: &Runtime,
-    store: &dyn AgentMemory,
-    session: &SessionId,
-    batch: &[Message],
+    group: &mut BenchmarkGroup<'_, WallTime>, id: &str, rt: &Runtime, store: &dyn AgentMemory,
+    session: &SessionId, batch: &[Message],
 ) {
     group.bench_function(id, |b| {
         b.iter_custom(|iters| {
@@ -153,12 +146,8 @@ pub fn append_batches(
 /// Benches `"agentmem"`: loading the last `limit` messages of `session` (all of them for
 /// `None`), which must come back `expected` long.
 pub fn load(
-    group: &mut BenchmarkGroup<'_, WallTime>,
-    rt: &Runtime,
-    store: &dyn AgentMemory,
-    session: &SessionId,
-    limit: Option<usize>,
-    expected: usize,
+    group: &mut BenchmarkGroup<'_, WallTime>, rt: &Runtime, store: &dyn AgentMemory,
+    session: &SessionId, limit: Option<usize>, expected: usize,
 ) {
     group.bench_function("agentmem", |b| {
         b.to_async(rt).iter(|| async {
@@ -171,12 +160,8 @@ pub fn load(
 /// Benches `"agentmem"`: searching messages for `query` within `scope`, which must find
 /// `expected` hits.
 pub fn search(
-    group: &mut BenchmarkGroup<'_, WallTime>,
-    rt: &Runtime,
-    store: &dyn AgentMemory,
-    query: &str,
-    scope: &MessageQuery,
-    expected: usize,
+    group: &mut BenchmarkGroup<'_, WallTime>, rt: &Runtime, store: &dyn AgentMemory, query: &str,
+    scope: &MessageQuery, expected: usize,
 ) {
     group.bench_function("agentmem", |b| {
         b.to_async(rt).iter(|| async {
@@ -189,13 +174,8 @@ pub fn search(
 /// Benches `id`: compacting `session`, holding `history`, into `summary`. Before each run
 /// the session is deleted and saved again, untimed, so no archives pile up.
 pub fn compactions(
-    group: &mut BenchmarkGroup<'_, WallTime>,
-    id: &str,
-    rt: &Runtime,
-    store: &dyn AgentMemory,
-    session: &SessionId,
-    history: &[Message],
-    summary: &[Message],
+    group: &mut BenchmarkGroup<'_, WallTime>, id: &str, rt: &Runtime, store: &dyn AgentMemory,
+    session: &SessionId, history: &[Message], summary: &[Message],
 ) {
     group.bench_function(id, |b| {
         b.iter_custom(|iters| {
@@ -222,10 +202,7 @@ pub fn compactions(
 /// of that size, benched as `append_id`) and `curve_load_all` (loading it whole). `open`
 /// makes a fresh store and what must outlive it (e.g. its temporary folder).
 pub fn curves<K, S: AgentMemory>(
-    c: &mut Criterion,
-    rt: &Runtime,
-    append_id: &str,
-    mut open: impl FnMut() -> (K, S),
+    c: &mut Criterion, rt: &Runtime, append_id: &str, mut open: impl FnMut() -> (K, S),
 ) {
     let m = message(0);
     let mut append = c.benchmark_group("curve_append_one");
@@ -284,9 +261,7 @@ pub fn curves<K, S: AgentMemory>(
 /// The child side of the peak-memory group for the store: one whole load of `session`,
 /// measured with [`peak_memory::peak_of`].
 pub fn peak_of_load_all(
-    rt: &Runtime,
-    store: &dyn AgentMemory,
-    session: &str,
+    rt: &Runtime, store: &dyn AgentMemory, session: &str,
 ) -> peak_memory::Measured {
     let session = SessionId::new(session).map_err(|e| e.to_string())?;
     peak_memory::peak_of(|| {

@@ -396,10 +396,7 @@ pub(crate) async fn pause() {
 
 /// Loads a session that must exist.
 pub(crate) async fn load_some(
-    store: &dyn AgentMemory,
-    id: &SessionId,
-    limit: Option<usize>,
-    what: &str,
+    store: &dyn AgentMemory, id: &SessionId, limit: Option<usize>, what: &str,
 ) -> Session {
     store
         .load(id, limit)
@@ -549,10 +546,7 @@ pub(crate) mod must {
     /// Appends `messages` to session `id`, then changes its labels or expiry with `patch`,
     /// returning the summary `update_session` returns.
     pub(crate) async fn labelled_session(
-        store: &dyn AgentMemory,
-        id: &SessionId,
-        messages: &[Message],
-        patch: &SessionPatch,
+        store: &dyn AgentMemory, id: &SessionId, messages: &[Message], patch: &SessionPatch,
     ) -> SessionInfo {
         append(store, id, messages).await;
         update_session(store, id, patch).await
@@ -560,9 +554,7 @@ pub(crate) mod must {
 
     /// Stores a new memory item of `kind` for each of `texts`, in order.
     pub(crate) async fn store_memories<T: AsRef<str>>(
-        store: &dyn AgentMemory,
-        kind: MemoryKind,
-        texts: impl IntoIterator<Item = T>,
+        store: &dyn AgentMemory, kind: MemoryKind, texts: impl IntoIterator<Item = T>,
     ) -> Vec<MemoryItem> {
         let mut stored = Vec::new();
         for text in texts {

@@ -27,8 +27,7 @@ pub fn checkpoint_key(thread: &str, ns: &str, id: &str) -> CheckpointKey {
 ///
 /// When the read fails.
 pub async fn checkpoint_at<S: CheckpointStore + ?Sized>(
-    store: &S,
-    at: &CheckpointKey,
+    store: &S, at: &CheckpointKey,
 ) -> Option<CheckpointTuple> {
     store
         .get_checkpoint(&at.thread, &at.ns, Some(&at.id))
@@ -42,8 +41,7 @@ pub async fn checkpoint_at<S: CheckpointStore + ?Sized>(
 ///
 /// When the read fails.
 pub async fn latest_checkpoint<S: CheckpointStore + ?Sized>(
-    store: &S,
-    at: &CheckpointKey,
+    store: &S, at: &CheckpointKey,
 ) -> Option<CheckpointTuple> {
     store
         .get_checkpoint(&at.thread, &at.ns, None)

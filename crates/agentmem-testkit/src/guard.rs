@@ -310,9 +310,7 @@ mod tests {
 
     /// A cleanup that records `name` (and whether `probe` is gone) in `log`.
     fn record<T: Send + Sync + 'static>(
-        log: &Arc<Mutex<Vec<(&'static str, bool)>>>,
-        name: &'static str,
-        probe: std::sync::Weak<T>,
+        log: &Arc<Mutex<Vec<(&'static str, bool)>>>, name: &'static str, probe: std::sync::Weak<T>,
     ) -> impl Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync + 'static {
         let log = log.clone();
         move || {

@@ -26,8 +26,7 @@ pub async fn memory_hits<S: MemoryStore + ?Sized>(store: &S, text: &str) -> Vec<
 /// Puts a new memory item for each `(kind, text)` of `items`, in order, returning them as
 /// stored.
 pub async fn put_memories<S: MemoryStore + ?Sized>(
-    store: &S,
-    items: &[(MemoryKind, &str)],
+    store: &S, items: &[(MemoryKind, &str)],
 ) -> Vec<MemoryItem> {
     let mut stored = Vec::with_capacity(items.len());
     for &(kind, text) in items {
@@ -46,10 +45,7 @@ pub async fn put_memories<S: MemoryStore + ?Sized>(
 /// whose message says `says`, and that neither the message nor the error's `Debug` shows
 /// `secret` (the password the URLs hold).
 pub fn assert_urls_refused<T>(
-    parse: impl Fn(&str) -> agentmem_core::Result<T>,
-    urls: &[&str],
-    says: &str,
-    secret: &str,
+    parse: impl Fn(&str) -> agentmem_core::Result<T>, urls: &[&str], says: &str, secret: &str,
 ) {
     for url in urls {
         let Err(err) = parse(url) else {

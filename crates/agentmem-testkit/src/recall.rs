@@ -71,10 +71,7 @@ async fn index(recall: &Recall) -> u64 {
 }
 
 async fn memory_texts(
-    recall: &Recall,
-    query: &str,
-    filter: &MemoryFilter,
-    mode: SearchMode,
+    recall: &Recall, query: &str, filter: &MemoryFilter, mode: SearchMode,
 ) -> Vec<String> {
     let hits = ok(
         recall.search_memories(query, filter, mode).await,
@@ -86,8 +83,7 @@ async fn memory_texts(
 /// A paraphrase that shares no word with a memory item or a message is missed by keyword
 /// search and found first by semantic and hybrid search.
 pub async fn meaning_finds_what_keywords_miss(
-    store: Arc<dyn AgentMemory>,
-    embedder: Arc<dyn Embedder>,
+    store: Arc<dyn AgentMemory>, embedder: Arc<dyn Embedder>,
 ) {
     put_facts(
         &store,
@@ -153,8 +149,7 @@ pub async fn meaning_finds_what_keywords_miss(
 /// Scope and kind filters apply before ranking: a better match outside the filter is never
 /// returned and never crowds out the matches inside it; a session scope keeps to its session.
 pub async fn scope_applies_before_ranking(
-    store: Arc<dyn AgentMemory>,
-    embedder: Arc<dyn Embedder>,
+    store: Arc<dyn AgentMemory>, embedder: Arc<dyn Embedder>,
 ) {
     // The exact query text, but of another kind: the best match, outside the filter.
     for _ in 0..3 {
@@ -227,8 +222,7 @@ pub async fn scope_applies_before_ranking(
 /// A store records the model its vectors come from; searching or indexing with another model
 /// is a `Conflict` (keyword search still works) until a reindex with the new model.
 pub async fn another_model_is_refused_until_reindex(
-    store: Arc<dyn AgentMemory>,
-    embedder: Arc<dyn Embedder>,
+    store: Arc<dyn AgentMemory>, embedder: Arc<dyn Embedder>,
 ) {
     put_facts(&store, &[ADOPTION, OTHER_FACTS[0]]).await;
     let first = recall(&store, &embedder, false);
@@ -285,8 +279,7 @@ pub async fn another_model_is_refused_until_reindex(
 /// An indexing run cut short keeps what it stored; the next run embeds exactly what is
 /// missing: every text once, none skipped.
 pub async fn indexer_resumes_after_a_crash(
-    store: Arc<dyn AgentMemory>,
-    embedder: Arc<dyn Embedder>,
+    store: Arc<dyn AgentMemory>, embedder: Arc<dyn Embedder>,
 ) {
     let texts: Vec<String> = (0..7)
         .map(|i| format!("{} (note {i})", OTHER_FACTS[i % 4]))
@@ -336,8 +329,7 @@ pub async fn indexer_resumes_after_a_crash(
 /// What is not embedded yet is found by keyword in hybrid search; a deleted item is never
 /// found; a changed text is ranked by its new words and has no vector until indexed.
 pub async fn hybrid_covers_the_unembedded_tail(
-    store: Arc<dyn AgentMemory>,
-    embedder: Arc<dyn Embedder>,
+    store: Arc<dyn AgentMemory>, embedder: Arc<dyn Embedder>,
 ) {
     put_facts(&store, &[ADOPTION, OTHER_FACTS[0]]).await;
     let recall = recall(&store, &embedder, false);

@@ -299,11 +299,7 @@ impl NamespaceGuard {
     /// at `url`.
     #[cfg(any(feature = "redis", feature = "postgres", feature = "mongodb"))]
     fn removing<Fut>(
-        self,
-        kind: &str,
-        url: &str,
-        name: &str,
-        remove: fn(String, String) -> Fut,
+        self, kind: &str, url: &str, name: &str, remove: fn(String, String) -> Fut,
     ) -> Self
     where
         Fut: std::future::Future<Output = Result<(), String>> + Send + 'static,

@@ -43,12 +43,8 @@ pub fn timed_after_setup(iters: u64, mut setup: impl FnMut(), mut op: impl FnMut
 /// of `store`, beside `append_raw` of the same batch; every 20 batches each side is reset,
 /// untimed (the session deleted, `reset_raw`).
 pub fn append_batch_1000<S: AgentMemory>(
-    c: &mut Criterion,
-    rt: &Runtime,
-    store: &S,
-    [agentmem, raw]: Sides<'_>,
-    mut append_raw: impl FnMut(&[Message]),
-    mut reset_raw: impl FnMut(),
+    c: &mut Criterion, rt: &Runtime, store: &S, [agentmem, raw]: Sides<'_>,
+    mut append_raw: impl FnMut(&[Message]), mut reset_raw: impl FnMut(),
 ) {
     let mut group = c.benchmark_group("append_batch_1000");
     group.throughput(Throughput::Elements(1_000));
@@ -66,12 +62,8 @@ pub fn append_batch_1000<S: AgentMemory>(
 /// messages, compacted into one summary, beside `compact_raw(summary)` after an untimed
 /// `prepare_raw(history)` that gives the baseline the same history again.
 pub fn compact<S: AgentMemory>(
-    c: &mut Criterion,
-    rt: &Runtime,
-    store: &S,
-    [agentmem, raw]: Sides<'_>,
-    mut prepare_raw: impl FnMut(&[Message]),
-    mut compact_raw: impl FnMut(&[Message]),
+    c: &mut Criterion, rt: &Runtime, store: &S, [agentmem, raw]: Sides<'_>,
+    mut prepare_raw: impl FnMut(&[Message]), mut compact_raw: impl FnMut(&[Message]),
 ) {
     let n = compact_size();
     let history = messages(n);

@@ -69,8 +69,7 @@ pub async fn thread_ids(store: &dyn AgentMemory) -> Result<Vec<ThreadId>> {
 /// pending writes: ordered by namespace then id (byte order), each canonical
 /// ([`canonical_checkpoint`]). Empty when the thread holds none.
 pub async fn export_thread(
-    store: &dyn AgentMemory,
-    thread: &ThreadId,
+    store: &dyn AgentMemory, thread: &ThreadId,
 ) -> Result<Vec<CheckpointTuple>> {
     let query = CheckpointQuery::thread(thread.clone());
     let mut tuples = store.list_checkpoints(&query).await?;

@@ -98,8 +98,7 @@ pub(crate) struct GraphPlan {
 /// Plans merging `graph` into `store` (see [`import_graph`]); reads the store's graph unless
 /// `graph` is empty.
 pub(crate) async fn plan_graph(
-    store: &dyn AgentMemory,
-    graph: &KnowledgeGraph,
+    store: &dyn AgentMemory, graph: &KnowledgeGraph,
 ) -> Result<GraphPlan> {
     if graph.is_empty() {
         return Ok(GraphPlan::default());

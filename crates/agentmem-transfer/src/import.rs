@@ -59,8 +59,7 @@ pub struct ImportReport {
 /// the observations it lacks. A document with checkpoints (or a graph) into a store that keeps
 /// none is [`Unsupported`](agentmem_core::ErrorKind::Unsupported), before anything is written.
 pub async fn import_document(
-    store: &dyn AgentMemory,
-    doc: &ExportDocument,
+    store: &dyn AgentMemory, doc: &ExportDocument,
 ) -> Result<ImportReport> {
     if !doc.checkpoints.is_empty() && !store.capabilities().checkpoints {
         return Err(Error::unsupported(format!(
@@ -138,8 +137,7 @@ type BlobAt<'a> = (&'a CheckpointNs, &'a str, &'a str);
 /// listing of the thread answers all its checks), and returns what to write; a conflict
 /// anywhere is an error before anything is written.
 async fn plan_checkpoints<'a>(
-    store: &dyn AgentMemory,
-    tuples: &'a [CheckpointTuple],
+    store: &dyn AgentMemory, tuples: &'a [CheckpointTuple],
 ) -> Result<Vec<CheckpointStep<'a>>> {
     let mut by_thread: BTreeMap<&ThreadId, Vec<&CheckpointTuple>> = BTreeMap::new();
     for tuple in tuples {
@@ -182,8 +180,7 @@ async fn plan_checkpoints<'a>(
 /// (which the import would replace under the store's other checkpoints), or one of its pending
 /// writes with another value.
 fn checkpoint_import_plan<'a>(
-    tuple: &'a CheckpointTuple,
-    held: Option<&CheckpointTuple>,
+    tuple: &'a CheckpointTuple, held: Option<&CheckpointTuple>,
     values: &HashMap<BlobAt<'_>, &Option<TypedBytes>>,
 ) -> Result<Option<CheckpointStep<'a>>> {
     let key = &tuple.checkpoint.key;

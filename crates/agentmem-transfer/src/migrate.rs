@@ -174,9 +174,7 @@ struct Expected {
 /// is written, unless [`MigrateOptions::allow_plaintext`] asks for exactly that. A dry run
 /// writes nothing, not even that append, and so refuses nothing on this account.
 pub async fn migrate(
-    from: &dyn AgentMemory,
-    to: &dyn AgentMemory,
-    options: MigrateOptions,
+    from: &dyn AgentMemory, to: &dyn AgentMemory, options: MigrateOptions,
     progress: &mut (dyn Progress + Send),
 ) -> Result<MigrateReport> {
     check_encryption(from, to, options).await?;
@@ -250,9 +248,7 @@ pub async fn migrate(
 /// the verification. Refused (`Unsupported`) before any checkpoint is written when the source
 /// has threads and the destination keeps no checkpoints.
 async fn copy_checkpoints(
-    from: &dyn AgentMemory,
-    to: &dyn AgentMemory,
-    options: MigrateOptions,
+    from: &dyn AgentMemory, to: &dyn AgentMemory, options: MigrateOptions,
     report: &mut MigrateReport,
 ) -> Result<Vec<(ThreadId, u64)>> {
     if !from.capabilities().checkpoints {
@@ -317,9 +313,7 @@ async fn verify_checkpoints(to: &dyn AgentMemory, threads: &[(ThreadId, u64)]) -
 /// Refuses to copy an encrypted source into a destination that would hold it in plaintext
 /// (see [`migrate`]).
 async fn check_encryption(
-    from: &dyn AgentMemory,
-    to: &dyn AgentMemory,
-    options: MigrateOptions,
+    from: &dyn AgentMemory, to: &dyn AgentMemory, options: MigrateOptions,
 ) -> Result<()> {
     if options.allow_plaintext || !is_encrypted(from).await? || is_encrypted(to).await? {
         return Ok(());
@@ -343,9 +337,7 @@ async fn check_encryption(
 }
 
 async fn verify(
-    to: &dyn AgentMemory,
-    expected: &[Expected],
-    items: &[agentmem_core::MemoryItem],
+    to: &dyn AgentMemory, expected: &[Expected], items: &[agentmem_core::MemoryItem],
 ) -> Result<()> {
     let fail = |why: String| Error::conflict(format!("verification failed: {why}"));
     for e in expected {

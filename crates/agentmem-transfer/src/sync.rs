@@ -7,8 +7,7 @@ use agentmem_formats::{canonical_session, ArchiveExport, SessionExport};
 /// Reads a whole session: metadata, current messages and every archive; `None` when missing.
 /// Metadata keys come back sorted ([`canonical_session`]).
 pub async fn read_session(
-    store: &dyn AgentMemory,
-    id: &SessionId,
+    store: &dyn AgentMemory, id: &SessionId,
 ) -> Result<Option<SessionExport>> {
     let Some(session) = store.load(id, None).await? else {
         return Ok(None);
@@ -109,9 +108,7 @@ fn conflict(id: &SessionId, why: impl std::fmt::Display) -> Error {
 /// one interrupted midway, adds no duplicates. A destination that diverges is a
 /// [`Conflict`](agentmem_core::ErrorKind::Conflict), and nothing is written.
 pub async fn sync_session(
-    dest: &dyn AgentMemory,
-    source: &SessionExport,
-    options: SyncOptions,
+    dest: &dyn AgentMemory, source: &SessionExport, options: SyncOptions,
 ) -> Result<SyncReport> {
     let id = &source.id;
     let existing = read_session(dest, id).await?;
@@ -207,12 +204,8 @@ struct Resume {
 }
 
 async fn apply(
-    dest: &dyn AgentMemory,
-    source: &SessionExport,
-    resume: Option<Resume>,
-    options: SyncOptions,
-    report: &mut SyncReport,
-    wrote: &mut bool,
+    dest: &dyn AgentMemory, source: &SessionExport, resume: Option<Resume>, options: SyncOptions,
+    report: &mut SyncReport, wrote: &mut bool,
 ) -> Result<()> {
     let id = &source.id;
     let n = source.archives.len();
@@ -266,13 +259,8 @@ async fn apply(
 }
 
 async fn append_rest(
-    dest: &dyn AgentMemory,
-    id: &SessionId,
-    rest: &[Message],
-    batch: usize,
-    options: SyncOptions,
-    report: &mut SyncReport,
-    wrote: &mut bool,
+    dest: &dyn AgentMemory, id: &SessionId, rest: &[Message], batch: usize, options: SyncOptions,
+    report: &mut SyncReport, wrote: &mut bool,
 ) -> Result<()> {
     for chunk in rest.chunks(batch) {
         if !options.dry_run {

@@ -117,17 +117,9 @@ impl NativeCheckpoints {
     /// Stores a checkpoint and the values of the channels whose version changed, atomically.
     #[pyo3(signature = (thread, ns, id, parent, body_type, body, channel_versions, metadata, blobs))]
     fn put(
-        &self,
-        py: Python<'_>,
-        thread: &str,
-        ns: &str,
-        id: &str,
-        parent: Option<&str>,
-        body_type: String,
-        body: Bound<'_, PyBytes>,
-        channel_versions: BTreeMap<String, String>,
-        metadata: Option<Bound<'_, PyAny>>,
-        blobs: Vec<BlobIn<'_>>,
+        &self, py: Python<'_>, thread: &str, ns: &str, id: &str, parent: Option<&str>,
+        body_type: String, body: Bound<'_, PyBytes>, channel_versions: BTreeMap<String, String>,
+        metadata: Option<Bound<'_, PyAny>>, blobs: Vec<BlobIn<'_>>,
     ) -> PyResult<()> {
         let mut checkpoint = Checkpoint::new(key(thread, ns, id)?, typed(body_type, &body));
         checkpoint.parent = parent.map(checkpoint_id).transpose()?;
@@ -153,12 +145,7 @@ impl NativeCheckpoints {
 
     /// Stores the pending writes of one task after checkpoint (thread, ns, id), all or none.
     fn put_writes(
-        &self,
-        py: Python<'_>,
-        thread: &str,
-        ns: &str,
-        id: &str,
-        writes: Vec<WriteIn<'_>>,
+        &self, py: Python<'_>, thread: &str, ns: &str, id: &str, writes: Vec<WriteIn<'_>>,
     ) -> PyResult<()> {
         let at = key(thread, ns, id)?;
         let writes: Vec<PendingWrite> = writes
@@ -179,11 +166,7 @@ impl NativeCheckpoints {
     /// The checkpoint `id` of (thread, ns), or the newest there; `None` when there is none.
     #[pyo3(signature = (thread, ns, id=None))]
     fn get<'py>(
-        &self,
-        py: Python<'py>,
-        thread: &str,
-        ns: &str,
-        id: Option<&str>,
+        &self, py: Python<'py>, thread: &str, ns: &str, id: Option<&str>,
     ) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let (thread, ns) = (thread_id(thread)?, namespace(ns)?);
         let id = id.map(checkpoint_id).transpose()?;
@@ -194,14 +177,8 @@ impl NativeCheckpoints {
     /// The checkpoints selected, newest first, filters applied before `limit`.
     #[pyo3(signature = (thread=None, ns=None, id=None, before=None, metadata=None, limit=None))]
     fn list<'py>(
-        &self,
-        py: Python<'py>,
-        thread: Option<&str>,
-        ns: Option<&str>,
-        id: Option<&str>,
-        before: Option<&str>,
-        metadata: Option<Bound<'_, PyAny>>,
-        limit: Option<usize>,
+        &self, py: Python<'py>, thread: Option<&str>, ns: Option<&str>, id: Option<&str>,
+        before: Option<&str>, metadata: Option<Bound<'_, PyAny>>, limit: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
         let query = CheckpointQuery {
             thread: thread.map(thread_id).transpose()?,

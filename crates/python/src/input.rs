@@ -64,8 +64,7 @@ pub fn value<T: for<'de> Deserialize<'de>>(what: &str, obj: &Bound<'_, PyAny>) -
 
 /// A value as plain Python data (dicts, lists, strings, numbers; times as RFC 3339 strings).
 pub fn to_python<'py, T: Serialize + ?Sized>(
-    py: Python<'py>,
-    value: &T,
+    py: Python<'py>, value: &T,
 ) -> PyResult<Bound<'py, PyAny>> {
     pythonize::pythonize(py, value)
         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
@@ -88,8 +87,7 @@ pub fn memory_kind(name: &str) -> PyResult<MemoryKind> {
 
 /// A serde value from Python when given.
 pub fn optional<T: for<'de> Deserialize<'de>>(
-    what: &str,
-    obj: Option<&Bound<'_, PyAny>>,
+    what: &str, obj: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Option<T>> {
     obj.filter(|o| !o.is_none())
         .map(|o| value(what, o))
@@ -109,10 +107,7 @@ pub fn scope_filter(scope: Option<&Bound<'_, PyAny>>, exact: bool) -> PyResult<S
 /// The memory items a listing or search reads: of `kind` (any when `None`), in the scopes
 /// [`scope_filter`] reads, at most `limit`.
 pub fn memory_filter(
-    kind: Option<&str>,
-    scope: Option<&Bound<'_, PyAny>>,
-    exact: bool,
-    limit: Option<usize>,
+    kind: Option<&str>, scope: Option<&Bound<'_, PyAny>>, exact: bool, limit: Option<usize>,
 ) -> PyResult<MemoryFilter> {
     Ok(MemoryFilter {
         kind: kind.map(memory_kind).transpose()?,

@@ -55,10 +55,7 @@ impl Recalling {
     /// `mode` (`keyword`, `semantic`, `hybrid`) defaults to hybrid when the URL embeds what
     /// is searched, else keyword; asking for meaning without an embedder is `InvalidInput`.
     pub fn mode(
-        &self,
-        py: Python<'_>,
-        mode: Option<&str>,
-        searched: Searched,
+        &self, py: Python<'_>, mode: Option<&str>, searched: Searched,
     ) -> PyResult<Option<(Recall, SearchMode)>> {
         let embeds =
             self.recall.is_some() && (searched == Searched::Memories || self.embeds_messages);

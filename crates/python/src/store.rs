@@ -32,8 +32,7 @@ const AUTO_SUMMARY_TOKENS: usize = 512;
 /// the URL's own key (`key_file=`, `key=env`), else `key_file`'s, else
 /// `AGENTMEM_ENCRYPTION_KEY`'s, else refusing an encrypted store.
 async fn open_store(
-    url: String,
-    key_file: Option<PathBuf>,
+    url: String, key_file: Option<PathBuf>,
 ) -> agentmem::Result<Arc<dyn AgentMemory>> {
     agentmem::open_with_key_file(&url, key_file.as_deref())
         .await
@@ -73,9 +72,7 @@ impl NativeStore {
     /// Runs `op` on the store with the GIL released and hands its result to Python as plain
     /// data: every operation's one path across the boundary.
     fn call<'py, T, Fut>(
-        &self,
-        py: Python<'py>,
-        op: impl FnOnce(Arc<dyn AgentMemory>) -> Fut,
+        &self, py: Python<'py>, op: impl FnOnce(Arc<dyn AgentMemory>) -> Fut,
     ) -> PyResult<Bound<'py, PyAny>>
     where
         Fut: Future<Output = agentmem::Result<T>> + Send,
@@ -137,10 +134,7 @@ impl NativeStore {
 
     /// Appends messages (agentmem's shape) in one atomic step.
     fn append<'py>(
-        &self,
-        py: Python<'py>,
-        session: &str,
-        messages: &Bound<'_, PyAny>,
+        &self, py: Python<'py>, session: &str, messages: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (id, messages) = (session_id(session)?, input::messages(messages)?);
         self.call(py, move |s| async move { s.append(&id, &messages).await })
@@ -149,10 +143,7 @@ impl NativeStore {
     /// Replaces a session's messages and metadata (the seed protocol's `save_session`).
     #[pyo3(signature = (session, messages, metadata=None))]
     fn save_session<'py>(
-        &self,
-        py: Python<'py>,
-        session: &str,
-        messages: &Bound<'_, PyAny>,
+        &self, py: Python<'py>, session: &str, messages: &Bound<'_, PyAny>,
         metadata: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (id, messages) = (session_id(session)?, input::messages(messages)?);
@@ -166,10 +157,7 @@ impl NativeStore {
     /// results), or `None` when it does not exist.
     #[pyo3(signature = (session, limit=None))]
     fn load<'py>(
-        &self,
-        py: Python<'py>,
-        session: &str,
-        limit: Option<usize>,
+        &self, py: Python<'py>, session: &str, limit: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let id = session_id(session)?;
         self.call(py, move |s| async move { s.load(&id, limit).await })
@@ -188,9 +176,7 @@ impl NativeStore {
     /// One page of the sessions matching `query` (owner, tags, updated_since and
     /// updated_before as RFC 3339, after, limit), ordered by id.
     fn find_sessions<'py>(
-        &self,
-        py: Python<'py>,
-        query: &Bound<'_, PyAny>,
+        &self, py: Python<'py>, query: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let query: SessionQuery = input::value("session query", query)?;
         self.call(py, move |s| async move { s.find_sessions(&query).await })
@@ -201,11 +187,7 @@ impl NativeStore {
     /// `hybrid`; hybrid by default when the URL embeds messages).
     #[pyo3(signature = (query, limit=10, session=None, mode=None))]
     fn search<'py>(
-        &self,
-        py: Python<'py>,
-        query: String,
-        limit: usize,
-        session: Option<&str>,
+        &self, py: Python<'py>, query: String, limit: usize, session: Option<&str>,
         mode: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let scope = MessageQuery {
@@ -241,11 +223,7 @@ impl NativeStore {
     /// Copies `source` (up to and including message `at`, else whole) into a new session.
     #[pyo3(signature = (source, target, at=None))]
     fn fork<'py>(
-        &self,
-        py: Python<'py>,
-        source: &str,
-        target: &str,
-        at: Option<&str>,
+        &self, py: Python<'py>, source: &str, target: &str, at: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (source, target) = (session_id(source)?, session_id(target)?);
         let at = at.map(message_id).transpose()?;
@@ -258,11 +236,7 @@ impl NativeStore {
     /// oldest first.
     #[pyo3(signature = (session, last=None, after=None))]
     fn rewind<'py>(
-        &self,
-        py: Python<'py>,
-        session: &str,
-        last: Option<usize>,
-        after: Option<&str>,
+        &self, py: Python<'py>, session: &str, last: Option<usize>, after: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let id = session_id(session)?;
         let to = match (last, after) {
@@ -289,10 +263,7 @@ impl NativeStore {
     /// `agentmem compact` does; returns `{archive, summary}`.
     #[pyo3(signature = (session, summary=None))]
     fn compact<'py>(
-        &self,
-        py: Python<'py>,
-        session: &str,
-        summary: Option<String>,
+        &self, py: Python<'py>, session: &str, summary: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let id = session_id(session)?;
         self.call(py, move |s| async move {
@@ -322,14 +293,8 @@ impl NativeStore {
     /// Sets labels (`title`, `owner`, tags) and removes tags; `clear` names labels to unset.
     #[pyo3(signature = (session, title=None, owner=None, tags=None, untag=Vec::new(), clear=Vec::new()))]
     fn tag<'py>(
-        &self,
-        py: Python<'py>,
-        session: &str,
-        title: Option<String>,
-        owner: Option<String>,
-        tags: Option<Tags>,
-        untag: Vec<String>,
-        clear: Vec<String>,
+        &self, py: Python<'py>, session: &str, title: Option<String>, owner: Option<String>,
+        tags: Option<Tags>, untag: Vec<String>, clear: Vec<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let id = session_id(session)?;
         let mut patch = SessionPatch::default();
@@ -366,11 +331,7 @@ impl NativeStore {
     /// Sets when the session expires (`at`, or `seconds` from now), or makes it permanent.
     #[pyo3(signature = (session, seconds=None, at=None, persist=false))]
     fn expire<'py>(
-        &self,
-        py: Python<'py>,
-        session: &str,
-        seconds: Option<f64>,
-        at: Option<&str>,
+        &self, py: Python<'py>, session: &str, seconds: Option<f64>, at: Option<&str>,
         persist: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let id = session_id(session)?;
@@ -396,10 +357,7 @@ impl NativeStore {
     /// Deletes what the policy says and every expired memory item.
     #[pyo3(signature = (older_than=None, keep=None, memories_older_than=None))]
     fn purge<'py>(
-        &self,
-        py: Python<'py>,
-        older_than: Option<f64>,
-        keep: Option<usize>,
+        &self, py: Python<'py>, older_than: Option<f64>, keep: Option<usize>,
         memories_older_than: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let age = |what, value: Option<f64>| value.map(|s| seconds(what, s)).transpose();
@@ -416,14 +374,8 @@ impl NativeStore {
     /// adapter that derives ids from its own keys reads its items back by id in one lookup.
     #[pyo3(signature = (text, kind="long_term", scope=None, key=None, metadata=None, ttl=None, id=None))]
     fn put_memory<'py>(
-        &self,
-        py: Python<'py>,
-        text: String,
-        kind: &str,
-        scope: Option<&Bound<'_, PyAny>>,
-        key: Option<String>,
-        metadata: Option<&Bound<'_, PyAny>>,
-        ttl: Option<f64>,
+        &self, py: Python<'py>, text: String, kind: &str, scope: Option<&Bound<'_, PyAny>>,
+        key: Option<String>, metadata: Option<&Bound<'_, PyAny>>, ttl: Option<f64>,
         id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let scope = input::optional::<MemoryScope>("scope", scope)?.unwrap_or_default();
@@ -452,11 +404,7 @@ impl NativeStore {
     /// Memory items of a kind and scope (see `input::scope_filter`), oldest first.
     #[pyo3(signature = (kind=None, scope=None, exact=false, limit=None))]
     fn memories<'py>(
-        &self,
-        py: Python<'py>,
-        kind: Option<&str>,
-        scope: Option<&Bound<'_, PyAny>>,
-        exact: bool,
+        &self, py: Python<'py>, kind: Option<&str>, scope: Option<&Bound<'_, PyAny>>, exact: bool,
         limit: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let filter = input::memory_filter(kind, scope, exact, limit)?;
@@ -468,14 +416,8 @@ impl NativeStore {
     /// `hybrid`; hybrid by default when the URL names an embedder).
     #[pyo3(signature = (query, limit=10, kind=None, scope=None, exact=false, mode=None))]
     fn search_memories<'py>(
-        &self,
-        py: Python<'py>,
-        query: String,
-        limit: usize,
-        kind: Option<&str>,
-        scope: Option<&Bound<'_, PyAny>>,
-        exact: bool,
-        mode: Option<&str>,
+        &self, py: Python<'py>, query: String, limit: usize, kind: Option<&str>,
+        scope: Option<&Bound<'_, PyAny>>, exact: bool, mode: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let filter = input::memory_filter(kind, scope, exact, Some(limit))?;
         match self.recall.mode(py, mode, Searched::Memories)? {
@@ -498,10 +440,7 @@ impl NativeStore {
     /// with no scope, the whole store's.
     #[pyo3(signature = (query=None, scope=None))]
     fn get_context<'py>(
-        &self,
-        py: Python<'py>,
-        query: Option<String>,
-        scope: Option<&Bound<'_, PyAny>>,
+        &self, py: Python<'py>, query: Option<String>, scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let scope = input::scope_filter(scope, false)?;
         self.call(py, move |s| async move {
@@ -524,9 +463,7 @@ impl NativeStore {
 
     /// Imports an export document: adds what the store lacks, refuses conflicts whole.
     fn import_document<'py>(
-        &self,
-        py: Python<'py>,
-        document: &Bound<'_, PyAny>,
+        &self, py: Python<'py>, document: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let doc: agentmem::formats::ExportDocument = input::value("export document", document)?;
         self.call(py, move |s| async move {
@@ -540,14 +477,8 @@ impl NativeStore {
     /// `key_file`), unless `plaintext` asks for a decrypted copy.
     #[pyo3(signature = (to, key_file=None, progress=None, batch=1000, dry_run=false, plaintext=false))]
     fn migrate<'py>(
-        &self,
-        py: Python<'py>,
-        to: String,
-        key_file: Option<PathBuf>,
-        progress: Option<Py<PyAny>>,
-        batch: usize,
-        dry_run: bool,
-        plaintext: bool,
+        &self, py: Python<'py>, to: String, key_file: Option<PathBuf>, progress: Option<Py<PyAny>>,
+        batch: usize, dry_run: bool, plaintext: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let options = MigrateOptions {
             batch,

@@ -176,9 +176,7 @@ impl Agent {
     /// then twice as many each time a message not found precedes, in the conversation, one
     /// found (the conversation's stored part reaches further back than the window).
     async fn stored_tail(
-        &self,
-        session: &SessionId,
-        conversation: &[Message],
+        &self, session: &SessionId, conversation: &[Message],
     ) -> Result<HashSet<MessageId>> {
         let saved: Vec<&Message> = conversation
             .iter()
@@ -209,10 +207,7 @@ impl Agent {
     /// Saves `conversation` without its system messages as `session` through `store`, unless
     /// the last save of `session` held the same messages; returns how many are new since then.
     async fn save_whole(
-        &self,
-        store: &dyn ContextStore,
-        session: &SessionId,
-        conversation: &[Message],
+        &self, store: &dyn ContextStore, session: &SessionId, conversation: &[Message],
     ) -> Result<usize> {
         let _in_order = self.save_order.lock().await;
         let history: Vec<Message> = conversation

@@ -98,10 +98,7 @@ pub(super) fn proper_noun_at(c: &Clause<'_>, i: usize) -> Option<(String, usize)
 /// An object phrase from `i`: up to `max` words until a pause or a linking word; `None` when
 /// it is empty or points at the conversation ("it", "that idea", "the …").
 pub(super) fn object_at(
-    c: &Clause<'_>,
-    i: usize,
-    max: usize,
-    extra_stops: &[&str],
+    c: &Clause<'_>, i: usize, max: usize, extra_stops: &[&str],
 ) -> Option<(String, usize)> {
     let first = c.words.get(i)?;
     if first.synthetic || is_in(&first.lower, VAGUE) {
@@ -132,11 +129,7 @@ pub(super) fn object_at(
 /// Items of a list from `i` ("Python, Rust and Go"), each an object phrase of at most `max`
 /// words (capitalised when `capitalised`); stops at the first item that is not one.
 pub(super) fn list_at(
-    c: &Clause<'_>,
-    mut i: usize,
-    max: usize,
-    capitalised: bool,
-    extra_stops: &[&str],
+    c: &Clause<'_>, mut i: usize, max: usize, capitalised: bool, extra_stops: &[&str],
 ) -> Vec<String> {
     let mut items = Vec::new();
     loop {

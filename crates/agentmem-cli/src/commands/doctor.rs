@@ -101,11 +101,7 @@ struct DoctorReport {
 
 /// Runs the checks on the store at `url`.
 pub async fn run(
-    url: &str,
-    keys: &super::Keys,
-    out: &mut Output,
-    repair: bool,
-    backup_dir: Option<PathBuf>,
+    url: &str, keys: &super::Keys, out: &mut Output, repair: bool, backup_dir: Option<PathBuf>,
 ) -> Result<()> {
     let backend = Backend::from_url(url)?;
     let mut report = if backend == Backend::File {
@@ -199,10 +195,7 @@ fn print(out: &mut Output, report: &DoctorReport) -> Result<()> {
 
 /// Adds one session's counts; a `CorruptData` read becomes a problem.
 async fn count_session(
-    store: &dyn AgentMemory,
-    id: &SessionId,
-    counts: &mut Counts,
-    problems: &mut Vec<Problem>,
+    store: &dyn AgentMemory, id: &SessionId, counts: &mut Counts, problems: &mut Vec<Problem>,
 ) -> Result<()> {
     let corrupt = |e: Error, problems: &mut Vec<Problem>| -> Result<()> {
         if e.kind() == ErrorKind::CorruptData {
@@ -237,9 +230,7 @@ async fn count_session(
 }
 
 async fn count_memories(
-    store: &dyn AgentMemory,
-    counts: &mut Counts,
-    problems: &mut Vec<Problem>,
+    store: &dyn AgentMemory, counts: &mut Counts, problems: &mut Vec<Problem>,
 ) -> Result<()> {
     match store.list_memories(&MemoryFilter::default()).await {
         Ok(items) => counts.memories = items.len() as u64,
@@ -252,9 +243,7 @@ async fn count_memories(
 /// Counts the checkpoint threads and their checkpoints, each read back whole; a thread that
 /// cannot be read (`CorruptData`) becomes a problem.
 async fn count_checkpoints(
-    store: &dyn AgentMemory,
-    counts: &mut Counts,
-    problems: &mut Vec<Problem>,
+    store: &dyn AgentMemory, counts: &mut Counts, problems: &mut Vec<Problem>,
 ) -> Result<()> {
     if !store.capabilities().checkpoints {
         return Ok(());
@@ -279,9 +268,7 @@ async fn count_checkpoints(
 /// Counts the knowledge graph's entities and relations, read back whole; a graph that cannot
 /// be read (`CorruptData`) becomes a problem.
 async fn count_graph(
-    store: &dyn AgentMemory,
-    counts: &mut Counts,
-    problems: &mut Vec<Problem>,
+    store: &dyn AgentMemory, counts: &mut Counts, problems: &mut Vec<Problem>,
 ) -> Result<()> {
     if !store.capabilities().graph {
         return Ok(());
@@ -440,10 +427,7 @@ fn copy_recursive(from: &Path, to: &Path) -> Result<()> {
 /// The file store's graph log: counted when clean; with `repair`, backed up to `backup/graph`
 /// and repaired; else reported (reading it would repair it). `true` when the backup was used.
 async fn file_graph_doctor(
-    store: &Layered<FileStore>,
-    repair: bool,
-    backup: &Path,
-    counts: &mut Counts,
+    store: &Layered<FileStore>, repair: bool, backup: &Path, counts: &mut Counts,
     problems: &mut Vec<Problem>,
 ) -> Result<bool> {
     let found = store.check_graph(false).await?;
@@ -469,9 +453,7 @@ async fn file_graph_doctor(
 }
 
 async fn file_doctor(
-    store: Layered<FileStore>,
-    repair: bool,
-    backup_dir: Option<PathBuf>,
+    store: Layered<FileStore>, repair: bool, backup_dir: Option<PathBuf>,
 ) -> Result<DoctorReport> {
     let root = store.root().to_path_buf();
     let backup = backup_dir.unwrap_or_else(|| {

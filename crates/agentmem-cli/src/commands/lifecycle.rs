@@ -16,10 +16,7 @@ use crate::output::{count, store_totals, time, when_any, Output};
 
 /// `fork`: copies `session` (up to and including `at`) into the new session `new`.
 pub async fn fork(
-    store: &Arc<dyn AgentMemory>,
-    out: &mut Output,
-    session: &SessionId,
-    new: &SessionId,
+    store: &Arc<dyn AgentMemory>, out: &mut Output, session: &SessionId, new: &SessionId,
     at: Option<&MessageId>,
 ) -> Result<()> {
     let info = store.fork(session, new, at).await?;
@@ -37,10 +34,7 @@ pub async fn fork(
 
 /// `rewind`: removes the last `last` messages, or every message after `to`, and prints them.
 pub async fn rewind(
-    store: &Arc<dyn AgentMemory>,
-    out: &mut Output,
-    session: &SessionId,
-    last: Option<usize>,
+    store: &Arc<dyn AgentMemory>, out: &mut Output, session: &SessionId, last: Option<usize>,
     to: Option<MessageId>,
 ) -> Result<()> {
     let to = match (last, to) {
@@ -65,12 +59,8 @@ pub async fn rewind(
 
 /// `tag`: sets the title, owner and tags in one `update_session`.
 pub async fn tag(
-    store: &Arc<dyn AgentMemory>,
-    out: &mut Output,
-    session: &SessionId,
-    title: Option<String>,
-    owner: Option<String>,
-    tags: Vec<(String, String)>,
+    store: &Arc<dyn AgentMemory>, out: &mut Output, session: &SessionId, title: Option<String>,
+    owner: Option<String>, tags: Vec<(String, String)>,
 ) -> Result<()> {
     let mut patch = SessionPatch::default();
     if let Some(title) = title {
@@ -110,10 +100,7 @@ fn labels(info: &SessionInfo) -> String {
 
 /// `expire`: the session expires `ttl` from now.
 pub async fn expire(
-    store: &Arc<dyn AgentMemory>,
-    out: &mut Output,
-    session: &SessionId,
-    ttl: Duration,
+    store: &Arc<dyn AgentMemory>, out: &mut Output, session: &SessionId, ttl: Duration,
 ) -> Result<()> {
     let info = store
         .update_session(session, &SessionPatch::default().expire_in(ttl))
@@ -130,10 +117,7 @@ pub async fn expire(
 /// `rekey`: re-encrypts `raw` (the store without any key layer) from `old` to the key in
 /// `new_key_file`.
 pub async fn rekey_store(
-    raw: Arc<dyn AgentMemory>,
-    out: &mut Output,
-    old: &MasterKey,
-    new_key_file: &Path,
+    raw: Arc<dyn AgentMemory>, out: &mut Output, old: &MasterKey, new_key_file: &Path,
 ) -> Result<()> {
     let new = agentmem::key_from_file(new_key_file)?;
     let report = rekey(raw, old, &new).await?;

@@ -11,10 +11,7 @@ use crate::output::{snippet, time, Output};
 /// The scope filter the options ask for: every scope without any, the global scope alone
 /// with `global`, else what the scope given sees (that scope alone with `exact`).
 pub fn scope_filter(
-    agent: Option<String>,
-    workspace: Option<String>,
-    owner: Option<String>,
-    global: bool,
+    agent: Option<String>, workspace: Option<String>, owner: Option<String>, global: bool,
     exact: bool,
 ) -> ScopeFilter {
     let scope = MemoryScope {
@@ -35,10 +32,7 @@ pub fn scope_filter(
 
 /// Lists memory items of `kind` and `scope`, oldest first.
 pub async fn list(
-    store: &Arc<dyn AgentMemory>,
-    out: &mut Output,
-    kind: Option<MemoryKind>,
-    scope: ScopeFilter,
+    store: &Arc<dyn AgentMemory>, out: &mut Output, kind: Option<MemoryKind>, scope: ScopeFilter,
 ) -> Result<()> {
     let filter = MemoryFilter {
         kind,

@@ -82,9 +82,7 @@ pub struct ToKey {
 /// Opens the destination: with its URL's key, else `--to-key-file`'s, else (unless
 /// `--decrypt`) the key the source is read with; `true` when it has a key.
 async fn open_destination(
-    to: &str,
-    keys: &Keys,
-    to_key: &ToKey,
+    to: &str, keys: &Keys, to_key: &ToKey,
 ) -> Result<(Arc<dyn AgentMemory>, bool)> {
     if agentmem::url_names_key(to)? {
         if to_key.file.is_some() || to_key.decrypt {
@@ -117,13 +115,7 @@ async fn open_destination(
 /// source the destination must have a key (its records are then ciphertext under it), unless
 /// `--decrypt` asks for plaintext.
 pub async fn run(
-    out: &mut Output,
-    keys: &Keys,
-    from: &str,
-    to: &str,
-    to_key: &ToKey,
-    dry_run: bool,
-    batch: u64,
+    out: &mut Output, keys: &Keys, from: &str, to: &str, to_key: &ToKey, dry_run: bool, batch: u64,
 ) -> Result<()> {
     if from == to {
         return Err(Error::invalid_input(format!(

@@ -78,10 +78,7 @@ pub async fn run(cli: Cli, out: &mut Output) -> Result<()> {
 
 /// Runs a command on the store `--store` names (`url`), opened once by [`run`].
 async fn on_store(
-    store: &Arc<dyn AgentMemory>,
-    url: &str,
-    out: &mut Output,
-    command: StoreCommand,
+    store: &Arc<dyn AgentMemory>, url: &str, out: &mut Output, command: StoreCommand,
 ) -> Result<()> {
     match command {
         StoreCommand::Sessions { owner, tags } => sessions::list(store, out, owner, tags).await,

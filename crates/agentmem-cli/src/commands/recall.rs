@@ -39,11 +39,7 @@ fn found_by(keyword: Option<usize>, semantic: Option<usize>) -> &'static str {
 /// `search`: messages by keyword as before, or by meaning (alone or fused with keywords) when
 /// the store URL embeds messages. Hybrid by default then.
 pub async fn search_messages(
-    store: &Arc<dyn AgentMemory>,
-    url: &str,
-    out: &mut Output,
-    query: &str,
-    scope: MessageQuery,
+    store: &Arc<dyn AgentMemory>, url: &str, out: &mut Output, query: &str, scope: MessageQuery,
     mode: Option<SearchMode>,
 ) -> Result<()> {
     let options = agentmem::embedding_options(url)?;
@@ -81,11 +77,7 @@ pub async fn search_messages(
 /// `memories --search`: memory items within `filter`, by keyword, or by meaning (alone or
 /// fused) when the store URL names an embedder. Hybrid by default then.
 pub async fn search_memories(
-    store: &Arc<dyn AgentMemory>,
-    url: &str,
-    out: &mut Output,
-    query: &str,
-    filter: &MemoryFilter,
+    store: &Arc<dyn AgentMemory>, url: &str, out: &mut Output, query: &str, filter: &MemoryFilter,
     mode: Option<SearchMode>,
 ) -> Result<()> {
     let named = agentmem::embedding_options(url)?.is_some();
@@ -140,10 +132,7 @@ struct ReindexReport {
 /// `reindex`: embeds what has no vector; everything anew with `all` or when the store's
 /// vectors come from another model than the URL's embedder.
 pub async fn reindex(
-    store: &Arc<dyn AgentMemory>,
-    url: &str,
-    out: &mut Output,
-    all: bool,
+    store: &Arc<dyn AgentMemory>, url: &str, out: &mut Output, all: bool,
 ) -> Result<()> {
     let recall = recall(store, url, "reindex")?;
     let bar = if out.json() {
@@ -204,8 +193,7 @@ pub struct IndexStatus {
 
 /// The index lag of the store at `url` (opened with `open`), when its URL names an embedder.
 pub async fn index_status(
-    url: &str,
-    store: impl std::future::Future<Output = Result<Arc<dyn AgentMemory>>>,
+    url: &str, store: impl std::future::Future<Output = Result<Arc<dyn AgentMemory>>>,
 ) -> Result<Option<IndexStatus>> {
     if agentmem::embedding_options(url)?.is_none() {
         return Ok(None);

@@ -29,9 +29,7 @@ fn missing(session: &SessionId) -> Error {
 /// `sessions`: id, message count, last update, expiry, owner, tags, title; only those of
 /// `owner` and carrying every tag of `tags` when given. Reads every page of `find_sessions`.
 pub async fn list(
-    store: &Arc<dyn AgentMemory>,
-    out: &mut Output,
-    owner: Option<String>,
+    store: &Arc<dyn AgentMemory>, out: &mut Output, owner: Option<String>,
     tags: Vec<(String, String)>,
 ) -> Result<()> {
     let mut query = SessionQuery {
@@ -114,10 +112,7 @@ fn role_label(m: &Message) -> String {
 
 /// `show`: a session's messages as text, JSON or Swarms Markdown.
 pub async fn show(
-    store: &Arc<dyn AgentMemory>,
-    out: &mut Output,
-    session: &SessionId,
-    limit: Option<usize>,
+    store: &Arc<dyn AgentMemory>, out: &mut Output, session: &SessionId, limit: Option<usize>,
     format: ShowFormat,
 ) -> Result<()> {
     let loaded = store
@@ -146,11 +141,7 @@ pub async fn show(
 
 /// `append`: one message; `-` reads the text from standard input.
 pub async fn append(
-    store: &Arc<dyn AgentMemory>,
-    out: &mut Output,
-    session: &SessionId,
-    role: &str,
-    text: &str,
+    store: &Arc<dyn AgentMemory>, out: &mut Output, session: &SessionId, role: &str, text: &str,
 ) -> Result<()> {
     let role = Role::parse(role)?;
     let content = if text == "-" {
@@ -179,10 +170,7 @@ pub async fn append(
 
 /// `search`: messages matching any word of `query`, best first.
 pub async fn search(
-    store: &Arc<dyn AgentMemory>,
-    out: &mut Output,
-    query: &str,
-    session: Option<SessionId>,
+    store: &Arc<dyn AgentMemory>, out: &mut Output, query: &str, session: Option<SessionId>,
     limit: usize,
 ) -> Result<()> {
     let hits = store
@@ -201,10 +189,7 @@ pub async fn search(
 
 /// `compact`: archive the session's messages, keep one summary system message.
 pub async fn compact(
-    store: &Arc<dyn AgentMemory>,
-    out: &mut Output,
-    session: &SessionId,
-    summary: Option<&str>,
+    store: &Arc<dyn AgentMemory>, out: &mut Output, session: &SessionId, summary: Option<&str>,
     auto: bool,
 ) -> Result<()> {
     let summary = match summary {
@@ -235,9 +220,7 @@ pub async fn compact(
 
 /// `archives`: a session's archives, oldest first.
 pub async fn archives(
-    store: &Arc<dyn AgentMemory>,
-    out: &mut Output,
-    session: &SessionId,
+    store: &Arc<dyn AgentMemory>, out: &mut Output, session: &SessionId,
 ) -> Result<()> {
     let archives = store.list_archives(session).await?;
     if archives.is_empty() && !store.session_exists(session).await? {
@@ -254,9 +237,7 @@ pub async fn archives(
 
 /// `delete`: a session with its archives.
 pub async fn delete(
-    store: &Arc<dyn AgentMemory>,
-    out: &mut Output,
-    session: &SessionId,
+    store: &Arc<dyn AgentMemory>, out: &mut Output, session: &SessionId,
 ) -> Result<()> {
     if !store.delete_session(session).await? {
         return Err(missing(session));
@@ -269,9 +250,7 @@ pub async fn delete(
 
 /// `purge`: what `policy` deletes (and every expired memory item).
 pub async fn purge(
-    store: &Arc<dyn AgentMemory>,
-    out: &mut Output,
-    policy: &RetentionPolicy,
+    store: &Arc<dyn AgentMemory>, out: &mut Output, policy: &RetentionPolicy,
 ) -> Result<()> {
     let report = store.purge(policy).await?;
     if out.json() {

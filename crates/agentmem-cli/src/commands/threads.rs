@@ -63,10 +63,7 @@ fn shown(value: Option<&Value>) -> String {
 /// `thread ID`: its checkpoints newest first (every namespace, or `ns`'s): id, namespace,
 /// step, source, parent, time, pending writes. `NotFound` when it holds none.
 pub async fn show(
-    store: &Arc<dyn AgentMemory>,
-    out: &mut Output,
-    thread: &ThreadId,
-    ns: Option<CheckpointNs>,
+    store: &Arc<dyn AgentMemory>, out: &mut Output, thread: &ThreadId, ns: Option<CheckpointNs>,
     limit: Option<usize>,
 ) -> Result<()> {
     let query = CheckpointQuery {
@@ -112,10 +109,7 @@ pub async fn show(
 /// `fork-thread SOURCE NEW [--at CHECKPOINT]`: the new thread holds the source's checkpoints
 /// up to and including `at` (all of them without it).
 pub async fn fork(
-    store: &Arc<dyn AgentMemory>,
-    out: &mut Output,
-    source: &ThreadId,
-    target: &ThreadId,
+    store: &Arc<dyn AgentMemory>, out: &mut Output, source: &ThreadId, target: &ThreadId,
     at: Option<&CheckpointId>,
 ) -> Result<()> {
     let copied = store.fork_thread(source, target, at).await?;

@@ -92,10 +92,7 @@ impl ExportSummary {
 
 /// The knowledge graph as the MCP memory server's file, to `output` or standard output.
 async fn export_mcp_memory(
-    store: &dyn AgentMemory,
-    out: &mut Output,
-    output: Option<&Path>,
-    summary: &mut ExportSummary,
+    store: &dyn AgentMemory, out: &mut Output, output: Option<&Path>, summary: &mut ExportSummary,
 ) -> Result<()> {
     // Read directly: a store that keeps no graph says so rather than exporting an empty one.
     let graph = store.read_graph(&GraphQuery::All).await?;
@@ -116,12 +113,8 @@ fn graph_only(format: Format) -> Error {
 /// graph (a session is refused). An encrypted store is refused unless `decrypt` asks for its
 /// plaintext (every export format is plaintext).
 pub async fn export(
-    store: &Arc<dyn AgentMemory>,
-    out: &mut Output,
-    session: Option<SessionId>,
-    format: Format,
-    output: Option<&Path>,
-    decrypt: bool,
+    store: &Arc<dyn AgentMemory>, out: &mut Output, session: Option<SessionId>, format: Format,
+    output: Option<&Path>, decrypt: bool,
 ) -> Result<()> {
     let store = store.as_ref();
     if !decrypt && agentmem_transfer::is_encrypted(store).await? {
@@ -267,9 +260,7 @@ fn render_document(doc: &ExportDocument, format: Format) -> Result<String> {
 
 /// Reads everything `path` holds in `format`, validated, before anything is written.
 pub fn read_import(
-    path: &Path,
-    format: Format,
-    session: Option<SessionId>,
+    path: &Path, format: Format, session: Option<SessionId>,
 ) -> Result<ExportDocument> {
     match session {
         Some(id) => format.import_as(path, id),
@@ -281,10 +272,7 @@ pub fn read_import(
 /// ([`import_document`]: a session or an item that conflicts with the store stops the import
 /// before anything is written; the knowledge graph merges).
 pub async fn import(
-    store: &Arc<dyn AgentMemory>,
-    out: &mut Output,
-    path: &Path,
-    format: Format,
+    store: &Arc<dyn AgentMemory>, out: &mut Output, path: &Path, format: Format,
     session: Option<SessionId>,
 ) -> Result<()> {
     let doc = read_import(path, format, session)?;

@@ -51,9 +51,7 @@ pub fn adder_text(t: usize, i: usize) -> String {
 /// Spawns `tasks` tasks that each add `per_task` user messages ([`adder_text`]) to `convo`,
 /// yielding after each.
 pub fn spawn_adders(
-    convo: &Arc<Conversation>,
-    tasks: usize,
-    per_task: usize,
+    convo: &Arc<Conversation>, tasks: usize, per_task: usize,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     (0..tasks)
         .map(|t| {
@@ -114,9 +112,7 @@ impl ScriptedStore {
     }
 
     pub fn with_mode(
-        inner: Arc<dyn AgentMemory>,
-        fail_on: Option<usize>,
-        mode: FailMode,
+        inner: Arc<dyn AgentMemory>, fail_on: Option<usize>, mode: FailMode,
     ) -> Arc<Self> {
         Arc::new(ScriptedStore {
             inner,
@@ -139,9 +135,7 @@ impl ScriptedStore {
     }
 
     async fn run<T>(
-        &self,
-        op: Operation,
-        call: impl std::future::Future<Output = Result<T>>,
+        &self, op: Operation, call: impl std::future::Future<Output = Result<T>>,
     ) -> Result<T> {
         self.log.lock().unwrap().push(op.as_str());
         let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;

@@ -352,33 +352,26 @@ macro_rules! refuse_checkpoints {
         #[$crate::async_trait]
         impl $crate::CheckpointStore for $store {
             async fn put_checkpoint(
-                &self,
-                _: &$crate::Checkpoint,
-                _: &[$crate::ChannelBlob],
+                &self, _: &$crate::Checkpoint, _: &[$crate::ChannelBlob],
             ) -> $crate::Result<()> {
                 Err($crate::checkpoint::unsupported($name))
             }
 
             async fn put_writes(
-                &self,
-                _: &$crate::CheckpointKey,
-                _: &[$crate::PendingWrite],
+                &self, _: &$crate::CheckpointKey, _: &[$crate::PendingWrite],
             ) -> $crate::Result<()> {
                 Err($crate::checkpoint::unsupported($name))
             }
 
             async fn get_checkpoint(
-                &self,
-                _: &$crate::ThreadId,
-                _: &$crate::CheckpointNs,
+                &self, _: &$crate::ThreadId, _: &$crate::CheckpointNs,
                 _: Option<&$crate::CheckpointId>,
             ) -> $crate::Result<Option<$crate::CheckpointTuple>> {
                 Err($crate::checkpoint::unsupported($name))
             }
 
             async fn list_checkpoints(
-                &self,
-                _: &$crate::CheckpointQuery,
+                &self, _: &$crate::CheckpointQuery,
             ) -> $crate::Result<Vec<$crate::CheckpointTuple>> {
                 Err($crate::checkpoint::unsupported($name))
             }
@@ -396,17 +389,13 @@ macro_rules! refuse_checkpoints {
             }
 
             async fn copy_thread(
-                &self,
-                _: &$crate::ThreadId,
-                _: &$crate::ThreadId,
+                &self, _: &$crate::ThreadId, _: &$crate::ThreadId,
             ) -> $crate::Result<u64> {
                 Err($crate::checkpoint::unsupported($name))
             }
 
             async fn prune_checkpoints(
-                &self,
-                _: &[$crate::ThreadId],
-                _: $crate::CheckpointPrune,
+                &self, _: &[$crate::ThreadId], _: $crate::CheckpointPrune,
             ) -> $crate::Result<u64> {
                 Err($crate::checkpoint::unsupported($name))
             }

@@ -98,9 +98,7 @@ pub struct Relation {
 impl Relation {
     /// `from` —`relation_type`→ `to`.
     pub fn new(
-        from: impl Into<String>,
-        to: impl Into<String>,
-        relation_type: impl Into<String>,
+        from: impl Into<String>, to: impl Into<String>, relation_type: impl Into<String>,
     ) -> Self {
         Relation {
             from: from.into(),
@@ -179,8 +177,7 @@ impl KnowledgeGraph {
 
 /// The relations of `relations` with an end among `entities`, in order.
 pub(crate) fn touching<'a>(
-    entities: &[Entity],
-    relations: impl IntoIterator<Item = &'a Relation>,
+    entities: &[Entity], relations: impl IntoIterator<Item = &'a Relation>,
 ) -> Vec<Relation> {
     let names: std::collections::HashSet<&str> = entities.iter().map(|e| e.name.as_str()).collect();
     relations
@@ -361,22 +358,19 @@ macro_rules! refuse_graph {
         #[$crate::async_trait]
         impl $crate::GraphStore for $store {
             async fn create_entities(
-                &self,
-                _: &[$crate::Entity],
+                &self, _: &[$crate::Entity],
             ) -> $crate::Result<Vec<$crate::Entity>> {
                 Err($crate::graph::unsupported($name))
             }
 
             async fn create_relations(
-                &self,
-                _: &[$crate::Relation],
+                &self, _: &[$crate::Relation],
             ) -> $crate::Result<Vec<$crate::Relation>> {
                 Err($crate::graph::unsupported($name))
             }
 
             async fn add_observations(
-                &self,
-                _: &[$crate::ObservationAddition],
+                &self, _: &[$crate::ObservationAddition],
             ) -> $crate::Result<Vec<$crate::AddedObservations>> {
                 Err($crate::graph::unsupported($name))
             }
@@ -386,8 +380,7 @@ macro_rules! refuse_graph {
             }
 
             async fn delete_observations(
-                &self,
-                _: &[$crate::ObservationDeletion],
+                &self, _: &[$crate::ObservationDeletion],
             ) -> $crate::Result<u64> {
                 Err($crate::graph::unsupported($name))
             }
@@ -397,8 +390,7 @@ macro_rules! refuse_graph {
             }
 
             async fn read_graph(
-                &self,
-                _: &$crate::GraphQuery,
+                &self, _: &$crate::GraphQuery,
             ) -> $crate::Result<$crate::KnowledgeGraph> {
                 Err($crate::graph::unsupported($name))
             }

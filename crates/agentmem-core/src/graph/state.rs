@@ -120,8 +120,7 @@ impl GraphState {
     /// Adds the observations each entity does not hold yet, in order. Fails with
     /// [`entity_not_found`] and changes nothing when an entity does not exist.
     pub fn add_observations(
-        &mut self,
-        additions: &[ObservationAddition],
+        &mut self, additions: &[ObservationAddition],
     ) -> Result<Vec<AddedObservations>> {
         if let Some(missing) = additions.iter().find(|a| !self.has_entity(&a.entity_name)) {
             return Err(entity_not_found(&missing.entity_name));

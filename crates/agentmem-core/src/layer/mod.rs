@@ -147,8 +147,7 @@ pub fn layered<S: AgentMemory>(raw: S) -> Layered<S> {
 /// `agentmem.op` span for [`Operation::Open`], labels its error, and wraps the store it opens
 /// in the standard layer stack.
 pub async fn open_layered<S: AgentMemory>(
-    backend: &'static BackendInfo,
-    opening: impl Future<Output = Result<S>>,
+    backend: &'static BackendInfo, opening: impl Future<Output = Result<S>>,
 ) -> Result<Layered<S>> {
     trace::Op::new(backend, Operation::Open, None)
         .run(opening)

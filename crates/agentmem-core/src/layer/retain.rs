@@ -395,8 +395,7 @@ impl<S: AgentMemory> Retained<S> {
 /// session beyond the `keep` most recently written; ties in time keep the smaller ids, as
 /// every backend's `purge` does. Returns how many it deleted.
 pub async fn keep_newest_per_owner<S: SessionStore + ?Sized>(
-    store: &S,
-    keep: usize,
+    store: &S, keep: usize,
 ) -> Result<u64> {
     let mut by_owner: BTreeMap<Option<String>, Vec<SessionInfo>> = BTreeMap::new();
     for info in store.list_sessions().await? {
@@ -425,10 +424,7 @@ pub async fn keep_newest_per_owner<S: SessionStore + ?Sized>(
 /// updated; `newest` (the item written last) counts as the newest of its group, and ties in
 /// time keep the smaller ids. Returns how many it deleted.
 async fn keep_newest_memories<S: MemoryStore + ?Sized>(
-    store: &S,
-    keep: usize,
-    per: KeepPer,
-    newest: Option<&MemoryId>,
+    store: &S, keep: usize, per: KeepPer, newest: Option<&MemoryId>,
 ) -> Result<u64> {
     let mut groups: BTreeMap<Option<String>, Vec<MemoryItem>> = BTreeMap::new();
     for item in store.list_memories(&MemoryFilter::default()).await? {

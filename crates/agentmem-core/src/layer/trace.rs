@@ -32,9 +32,7 @@ pub(crate) struct Op {
 impl Op {
     /// A span for `op` on `backend`, about `session` when there is one.
     pub(crate) fn new(
-        backend: &'static BackendInfo,
-        op: Operation,
-        session: Option<&SessionId>,
+        backend: &'static BackendInfo, op: Operation, session: Option<&SessionId>,
     ) -> Op {
         // The field values are only computed when a subscriber enables the span. The dotted
         // fields are OpenTelemetry's semantic conventions (`otel.*` are read by
@@ -81,17 +79,13 @@ impl Op {
     /// Like [`run`](Self::run), also recording `count(&value)` as the number of messages
     /// read back (for loads and searches).
     pub(crate) async fn run_counted<T>(
-        self,
-        operation: impl Future<Output = Result<T>>,
-        count: impl FnOnce(&T) -> usize,
+        self, operation: impl Future<Output = Result<T>>, count: impl FnOnce(&T) -> usize,
     ) -> Result<T> {
         self.run_inner(operation, Some(count)).await
     }
 
     async fn run_inner<T>(
-        self,
-        operation: impl Future<Output = Result<T>>,
-        count: Option<impl FnOnce(&T) -> usize>,
+        self, operation: impl Future<Output = Result<T>>, count: Option<impl FnOnce(&T) -> usize>,
     ) -> Result<T> {
         if self.span.is_disabled() {
             // No subscriber wants the span: skip the clock and the records, keep the labels.

@@ -59,10 +59,7 @@ impl<S: AgentMemory> LayeredStore for Validated<S> {
     }
 
     async fn save_session(
-        &self,
-        id: &SessionId,
-        history: &[Message],
-        meta: &Metadata,
+        &self, id: &SessionId, history: &[Message], meta: &Metadata,
     ) -> Result<()> {
         check_messages(history)?;
         self.inner.save_session(id, history, meta).await
@@ -87,9 +84,7 @@ impl<S: AgentMemory> LayeredStore for Validated<S> {
     }
 
     async fn update_session(
-        &self,
-        session: &SessionId,
-        patch: &SessionPatch,
+        &self, session: &SessionId, patch: &SessionPatch,
     ) -> Result<SessionInfo> {
         patch.validate()?;
         self.inner.update_session(session, patch).await
@@ -101,10 +96,7 @@ impl<S: AgentMemory> LayeredStore for Validated<S> {
     }
 
     async fn replace_archive(
-        &self,
-        session: &SessionId,
-        archive: &ArchiveId,
-        messages: &[Message],
+        &self, session: &SessionId, archive: &ArchiveId, messages: &[Message],
     ) -> Result<ArchiveInfo> {
         check_messages(messages)?;
         self.inner.replace_archive(session, archive, messages).await
@@ -153,8 +145,7 @@ impl<S: AgentMemory> LayeredStore for Validated<S> {
     }
 
     async fn add_observations(
-        &self,
-        additions: &[ObservationAddition],
+        &self, additions: &[ObservationAddition],
     ) -> Result<Vec<AddedObservations>> {
         graph::check_additions(additions)?;
         self.inner.add_observations(additions).await

@@ -66,10 +66,7 @@ pub fn crypto_error(err: &agentmem_core::Error) -> Option<&agentmem_crypt::Crypt
 /// A checkpoint at `key` with `body`, `parent` and `versions`, and a fixed time (so that stores
 /// compared with each other hold equal checkpoints); metadata is left to the caller.
 pub fn checkpoint_with(
-    key: CheckpointKey,
-    body: TypedBytes,
-    parent: Option<&str>,
-    versions: &[(&str, &str)],
+    key: CheckpointKey, body: TypedBytes, parent: Option<&str>, versions: &[(&str, &str)],
 ) -> Checkpoint {
     let mut c = Checkpoint::new(key, body);
     c.created_at =

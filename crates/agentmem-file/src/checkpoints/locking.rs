@@ -51,12 +51,8 @@ impl Inner {
 /// Runs `op` on the thread of `ctx` with its file lock held and its cache synced (or, for a
 /// missing log under [`Missing::Empty`], on an empty thread without the lock).
 fn locked<T>(
-    ctx: &ThreadCtx<'_>,
-    slot: &mut ThreadSlot,
-    expected: Option<&ThreadId>,
-    missing: Missing,
-    f: &mut Findings,
-    op: impl FnOnce(&mut ThreadSlot) -> Result<T>,
+    ctx: &ThreadCtx<'_>, slot: &mut ThreadSlot, expected: Option<&ThreadId>, missing: Missing,
+    f: &mut Findings, op: impl FnOnce(&mut ThreadSlot) -> Result<T>,
 ) -> Result<T> {
     match missing {
         Missing::Empty if !ctx.log_exists()? => {
@@ -90,10 +86,7 @@ impl FileStore {
 
     /// Runs `op` on `thread` (see [`thread_op`](Self::thread_op)).
     pub(crate) async fn on_thread<T, F>(
-        &self,
-        thread: &ThreadId,
-        missing: Missing,
-        op: F,
+        &self, thread: &ThreadId, missing: Missing, op: F,
     ) -> Result<T>
     where
         T: Send + 'static,
@@ -107,11 +100,7 @@ impl FileStore {
     /// whose folder is `key` held, after bringing its cache up to date with the log; `expected`
     /// is the thread asked for, when known (a walk of `threads/` learns it from the log).
     pub(crate) async fn thread_op<T, F>(
-        &self,
-        key: String,
-        expected: Option<ThreadId>,
-        missing: Missing,
-        op: F,
+        &self, key: String, expected: Option<ThreadId>, missing: Missing, op: F,
     ) -> Result<T>
     where
         T: Send + 'static,
@@ -141,11 +130,8 @@ impl FileStore {
     /// their file locks, each pair taken in key order, so that two operations on the same two
     /// threads (in this process or another) never wait for each other in a cycle.
     pub(crate) async fn with_two_threads<T, F>(
-        &self,
-        source: &ThreadId,
-        target: &ThreadId,
-        absent: impl FnOnce() -> agentmem_core::Error + Send + 'static,
-        op: F,
+        &self, source: &ThreadId, target: &ThreadId,
+        absent: impl FnOnce() -> agentmem_core::Error + Send + 'static, op: F,
     ) -> Result<T>
     where
         T: Send + 'static,

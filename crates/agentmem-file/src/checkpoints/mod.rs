@@ -42,9 +42,7 @@ use thread::{ThreadCtx, ThreadSlot};
 /// pending writes alone keeps its log). Returns what `edit` returns (how many checkpoints
 /// went).
 fn change(
-    ctx: &ThreadCtx<'_>,
-    slot: &mut ThreadSlot,
-    edit: impl FnOnce(&mut ThreadCheckpoints) -> u64,
+    ctx: &ThreadCtx<'_>, slot: &mut ThreadSlot, edit: impl FnOnce(&mut ThreadCheckpoints) -> u64,
 ) -> Result<u64> {
     let Some(thread) = slot.thread().cloned() else {
         return Ok(0); // No log: nothing to change.
@@ -91,10 +89,7 @@ impl CheckpointStore for FileStore {
     }
 
     async fn get_checkpoint(
-        &self,
-        thread: &ThreadId,
-        ns: &CheckpointNs,
-        id: Option<&CheckpointId>,
+        &self, thread: &ThreadId, ns: &CheckpointNs, id: Option<&CheckpointId>,
     ) -> Result<Option<CheckpointTuple>> {
         let (ns, id) = (ns.clone(), id.cloned());
         self.on_thread(thread, Missing::Empty, move |_, slot| {

@@ -124,10 +124,7 @@ impl ThreadCtx<'_> {
     /// not parse aside (see [`quarantine`](Self::quarantine)). `expected` is the thread the
     /// caller asks for, when it knows it.
     pub(crate) fn sync(
-        &self,
-        slot: &mut ThreadSlot,
-        expected: Option<&ThreadId>,
-        f: &mut Findings,
+        &self, slot: &mut ThreadSlot, expected: Option<&ThreadId>, f: &mut Findings,
     ) -> Result<()> {
         let path = &self.paths.log;
         let reopened = |f: &mut Findings| {
@@ -166,10 +163,7 @@ impl ThreadCtx<'_> {
     /// readable record naming it, no caller asking for it), the whole log is set aside
     /// instead.
     fn quarantine(
-        &self,
-        slot: &mut ThreadSlot,
-        damage: Damage<Record>,
-        expected: Option<&ThreadId>,
+        &self, slot: &mut ThreadSlot, damage: Damage<Record>, expected: Option<&ThreadId>,
         f: &mut Findings,
     ) -> Result<()> {
         let (dir, path) = (&self.paths.dir, &self.paths.log);
@@ -210,10 +204,7 @@ impl ThreadCtx<'_> {
     /// log, creating the log (with its header, by a rename) when there is none; fsynced under
     /// fsync durability. On failure the log is cut back and the cache forgotten.
     pub(crate) fn append(
-        &self,
-        slot: &mut ThreadSlot,
-        thread: &ThreadId,
-        record: &RecordRef<'_>,
+        &self, slot: &mut ThreadSlot, thread: &ThreadId, record: &RecordRef<'_>,
     ) -> Result<()> {
         slot.reset_on_error(|slot| {
             let line = record.line()?;
@@ -234,10 +225,7 @@ impl ThreadCtx<'_> {
     /// write: writes made ahead of their checkpoint are kept). On failure the cache is
     /// forgotten (the log is the old one or the new one).
     pub(crate) fn replace(
-        &self,
-        slot: &mut ThreadSlot,
-        thread: &ThreadId,
-        state: ThreadCheckpoints,
+        &self, slot: &mut ThreadSlot, thread: &ThreadId, state: ThreadCheckpoints,
     ) -> Result<()> {
         slot.reset_on_error(|slot| {
             let path = &self.paths.log;

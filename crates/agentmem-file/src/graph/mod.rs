@@ -40,9 +40,7 @@ impl FileStore {
     /// Creates what of `items` is new by `create` (which answers it, as stored), recording
     /// what it created with `record` when it created something.
     async fn graph_create<T>(
-        &self,
-        items: &[T],
-        create: fn(&mut GraphState, &[T]) -> Vec<T>,
+        &self, items: &[T], create: fn(&mut GraphState, &[T]) -> Vec<T>,
         record: fn(Vec<T>) -> Record,
     ) -> Result<Vec<T>>
     where
@@ -60,10 +58,7 @@ impl FileStore {
     /// Deletes what `items` name by `delete` (which answers how much went), recording `items`
     /// with `record` when something went.
     async fn graph_delete<T>(
-        &self,
-        items: &[T],
-        delete: fn(&mut GraphState, &[T]) -> u64,
-        record: fn(Vec<T>) -> Record,
+        &self, items: &[T], delete: fn(&mut GraphState, &[T]) -> u64, record: fn(Vec<T>) -> Record,
     ) -> Result<u64>
     where
         T: Clone + Send + 'static,
@@ -92,8 +87,7 @@ impl GraphStore for FileStore {
     }
 
     async fn add_observations(
-        &self,
-        additions: &[ObservationAddition],
+        &self, additions: &[ObservationAddition],
     ) -> Result<Vec<AddedObservations>> {
         let additions = additions.to_vec();
         self.graph_write(move |state| {

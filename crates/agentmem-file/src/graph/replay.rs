@@ -95,10 +95,7 @@ impl LogKind for GraphLog {
 /// aside, byte for byte, in `graph/quarantine/`, then rewrites the log from its readable
 /// records (a torn tail goes with them: it was never acknowledged).
 fn quarantine(
-    ctx: &LogCtx<'_, GraphLog>,
-    slot: &mut GraphSlot,
-    damage: Damage<Record>,
-    f: &mut Findings,
+    ctx: &LogCtx<'_, GraphLog>, slot: &mut GraphSlot, damage: Damage<Record>, f: &mut Findings,
 ) -> Result<()> {
     damage.keep_readable(slot, &ctx.paths.dir, &ctx.paths.log, f)?;
     // Only checking: the log stays as it is (the cache, a scratch one, holds the rest).

@@ -27,10 +27,7 @@ impl SessionCtx<'_> {
     /// log is replaced leaves an orphan archive (removed by the next sync), after it a stale
     /// view (regenerated). Either way the old or the new state, and no transcript is lost.
     pub(crate) fn compact(
-        &self,
-        slot: &mut SessionSlot,
-        replacement: &[Message],
-        f: &mut Findings,
+        &self, slot: &mut SessionSlot, replacement: &[Message], f: &mut Findings,
     ) -> Result<ArchiveInfo> {
         let Some((messages, o)) = self.load(slot, f)? else {
             return Err(not_found(self.id));
@@ -83,9 +80,7 @@ impl SessionCtx<'_> {
 
     /// The archives, oldest first.
     pub(crate) fn list_archives(
-        &self,
-        slot: &mut SessionSlot,
-        f: &mut Findings,
+        &self, slot: &mut SessionSlot, f: &mut Findings,
     ) -> Result<Vec<ArchiveInfo>> {
         let Some(archives) = self.synced_archives(slot, f)? else {
             return Ok(Vec::new());
@@ -98,10 +93,7 @@ impl SessionCtx<'_> {
 
     /// One archive, or `NotFound`.
     pub(crate) fn load_archive(
-        &self,
-        slot: &mut SessionSlot,
-        archive: &ArchiveId,
-        f: &mut Findings,
+        &self, slot: &mut SessionSlot, archive: &ArchiveId, f: &mut Findings,
     ) -> Result<Archive> {
         let listed = self.synced_archives(slot, f)?.unwrap_or_default();
         if !listed.iter().any(|(stem, _)| stem == archive.as_str()) {
@@ -125,11 +117,7 @@ impl SessionCtx<'_> {
     /// first: a reader sees the old archive or the new one, and its `.md` always ends up the
     /// view of its log. Current messages, labels and the other archives are not touched.
     pub(crate) fn replace_archive(
-        &self,
-        slot: &mut SessionSlot,
-        archive: &ArchiveId,
-        messages: &[Message],
-        f: &mut Findings,
+        &self, slot: &mut SessionSlot, archive: &ArchiveId, messages: &[Message], f: &mut Findings,
     ) -> Result<ArchiveInfo> {
         let listed = self.synced_archives(slot, f)?.unwrap_or_default();
         let Some((stem, mut header)) = listed
@@ -168,9 +156,7 @@ impl SessionCtx<'_> {
     /// The session's archives as [`scan_archives`](Self::scan_archives) finds them after a
     /// sync; `None` when the session does not exist (or has expired).
     fn synced_archives(
-        &self,
-        slot: &mut SessionSlot,
-        f: &mut Findings,
+        &self, slot: &mut SessionSlot, f: &mut Findings,
     ) -> Result<Option<Vec<(String, ArchiveHeader)>>> {
         if let Synced::Missing = self.sync(slot, f)? {
             return Ok(None);
@@ -193,9 +179,7 @@ impl SessionCtx<'_> {
     /// not older than the session's are orphans of an interrupted compaction (the session
     /// still holds their messages): removed. A missing `.md` view is regenerated.
     pub(crate) fn scan_archives(
-        &self,
-        generation: u64,
-        f: &mut Findings,
+        &self, generation: u64, f: &mut Findings,
     ) -> Result<Vec<(String, ArchiveHeader)>> {
         let dir = &self.paths.archive;
         let Some(entries) = list_dir(dir)? else {
@@ -383,10 +367,7 @@ impl SessionCtx<'_> {
     /// then moved into the session's `quarantine/`. Archives are written whole and renamed
     /// into place, so damage anywhere in one is not a crash artefact.
     fn read_or_quarantine(
-        &self,
-        path: &Path,
-        stem: &str,
-        f: &mut Findings,
+        &self, path: &Path, stem: &str, f: &mut Findings,
     ) -> Result<Option<Archive>> {
         self.or_quarantine(path, read_archive_file(path, stem), f)
     }
@@ -395,10 +376,7 @@ impl SessionCtx<'_> {
     /// moved into the session's `quarantine/` (its `.md` view stays, as a Swarms archive
     /// without a log) and the answer is `None`.
     fn or_quarantine<T>(
-        &self,
-        path: &Path,
-        read: Result<T>,
-        f: &mut Findings,
+        &self, path: &Path, read: Result<T>, f: &mut Findings,
     ) -> Result<Option<T>> {
         match read {
             Ok(value) => Ok(Some(value)),

@@ -24,12 +24,8 @@ use crate::repair::Findings;
 /// an expired target's folder is moved to the trash just before. A fork folder left by a crash
 /// is removed when a store opens (see `root.rs`).
 pub(crate) fn fork(
-    source: &SessionCtx<'_>,
-    source_slot: &mut SessionSlot,
-    target: &SessionCtx<'_>,
-    target_slot: &mut SessionSlot,
-    at: Option<&MessageId>,
-    f: &mut Findings,
+    source: &SessionCtx<'_>, source_slot: &mut SessionSlot, target: &SessionCtx<'_>,
+    target_slot: &mut SessionSlot, at: Option<&MessageId>, f: &mut Findings,
 ) -> Result<SessionInfo> {
     if !matches!(target.sync(target_slot, f)?, Synced::Missing) {
         return Err(fork_target_exists(target.id));

@@ -61,10 +61,7 @@ impl SessionCtx<'_> {
     /// Changes the session's labels and expiry as `patch` says; `NotFound` when it does not
     /// exist or has expired.
     pub(crate) fn update(
-        &self,
-        slot: &mut SessionSlot,
-        patch: &SessionPatch,
-        f: &mut Findings,
+        &self, slot: &mut SessionSlot, patch: &SessionPatch, f: &mut Findings,
     ) -> Result<SessionInfo> {
         if let Synced::Missing = self.sync(slot, f)? {
             return Err(not_found(self.id));

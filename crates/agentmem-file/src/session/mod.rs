@@ -120,11 +120,7 @@ impl OpenSession {
     /// The state of the open `log` (whose metadata is `meta`), of which the first `log_len`
     /// bytes, `lines` lines, hold `header` and `messages`.
     fn new(
-        log: File,
-        meta: &std::fs::Metadata,
-        log_len: u64,
-        lines: u64,
-        header: SessionHeader,
+        log: File, meta: &std::fs::Metadata, log_len: u64, lines: u64, header: SessionHeader,
         messages: &[Message],
     ) -> Self {
         let mut open = OpenSession {

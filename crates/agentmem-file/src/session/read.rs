@@ -90,9 +90,7 @@ impl SessionCtx<'_> {
 
     /// The messages of the session after `sync`: `None` when it does not exist.
     pub(crate) fn load<'s>(
-        &self,
-        slot: &'s mut SessionSlot,
-        f: &mut Findings,
+        &self, slot: &'s mut SessionSlot, f: &mut Findings,
     ) -> Result<Option<(Vec<Message>, &'s OpenSession)>> {
         let Some(Current { open: o, loaded }) = self.current(slot, f)? else {
             return Ok(None);
@@ -106,9 +104,7 @@ impl SessionCtx<'_> {
 
     /// The session after `sync`; `None` when it does not exist.
     fn current<'s>(
-        &self,
-        slot: &'s mut SessionSlot,
-        f: &mut Findings,
+        &self, slot: &'s mut SessionSlot, f: &mut Findings,
     ) -> Result<Option<Current<'s>>> {
         let loaded = match self.sync(slot, f)? {
             Synced::Missing => return Ok(None),
@@ -129,10 +125,7 @@ impl SessionCtx<'_> {
     /// anything the backwards reader cannot vouch for take the whole-log path of [`Self::load`],
     /// which gives the same messages.
     pub(crate) fn load_window<'s>(
-        &self,
-        slot: &'s mut SessionSlot,
-        limit: Option<usize>,
-        f: &mut Findings,
+        &self, slot: &'s mut SessionSlot, limit: Option<usize>, f: &mut Findings,
     ) -> Result<Option<(Vec<Message>, u64, &'s OpenSession)>> {
         let Some(Current { open: o, loaded }) = self.current(slot, f)? else {
             return Ok(None);

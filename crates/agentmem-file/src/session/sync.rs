@@ -175,11 +175,7 @@ impl SessionCtx<'_> {
     /// Checks cheaply that `MEMORY.md` is the view of the log (header at the start, block of
     /// the last message at the end), when this process cannot know it is; else regenerates it.
     fn check_md(
-        &self,
-        o: &mut OpenSession,
-        loaded: Option<&[Message]>,
-        force: bool,
-        f: &mut Findings,
+        &self, o: &mut OpenSession, loaded: Option<&[Message]>, force: bool, f: &mut Findings,
     ) -> Result<()> {
         let p = &self.paths;
         let meta = stat(&p.md)?;

@@ -21,10 +21,7 @@ impl SessionCtx<'_> {
     /// [`Durability::Fsync`] the caller must wait on the returned ticket, without the locks,
     /// before acknowledging the append.
     pub(crate) fn append(
-        &self,
-        slot: &mut SessionSlot,
-        messages: &[Message],
-        f: &mut Findings,
+        &self, slot: &mut SessionSlot, messages: &[Message], f: &mut Findings,
     ) -> Result<Option<Ticket>> {
         if let Synced::Missing = self.sync(slot, f)? {
             // A new session's files are written whole and synced.
@@ -39,9 +36,7 @@ impl SessionCtx<'_> {
 
     /// Appends to a session `sync` found current (see [`append`](Self::append)).
     pub(crate) fn append_existing(
-        &self,
-        slot: &mut SessionSlot,
-        messages: &[Message],
+        &self, slot: &mut SessionSlot, messages: &[Message],
     ) -> Result<Option<Ticket>> {
         let p = &self.paths;
         let Some(o) = slot.open.as_mut() else {
@@ -98,10 +93,7 @@ impl SessionCtx<'_> {
     /// An expired session there before is removed first (its messages, archives, labels and
     /// expiry: the new session starts bare); a sidecar left without a log is dropped.
     fn create(
-        &self,
-        slot: &mut SessionSlot,
-        messages: &[Message],
-        metadata: Metadata,
+        &self, slot: &mut SessionSlot, messages: &[Message], metadata: Metadata,
     ) -> Result<()> {
         self.clear_for_create(slot)?;
         let new_folder = !self.paths.dir.exists();
@@ -120,11 +112,7 @@ impl SessionCtx<'_> {
 
     /// Makes the session exactly `messages` with `metadata`.
     pub(crate) fn save(
-        &self,
-        slot: &mut SessionSlot,
-        messages: &[Message],
-        metadata: Metadata,
-        f: &mut Findings,
+        &self, slot: &mut SessionSlot, messages: &[Message], metadata: Metadata, f: &mut Findings,
     ) -> Result<()> {
         match self.sync(slot, f)? {
             Synced::Missing => self.create(slot, messages, metadata),
@@ -145,10 +133,7 @@ impl SessionCtx<'_> {
     /// `save_session` does), so a crash leaves the old state or the new one (a stale
     /// `MEMORY.md` is regenerated from the log). Labels, expiry and archives stay.
     pub(crate) fn rewind(
-        &self,
-        slot: &mut SessionSlot,
-        to: &Rewind,
-        f: &mut Findings,
+        &self, slot: &mut SessionSlot, to: &Rewind, f: &mut Findings,
     ) -> Result<Vec<Message>> {
         let Some((mut messages, o)) = self.load(slot, f)? else {
             return Err(not_found(self.id));
@@ -168,10 +153,7 @@ impl SessionCtx<'_> {
     /// Replaces the log and then `MEMORY.md` with `header` and `messages`, each atomically. A
     /// crash between the two leaves a stale `MEMORY.md`, which the next sync regenerates.
     pub(super) fn rewrite(
-        &self,
-        slot: &mut SessionSlot,
-        header: SessionHeader,
-        messages: &[Message],
+        &self, slot: &mut SessionSlot, header: SessionHeader, messages: &[Message],
     ) -> Result<()> {
         let p = &self.paths;
         slot.open = None;

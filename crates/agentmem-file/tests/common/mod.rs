@@ -144,8 +144,7 @@ pub(crate) use mixed_run_tests;
 /// another store on the same root and a store opened afresh show what the reference shows,
 /// with nothing repaired.
 pub async fn mixed_run_matches_the_reference<R: MixedRun>(
-    durability: Durability,
-    steps: &[R::Step],
+    durability: Durability, steps: &[R::Step],
 ) {
     let dir = tempfile::tempdir().expect("temp dir");
     let reference = InMemoryStore::new();

@@ -18,12 +18,8 @@ use super::{
 /// of a message without one; `calls` maps the call ids seen so far to their tool names, so
 /// that a tool result can name its tool.
 pub(super) fn import_list(
-    list: &[MessageFile],
-    source: &str,
-    session: &SessionId,
-    list_name: &str,
-    fallback: DateTime<Utc>,
-    calls: &mut HashMap<String, String>,
+    list: &[MessageFile], source: &str, session: &SessionId, list_name: &str,
+    fallback: DateTime<Utc>, calls: &mut HashMap<String, String>,
 ) -> Result<Vec<Message>> {
     let mut out = Vec::new();
     for (index, p) in list.iter().enumerate() {
@@ -167,9 +163,7 @@ impl<'a> Entry<'a> {
 
 /// A message without tool calls: one agentmem message.
 fn import_plain(
-    entry: Entry<'_>,
-    p: &MessageFile,
-    calls: &HashMap<String, String>,
+    entry: Entry<'_>, p: &MessageFile, calls: &HashMap<String, String>,
 ) -> Result<Message> {
     let id = entry.stored_id(0)?;
     let Entry {
@@ -208,11 +202,8 @@ fn import_plain(
 /// A message with tool calls: one agentmem tool-call message per call, pushed to `out`; each
 /// call's id is recorded in `calls` with its tool name.
 fn import_calls(
-    entry: &Entry<'_>,
-    tool_calls: &[Value],
-    merges_with_next: bool,
-    calls: &mut HashMap<String, String>,
-    out: &mut Vec<Message>,
+    entry: &Entry<'_>, tool_calls: &[Value], merges_with_next: bool,
+    calls: &mut HashMap<String, String>, out: &mut Vec<Message>,
 ) -> Result<()> {
     for (k, call) in tool_calls.iter().enumerate() {
         let call = Call::parse(entry, k, call)?;
@@ -294,11 +285,7 @@ impl Call {
 /// metadata and what the message kept (the group's size when it `merges_with_next`, its
 /// text); the others, the call metadata an export recorded. Each adds the call's `own`.
 fn call_metadata(
-    entry: &Entry<'_>,
-    k: usize,
-    n: usize,
-    merges_with_next: bool,
-    own: Map<String, Value>,
+    entry: &Entry<'_>, k: usize, n: usize, merges_with_next: bool, own: Map<String, Value>,
 ) -> Metadata {
     if k == 0 {
         let mut m = entry.metadata.clone();

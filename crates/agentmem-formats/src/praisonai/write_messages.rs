@@ -14,10 +14,7 @@ use super::{derived_message_id, take_object, to_epoch, MessageFile, AGENTMEM_KEY
 /// maps the call ids written so far to their tool names, so that a tool result whose tool is
 /// the one its call names needs no record.
 pub(super) fn export_list(
-    messages: &[Message],
-    session: &SessionId,
-    list_name: &str,
-    names: &mut HashMap<String, String>,
+    messages: &[Message], session: &SessionId, list_name: &str, names: &mut HashMap<String, String>,
 ) -> Vec<MessageFile> {
     let mut out = Vec::new();
     let mut i = 0;
@@ -118,9 +115,7 @@ fn group_end(messages: &[Message], i: usize, keep: &Map<String, Value>) -> usize
 
 /// A message without tool calls (or a tool call the import found without a call list).
 fn export_plain(
-    first: &Message,
-    head: Head,
-    derived: impl Fn(usize) -> agentmem_core::MessageId,
+    first: &Message, head: Head, derived: impl Fn(usize) -> agentmem_core::MessageId,
     names: &HashMap<String, String>,
 ) -> MessageFile {
     let mut agentmem = Map::new();
@@ -147,9 +142,7 @@ fn export_plain(
 /// A group of tool calls: one message with `tool_calls`. Records each call's id with its
 /// tool name in `names`.
 fn export_calls(
-    group: &[Message],
-    head: Head,
-    derived: impl Fn(usize) -> agentmem_core::MessageId,
+    group: &[Message], head: Head, derived: impl Fn(usize) -> agentmem_core::MessageId,
     names: &mut HashMap<String, String>,
 ) -> MessageFile {
     let first = &group[0];
@@ -203,9 +196,7 @@ fn export_calls(
 /// The `tool_calls` entry of one tool-call message, in OpenAI's field order (`id`, `type`,
 /// `function`), with what the import kept of it (`own`) put back.
 fn export_call(
-    m: &Message,
-    own: &Map<String, Value>,
-    names: &mut HashMap<String, String>,
+    m: &Message, own: &Map<String, Value>, names: &mut HashMap<String, String>,
 ) -> Value {
     let mut call = match own.get("call") {
         Some(Value::Object(o)) => o.clone(),

@@ -26,9 +26,7 @@ pub fn render_header(conversation: &str, created: DateTime<Utc>) -> String {
 /// );
 /// ```
 pub fn render_header_in<Tz: TimeZone>(
-    conversation: &str,
-    created: DateTime<Utc>,
-    zone: &Tz,
+    conversation: &str, created: DateTime<Utc>, zone: &Tz,
 ) -> String {
     format!(
         "# Agent Memory\n\n**Conversation:** {conversation}\n**Created:** {}\n\n---\n\n## Interaction Log\n\n",
@@ -70,19 +68,14 @@ pub fn render_block_in<Tz: TimeZone>(message: &Message, zone: &Tz) -> Option<Str
 /// A whole `MEMORY.md`: the header, then the block of every message with non-blank content,
 /// times in the local zone ([`render_memory_md_in`] for another zone).
 pub fn render_memory_md(
-    conversation: &str,
-    created: DateTime<Utc>,
-    messages: &[Message],
+    conversation: &str, created: DateTime<Utc>, messages: &[Message],
 ) -> String {
     render_memory_md_in(conversation, created, messages, &Local)
 }
 
 /// [`render_memory_md`] with times as the clock in `zone` shows them.
 pub fn render_memory_md_in<Tz: TimeZone>(
-    conversation: &str,
-    created: DateTime<Utc>,
-    messages: &[Message],
-    zone: &Tz,
+    conversation: &str, created: DateTime<Utc>, messages: &[Message], zone: &Tz,
 ) -> String {
     let mut text = render_header_in(conversation, created, zone);
     for block in messages.iter().filter_map(|m| render_block_in(m, zone)) {
@@ -291,9 +284,7 @@ mod tests {
         render_block_in(message, &Utc)
     }
     fn render_memory_md(
-        conversation: &str,
-        created: DateTime<Utc>,
-        messages: &[Message],
+        conversation: &str, created: DateTime<Utc>, messages: &[Message],
     ) -> String {
         render_memory_md_in(conversation, created, messages, &Utc)
     }

@@ -125,10 +125,7 @@ pub const ARCHIVE_DIR: &str = "archive";
 /// Parses one `MEMORY.md` text into messages. `source` names the file in errors, `part`
 /// (`MEMORY.md` or the archive's stem) goes into the derived ids.
 pub fn parse_messages(
-    text: &str,
-    source: &str,
-    session: &SessionId,
-    part: &str,
+    text: &str, source: &str, session: &SessionId, part: &str,
 ) -> Result<Vec<Message>> {
     parse_file(text, source, session, part).map(|(_, messages)| messages)
 }
@@ -150,10 +147,7 @@ fn header_value(conversation: &str, created: DateTime<Utc>) -> Map<String, Value
 
 /// [`parse_messages`], also returning the header as kept in the session metadata.
 fn parse_file(
-    text: &str,
-    source: &str,
-    session: &SessionId,
-    part: &str,
+    text: &str, source: &str, session: &SessionId, part: &str,
 ) -> Result<(Map<String, Value>, Vec<Message>)> {
     let parsed = parse_memory_md(text).map_err(|e| {
         // `parse_memory_md` names the file `MEMORY.md`; say which file it really is.

@@ -87,8 +87,7 @@ pub async fn text_store() -> Option<TestStore<Layered<MongoStore>>> {
 /// [`store`] holding the session `id` with `messages` appended, and that session's id; `None`
 /// (skipped) without a server.
 pub async fn store_holding(
-    id: &str,
-    messages: &[Message],
+    id: &str, messages: &[Message],
 ) -> Option<(TestStore<Layered<MongoStore>>, SessionId)> {
     holding(store().await?, id, messages).await
 }
@@ -96,16 +95,13 @@ pub async fn store_holding(
 /// [`text_store`] holding the session `id` with `messages` appended, and that session's id;
 /// `None` (skipped) without a server.
 pub async fn text_store_holding(
-    id: &str,
-    messages: &[Message],
+    id: &str, messages: &[Message],
 ) -> Option<(TestStore<Layered<MongoStore>>, SessionId)> {
     holding(text_store().await?, id, messages).await
 }
 
 async fn holding(
-    store: TestStore<Layered<MongoStore>>,
-    id: &str,
-    messages: &[Message],
+    store: TestStore<Layered<MongoStore>>, id: &str, messages: &[Message],
 ) -> Option<(TestStore<Layered<MongoStore>>, SessionId)> {
     let id: SessionId = id.parse().unwrap();
     store.append(&id, messages).await.unwrap();
@@ -115,8 +111,7 @@ async fn holding(
 /// Like [`fresh_store`], with transactions turned off when `transactions` is false (the
 /// epoch-switch paths of servers without them).
 pub async fn fresh_store_with(
-    url: &str,
-    transactions: bool,
+    url: &str, transactions: bool,
 ) -> Option<TestStore<Layered<MongoStore>>> {
     let mut allowed = ServerFeatures::ALL;
     allowed.transactions = transactions;

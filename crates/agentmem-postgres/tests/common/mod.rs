@@ -118,9 +118,7 @@ pub fn pgbouncer_url() -> String {
 /// as agentmem makes them: TLS URLs included); `None` (test skipped) only when the server is
 /// unreachable and services are not required. `service` names the server in that message.
 pub async fn open_at(
-    service: &str,
-    base: &str,
-    options: &[(&str, &str)],
+    service: &str, base: &str, options: &[(&str, &str)],
 ) -> Option<(Layered<PostgresStore>, NamespaceGuard)> {
     let schema = agentmem_testkit::unique_namespace(PREFIX);
     let url = url_in_schema(base, &schema, options);
@@ -161,9 +159,7 @@ pub fn undo_version_6(s: &str) -> String {
 /// `schema_migrations` rows are deleted here), then reopens it with [`reopen_current`]: the
 /// message is still there. Returns the reopened store.
 pub async fn migrated_from(
-    store: &Layered<PostgresStore>,
-    version: u32,
-    undo: impl FnOnce(&str) -> String,
+    store: &Layered<PostgresStore>, version: u32, undo: impl FnOnce(&str) -> String,
 ) -> Layered<PostgresStore> {
     use agentmem_core::{AgentMemoryExt, Message, SessionId};
     let session = SessionId::new("old").expect("session id");
@@ -233,8 +229,7 @@ pub fn incompressible(n: usize, seed: u64) -> String {
 
 /// The count the query `sql` (a `SELECT count(*)`) returns on `client`.
 pub async fn count(
-    client: &tokio_postgres::Client,
-    sql: &str,
+    client: &tokio_postgres::Client, sql: &str,
     params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
 ) -> i64 {
     client
@@ -294,10 +289,7 @@ async fn drop_stale_schemas(store: &PostgresStore) {
 /// reads between, when `with_reads`); checks that nothing is lost and each writer's messages
 /// keep their order, and returns every message of the session.
 pub async fn four_writers(
-    first: &Layered<PostgresStore>,
-    base: &str,
-    rounds: usize,
-    with_reads: bool,
+    first: &Layered<PostgresStore>, base: &str, rounds: usize, with_reads: bool,
 ) -> Vec<agentmem_core::Message> {
     use agentmem_core::{AgentMemoryExt, Message, SessionId, SessionStore};
     let url = with_options(base, &[("schema", first.schema()), ("pool_size", "2")]);

@@ -36,8 +36,7 @@ pub fn config_under_fresh_prefix(url: &str, tag: &str) -> (RedisConfig, Namespac
 /// A store on `url` under a fresh prefix (see [`config_under_fresh_prefix`]) and the guard
 /// that deletes the prefix's keys, or `None` (the test skips) when the server does not answer.
 pub async fn store_under_fresh_prefix(
-    url: &str,
-    tag: &str,
+    url: &str, tag: &str,
 ) -> Option<(Layered<RedisStore>, NamespaceGuard)> {
     let (config, guard) = config_under_fresh_prefix(url, tag);
     match RedisStore::connect_with(config).await {
@@ -50,9 +49,7 @@ pub async fn store_under_fresh_prefix(
 /// suffix) of the server at `url`, and the guard that deletes the prefix's keys; `None` (the
 /// test skips) when the server does not answer.
 pub async fn stores_under_fresh_prefix(
-    url: &str,
-    tag: &str,
-    n: usize,
+    url: &str, tag: &str, n: usize,
 ) -> Option<(Vec<Arc<Layered<RedisStore>>>, NamespaceGuard)> {
     let (config, guard) = config_under_fresh_prefix(url, tag);
     let mut stores = Vec::new();
@@ -68,8 +65,7 @@ pub async fn stores_under_fresh_prefix(
 /// A store on `url` under a fresh prefix (see [`config_under_fresh_prefix`]) and a raw
 /// connection to the same server, or `None` (the test skips) when the server does not answer.
 pub async fn store_and_raw(
-    url: &str,
-    tag: &str,
+    url: &str, tag: &str,
 ) -> Option<(Layered<RedisStore>, MultiplexedConnection, NamespaceGuard)> {
     let (store, guard) = store_under_fresh_prefix(url, tag).await?;
     let raw = redis::Client::open(url)
@@ -111,9 +107,7 @@ impl Lcg {
 /// The raw line memory item `id` holds in the memory meta hash under key root `root` (the
 /// prefix, in braces on a cluster), as a migration wrote it.
 pub async fn memory_meta(
-    raw: &mut impl redis::aio::ConnectionLike,
-    root: &str,
-    id: &str,
+    raw: &mut impl redis::aio::ConnectionLike, root: &str, id: &str,
 ) -> String {
     redis::cmd("HGET")
         .arg(format!("{root}:mem:meta"))

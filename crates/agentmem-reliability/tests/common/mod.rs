@@ -138,8 +138,7 @@ pub fn compactions(events: &[Event]) -> Vec<(String, Option<String>)> {
 /// Every message of `session`'s archives (oldest first) followed by its current messages,
 /// with the archives' ids.
 pub async fn transcript(
-    store: &dyn AgentMemory,
-    session: &SessionId,
+    store: &dyn AgentMemory, session: &SessionId,
 ) -> (Vec<Message>, Vec<String>, Vec<Message>) {
     let mut all = Vec::new();
     let mut archive_ids = Vec::new();

@@ -71,9 +71,7 @@ pub(super) fn delete_runs(conn: &mut Connection, run_ids: &[String]) -> SqlResul
 /// `target`, in three `INSERT … SELECT`s; how many checkpoints. `NotFound` when `source`
 /// holds no checkpoint, `Conflict` when `target` holds one.
 pub(super) fn copy_thread(
-    conn: &mut Connection,
-    source: &ThreadId,
-    target: &ThreadId,
+    conn: &mut Connection, source: &ThreadId, target: &ThreadId,
 ) -> SqlResult<u64> {
     let tx = Tx::immediate(conn)?;
     let holds = |thread: &str| -> SqlResult<bool> {
@@ -136,9 +134,7 @@ pub(super) const PRUNE_WRITES: &str = "DELETE FROM agentmem_checkpoint_writes
 
 /// Prunes each of `threads` as `keep` says, in one transaction; how many checkpoints went.
 pub(super) fn prune(
-    conn: &mut Connection,
-    threads: &[ThreadId],
-    keep: CheckpointPrune,
+    conn: &mut Connection, threads: &[ThreadId], keep: CheckpointPrune,
 ) -> SqlResult<u64> {
     let tx = Tx::immediate(conn)?;
     let mut pruned = 0;

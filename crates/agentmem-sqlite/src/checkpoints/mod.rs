@@ -51,10 +51,7 @@ impl CheckpointStore for SqliteStore {
     }
 
     async fn get_checkpoint(
-        &self,
-        thread: &ThreadId,
-        ns: &CheckpointNs,
-        id: Option<&CheckpointId>,
+        &self, thread: &ThreadId, ns: &CheckpointNs, id: Option<&CheckpointId>,
     ) -> Result<Option<CheckpointTuple>> {
         let (thread, ns, id) = (thread.clone(), ns.clone(), id.cloned());
         self.pool()
@@ -141,9 +138,7 @@ fn complete(row: &Row<'_>, checkpoint: &mut Checkpoint) -> SqlResult<()> {
 
 /// A stored key, validated again as it is read back (`CorruptData` when it no longer is one).
 fn name<T>(
-    value: String,
-    what: &str,
-    make: impl FnOnce(String) -> agentmem_core::Result<T>,
+    value: String, what: &str, make: impl FnOnce(String) -> agentmem_core::Result<T>,
 ) -> SqlResult<T> {
     make(value).map_err(|e| corrupt(format!("{what}: {e}")))
 }

@@ -22,10 +22,7 @@ const NEWEST_FIRST: &str = "ORDER BY c.checkpoint_id DESC, c.thread, c.ns";
 /// The checkpoint `id` of `thread` in `ns` (the greatest id there without one), with its
 /// blobs and writes, read from one snapshot.
 pub(super) fn get(
-    conn: &mut Connection,
-    thread: &ThreadId,
-    ns: &CheckpointNs,
-    id: Option<&CheckpointId>,
+    conn: &mut Connection, thread: &ThreadId, ns: &CheckpointNs, id: Option<&CheckpointId>,
 ) -> SqlResult<Option<CheckpointTuple>> {
     let tx = Tx::deferred(conn)?;
     let found = {
@@ -69,8 +66,7 @@ pub(super) fn get(
 /// [`CheckpointQuery::matches`] on each candidate row, in order, and the limit counts only
 /// the rows that pass; a rejected row's body is never read.
 pub(super) fn list(
-    conn: &mut Connection,
-    query: &CheckpointQuery,
+    conn: &mut Connection, query: &CheckpointQuery,
 ) -> SqlResult<Vec<CheckpointTuple>> {
     let limit = query.limit.unwrap_or(usize::MAX);
     if limit == 0 {

@@ -13,9 +13,7 @@ use crate::tx::Tx;
 /// it are keyed apart and stay. A blob at the same key is replaced; of two in `blobs` with
 /// one key, the later wins.
 pub(super) fn put(
-    conn: &mut Connection,
-    checkpoint: &Checkpoint,
-    blobs: &[ChannelBlob],
+    conn: &mut Connection, checkpoint: &Checkpoint, blobs: &[ChannelBlob],
 ) -> SqlResult<()> {
     let key = &checkpoint.key;
     let versions = serde_json::to_string(&checkpoint.channel_versions).map_err(Error::from)?;
@@ -70,9 +68,7 @@ pub(super) fn put(
 /// its key, not its row, and show once it is stored). An ordinary write (index ≥ 0) is
 /// inserted unless its (task id, index) is stored; a special one (index < 0) replaces it.
 pub(super) fn put_writes(
-    conn: &mut Connection,
-    at: &CheckpointKey,
-    writes: &[PendingWrite],
+    conn: &mut Connection, at: &CheckpointKey, writes: &[PendingWrite],
 ) -> SqlResult<()> {
     if writes.is_empty() {
         return Ok(());

@@ -37,8 +37,7 @@ impl GraphStore for SqliteStore {
     }
 
     async fn add_observations(
-        &self,
-        additions: &[ObservationAddition],
+        &self, additions: &[ObservationAddition],
     ) -> Result<Vec<AddedObservations>> {
         self.write_slice(additions, write::add_observations).await
     }

@@ -29,9 +29,7 @@ fn immediate<T>(conn: &mut Connection, f: impl FnOnce(&Tx<'_>) -> SqlResult<T>) 
 /// Runs the statement `sql` once with each of `each`, returning how many rows it changed in
 /// all.
 fn changes<P: Params>(
-    conn: &Connection,
-    sql: &str,
-    each: impl IntoIterator<Item = P>,
+    conn: &Connection, sql: &str, each: impl IntoIterator<Item = P>,
 ) -> SqlResult<u64> {
     let mut stmt = conn.prepare_cached(sql)?;
     let mut total = 0;
@@ -54,10 +52,7 @@ fn entity_id(conn: &Connection, name: &str) -> SqlResult<Option<i64>> {
 /// of `items`, in order; returns what `created` makes of each item that inserted a row (given
 /// the new row's id), skipping those already stored (earlier ones of `items` included).
 fn insert_new<'a, I, P: Params, T>(
-    conn: &Connection,
-    sql: &str,
-    items: &'a [I],
-    params: impl Fn(&'a I) -> P,
+    conn: &Connection, sql: &str, items: &'a [I], params: impl Fn(&'a I) -> P,
     mut created: impl FnMut(&'a I, i64) -> SqlResult<T>,
 ) -> SqlResult<Vec<T>> {
     let mut insert = conn.prepare_cached(sql)?;
@@ -85,8 +80,7 @@ fn add_to(conn: &Connection, id: i64, contents: &[String]) -> SqlResult<Vec<Stri
 /// Creates the entities whose names are new, each with its observations (repeats kept once);
 /// returns those created, as stored.
 pub(super) fn create_entities(
-    conn: &mut Connection,
-    entities: &[Entity],
+    conn: &mut Connection, entities: &[Entity],
 ) -> SqlResult<Vec<Entity>> {
     immediate(conn, |tx| {
         insert_new(
@@ -108,8 +102,7 @@ pub(super) fn create_entities(
 
 /// Creates the relations that are new; returns those created.
 pub(super) fn create_relations(
-    conn: &mut Connection,
-    relations: &[Relation],
+    conn: &mut Connection, relations: &[Relation],
 ) -> SqlResult<Vec<Relation>> {
     immediate(conn, |tx| {
         insert_new(
@@ -126,8 +119,7 @@ pub(super) fn create_relations(
 /// Adds observations to existing entities. Every entity is looked up first, inside the
 /// transaction: a missing one fails the call before anything is written.
 pub(super) fn add_observations(
-    conn: &mut Connection,
-    additions: &[ObservationAddition],
+    conn: &mut Connection, additions: &[ObservationAddition],
 ) -> SqlResult<Vec<AddedObservations>> {
     immediate(conn, |tx| {
         let mut ids = Vec::with_capacity(additions.len());
@@ -178,8 +170,7 @@ pub(super) fn delete_entities(conn: &mut Connection, names: &[String]) -> SqlRes
 /// Deletes observations from entities, passing over missing entities and observations;
 /// returns how many went.
 pub(super) fn delete_observations(
-    conn: &mut Connection,
-    deletions: &[ObservationDeletion],
+    conn: &mut Connection, deletions: &[ObservationDeletion],
 ) -> SqlResult<u64> {
     immediate(conn, |tx| {
         let mut removed = 0;

@@ -48,9 +48,7 @@ pub(super) fn key(thread_id: &str, namespace: &str, id: &str) -> CheckpointKey {
 
 /// A checkpoint at `key` whose body names it, reading `versions`, with `meta`.
 pub(super) fn checkpoint(
-    key: CheckpointKey,
-    versions: &[(&str, &str)],
-    meta: serde_json::Value,
+    key: CheckpointKey, versions: &[(&str, &str)], meta: serde_json::Value,
 ) -> Checkpoint {
     let body = TypedBytes::new("msgpack", format!("body of {}", key.id).into_bytes());
     let mut checkpoint = Checkpoint::new(key, body);
@@ -95,17 +93,13 @@ pub(super) async fn put(store: &dyn AgentMemory, checkpoint: &Checkpoint, blobs:
 }
 
 pub(super) async fn put_writes(
-    store: &dyn AgentMemory,
-    at: &CheckpointKey,
-    writes: &[PendingWrite],
+    store: &dyn AgentMemory, at: &CheckpointKey, writes: &[PendingWrite],
 ) {
     ok(store.put_writes(at, writes).await, "put_writes");
 }
 
 pub(super) async fn get(
-    store: &dyn AgentMemory,
-    at: &CheckpointKey,
-    latest: bool,
+    store: &dyn AgentMemory, at: &CheckpointKey, latest: bool,
 ) -> CheckpointTuple {
     let id = (!latest).then_some(&at.id);
     ok(
@@ -140,11 +134,7 @@ pub(super) fn ids(tuples: &[CheckpointTuple]) -> Vec<String> {
 /// Puts `n` checkpoints `c0..` on (thread, ns), each the parent of the next, with metadata
 /// `{"step": i, "source": "loop", "run_id": run}`.
 pub(super) async fn chain(
-    store: &dyn AgentMemory,
-    thread_id: &str,
-    namespace: &str,
-    n: usize,
-    run: &str,
+    store: &dyn AgentMemory, thread_id: &str, namespace: &str, n: usize, run: &str,
 ) {
     let mut parent = None;
     for i in 0..n {
