@@ -9,6 +9,7 @@ import base64
 import json
 import math
 import os
+import struct
 import subprocess
 import sys
 import textwrap
@@ -16,6 +17,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -323,7 +325,8 @@ def _raw(store: agentmem.Store, namespace: tuple[str, ...], key: str) -> dict[st
     (raw,) = [
         m
         for m in store.memories(KIND, **SCOPE, exact=True)
-        if m["metadata"]["langgraph_store"] == {"namespace": list(namespace), "key": key}
+        if (m["metadata"]["langgraph_store"]["namespace"], m["metadata"]["langgraph_store"]["key"])
+        == (list(namespace), key)
     ]
     return raw
 
@@ -389,6 +392,150 @@ def test_a_query_ranks_items_by_agentmem_text_search(store):
     assert [h.key for h in filtered] == ["both"]
     assert subject.search((), query="no such word") == []
     assert subject.search((), query="?!") == []
+
+
+# Semantic search (index): a deterministic embedding, each dimension a word's count, so
+# that rankings are exact and the reference and the store must agree on every score.
+VOCABULARY = ["cat", "dog", "pet", "car", "road", "fast", "food", "red"]
+
+
+def embed_words(texts: Any) -> list[list[float]]:
+    """Counts of the vocabulary's words in each text (the embedding both stores get)."""
+    vectors = []
+    for text in texts:
+        words = [w.strip(".,!?").lower() for w in text.split()]
+        vectors.append([float(words.count(word)) for word in VOCABULARY])
+    return vectors
+
+
+INDEX = {"dims": len(VOCABULARY), "embed": embed_words, "fields": ["text", "tags[*]"]}
+
+
+def scored(result: Any) -> Any:
+    """`plain`, with scores rounded (numpy and plain Python may differ in the last bit)."""
+    if isinstance(result, list):
+        return [scored(r) for r in result]
+    if isinstance(result, SearchItem):
+        score = None if result.score is None else round(result.score, 9)
+        return ("search", result.namespace, result.key, result.value, score)
+    return plain(result)
+
+
+def test_an_index_ranks_by_meaning_as_in_memory_store_does(store):
+    reference = InMemoryStore(index=INDEX)  # type: ignore[arg-type]
+    subject = AgentmemStore(store=store, index=INDEX)  # type: ignore[arg-type]
+    puts: list[tuple[Any, ...]] = [
+        (("pets",), "1", {"text": "a cat is a pet", "n": 1}, None),
+        (("pets",), "2", {"text": "dog food", "tags": ["pet", "food"], "n": 2}, None),
+        (("pets", "old"), "3", {"text": "red cat red dog", "n": 3}, None),
+        (("cars",), "4", {"text": "a fast red car", "tags": ["road"], "n": 4}, None),
+        (("cars",), "5", {"text": "no vector here: cat", "n": 5}, False),
+        (("cars",), "6", {"text": "ignored", "title": "fast road", "n": 6}, ["title"]),
+        (("pets",), "7", {"other": "no field to embed", "n": 7}, None),
+    ]
+    for namespace, key, value, index in puts:
+        reference.put(namespace, key, value, index=index)
+        subject.put(namespace, key, value, index=index)
+    queries = ["cat", "red dog", "fast car on the road", "pet food", "a cat or a car"]
+    for query in queries:
+        for prefix in [(), ("pets",), ("cars",)]:
+            for filter in [None, {"n": {"$gte": 3}}]:
+                for limit, offset in [(10, 0), (2, 0), (2, 1), (1, 3)]:
+                    args = (prefix,)
+                    kwargs = dict(query=query, filter=filter, limit=limit, offset=offset)
+                    expected = reference.search(*args, **kwargs)
+                    got = subject.search(*args, **kwargs)
+                    assert scored(got) == scored(expected), (query, prefix, filter, limit, offset)
+    hits = subject.search((), query="red dog")
+    # "red cat red dog" (cat 1, dog 1, red 2) against "red dog" (dog 1, red 1): 3 / sqrt(6 * 2).
+    assert (hits[0].key, hits[0].score) == ("3", pytest.approx(3 / math.sqrt(12)))
+    assert [h.score for h in hits if h.key in ("5", "7")] == [None, None], "no vectors: unscored"
+    # A search without a query, gets and deletes are as without an index.
+    assert scored(subject.search(("pets",))) == scored(reference.search(("pets",)))
+    for store_ in (reference, subject):
+        store_.delete(("pets",), "1")
+    assert scored(subject.search((), query="cat")) == scored(reference.search((), query="cat"))
+
+
+async def test_an_async_embed_function_serves_the_async_methods(store):
+    calls: list[int] = []
+
+    async def aembed(texts: Any) -> list[list[float]]:
+        calls.append(len(texts))
+        return embed_words(texts)
+
+    index = {"dims": len(VOCABULARY), "embed": aembed, "fields": ["text"]}
+    reference = InMemoryStore(index=index)  # type: ignore[arg-type]
+    subject = AgentmemStore(store=store, index=index)  # type: ignore[arg-type]
+    for key, text in [("1", "cat and dog"), ("2", "fast car"), ("3", "red road")]:
+        await reference.aput(("a",), key, {"text": text})
+        await subject.aput(("a",), key, {"text": text})
+    for query in ["car", "dog", "red road"]:
+        got = await subject.asearch(("a",), query=query)
+        assert scored(got) == scored(await reference.asearch(("a",), query=query)), query
+    ops = [SearchOp(("a",), query="cat"), PutOp(("a",), "4", {"text": "cat cat"})]
+    assert scored(await subject.abatch(ops)) == scored(await reference.abatch(ops))
+    assert [h.key for h in await subject.asearch(("a",), query="cat")] == ["4", "1", "2", "3"]
+    assert calls, "the async function embedded"
+
+
+def test_vectors_are_stored_with_the_item_and_not_embedded_again(store):
+    embedded: list[str] = []
+
+    def counting(texts: Any) -> list[list[float]]:
+        embedded.extend(texts)
+        return embed_words(texts)
+
+    index = {"dims": len(VOCABULARY), "embed": counting, "fields": ["text"]}
+    writer = AgentmemStore(store=store, index=index)  # type: ignore[arg-type]
+    writer.put(("n",), "pet", {"text": "cat and dog"})
+    writer.put(("n",), "car", {"text": "fast car"})
+    assert embedded == ["cat and dog", "fast car"]
+    # Another store object on the same store reads the stored vectors: only queries embed.
+    reader = AgentmemStore(store=store, index=index)  # type: ignore[arg-type]
+    assert [h.key for h in reader.search(("n",), query="dog")] == ["pet", "car"]
+    assert embedded[2:] == ["dog"]
+    raw = _raw(store, ("n",), "pet")
+    vectors = raw["metadata"]["langgraph_store"]["vectors"]
+    assert list(vectors) == ["text"]
+    assert len(base64.b64decode(vectors["text"])) == 8 * len(VOCABULARY)
+    # A put replaces the vectors; a put with index=False drops them.
+    writer.put(("n",), "pet", {"text": "fast fast car"})
+    assert [h.key for h in reader.search(("n",), query="fast")] == ["pet", "car"]
+    writer.put(("n",), "pet", {"text": "fast fast car"}, index=False)
+    assert "vectors" not in _raw(store, ("n",), "pet")["metadata"]["langgraph_store"]
+    assert [(h.key, h.score is None) for h in reader.search(("n",), query="fast")] == [
+        ("car", False),
+        ("pet", True),
+    ]
+    # A store without an index searches words, whatever vectors the items hold.
+    plain_store = AgentmemStore(store=store)
+    assert sorted(h.key for h in plain_store.search(("n",), query="car")) == ["car", "pet"]
+
+
+def test_a_bad_embedding_raises_and_writes_nothing(store):
+    def answers(vectors: Any) -> Any:
+        return {"dims": 2, "embed": lambda texts: vectors, "fields": ["text"]}
+
+    good = PutOp(("bad",), "ok", {"text": "fine"})
+    for vectors in [
+        [],
+        [[1.0, 2.0]],
+        [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]],
+        [[1.0], [2.0]],
+        [[1.0, float("nan")], [1.0, 2.0]],
+        [[1.0, "2"], [1.0, 2.0]],
+        [[True, 1.0], [1.0, 2.0]],
+    ]:
+        subject = AgentmemStore(store=store, index=answers(vectors))
+        with pytest.raises(agentmem.InvalidInput):
+            subject.batch([good, PutOp(("bad",), "k", {"text": "two texts"})])
+        assert subject.get(("bad",), "ok") is None, vectors
+    subject = AgentmemStore(store=store, index=answers([[1.0, 0.0]]))
+    with pytest.raises(agentmem.InvalidInput):
+        subject.put(("bad",), "k", {"text": "x"}, index="text")  # type: ignore[arg-type]
+    subject.put(("bad",), "k", {"text": "x"})
+    assert subject.get(("bad",), "k") is not None
 
 
 def test_items_of_other_tools_are_not_store_items_and_the_reverse(store):
@@ -462,6 +609,19 @@ def test_an_encrypted_store_keeps_the_items(namespace, tmp_path):
     assert subject.list_namespaces() == [("secret", "ns")]
     again = AgentmemStore(namespace.url, key_file=key_file)
     assert again.get(("secret", "ns"), "k") == got
+    # Vectors are sealed with the item (an embedding can be inverted into its text).
+    indexed = AgentmemStore(namespace.url, key_file=key_file, index=INDEX)  # type: ignore[arg-type]
+    indexed.put(("secret", "pets"), "cat", {"text": "a red cat"})
+    hits = indexed.search(("secret",), query="cat")
+    assert [(h.key, h.score is not None) for h in hits] == [("cat", True), ("k", False)]
+    if namespace.url.startswith("file://"):
+        vector = embed_words(["a red cat"])[0]
+        sealed = base64.b64encode(struct.pack(f"<{len(vector)}d", *vector))
+        root = namespace.url.removeprefix("file://").split("?")[0]
+        files = [p for p in Path(root).rglob("*") if p.is_file()]
+        assert files, root
+        for path in files:
+            assert sealed not in path.read_bytes(), path
 
 
 def test_bad_input_raises_typed_errors_and_writes_nothing(store):
@@ -500,8 +660,14 @@ def test_bad_input_raises_typed_errors_and_writes_nothing(store):
         subject.put(("a.b",), "k", {"v": 1})
     with pytest.raises(InvalidNamespaceError):
         subject.put(("langgraph",), "k", {"v": 1})
-    with pytest.raises(agentmem.Unsupported):
-        AgentmemStore(store=store, index={"dims": 3, "embed": lambda texts: [[0.0] * 3]})
+    for index in [
+        {"dims": 0, "embed": lambda texts: [[0.0] for _ in texts]},
+        {"dims": True, "embed": lambda texts: [[0.0] for _ in texts]},
+        {"dims": 1, "embed": lambda texts: [[0.0] for _ in texts], "fields": "text"},
+        ["dims"],
+    ]:
+        with pytest.raises(agentmem.InvalidInput):
+            AgentmemStore(store=store, index=index)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         AgentmemStore()
     with pytest.raises(ValueError):

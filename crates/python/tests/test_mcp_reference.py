@@ -9,6 +9,20 @@ from typing import Any
 
 from mcp_support import ToolResult, agentmem_stdio, connect, reference_stdio
 
+# Where each observations tool takes its per-entity list, and the field naming the observations.
+_OBSERVATION_FIELDS = {
+    "add_observations": ("observations", "contents"),
+    "delete_observations": ("deletions", "observations"),
+}
+
+
+def _observations(tool: str, *per_entity: tuple[str, list[str]]) -> tuple[str, dict[str, Any]]:
+    """A call of ``tool`` (add or delete observations) with ``(entity name, observations)``
+    entries, in the tool's argument shape."""
+    entries, field = _OBSERVATION_FIELDS[tool]
+    return tool, {entries: [{"entityName": name, field: items} for name, items in per_entity]}
+
+
 # A session a client could have: every tool, the duplicate rules (existing names, relations
 # and observations), a failing add_observations (which applies nothing), deletes that cascade,
 # search by case and substring, open by exact name, Unicode, re-creation going to the end.
@@ -61,44 +75,22 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
             ]
         },
     ),
-    (
+    _observations(
         "add_observations",
-        {
-            "observations": [
-                {
-                    "entityName": "Ada Lovelace",
-                    "contents": ["wrote the first program", "was a countess"],
-                },
-                {"entityName": "Charles Babbage", "contents": ["built the difference engine"]},
-            ]
-        },
+        ("Ada Lovelace", ["wrote the first program", "was a countess"]),
+        ("Charles Babbage", ["built the difference engine"]),
     ),
-    (
-        "add_observations",
-        {
-            "observations": [
-                {"entityName": "Charles Babbage", "contents": ["lost"]},
-                {"entityName": "Ghost", "contents": ["boo"]},
-            ]
-        },
-    ),
+    _observations("add_observations", ("Charles Babbage", ["lost"]), ("Ghost", ["boo"])),
     ("search_nodes", {"query": "ENGINE"}),
     ("search_nodes", {"query": "äpfel"}),
     ("search_nodes", {"query": "πρόσωπο"}),
     ("search_nodes", {"query": "nothing matches this"}),
     ("open_nodes", {"names": ["Charles Babbage", "ada lovelace", "Nobody"]}),
     ("open_nodes", {"names": []}),
-    (
+    _observations(
         "delete_observations",
-        {
-            "deletions": [
-                {
-                    "entityName": "Analytical Engine",
-                    "observations": ["never finished", "not there"],
-                },
-                {"entityName": "Ghost", "observations": ["boo"]},
-            ]
-        },
+        ("Analytical Engine", ["never finished", "not there"]),
+        ("Ghost", ["boo"]),
     ),
     (
         "delete_relations",
@@ -119,10 +111,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
             ]
         },
     ),
-    (
-        "add_observations",
-        {"observations": [{"entityName": "Analytical Engine", "contents": ["never finished"]}]},
-    ),
+    _observations("add_observations", ("Analytical Engine", ["never finished"])),
     ("read_graph", {}),
 ]
 

@@ -27,6 +27,11 @@ places where a persistent store cannot or should not). How items are kept:
   upsert by key that keeps ``created_at``.
 - ``ttl`` (minutes) becomes the item's expiry, counted from the put: an expired item is gone
   for every reader at once (``Store.purge`` removes it from disk). Reads do not extend it.
+- With an ``index`` (``dims``, ``embed``, ``fields``, as LangGraph's), a put embeds the
+  value's fields with ``embed`` and keeps the vectors in the item's mark (``vectors``: each
+  field path's vector, little-endian float64, base64), so they live, expire and are deleted
+  with the item and are encrypted with it; a ``query`` then ranks by cosine similarity, as
+  ``InMemoryStore`` does.
 
 Every method has a sync and an async form (``abatch`` runs ``batch`` on a worker thread; the
 native code releases the GIL): one store serves ``graph.invoke`` and ``graph.ainvoke``, from
@@ -36,14 +41,17 @@ any thread.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import hashlib
 import json
 import math
 import re
+import struct
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from numbers import Real
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.store.base import (
     BaseStore,
@@ -60,6 +68,7 @@ from langgraph.store.base import (
     SearchOp,
     TTLConfig,
 )
+from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
 from ._agentmem import CorruptData, InvalidInput, Unsupported
 from ._store import PathLike, Store, _check_source, _OnStore
@@ -239,10 +248,162 @@ def _check(op: Any) -> Any:
     elif isinstance(op, PutOp):
         namespace, key = _namespace(op.namespace), _key(op.key)
         text = _value_text(op.value) if op.value is not None else None
+        if op.index is not None and op.index is not False:
+            _paths(op.index, "a put's index")
         return namespace, key, text, _minutes(op.ttl)
     else:
         raise InvalidInput(f"invalid input: unknown store operation {type(op).__name__}")
     return None
+
+
+# The index (semantic search)
+
+#: A put's embedded texts: each field path and its text.
+_Texts = list[tuple[str, str]]
+#: An item's vectors: each field path's.
+_Vectors = dict[str, list[float]]
+
+
+class _Index:
+    """An ``index`` configuration, checked: the embeddings, the dimensions every vector has,
+    and the fields a put embeds unless it names its own."""
+
+    def __init__(self, config: IndexConfig) -> None:
+        if not isinstance(config, Mapping):
+            raise InvalidInput(f"invalid input: index is a dict (an IndexConfig), got {config!r}")
+        dims = config.get("dims")
+        if isinstance(dims, bool) or not isinstance(dims, int) or dims <= 0:
+            raise InvalidInput(f"invalid input: index dims is a positive integer, got {dims!r}")
+        #: How many numbers each vector has.
+        self.dims: int = dims
+        #: What embeds the texts (LangGraph's wrapping of ``embed``).
+        self.embeddings = ensure_embeddings(config.get("embed"))
+        fields = config.get("fields") or ["$"]
+        #: The field paths a put embeds by default, each with its parsed form.
+        self.fields = [(path, tokenize_path(path)) for path in _paths(fields, "index fields")]
+
+    def texts(self, value: Mapping[str, Any], index: Literal[False] | list[str] | None) -> _Texts:
+        """What a put of ``value`` embeds (``index``: the put's own fields, or ``False``): as
+        ``InMemoryStore`` chooses, a field holding several texts giving ``path.0``, ``path.1``."""
+        if index is False:
+            return []
+        fields = self.fields if index is None else [(p, tokenize_path(p)) for p in index]
+        found: _Texts = []
+        for path, tokens in fields:
+            texts = get_text_at_path(value, tokens)
+            if len(texts) > 1:
+                found.extend((f"{path}.{i}", text) for i, text in enumerate(texts))
+            elif texts:
+                found.append((path, texts[0]))
+        return found
+
+    def checked(self, vectors: Any, count: int) -> list[list[float]]:
+        """What ``embed`` returned for ``count`` texts, checked: ``count`` vectors of ``dims``
+        finite numbers each (anything else would be stored and ranked wrongly)."""
+        vectors = list(vectors)
+        if len(vectors) != count:
+            raise InvalidInput(
+                f"invalid input: the index's embed returned {len(vectors)} vectors for"
+                f" {count} texts"
+            )
+        for vector in vectors:
+            vector = list(vector)
+            if len(vector) != self.dims or not all(
+                isinstance(x, Real) and not isinstance(x, bool) and math.isfinite(x) for x in vector
+            ):
+                raise InvalidInput(
+                    f"invalid input: the index's embed returned a vector that is not"
+                    f" {self.dims} finite numbers (index dims)"
+                )
+        return [[float(x) for x in vector] for vector in vectors]
+
+
+def _paths(paths: Any, what: str) -> list[str]:
+    if isinstance(paths, str) or not isinstance(paths, (list, tuple)):
+        raise InvalidInput(f"invalid input: {what} is a list of field paths, got {paths!r}")
+    for path in paths:
+        if not _is_text(path) or not path:
+            raise InvalidInput(f"invalid input: {what} holds a field path that is not text")
+    return list(paths)
+
+
+def _encode_vector(vector: list[float]) -> str:
+    return base64.b64encode(struct.pack(f"<{len(vector)}d", *vector)).decode("ascii")
+
+
+def _decode_vectors(raw: Mapping[str, Any]) -> _Vectors:
+    """The vectors an item's mark holds (none when it was put without an index)."""
+    stored = raw["metadata"][MARK].get("vectors")
+    if stored is None:
+        return {}
+    if not isinstance(stored, dict):
+        raise _corrupt(raw, "its vectors are not a map of field path to vector")
+    vectors: _Vectors = {}
+    for path, text in stored.items():
+        try:
+            data = base64.b64decode(text, validate=True)
+        except (binascii.Error, TypeError, ValueError):
+            raise _corrupt(raw, f"the vector of {path!r} is not base64") from None
+        if not data or len(data) % 8:
+            raise _corrupt(raw, f"the vector of {path!r} is not a list of float64")
+        vectors[path] = list(struct.unpack(f"<{len(data) // 8}d", data))
+    return vectors
+
+
+def _cosine(query: list[float], vector: list[float]) -> float:
+    """Cosine similarity, 0 when either vector is zero (as ``InMemoryStore`` scores)."""
+    dot = sum(a * b for a, b in zip(query, vector))
+    norms = math.sqrt(sum(a * a for a in query)) * math.sqrt(sum(b * b for b in vector))
+    return dot / norms if norms > 0 else 0.0
+
+
+def _ranked(
+    candidates: list[tuple[SearchItem, _Vectors]], query: list[float], offset: int, limit: int
+) -> list[SearchItem]:
+    """``candidates`` ranked as ``InMemoryStore`` ranks them: by each item's best-scoring vector
+    (ties in store order), the page ``offset``/``limit`` of those, then, while the page is not
+    full, items without vectors (put with ``index=False``, or before the index) unscored. A
+    vector of other dimensions (another embedding model) does not score."""
+    scored = sorted(
+        (
+            (_cosine(query, vector), position)
+            for position, (_, vectors) in enumerate(candidates)
+            for vector in vectors.values()
+            if len(vector) == len(query)
+        ),
+        key=lambda hit: hit[0],
+        reverse=True,
+    )
+    seen: set[int] = set()
+    kept: list[SearchItem] = []
+    for score, position in scored:
+        if position in seen:
+            continue
+        rank = len(seen)
+        seen.add(position)
+        if rank >= offset + limit:
+            break
+        if rank >= offset:
+            kept.append(_with_score(candidates[position][0], score))
+    if len(kept) < limit:
+        unscored = [item for i, (item, _) in enumerate(candidates) if i not in seen]
+        kept.extend(_with_score(item, None) for item in unscored[: limit - len(kept)])
+    return kept
+
+
+def _with_score(item: SearchItem, score: float | None) -> SearchItem:
+    return SearchItem(score=score, **_fields(item))
+
+
+def _fields(item: Item) -> dict[str, Any]:
+    """What an item is besides its score."""
+    return {
+        "namespace": item.namespace,
+        "key": item.key,
+        "value": item.value,
+        "created_at": item.created_at,
+        "updated_at": item.updated_at,
+    }
 
 
 # Decoding
@@ -291,13 +452,7 @@ def _decode(raw: Mapping[str, Any], score: float | None = None) -> SearchItem | 
 
 def _plain(item: SearchItem) -> Item:
     """A search result as the plain ``Item`` that ``get`` returns."""
-    return Item(
-        value=item.value,
-        key=item.key,
-        namespace=item.namespace,
-        created_at=item.created_at,
-        updated_at=item.updated_at,
-    )
+    return Item(**_fields(item))
 
 
 # Matching, as `langgraph.store.memory.InMemoryStore` does
@@ -374,21 +529,82 @@ class _Snapshot:
 
     def __init__(self, store: AgentmemStore) -> None:
         self._store = store
-        self._items: list[SearchItem] | None = None
+        self._items: list[tuple[SearchItem, _Vectors]] | None = None
         #: How many memory items the store's kind and scope hold (other tools' included).
         self.held = 0
 
     def items(self) -> list[SearchItem]:
+        return [item for item, _ in self.with_vectors()]
+
+    def with_vectors(self) -> list[tuple[SearchItem, _Vectors]]:
+        """The items, each with its vectors (none when the store has no index)."""
         if self._items is None:
             raws = self._store.store._native.memories(KIND, dict(SCOPE), True, None)
             self.held = len(raws)
-            items = [item for item in map(_decode, raws) if item is not None]
+            indexed = self._store._index is not None
+            items = [
+                (item, _decode_vectors(raw) if indexed else {})
+                for raw, item in ((raw, _decode(raw)) for raw in raws)
+                if item is not None
+            ]
             first: dict[Namespace, int] = {}
-            for index, item in enumerate(items):
+            for index, (item, _) in enumerate(items):
                 first.setdefault(item.namespace, index)
-            items.sort(key=lambda item: first[item.namespace])
+            items.sort(key=lambda pair: first[pair[0].namespace])
             self._items = items
         return self._items
+
+
+class _Plan:
+    """A batch checked before anything runs (a bad op, or a failing ``embed``, writes
+    nothing): its puts, the last of each (namespace, key) winning, and, with an index, the
+    texts to embed for them and the queries to embed for its searches."""
+
+    def __init__(self, store: AgentmemStore, ops: Iterable[Op]) -> None:
+        #: The ops, in order.
+        self.ops = list(ops)
+        checked = [_check(op) for op in self.ops]
+        #: Each put's value as JSON text (``None``: a delete) and ttl in minutes.
+        self.writes: dict[tuple[Namespace, str], tuple[str | None, float | None]] = {}
+        put_ops: dict[tuple[Namespace, str], PutOp] = {}
+        for op, put in zip(self.ops, checked):
+            if isinstance(op, PutOp):
+                namespace, key, text, ttl = put
+                self.writes[(namespace, key)] = (text, ttl)
+                put_ops[(namespace, key)] = op
+        self._index = store._index
+        # Each put's embedded field paths and texts; the distinct texts are embedded once.
+        self._put_texts: dict[tuple[Namespace, str], _Texts] = {}
+        if self._index is not None:
+            for at, op in put_ops.items():
+                if op.value is not None:
+                    self._put_texts[at] = self._index.texts(op.value, op.index)
+        #: The distinct texts the puts embed.
+        self.texts = list(dict.fromkeys(t for texts in self._put_texts.values() for _, t in texts))
+        #: The distinct queries the searches embed.
+        self.queries = (
+            list(
+                dict.fromkeys(op.query for op in self.ops if isinstance(op, SearchOp) and op.query)
+            )
+            if self._index is not None
+            else []
+        )
+        #: Each put's vectors, by field path (after ``embedded``).
+        self.put_vectors: dict[tuple[Namespace, str], _Vectors] = {}
+        #: Each query's vector (after ``embedded``).
+        self.query_vectors: dict[str, list[float]] = {}
+
+    def embedded(self, documents: Any, queries: list[Any]) -> None:
+        """Takes what ``embed`` returned for ``texts`` and ``queries``, checked."""
+        index = self._index
+        if index is None:
+            return
+        by_text = dict(zip(self.texts, index.checked(documents, len(self.texts))))
+        self.query_vectors = dict(zip(self.queries, index.checked(queries, len(self.queries))))
+        self.put_vectors = {
+            at: {path: by_text[text] for path, text in texts}
+            for at, texts in self._put_texts.items()
+        }
 
 
 class AgentmemStore(_OnStore, BaseStore):
@@ -396,10 +612,14 @@ class AgentmemStore(_OnStore, BaseStore):
 
     ``key_file`` opens an encrypted store (see ``agentmem.open``). ``ttl`` (a LangGraph
     ``TTLConfig``) sets ``default_ttl`` (minutes) for puts that give none; reads never
-    extend a ttl, so ``refresh_on_read=True`` is refused. ``index`` (semantic search) is not
-    supported yet: giving one raises ``agentmem.Unsupported``. A ``query`` searches the
-    values' text (agentmem's word search): the items holding at least one of its words, best
-    first, with a score.
+    extend a ttl, so ``refresh_on_read=True`` is refused.
+
+    Without ``index``, a ``query`` searches the values' text (agentmem's word search): the
+    items holding at least one of its words, best first, with a score. With ``index`` (a
+    LangGraph ``IndexConfig``: ``dims``, ``embed``, ``fields``), puts embed their fields and
+    a ``query`` ranks by meaning, as ``InMemoryStore`` does (see the module docs); ``embed``
+    returning anything but one vector of ``dims`` finite numbers per text is
+    ``agentmem.InvalidInput``, and the put is not written.
     """
 
     supports_ttl: bool = True
@@ -414,11 +634,9 @@ class AgentmemStore(_OnStore, BaseStore):
         ttl: TTLConfig | None = None,
     ) -> None:
         _check_source("AgentmemStore", url, store, key_file)
-        if index is not None:
-            raise Unsupported(
-                "unsupported: AgentmemStore has no semantic search (index) yet; leave index"
-                " unset: a query then searches the values' words"
-            )
+        self._index = _Index(index) if index is not None else None
+        #: The index configuration as given (``None``: a query searches words).
+        self.index_config: IndexConfig | None = index
         ttl_config = dict(ttl or {})
         if ttl_config.get("refresh_on_read"):
             raise Unsupported(
@@ -442,28 +660,40 @@ class AgentmemStore(_OnStore, BaseStore):
         input raises and writes nothing); reads see the store as it was before the batch's
         puts, which are applied last, the last put of each (namespace, key) winning. Each put
         is atomic; the batch as a whole is not a transaction."""
-        ops = list(ops)
-        checked = [_check(op) for op in ops]
+        plan = _Plan(self, ops)
+        if self._index is not None:
+            embeddings = self._index.embeddings
+            plan.embedded(
+                embeddings.embed_documents(plan.texts) if plan.texts else [],
+                [embeddings.embed_query(query) for query in plan.queries],
+            )
+        return self._run(plan)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """``batch`` on a worker thread, embedding (with an ``index``) by the async methods."""
+        plan = _Plan(self, ops)
+        if self._index is not None:
+            embeddings = self._index.embeddings
+            documents = await embeddings.aembed_documents(plan.texts) if plan.texts else []
+            queries = await asyncio.gather(*map(embeddings.aembed_query, plan.queries))
+            plan.embedded(documents, list(queries))
+        return await asyncio.to_thread(self._run, plan)
+
+    def _run(self, plan: _Plan) -> list[Result]:
         snapshot = _Snapshot(self)
         results: list[Result] = []
-        writes: dict[tuple[Namespace, str], Any] = {}
-        for op, put in zip(ops, checked):
+        for op in plan.ops:
             if isinstance(op, GetOp):
                 results.append(self._get(tuple(op.namespace), op.key))
             elif isinstance(op, SearchOp):
-                results.append(self._search(op, snapshot))
+                results.append(self._search(op, snapshot, plan.query_vectors))
             elif isinstance(op, ListNamespacesOp):
                 results.append(self._list_namespaces(op, snapshot))
             else:
-                writes[(put[0], put[1])] = put
                 results.append(None)
-        for namespace, key, text, ttl in writes.values():
-            self._put(namespace, key, text, ttl)
+        for (namespace, key), (text, ttl) in plan.writes.items():
+            self._put(namespace, key, text, ttl, plan.put_vectors.get((namespace, key)))
         return results
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """``batch`` on a worker thread."""
-        return await asyncio.to_thread(self.batch, list(ops))
 
     # The operations
 
@@ -474,9 +704,18 @@ class AgentmemStore(_OnStore, BaseStore):
             return None
         return _plain(item)
 
-    def _search(self, op: SearchOp, snapshot: _Snapshot) -> list[SearchItem]:
+    def _search(
+        self, op: SearchOp, snapshot: _Snapshot, query_vectors: Mapping[str, list[float]]
+    ) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         n = len(prefix)
+        if op.query and op.query in query_vectors:
+            candidates_with_vectors = [
+                (item, vectors)
+                for item, vectors in snapshot.with_vectors()
+                if item.namespace[:n] == prefix and _matches(item, op.filter)
+            ]
+            return _ranked(candidates_with_vectors, query_vectors[op.query], op.offset, op.limit)
         if op.query:
             # Every hit, so that the prefix and filter choose among all of them.
             snapshot.items()
@@ -511,17 +750,27 @@ class AgentmemStore(_OnStore, BaseStore):
             listed = sorted(namespaces)
         return listed[op.offset : op.offset + op.limit]
 
-    def _put(self, namespace: Namespace, key: str, text: str | None, ttl: Any) -> None:
+    def _put(
+        self,
+        namespace: Namespace,
+        key: str,
+        text: str | None,
+        ttl: Any,
+        vectors: _Vectors | None,
+    ) -> None:
         path = _path(namespace, key)
         if text is None:
             self.store._native.delete_memory(_item_id(path))
             return
+        mark: dict[str, Any] = {"namespace": list(namespace), "key": key}
+        if vectors:
+            mark["vectors"] = {field: _encode_vector(v) for field, v in vectors.items()}
         self.store._native.put_memory(
             text,
             KIND,
             dict(SCOPE),
             _item_key(path),
-            {MARK: {"namespace": list(namespace), "key": key}},
+            {MARK: mark},
             ttl * 60 if ttl is not None else None,
             _item_id(path),
         )
