@@ -35,28 +35,10 @@ fn key() -> MasterKey {
     MasterKey::generate().expect("a random key")
 }
 
-/// A fresh store of `backend` (`file`, `sqlite`, `redis`, `postgres`, `mongodb`): a new
-/// folder, or a new namespace on the server; `None` when the server is unavailable and
-/// services are not required.
+/// A fresh store of `backend`, in a namespace named `enc…` on a server; a file store writes
+/// buffered.
 async fn fresh(backend: &'static str) -> Option<TestStore> {
-    let dir = tempfile::tempdir().expect("temporary folder");
-    let url = match backend {
-        "file" => format!("file://{}?durability=buffered", dir.path().display()),
-        "sqlite" => format!("sqlite://{}", dir.path().join("agent.db").display()),
-        #[cfg(feature = "redis")]
-        "redis" => return common::open_fresh(backend, common::ServerNamespace::redis("enc")).await,
-        #[cfg(feature = "postgres")]
-        "postgres" => {
-            return common::open_fresh(backend, common::ServerNamespace::postgres("enc")).await
-        }
-        #[cfg(feature = "mongodb")]
-        "mongodb" => {
-            return common::open_fresh(backend, common::ServerNamespace::mongodb("enc")).await
-        }
-        other => panic!("no backend {other} compiled in"),
-    };
-    let store = common::open(backend, &url).await.expect("a local store");
-    Some(TestStore::from_arc(store).keep(dir))
+    common::fresh(backend, "enc", "?durability=buffered").await
 }
 
 /// The backends compiled in.

@@ -44,24 +44,7 @@ fn model() -> Option<Arc<dyn Embedder>> {
 
 /// A fresh store of `backend`; `None` when its server is unavailable and not required.
 async fn fresh(backend: &'static str) -> Option<TestStore> {
-    let dir = tempfile::tempdir().expect("temporary folder");
-    let url = match backend {
-        "file" => format!("file://{}", dir.path().display()),
-        "sqlite" => format!("sqlite://{}", dir.path().join("agent.db").display()),
-        #[cfg(feature = "redis")]
-        "redis" => return common::open_fresh(backend, common::ServerNamespace::redis("rc")).await,
-        #[cfg(feature = "postgres")]
-        "postgres" => {
-            return common::open_fresh(backend, common::ServerNamespace::postgres("rc")).await
-        }
-        #[cfg(feature = "mongodb")]
-        "mongodb" => {
-            return common::open_fresh(backend, common::ServerNamespace::mongodb("rc")).await
-        }
-        other => panic!("no backend {other} compiled in"),
-    };
-    let store = common::open(backend, &url).await?;
-    Some(TestStore::from_arc(store).keep(dir))
+    common::fresh(backend, "rc", "").await
 }
 
 /// Every recall case on fresh stores of `backend`, each store as `wrap` makes it.

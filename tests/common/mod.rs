@@ -72,3 +72,28 @@ pub fn server_namespaces(prefix: &str) -> Vec<(&'static str, ServerNamespace)> {
         ("mongodb", ServerNamespace::mongodb(prefix)),
     ]
 }
+
+/// A fresh store of `backend` (`file`, `sqlite`, `redis`, `postgres`, `mongodb`): a new
+/// folder (the file URL ending in `file_options`, such as `?durability=buffered`), or a new
+/// namespace named after `prefix` on the server; `None` when the server is unavailable and
+/// services are not required.
+#[cfg_attr(
+    not(any(feature = "redis", feature = "postgres", feature = "mongodb")),
+    allow(unused_variables, reason = "no server backend compiled in")
+)]
+pub async fn fresh(backend: &'static str, prefix: &str, file_options: &str) -> Option<TestStore> {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let url = match backend {
+        "file" => format!("file://{}{file_options}", dir.path().display()),
+        "sqlite" => format!("sqlite://{}", dir.path().join("agent.db").display()),
+        #[cfg(feature = "redis")]
+        "redis" => return open_fresh(backend, ServerNamespace::redis(prefix)).await,
+        #[cfg(feature = "postgres")]
+        "postgres" => return open_fresh(backend, ServerNamespace::postgres(prefix)).await,
+        #[cfg(feature = "mongodb")]
+        "mongodb" => return open_fresh(backend, ServerNamespace::mongodb(prefix)).await,
+        other => panic!("no backend {other} compiled in"),
+    };
+    let store = open(backend, &url).await.expect("a local store");
+    Some(TestStore::from_arc(store).keep(dir))
+}

@@ -37,6 +37,14 @@ async fn get_sorted(store: &dyn AgentMemory, keys: &[VectorKey]) -> Vec<StoredVe
     found
 }
 
+/// Puts `v` through `writer` and reads it back through `reader`, exactly as it was put.
+async fn put_and_read_back(writer: &dyn AgentMemory, reader: &dyn AgentMemory, v: StoredVector) {
+    let put = writer.put_vectors(std::slice::from_ref(&v)).await;
+    put.expect("put_vectors");
+    let read = reader.get_vectors(&[v.key]).await.expect("get_vectors");
+    assert_eq!(read, [v]);
+}
+
 /// A store that records what the layer above it sends (in a module of its own: with
 /// `LayeredStore` in scope, calls on stores are ambiguous).
 mod spy {
@@ -197,11 +205,7 @@ async fn vectors_round_trip_through_the_layer() {
         key: vkey(2),
         data: vec![0, 1, 2, 3, 255, 254, 253, 252],
     };
-    other
-        .put_vectors(std::slice::from_ref(&replacement))
-        .await
-        .unwrap();
-    assert_eq!(layer.get_vectors(&[vkey(2)]).await.unwrap(), [replacement]);
+    put_and_read_back(&other, &layer, replacement).await;
     assert_eq!(
         layer
             .delete_vectors(&[vkey(1), vkey(1), vkey(9)])
@@ -300,11 +304,7 @@ async fn during_a_rotation_vectors_under_the_old_key_are_read_and_deleted() {
         key: vkey(1),
         data: vec![9; 8],
     };
-    rotating
-        .put_vectors(std::slice::from_ref(&newer))
-        .await
-        .unwrap();
-    assert_eq!(rotating.get_vectors(&[vkey(1)]).await.unwrap(), [newer]);
+    put_and_read_back(&rotating, &rotating, newer).await;
     // A delete removes every form (vector 1 is stored in two).
     assert_eq!(
         rotating.delete_vectors(&[vkey(1), vkey(2)]).await.unwrap(),

@@ -99,6 +99,12 @@ fn texts(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
+/// Embeds one text with `embedder`, which must fail (`why`, if it does not) with `kind`.
+async fn embedding_fails(embedder: &HttpEmbedder, kind: ErrorKind, why: &str) {
+    let err = embedder.embed(&texts(&["x"])).await.expect_err(why);
+    assert_eq!(err.kind(), kind, "{err}");
+}
+
 #[tokio::test]
 async fn embeds_in_input_order_and_learns_the_dimensions() {
     std::env::set_var("AGENTMEM_EMBED_TEST_KEY", "sk-test-secret");
@@ -233,11 +239,7 @@ async fn malformed_replies_are_corrupt_data() {
     // Given dimensions that the server does not deliver.
     let embedder = HttpEmbedder::new(&base, "m").with_dimensions(384);
     assert_eq!(embedder.model().dimensions, 384);
-    let err = embedder
-        .embed(&texts(&["x"]))
-        .await
-        .expect_err("3 dimensions");
-    assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
+    embedding_fails(&embedder, ErrorKind::CorruptData, "3 dimensions").await;
 }
 
 #[tokio::test]
@@ -248,21 +250,13 @@ async fn an_unreachable_server_is_unavailable() {
         .expect("addr")
         .port();
     let embedder = HttpEmbedder::new(format!("http://127.0.0.1:{port}"), "m");
-    let err = embedder
-        .embed(&texts(&["x"]))
-        .await
-        .expect_err("nobody listens");
-    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    embedding_fails(&embedder, ErrorKind::Unavailable, "nobody listens").await;
 }
 
 #[tokio::test]
 async fn plain_http_to_another_host_is_refused() {
     let embedder = HttpEmbedder::new("http://embeddings.example.com", "m");
-    let err = embedder
-        .embed(&texts(&["x"]))
-        .await
-        .expect_err("clear text");
-    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    embedding_fails(&embedder, ErrorKind::InvalidInput, "clear text").await;
     assert_eq!(
         HttpEmbedder::openai("text-embedding-3-small").endpoint(),
         "https://api.openai.com/v1/embeddings"

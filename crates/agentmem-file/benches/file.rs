@@ -456,9 +456,8 @@ fn memory_child(case: &str, dir: &Path) -> peak_memory::Measured {
 /// Peak memory of a whole load of the big session, by the backend and by the baseline, each in
 /// a fresh process so neither inherits the other's freed heap. Printed once, on stderr.
 fn measure_peak_memory(n: usize) {
-    let (rt, dir) = (runtime(), tempfile::tempdir().unwrap());
-    let big = BigSession::fill(&rt, n, store(dir.path(), Durability::Buffered));
-    drop(big);
+    let dir = tempfile::tempdir().unwrap();
+    side_by_side::write_big_session(n, store(dir.path(), Durability::Buffered));
     RawLog::create(dir.path().join("raw.jsonl"), false).fill(n);
     let log = dir.path().join("agents/big/session.jsonl");
     let bytes = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);

@@ -31,6 +31,7 @@ use agentmem_core::{
     VectorKey, VectorStore,
 };
 use agentmem_file::{Durability, FileStore};
+use agentmem_testkit::fixtures::checkpoint_with_blob;
 use common::open_with;
 use tempfile::TempDir;
 
@@ -288,17 +289,12 @@ fn child_checkpoint(p: &str, i: usize) -> (Checkpoint, Vec<ChannelBlob>, Vec<Pen
         ns: CheckpointNs::root(),
         id: format!("{i:05}-p{p}").parse().expect("valid checkpoint id"),
     };
-    let mut checkpoint = Checkpoint::new(key, TypedBytes::new("bytes", format!("{p}/{i}")));
     let channel = format!("c{p}");
-    checkpoint
-        .channel_versions
-        .insert(channel.clone(), i.to_string());
+    let body = TypedBytes::new("bytes", format!("{p}/{i}"));
+    let value = TypedBytes::new("bytes", "v".repeat(100 + i));
+    let (mut checkpoint, blob) =
+        checkpoint_with_blob(key, body, &channel, &i.to_string(), Some(value));
     checkpoint.metadata.insert("p".into(), p.into());
-    let blob = ChannelBlob {
-        channel: channel.clone(),
-        version: i.to_string(),
-        value: Some(TypedBytes::new("bytes", "v".repeat(100 + i))),
-    };
     let write = |idx: i64| PendingWrite {
         task_id: format!("task-{p}"),
         idx,

@@ -10,13 +10,13 @@
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 use agentmem_core::{
-    AgentMemoryExt, ChannelBlob, Checkpoint, CheckpointKey, CheckpointNs, CheckpointStore,
-    ErrorKind, Layered, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, Message, MessageQuery,
-    PendingWrite, SessionId, SessionStore, TypedBytes,
+    AgentMemoryExt, CheckpointKey, CheckpointNs, CheckpointStore, ErrorKind, Layered, MemoryFilter,
+    MemoryItem, MemoryKind, MemoryStore, Message, MessageQuery, PendingWrite, SessionId,
+    SessionStore, TypedBytes,
 };
 use agentmem_mongodb::mongodb::options::Tls;
 use agentmem_mongodb::{MongoConfig, MongoStore};
-use agentmem_testkit::fixtures::latest_checkpoint;
+use agentmem_testkit::fixtures::{checkpoint_with_blob, latest_checkpoint};
 use agentmem_testkit::ServerNamespace;
 
 const SERVICE: &str = "mongodb (TLS)";
@@ -124,15 +124,13 @@ async fn checkpoints_work_over_tls() {
         ns: CheckpointNs::root(),
         id: "1ef0".parse().unwrap(),
     };
-    let mut checkpoint = Checkpoint::new(at.clone(), TypedBytes::new("msgpack", vec![0, 255]));
-    checkpoint
-        .channel_versions
-        .insert("messages".into(), "1".into());
-    let value = ChannelBlob {
-        channel: "messages".into(),
-        version: "1".into(),
-        value: Some(TypedBytes::new("json", b"[]".to_vec())),
-    };
+    let (checkpoint, value) = checkpoint_with_blob(
+        at.clone(),
+        TypedBytes::new("msgpack", vec![0, 255]),
+        "messages",
+        "1",
+        Some(TypedBytes::new("json", b"[]".to_vec())),
+    );
     store
         .put_checkpoint(&checkpoint, std::slice::from_ref(&value))
         .await

@@ -11,7 +11,7 @@ use agentmem_core::{
     TypedBytes,
 };
 use agentmem_redis::RedisStore;
-use agentmem_testkit::fixtures::checkpoint_at;
+use agentmem_testkit::fixtures::{checkpoint_at, checkpoint_with_blob};
 use agentmem_testkit::NamespaceGuard;
 use chrono::DateTime;
 use common::Lcg;
@@ -343,16 +343,9 @@ async fn deleting_runs_and_pruning_clear_their_keys() {
             ns: CheckpointNs::new(if i == 2 { "sub" } else { "" }).unwrap(),
             id: CheckpointId::new(format!("c{i}")).unwrap(),
         };
-        let mut checkpoint = Checkpoint::new(key, TypedBytes::new("json", b"{}".to_vec()));
+        let body = TypedBytes::new("json", b"{}".to_vec());
+        let (mut checkpoint, blob) = checkpoint_with_blob(key, body, "ch", &i.to_string(), None);
         checkpoint.metadata = metadata(json!({ "run_id": run }));
-        checkpoint
-            .channel_versions
-            .insert("ch".into(), i.to_string());
-        let blob = ChannelBlob {
-            channel: "ch".into(),
-            version: i.to_string(),
-            value: None,
-        };
         store.put_checkpoint(&checkpoint, &[blob]).await.unwrap();
     }
     assert_eq!(

@@ -15,7 +15,9 @@
 
 use std::path::{Path, PathBuf};
 
-use agentmem_core::{AgentMemoryExt, ErrorKind, Message, MessageQuery, SessionId, SessionStore};
+use agentmem_core::{
+    AgentMemoryExt, ErrorKind, Layered, Message, MessageQuery, SessionId, SessionStore,
+};
 use agentmem_redis::{RedisConfig, RedisStore};
 use agentmem_testkit::{ServerNamespace, TestStore};
 
@@ -216,6 +218,15 @@ async fn unusable_tls_files_are_invalid_input() {
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
 }
 
+/// A store connected with `config`, in which the session `id` holds the user message `text`.
+async fn connect_and_append(
+    config: RedisConfig, id: &SessionId, text: &str,
+) -> Layered<RedisStore> {
+    let store = RedisStore::connect_with(config).await.unwrap();
+    store.append_one(id, Message::user(text)).await.unwrap();
+    store
+}
+
 /// The builder's `with_tls_ca` works as the URL option does.
 #[tokio::test]
 async fn with_tls_ca_trusts_the_private_ca() {
@@ -232,12 +243,8 @@ async fn with_tls_ca_trusts_the_private_ca() {
         .with_tls_ca(&ca)
         .unwrap();
     assert_eq!(config.tls_ca(), Some(ca.as_path()));
-    let store = RedisStore::connect_with(config).await.unwrap();
     let id: SessionId = "over tls".parse().unwrap();
-    store
-        .append_one(&id, Message::user("encrypted all the way"))
-        .await
-        .unwrap();
+    let store = connect_and_append(config, &id, "encrypted all the way").await;
     let hits = store
         .search_messages("encrypted", &MessageQuery::default())
         .await
@@ -340,12 +347,8 @@ async fn a_client_certificate_opens_a_server_that_requires_one() {
         return;
     };
     let (config, _guard) = common::config_under_fresh_prefix(&url, "tls_client");
-    let store = RedisStore::connect_with(config).await.unwrap();
     let id: SessionId = "mutual tls".parse().unwrap();
-    store
-        .append_one(&id, Message::user("both sides showed a certificate"))
-        .await
-        .unwrap();
+    let store = connect_and_append(config, &id, "both sides showed a certificate").await;
     let session = store.load(&id, None).await.unwrap().unwrap();
     assert_eq!(session.messages.len(), 1);
     assert_eq!(

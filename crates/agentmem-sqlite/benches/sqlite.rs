@@ -334,9 +334,8 @@ fn memory_child(case: &str, dir: &Path) -> peak_memory::Measured {
 /// Peak memory of a whole load of the big session, by the backend and by the baselines, each
 /// in a fresh process so none inherits another's freed heap. Printed once, on stderr.
 fn measure_peak_memory(n: usize) {
-    let (rt, dir) = (runtime(), tempfile::tempdir().unwrap());
-    let big = BigSession::fill(&rt, n, store(dir.path(), Synchronous::Normal));
-    drop(big);
+    let dir = tempfile::tempdir().unwrap();
+    side_by_side::write_big_session(n, store(dir.path(), Synchronous::Normal));
     let mut raw = Raw::open(dir.path(), Synchronous::Normal);
     raw.fill("big", n);
     drop(raw);

@@ -13,11 +13,12 @@ use std::collections::HashSet;
 use std::process::{Command, Stdio};
 
 use agentmem_core::{
-    AgentMemoryExt, ChannelBlob, Checkpoint, CheckpointKey, CheckpointQuery, CheckpointStore,
-    Entity, GraphQuery, GraphStore, Layered, Message, MessageId, ObservationAddition, PendingWrite,
+    AgentMemoryExt, Checkpoint, CheckpointKey, CheckpointQuery, CheckpointStore, Entity,
+    GraphQuery, GraphStore, Layered, Message, MessageId, ObservationAddition, PendingWrite,
     Relation, SessionId, SessionStore, ThreadId, TypedBytes,
 };
 use agentmem_sqlite::SqliteStore;
+use agentmem_testkit::fixtures::checkpoint_with_blob;
 
 const PROCESSES: usize = 4;
 const PER_PROCESS: usize = 500;
@@ -266,15 +267,9 @@ async fn checkpointer() {
             id: id.parse().expect("valid checkpoint id"),
             ..common_key()
         };
-        let mut checkpoint = Checkpoint::new(key, TypedBytes::new("json", b"{}".to_vec()));
-        checkpoint
-            .channel_versions
-            .insert("messages".into(), id.clone());
-        let blob = ChannelBlob {
-            channel: "messages".into(),
-            version: id.clone(),
-            value: Some(TypedBytes::new("bytes", id.as_bytes().to_vec())),
-        };
+        let body = TypedBytes::new("json", b"{}".to_vec());
+        let value = TypedBytes::new("bytes", id.as_bytes().to_vec());
+        let (checkpoint, blob) = checkpoint_with_blob(key, body, "messages", &id, Some(value));
         store
             .put_checkpoint(&checkpoint, &[blob])
             .await

@@ -3,9 +3,9 @@
 //! as the tests calling them do.
 
 use agentmem_core::{
-    CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune, CheckpointStore, CheckpointTuple,
-    Entity, GraphStore, ObservationAddition, PendingWrite, Relation, SessionStore, ThreadId,
-    TypedBytes,
+    ChannelBlob, Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune,
+    CheckpointStore, CheckpointTuple, Entity, GraphStore, ObservationAddition, PendingWrite,
+    Relation, SessionStore, ThreadId, TypedBytes,
 };
 
 /// The checkpoint `id` of thread `thread` in namespace `ns`.
@@ -19,6 +19,23 @@ pub fn checkpoint_key(thread: &str, ns: &str, id: &str) -> CheckpointKey {
         ns: CheckpointNs::new(ns).expect("a valid checkpoint namespace"),
         id: CheckpointId::new(id).expect("a valid checkpoint id"),
     }
+}
+
+/// A checkpoint at `key` with body `body` whose one channel `channel` is at `version`, and
+/// that version's blob, holding `value` (`None`: the channel was emptied).
+pub fn checkpoint_with_blob(
+    key: CheckpointKey, body: TypedBytes, channel: &str, version: &str, value: Option<TypedBytes>,
+) -> (Checkpoint, ChannelBlob) {
+    let mut checkpoint = Checkpoint::new(key, body);
+    checkpoint
+        .channel_versions
+        .insert(channel.to_owned(), version.to_owned());
+    let blob = ChannelBlob {
+        channel: channel.to_owned(),
+        version: version.to_owned(),
+        value,
+    };
+    (checkpoint, blob)
 }
 
 /// The checkpoint at `at` exactly (thread, namespace and id), if any.

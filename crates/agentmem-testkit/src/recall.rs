@@ -14,7 +14,7 @@ use agentmem_core::{
     async_trait, AgentMemory, Embedder, Error, ErrorKind, MemoryFilter, MemoryItem, MemoryKind,
     Message, MessageQuery, ModelIdentity, Result, SessionId,
 };
-use agentmem_recall::{Recall, RecallOptions, SearchMode};
+use agentmem_recall::{MessageRecall, Recall, RecallOptions, SearchMode};
 
 use crate::cases::assert_kind;
 
@@ -80,6 +80,14 @@ async fn memory_texts(
     hits.into_iter().map(|h| h.item.text).collect()
 }
 
+/// The messages in `scope` a search for [`TRIP_QUERY`] finds, best first.
+async fn trip_hits(recall: &Recall, scope: &MessageQuery, mode: SearchMode) -> Vec<MessageRecall> {
+    ok(
+        recall.search_messages(TRIP_QUERY, scope, mode).await,
+        "search_messages",
+    )
+}
+
 /// A paraphrase that shares no word with a memory item or a message is missed by keyword
 /// search and found first by semantic and hybrid search.
 pub async fn meaning_finds_what_keywords_miss(
@@ -122,10 +130,7 @@ pub async fn meaning_finds_what_keywords_miss(
         limit: 3,
     };
     for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
-        let hits = ok(
-            recall.search_messages(TRIP_QUERY, &scope, mode).await,
-            "search_messages",
-        );
+        let hits = trip_hits(&recall, &scope, mode).await;
         assert_eq!(
             hits.first().map(|h| h.message.content.as_str()),
             Some(TRIP),
@@ -134,12 +139,7 @@ pub async fn meaning_finds_what_keywords_miss(
         assert_eq!(hits[0].session, session);
         assert!(hits[0].similarity.is_some() && hits[0].semantic_rank == Some(1));
     }
-    let keyword = ok(
-        recall
-            .search_messages(TRIP_QUERY, &scope, SearchMode::Keyword)
-            .await,
-        "search_messages",
-    );
+    let keyword = trip_hits(&recall, &scope, SearchMode::Keyword).await;
     assert!(
         keyword.is_empty(),
         "keyword search finds no message for the paraphrase"
@@ -204,10 +204,7 @@ pub async fn scope_applies_before_ranking(
         limit: 10,
     };
     for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
-        let hits = ok(
-            recall.search_messages(TRIP_QUERY, &scope, mode).await,
-            "search_messages",
-        );
+        let hits = trip_hits(&recall, &scope, mode).await;
         assert!(
             !hits.is_empty(),
             "{mode}: the session's messages are ranked"
@@ -233,20 +230,13 @@ pub async fn another_model_is_refused_until_reindex(
     let other: Arc<dyn Embedder> = Arc::new(Renamed::new(Arc::clone(&embedder), "another-model"));
     let second = recall(&store, &other, false);
     let filter = MemoryFilter::default();
-    assert_kind(
-        second
-            .search_memories(ADOPTION_QUERY, &filter, SearchMode::Semantic)
-            .await,
-        ErrorKind::Conflict,
-        "semantic search with another model",
-    );
-    assert_kind(
-        second
-            .search_memories(ADOPTION_QUERY, &filter, SearchMode::Hybrid)
-            .await,
-        ErrorKind::Conflict,
-        "hybrid search with another model",
-    );
+    for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
+        assert_kind(
+            second.search_memories(ADOPTION_QUERY, &filter, mode).await,
+            ErrorKind::Conflict,
+            &format!("{mode} search with another model"),
+        );
+    }
     assert_kind(
         second.index(&mut |_| {}).await,
         ErrorKind::Conflict,

@@ -154,3 +154,10 @@ pub fn peak_of_big_load<S: AgentMemory>(open: impl Future<Output = S>) -> peak_m
     let store = rt.block_on(open);
     bench::peak_of_load_all(&rt, &store, "big")
 }
+
+/// The parent side of the peak-memory group: the session `big` of `n` messages written into
+/// the store `open` makes, which is then closed for [`peak_of_big_load`] to load in a fresh
+/// process.
+pub fn write_big_session<S: AgentMemory>(n: usize, open: impl Future<Output = S>) {
+    drop(BigSession::fill(&runtime(), n, open));
+}
