@@ -273,91 +273,54 @@ impl AgentConfig {
         self.with_backend(StoreSpec::Url(url.into()))
     }
 
-    /// Saves every turn under session `name` (auto-save).
-    pub fn with_auto_save(mut self, name: impl Into<String>) -> Self {
-        self.auto_save = Some(name.into());
-        self
-    }
+    agentmem_core::setters! {
+        /// Saves every turn under session `name` (auto-save).
+        pub fn with_auto_save(name: impl Into<String>) { self.auto_save = Some(name.into()) }
 
-    /// Turns history injection on or off.
-    pub fn with_history(mut self, on: bool) -> Self {
-        self.history = on;
-        self
-    }
+        /// Turns history injection on or off.
+        pub fn with_history(on: bool) { self.history = on }
 
-    /// Sets how many past messages history injects.
-    pub fn with_history_limit(mut self, limit: usize) -> Self {
-        self.history_limit = limit;
-        self
-    }
+        /// Sets how many past messages history injects.
+        pub fn with_history_limit(limit: usize) { self.history_limit = limit }
 
-    /// Sets an explicit history session id (not workspace-scoped).
-    pub fn with_session_id(mut self, id: impl Into<String>) -> Self {
-        self.session_id = Some(id.into());
-        self
-    }
+        /// Sets an explicit history session id (not workspace-scoped).
+        pub fn with_session_id(id: impl Into<String>) { self.session_id = Some(id.into()) }
 
-    /// Turns auto-memory on or off.
-    pub fn with_auto_memory(mut self, on: bool) -> Self {
-        self.auto_memory = on;
-        self
-    }
+        /// Turns auto-memory on or off.
+        pub fn with_auto_memory(on: bool) { self.auto_memory = on }
 
-    /// Turns learning on or off.
-    pub fn with_learn(mut self, on: bool) -> Self {
-        self.learn = on;
-        self
-    }
+        /// Turns learning on or off.
+        pub fn with_learn(on: bool) { self.learn = on }
 
-    /// Injects the store's `get_context_in` answer for the agent's scope instead of the
-    /// agent's memory block (see [`store_context`](Self::store_context)).
-    pub fn with_store_context(mut self, on: bool) -> Self {
-        self.store_context = on;
-        self
-    }
+        /// Injects the store's `get_context_in` answer for the agent's scope instead of the
+        /// agent's memory block (see [`store_context`](Self::store_context)).
+        pub fn with_store_context(on: bool) { self.store_context = on }
 
-    /// Scopes the history session by the workspace of `dir` instead of the current directory.
-    pub fn with_workspace_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.workspace_dir = Some(dir.into());
-        self
-    }
+        /// Scopes the history session by the workspace of `dir` instead of the current directory.
+        pub fn with_workspace_dir(dir: impl Into<PathBuf>) { self.workspace_dir = Some(dir.into()) }
 
-    /// Makes workspace-scoped history global (`true`) or scoped (`false`) whatever
-    /// `AGENTMEM_GLOBAL_SESSIONS` says.
-    ///
-    /// ```
-    /// use agentmem_agent::AgentConfig;
-    /// let config = AgentConfig::default().with_history(true).with_global_sessions(false);
-    /// assert_eq!(config.global_sessions, Some(false));
-    /// ```
-    pub fn with_global_sessions(mut self, global: bool) -> Self {
-        self.global_sessions = Some(global);
-        self
-    }
+        /// Makes workspace-scoped history global (`true`) or scoped (`false`) whatever
+        /// `AGENTMEM_GLOBAL_SESSIONS` says.
+        ///
+        /// ```
+        /// use agentmem_agent::AgentConfig;
+        /// let config = AgentConfig::default().with_history(true).with_global_sessions(false);
+        /// assert_eq!(config.global_sessions, Some(false));
+        /// ```
+        pub fn with_global_sessions(global: bool) { self.global_sessions = Some(global) }
 
-    /// Sets the memory scope (see [`memory_scope`](Self::memory_scope)).
-    pub fn with_memory_scope(mut self, scope: MemoryScope) -> Self {
-        self.memory_scope = Some(scope);
-        self
-    }
+        /// Sets the memory scope (see [`memory_scope`](Self::memory_scope)).
+        pub fn with_memory_scope(scope: MemoryScope) { self.memory_scope = Some(scope) }
 
-    /// Sets the owner (see [`owner`](Self::owner)).
-    pub fn with_owner(mut self, owner: impl Into<String>) -> Self {
-        self.owner = Some(owner.into());
-        self
-    }
+        /// Sets the owner (see [`owner`](Self::owner)).
+        pub fn with_owner(owner: impl Into<String>) { self.owner = Some(owner.into()) }
 
-    /// Sets the retention the store enforces as it is written (see
-    /// [`retention`](Self::retention)).
-    pub fn with_retention(mut self, retention: Retention) -> Self {
-        self.retention = Some(retention);
-        self
-    }
+        /// Sets the retention the store enforces as it is written (see
+        /// [`retention`](Self::retention)).
+        pub fn with_retention(retention: Retention) { self.retention = Some(retention) }
 
-    /// Encrypts the store with the key at `key` (see [`encryption_key`](Self::encryption_key)).
-    pub fn with_encryption_key(mut self, key: KeyLocation) -> Self {
-        self.encryption_key = Some(key);
-        self
+        /// Encrypts the store with the key at `key` (see [`encryption_key`](Self::encryption_key)).
+        pub fn with_encryption_key(key: KeyLocation) { self.encryption_key = Some(key) }
     }
 
     /// Encrypts the store with the key in the file at `path` (see
@@ -376,31 +339,25 @@ impl AgentConfig {
         self.with_encryption_key(KeyLocation::File(path.into()))
     }
 
-    /// Sets how long short-term items live (see [`short_term_ttl`](Self::short_term_ttl)).
-    pub fn with_short_term_ttl(mut self, ttl: Option<Duration>) -> Self {
-        self.short_term_ttl = ttl;
-        self
-    }
+    agentmem_core::setters! {
+        /// Sets how long short-term items live (see [`short_term_ttl`](Self::short_term_ttl)).
+        pub fn with_short_term_ttl(ttl: Option<Duration>) { self.short_term_ttl = ttl }
 
-    /// Sets how long the agent's sessions live after their last saving turn (see
-    /// [`session_ttl`](Self::session_ttl)).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use agentmem_agent::AgentConfig;
-    /// let config = AgentConfig::default().with_session_ttl(Some(Duration::from_secs(30 * 86_400)));
-    /// assert!(config.session_ttl.is_some());
-    /// ```
-    pub fn with_session_ttl(mut self, ttl: Option<Duration>) -> Self {
-        self.session_ttl = ttl;
-        self
-    }
+        /// Sets how long the agent's sessions live after their last saving turn (see
+        /// [`session_ttl`](Self::session_ttl)).
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use agentmem_agent::AgentConfig;
+        /// let month = Some(Duration::from_secs(30 * 86_400));
+        /// let config = AgentConfig::default().with_session_ttl(month);
+        /// assert!(config.session_ttl.is_some());
+        /// ```
+        pub fn with_session_ttl(ttl: Option<Duration>) { self.session_ttl = ttl }
 
-    /// Sets how long facts, insights and long-term notes live (see
-    /// [`memory_ttl`](Self::memory_ttl)).
-    pub fn with_memory_ttl(mut self, ttl: Option<Duration>) -> Self {
-        self.memory_ttl = ttl;
-        self
+        /// Sets how long facts, insights and long-term notes live (see
+        /// [`memory_ttl`](Self::memory_ttl)).
+        pub fn with_memory_ttl(ttl: Option<Duration>) { self.memory_ttl = ttl }
     }
 
     /// Whether any feature is on, that is whether a store is needed at all.

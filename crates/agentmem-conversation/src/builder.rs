@@ -92,98 +92,64 @@ impl ConversationBuilder {
         }
     }
 
-    /// The system prompt: the first message, a system message, never persisted.
-    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
-        self.system_prompt = Some(prompt.into());
-        self
-    }
+    agentmem_core::setters! {
+        /// The system prompt: the first message, a system message, never persisted.
+        pub fn system_prompt(prompt: impl Into<String>) { self.system_prompt = Some(prompt.into()) }
 
-    /// Rules: a user message after the system prompt, never persisted.
-    pub fn rules(mut self, rules: impl Into<String>) -> Self {
-        self.rules = Some(rules.into());
-        self
-    }
+        /// Rules: a user message after the system prompt, never persisted.
+        pub fn rules(rules: impl Into<String>) { self.rules = Some(rules.into()) }
 
-    /// A custom rules prompt: a user message after the rules, never persisted.
-    pub fn custom_rules_prompt(mut self, prompt: impl Into<String>) -> Self {
-        self.custom_rules_prompt = Some(prompt.into());
-        self
-    }
+        /// A custom rules prompt: a user message after the rules, never persisted.
+        pub fn custom_rules_prompt(prompt: impl Into<String>) {
+            self.custom_rules_prompt = Some(prompt.into())
+        }
 
-    /// Whether memory is preloaded from and written through to the store; off by default.
-    pub fn persistent(mut self, on: bool) -> Self {
-        self.persistent = on;
-        self
-    }
+        /// Whether memory is preloaded from and written through to the store; off by default.
+        pub fn persistent(on: bool) { self.persistent = on }
 
-    /// The store memory lives in (any backend); never called unless persistent. A persistent
-    /// conversation without one opens the file backend in the
-    /// [workspace folder](Self::workspace_dir) (feature `file`, on by default), so memory is
-    /// `<workspace>/agents/<agent name>/MEMORY.md` as in Swarms.
-    pub fn store(mut self, store: Arc<dyn AgentMemory>) -> Self {
-        self.store = Some(store);
-        self
-    }
+        /// The store memory lives in (any backend); never called unless persistent. A persistent
+        /// conversation without one opens the file backend in the
+        /// [workspace folder](Self::workspace_dir) (feature `file`, on by default), so memory is
+        /// `<workspace>/agents/<agent name>/MEMORY.md` as in Swarms.
+        pub fn store(store: Arc<dyn AgentMemory>) { self.store = Some(store) }
 
-    /// The workspace folder; when not set, `WORKSPACE_DIR` is read at build time, else
-    /// [`DEFAULT_WORKSPACE_DIR`] is used ([`resolve_workspace_dir`]). A persistent
-    /// conversation without a [store](Self::store) keeps its memory there; with one, the
-    /// folder is only reported ([`Conversation::workspace_dir`]).
-    pub fn workspace_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.workspace_dir = Some(dir.into());
-        self
-    }
+        /// The workspace folder; when not set, `WORKSPACE_DIR` is read at build time, else
+        /// [`DEFAULT_WORKSPACE_DIR`] is used ([`resolve_workspace_dir`]). A persistent
+        /// conversation without a [store](Self::store) keeps its memory there; with one, the
+        /// folder is only reported ([`Conversation::workspace_dir`]).
+        pub fn workspace_dir(dir: impl Into<PathBuf>) { self.workspace_dir = Some(dir.into()) }
 
-    /// The path of the active memory file, reported by [`Conversation::memory_path`] while
-    /// persisting (for the file backend, `FileStore::memory_md_path(&session)`, which is the
-    /// default when the conversation opens the workspace's file store itself).
-    pub fn memory_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.memory_file = Some(path.into());
-        self
-    }
+        /// The path of the active memory file, reported by [`Conversation::memory_path`] while
+        /// persisting (for the file backend, `FileStore::memory_md_path(&session)`, which is the
+        /// default when the conversation opens the workspace's file store itself).
+        pub fn memory_file(path: impl Into<PathBuf>) { self.memory_file = Some(path.into()) }
 
-    /// The model the conversation is for: sets the context length (unless
-    /// [`context_length`](Self::context_length) is given) and the token encoding (unless
-    /// [`token_encoding`](Self::token_encoding) is given).
-    pub fn model_name(mut self, model: impl Into<String>) -> Self {
-        self.model_name = Some(model.into());
-        self
-    }
+        /// The model the conversation is for: sets the context length (unless
+        /// [`context_length`](Self::context_length) is given) and the token encoding (unless
+        /// [`token_encoding`](Self::token_encoding) is given).
+        pub fn model_name(model: impl Into<String>) { self.model_name = Some(model.into()) }
 
-    /// The context length in tokens, overriding the model's; 16,000 when neither is known.
-    pub fn context_length(mut self, tokens: usize) -> Self {
-        self.context_length = Some(tokens);
-        self
-    }
+        /// The context length in tokens, overriding the model's; 16,000 when neither is known.
+        pub fn context_length(tokens: usize) { self.context_length = Some(tokens) }
 
-    /// The encoding tokens are counted with, overriding the model's (`o200k_base` by default).
-    pub fn token_encoding(mut self, encoding: TokenEncoding) -> Self {
-        self.encoding = Some(encoding);
-        self
-    }
+        /// The encoding tokens are counted with, overriding the model's (`o200k_base` by default).
+        pub fn token_encoding(encoding: TokenEncoding) { self.encoding = Some(encoding) }
 
-    /// The context compressor; by default the extractive summarizer at threshold 0.9, on.
-    pub fn compressor(mut self, compressor: Compressor) -> Self {
-        self.compressor = compressor;
-        self
-    }
+        /// The context compressor; by default the extractive summarizer at threshold 0.9, on.
+        pub fn compressor(compressor: Compressor) { self.compressor = compressor }
 
-    /// The most tokens preloaded memory may take (the newest blocks that fit are kept); by
-    /// default half the context length.
-    pub fn preload_token_budget(mut self, tokens: usize) -> Self {
-        self.preload_token_budget = Some(tokens);
-        self
-    }
+        /// The most tokens preloaded memory may take (the newest blocks that fit are kept); by
+        /// default half the context length.
+        pub fn preload_token_budget(tokens: usize) { self.preload_token_budget = Some(tokens) }
 
-    /// How many of the newest stored messages the build reads for the preload, at least
-    /// ([`DEFAULT_PRELOAD_WINDOW`](crate::DEFAULT_PRELOAD_WINDOW) by default): more, doubling,
-    /// only while their blocks do not fill the [budget](Self::preload_token_budget), so a build
-    /// costs the same on a session of any length. A session no longer than the window is preloaded as if read whole; in a
-    /// longer one the newest blocks are the same, but a compaction summary at its start is
-    /// kept first only if the window reaches it.
-    pub fn preload_window(mut self, messages: usize) -> Self {
-        self.preload_window = Some(messages);
-        self
+        /// How many of the newest stored messages the build reads for the preload, at least
+        /// ([`DEFAULT_PRELOAD_WINDOW`](crate::DEFAULT_PRELOAD_WINDOW) by default): more,
+        /// doubling, only while their blocks do not fill the
+        /// [budget](Self::preload_token_budget), so a build costs the same on a session of any
+        /// length. A session no longer than the window is preloaded as if read whole; in a
+        /// longer one the newest blocks are the same, but a compaction summary at its start is
+        /// kept first only if the window reaches it.
+        pub fn preload_window(messages: usize) { self.preload_window = Some(messages) }
     }
 
     /// The context length this builder resolves to: the explicit one, else the model's,

@@ -64,28 +64,18 @@ impl Compressor {
         }
     }
 
-    /// Sets the threshold.
-    pub fn with_threshold(mut self, threshold: f64) -> Self {
-        self.threshold = threshold;
-        self
-    }
+    agentmem_core::setters! {
+        /// Sets the threshold.
+        pub fn with_threshold(threshold: f64) { self.threshold = threshold }
 
-    /// Sets the summarizer's temperature.
-    pub fn with_temperature(mut self, temperature: f32) -> Self {
-        self.temperature = temperature;
-        self
-    }
+        /// Sets the summarizer's temperature.
+        pub fn with_temperature(temperature: f32) { self.temperature = temperature }
 
-    /// Sets the longest summary, in tokens.
-    pub fn with_max_summary_tokens(mut self, tokens: usize) -> Self {
-        self.max_summary_tokens = tokens;
-        self
-    }
+        /// Sets the longest summary, in tokens.
+        pub fn with_max_summary_tokens(tokens: usize) { self.max_summary_tokens = tokens }
 
-    /// Turns automatic compression on or off.
-    pub fn with_enabled(mut self, enabled: bool) -> Self {
-        self.enabled = enabled;
-        self
+        /// Turns automatic compression on or off.
+        pub fn with_enabled(enabled: bool) { self.enabled = enabled }
     }
 
     /// Checks the settings: a threshold in (0, 1], a finite temperature >= 0, and a summary of

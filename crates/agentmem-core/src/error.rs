@@ -129,22 +129,15 @@ impl Error {
         backend => Backend,
     }
 
-    /// Keep `source` as the cause of this error.
-    pub fn with_source(mut self, source: impl Into<BoxError>) -> Self {
-        self.source = Some(source.into());
-        self
-    }
+    crate::setters! {
+        /// Keep `source` as the cause of this error.
+        pub fn with_source(source: impl Into<BoxError>) { self.source = Some(source.into()) }
 
-    /// Record the operation that failed.
-    pub fn with_operation(mut self, operation: Operation) -> Self {
-        self.operation = Some(operation);
-        self
-    }
+        /// Record the operation that failed.
+        pub fn with_operation(operation: Operation) { self.operation = Some(operation) }
 
-    /// Record the backend (`file`, `sqlite`, …) that failed.
-    pub fn with_backend(mut self, backend: &'static str) -> Self {
-        self.backend = Some(backend);
-        self
+        /// Record the backend (`file`, `sqlite`, …) that failed.
+        pub fn with_backend(backend: &'static str) { self.backend = Some(backend) }
     }
 
     /// What went wrong.

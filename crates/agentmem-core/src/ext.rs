@@ -65,14 +65,24 @@ pub trait AgentMemoryExt: AgentMemory {
     /// The ids of every session, sorted (what [`list_sessions`](crate::SessionStore::list_sessions)
     /// lists, without the rest of each summary).
     async fn session_ids(&self) -> Result<Vec<SessionId>> {
-        let mut ids: Vec<SessionId> = self
-            .list_sessions()
-            .await?
-            .into_iter()
-            .map(|info| info.id)
-            .collect();
-        ids.sort();
-        Ok(ids)
+        Ok(sorted(
+            self.list_sessions().await?.into_iter().map(|info| info.id),
+        ))
+    }
+
+    /// Every thread holding a checkpoint, sorted by byte order (a database's collation may sort
+    /// otherwise); none when the store keeps no checkpoints (its
+    /// [`capabilities`](crate::SessionStore::capabilities) say so).
+    async fn thread_ids(&self) -> Result<Vec<ThreadId>> {
+        if !self.capabilities().checkpoints {
+            return Ok(Vec::new());
+        }
+        Ok(sorted(
+            self.list_threads()
+                .await?
+                .into_iter()
+                .map(|info| info.thread),
+        ))
     }
 
     /// Stores `text` as a new memory item of `kind` and returns it as stored.
@@ -150,3 +160,11 @@ pub trait AgentMemoryExt: AgentMemory {
 }
 
 impl<T: AgentMemory + ?Sized> AgentMemoryExt for T {}
+
+/// `ids` in byte order, each once (a database's collation may order them otherwise).
+fn sorted<T: Ord>(ids: impl Iterator<Item = T>) -> Vec<T> {
+    let mut ids: Vec<T> = ids.collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}

@@ -53,6 +53,7 @@ mod redact;
 mod rfc3339;
 mod scope;
 pub mod search;
+mod setters;
 mod store;
 mod store_options;
 pub mod support;

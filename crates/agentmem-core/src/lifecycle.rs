@@ -123,16 +123,12 @@ pub struct SessionPatch {
 }
 
 impl SessionPatch {
-    /// Sets the title.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(Some(title.into()));
-        self
-    }
+    crate::setters! {
+        /// Sets the title.
+        pub fn title(title: impl Into<String>) { self.title = Some(Some(title.into())) }
 
-    /// Sets the owner.
-    pub fn owner(mut self, owner: impl Into<String>) -> Self {
-        self.owner = Some(Some(owner.into()));
-        self
+        /// Sets the owner.
+        pub fn owner(owner: impl Into<String>) { self.owner = Some(Some(owner.into())) }
     }
 
     /// Sets tag `key` to `value`.
@@ -323,16 +319,12 @@ impl SessionQuery {
         self
     }
 
-    /// At most `limit` sessions a page.
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = limit;
-        self
-    }
+    crate::setters! {
+        /// At most `limit` sessions a page.
+        pub fn limit(limit: usize) { self.limit = limit }
 
-    /// The page after the one that ended with `cursor`.
-    pub fn after(mut self, cursor: SessionId) -> Self {
-        self.after = Some(cursor);
-        self
+        /// The page after the one that ended with `cursor`.
+        pub fn after(cursor: SessionId) { self.after = Some(cursor) }
     }
 
     /// Checks the limit and labels.

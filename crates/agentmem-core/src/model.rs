@@ -141,6 +141,23 @@ pub fn new_id() -> String {
 /// record, so the limit leaves room for the record around the metadata.
 pub const MAX_METADATA_DEPTH: usize = 64;
 
+/// Refuses `text` when longer than `max` bytes or holding a NUL (PostgreSQL text cannot hold
+/// one, and no backend keeps one in a key), naming `what`: one rule for every backend.
+pub(crate) fn check_stored_text(what: &str, text: &str, max: usize) -> Result<()> {
+    if text.len() > max {
+        return Err(Error::invalid_input(format!(
+            "{what} is {} bytes long, the limit is {max}",
+            text.len()
+        )));
+    }
+    if text.contains('\0') {
+        return Err(Error::invalid_input(format!(
+            "{what} contains a NUL character"
+        )));
+    }
+    Ok(())
+}
+
 /// Refuses metadata nested deeper than [`MAX_METADATA_DEPTH`] (without recursing, so hostile
 /// input cannot exhaust the stack here).
 pub(crate) fn check_metadata_depth(what: &str, metadata: &Metadata) -> Result<()> {
@@ -260,16 +277,12 @@ impl Message {
         m
     }
 
-    /// Sets the id.
-    pub fn with_id(mut self, id: MessageId) -> Self {
-        self.id = id;
-        self
-    }
+    crate::setters! {
+        /// Sets the id.
+        pub fn with_id(id: MessageId) { self.id = id }
 
-    /// Sets the timestamp (truncated to microseconds).
-    pub fn with_timestamp(mut self, timestamp: DateTime<Utc>) -> Self {
-        self.timestamp = timestamp.trunc_subsecs(6);
-        self
+        /// Sets the timestamp (truncated to microseconds).
+        pub fn with_timestamp(timestamp: DateTime<Utc>) { self.timestamp = timestamp.trunc_subsecs(6) }
     }
 
     metadata_builder!();
@@ -534,16 +547,12 @@ impl MemoryItem {
         }
     }
 
-    /// Sets the scope (see [`MemoryItem::scope`]).
-    pub fn in_scope(mut self, scope: MemoryScope) -> Self {
-        self.scope = scope;
-        self
-    }
+    crate::setters! {
+        /// Sets the scope (see [`MemoryItem::scope`]).
+        pub fn in_scope(scope: MemoryScope) { self.scope = scope }
 
-    /// Sets the expiry time (see [`MemoryItem::expires_at`]).
-    pub fn expiring_at(mut self, at: DateTime<Utc>) -> Self {
-        self.expires_at = Some(at);
-        self
+        /// Sets the expiry time (see [`MemoryItem::expires_at`]).
+        pub fn expiring_at(at: DateTime<Utc>) { self.expires_at = Some(at) }
     }
 
     /// Makes the item expire `ttl` after its creation time; a time to live too long for a

@@ -57,22 +57,15 @@ impl MemoryScope {
         MemoryScope::global().with_agent(name)
     }
 
-    /// Sets the agent.
-    pub fn with_agent(mut self, name: impl Into<String>) -> Self {
-        self.agent = Some(name.into());
-        self
-    }
+    crate::setters! {
+        /// Sets the agent.
+        pub fn with_agent(name: impl Into<String>) { self.agent = Some(name.into()) }
 
-    /// Sets the workspace.
-    pub fn with_workspace(mut self, workspace: impl Into<String>) -> Self {
-        self.workspace = Some(workspace.into());
-        self
-    }
+        /// Sets the workspace.
+        pub fn with_workspace(workspace: impl Into<String>) { self.workspace = Some(workspace.into()) }
 
-    /// Sets the owner.
-    pub fn with_owner(mut self, owner: impl Into<String>) -> Self {
-        self.owner = Some(owner.into());
-        self
+        /// Sets the owner.
+        pub fn with_owner(owner: impl Into<String>) { self.owner = Some(owner.into()) }
     }
 
     /// Whether no part is set.

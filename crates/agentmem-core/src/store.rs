@@ -138,16 +138,12 @@ impl MemoryFilter {
         }
     }
 
-    /// Items visible from `scope` (see [`MemoryScope::sees`]): what an agent there reads.
-    pub fn visible_from(mut self, scope: MemoryScope) -> Self {
-        self.scope = ScopeFilter::VisibleFrom(scope);
-        self
-    }
+    crate::setters! {
+        /// Items visible from `scope` (see [`MemoryScope::sees`]): what an agent there reads.
+        pub fn visible_from(scope: MemoryScope) { self.scope = ScopeFilter::VisibleFrom(scope) }
 
-    /// Sets the scope filter.
-    pub fn with_scope(mut self, scope: ScopeFilter) -> Self {
-        self.scope = scope;
-        self
+        /// Sets the scope filter.
+        pub fn with_scope(scope: ScopeFilter) { self.scope = scope }
     }
 
     /// Whether `item` passes the kind and scope filters and has not expired at `now`.
@@ -156,7 +152,6 @@ impl MemoryFilter {
             && self.scope.matches(&item.scope)
             && !item.is_expired_at(now)
     }
-
     /// Sets the limit.
     pub fn with_limit(mut self, limit: usize) -> Self {
         self.limit = Some(limit);

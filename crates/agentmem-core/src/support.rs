@@ -419,6 +419,28 @@ fn write_canonical(value: &serde_json::Value, out: &mut String) {
     }
 }
 
+/// The `N` bytes that exactly `2 * N` hex digits (either case) spell; `None` for anything else.
+/// Fixed-size ids (vector keys, key ids) are stored and shown this way.
+///
+/// ```
+/// use agentmem_core::support::hex_bytes;
+/// assert_eq!(hex_bytes::<2>("0aFf"), Some([0x0a, 0xff]));
+/// assert_eq!(hex_bytes::<2>("0aF"), None);
+/// assert_eq!(hex_bytes::<2>("0aFg"), None);
+/// assert_eq!(hex_bytes::<1>("+f"), None);
+/// ```
+pub fn hex_bytes<const N: usize>(hex: &str) -> Option<[u8; N]> {
+    if hex.len() != 2 * N {
+        return None;
+    }
+    let mut bytes = [0u8; N];
+    for (byte, pair) in bytes.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
+        let digit = |d: u8| char::from(d).to_digit(16);
+        *byte = u8::try_from(digit(pair[0])? * 16 + digit(pair[1])?).ok()?;
+    }
+    Some(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

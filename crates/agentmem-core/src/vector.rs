@@ -76,15 +76,11 @@ impl VectorKey {
 
     /// The key from 64 hex digits; `CorruptData` otherwise.
     pub fn from_hex(hex: &str) -> Result<Self> {
-        let bad = || Error::corrupt(format!("a stored vector key is not 64 hex digits: {hex:?}"));
-        if hex.len() != 64 || !hex.is_ascii() {
-            return Err(bad());
-        }
-        let mut key = [0u8; 32];
-        for (i, byte) in key.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
-        }
-        Ok(VectorKey(key))
+        crate::support::hex_bytes(hex)
+            .map(VectorKey)
+            .ok_or_else(|| {
+                Error::corrupt(format!("a stored vector key is not 64 hex digits: {hex:?}"))
+            })
     }
 }
 

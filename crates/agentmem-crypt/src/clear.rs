@@ -1,5 +1,21 @@
-//! The operations both layers of this crate pass to the store inside them unchanged, written
-//! once.
+//! What both layers of this crate share, written once: the types their operations name and
+//! the operations they pass to the store inside them unchanged.
+
+/// The types the signatures of the store's operations name: both layers write operations of
+/// the same trait (and `layered_store_passing_the_clear!` names them unqualified).
+pub(crate) mod store_types {
+    pub(crate) use agentmem_core::backend::BackendInfo;
+    pub(crate) use agentmem_core::layer::{Layer, LayeredStore};
+    pub(crate) use agentmem_core::{
+        async_trait, AddedObservations, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities,
+        ChannelBlob, Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune,
+        CheckpointQuery, CheckpointTuple, Entity, Error, GraphQuery, KnowledgeGraph, MemoryFilter,
+        MemoryHit, MemoryId, MemoryItem, Message, MessageHit, MessageId, MessageQuery, Metadata,
+        ObservationAddition, ObservationDeletion, Operation, PendingWrite, PropertyChange,
+        PurgeReport, Relation, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo,
+        SessionPage, SessionPatch, SessionQuery, StoredVector, ThreadId, ThreadInfo, VectorKey,
+    };
+}
 
 /// Implements [`LayeredStore`](agentmem_core::layer::LayeredStore) for `$store<S>` (a layer's
 /// store, holding the store inside it in `inner`): the operations written in the invocation,
@@ -17,16 +33,44 @@
 /// invocation: the encryption layer seals every graph string and every vector (and maps vector
 /// keys), and `NoKeyLayer` refuses graph and vector writes and reads on an encrypted store.
 ///
-/// Each passed-through operation but the last three first calls the invoking layer's
-/// `check_store(Operation)`, which checks the store's encryption marker (see `marker.rs`).
+/// Each passed-through operation in the `checked` table first calls the invoking layer's
+/// `check_store(Operation)`, which checks the store's encryption marker (see `marker.rs`);
+/// `backend`, `schema_version` and the two property operations do not.
 ///
-/// The types their signatures name are those of the invoking module's imports.
+/// The types their signatures name are those of the invoking module's imports (see
+/// `store_types`).
 ///
 /// No operation is forwarded by default (`clippy::missing_trait_methods` is denied): an
 /// operation added to the store must be looked at for what it could write or show in the
 /// clear, and then written in each invocation or, if it carries nothing encrypted, here.
 macro_rules! layered_store_passing_the_clear {
     ($store:ident; $($operations:tt)*) => {
+        layered_store_passing_the_clear! {
+            @impl $store;
+            // Checked, then passed through: operation(arguments) -> output: its `Operation`.
+            checked {
+                list_sessions() -> Vec<SessionInfo>: ListSessions;
+                delete_session(session: &SessionId) -> bool: DeleteSession;
+                list_archives(session: &SessionId) -> Vec<ArchiveInfo>: ListArchives;
+                purge(policy: &RetentionPolicy) -> PurgeReport: Purge;
+                update_session(session: &SessionId, patch: &SessionPatch) -> SessionInfo:
+                    UpdateSession;
+                find_sessions(query: &SessionQuery) -> SessionPage: FindSessions;
+                list_threads() -> Vec<ThreadInfo>: ListThreads;
+                delete_thread(thread: &ThreadId) -> bool: DeleteThread;
+                delete_run_checkpoints(run_ids: &[String]) -> u64: DeleteRunCheckpoints;
+                prune_checkpoints(threads: &[ThreadId], keep: CheckpointPrune) -> u64:
+                    PruneCheckpoints;
+                clear_vectors() -> u64: ClearVectors;
+            }
+            $($operations)*
+        }
+    };
+    (
+        @impl $store:ident;
+        checked { $($name:ident($($arg:ident: $ty:ty),*) -> $output:ty: $op:ident;)* }
+        $($operations:tt)*
+    ) => {
         #[deny(clippy::missing_trait_methods)]
         #[async_trait]
         impl<S: AgentMemory> LayeredStore for $store<S> {
@@ -44,68 +88,12 @@ macro_rules! layered_store_passing_the_clear {
                 self.inner.schema_version().await
             }
 
-            async fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-                self.check_store(Operation::ListSessions).await?;
-                self.inner.list_sessions().await
-            }
-
-            async fn delete_session(&self, session: &SessionId) -> Result<bool> {
-                self.check_store(Operation::DeleteSession).await?;
-                self.inner.delete_session(session).await
-            }
-
-            async fn list_archives(&self, session: &SessionId) -> Result<Vec<ArchiveInfo>> {
-                self.check_store(Operation::ListArchives).await?;
-                self.inner.list_archives(session).await
-            }
-
-            async fn purge(&self, policy: &RetentionPolicy) -> Result<PurgeReport> {
-                self.check_store(Operation::Purge).await?;
-                self.inner.purge(policy).await
-            }
-
-            async fn update_session(
-                &self,
-                session: &SessionId,
-                patch: &SessionPatch,
-            ) -> Result<SessionInfo> {
-                self.check_store(Operation::UpdateSession).await?;
-                self.inner.update_session(session, patch).await
-            }
-
-            async fn find_sessions(&self, query: &SessionQuery) -> Result<SessionPage> {
-                self.check_store(Operation::FindSessions).await?;
-                self.inner.find_sessions(query).await
-            }
-
-            async fn list_threads(&self) -> Result<Vec<ThreadInfo>> {
-                self.check_store(Operation::ListThreads).await?;
-                self.inner.list_threads().await
-            }
-
-            async fn delete_thread(&self, thread: &ThreadId) -> Result<bool> {
-                self.check_store(Operation::DeleteThread).await?;
-                self.inner.delete_thread(thread).await
-            }
-
-            async fn delete_run_checkpoints(&self, run_ids: &[String]) -> Result<u64> {
-                self.check_store(Operation::DeleteRunCheckpoints).await?;
-                self.inner.delete_run_checkpoints(run_ids).await
-            }
-
-            async fn prune_checkpoints(
-                &self,
-                threads: &[ThreadId],
-                keep: CheckpointPrune,
-            ) -> Result<u64> {
-                self.check_store(Operation::PruneCheckpoints).await?;
-                self.inner.prune_checkpoints(threads, keep).await
-            }
-
-            async fn clear_vectors(&self) -> Result<u64> {
-                self.check_store(Operation::ClearVectors).await?;
-                self.inner.clear_vectors().await
-            }
+            $(
+                async fn $name(&self, $($arg: $ty),*) -> Result<$output> {
+                    self.check_store(Operation::$op).await?;
+                    self.inner.$name($($arg),*).await
+                }
+            )*
 
             async fn store_property(&self, name: &str) -> Result<Option<String>> {
                 self.inner.store_property(name).await
@@ -117,5 +105,5 @@ macro_rules! layered_store_passing_the_clear {
 
             $($operations)*
         }
-};
+    };
 }

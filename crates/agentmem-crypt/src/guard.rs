@@ -1,22 +1,12 @@
 //! [`NoKeyLayer`]: what a program wears when no key is configured, so an encrypted store is
 //! refused with a clear error instead of showing envelopes.
 
-use agentmem_core::backend::BackendInfo;
-use agentmem_core::layer::{Layer, LayeredStore};
-use agentmem_core::{
-    async_trait, AddedObservations, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities,
-    ChannelBlob, Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune,
-    CheckpointQuery, CheckpointTuple, Entity, Error, GraphQuery, KnowledgeGraph, MemoryFilter,
-    MemoryHit, MemoryId, MemoryItem, Message, MessageHit, MessageId, MessageQuery, Metadata,
-    ObservationAddition, ObservationDeletion, Operation, PendingWrite, PropertyChange, PurgeReport,
-    Relation, Result, RetentionPolicy, Rewind, Session, SessionId, SessionInfo, SessionPage,
-    SessionPatch, SessionQuery, StoredVector, ThreadId, ThreadInfo, VectorKey,
-};
-
+use std::future::Future;
 use std::sync::Arc;
 
 use crate::checkpoints::tuple_key;
 use crate::cipher::{envelope_key_id, CryptoError, METADATA_KEY};
+use crate::clear::store_types::*;
 use crate::graph::graph_key;
 use crate::key::KeyId;
 use crate::marker::{read_marker, Access, MarkerCache};
@@ -54,19 +44,7 @@ pub struct NoKey<S> {
     marker: Arc<MarkerCache>,
 }
 
-impl<S> NoKey<S> {
-    /// The store inside this layer.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
-}
-
-impl<S> std::ops::Deref for NoKey<S> {
-    type Target = S;
-    fn deref(&self) -> &S {
-        &self.inner
-    }
-}
+agentmem_core::holds_inner_store!(NoKey);
 
 fn metadata_key(metadata: &Metadata) -> Option<crate::KeyId> {
     metadata
@@ -171,6 +149,19 @@ impl<S: AgentMemory> NoKey<S> {
         }
     }
 
+    /// Reads with `read` after [`check_store`](Self::check_store) (the read is not even
+    /// started before), then refuses what it read when `refuse_sealed` finds anything
+    /// encrypted in it.
+    async fn read_refusing<T, F: Future<Output = Result<T>>>(
+        &self, op: Operation, read: impl FnOnce() -> F,
+        refuse_sealed: impl FnOnce(&T) -> Result<()>,
+    ) -> Result<T> {
+        self.check_store(op).await?;
+        let value = read().await?;
+        refuse_sealed(&value)?;
+        Ok(value)
+    }
+
     /// Refuses to go on when `session` holds anything encrypted, as [`load`](SessionStore::load)
     /// would (one extra read of the whole session).
     async fn check_readable(&self, session: &SessionId, op: Operation) -> Result<()> {
@@ -194,10 +185,7 @@ layered_store_passing_the_clear! {
     /// Refused on a marked store; on an unmarked one it replaces the whole session, so
     /// nothing encrypted is left to mix with: passed through.
     async fn save_session(
-        &self,
-        id: &SessionId,
-        history: &[Message],
-        meta: &Metadata,
+        &self, id: &SessionId, history: &[Message], meta: &Metadata,
     ) -> Result<()> {
         self.check_store(Operation::SaveSession).await?;
         self.inner.save_session(id, history, meta).await
@@ -209,12 +197,11 @@ layered_store_passing_the_clear! {
     }
 
     async fn load(&self, session: &SessionId, limit: Option<usize>) -> Result<Option<Session>> {
-        self.check_store(Operation::Load).await?;
-        let loaded = self.inner.load(session, limit).await?;
-        if let Some(stored) = &loaded {
-            check_session(stored, Operation::Load)?;
-        }
-        Ok(loaded)
+        let op = Operation::Load;
+        self.read_refusing(op, || self.inner.load(session, limit), |loaded| {
+            loaded.as_ref().map_or(Ok(()), |stored| check_session(stored, op))
+        })
+        .await
     }
 
     async fn compact(&self, session: &SessionId, replacement: &[Message]) -> Result<ArchiveInfo> {
@@ -223,36 +210,31 @@ layered_store_passing_the_clear! {
     }
 
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive> {
-        self.check_store(Operation::LoadArchive).await?;
-        let loaded = self.inner.load_archive(session, archive).await?;
-        let found = loaded.messages.iter().find_map(message_key);
-        refuse(
-            found,
-            Operation::LoadArchive,
-            format!("archive `{archive}`"),
-        )?;
-        Ok(loaded)
+        let op = Operation::LoadArchive;
+        self.read_refusing(op, || self.inner.load_archive(session, archive), |loaded| {
+            let found = loaded.messages.iter().find_map(message_key);
+            refuse(found, op, format!("archive `{archive}`"))
+        })
+        .await
     }
 
     /// The store's own search: an encrypted store's index holds no words, so it finds nothing
     /// there, and a hit that is encrypted is refused.
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        self.check_store(Operation::SearchMessages).await?;
-        let hits = self.inner.search_messages(query, scope).await?;
-        for hit in &hits {
-            let what = format!("a message of session `{}`", hit.session);
-            refuse(message_key(&hit.message), Operation::SearchMessages, what)?;
-        }
-        Ok(hits)
+        let op = Operation::SearchMessages;
+        self.read_refusing(op, || self.inner.search_messages(query, scope), |hits| {
+            hits.iter().try_for_each(|hit| {
+                let what = format!("a message of session `{}`", hit.session);
+                refuse(message_key(&hit.message), op, what)
+            })
+        })
+        .await
     }
 
     /// Refuses a `source` that `load` would refuse (it reads it first: a copy of ciphertext
     /// bound to another session could never be opened), then the store's own fork.
     async fn fork(
-        &self,
-        source: &SessionId,
-        target: &SessionId,
-        at: Option<&MessageId>,
+        &self, source: &SessionId, target: &SessionId, at: Option<&MessageId>,
     ) -> Result<SessionInfo> {
         self.check_store(Operation::Fork).await?;
         self.check_readable(source, Operation::Fork).await?;
@@ -261,10 +243,7 @@ layered_store_passing_the_clear! {
 
     /// Refuses to put plaintext over an encrypted archive, as `load_archive` refuses to read one.
     async fn replace_archive(
-        &self,
-        session: &SessionId,
-        archive: &ArchiveId,
-        messages: &[Message],
+        &self, session: &SessionId, archive: &ArchiveId, messages: &[Message],
     ) -> Result<ArchiveInfo> {
         self.check_store(Operation::ReplaceArchive).await?;
         LayeredStore::load_archive(self, session, archive).await?;
@@ -284,13 +263,14 @@ layered_store_passing_the_clear! {
     }
 
     async fn get_context(&self, query: Option<&str>) -> Result<String> {
-        self.check_store(Operation::GetContext).await?;
-        let context = self.inner.get_context(query).await?;
-        let found = context
-            .match_indices(crate::ENVELOPE_PREFIX)
-            .find_map(|(at, _)| envelope_key_id(&context[at..]));
-        refuse(found, Operation::GetContext, "the context".into())?;
-        Ok(context)
+        let op = Operation::GetContext;
+        self.read_refusing(op, || self.inner.get_context(query), |context| {
+            let found = context
+                .match_indices(crate::ENVELOPE_PREFIX)
+                .find_map(|(at, _)| envelope_key_id(&context[at..]));
+            refuse(found, op, "the context".into())
+        })
+        .await
     }
 
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
@@ -306,24 +286,23 @@ layered_store_passing_the_clear! {
     }
 
     async fn get_memory(&self, id: &MemoryId) -> Result<Option<MemoryItem>> {
-        self.check_store(Operation::GetMemory).await?;
-        let item = self.inner.get_memory(id).await?;
-        check_items(&item, Operation::GetMemory)?;
-        Ok(item)
+        let op = Operation::GetMemory;
+        self.read_refusing(op, || self.inner.get_memory(id), |item| check_items(item, op))
+            .await
     }
 
     async fn list_memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryItem>> {
-        self.check_store(Operation::ListMemories).await?;
-        let items = self.inner.list_memories(filter).await?;
-        check_items(&items, Operation::ListMemories)?;
-        Ok(items)
+        let op = Operation::ListMemories;
+        self.read_refusing(op, || self.inner.list_memories(filter), |items| check_items(items, op))
+            .await
     }
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
-        self.check_store(Operation::SearchMemories).await?;
-        let hits = self.inner.search_memories(query, filter).await?;
-        check_items(hits.iter().map(|h| &h.item), Operation::SearchMemories)?;
-        Ok(hits)
+        let op = Operation::SearchMemories;
+        self.read_refusing(op, || self.inner.search_memories(query, filter), |hits| {
+            check_items(hits.iter().map(|h| &h.item), op)
+        })
+        .await
     }
 
     // Checkpoints: writes refused on a marked store, reads refuse any sealed value; listing
@@ -340,22 +319,21 @@ layered_store_passing_the_clear! {
     }
 
     async fn get_checkpoint(
-        &self,
-        thread: &ThreadId,
-        ns: &CheckpointNs,
-        id: Option<&CheckpointId>,
+        &self, thread: &ThreadId, ns: &CheckpointNs, id: Option<&CheckpointId>,
     ) -> Result<Option<CheckpointTuple>> {
-        self.check_store(Operation::GetCheckpoint).await?;
-        let tuple = self.inner.get_checkpoint(thread, ns, id).await?;
-        check_tuples(&tuple, Operation::GetCheckpoint)?;
-        Ok(tuple)
+        let op = Operation::GetCheckpoint;
+        self.read_refusing(op, || self.inner.get_checkpoint(thread, ns, id), |tuple| {
+            check_tuples(tuple, op)
+        })
+        .await
     }
 
     async fn list_checkpoints(&self, query: &CheckpointQuery) -> Result<Vec<CheckpointTuple>> {
-        self.check_store(Operation::ListCheckpoints).await?;
-        let tuples = self.inner.list_checkpoints(query).await?;
-        check_tuples(&tuples, Operation::ListCheckpoints)?;
-        Ok(tuples)
+        let op = Operation::ListCheckpoints;
+        self.read_refusing(op, || self.inner.list_checkpoints(query), |tuples| {
+            check_tuples(tuples, op)
+        })
+        .await
     }
 
     /// Refuses a `source` holding a sealed value before anything is copied (it reads the whole
@@ -385,8 +363,7 @@ layered_store_passing_the_clear! {
     /// Refused on a marked store; on an unmarked one, an entity whose name was sealed is not
     /// found by its name in plaintext, so nothing is added to it.
     async fn add_observations(
-        &self,
-        additions: &[ObservationAddition],
+        &self, additions: &[ObservationAddition],
     ) -> Result<Vec<AddedObservations>> {
         self.check_store(Operation::AddObservations).await?;
         self.inner.add_observations(additions).await
@@ -408,14 +385,11 @@ layered_store_passing_the_clear! {
     }
 
     async fn read_graph(&self, query: &GraphQuery) -> Result<KnowledgeGraph> {
-        self.check_store(Operation::ReadGraph).await?;
-        let graph = self.inner.read_graph(query).await?;
-        refuse(
-            graph_key(&graph),
-            Operation::ReadGraph,
-            "the knowledge graph".into(),
-        )?;
-        Ok(graph)
+        let op = Operation::ReadGraph;
+        self.read_refusing(op, || self.inner.read_graph(query), |graph| {
+            refuse(graph_key(graph), op, "the knowledge graph".into())
+        })
+        .await
     }
 
     // Embedding vectors: writes refused on a marked store, a read refuses any sealed vector;
@@ -428,11 +402,12 @@ layered_store_passing_the_clear! {
     }
 
     async fn get_vectors(&self, keys: &[VectorKey]) -> Result<Vec<StoredVector>> {
-        self.check_store(Operation::GetVectors).await?;
-        let vectors = self.inner.get_vectors(keys).await?;
-        let found = vectors.iter().find_map(|v| vector_key_id(&v.data));
-        refuse(found, Operation::GetVectors, "a stored vector".into())?;
-        Ok(vectors)
+        let op = Operation::GetVectors;
+        self.read_refusing(op, || self.inner.get_vectors(keys), |vectors| {
+            let found = vectors.iter().find_map(|v| vector_key_id(&v.data));
+            refuse(found, op, "a stored vector".into())
+        })
+        .await
     }
 
     async fn delete_vectors(&self, keys: &[VectorKey]) -> Result<u64> {

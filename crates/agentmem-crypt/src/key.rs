@@ -229,15 +229,9 @@ impl FromStr for KeyId {
     type Err = Error;
     /// Parses 16 hex digits.
     fn from_str(s: &str) -> Result<Self> {
-        let invalid = || Error::invalid_input(format!("invalid key id {s:?}: 16 hex digits"));
-        if s.len() != 16 || !s.is_ascii() {
-            return Err(invalid());
-        }
-        let mut id = [0u8; 8];
-        for (i, byte) in id.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| invalid())?;
-        }
-        Ok(KeyId(id))
+        agentmem_core::support::hex_bytes(s)
+            .map(KeyId)
+            .ok_or_else(|| Error::invalid_input(format!("invalid key id {s:?}: 16 hex digits")))
     }
 }
 

@@ -3,26 +3,17 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use agentmem_core::backend::BackendInfo;
-use agentmem_core::layer::{check_messages, check_session_metadata, Layer, LayeredStore};
+use agentmem_core::layer::{check_messages, check_session_metadata};
 use agentmem_core::support::{
     fork_end, fork_target_exists, memory_search_limit, rank_memories, rank_messages, search_terms,
 };
-use agentmem_core::{
-    async_trait, AddedObservations, AgentMemory, Archive, ArchiveId, ArchiveInfo, Capabilities,
-    ChannelBlob, Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune,
-    CheckpointQuery, CheckpointTuple, Entity, Error, GraphQuery, KnowledgeGraph, MemoryFilter,
-    MemoryHit, MemoryId, MemoryItem, Message, MessageHit, MessageId, MessageQuery, Metadata,
-    ObservationAddition, ObservationDeletion, Operation, PendingWrite, PropertyChange, PurgeReport,
-    Relation, Result, RetentionPolicy, Rewind, ScopeFilter, Session, SessionId, SessionInfo,
-    SessionLabels, SessionPage, SessionPatch, SessionQuery, StoredVector, ThreadId, ThreadInfo,
-    VectorKey,
-};
+use agentmem_core::{ScopeFilter, SessionLabels};
 
 use crate::cipher::{
     aad, envelope_len, is_envelope, max_plaintext, open_string, presence, CryptoError, Domain,
     Keyring, Sealer, METADATA_KEY,
 };
+use crate::clear::store_types::*;
 use crate::ids::{candidate_ids, real_id, stored_id};
 use crate::items::{older_tokens, open_items, open_one_item, seal_item};
 use crate::key::MasterKey;
@@ -55,7 +46,6 @@ impl EncryptLayer {
     pub fn with_keyring(keys: Keyring) -> Self {
         EncryptLayer { keys }
     }
-
     /// Also reads records encrypted with `old` (a rotated-away key), still writing with the
     /// first key: for reading a store while a [`rekey`](crate::rekey) is under way or was
     /// interrupted.
@@ -90,22 +80,12 @@ pub struct Encrypted<S> {
     marker: Arc<MarkerCache>,
 }
 
-impl<S> Encrypted<S> {
-    /// The store inside this layer.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
+agentmem_core::holds_inner_store!(Encrypted);
 
+impl<S> Encrypted<S> {
     /// The keys this layer holds.
     pub fn keyring(&self) -> &Keyring {
         &self.keys
-    }
-}
-
-impl<S> std::ops::Deref for Encrypted<S> {
-    type Target = S;
-    fn deref(&self) -> &S {
-        &self.inner
     }
 }
 
@@ -436,10 +416,7 @@ layered_store_passing_the_clear! {
     }
 
     async fn save_session(
-        &self,
-        id: &SessionId,
-        history: &[Message],
-        meta: &Metadata,
+        &self, id: &SessionId, history: &[Message], meta: &Metadata,
     ) -> Result<()> {
         self.run(Operation::SaveSession, async {
             // Sealed, metadata nested deeper than the limit could not be parsed back.
@@ -530,10 +507,7 @@ layered_store_passing_the_clear! {
     /// with it may see `target` for a moment without its labels, and a session created under
     /// `target` between the check and the write is replaced (see the crate README).
     async fn fork(
-        &self,
-        source: &SessionId,
-        target: &SessionId,
-        at: Option<&MessageId>,
+        &self, source: &SessionId, target: &SessionId, at: Option<&MessageId>,
     ) -> Result<SessionInfo> {
         self.run(Operation::Fork, async {
             if self.inner.load(target, Some(0)).await?.is_some() {
@@ -574,10 +548,7 @@ layered_store_passing_the_clear! {
 
     /// Encrypts the messages under the session's key, as `compact` does for an archive.
     async fn replace_archive(
-        &self,
-        session: &SessionId,
-        archive: &ArchiveId,
-        messages: &[Message],
+        &self, session: &SessionId, archive: &ArchiveId, messages: &[Message],
     ) -> Result<ArchiveInfo> {
         self.run(Operation::ReplaceArchive, async {
             let sealed = seal_messages(&self.keys, session, messages)?;
@@ -709,10 +680,7 @@ layered_store_passing_the_clear! {
     }
 
     async fn get_checkpoint(
-        &self,
-        thread: &ThreadId,
-        ns: &CheckpointNs,
-        id: Option<&CheckpointId>,
+        &self, thread: &ThreadId, ns: &CheckpointNs, id: Option<&CheckpointId>,
     ) -> Result<Option<CheckpointTuple>> {
         self.get_opened_checkpoint(thread, ns, id).await
     }
@@ -738,8 +706,7 @@ layered_store_passing_the_clear! {
     }
 
     async fn add_observations(
-        &self,
-        additions: &[ObservationAddition],
+        &self, additions: &[ObservationAddition],
     ) -> Result<Vec<AddedObservations>> {
         self.add_sealed_observations(additions).await
     }

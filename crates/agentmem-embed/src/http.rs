@@ -133,16 +133,12 @@ impl HttpEmbedder {
         self
     }
 
-    /// Sets the timeout of one request.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
+    agentmem_core::setters! {
+        /// Sets the timeout of one request.
+        pub fn with_timeout(timeout: Duration) { self.timeout = timeout }
 
-    /// Sets how many texts one request carries at most (at least 1); larger calls are split.
-    pub fn with_batch_size(mut self, batch_size: usize) -> Self {
-        self.batch_size = batch_size.max(1);
-        self
+        /// Sets how many texts one request carries at most (at least 1); larger calls are split.
+        pub fn with_batch_size(batch_size: usize) { self.batch_size = batch_size.max(1) }
     }
 
     /// The URL requests go to: `{base}/v1/embeddings`.

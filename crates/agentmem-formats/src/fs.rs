@@ -115,35 +115,44 @@ pub(crate) fn export_error(e: std::io::Error) -> Error {
     Error::from(e).with_operation(Operation::Export)
 }
 
-/// The file and stream functions of a one-document text format (JSON, YAML): `read`,
-/// `import`, `write` and `export`, with their documentation, written around the `to_string`,
-/// `parse`, `Result` and `ExportDocument` in scope where it is used.
-macro_rules! document_io {
-    () => {
+/// The file and stream functions of a text format whose files hold one `$doc` (named `$what`
+/// in their documentation), those listed of `read`, `import`, `write` and `export`, with their
+/// documentation, written around the `to_string`, `parse` and `Result` in scope where it is
+/// used.
+macro_rules! text_io {
+    ($doc:ty, $what:literal: $($function:ident),+) => {
+        $($crate::fs::text_io!(@$function $doc, $what);)+
+    };
+    (@read $doc:ty, $what:literal) => {
         /// [`parse`]s everything `reader` yields (UTF-8 text).
-        pub fn read<R: std::io::Read>(reader: R, source: &str) -> Result<ExportDocument> {
+        pub fn read<R: std::io::Read>(reader: R, source: &str) -> Result<$doc> {
             parse(&$crate::fs::read_text(reader, source)?, source)
         }
-
+    };
+    (@import $doc:ty, $what:literal) => {
         /// [`parse`]s the file at `path`.
-        pub fn import(path: impl AsRef<std::path::Path>) -> Result<ExportDocument> {
+        pub fn import(path: impl AsRef<std::path::Path>) -> Result<$doc> {
             let path = path.as_ref();
             parse(
                 &$crate::fs::read_to_string(path)?,
                 &path.display().to_string(),
             )
         }
-
-        /// Writes the document ([`to_string`]) to `writer`.
-        pub fn write<W: std::io::Write>(writer: W, doc: &ExportDocument) -> Result<()> {
+    };
+    (@write $doc:ty, $what:literal) => {
+        #[doc = concat!("Writes the ", $what, " ([`to_string`]) to `writer`.")]
+        pub fn write<W: std::io::Write>(writer: W, doc: &$doc) -> Result<()> {
             $crate::fs::write_all(writer, to_string(doc)?.as_bytes())
         }
-
-        /// Writes the document ([`to_string`]) to the file `path`, whole (through a temporary
-        /// file and a rename) and readable by its owner only.
-        pub fn export(doc: &ExportDocument, path: impl AsRef<std::path::Path>) -> Result<()> {
+    };
+    (@export $doc:ty, $what:literal) => {
+        #[doc = concat!(
+            "Writes the ", $what, " ([`to_string`]) to the file `path`, whole (through a \
+             temporary file and a rename) and readable by its owner only."
+        )]
+        pub fn export(doc: &$doc, path: impl AsRef<std::path::Path>) -> Result<()> {
             $crate::fs::write_atomic(path.as_ref(), to_string(doc)?.as_bytes())
         }
     };
 }
-pub(crate) use document_io;
+pub(crate) use text_io;

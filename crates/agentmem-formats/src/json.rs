@@ -47,5 +47,4 @@ pub fn parse(text: &str, source: &str) -> Result<ExportDocument> {
     parsed(serde_json::from_str(text), source)
 }
 
-// `read`, `import`, `write` and `export`, as for every one-document format.
-crate::fs::document_io!();
+crate::fs::text_io!(ExportDocument, "document": read, import, write, export);

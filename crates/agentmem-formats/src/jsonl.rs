@@ -41,8 +41,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::io::{Read, Write};
-use std::path::Path;
+use std::io::Write;
 
 use agentmem_core::{
     CheckpointTuple, Entity, Error, KnowledgeGraph, MemoryItem, Message, Metadata, Relation,
@@ -51,7 +50,7 @@ use agentmem_core::{
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::fs::{export_error, read_text, read_to_string, write_atomic};
+use crate::fs::export_error;
 use crate::{ArchiveExport, ExportDocument, SessionExport, EXPORT_VERSION};
 
 #[derive(Serialize, Deserialize)]
@@ -258,22 +257,8 @@ pub fn to_string(doc: &ExportDocument) -> Result<String> {
     String::from_utf8(out).map_err(|e| Error::backend("export is not UTF-8").with_source(e))
 }
 
-/// Writes the document ([`to_string`]) to the file `path`, whole (through a temporary file
-/// and a rename) and readable by its owner only.
-pub fn export(doc: &ExportDocument, path: impl AsRef<Path>) -> Result<()> {
-    write_atomic(path.as_ref(), to_string(doc)?.as_bytes())
-}
-
-/// [`parse`]s everything `reader` yields (UTF-8 text).
-pub fn read<R: Read>(reader: R, source: &str) -> Result<ExportDocument> {
-    parse(&read_text(reader, source)?, source)
-}
-
-/// [`parse`]s the file at `path`.
-pub fn import(path: impl AsRef<Path>) -> Result<ExportDocument> {
-    let path = path.as_ref();
-    parse(&read_to_string(path)?, &path.display().to_string())
-}
+// `write` streams (above); the rest as for every text format.
+crate::fs::text_io!(ExportDocument, "document": export, read, import);
 
 /// What the parser expects next.
 enum Expect {

@@ -40,14 +40,12 @@
 //! # Ok::<(), agentmem_core::Error>(())
 //! ```
 
-use std::io::{Read, Write};
 use std::path::Path;
 
 use agentmem_core::{Entity, Error, KnowledgeGraph, Relation, Result};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::fs::{read_text, read_to_string, write_all, write_atomic};
 use crate::graph::validate_graph;
 use crate::ExportDocument;
 
@@ -77,27 +75,8 @@ pub fn to_string(graph: &KnowledgeGraph) -> Result<String> {
     Ok(lines.join("\n"))
 }
 
-/// Writes the graph ([`to_string`]) to `writer`.
-pub fn write<W: Write>(writer: W, graph: &KnowledgeGraph) -> Result<()> {
-    write_all(writer, to_string(graph)?.as_bytes())
-}
-
-/// Writes the graph ([`to_string`]) to the file `path`, whole (through a temporary file and a
-/// rename, as the server does) and readable by its owner only.
-pub fn export(graph: &KnowledgeGraph, path: impl AsRef<Path>) -> Result<()> {
-    write_atomic(path.as_ref(), to_string(graph)?.as_bytes())
-}
-
-/// [`parse`]s everything `reader` yields (UTF-8 text).
-pub fn read<R: Read>(reader: R, source: &str) -> Result<KnowledgeGraph> {
-    parse(&read_text(reader, source)?, source)
-}
-
-/// [`parse`]s the file at `path`.
-pub fn import(path: impl AsRef<Path>) -> Result<KnowledgeGraph> {
-    let path = path.as_ref();
-    parse(&read_to_string(path)?, &path.display().to_string())
-}
+// `export` writes the file whole, as the server does (through a temporary file and a rename).
+crate::fs::text_io!(KnowledgeGraph, "graph": write, export, read, import);
 
 /// Parses the server's file (see the [module docs](self)); `source` (a file name) prefixes
 /// every error, with the line number. Texts a store would refuse (NUL, oversized) are refused

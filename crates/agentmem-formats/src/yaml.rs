@@ -168,5 +168,4 @@ impl<'de> serde::de::Visitor<'de> for Measure<'_> {
     }
 }
 
-// `read`, `import`, `write` and `export`, as for every one-document format.
-crate::fs::document_io!();
+crate::fs::text_io!(ExportDocument, "document": read, import, write, export);

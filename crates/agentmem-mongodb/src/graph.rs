@@ -18,7 +18,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use agentmem_core::graph::entity_not_found;
+use agentmem_core::graph::{entity_not_found, fresh_texts};
 use agentmem_core::{
     async_trait, AddedObservations, Entity, Error, GraphQuery, GraphStore, KnowledgeGraph,
     ObservationAddition, ObservationDeletion, Relation, Result,
@@ -33,7 +33,7 @@ use crate::codec::{all_docs, check_size, int_field};
 use crate::error::{from_driver, server_code, ResultExt, DUPLICATE_KEY};
 use crate::graph_codec::{
     entity_doc, entity_from, entity_key, entity_keys, in_order, observations_from, relation_doc,
-    relation_from, relation_key, unique, ENTITY_WHAT, FROM_ID, OBSERVATIONS, SEQ, TO_ID,
+    relation_from, relation_key, ENTITY_WHAT, FROM_ID, OBSERVATIONS, SEQ, TO_ID,
 };
 use crate::retry::{retry, Step};
 use crate::store::MongoStore;
@@ -161,7 +161,7 @@ impl MongoStore {
             .into_iter()
             .map(|e| {
                 let e = Entity {
-                    observations: unique(&e.observations, |_| false),
+                    observations: fresh_texts(&e.observations, |_| false),
                     ..e.clone()
                 };
                 // Encoded and size-checked before anything is written.
@@ -215,7 +215,7 @@ impl MongoStore {
             let checked = observations_from(d)?;
             // All of the texts go to `$addToSet`, which skips what the entity holds when it
             // applies; the size check counts the ones it did not hold when checked.
-            let texts = unique(texts.iter().copied(), |_| false);
+            let texts = fresh_texts(texts.iter().copied(), |_| false);
             let held: HashSet<&str> = checked.iter().map(String::as_str).collect();
             let mut grown = d.clone();
             let mut all = checked.clone();
@@ -271,7 +271,7 @@ impl MongoStore {
     async fn delete_observation_docs(&self, deletions: &[ObservationDeletion]) -> Result<u64> {
         let groups = by_entity(deletions, |d| &d.entity_name, |d| &d.observations);
         let removed = groups.into_iter().map(|(key, texts)| async move {
-            let doomed = unique(texts, |_| false);
+            let doomed = fresh_texts(texts, |_| false);
             let before = self
                 .graph_entities()
                 .find_one_and_update(
@@ -364,7 +364,7 @@ fn report_additions(
         .iter()
         .map(|a| {
             let set = held.entry(entity_key(&a.entity_name)).or_default();
-            let added = unique(&a.contents, |o| set.contains(o));
+            let added = fresh_texts(&a.contents, |o| set.contains(o));
             set.extend(added.iter().cloned());
             AddedObservations {
                 entity_name: a.entity_name.clone(),

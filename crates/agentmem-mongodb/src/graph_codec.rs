@@ -64,18 +64,6 @@ pub(crate) fn entity_keys<'a>(names: impl IntoIterator<Item = &'a String>) -> Ve
         .collect()
 }
 
-/// The texts of `texts` that `held` does not hold, each once, in order.
-pub(crate) fn unique<'a>(
-    texts: impl IntoIterator<Item = &'a String>, held: impl Fn(&str) -> bool,
-) -> Vec<String> {
-    let mut seen = HashSet::new();
-    texts
-        .into_iter()
-        .filter(|t| !held(t) && seen.insert(t.as_str()))
-        .cloned()
-        .collect()
-}
-
 /// The document of `e` (whose observations are unique) at place 0 in creation order; the
 /// caller sets [`SEQ`]. `InvalidInput` when it would not fit in one document.
 pub(crate) fn entity_doc(e: &Entity) -> Result<Document> {

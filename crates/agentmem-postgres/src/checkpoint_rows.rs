@@ -93,22 +93,13 @@ impl<'a> BlobColumns<'a> {
         for blob in blobs {
             last.insert((&blob.channel, &blob.version), blob);
         }
-        let n = last.len();
-        let mut c = BlobColumns {
-            channels: Vec::with_capacity(n),
-            versions: Vec::with_capacity(n),
-            type_tags: Vec::with_capacity(n),
-            bytes: Vec::with_capacity(n),
-        };
-        for ((channel, version), blob) in last {
-            c.channels.push(channel);
-            c.versions.push(version);
-            c.type_tags
-                .push(blob.value.as_ref().map(|v| v.type_tag.as_str()));
-            c.bytes
-                .push(blob.value.as_ref().map(|v| v.bytes.as_slice()));
+        let values = || last.values().map(|blob| blob.value.as_ref());
+        BlobColumns {
+            channels: last.keys().map(|&(channel, _)| channel).collect(),
+            versions: last.keys().map(|&(_, version)| version).collect(),
+            type_tags: values().map(|v| v.map(|v| v.type_tag.as_str())).collect(),
+            bytes: values().map(|v| v.map(|v| v.bytes.as_slice())).collect(),
         }
-        c
     }
 }
 

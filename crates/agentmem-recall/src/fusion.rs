@@ -1,20 +1,27 @@
 //! How keyword and vector rankings are combined: [`SearchMode`] and [`Fusion`].
 
-use std::fmt;
-use std::str::FromStr;
-
 use agentmem_core::{Error, Result};
 
-/// How a search ranks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum SearchMode {
-    /// The store's keyword ranking (BM25) alone.
-    Keyword,
-    /// Cosine similarity of stored vectors alone (texts not embedded yet are not found).
-    Semantic,
-    /// Both, fused by weighted reciprocal rank ([`Fusion`]).
-    #[default]
-    Hybrid,
+agentmem_core::name_enum! {
+    /// How a search ranks, named `keyword`, `semantic` or `hybrid`.
+    ///
+    /// ```
+    /// use agentmem_recall::SearchMode;
+    /// assert_eq!("semantic".parse::<SearchMode>().unwrap(), SearchMode::Semantic);
+    /// assert_eq!(SearchMode::Hybrid.to_string(), "hybrid");
+    /// assert!("fuzzy".parse::<SearchMode>().is_err());
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub enum SearchMode {
+        /// The store's keyword ranking (BM25) alone.
+        Keyword = "keyword",
+        /// Cosine similarity of stored vectors alone (texts not embedded yet are not found).
+        Semantic = "semantic",
+        /// Both, fused by weighted reciprocal rank ([`Fusion`]).
+        #[default]
+        Hybrid = "hybrid",
+    }
+    from_str("search mode");
 }
 
 impl SearchMode {
@@ -34,41 +41,6 @@ impl SearchMode {
         } else {
             SearchMode::Keyword
         })
-    }
-
-    /// The mode's name: `keyword`, `semantic` or `hybrid`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SearchMode::Keyword => "keyword",
-            SearchMode::Semantic => "semantic",
-            SearchMode::Hybrid => "hybrid",
-        }
-    }
-}
-
-impl fmt::Display for SearchMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for SearchMode {
-    type Err = Error;
-
-    /// ```
-    /// use agentmem_recall::SearchMode;
-    /// assert_eq!("semantic".parse::<SearchMode>().unwrap(), SearchMode::Semantic);
-    /// assert!("fuzzy".parse::<SearchMode>().is_err());
-    /// ```
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "keyword" => Ok(SearchMode::Keyword),
-            "semantic" => Ok(SearchMode::Semantic),
-            "hybrid" => Ok(SearchMode::Hybrid),
-            other => Err(Error::invalid_input(format!(
-                "unknown search mode {other:?}: use keyword, semantic or hybrid"
-            ))),
-        }
     }
 }
 

@@ -18,7 +18,7 @@ use crate::checkpoint_codec::{
     blob_field, blob_value, checkpoint_fields, created_score, filter_fields, thread_info,
     tuple_from, write_field, write_value, Row, ThreadRow, LIST_BUDGET,
 };
-use crate::store::RedisStore;
+use crate::store::{sorted_rows, RedisStore};
 
 /// `'1'` and the value when given, `'0'` and `""` when not (the scripts' optional arguments).
 fn optional(value: Option<&str>) -> (&'static str, &str) {
@@ -142,12 +142,7 @@ impl CheckpointStore for RedisStore {
     async fn list_threads(&self) -> Result<Vec<ThreadInfo>> {
         let inv = self.keys.invoke(&self.scripts.cp_threads);
         let rows: Vec<ThreadRow> = self.invoke(&inv).await?;
-        let mut threads = rows
-            .into_iter()
-            .map(thread_info)
-            .collect::<Result<Vec<_>>>()?;
-        threads.sort_by(|a, b| a.thread.cmp(&b.thread));
-        Ok(threads)
+        sorted_rows(rows, thread_info, |t| &t.thread)
     }
 
     async fn delete_thread(&self, thread: &ThreadId) -> Result<bool> {

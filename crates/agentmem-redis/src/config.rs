@@ -103,16 +103,12 @@ impl RedisConfig {
         Ok(self)
     }
 
-    /// Replaces the limit for one connection attempt.
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
+    agentmem_core::setters! {
+        /// Replaces the limit for one connection attempt.
+        pub fn with_connect_timeout(timeout: Duration) { self.connect_timeout = timeout }
 
-    /// Replaces the limit for one command's reply.
-    pub fn with_response_timeout(mut self, timeout: Duration) -> Self {
-        self.response_timeout = timeout;
-        self
+        /// Replaces the limit for one command's reply.
+        pub fn with_response_timeout(timeout: Duration) { self.response_timeout = timeout }
     }
 
     /// Trusts the CA certificates in the PEM file at `path` instead of the system's roots, as

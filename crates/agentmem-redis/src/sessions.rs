@@ -14,6 +14,7 @@ use redis::{Script, ScriptInvocation};
 use crate::error::{corrupt_json, encode_json};
 use crate::keys::Keys;
 use crate::search::{parse_score, BatchIndex};
+use crate::store::sorted_rows;
 
 /// How many sessions one purge script deletes before handing control back to the server.
 pub(crate) const PURGE_BATCH: u32 = 128;
@@ -185,12 +186,7 @@ fn times(created: &str, updated: Option<String>) -> Result<(DateTime<Utc>, DateT
 
 /// The sessions `list_sessions.lua` returns (see [`InfoRow`]), by id.
 pub(crate) fn session_infos(rows: Vec<InfoRow>) -> Result<Vec<SessionInfo>> {
-    let mut sessions = rows
-        .into_iter()
-        .map(info_from)
-        .collect::<Result<Vec<_>>>()?;
-    sessions.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(sessions)
+    sorted_rows(rows, info_from, |s| &s.id)
 }
 
 /// The archive a compaction of `session` at `at` made, from the script's reply (the new id

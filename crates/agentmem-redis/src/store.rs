@@ -242,6 +242,16 @@ impl RedisStore {
     }
 }
 
+/// Every row of a listing script's reply converted (the first that fails fails the listing),
+/// sorted by `key`: the scripts list in the server's hash order.
+pub(crate) fn sorted_rows<R, T, K: Ord + ?Sized>(
+    rows: Vec<R>, convert: impl FnMut(R) -> Result<T>, key: impl Fn(&T) -> &K,
+) -> Result<Vec<T>> {
+    let mut out = rows.into_iter().map(convert).collect::<Result<Vec<_>>>()?;
+    out.sort_by(|a, b| key(a).cmp(key(b)));
+    Ok(out)
+}
+
 /// The status code a fork, rewind or update script puts first in its reply.
 fn status(reply: &[redis::Value]) -> Result<i64> {
     match reply.first() {

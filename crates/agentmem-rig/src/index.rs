@@ -75,17 +75,13 @@ impl AgentmemIndex {
         }
     }
 
-    /// Ranks only the items `filter` selects (its kind and scope; its limit is replaced by
-    /// each request's `samples`).
-    pub fn with_filter(mut self, filter: MemoryFilter) -> Self {
-        self.filter = filter;
-        self
-    }
+    agentmem_core::setters! {
+        /// Ranks only the items `filter` selects (its kind and scope; its limit is replaced by
+        /// each request's `samples`).
+        pub fn with_filter(filter: MemoryFilter) { self.filter = filter }
 
-    /// Ranks in `mode` instead of hybrid.
-    pub fn with_mode(mut self, mode: SearchMode) -> Self {
-        self.mode = mode;
-        self
+        /// Ranks in `mode` instead of hybrid.
+        pub fn with_mode(mode: SearchMode) { self.mode = mode }
     }
 
     /// The items a request finds, best first.

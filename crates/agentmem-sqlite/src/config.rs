@@ -123,28 +123,18 @@ impl SqliteConfig {
         }
     }
 
-    /// Sets the busy timeout.
-    pub fn with_busy_timeout(mut self, timeout: Duration) -> Self {
-        self.busy_timeout = timeout;
-        self
-    }
+    agentmem_core::setters! {
+        /// Sets the busy timeout.
+        pub fn with_busy_timeout(timeout: Duration) { self.busy_timeout = timeout }
 
-    /// Sets `synchronous`.
-    pub fn with_synchronous(mut self, synchronous: Synchronous) -> Self {
-        self.synchronous = synchronous;
-        self
-    }
+        /// Sets `synchronous`.
+        pub fn with_synchronous(synchronous: Synchronous) { self.synchronous = synchronous }
 
-    /// Sets the number of connections (clamped to 1-64 when opened).
-    pub fn with_pool_size(mut self, pool_size: usize) -> Self {
-        self.pool_size = pool_size;
-        self
-    }
+        /// Sets the number of connections (clamped to 1-64 when opened).
+        pub fn with_pool_size(pool_size: usize) { self.pool_size = pool_size }
 
-    /// Sets whether a missing database file is created.
-    pub fn with_create(mut self, create: bool) -> Self {
-        self.create = create;
-        self
+        /// Sets whether a missing database file is created.
+        pub fn with_create(create: bool) { self.create = create }
     }
 
     /// The database file, or `None` in memory.
@@ -211,6 +201,7 @@ impl FromStr for SqliteConfig {
     type Err = Error;
 
     fn from_str(url: &str) -> Result<Self> {
+        agentmem_core::check_options_unique(url, &[])?;
         let rest = url
             .get(..7)
             .filter(|scheme| scheme.eq_ignore_ascii_case("sqlite:"))
@@ -245,15 +236,8 @@ impl FromStr for SqliteConfig {
             }
             SqliteConfig::file(path)
         };
-        let mut seen: Vec<String> = Vec::new();
         for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-            if seen.iter().any(|k| *k == key) {
-                return Err(Error::invalid_input(format!(
-                    "sqlite URL option {key:?} is given twice"
-                )));
-            }
             config.set_option(&key, &value)?;
-            seen.push(key.into_owned());
         }
         Ok(config)
     }

@@ -4,24 +4,18 @@
 use std::io::Write;
 
 use agentmem_core::{
-    AgentMemory, CheckpointQuery, CheckpointTuple, Error, MemoryFilter, MemoryItem, Operation,
-    Result, SessionId, ThreadId,
+    AgentMemory, AgentMemoryExt, CheckpointQuery, CheckpointTuple, Error, MemoryFilter, MemoryItem,
+    Operation, Result, SessionId, ThreadId,
 };
 use agentmem_formats::{canonical_checkpoint, canonical_map, jsonl, ExportDocument, SessionExport};
 
 use crate::{export_graph, read_session};
 
 /// Every session's id, in byte order (stores order by id too, but a database collation may
-/// not be byte order, and exports must not depend on the store).
+/// not be byte order, and exports must not depend on the store): core's
+/// [`AgentMemoryExt::session_ids`], which sorts them in the client.
 pub async fn session_ids(store: &dyn AgentMemory) -> Result<Vec<SessionId>> {
-    let mut ids: Vec<SessionId> = store
-        .list_sessions()
-        .await?
-        .into_iter()
-        .map(|s| s.id)
-        .collect();
-    ids.sort();
-    Ok(ids)
+    store.session_ids().await
 }
 
 /// Every memory item, oldest first, ties broken by id, metadata keys sorted.
@@ -46,23 +40,11 @@ pub async fn export_session(store: &dyn AgentMemory, id: &SessionId) -> Result<S
         .ok_or_else(|| Error::not_found(format!("session {:?} does not exist", id.as_str())))
 }
 
-/// Every thread holding a checkpoint, in byte order; none when the store keeps no checkpoints
-/// (its [`capabilities`](agentmem_core::SessionStore::capabilities) say so), so such a store
-/// exports as it did before checkpoints existed.
+/// Every thread holding a checkpoint, in byte order; none when the store keeps no checkpoints,
+/// so such a store exports as it did before checkpoints existed
+/// ([`AgentMemoryExt::thread_ids`]).
 pub async fn thread_ids(store: &dyn AgentMemory) -> Result<Vec<ThreadId>> {
-    if !store.capabilities().checkpoints {
-        return Ok(Vec::new());
-    }
-    let mut ids: Vec<ThreadId> = store
-        .list_threads()
-        .await?
-        .into_iter()
-        .map(|t| t.thread)
-        .collect();
-    // Stores order threads by id too, but a database collation may not be byte order.
-    ids.sort();
-    ids.dedup();
-    Ok(ids)
+    store.thread_ids().await
 }
 
 /// Every checkpoint of `thread`, in every namespace, with the channel values it reads and its

@@ -42,17 +42,12 @@ impl SummaryRequest {
             encoding: TokenEncoding::default(),
         }
     }
+    agentmem_core::setters! {
+        /// Sets the temperature.
+        pub fn with_temperature(temperature: f32) { self.temperature = temperature }
 
-    /// Sets the temperature.
-    pub fn with_temperature(mut self, temperature: f32) -> Self {
-        self.temperature = temperature;
-        self
-    }
-
-    /// Sets the encoding.
-    pub fn with_encoding(mut self, encoding: TokenEncoding) -> Self {
-        self.encoding = encoding;
-        self
+        /// Sets the encoding.
+        pub fn with_encoding(encoding: TokenEncoding) { self.encoding = encoding }
     }
 }
 

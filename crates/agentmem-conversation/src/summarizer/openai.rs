@@ -85,22 +85,15 @@ impl OpenAiSummarizer {
         }
     }
 
-    /// Sets the base URL (the part before `/chat/completions`).
-    pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = url.into();
-        self
-    }
+    agentmem_core::setters! {
+        /// Sets the base URL (the part before `/chat/completions`).
+        pub fn with_base_url(url: impl Into<String>) { self.base_url = url.into() }
 
-    /// Sets the API key, overriding `OPENAI_API_KEY`.
-    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
-        self
-    }
+        /// Sets the API key, overriding `OPENAI_API_KEY`.
+        pub fn with_api_key(key: impl Into<String>) { self.api_key = Some(key.into()) }
 
-    /// Sets the request timeout.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
+        /// Sets the request timeout.
+        pub fn with_timeout(timeout: Duration) { self.timeout = timeout }
     }
 
     /// The model name.

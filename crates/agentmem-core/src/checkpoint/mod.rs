@@ -23,7 +23,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::{check_metadata_depth, Metadata};
+use crate::model::{check_metadata_depth, check_stored_text as check_text, Metadata};
 use crate::name::{CheckpointId, CheckpointNs, ThreadId};
 
 mod thread;
@@ -257,23 +257,6 @@ pub const MAX_CHECKPOINT_TEXT_BYTES: usize = 1024;
 
 /// The longest task path accepted, in bytes (nested subgraphs make long paths).
 pub const MAX_TASK_PATH_BYTES: usize = 4 * MAX_CHECKPOINT_TEXT_BYTES;
-
-/// Refuses `value` when longer than `max` bytes or holding a NUL (no backend keeps one in a key
-/// or a text column), naming `what`.
-fn check_text(what: &str, value: &str, max: usize) -> Result<()> {
-    if value.len() > max {
-        return Err(Error::invalid_input(format!(
-            "{what} is {} bytes long, the limit is {max}",
-            value.len()
-        )));
-    }
-    if value.contains('\0') {
-        return Err(Error::invalid_input(format!(
-            "{what} contains a NUL character"
-        )));
-    }
-    Ok(())
-}
 
 fn check_typed(what: &str, value: &TypedBytes) -> Result<()> {
     check_text(

@@ -28,10 +28,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::model::check_stored_text as check_text;
 
 mod state;
 
-pub use state::GraphState;
+pub use state::{fresh_texts, GraphState};
 
 /// The most bytes an entity name, entity type or relation type may take.
 pub const MAX_GRAPH_NAME_BYTES: usize = 1024;
@@ -238,22 +239,6 @@ pub fn entity_not_found(name: &str) -> Error {
 /// The error of a store that keeps no graph (see [`refuse_graph!`](crate::refuse_graph)).
 pub fn unsupported(backend: &str) -> Error {
     Error::unsupported(format!("the {backend} store keeps no knowledge graph"))
-}
-
-fn check_text(what: &str, text: &str, max: usize) -> Result<()> {
-    if text.len() > max {
-        return Err(Error::invalid_input(format!(
-            "{what} is {} bytes; at most {max} are stored",
-            text.len()
-        )));
-    }
-    // PostgreSQL text cannot hold NUL; one rule for every backend.
-    if text.contains('\0') {
-        return Err(Error::invalid_input(format!(
-            "{what} contains a NUL character"
-        )));
-    }
-    Ok(())
 }
 
 fn check_batch(what: &str, len: usize) -> Result<()> {

@@ -94,7 +94,7 @@ impl GraphState {
                 continue;
             }
             let entity = Entity {
-                observations: unique(&entity.observations, |_| false),
+                observations: fresh_texts(&entity.observations, |_| false),
                 ..entity.clone()
             };
             self.by_name
@@ -129,8 +129,8 @@ impl GraphState {
         for addition in additions {
             let index = self.by_name[&addition.entity_name];
             let entity = &mut self.entities[index];
-            let held: HashSet<&String> = entity.observations.iter().collect();
-            let added = unique(&addition.contents, |o| held.contains(o));
+            let held: HashSet<&str> = entity.observations.iter().map(String::as_str).collect();
+            let added = fresh_texts(&addition.contents, |o| held.contains(o));
             entity.observations.extend(added.iter().cloned());
             results.push(AddedObservations {
                 entity_name: addition.entity_name.clone(),
@@ -193,11 +193,14 @@ impl GraphState {
     }
 }
 
-/// The texts of `texts` that `held` does not hold, each once, in order.
-fn unique(texts: &[String], held: impl Fn(&String) -> bool) -> Vec<String> {
+/// The texts of `texts` that `held` does not hold, each once, in order: what adding
+/// observations (or entities' first ones) keeps. Every store with a graph shares this rule.
+pub fn fresh_texts<'a>(
+    texts: impl IntoIterator<Item = &'a String>, held: impl Fn(&str) -> bool,
+) -> Vec<String> {
     let mut seen = HashSet::new();
     texts
-        .iter()
+        .into_iter()
         .filter(|t| !held(t) && seen.insert(t.as_str()))
         .cloned()
         .collect()

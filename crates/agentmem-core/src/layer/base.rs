@@ -16,6 +16,23 @@ use crate::store::{
     AgentMemory, Capabilities, CheckpointStore, GraphStore, MemoryStore, SessionStore, VectorStore,
 };
 
+/// The blanket impl of one store trait for every [`LayeredStore`]: each operation calls the
+/// layer's own (its override, or the default that forwards to the inner store).
+macro_rules! layer_is_store {
+    ($trait:ident { $($also:tt)* } $(fn $op:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
+        #[$crate::async_trait]
+        impl<L: LayeredStore> $trait for L {
+            $($also)*
+
+            $(
+                async fn $op(&self, $($arg: $ty),*) -> Result<$out> {
+                    LayeredStore::$op(self, $($arg),*).await
+                }
+            )*
+        }
+    };
+}
+
 macro_rules! layered_store {
     (
         sessions { $($sv:ident => fn $sn:ident ($($sa:ident : $st:ty),* $(,)?) -> $so:ty { $($sspan:tt)* };)* }
@@ -88,8 +105,7 @@ macro_rules! layered_store {
             )*
         }
 
-        #[$crate::async_trait]
-        impl<L: LayeredStore> SessionStore for L {
+        layer_is_store!(SessionStore {
             fn backend(&self) -> &'static BackendInfo {
                 LayeredStore::backend(self)
             }
@@ -97,49 +113,11 @@ macro_rules! layered_store {
             fn capabilities(&self) -> Capabilities {
                 LayeredStore::capabilities(self)
             }
-
-            $(
-                async fn $sn(&self, $($sa: $st),*) -> Result<$so> {
-                    LayeredStore::$sn(self, $($sa),*).await
-                }
-            )*
-        }
-
-        #[$crate::async_trait]
-        impl<L: LayeredStore> MemoryStore for L {
-            $(
-                async fn $mn(&self, $($ma: $mt),*) -> Result<$mo> {
-                    LayeredStore::$mn(self, $($ma),*).await
-                }
-            )*
-        }
-
-        #[$crate::async_trait]
-        impl<L: LayeredStore> CheckpointStore for L {
-            $(
-                async fn $cn(&self, $($ca: $ct),*) -> Result<$co> {
-                    LayeredStore::$cn(self, $($ca),*).await
-                }
-            )*
-        }
-
-        #[$crate::async_trait]
-        impl<L: LayeredStore> GraphStore for L {
-            $(
-                async fn $gn(&self, $($ga: $gt),*) -> Result<$go> {
-                    LayeredStore::$gn(self, $($ga),*).await
-                }
-            )*
-        }
-
-        #[$crate::async_trait]
-        impl<L: LayeredStore> VectorStore for L {
-            $(
-                async fn $vn(&self, $($va: $vt),*) -> Result<$vo> {
-                    LayeredStore::$vn(self, $($va),*).await
-                }
-            )*
-        }
+        } $(fn $sn($($sa: $st),*) -> $so;)*);
+        layer_is_store!(MemoryStore {} $(fn $mn($($ma: $mt),*) -> $mo;)*);
+        layer_is_store!(CheckpointStore {} $(fn $cn($($ca: $ct),*) -> $co;)*);
+        layer_is_store!(GraphStore {} $(fn $gn($($ga: $gt),*) -> $go;)*);
+        layer_is_store!(VectorStore {} $(fn $vn($($va: $vt),*) -> $vo;)*);
     };
 }
 

@@ -93,6 +93,29 @@ macro_rules! layer_and_store {
             inner: S,
         }
 
+        $crate::holds_inner_store!($store);
+    };
+}
+
+/// For a layer's store type `$store<S>` that keeps the store it wraps in a field `inner`:
+/// `into_inner`, giving that store back, and `Deref` to it, so the inner store's own methods
+/// stay reachable through the layer (as `(*layered).method()`).
+///
+/// ```
+/// #[derive(Debug)]
+/// pub struct Counted<S> {
+///     inner: S,
+///     calls: u64,
+/// }
+/// agentmem_core::holds_inner_store!(Counted);
+///
+/// let counted = Counted { inner: vec![1, 2], calls: 0 };
+/// assert_eq!(counted.len(), 2);
+/// assert_eq!(counted.into_inner(), [1, 2]);
+/// ```
+#[macro_export]
+macro_rules! holds_inner_store {
+    ($store:ident) => {
         impl<S> $store<S> {
             /// The store inside this layer.
             pub fn into_inner(self) -> S {
@@ -100,7 +123,7 @@ macro_rules! layer_and_store {
             }
         }
 
-        impl<S> std::ops::Deref for $store<S> {
+        impl<S> ::std::ops::Deref for $store<S> {
             type Target = S;
             fn deref(&self) -> &S {
                 &self.inner

@@ -286,12 +286,9 @@ enum Written<'a> {
     Other,
 }
 
-impl<S> Retained<S> {
-    /// The store inside this layer.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
+crate::holds_inner_store!(Retained);
 
+impl<S> Retained<S> {
     /// The retention this store enforces.
     pub fn retention(&self) -> &Retention {
         &self.retention
@@ -328,13 +325,6 @@ impl<S> Retained<S> {
             || state
                 .last
                 .is_none_or(|last| last.elapsed() >= self.retention.sweep_every)
-    }
-}
-
-impl<S> std::ops::Deref for Retained<S> {
-    type Target = S;
-    fn deref(&self) -> &S {
-        &self.inner
     }
 }
 
@@ -501,10 +491,7 @@ sweeping_writes! {
 
         /// The new session is the one that may be beyond `keep`.
         async fn fork(
-            &self,
-            source: &SessionId,
-            target: &SessionId,
-            at: Option<&MessageId>,
+            &self, source: &SessionId, target: &SessionId, at: Option<&MessageId>,
         ) -> Result<SessionInfo> {
             let info = self.inner.fork(source, target, at).await?;
             self.after(Written::Session(target)).await;
@@ -513,9 +500,7 @@ sweeping_writes! {
 
         /// Sweeps only when `keep` counts per owner and the patch sets or clears the owner.
         async fn update_session(
-            &self,
-            session: &SessionId,
-            patch: &SessionPatch,
+            &self, session: &SessionId, patch: &SessionPatch,
         ) -> Result<SessionInfo> {
             let info = self.inner.update_session(session, patch).await?;
             self.after(Written::Labels(patch)).await;
@@ -543,6 +528,14 @@ mod tests {
         InMemoryStore::new().with_layer(RetainLayer::new(Retention::new(policy).expect("policy")))
     }
 
+    /// Appends a user message saying `text` to session `session`.
+    async fn say(store: &impl AgentMemoryExt, session: &str, text: &str) {
+        store
+            .append_one(&sid(session), Message::user(text))
+            .await
+            .expect("append");
+    }
+
     async fn ids(store: &impl AgentMemoryExt) -> Vec<SessionId> {
         store.session_ids().await.expect("list")
     }
@@ -553,34 +546,22 @@ mod tests {
             max_sessions: Some(2),
             ..RetentionPolicy::default()
         });
-        store
-            .append_one(&sid("a"), Message::user("1"))
-            .await
-            .unwrap();
+        say(&store, "a", "1").await;
         store
             .save_session(&sid("b"), &[Message::user("2")], &Metadata::new())
             .await
             .unwrap();
         assert_eq!(ids(&store).await, ["a", "b"]);
         // Writing an existing session deletes nothing.
-        store
-            .append_one(&sid("a"), Message::user("3"))
-            .await
-            .unwrap();
+        say(&store, "a", "3").await;
         assert_eq!(ids(&store).await, ["a", "b"]);
         // A fork makes a third: the least recently written (b) goes.
         store.fork(&sid("a"), &sid("c"), None).await.unwrap();
         assert_eq!(ids(&store).await, ["a", "c"]);
         // Through the inner store, nothing is enforced; the next new session sweeps.
-        (*store)
-            .append_one(&sid("d"), Message::user("4"))
-            .await
-            .unwrap();
+        say(&*store, "d", "4").await;
         assert_eq!(ids(&store).await, ["a", "c", "d"]);
-        store
-            .append_one(&sid("e"), Message::user("5"))
-            .await
-            .unwrap();
+        say(&store, "e", "5").await;
         assert_eq!(ids(&store).await, ["d", "e"]);
     }
 
@@ -594,24 +575,15 @@ mod tests {
         .unwrap();
         let store = InMemoryStore::new().with_layer(RetainLayer::new(retention));
         for (name, owner) in [("a1", "ann"), ("b1", "bob"), ("a2", "ann")] {
-            store
-                .append_one(&sid(name), Message::user(name))
-                .await
-                .unwrap();
+            say(&store, name, name).await;
             store
                 .update_session(&sid(name), &SessionPatch::default().owner(owner))
                 .await
                 .unwrap();
         }
         assert_eq!(ids(&store).await, ["a2", "b1"]);
-        store
-            .append_one(&sid("n1"), Message::user("x"))
-            .await
-            .unwrap();
-        store
-            .append_one(&sid("n2"), Message::user("y"))
-            .await
-            .unwrap();
+        say(&store, "n1", "x").await;
+        say(&store, "n2", "y").await;
         assert_eq!(
             ids(&store).await,
             ["a2", "b1", "n2"],
@@ -671,10 +643,7 @@ mod tests {
         );
         // Sessions are not counted per agent: none is deleted.
         for name in ["s1", "s2"] {
-            store
-                .append_one(&sid(name), Message::user(name))
-                .await
-                .unwrap();
+            say(&store, name, name).await;
         }
         assert_eq!(ids(&store).await, ["s1", "s2"]);
 
@@ -719,18 +688,12 @@ mod tests {
         .unwrap()
         .sweep_every(Duration::ZERO);
         let store = InMemoryStore::new().with_layer(RetainLayer::new(retention));
-        store
-            .append_one(&sid("old"), Message::user("1"))
-            .await
-            .unwrap();
+        say(&store, "old", "1").await;
         let item = MemoryItem::new(MemoryKind::Fact, "old fact");
         store.put_memory(&item).await.unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
         // A write of anything sweeps: the session and the item past the limit go.
-        store
-            .append_one(&sid("new"), Message::user("2"))
-            .await
-            .unwrap();
+        say(&store, "new", "2").await;
         assert_eq!(ids(&store).await, ["new"]);
         let items = store.list_memories(&MemoryFilter::default()).await.unwrap();
         assert!(items.is_empty(), "{items:?}");
@@ -745,15 +708,9 @@ mod tests {
         .unwrap()
         .sweep_every(Duration::from_secs(3600));
         let store = InMemoryStore::new().with_layer(RetainLayer::new(retention));
-        store
-            .append_one(&sid("old"), Message::user("1"))
-            .await
-            .unwrap();
+        say(&store, "old", "1").await;
         tokio::time::sleep(Duration::from_millis(200)).await;
-        store
-            .append_one(&sid("new"), Message::user("2"))
-            .await
-            .unwrap();
+        say(&store, "new", "2").await;
         assert_eq!(
             ids(&store).await,
             ["new", "old"],

@@ -24,15 +24,11 @@ local RELS = P .. ':g:rels'
 -- `NUL observation` for each observation in the order added: what reads return, one MGET for
 -- many entities (APPEND adds to it). Keyed by number, so reads build key names without
 -- escaping, and a re-created entity starts afresh.
-local function ekey(id)
-  return P .. ':g:e:' .. id
-end
+local ekey = keys_under(P .. ':g:e:')
 
 -- Set: the observations of entity number `id`, the duplicate check of additions and
 -- deletions. Gone with the entity, or by itself when its last observation is deleted.
-local function okey(id)
-  return P .. ':g:o:' .. id
-end
+local okey = keys_under(P .. ':g:o:')
 
 -- Sorted set: the relations (RELS members) with `name` as from or to -> their numbers, the
 -- entity stored or not (delete_entities finds them here, without a scan).

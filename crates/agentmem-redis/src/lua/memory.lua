@@ -19,18 +19,12 @@ local TERMS = P .. ':mem:terms'      -- hash: id -> index JSON, to undo the post
 -- words:<kind>:<scope> per scope (dropped when the scope has no item of the kind left)
 local MSTATS = P .. ':mem:stats'
 
-local function kindkey(kind)
-  return P .. ':mem:kind:' .. kind
-end
+local kindkey = keys_under(P .. ':mem:kind:')
 
 -- Sorted set: ids of the scope's items -> insertion sequence (`P:mem:scope:` for global).
-local function scopekey(scope)
-  return P .. ':mem:scope:' .. scope
-end
+local scopekey = keys_under(P .. ':mem:scope:')
 
-local function mtkey(term)
-  return P .. ':mem:t:' .. term
-end
+local mtkey = keys_under(P .. ':mem:t:')
 
 -- created, expires ('' for never), scope, kind, key ('' for none) of a stored item, or nil.
 local function item_meta(id)

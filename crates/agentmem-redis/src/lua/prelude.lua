@@ -24,9 +24,7 @@ local function sk(sid, part)
   return P .. ':s:' .. sid .. ':' .. part
 end
 
-local function ixkey(term)
-  return P .. ':ix:' .. term
-end
+local ixkey = keys_under(P .. ':ix:')
 
 -- The session's search index lives in epochs: every save and compaction starts a new one,
 -- so the old messages' postings stop being read at once (O(1)) and are deleted later, a

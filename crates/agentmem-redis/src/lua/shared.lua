@@ -57,3 +57,11 @@ local function byte_less(a, b)
   end
   return #a < #b
 end
+
+-- The builder of the keys under `prefix` (a key root and its kind's part, as `P .. ':g:e:'`):
+-- a function from the last part of a key (already fit for a key name) to the whole key.
+local function keys_under(prefix)
+  return function(part)
+    return prefix .. part
+  end
+end
