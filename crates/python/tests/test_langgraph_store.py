@@ -526,6 +526,8 @@ def test_a_bad_embedding_raises_and_writes_nothing(store):
         [[1.0, float("nan")], [1.0, 2.0]],
         [[1.0, "2"], [1.0, 2.0]],
         [[True, 1.0], [1.0, 2.0]],
+        None,
+        [1.0, 2.0],
     ]:
         subject = AgentmemStore(store=store, index=answers(vectors))
         with pytest.raises(agentmem.InvalidInput):

@@ -300,14 +300,18 @@ class _Index:
     def checked(self, vectors: Any, count: int) -> list[list[float]]:
         """What ``embed`` returned for ``count`` texts, checked: ``count`` vectors of ``dims``
         finite numbers each (anything else would be stored and ranked wrongly)."""
-        vectors = list(vectors)
+        try:
+            vectors = [list(vector) for vector in vectors]
+        except TypeError:
+            raise InvalidInput(
+                "invalid input: the index's embed did not return a list of vectors"
+            ) from None
         if len(vectors) != count:
             raise InvalidInput(
                 f"invalid input: the index's embed returned {len(vectors)} vectors for"
                 f" {count} texts"
             )
         for vector in vectors:
-            vector = list(vector)
             if len(vector) != self.dims or not all(
                 isinstance(x, Real) and not isinstance(x, bool) and math.isfinite(x) for x in vector
             ):
