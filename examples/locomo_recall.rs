@@ -93,11 +93,9 @@ async fn main() -> Result<()> {
         }
         let turn_of = fill(&store, conversation, reused).await?;
         turns += turn_of.len();
-        let options = RecallOptions {
-            embed_messages: true,
-            fusion,
-            ..RecallOptions::default()
-        };
+        let options = RecallOptions::default()
+            .with_embed_messages(true)
+            .with_fusion(fusion);
         let recall = Recall::new(Arc::clone(&store), Arc::clone(&embedder), options);
         recall.index(&mut |_| {}).await?;
         for mode in &modes {

@@ -71,10 +71,7 @@ pub fn recall_for(store: Arc<dyn AgentMemory>, url: &str) -> Result<Option<Recal
         return Ok(None);
     };
     let embedder = embedder(&options.embedder)?;
-    let recall_options = RecallOptions {
-        embed_messages: options.messages,
-        ..RecallOptions::default()
-    };
+    let recall_options = RecallOptions::default().with_embed_messages(options.messages);
     Ok(Some(Recall::new(store, embedder, recall_options)))
 }
 

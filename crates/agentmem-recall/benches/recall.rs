@@ -127,10 +127,7 @@ fn searches(c: &mut Criterion) {
         let uncached = Recall::new(
             Arc::clone(&store),
             embedder,
-            RecallOptions {
-                vector_cache_bytes: 0,
-                ..RecallOptions::default()
-            },
+            RecallOptions::default().with_vector_cache_bytes(0),
         );
         let mut group = c.benchmark_group(format!("recall/{backend}/{n}"));
         bench::quick_group(&mut group);

@@ -14,8 +14,17 @@ use crate::cache::{dot, unit, UnitVector, VectorCache, DEFAULT_VECTOR_CACHE_BYTE
 use crate::fusion::{Fusion, SearchMode};
 use crate::similarity::vector_key;
 
-/// How a [`Recall`] embeds and ranks.
+/// How a [`Recall`] embeds and ranks: the default, changed by its `with_` methods (more
+/// options may come, so it is not built as a struct literal outside this crate).
+///
+/// ```
+/// use agentmem_recall::RecallOptions;
+/// let options = RecallOptions::default().with_embed_messages(true).with_vector_cache_bytes(0);
+/// assert!(options.embed_messages);
+/// assert_eq!(options.vector_cache_bytes, 0);
+/// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RecallOptions {
     /// Embed messages as well as memory items (the store URL option `embed=messages`).
     pub embed_messages: bool,
@@ -35,6 +44,19 @@ impl Default for RecallOptions {
             fusion: Fusion::default(),
             vector_cache_bytes: DEFAULT_VECTOR_CACHE_BYTES,
         }
+    }
+}
+
+impl RecallOptions {
+    agentmem_core::setters! {
+        /// Embeds messages as well as memory items (or not).
+        pub fn with_embed_messages(on: bool) { self.embed_messages = on }
+
+        /// Sets how hybrid search weighs the two rankings.
+        pub fn with_fusion(fusion: Fusion) { self.fusion = fusion }
+
+        /// Sets how many bytes of decoded vectors are kept between searches (0: none).
+        pub fn with_vector_cache_bytes(bytes: usize) { self.vector_cache_bytes = bytes }
     }
 }
 

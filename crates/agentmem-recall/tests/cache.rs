@@ -71,10 +71,7 @@ async fn filled(watched: Arc<Watched>) -> Arc<Watched> {
 fn recall(store: &Arc<Watched>, cache_bytes: usize) -> Recall {
     let store: Arc<dyn AgentMemory> = store.clone();
     let embedder: Arc<dyn Embedder> = Arc::new(ConceptEmbedder::default());
-    let options = RecallOptions {
-        vector_cache_bytes: cache_bytes,
-        ..RecallOptions::default()
-    };
+    let options = RecallOptions::default().with_vector_cache_bytes(cache_bytes);
     Recall::new(store, embedder, options)
 }
 

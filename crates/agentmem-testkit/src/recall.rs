@@ -53,10 +53,7 @@ fn fact(text: &str) -> MemoryItem {
 }
 
 fn recall(store: &Arc<dyn AgentMemory>, embedder: &Arc<dyn Embedder>, messages: bool) -> Recall {
-    let options = RecallOptions {
-        embed_messages: messages,
-        ..RecallOptions::default()
-    };
+    let options = RecallOptions::default().with_embed_messages(messages);
     Recall::new(Arc::clone(store), Arc::clone(embedder), options)
 }
 
