@@ -146,7 +146,7 @@ pub const MAX_METADATA_DEPTH: usize = 64;
 pub(crate) fn check_stored_text(what: &str, text: &str, max: usize) -> Result<()> {
     if text.len() > max {
         return Err(Error::invalid_input(format!(
-            "{what} is {} bytes long, the limit is {max}",
+            "{what} is {} bytes; at most {max} are stored",
             text.len()
         )));
     }
