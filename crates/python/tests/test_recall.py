@@ -231,7 +231,10 @@ def test_messages_by_meaning_need_embed_messages(recall_url):
 
 def test_an_unknown_mode_is_invalid_input(recall_url):
     store = agentmem.open(recall_url())
-    with pytest.raises(agentmem.InvalidInput, match="keyword, semantic or hybrid"):
+    with pytest.raises(
+        agentmem.InvalidInput,
+        match="unknown search mode .*valid values are keyword, semantic, hybrid",
+    ):
         store.search("x", mode="fuzzy")  # type: ignore[arg-type]
 
 
