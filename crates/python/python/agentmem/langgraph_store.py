@@ -354,10 +354,10 @@ def _decode_vectors(raw: Mapping[str, Any]) -> _Vectors:
     return vectors
 
 
-def _cosine(query: list[float], vector: list[float]) -> float:
+def _cosine(query: list[float], query_norm: float, vector: list[float]) -> float:
     """Cosine similarity, 0 when either vector is zero (as ``InMemoryStore`` scores)."""
     dot = sum(a * b for a, b in zip(query, vector))
-    norms = math.sqrt(sum(a * a for a in query)) * math.sqrt(sum(b * b for b in vector))
+    norms = query_norm * math.sqrt(sum(b * b for b in vector))
     return dot / norms if norms > 0 else 0.0
 
 
@@ -368,9 +368,10 @@ def _ranked(
     (ties in store order), the page ``offset``/``limit`` of those, then, while the page is not
     full, items without vectors (put with ``index=False``, or before the index) unscored. A
     vector of other dimensions (another embedding model) does not score."""
+    query_norm = math.sqrt(sum(a * a for a in query))
     scored = sorted(
         (
-            (_cosine(query, vector), position)
+            (_cosine(query, query_norm, vector), position)
             for position, (_, vectors) in enumerate(candidates)
             for vector in vectors.values()
             if len(vector) == len(query)
@@ -533,30 +534,39 @@ class _Snapshot:
 
     def __init__(self, store: AgentmemStore) -> None:
         self._store = store
-        self._items: list[tuple[SearchItem, _Vectors]] | None = None
+        # Each item with the memory item it was decoded from.
+        self._read: list[tuple[SearchItem, Mapping[str, Any]]] | None = None
+        self._items: list[SearchItem] | None = None
+        self._with_vectors: list[tuple[SearchItem, _Vectors]] | None = None
         #: How many memory items the store's kind and scope hold (other tools' included).
         self.held = 0
 
-    def items(self) -> list[SearchItem]:
-        return [item for item, _ in self.with_vectors()]
-
-    def with_vectors(self) -> list[tuple[SearchItem, _Vectors]]:
-        """The items, each with its vectors (none when the store has no index)."""
-        if self._items is None:
+    def _entries(self) -> list[tuple[SearchItem, Mapping[str, Any]]]:
+        if self._read is None:
             raws = self._store.store._native.memories(KIND, dict(SCOPE), True, None)
             self.held = len(raws)
-            indexed = self._store._index is not None
-            items = [
-                (item, _decode_vectors(raw) if indexed else {})
-                for raw, item in ((raw, _decode(raw)) for raw in raws)
+            read = [
+                (item, raw)
+                for item, raw in ((_decode(raw), raw) for raw in raws)
                 if item is not None
             ]
             first: dict[Namespace, int] = {}
-            for index, (item, _) in enumerate(items):
+            for index, (item, _) in enumerate(read):
                 first.setdefault(item.namespace, index)
-            items.sort(key=lambda pair: first[pair[0].namespace])
-            self._items = items
+            read.sort(key=lambda entry: first[entry[0].namespace])
+            self._read = read
+        return self._read
+
+    def items(self) -> list[SearchItem]:
+        if self._items is None:
+            self._items = [item for item, _ in self._entries()]
         return self._items
+
+    def with_vectors(self) -> list[tuple[SearchItem, _Vectors]]:
+        """The items, each with its vectors: decoded only when a search ranks by meaning."""
+        if self._with_vectors is None:
+            self._with_vectors = [(item, _decode_vectors(raw)) for item, raw in self._entries()]
+        return self._with_vectors
 
 
 class _Plan:
@@ -593,16 +603,31 @@ class _Plan:
             if self._index is not None
             else []
         )
-        #: Each put's vectors, by field path (after ``embedded``).
+        #: Each put's vectors, by field path (after ``embed``/``aembed``).
         self.put_vectors: dict[tuple[Namespace, str], _Vectors] = {}
-        #: Each query's vector (after ``embedded``).
+        #: Each query's vector (after ``embed``/``aembed``).
         self.query_vectors: dict[str, list[float]] = {}
 
-    def embedded(self, documents: Any, queries: list[Any]) -> None:
+    def embed(self) -> None:
+        """Embeds ``texts`` and ``queries`` (with an index) by the sync methods."""
+        if self._index is not None:
+            embeddings = self._index.embeddings
+            self._embedded(
+                self._index,
+                embeddings.embed_documents(self.texts) if self.texts else [],
+                [embeddings.embed_query(query) for query in self.queries],
+            )
+
+    async def aembed(self) -> None:
+        """Embeds ``texts`` and ``queries`` (with an index) by the async methods."""
+        if self._index is not None:
+            embeddings = self._index.embeddings
+            documents = await embeddings.aembed_documents(self.texts) if self.texts else []
+            queries = await asyncio.gather(*map(embeddings.aembed_query, self.queries))
+            self._embedded(self._index, documents, list(queries))
+
+    def _embedded(self, index: _Index, documents: Any, queries: list[Any]) -> None:
         """Takes what ``embed`` returned for ``texts`` and ``queries``, checked."""
-        index = self._index
-        if index is None:
-            return
         by_text = dict(zip(self.texts, index.checked(documents, len(self.texts))))
         self.query_vectors = dict(zip(self.queries, index.checked(queries, len(self.queries))))
         self.put_vectors = {
@@ -665,22 +690,13 @@ class AgentmemStore(_OnStore, BaseStore):
         puts, which are applied last, the last put of each (namespace, key) winning. Each put
         is atomic; the batch as a whole is not a transaction."""
         plan = _Plan(self, ops)
-        if self._index is not None:
-            embeddings = self._index.embeddings
-            plan.embedded(
-                embeddings.embed_documents(plan.texts) if plan.texts else [],
-                [embeddings.embed_query(query) for query in plan.queries],
-            )
+        plan.embed()
         return self._run(plan)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` on a worker thread, embedding (with an ``index``) by the async methods."""
         plan = _Plan(self, ops)
-        if self._index is not None:
-            embeddings = self._index.embeddings
-            documents = await embeddings.aembed_documents(plan.texts) if plan.texts else []
-            queries = await asyncio.gather(*map(embeddings.aembed_query, plan.queries))
-            plan.embedded(documents, list(queries))
+        await plan.aembed()
         return await asyncio.to_thread(self._run, plan)
 
     def _run(self, plan: _Plan) -> list[Result]:
@@ -713,12 +729,12 @@ class AgentmemStore(_OnStore, BaseStore):
     ) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         n = len(prefix)
+
+        def wanted(item: SearchItem) -> bool:
+            return item.namespace[:n] == prefix and _matches(item, op.filter)
+
         if op.query and op.query in query_vectors:
-            candidates_with_vectors = [
-                (item, vectors)
-                for item, vectors in snapshot.with_vectors()
-                if item.namespace[:n] == prefix and _matches(item, op.filter)
-            ]
+            candidates_with_vectors = [pair for pair in snapshot.with_vectors() if wanted(pair[0])]
             return _ranked(candidates_with_vectors, query_vectors[op.query], op.offset, op.limit)
         if op.query:
             # Every hit, so that the prefix and filter choose among all of them.
@@ -733,11 +749,7 @@ class AgentmemStore(_OnStore, BaseStore):
             ]
         else:
             candidates = snapshot.items()
-        found = [
-            item
-            for item in candidates
-            if item.namespace[:n] == prefix and _matches(item, op.filter)
-        ]
+        found = [item for item in candidates if wanted(item)]
         return found[op.offset : op.offset + op.limit]
 
     def _list_namespaces(self, op: ListNamespacesOp, snapshot: _Snapshot) -> list[Namespace]:
