@@ -23,7 +23,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::{check_metadata_depth, check_stored_text as check_text, Metadata};
+use crate::model::{check_metadata_depth, check_stored_text, Metadata};
 use crate::name::{CheckpointId, CheckpointNs, ThreadId};
 
 mod thread;
@@ -259,7 +259,7 @@ pub const MAX_CHECKPOINT_TEXT_BYTES: usize = 1024;
 pub const MAX_TASK_PATH_BYTES: usize = 4 * MAX_CHECKPOINT_TEXT_BYTES;
 
 fn check_typed(what: &str, value: &TypedBytes) -> Result<()> {
-    check_text(
+    check_stored_text(
         &format!("the type tag of {what}"),
         &value.type_tag,
         MAX_CHECKPOINT_TEXT_BYTES,
@@ -267,8 +267,8 @@ fn check_typed(what: &str, value: &TypedBytes) -> Result<()> {
 }
 
 fn check_channel_version(channel: &str, version: &str) -> Result<()> {
-    check_text("a channel name", channel, MAX_CHECKPOINT_TEXT_BYTES)?;
-    check_text(
+    check_stored_text("a channel name", channel, MAX_CHECKPOINT_TEXT_BYTES)?;
+    check_stored_text(
         &format!("the version of channel {channel:?}"),
         version,
         MAX_CHECKPOINT_TEXT_BYTES,
@@ -301,9 +301,9 @@ impl ChannelBlob {
 impl PendingWrite {
     /// Checks that the write can be stored: see [`Checkpoint::validate`].
     pub fn validate(&self) -> Result<()> {
-        check_text("a task id", &self.task_id, MAX_CHECKPOINT_TEXT_BYTES)?;
-        check_text("a task path", &self.task_path, MAX_TASK_PATH_BYTES)?;
-        check_text("a channel name", &self.channel, MAX_CHECKPOINT_TEXT_BYTES)?;
+        check_stored_text("a task id", &self.task_id, MAX_CHECKPOINT_TEXT_BYTES)?;
+        check_stored_text("a task path", &self.task_path, MAX_TASK_PATH_BYTES)?;
+        check_stored_text("a channel name", &self.channel, MAX_CHECKPOINT_TEXT_BYTES)?;
         check_typed("a pending write", &self.value)
     }
 }

@@ -28,7 +28,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::check_stored_text as check_text;
+use crate::model::check_stored_text;
 
 mod state;
 
@@ -224,7 +224,9 @@ impl GraphQuery {
     pub fn validate(&self) -> Result<()> {
         match self {
             GraphQuery::All => Ok(()),
-            GraphQuery::Search(text) => check_text("a search query", text, MAX_OBSERVATION_BYTES),
+            GraphQuery::Search(text) => {
+                check_stored_text("a search query", text, MAX_OBSERVATION_BYTES)
+            }
             GraphQuery::Open(names) => check_names(names),
         }
     }
@@ -251,13 +253,13 @@ fn check_batch(what: &str, len: usize) -> Result<()> {
 }
 
 fn check_name(name: &str) -> Result<()> {
-    check_text("an entity name", name, MAX_GRAPH_NAME_BYTES)
+    check_stored_text("an entity name", name, MAX_GRAPH_NAME_BYTES)
 }
 
 fn check_observation_texts(observations: &[String]) -> Result<()> {
     observations
         .iter()
-        .try_for_each(|o| check_text("an observation", o, MAX_OBSERVATION_BYTES))
+        .try_for_each(|o| check_stored_text("an observation", o, MAX_OBSERVATION_BYTES))
 }
 
 fn check_observations(observations: &[String]) -> Result<()> {
@@ -269,7 +271,7 @@ fn check_observations(observations: &[String]) -> Result<()> {
 /// import checks of a whole file before writing it in calls of the sizes a store takes.
 pub fn check_entity(entity: &Entity) -> Result<()> {
     check_name(&entity.name)?;
-    check_text("an entity type", &entity.entity_type, MAX_GRAPH_NAME_BYTES)?;
+    check_stored_text("an entity type", &entity.entity_type, MAX_GRAPH_NAME_BYTES)?;
     check_observation_texts(&entity.observations)
 }
 
@@ -277,7 +279,7 @@ pub fn check_entity(entity: &Entity) -> Result<()> {
 pub fn check_relation(relation: &Relation) -> Result<()> {
     check_name(&relation.from)?;
     check_name(&relation.to)?;
-    check_text(
+    check_stored_text(
         "a relation type",
         &relation.relation_type,
         MAX_GRAPH_NAME_BYTES,
