@@ -10,138 +10,140 @@
 
 use std::fmt;
 
-/// Hands the list of operations to `$callback!`, in this form (one entry per operation):
+/// Hands the list of operations to `$callback!`, in this form (one group per store trait, one
+/// entry per operation):
 ///
 /// ```text
-/// sessions { $( #[doc] Variant => fn name(arg: Type, ...) -> Output
-///               { session: expr, writes: expr?, reads: closure? }; )* }
-/// memories { ...the same... }
-/// checkpoints { ...the same... }
-/// graph { ...the same... }
-/// vectors { ...the same... }
+/// stores {
+///     $( Trait { $( Variant => fn name(arg: Type, ...) -> Output
+///                   { session: expr, writes: expr?, reads: closure? }; )* } )*
+/// }
 /// others { $( #[doc] Variant => name; )* }
 /// ```
 ///
+/// `Trait` is the store trait the operation belongs to (`SessionStore`, `MemoryStore`, …),
 /// `session` is the session the operation is about (for the span), `writes` the number of
 /// messages it writes and `reads` counts the messages in its output. Types are named by
 /// `crate::` paths, so the callbacks live in this crate.
 macro_rules! for_each_operation {
     ($callback:ident) => {
         $callback! {
-            sessions {
-                SchemaVersion => fn schema_version() -> u32 { session: None };
-                SaveSession => fn save_session(
-                    id: &crate::SessionId, history: &[crate::Message], meta: &crate::Metadata
-                ) -> () { session: Some(id), writes: history.len() };
-                Append => fn append(session: &crate::SessionId, messages: &[crate::Message]) -> ()
-                    { session: Some(session), writes: messages.len() };
-                Load => fn load(session: &crate::SessionId, limit: Option<usize>)
-                    -> Option<crate::Session>
-                    { session: Some(session), reads: |s: &Option<crate::Session>| {
-                        s.as_ref().map_or(0, |s| s.messages.len())
-                    } };
-                ListSessions => fn list_sessions() -> Vec<crate::SessionInfo> { session: None };
-                DeleteSession => fn delete_session(session: &crate::SessionId) -> bool
-                    { session: Some(session) };
-                Compact => fn compact(session: &crate::SessionId, replacement: &[crate::Message])
-                    -> crate::ArchiveInfo
-                    { session: Some(session), writes: replacement.len() };
-                ListArchives => fn list_archives(session: &crate::SessionId)
-                    -> Vec<crate::ArchiveInfo> { session: Some(session) };
-                LoadArchive => fn load_archive(session: &crate::SessionId, archive: &crate::ArchiveId)
-                    -> crate::Archive
-                    { session: Some(session), reads: |a: &crate::Archive| a.messages.len() };
-                SearchMessages => fn search_messages(query: &str, scope: &crate::MessageQuery)
-                    -> Vec<crate::MessageHit>
-                    { session: scope.session.as_ref(), reads: |hits: &Vec<_>| hits.len() };
-                Purge => fn purge(policy: &crate::RetentionPolicy) -> crate::PurgeReport
-                    { session: None };
-                // The span names the new session: it is the one written.
-                Fork => fn fork(
-                    source: &crate::SessionId, target: &crate::SessionId,
-                    at: Option<&crate::MessageId>
-                ) -> crate::SessionInfo
-                    { session: Some(target), reads: |info: &crate::SessionInfo| {
-                        usize::try_from(info.message_count).unwrap_or(usize::MAX)
-                    } };
-                Rewind => fn rewind(session: &crate::SessionId, to: &crate::Rewind)
-                    -> Vec<crate::Message>
-                    { session: Some(session), reads: |removed: &Vec<_>| removed.len() };
-                UpdateSession => fn update_session(
-                    session: &crate::SessionId, patch: &crate::SessionPatch
-                ) -> crate::SessionInfo { session: Some(session) };
-                FindSessions => fn find_sessions(query: &crate::SessionQuery)
-                    -> crate::SessionPage { session: None };
-                ReplaceArchive => fn replace_archive(
-                    session: &crate::SessionId, archive: &crate::ArchiveId,
-                    messages: &[crate::Message]
-                ) -> crate::ArchiveInfo { session: Some(session), writes: messages.len() };
-                StoreProperty => fn store_property(name: &str) -> Option<String>
-                    { session: None };
-                SetStoreProperty => fn set_store_property(change: &crate::PropertyChange<'_>)
-                    -> bool { session: None };
-            }
-            memories {
-                GetContext => fn get_context(query: Option<&str>) -> String { session: None };
-                PutMemory => fn put_memory(item: &crate::MemoryItem) -> crate::MemoryItem
-                    { session: None };
-                GetMemory => fn get_memory(id: &crate::MemoryId) -> Option<crate::MemoryItem>
-                    { session: None };
-                ListMemories => fn list_memories(filter: &crate::MemoryFilter)
-                    -> Vec<crate::MemoryItem> { session: None };
-                SearchMemories => fn search_memories(query: &str, filter: &crate::MemoryFilter)
-                    -> Vec<crate::MemoryHit> { session: None };
-                DeleteMemory => fn delete_memory(id: &crate::MemoryId) -> bool { session: None };
-            }
-            checkpoints {
-                PutCheckpoint => fn put_checkpoint(
-                    checkpoint: &crate::Checkpoint, blobs: &[crate::ChannelBlob]
-                ) -> () { session: None };
-                PutWrites => fn put_writes(
-                    at: &crate::CheckpointKey, writes: &[crate::PendingWrite]
-                ) -> () { session: None };
-                GetCheckpoint => fn get_checkpoint(
-                    thread: &crate::ThreadId, ns: &crate::CheckpointNs,
-                    id: Option<&crate::CheckpointId>
-                ) -> Option<crate::CheckpointTuple> { session: None };
-                ListCheckpoints => fn list_checkpoints(query: &crate::CheckpointQuery)
-                    -> Vec<crate::CheckpointTuple> { session: None };
-                ListThreads => fn list_threads() -> Vec<crate::ThreadInfo> { session: None };
-                DeleteThread => fn delete_thread(thread: &crate::ThreadId) -> bool
-                    { session: None };
-                DeleteRunCheckpoints => fn delete_run_checkpoints(run_ids: &[String]) -> u64
-                    { session: None };
-                CopyThread => fn copy_thread(source: &crate::ThreadId, target: &crate::ThreadId)
-                    -> u64 { session: None };
-                PruneCheckpoints => fn prune_checkpoints(
-                    threads: &[crate::ThreadId], keep: crate::CheckpointPrune
-                ) -> u64 { session: None };
-            }
-            graph {
-                CreateEntities => fn create_entities(entities: &[crate::Entity])
-                    -> Vec<crate::Entity> { session: None };
-                CreateRelations => fn create_relations(relations: &[crate::Relation])
-                    -> Vec<crate::Relation> { session: None };
-                AddObservations => fn add_observations(
-                    additions: &[crate::ObservationAddition]
-                ) -> Vec<crate::AddedObservations> { session: None };
-                DeleteEntities => fn delete_entities(names: &[String]) -> u64 { session: None };
-                DeleteObservations => fn delete_observations(
-                    deletions: &[crate::ObservationDeletion]
-                ) -> u64 { session: None };
-                DeleteRelations => fn delete_relations(relations: &[crate::Relation]) -> u64
-                    { session: None };
-                ReadGraph => fn read_graph(query: &crate::GraphQuery) -> crate::KnowledgeGraph
-                    { session: None };
-            }
-            vectors {
-                PutVectors => fn put_vectors(vectors: &[crate::StoredVector]) -> ()
-                    { session: None };
-                GetVectors => fn get_vectors(keys: &[crate::VectorKey])
-                    -> Vec<crate::StoredVector> { session: None };
-                DeleteVectors => fn delete_vectors(keys: &[crate::VectorKey]) -> u64
-                    { session: None };
-                ClearVectors => fn clear_vectors() -> u64 { session: None };
+            stores {
+                SessionStore {
+                    SchemaVersion => fn schema_version() -> u32 { session: None };
+                    SaveSession => fn save_session(
+                        id: &crate::SessionId, history: &[crate::Message], meta: &crate::Metadata
+                    ) -> () { session: Some(id), writes: history.len() };
+                    Append => fn append(session: &crate::SessionId, messages: &[crate::Message]) -> ()
+                        { session: Some(session), writes: messages.len() };
+                    Load => fn load(session: &crate::SessionId, limit: Option<usize>)
+                        -> Option<crate::Session>
+                        { session: Some(session), reads: |s: &Option<crate::Session>| {
+                            s.as_ref().map_or(0, |s| s.messages.len())
+                        } };
+                    ListSessions => fn list_sessions() -> Vec<crate::SessionInfo> { session: None };
+                    DeleteSession => fn delete_session(session: &crate::SessionId) -> bool
+                        { session: Some(session) };
+                    Compact => fn compact(session: &crate::SessionId, replacement: &[crate::Message])
+                        -> crate::ArchiveInfo
+                        { session: Some(session), writes: replacement.len() };
+                    ListArchives => fn list_archives(session: &crate::SessionId)
+                        -> Vec<crate::ArchiveInfo> { session: Some(session) };
+                    LoadArchive => fn load_archive(session: &crate::SessionId, archive: &crate::ArchiveId)
+                        -> crate::Archive
+                        { session: Some(session), reads: |a: &crate::Archive| a.messages.len() };
+                    SearchMessages => fn search_messages(query: &str, scope: &crate::MessageQuery)
+                        -> Vec<crate::MessageHit>
+                        { session: scope.session.as_ref(), reads: |hits: &Vec<_>| hits.len() };
+                    Purge => fn purge(policy: &crate::RetentionPolicy) -> crate::PurgeReport
+                        { session: None };
+                    // The span names the new session: it is the one written.
+                    Fork => fn fork(
+                        source: &crate::SessionId, target: &crate::SessionId,
+                        at: Option<&crate::MessageId>
+                    ) -> crate::SessionInfo
+                        { session: Some(target), reads: |info: &crate::SessionInfo| {
+                            usize::try_from(info.message_count).unwrap_or(usize::MAX)
+                        } };
+                    Rewind => fn rewind(session: &crate::SessionId, to: &crate::Rewind)
+                        -> Vec<crate::Message>
+                        { session: Some(session), reads: |removed: &Vec<_>| removed.len() };
+                    UpdateSession => fn update_session(
+                        session: &crate::SessionId, patch: &crate::SessionPatch
+                    ) -> crate::SessionInfo { session: Some(session) };
+                    FindSessions => fn find_sessions(query: &crate::SessionQuery)
+                        -> crate::SessionPage { session: None };
+                    ReplaceArchive => fn replace_archive(
+                        session: &crate::SessionId, archive: &crate::ArchiveId,
+                        messages: &[crate::Message]
+                    ) -> crate::ArchiveInfo { session: Some(session), writes: messages.len() };
+                    StoreProperty => fn store_property(name: &str) -> Option<String>
+                        { session: None };
+                    SetStoreProperty => fn set_store_property(change: &crate::PropertyChange<'_>)
+                        -> bool { session: None };
+                }
+                MemoryStore {
+                    GetContext => fn get_context(query: Option<&str>) -> String { session: None };
+                    PutMemory => fn put_memory(item: &crate::MemoryItem) -> crate::MemoryItem
+                        { session: None };
+                    GetMemory => fn get_memory(id: &crate::MemoryId) -> Option<crate::MemoryItem>
+                        { session: None };
+                    ListMemories => fn list_memories(filter: &crate::MemoryFilter)
+                        -> Vec<crate::MemoryItem> { session: None };
+                    SearchMemories => fn search_memories(query: &str, filter: &crate::MemoryFilter)
+                        -> Vec<crate::MemoryHit> { session: None };
+                    DeleteMemory => fn delete_memory(id: &crate::MemoryId) -> bool { session: None };
+                }
+                CheckpointStore {
+                    PutCheckpoint => fn put_checkpoint(
+                        checkpoint: &crate::Checkpoint, blobs: &[crate::ChannelBlob]
+                    ) -> () { session: None };
+                    PutWrites => fn put_writes(
+                        at: &crate::CheckpointKey, writes: &[crate::PendingWrite]
+                    ) -> () { session: None };
+                    GetCheckpoint => fn get_checkpoint(
+                        thread: &crate::ThreadId, ns: &crate::CheckpointNs,
+                        id: Option<&crate::CheckpointId>
+                    ) -> Option<crate::CheckpointTuple> { session: None };
+                    ListCheckpoints => fn list_checkpoints(query: &crate::CheckpointQuery)
+                        -> Vec<crate::CheckpointTuple> { session: None };
+                    ListThreads => fn list_threads() -> Vec<crate::ThreadInfo> { session: None };
+                    DeleteThread => fn delete_thread(thread: &crate::ThreadId) -> bool
+                        { session: None };
+                    DeleteRunCheckpoints => fn delete_run_checkpoints(run_ids: &[String]) -> u64
+                        { session: None };
+                    CopyThread => fn copy_thread(source: &crate::ThreadId, target: &crate::ThreadId)
+                        -> u64 { session: None };
+                    PruneCheckpoints => fn prune_checkpoints(
+                        threads: &[crate::ThreadId], keep: crate::CheckpointPrune
+                    ) -> u64 { session: None };
+                }
+                GraphStore {
+                    CreateEntities => fn create_entities(entities: &[crate::Entity])
+                        -> Vec<crate::Entity> { session: None };
+                    CreateRelations => fn create_relations(relations: &[crate::Relation])
+                        -> Vec<crate::Relation> { session: None };
+                    AddObservations => fn add_observations(
+                        additions: &[crate::ObservationAddition]
+                    ) -> Vec<crate::AddedObservations> { session: None };
+                    DeleteEntities => fn delete_entities(names: &[String]) -> u64 { session: None };
+                    DeleteObservations => fn delete_observations(
+                        deletions: &[crate::ObservationDeletion]
+                    ) -> u64 { session: None };
+                    DeleteRelations => fn delete_relations(relations: &[crate::Relation]) -> u64
+                        { session: None };
+                    ReadGraph => fn read_graph(query: &crate::GraphQuery) -> crate::KnowledgeGraph
+                        { session: None };
+                }
+                VectorStore {
+                    PutVectors => fn put_vectors(vectors: &[crate::StoredVector]) -> ()
+                        { session: None };
+                    GetVectors => fn get_vectors(keys: &[crate::VectorKey])
+                        -> Vec<crate::StoredVector> { session: None };
+                    DeleteVectors => fn delete_vectors(keys: &[crate::VectorKey]) -> u64
+                        { session: None };
+                    ClearVectors => fn clear_vectors() -> u64 { session: None };
+                }
             }
             others {
                 /// Opening or connecting to a store (and migrating it).
@@ -159,11 +161,7 @@ pub(crate) use for_each_operation;
 /// The [`Operation`] enum: one variant per entry, named in spans and errors by its method.
 macro_rules! operation_enum {
     (
-        sessions { $($sv:ident => fn $sn:ident $sargs:tt -> $sout:ty { $($sspan:tt)* };)* }
-        memories { $($mv:ident => fn $mn:ident $margs:tt -> $mout:ty { $($mspan:tt)* };)* }
-        checkpoints { $($cv:ident => fn $cn:ident $cargs:tt -> $cout:ty { $($cspan:tt)* };)* }
-        graph { $($gv:ident => fn $gn:ident $gargs:tt -> $gout:ty { $($gspan:tt)* };)* }
-        vectors { $($vv:ident => fn $vn:ident $vargs:tt -> $vout:ty { $($vspan:tt)* };)* }
+        stores { $($trait:ident { $($v:ident => fn $n:ident $args:tt -> $out:ty { $($span:tt)* };)* })* }
         others { $($(#[$odoc:meta])* $ov:ident => $on:ident;)* }
     ) => {
         /// A store operation: every [`AgentMemory`](crate::AgentMemory) method, opening a
@@ -181,28 +179,26 @@ macro_rules! operation_enum {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[non_exhaustive]
         pub enum Operation {
-            $(#[doc = concat!("[`SessionStore::", stringify!($sn), "`](crate::SessionStore::", stringify!($sn), ").")] $sv,)*
-            $(#[doc = concat!("[`MemoryStore::", stringify!($mn), "`](crate::MemoryStore::", stringify!($mn), ").")] $mv,)*
-            $(#[doc = concat!("[`CheckpointStore::", stringify!($cn), "`](crate::CheckpointStore::", stringify!($cn), ").")] $cv,)*
-            $(#[doc = concat!("[`GraphStore::", stringify!($gn), "`](crate::GraphStore::", stringify!($gn), ").")] $gv,)*
-            $(#[doc = concat!("[`VectorStore::", stringify!($vn), "`](crate::VectorStore::", stringify!($vn), ").")] $vv,)*
+            $($(
+                #[doc = concat!(
+                    "[`", stringify!($trait), "::", stringify!($n), "`](crate::",
+                    stringify!($trait), "::", stringify!($n), ")."
+                )]
+                $v,
+            )*)*
             $($(#[$odoc])* $ov,)*
         }
 
         impl Operation {
             /// Every operation: the store methods in trait order, then the others.
             pub const ALL: &'static [Operation] =
-                &[$(Operation::$sv,)* $(Operation::$mv,)* $(Operation::$cv,)* $(Operation::$gv,)* $(Operation::$vv,)* $(Operation::$ov,)*];
+                &[$($(Operation::$v,)*)* $(Operation::$ov,)*];
 
             /// The operation's stable snake_case name, as spans and error messages show it:
             /// the name of its store method.
             pub fn as_str(self) -> &'static str {
                 match self {
-                    $(Operation::$sv => stringify!($sn),)*
-                    $(Operation::$mv => stringify!($mn),)*
-                    $(Operation::$cv => stringify!($cn),)*
-                    $(Operation::$gv => stringify!($gn),)*
-                    $(Operation::$vv => stringify!($vn),)*
+                    $($(Operation::$v => stringify!($n),)*)*
                     $(Operation::$ov => stringify!($on),)*
                 }
             }

@@ -7,7 +7,7 @@ use agentmem_core::layer::{check_messages, check_session_metadata};
 use agentmem_core::support::{
     fork_end, fork_target_exists, memory_search_limit, rank_memories, rank_messages, search_terms,
 };
-use agentmem_core::{ScopeFilter, SessionLabels};
+use agentmem_core::{AgentMemoryExt, ScopeFilter, SessionLabels};
 
 use crate::cipher::{
     aad, envelope_len, is_envelope, max_plaintext, open_string, presence, CryptoError, Domain,
@@ -476,13 +476,7 @@ layered_store_passing_the_clear! {
             }
             let ids = match &scope.session {
                 Some(id) => vec![id.clone()],
-                None => self
-                    .inner
-                    .list_sessions()
-                    .await?
-                    .into_iter()
-                    .map(|s| s.id)
-                    .collect(),
+                None => self.inner.session_ids().await?,
             };
             let mut sessions = Vec::with_capacity(ids.len());
             for id in ids {

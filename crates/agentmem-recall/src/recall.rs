@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use agentmem_core::vector::{decode_vector, MAX_VECTOR_BATCH, MODEL_PROPERTY};
 use agentmem_core::{
-    AgentMemory, Embedder, Error, MemoryFilter, MemoryItem, Message, MessageQuery, ModelIdentity,
-    PropertyChange, Result, SessionId, VectorKey,
+    AgentMemory, AgentMemoryExt, Embedder, Error, MemoryFilter, MemoryItem, Message, MessageQuery,
+    ModelIdentity, PropertyChange, Result, SessionId, VectorKey,
 };
 use serde::Serialize;
 
@@ -344,13 +344,7 @@ impl Recall {
     ) -> Result<Vec<(SessionId, Message)>> {
         let ids = match session {
             Some(id) => vec![id.clone()],
-            None => self
-                .store
-                .list_sessions()
-                .await?
-                .into_iter()
-                .map(|info| info.id)
-                .collect(),
+            None => self.store.session_ids().await?,
         };
         let mut out = Vec::new();
         for id in ids {

@@ -19,7 +19,7 @@ use crate::store::{
 /// The blanket impl of one store trait for every [`LayeredStore`]: each operation calls the
 /// layer's own (its override, or the default that forwards to the inner store).
 macro_rules! layer_is_store {
-    ($trait:ident { $($also:tt)* } $(fn $op:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
+    (@impl $trait:ident { $($also:tt)* } $(fn $op:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
         #[$crate::async_trait]
         impl<L: LayeredStore> $trait for L {
             $($also)*
@@ -31,15 +31,28 @@ macro_rules! layer_is_store {
             )*
         }
     };
+    // `backend` and `capabilities` are not operations, but a layer may change them too.
+    (SessionStore $($ops:tt)*) => {
+        layer_is_store!(@impl SessionStore {
+            fn backend(&self) -> &'static BackendInfo {
+                LayeredStore::backend(self)
+            }
+
+            fn capabilities(&self) -> Capabilities {
+                LayeredStore::capabilities(self)
+            }
+        } $($ops)*);
+    };
+    ($trait:ident $($ops:tt)*) => {
+        layer_is_store!(@impl $trait {} $($ops)*);
+    };
 }
 
 macro_rules! layered_store {
     (
-        sessions { $($sv:ident => fn $sn:ident ($($sa:ident : $st:ty),* $(,)?) -> $so:ty { $($sspan:tt)* };)* }
-        memories { $($mv:ident => fn $mn:ident ($($ma:ident : $mt:ty),* $(,)?) -> $mo:ty { $($mspan:tt)* };)* }
-        checkpoints { $($cv:ident => fn $cn:ident ($($ca:ident : $ct:ty),* $(,)?) -> $co:ty { $($cspan:tt)* };)* }
-        graph { $($gv:ident => fn $gn:ident ($($ga:ident : $gt:ty),* $(,)?) -> $go:ty { $($gspan:tt)* };)* }
-        vectors { $($vv:ident => fn $vn:ident ($($va:ident : $vt:ty),* $(,)?) -> $vo:ty { $($vspan:tt)* };)* }
+        stores { $($trait:ident {
+            $($v:ident => fn $n:ident ($($a:ident : $t:ty),* $(,)?) -> $o:ty { $($span:tt)* };)*
+        })* }
         others { $($others:tt)* }
     ) => {
         /// A store that wraps another, [`Inner`](Self::Inner), and forwards to it every operation
@@ -73,51 +86,15 @@ macro_rules! layered_store {
                 SessionStore::capabilities(self.inner())
             }
 
-            $(
-                #[doc = concat!("[`SessionStore::", stringify!($sn), "`], forwarded by default.")]
-                async fn $sn(&self, $($sa: $st),*) -> Result<$so> {
-                    SessionStore::$sn(self.inner(), $($sa),*).await
+            $($(
+                #[doc = concat!("[`", stringify!($trait), "::", stringify!($n), "`], forwarded by default.")]
+                async fn $n(&self, $($a: $t),*) -> Result<$o> {
+                    $trait::$n(self.inner(), $($a),*).await
                 }
-            )*
-            $(
-                #[doc = concat!("[`MemoryStore::", stringify!($mn), "`], forwarded by default.")]
-                async fn $mn(&self, $($ma: $mt),*) -> Result<$mo> {
-                    MemoryStore::$mn(self.inner(), $($ma),*).await
-                }
-            )*
-            $(
-                #[doc = concat!("[`CheckpointStore::", stringify!($cn), "`], forwarded by default.")]
-                async fn $cn(&self, $($ca: $ct),*) -> Result<$co> {
-                    CheckpointStore::$cn(self.inner(), $($ca),*).await
-                }
-            )*
-            $(
-                #[doc = concat!("[`GraphStore::", stringify!($gn), "`], forwarded by default.")]
-                async fn $gn(&self, $($ga: $gt),*) -> Result<$go> {
-                    GraphStore::$gn(self.inner(), $($ga),*).await
-                }
-            )*
-            $(
-                #[doc = concat!("[`VectorStore::", stringify!($vn), "`], forwarded by default.")]
-                async fn $vn(&self, $($va: $vt),*) -> Result<$vo> {
-                    VectorStore::$vn(self.inner(), $($va),*).await
-                }
-            )*
+            )*)*
         }
 
-        layer_is_store!(SessionStore {
-            fn backend(&self) -> &'static BackendInfo {
-                LayeredStore::backend(self)
-            }
-
-            fn capabilities(&self) -> Capabilities {
-                LayeredStore::capabilities(self)
-            }
-        } $(fn $sn($($sa: $st),*) -> $so;)*);
-        layer_is_store!(MemoryStore {} $(fn $mn($($ma: $mt),*) -> $mo;)*);
-        layer_is_store!(CheckpointStore {} $(fn $cn($($ca: $ct),*) -> $co;)*);
-        layer_is_store!(GraphStore {} $(fn $gn($($ga: $gt),*) -> $go;)*);
-        layer_is_store!(VectorStore {} $(fn $vn($($va: $vt),*) -> $vo;)*);
+        $(layer_is_store!($trait $(fn $n($($a: $t),*) -> $o;)*);)*
     };
 }
 

@@ -195,16 +195,10 @@ layer_and_store! {
 
 macro_rules! traced {
     (
-        sessions { $($sv:ident => fn $sn:ident ($($sa:ident : $st:ty),* $(,)?) -> $so:ty
-            { session: $ss:expr $(, writes: $sw:expr)? $(, reads: $sr:expr)? };)* }
-        memories { $($mv:ident => fn $mn:ident ($($ma:ident : $mt:ty),* $(,)?) -> $mo:ty
-            { session: $ms:expr $(, writes: $mw:expr)? $(, reads: $mr:expr)? };)* }
-        checkpoints { $($cv:ident => fn $cn:ident ($($ca:ident : $ct:ty),* $(,)?) -> $co:ty
-            { session: $cs:expr $(, writes: $cw:expr)? $(, reads: $cr:expr)? };)* }
-        graph { $($gv:ident => fn $gn:ident ($($ga:ident : $gt:ty),* $(,)?) -> $go:ty
-            { session: $gs:expr $(, writes: $gw:expr)? $(, reads: $gr:expr)? };)* }
-        vectors { $($vv:ident => fn $vn:ident ($($va:ident : $vt:ty),* $(,)?) -> $vo:ty
-            { session: $vs:expr $(, writes: $vw:expr)? $(, reads: $vr:expr)? };)* }
+        stores { $($trait:ident {
+            $($v:ident => fn $n:ident ($($a:ident : $t:ty),* $(,)?) -> $o:ty
+                { session: $s:expr $(, writes: $w:expr)? $(, reads: $r:expr)? };)*
+        })* }
         others { $($others:tt)* }
     ) => {
         #[async_trait]
@@ -215,41 +209,13 @@ macro_rules! traced {
                 &self.inner
             }
 
-            $(
-                async fn $sn(&self, $($sa: $st),*) -> Result<$so> {
-                    let op = Op::new(self.inner.backend(), Operation::$sv, $ss);
-                    $(let op = op.messages($sw);)?
-                    run!(op, SessionStore::$sn(&self.inner, $($sa),*) $(, $sr)?)
+            $($(
+                async fn $n(&self, $($a: $t),*) -> Result<$o> {
+                    let op = Op::new(self.inner.backend(), Operation::$v, $s);
+                    $(let op = op.messages($w);)?
+                    run!(op, $trait::$n(&self.inner, $($a),*) $(, $r)?)
                 }
-            )*
-            $(
-                async fn $mn(&self, $($ma: $mt),*) -> Result<$mo> {
-                    let op = Op::new(self.inner.backend(), Operation::$mv, $ms);
-                    $(let op = op.messages($mw);)?
-                    run!(op, MemoryStore::$mn(&self.inner, $($ma),*) $(, $mr)?)
-                }
-            )*
-            $(
-                async fn $cn(&self, $($ca: $ct),*) -> Result<$co> {
-                    let op = Op::new(self.inner.backend(), Operation::$cv, $cs);
-                    $(let op = op.messages($cw);)?
-                    run!(op, CheckpointStore::$cn(&self.inner, $($ca),*) $(, $cr)?)
-                }
-            )*
-            $(
-                async fn $gn(&self, $($ga: $gt),*) -> Result<$go> {
-                    let op = Op::new(self.inner.backend(), Operation::$gv, $gs);
-                    $(let op = op.messages($gw);)?
-                    run!(op, GraphStore::$gn(&self.inner, $($ga),*) $(, $gr)?)
-                }
-            )*
-            $(
-                async fn $vn(&self, $($va: $vt),*) -> Result<$vo> {
-                    let op = Op::new(self.inner.backend(), Operation::$vv, $vs);
-                    $(let op = op.messages($vw);)?
-                    run!(op, VectorStore::$vn(&self.inner, $($va),*) $(, $vr)?)
-                }
-            )*
+            )*)*
         }
     };
 }
