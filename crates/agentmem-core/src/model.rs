@@ -250,10 +250,7 @@ impl Message {
     pub fn tool_call(
         call_id: impl Into<String>, tool: impl Into<String>, arguments: impl Into<String>,
     ) -> Self {
-        let mut m = Self::new(Role::Assistant, arguments);
-        m.tool_call_id = Some(call_id.into());
-        m.tool_name = Some(tool.into());
-        m
+        Self::of_tool(Role::Assistant, call_id.into(), tool.into(), arguments)
     }
 
     /// The result of the tool call `call_id`: a [`Role::Tool`] message paired with its call
@@ -271,9 +268,14 @@ impl Message {
     pub fn tool_result(
         call_id: impl Into<String>, tool: impl Into<String>, content: impl Into<String>,
     ) -> Self {
-        let mut m = Self::new(Role::Tool, content);
-        m.tool_call_id = Some(call_id.into());
-        m.tool_name = Some(tool.into());
+        Self::of_tool(Role::Tool, call_id.into(), tool.into(), content)
+    }
+
+    /// A message of a tool call (its call or its result) named by `call_id` and `tool`.
+    fn of_tool(role: Role, call_id: String, tool: String, content: impl Into<String>) -> Self {
+        let mut m = Self::new(role, content);
+        m.tool_call_id = Some(call_id);
+        m.tool_name = Some(tool);
         m
     }
 
