@@ -45,7 +45,8 @@ mod vectors;
 
 /// The one list of conformance cases, one section per area (a module of `src/cases/`), in the
 /// order they run. Passes the sections to `$then!` after `$args`, each as
-/// `[module, AreaVariant, "area doc"] { case, … }`.
+/// `[module, AreaVariant, "area doc"] { case, … }`, or with `, needs capability` after the doc
+/// when the area's cases apply only to stores with that capability (see [`Area::applies_to`]).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __all_cases {
@@ -150,7 +151,7 @@ macro_rules! __all_cases {
                 writes_keep_the_expiry_and_it_can_be_cleared,
                 purge_sweeps_expired_sessions,
             }
-            [misc, Misc, "Context for prompts, retention, schema version and capabilities."] {
+            [misc, Misc, "Context for prompts, retention, schema version and capabilities: each optional data kind (checkpoints, a graph, vectors) kept or refused."] {
                 get_context_of_empty_store_is_empty,
                 get_context_with_query_lists_matching_items,
                 get_context_without_query_lists_recent_items,
@@ -160,6 +161,9 @@ macro_rules! __all_cases {
                 purge_deletes_expired_and_old_memories,
                 schema_version_is_positive_and_stable,
                 backend_name_and_capabilities,
+                checkpoints_are_kept_or_refused,
+                graph_is_kept_or_refused,
+                vectors_are_kept_or_refused,
             }
             [properties, Properties, "Store properties: named values a store keeps about itself, read and compare-and-set, one winner of racing inserts."] {
                 missing_store_property_is_none,
@@ -167,8 +171,7 @@ macro_rules! __all_cases {
                 invalid_store_properties_are_refused,
                 racing_store_property_inserts_have_one_winner,
             }
-            [checkpoints, Checkpoints, "Checkpoints: graph state as LangGraph's savers keep it, stored byte for byte, listed newest first with filters before the limit, deleted, copied and pruned by thread or run."] {
-                checkpoints_are_kept_or_refused,
+            [checkpoints, Checkpoints, "Checkpoints: graph state as LangGraph's savers keep it, stored byte for byte, listed newest first with filters before the limit, deleted, copied and pruned by thread or run.", needs checkpoints] {
                 checkpoints_round_trip_byte_for_byte,
                 checkpoint_threads_with_hostile_ids_stay_apart,
                 latest_checkpoint_is_the_greatest_id,
@@ -184,8 +187,7 @@ macro_rules! __all_cases {
                 invalid_checkpoints_are_refused,
                 concurrent_checkpoint_writers_lose_nothing,
             }
-            [graph, Graph, "Knowledge graph: entities, relations and observations with the MCP reference memory server's duplicate, delete and search rules, in creation order, atomic under concurrent writers."] {
-                graph_is_kept_or_refused,
+            [graph, Graph, "Knowledge graph: entities, relations and observations with the MCP reference memory server's duplicate, delete and search rules, in creation order, atomic under concurrent writers.", needs graph] {
                 graph_entities_round_trip_in_order,
                 creating_existing_entities_skips_them,
                 relations_are_unique_and_may_dangle,
@@ -200,8 +202,7 @@ macro_rules! __all_cases {
                 concurrent_graph_writers_lose_nothing,
                 concurrent_creates_of_one_name_leave_one_entity,
             }
-            [vectors, Vectors, "Embedding vectors: opaque bytes under 32-byte keys, stored byte for byte, replaced by key, deleted and cleared with exact counts, refused when malformed, safe under concurrent writers."] {
-                vectors_are_kept_or_refused,
+            [vectors, Vectors, "Embedding vectors: opaque bytes under 32-byte keys, stored byte for byte, replaced by key, deleted and cleared with exact counts, refused when malformed, safe under concurrent writers.", needs vectors] {
                 vectors_round_trip_byte_for_byte,
                 putting_a_vector_key_replaces_it,
                 deleting_vectors_counts_what_went,
@@ -218,7 +219,7 @@ macro_rules! __all_cases {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __case_registry {
-    ($([$area:ident, $variant:ident, $doc:literal] { $($case:ident),* $(,)? })*) => {
+    ($([$area:ident, $variant:ident, $doc:literal $(, needs $need:ident)?] { $($case:ident),* $(,)? })*) => {
         $(pub use self::$area::{$($case),*};)*
 
         /// An area of the suite: the cases of one module of `src/cases/`.
@@ -235,6 +236,17 @@ macro_rules! __case_registry {
             pub const fn name(self) -> &'static str {
                 match self {
                     $(Area::$variant => stringify!($area),)*
+                }
+            }
+
+            /// Whether the area's cases apply to `store`: an area about a data kind a store
+            /// may lack (checkpoints, a graph, vectors) applies only where the store's
+            /// capabilities say it keeps that kind. (Whether a store that lacks one refuses
+            /// it properly is a case of [`Area::Misc`], run on every store.)
+            pub fn applies_to(self, store: &dyn AgentMemory) -> bool {
+                let capabilities = store.capabilities();
+                match self {
+                    $(Area::$variant => true $(&& capabilities.$need)?,)*
                 }
             }
         }
@@ -269,9 +281,14 @@ pub struct Case {
 }
 
 impl Case {
-    /// Runs the case on `store`, which must be fresh and empty; panics on a violation.
+    /// Runs the case on `store`, which must be fresh and empty; panics on a violation. A case
+    /// whose area does not apply to the store ([`Area::applies_to`]) passes without running.
     pub fn run<'a>(&self, store: &'a dyn AgentMemory) -> BoxFuture<'a, ()> {
-        (self.run)(store)
+        if self.area.applies_to(store) {
+            (self.run)(store)
+        } else {
+            Box::pin(std::future::ready(()))
+        }
     }
 }
 

@@ -149,12 +149,14 @@ macro_rules! conformance_tests {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_tests {
-    ($factory:path ; $([$area:ident, $variant:ident, $doc:literal] { $($case:ident),* $(,)? })*) => {
+    ($factory:path ; $([$area:ident, $variant:ident, $doc:literal $(, needs $need:ident)?] { $($case:ident),* $(,)? })*) => {
         $($(
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn $case() {
                 if let Some(store) = $factory().await {
-                    $crate::cases::$case(&*store).await;
+                    if $crate::cases::Area::$variant.applies_to(&*store) {
+                        $crate::cases::$case(&*store).await;
+                    }
                 }
             }
         )*)*

@@ -2,9 +2,10 @@
 //! observations with its duplicate, delete and search rules, creation order kept, atomic under
 //! concurrent writers.
 //!
-//! A store without [`Capabilities::graph`](agentmem_core::Capabilities) must refuse every graph
-//! operation with `Unsupported` (checked by the first case); the other cases then have nothing
-//! to check on it.
+//! The area applies only to stores whose [`Capabilities::graph`](agentmem_core::Capabilities)
+//! say they keep one ([`Area::applies_to`](super::Area::applies_to)). A store without them
+//! must refuse every graph operation with `Unsupported`: `graph_is_kept_or_refused`, a case of the `misc`
+//! area, checks that on every store.
 
 use std::fmt::Debug;
 
@@ -18,11 +19,6 @@ use super::assert_kind;
 
 fn ok<T>(result: Result<T>, call: &str) -> T {
     result.unwrap_or_else(|e| panic!("{call} failed: {e}"))
-}
-
-/// Whether the store keeps a graph; the cases below check nothing on one that does not.
-fn keeps_graph(store: &dyn AgentMemory) -> bool {
-    store.capabilities().graph
 }
 
 fn entity(name: &str, entity_type: &str, observations: &[&str]) -> Entity {
@@ -81,7 +77,7 @@ fn refused<T: Debug>(result: Result<T>, what: &str) {
 /// A store keeps a graph (and an empty store's is empty), or refuses every graph operation
 /// with `Unsupported`.
 pub async fn graph_is_kept_or_refused(store: &dyn AgentMemory) {
-    if keeps_graph(store) {
+    if store.capabilities().graph {
         assert!(
             whole(store).await.is_empty(),
             "a new store's graph is empty"
@@ -110,9 +106,6 @@ pub async fn graph_is_kept_or_refused(store: &dyn AgentMemory) {
 /// Entities come back as created, in creation order, with their observations in order;
 /// `create_entities` returns what it created.
 pub async fn graph_entities_round_trip_in_order(store: &dyn AgentMemory) {
-    if !keeps_graph(store) {
-        return;
-    }
     let entities = [
         entity("Zoë", "person", &["speaks Greek: Ωμέγα", "likes 🦀"]),
         entity("Acme", "company", &[]),
@@ -131,9 +124,6 @@ pub async fn graph_entities_round_trip_in_order(store: &dyn AgentMemory) {
 /// An existing name is skipped (its type and observations untouched), the first of equal
 /// names in one call wins, and an entity's repeated observations are kept once.
 pub async fn creating_existing_entities_skips_them(store: &dyn AgentMemory) {
-    if !keeps_graph(store) {
-        return;
-    }
     create(store, &[entity("Alice", "person", &["likes tea"])]).await;
     let created = create(
         store,
@@ -166,9 +156,6 @@ pub async fn creating_existing_entities_skips_them(store: &dyn AgentMemory) {
 /// A relation equal to a stored one or an earlier one of the call is skipped; relation ends
 /// need not exist; relations keep creation order.
 pub async fn relations_are_unique_and_may_dangle(store: &dyn AgentMemory) {
-    if !keeps_graph(store) {
-        return;
-    }
     create(store, &[entity("Alice", "person", &[])]).await;
     let first = [
         Relation::new("Alice", "Acme", "works_at"),
@@ -202,9 +189,6 @@ pub async fn relations_are_unique_and_may_dangle(store: &dyn AgentMemory) {
 /// `add_observations` appends what each entity does not hold yet, in order, and reports it;
 /// a second addition to one entity in the same call sees the first.
 pub async fn adding_observations_skips_held_ones(store: &dyn AgentMemory) {
-    if !keeps_graph(store) {
-        return;
-    }
     create(
         store,
         &[
@@ -249,9 +233,6 @@ pub async fn adding_observations_skips_held_ones(store: &dyn AgentMemory) {
 /// Adding observations to an entity that does not exist fails the whole call with the
 /// reference server's message, and applies nothing, not even the additions before it.
 pub async fn adding_observations_to_a_missing_entity_applies_nothing(store: &dyn AgentMemory) {
-    if !keeps_graph(store) {
-        return;
-    }
     create(store, &[entity("Alice", "person", &["likes tea"])]).await;
     let result = store
         .add_observations(&[
@@ -278,9 +259,6 @@ pub async fn adding_observations_to_a_missing_entity_applies_nothing(store: &dyn
 /// Deleting entities deletes every relation naming one of the names, as from or to (even a
 /// name no entity has), and nothing else; it reports how many entities went.
 pub async fn deleting_entities_removes_their_relations(store: &dyn AgentMemory) {
-    if !keeps_graph(store) {
-        return;
-    }
     create(
         store,
         &[
@@ -325,9 +303,6 @@ pub async fn deleting_entities_removes_their_relations(store: &dyn AgentMemory) 
 /// Deleting observations and relations removes exact matches and passes over what is not
 /// there; re-created entities and re-added observations go to the end.
 pub async fn deleted_graph_items_come_back_at_the_end(store: &dyn AgentMemory) {
-    if !keeps_graph(store) {
-        return;
-    }
     create(
         store,
         &[
@@ -404,9 +379,6 @@ pub async fn deleted_graph_items_come_back_at_the_end(store: &dyn AgentMemory) {
 /// Search matches a case-insensitive substring of name, type or any observation (Unicode
 /// lowercase) and returns every relation touching a match; an empty query matches all.
 pub async fn search_nodes_ignores_case_and_returns_touching_relations(store: &dyn AgentMemory) {
-    if !keeps_graph(store) {
-        return;
-    }
     create(
         store,
         &[
@@ -478,9 +450,6 @@ pub async fn search_nodes_ignores_case_and_returns_touching_relations(store: &dy
 /// `open_nodes` takes exact names (case counts, missing names are passed over) and returns
 /// every relation touching one of them.
 pub async fn open_nodes_takes_exact_names(store: &dyn AgentMemory) {
-    if !keeps_graph(store) {
-        return;
-    }
     create(
         store,
         &[
@@ -527,9 +496,6 @@ pub async fn open_nodes_takes_exact_names(store: &dyn AgentMemory) {
 /// literally. (Long, not the longest the validate layer allows: the encryption layer's
 /// sealed form must fit those limits too, so its own are lower.)
 pub async fn hostile_graph_strings_round_trip(store: &dyn AgentMemory) {
-    if !keeps_graph(store) {
-        return;
-    }
     let hostile = [
         "",
         " padded ",
@@ -579,9 +545,6 @@ pub async fn hostile_graph_strings_round_trip(store: &dyn AgentMemory) {
 /// Strings a store could not keep (NUL, over the size limits) are refused whole, before
 /// anything is written.
 pub async fn invalid_graph_input_is_refused(store: &dyn AgentMemory) {
-    if !keeps_graph(store) {
-        return;
-    }
     let too_long = "n".repeat(MAX_GRAPH_NAME_BYTES + 1);
     let result = store
         .create_entities(&[entity("fine", "t", &[]), entity("nul\0", "t", &[])])
@@ -613,9 +576,6 @@ pub async fn invalid_graph_input_is_refused(store: &dyn AgentMemory) {
 /// Concurrent writers lose nothing: entities created, observations added to one entity and
 /// relations created from many tasks at once are all there.
 pub async fn concurrent_graph_writers_lose_nothing(store: &dyn AgentMemory) {
-    if !keeps_graph(store) {
-        return;
-    }
     create(store, &[entity("hub", "node", &[])]).await;
     let writers = (0..4).map(|w| async move {
         for i in 0..10 {
@@ -649,9 +609,6 @@ pub async fn concurrent_graph_writers_lose_nothing(store: &dyn AgentMemory) {
 /// Concurrent creates of one name leave exactly one entity, and exactly one call reports
 /// creating it.
 pub async fn concurrent_creates_of_one_name_leave_one_entity(store: &dyn AgentMemory) {
-    if !keeps_graph(store) {
-        return;
-    }
     let racers = (0..8).map(|r| async move {
         let mine = entity("contested", &format!("type {r}"), &[&format!("from {r}")]);
         create(store, &[mine]).await

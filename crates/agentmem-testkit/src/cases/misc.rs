@@ -1,4 +1,5 @@
-//! Context for prompts (B9), retention (C9), schema version (C8) and capabilities.
+//! Context for prompts (B9), retention (C9), schema version (C8) and capabilities, with each
+//! optional data kind kept or refused.
 
 use std::time::Duration;
 
@@ -10,6 +11,12 @@ use super::{
     assert_kind, assert_no_archives, assert_no_session, assert_no_sessions, must, numbered, pause,
     sid,
 };
+
+// Whether a store keeps each optional data kind or refuses all of it runs on every store, so
+// these cases are in this area; they live beside the helpers of their data kind.
+pub use super::checkpoints::checkpoints_are_kept_or_refused;
+pub use super::graph::graph_is_kept_or_refused;
+pub use super::vectors::vectors_are_kept_or_refused;
 
 /// The lines of `context`, sorted, to compare regardless of rank.
 fn lines(context: &str) -> Vec<&str> {

@@ -1,9 +1,10 @@
 //! Embedding vectors: opaque bytes under 32-byte keys, stored byte for byte, replaced by key,
 //! deleted and cleared with exact counts, refused when malformed, safe under concurrent writers.
 //!
-//! A store without [`Capabilities::vectors`](agentmem_core::Capabilities) must refuse every
-//! vector operation with `Unsupported` (checked by the first case); the other cases then have
-//! nothing to check on it.
+//! The area applies only to stores whose [`Capabilities::vectors`](agentmem_core::Capabilities)
+//! say they keep them ([`Area::applies_to`](super::Area::applies_to)). A store without them
+//! must refuse every vector operation with `Unsupported`: `vectors_are_kept_or_refused`, a case of the `misc`
+//! area, checks that on every store.
 
 use agentmem_core::vector::{MAX_VECTOR_BATCH, MAX_VECTOR_BYTES};
 use agentmem_core::{AgentMemory, ErrorKind, Result, StoredVector, VectorKey};
@@ -12,10 +13,6 @@ use super::assert_kind;
 
 fn ok<T>(result: Result<T>, call: &str) -> T {
     result.unwrap_or_else(|e| panic!("{call} failed: {e}"))
-}
-
-fn keeps_vectors(store: &dyn AgentMemory) -> bool {
-    store.capabilities().vectors
 }
 
 /// A key whose first bytes are `n` (so keys are distinct for distinct `n`).
@@ -42,7 +39,7 @@ async fn get_sorted(store: &dyn AgentMemory, keys: &[VectorKey]) -> Vec<StoredVe
 
 /// A new store holds no vector; a store without the capability refuses every operation.
 pub async fn vectors_are_kept_or_refused(store: &dyn AgentMemory) {
-    if keeps_vectors(store) {
+    if store.capabilities().vectors {
         assert!(
             ok(store.get_vectors(&[key(1)]).await, "get_vectors").is_empty(),
             "a new store holds no vector"
@@ -76,9 +73,6 @@ pub async fn vectors_are_kept_or_refused(store: &dyn AgentMemory) {
 /// Vectors come back byte for byte (one byte, a 384-dimension vector, the largest allowed),
 /// each found key once however often asked, missing keys passed over.
 pub async fn vectors_round_trip_byte_for_byte(store: &dyn AgentMemory) {
-    if !keeps_vectors(store) {
-        return;
-    }
     let vectors = vec![
         stored(1, vec![0]),
         stored(2, vector_bytes(2)),
@@ -100,9 +94,6 @@ pub async fn vectors_round_trip_byte_for_byte(store: &dyn AgentMemory) {
 
 /// Putting a key that holds a vector replaces it; within one call the last of a key wins.
 pub async fn putting_a_vector_key_replaces_it(store: &dyn AgentMemory) {
-    if !keeps_vectors(store) {
-        return;
-    }
     ok(
         store.put_vectors(&[stored(1, vec![1; 8])]).await,
         "put_vectors",
@@ -127,9 +118,6 @@ pub async fn putting_a_vector_key_replaces_it(store: &dyn AgentMemory) {
 /// Deleting counts the vectors that went (a repeated or missing key counts nothing more);
 /// clearing deletes the rest and counts them.
 pub async fn deleting_vectors_counts_what_went(store: &dyn AgentMemory) {
-    if !keeps_vectors(store) {
-        return;
-    }
     let vectors: Vec<StoredVector> = (0..5).map(|n| stored(n, vector_bytes(n))).collect();
     ok(store.put_vectors(&vectors).await, "put_vectors");
     let deleted = ok(
@@ -157,9 +145,6 @@ pub async fn deleting_vectors_counts_what_went(store: &dyn AgentMemory) {
 
 /// A full batch (the most vectors one call may carry) goes in and comes back in one call each.
 pub async fn a_full_vector_batch_round_trips(store: &dyn AgentMemory) {
-    if !keeps_vectors(store) {
-        return;
-    }
     let count = MAX_VECTOR_BATCH as u32;
     let vectors: Vec<StoredVector> = (0..count)
         .map(|n| stored(n, n.to_le_bytes().to_vec()))
@@ -183,9 +168,6 @@ pub async fn a_full_vector_batch_round_trips(store: &dyn AgentMemory) {
 /// Empty or oversized vectors and oversized batches are refused with `InvalidInput`, and
 /// nothing of the call is stored.
 pub async fn invalid_vectors_are_refused(store: &dyn AgentMemory) {
-    if !keeps_vectors(store) {
-        return;
-    }
     let bad = [
         vec![stored(1, vec![1; 4]), stored(2, Vec::new())],
         vec![
@@ -224,9 +206,6 @@ pub async fn invalid_vectors_are_refused(store: &dyn AgentMemory) {
 
 /// Concurrent writers of distinct keys lose nothing.
 pub async fn concurrent_vector_writers_lose_nothing(store: &dyn AgentMemory) {
-    if !keeps_vectors(store) {
-        return;
-    }
     let writers = (0..4u32).map(|w| async move {
         for i in 0..10u32 {
             let n = w * 100 + i;

@@ -2,9 +2,10 @@
 //! over, channel values per version, pending writes, listing newest first with filters applied
 //! before the limit, and deleting, copying and pruning threads.
 //!
-//! A store without [`Capabilities::checkpoints`](agentmem_core::Capabilities) must refuse every
-//! checkpoint operation with `Unsupported` (checked by the first case); the other cases then
-//! have nothing to check on it.
+//! The area applies only to stores whose [`Capabilities::checkpoints`](agentmem_core::Capabilities)
+//! say they keep them ([`Area::applies_to`](super::Area::applies_to)). A store without them
+//! must refuse every checkpoint operation with `Unsupported`: `checkpoints_are_kept_or_refused`, a case of the `misc`
+//! area, checks that on every store.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -82,11 +83,6 @@ pub(super) fn ok<T>(result: Result<T>, what: &str) -> T {
     result.unwrap_or_else(|e| panic!("{what} failed: {e}"))
 }
 
-/// Whether the store keeps checkpoints; the cases below check nothing on one that does not.
-pub(super) fn keeps_checkpoints(store: &dyn AgentMemory) -> bool {
-    store.capabilities().checkpoints
-}
-
 pub(super) async fn put(store: &dyn AgentMemory, checkpoint: &Checkpoint, blobs: &[ChannelBlob]) {
     let what = format!("put_checkpoint {:?}", checkpoint.key);
     ok(store.put_checkpoint(checkpoint, blobs).await, &what);
@@ -159,7 +155,7 @@ pub(super) fn assert_unsupported<T: Debug>(result: Result<T>, what: &str) {
 pub async fn checkpoints_are_kept_or_refused(store: &dyn AgentMemory) {
     let at = key("kept", "", "c1");
     let c = checkpoint(at.clone(), &[], json!({}));
-    if keeps_checkpoints(store) {
+    if store.capabilities().checkpoints {
         put(store, &c, &[]).await;
         assert_eq!(get(store, &at, true).await.checkpoint, c);
         return;
@@ -184,9 +180,6 @@ pub async fn checkpoints_are_kept_or_refused(store: &dyn AgentMemory) {
 /// with NUL and invalid UTF-8, metadata of any JSON shape (strings holding `\u0000`, nesting,
 /// key order), an emptied channel (`None`), and the creation time to the microsecond.
 pub async fn checkpoints_round_trip_byte_for_byte(store: &dyn AgentMemory) {
-    if !keeps_checkpoints(store) {
-        return;
-    }
     let at = key("round trip", "", "1ef0a");
     let mut c = checkpoint(
         at.clone(),
@@ -240,9 +233,6 @@ pub async fn checkpoints_round_trip_byte_for_byte(store: &dyn AgentMemory) {
 /// Thread ids and namespaces are any UTF-8: ids that differ by one character (glob and key
 /// characters, case, escapes, spaces, a long id) are distinct threads, listed as written.
 pub async fn checkpoint_threads_with_hostile_ids_stay_apart(store: &dyn AgentMemory) {
-    if !keeps_checkpoints(store) {
-        return;
-    }
     let long = "t".repeat(MAX_THREAD_KEY_BYTES);
     let threads = [
         "a",
@@ -308,9 +298,6 @@ pub async fn checkpoint_threads_with_hostile_ids_stay_apart(store: &dyn AgentMem
 /// The latest checkpoint is the one with the greatest id (byte order, whatever the order of
 /// writing); listing is newest first.
 pub async fn latest_checkpoint_is_the_greatest_id(store: &dyn AgentMemory) {
-    if !keeps_checkpoints(store) {
-        return;
-    }
     for id in ["1ef2", "1ef3", "1ef1", "1EF9", "1ef20"] {
         put(
             store,
@@ -329,9 +316,6 @@ pub async fn latest_checkpoint_is_the_greatest_id(store: &dyn AgentMemory) {
 /// ones written with an earlier checkpoint, and a new version does not change an older
 /// checkpoint's values.
 pub async fn checkpoint_channel_values_are_kept_per_version(store: &dyn AgentMemory) {
-    if !keeps_checkpoints(store) {
-        return;
-    }
     let first = checkpoint(key("blobs", "", "c1"), &[("a", "1"), ("b", "1")], json!({}));
     put(
         store,
@@ -370,9 +354,6 @@ pub async fn checkpoint_channel_values_are_kept_per_version(store: &dyn AgentMem
 
 /// Putting a checkpoint at an existing key replaces it and keeps its pending writes.
 pub async fn putting_a_checkpoint_again_replaces_it(store: &dyn AgentMemory) {
-    if !keeps_checkpoints(store) {
-        return;
-    }
     let at = key("again", "", "c1");
     put(store, &checkpoint(at.clone(), &[], json!({"v": 1})), &[]).await;
     put_writes(store, &at, &[write("t1", 0, "ch", "w")]).await;
@@ -390,9 +371,6 @@ pub async fn putting_a_checkpoint_again_replaces_it(store: &dyn AgentMemory) {
 /// one (index < 0) replaces; they come back sorted by task path, task id and index; writes
 /// made before their checkpoint is stored show once it is; an empty call changes nothing.
 pub async fn checkpoint_writes_follow_langgraph_rules(store: &dyn AgentMemory) {
-    if !keeps_checkpoints(store) {
-        return;
-    }
     let at = key("writes", "", "c1");
     put(store, &checkpoint(at.clone(), &[], json!({})), &[]).await;
     let with_path = |w: PendingWrite, path: &str| PendingWrite {
@@ -497,9 +475,6 @@ pub async fn checkpoint_writes_follow_langgraph_rules(store: &dyn AgentMemory) {
 /// every namespace and `""` only the root; `id`, `before` and the metadata filter apply before
 /// the limit.
 pub async fn checkpoint_listing_filters_before_the_limit(store: &dyn AgentMemory) {
-    if !keeps_checkpoints(store) {
-        return;
-    }
     chain(store, "list-1", "", 5, "run-a").await;
     chain(store, "list-2", "", 3, "run-b").await;
     chain(store, "list-1", "child", 2, "run-a").await;
@@ -586,9 +561,6 @@ pub async fn checkpoint_listing_filters_before_the_limit(store: &dyn AgentMemory
 /// The metadata filter compares JSON values with their types: numbers, strings, booleans,
 /// null, arrays and whole objects; a key the metadata lacks matches nothing (not even null).
 pub async fn checkpoint_metadata_filters_compare_json_values(store: &dyn AgentMemory) {
-    if !keeps_checkpoints(store) {
-        return;
-    }
     let meta = json!({
         "n": 42, "s": "42", "t": true, "z": null, "a": [1, "2"], "o": {"k": 1},
         "u": "ü \u{0} $x.y", "$dollar": 1, "dot.ted": 2

@@ -8,16 +8,12 @@ use serde_json::json;
 
 use super::super::assert_kind;
 use super::{
-    blob, chain, checkpoint, get, keeps_checkpoints, key, keys, list, ns, ok, put, put_writes,
-    thread, write,
+    blob, chain, checkpoint, get, key, keys, list, ns, ok, put, put_writes, thread, write,
 };
 
 /// Deleting a thread removes its checkpoints, writes and blobs in every namespace, and nothing
 /// of other threads.
 pub async fn deleting_a_checkpoint_thread_removes_all_of_it(store: &dyn AgentMemory) {
-    if !keeps_checkpoints(store) {
-        return;
-    }
     chain(store, "doomed", "", 3, "r").await;
     chain(store, "doomed", "sub", 2, "r").await;
     chain(store, "kept", "", 2, "r").await;
@@ -51,9 +47,6 @@ pub async fn deleting_a_checkpoint_thread_removes_all_of_it(store: &dyn AgentMem
 /// Deleting by run removes the checkpoints whose metadata `run_id` is listed, in every thread
 /// and namespace, with their writes, and nothing else.
 pub async fn deleting_runs_removes_their_checkpoints(store: &dyn AgentMemory) {
-    if !keeps_checkpoints(store) {
-        return;
-    }
     chain(store, "runs-1", "", 2, "r1").await;
     chain(store, "runs-2", "sub", 3, "r1").await;
     chain(store, "runs-3", "", 2, "r2").await;
@@ -94,9 +87,6 @@ pub async fn deleting_runs_removes_their_checkpoints(store: &dyn AgentMemory) {
 /// metadata and times; the source is unchanged and the two are independent afterwards. A
 /// missing source is `NotFound`, a target holding checkpoints `Conflict`.
 pub async fn copying_a_checkpoint_thread_copies_all_of_it(store: &dyn AgentMemory) {
-    if !keeps_checkpoints(store) {
-        return;
-    }
     chain(store, "source", "", 3, "r").await;
     chain(store, "source", "node:1", 2, "r").await;
     put_writes(store, &key("source", "", "c2"), &[write("t", 0, "x", "v")]).await;
@@ -144,9 +134,6 @@ pub async fn copying_a_checkpoint_thread_copies_all_of_it(store: &dyn AgentMemor
 /// Pruning keeps the newest checkpoint of each namespace with its writes and the values it
 /// reads (`KeepLatest`) or removes the thread (`DeleteAll`); other threads are untouched.
 pub async fn pruning_checkpoints_keeps_the_latest_per_namespace(store: &dyn AgentMemory) {
-    if !keeps_checkpoints(store) {
-        return;
-    }
     chain(store, "prune-1", "", 4, "r").await;
     chain(store, "prune-1", "sub", 3, "r").await;
     chain(store, "prune-2", "", 2, "r").await;
@@ -194,9 +181,6 @@ pub async fn pruning_checkpoints_keeps_the_latest_per_namespace(store: &dyn Agen
 /// Checkpoints, writes and blobs that cannot be stored are refused whole (`InvalidInput`):
 /// a NUL in a channel name or task id, metadata nested too deep; nothing is written.
 pub async fn invalid_checkpoints_are_refused(store: &dyn AgentMemory) {
-    if !keeps_checkpoints(store) {
-        return;
-    }
     let at = key("invalid", "", "c1");
     let mut bad = checkpoint(at.clone(), &[("a\u{0}b", "1")], json!({}));
     assert_kind(
@@ -239,9 +223,6 @@ pub async fn invalid_checkpoints_are_refused(store: &dyn AgentMemory) {
 
 /// Several writers putting checkpoints and writes on one thread at once lose nothing.
 pub async fn concurrent_checkpoint_writers_lose_nothing(store: &dyn AgentMemory) {
-    if !keeps_checkpoints(store) {
-        return;
-    }
     let writers = (0..4).map(|w| async move {
         for i in 0..10 {
             let at = key("busy", "", &format!("w{w}-{i:02}"));
