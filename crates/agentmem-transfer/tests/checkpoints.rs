@@ -15,6 +15,9 @@ use agentmem_core::{
 use agentmem_formats::{json, jsonl, yaml, ExportDocument};
 use agentmem_transfer::{export_document, import_document, write_jsonl, ExportCounts};
 
+mod common;
+use common::Without;
+
 /// Bytes no text decoder accepts.
 const OPAQUE: &[u8] = &[0, 0xff, 0xfe, b'a', 0, 0xc3, 0x28, 0x80];
 
@@ -340,64 +343,15 @@ async fn an_import_completes_what_the_store_holds_in_part() {
     assert_eq!(all(&to).await, all(&from).await);
 }
 
-mod no_checkpoints {
-    //! Apart, so that `LayeredStore` (whose methods share their names with the store traits')
-    //! is in scope only here.
-    use agentmem_core::layer::LayeredStore;
-    use agentmem_core::{
-        Capabilities, ChannelBlob, Checkpoint, CheckpointKey, CheckpointQuery, CheckpointTuple,
-        InMemoryStore, Layered, PendingWrite, Result, SessionStore, ThreadInfo,
-    };
-
-    /// An in-memory store that keeps no checkpoints, as a backend without the capability: every
-    /// checkpoint operation the transfer might call is refused.
-    #[derive(Debug)]
-    pub struct NoCheckpoints(pub Layered<InMemoryStore>);
-
-    impl NoCheckpoints {
-        /// An empty store.
-        pub fn new() -> Self {
-            NoCheckpoints(InMemoryStore::new())
-        }
-    }
-
-    #[agentmem_core::async_trait]
-    impl LayeredStore for NoCheckpoints {
-        type Inner = Layered<InMemoryStore>;
-
-        fn inner(&self) -> &Layered<InMemoryStore> {
-            &self.0
-        }
-
-        fn capabilities(&self) -> Capabilities {
-            let mut capabilities = SessionStore::capabilities(&self.0);
-            capabilities.checkpoints = false;
-            capabilities
-        }
-
-        async fn put_checkpoint(&self, _: &Checkpoint, _: &[ChannelBlob]) -> Result<()> {
-            Err(agentmem_core::checkpoint::unsupported("test"))
-        }
-
-        async fn put_writes(&self, _: &CheckpointKey, _: &[PendingWrite]) -> Result<()> {
-            Err(agentmem_core::checkpoint::unsupported("test"))
-        }
-
-        async fn list_checkpoints(&self, _: &CheckpointQuery) -> Result<Vec<CheckpointTuple>> {
-            Err(agentmem_core::checkpoint::unsupported("test"))
-        }
-
-        async fn list_threads(&self) -> Result<Vec<ThreadInfo>> {
-            Err(agentmem_core::checkpoint::unsupported("test"))
-        }
-    }
+/// An in-memory store that keeps no checkpoints, as a backend without the capability: every
+/// checkpoint operation the transfer might call is refused.
+fn no_checkpoints() -> Without {
+    Without::new(|c| c.checkpoints = false)
 }
-
-use no_checkpoints::NoCheckpoints;
 
 #[tokio::test]
 async fn a_store_without_checkpoints_exports_as_before() {
-    let store = NoCheckpoints::new();
+    let store = no_checkpoints();
     let id = "demo".parse().unwrap();
     SessionStore::append(&store, &id, &[Message::user("hello")])
         .await
@@ -417,7 +371,7 @@ async fn a_store_without_checkpoints_exports_as_before() {
 #[tokio::test]
 async fn a_store_without_checkpoints_refuses_a_document_with_some_before_writing() {
     let doc = export_document(&source().await).await.unwrap();
-    let store = NoCheckpoints::new();
+    let store = no_checkpoints();
     let err = import_document(&store, &doc).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
     assert!(err.message().contains("keeps no checkpoints"), "{err}");

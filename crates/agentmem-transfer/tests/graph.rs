@@ -16,6 +16,9 @@ use agentmem_transfer::{
     ProgressEvent, Silent,
 };
 
+mod common;
+use common::Without;
+
 /// A format's `to_string`.
 type Render = fn(&ExportDocument) -> agentmem_core::Result<String>;
 
@@ -266,36 +269,15 @@ async fn an_empty_graph_is_no_event_and_no_record() {
     assert!(!text.contains("graph"), "{text}");
 }
 
-mod no_graph {
-    //! Apart, so that `LayeredStore` (whose methods share their names with the store traits')
-    //! is in scope only here.
-    use agentmem_core::layer::LayeredStore;
-    use agentmem_core::{Capabilities, InMemoryStore, Layered, SessionStore};
-
-    /// An in-memory store that keeps no graph, as a backend without the capability (the
-    /// methods the transfer must not call are refused beneath by the capability check).
-    #[derive(Debug)]
-    pub struct NoGraph(pub Layered<InMemoryStore>);
-
-    #[agentmem_core::async_trait]
-    impl LayeredStore for NoGraph {
-        type Inner = Layered<InMemoryStore>;
-
-        fn inner(&self) -> &Layered<InMemoryStore> {
-            &self.0
-        }
-
-        fn capabilities(&self) -> Capabilities {
-            let mut capabilities = SessionStore::capabilities(&self.0);
-            capabilities.graph = false;
-            capabilities
-        }
-    }
+/// An in-memory store that keeps no graph, as a backend without the capability: every graph
+/// operation the transfer might call is refused.
+fn no_graph() -> Without {
+    Without::new(|c| c.graph = false)
 }
 
 #[tokio::test]
 async fn a_store_without_a_graph_exports_as_before_and_refuses_one() {
-    let store = no_graph::NoGraph(InMemoryStore::new());
+    let store = no_graph();
     SessionStore::append(&store, &"s".parse().unwrap(), &[Message::user("hi")])
         .await
         .unwrap();
@@ -314,7 +296,7 @@ async fn a_store_without_a_graph_exports_as_before_and_refuses_one() {
     let sessions = SessionStore::list_sessions(&store).await.unwrap();
     assert_eq!(sessions.len(), 1, "nothing was written");
 
-    let fresh = no_graph::NoGraph(InMemoryStore::new());
+    let fresh = no_graph();
     let err = migrate(
         &source().await,
         &fresh,

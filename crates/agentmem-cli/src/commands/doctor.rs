@@ -193,37 +193,38 @@ fn print(out: &mut Output, report: &DoctorReport) -> Result<()> {
     Ok(())
 }
 
+/// What a read gave, or `None` when it failed as `CorruptData`: then `problem` made of the
+/// error joins the problems, and the check goes on. Any other error stops the check.
+fn readable<T>(
+    read: Result<T>, problems: &mut Vec<Problem>, problem: impl FnOnce(&Error) -> Problem,
+) -> Result<Option<T>> {
+    match read {
+        Ok(value) => Ok(Some(value)),
+        Err(e) if e.kind() == ErrorKind::CorruptData => {
+            problems.push(problem(&e));
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Adds one session's counts; a `CorruptData` read becomes a problem.
 async fn count_session(
     store: &dyn AgentMemory, id: &SessionId, counts: &mut Counts, problems: &mut Vec<Problem>,
 ) -> Result<()> {
-    let corrupt = |e: Error, problems: &mut Vec<Problem>| -> Result<()> {
-        if e.kind() == ErrorKind::CorruptData {
-            problems.push(Problem::corrupt(Some(id), &e));
-            Ok(())
-        } else {
-            Err(e)
-        }
+    let corrupt = |e: &Error| Problem::corrupt(Some(id), e);
+    let Some(Some(s)) = readable(store.load(id, None).await, problems, corrupt)? else {
+        return Ok(());
     };
-    match store.load(id, None).await {
-        Ok(Some(s)) => {
-            counts.sessions += 1;
-            counts.messages += s.messages.len() as u64;
-        }
-        Ok(None) => return Ok(()),
-        Err(e) => return corrupt(e, problems),
-    }
-    let archives = match store.list_archives(id).await {
-        Ok(a) => a,
-        Err(e) => return corrupt(e, problems),
+    counts.sessions += 1;
+    counts.messages += s.messages.len() as u64;
+    let Some(archives) = readable(store.list_archives(id).await, problems, corrupt)? else {
+        return Ok(());
     };
     for info in archives {
-        match store.load_archive(id, &info.id).await {
-            Ok(a) => {
-                counts.archives += 1;
-                counts.archived_messages += a.messages.len() as u64;
-            }
-            Err(e) => corrupt(e, problems)?,
+        if let Some(a) = readable(store.load_archive(id, &info.id).await, problems, corrupt)? {
+            counts.archives += 1;
+            counts.archived_messages += a.messages.len() as u64;
         }
     }
     Ok(())
@@ -232,10 +233,9 @@ async fn count_session(
 async fn count_memories(
     store: &dyn AgentMemory, counts: &mut Counts, problems: &mut Vec<Problem>,
 ) -> Result<()> {
-    match store.list_memories(&MemoryFilter::default()).await {
-        Ok(items) => counts.memories = items.len() as u64,
-        Err(e) if e.kind() == ErrorKind::CorruptData => problems.push(Problem::corrupt(None, &e)),
-        Err(e) => return Err(e),
+    let read = store.list_memories(&MemoryFilter::default()).await;
+    if let Some(items) = readable(read, problems, |e| Problem::corrupt(None, e))? {
+        counts.memories = items.len() as u64;
     }
     Ok(())
 }
@@ -249,17 +249,13 @@ async fn count_checkpoints(
         return Ok(());
     }
     for info in store.list_threads().await? {
-        let query = CheckpointQuery::thread(info.thread.clone());
-        match store.list_checkpoints(&query).await {
-            Ok(tuples) => {
-                counts.threads += 1;
-                counts.checkpoints += tuples.len() as u64;
-            }
-            Err(e) if e.kind() == ErrorKind::CorruptData => problems.push(Problem::corrupt_at(
-                format!("thread {:?}", info.thread.as_str()),
-                &e,
-            )),
-            Err(e) => return Err(e),
+        let read = store
+            .list_checkpoints(&CheckpointQuery::thread(info.thread.clone()))
+            .await;
+        let what = format!("thread {:?}", info.thread.as_str());
+        if let Some(tuples) = readable(read, problems, |e| Problem::corrupt_at(what, e))? {
+            counts.threads += 1;
+            counts.checkpoints += tuples.len() as u64;
         }
     }
     Ok(())
@@ -273,15 +269,11 @@ async fn count_graph(
     if !store.capabilities().graph {
         return Ok(());
     }
-    match store.read_graph(&GraphQuery::All).await {
-        Ok(graph) => {
-            counts.entities = graph.entities.len() as u64;
-            counts.relations = graph.relations.len() as u64;
-        }
-        Err(e) if e.kind() == ErrorKind::CorruptData => {
-            problems.push(Problem::corrupt_at("knowledge graph".into(), &e));
-        }
-        Err(e) => return Err(e),
+    let read = store.read_graph(&GraphQuery::All).await;
+    let what = "knowledge graph".to_string();
+    if let Some(graph) = readable(read, problems, |e| Problem::corrupt_at(what, e))? {
+        counts.entities = graph.entities.len() as u64;
+        counts.relations = graph.relations.len() as u64;
     }
     Ok(())
 }
@@ -476,16 +468,13 @@ async fn file_doctor(
             Err(e) if e.kind() == ErrorKind::CorruptData && repair => {
                 copy_recursive(&session_dir, &backup.join("agents").join(id.as_str()))?;
                 backup_used = true;
-                match store.check(&id, true).await {
-                    Ok(fixed) => {
+                let checked = store.check(&id, true).await;
+                match readable(checked, &mut problems, |e| Problem::corrupt(Some(&id), e))? {
+                    Some(fixed) => {
                         problems.extend(fixed.into_iter().map(Problem::found));
                         count_session(&store, &id, &mut counts, &mut problems).await?;
                     }
-                    Err(e) if e.kind() == ErrorKind::CorruptData => {
-                        problems.push(Problem::corrupt(Some(&id), &e));
-                        counts.unchecked_sessions += 1;
-                    }
-                    Err(e) => return Err(e),
+                    None => counts.unchecked_sessions += 1,
                 }
                 continue;
             }
