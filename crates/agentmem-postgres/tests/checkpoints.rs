@@ -55,11 +55,12 @@ async fn another_process(store: &PostgresStore) -> Layered<PostgresStore> {
 
 /// A store in a fresh schema whose thread `pruned` a writer (`write`, given a handle on the
 /// store, on a task of its own) fills while another process prunes it to its latest
-/// checkpoint again and again; once the writer is done (its panics fail the test): the store,
-/// the pruning process and the thread. `None` (skipped) without a server.
+/// checkpoint again and again; once the writer is done (its panics fail the test): the store
+/// (dropping its schema when dropped), the pruning process and the thread. `None` (skipped)
+/// without a server.
 async fn prunes_racing<W, F>(
     write: W,
-) -> Option<(Layered<PostgresStore>, Layered<PostgresStore>, ThreadId)>
+) -> Option<(common::GuardedStore, Layered<PostgresStore>, ThreadId)>
 where
     W: FnOnce(Layered<PostgresStore>) -> F,
     F: std::future::Future<Output = ()> + Send + 'static,
@@ -98,7 +99,6 @@ async fn a_version_4_schema_gains_checkpoints_when_migrated_to_5() {
         .expect("put");
     let got = latest_checkpoint(&again, &at).await.expect("stored");
     assert_eq!(got.blobs.len(), 1);
-    store.drop_schema().await.expect("drop test schema");
 }
 
 /// Thread and namespace of 512 bytes, channel and version of 1,024, none of them
@@ -119,7 +119,7 @@ async fn keys_at_their_longest_are_stored() {
     let mut long_write = write(&incompressible(1024, 6), 0);
     long_write.task_path = incompressible(4096, 7);
     store.put_writes(&at, &[long_write]).await.expect("writes");
-    let got = checkpoint_at(&store, &at).await.expect("stored");
+    let got = checkpoint_at(&*store, &at).await.expect("stored");
     assert_eq!(got.checkpoint, c);
     assert_eq!(got.blobs, [blob(&channel, &version, "value")]);
     assert_eq!(got.writes.len(), 1);
@@ -142,7 +142,6 @@ async fn keys_at_their_longest_are_stored() {
         .expect("get copy")
         .expect("copied");
     assert_eq!(copied.blobs, got.blobs);
-    store.drop_schema().await.expect("drop test schema");
 }
 
 /// `jsonb` finds `{"n": 1.0}` equal to `{"n": 1}` where agentmem does not: with a limit, the
@@ -180,7 +179,6 @@ async fn a_limit_counts_only_what_the_filter_really_accepts() {
     let found = store.list_checkpoints(&nul).await.expect("list");
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].checkpoint.key.id, "c4");
-    store.drop_schema().await.expect("drop test schema");
 }
 
 #[tokio::test]
@@ -207,7 +205,6 @@ async fn run_ids_are_matched_exactly_nul_included() {
         .expect("list");
     let ids: Vec<&str> = left.iter().map(|t| t.checkpoint.key.id.as_str()).collect();
     assert_eq!(ids, ["c3", "c2"]);
-    store.drop_schema().await.expect("drop test schema");
 }
 
 /// Every pending write of `store`'s schema as (thread, namespace, checkpoint id, task id),
@@ -282,7 +279,7 @@ async fn writes_ahead_of_their_checkpoint_follow_each_delete_rule() {
         [&in_a[..], &[row("alone", "", "c2", "t")]].concat(),
         "the copy replaces the target and copies only its checkpoints' writes"
     );
-    assert_eq!(prune_to_latest(&store, &a).await, 0);
+    assert_eq!(prune_to_latest(&*store, &a).await, 0);
     assert_eq!(
         write_rows(&store).await,
         [row("a", "", "c2", "t"), row("alone", "", "c2", "t")],
@@ -296,7 +293,6 @@ async fn writes_ahead_of_their_checkpoint_follow_each_delete_rule() {
     assert!(!store.delete_thread(&ahead.thread).await.expect("delete"));
     assert!(store.delete_thread(&a).await.expect("delete"));
     assert_eq!(write_rows(&store).await, [row("alone", "", "c2", "t")]);
-    store.drop_schema().await.expect("drop test schema");
 }
 
 /// Pending writes racing a delete of their thread from another pool, while a reader watches
@@ -347,7 +343,7 @@ async fn writes_racing_a_delete_go_with_it_or_come_after() {
             "round {round}: writes alone make no thread"
         );
         store.put_checkpoint(&c, &[]).await.expect("put again");
-        let got = checkpoint_at(&store, &at).await.expect("put again");
+        let got = checkpoint_at(&*store, &at).await.expect("put again");
         let stayed: BTreeSet<String> = got.writes.into_iter().map(|w| w.task_id).collect();
         let first = (0..10).find(|i| stayed.contains(&format!("t{i}")));
         let suffix: BTreeSet<String> = first
@@ -360,7 +356,6 @@ async fn writes_racing_a_delete_go_with_it_or_come_after() {
         );
         assert!(deleter.delete_thread(&at.thread).await.expect("clear"));
     }
-    store.drop_schema().await.expect("drop test schema");
 }
 
 /// A writer puts checkpoints one after another, each followed by its pending write, while
@@ -387,7 +382,6 @@ async fn prunes_racing_writes_keep_the_latest_checkpoints_writes() {
     };
     prune_to_latest(&pruner, &thread).await;
     assert_eq!(write_rows(&store).await, [row("pruned", "", "c099", "t99")]);
-    store.drop_schema().await.expect("drop test schema");
 }
 
 /// A writer puts checkpoints that alternate between two versions of one channel, writing the
@@ -425,5 +419,4 @@ async fn prunes_racing_puts_keep_every_value_a_checkpoint_reads() {
         );
     }
     assert_eq!(all[0].checkpoint.key.id, "c199");
-    store.drop_schema().await.expect("drop test schema");
 }

@@ -3,12 +3,10 @@
 
 mod common;
 
-use agentmem_testkit::{NamespaceGuard, TestStore};
+use agentmem_testkit::TestStore;
 
 async fn store() -> Option<TestStore> {
-    let store = common::open(&[]).await?;
-    let schema = NamespaceGuard::new().postgres_schema(&common::database_url(), store.schema());
-    Some(TestStore::new(store).with_namespace(schema).into_dyn())
+    Some(common::open(&[]).await?.into_dyn())
 }
 
 agentmem_testkit::conformance_tests!(store);

@@ -8,8 +8,8 @@ mod common;
 use agentmem_testkit::TestStore;
 
 async fn store() -> Option<TestStore> {
-    let (store, guard) = common::open_at("pgbouncer", &common::pgbouncer_url(), &[]).await?;
-    Some(TestStore::new(store).with_namespace(guard).into_dyn())
+    let store = common::open_at("pgbouncer", &common::pgbouncer_url(), &[]).await?;
+    Some(store.into_dyn())
 }
 
 agentmem_testkit::conformance_tests!(store);

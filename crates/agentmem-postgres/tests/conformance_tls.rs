@@ -7,8 +7,8 @@ mod common;
 use agentmem_testkit::TestStore;
 
 async fn store() -> Option<TestStore> {
-    let (store, guard) = common::open_at("postgres-tls", &common::tls_url(), &[]).await?;
-    Some(TestStore::new(store).with_namespace(guard).into_dyn())
+    let store = common::open_at("postgres-tls", &common::tls_url(), &[]).await?;
+    Some(store.into_dyn())
 }
 
 agentmem_testkit::conformance_tests!(store);

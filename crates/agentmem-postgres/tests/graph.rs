@@ -57,7 +57,6 @@ async fn a_version_5_schema_gains_the_graph_when_migrated_to_6() {
     );
     let graph = again.read_graph(&GraphQuery::All).await.expect("read");
     assert_eq!(graph.entities, [alice]);
-    store.drop_schema().await.expect("drop test schema");
 }
 
 /// Names and types of 1,024 bytes (a relation's three texts together above PostgreSQL's
@@ -131,7 +130,6 @@ async fn texts_at_their_longest_are_stored() {
         .await
         .expect("read")
         .is_empty());
-    store.drop_schema().await.expect("drop test schema");
 }
 
 /// Three processes, each with 100 writers at once: every writer creates an entity and a
@@ -203,7 +201,6 @@ async fn three_processes_of_100_writers_lose_nothing() {
         300,
         "every relation touching the hub"
     );
-    store.drop_schema().await.expect("drop test schema");
 }
 
 /// 300 creates of one name (and of the same relations) from three processes at once leave one
@@ -254,7 +251,6 @@ async fn concurrent_creates_of_one_name_leave_one_entity() {
     assert_eq!(same, [&created_same[0]]);
     assert_eq!(graph.entities.len(), 21);
     assert_eq!(graph.relations.len(), 20);
-    store.drop_schema().await.expect("drop test schema");
 }
 
 /// While one process deletes and re-creates an entity over and over, two others add to it and
@@ -319,7 +315,6 @@ async fn add_observations_is_all_or_nothing_while_an_entity_comes_and_goes() {
         "the stable entity holds exactly the applied calls' notes"
     );
     assert_eq!(orphan_observations(&store).await, 0);
-    store.drop_schema().await.expect("drop test schema");
 }
 
 /// Deleting observations and entities in one process while another adds to the same
@@ -377,5 +372,4 @@ async fn deletes_racing_additions_keep_the_graph_whole() {
     assert_eq!(orphan_observations(&store).await, 0);
     let graph = store.read_graph(&GraphQuery::All).await.expect("read");
     assert_eq!(graph.entities.len(), 10);
-    store.drop_schema().await.expect("drop test schema");
 }

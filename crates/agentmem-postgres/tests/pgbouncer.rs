@@ -43,8 +43,7 @@ async fn exercise(store: &PostgresStore) {
 
 #[tokio::test]
 async fn a_pooler_is_detected_and_statements_go_unnamed() {
-    let Some((pooled, _guard)) = common::open_at("pgbouncer", &common::pgbouncer_url(), &[]).await
-    else {
+    let Some(pooled) = common::open_at("pgbouncer", &common::pgbouncer_url(), &[]).await else {
         return;
     };
     assert!(
@@ -60,13 +59,12 @@ async fn a_pooler_is_detected_and_statements_go_unnamed() {
             return;
         };
         assert!(direct.prepares_statements(), "sslmode={sslmode}");
-        direct.drop_schema().await.expect("drop test schema");
     }
 }
 
 #[tokio::test]
 async fn the_url_option_overrides_detection() {
-    let Some((forced, _guard)) = common::open_at(
+    let Some(forced) = common::open_at(
         "pgbouncer",
         &common::pgbouncer_url(),
         &[("prepared_statements", "on")],
@@ -83,7 +81,6 @@ async fn the_url_option_overrides_detection() {
     };
     assert!(!unnamed.prepares_statements(), "off is honoured");
     exercise(&unnamed).await;
-    unnamed.drop_schema().await.expect("drop test schema");
 }
 
 #[tokio::test]
@@ -104,20 +101,23 @@ async fn a_pool_of_ones_own_is_checked_too() {
             return agentmem_testkit::service_unavailable("pgbouncer", &url, &e).unwrap_or(())
         }
     };
+    let _schema = common::dropping_schema(
+        &common::with_options(&url, &[("schema", &schema), ("pool_size", "1")]),
+        &schema,
+    );
     assert!(!store.prepares_statements());
     exercise(&store).await;
     let forced = PostgresStore::from_client_with(pool, &schema, PreparedStatements::On)
         .await
         .expect("open");
     assert!(forced.prepares_statements());
-    store.drop_schema().await.expect("drop test schema");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_through_the_pooler_keep_order_and_lose_nothing() {
     // Four stores with pools of their own stand in for four processes, all through one
     // PgBouncer that multiplexes their transactions over its server connections.
-    let Some((first, _guard)) =
+    let Some(first) =
         common::open_at("pgbouncer", &common::pgbouncer_url(), &[("pool_size", "2")]).await
     else {
         return;

@@ -11,6 +11,7 @@ use agentmem_core::{
 };
 use agentmem_postgres::deadpool_postgres::{Manager, Pool, Runtime};
 use agentmem_postgres::{PostgresStore, SCHEMA_VERSION};
+use agentmem_testkit::NamespaceGuard;
 
 fn sid(name: &str) -> SessionId {
     SessionId::new(name).expect("valid test session id")
@@ -138,7 +139,6 @@ async fn terminated_connections_fail_clearly_and_the_pool_recovers() {
         .expect("pg_stat_activity")
         .get(0);
     assert!(alive >= 1, "the pool opened fresh connections");
-    store.drop_schema().await.expect("drop test schema");
 }
 
 #[tokio::test]
@@ -169,7 +169,6 @@ async fn waiting_too_long_for_a_connection_is_unavailable() {
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
     drop(held);
     assert!(store.load(&sid("any"), None).await.expect("load").is_none());
-    store.drop_schema().await.expect("drop test schema");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -196,6 +195,7 @@ async fn concurrent_opens_of_a_new_schema_all_succeed_and_migrate_once() {
             }
         }
     }
+    let _schema = NamespaceGuard::new().postgres_schema(&common::database_url(), &schema);
     assert_eq!(stores.len(), 8);
     for store in &stores {
         assert_eq!(
@@ -230,7 +230,6 @@ async fn concurrent_opens_of_a_new_schema_all_succeed_and_migrate_once() {
             .len(),
         1
     );
-    stores[0].drop_schema().await.expect("drop test schema");
 }
 
 #[tokio::test]
@@ -256,7 +255,6 @@ async fn a_schema_from_a_newer_build_is_refused() {
     assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
     assert!(err.to_string().contains("999"), "{err}");
     assert_eq!(store.schema_version().await.expect("version"), 999);
-    store.drop_schema().await.expect("drop test schema");
 }
 
 #[tokio::test]
@@ -270,7 +268,6 @@ async fn reopening_keeps_data_and_version() {
         .expect("append");
     let again = common::reopen_current(&store).await;
     assert_eq!(again.messages(&sid("kept")).await.expect("load").len(), 1);
-    store.drop_schema().await.expect("drop test schema");
 }
 
 #[tokio::test]
@@ -323,7 +320,6 @@ async fn version_1_memories_become_global_when_migrated_to_2() {
         .await
         .expect("put");
     assert_eq!(replaced.id, old.id, "the global item is replaced by key");
-    store.drop_schema().await.expect("drop test schema");
 }
 
 /// SQL putting a schema at the current version (quoted `s`) back as version 2 left it:
@@ -404,7 +400,6 @@ async fn version_2_sessions_get_labels_and_expiry_when_migrated_to_3() {
     let fork = again.fork(&old, &sid("fork"), None).await.expect("fork");
     assert_eq!(fork.message_count, 2);
     assert_eq!(fork.labels.owner.as_deref(), Some("ada"));
-    store.drop_schema().await.expect("drop test schema");
 }
 
 #[tokio::test]
@@ -428,7 +423,6 @@ async fn an_unreadable_scope_is_corrupt_data() {
     let err = store.get_memory(&item.id).await.expect_err("corrupt");
     assert_eq!(err.kind(), ErrorKind::CorruptData, "{err}");
     assert!(err.to_string().contains("agent:a/x:y"), "{err}");
-    store.drop_schema().await.expect("drop test schema");
 }
 
 #[tokio::test]
@@ -463,6 +457,9 @@ async fn stores_share_a_pool_with_separate_schemas() {
             return;
         }
     };
+    let _schemas = NamespaceGuard::new()
+        .postgres_schema(&common::database_url(), &a)
+        .postgres_schema(&common::database_url(), &b);
     let store_b = PostgresStore::from_client(pool, &b)
         .await
         .expect("second schema");
@@ -484,8 +481,6 @@ async fn stores_share_a_pool_with_separate_schemas() {
             .await
             .is_err()
     );
-    store_a.drop_schema().await.expect("drop a");
-    store_b.drop_schema().await.expect("drop b");
 }
 
 #[tokio::test]
@@ -543,7 +538,6 @@ async fn last_n_is_an_index_scan_and_nul_content_round_trips() {
         .await
         .expect("search");
     assert_eq!(hits.len(), 1);
-    store.drop_schema().await.expect("drop test schema");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -570,7 +564,6 @@ async fn writers_in_separate_pools_keep_order_and_lose_nothing() {
             }
         }
     }
-    first.drop_schema().await.expect("drop test schema");
 }
 
 #[tokio::test]
@@ -600,7 +593,6 @@ async fn huge_messages_are_stored_and_stay_searchable() {
         hits.is_empty(),
         "words past the tsvector limit are not indexed"
     );
-    store.drop_schema().await.expect("drop test schema");
 }
 
 /// How many rows of `table` belong to session `id` in `store`'s schema.
@@ -672,7 +664,6 @@ async fn expired_sessions_leave_no_rows_once_rewritten_or_purged() {
             "{table} of the purged session"
         );
     }
-    store.drop_schema().await.expect("drop test schema");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -759,7 +750,6 @@ async fn rewinds_racing_appends_keep_positions_counts_and_search_consistent() {
     let all = store.messages(&session).await.expect("load");
     assert_eq!(all[..kept.len()], kept[..]);
     assert_eq!(all.last().map(|m| m.content.as_str()), Some("last"));
-    store.drop_schema().await.expect("drop test schema");
 }
 
 /// The positions of archive `archive`'s messages in `store`'s schema, in order.
@@ -884,5 +874,4 @@ async fn archive_rewrites_racing_each_other_and_deletes_leave_whole_archives() {
             "{table} of the deleted session"
         );
     }
-    store.drop_schema().await.expect("drop test schema");
 }

@@ -10,6 +10,7 @@ use common::{other_ca, private_ca};
 
 use agentmem_core::{AgentMemoryExt, ErrorKind, Message, SessionId};
 use agentmem_postgres::PostgresStore;
+use agentmem_testkit::TestStore;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use url::Url;
 
@@ -21,15 +22,18 @@ fn tls_base() -> (String, String) {
     (url.to_string(), password)
 }
 
-/// Opens a store at `base` with `options` (in a fresh schema, dropped afterwards through the
-/// TLS server's own URL); `Err` is the connection's error.
+/// Opens a store at `base` with `options` in a fresh schema, which is dropped when the store
+/// is, through a connection made with the same URL (its TLS options and certificates); `Err`
+/// is the connection's error.
 async fn open(
     base: &str, options: &[(&str, &str)],
-) -> Result<agentmem_core::Layered<PostgresStore>, agentmem_core::Error> {
+) -> Result<common::GuardedStore, agentmem_core::Error> {
     let schema = agentmem_testkit::unique_namespace(common::PREFIX);
     let mut all = vec![("schema", schema.as_str()), ("pool_size", "2")];
     all.extend_from_slice(options);
-    PostgresStore::connect(&common::with_options(base, &all)).await
+    let url = common::with_options(base, &all);
+    let store = PostgresStore::connect(&url).await?;
+    Ok(TestStore::new(store).with_namespace(common::dropping_schema(&url, &schema)))
 }
 
 /// Whether the store's pooled connection is encrypted, as the server sees it.
@@ -54,7 +58,6 @@ async fn round_trip(store: &PostgresStore) {
         .expect("append");
     let messages = store.messages(&session).await.expect("load");
     assert_eq!(messages.len(), 1);
-    store.drop_schema().await.expect("drop test schema");
 }
 
 /// Opens a store at `base` with `options`, which must connect (`why` says why it should), and

@@ -36,7 +36,6 @@ async fn a_version_6_schema_gains_vectors_when_migrated_to_7() {
         .await
         .expect("put");
     assert_eq!(sorted(&again, &[key(1)]).await, [vector(1, &[1, 2, 3, 4])]);
-    store.drop_schema().await.expect("drop test schema");
 }
 
 /// Unnamed statements (`prepared_statements=off`, what a pooler in transaction mode gets):
@@ -63,7 +62,6 @@ async fn vectors_work_with_unnamed_statements() {
     );
     assert_eq!(store.clear_vectors().await.expect("clear"), 1);
     assert!(sorted(&store, &keys).await.is_empty());
-    store.drop_schema().await.expect("drop test schema");
 }
 
 /// Three processes × 20 tasks put the same 40 keys, each in another order (with repeats), and
@@ -114,5 +112,4 @@ async fn writers_sharing_keys_never_deadlock() {
     }
     let cleared = first.clear_vectors().await.expect("clear");
     assert!(cleared <= 40);
-    first.drop_schema().await.expect("drop test schema");
 }

@@ -137,9 +137,8 @@ impl ServerNamespace {
     /// A fresh key prefix on the Redis server at `REDIS_URL`, starting with `prefix`.
     #[cfg(feature = "redis")]
     pub fn redis(prefix: &str) -> Self {
-        let (base, name) = (redis_url(), crate::unique_namespace(prefix));
-        let guard = NamespaceGuard::new().redis_prefix(&base, &name);
-        ServerNamespace::new(with_query(&base, "prefix", &name), name, guard)
+        let remove = NamespaceGuard::redis_prefix;
+        Self::fresh(&redis_url(), prefix, remove, Select::Query("prefix"))
     }
 
     /// A fresh key prefix on the TLS-only Redis server at `REDIS_TLS_URL`, starting with
@@ -165,18 +164,15 @@ impl ServerNamespace {
     /// A fresh key prefix on the Redis server or cluster at the agentmem URL `base`.
     #[cfg(feature = "redis")]
     fn redis_store(base: String, prefix: &str) -> Self {
-        let name = crate::unique_namespace(prefix);
-        let guard = NamespaceGuard::new().redis_store_prefix(&base, &name);
-        let separator = if base.contains('?') { '&' } else { '?' };
-        ServerNamespace::new(format!("{base}{separator}prefix={name}"), name, guard)
+        let remove = NamespaceGuard::redis_store_prefix;
+        Self::fresh(&base, prefix, remove, Select::Query("prefix"))
     }
 
     /// A fresh schema on the PostgreSQL server at `DATABASE_URL`, starting with `prefix`.
     #[cfg(feature = "postgres")]
     pub fn postgres(prefix: &str) -> Self {
-        let (base, name) = (postgres_url(), crate::unique_namespace(prefix));
-        let guard = NamespaceGuard::new().postgres_schema(&base, &name);
-        ServerNamespace::new(with_query(&base, "schema", &name), name, guard)
+        let remove = NamespaceGuard::postgres_schema;
+        Self::fresh(&postgres_url(), prefix, remove, Select::Query("schema"))
     }
 
     /// A fresh database on the MongoDB server at `MONGODB_URL`, starting with `prefix`.
@@ -195,15 +191,32 @@ impl ServerNamespace {
     /// A fresh database on the MongoDB server at the URL `base`.
     #[cfg(feature = "mongodb")]
     fn mongodb_at(base: String, prefix: &str) -> Self {
-        let name = crate::unique_namespace(prefix);
-        let guard = NamespaceGuard::new().mongodb_database(&base, &name);
-        let mut url = url::Url::parse(&base).expect("the MongoDB URL is a valid URL");
-        url.set_path(&format!("/{name}"));
-        ServerNamespace::new(url.to_string(), name, guard)
+        let remove = NamespaceGuard::mongodb_database;
+        Self::fresh(&base, prefix, remove, Select::Path)
     }
 
+    /// A fresh namespace starting with `prefix` on the server at `base`: `remove` adds its
+    /// removal to a guard (a `NamespaceGuard` method), `select` says how the URL names it.
     #[cfg(any(feature = "redis", feature = "postgres", feature = "mongodb"))]
-    fn new(url: String, name: String, guard: NamespaceGuard) -> Self {
+    fn fresh(
+        base: &str, prefix: &str, remove: fn(NamespaceGuard, &str, &str) -> NamespaceGuard,
+        select: Select,
+    ) -> Self {
+        let name = crate::unique_namespace(prefix);
+        let guard = remove(NamespaceGuard::new(), base, &name);
+        let url = match select {
+            #[cfg(any(feature = "redis", feature = "postgres"))]
+            Select::Query(key) => {
+                let separator = if base.contains('?') { '&' } else { '?' };
+                format!("{base}{separator}{key}={name}")
+            }
+            #[cfg(feature = "mongodb")]
+            Select::Path => {
+                let mut url = url::Url::parse(base).expect("the MongoDB URL is a valid URL");
+                url.set_path(&format!("/{name}"));
+                url.to_string()
+            }
+        };
         ServerNamespace { url, name, guard }
     }
 
@@ -239,12 +252,18 @@ impl ServerNamespace {
     }
 }
 
-/// `base` with one more query parameter.
-#[cfg(any(feature = "redis", feature = "postgres"))]
-fn with_query(base: &str, key: &str, value: &str) -> String {
-    let mut url = url::Url::parse(base).expect("the server URL is a valid URL");
-    url.query_pairs_mut().append_pair(key, value);
-    url.to_string()
+/// Where a store URL names a [`ServerNamespace`].
+#[cfg(any(feature = "redis", feature = "postgres", feature = "mongodb"))]
+#[derive(Clone, Copy)]
+enum Select {
+    /// A query parameter (Redis' `prefix`, PostgreSQL's `schema`), appended as text: a Redis
+    /// Cluster URL's comma-separated hosts are no `url::Url`. (Namespace names need no
+    /// escaping: see `checked`.)
+    #[cfg(any(feature = "redis", feature = "postgres"))]
+    Query(&'static str),
+    /// The path: MongoDB's database.
+    #[cfg(feature = "mongodb")]
+    Path,
 }
 
 /// Whether `name` is a namespace this module may remove: ASCII letters, digits, `_` and `-`

@@ -9,14 +9,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentmem_core::{Layered, SessionStore};
 use agentmem_postgres::PostgresStore;
-use agentmem_testkit::NamespaceGuard;
+use agentmem_testkit::{NamespaceGuard, TestStore};
 
 /// Every test schema starts with this, so stale ones can be found and dropped.
 pub const PREFIX: &str = "amtest";
 
+/// A test's store: it derefs to the store, and drops the store's schema when dropped, so a
+/// failing test leaves no schema behind either.
+pub type GuardedStore = TestStore<Layered<PostgresStore>>;
+
 /// `DATABASE_URL`, read at run time, or the local test server.
 pub fn database_url() -> String {
-    agentmem_testkit::env_url("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
+    agentmem_testkit::servers::postgres_url()
 }
 
 /// `url` with extra query options appended.
@@ -39,18 +43,42 @@ fn url_in_schema(base: &str, schema: &str, options: &[(&str, &str)]) -> String {
     with_options(base, &all)
 }
 
-/// A store in a schema of its own with the given extra URL options; `None` (test skipped)
-/// only when the server is unreachable and services are not required.
-pub async fn open(options: &[(&str, &str)]) -> Option<Layered<PostgresStore>> {
+/// A store in a schema of its own with the given extra URL options, dropping its schema when
+/// dropped; `None` (test skipped) only when the server is unreachable and services are not
+/// required.
+pub async fn open(options: &[(&str, &str)]) -> Option<GuardedStore> {
+    let base = database_url();
+    let store = open_in_fresh_schema("postgres", &base, options, |schema| {
+        NamespaceGuard::new().postgres_schema(&base, schema)
+    })
+    .await?;
+    drop_stale_schemas(&store).await;
+    Some(store)
+}
+
+/// A store in a fresh schema on the server at `base` with `options`, guarded by what `guard`
+/// makes of the schema's name (only once the store is open: a server that cannot be reached
+/// has nothing to remove); `None` as [`open`]. `service` names the server in that message.
+async fn open_in_fresh_schema(
+    service: &str, base: &str, options: &[(&str, &str)], guard: impl FnOnce(&str) -> NamespaceGuard,
+) -> Option<GuardedStore> {
     let schema = agentmem_testkit::unique_namespace(PREFIX);
-    let url = url_in_schema(&database_url(), &schema, options);
+    let url = url_in_schema(base, &schema, options);
     match PostgresStore::connect(&url).await {
-        Ok(store) => {
-            drop_stale_schemas(&store).await;
-            Some(store)
-        }
-        Err(e) => agentmem_testkit::service_unavailable("postgres", &url, &e),
+        Ok(store) => Some(TestStore::new(store).with_namespace(guard(&schema))),
+        Err(e) => agentmem_testkit::service_unavailable(service, &url, &e),
     }
+}
+
+/// The guard that drops `schema` through a store of its own at `url` (a store URL selecting
+/// `schema`), connecting as agentmem does: TLS, client certificates and host options included,
+/// which the driver-only [`NamespaceGuard::postgres_schema`] cannot.
+pub fn dropping_schema(url: &str, schema: &str) -> NamespaceGuard {
+    let url = url.to_string();
+    NamespaceGuard::new().on_drop(format!("postgres schema {schema}"), move || {
+        let url = url.clone();
+        async move { PostgresStore::connect(&url).await?.drop_schema().await }
+    })
 }
 
 /// `POSTGRES_TLS_URL`: the TLS-only server of `.ci/postgres-extra.sh` (`verify-full` with its
@@ -114,26 +142,15 @@ pub fn pgbouncer_url() -> String {
 }
 
 /// A store in a fresh schema on the server at `base` (another than `DATABASE_URL`'s), with
-/// extra URL options, and the guard that drops the schema (through a connection of its own,
-/// as agentmem makes them: TLS URLs included); `None` (test skipped) only when the server is
-/// unreachable and services are not required. `service` names the server in that message.
-pub async fn open_at(
-    service: &str, base: &str, options: &[(&str, &str)],
-) -> Option<(Layered<PostgresStore>, NamespaceGuard)> {
-    let schema = agentmem_testkit::unique_namespace(PREFIX);
-    let url = url_in_schema(base, &schema, options);
-    match PostgresStore::connect(&url).await {
-        Ok(store) => {
-            let cleanup = with_options(base, &[("schema", &schema), ("pool_size", "1")]);
-            let guard =
-                NamespaceGuard::new().on_drop(format!("postgres schema {schema}"), move || {
-                    let url = cleanup.clone();
-                    async move { PostgresStore::connect(&url).await?.drop_schema().await }
-                });
-            Some((store, guard))
-        }
-        Err(e) => agentmem_testkit::service_unavailable(service, &url, &e),
-    }
+/// extra URL options, dropping the schema when dropped (through [`dropping_schema`] at `base`
+/// without `options`); `None` (test skipped) only when the server is unreachable and services
+/// are not required. `service` names the server in that message.
+pub async fn open_at(service: &str, base: &str, options: &[(&str, &str)]) -> Option<GuardedStore> {
+    open_in_fresh_schema(service, base, options, |schema| {
+        let cleanup = with_options(base, &[("schema", schema), ("pool_size", "1")]);
+        dropping_schema(&cleanup, schema)
+    })
+    .await
 }
 
 /// SQL undoing version 7 (embedding vectors) in the quoted schema `s`, for tests that put a
