@@ -3,20 +3,18 @@
 //! values or pending writes, ciphertext moved to another place fails to open, `copy_thread`
 //! re-seals into its target, and a wrong key or none is refused.
 
-use std::sync::Arc;
-
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ChannelBlob, Checkpoint, CheckpointKey, CheckpointQuery,
-    CheckpointStore, CheckpointTuple, ErrorKind, InMemoryStore, Message, Metadata, PendingWrite,
-    Result, SessionStore, ThreadId, TypedBytes,
+    AgentMemory, AgentMemoryExt, ChannelBlob, CheckpointQuery, CheckpointStore, CheckpointTuple,
+    ErrorKind, InMemoryStore, Message, Metadata, PendingWrite, Result, SessionStore, ThreadId,
+    TypedBytes,
 };
 use agentmem_crypt::{CryptoError, MasterKey, NoKeyLayer, ENVELOPE_PREFIX, MARKER_PROPERTY};
 use agentmem_testkit::fixtures::{checkpoint_at, prune_to_latest};
 
 mod common;
 use common::{
-    assert_no_key, assert_wrong_key, at, checkpoint_with, crypto_error, everything, key, keyed,
-    raw, sid, thread, values, with_key, Store,
+    assert_no_key, assert_wrong_key, at, crypto_error, everything, key, keyed, raw, sid, thread,
+    unmarked_copy, values, with_key, Values, CHAT,
 };
 
 /// Bytes and type tags that must never appear in the store.
@@ -25,78 +23,29 @@ const BLOB: &[u8] = b"canaryBlobAxolotl";
 const WRITE: &[u8] = b"canaryWriteQuokka";
 const TAG: &str = "canaryTagOkapi";
 
-fn checkpoint(key: CheckpointKey, parent: Option<&str>, versions: &[(&str, &str)]) -> Checkpoint {
-    let mut body = BODY.to_vec();
-    body.extend_from_slice(key.id.as_str().as_bytes());
-    let mut c = checkpoint_with(key, TypedBytes::new(TAG, body), parent, versions);
-    c.metadata = Metadata::from_iter([
-        ("run_id".to_owned(), serde_json::json!("run-1")),
-        (
-            "step".to_owned(),
-            serde_json::json!(c.channel_versions.len()),
-        ),
-    ]);
-    c
+/// Canary bytes in every opaque value, with the id, value text or task appended.
+const VALUES: Values = Values {
+    body: |id| TypedBytes::new(TAG, canary(BODY, id)),
+    metadata: |c| ("step", serde_json::json!(c.channel_versions.len())),
+    blob: |v| TypedBytes::new("msgpack", canary(BLOB, v)),
+    write: |text| TypedBytes::new(TAG, canary(WRITE, text)),
+};
+
+fn canary(canary: &[u8], then: &str) -> Vec<u8> {
+    [canary, then.as_bytes()].concat()
 }
 
-fn blob(channel: &str, version: &str, value: Option<&[u8]>) -> ChannelBlob {
-    ChannelBlob {
-        channel: channel.into(),
-        version: version.into(),
-        value: value.map(|v| {
-            let mut bytes = BLOB.to_vec();
-            bytes.extend_from_slice(v);
-            TypedBytes::new("msgpack", bytes)
-        }),
-    }
-}
-
+/// A pending write of `task`, its value naming the task.
 fn write(task: &str, idx: i64, channel: &str) -> PendingWrite {
-    let mut bytes = WRITE.to_vec();
-    bytes.extend_from_slice(task.as_bytes());
-    PendingWrite {
-        task_id: task.into(),
-        idx,
-        channel: channel.into(),
-        value: TypedBytes::new(TAG, bytes),
-        task_path: format!("~{task}"),
-    }
+    VALUES.write(task, idx, channel, task)
 }
 
-/// Two threads, a subgraph namespace, blobs (one emptied), ordinary and special writes.
+/// The shared chain, with ordinary and special writes.
 async fn fill<S: CheckpointStore + ?Sized>(store: &S) -> Result<()> {
-    let t = "user:42/chat ü*";
-    store
-        .put_checkpoint(
-            &checkpoint(at(t, "", "1"), None, &[("messages", "1"), ("empty", "1")]),
-            &[
-                blob("messages", "1", Some(b"one")),
-                blob("empty", "1", None),
-            ],
-        )
-        .await?;
-    store
-        .put_checkpoint(
-            &checkpoint(
-                at(t, "", "2"),
-                Some("1"),
-                &[("messages", "2"), ("empty", "1")],
-            ),
-            &[blob("messages", "2", Some(b"two"))],
-        )
-        .await?;
-    store
-        .put_checkpoint(
-            &checkpoint(at(t, "node:a|b", "1"), None, &[("inner", "1")]),
-            &[blob("inner", "1", Some(b"inner"))],
-        )
-        .await?;
-    store
-        .put_checkpoint(&checkpoint(at("other", "", "3"), None, &[]), &[])
-        .await?;
+    VALUES.fill_chain(store).await?;
     store
         .put_writes(
-            &at(t, "", "2"),
+            &at(CHAT, "", "2"),
             &[write("task-b", 0, "messages"), write("task-a", 1, "x")],
         )
         .await?;
@@ -104,11 +53,14 @@ async fn fill<S: CheckpointStore + ?Sized>(store: &S) -> Result<()> {
     let mut again = write("task-b", 0, "other");
     again.value = TypedBytes::new("json", b"\"ignored\"".to_vec());
     store
-        .put_writes(&at(t, "", "2"), &[again, write("task-a", -1, "__error__")])
+        .put_writes(
+            &at(CHAT, "", "2"),
+            &[again, write("task-a", -1, "__error__")],
+        )
         .await?;
     let mut special = write("task-a", -1, "__error__");
     special.value = TypedBytes::new("json", b"\"replaced\"".to_vec());
-    store.put_writes(&at(t, "", "2"), &[special]).await
+    store.put_writes(&at(CHAT, "", "2"), &[special]).await
 }
 
 fn assert_tampered<T: std::fmt::Debug>(result: Result<T>, what: &str) {
@@ -151,7 +103,7 @@ async fn the_layer_reads_back_what_the_store_alone_gives_and_the_store_holds_no_
     fill(&store).await.expect("fill through the layer");
 
     assert_eq!(everything(&store).await, everything(&plain).await);
-    let t = thread("user:42/chat ü*");
+    let t = thread(CHAT);
     let root = Default::default();
     for id in [None, Some("1".parse().expect("an id"))] {
         assert_eq!(
@@ -243,7 +195,7 @@ async fn deleting_and_pruning_go_through_the_layer() {
     let store = with_key(&raw, &key());
     fill(&plain).await.expect("fill");
     fill(&store).await.expect("fill");
-    let t = thread("user:42/chat ü*");
+    let t = thread(CHAT);
     assert_eq!(
         prune_to_latest(&store, &t).await,
         prune_to_latest(&plain, &t).await
@@ -272,7 +224,7 @@ async fn ciphertext_moved_to_another_place_fails_to_open() {
     let raw = raw();
     let store = with_key(&raw, &key());
     fill(&store).await.expect("fill");
-    let t = "user:42/chat ü*";
+    let t = CHAT;
     let root = Default::default();
     let stored = |id: &str| {
         let raw = raw.clone();
@@ -366,7 +318,7 @@ async fn copy_thread_reseals_into_the_target() {
     let raw = raw();
     let store = with_key(&raw, &key());
     fill(&store).await.expect("fill");
-    let (source, target) = (thread("user:42/chat ü*"), thread("fork of it"));
+    let (source, target) = (thread(CHAT), thread("fork of it"));
     assert_eq!(store.copy_thread(&source, &target).await.expect("copy"), 3);
 
     let listed = |t: &ThreadId| CheckpointQuery::thread(t.clone());
@@ -428,21 +380,16 @@ async fn a_wrong_key_is_refused() {
     );
     assert_wrong_key(
         wrong
-            .put_checkpoint(&checkpoint(at("other", "", "9"), None, &[]), &[])
+            .put_checkpoint(&VALUES.checkpoint(at("other", "", "9"), None, &[]), &[])
             .await,
         "put",
     );
     assert_wrong_key(wrong.copy_thread(&t, &thread("x")).await, "copy");
 
     // Records under a key not held, in a store without a marker: each names its key.
-    let unmarked = Arc::new(InMemoryStore::new());
-    for tuple in everything(&*raw).await {
-        unmarked
-            .put_checkpoint(&tuple.checkpoint, &tuple.blobs)
-            .await
-            .expect("raw put");
-    }
-    let wrong = unmarked.with_layer(agentmem_crypt::EncryptLayer::new(&key()));
+    let wrong = unmarked_copy(&raw)
+        .await
+        .with_layer(agentmem_crypt::EncryptLayer::new(&key()));
     let err = wrong
         .list_checkpoints(&CheckpointQuery::default())
         .await
@@ -456,7 +403,7 @@ async fn a_wrong_key_is_refused() {
 #[tokio::test]
 async fn a_value_not_sealed_is_corrupt_through_the_layer() {
     let raw = raw();
-    raw.put_checkpoint(&checkpoint(at("t", "", "1"), None, &[]), &[])
+    raw.put_checkpoint(&VALUES.checkpoint(at("t", "", "1"), None, &[]), &[])
         .await
         .expect("raw put");
     let store = with_key(&raw, &key());
@@ -475,8 +422,8 @@ async fn without_a_key_a_marked_store_refuses_checkpoint_reads_and_writes() {
     fill(&with_key(&raw, &key)).await.expect("fill");
     let before = everything(&*raw).await;
     let keyless = raw.clone().with_layer(NoKeyLayer);
-    let t = thread("user:42/chat ü*");
-    let c = checkpoint(at("fresh", "", "1"), None, &[]);
+    let t = thread(CHAT);
+    let c = VALUES.checkpoint(at("fresh", "", "1"), None, &[]);
     assert_no_key(
         keyless.put_checkpoint(&c, &[]).await,
         &key,
@@ -509,12 +456,8 @@ async fn without_a_key_sealed_values_in_an_unmarked_store_are_refused() {
     let key = key();
     fill(&with_key(&sealed_store, &key)).await.expect("fill");
     // The sealed records alone, without the marker (as in a store encrypted before markers).
-    let unmarked: Store = Arc::new(InMemoryStore::new());
+    let unmarked = unmarked_copy(&sealed_store).await;
     for tuple in everything(&*sealed_store).await {
-        unmarked
-            .put_checkpoint(&tuple.checkpoint, &tuple.blobs)
-            .await
-            .expect("raw put");
         unmarked
             .put_writes(&tuple.checkpoint.key, &tuple.writes)
             .await
@@ -522,7 +465,7 @@ async fn without_a_key_sealed_values_in_an_unmarked_store_are_refused() {
     }
     // Plaintext beside them passes.
     let keyless = unmarked.clone().with_layer(NoKeyLayer);
-    let plain = checkpoint(at("plain", "", "1"), None, &[]);
+    let plain = VALUES.checkpoint(at("plain", "", "1"), None, &[]);
     keyless
         .put_checkpoint(&plain, &[])
         .await
@@ -533,7 +476,7 @@ async fn without_a_key_sealed_values_in_an_unmarked_store_are_refused() {
         .expect("plaintext read");
     assert_eq!(got.expect("stored").checkpoint, plain);
 
-    let t = thread("user:42/chat ü*");
+    let t = thread(CHAT);
     assert_reads_need_the_key(&keyless, &t, &key).await;
     assert!(unmarked
         .list_checkpoints(&CheckpointQuery::thread(thread("x")))

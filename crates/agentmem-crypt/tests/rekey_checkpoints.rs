@@ -7,9 +7,8 @@
 use std::sync::Arc;
 
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, ChannelBlob, Checkpoint, CheckpointKey, CheckpointQuery,
-    CheckpointStore, CheckpointTuple, ErrorKind, InMemoryStore, Message, Metadata, PendingWrite,
-    PropertyChange, Result, SessionStore, ThreadInfo, TypedBytes,
+    AgentMemory, AgentMemoryExt, CheckpointQuery, CheckpointStore, CheckpointTuple, ErrorKind,
+    InMemoryStore, Message, PropertyChange, Result, SessionStore, ThreadInfo, TypedBytes,
 };
 use agentmem_crypt::{
     encrypt_existing, rekey, rekey_thread_id, EncryptLayer, MasterKey, NoKeyLayer, ENVELOPE_PREFIX,
@@ -19,8 +18,8 @@ use agentmem_file::Durability;
 
 mod common;
 use common::{
-    assert_wrong_key, at, checkpoint_with, everything, file_store, in_memory, key, sid, stores,
-    thread, values, with_key, Store,
+    assert_wrong_key, at, everything, file_store, first_message, in_memory, key, sid, stores,
+    thread, unmarked_copy, values, with_key, Store, Values, CHAT,
 };
 
 /// A thread id as long as one may be (its temporary id is a hash).
@@ -28,93 +27,47 @@ fn long_thread() -> String {
     "ü".repeat(256)
 }
 
-const CHAT: &str = "user:42/chat ü*";
+/// JSON in every opaque value, and metadata nested with a NUL in a string.
+const VALUES: Values = Values {
+    body: |id| TypedBytes::new("msgpack", format!("body of {id}").into_bytes()),
+    metadata: |_| ("nested", serde_json::json!({"a": [1, "\u{0}x"]})),
+    blob: json,
+    write: json,
+};
 
-fn checkpoint(key: CheckpointKey, parent: Option<&str>, versions: &[(&str, &str)]) -> Checkpoint {
-    let body = format!("body of {}", key.id.as_str()).into_bytes();
-    let mut c = checkpoint_with(key, TypedBytes::new("msgpack", body), parent, versions);
-    c.metadata = Metadata::from_iter([
-        ("run_id".to_owned(), serde_json::json!("run-1")),
-        ("nested".to_owned(), serde_json::json!({"a": [1, "\u{0}x"]})),
-    ]);
-    c
+fn json(value: &str) -> TypedBytes {
+    TypedBytes::new("json", value.as_bytes().to_vec())
 }
 
-fn blob(channel: &str, version: &str, value: Option<&str>) -> ChannelBlob {
-    ChannelBlob {
-        channel: channel.into(),
-        version: version.into(),
-        value: value.map(|v| TypedBytes::new("json", v.as_bytes().to_vec())),
-    }
-}
-
-fn write(task: &str, idx: i64, channel: &str, value: &str) -> PendingWrite {
-    PendingWrite {
-        task_id: task.into(),
-        idx,
-        channel: channel.into(),
-        value: TypedBytes::new("json", value.as_bytes().to_vec()),
-        task_path: format!("~{task}"),
-    }
-}
-
-/// Three threads (one with a subgraph namespace, one with the longest id), blobs (one
-/// emptied), ordinary and special writes, and a session.
+/// The shared chain with ordinary and special writes, a third thread with the longest id,
+/// and a session.
 async fn fill<S: AgentMemory + ?Sized>(store: &S) -> Result<()> {
-    let long = long_thread();
-    store
-        .put_checkpoint(
-            &checkpoint(
-                at(CHAT, "", "1"),
-                None,
-                &[("messages", "1"), ("empty", "1")],
-            ),
-            &[blob("messages", "1", Some("[1]")), blob("empty", "1", None)],
-        )
-        .await?;
-    store
-        .put_checkpoint(
-            &checkpoint(
-                at(CHAT, "", "2"),
-                Some("1"),
-                &[("messages", "2"), ("empty", "1")],
-            ),
-            &[blob("messages", "2", Some("[1,2]"))],
-        )
-        .await?;
-    store
-        .put_checkpoint(
-            &checkpoint(at(CHAT, "node:a|b", "1"), None, &[("inner", "1")]),
-            &[blob("inner", "1", Some("\"inner\""))],
-        )
-        .await?;
+    VALUES.fill_chain(store).await?;
     store
         .put_writes(
             &at(CHAT, "", "2"),
             &[
-                write("task-b", 0, "messages", "3"),
-                write("task-a", 1, "x", "4"),
-                write("task-a", -1, "__error__", "\"boom\""),
+                VALUES.write("task-b", 0, "messages", "3"),
+                VALUES.write("task-a", 1, "x", "4"),
+                VALUES.write("task-a", -1, "__error__", "\"boom\""),
             ],
         )
         .await?;
     store
         .put_writes(
             &at(CHAT, "node:a|b", "1"),
-            &[write("inner", 0, "inner", "5")],
+            &[VALUES.write("inner", 0, "inner", "5")],
         )
         .await?;
-    store
-        .put_checkpoint(&checkpoint(at("other", "", "3"), None, &[]), &[])
-        .await?;
+    let long = long_thread();
     store
         .put_checkpoint(
-            &checkpoint(at(&long, "", "1"), None, &[("c", "1")]),
-            &[blob("c", "1", Some("6"))],
+            &VALUES.checkpoint(at(&long, "", "1"), None, &[("c", "1")]),
+            &[VALUES.blob("c", "1", Some("6"))],
         )
         .await?;
     store
-        .put_writes(&at(&long, "", "1"), &[write("t", 0, "c", "7")])
+        .put_writes(&at(&long, "", "1"), &[VALUES.write("t", 0, "c", "7")])
         .await?;
     store.append_one(&sid("s"), Message::user("hello")).await
 }
@@ -157,10 +110,7 @@ async fn assert_rekeyed(
             .await,
         "the old key",
     );
-    assert_eq!(
-        with_new.messages(&sid("s")).await.expect("the session")[0].content,
-        "hello"
-    );
+    assert_eq!(first_message(&with_new, &sid("s")).await, "hello");
 }
 
 #[tokio::test]
@@ -177,15 +127,8 @@ async fn rekey_moves_every_checkpoint_to_the_new_key() {
         assert_eq!(report.sessions, 1);
         assert_rekeyed(&raw, &old, &new, &before, &listed).await;
         // The old key alone opens nothing, even without the marker to refuse it.
-        let unmarked: Store = Arc::new(InMemoryStore::new());
-        for tuple in everything(&*raw).await {
-            unmarked
-                .put_checkpoint(&tuple.checkpoint, &tuple.blobs)
-                .await
-                .expect("raw put");
-        }
         assert_wrong_key(
-            with_key(&unmarked, &old)
+            with_key(&unmarked_copy(&raw).await, &old)
                 .list_checkpoints(&CheckpointQuery::default())
                 .await,
             "the old key over the records alone",

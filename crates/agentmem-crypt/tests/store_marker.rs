@@ -13,7 +13,7 @@ use agentmem_crypt::{rekey, EncryptLayer, NoKeyLayer, StoreMarker, MARKER_PROPER
 use agentmem_file::Durability;
 
 mod common;
-use common::{assert_no_key, assert_wrong_key, key, sid, stores, with_key, Store};
+use common::{assert_no_key, assert_wrong_key, first_message, key, sid, stores, with_key, Store};
 
 async fn marker(raw: &Store) -> Option<StoreMarker> {
     raw.store_property(MARKER_PROPERTY)
@@ -85,10 +85,7 @@ async fn the_first_encrypted_write_marks_the_store_and_a_wrong_key_is_refused_be
             .append_one(&sid("b"), Message::user("again"))
             .await
             .expect("append");
-        assert_eq!(
-            keyed.messages(&sid("b")).await.expect("load")[0].content,
-            "again"
-        );
+        assert_eq!(first_message(&keyed, &sid("b")).await, "again");
     }
 }
 
@@ -352,10 +349,7 @@ async fn an_interrupted_rekey_leaves_both_keys_named_and_running_it_again_finish
         assert_eq!(done.key.key, new.id());
         let with_new = with_key(&raw, &new);
         for id in &ids {
-            assert_eq!(
-                with_new.messages(id).await.expect("load")[0].content,
-                format!("in {id}")
-            );
+            assert_eq!(first_message(&with_new, id).await, format!("in {id}"));
         }
         assert_wrong_key(
             with_key(&raw, &old).load(&ids[0], None).await,

@@ -1,5 +1,6 @@
 //! What the crypt crate's tests share: stores as trait objects, session, thread and checkpoint
-//! ids, keys and the encryption layer over a raw store.
+//! ids, keys and the encryption layer over a raw store, and the checkpoint chain the
+//! checkpoint tests fill a store with.
 #![allow(
     dead_code,
     reason = "shared by several test binaries, each using part of it"
@@ -8,8 +9,9 @@
 use std::sync::Arc;
 
 use agentmem_core::{
-    AgentMemory, AgentMemoryExt, Checkpoint, CheckpointKey, CheckpointQuery, CheckpointStore,
-    CheckpointTuple, ErrorKind, Result, SessionId, ThreadId, TypedBytes,
+    AgentMemory, AgentMemoryExt, ChannelBlob, Checkpoint, CheckpointKey, CheckpointQuery,
+    CheckpointStore, CheckpointTuple, ErrorKind, Metadata, PendingWrite, Result, SessionId,
+    ThreadId, TypedBytes,
 };
 use agentmem_crypt::{CryptoError, EncryptLayer, MasterKey};
 use agentmem_file::{Durability, FileConfig, FileStore};
@@ -79,6 +81,105 @@ pub fn checkpoint_with(
     c
 }
 
+/// The thread of the checkpoint chain [`Values::fill_chain`] puts.
+pub const CHAT: &str = "user:42/chat ü*";
+
+/// How one test file makes the opaque parts of the checkpoints it stores: canary bytes to
+/// look for in the store, or JSON. The files differ here on purpose; the keys, parents,
+/// channel versions and run of the checkpoints are shared.
+pub struct Values {
+    /// The body of the checkpoint with this id.
+    pub body: fn(&str) -> TypedBytes,
+    /// The metadata entry a checkpoint carries beside its `run_id`, from the checkpoint.
+    pub metadata: fn(&Checkpoint) -> (&'static str, serde_json::Value),
+    /// A channel value, from its text.
+    pub blob: fn(&str) -> TypedBytes,
+    /// A pending write's value, from its text.
+    pub write: fn(&str) -> TypedBytes,
+}
+
+impl Values {
+    /// A checkpoint of run `run-1` at `key` with `parent` and `versions` (see
+    /// [`checkpoint_with`]).
+    pub fn checkpoint(
+        &self, key: CheckpointKey, parent: Option<&str>, versions: &[(&str, &str)],
+    ) -> Checkpoint {
+        let body = (self.body)(key.id.as_str());
+        let mut c = checkpoint_with(key, body, parent, versions);
+        let (name, value) = (self.metadata)(&c);
+        c.metadata = Metadata::from_iter([
+            ("run_id".to_owned(), serde_json::json!("run-1")),
+            (name.to_owned(), value),
+        ]);
+        c
+    }
+
+    /// The value of `channel` at `version`, or its emptying (`None`).
+    pub fn blob(&self, channel: &str, version: &str, value: Option<&str>) -> ChannelBlob {
+        ChannelBlob {
+            channel: channel.into(),
+            version: version.into(),
+            value: value.map(self.blob),
+        }
+    }
+
+    /// A pending write of `task` to `channel`.
+    pub fn write(&self, task: &str, idx: i64, channel: &str, value: &str) -> PendingWrite {
+        PendingWrite {
+            task_id: task.into(),
+            idx,
+            channel: channel.into(),
+            value: (self.write)(value),
+            task_path: format!("~{task}"),
+        }
+    }
+
+    /// Puts the chain every checkpoint test starts from, without pending writes (each file
+    /// puts its own): in [`CHAT`], checkpoint 1 (a value and an emptied channel) and its child
+    /// 2 in the root namespace and checkpoint 1 in the subgraph namespace `node:a|b`; in
+    /// thread `other`, checkpoint 3 with no channels.
+    pub async fn fill_chain<S: CheckpointStore + ?Sized>(&self, store: &S) -> Result<()> {
+        store
+            .put_checkpoint(
+                &self.checkpoint(
+                    at(CHAT, "", "1"),
+                    None,
+                    &[("messages", "1"), ("empty", "1")],
+                ),
+                &[
+                    self.blob("messages", "1", Some("[1]")),
+                    self.blob("empty", "1", None),
+                ],
+            )
+            .await?;
+        store
+            .put_checkpoint(
+                &self.checkpoint(
+                    at(CHAT, "", "2"),
+                    Some("1"),
+                    &[("messages", "2"), ("empty", "1")],
+                ),
+                &[self.blob("messages", "2", Some("[1,2]"))],
+            )
+            .await?;
+        store
+            .put_checkpoint(
+                &self.checkpoint(at(CHAT, "node:a|b", "1"), None, &[("inner", "1")]),
+                &[self.blob("inner", "1", Some("\"inner\""))],
+            )
+            .await?;
+        store
+            .put_checkpoint(&self.checkpoint(at("other", "", "3"), None, &[]), &[])
+            .await
+    }
+}
+
+/// The content of the first message of session `id` in `store`.
+pub async fn first_message<S: AgentMemory + ?Sized>(store: &S, id: &SessionId) -> String {
+    let messages = store.messages(id).await.expect("load the session");
+    messages[0].content.clone()
+}
+
 /// Asserts that `result` is the refusal of a store marked encrypted with `key` to a program
 /// without a key, naming how to give one.
 pub fn assert_no_key<T: std::fmt::Debug>(result: Result<T>, key: &MasterKey, what: &str) {
@@ -120,6 +221,20 @@ pub async fn everything<S: CheckpointStore + ?Sized>(store: &S) -> Vec<Checkpoin
         .list_checkpoints(&CheckpointQuery::default())
         .await
         .expect("list every checkpoint")
+}
+
+/// A fresh store without a marker (core's in-memory one) holding the checkpoints and channel
+/// values of `raw` as they are stored, pending writes left out: sealed records alone, as in a
+/// store encrypted before markers.
+pub async fn unmarked_copy(raw: &Store) -> Store {
+    let unmarked = self::raw();
+    for tuple in everything(&**raw).await {
+        unmarked
+            .put_checkpoint(&tuple.checkpoint, &tuple.blobs)
+            .await
+            .expect("raw put");
+    }
+    unmarked
 }
 
 /// Every opaque value of `tuples`.
