@@ -164,6 +164,15 @@ impl<'a> GraphSealer<'a> {
             .collect()
     }
 
+    /// The observations of entity `name` opened (bound to it as
+    /// [`seal_observations`](Self::seal_observations) sealed them).
+    fn open_observations(&mut self, name: &str, observations: Vec<String>) -> Result<Vec<String>> {
+        observations
+            .into_iter()
+            .map(|o| self.open(Field::Observation, o, &[name]))
+            .collect()
+    }
+
     pub(crate) fn seal_entity(&mut self, entity: &Entity) -> Result<Entity> {
         Ok(Entity {
             name: self.seal(Field::Name, &entity.name, &[])?,
@@ -238,11 +247,7 @@ impl<'a> GraphSealer<'a> {
     pub(crate) fn open_entity(&mut self, entity: Entity) -> Result<Entity> {
         let name = self.open(Field::Name, entity.name, &[])?;
         let entity_type = self.open(Field::EntityType, entity.entity_type, &[&name])?;
-        let observations = entity
-            .observations
-            .into_iter()
-            .map(|o| self.open(Field::Observation, o, &[&name]))
-            .collect::<Result<_>>()?;
+        let observations = self.open_observations(&name, entity.observations)?;
         Ok(Entity {
             name,
             entity_type,
@@ -264,11 +269,7 @@ impl<'a> GraphSealer<'a> {
 
     fn open_added(&mut self, added: AddedObservations) -> Result<AddedObservations> {
         let entity_name = self.open(Field::Name, added.entity_name, &[])?;
-        let added_observations = added
-            .added_observations
-            .into_iter()
-            .map(|o| self.open(Field::Observation, o, &[&entity_name]))
-            .collect::<Result<_>>()?;
+        let added_observations = self.open_observations(&entity_name, added.added_observations)?;
         Ok(AddedObservations {
             entity_name,
             added_observations,

@@ -83,67 +83,6 @@ fn query_filter(query: &CheckpointQuery) -> Document {
 }
 
 impl MongoStore {
-    /// `put_checkpoint`: the blobs (held), then the checkpoint, then the blobs released.
-    async fn put_checkpoint_doc(&self, c: &Checkpoint, blobs: &[ChannelBlob]) -> Result<()> {
-        // Encoded and size-checked before anything is written.
-        let fields = checkpoint_fields(c)?;
-        let blobs = blob_docs(blobs)?;
-        let (thread, ns) = (c.key.thread.as_str(), c.key.ns.as_str());
-        self.hold_blobs(thread, ns, &blobs).await?;
-        let update = doc! {
-            "$set": fields,
-            "$setOnInsert": {"writes": [], "wrev": 0_i64},
-        };
-        let written = self.upsert(&key_filter(&c.key), &update, false).await;
-        let keys: Vec<(String, String)> = blobs.into_iter().map(|(c, v, _)| (c, v)).collect();
-        self.release_blobs(thread, ns, &keys).await;
-        written
-    }
-
-    /// `put_writes`: a compare-and-set of the document's `writes` on `wrev`, or the insert of
-    /// a document holding only them when their checkpoint is not stored yet.
-    async fn put_writes_doc(&self, at: &CheckpointKey, writes: &[PendingWrite]) -> Result<()> {
-        if writes.is_empty() {
-            return Ok(());
-        }
-        retry(|_| async move {
-            let found = self.checkpoints().find_one(key_filter(at)).await.mapped()?;
-            let Some(mut d) = found else {
-                return self.insert_early_writes(at, writes).await;
-            };
-            let mut stored = writes_from(&d)?;
-            let before = stored.clone();
-            for w in writes {
-                merge_write(&mut stored, w);
-            }
-            if stored == before {
-                return Ok(Step::Done(()));
-            }
-            let wrev = int_field(&d, "wrev")?;
-            let encoded: Vec<Document> = stored.iter().map(write_doc).collect();
-            d.insert("writes", encoded.clone());
-            check_size("the checkpoint with its pending writes", &d)?;
-            let id = d.get("_id").cloned().unwrap_or(Bson::Null);
-            let done = self
-                .checkpoints()
-                .update_one(
-                    doc! {"_id": id, "wrev": wrev},
-                    doc! {"$set": {"writes": encoded, "wrev": wrev + 1}},
-                )
-                .await
-                .mapped()?;
-            if done.matched_count == 1 {
-                return Ok(Step::Done(()));
-            }
-            // Another call wrote first (or the document went: the next try inserts it).
-            Ok(Step::Retry(Err(Error::conflict(format!(
-                "the pending writes of checkpoint {:?} kept changing; try again",
-                at.id.as_str()
-            )))))
-        })
-        .await
-    }
-
     /// Inserts the document of `writes` made ahead of checkpoint `at`; a retry when another
     /// writer inserted one at that key first (the next try merges into it).
     async fn insert_early_writes(
@@ -225,39 +164,6 @@ impl MongoStore {
         Ok(Step::Done(tuples))
     }
 
-    async fn get_checkpoint_doc(
-        &self, thread: &ThreadId, ns: &CheckpointNs, id: Option<&CheckpointId>,
-    ) -> Result<Option<CheckpointTuple>> {
-        retry(|_| async move {
-            let found = match id {
-                Some(id) => {
-                    let key = CheckpointKey {
-                        thread: thread.clone(),
-                        ns: ns.clone(),
-                        id: id.clone(),
-                    };
-                    self.checkpoints().find_one(stored_key_filter(&key)).await
-                }
-                None => {
-                    self.checkpoints()
-                        .find_one(doc! {"thread": thread.as_str(), "ns": ns.as_str(), STORED: true})
-                        .sort(doc! {"cid": -1})
-                        .await
-                }
-            };
-            let Some(d) = found.mapped()? else {
-                return Ok(Step::Done(None));
-            };
-            let c = checkpoint_from(&d)?;
-            Ok(match self.tuples(vec![(d, c)]).await? {
-                Step::Done(mut t) => Step::Done(t.pop()),
-                Step::Retry(t) => Step::Retry(t.map(|mut t| t.pop())),
-                Step::RetryNow(t) => Step::RetryNow(t.map(|mut t| t.pop())),
-            })
-        })
-        .await
-    }
-
     /// The checkpoint documents `query` selects, newest first, decided by
     /// [`CheckpointQuery::matches`] and read only until `limit` of them are found.
     async fn select(&self, query: &CheckpointQuery) -> Result<Vec<(Document, Checkpoint)>> {
@@ -282,44 +188,6 @@ impl MongoStore {
             }
         }
         Ok(found)
-    }
-
-    async fn list_checkpoint_docs(&self, query: &CheckpointQuery) -> Result<Vec<CheckpointTuple>> {
-        retry(|_| async move {
-            let found = self.select(query).await?;
-            Ok(match self.tuples(found).await? {
-                Step::Done(mut tuples) => {
-                    // The server's order already; this makes it the contract's for certain.
-                    newest_first(&mut tuples, query.limit);
-                    Step::Done(tuples)
-                }
-                other => other,
-            })
-        })
-        .await
-    }
-
-    async fn thread_infos(&self) -> Result<Vec<ThreadInfo>> {
-        let grouped = all_docs(self.checkpoints().aggregate(vec![
-            doc! {"$match": {STORED: true}},
-            doc! {"$group": {"_id": "$thread", "n": {"$sum": 1}, "updated": {"$max": "$created"}}},
-        ]))
-        .await?;
-        let mut threads = grouped
-            .iter()
-            .map(|g| {
-                let thread = str_field(g, "_id")?;
-                Ok(ThreadInfo {
-                    thread: ThreadId::new(thread).map_err(|e| {
-                        Error::corrupt(format!("stored thread id: {}", e.message()))
-                    })?,
-                    checkpoints: u64::try_from(int_field(g, "n")?).unwrap_or(0),
-                    updated_at: time_field(g, "updated")?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        threads.sort_by(|a, b| a.thread.cmp(&b.thread));
-        Ok(threads)
     }
 
     /// Deletes every checkpoint of `thread`, then the writes made ahead of a checkpoint, then
@@ -359,97 +227,6 @@ impl MongoStore {
                 .deleted_count;
         }
         Ok(deleted)
-    }
-
-    async fn delete_runs(&self, run_ids: &[String]) -> Result<u64> {
-        if run_ids.is_empty() {
-            return Ok(0);
-        }
-        let in_runs = doc! {"run_id": {"$in": run_ids}, STORED: true};
-        let checkpoints = self.checkpoints();
-        let docs = checkpoints
-            .find(in_runs.clone())
-            .projection(doc! {"thread": 1});
-        let docs = all_docs(docs).await?;
-        let ids: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
-        // By id and run: a checkpoint replaced by another run meanwhile stays.
-        let deleted = self.delete_ids(&ids, &in_runs).await?;
-        let mut threads: Vec<&str> = docs
-            .iter()
-            .map(|d| str_field(d, "thread"))
-            .collect::<Result<_>>()?;
-        threads.sort_unstable();
-        threads.dedup();
-        for thread in threads {
-            self.collect_blobs(thread).await?;
-        }
-        Ok(deleted)
-    }
-
-    /// Copies `source` to `target`: blobs (held), then the checkpoint documents in one insert
-    /// (a duplicate key, from a writer that put into `target` meanwhile, undoes the insert and
-    /// is the `Conflict`), then the blobs released. Writes made ahead of a checkpoint are not
-    /// copied, and those of `target` are dropped: the copy is the whole target thread.
-    async fn copy_thread_docs(&self, source: &ThreadId, target: &ThreadId) -> Result<u64> {
-        let checkpoints = self.checkpoints();
-        let source_docs = checkpoints.find(doc! {"thread": source.as_str(), STORED: true});
-        let docs = all_docs(source_docs).await?;
-        if docs.is_empty() {
-            return Err(missing_thread(source));
-        }
-        let taken = self
-            .checkpoints()
-            .find_one(doc! {"thread": target.as_str(), STORED: true})
-            .projection(doc! {"_id": 1})
-            .await
-            .mapped()?;
-        if taken.is_some() {
-            return Err(thread_exists(target));
-        }
-        let blobs = all_docs(
-            self.checkpoint_blobs()
-                .find(doc! {"thread": source.as_str()}),
-        )
-        .await?;
-        let mut by_ns: BTreeMap<String, Vec<(String, String, Document)>> = BTreeMap::new();
-        for b in &blobs {
-            let fields = doc! {
-                "type": b.get("type").cloned().unwrap_or(Bson::Null),
-                "value": b.get("value").cloned().unwrap_or(Bson::Null),
-            };
-            by_ns
-                .entry(str_field(b, "ns")?.to_owned())
-                .or_default()
-                .push((
-                    str_field(b, "channel")?.to_owned(),
-                    str_field(b, "version")?.to_owned(),
-                    fields,
-                ));
-        }
-        let mut held = Vec::new();
-        let mut outcome = Ok(());
-        for (ns, blobs) in &by_ns {
-            outcome = self.hold_blobs(target.as_str(), ns, blobs).await;
-            if outcome.is_err() {
-                break;
-            }
-            held.push((ns, blobs));
-        }
-        if outcome.is_ok() {
-            outcome = self.delete_early_writes(target.as_str()).await;
-        }
-        if outcome.is_ok() {
-            outcome = self.insert_copies(&docs, target).await;
-        }
-        for (ns, blobs) in held {
-            let keys: Vec<(String, String)> = blobs
-                .iter()
-                .map(|(c, v, _)| (c.clone(), v.clone()))
-                .collect();
-            self.release_blobs(target.as_str(), ns, &keys).await;
-        }
-        outcome?;
-        Ok(docs.len() as u64)
     }
 
     /// Inserts `docs` (checkpoints of another thread) as checkpoints of `target`: same fields,
@@ -523,26 +300,138 @@ impl MongoStore {
 
 #[async_trait]
 impl CheckpointStore for MongoStore {
+    /// The blobs (held), then the checkpoint, then the blobs released.
     async fn put_checkpoint(&self, checkpoint: &Checkpoint, blobs: &[ChannelBlob]) -> Result<()> {
-        self.put_checkpoint_doc(checkpoint, blobs).await
+        // Encoded and size-checked before anything is written.
+        let fields = checkpoint_fields(checkpoint)?;
+        let blobs = blob_docs(blobs)?;
+        let (thread, ns) = (checkpoint.key.thread.as_str(), checkpoint.key.ns.as_str());
+        self.hold_blobs(thread, ns, &blobs).await?;
+        let update = doc! {
+            "$set": fields,
+            "$setOnInsert": {"writes": [], "wrev": 0_i64},
+        };
+        let written = self
+            .upsert(&key_filter(&checkpoint.key), &update, false)
+            .await;
+        let keys: Vec<(String, String)> = blobs.into_iter().map(|(c, v, _)| (c, v)).collect();
+        self.release_blobs(thread, ns, &keys).await;
+        written
     }
 
+    /// A compare-and-set of the document's `writes` on `wrev`, or the insert of a document
+    /// holding only them when their checkpoint is not stored yet.
     async fn put_writes(&self, at: &CheckpointKey, writes: &[PendingWrite]) -> Result<()> {
-        self.put_writes_doc(at, writes).await
+        if writes.is_empty() {
+            return Ok(());
+        }
+        retry(|_| async move {
+            let found = self.checkpoints().find_one(key_filter(at)).await.mapped()?;
+            let Some(mut d) = found else {
+                return self.insert_early_writes(at, writes).await;
+            };
+            let mut stored = writes_from(&d)?;
+            let before = stored.clone();
+            for w in writes {
+                merge_write(&mut stored, w);
+            }
+            if stored == before {
+                return Ok(Step::Done(()));
+            }
+            let wrev = int_field(&d, "wrev")?;
+            let encoded: Vec<Document> = stored.iter().map(write_doc).collect();
+            d.insert("writes", encoded.clone());
+            check_size("the checkpoint with its pending writes", &d)?;
+            let id = d.get("_id").cloned().unwrap_or(Bson::Null);
+            let done = self
+                .checkpoints()
+                .update_one(
+                    doc! {"_id": id, "wrev": wrev},
+                    doc! {"$set": {"writes": encoded, "wrev": wrev + 1}},
+                )
+                .await
+                .mapped()?;
+            if done.matched_count == 1 {
+                return Ok(Step::Done(()));
+            }
+            // Another call wrote first (or the document went: the next try inserts it).
+            Ok(Step::Retry(Err(Error::conflict(format!(
+                "the pending writes of checkpoint {:?} kept changing; try again",
+                at.id.as_str()
+            )))))
+        })
+        .await
     }
 
     async fn get_checkpoint(
         &self, thread: &ThreadId, ns: &CheckpointNs, id: Option<&CheckpointId>,
     ) -> Result<Option<CheckpointTuple>> {
-        self.get_checkpoint_doc(thread, ns, id).await
+        retry(|_| async move {
+            let found = match id {
+                Some(id) => {
+                    let key = CheckpointKey {
+                        thread: thread.clone(),
+                        ns: ns.clone(),
+                        id: id.clone(),
+                    };
+                    self.checkpoints().find_one(stored_key_filter(&key)).await
+                }
+                None => {
+                    self.checkpoints()
+                        .find_one(doc! {"thread": thread.as_str(), "ns": ns.as_str(), STORED: true})
+                        .sort(doc! {"cid": -1})
+                        .await
+                }
+            };
+            let Some(d) = found.mapped()? else {
+                return Ok(Step::Done(None));
+            };
+            let c = checkpoint_from(&d)?;
+            Ok(match self.tuples(vec![(d, c)]).await? {
+                Step::Done(mut t) => Step::Done(t.pop()),
+                Step::Retry(t) => Step::Retry(t.map(|mut t| t.pop())),
+                Step::RetryNow(t) => Step::RetryNow(t.map(|mut t| t.pop())),
+            })
+        })
+        .await
     }
 
     async fn list_checkpoints(&self, query: &CheckpointQuery) -> Result<Vec<CheckpointTuple>> {
-        self.list_checkpoint_docs(query).await
+        retry(|_| async move {
+            let found = self.select(query).await?;
+            Ok(match self.tuples(found).await? {
+                Step::Done(mut tuples) => {
+                    // The server's order already; this makes it the contract's for certain.
+                    newest_first(&mut tuples, query.limit);
+                    Step::Done(tuples)
+                }
+                other => other,
+            })
+        })
+        .await
     }
 
     async fn list_threads(&self) -> Result<Vec<ThreadInfo>> {
-        self.thread_infos().await
+        let grouped = all_docs(self.checkpoints().aggregate(vec![
+            doc! {"$match": {STORED: true}},
+            doc! {"$group": {"_id": "$thread", "n": {"$sum": 1}, "updated": {"$max": "$created"}}},
+        ]))
+        .await?;
+        let mut threads = grouped
+            .iter()
+            .map(|g| {
+                let thread = str_field(g, "_id")?;
+                Ok(ThreadInfo {
+                    thread: ThreadId::new(thread).map_err(|e| {
+                        Error::corrupt(format!("stored thread id: {}", e.message()))
+                    })?,
+                    checkpoints: u64::try_from(int_field(g, "n")?).unwrap_or(0),
+                    updated_at: time_field(g, "updated")?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        threads.sort_by(|a, b| a.thread.cmp(&b.thread));
+        Ok(threads)
     }
 
     async fn delete_thread(&self, thread: &ThreadId) -> Result<bool> {
@@ -550,11 +439,94 @@ impl CheckpointStore for MongoStore {
     }
 
     async fn delete_run_checkpoints(&self, run_ids: &[String]) -> Result<u64> {
-        self.delete_runs(run_ids).await
+        if run_ids.is_empty() {
+            return Ok(0);
+        }
+        let in_runs = doc! {"run_id": {"$in": run_ids}, STORED: true};
+        let checkpoints = self.checkpoints();
+        let docs = checkpoints
+            .find(in_runs.clone())
+            .projection(doc! {"thread": 1});
+        let docs = all_docs(docs).await?;
+        let ids: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
+        // By id and run: a checkpoint replaced by another run meanwhile stays.
+        let deleted = self.delete_ids(&ids, &in_runs).await?;
+        let mut threads: Vec<&str> = docs
+            .iter()
+            .map(|d| str_field(d, "thread"))
+            .collect::<Result<_>>()?;
+        threads.sort_unstable();
+        threads.dedup();
+        for thread in threads {
+            self.collect_blobs(thread).await?;
+        }
+        Ok(deleted)
     }
 
+    /// Copies `source` to `target`: blobs (held), then the checkpoint documents in one insert
+    /// (a duplicate key, from a writer that put into `target` meanwhile, undoes the insert and
+    /// is the `Conflict`), then the blobs released. Writes made ahead of a checkpoint are not
+    /// copied, and those of `target` are dropped: the copy is the whole target thread.
     async fn copy_thread(&self, source: &ThreadId, target: &ThreadId) -> Result<u64> {
-        self.copy_thread_docs(source, target).await
+        let checkpoints = self.checkpoints();
+        let source_docs = checkpoints.find(doc! {"thread": source.as_str(), STORED: true});
+        let docs = all_docs(source_docs).await?;
+        if docs.is_empty() {
+            return Err(missing_thread(source));
+        }
+        let taken = self
+            .checkpoints()
+            .find_one(doc! {"thread": target.as_str(), STORED: true})
+            .projection(doc! {"_id": 1})
+            .await
+            .mapped()?;
+        if taken.is_some() {
+            return Err(thread_exists(target));
+        }
+        let blobs = all_docs(
+            self.checkpoint_blobs()
+                .find(doc! {"thread": source.as_str()}),
+        )
+        .await?;
+        let mut by_ns: BTreeMap<String, Vec<(String, String, Document)>> = BTreeMap::new();
+        for b in &blobs {
+            let fields = doc! {
+                "type": b.get("type").cloned().unwrap_or(Bson::Null),
+                "value": b.get("value").cloned().unwrap_or(Bson::Null),
+            };
+            by_ns
+                .entry(str_field(b, "ns")?.to_owned())
+                .or_default()
+                .push((
+                    str_field(b, "channel")?.to_owned(),
+                    str_field(b, "version")?.to_owned(),
+                    fields,
+                ));
+        }
+        let mut held = Vec::new();
+        let mut outcome = Ok(());
+        for (ns, blobs) in &by_ns {
+            outcome = self.hold_blobs(target.as_str(), ns, blobs).await;
+            if outcome.is_err() {
+                break;
+            }
+            held.push((ns, blobs));
+        }
+        if outcome.is_ok() {
+            outcome = self.delete_early_writes(target.as_str()).await;
+        }
+        if outcome.is_ok() {
+            outcome = self.insert_copies(&docs, target).await;
+        }
+        for (ns, blobs) in held {
+            let keys: Vec<(String, String)> = blobs
+                .iter()
+                .map(|(c, v, _)| (c.clone(), v.clone()))
+                .collect();
+            self.release_blobs(target.as_str(), ns, &keys).await;
+        }
+        outcome?;
+        Ok(docs.len() as u64)
     }
 
     async fn prune_checkpoints(&self, threads: &[ThreadId], keep: CheckpointPrune) -> Result<u64> {

@@ -156,7 +156,74 @@ impl MongoStore {
             .collect())
     }
 
-    async fn create_entity_docs(&self, entities: &[Entity]) -> Result<Vec<Entity>> {
+    /// The entity documents of `keys`, by key.
+    async fn entities_by_key(&self, keys: &[String]) -> Result<HashMap<String, Document>> {
+        let docs = all_docs(self.graph_entities().find(doc! {"_id": {"$in": keys}})).await?;
+        Ok(docs
+            .into_iter()
+            .filter_map(|d| Some((d.get_str("_id").ok()?.to_owned(), d)))
+            .collect())
+    }
+
+    /// Appends `texts` to the entity `key` of place `seq`, skipping those it holds; what it
+    /// held before, or `None` when it was deleted (or deleted and created again) since it
+    /// was checked: the call then counts as made before that delete.
+    async fn append_observations(
+        &self, key: &str, seq: i64, texts: Vec<String>,
+    ) -> Result<Option<Vec<String>>> {
+        if texts.is_empty() {
+            return Ok(None);
+        }
+        let before = self
+            .graph_entities()
+            .find_one_and_update(
+                doc! {"_id": key, SEQ: seq},
+                doc! {"$addToSet": {OBSERVATIONS: {"$each": texts}}},
+            )
+            .projection(doc! {OBSERVATIONS: 1})
+            .return_document(ReturnDocument::Before)
+            .await;
+        match before {
+            Ok(d) => d.as_ref().map(observations_from).transpose(),
+            // Grown past the limit by a concurrent addition since the check.
+            Err(e) if server_code(&e).is_some_and(|c| DOCUMENT_TOO_LARGE.contains(&c)) => {
+                Err(Error::invalid_input(format!(
+                    "{ENTITY_WHAT} would exceed MongoDB's 16 MiB document limit"
+                ))
+                .with_source(e))
+            }
+            Err(e) => Err(from_driver(e)),
+        }
+    }
+}
+
+/// The results of `additions`, in call order, given what each entity held before the call
+/// (by key): each addition reports the contents its entity did not hold yet, counting the
+/// earlier additions of the call.
+fn report_additions(
+    additions: &[ObservationAddition], before: HashMap<&String, Vec<String>>,
+) -> Vec<AddedObservations> {
+    let mut held: HashMap<String, HashSet<String>> = before
+        .into_iter()
+        .map(|(k, v)| (k.clone(), v.into_iter().collect()))
+        .collect();
+    additions
+        .iter()
+        .map(|a| {
+            let set = held.entry(entity_key(&a.entity_name)).or_default();
+            let added = fresh_texts(&a.contents, |o| set.contains(o));
+            set.extend(added.iter().cloned());
+            AddedObservations {
+                entity_name: a.entity_name.clone(),
+                added_observations: added,
+            }
+        })
+        .collect()
+}
+
+#[async_trait]
+impl GraphStore for MongoStore {
+    async fn create_entities(&self, entities: &[Entity]) -> Result<Vec<Entity>> {
         let items = first_of_each(entities, |e| e.name.as_str())
             .into_iter()
             .map(|e| {
@@ -172,7 +239,7 @@ impl MongoStore {
         self.insert_new(self.graph_entities(), items).await
     }
 
-    async fn create_relation_docs(&self, relations: &[Relation]) -> Result<Vec<Relation>> {
+    async fn create_relations(&self, relations: &[Relation]) -> Result<Vec<Relation>> {
         let items = first_of_each(relations, |r| r)
             .into_iter()
             .map(|r| (r.clone(), relation_doc(r)))
@@ -180,19 +247,10 @@ impl MongoStore {
         self.insert_new(self.graph_relations(), items).await
     }
 
-    /// The entity documents of `keys`, by key.
-    async fn entities_by_key(&self, keys: &[String]) -> Result<HashMap<String, Document>> {
-        let docs = all_docs(self.graph_entities().find(doc! {"_id": {"$in": keys}})).await?;
-        Ok(docs
-            .into_iter()
-            .filter_map(|d| Some((d.get_str("_id").ok()?.to_owned(), d)))
-            .collect())
-    }
-
-    /// `add_observations`: checks that every entity exists (and would still fit in a
-    /// document), then applies one `$addToSet` per entity, conditional on the entity being
-    /// the one checked (its `seq`), and reports from each update's before-image.
-    async fn add_observation_docs(
+    /// Checks that every entity exists (and would still fit in a document), then applies one
+    /// `$addToSet` per entity, conditional on the entity being the one checked (its `seq`),
+    /// and reports from each update's before-image.
+    async fn add_observations(
         &self, additions: &[ObservationAddition],
     ) -> Result<Vec<AddedObservations>> {
         if additions.is_empty() {
@@ -236,39 +294,27 @@ impl MongoStore {
         Ok(report_additions(additions, held))
     }
 
-    /// Appends `texts` to the entity `key` of place `seq`, skipping those it holds; what it
-    /// held before, or `None` when it was deleted (or deleted and created again) since it
-    /// was checked: the call then counts as made before that delete.
-    async fn append_observations(
-        &self, key: &str, seq: i64, texts: Vec<String>,
-    ) -> Result<Option<Vec<String>>> {
-        if texts.is_empty() {
-            return Ok(None);
+    /// The entities, then every relation touching one of the names.
+    async fn delete_entities(&self, names: &[String]) -> Result<u64> {
+        let keys = entity_keys(names);
+        if keys.is_empty() {
+            return Ok(0);
         }
-        let before = self
+        let deleted = self
             .graph_entities()
-            .find_one_and_update(
-                doc! {"_id": key, SEQ: seq},
-                doc! {"$addToSet": {OBSERVATIONS: {"$each": texts}}},
-            )
-            .projection(doc! {OBSERVATIONS: 1})
-            .return_document(ReturnDocument::Before)
-            .await;
-        match before {
-            Ok(d) => d.as_ref().map(observations_from).transpose(),
-            // Grown past the limit by a concurrent addition since the check.
-            Err(e) if server_code(&e).is_some_and(|c| DOCUMENT_TOO_LARGE.contains(&c)) => {
-                Err(Error::invalid_input(format!(
-                    "{ENTITY_WHAT} would exceed MongoDB's 16 MiB document limit"
-                ))
-                .with_source(e))
-            }
-            Err(e) => Err(from_driver(e)),
-        }
+            .delete_many(doc! {"_id": {"$in": &keys}})
+            .await
+            .mapped()?
+            .deleted_count;
+        self.graph_relations()
+            .delete_many(touching(&keys))
+            .await
+            .mapped()?;
+        Ok(deleted)
     }
 
-    /// `delete_observations`: one `$pullAll` per entity; the count from each before-image.
-    async fn delete_observation_docs(&self, deletions: &[ObservationDeletion]) -> Result<u64> {
+    /// One `$pullAll` per entity; the count from each before-image.
+    async fn delete_observations(&self, deletions: &[ObservationDeletion]) -> Result<u64> {
         let groups = by_entity(deletions, |d| &d.entity_name, |d| &d.observations);
         let removed = groups.into_iter().map(|(key, texts)| async move {
             let doomed = fresh_texts(texts, |_| false);
@@ -292,26 +338,7 @@ impl MongoStore {
         Ok(in_flight(removed.collect()).await?.iter().sum())
     }
 
-    /// `delete_entities`: the entities, then every relation touching one of the names.
-    async fn delete_entity_docs(&self, names: &[String]) -> Result<u64> {
-        let keys = entity_keys(names);
-        if keys.is_empty() {
-            return Ok(0);
-        }
-        let deleted = self
-            .graph_entities()
-            .delete_many(doc! {"_id": {"$in": &keys}})
-            .await
-            .mapped()?
-            .deleted_count;
-        self.graph_relations()
-            .delete_many(touching(&keys))
-            .await
-            .mapped()?;
-        Ok(deleted)
-    }
-
-    async fn delete_relation_docs(&self, relations: &[Relation]) -> Result<u64> {
+    async fn delete_relations(&self, relations: &[Relation]) -> Result<u64> {
         if relations.is_empty() {
             return Ok(0);
         }
@@ -325,9 +352,9 @@ impl MongoStore {
         Ok(done.deleted_count)
     }
 
-    /// `read_graph`: the whole graph, or for `Open` the named entities and the relations
-    /// touching them, then the selection in the client.
-    async fn read_graph_docs(&self, query: &GraphQuery) -> Result<KnowledgeGraph> {
+    /// The whole graph, or for `Open` the named entities and the relations touching them,
+    /// then the selection in the client.
+    async fn read_graph(&self, query: &GraphQuery) -> Result<KnowledgeGraph> {
         let (entities, relations) = match query {
             GraphQuery::Open(names) => {
                 let keys = entity_keys(names);
@@ -347,62 +374,5 @@ impl MongoStore {
             relations: in_order(&relations, relation_from)?,
         };
         Ok(graph.select(query))
-    }
-}
-
-/// The results of `additions`, in call order, given what each entity held before the call
-/// (by key): each addition reports the contents its entity did not hold yet, counting the
-/// earlier additions of the call.
-fn report_additions(
-    additions: &[ObservationAddition], before: HashMap<&String, Vec<String>>,
-) -> Vec<AddedObservations> {
-    let mut held: HashMap<String, HashSet<String>> = before
-        .into_iter()
-        .map(|(k, v)| (k.clone(), v.into_iter().collect()))
-        .collect();
-    additions
-        .iter()
-        .map(|a| {
-            let set = held.entry(entity_key(&a.entity_name)).or_default();
-            let added = fresh_texts(&a.contents, |o| set.contains(o));
-            set.extend(added.iter().cloned());
-            AddedObservations {
-                entity_name: a.entity_name.clone(),
-                added_observations: added,
-            }
-        })
-        .collect()
-}
-
-#[async_trait]
-impl GraphStore for MongoStore {
-    async fn create_entities(&self, entities: &[Entity]) -> Result<Vec<Entity>> {
-        self.create_entity_docs(entities).await
-    }
-
-    async fn create_relations(&self, relations: &[Relation]) -> Result<Vec<Relation>> {
-        self.create_relation_docs(relations).await
-    }
-
-    async fn add_observations(
-        &self, additions: &[ObservationAddition],
-    ) -> Result<Vec<AddedObservations>> {
-        self.add_observation_docs(additions).await
-    }
-
-    async fn delete_entities(&self, names: &[String]) -> Result<u64> {
-        self.delete_entity_docs(names).await
-    }
-
-    async fn delete_observations(&self, deletions: &[ObservationDeletion]) -> Result<u64> {
-        self.delete_observation_docs(deletions).await
-    }
-
-    async fn delete_relations(&self, relations: &[Relation]) -> Result<u64> {
-        self.delete_relation_docs(relations).await
-    }
-
-    async fn read_graph(&self, query: &GraphQuery) -> Result<KnowledgeGraph> {
-        self.read_graph_docs(query).await
     }
 }
