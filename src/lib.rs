@@ -38,6 +38,7 @@
 #![cfg_attr(feature = "rig", doc = "[`crates/agentmem-rig`]: crate::rig")]
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod open;

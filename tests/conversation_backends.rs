@@ -2,11 +2,6 @@
 //! `agentmem::open(url)`: write-through, preload after a restart, compaction, concurrent adds.
 //! Server backends read `REDIS_URL`, `DATABASE_URL` and `MONGODB_URL` and skip only when
 //! `AGENTMEM_REQUIRE_SERVICES` is unset.
-#![allow(
-    missing_docs,
-    reason = "a test or bench crate: nothing in it is public API"
-)]
-
 use std::sync::Arc;
 
 use agentmem::conversation::Conversation;

@@ -7,11 +7,6 @@
 //! read `REDIS_URL`, `DATABASE_URL` and `MONGODB_URL` and skip only when
 //! `AGENTMEM_REQUIRE_SERVICES` is unset.
 #![cfg(feature = "encryption")]
-#![allow(
-    missing_docs,
-    reason = "a test or bench crate: nothing in it is public API"
-)]
-
 use std::error::Error as _;
 use std::fmt::Debug;
 use std::path::Path;

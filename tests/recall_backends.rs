@@ -9,11 +9,6 @@
 //! a notice, unless `AGENTMEM_REQUIRE_MODEL` is set (CI sets it), when they fail. Server
 //! backends skip only when `AGENTMEM_REQUIRE_SERVICES` is unset.
 #![cfg(feature = "embed-local")]
-#![allow(
-    missing_docs,
-    reason = "a test or bench crate: nothing in it is public API"
-)]
-
 use std::sync::{Arc, OnceLock};
 
 use agentmem::embed::LocalEmbedder;

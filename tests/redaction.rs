@@ -15,12 +15,6 @@
 //! …): alphanumeric, so percent-encoding, `Debug` escaping and quoting keep them whole, and
 //! found in no other output; any piece of the password a message shows carries one.
 #![cfg(all(feature = "redis", feature = "postgres", feature = "mongodb"))]
-#![allow(
-    missing_docs,
-    clippy::unwrap_used,
-    reason = "a test crate: nothing in it is public API; a failed unwrap is a failed test"
-)]
-
 use std::fmt::Write as _;
 use std::io;
 use std::sync::{Arc, Mutex, OnceLock};

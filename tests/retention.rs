@@ -4,11 +4,6 @@
 //! in-memory store and every backend compiled in, opened through `agentmem::open(url)`, with
 //! nobody calling `purge`. Server backends read `REDIS_URL`, `DATABASE_URL` and `MONGODB_URL`
 //! and skip only when `AGENTMEM_REQUIRE_SERVICES` is unset.
-#![allow(
-    missing_docs,
-    reason = "a test or bench crate: nothing in it is public API"
-)]
-
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -3,11 +3,6 @@
 //! process. Server backends read `REDIS_URL`, `DATABASE_URL` and `MONGODB_URL` and skip only
 //! when `AGENTMEM_REQUIRE_SERVICES` is unset.
 #![cfg(feature = "rig")]
-#![allow(
-    missing_docs,
-    reason = "a test or bench crate: nothing in it is public API"
-)]
-
 use std::sync::Arc;
 
 use agentmem::AgentMemory;

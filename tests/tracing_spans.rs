@@ -1,11 +1,6 @@
 //! Every store operation runs in one `agentmem.op` span with the same fields on every backend
 //! (backend, op, session, messages, duration, outcome), and neither spans nor events carry
 //! message text, memory text, queries or passwords.
-#![allow(
-    missing_docs,
-    reason = "a test or bench crate: nothing in it is public API"
-)]
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 

@@ -22,12 +22,6 @@
 //! `SEEDS_DIR` the directory to work in (default the system temp dir), `SEEDS_CASES` a
 //! comma-separated list of case-name substrings to run (default all). With
 //! `AGENTMEM_BENCH_QUICK=1` (CI's test mode) every case runs once with 200 messages.
-#![allow(
-    missing_docs,
-    clippy::unwrap_used,
-    reason = "a test or bench crate: nothing in it is public API, and a failed unwrap is a failed test"
-)]
-
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -8,12 +8,6 @@
 //! `cargo bench -p agentmem-agent --bench turn`. With `AGENTMEM_BENCH_QUICK=1` the sizes stop
 //! at 10k and criterion takes fewer samples (for CI, which also runs it once in test mode:
 //! `cargo test --bench '*'`).
-#![allow(
-    missing_docs,
-    clippy::unwrap_used,
-    reason = "a test or bench crate: nothing in it is public API, and a failed unwrap is a failed test"
-)]
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

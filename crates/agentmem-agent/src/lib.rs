@@ -17,6 +17,7 @@
 //! [`Registry`]: agentmem_core::backend::Registry
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod agent;

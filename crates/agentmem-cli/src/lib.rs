@@ -10,6 +10,7 @@
 //! Errors are printed as one line, `agentmem: <kind>: <what and where>`, and mapped to exit
 //! codes by [`exit_code`].
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 
 pub mod cli;
 mod commands;

@@ -1,6 +1,4 @@
 //! Every command, driven through the built binary on a file store.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,4 @@
 //! Bad input exits non-zero with one clear line on standard error naming what and where.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use common::{agentmem, column, fails, fixture, import, json, ok, on};

@@ -10,8 +10,6 @@
 //! - `reference_quirks.jsonl`: what the server leaves after `create_entities` named an entity
 //!   twice in one call (both kept, one observation twice), `create_relations` repeated a
 //!   relation in one call, and `add_observations` added to an entity.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use std::path::Path;

@@ -1,7 +1,5 @@
 //! Export and import through the built binary: agentmem's own formats round trip byte for
 //! byte; Swarms and PraisonAI fixtures import to the expected messages and export back.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use common::{column, export_into_fresh, fails, fixture, import, json, ok, on, rows};

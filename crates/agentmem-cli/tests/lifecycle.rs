@@ -1,8 +1,6 @@
 //! The session lifecycle commands (`fork`, `rewind`, `tag`, `sessions --owner/--tag`,
 //! `expire`) and `--encryption-key-file`, driven through the built binary on a file store and
 //! a SQLite store.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use std::path::{Path, PathBuf};

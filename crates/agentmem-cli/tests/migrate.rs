@@ -5,8 +5,6 @@
 //! to the local servers), each in a namespace of its own that is removed when the test ends.
 //! An unreachable server skips its leg unless AGENTMEM_REQUIRE_SERVICES is set, which makes it
 //! fail.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 mod deployments;
 

@@ -4,8 +4,6 @@
 //! transaction pooling mode (`PGBOUNCER_URL`). Each runs in a schema of its own, dropped when
 //! the test ends; an unreachable server skips its part unless AGENTMEM_REQUIRE_SERVICES is set,
 //! which makes it fail.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 mod deployments;
 

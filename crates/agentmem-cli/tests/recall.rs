@@ -2,11 +2,6 @@
 //! and the index lag `doctor` shows, against an OpenAI-compatible embeddings server started
 //! here (a bag-of-words model of 8 dimensions that knows a few synonyms), so no real model is
 //! needed.
-#![allow(
-    clippy::unwrap_used,
-    reason = "tests: a failed unwrap is a failed test"
-)]
-
 mod common;
 
 use std::path::Path;

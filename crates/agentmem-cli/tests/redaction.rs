@@ -8,8 +8,6 @@
 //! `sessions` against an unreachable server, on all eight server schemes: 768 URLs, 2,304 runs
 //! of the binary. A password a parser refuses as ambiguous (a raw `/`, `?` or `#` before the
 //! last `@`) is refused without being printed.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use common::{agentmem, file_url, ok};

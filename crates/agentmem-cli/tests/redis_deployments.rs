@@ -4,8 +4,6 @@
 //! 3-master Redis Cluster (`REDIS_CLUSTER_URL`), both started by `.ci/redis-extra.sh`. Each
 //! runs in a key prefix of its own, removed when the test ends; an unreachable server skips
 //! its part unless AGENTMEM_REQUIRE_SERVICES is set, which makes it fail.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 mod deployments;
 

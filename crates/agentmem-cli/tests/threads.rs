@@ -1,7 +1,5 @@
 //! Checkpoint threads from the command line: `threads`, `thread`, `fork-thread`, and
 //! checkpoints through `import`, `export` and `doctor`, on a file store.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use agentmem_core::{

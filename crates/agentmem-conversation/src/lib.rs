@@ -10,6 +10,7 @@
 //! [`MemorySearchTool`]: crate::MemorySearchTool
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 
 mod builder;
 pub mod compressor;

@@ -1,6 +1,4 @@
 //! Compaction and automatic compression on the in-memory store.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use std::sync::Arc;

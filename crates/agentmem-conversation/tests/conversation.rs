@@ -1,6 +1,4 @@
 //! Building, preload, write-through, access and stop writing.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use std::path::PathBuf;

@@ -1,6 +1,4 @@
 //! Export and load: Swarms' JSON shape, YAML, exact round trips, errors naming the file.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use agentmem_conversation::export::{messages_from_json, messages_from_yaml, read_messages};

@@ -1,7 +1,5 @@
 //! The conversation on the file backend: preload is `MEMORY.md` byte for byte, archives are
 //! files, write-through survives restarts, failures leave consistent state.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use std::path::Path;

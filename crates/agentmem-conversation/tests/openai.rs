@@ -1,7 +1,5 @@
 //! The OpenAI-compatible summarizer against a local HTTP server that checks what it receives.
 #![cfg(feature = "openai")]
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,6 +1,4 @@
 //! Search and the retrieval tool.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use std::sync::Arc;

@@ -1,6 +1,4 @@
 //! The extractive summarizer: deterministic, within budget, facts first, facts carried.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use agentmem_conversation::templates::{preload_text, summary_text};
 use agentmem_conversation::{ExtractiveSummarizer, Summarizer, SummaryRequest, TokenEncoding};
 use agentmem_core::{Message, Role};

@@ -1,7 +1,5 @@
 //! A build reads a window of the session, never the whole of it (issue 20): building on a
 //! long session costs the same as on a short one, and preloads what a whole read preloaded.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use std::sync::Arc;

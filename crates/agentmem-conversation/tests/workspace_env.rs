@@ -2,8 +2,6 @@
 //! persistent conversation without a store keeps `agents/<name>/MEMORY.md` there, with
 //! headings in local time. A test binary of its own, because it changes the process
 //! environment; the local-time checks run in a child process with `TZ` set.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use std::path::Path;
 use std::process::Command;
 

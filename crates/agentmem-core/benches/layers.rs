@@ -7,12 +7,6 @@
 //!
 //! `cargo bench -p agentmem-core --bench layers`. With `AGENTMEM_BENCH_QUICK=1` criterion
 //! takes fewer samples (for CI).
-#![allow(
-    missing_docs,
-    clippy::unwrap_used,
-    reason = "a test or bench crate: nothing in it is public API, and a failed unwrap is a failed test"
-)]
-
 use std::time::Duration;
 
 use agentmem_core::backend::BackendInfo;

@@ -30,6 +30,7 @@
 //! [`validate_name`]: crate::validate_name
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 
 pub mod backend;
 pub mod checkpoint;

@@ -4,12 +4,6 @@
 //!
 //! `cargo bench -p agentmem-crypt --bench crypt`. With `AGENTMEM_BENCH_QUICK=1` criterion
 //! takes fewer samples and the sessions are smaller (for CI).
-#![allow(
-    missing_docs,
-    clippy::unwrap_used,
-    reason = "a test or bench crate: nothing in it is public API, and a failed unwrap is a failed test"
-)]
-
 use std::sync::Arc;
 
 use agentmem_core::{

@@ -18,6 +18,7 @@
 //! [`rekey_thread_id`]: crate::rekey_thread_id()
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 
 // First: the macro it defines is used by the layers below.
 #[macro_use]

@@ -9,6 +9,7 @@
 //!
 //! Both run their blocking work (inference, the HTTP call) on tokio's blocking threads.
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 
 #[cfg(feature = "http")]
 mod http;

@@ -26,12 +26,6 @@
 //! reset by writing `5` to `/proc/self/clear_refs` and read from `VmHWM` in
 //! `/proc/self/status`); the same for the baseline reading and parsing the same bytes. Its
 //! criterion timing is of an empty closure and means nothing.
-#![allow(
-    missing_docs,
-    clippy::unwrap_used,
-    reason = "a test or bench crate: nothing in it is public API, and a failed unwrap is a failed test"
-)]
-
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -16,6 +16,7 @@
 //! [`GraphStore`]: agentmem_core::GraphStore
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 
 // Source layout, one job a file. `store.rs` holds `FileStore` and its `SessionStore` and
 // `MemoryStore` impls, which run their work through `locking.rs` (a session's fair in-process

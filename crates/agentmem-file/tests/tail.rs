@@ -3,8 +3,6 @@
 //! last `n` messages without orphaned tool results, the same total and session fields), on
 //! many shapes of log, after other processes wrote, after a crash left a torn line, and on
 //! corrupt data.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

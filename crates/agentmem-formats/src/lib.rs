@@ -18,6 +18,7 @@
 //! [`time`]: crate::time
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 
 mod checkpoints;
 mod document;

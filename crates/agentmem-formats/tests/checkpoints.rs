@@ -2,8 +2,6 @@
 //! and YAML (opaque bytes with NUL and invalid UTF-8, emptied channels, special writes,
 //! hostile thread ids), deterministic bytes, and malformed checkpoints refused with typed
 //! errors, never a panic.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use std::collections::BTreeMap;
 
 use agentmem_core::{

@@ -1,8 +1,6 @@
 //! `MEMORY.md` times in a zone with summer time, through the `_in` functions (the local-zone
 //! functions are these with `chrono::Local`; the conversation crate's `workspace_env` test
 //! runs them under `TZ`). No dependence on the machine's zone.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use agentmem_core::Message;
 use agentmem_formats::swarms::{parse_memory_md_in, render_block_in, render_memory_md_in};
 use chrono::{

@@ -28,6 +28,7 @@
 //! # Ok(()) }
 //! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 
 mod args;
 mod graph_tools;

@@ -8,12 +8,6 @@
 //! `mongodb://127.0.0.1:27017/?directConnection=true`). With `AGENTMEM_BENCH_QUICK=1` the long
 //! session holds 2,000 messages and criterion takes fewer samples (for CI). Each run uses a
 //! fresh database and drops it at the end. Without a server the bench prints why and exits.
-#![allow(
-    missing_docs,
-    clippy::unwrap_used,
-    reason = "a test or bench crate: nothing in it is public API, and a failed unwrap is a failed test"
-)]
-
 use std::time::{Duration, Instant};
 
 use agentmem_core::{

@@ -13,6 +13,7 @@
 //! [`SCHEMA_VERSION`]: crate::SCHEMA_VERSION
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 
 mod checkpoint_blobs;
 mod checkpoint_codec;

@@ -3,8 +3,6 @@
 //! pending writes under concurrent callers, and blob collection sparing blobs a put holds.
 //! The contract itself is the conformance suite's `Checkpoints` area (`tests/conformance.rs`,
 //! and on the second server `tests/text_server.rs`).
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use agentmem_core::{

@@ -3,8 +3,6 @@
 //! clients writing at once, and the document size limit of an entity. The contract itself is
 //! the conformance suite's `Graph` area (`tests/conformance.rs`, and on the second server
 //! `tests/text_server.rs`).
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use agentmem_core::graph::MAX_OBSERVATION_BYTES;

@@ -1,7 +1,5 @@
 //! MongoDB-specific behaviour against `MONGODB_URL`: operator injection through metadata,
 //! the stored layout, schema versions, error kinds and detected features.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use agentmem_core::backend::{BackendConfig, Registry};

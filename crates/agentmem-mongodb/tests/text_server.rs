@@ -8,8 +8,6 @@
 //! (Not the vector cases: nx-27017 0.8.1 stores binary `_id`s but never matches them in a
 //! query, `$eq` or `$in`.)
 //! The whole suite runs on `MONGODB_URL`, with and without transactions.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use agentmem_core::{

@@ -7,8 +7,6 @@
 //! A store works over TLS (sessions, search, memory items, checkpoints); the port takes TLS only (a client
 //! without `tls=true` fails, it does not hang); a server certificate from another CA is
 //! refused; and a `tlsCAFile` that cannot be read is the caller's mistake, named.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use agentmem_core::{
     AgentMemoryExt, CheckpointKey, CheckpointNs, CheckpointStore, ErrorKind, Layered, MemoryFilter,
     MemoryItem, MemoryKind, MemoryStore, Message, MessageQuery, PendingWrite, SessionId,

@@ -3,8 +3,6 @@
 //! clients writing one key at once, and stored documents that are not vectors. The contract
 //! itself is the conformance suite's `Vectors` area (`tests/conformance.rs`, and on the
 //! second server `tests/text_server.rs`).
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use agentmem_core::vector::MAX_VECTOR_BYTES;

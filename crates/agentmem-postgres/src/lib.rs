@@ -10,6 +10,7 @@
 //! [`SCHEMA_VERSION`]: crate::SCHEMA_VERSION
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 
 /// Runs `$body` (a future returning `Result<_, tokio_postgres::Error>`) with a pooled
 /// connection bound to `$client`, retrying up to `$retries` times on a fresh connection when

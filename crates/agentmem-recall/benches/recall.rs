@@ -9,12 +9,6 @@
 //!
 //! `cargo bench -p agentmem-recall --bench recall`: 100,000 items (1,000 with
 //! `AGENTMEM_BENCH_QUICK=1`, as CI runs it).
-#![allow(
-    missing_docs,
-    clippy::unwrap_used,
-    reason = "a bench crate: nothing in it is public API, and a failed unwrap is a failed test"
-)]
-
 use std::sync::Arc;
 
 use agentmem_core::vector::{encode_vector, MAX_VECTOR_BATCH, MODEL_PROPERTY};

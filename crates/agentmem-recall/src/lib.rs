@@ -52,6 +52,7 @@
 //! # }).unwrap();
 //! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 
 mod cache;
 mod fusion;

@@ -1,12 +1,5 @@
 //! The vector cache: searches read each vector from the store once, the results are those of
 //! an uncached search, and vectors read while another model is being recorded are not kept.
-#![allow(
-    missing_docs,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "a test crate: nothing in it is public API, and a failed unwrap is a failed test"
-)]
-
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 

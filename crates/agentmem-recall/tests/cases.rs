@@ -1,7 +1,5 @@
 //! The recall cases on the in-memory store, with the stand-in model (the real model runs them
 //! on every backend in the facade's `tests/recall_backends.rs`).
-#![allow(missing_docs, reason = "a test crate: nothing in it is public API")]
-
 use std::sync::Arc;
 
 use agentmem_core::{AgentMemory, Embedder, InMemoryStore};

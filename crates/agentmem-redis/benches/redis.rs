@@ -20,8 +20,6 @@
 //! Needs Redis at `REDIS_URL` (default `redis://127.0.0.1:6379`); skipped when unreachable.
 //! `AGENTMEM_BENCH_QUICK=1` takes fewer, shorter samples. Keys go under a fresh prefix and
 //! are deleted afterwards.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

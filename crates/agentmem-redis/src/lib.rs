@@ -11,6 +11,7 @@
 //! [`SCHEMA_VERSION`]: crate::SCHEMA_VERSION
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 
 use agentmem_core::backend::BackendInfo;
 use agentmem_core::Capabilities;

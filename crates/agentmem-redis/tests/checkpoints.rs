@@ -3,8 +3,6 @@
 //! longer than one script call, metadata values too long for the script's pre-check and
 //! pending writes that come before their checkpoint (or for one never stored); key names
 //! escape hostile ids; nothing is left behind once every thread is gone.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use agentmem_core::{
     ChannelBlob, Checkpoint, CheckpointId, CheckpointKey, CheckpointNs, CheckpointPrune,
     CheckpointQuery, CheckpointStore, InMemoryStore, Layered, Metadata, PendingWrite, ThreadId,

@@ -9,8 +9,6 @@
 //! A store outlives a restart of its master: on the cluster of `REDIS_RESTART_CLUSTER_URL`
 //! (default `redis+cluster://127.0.0.1:7201,127.0.0.1:7202,127.0.0.1:7203/`, nodes with
 //! append-only files that may be restarted), which no other test uses.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::time::Duration;

@@ -4,8 +4,6 @@
 //!
 //! Starts its own `redis-server` (`REDIS_SERVER_BIN`, default `/usr/bin/redis-server`) on a
 //! free port, without persistence, and stops it in every case (a guard with `Drop`).
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -4,8 +4,6 @@
 //! once every entity and relation is gone; and, on a single server (`REDIS_URL`) and on the
 //! cluster (`REDIS_CLUSTER_URL`), writers on three connections lose nothing, concurrent
 //! creates of one name leave one entity, and `add_observations` applies all or nothing.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use std::sync::Arc;
 
 use agentmem_core::{

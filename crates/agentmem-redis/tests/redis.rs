@@ -2,8 +2,6 @@
 //! guard and the migration of version 1 data, corrupt data, and the self-kept search index
 //! staying exact (no stale entries, no leftover keys, the same scores as agentmem-core's BM25,
 //! within scopes too).
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use agentmem_core::backend::{BackendConfig, Registry};
 use agentmem_core::search::rank;
 use agentmem_core::{

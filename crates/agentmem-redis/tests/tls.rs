@@ -11,8 +11,6 @@
 //! `REDIS_TLS_CLIENT_AUTH_URL` (no default: the URL must name the client's files; the
 //! `.ci/redis-extra.sh` server on 127.0.0.1:6381).
 #![cfg(feature = "tls")]
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use std::path::{Path, PathBuf};
 
 use agentmem_core::{

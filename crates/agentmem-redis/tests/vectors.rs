@@ -2,8 +2,6 @@
 //! fields the keys' raw bytes), a key of another type is corrupt data, and, on a single
 //! server (`REDIS_URL`) and on the cluster (`REDIS_CLUSTER_URL`), clears racing writers on
 //! three connections count every vector exactly once.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use std::sync::Arc;
 
 use agentmem_core::{ErrorKind, StoredVector, VectorKey, VectorStore};

@@ -9,6 +9,7 @@
 //! [`SplitMix64`]: crate::SplitMix64
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 
 pub mod audit;
 pub mod protocol;

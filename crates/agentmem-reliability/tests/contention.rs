@@ -7,8 +7,6 @@
 //! MongoDB runs 8 × `AGENTMEM_MONGO_APPENDS` (default 125) appends, because the Python test
 //! server handles about a few hundred writes per second; the real server is not the limit.
 //! Server backends skip only through `agentmem_testkit::service_unavailable`.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use agentmem_core::SessionId;

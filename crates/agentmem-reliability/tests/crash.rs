@@ -7,8 +7,6 @@
 //! Each trial's kill delay and batch size come from a seeded generator; a failure names the
 //! trial and seed. `AGENTMEM_CRASH_TRIALS` sets the number of trials (default 100 appending
 //! and 40 compacting, per backend).
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use std::collections::HashMap;

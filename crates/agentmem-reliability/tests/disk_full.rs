@@ -4,8 +4,6 @@
 //!
 //! Mounting needs root (or CAP_SYS_ADMIN); where it is refused, these tests, and only these,
 //! skip with a loud message.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use agentmem_core::{AgentMemory, ErrorKind, Message, SessionId, SessionStore};

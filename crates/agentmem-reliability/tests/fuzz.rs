@@ -1,8 +1,6 @@
 //! Fuzzing every parser with proptest (bounded cases, so it runs in CI in seconds; see the
 //! README for long runs): random bytes and structured mutations of valid input never panic,
 //! and every rejection is a typed `agentmem_core::Error` of the expected kind.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -3,8 +3,6 @@
 //! and structured mutations of valid exports never panic; every refusal is a typed error
 //! (`CorruptData` for malformed input, `InvalidInput`/`Unsupported` for a valid file the
 //! store cannot take), and an unmutated export parses back to what was written.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use agentmem_core::{ErrorKind, MemoryItem, MemoryKind, Message, SessionId};

@@ -6,8 +6,6 @@
 //! Every hostile string carries a marker unique to the test; afterwards the test looks for
 //! that marker outside the store's namespace (files next to the root, Redis keys without the
 //! prefix, Postgres tables and schemas, MongoDB databases and collections).
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use std::path::{Path, PathBuf};

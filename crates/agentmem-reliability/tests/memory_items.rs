@@ -3,8 +3,6 @@
 //! as auto-memory does. Afterwards every acknowledged item is there once, and every shared
 //! key holds exactly one item, with a value some process wrote. On the file backend and
 //! SQLite, writers are also killed with SIGKILL mid-write: nothing acknowledged is lost.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use std::collections::{HashMap, HashSet};

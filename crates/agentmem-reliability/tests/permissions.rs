@@ -4,8 +4,6 @@
 //!
 //! We run as root, which ignores permission bits, so "read-only" is a read-only bind mount
 //! (`mount --bind` + `remount,ro`); where mounting is not permitted, that test skips loudly.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use std::os::unix::fs::PermissionsExt;

@@ -1,8 +1,6 @@
 //! Accepted means readable, on every backend: arbitrary messages and memory items (roles,
 //! unicode, sizes, metadata shapes and depths, tool fields) are either refused with
 //! `InvalidInput` and leave nothing behind, or read back equal through a fresh connection.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use std::sync::Arc;
 
 use agentmem_core::{

@@ -17,8 +17,6 @@
 //!   `--sync-on-commit`, and is killed with SIGKILL (its whole process group).
 //!
 //! A server that cannot be started skips only through `agentmem_testkit::service_unavailable`.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 mod common;
 
 use std::os::unix::process::CommandExt;

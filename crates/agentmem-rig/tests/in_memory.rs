@@ -1,9 +1,4 @@
 //! The adapter's behaviour suite on the in-memory store, and a rig agent with a scripted model.
-#![allow(
-    missing_docs,
-    reason = "a test or bench crate: nothing in it is public API"
-)]
-
 use std::sync::Arc;
 
 use agentmem_core::{AgentMemory, InMemoryStore};

@@ -1,12 +1,5 @@
 //! `AgentmemIndex`: rig's `VectorStoreIndex` over memory items, with the stand-in model of
 //! the recall cases (the real model's recall runs in the facade's `tests/recall_backends.rs`).
-#![allow(
-    missing_docs,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "a test crate: nothing in it is public API, and a failed unwrap is a failed test"
-)]
-
 use std::sync::Arc;
 
 use agentmem_core::{

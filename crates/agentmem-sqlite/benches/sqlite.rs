@@ -20,12 +20,6 @@
 //! `/proc/self/status`); the same for the raw rusqlite baseline and for `std::fs::read` plus
 //! serde_json of the same messages as JSON lines. Its criterion timing is of an empty closure
 //! and means nothing.
-#![allow(
-    missing_docs,
-    clippy::unwrap_used,
-    reason = "a test or bench crate: nothing in it is public API, and a failed unwrap is a failed test"
-)]
-
 use std::cell::RefCell;
 use std::path::Path;
 

@@ -9,6 +9,7 @@
 //! [`SqliteConfig`]: crate::SqliteConfig
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 
 mod archives;
 mod checkpoints;

@@ -1,12 +1,6 @@
 //! Checkpoints in SQLite against the in-memory reference: the same calls on both stores give
 //! the same answers (values, orders, counts, error kinds), with awkward thread ids,
 //! namespaces, ids, metadata and values; and what one connection writes, another reads.
-#![allow(
-    missing_docs,
-    clippy::unwrap_used,
-    reason = "a test or bench crate: nothing in it is public API, and a failed unwrap is a failed test"
-)]
-
 use std::fmt::Debug;
 
 use agentmem_core::{

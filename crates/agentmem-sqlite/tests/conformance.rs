@@ -1,10 +1,5 @@
 //! The shared conformance suite, on a fresh temporary database file per test, removed
 //! with its folder when the test drops its store.
-#![allow(
-    missing_docs,
-    reason = "a test or bench crate: nothing in it is public API"
-)]
-
 use agentmem_sqlite::SqliteStore;
 use agentmem_testkit::TestStore;
 

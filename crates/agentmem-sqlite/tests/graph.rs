@@ -1,11 +1,5 @@
 //! The knowledge graph on one file through several handles (each its own pool of
 //! connections, as separate processes would be), and on a database from before the graph.
-#![allow(
-    missing_docs,
-    clippy::unwrap_used,
-    reason = "a test or bench crate: nothing in it is public API, and a failed unwrap is a failed test"
-)]
-
 use std::path::Path;
 
 use agentmem_core::{

@@ -4,11 +4,6 @@
 //!
 //! The parent test re-runs this test binary four times, selecting the `appender`
 //! test with `--exact`; the children find the database and their number in the environment.
-#![allow(
-    missing_docs,
-    reason = "a test or bench crate: nothing in it is public API"
-)]
-
 use std::collections::HashSet;
 use std::process::{Command, Stdio};
 

@@ -1,11 +1,5 @@
 //! SQLite-specific behaviour: opening, refusing, migrating, error kinds, and the full-text
 //! indexes staying in step with the rows.
-#![allow(
-    missing_docs,
-    clippy::unwrap_used,
-    reason = "a test or bench crate: nothing in it is public API, and a failed unwrap is a failed test"
-)]
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

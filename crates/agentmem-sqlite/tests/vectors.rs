@@ -1,11 +1,5 @@
 //! Embedding vectors on a database file: kept across handles and reopening, and added to a
 //! database from before them (schema 7) without touching its data.
-#![allow(
-    missing_docs,
-    clippy::unwrap_used,
-    reason = "a test or bench crate: nothing in it is public API, and a failed unwrap is a failed test"
-)]
-
 use std::path::Path;
 
 use agentmem_core::{

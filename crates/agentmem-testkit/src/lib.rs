@@ -17,6 +17,7 @@
 //! [`services_required`]: crate::services_required
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 
 use std::fmt::Display;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -18,6 +18,7 @@
 //! [`GraphReport`]: crate::GraphReport
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 
 mod encrypted;
 mod export;

@@ -3,8 +3,6 @@
 //! own formats and imported into a fresh store gives the same `list_checkpoints`; an import
 //! adds what the store lacks and refuses conflicts whole; a store without checkpoints exports
 //! as before and refuses a document with checkpoints before anything is written.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use std::collections::BTreeMap;
 
 use agentmem_core::{

@@ -1,7 +1,5 @@
 //! Migrating from an encrypted store writes ciphertext with the destination's key, and
 //! plaintext only when asked explicitly (`MigrateOptions::allow_plaintext`).
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use std::sync::Arc;
 
 use agentmem_core::{

@@ -4,8 +4,6 @@
 //! of it and a second import writes nothing; a migration from a file store into SQLite carries
 //! it, telling its progress callback, and verifies it; a store without a graph exports as
 //! before and refuses a document with one before anything is written.
-#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
 use agentmem_core::{
     AgentMemory, Entity, ErrorKind, GraphQuery, GraphStore, InMemoryStore, KnowledgeGraph,
     MemoryItem, MemoryKind, MemoryStore, Message, ObservationAddition, Relation, SessionStore,

@@ -7,6 +7,7 @@
 //! [`root_commit`]: crate::git::root_commit
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod env;

@@ -5,6 +5,7 @@
 //! hands plain data across in agentmem's own serde shape. The Python modules beside it
 //! (`python/agentmem`) give the public names, the OpenAI chat shape and the async API.
 #![forbid(unsafe_code)]
+#![warn(missing_docs, clippy::unwrap_used)]
 
 mod checkpoints;
 mod error;

@@ -1,8 +1,7 @@
 //! Helpers shared by the tests that drive the built `agentmem` binary.
 #![allow(
     dead_code,
-    clippy::unwrap_used,
-    reason = "helpers shared by several test binaries, each using some; a failed unwrap is a failed test"
+    reason = "helpers shared by several test binaries, each using some"
 )]
 
 use std::borrow::BorrowMut;

@@ -2,8 +2,7 @@
 //! store answers, and one user's round trip (append, show, search, compact) on it.
 #![allow(
     dead_code,
-    clippy::unwrap_used,
-    reason = "helpers shared by several test binaries, each using some; a failed unwrap is a failed test"
+    reason = "helpers shared by several test binaries, each using some"
 )]
 
 use agentmem_testkit::service_unavailable;

@@ -8,8 +8,7 @@
 //! shared clients are created on a process-wide runtime of their own.
 #![allow(
     dead_code,
-    clippy::unwrap_used,
-    reason = "shared by several test binaries, each using part of it; a failed unwrap is a failed test"
+    reason = "shared by several test binaries, each using part of it"
 )]
 
 use std::collections::HashMap;

@@ -1,8 +1,7 @@
 //! Shared test setup of the Redis test binaries (`conformance`, `redis`, `cluster`, `tls`).
 #![allow(
     dead_code,
-    clippy::unwrap_used,
-    reason = "shared by several test binaries, each using part of it; a failed unwrap is a failed test"
+    reason = "shared by several test binaries, each using part of it"
 )]
 
 use std::sync::Arc;

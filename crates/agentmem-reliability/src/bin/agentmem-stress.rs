@@ -15,6 +15,7 @@
 //! an upsert of the fact under key `shared.k<i % shared_keys>` that every writer updates
 //! (`ack <key>=<text>`), as auto-memory does. Any error ends the process with status 1 and
 //! the error on stderr.
+#![warn(missing_docs, clippy::unwrap_used)]
 
 use std::error::Error;
 use std::io::Write;

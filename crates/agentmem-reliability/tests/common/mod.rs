@@ -2,8 +2,7 @@
 //! reading a session with all its archives.
 #![allow(
     dead_code,
-    clippy::unwrap_used,
-    reason = "shared by several test binaries, each using part of it; a failed unwrap is a failed test"
+    reason = "shared by several test binaries, each using part of it"
 )]
 
 pub mod fuzz;
