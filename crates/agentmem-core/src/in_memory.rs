@@ -28,9 +28,9 @@ use crate::history::tail_start;
 use crate::layer::layered;
 use crate::lifecycle::{Rewind, SessionLabels, SessionPage, SessionPatch, SessionQuery};
 use crate::model::{
-    now, Archive, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, Session, SessionInfo,
+    now, Archive, ArchiveInfo, MemoryItem, Message, Metadata, Session, SessionInfo,
 };
-use crate::name::{CheckpointId, CheckpointNs, MessageId, SessionId, ThreadId};
+use crate::name::{ArchiveId, CheckpointId, CheckpointNs, MessageId, SessionId, ThreadId};
 use crate::store::{
     Capabilities, CheckpointStore, GraphStore, MemoryFilter, MemoryHit, MemoryStore, MessageHit,
     MessageQuery, PurgeReport, RetentionPolicy, SessionStore, VectorStore,

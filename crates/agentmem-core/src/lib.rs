@@ -76,12 +76,12 @@ pub use graph::{
 pub use in_memory::InMemoryStore;
 pub use lifecycle::{Rewind, SessionLabels, SessionPage, SessionPatch, SessionQuery};
 pub use model::{
-    new_id, now, Archive, ArchiveId, ArchiveInfo, MemoryItem, MemoryKind, Message, Metadata, Role,
-    Session, SessionInfo, MAX_METADATA_DEPTH,
+    new_id, now, Archive, ArchiveInfo, MemoryItem, MemoryKind, Message, Metadata, Role, Session,
+    SessionInfo, MAX_METADATA_DEPTH,
 };
 pub use name::{
-    validate_name, AgentName, CheckpointId, CheckpointNs, MemoryId, MessageId, SessionId, ThreadId,
-    MAX_NAME_BYTES, MAX_THREAD_KEY_BYTES,
+    validate_name, AgentName, ArchiveId, CheckpointId, CheckpointNs, MemoryId, MessageId,
+    SessionId, ThreadId, MAX_NAME_BYTES, MAX_THREAD_KEY_BYTES,
 };
 pub use operation::Operation;
 pub use property::{

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::lifecycle::SessionLabels;
-use crate::name::{validate_name, MemoryId, MessageId, SessionId};
+use crate::name::{ArchiveId, MemoryId, MessageId, SessionId};
 use crate::scope::MemoryScope;
 
 /// Free-form metadata attached to messages, sessions and memory items.
@@ -412,53 +412,6 @@ impl Session {
             labels: self.labels.clone(),
             expires_at: self.expires_at,
         }
-    }
-}
-
-/// The id of an archive within its session. Backends choose it (the file backend uses
-/// `history_%Y-%m-%d_%H-%M-%S`, with a suffix when two land in one second); it follows the
-/// same rules as other names because it may become a file name.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct ArchiveId(String);
-
-impl ArchiveId {
-    /// Validates and wraps an archive id.
-    pub fn new(value: impl Into<String>) -> Result<Self> {
-        let value = value.into();
-        validate_name("archive id", &value)?;
-        Ok(ArchiveId(value))
-    }
-
-    /// The id as a string slice.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl TryFrom<String> for ArchiveId {
-    type Error = Error;
-    fn try_from(s: String) -> Result<Self> {
-        ArchiveId::new(s)
-    }
-}
-
-impl From<ArchiveId> for String {
-    fn from(id: ArchiveId) -> String {
-        id.0
-    }
-}
-
-impl FromStr for ArchiveId {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        ArchiveId::new(s)
-    }
-}
-
-impl fmt::Display for ArchiveId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
     }
 }
 

@@ -224,6 +224,14 @@ validated_name!(
 );
 
 validated_name!(
+    /// The id of an archive within its session. Backends choose it (the file backend uses
+    /// `history_%Y-%m-%d_%H-%M-%S`, with a suffix when two land in one second); it follows the
+    /// same rules as other names because it may become a file name.
+    ArchiveId,
+    "archive id"
+);
+
+validated_name!(
     /// The id of a message, unique within the store and kept across backends (migration and
     /// de-duplication rely on it).
     ///

@@ -19,10 +19,10 @@ use crate::graph::{
     ObservationDeletion, Relation,
 };
 use crate::lifecycle::{Rewind, SessionPage, SessionPatch, SessionQuery};
-use crate::model::ArchiveId;
 use crate::model::{
     Archive, ArchiveInfo, MemoryItem, MemoryKind, Message, Metadata, Session, SessionInfo,
 };
+use crate::name::ArchiveId;
 use crate::name::MessageId;
 use crate::name::SessionId;
 use crate::name::{CheckpointId, CheckpointNs, ThreadId};

@@ -10,7 +10,8 @@ use chrono::{DateTime, Utc};
 
 use crate::error::{Error, Result};
 use crate::lifecycle::Rewind;
-use crate::model::{ArchiveId, MemoryItem, Message};
+use crate::model::{MemoryItem, Message};
+use crate::name::ArchiveId;
 use crate::name::{MessageId, SessionId};
 use crate::scope::ScopeFilter;
 use crate::search::{query_words, rank};

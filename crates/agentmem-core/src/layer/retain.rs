@@ -11,7 +11,8 @@ use async_trait::async_trait;
 use crate::error::{Error, Result};
 use crate::layer::{Layer, LayeredStore};
 use crate::lifecycle::SessionPatch;
-use crate::model::{ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, SessionInfo};
+use crate::model::{ArchiveInfo, MemoryItem, Message, Metadata, SessionInfo};
+use crate::name::ArchiveId;
 use crate::name::{MemoryId, MessageId, SessionId};
 use crate::store::{
     AgentMemory, MemoryFilter, MemoryStore, PurgeReport, RetentionPolicy, SessionStore,

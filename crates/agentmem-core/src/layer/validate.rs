@@ -12,10 +12,8 @@ use crate::graph::{
 };
 use crate::layer::LayeredStore;
 use crate::lifecycle::{SessionPage, SessionPatch, SessionQuery};
-use crate::model::{
-    check_metadata_depth, ArchiveId, ArchiveInfo, MemoryItem, Message, Metadata, SessionInfo,
-};
-use crate::name::SessionId;
+use crate::model::{check_metadata_depth, ArchiveInfo, MemoryItem, Message, Metadata, SessionInfo};
+use crate::name::{ArchiveId, SessionId};
 use crate::property::PropertyChange;
 use crate::property::{check_property_name, check_property_value};
 use crate::store::{AgentMemory, MemoryFilter, MemoryHit};
