@@ -140,17 +140,11 @@ fn raw_load_last(path: &Path, n: usize) -> Vec<Message> {
 fn append_one(c: &mut Criterion) {
     let rt = runtime();
     let mut group = c.benchmark_group("append_one");
-    let (m, session) = (message(0), SessionId::new("bench").unwrap());
+    let m = message(0);
     for durability in [Durability::Fsync, Durability::Buffered] {
         let (dir, store) = temp_store(&rt, durability);
-        group.bench_function(format!("agentmem/durability={durability}"), |b| {
-            b.to_async(&rt).iter(|| async {
-                store
-                    .append(&session, std::slice::from_ref(&m))
-                    .await
-                    .unwrap()
-            })
-        });
+        let name = format!("agentmem/durability={durability}");
+        side_by_side::append_one(&mut group, &rt, &store, name);
         let fsync = matches!(durability, Durability::Fsync);
         let mut raw = RawLog::create(dir.path().join("raw.jsonl"), fsync);
         let name = if fsync {

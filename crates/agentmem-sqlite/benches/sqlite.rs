@@ -23,7 +23,7 @@
 use std::cell::RefCell;
 use std::path::Path;
 
-use agentmem_core::{Layered, Message, MessageId, Metadata, Role, SessionId, SessionStore};
+use agentmem_core::{Layered, Message, MessageId, Metadata, Role};
 use agentmem_sqlite::{SqliteConfig, SqliteStore, Synchronous};
 use agentmem_testkit::bench::{self, big, message, messages, runtime};
 use agentmem_testkit::peak_memory;
@@ -194,20 +194,11 @@ impl Raw {
 fn append_one(c: &mut Criterion) {
     let rt = runtime();
     let mut group = c.benchmark_group("append_one");
-    let (m, session) = (message(0), SessionId::new("bench").unwrap());
+    let m = message(0);
     for synchronous in [Synchronous::Full, Synchronous::Normal] {
         let (dir, store) = temp_store(&rt, synchronous);
-        group.bench_function(
-            format!("agentmem/synchronous={}", synchronous.as_str()),
-            |b| {
-                b.to_async(&rt).iter(|| async {
-                    store
-                        .append(&session, std::slice::from_ref(&m))
-                        .await
-                        .unwrap();
-                })
-            },
-        );
+        let name = format!("agentmem/synchronous={}", synchronous.as_str());
+        side_by_side::append_one(&mut group, &rt, &store, name);
         let mut raw = Raw::open(dir.path(), synchronous);
         group.bench_function(
             format!("raw_rusqlite/synchronous={}", synchronous.as_str()),

@@ -39,6 +39,25 @@ pub fn timed_after_setup(iters: u64, mut setup: impl FnMut(), mut op: impl FnMut
     total
 }
 
+/// One benchmark of the group `append_one` (the caller's, which benches the baseline beside
+/// it): a single message appended to the session `bench` of `store`, timed as `name`.
+pub fn append_one<S: AgentMemory>(
+    group: &mut BenchmarkGroup<'_, WallTime>, rt: &Runtime, store: &S, name: String,
+) {
+    let (message, session) = (
+        bench::message(0),
+        SessionId::new("bench").expect("a valid session id"),
+    );
+    group.bench_function(name, |b| {
+        b.to_async(rt).iter(|| async {
+            store
+                .append(&session, std::slice::from_ref(&message))
+                .await
+                .expect("append one message");
+        })
+    });
+}
+
 /// The group `append_batch_1000`: batches of 1,000 messages appended to the session `batch`
 /// of `store`, beside `append_raw` of the same batch; every 20 batches each side is reset,
 /// untimed (the session deleted, `reset_raw`).
