@@ -336,36 +336,23 @@ impl SessionStore for MongoStore {
         // Encode (and check sizes) before reserving, so bad input leaves no gap. (The validate
         // layer has checked the messages and never passes an empty append.)
         let fields = encode_all(messages)?;
-        let expires = retry(|_| async {
-            let (first, epoch, expires) = self.reserve(session, len_i64(fields.len())?).await?;
-            let docs = placed(session, epoch, first, &fields, expires);
-            if docs.len() > 1 && self.features.transactions {
-                // All-or-nothing for batches. The transaction touches only these new keys, so
-                // it conflicts with no other writer.
-                in_transaction!(self, |s| {
-                    self.messages()
-                        .insert_many(docs.clone())
-                        .session(&mut *s)
-                        .await
-                        .map(|_| ())
-                        .map_err(TxError::from)
-                })?;
-                return Ok(Step::Done(expires));
-            }
-            match self.messages().insert_many(docs).await {
-                Ok(_) => Ok(Step::Done(expires)),
-                // The positions were reserved by an atomic `$inc`, so no other writer can hold
-                // them; a server that handed them out twice anyway (some MongoDB-compatible
-                // servers under contention) refused the first message, so nothing of this
-                // append is stored and it may take fresh positions. A batch refused part-way
-                // is not retried: its stored part would be duplicated.
-                Err(e) if server_code(&e) == Some(DUPLICATE_KEY) && nothing_inserted(&e) => {
-                    Ok(Step::RetryNow(Err(from_driver(e))))
-                }
-                Err(e) => Err(from_driver(e)),
-            }
-        })
-        .await?;
+        let (first, epoch, expires) = self.reserve(session, len_i64(fields.len())?).await?;
+        let docs = placed(session, epoch, first, &fields, expires);
+        let inserted = if docs.len() > 1 && self.features.transactions {
+            // All-or-nothing for batches. The transaction touches only these new keys, so it
+            // conflicts with no other writer.
+            in_transaction!(self, |s| {
+                self.messages()
+                    .insert_many(docs.clone())
+                    .session(&mut *s)
+                    .await
+                    .map(|_| ())
+                    .map_err(TxError::from)
+            })
+        } else {
+            self.messages().insert_many(docs).await.map(|_| ()).mapped()
+        };
+        inserted?;
         // Only for expiring sessions (one more round trip): a concurrent `update_session` may
         // have changed the expiry these messages carry.
         if expires.is_some() {
@@ -680,17 +667,4 @@ impl BackendConfig for MongoConfig {
 /// version document.
 fn property_id(name: &str) -> String {
     format!("property:{name}")
-}
-
-/// Whether a failed (ordered) `insert_many` stored none of its documents: its first write
-/// error is at the first document, before which nothing was written.
-fn nothing_inserted(e: &mongodb::error::Error) -> bool {
-    match e.kind.as_ref() {
-        mongodb::error::ErrorKind::InsertMany(m) => m
-            .write_errors
-            .as_ref()
-            .and_then(|errors| errors.first())
-            .is_some_and(|w| w.index == 0),
-        _ => false,
-    }
 }
