@@ -449,6 +449,13 @@ mod tests {
         (rest, options.retention().cloned())
     }
 
+    /// The error `url`'s options are refused with, checked to be `InvalidInput`.
+    fn refused(url: &str) -> Error {
+        let err = StoreOptions::split(url).expect_err(url);
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{url}: {err}");
+        err
+    }
+
     #[test]
     fn embedding_options_come_off_and_parse() {
         let (rest, options) = StoreOptions::split(
@@ -487,8 +494,7 @@ mod tests {
             "file:///x?embedder=http&embed_url=u&embed_model=m&model_dir=d",
             "file:///x?embedder=local&embedder=http",
         ] {
-            let err = StoreOptions::split(bad).expect_err(bad);
-            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}: {err}");
+            refused(bad);
         }
     }
 
@@ -564,8 +570,7 @@ mod tests {
                 "retain_every",
             ),
         ] {
-            let err = StoreOptions::split(url).expect_err(url);
-            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{url}");
+            let err = refused(url);
             let text = format!("{err} {err:?}");
             assert!(text.contains(option), "{url}: {text}");
             assert!(!text.contains("secret"), "{url}: {text}");
@@ -617,8 +622,7 @@ mod tests {
             "file:///x?key_file=",
             "file:///x?key_file=%zz",
         ] {
-            let err = StoreOptions::split(bad).expect_err(bad);
-            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
+            let err = refused(bad);
             assert!(!err.to_string().contains("hunter2"), "{err}");
         }
     }

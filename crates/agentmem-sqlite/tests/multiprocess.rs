@@ -182,23 +182,25 @@ fn shared_thread() -> ThreadId {
     "shared: thread/*".parse().expect("valid thread id")
 }
 
+/// Checkpoint `id` of `thread`, in the root namespace.
+fn key(thread: ThreadId, id: &str) -> CheckpointKey {
+    let id = id.parse().expect("valid checkpoint id");
+    CheckpointKey {
+        thread,
+        ns: Default::default(),
+        id,
+    }
+}
+
 /// The checkpoint every process adds pending writes to.
 fn common_key() -> CheckpointKey {
-    CheckpointKey {
-        thread: shared_thread(),
-        ns: Default::default(),
-        id: "0".parse().expect("valid checkpoint id"),
-    }
+    key(shared_thread(), "0")
 }
 
 /// The checkpoint every process adds pending writes to before it is stored (as LangGraph may):
 /// the parent puts it once they are done.
 fn late_key() -> CheckpointKey {
-    CheckpointKey {
-        thread: "shared: late".parse().expect("valid thread id"),
-        ns: Default::default(),
-        id: "1".parse().expect("valid checkpoint id"),
-    }
+    key("shared: late".parse().expect("valid thread id"), "1")
 }
 
 /// Four processes write checkpoints (each with its channel value) into one thread, pending
@@ -258,10 +260,7 @@ async fn checkpointer() {
     };
     for i in 0..CHECKPOINTS_PER_PROCESS {
         let id = format!("w{worker}-{i:03}");
-        let key = CheckpointKey {
-            id: id.parse().expect("valid checkpoint id"),
-            ..common_key()
-        };
+        let key = key(shared_thread(), &id);
         let body = TypedBytes::new("json", b"{}".to_vec());
         let value = TypedBytes::new("bytes", id.as_bytes().to_vec());
         let (checkpoint, blob) = checkpoint_with_blob(key, body, "messages", &id, Some(value));
