@@ -9,12 +9,19 @@
 //!
 //! `cargo bench -p agentmem-recall --bench recall`: 100,000 items (1,000 with
 //! `AGENTMEM_BENCH_QUICK=1`, as CI runs it).
+//!
+//! `append_with_indexer/{backend}`: appending one message to a session of 10,000 (1,000
+//! quick) with no indexer, and with the background indexer running and nudged after every
+//! append (embedding each new message, `embed=messages`); and one indexer round after one
+//! append: the background round (`index_changes`) beside a whole one (`index`).
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use agentmem_core::vector::{encode_vector, MAX_VECTOR_BATCH, MODEL_PROPERTY};
 use agentmem_core::{
-    async_trait, AgentMemory, Embedder, MemoryFilter, MemoryItem, MemoryKind, ModelIdentity,
-    PropertyChange, Result, StoredVector,
+    async_trait, AgentMemory, AgentMemoryExt, Embedder, MemoryFilter, MemoryItem, MemoryKind,
+    Message, ModelIdentity, PropertyChange, Result, SessionId, StoredVector,
 };
 use agentmem_recall::{vector_key, Recall, RecallOptions, SearchMode};
 use agentmem_testkit::bench::{self, quick_or, runtime};
@@ -84,33 +91,40 @@ async fn fill(store: &Arc<dyn AgentMemory>, embedder: &Free, n: usize) {
         .unwrap();
 }
 
+/// A fresh store of `backend` (`file` or `sqlite`) in `dir`.
+async fn open(backend: &str, dir: &std::path::Path) -> Arc<dyn AgentMemory> {
+    match backend {
+        "file" => Arc::new(
+            agentmem_file::FileStore::connect(&format!("file://{}", dir.display()))
+                .await
+                .unwrap(),
+        ),
+        _ => Arc::new(
+            agentmem_sqlite::SqliteStore::connect(&format!(
+                "sqlite://{}",
+                dir.join("bench.db").display()
+            ))
+            .await
+            .unwrap(),
+        ),
+    }
+}
+
+fn free() -> Free {
+    Free(ModelIdentity {
+        id: "free".into(),
+        dimensions: DIMENSIONS,
+        normalized: true,
+    })
+}
+
 fn searches(c: &mut Criterion) {
     let rt = runtime();
     let n = quick_or(1_000, 100_000);
     for backend in ["file", "sqlite"] {
         let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn AgentMemory> = rt.block_on(async {
-            match backend {
-                "file" => Arc::new(
-                    agentmem_file::FileStore::connect(&format!("file://{}", dir.path().display()))
-                        .await
-                        .unwrap(),
-                ) as Arc<dyn AgentMemory>,
-                _ => Arc::new(
-                    agentmem_sqlite::SqliteStore::connect(&format!(
-                        "sqlite://{}",
-                        dir.path().join("bench.db").display()
-                    ))
-                    .await
-                    .unwrap(),
-                ),
-            }
-        });
-        let embedder = Free(ModelIdentity {
-            id: "free".into(),
-            dimensions: DIMENSIONS,
-            normalized: true,
-        });
+        let store = rt.block_on(open(backend, dir.path()));
+        let embedder = free();
         rt.block_on(fill(&store, &embedder, n));
         let embedder = Arc::new(embedder);
         let cached = Recall::new(
@@ -150,10 +164,66 @@ fn searches(c: &mut Criterion) {
     }
 }
 
+fn appends_with_indexer(c: &mut Criterion) {
+    let rt = runtime();
+    let n = quick_or(1_000, 10_000);
+    let session: SessionId = "chat".parse().unwrap();
+    for backend in ["file", "sqlite"] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = rt.block_on(open(backend, dir.path()));
+        let history: Vec<Message> = (0..n)
+            .map(|i| Message::user(format!("turn {i}: the deployment of service {}", i % 97)))
+            .collect();
+        rt.block_on(store.append(&session, &history)).unwrap();
+        let options = RecallOptions::default().with_embed_messages(true);
+        let recall = Recall::new(Arc::clone(&store), Arc::new(free()), options);
+        rt.block_on(recall.index(&mut |_| {})).unwrap();
+        let next = AtomicUsize::new(0);
+        let append = || {
+            let text = format!("new turn {}", next.fetch_add(1, Ordering::Relaxed));
+            let (store, session) = (Arc::clone(&store), session.clone());
+            async move {
+                store
+                    .append_one(&session, Message::user(text))
+                    .await
+                    .unwrap()
+            }
+        };
+        let mut group = c.benchmark_group(format!("append_with_indexer/{backend}/{n}"));
+        bench::quick_group(&mut group);
+        group.bench_function("no-indexer", |b| b.to_async(&rt).iter(&append));
+        {
+            let _guard = rt.enter();
+            let indexer = recall.spawn_indexer(Duration::from_secs(1));
+            group.bench_function("indexer", |b| {
+                b.to_async(&rt).iter(|| async {
+                    append().await;
+                    indexer.nudge();
+                })
+            });
+            indexer.stop();
+        }
+        group.bench_function("round-after-one-append/index_changes", |b| {
+            b.to_async(&rt).iter(|| async {
+                append().await;
+                let report = recall.index_changes(&mut |_| {}).await.unwrap();
+                assert!(report.embedded <= 1);
+            })
+        });
+        group.bench_function("round-after-one-append/index", |b| {
+            b.to_async(&rt).iter(|| async {
+                append().await;
+                recall.index(&mut |_| {}).await.unwrap();
+            })
+        });
+        group.finish();
+    }
+}
+
 criterion_group! {
     name = benches;
     config = bench::criterion(Criterion::default());
-    targets = searches
+    targets = searches, appends_with_indexer
 }
 
 criterion::criterion_main!(benches);

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::cache::{dot, unit, UnitVector, VectorCache, DEFAULT_VECTOR_CACHE_BYTES};
 use crate::fusion::{Fusion, SearchMode};
+use crate::index::IndexMarks;
 use crate::similarity::vector_key;
 
 /// How a [`Recall`] embeds and ranks: the default, changed by its `with_` methods (more
@@ -101,6 +102,7 @@ pub struct Recall {
     pub(crate) embedder: Arc<dyn Embedder>,
     pub(crate) options: RecallOptions,
     pub(crate) cache: Arc<VectorCache>,
+    pub(crate) marks: Arc<tokio::sync::Mutex<IndexMarks>>,
 }
 
 /// One ranked candidate before it becomes a result: its position in the candidate list and
@@ -120,6 +122,7 @@ impl Recall {
     ) -> Self {
         Recall {
             cache: Arc::new(VectorCache::new(options.vector_cache_bytes)),
+            marks: Arc::default(),
             store,
             embedder,
             options,

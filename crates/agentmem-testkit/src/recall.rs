@@ -313,6 +313,57 @@ pub async fn indexer_resumes_after_a_crash(
     );
 }
 
+/// The background indexer's rounds ([`Recall::index_changes`]) embed what each write added,
+/// each text once: appended messages, a compaction's summary, a session saved anew, a new
+/// memory item; a round after no write embeds nothing, and nothing is left unembedded.
+pub async fn indexer_rounds_embed_each_write_once(
+    store: Arc<dyn AgentMemory>, embedder: Arc<dyn Embedder>,
+) {
+    let counting = Arc::new(Counting::new(Arc::clone(&embedder), 64));
+    let dyn_counting: Arc<dyn Embedder> = counting.clone();
+    let recall = recall(&store, &dyn_counting, true);
+    let (a, b) = (sid("rounds-a"), sid("rounds-b"));
+    let append = |id: &SessionId, texts: &[&str]| {
+        let messages: Vec<Message> = texts.iter().map(|t| Message::user(*t)).collect();
+        let (store, id) = (Arc::clone(&store), id.clone());
+        async move { ok(store.append(&id, &messages).await, "append") }
+    };
+    let round = || async { ok(recall.index_changes(&mut |_| {}).await, "index_changes").embedded };
+
+    append(&a, &OTHER_MESSAGES[..2]).await;
+    append(&b, &[TRIP]).await;
+    assert_eq!(round().await, 3, "the first round embeds every message");
+    assert_eq!(round().await, 0, "no write, nothing to embed");
+
+    append(&a, &[OTHER_MESSAGES[2]]).await;
+    ok(store.put_memory(&fact(ADOPTION)).await, "put_memory");
+    assert_eq!(round().await, 2, "the appended message and the new item");
+
+    let summary = "Summary: plants, a meeting and burned toast";
+    ok(
+        store.compact(&a, &[Message::system(summary)]).await,
+        "compact",
+    );
+    append(&a, &["After the summary, a question about dinner"]).await;
+    assert_eq!(round().await, 2, "the summary and the message after it");
+
+    let saved = [Message::user("The flights to Japan are booked for May")];
+    ok(
+        store.save_session(&b, &saved, &Default::default()).await,
+        "save_session",
+    );
+    assert_eq!(round().await, 1, "the session saved anew");
+    assert_eq!(round().await, 0, "no write, nothing to embed");
+
+    assert_eq!(ok(recall.lag().await, "lag").pending, 0, "nothing skipped");
+    let counts = counting.counts();
+    assert_eq!(counts.len(), 8, "every text embedded: {counts:?}");
+    assert!(
+        counts.values().all(|&n| n == 1),
+        "no text embedded twice: {counts:?}"
+    );
+}
+
 /// What is not embedded yet is found by keyword in hybrid search; a deleted item is never
 /// found; a changed text is ranked by its new words and has no vector until indexed.
 pub async fn hybrid_covers_the_unembedded_tail(
@@ -504,6 +555,7 @@ pub const RECALL_CASES: &[&str] = &[
     "another_model_is_refused_until_reindex",
     "indexer_resumes_after_a_crash",
     "hybrid_covers_the_unembedded_tail",
+    "indexer_rounds_embed_each_write_once",
 ];
 
 /// Runs the recall case `name` on `store` with `embedder`.
@@ -519,6 +571,9 @@ pub async fn run_recall_case(name: &str, store: Arc<dyn AgentMemory>, embedder: 
         "indexer_resumes_after_a_crash" => indexer_resumes_after_a_crash(store, embedder).await,
         "hybrid_covers_the_unembedded_tail" => {
             hybrid_covers_the_unembedded_tail(store, embedder).await
+        }
+        "indexer_rounds_embed_each_write_once" => {
+            indexer_rounds_embed_each_write_once(store, embedder).await
         }
         other => panic!("no recall case {other}"),
     }
