@@ -71,6 +71,11 @@ pub struct IndexLag {
     pub model: Option<ModelIdentity>,
 }
 
+/// The least time between the starts of two rounds of the background indexer: writes that
+/// come faster are embedded together, so its own store writes (one per round) do not contend
+/// with every append.
+pub const ROUND_GAP: Duration = Duration::from_millis(100);
+
 /// A round of [`Recall::index_changes`] out of this many reads the whole store again, as
 /// [`Recall::index`] does: the marks cannot see vectors another process removed (`reindex`
 /// with the same model, `rekey`) or a session rewritten in place to the same length.
@@ -383,7 +388,8 @@ impl Recall {
     }
 
     /// Runs [`index_changes`](Self::index_changes) in the background: at once, then whenever
-    /// [`IndexerHandle::nudge`] is called, and at least every `every`. Errors are logged
+    /// [`IndexerHandle::nudge`] is called (at most once every [`ROUND_GAP`]), and at least
+    /// every `every`. Errors are logged
     /// (`tracing`) and retried on the next round. Stops when the handle is stopped or dropped.
     pub fn spawn_indexer(&self, every: Duration) -> IndexerHandle {
         let recall = self.clone();
@@ -391,6 +397,7 @@ impl Recall {
         let wake = Arc::clone(&nudge);
         let task = tokio::spawn(async move {
             loop {
+                let started = tokio::time::Instant::now();
                 match recall.index_changes(&mut |_| {}).await {
                     Ok(report) if report.embedded > 0 => {
                         tracing::debug!(embedded = report.embedded, "indexer embedded texts");
@@ -402,6 +409,7 @@ impl Recall {
                     _ = wake.notified() => {}
                     _ = tokio::time::sleep(every) => {}
                 }
+                tokio::time::sleep_until(started + ROUND_GAP).await;
             }
         });
         IndexerHandle { nudge, task }
@@ -416,7 +424,8 @@ pub struct IndexerHandle {
 }
 
 impl IndexerHandle {
-    /// Asks for a round now (after writes); rounds already asked for are merged.
+    /// Asks for a round (after writes): now, or once [`ROUND_GAP`] has passed since the last
+    /// one began; rounds already asked for are merged.
     pub fn nudge(&self) {
         self.nudge.notify_one();
     }

@@ -63,7 +63,7 @@ mod similarity;
 pub use cache::DEFAULT_VECTOR_CACHE_BYTES;
 pub use fusion::{Fusion, SearchMode};
 pub use index::{
-    IndexLag, IndexProgress, IndexReport, IndexUpdate, IndexerHandle, WHOLE_ROUND_EVERY,
+    IndexLag, IndexProgress, IndexReport, IndexUpdate, IndexerHandle, ROUND_GAP, WHOLE_ROUND_EVERY,
 };
 pub use recall::{MemoryRecall, MessageRecall, Recall, RecallOptions};
 pub use similarity::{cosine, vector_key};

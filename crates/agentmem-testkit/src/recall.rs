@@ -313,6 +313,44 @@ pub async fn indexer_resumes_after_a_crash(
     );
 }
 
+/// What is not embedded yet is found by keyword in hybrid search; a deleted item is never
+/// found; a changed text is ranked by its new words and has no vector until indexed.
+pub async fn hybrid_covers_the_unembedded_tail(
+    store: Arc<dyn AgentMemory>, embedder: Arc<dyn Embedder>,
+) {
+    put_facts(&store, &[ADOPTION, OTHER_FACTS[0]]).await;
+    let recall = recall(&store, &embedder, false);
+    index(&recall).await;
+    let late = fact("The zeppelin museum opens on Sunday");
+    ok(store.put_memory(&late).await, "put_memory");
+    let filter = MemoryFilter::default();
+    let hits = ok(
+        recall
+            .search_memories("zeppelin", &filter, SearchMode::Hybrid)
+            .await,
+        "search_memories",
+    );
+    let hit = hits
+        .iter()
+        .find(|h| h.item.id == late.id)
+        .expect("the new item is found by keyword");
+    assert_eq!((hit.keyword_rank, hit.similarity), (Some(1), None));
+    assert_eq!(ok(recall.lag().await, "lag").pending, 1);
+
+    let adoption = ok(store.list_memories(&filter).await, "list_memories")
+        .into_iter()
+        .find(|item| item.text == ADOPTION)
+        .expect("the item");
+    ok(store.delete_memory(&adoption.id).await, "delete_memory");
+    for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
+        let found = memory_texts(&recall, ADOPTION_QUERY, &filter, mode).await;
+        assert!(
+            !found.iter().any(|t| t == ADOPTION),
+            "{mode}: a deleted item is not found"
+        );
+    }
+}
+
 /// The background indexer's rounds ([`Recall::index_changes`]) embed what each write added,
 /// each text once: appended messages, a compaction's summary, a session saved anew, a new
 /// memory item; a round after no write embeds nothing, and nothing is left unembedded.
@@ -362,44 +400,6 @@ pub async fn indexer_rounds_embed_each_write_once(
         counts.values().all(|&n| n == 1),
         "no text embedded twice: {counts:?}"
     );
-}
-
-/// What is not embedded yet is found by keyword in hybrid search; a deleted item is never
-/// found; a changed text is ranked by its new words and has no vector until indexed.
-pub async fn hybrid_covers_the_unembedded_tail(
-    store: Arc<dyn AgentMemory>, embedder: Arc<dyn Embedder>,
-) {
-    put_facts(&store, &[ADOPTION, OTHER_FACTS[0]]).await;
-    let recall = recall(&store, &embedder, false);
-    index(&recall).await;
-    let late = fact("The zeppelin museum opens on Sunday");
-    ok(store.put_memory(&late).await, "put_memory");
-    let filter = MemoryFilter::default();
-    let hits = ok(
-        recall
-            .search_memories("zeppelin", &filter, SearchMode::Hybrid)
-            .await,
-        "search_memories",
-    );
-    let hit = hits
-        .iter()
-        .find(|h| h.item.id == late.id)
-        .expect("the new item is found by keyword");
-    assert_eq!((hit.keyword_rank, hit.similarity), (Some(1), None));
-    assert_eq!(ok(recall.lag().await, "lag").pending, 1);
-
-    let adoption = ok(store.list_memories(&filter).await, "list_memories")
-        .into_iter()
-        .find(|item| item.text == ADOPTION)
-        .expect("the item");
-    ok(store.delete_memory(&adoption.id).await, "delete_memory");
-    for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
-        let found = memory_texts(&recall, ADOPTION_QUERY, &filter, mode).await;
-        assert!(
-            !found.iter().any(|t| t == ADOPTION),
-            "{mode}: a deleted item is not found"
-        );
-    }
 }
 
 /// An embedder that reports another model name (for model-mismatch cases).

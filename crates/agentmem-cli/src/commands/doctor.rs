@@ -193,106 +193,104 @@ fn print(out: &mut Output, report: &DoctorReport) -> Result<()> {
     Ok(())
 }
 
-/// What a read gave, or `None` when it failed as `CorruptData`: then `problem` made of the
-/// error joins the problems, and the check goes on. Any other error stops the check.
-fn readable<T>(
-    read: Result<T>, problems: &mut Vec<Problem>, problem: impl FnOnce(&Error) -> Problem,
-) -> Result<Option<T>> {
-    match read {
-        Ok(value) => Ok(Some(value)),
-        Err(e) if e.kind() == ErrorKind::CorruptData => {
-            problems.push(problem(&e));
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
+/// What a check has found so far: the counts, and the problems.
+#[derive(Default)]
+struct Tally {
+    counts: Counts,
+    problems: Vec<Problem>,
 }
 
-/// Adds one session's counts; a `CorruptData` read becomes a problem.
-async fn count_session(
-    store: &dyn AgentMemory, id: &SessionId, counts: &mut Counts, problems: &mut Vec<Problem>,
-) -> Result<()> {
-    let corrupt = |e: &Error| Problem::corrupt(Some(id), e);
-    let Some(Some(s)) = readable(store.load(id, None).await, problems, corrupt)? else {
-        return Ok(());
-    };
-    counts.sessions += 1;
-    counts.messages += s.messages.len() as u64;
-    let Some(archives) = readable(store.list_archives(id).await, problems, corrupt)? else {
-        return Ok(());
-    };
-    for info in archives {
-        if let Some(a) = readable(store.load_archive(id, &info.id).await, problems, corrupt)? {
-            counts.archives += 1;
-            counts.archived_messages += a.messages.len() as u64;
+impl Tally {
+    /// What a read gave, or `None` when it failed as `CorruptData`: then `problem` made of the
+    /// error joins the problems, and the check goes on. Any other error stops the check.
+    fn readable<T>(
+        &mut self, read: Result<T>, problem: impl FnOnce(&Error) -> Problem,
+    ) -> Result<Option<T>> {
+        match read {
+            Ok(value) => Ok(Some(value)),
+            Err(e) if e.kind() == ErrorKind::CorruptData => {
+                self.problems.push(problem(&e));
+                Ok(None)
+            }
+            Err(e) => Err(e),
         }
     }
-    Ok(())
-}
 
-async fn count_memories(
-    store: &dyn AgentMemory, counts: &mut Counts, problems: &mut Vec<Problem>,
-) -> Result<()> {
-    let read = store.list_memories(&MemoryFilter::default()).await;
-    if let Some(items) = readable(read, problems, |e| Problem::corrupt(None, e))? {
-        counts.memories = items.len() as u64;
-    }
-    Ok(())
-}
-
-/// Counts the checkpoint threads and their checkpoints, each read back whole; a thread that
-/// cannot be read (`CorruptData`) becomes a problem.
-async fn count_checkpoints(
-    store: &dyn AgentMemory, counts: &mut Counts, problems: &mut Vec<Problem>,
-) -> Result<()> {
-    if !store.capabilities().checkpoints {
-        return Ok(());
-    }
-    for info in store.list_threads().await? {
-        let read = store
-            .list_checkpoints(&CheckpointQuery::thread(info.thread.clone()))
-            .await;
-        let what = format!("thread {:?}", info.thread.as_str());
-        if let Some(tuples) = readable(read, problems, |e| Problem::corrupt_at(what, e))? {
-            counts.threads += 1;
-            counts.checkpoints += tuples.len() as u64;
+    /// Adds one session's counts; a `CorruptData` read becomes a problem.
+    async fn session(&mut self, store: &dyn AgentMemory, id: &SessionId) -> Result<()> {
+        let corrupt = |e: &Error| Problem::corrupt(Some(id), e);
+        let Some(Some(s)) = self.readable(store.load(id, None).await, corrupt)? else {
+            return Ok(());
+        };
+        self.counts.sessions += 1;
+        self.counts.messages += s.messages.len() as u64;
+        let Some(archives) = self.readable(store.list_archives(id).await, corrupt)? else {
+            return Ok(());
+        };
+        for info in archives {
+            if let Some(a) = self.readable(store.load_archive(id, &info.id).await, corrupt)? {
+                self.counts.archives += 1;
+                self.counts.archived_messages += a.messages.len() as u64;
+            }
         }
+        Ok(())
     }
-    Ok(())
-}
 
-/// Counts the knowledge graph's entities and relations, read back whole; a graph that cannot
-/// be read (`CorruptData`) becomes a problem.
-async fn count_graph(
-    store: &dyn AgentMemory, counts: &mut Counts, problems: &mut Vec<Problem>,
-) -> Result<()> {
-    if !store.capabilities().graph {
-        return Ok(());
+    async fn memories(&mut self, store: &dyn AgentMemory) -> Result<()> {
+        let read = store.list_memories(&MemoryFilter::default()).await;
+        if let Some(items) = self.readable(read, |e| Problem::corrupt(None, e))? {
+            self.counts.memories = items.len() as u64;
+        }
+        Ok(())
     }
-    let read = store.read_graph(&GraphQuery::All).await;
-    let what = "knowledge graph".to_string();
-    if let Some(graph) = readable(read, problems, |e| Problem::corrupt_at(what, e))? {
-        counts.entities = graph.entities.len() as u64;
-        counts.relations = graph.relations.len() as u64;
+
+    /// Counts the checkpoint threads and their checkpoints, each read back whole; a thread
+    /// that cannot be read (`CorruptData`) becomes a problem.
+    async fn checkpoints(&mut self, store: &dyn AgentMemory) -> Result<()> {
+        if !store.capabilities().checkpoints {
+            return Ok(());
+        }
+        for info in store.list_threads().await? {
+            let query = CheckpointQuery::thread(info.thread.clone());
+            let what = format!("thread {:?}", info.thread.as_str());
+            let read = store.list_checkpoints(&query).await;
+            if let Some(tuples) = self.readable(read, |e| Problem::corrupt_at(what, e))? {
+                self.counts.threads += 1;
+                self.counts.checkpoints += tuples.len() as u64;
+            }
+        }
+        Ok(())
     }
-    Ok(())
+
+    /// Counts the knowledge graph's entities and relations, read back whole; a graph that
+    /// cannot be read (`CorruptData`) becomes a problem.
+    async fn graph(&mut self, store: &dyn AgentMemory) -> Result<()> {
+        if store.capabilities().graph {
+            let read = store.read_graph(&GraphQuery::All).await;
+            let what = "knowledge graph".to_string();
+            if let Some(graph) = self.readable(read, |e| Problem::corrupt_at(what, e))? {
+                self.counts.entities = graph.entities.len() as u64;
+                self.counts.relations = graph.relations.len() as u64;
+            }
+        }
+        Ok(())
+    }
 }
 
 async fn generic_doctor(url: &str, store: Arc<dyn AgentMemory>) -> Result<DoctorReport> {
-    let mut counts = Counts::default();
-    let mut problems = Vec::new();
+    let mut tally = Tally::default();
     for info in store.list_sessions().await? {
-        count_session(store.as_ref(), &info.id, &mut counts, &mut problems).await?;
+        tally.session(store.as_ref(), &info.id).await?;
     }
-    count_memories(store.as_ref(), &mut counts, &mut problems).await?;
-    count_checkpoints(store.as_ref(), &mut counts, &mut problems).await?;
-    count_graph(store.as_ref(), &mut counts, &mut problems).await?;
+    tally.memories(store.as_ref()).await?;
+    tally.checkpoints(store.as_ref()).await?;
+    tally.graph(store.as_ref()).await?;
     Ok(DoctorReport {
         store: redact(url),
         backend: store.backend().name,
         schema_version: store.schema_version().await?,
-        counts,
-        problems,
+        counts: tally.counts,
+        problems: tally.problems,
         backup: None,
         index: None,
     })
@@ -419,28 +417,24 @@ fn copy_recursive(from: &Path, to: &Path) -> Result<()> {
 /// The file store's graph log: counted when clean; with `repair`, backed up to `backup/graph`
 /// and repaired; else reported (reading it would repair it). `true` when the backup was used.
 async fn file_graph_doctor(
-    store: &Layered<FileStore>, repair: bool, backup: &Path, counts: &mut Counts,
-    problems: &mut Vec<Problem>,
+    store: &Layered<FileStore>, repair: bool, backup: &Path, tally: &mut Tally,
 ) -> Result<bool> {
     let found = store.check_graph(false).await?;
     if found.is_empty() {
-        count_graph(store, counts, problems).await?;
+        tally.graph(store).await?;
         return Ok(false);
     }
     if !repair {
-        problems.extend(found.into_iter().map(Problem::found));
+        tally.problems.extend(found.into_iter().map(Problem::found));
         return Ok(false);
     }
     create_private_dir(backup)?;
     copy_recursive(&store.root().join("graph"), &backup.join("graph"))?;
-    problems.extend(
-        store
-            .check_graph(true)
-            .await?
-            .into_iter()
-            .map(Problem::found),
-    );
-    count_graph(store, counts, problems).await?;
+    let repaired = store.check_graph(true).await?;
+    tally
+        .problems
+        .extend(repaired.into_iter().map(Problem::found));
+    tally.graph(store).await?;
     Ok(true)
 }
 
@@ -455,13 +449,15 @@ async fn file_doctor(
         ))
     });
     let mut backup_used = false;
-    let mut counts = Counts::default();
     // Opening already emptied the trash of interrupted deletions: report it.
-    let mut problems: Vec<Problem> = store.repairs().into_iter().map(Problem::found).collect();
+    let mut tally = Tally {
+        problems: store.repairs().into_iter().map(Problem::found).collect(),
+        ..Tally::default()
+    };
 
     for id in session_folders(&root)? {
         let session_dir = root.join("agents").join(id.as_str());
-        problems.extend(quarantined_files(&id, &session_dir)?);
+        tally.problems.extend(quarantined_files(&id, &session_dir)?);
         let findings = match store.check(&id, false).await {
             Ok(f) => f,
             // A whole line that does not parse: with --repair it is set aside (after a backup).
@@ -469,29 +465,31 @@ async fn file_doctor(
                 copy_recursive(&session_dir, &backup.join("agents").join(id.as_str()))?;
                 backup_used = true;
                 let checked = store.check(&id, true).await;
-                match readable(checked, &mut problems, |e| Problem::corrupt(Some(&id), e))? {
+                match tally.readable(checked, |e| Problem::corrupt(Some(&id), e))? {
                     Some(fixed) => {
-                        problems.extend(fixed.into_iter().map(Problem::found));
-                        count_session(&store, &id, &mut counts, &mut problems).await?;
+                        tally.problems.extend(fixed.into_iter().map(Problem::found));
+                        tally.session(&store, &id).await?;
                     }
-                    None => counts.unchecked_sessions += 1,
+                    None => tally.counts.unchecked_sessions += 1,
                 }
                 continue;
             }
             Err(e) if e.kind() == ErrorKind::CorruptData => {
-                problems.push(Problem::corrupt(Some(&id), &e));
-                counts.unchecked_sessions += 1;
+                tally.problems.push(Problem::corrupt(Some(&id), &e));
+                tally.counts.unchecked_sessions += 1;
                 continue;
             }
             Err(e) => return Err(e),
         };
         if findings.is_empty() {
-            count_session(&store, &id, &mut counts, &mut problems).await?;
+            tally.session(&store, &id).await?;
             continue;
         }
         if !repair {
-            problems.extend(findings.into_iter().map(Problem::found));
-            counts.unchecked_sessions += 1;
+            tally
+                .problems
+                .extend(findings.into_iter().map(Problem::found));
+            tally.counts.unchecked_sessions += 1;
             continue;
         }
         copy_recursive(
@@ -500,13 +498,13 @@ async fn file_doctor(
         )?;
         backup_used = true;
         let fixed = store.check(&id, true).await?;
-        problems.extend(fixed.into_iter().map(Problem::found));
-        count_session(&store, &id, &mut counts, &mut problems).await?;
+        tally.problems.extend(fixed.into_iter().map(Problem::found));
+        tally.session(&store, &id).await?;
     }
 
     let log = root.join("memories.jsonl");
     match check_memory_log(&log)? {
-        None => count_memories(&store, &mut counts, &mut problems).await?,
+        None => tally.memories(&store).await?,
         Some(mut problem) => {
             let torn = problem.kind == "torn tail";
             if repair && torn {
@@ -514,22 +512,22 @@ async fn file_doctor(
                 copy_recursive(&log, &backup.join("memories.jsonl"))?;
                 backup_used = true;
                 // The backend truncates a torn tail on its first read of the log.
-                count_memories(&store, &mut counts, &mut problems).await?;
+                tally.memories(&store).await?;
                 problem.repaired = check_memory_log(&log)?.is_none();
             }
-            problems.push(problem);
+            tally.problems.push(problem);
         }
     }
-    count_checkpoints(&store, &mut counts, &mut problems).await?;
-    backup_used |= file_graph_doctor(&store, repair, &backup, &mut counts, &mut problems).await?;
+    tally.checkpoints(&store).await?;
+    backup_used |= file_graph_doctor(&store, repair, &backup, &mut tally).await?;
 
     Ok(DoctorReport {
         // `file://` alone means the default home: show where that is.
         store: format!("file://{}", root.display()),
         backend: store.backend().name,
         schema_version: store.schema_version().await?,
-        counts,
-        problems,
+        counts: tally.counts,
+        problems: tally.problems,
         backup: backup_used.then(|| backup.display().to_string()),
         index: None,
     })
