@@ -11,8 +11,9 @@
 //!   expiry; session), and only they are ranked, never top-k-then-filter.
 //! - Appends never wait for a model: [`Recall::index`] embeds, in batches, whatever has no
 //!   vector (resumable: after a crash it embeds what is still missing, nothing twice), and
-//!   [`Recall::spawn_indexer`] runs it behind the writes. Search covers the not-yet-embedded
-//!   tail by keyword.
+//!   [`Recall::spawn_indexer`] runs it behind the writes, in rounds
+//!   ([`Recall::index_changes`]) that read only what was written since the last. Search
+//!   covers the not-yet-embedded tail by keyword.
 //! - The store records the model its vectors come from; a search or indexing with another
 //!   model is a `Conflict` until [`Recall::reindex`].
 //!
