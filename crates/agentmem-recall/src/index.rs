@@ -137,24 +137,22 @@ impl Texts {
 }
 
 impl Recall {
-    /// The distinct texts the indexer embeds, in a stable order (memory items oldest first,
-    /// then messages session by session), with their keys.
-    async fn indexed_texts(&self) -> Result<Vec<(VectorKey, String)>> {
+    /// The distinct texts the indexer embeds (memory items oldest first, then, when messages
+    /// are embedded, those of the sessions that changed since `marks`: every session when it
+    /// is empty), and the sessions' new marks.
+    async fn gather(
+        &self, marks: &HashMap<SessionId, SessionMark>,
+    ) -> Result<(Texts, HashMap<SessionId, SessionMark>)> {
         let mut texts = Texts::default();
-        self.add_memory_texts(&mut texts).await?;
-        if self.options.embed_messages {
-            for (_, message) in self.messages_in(None).await? {
-                texts.add(message.content);
-            }
-        }
-        Ok(texts.list)
-    }
-
-    async fn add_memory_texts(&self, texts: &mut Texts) -> Result<()> {
         for item in self.store.list_memories(&MemoryFilter::default()).await? {
             texts.add(item.text);
         }
-        Ok(())
+        let sessions = if self.options.embed_messages {
+            self.add_changed_sessions(marks, &mut texts).await?
+        } else {
+            HashMap::new()
+        };
+        Ok((texts, sessions))
     }
 
     /// Adds the messages of every session that changed since `marks` to `texts`, and returns
@@ -240,7 +238,7 @@ impl Recall {
 
     /// How many of the store's texts have no vector yet (what `doctor` shows).
     pub async fn lag(&self) -> Result<IndexLag> {
-        let texts = self.indexed_texts().await?;
+        let texts = self.gather(&HashMap::new()).await?.0.list;
         let total = texts.len() as u64;
         let pending = self.split_missing(texts).await?.0.len() as u64;
         Ok(IndexLag {
@@ -285,14 +283,7 @@ impl Recall {
         if whole {
             *marks = IndexMarks::default();
         }
-        let mut texts = Texts::default();
-        self.add_memory_texts(&mut texts).await?;
-        let sessions = if self.options.embed_messages {
-            self.add_changed_sessions(&marks.sessions, &mut texts)
-                .await?
-        } else {
-            HashMap::new()
-        };
+        let (texts, sessions) = self.gather(&marks.sessions).await?;
         let total = texts.list.len() as u64;
         let unknown: Vec<(VectorKey, String)> = texts
             .list
@@ -389,8 +380,8 @@ impl Recall {
 
     /// Runs [`index_changes`](Self::index_changes) in the background: at once, then whenever
     /// [`IndexerHandle::nudge`] is called (at most once every [`ROUND_GAP`]), and at least
-    /// every `every`. Errors are logged
-    /// (`tracing`) and retried on the next round. Stops when the handle is stopped or dropped.
+    /// every `every`. Errors are logged (`tracing`) and retried on the next round. Stops when
+    /// the handle is stopped or dropped.
     pub fn spawn_indexer(&self, every: Duration) -> IndexerHandle {
         let recall = self.clone();
         let nudge = Arc::new(Notify::new());

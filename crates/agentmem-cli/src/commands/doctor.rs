@@ -216,6 +216,12 @@ impl Tally {
         }
     }
 
+    /// Adds what a check of the file store found (repaired or not) to the problems.
+    fn found(&mut self, reports: Vec<RepairReport>) {
+        self.problems
+            .extend(reports.into_iter().map(Problem::found));
+    }
+
     /// Adds one session's counts; a `CorruptData` read becomes a problem.
     async fn session(&mut self, store: &dyn AgentMemory, id: &SessionId) -> Result<()> {
         let corrupt = |e: &Error| Problem::corrupt(Some(id), e);
@@ -265,13 +271,14 @@ impl Tally {
     /// Counts the knowledge graph's entities and relations, read back whole; a graph that
     /// cannot be read (`CorruptData`) becomes a problem.
     async fn graph(&mut self, store: &dyn AgentMemory) -> Result<()> {
-        if store.capabilities().graph {
-            let read = store.read_graph(&GraphQuery::All).await;
-            let what = "knowledge graph".to_string();
-            if let Some(graph) = self.readable(read, |e| Problem::corrupt_at(what, e))? {
-                self.counts.entities = graph.entities.len() as u64;
-                self.counts.relations = graph.relations.len() as u64;
-            }
+        if !store.capabilities().graph {
+            return Ok(());
+        }
+        let read = store.read_graph(&GraphQuery::All).await;
+        let what = "knowledge graph".to_string();
+        if let Some(graph) = self.readable(read, |e| Problem::corrupt_at(what, e))? {
+            self.counts.entities = graph.entities.len() as u64;
+            self.counts.relations = graph.relations.len() as u64;
         }
         Ok(())
     }
@@ -425,15 +432,12 @@ async fn file_graph_doctor(
         return Ok(false);
     }
     if !repair {
-        tally.problems.extend(found.into_iter().map(Problem::found));
+        tally.found(found);
         return Ok(false);
     }
     create_private_dir(backup)?;
     copy_recursive(&store.root().join("graph"), &backup.join("graph"))?;
-    let repaired = store.check_graph(true).await?;
-    tally
-        .problems
-        .extend(repaired.into_iter().map(Problem::found));
+    tally.found(store.check_graph(true).await?);
     tally.graph(store).await?;
     Ok(true)
 }
@@ -450,10 +454,8 @@ async fn file_doctor(
     });
     let mut backup_used = false;
     // Opening already emptied the trash of interrupted deletions: report it.
-    let mut tally = Tally {
-        problems: store.repairs().into_iter().map(Problem::found).collect(),
-        ..Tally::default()
-    };
+    let mut tally = Tally::default();
+    tally.found(store.repairs());
 
     for id in session_folders(&root)? {
         let session_dir = root.join("agents").join(id.as_str());
@@ -467,7 +469,7 @@ async fn file_doctor(
                 let checked = store.check(&id, true).await;
                 match tally.readable(checked, |e| Problem::corrupt(Some(&id), e))? {
                     Some(fixed) => {
-                        tally.problems.extend(fixed.into_iter().map(Problem::found));
+                        tally.found(fixed);
                         tally.session(&store, &id).await?;
                     }
                     None => tally.counts.unchecked_sessions += 1,
@@ -486,9 +488,7 @@ async fn file_doctor(
             continue;
         }
         if !repair {
-            tally
-                .problems
-                .extend(findings.into_iter().map(Problem::found));
+            tally.found(findings);
             tally.counts.unchecked_sessions += 1;
             continue;
         }
@@ -498,7 +498,7 @@ async fn file_doctor(
         )?;
         backup_used = true;
         let fixed = store.check(&id, true).await?;
-        tally.problems.extend(fixed.into_iter().map(Problem::found));
+        tally.found(fixed);
         tally.session(&store, &id).await?;
     }
 
