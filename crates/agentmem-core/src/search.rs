@@ -1,10 +1,15 @@
 //! Client-side ranked search (Okapi BM25), for backends without a server-side text index.
 //!
-//! Words are maximal runs of letters and digits, lowercased; a document matches when it
-//! contains any query word. Backends with their own index (SQLite FTS5, Postgres tsvector,
-//! MongoDB `$text`) rank with it instead, under the same matching rule.
+//! Words are maximal runs of letters and digits, lowercased; each is indexed and searched as
+//! its Porter stem ([`stem`]), its *term*, so "adopting" finds "adoption". A document matches
+//! when it holds any query term. Backends with their own index (SQLite FTS5, Postgres
+//! tsvector, MongoDB `$text`) rank with it instead, under the same matching rule.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+mod stem;
+
+pub use stem::stem;
 
 /// Splits `text` into lowercase words of letters and digits.
 ///
@@ -186,7 +191,7 @@ pub fn is_stop_word(word: &str) -> bool {
 /// assert_eq!(query_words("what is it"), ["what", "is", "it"]);
 /// ```
 pub fn query_words(query: &str) -> Vec<String> {
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     let all: Vec<String> = words(query)
         .into_iter()
         .filter(|w| w.len() <= MAX_WORD_BYTES && seen.insert(w.clone()))
@@ -209,9 +214,15 @@ pub fn query_words(query: &str) -> Vec<String> {
 /// assert_eq!(index_words(&format!("{long} ok")), ["ok"]);
 /// ```
 pub fn index_words(text: &str) -> Vec<String> {
-    let mut distinct = std::collections::HashSet::new();
+    capped(words(text))
+}
+
+/// Every occurrence of the first [`MAX_INDEXED_WORDS`] distinct words of `words`, dropping
+/// words longer than [`MAX_WORD_BYTES`].
+fn capped(words: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut distinct = HashSet::new();
     let mut out = Vec::new();
-    for w in words(text) {
+    for w in words {
         if w.len() > MAX_WORD_BYTES {
             continue;
         }
@@ -223,11 +234,45 @@ pub fn index_words(text: &str) -> Vec<String> {
     out
 }
 
+/// The terms of `text` a search index holds: the [stems](stem) of its words, every
+/// occurrence, in order, with the caps of [`index_words`] counted in distinct terms. Every
+/// backend that tokenizes on the client indexes these.
+///
+/// ```
+/// use agentmem_core::search::index_terms;
+/// assert_eq!(index_terms("Adopting, adopted: adoption!"), ["adopt", "adopt", "adopt"]);
+/// ```
+pub fn index_terms(text: &str) -> Vec<String> {
+    capped(
+        words(text)
+            .into_iter()
+            .filter(|w| w.len() <= MAX_WORD_BYTES)
+            .map(|w| stem(&w).into_owned()),
+    )
+}
+
+/// The distinct terms a query searches for: the [stems](stem) of its [`query_words`], in
+/// order of first appearance.
+///
+/// ```
+/// use agentmem_core::search::query_terms;
+/// assert_eq!(query_terms("Who adopted the adopting cats?"), ["adopt", "cat"]);
+/// ```
+pub fn query_terms(query: &str) -> Vec<String> {
+    let mut seen = HashSet::new();
+    query_words(query)
+        .into_iter()
+        .map(|w| stem(&w).into_owned())
+        .filter(|t| seen.insert(t.clone()))
+        .collect()
+}
+
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
-/// Ranks `documents` against `query` with BM25 and returns `(index, score)` of the matching
-/// ones, best first (ties keep document order), at most `limit`.
+/// Ranks `documents` against `query` with BM25 over [terms](index_terms) and returns
+/// `(index, score)` of the matching ones, best first (ties keep document order), at most
+/// `limit`.
 ///
 /// ```
 /// use agentmem_core::search::rank;
@@ -238,7 +283,7 @@ const B: f64 = 0.75;
 pub fn rank<'a>(
     query: &str, documents: impl IntoIterator<Item = &'a str>, limit: usize,
 ) -> Vec<(usize, f64)> {
-    let terms = query_words(query);
+    let terms = query_terms(query);
     if terms.is_empty() || limit == 0 {
         return Vec::new();
     }
@@ -254,7 +299,7 @@ pub fn rank<'a>(
     let mut n_docs = 0usize;
     for (index, doc) in documents.into_iter().enumerate() {
         n_docs += 1;
-        let ws = index_words(doc);
+        let ws = index_terms(doc);
         total_len += ws.len();
         let mut tf = vec![0u32; terms.len()];
         for w in &ws {
@@ -302,13 +347,13 @@ pub fn rank<'a>(
     scored
 }
 
-/// Counts how many query words each document contains; a cheap tie-breaker for backends.
+/// Counts how often each query term occurs in `document`; a cheap tie-breaker for backends.
 pub fn term_counts(query: &str, document: &str) -> HashMap<String, u32> {
-    let terms = query_words(query);
+    let terms = query_terms(query);
     let mut counts = HashMap::new();
-    for w in words(document) {
-        if terms.contains(&w) {
-            *counts.entry(w).or_insert(0) += 1;
+    for t in index_terms(document) {
+        if terms.contains(&t) {
+            *counts.entry(t).or_insert(0) += 1;
         }
     }
     counts
@@ -359,6 +404,14 @@ mod tests {
         assert_eq!(rank("alpha beta", docs.iter().copied(), 1).len(), 1);
         assert!(rank("!!!", docs.iter().copied(), 10).is_empty());
         assert!(rank("delta", docs.iter().copied(), 10).is_empty());
+    }
+
+    #[test]
+    fn inflections_match_and_count_as_one_term() {
+        let docs = ["I contacted my mentor for adoption advice", "adopting a dog", "cats"];
+        let hits = rank("adopted cat", docs.iter().copied(), 10);
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [2, 1, 0]);
+        assert_eq!(term_counts("adopt", "adopted, adopting")["adopt"], 2);
     }
 
     #[test]

@@ -283,7 +283,8 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
     /// One archive with its messages; `NotFound` when it does not exist.
     async fn load_archive(&self, session: &SessionId, archive: &ArchiveId) -> Result<Archive>;
 
-    /// Messages containing any word of `query`, best first, across sessions or in one.
+    /// Messages containing any word of `query`, best first, across sessions or in one. Words
+    /// match by their Porter stem ([`crate::search::stem`]): "adopting" finds "adoption".
     ///
     /// ```
     /// use agentmem_core::{AgentMemory, MemoryStore, SessionStore, InMemoryStore, Message, MessageQuery, SessionId};

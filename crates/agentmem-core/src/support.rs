@@ -14,7 +14,7 @@ use crate::model::{MemoryItem, Message};
 use crate::name::ArchiveId;
 use crate::name::{MessageId, SessionId};
 use crate::scope::ScopeFilter;
-use crate::search::{query_words, rank};
+use crate::search::{query_terms, rank};
 use crate::store::{MemoryFilter, MemoryHit, MemoryStore, MessageHit, RetentionPolicy};
 
 /// What [`MemoryStore::get_context`] returns by default, from `store`'s own search and
@@ -96,18 +96,18 @@ pub fn memory_search_limit(filter: &MemoryFilter) -> usize {
     filter.limit.unwrap_or(DEFAULT_SEARCH_LIMIT)
 }
 
-/// The distinct words of `query` (see [`query_words`]) when a search for at most `limit` hits
+/// The distinct terms of `query` (see [`query_terms`]) when a search for at most `limit` hits
 /// can find anything; `None` when it cannot (no words, or a limit of 0), so a store answers
 /// with no hits without asking its server.
 ///
 /// ```
 /// use agentmem_core::support::search_terms;
-/// assert_eq!(search_terms("Rust, rust GO", 5), Some(vec!["rust".into(), "go".into()]));
+/// assert_eq!(search_terms("Rust, rusting GO", 5), Some(vec!["rust".into(), "go".into()]));
 /// assert_eq!(search_terms("?!", 5), None);
 /// assert_eq!(search_terms("rust", 0), None);
 /// ```
 pub fn search_terms(query: &str, limit: usize) -> Option<Vec<String>> {
-    let terms = query_words(query);
+    let terms = query_terms(query);
     (limit > 0 && !terms.is_empty()).then_some(terms)
 }
 

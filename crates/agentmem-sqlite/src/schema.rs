@@ -36,19 +36,34 @@ const MEMORIES_FTS: FtsIndex = FtsIndex {
     column: "text",
 };
 
+/// The tokenizer of schema 2 to 8: words as `agentmem_core::search::words` splits them.
+const WORDS: &str = "unicode61 remove_diacritics 0";
+/// The tokenizer from schema 9: those words' Porter stems, as `agentmem_core::search::stem`
+/// computes them (it follows FTS5's `porter`, so both sides index the same terms).
+const TERMS: &str = "porter unicode61 remove_diacritics 0";
+
 impl FtsIndex {
-    /// The index, its triggers, and its rebuild from the rows already stored.
-    fn create(&self) -> String {
+    /// The index with `tokenizer`, its triggers, and its rebuild from the rows already stored.
+    fn create(&self, tokenizer: &str) -> String {
         let FtsIndex { table, fts, column } = self;
         format!(
             r#"
     CREATE VIRTUAL TABLE {fts} USING fts5 (
         {column}, content = '{table}', content_rowid = 'id',
-        tokenize = 'unicode61 remove_diacritics 0'
+        tokenize = '{tokenizer}'
     );{triggers}
     INSERT INTO {fts} ({fts}) VALUES ('rebuild');
 "#,
             triggers = self.triggers()
+        )
+    }
+
+    /// Drops the index and its triggers (the table it indexes is untouched).
+    fn drop(&self) -> String {
+        let fts = self.fts;
+        format!(
+            "DROP TRIGGER {fts}_insert; DROP TRIGGER {fts}_delete; DROP TRIGGER {fts}_update;
+             DROP TABLE {fts};"
         )
     }
 
@@ -79,8 +94,10 @@ impl FtsIndex {
 enum Step {
     /// Statements run as they are.
     Sql(&'static str),
-    /// [`FtsIndex::create`].
-    CreateFts(FtsIndex),
+    /// [`FtsIndex::create`] with a tokenizer.
+    CreateFts(FtsIndex, &'static str),
+    /// [`FtsIndex::drop`].
+    DropFts(FtsIndex),
     /// [`FtsIndex::triggers`] alone, for a table made again.
     FtsTriggers(FtsIndex),
 }
@@ -89,7 +106,8 @@ impl Step {
     fn run(&self, conn: &Connection) -> rusqlite::Result<()> {
         match self {
             Step::Sql(sql) => conn.execute_batch(sql),
-            Step::CreateFts(index) => conn.execute_batch(&index.create()),
+            Step::CreateFts(index, tokenizer) => conn.execute_batch(&index.create(tokenizer)),
+            Step::DropFts(index) => conn.execute_batch(&index.drop()),
             Step::FtsTriggers(index) => conn.execute_batch(&index.triggers()),
         }
     }
@@ -157,7 +175,10 @@ const MIGRATIONS: &[&[Step]] = &[
     )],
     // 2: full-text indexes over message content and memory text, kept in step by triggers,
     // built from the rows already stored.
-    &[Step::CreateFts(MESSAGES_FTS), Step::CreateFts(MEMORIES_FTS)],
+    &[
+        Step::CreateFts(MESSAGES_FTS, WORDS),
+        Step::CreateFts(MEMORIES_FTS, WORDS),
+    ],
     // 3: memory item scopes and expiry. A key becomes unique per (scope, kind) instead of per
     // kind; SQLite cannot change a table constraint, so the table is rebuilt: the rows are
     // copied with their `id`s (the full-text index's rowids stay valid, so it needs no
@@ -312,6 +333,14 @@ const MIGRATIONS: &[&[Step]] = &[
     ) WITHOUT ROWID;
     "#,
     )],
+    // 9: the full-text indexes hold Porter stems, so "adopting" finds "adoption"; both are
+    // made again and rebuilt from the rows (the tables themselves are untouched).
+    &[
+        Step::DropFts(MESSAGES_FTS),
+        Step::CreateFts(MESSAGES_FTS, TERMS),
+        Step::DropFts(MEMORIES_FTS),
+        Step::CreateFts(MEMORIES_FTS, TERMS),
+    ],
 ];
 
 /// The stored schema version: 0 for a database without agentmem tables.

@@ -4,10 +4,15 @@
 //! ([`agentmem_core::search::query_words`]: letters and digits, lowercased); each word becomes
 //! an FTS5 string (double-quoted, quotes doubled) and the words are joined with `OR`, so user
 //! text never reaches FTS5 as syntax (`NEAR`, `*`, `-`, column filters) and any word matches.
-//! The indexes use the `unicode61` tokenizer, which splits and case-folds text the same way.
+//! The indexes use the `porter unicode61` tokenizer, which splits and case-folds text the same
+//! way and indexes each word's Porter stem, as [`agentmem_core::search::stem`] computes it; it
+//! stems the query's words too, so they are sent as they are (a stem stemmed again can
+//! change), one per distinct stem.
 //! `bm25()` is lower-is-better; scores are negated so higher is better, as the contract says.
 
-use agentmem_core::search::query_words;
+use std::collections::HashSet;
+
+use agentmem_core::search::{query_words, stem};
 use agentmem_core::support::memory_search_limit;
 use agentmem_core::{now, MemoryFilter, MemoryHit, MessageHit, MessageQuery, SessionId};
 use rusqlite::types::ToSql;
@@ -23,20 +28,17 @@ use crate::rows::{self, RawMemory, MEMORY_COLUMNS, MESSAGE_COLUMNS};
 /// ```
 /// use agentmem_sqlite::match_expression;
 /// assert_eq!(match_expression("GCP latency, NEAR(x)*").as_deref(), Some(r#""gcp" OR "latency" OR "near" OR "x""#));
+/// assert_eq!(match_expression("adopted, adopting").as_deref(), Some(r#""adopted""#));
 /// assert_eq!(match_expression("!!! ---"), None);
 /// ```
 pub fn match_expression(query: &str) -> Option<String> {
-    let words = query_words(query);
-    if words.is_empty() {
-        return None;
-    }
-    Some(
-        words
-            .iter()
-            .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
-            .collect::<Vec<_>>()
-            .join(" OR "),
-    )
+    let mut stems = HashSet::new();
+    let words: Vec<String> = query_words(query)
+        .into_iter()
+        .filter(|w| stems.insert(stem(w).into_owned()))
+        .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" OR "))
 }
 
 /// Live messages of sessions not expired matching `query`, best first.

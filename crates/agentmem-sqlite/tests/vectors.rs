@@ -39,7 +39,8 @@ async fn a_schema_7_database_gains_vectors_on_open_and_keeps_its_data() {
             .unwrap();
     }
     {
-        // Migration 8 only adds the vector table, so without it the file is a schema 7 one.
+        // Migration 8 only adds the vector table, so without it the file is a schema 7 one
+        // (migration 9 remakes the full-text indexes, whatever they are).
         let conn = Connection::open(&path).unwrap();
         conn.execute_batch(
             "DROP TABLE agentmem_vectors;
@@ -47,7 +48,7 @@ async fn a_schema_7_database_gains_vectors_on_open_and_keeps_its_data() {
         )
         .unwrap();
     }
-    assert_eq!(SCHEMA_VERSION, 8);
+    assert_eq!(SCHEMA_VERSION, 9);
     let store = open(&path).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
     assert_eq!(store.messages(&session).await.unwrap().len(), 1);
