@@ -112,11 +112,12 @@ macro_rules! __all_cases {
                 memory_list_filters_by_scope,
                 expired_memories_are_gone,
             }
-            [search, Search, "Ranked search over memory items and messages: any query word, case-insensitive, best first, within a limit."] {
+            [search, Search, "Ranked search over memory items and messages: any query word or its inflections, case-insensitive, best first, within a limit."] {
                 search_memories_ranks_by_relevance,
                 search_memories_is_case_insensitive,
                 search_memories_matches_any_query_word,
                 search_finds_words_in_any_script,
+                search_matches_inflected_words,
                 search_memories_honours_limit,
                 search_memories_filters_by_kind,
                 search_memories_stays_in_scope,

@@ -1,9 +1,8 @@
 //! Ranked search over memory items and messages (A10): matching any query word,
 //! case-insensitively, best first, within a limit.
 //!
-//! Backends may stem (Postgres, SQLite FTS5, MongoDB `$text`) and drop stop words, so the
-//! cases query ordinary content words and never assert that another form of a word does
-//! not match.
+//! Every backend matches words by their Porter stem (`agentmem_core::search::stem`), so
+//! another inflection of a word matches it; the cases never assert that one does not.
 
 use agentmem_core::{
     AgentMemory, MemoryFilter, MemoryHit, MemoryItem, MemoryKind, MemoryScope, Message, MessageHit,
@@ -175,6 +174,37 @@ pub async fn search_finds_words_in_any_script(store: &dyn AgentMemory) {
         ["Привет из Москвы"],
         "search_messages in Cyrillic"
     );
+}
+
+/// A word finds its other inflections (plural, `-ed`, `-ing`, `-ion`), in memory items and in
+/// messages: every backend indexes and searches Porter stems.
+pub async fn search_matches_inflected_words(store: &dyn AgentMemory) {
+    let texts = [
+        "I contacted my mentor for adoption advice",
+        "two cats and a dog",
+        "plain unrelated words",
+    ];
+    must::store_memories(store, MemoryKind::Fact, texts).await;
+    for (query, expected) in [
+        ("adopting", texts[0]),
+        ("ADOPTED", texts[0]),
+        ("cat", texts[1]),
+        ("dogs", texts[1]),
+    ] {
+        let hits = must::search_memories(store, query, &MemoryFilter::default()).await;
+        assert_eq!(hit_texts(&hits), [expected], "search_memories({query:?})");
+    }
+    let session = sid("inflections");
+    let said = ["she was running every morning", "we walked home"];
+    must::append(store, &session, &said.map(Message::user)).await;
+    for (query, expected) in [("runs", said[0]), ("walking", said[1])] {
+        let scope = MessageQuery {
+            session: Some(session.clone()),
+            limit: 10,
+        };
+        let hits = must::search_messages(store, query, &scope).await;
+        assert_eq!(hit_contents(&hits), [expected], "search_messages({query:?})");
+    }
 }
 
 /// The limit is honoured; without one a memory search returns at most 10.
