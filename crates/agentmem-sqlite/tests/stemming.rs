@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use agentmem_core::search::{stem, words};
-use agentmem_core::{AgentMemoryExt, Layered, MemoryFilter, MemoryItem, MemoryKind, MemoryStore};
-use agentmem_core::{Message, MessageQuery, SessionId, SessionStore};
+use agentmem_core::{AgentMemoryExt, Layered, MemoryFilter, MemoryKind, MemoryStore, Message};
+use agentmem_core::{MessageQuery, SessionId, SessionStore};
 use agentmem_sqlite::{SqliteStore, SCHEMA_VERSION};
 use rusqlite::Connection;
 
@@ -20,16 +20,16 @@ async fn open(path: &Path) -> Layered<SqliteStore> {
 fn vocabulary() -> BTreeSet<String> {
     let stems = [
         "", "a", "y", "ab", "tr", "cy", "sky", "agre", "happ", "hop", "fil", "fail", "fizz",
-        "roll", "contr", "relat", "condit", "gener", "predic", "sens", "formal", "electr",
-        "adopt", "troubl", "sized", "bowdler", "airlin", "vietnam", "adjust", "oper", "caress",
+        "roll", "contr", "relat", "condit", "gener", "predic", "sens", "formal", "electr", "adopt",
+        "troubl", "sized", "bowdler", "airlin", "vietnam", "adjust", "oper", "caress",
     ];
     let suffixes = [
         "", "s", "es", "ies", "sses", "ss", "ed", "eed", "ing", "y", "ly", "at", "bl", "iz",
         "ational", "tional", "enci", "anci", "izer", "logi", "bli", "alli", "entli", "eli",
         "ousli", "ization", "ation", "ator", "alism", "iveness", "fulness", "ousness", "aliti",
-        "iviti", "biliti", "icate", "ative", "alize", "iciti", "ical", "ful", "ness", "al",
-        "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "sion",
-        "tion", "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize", "e", "ll", "lled", "ying",
+        "iviti", "biliti", "icate", "ative", "alize", "iciti", "ical", "ful", "ness", "al", "ance",
+        "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "sion", "tion", "ion",
+        "ou", "ism", "ate", "iti", "ous", "ive", "ize", "e", "ll", "lled", "ying",
     ];
     let mut all: BTreeSet<String> = stems
         .iter()
@@ -54,7 +54,9 @@ fn core_stems_as_fts5_porter_does() {
         conn.execute("INSERT INTO t (rowid, w) VALUES (?1, ?2)", (i as i64, word))
             .unwrap();
     }
-    let mut stmt = conn.prepare("SELECT doc, term FROM v ORDER BY doc").unwrap();
+    let mut stmt = conn
+        .prepare("SELECT doc, term FROM v ORDER BY doc")
+        .unwrap();
     let fts5: Vec<(i64, String)> = stmt
         .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
         .unwrap()
@@ -78,18 +80,13 @@ fn core_stems_as_fts5_porter_does() {
 async fn a_schema_8_database_is_reindexed_with_stems_on_open() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("old.db");
-    let session: SessionId = "s".parse().unwrap();
-    {
-        let store = open(&path).await;
-        store
-            .append_one(&session, Message::user("I looked into adoption"))
-            .await
-            .unwrap();
-        store
-            .put_memory(&MemoryItem::new(MemoryKind::Fact, "Caroline is adopting a dog"))
-            .await
-            .unwrap();
-    }
+    let session = SessionId::new("s").unwrap();
+    let old = open(&path).await;
+    let said = [Message::user("I looked into adoption")];
+    old.append(&session, &said).await.unwrap();
+    let fact = "Caroline is adopting a dog";
+    old.store_memory(MemoryKind::Fact, fact).await.unwrap();
+    drop(old);
     {
         // The full-text indexes as schema 2 to 8 made them: plain words.
         let conn = Connection::open(&path).unwrap();
@@ -138,5 +135,5 @@ async fn a_schema_8_database_is_reindexed_with_stems_on_open() {
         .await
         .unwrap();
     assert_eq!(items.len(), 1);
-    assert_eq!(items[0].item.text, "Caroline is adopting a dog");
+    assert_eq!(items[0].item.text, fact);
 }

@@ -179,31 +179,35 @@ pub async fn search_finds_words_in_any_script(store: &dyn AgentMemory) {
 /// A word finds its other inflections (plural, `-ed`, `-ing`, `-ion`), in memory items and in
 /// messages: every backend indexes and searches Porter stems.
 pub async fn search_matches_inflected_words(store: &dyn AgentMemory) {
-    let texts = [
+    let (adoption, pets) = (
         "I contacted my mentor for adoption advice",
         "two cats and a dog",
-        "plain unrelated words",
+    );
+    must::store_memories(store, MemoryKind::Fact, [adoption, pets, "unrelated words"]).await;
+    let items = [
+        ("adopting", adoption),
+        ("ADOPTED", adoption),
+        ("cat", pets),
+        ("dogs", pets),
     ];
-    must::store_memories(store, MemoryKind::Fact, texts).await;
-    for (query, expected) in [
-        ("adopting", texts[0]),
-        ("ADOPTED", texts[0]),
-        ("cat", texts[1]),
-        ("dogs", texts[1]),
-    ] {
+    for (query, expected) in items {
         let hits = must::search_memories(store, query, &MemoryFilter::default()).await;
         assert_eq!(hit_texts(&hits), [expected], "search_memories({query:?})");
     }
     let session = sid("inflections");
-    let said = ["she was running every morning", "we walked home"];
-    must::append(store, &session, &said.map(Message::user)).await;
-    for (query, expected) in [("runs", said[0]), ("walking", said[1])] {
-        let scope = MessageQuery {
-            session: Some(session.clone()),
-            limit: 10,
-        };
+    let (running, walked) = ("she was running every morning", "we walked home");
+    must::append(store, &session, &[running, walked].map(Message::user)).await;
+    let scope = MessageQuery {
+        session: Some(session),
+        limit: 10,
+    };
+    for (query, expected) in [("runs", running), ("walking", walked)] {
         let hits = must::search_messages(store, query, &scope).await;
-        assert_eq!(hit_contents(&hits), [expected], "search_messages({query:?})");
+        assert_eq!(
+            hit_contents(&hits),
+            [expected],
+            "search_messages({query:?})"
+        );
     }
 }
 
