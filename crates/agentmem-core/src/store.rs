@@ -62,8 +62,8 @@ pub struct Capabilities {
     pub vectors: bool,
 }
 
-/// The `const` builder of [`Capabilities`]: `new` (no capability) and a setter named after
-/// each field. The list must name every field, or `new` does not compile.
+/// The `const` builder of [`Capabilities`]: `new` (no capability), `all` (every one) and a
+/// setter named after each field. The list must name every field, or `new` does not compile.
 macro_rules! capabilities_builder {
     ($($flag:ident),* $(,)?) => {
         impl Capabilities {
@@ -76,6 +76,17 @@ macro_rules! capabilities_builder {
             /// ```
             pub const fn new() -> Self {
                 Capabilities { $($flag: false),* }
+            }
+
+            /// Every capability: the start of a `const` builder for a store that lacks few.
+            ///
+            /// ```
+            /// use agentmem_core::Capabilities;
+            /// const SQL: Capabilities = Capabilities::all().native_expiry(false);
+            /// assert!(SQL.durable && SQL.indexed_search && !SQL.native_expiry);
+            /// ```
+            pub const fn all() -> Self {
+                Capabilities { $($flag: true),* }
             }
 
             $(

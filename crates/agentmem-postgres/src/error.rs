@@ -11,21 +11,13 @@ use tokio_postgres::error::SqlState;
 
 use crate::tls::TlsHandshakeError;
 
-/// The PostgreSQL backend.
+/// The PostgreSQL backend: everything but expiry by the server (expired rows are skipped on
+/// read and deleted by `purge`).
 pub(crate) const INFO: BackendInfo = BackendInfo::new("postgres")
     .schemes(&["postgres", "postgresql"])
     .db_system("postgresql")
     .remote()
-    .capabilities(
-        Capabilities::new()
-            .durable(true)
-            .cross_process(true)
-            .atomic_compaction(true)
-            .indexed_search(true)
-            .checkpoints(true)
-            .graph(true)
-            .vectors(true),
-    );
+    .capabilities(Capabilities::all().native_expiry(false));
 
 /// Whether `e` means the connection (not the statement) failed: the server could not be
 /// reached, went away, or is shutting down. Such errors are [`ErrorKind::Unavailable`], and a

@@ -9,21 +9,13 @@ use agentmem_core::Capabilities;
 use agentmem_core::{Error, ErrorKind};
 use rusqlite::ErrorCode;
 
-/// The SQLite backend. An in-memory database (`sqlite::memory:`) is neither durable nor
+/// The SQLite backend: everything but expiry by the server (expired rows are skipped on read
+/// and deleted by `purge`). An in-memory database (`sqlite::memory:`) is neither durable nor
 /// shared between processes: `capabilities` says so for such a store.
 pub(crate) const INFO: BackendInfo = BackendInfo::new("sqlite")
     .schemes(&["sqlite"])
     .db_system("sqlite")
-    .capabilities(
-        Capabilities::new()
-            .durable(true)
-            .cross_process(true)
-            .atomic_compaction(true)
-            .indexed_search(true)
-            .checkpoints(true)
-            .graph(true)
-            .vectors(true),
-    );
+    .capabilities(Capabilities::all().native_expiry(false));
 
 /// A failure inside blocking database work: SQLite's own, or an agentmem error already typed.
 #[derive(Debug)]
