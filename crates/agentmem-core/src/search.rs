@@ -408,7 +408,11 @@ mod tests {
 
     #[test]
     fn inflections_match_and_count_as_one_term() {
-        let docs = ["I contacted my mentor for adoption advice", "adopting a dog", "cats"];
+        let docs = [
+            "I contacted my mentor for adoption advice",
+            "adopting a dog",
+            "cats",
+        ];
         let hits = rank("adopted cat", docs.iter().copied(), 10);
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [2, 1, 0]);
         assert_eq!(term_counts("adopt", "adopted, adopting")["adopt"], 2);
