@@ -7,11 +7,17 @@
 //!   or contain `.`, which MongoDB would read as operators or field paths; as a string value
 //!   they are opaque to the server, and JSON keeps every value (big integers, floats, nested
 //!   objects) exactly.
+//! - Messages in `messages` and memory items carry `terms`: the [search terms](index_terms)
+//!   of their text (Porter stems, every occurrence, in order) joined by single spaces, which
+//!   the text indexes and the regex fallback of search match on (see `search.rs`). It is
+//!   computed from the text as stored (ciphertext, in an encrypted store), never read back
+//!   into a message or item, and left off archived messages, which no search reads.
 //! - Reading back checks every field; anything missing or of the wrong type is
 //!   [`CorruptData`](agentmem_core::ErrorKind::CorruptData), naming the field.
 
 use std::future::IntoFuture;
 
+use agentmem_core::search::index_terms;
 use agentmem_core::support::{from_micros, micros};
 use agentmem_core::{
     Error, MemoryId, MemoryItem, MemoryKind, MemoryScope, Message, MessageId, Metadata, Result,
@@ -47,23 +53,26 @@ impl std::io::Write for ByteCount {
     }
 }
 
+/// The size of `d` (the encoded `what`) as BSON; `InvalidInput` when it cannot be encoded.
+pub(crate) fn encoded_size(what: &'static str, d: &Document) -> Result<usize> {
+    let mut count = ByteCount::default();
+    match d.to_writer(&mut count) {
+        Ok(()) => Ok(count.0),
+        // Encoding fails only on values BSON cannot hold (a key with a NUL byte, say, which
+        // the stored forms never have): report it as the caller's input, not as too large.
+        Err(e) => Err(Error::invalid_input(format!(
+            "{what} cannot be encoded as BSON: {e}"
+        ))),
+    }
+}
+
 /// Refuses `d` (the encoded `what`) with `InvalidInput` when it would not fit in one stored
 /// document. Checked before anything is written, so an oversized value leaves no trace (the
 /// server or driver would only refuse it after a session had been created or positions
-/// reserved).
-pub(crate) fn check_size(what: &'static str, d: &Document) -> Result<()> {
-    let mut count = ByteCount::default();
+/// reserved). Returns the size.
+pub(crate) fn check_size(what: &'static str, d: &Document) -> Result<usize> {
     let limit = MAX_DOCUMENT_BYTES - DOCUMENT_HEADROOM;
-    let size = match d.to_writer(&mut count) {
-        Ok(()) => count.0,
-        // Encoding fails only on values BSON cannot hold (a key with a NUL byte, say, which
-        // the stored forms never have): report it as the caller's input, not as too large.
-        Err(e) => {
-            return Err(Error::invalid_input(format!(
-                "{what} cannot be encoded as BSON: {e}"
-            )))
-        }
-    };
+    let size = encoded_size(what, d)?;
     if size > limit {
         return Err(Error::invalid_input(format!(
             "{what} is {size} bytes as BSON; MongoDB stores documents of at most 16 MiB \
@@ -71,7 +80,65 @@ pub(crate) fn check_size(what: &'static str, d: &Document) -> Result<()> {
              own fields, so the limit is {limit} bytes"
         )));
     }
-    Ok(())
+    Ok(size)
+}
+
+/// The field of message and memory-item documents holding their search terms (see the
+/// module docs).
+pub(crate) const TERMS: &str = "terms";
+
+/// Bytes a string field named [`TERMS`] adds to a document besides its value: the type byte,
+/// the name and its NUL, the length and the value's NUL.
+const TERMS_FIELD_BYTES: usize = 1 + TERMS.len() + 1 + 4 + 1;
+
+/// The `terms` of `text` in at most `budget` bytes: every occurrence of its
+/// [`index_terms`], in order, joined by single spaces, which keeps `$text`'s term frequencies.
+/// A text too large for that alongside itself in one document (a wordy text of megabytes)
+/// keeps each distinct term once instead, in order of first appearance, as many as fit: every
+/// term stays searchable (short of a pathological text of thousands of huge distinct words),
+/// only `$text` no longer counts repeats. Terms are never a reason to refuse a text: one that
+/// fits in a document is stored, whatever all its terms would cost.
+pub(crate) fn terms_within(text: &str, budget: usize) -> String {
+    let terms = index_terms(text);
+    let all = terms.iter().map(String::len).sum::<usize>() + terms.len().saturating_sub(1);
+    if all <= budget {
+        return terms.join(" ");
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut out = String::new();
+    for t in &terms {
+        if !seen.insert(t.as_str()) {
+            continue;
+        }
+        let needed = t.len() + usize::from(!out.is_empty());
+        if out.len() + needed > budget {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(t);
+    }
+    out
+}
+
+/// The room left for `terms` in a document of `size` bytes (at most the stored limit less
+/// [`DOCUMENT_HEADROOM`]).
+pub(crate) fn terms_budget(size: usize) -> usize {
+    (MAX_DOCUMENT_BYTES - DOCUMENT_HEADROOM).saturating_sub(size + TERMS_FIELD_BYTES)
+}
+
+/// `d` (an encoded document of `size` bytes, holding `text`) completed with its `terms` (see
+/// [`terms_within`]).
+fn with_terms((mut d, size): (Document, usize), text: &str) -> Document {
+    d.insert(TERMS, terms_within(text, terms_budget(size)));
+    d
+}
+
+/// The projection that leaves out [`TERMS`]: reads that decode messages or memory items
+/// never need them, and they are about as large as the text.
+pub(crate) fn without_terms() -> Document {
+    doc! {TERMS: 0}
 }
 
 /// A BSON binary of `bytes`.
@@ -168,9 +235,20 @@ pub(crate) fn metadata_field(d: &Document, field: &str) -> Result<Metadata> {
     }
 }
 
-/// The fields of a message, to be merged into a document that also says where it lives.
-/// (The validate layer has checked the message.)
+/// The fields of a message in `messages`, with its [`TERMS`], to be merged into a document
+/// that also says where it lives. (The validate layer has checked the message.)
 pub(crate) fn message_fields(m: &Message) -> Result<Document> {
+    Ok(with_terms(encoded_message(m)?, &m.content))
+}
+
+/// The fields of an archived message: those of [`message_fields`] but [`TERMS`] (no search
+/// reads archives).
+pub(crate) fn archived_message_fields(m: &Message) -> Result<Document> {
+    Ok(encoded_message(m)?.0)
+}
+
+/// A message's fields but [`TERMS`], and their size.
+fn encoded_message(m: &Message) -> Result<(Document, usize)> {
     let mut d = doc! {
         "id": m.id.as_str(),
         "role": m.role.as_str(),
@@ -212,7 +290,8 @@ pub(crate) fn kind_key(kind: MemoryKind, key: Option<&str>) -> Option<String> {
 
 /// A memory item as stored; `_id` is its id, `scope` the scope's
 /// [stored form](MemoryScope::stored_form) (`""` for the global scope), `expires` the expiry
-/// time (left out when the item never expires). (The validate layer has checked the item.)
+/// time (left out when the item never expires), `terms` its [`TERMS`]. (The validate layer
+/// has checked the item.)
 pub(crate) fn memory_doc(item: &MemoryItem) -> Result<Document> {
     let mut d = doc! {
         "_id": item.id.as_str(),
@@ -231,18 +310,23 @@ pub(crate) fn memory_doc(item: &MemoryItem) -> Result<Document> {
     if let Some(kk) = kind_key(item.kind, item.key.as_deref()) {
         d.insert("kind_key", kk);
     }
-    with_metadata("a memory item", d, &item.metadata)
+    Ok(with_terms(
+        with_metadata("a memory item", d, &item.metadata)?,
+        &item.text,
+    ))
 }
 
 /// `d` (the encoded `what`) completed with `metadata` (left out when empty), once it is
-/// known to fit in a stored document (see [`check_size`]).
-fn with_metadata(what: &'static str, mut d: Document, metadata: &Metadata) -> Result<Document> {
+/// known to fit in a stored document (see [`check_size`]), and its size.
+fn with_metadata(
+    what: &'static str, mut d: Document, metadata: &Metadata,
+) -> Result<(Document, usize)> {
     let meta = metadata_to_bson(metadata)?;
     if meta != Bson::Null {
         d.insert("metadata", meta);
     }
-    check_size(what, &d)?;
-    Ok(d)
+    let size = check_size(what, &d)?;
+    Ok((d, size))
 }
 
 /// Reads a memory item stored with [`memory_doc`]. A document without `scope` (written by a
@@ -288,6 +372,47 @@ mod tests {
         assert!(d.keys().all(|k| !k.starts_with('$') && !k.contains('.')));
         assert!(matches!(d.get("metadata"), Some(Bson::String(_))));
         assert_eq!(message_from(&d).unwrap(), m);
+    }
+
+    #[test]
+    fn messages_and_items_carry_their_stemmed_terms_but_archives_do_not() {
+        let m = Message::user("I looked into adoption; adoption, again!");
+        let d = message_fields(&m).unwrap();
+        assert_eq!(
+            d.get_str(TERMS).unwrap(),
+            "i look into adopt adopt again",
+            "every occurrence, in order"
+        );
+        assert!(archived_message_fields(&m).unwrap().get(TERMS).is_none());
+        // Never read back into the message.
+        assert_eq!(message_from(&d).unwrap(), m);
+        let item = MemoryItem::new(MemoryKind::Fact, "Adopted cats");
+        let d = memory_doc(&item).unwrap();
+        assert_eq!(d.get_str(TERMS).unwrap(), "adopt cat");
+        assert_eq!(memory_from(&d).unwrap(), item);
+        assert_eq!(
+            message_fields(&Message::user("?!")).unwrap().get_str(TERMS),
+            Ok("")
+        );
+    }
+
+    #[test]
+    fn terms_too_large_for_the_document_keep_each_term_once() {
+        let text = "adoption adopted cats cat dogs";
+        assert_eq!(terms_within(text, 100), "adopt adopt cat cat dog");
+        assert_eq!(terms_within(text, 13), "adopt cat dog");
+        assert_eq!(
+            terms_within(text, 9),
+            "adopt cat",
+            "as many as fit, the first ones"
+        );
+        assert_eq!(terms_within(text, 0), "");
+        // A wordy text near the limit still fits in one document with its terms.
+        let limit = MAX_DOCUMENT_BYTES - DOCUMENT_HEADROOM;
+        let wordy = "ab ".repeat((limit - 1024) / 3);
+        let d = message_fields(&Message::user(wordy)).unwrap();
+        assert_eq!(d.get_str(TERMS).unwrap(), "ab");
+        assert!(check_size("a message", &d).is_ok());
     }
 
     #[test]

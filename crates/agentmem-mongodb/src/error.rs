@@ -33,6 +33,8 @@ pub(crate) const WRITE_CONFLICT: i32 = 112;
 pub(crate) const CANNOT_CREATE_INDEX: i32 = 67;
 /// Server error code for dropping an index that does not exist.
 pub(crate) const INDEX_NOT_FOUND: i32 = 27;
+/// Server error code for a command on a collection that does not exist.
+pub(crate) const NAMESPACE_NOT_FOUND: i32 = 26;
 
 /// The server's error code, wherever the driver put it.
 pub(crate) fn server_code(e: &DriverError) -> Option<i32> {

@@ -67,6 +67,7 @@ impl MongoStore {
             let existing = self
                 .memories()
                 .find_one(doc! {"scope": &scope, "kind_key": &kk})
+                .projection(doc! {"_id": 1, "created": 1})
                 .await?;
             if let Some(existing) = existing {
                 // The keyed item keeps its id and creation time and takes everything else.

@@ -12,7 +12,10 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
-use crate::codec::{all_docs, int_field, message_fields, message_from, metadata_to_bson};
+use crate::codec::{
+    all_docs, archived_message_fields, int_field, message_fields, message_from, metadata_to_bson,
+    without_terms,
+};
 use crate::error::ResultExt;
 use crate::retry::{retry, Step};
 use crate::sessions::{
@@ -61,7 +64,7 @@ fn archive_docs(
             let mut a = doc! {
                 "session": session.as_str(), "epoch": epoch.to_hex(), "archive": id.as_str(), "pos": pos as i64,
             };
-            a.extend(message_fields(&m)?);
+            a.extend(archived_message_fields(&m)?);
             stamp(&mut a, expires);
             Ok(a)
         })
@@ -536,6 +539,7 @@ impl MongoStore {
             let docs = all_docs(
                 self.messages()
                     .find(doc! {"session": session.as_str(), "epoch": epoch.to_hex()})
+                    .projection(without_terms())
                     .sort(doc! {"seq": 1}),
             )
             .await?;

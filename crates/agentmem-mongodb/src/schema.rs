@@ -2,11 +2,15 @@
 //! detection of what the server supports (transactions, text indexes), done once on open.
 
 use agentmem_core::{Error, Result};
+use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::IndexOptions;
 use mongodb::{Client, Database, IndexModel};
 
-use crate::error::{from_driver, server_code, ResultExt, CANNOT_CREATE_INDEX, INDEX_NOT_FOUND};
+use crate::codec::{encoded_size, str_field, terms_budget, terms_within, TERMS};
+use crate::error::{
+    from_driver, server_code, ResultExt, CANNOT_CREATE_INDEX, INDEX_NOT_FOUND, NAMESPACE_NOT_FOUND,
+};
 
 /// The schema version this build writes. Stored in `meta` as `{_id: "schema", version}`.
 ///
@@ -18,7 +22,10 @@ use crate::error::{from_driver, server_code, ResultExt, CANNOT_CREATE_INDEX, IND
 ///   session's messages, archived messages and heads); indexes on `owner`, `tags.k`+`tags.v`,
 ///   `expires` and the TTL indexes. Sessions of version 2 have none of these fields: no labels,
 ///   never expire.
-pub const SCHEMA_VERSION: u32 = 3;
+/// - 4: messages (in `messages`) and memory items have `terms`, the Porter stems of their
+///   text, which search matches on; the text indexes cover `terms` instead of `content` and
+///   `text`.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Collection of bookkeeping documents: the schema version (`_id: "schema"`) and the store
 /// properties (`_id: "property:<name>"`, `value`).
@@ -51,6 +58,14 @@ pub(crate) const VECTORS: &str = "vectors";
 
 /// The unique index of schema version 1 on `kind_key` alone, dropped by the move to 2.
 const V1_KIND_KEY_INDEX: &str = "kind_key";
+
+/// The text indexes of schema versions 1 to 3 (collection, name), over the raw `content` and
+/// `text`: dropped by the move to 4, before the indexes on `terms` are created (a collection
+/// has at most one text index).
+const V3_TEXT_INDEXES: [(&str, &str); 2] = [(MESSAGES, "content_text"), (MEMORIES, "text_text")];
+
+/// The schema version whose text indexes cover `terms`.
+const TERMS_VERSION: u32 = 4;
 
 /// What the server behind a store supports, detected once when the store is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,13 +106,15 @@ impl ServerFeatures {
 /// [`ensure_indexes`] (run on every open, idempotently, before the migrations) already does,
 /// so it has no data step. 1 → 2 is [`scope_memories`]. 2 → 3 (session labels and expiry)
 /// adds only optional fields, whose absence reads as "no labels, never expires", and indexes,
-/// which [`ensure_indexes`] creates: no data step either. A later layout change adds its step
-/// here and bumps [`SCHEMA_VERSION`]. Every step is idempotent: two processes opening the
-/// database at once may both run it.
+/// which [`ensure_indexes`] creates: no data step either. 3 → 4 is [`fill_terms`] (its index
+/// change is in [`ensure_indexes`], which must drop the old text indexes before it can create
+/// the new ones). A later layout change adds its step here and bumps [`SCHEMA_VERSION`].
+/// Every step is idempotent: two processes opening the database at once may both run it.
 const MIGRATIONS: [fn(&Database) -> MigrationFuture<'_>; SCHEMA_VERSION as usize] = [
     |_| Box::pin(async { Ok(()) }),
     |db| Box::pin(scope_memories(db)),
     |_| Box::pin(async { Ok(()) }),
+    |db| Box::pin(fill_terms(db)),
 ];
 
 type MigrationFuture<'a> =
@@ -114,7 +131,7 @@ pub(crate) async fn open(client: &Client, db: &Database) -> Result<(u32, ServerF
             db.name()
         )));
     }
-    let (text_search, ttl) = ensure_indexes(db).await?;
+    let (text_search, ttl) = ensure_indexes(db, stored).await?;
     for (from, step) in MIGRATIONS.iter().enumerate().skip(stored as usize) {
         tracing::info!(
             database = db.name(),
@@ -165,6 +182,102 @@ async fn scope_memories(db: &Database) -> Result<()> {
         .await
         .mapped()?;
     Ok(())
+}
+
+/// The most documents [`fill_terms`] reads per query, and updates per command.
+const FILL_BATCH: i64 = 500;
+
+/// The most bytes of `terms` one update command of [`fill_terms`] carries (a command is at
+/// most 16 MiB; a single larger value goes alone).
+const FILL_BATCH_BYTES: usize = 4 * 1024 * 1024;
+
+/// 3 → 4: gives every message (in `messages`) and memory item without `terms` the terms of
+/// its text, computed here as the write paths compute them (from the text as stored, so an
+/// encrypted store gets the terms of its ciphertext, as its writes do). Archived messages get
+/// none: no search reads them.
+///
+/// Pages through each collection by `_id`, [`FILL_BATCH`] documents a query, and sets the
+/// terms with one `update` command per batch, each statement by `_id` and only where `terms`
+/// is still missing, so that two processes migrating at once, or a write of this version
+/// meanwhile (which carries its own terms), are never overwritten; an item's statement also
+/// requires the `updated` it was read with, so that an item rewritten since (by a process of
+/// an older version still running) is not given the terms of its old text. A document whose
+/// text is not a string is left alone (reading it is corrupt data either way).
+async fn fill_terms(db: &Database) -> Result<()> {
+    for (coll, field, guard) in [
+        (MESSAGES, "content", None),
+        (MEMORIES, "text", Some("updated")),
+    ] {
+        let collection = db.collection::<Document>(coll);
+        let mut after: Option<Bson> = None;
+        loop {
+            let mut filter = doc! {TERMS: {"$exists": false}};
+            if let Some(last) = &after {
+                filter.insert("_id", doc! {"$gt": last.clone()});
+            }
+            let mut cursor = collection
+                .find(filter)
+                .sort(doc! {"_id": 1})
+                .limit(FILL_BATCH)
+                .await
+                .mapped()?;
+            let (mut updates, mut bytes, mut read) = (Vec::new(), 0usize, 0i64);
+            while let Some(d) = cursor.try_next().await.mapped()? {
+                read += 1;
+                let Some(id) = d.get("_id").cloned() else {
+                    continue;
+                };
+                after = Some(id.clone());
+                let Ok(text) = str_field(&d, field) else {
+                    tracing::warn!(database = db.name(), coll, ?id, "no text to index; skipped");
+                    continue;
+                };
+                let terms = terms_within(text, terms_budget(encoded_size("a document", &d)?));
+                let mut q = doc! {"_id": id, TERMS: {"$exists": false}};
+                if let Some(g) = guard {
+                    q.insert(g, d.get(g).cloned().unwrap_or(Bson::Null));
+                }
+                if bytes > 0 && bytes + terms.len() > FILL_BATCH_BYTES {
+                    set_terms(db, coll, std::mem::take(&mut updates)).await?;
+                    bytes = 0;
+                }
+                bytes += terms.len();
+                updates.push(doc! {"q": q, "u": {"$set": {TERMS: terms}}});
+            }
+            if !updates.is_empty() {
+                set_terms(db, coll, updates).await?;
+            }
+            if read < FILL_BATCH {
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs the update statements `updates` on `coll` in one `update` command, unordered; fails
+/// on a failed statement or write concern, which the command reports in its reply (under
+/// `ok: 1`) rather than as an error.
+async fn set_terms(db: &Database, coll: &str, updates: Vec<Document>) -> Result<()> {
+    let reply = db
+        .run_command(doc! {"update": coll, "updates": updates, "ordered": false})
+        .await
+        .mapped()?;
+    let failure = match (
+        reply.get_document("writeConcernError"),
+        reply.get_array("writeErrors"),
+    ) {
+        (Ok(failure), _) => Some(failure),
+        (_, Ok(errors)) => errors.iter().find_map(Bson::as_document),
+        _ => None,
+    };
+    match failure {
+        None => Ok(()),
+        Some(f) => Err(Error::backend(format!(
+            "filling in the search terms of `{coll}` failed: {}",
+            f.get_str("errmsg").unwrap_or("a write error")
+        ))),
+    }
 }
 
 /// The schema version recorded in the database, 0 when none is.
@@ -227,8 +340,9 @@ fn sparse_index(keys: Document, name: &str) -> IndexModel {
     named_index(keys, name, IndexOptions::builder().sparse(true).build())
 }
 
-/// A text index without stemming or stop words (`default_language: "none"`), so `$text`
-/// matches whole words as agentmem's search contract says.
+/// A text index without stemming or stop words (`default_language: "none"`), over `field`
+/// (`terms`, already stemmed in the client), so `$text` matches whole terms as agentmem's
+/// search contract says.
 fn text_index(field: &str, name: &str) -> IndexModel {
     let options = IndexOptions::builder()
         .default_language("none".to_string())
@@ -250,8 +364,9 @@ const TTL_INDEX: &str = "expires_at_ttl";
 
 /// Creates every collection's indexes (a no-op when they exist) and returns whether the
 /// server accepted the text indexes and the TTL indexes. Creating indexes also creates the
-/// collections, which transactions on older servers cannot do implicitly.
-pub(crate) async fn ensure_indexes(db: &Database) -> Result<(bool, bool)> {
+/// collections, which transactions on older servers cannot do implicitly. A database of a
+/// version before [`TERMS_VERSION`] (`stored`) first loses its old text indexes.
+pub(crate) async fn ensure_indexes(db: &Database, stored: u32) -> Result<(bool, bool)> {
     let create = |coll: &'static str, model: IndexModel| {
         let c = db.collection::<Document>(coll);
         async move { c.create_index(model).await }
@@ -320,12 +435,20 @@ pub(crate) async fn ensure_indexes(db: &Database) -> Result<(bool, bool)> {
         create(coll, model).await.mapped()?;
     }
     // Text indexes: a server without them (code 67) gets the client-side ranked fallback.
+    // Those of older versions go first: MongoDB refuses a second text index on a collection.
+    if stored < TERMS_VERSION {
+        for (coll, name) in V3_TEXT_INDEXES {
+            match db.collection::<Document>(coll).drop_index(name).await {
+                Ok(()) => {}
+                Err(e)
+                    if matches!(server_code(&e), Some(INDEX_NOT_FOUND | NAMESPACE_NOT_FOUND)) => {}
+                Err(e) => return Err(from_driver(e)),
+            }
+        }
+    }
     let mut text = true;
-    for (coll, field, name) in [
-        (MESSAGES, "content", "content_text"),
-        (MEMORIES, "text", "text_text"),
-    ] {
-        match create(coll, text_index(field, name)).await {
+    for (coll, name) in [(MESSAGES, "terms_text"), (MEMORIES, "terms_text")] {
+        match create(coll, text_index(TERMS, name)).await {
             Ok(_) => {}
             Err(e) if server_code(&e) == Some(CANNOT_CREATE_INDEX) => {
                 tracing::debug!(database = db.name(), "no text indexes on this server: {e}");

@@ -1,26 +1,34 @@
-//! Ranked search over messages and memory items, on one of two paths chosen at open:
+//! Ranked search over messages and memory items, on one of two paths chosen at open.
+//!
+//! Both match on the `terms` field every message and memory item carries (see `codec.rs`):
+//! the Porter stems of the words of its text ([`index_terms`](agentmem_core::search::index_terms)),
+//! computed in the client, since no MongoDB text index stems as the search contract does
+//! (MongoDB's English stemmer is Snowball's, and drops stop words). A query searches for its
+//! [`query_terms`](agentmem_core::search::query_terms).
 //!
 //! - **`$text`** where the server has text indexes (MongoDB, nx-27017): one `$text` query per
-//!   distinct query word, run concurrently, scores summed per document. MongoDB's own
-//!   multi-word `$text` score is the sum of its per-term scores, so this ranks the same, and it
-//!   keeps "any word matches" on servers whose `$text` requires every word. The text indexes
-//!   use `default_language: "none"` (no stemming, no stop words), and each hit is checked
-//!   against the contract's word rule (letters and digits, case-insensitive), dropping the
-//!   diacritic-insensitive extras of `$text`.
-//! - **Fallback** where text indexes are refused (code 67, e.g. SecantusDB): a
-//!   case-insensitive regex on the query words selects candidates on the server, and
-//!   [`agentmem_core::search::rank`] (BM25) ranks them in the client.
+//!   query term, run concurrently, scores summed per document. MongoDB's own multi-word `$text`
+//!   score is the sum of its per-term scores, so this ranks the same, and it keeps "any term
+//!   matches" on servers whose `$text` requires every word. The text indexes cover `terms`
+//!   with `default_language: "none"` (no stemming of their own, no stop words), and each hit is
+//!   checked against its stored terms, dropping the diacritic-insensitive extras of `$text`.
+//! - **Fallback** where text indexes are refused (code 67, e.g. SecantusDB): a regex matching
+//!   whole query terms in `terms` selects candidates on the server, and
+//!   [`agentmem_core::search::rank`] (BM25 over the same terms) ranks their texts in the
+//!   client.
 
 use std::collections::{HashMap, HashSet};
 
-use agentmem_core::search::{rank, words};
+use agentmem_core::search::rank;
 use agentmem_core::support::{micros, stored_session_id};
 use agentmem_core::{now, MemoryFilter, MemoryHit, MessageHit, Result, SessionId};
 use futures_util::future::try_join_all;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Collection;
 
-use crate::codec::{all_docs, int_field, memory_from, message_from, str_field};
+use crate::codec::{
+    all_docs, int_field, memory_from, message_from, str_field, without_terms, TERMS,
+};
 use crate::memories::{memory_selection, unexpired_alternatives};
 use crate::store::MongoStore;
 
@@ -29,9 +37,10 @@ use crate::store::MongoStore;
 const TEXT_OVERFETCH: usize = 4;
 const TEXT_MIN_FETCH: usize = 50;
 
-/// A regex matching any of `terms` as a substring; the terms are letters and digits only
-/// (see [`words`]), so they need no escaping, but anything else is escaped anyway.
-fn any_word_regex(terms: &[String]) -> String {
+/// A regex matching any of `terms` as a whole term of a `terms` field (terms joined by single
+/// spaces). Terms are letters and digits only, so they need no escaping, but anything else is
+/// escaped anyway. Case-sensitive: stored and query terms are both lowercase.
+fn any_term_regex(terms: &[String]) -> String {
     let escaped: Vec<String> = terms
         .iter()
         .map(|t| {
@@ -46,7 +55,7 @@ fn any_word_regex(terms: &[String]) -> String {
                 .collect()
         })
         .collect();
-    escaped.join("|")
+    format!("(^| )({})( |$)", escaped.join("|"))
 }
 
 /// One document's match: the document and its summed score.
@@ -56,7 +65,8 @@ pub(crate) struct Scored {
 }
 
 /// The stored fields of messages and memory items, for `$text` projections (which must list
-/// them: some servers return only the score for a projection holding nothing else).
+/// them: some servers return only the score for a projection holding nothing else), with
+/// `terms` for the check of each hit.
 const MESSAGE_FIELDS: &[&str] = &[
     "session",
     "epoch",
@@ -68,21 +78,22 @@ const MESSAGE_FIELDS: &[&str] = &[
     "tool_call_id",
     "tool_name",
     "metadata",
+    TERMS,
 ];
 const MEMORY_FIELDS: &[&str] = &[
-    "kind", "scope", "key", "text", "metadata", "created", "updated", "expires",
+    "kind", "scope", "key", "text", "metadata", "created", "updated", "expires", TERMS,
 ];
 
 /// Runs one `$text` query per term on `coll` (restricted by `filter` and, when there are
-/// any, one of `alternatives`) and merges the hits whose `field` really contains the term,
+/// any, one of `alternatives`) and merges the hits whose stored `terms` really hold the term,
 /// summing scores; best first.
 ///
 /// Each alternative gets queries of its own (their hits are concatenated; the alternatives
 /// are disjoint, so no document is counted twice) instead of one `$or`: some servers
 /// (nx-27017) score every document 0 when `$text` shares its filter with a logical operator.
 async fn text_search(
-    coll: &Collection<Document>, (filter, alternatives): (&Document, &[Document]),
-    (field, fields): (&str, &[&str]), terms: &[String], limit: usize,
+    coll: &Collection<Document>, (filter, alternatives): (&Document, &[Document]), fields: &[&str],
+    terms: &[String], limit: usize,
 ) -> Result<Vec<Scored>> {
     let mut projection = doc! {"_score": {"$meta": "textScore"}};
     for f in fields {
@@ -125,8 +136,12 @@ async fn text_search(
                 Some(Bson::Int64(s)) => s as f64,
                 _ => 0.0,
             };
-            let text = str_field(&d, field)?;
-            if !words(text).iter().any(|w| w == term) {
+            // Only this check reads the terms: the hit is kept without them.
+            let held = match d.remove(TERMS) {
+                Some(Bson::String(stored)) => stored.split(' ').any(|t| t == term.as_str()),
+                _ => false,
+            };
+            if !held {
                 continue;
             }
             let key = match d.get("_id") {
@@ -149,18 +164,15 @@ async fn text_search(
 /// word in a huge store costs a bounded read.
 const FALLBACK_CANDIDATES: i64 = 10_000;
 
-/// Fetches the documents of `coll` (restricted by `filter`) whose `field` contains any term,
-/// the newest [`FALLBACK_CANDIDATES`] of them put oldest first by `order`, and ranks them with
-/// BM25; best first.
+/// Fetches the documents of `coll` (restricted by `filter`) whose `terms` hold any of
+/// `terms`, the newest [`FALLBACK_CANDIDATES`] of them put oldest first by `order`, and ranks
+/// their text (in `field`) with BM25; best first.
 async fn fallback_search(
     coll: &Collection<Document>, filter: &Document, field: &str, order: Document, query: &str,
     terms: &[String],
 ) -> Result<Vec<Scored>> {
     let mut f = filter.clone();
-    f.insert(
-        field,
-        doc! {"$regex": any_word_regex(terms), "$options": "i"},
-    );
+    f.insert(TERMS, doc! {"$regex": any_term_regex(terms)});
     let newest_first: Document = order
         .iter()
         .map(|(key, direction)| {
@@ -171,7 +183,13 @@ async fn fallback_search(
             )
         })
         .collect();
-    let mut docs = all_docs(coll.find(f).sort(newest_first).limit(FALLBACK_CANDIDATES)).await?;
+    let mut docs = all_docs(
+        coll.find(f)
+            .projection(without_terms())
+            .sort(newest_first)
+            .limit(FALLBACK_CANDIDATES),
+    )
+    .await?;
     docs.reverse();
     let texts: Vec<&str> = docs
         .iter()
@@ -233,7 +251,7 @@ impl MongoStore {
         }
     }
 
-    /// The documents of `corpus` holding any of `terms` (the words of `query`), best first:
+    /// The documents of `corpus` holding any of `terms` (the terms of `query`), best first:
     /// ranked by `$text` where the server has text indexes (enough of them for `limit` hits),
     /// else by BM25 in the client.
     pub(crate) async fn scored(
@@ -248,7 +266,7 @@ impl MongoStore {
             order,
         } = corpus;
         if self.features().text_search {
-            text_search(coll, (filter, alternatives), (field, fields), terms, limit).await
+            text_search(coll, (filter, alternatives), fields, terms, limit).await
         } else {
             let mut filter = filter.clone();
             if !alternatives.is_empty() {
@@ -342,12 +360,15 @@ pub(crate) fn memory_hits(hits: Vec<Scored>, limit: usize) -> Result<Vec<MemoryH
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentmem_core::search::query_words;
+    use agentmem_core::search::query_terms;
 
     #[test]
-    fn regex_is_an_alternation_of_plain_words() {
-        let terms = query_words("Rust, rust! GCP-latency 東京");
-        assert_eq!(any_word_regex(&terms), "rust|gcp|latency|東京");
-        assert_eq!(any_word_regex(&["a.b".to_string()]), "a\\.b");
+    fn regex_is_an_alternation_of_whole_stemmed_terms() {
+        let terms = query_terms("Rust, rusting! GCP-latency adopting 東京");
+        assert_eq!(
+            any_term_regex(&terms),
+            "(^| )(rust|gcp|latenc|adopt|東京)( |$)"
+        );
+        assert_eq!(any_term_regex(&["a.b".to_string()]), "(^| )(a\\.b)( |$)");
     }
 }

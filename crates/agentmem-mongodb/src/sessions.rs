@@ -35,8 +35,8 @@ use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
 use crate::codec::{
-    all_docs, int_field, message_fields, message_from, metadata_field, opt_str_field,
-    opt_time_field, str_field, time_field,
+    all_docs, archived_message_fields, int_field, message_fields, message_from, metadata_field,
+    opt_str_field, opt_time_field, str_field, time_field, without_terms,
 };
 use crate::error::{from_driver, is_transient, server_code, ResultExt, DUPLICATE_KEY};
 use crate::retry::{retry, Step, MAX_RETRIES};
@@ -256,8 +256,14 @@ pub(crate) fn placed(
         .collect()
 }
 
+/// The fields of `messages` for `messages` (with their search terms).
 pub(crate) fn encode_all(messages: &[Message]) -> Result<Vec<Document>> {
     messages.iter().map(message_fields).collect()
+}
+
+/// The fields of `messages` for an archive (without search terms, which no search reads).
+pub(crate) fn encode_archived(messages: &[Message]) -> Result<Vec<Document>> {
+    messages.iter().map(archived_message_fields).collect()
 }
 
 /// Runs a find on `messages` and decodes the messages.
@@ -362,6 +368,7 @@ impl MongoStore {
         let mut cursor = self
             .messages()
             .find(doc! {"session": session.as_str(), "epoch": epoch.to_hex()})
+            .projection(without_terms())
             .sort(doc! {"seq": 1})
             .session(&mut *s)
             .await?;
@@ -545,7 +552,13 @@ impl MongoStore {
         let filter = doc! {"session": session.as_str(), "epoch": epoch.to_hex()};
         let messages = self.messages();
         let Some(n) = limit else {
-            return collect_messages(messages.find(filter).sort(doc! {"seq": 1})).await;
+            return collect_messages(
+                messages
+                    .find(filter)
+                    .projection(without_terms())
+                    .sort(doc! {"seq": 1}),
+            )
+            .await;
         };
         // Fast path, one index range: the messages at positions `next - n` and above. When
         // there are at least `n`, the last `n` of them are the session's last `n`, whatever
@@ -556,7 +569,13 @@ impl MongoStore {
             "seq",
             doc! {"$gte": next.saturating_sub(i64::try_from(n).unwrap_or(i64::MAX))},
         );
-        let window = collect_messages(messages.find(ranged).sort(doc! {"seq": 1})).await?;
+        let window = collect_messages(
+            messages
+                .find(ranged)
+                .projection(without_terms())
+                .sort(doc! {"seq": 1}),
+        )
+        .await?;
         if window.len() >= n {
             let skip = window.len() - n;
             return Ok(window.into_iter().skip(skip).collect());
@@ -566,6 +585,7 @@ impl MongoStore {
         let mut window = collect_messages(
             messages
                 .find(filter)
+                .projection(without_terms())
                 .sort(doc! {"seq": -1})
                 .limit(i64::try_from(n).unwrap_or(i64::MAX)),
         )

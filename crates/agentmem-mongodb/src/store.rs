@@ -22,7 +22,9 @@ use agentmem_core::{
 use mongodb::bson::{doc, Document};
 use mongodb::{Client, Collection, Database};
 
-use crate::codec::{all_docs, check_size, memory_from, message_from, metadata_to_bson};
+use crate::codec::{
+    all_docs, check_size, memory_from, message_from, metadata_to_bson, without_terms,
+};
 use crate::config::{validate_database_name, MongoConfig, DEFAULT_SERVER_SELECTION_TIMEOUT};
 use crate::error::{from_driver, server_code, ResultExt, BACKEND, DUPLICATE_KEY, INFO};
 use crate::memories::memory_filter;
@@ -34,7 +36,7 @@ use crate::schema::{
 };
 use crate::search::{memory_hits, message_hits};
 use crate::sessions::{
-    encode_all, expired, len_i64, live_filter, placed, session_doc, session_infos,
+    encode_all, encode_archived, expired, len_i64, live_filter, placed, session_doc, session_infos,
 };
 use crate::transaction::{in_transaction, TxError};
 
@@ -493,7 +495,7 @@ impl SessionStore for MongoStore {
     async fn replace_archive(
         &self, session: &SessionId, archive: &ArchiveId, messages: &[Message],
     ) -> Result<ArchiveInfo> {
-        let fields = encode_all(messages)?;
+        let fields = encode_archived(messages)?;
         if !self.features.transactions {
             return self
                 .replace_archive_by_epoch_flip(session, archive, &fields)
@@ -602,6 +604,7 @@ impl MemoryStore for MongoStore {
         let found = self
             .memories()
             .find_one(doc! {"_id": id.as_str()})
+            .projection(without_terms())
             .await
             .mapped()?;
         let item = found.map(|d| memory_from(&d)).transpose()?;
@@ -616,7 +619,9 @@ impl MemoryStore for MongoStore {
         }
         let memories = self.memories();
         // The scope and expiry are selected by the query, so the limit counts only listed items.
-        let query = memories.find(memory_filter(filter, micros(now())));
+        let query = memories
+            .find(memory_filter(filter, micros(now())))
+            .projection(without_terms());
         let docs = match filter.limit {
             None => all_docs(query.sort(doc! {"created": 1, "_id": 1})).await?,
             Some(n) => {

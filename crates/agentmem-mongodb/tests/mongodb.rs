@@ -608,6 +608,16 @@ async fn version_2_sessions_migrate_without_labels() {
     assert_eq!(page.sessions.len(), 1);
 }
 
+/// A database of schema version 3 (no search terms) is migrated on open, by two processes at
+/// once, in more than one batch: search then finds "I looked into adoption" for "adopting".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_3_messages_and_items_get_search_terms() {
+    let Some(store) = common::store().await else {
+        return;
+    };
+    common::schema_3_store_migrates_to_terms(&store, 1100).await;
+}
+
 /// Both test servers keep TTL indexes (SecantusDB sweeps every 60 s like `mongod`; nx-27017
 /// deletes expired documents lazily as collections are read), so expiry is native on both.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

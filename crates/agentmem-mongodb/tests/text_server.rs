@@ -137,10 +137,20 @@ async fn text_search_keeps_the_word_rule_and_skips_compacted_messages() {
     let Some((store, s)) = common::text_store_holding("s", &written).await else {
         return;
     };
-    // `$text` is diacritic-insensitive and, with a language, stems; the contract is exact words.
+    // `$text` is diacritic-insensitive; the contract is whole terms (Porter stems of words),
+    // case-insensitive, diacritics kept.
     assert!(message_hits(&*store, "cafe").await.is_empty());
-    assert!(message_hits(&*store, "run").await.is_empty());
     assert_eq!(message_hits(&*store, "CAFÉ").await.len(), 1);
+    let running = message_hits(&*store, "run").await;
+    assert_eq!(
+        running.len(),
+        1,
+        "\"running\" is stored as its stem \"run\""
+    );
+    assert_eq!(running[0].message.content, "running dogs");
+    // A different stem is a different term, even where one word starts the other.
+    assert!(message_hits(&*store, "runner").await.is_empty());
+    assert!(message_hits(&*store, "ru").await.is_empty());
     // After compaction the archived messages are no longer current, so not found.
     store
         .compact(&s, &[Message::system("summary of dogs")])
@@ -173,4 +183,16 @@ async fn text_search_over_memories_filters_by_kind() {
     assert!(facts.iter().all(|h| h.item.kind == MemoryKind::Fact));
     let context = store.get_context(Some("Berlin")).await.unwrap();
     assert_eq!(context, "- lives in Berlin");
+}
+
+/// A database of schema version 3 (no search terms, text indexes over the raw fields) is
+/// migrated on open, by two processes at once: `$text` then finds "I looked into adoption"
+/// for "adopting".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_3_text_indexes_move_to_search_terms() {
+    let Some(store) = common::text_store().await else {
+        return;
+    };
+    assert!(store.features().text_search);
+    common::schema_3_store_migrates_to_terms(&store, 5).await;
 }

@@ -222,3 +222,126 @@ pub async fn no_transaction_store() -> Option<TestStore> {
 pub async fn text_conformance_store() -> Option<TestStore> {
     fresh_store(&text_url()).await.map(TestStore::into_dyn)
 }
+
+/// What [`schema_3_store_migrates_to_terms`] writes: the message it searches for, its terms
+/// as stored, and a query that finds it only through stemming.
+pub const ADOPTION: &str = "I looked into adoption";
+pub const ADOPTION_TERMS: &str = "i look into adopt";
+pub const STEMMED_QUERY: &str = "adopting";
+
+/// Writes `filler` messages and then [`ADOPTION`] into `store` (a fresh store at the current
+/// version), a compacted session and a memory item, turns the database back into one of
+/// schema version 3 (no `terms`, the old text indexes where the server has text indexes,
+/// version 3 recorded), opens it twice at once, and checks that the migration gave every
+/// searchable document its terms and that search then finds by stem.
+pub async fn schema_3_store_migrates_to_terms(store: &MongoStore, filler: usize) {
+    use agentmem_core::{AgentMemoryExt, MemoryItem, MemoryKind, MemoryStore};
+    use agentmem_mongodb::mongodb::options::IndexOptions;
+    use agentmem_mongodb::mongodb::IndexModel;
+    use agentmem_mongodb::SCHEMA_VERSION;
+    use agentmem_testkit::probe::{memory_hits, message_hits};
+
+    let s: SessionId = "old".parse().unwrap();
+    let mut messages: Vec<Message> = (0..filler)
+        .map(|i| Message::user(format!("filler message number {i}")))
+        .collect();
+    messages.push(Message::user(ADOPTION));
+    store.append(&s, &messages).await.unwrap();
+    let compacted: SessionId = "compacted".parse().unwrap();
+    store
+        .append_one(&compacted, Message::user("adoption papers"))
+        .await
+        .unwrap();
+    store
+        .compact(&compacted, &[Message::system("summary: adopted a cat")])
+        .await
+        .unwrap();
+    store
+        .put_memory(&MemoryItem::new(
+            MemoryKind::Fact,
+            "Adoption is on the agenda",
+        ))
+        .await
+        .unwrap();
+
+    // Back to version 3: no terms, and the text indexes over the raw fields.
+    let db = store.client().database(store.database_name());
+    for (coll, field, old) in [
+        ("messages", "content", "content_text"),
+        ("memories", "text", "text_text"),
+    ] {
+        let c = db.collection::<Document>(coll);
+        c.update_many(doc! {}, doc! {"$unset": {"terms": ""}})
+            .await
+            .unwrap();
+        // Only where the server has text indexes (a collection holds at most one).
+        if store.features().text_search {
+            c.drop_index("terms_text").await.unwrap();
+            let options = IndexOptions::builder()
+                .name(old.to_string())
+                .default_language("none".to_string())
+                .build();
+            let index = IndexModel::builder()
+                .keys(doc! {field: "text"})
+                .options(options)
+                .build();
+            c.create_index(index).await.unwrap();
+        }
+    }
+    db.collection::<Document>("meta")
+        .update_one(doc! {"_id": "schema"}, doc! {"$set": {"version": 3}})
+        .await
+        .unwrap();
+    for coll in ["messages", "memories"] {
+        let with = raw_matching(store, coll, doc! {"terms": {"$exists": true}}).await;
+        assert!(with.is_empty(), "{coll}: {with:?}");
+    }
+    // Written at version 3, nothing is found by stem.
+    assert!(message_hits(store, STEMMED_QUERY).await.is_empty());
+
+    let open = || MongoStore::from_client(store.client().clone(), store.database_name());
+    let (first, second) = tokio::join!(open(), open());
+    let reopened = first.unwrap();
+    second.unwrap();
+    assert_eq!(reopened.schema_version().await.unwrap(), SCHEMA_VERSION);
+    assert_eq!(reopened.features(), store.features());
+    for coll in ["messages", "memories"] {
+        let docs = raw(store, coll).await;
+        assert!(!docs.is_empty(), "{coll}");
+        for d in &docs {
+            assert!(d.get_str("terms").is_ok(), "{coll}: {d:?}");
+        }
+        let names = db
+            .collection::<Document>(coll)
+            .list_index_names()
+            .await
+            .unwrap();
+        assert!(
+            !names
+                .iter()
+                .any(|n| n == "content_text" || n == "text_text"),
+            "{coll}: {names:?}"
+        );
+    }
+    let found = raw_matching(store, "messages", doc! {"content": ADOPTION}).await;
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].get_str("terms").unwrap(), ADOPTION_TERMS);
+    // No search reads archived messages: they carry no terms.
+    let archived = raw(store, "archived_messages").await;
+    assert_eq!(archived.len(), 1);
+    assert!(archived[0].get("terms").is_none(), "{archived:?}");
+
+    let hits = message_hits(&reopened, STEMMED_QUERY).await;
+    let mut texts: Vec<&str> = hits.iter().map(|h| h.message.content.as_str()).collect();
+    texts.sort_unstable();
+    assert_eq!(texts, [ADOPTION, "summary: adopted a cat"]);
+    let hits = memory_hits(&reopened, STEMMED_QUERY).await;
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].item.text, "Adoption is on the agenda");
+    // Written after the migration, found by stem too.
+    reopened
+        .append_one(&s, Message::assistant("They adopt often."))
+        .await
+        .unwrap();
+    assert_eq!(message_hits(&reopened, "adoptions").await.len(), 3);
+}
