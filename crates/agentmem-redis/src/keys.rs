@@ -65,8 +65,13 @@ impl Keys {
         self.schema.clone()
     }
 
+    /// String: the token of the process migrating the data (`schema.rs`), with an expiry.
+    pub(crate) fn migration_lock(&self) -> String {
+        format!("{}:migrating", self.root)
+    }
+
     /// Hash: `created`, `updated` (microseconds since the epoch), `metadata` (JSON) and
-    /// `words` (the word count of the current messages, for ranking).
+    /// `words` (the term count of the current messages, every occurrence, for ranking).
     pub(crate) fn meta(&self, session: &SessionId) -> String {
         format!("{}:s:{}:meta", self.root, session.as_str())
     }
@@ -118,6 +123,7 @@ mod tests {
         let s = SessionId::new("Research Agent@x").expect("valid id");
         let a = ArchiveId::new("history_2026-01-02_03-04-05_2").expect("valid id");
         assert_eq!(keys.schema(), "app:schema");
+        assert_eq!(keys.migration_lock(), "app:migrating");
         assert_eq!(keys.meta(&s), "app:s:Research Agent@x:meta");
         assert_eq!(keys.messages(&s), "app:s:Research Agent@x:msgs");
         assert_eq!(keys.archive_info(&s), "app:s:Research Agent@x:ainfo");
@@ -137,6 +143,7 @@ mod tests {
         assert_eq!(keys.prefix(), "app");
         assert_eq!(keys.root(), "{app}");
         assert_eq!(keys.schema(), "{app}:schema");
+        assert_eq!(keys.migration_lock(), "{app}:migrating");
         // Names hold no braces (agentmem-core's naming rules), so `{app}` is the only tag.
         assert_eq!(keys.meta(&s), "{app}:s:Research Agent@x:meta");
         assert_eq!(keys.memory_items(), "{app}:mem:items");

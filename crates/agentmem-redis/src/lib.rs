@@ -23,12 +23,18 @@ mod error;
 mod graph;
 mod keys;
 mod memories;
+mod reindex;
 mod schema;
 mod scripts;
 mod search;
 mod sessions;
 mod store;
 mod vectors;
+
+/// Reads of raw keys, shared with the integration tests' `common`.
+#[cfg(test)]
+#[path = "../tests/common/raw.rs"]
+mod test_raw;
 
 pub use config::{
     validate_prefix, RedisConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PREFIX,
@@ -37,25 +43,17 @@ pub use config::{
 pub use schema::SCHEMA_VERSION;
 pub use store::RedisStore;
 
-/// The Redis backend. Not `durable`: an acknowledged write is in the server's memory, and
-/// whether it survives a server crash depends on persistence settings this store does not
-/// control. `native_expiry`: every key of an expiring session but its terms sets carries its
+/// The Redis backend: every capability but durability guarantees, which are the server's
+/// persistence configuration, not the store's. Not `durable`: an acknowledged write is in the
+/// server's memory, and whether it survives a server crash depends on persistence settings
+/// (AOF with `appendfsync always`) this store does not control. `native_expiry`: every key of an expiring session but its terms sets carries its
 /// expiry (`PEXPIREAT`); what that leaves (terms sets, store-wide keys) is cleared by the
 /// next writes and purges, or lazily by reads (see the README).
 pub(crate) const INFO: BackendInfo = BackendInfo::new("redis")
     .schemes(&["redis", "rediss", "redis+cluster", "rediss+cluster"])
     .db_system("redis")
     .remote()
-    .capabilities(
-        Capabilities::new()
-            .cross_process(true)
-            .atomic_compaction(true)
-            .indexed_search(true)
-            .native_expiry(true)
-            .checkpoints(true)
-            .graph(true)
-            .vectors(true),
-    );
+    .capabilities(Capabilities::all().durable(false));
 
 /// The backend name: what `SessionStore::backend` reports and errors are labelled with.
 pub(crate) const BACKEND: &str = INFO.name;

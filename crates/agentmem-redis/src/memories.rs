@@ -85,7 +85,7 @@ pub(crate) fn list_items<'s>(
 }
 
 /// An invocation of `search_memories.lua`: the best `limit` items `filter` selects at `now`
-/// for the query words `terms`.
+/// for the query terms `terms` (stemmed, see `search_terms`).
 pub(crate) fn search_items<'s>(
     script: &'s Script, keys: &Keys, filter: &MemoryFilter, limit: usize, now: DateTime<Utc>,
     terms: Vec<String>,

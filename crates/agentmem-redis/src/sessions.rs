@@ -83,13 +83,22 @@ pub(crate) fn info_from_value(value: redis::Value) -> Result<SessionInfo> {
 }
 
 /// An invocation of `script`, which writes `messages` to `session` at `at`: ARGV is the
-/// prefix, the session, the time, `extra`, the messages' index (their word count, the number
-/// of distinct terms, then each term and its postings; see [`BatchIndex`]), then the
-/// messages.
+/// prefix, the session, the time, `extra`, the messages' index (see [`push_index`]), then
+/// the messages.
 /// Every message is encoded before anything is sent (the Validate layer has checked them).
 pub(crate) fn write_messages<'s>(
     script: &'s Script, keys: &Keys, session: &SessionId, at: DateTime<Utc>, extra: &[&str],
     messages: &[Message],
+) -> Result<ScriptInvocation<'s>> {
+    let index = BatchIndex::new(messages.iter().map(|m| m.content.as_str()));
+    write_indexed(script, keys, session, at, extra, messages, &index)
+}
+
+/// [`write_messages`] with the messages' index given (tests write the index of older schema
+/// versions with it).
+pub(crate) fn write_indexed<'s>(
+    script: &'s Script, keys: &Keys, session: &SessionId, at: DateTime<Utc>, extra: &[&str],
+    messages: &[Message], index: &BatchIndex,
 ) -> Result<ScriptInvocation<'s>> {
     let encoded = messages
         .iter()
@@ -100,15 +109,20 @@ pub(crate) fn write_messages<'s>(
     for value in extra {
         inv.arg(*value);
     }
-    let index = BatchIndex::new(messages.iter().map(|m| m.content.as_str()));
-    inv.arg(index.words).arg(index.postings.len());
-    for (term, postings) in &index.postings {
-        inv.arg(term).arg(postings);
-    }
+    push_index(&mut inv, index);
     for json in &encoded {
         inv.arg(json);
     }
     Ok(inv)
+}
+
+/// Adds a batch's index as `index_batch` in `prelude.lua` reads it: the term count (every
+/// occurrence), the number of distinct terms, then each term and its postings.
+pub(crate) fn push_index(inv: &mut ScriptInvocation<'_>, index: &BatchIndex) {
+    inv.arg(index.words).arg(index.postings.len());
+    for (term, postings) in &index.postings {
+        inv.arg(term).arg(postings);
+    }
 }
 
 /// The start of every stored message with id `id`: serde writes a message's id first, so its

@@ -33,7 +33,7 @@ use crate::memories::{
     items_from, list_items, memory_hits, micros_up, parse_item, purge_items, put_item, rebase,
     search_items, MAX_REBASES,
 };
-use crate::schema::{self, MIGRATIONS, SCHEMA_VERSION};
+use crate::schema::{self, Limits, MIGRATIONS, SCHEMA_VERSION};
 use crate::scripts::Scripts;
 use crate::search::index_entry;
 use crate::sessions::{
@@ -171,13 +171,10 @@ impl RedisStore {
     }
 
     /// Checks or creates the schema over an open connection: the raw store, without layers.
-    async fn open(mut conn: Conn, keys: Keys, server: String, deadline: Duration) -> Result<Self> {
-        tokio::time::timeout(
-            deadline,
-            schema::ensure(&mut conn, &keys, SCHEMA_VERSION, MIGRATIONS),
-        )
-        .await
-        .map_err(|_| timed_out(deadline))??;
+    async fn open(conn: Conn, keys: Keys, server: String, deadline: Duration) -> Result<Self> {
+        // Each exchange is bounded, not the whole: a migration may take long.
+        let limits = Limits::new(deadline);
+        schema::ensure(&conn, &keys, SCHEMA_VERSION, MIGRATIONS, limits).await?;
         Ok(RedisStore {
             conn,
             keys,
@@ -272,7 +269,8 @@ fn not_found(session: &SessionId) -> Error {
     Error::not_found(format!("session `{session}` does not exist"))
 }
 
-fn timed_out(deadline: Duration) -> Error {
+/// The error of an exchange that outlasted `deadline`.
+pub(crate) fn timed_out(deadline: Duration) -> Error {
     Error::unavailable(format!("Redis did not answer within {deadline:?}"))
 }
 
@@ -295,13 +293,8 @@ impl SessionStore for RedisStore {
     async fn schema_version(&self) -> Result<u32> {
         // Re-checked rather than cached: a server restarted without persistence (or a
         // FLUSHDB) leaves an empty prefix, which is a new store of the current version.
-        let mut conn = self.conn.clone();
-        tokio::time::timeout(
-            self.deadline,
-            schema::ensure(&mut conn, &self.keys, SCHEMA_VERSION, MIGRATIONS),
-        )
-        .await
-        .map_err(|_| timed_out(self.deadline))?
+        let limits = Limits::new(self.deadline);
+        schema::ensure(&self.conn, &self.keys, SCHEMA_VERSION, MIGRATIONS, limits).await
     }
 
     async fn store_property(&self, name: &str) -> Result<Option<String>> {

@@ -124,20 +124,11 @@ async fn every_key_of_a_store_lies_in_its_prefix_slot() {
     };
     assert!(store.is_cluster());
     let id = sid("Research Agent");
-    store
-        .append(
-            &id,
-            &[
-                Message::user("compare bigquery and alloydb"),
-                Message::assistant("alloydb is postgres compatible"),
-            ],
-        )
-        .await
-        .unwrap();
-    store
-        .compact(&id, &[Message::system("summary: databases")])
-        .await
-        .unwrap();
+    let messages = [
+        Message::user("compare bigquery and alloydb"),
+        Message::assistant("alloydb is postgres compatible"),
+    ];
+    common::compacted(&store, &id, &messages, "summary: databases").await;
     // Labels (their index spans sessions), expiry and a fork: still the one slot.
     let patch = SessionPatch::default()
         .owner("ada")
@@ -266,8 +257,10 @@ async fn stores_on_every_master_work_side_by_side() {
     }
 }
 
-/// Data of schema version 1 (one item, written as version 1 did) migrates on a cluster too:
-/// the migration script is routed to the store's node and touches keys of its slot only.
+/// Data of schema version 1 (one item and one session, written as versions 1 and 2 did)
+/// migrates on a cluster too: the migration scripts, and the reads of the client-driven
+/// rebuild of the search index (version 5), are routed to the store's node and touch keys
+/// of its slot only.
 #[tokio::test]
 async fn version_1_data_migrates_on_a_cluster() {
     let prefix = agentmem_testkit::unique_namespace("migrate_cluster");
@@ -276,7 +269,7 @@ async fn version_1_data_migrates_on_a_cluster() {
     };
     drop(store);
     let root = format!("{{{prefix}}}");
-    let mut item = MemoryItem::new(MemoryKind::Fact, "the user is alpha").with_key("name");
+    let mut item = MemoryItem::new(MemoryKind::Fact, "the user is adopting alpha").with_key("name");
     item.id = MemoryId::new("v1-a").unwrap();
     let created = agentmem_core::support::micros(item.created_at);
     // As version 1 of the layout wrote it: no scope, no expiry, counters per kind only. One
@@ -301,13 +294,32 @@ async fn version_1_data_migrates_on_a_cluster() {
         .hset(
             format!("{root}:mem:terms"),
             "v1-a",
-            r#"{"l":4,"t":{"alpha":"1","is":"1","the":"1","user":"1"}}"#,
+            r#"{"l":5,"t":{"adopting":"1","alpha":"1","is":"1","the":"1","user":"1"}}"#,
         )
-        .hset(format!("{root}:mem:lens"), "v1-a", 4)
+        .hset(format!("{root}:mem:lens"), "v1-a", 5)
         .hincr(format!("{root}:mem:stats"), "docs:fact", 1)
-        .hincr(format!("{root}:mem:stats"), "words:fact", 4);
-    for term in ["alpha", "is", "the", "user"] {
+        .hincr(format!("{root}:mem:stats"), "words:fact", 5);
+    for term in ["adopting", "alpha", "is", "the", "user"] {
         pipe.hset(format!("{root}:mem:t:{term}"), "v1-a", 1);
+    }
+    // A session as version 2 wrote it (epoch 0 of later versions): one message, its words
+    // unstemmed.
+    let message = Message::user("looked into adoption");
+    pipe.rpush(
+        format!("{root}:s:s1:msgs"),
+        serde_json::to_string(&message).unwrap(),
+    )
+    .hset_multiple(
+        format!("{root}:s:s1:meta"),
+        &[("created", created), ("updated", created), ("words", 3)],
+    )
+    .zadd(format!("{root}:sessions"), "s1", created)
+    .hincr(format!("{root}:stats"), "docs", 1)
+    .hincr(format!("{root}:stats"), "words", 3);
+    for term in ["adoption", "into", "looked"] {
+        pipe.set(format!("{root}:s:s1:t:{term}"), "0:1:3,")
+            .sadd(format!("{root}:s:s1:terms"), term)
+            .sadd(format!("{root}:ix:{term}"), "s1");
     }
     let _: () = pipe.query_async(&mut raw).await.unwrap();
 
@@ -318,11 +330,18 @@ async fn version_1_data_migrates_on_a_cluster() {
     assert_eq!(meta, format!("{created}\n\n\nfact\nname"));
     let global = MemoryFilter::default().with_scope(ScopeFilter::Exactly(MemoryScope::global()));
     assert_eq!(store.list_memories(&global).await.unwrap(), [item.clone()]);
+    // Found by the stems of their words (version 5).
     let hits = store
-        .search_memories("alpha", &MemoryFilter::default())
+        .search_memories("adoption", &MemoryFilter::default())
         .await
         .unwrap();
     assert_eq!(hits.len(), 1);
+    let hits = store
+        .search_messages("adopting", &MessageQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].message, message);
     // The key index was converted: a put with the same kind and key replaces the item.
     let renamed = MemoryItem::new(MemoryKind::Fact, "the user is beta").with_key("name");
     assert_eq!(store.put_memory(&renamed).await.unwrap().id, item.id);

@@ -131,14 +131,7 @@ async fn keys_starting(raw: &mut MultiplexedConnection, prefix: &str, start: &st
 
 /// Asserts that the message index counts no document and no word.
 async fn assert_index_counters_zero(raw: &mut MultiplexedConnection, prefix: &str) {
-    let stats: Vec<i64> = redis::cmd("HMGET")
-        .arg(format!("{prefix}:stats"))
-        .arg("docs")
-        .arg("words")
-        .query_async(raw)
-        .await
-        .unwrap();
-    assert_eq!(stats, [0, 0]);
+    assert_eq!(common::index_counters(raw, prefix).await, (0, 0));
 }
 
 /// Message `text` with the id `m{i}`, so both stores of a comparison hold the same ids.
@@ -392,14 +385,8 @@ async fn index_never_goes_stale_and_deletes_leave_no_keys() {
         c
     };
 
-    store
-        .append(&id, &users(&["alpha one", "beta one"]))
-        .await
-        .unwrap();
-    let archive = store
-        .compact(&id, &[Message::system("summary gamma")])
-        .await
-        .unwrap();
+    let messages = users(&["alpha one", "beta one"]);
+    let archive = common::compacted(&store, &id, &messages, "summary gamma").await;
     assert_eq!(archive.message_count, 2);
     assert!(
         store
@@ -1226,11 +1213,9 @@ async fn fork_rewind_and_expiry_keep_search_exact() {
 #[tokio::test]
 async fn native_expiry_leaves_nothing_once_collected() {
     let (store, mut raw, prefix, _guard) = open_or_skip!("native_expiry");
-    let id = seeded(&store, "short", &["alpha beta", "gamma"]).await;
-    let archive = store
-        .compact(&id, &[Message::system("delta summary")])
-        .await
-        .unwrap();
+    let id = sid("short");
+    let messages = users(&["alpha beta", "gamma"]);
+    let archive = common::compacted(&store, &id, &messages, "delta summary").await;
     let expires = agentmem_core::now() + chrono::Duration::milliseconds(800);
     let patch = SessionPatch::default()
         .owner("ada")

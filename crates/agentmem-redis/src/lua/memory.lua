@@ -59,6 +59,22 @@ local function count(kind, scope, docs, words)
   end
 end
 
+-- Indexes item `id` by `ix`, its index JSON as the client sends it (`l`: the word count,
+-- `t`: term -> frequency): its length, its postings, and `ix` itself (to undo them). The
+-- item must hold no postings yet, nor a length (an item of no words gets none). Returns the
+-- word count, for `count`.
+local function index_item(id, ix)
+  local doc = cjson.decode(ix)
+  if doc.l > 0 then
+    redis.call('HSET', LENS, id, doc.l)
+    for term, tf in pairs(doc.t) do
+      redis.call('HSET', mtkey(term), id, tf)
+    end
+  end
+  redis.call('HSET', TERMS, id, ix)
+  return doc.l
+end
+
 -- Removes an item from every index (not from ITEMS, META or ORDER).
 local function unindex_item(id)
   local _, _, scope, kind, key = item_meta(id)

@@ -83,35 +83,27 @@ local function touch(sid, now, m, fields)
   end
 end
 
--- Appends ARGV[first + 2 + 2 * terms ..] (message JSON, stored byte for byte) to the
--- session's list and indexes them in epoch `e`. ARGV[first] is the messages' word count,
--- ARGV[first + 1] the number of distinct terms, then one (term, postings) pair per term:
--- the client (which tokenizes with agentmem-core, as Lua knows no Unicode) has grouped the
--- postings per term, `k:frequency:length,` for the k-th message of the batch. `fresh` says
--- the epoch has no terms yet (no need to ask which are known).
--- Returns the list's new length, the word count and the number of distinct terms.
+-- Indexes in epoch `e` the `ndocs` messages at positions `n0`.. of the session's list.
+-- ARGV[first] is the messages' term count (every occurrence), ARGV[first + 1] the number of
+-- distinct terms, then one (term, postings) pair per term: the client (which tokenizes and
+-- stems with agentmem-core, as Lua knows neither Unicode nor stems) has grouped the postings
+-- per term, `k:frequency:length,` for the k-th message of the batch. `fresh` says the epoch
+-- has no terms yet (no need to ask which are known); `exp` is the session's expiry (ms) or
+-- nil.
+-- Returns the term count and the number of distinct terms.
 --
 -- Postings are append-only strings, one per (session, epoch, term), so a batch costs one
 -- APPEND per distinct term. Positions are the batch's own, placed after the `n0` messages
--- already in the list: as they are when `n0` is 0, with the position in front for a single
--- message, else behind a marker `@n0,` that a search adds to the positions up to the next
--- marker (`@0,`, which ends the batch). Known terms skip the sessions index `P:ix:W` (the
--- session is in it already).
-local function push_messages(sid, e, first, fresh, exp)
+-- before it: as they are when `n0` is 0, with the position in front for a single message,
+-- else behind a marker `@n0,` that a search adds to the positions up to the next marker
+-- (`@0,`, which ends the batch). Known terms skip the sessions index `P:ix:W` (the session
+-- is in it already).
+local function index_batch(sid, e, first, n0, ndocs, fresh, exp)
   local words, nterms = tonumber(ARGV[first]), tonumber(ARGV[first + 1])
-  local t0 = first + 2
-  local m0 = t0 + 2 * nterms
-  local ndocs = #ARGV - m0 + 1
-  local jsons = {}
-  for k = 1, ndocs do
-    jsons[k] = ARGV[m0 + k - 1]
-  end
-  local msgs = sk(sid, 'msgs')
-  local len = chunked('RPUSH', msgs, jsons) or redis.call('LLEN', msgs)
-  local n0 = len - ndocs
   if nterms == 0 then
-    return len, words, 0
+    return words, 0
   end
+  local t0 = first + 2
   local terms = {}
   for j = 1, nterms do
     terms[j] = ARGV[t0 + 2 * j - 2]
@@ -142,6 +134,23 @@ local function push_messages(sid, e, first, fresh, exp)
     end
   end
   chunked('SADD', tk, new)
+  return words, nterms
+end
+
+-- Appends ARGV[first + 2 + 2 * terms ..] (message JSON, stored byte for byte) to the
+-- session's list and indexes them in epoch `e` (`index_batch`, whose arguments start at
+-- ARGV[first]). Returns the list's new length, the term count and the number of distinct
+-- terms.
+local function push_messages(sid, e, first, fresh, exp)
+  local m0 = first + 2 + 2 * tonumber(ARGV[first + 1])
+  local ndocs = #ARGV - m0 + 1
+  local jsons = {}
+  for k = 1, ndocs do
+    jsons[k] = ARGV[m0 + k - 1]
+  end
+  local msgs = sk(sid, 'msgs')
+  local len = chunked('RPUSH', msgs, jsons) or redis.call('LLEN', msgs)
+  local words, nterms = index_batch(sid, e, first, len - ndocs, ndocs, fresh, exp)
   return len, words, nterms
 end
 
@@ -417,7 +426,7 @@ local function count_through(key, len, prefix)
   return nil
 end
 
--- The postings of a string (see push_messages) as {position, frequency, length} triples,
+-- The postings of a string (see index_batch) as {position, frequency, length} triples,
 -- positions absolute.
 local function parse_postings(packed)
   local out = {}

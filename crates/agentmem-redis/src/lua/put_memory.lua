@@ -48,13 +48,5 @@ redis.call('ZADD', UPDATED, updated, id)
 if key ~= '' then
   redis.call('HSET', KEYIDX, field, id)
 end
-local doc = cjson.decode(ix)
-if doc.l > 0 then
-  redis.call('HSET', LENS, id, doc.l)
-  for term, tf in pairs(doc.t) do
-    redis.call('HSET', mtkey(term), id, tf)
-  end
-end
-redis.call('HSET', TERMS, id, ix)
-count(kind, scope, 1, doc.l)
+count(kind, scope, 1, index_item(id, ix))
 return {'ok'}

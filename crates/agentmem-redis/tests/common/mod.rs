@@ -6,10 +6,19 @@
 
 use std::sync::Arc;
 
-use agentmem_core::{Layered, PendingWrite, SessionStore, TypedBytes};
+use agentmem_core::{
+    AgentMemory, ArchiveInfo, Layered, Message, PendingWrite, SessionId, SessionStore, TypedBytes,
+};
 use agentmem_redis::{RedisConfig, RedisStore};
 use agentmem_testkit::{NamespaceGuard, ServerNamespace, TestStore};
-use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::aio::MultiplexedConnection;
+
+mod raw;
+#[allow(
+    unused_imports,
+    reason = "shared by several test binaries, each using part of it"
+)]
+pub use raw::{index_counters, keys};
 
 /// A store for the conformance suite on `namespace`'s server, or `None` (the test skips)
 /// when that server (`server`, as the skip note names it) does not answer.
@@ -75,15 +84,6 @@ pub async fn store_and_raw(
     Some((store, raw, guard))
 }
 
-/// The keys matching `pattern` (Redis `KEYS`; on a cluster, from every master).
-pub async fn keys<C: ConnectionLike + Send>(raw: &mut C, pattern: &str) -> Vec<String> {
-    redis::cmd("KEYS")
-        .arg(pattern)
-        .query_async(raw)
-        .await
-        .unwrap()
-}
-
 /// A small deterministic pseudo-random sequence (a linear congruential generator).
 pub struct Lcg(pub u64);
 
@@ -123,6 +123,18 @@ pub async fn assert_current_schema(store: &impl SessionStore) {
         store.schema_version().await.unwrap(),
         agentmem_redis::SCHEMA_VERSION
     );
+}
+
+/// Appends `messages` to session `id` of `store`, then compacts them into the one system
+/// message `summary`: the archive the compaction made.
+pub async fn compacted(
+    store: &dyn AgentMemory, id: &SessionId, messages: &[Message], summary: &str,
+) -> ArchiveInfo {
+    store.append(id, messages).await.unwrap();
+    store
+        .compact(id, &[Message::system(summary)])
+        .await
+        .unwrap()
 }
 
 /// A pending write of task `t` (index 0) to channel `x`: the one write a test needs when its
