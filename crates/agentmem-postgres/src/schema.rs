@@ -4,27 +4,54 @@
 //! version; opening a store applies the missing ones inside one transaction that holds a
 //! transaction-scoped advisory lock keyed on the schema name, so processes starting at once
 //! migrate exactly once and everyone else waits, then finds the work done.
+//!
+//! A migration is a step: DDL, or work done in Rust on the rows (recomputing the
+//! client-built `tsvector`s when the word rule changes), in the same transaction.
 
 use agentmem_core::{Error, Result};
 use deadpool_postgres::Pool;
-use tokio_postgres::types::Type;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Row, Transaction};
 
+use crate::codec::get;
 use crate::config::quote_schema;
 use crate::error;
+use crate::search::tsvector_literal;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// First key of the advisory lock (`'amem'` in ASCII), so agentmem's locks do not collide
 /// with an application's own one-key advisory locks.
 const LOCK_CLASS: i32 = 0x616d_656d;
 
-/// One forward migration: its version, a description, and its DDL with `{s}` standing for
-/// the quoted schema.
+/// One forward migration: its version, a description, and what it does.
 struct Migration {
     version: u32,
     description: &'static str,
-    sql: &'static str,
+    step: Step,
+}
+
+/// What a migration does, inside the migrating transaction.
+enum Step {
+    /// Statements run as they are, with `{s}` standing for the quoted schema.
+    Sql(&'static str),
+    /// Recomputes every stored `tsvector` (messages, memory items) from the stored text with
+    /// this build's [`tsvector_literal`]: see [`rebuild_tsvectors`].
+    RebuildTsvectors,
+}
+
+impl Step {
+    /// Runs the step in `tx` on the quoted schema `s`.
+    async fn run(&self, tx: &Transaction<'_>, s: &str) -> Result<()> {
+        match self {
+            Step::Sql(sql) => tx
+                .batch_execute(&sql.replace("{s}", s))
+                .await
+                .map_err(error::pg),
+            Step::RebuildTsvectors => rebuild_tsvectors(tx, s).await,
+        }
+    }
 }
 
 /// Every migration, oldest first. Append new ones; never edit an applied one.
@@ -42,7 +69,8 @@ const MIGRATIONS: &[Migration] = &[
         // on every backend (see search.rs).
         // There are no foreign keys: every write goes through this crate, which deletes
         // dependent rows itself, and per-row RI checks would slow batch appends.
-        sql: r#"
+        step: Step::Sql(
+            r#"
 CREATE TABLE {s}.sessions (
     id            text COLLATE "C" PRIMARY KEY,
     metadata      json        NOT NULL,
@@ -110,6 +138,7 @@ CREATE UNIQUE INDEX memories_kind_key ON {s}.memories (kind, key) WHERE key IS N
 CREATE INDEX memories_created ON {s}.memories (created_at, ord);
 CREATE INDEX memories_tsv ON {s}.memories USING gin (tsv);
 "#,
+        ),
     },
     Migration {
         version: 2,
@@ -117,7 +146,8 @@ CREATE INDEX memories_tsv ON {s}.memories USING gin (tsv);
         // `scope` is the scope's stored form (`''` for global); a key becomes unique per
         // (scope, kind) instead of per kind. Existing items become global and never expire.
         // Adding a column with a constant default rewrites no rows.
-        sql: r#"
+        step: Step::Sql(
+            r#"
 ALTER TABLE {s}.memories ADD COLUMN scope text COLLATE "C" NOT NULL DEFAULT '';
 ALTER TABLE {s}.memories ADD COLUMN expires_at timestamptz;
 DROP INDEX {s}.memories_kind_key;
@@ -126,6 +156,7 @@ CREATE UNIQUE INDEX memories_scope_kind_key ON {s}.memories (scope, kind, key)
 CREATE INDEX memories_scope ON {s}.memories (scope, created_at, ord);
 CREATE INDEX memories_expires ON {s}.memories (expires_at) WHERE expires_at IS NOT NULL;
 "#,
+        ),
     },
     Migration {
         version: 3,
@@ -133,7 +164,8 @@ CREATE INDEX memories_expires ON {s}.memories (expires_at) WHERE expires_at IS N
         // Existing sessions get no labels and never expire (adding nullable columns rewrites
         // no rows). Tags are rows of their own, one per (session, key), indexed by (key,
         // value) for lookups; owners are indexed with the id for paging in id order.
-        sql: r#"
+        step: Step::Sql(
+            r#"
 ALTER TABLE {s}.sessions ADD COLUMN title text;
 ALTER TABLE {s}.sessions ADD COLUMN owner text COLLATE "C";
 ALTER TABLE {s}.sessions ADD COLUMN expires_at timestamptz;
@@ -148,17 +180,20 @@ CREATE TABLE {s}.session_tags (
 );
 CREATE INDEX session_tags_key_value ON {s}.session_tags (key, value, session_id);
 "#,
+        ),
     },
     Migration {
         version: 4,
         description: "store properties",
         // A few named values the store keeps about itself (the encryption layer's marker).
-        sql: r#"
+        step: Step::Sql(
+            r#"
 CREATE TABLE {s}.properties (
     name  text COLLATE "C" PRIMARY KEY,
     value text NOT NULL
 );
 "#,
+        ),
     },
     Migration {
         version: 5,
@@ -172,7 +207,8 @@ CREATE TABLE {s}.properties (
         // lengths. Pending writes are keyed by their checkpoint's key, task id and index,
         // with no foreign key: they may be written before their checkpoint. New tables only:
         // existing data is not touched.
-        sql: r#"
+        step: Step::Sql(
+            r#"
 CREATE TABLE {s}.checkpoints (
     thread     text COLLATE "C" NOT NULL,
     ns         text COLLATE "C" NOT NULL,
@@ -214,6 +250,7 @@ CREATE TABLE {s}.checkpoint_writes (
     PRIMARY KEY (thread, ns, checkpoint_id, task_id, idx)
 );
 "#,
+        ),
     },
     Migration {
         version: 6,
@@ -224,7 +261,8 @@ CREATE TABLE {s}.checkpoint_writes (
         // call, and orders entities, each entity's observations and relations when read.
         // Observations refer to their entity's seq, so a re-created entity starts empty.
         // New tables only: existing data is not touched.
-        sql: r#"
+        step: Step::Sql(
+            r#"
 CREATE SEQUENCE {s}.graph_seq;
 
 CREATE TABLE {s}.graph_entities (
@@ -254,18 +292,29 @@ CREATE TABLE {s}.graph_relations (
 CREATE INDEX graph_relations_from ON {s}.graph_relations (from_key);
 CREATE INDEX graph_relations_to ON {s}.graph_relations (to_key);
 "#,
+        ),
     },
     Migration {
         version: 7,
         description: "embedding vectors",
         // Opaque bytes under a 32-byte key the client derives from the embedded text
         // (`vectors.rs`). New table only: existing data is not touched.
-        sql: r#"
+        step: Step::Sql(
+            r#"
 CREATE TABLE {s}.vectors (
     key  bytea PRIMARY KEY,
     data bytea NOT NULL
 );
 "#,
+        ),
+    },
+    Migration {
+        version: 8,
+        description: "search terms are Porter stems: tsvectors recomputed",
+        // Matching moved from words to their stems (`search.rs`): every stored tsvector is
+        // rebuilt from its row's text, as the write path builds it now. Archived messages
+        // and the other tables hold none.
+        step: Step::RebuildTsvectors,
     },
 ];
 
@@ -308,9 +357,7 @@ pub(crate) async fn migrate(pool: &Pool, schema: &str) -> Result<u32> {
         return Err(newer_schema(schema, current));
     }
     for m in MIGRATIONS.iter().filter(|m| m.version > current) {
-        tx.batch_execute(&m.sql.replace("{s}", &s))
-            .await
-            .map_err(pg)?;
+        m.step.run(&tx, &s).await?;
         tx.execute_typed(
             &format!("INSERT INTO {s}.schema_migrations (version, description) VALUES ($1, $2)"),
             &[
@@ -356,4 +403,200 @@ fn newer_schema(schema: &str, found: u32) -> Error {
         "schema \"{schema}\" is at version {found}, newer than this build of agentmem-postgres \
          understands (up to {SCHEMA_VERSION}); upgrade agentmem to open it"
     ))
+}
+
+/// The most rows [`rebuild_tsvectors`] reads and writes back at once.
+const REBUILD_ROWS: i64 = 1_000;
+/// The most text (bytes) one batch of [`rebuild_tsvectors`] reads past its first row, so
+/// 1,000 rows of megabytes each (tool outputs) are not held at once.
+const REBUILD_BYTES: i64 = 16 << 20;
+
+/// Recomputes the `tsv` of every message and memory item in the quoted schema `s` from its
+/// stored text, with [`tsvector_literal`], exactly as the write path computes it: from the
+/// text as given, which is `content` (`text`) unless `content_raw` (`text_raw`) holds its
+/// exact bytes (see `codec::storable_text`). An encrypting layer above the store hands it
+/// ciphertext, which is what is stored and what the write path indexed; so it is here.
+///
+/// Rows are read in primary key order in batches (keyset pagination: each batch starts past
+/// the last key of the one before), and each batch is written back by one `UPDATE … FROM
+/// unnest(…)`, skipping rows whose tsvector does not change.
+async fn rebuild_tsvectors(tx: &Transaction<'_>, s: &str) -> Result<()> {
+    // The keyset scan would miss rows a writer of an older build inserts behind it, or
+    // overwrite an update made meanwhile: writers wait until the migration commits (readers
+    // do not).
+    tx.batch_execute(&format!(
+        "LOCK TABLE {s}.messages, {s}.memories IN SHARE ROW EXCLUSIVE MODE"
+    ))
+    .await
+    .map_err(error::pg)?;
+    let messages = rebuild_messages(tx, s).await?;
+    let memories = rebuild_memories(tx, s).await?;
+    tracing::info!(
+        schema = s,
+        messages,
+        memories,
+        "agentmem-postgres: recomputed search tsvectors"
+    );
+    Ok(())
+}
+
+/// A table holding a client-built `tsvector` in `tsv`, for [`rebuild_tsvectors`].
+struct Indexed {
+    /// The table's name in the schema.
+    table: &'static str,
+    /// Its primary key columns.
+    key: &'static str,
+    /// The condition that a row's key is above the cursor, parameters `$3`…
+    after: &'static str,
+    /// The text column, and the one with the exact bytes when the text holds NUL.
+    text: &'static str,
+    raw: &'static str,
+}
+
+const MESSAGES_TSV: Indexed = Indexed {
+    table: "messages",
+    key: "session_id, seq",
+    after: "(session_id, seq) > ($3, $4)",
+    text: "content",
+    raw: "content_raw",
+};
+
+const MEMORIES_TSV: Indexed = Indexed {
+    table: "memories",
+    key: "id",
+    after: "id > $3",
+    text: "text",
+    raw: "text_raw",
+};
+
+impl Indexed {
+    /// The key columns, the text and its raw bytes of one batch of rows in the quoted schema
+    /// `s`: up to [`REBUILD_ROWS`] rows with keys above `cursor` (the first batch when
+    /// empty), in key order, ending once they carry more than [`REBUILD_BYTES`] of text (but
+    /// holding at least one row).
+    async fn batch(
+        &self, tx: &Transaction<'_>, s: &str, cursor: &[(&(dyn ToSql + Sync), Type)],
+    ) -> Result<Vec<Row>> {
+        let Indexed {
+            table,
+            key,
+            after,
+            text,
+            raw,
+        } = self;
+        let condition = if cursor.is_empty() { "true" } else { after };
+        // `octet_length` reads a value's size from its header without fetching it from
+        // TOAST, so only the rows kept are read whole (by the join).
+        let sql = format!(
+            "WITH page AS (
+                SELECT {key},
+                       row_number() OVER w AS n,
+                       sum(octet_length({text}) + coalesce(octet_length({raw}), 0)) OVER w AS upto
+                FROM {s}.{table}
+                WHERE {condition}
+                WINDOW w AS (ORDER BY {key})
+                ORDER BY {key}
+                LIMIT $1
+            )
+            SELECT {key}, t.{text}, t.{raw}
+            FROM page JOIN {s}.{table} t USING ({key})
+            WHERE page.n = 1 OR page.upto <= $2
+            ORDER BY {key}"
+        );
+        let mut params: Vec<(&(dyn ToSql + Sync), Type)> =
+            vec![(&REBUILD_ROWS, Type::INT8), (&REBUILD_BYTES, Type::INT8)];
+        params.extend_from_slice(cursor);
+        tx.query_typed(&sql, &params).await.map_err(error::pg)
+    }
+}
+
+/// The tsvector text of the row's text in columns `text` and `text + 1` (the text and its
+/// exact bytes when it holds NUL).
+fn row_tsvector(row: &Row, text: usize) -> Result<String> {
+    let raw: Option<&[u8]> = get(row, text + 1)?;
+    Ok(match raw {
+        // Invalid UTF-8 here is damage the read path reports; the index takes what it can
+        // rather than failing the migration (and so every open of the store).
+        Some(bytes) => tsvector_literal(&String::from_utf8_lossy(bytes)),
+        None => tsvector_literal(get(row, text)?),
+    })
+}
+
+/// [`rebuild_tsvectors`] for messages, keyed by `(session_id, seq)`; returns how many rows
+/// changed.
+async fn rebuild_messages(tx: &Transaction<'_>, s: &str) -> Result<u64> {
+    let update = format!(
+        "UPDATE {s}.messages m SET tsv = u.tsv::tsvector
+         FROM unnest($1::text[], $2::int8[], $3::text[]) AS u(session_id, seq, tsv)
+         WHERE m.session_id = u.session_id AND m.seq = u.seq AND m.tsv <> u.tsv::tsvector"
+    );
+    let mut changed = 0;
+    let mut last: Option<(String, i64)> = None;
+    loop {
+        let rows = match &last {
+            None => MESSAGES_TSV.batch(tx, s, &[]).await?,
+            Some((session, seq)) => {
+                let cursor: [(&(dyn ToSql + Sync), Type); 2] =
+                    [(session, Type::TEXT), (seq, Type::INT8)];
+                MESSAGES_TSV.batch(tx, s, &cursor).await?
+            }
+        };
+        let Some(end) = rows.last() else {
+            return Ok(changed);
+        };
+        last = Some((get(end, 0)?, get(end, 1)?));
+        let mut sessions = Vec::with_capacity(rows.len());
+        let mut seqs = Vec::with_capacity(rows.len());
+        let mut tsvs = Vec::with_capacity(rows.len());
+        for row in &rows {
+            sessions.push(get::<&str>(row, 0)?);
+            seqs.push(get::<i64>(row, 1)?);
+            tsvs.push(row_tsvector(row, 2)?);
+        }
+        changed += tx
+            .execute_typed(
+                &update,
+                &[
+                    (&sessions, Type::TEXT_ARRAY),
+                    (&seqs, Type::INT8_ARRAY),
+                    (&tsvs, Type::TEXT_ARRAY),
+                ],
+            )
+            .await
+            .map_err(error::pg)?;
+    }
+}
+
+/// [`rebuild_tsvectors`] for memory items, keyed by `id`; returns how many rows changed.
+async fn rebuild_memories(tx: &Transaction<'_>, s: &str) -> Result<u64> {
+    let update = format!(
+        "UPDATE {s}.memories i SET tsv = u.tsv::tsvector
+         FROM unnest($1::text[], $2::text[]) AS u(id, tsv)
+         WHERE i.id = u.id AND i.tsv <> u.tsv::tsvector"
+    );
+    let mut changed = 0;
+    let mut last: Option<String> = None;
+    loop {
+        let rows = match &last {
+            None => MEMORIES_TSV.batch(tx, s, &[]).await?,
+            Some(id) => MEMORIES_TSV.batch(tx, s, &[(id, Type::TEXT)]).await?,
+        };
+        let Some(end) = rows.last() else {
+            return Ok(changed);
+        };
+        last = Some(get(end, 0)?);
+        let mut ids = Vec::with_capacity(rows.len());
+        let mut tsvs = Vec::with_capacity(rows.len());
+        for row in &rows {
+            ids.push(get::<&str>(row, 0)?);
+            tsvs.push(row_tsvector(row, 1)?);
+        }
+        changed += tx
+            .execute_typed(
+                &update,
+                &[(&ids, Type::TEXT_ARRAY), (&tsvs, Type::TEXT_ARRAY)],
+            )
+            .await
+            .map_err(error::pg)?;
+    }
 }

@@ -1,20 +1,33 @@
-//! Ranked full-text search over a GIN-indexed `tsvector` with `ts_rank`.
+//! Ranked full-text search over a GIN-indexed `tsvector`, weighted by inverse document
+//! frequency.
 //!
-//! The contract says words are runs of letters and digits, lowercased, and a document
-//! matches when it holds any query word. PostgreSQL's parser splits text its own way (it
-//! keeps `bob@example.com` or `v1.2` whole, and its idea of a letter depends on the
-//! database's locale), so this crate does not use `to_tsvector`. It builds the `tsvector`
-//! from [`agentmem_core::search::words`] on the client, with positions, and the `tsquery` as
-//! an OR of [`agentmem_core::search::query_words`]; both travel as bind parameters (text cast
-//! to `tsvector` / `tsquery`). That is the `simple` configuration's behaviour (no stemming,
-//! no stop words) with exactly the matching rule of every other backend.
+//! The contract says words are runs of letters and digits, lowercased, each reduced to its
+//! Porter stem exactly as SQLite FTS5's `porter` tokenizer does, and a document matches when
+//! it holds the stem of any query word. PostgreSQL's parser splits text its own way (it keeps
+//! `bob@example.com` or `v1.2` whole, and its idea of a letter depends on the database's
+//! locale) and its `english` stemmer is Snowball, not Porter, so this crate does not use
+//! `to_tsvector`. It builds the `tsvector` from [`agentmem_core::search::index_terms`] on the
+//! client, with positions, and the query from [`agentmem_core::search::query_terms`]; both
+//! travel as bind parameters (text cast to `tsvector` / `tsquery`). That is the `simple`
+//! configuration's behaviour (no stop words, no stemming of its own) with exactly the matching
+//! rule of every other backend.
 //!
-//! Ranking is `ts_rank(tsv, query, 1)`: term frequency, divided by `1 + log(length)`, so a
-//! short text using the word often ranks above a long one mentioning it once.
+//! Ranking is BM25's inverse document frequency over `ts_rank`: a hit scores
+//! `Σ idf(t) · ts_rank(tsv, t, 1)` over the query terms `t` it holds, with
+//! `idf(t) = ln((N − df + 0.5) / (df + 0.5) + 1)`. `ts_rank(…, 1)` is term frequency divided
+//! by `1 + log(length)`, so a short text using a word often ranks above a long one mentioning
+//! it once; the idf makes a rare word weigh more than one found in half the rows (a speaker's
+//! name). `df` is counted exactly over the searched set: messages of live sessions (of the
+//! one session for a session scope), memory items passing the filter. `N` is the searched
+//! set's size: a session's message count for a session scope; otherwise the table's row
+//! estimate (`pg_class.reltuples`, kept by (auto)analyze; an exact count before the table is
+//! first analyzed), which also counts expired rows not yet purged and, for memory items,
+//! the items the filter leaves out, and is never below a term's `df`. `sql::ranked_search`
+//! builds the statements that compute it.
 
 use std::fmt::Write as _;
 
-use agentmem_core::search::{index_words, query_words};
+use agentmem_core::search::{index_terms, query_terms};
 use agentmem_core::support::stored_session_id;
 use agentmem_core::{MemoryHit, MessageHit, Result};
 use tokio_postgres::Row;
@@ -30,14 +43,15 @@ const MAX_POSITION: usize = 16_383;
 /// beyond that (a message of several hundred kilobytes of distinct words) is not indexed.
 const MAX_TSVECTOR_BYTES: usize = 1_000_000;
 
-/// The `tsvector` text for `text`: each distinct word, quoted, with its positions.
+/// The `tsvector` text for `text`: each distinct term (a word's stem), quoted, with its
+/// positions.
 ///
-/// When the words would overflow a `tsvector`, the words that appear first are kept.
+/// When the terms would overflow a `tsvector`, the terms that appear first are kept.
 pub(crate) fn tsvector_literal(text: &str) -> String {
-    let words = index_words(text);
-    // Sorting (word, position) pairs groups each word's positions in ascending order, the
-    // layout PostgreSQL keeps anyway, without a map or a list per word.
-    let mut pairs: Vec<(&str, usize)> = words
+    let terms = index_terms(text);
+    // Sorting (term, position) pairs groups each term's positions in ascending order, the
+    // layout PostgreSQL keeps anyway, without a map or a list per term.
+    let mut pairs: Vec<(&str, usize)> = terms
         .iter()
         .enumerate()
         .map(|(i, w)| (w.as_str(), (i + 1).min(MAX_POSITION)))
@@ -98,18 +112,21 @@ pub(crate) fn tsvector_literal(text: &str) -> String {
     out
 }
 
-/// The `tsquery` text matching any word of `query`; `None` when it has no words.
-pub(crate) fn tsquery_literal(query: &str) -> Option<String> {
-    let mut out = String::new();
-    // The words every backend searches for (capped well below a tsquery's 32,768 nodes, and
-    // none longer than a lexeme).
-    for w in query_words(query) {
-        if !out.is_empty() {
-            out.push_str(" | ");
-        }
-        push_quoted(&mut out, &w);
-    }
-    (!out.is_empty()).then_some(out)
+/// The query terms of `query`, each as the `tsquery` text matching it (`'term'`); none when
+/// it has no words.
+///
+/// The statements match the OR of these and weigh each by its document frequency (see the
+/// module docs). They are capped well below a tsquery's 32,768 nodes, none longer than a
+/// lexeme: the terms every backend searches for.
+pub(crate) fn tsquery_terms(query: &str) -> Vec<String> {
+    query_terms(query)
+        .iter()
+        .map(|t| {
+            let mut quoted = String::with_capacity(t.len() + 2);
+            push_quoted(&mut quoted, t);
+            quoted
+        })
+        .collect()
 }
 
 /// Appends `'word'`, doubling quotes and backslashes as the tsvector/tsquery syntax wants.
@@ -148,10 +165,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tsvector_uses_agentmem_words_with_positions() {
+    fn tsvector_holds_stemmed_terms_with_positions() {
         assert_eq!(
             tsvector_literal("Mail bob@example.com, bob!"),
-            "'bob':2,5 'com':4 'example':3 'mail':1"
+            "'bob':2,5 'com':4 'exampl':3 'mail':1"
+        );
+        // Every form of a word is one term, at each of its positions.
+        assert_eq!(
+            tsvector_literal("Adopting cats; adopted, adoption."),
+            "'adopt':1,3,4 'cat':2"
         );
         assert_eq!(tsvector_literal("!!!"), "");
         let long = "x".repeat(3000);
@@ -159,31 +181,25 @@ mod tests {
     }
 
     #[test]
-    fn tsquery_is_an_or_of_distinct_words() {
-        assert_eq!(
-            tsquery_literal("Rust, rust & Go|"),
-            Some("'rust' | 'go'".into())
-        );
-        assert_eq!(tsquery_literal("  ?! "), None);
-        // The same words, in the same order, as the core's query_words.
-        let query = "Ünïcode, RUST rust; 東京 go Go rust2";
-        let expected: Vec<String> = agentmem_core::search::query_words(query)
+    fn query_terms_are_distinct_stems_each_quoted() {
+        assert_eq!(tsquery_terms("Rust, rust & Go|"), ["'rust'", "'go'"]);
+        assert_eq!(tsquery_terms("adopting adopted cats"), ["'adopt'", "'cat'"]);
+        assert!(tsquery_terms("  ?! ").is_empty());
+        // The same terms, in the same order, as the core's query_terms.
+        let query = "Ünïcode, RUST rust; 東京 go Go rust2 running";
+        let expected: Vec<String> = agentmem_core::search::query_terms(query)
             .iter()
             .map(|w| format!("'{w}'"))
             .collect();
-        assert_eq!(tsquery_literal(query), Some(expected.join(" | ")));
+        assert_eq!(tsquery_terms(query), expected);
     }
 
     #[test]
     fn long_queries_are_cut_to_what_every_backend_searches() {
         let query: String = (0..20_000).map(|i| format!("q{i} ")).collect();
-        let literal = tsquery_literal(&query).expect("words");
-        let kept = agentmem_core::search::MAX_QUERY_WORDS;
-        assert_eq!(literal.matches(" | ").count(), kept - 1);
-        assert!(
-            literal.starts_with("'q0' | 'q1'"),
-            "the first words are kept"
-        );
+        let terms = tsquery_terms(&query);
+        assert_eq!(terms.len(), agentmem_core::search::MAX_QUERY_WORDS);
+        assert_eq!(terms[..2], ["'q0'", "'q1'"], "the first words are kept");
     }
 
     #[test]

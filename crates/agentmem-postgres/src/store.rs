@@ -36,9 +36,9 @@ use crate::lifecycle::{delete_session_in, lock_live_session, session_not_found, 
 use crate::memories::{memory_from_row, PUT_RETRIES};
 use crate::retention::PURGE_RETRIES;
 use crate::schema;
-use crate::search::{memory_hit, message_hit, tsquery_literal};
+use crate::search::{memory_hit, message_hit, tsquery_terms};
 use crate::sessions::{labels_from, session_from, session_info};
-use crate::sql::Sql;
+use crate::sql::{Sql, SLOTS};
 use crate::statements::{behind_pooler, Exec, Stmt};
 use crate::tls::Connector;
 
@@ -479,26 +479,32 @@ impl SessionStore for PostgresStore {
     }
 
     async fn search_messages(&self, query: &str, scope: &MessageQuery) -> Result<Vec<MessageHit>> {
-        let Some(tsquery) = tsquery_literal(query).filter(|_| scope.limit > 0) else {
+        let terms = tsquery_terms(query);
+        if terms.is_empty() || scope.limit == 0 {
             return Ok(Vec::new());
-        };
+        }
         let limit = i64::try_from(scope.limit).unwrap_or(i64::MAX);
         let session = scope.session.as_ref().map(SessionId::as_str);
         let at = now();
+        let search = &self.sql.search;
+        let many = terms.len() > SLOTS;
         let rows = run!(self, READ_RETRIES, |client| async {
             match session {
                 Some(session) => {
-                    client
-                        .query_st(
-                            &self.sql.search.in_session,
-                            &[&tsquery, &limit, &session, &at],
-                        )
-                        .await
+                    let st = if many {
+                        &search.in_session_many
+                    } else {
+                        &search.in_session
+                    };
+                    client.query_st(st, &[&terms, &limit, &session, &at]).await
                 }
                 None => {
-                    client
-                        .query_st(&self.sql.search.messages, &[&tsquery, &limit, &at])
-                        .await
+                    let st = if many {
+                        &search.messages_many
+                    } else {
+                        &search.messages
+                    };
+                    client.query_st(st, &[&terms, &limit, &at]).await
                 }
             }
         })?;
@@ -659,19 +665,21 @@ impl MemoryStore for PostgresStore {
 
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
         let limit = memory_search_limit(filter);
-        let Some(tsquery) = tsquery_literal(query).filter(|_| limit > 0) else {
+        let terms = tsquery_terms(query);
+        if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
-        };
+        }
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let kind = filter.kind.map(|k| k.as_str());
         let at = now();
         let scopes = filter.scope.stored_forms();
         let memories = &self.sql.memories;
-        let (st, params) = scoped(
-            (&memories.search, &memories.search_in_scopes),
-            &[&tsquery, &kind, &limit, &at],
-            &scopes,
-        );
+        let statements = if terms.len() > SLOTS {
+            (&memories.search_many, &memories.search_in_scopes_many)
+        } else {
+            (&memories.search, &memories.search_in_scopes)
+        };
+        let (st, params) = scoped(statements, &[&terms, &kind, &limit, &at], &scopes);
         let rows = run!(self, READ_RETRIES, |client| async {
             client.query_st(st, &params).await
         })?;

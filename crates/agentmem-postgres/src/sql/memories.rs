@@ -2,7 +2,8 @@
 
 use tokio_postgres::types::Type;
 
-use super::{without_last, Build, TEXT, TEXT_TEXT, TEXT_TIME};
+use super::ranked::{ranked_search, table_size, Ranked};
+use super::{prefixed, without_last, Build, TEXT, TEXT_TEXT, TEXT_TIME};
 use crate::statements::Stmt;
 
 /// Scope, kind, key, time.
@@ -27,9 +28,9 @@ const MEMORY_LIST_IN_SCOPES: &[Type] =
     &[Type::TEXT, Type::INT8, Type::TIMESTAMPTZ, Type::TEXT_ARRAY];
 /// `MEMORY_LIST_IN_SCOPES` without the scopes.
 const MEMORY_LIST: &[Type] = without_last(MEMORY_LIST_IN_SCOPES);
-/// Query, kind, limit, time, scopes.
+/// Query terms, kind, limit, time, scopes.
 const MEMORY_SEARCH_IN_SCOPES: &[Type] = &[
-    Type::TEXT,
+    Type::TEXT_ARRAY,
     Type::TEXT,
     Type::INT8,
     Type::TIMESTAMPTZ,
@@ -88,18 +89,22 @@ statements! {
         list: MEMORY_LIST => memory_list(s, ""),
         /// Like `memory_list`, of the scopes (stored forms) in `$4` only.
         list_in_scopes: MEMORY_LIST_IN_SCOPES => memory_list(s, " AND scope = ANY($4::text[])"),
-        /// Ranked items matching tsquery text `$1`, kind `$2` (any when NULL), not expired at
-        /// `$4`, at most `$3`.
-        search: MEMORY_SEARCH => memory_search(s, ""),
-        /// Like `memory_search`, of the scopes (stored forms) in `$5` only.
-        search_in_scopes: MEMORY_SEARCH_IN_SCOPES => memory_search(
-            s,
-            " AND scope = ANY($5::text[])",
-        ),
+        /// Ranked items matching any of the query terms `$1` (see `ranked_search`), of kind `$2`
+        /// (any when NULL), not expired at `$4`, at most `$3`.
+        search: MEMORY_SEARCH => memory_search(s, "", false),
+        /// Like `search`, for more than `SLOTS` terms.
+        search_many: MEMORY_SEARCH => memory_search(s, "", true),
+        /// Like `search`, of the scopes (stored forms) in `$5` only.
+        search_in_scopes: MEMORY_SEARCH_IN_SCOPES => memory_search(s, IN_SCOPES, false),
+        /// Like `search_in_scopes`, for more than `SLOTS` terms.
+        search_in_scopes_many: MEMORY_SEARCH_IN_SCOPES => memory_search(s, IN_SCOPES, true),
         /// Deletes item `$1`.
         delete: TEXT => format!("DELETE FROM {s}.memories WHERE id = $1"),
     }
 }
+
+/// The condition on items of the scopes (stored forms) in `$5`.
+const IN_SCOPES: &str = " AND scope = ANY($5::text[])";
 
 /// The `memory_list` statement, with `and` added to its condition.
 fn memory_list(s: &str, and: &str) -> String {
@@ -112,14 +117,27 @@ fn memory_list(s: &str, and: &str) -> String {
     )
 }
 
-/// The `memory_search` statement, with `and` added to its condition.
-fn memory_search(s: &str, and: &str) -> String {
-    format!(
-        "SELECT {MEMORY_COLUMNS}, ts_rank(tsv, q, 1)::float8 AS score
-         FROM {s}.memories, CAST($1::text AS tsquery) AS q
-         WHERE tsv @@ q AND ($2::text IS NULL OR kind = $2) AND {live}{and}
-         ORDER BY score DESC, created_at, ord
-         LIMIT $3",
-        live = live(4)
+/// The `memory_search` statement, with `and` added to its condition, for queries of up to
+/// `SLOTS` terms or of more when `many`.
+fn memory_search(s: &str, and: &str, many: bool) -> String {
+    ranked_search(
+        &Ranked {
+            from: format!("{s}.memories i"),
+            tsv: "i.tsv",
+            filter: format!(
+                "($2::text IS NULL OR i.kind = $2) AND {live}{and}",
+                live = live(4)
+            ),
+            // The whole table, not only the items the filter keeps: counting those would
+            // cost a scan of them on every search.
+            size: table_size(&format!("{s}.memories")),
+            hit: "i.id, i.created_at, i.ord",
+            table: format!("{s}.memories"),
+            key: "id",
+            columns: prefixed("t", MEMORY_COLUMNS),
+            ties: "created_at, ord",
+            limit: "$3",
+        },
+        many,
     )
 }

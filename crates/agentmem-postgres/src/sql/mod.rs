@@ -59,6 +59,7 @@ macro_rules! with_message_arrays {
 pub(crate) mod checkpoints;
 pub(crate) mod graph;
 mod memories;
+mod ranked;
 mod sessions;
 mod vectors;
 
@@ -70,6 +71,8 @@ use self::memories::MemorySql;
 use self::sessions::{ArchiveSql, LifecycleSql, RetentionSql, SearchSql, SessionSql};
 use self::vectors::VectorSql;
 use crate::statements::Stmt;
+
+pub(crate) use self::ranked::SLOTS;
 
 /// The statements of one store, by area.
 #[derive(Debug)]

@@ -5,6 +5,7 @@
 
 use tokio_postgres::types::Type;
 
+use super::ranked::{ranked_search, table_size, Ranked};
 use super::{
     insert_messages, live_session, prefixed, session_info_columns, without_last, Build,
     INSERT_MESSAGE_COLUMNS, MESSAGES, MESSAGES_AND_METADATA, SELECT_NEW_MESSAGE, TEXT, TEXT_ARRAY,
@@ -443,38 +444,62 @@ fn find_sessions(s: &str, and: &str) -> String {
     )
 }
 
-/// Query, limit, session, time.
-const SEARCH_SESSION: &[Type] = &[Type::TEXT, Type::INT8, Type::TEXT, Type::TIMESTAMPTZ];
+/// Query terms, limit, time.
+const SEARCH: &[Type] = &[Type::TEXT_ARRAY, Type::INT8, Type::TIMESTAMPTZ];
+/// Query terms, limit, session, time.
+const SEARCH_SESSION: &[Type] = &[Type::TEXT_ARRAY, Type::INT8, Type::TEXT, Type::TIMESTAMPTZ];
 
 statements! {
     /// Searching messages.
     SearchSql(s, st) {
-        /// Ranked messages matching tsquery text `$1`, at most `$2`, of sessions not expired at
-        /// `$3`.
-        messages: TEXT_INT8_TIME => format!(
-            "SELECT m.session_id, {m_cols}, ts_rank(m.tsv, q, 1)::float8 AS score
-             FROM {s}.messages m
-             JOIN {s}.sessions s ON s.id = m.session_id,
-             CAST($1::text AS tsquery) AS q
-             WHERE m.tsv @@ q AND {live}
-             ORDER BY score DESC, m.session_id, m.seq
-             LIMIT $2",
-            m_cols = prefixed("m", MESSAGE_COLUMNS),
-            live = live_session(3)
-        ),
-        /// Ranked messages matching `$1`, at most `$2`, in session `$3` unless it has expired at
-        /// `$4`.
-        in_session: SEARCH_SESSION => format!(
-            "SELECT m.session_id, {m_cols}, ts_rank(m.tsv, q, 1)::float8 AS score
-             FROM {s}.messages m
-             JOIN {s}.sessions s ON s.id = m.session_id,
-             CAST($1::text AS tsquery) AS q
-             WHERE m.session_id = $3 AND s.id = $3 AND m.tsv @@ q AND {live}
-             ORDER BY score DESC, m.seq
-             LIMIT $2",
-            m_cols = prefixed("m", MESSAGE_COLUMNS),
-            live = live_session(4)
-        ),
+        /// Ranked messages matching any of the query terms `$1` (at most `SLOTS` of them; see
+        /// `ranked_search`), at most `$2`, of sessions not expired at `$3`.
+        messages: SEARCH => ranked_search(&all_messages(s), false),
+        /// Like `messages`, for more than `SLOTS` terms.
+        messages_many: SEARCH => ranked_search(&all_messages(s), true),
+        /// Ranked messages matching any of the query terms `$1` (at most `SLOTS` of them), at
+        /// most `$2`, in session `$3` unless it has expired at `$4`.
+        in_session: SEARCH_SESSION => ranked_search(&session_messages(s), false),
+        /// Like `in_session`, for more than `SLOTS` terms.
+        in_session_many: SEARCH_SESSION => ranked_search(&session_messages(s), true),
+    }
+}
+
+/// The messages searched by `SearchSql::messages`: those of live sessions.
+fn all_messages(s: &str) -> Ranked {
+    searched_messages(
+        s,
+        live_session(3),
+        table_size(&format!("{s}.messages")),
+        "session_id, seq",
+    )
+}
+
+/// The messages searched by `SearchSql::in_session`: those of one session.
+fn session_messages(s: &str) -> Ranked {
+    searched_messages(
+        s,
+        format!("m.session_id = $3 AND s.id = $3 AND {}", live_session(4)),
+        // The session's live messages, all of which the search covers.
+        format!("(SELECT message_count FROM {s}.sessions WHERE id = $3)"),
+        "seq",
+    )
+}
+
+/// The messages of `filter` (on messages `m` of sessions `s`), `size` of them, ranked with
+/// equal scores ordered by `ties`.
+fn searched_messages(s: &str, filter: String, size: String, ties: &'static str) -> Ranked {
+    Ranked {
+        from: format!("{s}.messages m JOIN {s}.sessions s ON s.id = m.session_id"),
+        tsv: "m.tsv",
+        filter,
+        size,
+        hit: "m.session_id, m.seq",
+        table: format!("{s}.messages"),
+        key: "session_id, seq",
+        columns: format!("t.session_id, {}", prefixed("t", MESSAGE_COLUMNS)),
+        ties,
+        limit: "$2",
     }
 }
 

@@ -153,11 +153,24 @@ pub async fn open_at(service: &str, base: &str, options: &[(&str, &str)]) -> Opt
     .await
 }
 
-/// SQL undoing version 7 (embedding vectors) in the quoted schema `s`, for tests that put a
-/// schema back as an older version left it (each also deletes the later versions' rows of
-/// `schema_migrations`).
+/// SQL undoing version 8 (search terms are stems) in the quoted schema `s`, for tests that put
+/// a schema back as an older version left it (each also deletes the later versions' rows of
+/// `schema_migrations`): every tsvector holds words again, as `to_tsvector('simple', …)` splits
+/// them (which is agentmem's word rule for plain text).
+pub fn undo_version_8(s: &str) -> String {
+    format!(
+        "UPDATE {s}.messages SET tsv = to_tsvector('simple', content);
+         UPDATE {s}.memories SET tsv = to_tsvector('simple', text);"
+    )
+}
+
+/// SQL undoing version 7 (embedding vectors) and the version after it (see
+/// [`undo_version_8`]).
 pub fn undo_version_7(s: &str) -> String {
-    format!("DROP TABLE {s}.vectors;")
+    format!(
+        "{undo_8} DROP TABLE {s}.vectors;",
+        undo_8 = undo_version_8(s)
+    )
 }
 
 /// SQL undoing version 6 (the knowledge graph) and the versions after it (see
