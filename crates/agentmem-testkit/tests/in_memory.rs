@@ -14,7 +14,7 @@ agentmem_testkit::conformance_tests!(store);
 /// Any selection of the registry runs as one test: here every search case.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_search_cases_from_the_registry() {
-    assert_eq!(Area::Search.cases().count(), 12);
+    assert_eq!(Area::Search.cases().count(), 13);
     cases::run_cases(Area::Search.cases(), store).await;
 }
 
