@@ -243,12 +243,9 @@ fn capped(words: impl IntoIterator<Item = String>) -> Vec<String> {
 /// assert_eq!(index_terms("Adopting, adopted: adoption!"), ["adopt", "adopt", "adopt"]);
 /// ```
 pub fn index_terms(text: &str) -> Vec<String> {
-    capped(
-        words(text)
-            .into_iter()
-            .filter(|w| w.len() <= MAX_WORD_BYTES)
-            .map(|w| stem(&w).into_owned()),
-    )
+    // A word over MAX_WORD_BYTES is its own stem (only words up to 64 bytes are stemmed),
+    // so `capped` drops it as `index_words` does.
+    capped(words(text).into_iter().map(|w| stem(&w).into_owned()))
 }
 
 /// The distinct terms a query searches for: the [stems](stem) of its [`query_words`], in
