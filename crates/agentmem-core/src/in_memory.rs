@@ -88,6 +88,8 @@ struct State {
     sessions: BTreeMap<SessionId, StoredSession>,
     /// Memory items in insertion order (listing sorts them by creation time).
     memories: Vec<MemoryItem>,
+    /// Bumped by every change of `memories` (see `MemoryStore::memory_revision`).
+    memory_revision: u64,
     /// Store properties by name.
     properties: BTreeMap<String, String>,
     /// Checkpoint threads by id.
@@ -342,6 +344,9 @@ impl SessionStore for InMemoryStore {
         state
             .memories
             .retain(|item| !memory_is_purged(item, cutoff, at));
+        if state.memories.len() != memories_before {
+            state.memory_revision += 1;
+        }
         Ok(PurgeReport {
             sessions_deleted: (before - state.sessions.len()) as u64,
             memories_deleted: (memories_before - state.memories.len()) as u64,
@@ -436,6 +441,7 @@ impl SessionStore for InMemoryStore {
 impl MemoryStore for InMemoryStore {
     async fn put_memory(&self, item: &MemoryItem) -> Result<MemoryItem> {
         let mut state = self.state();
+        state.memory_revision += 1;
         let at = now();
         let holds_key = |m: &MemoryItem| item.shares_key_with(m);
         // An expired item with the key is gone: the new item does not take it over.
@@ -486,7 +492,15 @@ impl MemoryStore for InMemoryStore {
         let mut state = self.state();
         let before = state.memories.len();
         state.memories.retain(|m| &m.id != id);
-        Ok(state.memories.len() != before)
+        let deleted = state.memories.len() != before;
+        if deleted {
+            state.memory_revision += 1;
+        }
+        Ok(deleted)
+    }
+
+    async fn memory_revision(&self) -> Result<Option<u64>> {
+        Ok(Some(self.state().memory_revision))
     }
 }
 

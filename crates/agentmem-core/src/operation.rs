@@ -93,6 +93,7 @@ macro_rules! for_each_operation {
                     SearchMemories => fn search_memories(query: &str, filter: &crate::MemoryFilter)
                         -> Vec<crate::MemoryHit> { session: None };
                     DeleteMemory => fn delete_memory(id: &crate::MemoryId) -> bool { session: None };
+                    MemoryRevision => fn memory_revision() -> Option<u64> { session: None };
                 }
                 CheckpointStore {
                     PutCheckpoint => fn put_checkpoint(

@@ -5,10 +5,13 @@
 //! when it holds any query term. Backends with their own index (SQLite FTS5, Postgres
 //! tsvector, MongoDB `$text`) rank with it instead, under the same matching rule.
 
+use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet};
 
+mod document;
 mod stem;
 
+pub use document::DocumentTerms;
 pub use stem::stem;
 
 /// Splits `text` into lowercase words of letters and digits.
@@ -269,7 +272,8 @@ const B: f64 = 0.75;
 
 /// Ranks `documents` against `query` with BM25 over [terms](index_terms) and returns
 /// `(index, score)` of the matching ones, best first (ties keep document order), at most
-/// `limit`.
+/// `limit`. Each document is tokenized and stemmed; to rank the same documents again and
+/// again, keep their [`DocumentTerms`] and rank those with [`rank_terms`] (the same scores).
 ///
 /// ```
 /// use agentmem_core::search::rank;
@@ -280,40 +284,63 @@ const B: f64 = 0.75;
 pub fn rank<'a>(
     query: &str, documents: impl IntoIterator<Item = &'a str>, limit: usize,
 ) -> Vec<(usize, f64)> {
+    // One document's terms at a time: nothing is kept of those that do not match.
+    rank_documents(query, documents.into_iter().map(DocumentTerms::of), limit)
+}
+
+/// [`rank`] over documents already [counted](DocumentTerms::of): the same scores and the same
+/// order as `rank` over their texts, without tokenizing them again. A backend that holds its
+/// documents in memory keeps their terms beside them and ranks with this.
+///
+/// ```
+/// use agentmem_core::search::{rank, rank_terms, DocumentTerms};
+/// let texts = ["rust is fast", "python", "rust rust rust"];
+/// let docs: Vec<DocumentTerms> = texts.iter().map(|t| DocumentTerms::of(t)).collect();
+/// assert_eq!(rank_terms("Rusting", &docs, 10), rank("Rusting", texts, 10));
+/// ```
+pub fn rank_terms<'a>(
+    query: &str, documents: impl IntoIterator<Item = &'a DocumentTerms>, limit: usize,
+) -> Vec<(usize, f64)> {
+    rank_documents(query, documents, limit)
+}
+
+/// BM25 for [`rank`] and [`rank_terms`]. The average length and the idf are over all
+/// `documents`; ties are broken by document order.
+fn rank_documents<D: Borrow<DocumentTerms>>(
+    query: &str, documents: impl IntoIterator<Item = D>, limit: usize,
+) -> Vec<(usize, f64)> {
     let terms = query_terms(query);
     if terms.is_empty() || limit == 0 {
         return Vec::new();
     }
-    let term_index: HashMap<&str, usize> = terms
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.as_str(), i))
-        .collect();
-    // One pass: term frequencies of query terms per document, and document lengths.
-    let mut per_doc: Vec<(usize, usize, Vec<u32>)> = Vec::new();
+    // One pass: the lengths of all documents, and for the matching ones their counts of the
+    // query terms (`terms.len()` a document, one after another in `counts`).
+    let mut matching: Vec<(usize, usize)> = Vec::new();
+    let mut counts: Vec<u32> = Vec::new();
+    let mut tf = vec![0u32; terms.len()];
     let mut doc_freq = vec![0u32; terms.len()];
     let mut total_len = 0usize;
     let mut n_docs = 0usize;
     for (index, doc) in documents.into_iter().enumerate() {
+        let doc = doc.borrow();
         n_docs += 1;
-        let ws = index_terms(doc);
-        total_len += ws.len();
-        let mut tf = vec![0u32; terms.len()];
-        for w in &ws {
-            if let Some(&t) = term_index.get(w.as_str()) {
-                tf[t] += 1;
-            }
+        total_len += doc.len();
+        let mut any = false;
+        for (f, term) in tf.iter_mut().zip(&terms) {
+            *f = doc.count(term);
+            any |= *f > 0;
         }
-        if tf.iter().any(|&f| f > 0) {
-            for (t, &f) in tf.iter().enumerate() {
+        if any {
+            for (df, &f) in doc_freq.iter_mut().zip(&tf) {
                 if f > 0 {
-                    doc_freq[t] += 1;
+                    *df += 1;
                 }
             }
-            per_doc.push((index, ws.len(), tf));
+            counts.extend_from_slice(&tf);
+            matching.push((index, doc.len()));
         }
     }
-    if per_doc.is_empty() {
+    if matching.is_empty() {
         return Vec::new();
     }
     let avg_len = (total_len as f64 / n_docs as f64).max(1.0);
@@ -324,9 +351,10 @@ pub fn rank<'a>(
             ((n_docs as f64 - df + 0.5) / (df + 0.5) + 1.0).ln()
         })
         .collect();
-    let mut scored: Vec<(usize, f64)> = per_doc
+    let mut scored: Vec<(usize, f64)> = matching
         .into_iter()
-        .map(|(index, len, tf)| {
+        .zip(counts.chunks_exact(terms.len()))
+        .map(|((index, len), tf)| {
             let norm = K1 * (1.0 - B + B * len as f64 / avg_len);
             let score = tf
                 .iter()
@@ -339,8 +367,14 @@ pub fn rank<'a>(
             (index, score)
         })
         .collect();
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    scored.truncate(limit);
+    // Best first, ties in document order: a total order (indexes differ), so selecting the
+    // best `limit` and sorting only those gives what sorting all would.
+    let order = |a: &(usize, f64), b: &(usize, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if scored.len() > limit {
+        scored.select_nth_unstable_by(limit - 1, order);
+        scored.truncate(limit);
+    }
+    scored.sort_by(order);
     scored
 }
 
@@ -412,6 +446,69 @@ mod tests {
             .collect();
         assert_eq!(found, [2, 1, 0], "the shortest text first");
         assert_eq!(term_counts("adopt", "adopted, adopting")["adopt"], 2);
+    }
+
+    #[test]
+    fn document_terms_count_the_index_terms() {
+        let texts = [
+            "",
+            "?! --",
+            "Adopting, adopted: adoption! The cat and the CATS.",
+            "Grüße, мир! 東京 мир Grüße grüße",
+            "a b c a b a zzz 42 42 x42",
+        ];
+        for text in texts {
+            let doc = DocumentTerms::of(text);
+            let terms = index_terms(text);
+            assert_eq!(doc.len(), terms.len(), "{text:?}");
+            assert_eq!(doc.is_empty(), terms.is_empty());
+            let distinct: HashSet<&String> = terms.iter().collect();
+            assert_eq!(doc.terms().count(), distinct.len());
+            for term in &terms {
+                let n = terms.iter().filter(|t| *t == term).count();
+                assert_eq!(doc.count(term) as usize, n, "{term:?} in {text:?}");
+            }
+            assert!(doc
+                .terms()
+                .all(|(t, n)| n > 0 && terms.iter().any(|w| w == t)));
+            assert!(doc.terms().zip(doc.terms().skip(1)).all(|(a, b)| a.0 < b.0));
+            for absent in ["", "dog", "ad", "adopts", "zzzz", "~"] {
+                assert_eq!(doc.count(absent), 0, "{absent:?} in {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn ranking_terms_ranks_as_ranking_texts() {
+        // Many ties (equal texts), several limits below and above the matches.
+        let words = [
+            "rust", "rusting", "go", "cat", "cats", "the", "мир", "東京", "42",
+        ];
+        let texts: Vec<String> = (0..300usize)
+            .map(|i| {
+                (0..(i * 7 % 11))
+                    .map(|j| words[(i * 3 + j * j) % words.len()])
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        let docs: Vec<DocumentTerms> = texts.iter().map(|t| DocumentTerms::of(t)).collect();
+        for query in [
+            "rust",
+            "cat go",
+            "the",
+            "мир 東京 42",
+            "nothing",
+            "",
+            "rusted cats",
+        ] {
+            let all = rank(query, texts.iter().map(String::as_str), usize::MAX);
+            for limit in [0, 1, 3, 10, 100, 1000] {
+                let hits = rank_terms(query, &docs, limit);
+                assert_eq!(hits, rank(query, texts.iter().map(String::as_str), limit));
+                assert_eq!(hits[..], all[..limit.min(all.len())], "{query:?} {limit}");
+            }
+        }
     }
 
     #[test]

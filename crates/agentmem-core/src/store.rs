@@ -504,6 +504,28 @@ pub trait MemoryStore: Debug + Send + Sync + 'static {
     /// Deletes a memory item; `false` when there was none with this id (an expired item still
     /// held may count either way).
     async fn delete_memory(&self, id: &MemoryId) -> Result<bool>;
+
+    /// A number that changes whenever the memory items change (a put, a delete, a purge, an
+    /// import; through this handle or any other writer), or `None` when the backend cannot
+    /// tell cheaply. Compare it only with earlier values from the same handle: while it is
+    /// unchanged, `list_memories` returns the same items (except those whose expiry time has
+    /// passed since). A reader that keeps what it derived from the items, such as a search
+    /// catalog, reads them again only when it changes.
+    ///
+    /// ```
+    /// use agentmem_core::{InMemoryStore, MemoryItem, MemoryKind, MemoryStore};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemoryStore::new();
+    /// let before = store.memory_revision().await?;
+    /// assert_eq!(store.memory_revision().await?, before, "nothing changed");
+    /// store.put_memory(&MemoryItem::new(MemoryKind::Fact, "Ada likes tea")).await?;
+    /// assert_ne!(store.memory_revision().await?, before);
+    /// # Ok::<(), agentmem_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    async fn memory_revision(&self) -> Result<Option<u64>> {
+        Ok(None)
+    }
 }
 
 /// Checkpoints of graph runs (see [`checkpoint`](crate::checkpoint)): LangGraph's checkpointer

@@ -25,7 +25,7 @@ pub(crate) mod store_types {
 /// are lookup keys, see the crate README), `list_threads`, `delete_thread`,
 /// `delete_run_checkpoints` and `prune_checkpoints` (thread ids, checkpoint ids and metadata
 /// are kept in the clear, and a delete writes nothing), `clear_vectors` (it takes no key and
-/// writes nothing), and `store_property` and
+/// writes nothing), `memory_revision` (a counter of writes), and `store_property` and
 /// `set_store_property` (the marker is read and written through them). (`delete_memory` is not among them: the
 /// encryption layer maps the id to the forms it is stored under.)
 ///
@@ -62,6 +62,7 @@ macro_rules! layered_store_passing_the_clear {
                 prune_checkpoints(threads: &[ThreadId], keep: CheckpointPrune) -> u64:
                     PruneCheckpoints;
                 clear_vectors() -> u64: ClearVectors;
+                memory_revision() -> Option<u64>: MemoryRevision;
             }
             $($operations)*
         }

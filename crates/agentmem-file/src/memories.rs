@@ -6,8 +6,9 @@
 use std::collections::HashMap;
 use std::fs::File;
 
-use agentmem_core::support::memory_is_purged;
-use agentmem_core::{now, MemoryId, MemoryItem, Result};
+use agentmem_core::search::{rank_terms, DocumentTerms};
+use agentmem_core::support::{memory_is_purged, memory_search_limit, search_terms};
+use agentmem_core::{now, MemoryFilter, MemoryHit, MemoryId, MemoryItem, Result};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -50,7 +51,15 @@ pub(crate) struct MemorySlot {
     version: u32,
     /// Live items in first-stored order (replacement keeps the place).
     items: Vec<MemoryItem>,
+    /// Each item's search terms (same order as `items`), counted by the first search that
+    /// needed them and forgotten when the item is replaced: a search tokenizes and stems only
+    /// the items new since the last one. Memory: 40 bytes an item, and for an item searched
+    /// the bytes of its distinct terms and 8 bytes a distinct term (see [`DocumentTerms`]).
+    terms: Vec<Option<DocumentTerms>>,
     by_id: HashMap<MemoryId, usize>,
+    /// Changes whenever `items` may have changed: a record applied, the cache forgotten (see
+    /// `MemoryStore::memory_revision`). Never goes back, not even on a reset.
+    revision: u64,
 }
 
 impl MemorySlot {
@@ -61,6 +70,38 @@ impl MemorySlot {
 
     pub(crate) fn get(&self, id: &str) -> Option<&MemoryItem> {
         self.by_id.get(id).map(|&i| &self.items[i])
+    }
+
+    /// A number that changes whenever the live items may have changed (compare it only with
+    /// earlier ones of this slot).
+    pub(crate) fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// The live items that `filter` passes (kind, scope, not expired) and that match `query`,
+    /// best first: exactly what `support::rank_memories` over [`items`](Self::items) answers,
+    /// from the cached terms (counting those of the items not searched yet).
+    pub(crate) fn search(&mut self, query: &str, filter: &MemoryFilter) -> Vec<MemoryHit> {
+        let limit = memory_search_limit(filter);
+        if search_terms(query, limit).is_none() {
+            return Vec::new();
+        }
+        let at = now();
+        let mut candidates = Vec::new();
+        let mut docs = Vec::new();
+        for (item, terms) in self.items.iter().zip(self.terms.iter_mut()) {
+            if filter.matches(item, at) {
+                candidates.push(item);
+                docs.push(&*terms.get_or_insert_with(|| DocumentTerms::of(&item.text)));
+            }
+        }
+        rank_terms(query, docs, limit)
+            .into_iter()
+            .map(|(index, score)| MemoryHit {
+                item: candidates[index].clone(),
+                score,
+            })
+            .collect()
     }
 }
 
@@ -74,23 +115,36 @@ impl LogCache for MemorySlot {
     fn reset(&mut self) {
         self.cursor = LogCursor::default();
         self.version = 0;
+        if !self.items.is_empty() {
+            self.revision += 1;
+        }
         self.items.clear();
+        self.terms.clear();
         self.by_id.clear();
     }
 
     fn apply(&mut self, record: Record) {
         match record {
             Record::Header { version, .. } => self.version = version,
-            Record::Put { item } => match self.by_id.get(&item.id) {
-                Some(&i) => self.items[i] = *item,
-                None => {
-                    self.by_id.insert(item.id.clone(), self.items.len());
-                    self.items.push(*item);
+            Record::Put { item } => {
+                self.revision += 1;
+                match self.by_id.get(&item.id) {
+                    Some(&i) => {
+                        self.items[i] = *item;
+                        self.terms[i] = None;
+                    }
+                    None => {
+                        self.by_id.insert(item.id.clone(), self.items.len());
+                        self.items.push(*item);
+                        self.terms.push(None);
+                    }
                 }
-            },
+            }
             Record::Delete { id } => {
                 if let Some(i) = self.by_id.remove(&id) {
+                    self.revision += 1;
                     self.items.remove(i);
+                    self.terms.remove(i);
                     for index in self.by_id.values_mut() {
                         if *index > i {
                             *index -= 1;

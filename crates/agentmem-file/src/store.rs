@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use agentmem_core::layer;
 use agentmem_core::support::{
-    fork_target_exists, memory_retention_cutoff, rank_memories, rank_messages, retention_cutoff,
-    search_terms, select_memories,
+    fork_target_exists, memory_retention_cutoff, rank_messages, retention_cutoff, search_terms,
+    select_memories,
 };
 use agentmem_core::Layered;
 use agentmem_core::{
@@ -536,12 +536,17 @@ impl MemoryStore for FileStore {
     async fn search_memories(&self, query: &str, filter: &MemoryFilter) -> Result<Vec<MemoryHit>> {
         let query = query.to_string();
         let filter = filter.clone();
-        self.memory_op(move |_, slot| Ok(rank_memories(&query, slot.items(), &filter)))
+        self.memory_op(move |_, slot| Ok(slot.search(&query, &filter)))
             .await
     }
 
     async fn delete_memory(&self, id: &MemoryId) -> Result<bool> {
         let id = id.clone();
         self.memory_op(move |ctx, slot| ctx.delete(slot, &id)).await
+    }
+
+    async fn memory_revision(&self) -> Result<Option<u64>> {
+        // Under the log's lock, caught up with what other processes wrote, as a listing is.
+        self.memory_op(|_, slot| Ok(Some(slot.revision()))).await
     }
 }

@@ -4,8 +4,13 @@
 //! costs nothing (so the figures are the store and the ranking, not the model; the model's
 //! own cost is `cargo bench -p agentmem-embed --features local`).
 //!
-//! Semantic and hybrid search keep decoded vectors in memory between searches (the
-//! default); `semantic-uncached` reads and decodes every candidate's vector each time.
+//! Every item holds the words of the query `deployment failed service 42`, so `keyword` and
+//! `hybrid` rank all 100,000 by BM25 (the worst case); one item in 100 holds `rollback`, the
+//! rare word of the query of `keyword-rare` and `hybrid-rare`.
+//!
+//! Semantic and hybrid search keep decoded vectors (and, on a store with a memory revision,
+//! the items) in memory between searches (the default); `semantic-uncached` lists the items
+//! and reads and decodes every candidate's vector each time.
 //!
 //! `cargo bench -p agentmem-recall --bench recall`: 100,000 items (1,000 with
 //! `AGENTMEM_BENCH_QUICK=1`, as CI runs it).
@@ -65,8 +70,13 @@ impl Embedder for Free {
 async fn fill(store: &Arc<dyn AgentMemory>, embedder: &Free, n: usize) {
     let mut vectors = Vec::new();
     for i in 0..n {
+        let rare = if i % 100 == 7 {
+            " before the rollback"
+        } else {
+            ""
+        };
         let text = format!(
-            "note {i}: the deployment of service {} failed at step {}",
+            "note {i}: the deployment of service {} failed at step {}{rare}",
             i % 97,
             i % 13
         );
@@ -139,21 +149,20 @@ fn searches(c: &mut Criterion) {
         );
         let mut group = c.benchmark_group(format!("recall/{backend}/{n}"));
         bench::quick_group(&mut group);
+        let (every, rare) = ("deployment failed service 42", "rollback of the release");
         let cases = [
-            ("keyword", SearchMode::Keyword, &cached),
-            ("semantic", SearchMode::Semantic, &cached),
-            ("hybrid", SearchMode::Hybrid, &cached),
-            ("semantic-uncached", SearchMode::Semantic, &uncached),
+            ("keyword", every, SearchMode::Keyword, &cached),
+            ("semantic", every, SearchMode::Semantic, &cached),
+            ("hybrid", every, SearchMode::Hybrid, &cached),
+            ("semantic-uncached", every, SearchMode::Semantic, &uncached),
+            ("keyword-rare", rare, SearchMode::Keyword, &cached),
+            ("hybrid-rare", rare, SearchMode::Hybrid, &cached),
         ];
-        for (name, mode, recall) in cases {
+        for (name, query, mode, recall) in cases {
             group.bench_function(name, |b| {
                 b.to_async(&rt).iter(|| async {
                     let hits = recall
-                        .search_memories(
-                            "deployment failed service 42",
-                            &MemoryFilter::default(),
-                            mode,
-                        )
+                        .search_memories(query, &MemoryFilter::default(), mode)
                         .await
                         .unwrap();
                     assert_eq!(hits.len(), 10);

@@ -9,6 +9,7 @@
 //! not cached (read from the store each time) rather than evicting: no churn under a scan.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agentmem_core::VectorKey;
@@ -59,8 +60,31 @@ pub(crate) struct VectorCache {
 
 #[derive(Debug, Default)]
 struct State {
-    vectors: HashMap<VectorKey, UnitVector>,
+    vectors: HashMap<VectorKey, UnitVector, BuildHasherDefault<KeyHasher>>,
     bytes: usize,
+}
+
+/// Hashes a [`VectorKey`] by folding its words. The cache only holds keys that are SHA-256
+/// digests of texts ([`vector_key`](crate::vector_key)), already uniform and not steerable,
+/// so hashing them again (SipHash) would only slow the lookups a search makes per candidate.
+#[derive(Debug, Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // A key's 32 bytes arrive in one write, after its length (a `write_usize`).
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(word);
+        }
+    }
+
+    fn write_usize(&mut self, _length: usize) {}
 }
 
 impl VectorCache {
@@ -84,6 +108,23 @@ impl VectorCache {
         keys.iter()
             .filter_map(|key| state.vectors.get(key).map(|v| (*key, Arc::clone(v))))
             .collect()
+    }
+
+    /// Similarity to `query` (a unit vector) of each candidate `keys[i]`, `i` from
+    /// `candidates`, that is cached: `(i, similarity)`; the candidates not cached are
+    /// returned apart, in order. One lock for the whole scan, no vector copied.
+    pub(crate) fn score(
+        &self, query: &[f32], keys: &[VectorKey], candidates: impl IntoIterator<Item = usize>,
+    ) -> (Vec<(usize, f32)>, Vec<usize>) {
+        let state = self.state();
+        let (mut scored, mut missing) = (Vec::new(), Vec::new());
+        for i in candidates {
+            match state.vectors.get(&keys[i]) {
+                Some(vector) => scored.push((i, dot(query, vector))),
+                None => missing.push(i),
+            }
+        }
+        (scored, missing)
     }
 
     /// Caches `vectors` while there is room.

@@ -341,6 +341,7 @@ impl Recall {
         self.learn_dimensions().await?;
         self.store.clear_vectors().await?;
         self.cache.clear();
+        self.catalog.clear().await;
         *self.marks.lock().await = IndexMarks::default();
         let ours = self.embedder.model().to_property();
         loop {

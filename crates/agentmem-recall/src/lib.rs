@@ -9,6 +9,11 @@
 //!   migrations is embedded once, and a changed text simply has no vector yet.
 //! - Scope comes first: the candidates are what the store lists for the filter (kind, scope,
 //!   expiry; session), and only they are ranked, never top-k-then-filter.
+//! - Fast at 100,000 items and still exact: the memory items and their vectors' keys are
+//!   kept between searches while the store's
+//!   [`memory_revision`](agentmem_core::MemoryStore::memory_revision) is unchanged, each
+//!   vector is also kept as one byte a dimension, and a search scans those bytes, then scores
+//!   exactly only the candidates that the bytes' error bound leaves in reach of the top.
 //! - Appends never wait for a model: [`Recall::index`] embeds, in batches, whatever has no
 //!   vector (resumable: after a crash it embeds what is still missing, nothing twice), and
 //!   [`Recall::spawn_indexer`] runs it behind the writes, in rounds
@@ -56,6 +61,8 @@
 #![warn(missing_docs, clippy::unwrap_used)]
 
 mod cache;
+mod catalog;
+mod codes;
 mod fusion;
 mod index;
 mod recall;

@@ -11,6 +11,8 @@ use agentmem_core::{
 use serde::Serialize;
 
 use crate::cache::{dot, unit, UnitVector, VectorCache, DEFAULT_VECTOR_CACHE_BYTES};
+use crate::catalog::CatalogSlot;
+use crate::codes::shortlist;
 use crate::fusion::{Fusion, SearchMode};
 use crate::index::IndexMarks;
 use crate::similarity::vector_key;
@@ -34,7 +36,10 @@ pub struct RecallOptions {
     /// How many bytes of decoded vectors to keep in memory between searches (shared by a
     /// `Recall`'s clones); 0 reads every vector from the store each search. Default 256 MiB:
     /// all of 170,000 vectors of 384 dimensions. Vectors of an encrypted store are held
-    /// decrypted, as every search holds them.
+    /// decrypted, as every search holds them. Unless it is 0, semantic search of memory
+    /// items also keeps a copy of the items, listed again when the store's
+    /// [`memory_revision`](agentmem_core::MemoryStore::memory_revision) changes (stores
+    /// without one are listed by every search).
     pub vector_cache_bytes: usize,
 }
 
@@ -102,6 +107,7 @@ pub struct Recall {
     pub(crate) embedder: Arc<dyn Embedder>,
     pub(crate) options: RecallOptions,
     pub(crate) cache: Arc<VectorCache>,
+    pub(crate) catalog: Arc<CatalogSlot>,
     pub(crate) marks: Arc<tokio::sync::Mutex<IndexMarks>>,
 }
 
@@ -122,6 +128,7 @@ impl Recall {
     ) -> Self {
         Recall {
             cache: Arc::new(VectorCache::new(options.vector_cache_bytes)),
+            catalog: Arc::default(),
             marks: Arc::default(),
             store,
             embedder,
@@ -226,42 +233,46 @@ impl Recall {
             return Ok(Vec::new());
         }
         let depth = self.options.fusion.depth_for(limit);
-        let mut items: Vec<MemoryItem> = Vec::new();
-        let mut ranked: Vec<Ranked> = Vec::new();
-        let mut position: HashMap<agentmem_core::MemoryId, usize> = HashMap::new();
-        if mode != SearchMode::Semantic {
+        let keyword = async {
+            if mode == SearchMode::Semantic {
+                return Ok(Vec::new());
+            }
             let keyword_filter = MemoryFilter {
                 limit: Some(depth),
                 ..filter.clone()
             };
-            let hits = self.store.search_memories(query, &keyword_filter).await?;
-            for (rank, hit) in hits.into_iter().enumerate() {
-                position.insert(hit.item.id.clone(), items.len());
-                ranked.push(Ranked {
-                    keyword_rank: Some(rank + 1),
-                    keyword_score: Some(hit.score),
-                    ..Ranked::default()
-                });
-                items.push(hit.item);
+            self.store.search_memories(query, &keyword_filter).await
+        };
+        let semantic = async {
+            if mode == SearchMode::Keyword {
+                return Ok(Vec::new());
             }
+            self.memories_by_meaning(query, filter, depth).await
+        };
+        // The two rankings run at once (the store ranks while the query is embedded and the
+        // vectors scanned), the semantic one polled first: it reads the store's revision
+        // before the keyword one holds the store's lock (the file store's) to rank.
+        let (semantic_hits, keyword_hits) = tokio::try_join!(semantic, keyword)?;
+        let mut items: Vec<MemoryItem> = Vec::new();
+        let mut ranked: Vec<Ranked> = Vec::new();
+        let mut position: HashMap<agentmem_core::MemoryId, usize> = HashMap::new();
+        for (rank, hit) in keyword_hits.into_iter().enumerate() {
+            position.insert(hit.item.id.clone(), items.len());
+            ranked.push(Ranked {
+                keyword_rank: Some(rank + 1),
+                keyword_score: Some(hit.score),
+                ..Ranked::default()
+            });
+            items.push(hit.item);
         }
-        if mode != SearchMode::Keyword {
-            let all = MemoryFilter {
-                limit: None,
-                ..filter.clone()
-            };
-            let candidates = self.store.list_memories(&all).await?;
-            let texts: Vec<&str> = candidates.iter().map(|item| item.text.as_str()).collect();
-            for (index, similarity, rank) in self.rank_by_meaning(query, &texts, depth).await? {
-                let item = &candidates[index];
-                let at = *position.entry(item.id.clone()).or_insert_with(|| {
-                    items.push(item.clone());
-                    ranked.push(Ranked::default());
-                    items.len() - 1
-                });
-                ranked[at].semantic_rank = Some(rank);
-                ranked[at].similarity = Some(similarity);
-            }
+        for (item, similarity, rank) in semantic_hits {
+            let at = *position.entry(item.id.clone()).or_insert_with(|| {
+                items.push(item);
+                ranked.push(Ranked::default());
+                items.len() - 1
+            });
+            ranked[at].semantic_rank = Some(rank);
+            ranked[at].similarity = Some(similarity);
         }
         let order = self.order(&ranked, mode, limit);
         let mut items: Vec<Option<MemoryItem>> = items.into_iter().map(Some).collect();
@@ -310,8 +321,12 @@ impl Recall {
         }
         if mode != SearchMode::Keyword {
             let candidates = self.messages_in(scope.session.as_ref()).await?;
-            let texts: Vec<&str> = candidates.iter().map(|(_, m)| m.content.as_str()).collect();
-            for (index, similarity, rank) in self.rank_by_meaning(query, &texts, depth).await? {
+            let keys: Vec<VectorKey> = candidates
+                .iter()
+                .map(|(_, m)| vector_key(&m.content))
+                .collect();
+            let all = (0..keys.len()).collect();
+            for (index, similarity, rank) in self.rank_by_meaning(query, keys, all, depth).await? {
                 let (session, message) = &candidates[index];
                 let id = (session.clone(), message.id.clone());
                 let at = *position.entry(id).or_insert_with(|| {
@@ -358,33 +373,122 @@ impl Recall {
         Ok(out)
     }
 
-    /// Ranks `texts` by similarity to `query`: `(index, similarity, rank from 1)` of the best
-    /// `depth` texts that have a vector. Texts without one are passed over (keyword search
-    /// covers them until the indexer catches up).
-    async fn rank_by_meaning(
-        &self, query: &str, texts: &[&str], depth: usize,
-    ) -> Result<Vec<(usize, f32, usize)>> {
-        if texts.is_empty() || query.trim().is_empty() {
+    /// The memory items within `filter` most similar to `query`: `(item, similarity, rank
+    /// from 1)`, at most `depth`. The filter applies before ranking. The candidates are
+    /// scanned by their codes and the shortlist scored exactly (see `codes.rs`): the result
+    /// is that of an exact scan.
+    async fn memories_by_meaning(
+        &self, query: &str, filter: &MemoryFilter, depth: usize,
+    ) -> Result<Vec<(MemoryItem, f32, usize)>> {
+        if query.trim().is_empty() || depth == 0 {
             return Ok(Vec::new());
         }
+        // The catalog first: a hybrid search's keyword half may hold the store's lock (the
+        // file store's) for as long as it ranks, and the revision is read under it.
+        self.learn_dimensions().await?;
+        let keep = self.options.vector_cache_bytes > 0;
+        let dims = self.embedder.model().dimensions;
+        let catalog = self.catalog.get(&*self.store, keep, dims).await?;
+        let query_vector = self.query_vector(query).await?;
+        let (scan_catalog, scan_query, scan_filter) = (
+            Arc::clone(&catalog),
+            Arc::clone(&query_vector),
+            filter.clone(),
+        );
+        let (coded, unknown) = tokio::task::spawn_blocking(move || {
+            let candidates: Vec<usize> = scan_catalog
+                .matching(&scan_filter, agentmem_core::now())
+                .collect();
+            scan_catalog.codes().scan_parallel(&scan_query, &candidates)
+        })
+        .await
+        .map_err(|e| Error::backend(format!("scanning the vectors failed: {e}")))?;
+        // Rows not coded yet (new since the catalog was listed, or embedded since): scored
+        // exactly, and coded for the next search.
+        let mut exact = Vec::new();
+        if !unknown.is_empty() {
+            let keys: Vec<VectorKey> = unknown.iter().map(|&i| catalog.keys[i]).collect();
+            let (vectors, trusted) = self.load_vectors(&keys).await?;
+            let mut codes = (trusted && catalog.is_kept()).then(|| catalog.codes_mut());
+            for i in unknown {
+                if let Some(vector) = vectors.get(&catalog.keys[i]) {
+                    if let Some(codes) = codes.as_mut() {
+                        codes.set(i, vector);
+                    }
+                    exact.push((i, dot(&query_vector, vector)));
+                }
+            }
+        }
+        let query_l1: f32 = query_vector.iter().map(|x| x.abs()).sum();
+        let short = {
+            let codes = catalog.codes();
+            shortlist(&coded, &exact, depth, |row| {
+                codes.error_bound(row, query_l1)
+            })
+        };
+        if !short.is_empty() {
+            let keys: Vec<VectorKey> = short.iter().map(|&i| catalog.keys[i]).collect();
+            let (vectors, _) = self.load_vectors(&keys).await?;
+            exact.extend(short.into_iter().filter_map(|i| {
+                vectors
+                    .get(&catalog.keys[i])
+                    .map(|v| (i, dot(&query_vector, v)))
+            }));
+        }
+        Ok(best(exact, depth)
+            .into_iter()
+            .enumerate()
+            .map(|(rank, (i, similarity))| (catalog.items[i].clone(), similarity, rank + 1))
+            .collect())
+    }
+
+    /// `query`'s vector, scaled to unit length, once the store's model is checked to be the
+    /// embedder's.
+    async fn query_vector(&self, query: &str) -> Result<UnitVector> {
         self.check_model(false).await?;
-        let query_vector = unit(
+        Ok(unit(
             &self
                 .embed(&[query.to_owned()])
                 .await?
                 .pop()
                 .ok_or_else(|| Error::backend("the embedder returned no vector for the query"))?,
+        ))
+    }
+
+    /// Ranks the `candidates` (indexes into `keys`, the vector keys of the texts searched)
+    /// by similarity to `query`: `(index, similarity, rank from 1)` of the best `depth` that
+    /// have a vector. Texts without one are passed over (keyword search covers them until
+    /// the indexer catches up).
+    async fn rank_by_meaning(
+        &self, query: &str, keys: impl Into<Arc<Vec<VectorKey>>>, candidates: Vec<usize>,
+        depth: usize,
+    ) -> Result<Vec<(usize, f32, usize)>> {
+        if candidates.is_empty() || query.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys = keys.into();
+        let query_vector = self.query_vector(query).await?;
+        // The cached vectors are scored off the async threads (100,000 dot products of 384
+        // dimensions take milliseconds); the rest are read from the store.
+        let (cache, scan_keys, scan_query) = (
+            Arc::clone(&self.cache),
+            Arc::clone(&keys),
+            Arc::clone(&query_vector),
         );
-        let keys: Vec<VectorKey> = texts.iter().map(|t| vector_key(t)).collect();
-        let vectors = self.load_vectors(&keys).await?;
-        let mut scored: Vec<(usize, f32)> = keys
-            .iter()
-            .enumerate()
-            .filter_map(|(i, key)| vectors.get(key).map(|v| (i, dot(&query_vector, v))))
-            .collect();
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        scored.truncate(depth);
-        Ok(scored
+        let (mut scored, missing) =
+            tokio::task::spawn_blocking(move || cache.score(&scan_query, &scan_keys, candidates))
+                .await
+                .map_err(|e| Error::backend(format!("scoring the vectors failed: {e}")))?;
+        if !missing.is_empty() {
+            let missing_keys: Vec<VectorKey> = missing.iter().map(|&i| keys[i]).collect();
+            let (vectors, _) = self.load_vectors(&missing_keys).await?;
+            scored.extend(
+                missing
+                    .into_iter()
+                    .filter_map(|i| vectors.get(&keys[i]).map(|v| (i, dot(&query_vector, v)))),
+            );
+        }
+        Ok(best(scored, depth)
             .into_iter()
             .enumerate()
             .map(|(rank, (index, similarity))| (index, similarity, rank + 1))
@@ -393,8 +497,10 @@ impl Recall {
 
     /// The vectors of `keys`, scaled to unit length: from the cache, the rest from the store
     /// (each distinct key asked once, in batches), then cached while the store's model is
-    /// still this embedder's.
-    async fn load_vectors(&self, keys: &[VectorKey]) -> Result<HashMap<VectorKey, UnitVector>> {
+    /// still this embedder's; and whether they may be kept (the model was still ours).
+    async fn load_vectors(
+        &self, keys: &[VectorKey],
+    ) -> Result<(HashMap<VectorKey, UnitVector>, bool)> {
         let mut out = self.cache.get_many(keys);
         let mut seen = HashSet::new();
         let missing: Vec<VectorKey> = keys
@@ -403,7 +509,7 @@ impl Recall {
             .filter(|k| !out.contains_key(k) && seen.insert(*k))
             .collect();
         if missing.is_empty() {
-            return Ok(out);
+            return Ok((out, true));
         }
         let mut loaded = HashMap::with_capacity(missing.len());
         for batch in missing.chunks(MAX_VECTOR_BATCH) {
@@ -413,11 +519,12 @@ impl Recall {
         }
         // Re-embedding by another process may have begun since the model was checked: what
         // was read then is used once, never cached.
-        if self.stored_model().await?.as_ref() == Some(self.embedder.model()) {
+        let trusted = self.stored_model().await?.as_ref() == Some(self.embedder.model());
+        if trusted {
             self.cache.insert_many(&loaded);
         }
         out.extend(loaded);
-        Ok(out)
+        Ok((out, trusted))
     }
 
     /// The order of the results: `(position, score)`, best first, at most `limit`.
@@ -447,6 +554,21 @@ impl Recall {
         scored.truncate(limit);
         scored
     }
+}
+
+/// The best `depth` of `scored`, best first: higher similarity, then the earlier text.
+fn best(mut scored: Vec<(usize, f32)>, depth: usize) -> Vec<(usize, f32)> {
+    let order = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if depth == 0 {
+        return Vec::new();
+    }
+    if scored.len() > depth {
+        // Selecting first keeps a search of 100,000 candidates from sorting them all.
+        scored.select_nth_unstable_by(depth - 1, order);
+        scored.truncate(depth);
+    }
+    scored.sort_by(order);
+    scored
 }
 
 fn rank_key(rank: Option<usize>) -> usize {

@@ -5,7 +5,7 @@ use agentmem_core::{now, MemoryFilter, MemoryId, MemoryItem};
 use rusqlite::types::ToSql;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use crate::error::SqlResult;
+use crate::error::{corrupt, SqlResult};
 use crate::rows::{self, RawMemory, MEMORY_COLUMNS};
 
 /// Stores `item` and returns it as stored.
@@ -146,6 +146,21 @@ pub(crate) fn delete(conn: &mut Connection, id: &str) -> SqlResult<bool> {
     Ok(deleted > 0)
 }
 
+/// The memory revision: the counter that triggers on `agentmem_memories` bump with every row
+/// inserted, updated or deleted, by any writer of the file (schema 10). One read of one row.
+pub(crate) fn revision(conn: &mut Connection) -> SqlResult<u64> {
+    let revision: Option<i64> = conn
+        .prepare_cached("SELECT revision FROM agentmem_memory_revision WHERE singleton = 1")?
+        .query_row([], |row| row.get(0))
+        .optional()?;
+    match revision {
+        Some(n) => u64::try_from(n).map_err(|_| corrupt(format!("memory revision {n}"))),
+        None => Err(corrupt(
+            "memory revision: the agentmem_memory_revision table is empty",
+        )),
+    }
+}
+
 /// The condition that item `m` has not expired at the time bound to parameter `?{now}`.
 pub(crate) fn live(now: usize) -> String {
     format!("(m.expires_at IS NULL OR m.expires_at > ?{now})")
@@ -208,6 +223,29 @@ mod tests {
         let err = list(&mut conn, &MemoryFilter::default())
             .unwrap_err()
             .into_error("m");
+        assert_eq!(err.kind(), agentmem_core::ErrorKind::CorruptData);
+    }
+
+    #[test]
+    fn the_revision_is_one_primary_key_lookup_and_a_lost_counter_is_corrupt() {
+        let mut conn = migrated();
+        crate::testing::assert_looks_up(
+            &conn,
+            "SELECT revision FROM agentmem_memory_revision WHERE singleton = 1",
+            "PRIMARY KEY",
+        );
+        put(&mut conn, &MemoryItem::new(MemoryKind::Fact, "x")).unwrap();
+        assert_eq!(revision(&mut conn).unwrap(), 1);
+        conn.execute("DELETE FROM agentmem_memory_revision", [])
+            .unwrap();
+        let err = revision(&mut conn).unwrap_err().into_error("m");
+        assert_eq!(err.kind(), agentmem_core::ErrorKind::CorruptData);
+        conn.execute(
+            "INSERT INTO agentmem_memory_revision (singleton, revision) VALUES (1, -1)",
+            [],
+        )
+        .unwrap();
+        let err = revision(&mut conn).unwrap_err().into_error("m");
         assert_eq!(err.kind(), agentmem_core::ErrorKind::CorruptData);
     }
 }

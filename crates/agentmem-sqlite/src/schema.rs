@@ -341,6 +341,29 @@ const MIGRATIONS: &[&[Step]] = &[
         Step::DropFts(MEMORIES_FTS),
         Step::CreateFts(MEMORIES_FTS, TERMS),
     ],
+    // 10: the memory revision (`MemoryStore::memory_revision`): a one-row counter that
+    // triggers on the memory items table bump with every row inserted, updated or deleted, so
+    // it follows every writer of the file (other processes, raw SQL) without their help. It
+    // starts at 0 whatever the table already holds: readers compare it only with values they
+    // read after this migration. Triggers fire per row, so a purge bumps it once per item.
+    &[Step::Sql(
+        r#"
+    CREATE TABLE agentmem_memory_revision (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        revision INTEGER NOT NULL
+    );
+    INSERT INTO agentmem_memory_revision (singleton, revision) VALUES (1, 0);
+    CREATE TRIGGER agentmem_memory_revision_insert AFTER INSERT ON agentmem_memories BEGIN
+        UPDATE agentmem_memory_revision SET revision = revision + 1 WHERE singleton = 1;
+    END;
+    CREATE TRIGGER agentmem_memory_revision_update AFTER UPDATE ON agentmem_memories BEGIN
+        UPDATE agentmem_memory_revision SET revision = revision + 1 WHERE singleton = 1;
+    END;
+    CREATE TRIGGER agentmem_memory_revision_delete AFTER DELETE ON agentmem_memories BEGIN
+        UPDATE agentmem_memory_revision SET revision = revision + 1 WHERE singleton = 1;
+    END;
+"#,
+    )],
 ];
 
 /// The stored schema version: 0 for a database without agentmem tables.
@@ -639,6 +662,58 @@ mod tests {
         )
         .unwrap();
         assert_eq!(rows_in(&conn, "agentmem_vectors"), 1);
+    }
+
+    #[test]
+    fn version_9_memories_stay_and_gain_a_revision_in_migration_10_that_every_write_bumps() {
+        let mut conn = migrated_from(
+            9,
+            "INSERT INTO agentmem_memories (id, item_id, kind, key, text, created_at, updated_at)
+                 VALUES (7, 'i7', 'fact', 'name', 'name is kubernetes', 1, 2);",
+        );
+        let revision = |conn: &mut Connection| crate::memories::revision(conn).unwrap();
+        assert_eq!(revision(&mut conn), 0, "the counter starts at 0");
+        assert_eq!(rows_in(&conn, "agentmem_memories"), 1);
+        assert_eq!(
+            fts_hits(&conn, "agentmem_memories_fts", "\"kubernetes\""),
+            1
+        );
+        let mut last = 0;
+        // Each write as an older build, another tool or a person would run it, knowing
+        // nothing of the counter; a statement touching no row changes nothing.
+        for (sql, bumps) in [
+            "INSERT INTO agentmem_memories (item_id, kind, text, created_at, updated_at)
+                 VALUES ('i8', 'fact', 'tokyo', 3, 3)",
+            "UPDATE agentmem_memories SET text = 'osaka' WHERE item_id = 'i8'",
+            "UPDATE agentmem_memories SET updated_at = 9 WHERE item_id = 'i7'",
+            "UPDATE agentmem_memories SET text = 'none' WHERE item_id = 'missing'",
+            "INSERT INTO agentmem_memories (item_id, kind, text, created_at, updated_at)
+                 VALUES ('i8', 'fact', 'kyoto', 3, 4)
+                 ON CONFLICT (item_id) DO UPDATE SET text = excluded.text",
+            "DELETE FROM agentmem_memories WHERE item_id = 'missing'",
+            "DELETE FROM agentmem_memories WHERE item_id = 'i7'",
+            "DELETE FROM agentmem_memories",
+        ]
+        .into_iter()
+        .zip([true, true, true, false, true, false, true, true])
+        {
+            conn.execute(sql, []).unwrap();
+            let now = revision(&mut conn);
+            assert_eq!(now != last, bumps, "{sql}: {last} -> {now}");
+            last = now;
+        }
+        assert_eq!(rows_in(&conn, "agentmem_memories"), 0);
+        // A transaction rolled back takes its bumps with it, as it takes its rows.
+        let tx = conn.transaction().unwrap();
+        tx.execute(
+            "INSERT INTO agentmem_memories (item_id, kind, text, created_at, updated_at)
+                 VALUES ('i9', 'fact', 'x', 5, 5)",
+            [],
+        )
+        .unwrap();
+        drop(tx);
+        assert_eq!(revision(&mut conn), last);
+        check_fts(&conn, "agentmem_memories_fts");
     }
 
     #[test]

@@ -320,6 +320,14 @@ impl MemoryStore for SqliteStore {
             .write(move |conn| memories::delete(conn, &id))
             .await
     }
+
+    /// The counter of migration 10, which triggers on the memory items table bump: it sees
+    /// every writer of the file, this process or another, and raw SQL too.
+    async fn memory_revision(&self) -> Result<Option<u64>> {
+        self.pool
+            .read(|conn| memories::revision(conn).map(Some))
+            .await
+    }
 }
 
 // `CheckpointStore` is implemented in `crate::checkpoints`, `GraphStore` in `crate::graph`.

@@ -114,11 +114,16 @@ async fn a_schema_6_database_gains_the_graph_on_open() {
             .unwrap();
     }
     {
-        // Migrations 7 and 8 only add tables (the graph's, the vectors'), so without them the
-        // file is a schema 6 one (migration 9 remakes the full-text indexes, whatever they are).
+        // Migrations 7, 8 and 10 only add tables (the graph's, the vectors', the memory
+        // revision and its triggers), so without them the file is a schema 6 one (migration 9
+        // remakes the full-text indexes, whatever they are).
         let conn = Connection::open(&path).unwrap();
         conn.execute_batch(
-            "DROP TABLE agentmem_vectors;
+            "DROP TRIGGER agentmem_memory_revision_insert;
+             DROP TRIGGER agentmem_memory_revision_update;
+             DROP TRIGGER agentmem_memory_revision_delete;
+             DROP TABLE agentmem_memory_revision;
+             DROP TABLE agentmem_vectors;
              DROP TABLE agentmem_graph_observations;
              DROP TABLE agentmem_graph_relations;
              DROP TABLE agentmem_graph_entities;
@@ -127,8 +132,8 @@ async fn a_schema_6_database_gains_the_graph_on_open() {
         .unwrap();
     }
     assert_eq!(
-        SCHEMA_VERSION, 9,
-        "a migration after 9 must be undone above too"
+        SCHEMA_VERSION, 10,
+        "a migration after 10 must be undone above too"
     );
     let store = open(&path).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);

@@ -103,8 +103,15 @@ async fn a_schema_8_database_is_reindexed_with_stems_on_open() {
             ))
             .unwrap();
         }
-        conn.execute_batch("UPDATE agentmem_schema SET version = 8;")
-            .unwrap();
+        // Migration 10 only adds the memory revision (a table and its triggers).
+        conn.execute_batch(
+            "DROP TRIGGER agentmem_memory_revision_insert;
+             DROP TRIGGER agentmem_memory_revision_update;
+             DROP TRIGGER agentmem_memory_revision_delete;
+             DROP TABLE agentmem_memory_revision;
+             UPDATE agentmem_schema SET version = 8;",
+        )
+        .unwrap();
         let plain: i64 = conn
             .query_row(
                 "SELECT count(*) FROM agentmem_messages_fts WHERE agentmem_messages_fts MATCH 'adopt'",
@@ -114,7 +121,10 @@ async fn a_schema_8_database_is_reindexed_with_stems_on_open() {
             .unwrap();
         assert_eq!(plain, 0, "words as they are: `adopt` is not `adoption`");
     }
-    assert_eq!(SCHEMA_VERSION, 9);
+    assert_eq!(
+        SCHEMA_VERSION, 10,
+        "a migration after 10 must be undone above too"
+    );
     let store = open(&path).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
     store

@@ -39,16 +39,24 @@ async fn a_schema_7_database_gains_vectors_on_open_and_keeps_its_data() {
             .unwrap();
     }
     {
-        // Migration 8 only adds the vector table, so without it the file is a schema 7 one
-        // (migration 9 remakes the full-text indexes, whatever they are).
+        // Migrations 8 and 10 only add the vector table and the memory revision (a table and
+        // its triggers), so without them the file is a schema 7 one (migration 9 remakes the
+        // full-text indexes, whatever they are).
         let conn = Connection::open(&path).unwrap();
         conn.execute_batch(
-            "DROP TABLE agentmem_vectors;
+            "DROP TRIGGER agentmem_memory_revision_insert;
+             DROP TRIGGER agentmem_memory_revision_update;
+             DROP TRIGGER agentmem_memory_revision_delete;
+             DROP TABLE agentmem_memory_revision;
+             DROP TABLE agentmem_vectors;
              UPDATE agentmem_schema SET version = 7;",
         )
         .unwrap();
     }
-    assert_eq!(SCHEMA_VERSION, 9);
+    assert_eq!(
+        SCHEMA_VERSION, 10,
+        "a migration after 10 must be undone above too"
+    );
     let store = open(&path).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
     assert_eq!(store.messages(&session).await.unwrap().len(), 1);

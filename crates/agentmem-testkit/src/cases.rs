@@ -111,6 +111,7 @@ macro_rules! __all_cases {
                 memory_scopes_keep_keys_apart,
                 memory_list_filters_by_scope,
                 expired_memories_are_gone,
+                memory_revision_follows_every_change,
             }
             [search, Search, "Ranked search over memory items and messages: any query word or its inflections, case-insensitive, best first, within a limit."] {
                 search_memories_ranks_by_relevance,

@@ -429,3 +429,48 @@ pub async fn expired_memories_are_gone(store: &dyn AgentMemory) {
     );
     assert_eq!(must::get_memory(store, &kept.id).await, Some(kept));
 }
+
+/// Where a backend keeps a [`memory_revision`](agentmem_core::MemoryStore::memory_revision),
+/// it stays while nothing changes and changes with every put (new or replacing), delete and
+/// purge of memory items. A backend without one (`None`) has nothing to check.
+pub async fn memory_revision_follows_every_change(store: &dyn AgentMemory) {
+    async fn revision(store: &dyn AgentMemory) -> Option<u64> {
+        store.memory_revision().await.expect("memory_revision")
+    }
+    let Some(mut last) = revision(store).await else {
+        return;
+    };
+    let changed = |last: &mut u64, now: Option<u64>, what: &str| {
+        let now = now.unwrap_or_else(|| panic!("the revision went away after {what}"));
+        assert_ne!(now, *last, "the revision changes with {what}");
+        *last = now;
+    };
+    let item = MemoryItem::new(MemoryKind::Fact, "revision one").with_key("rev");
+    must::put_memory(store, &item).await;
+    changed(&mut last, revision(store).await, "a new item");
+    all_items(store).await;
+    must::get_memory(store, &item.id).await;
+    must::search_memories(store, "revision", &MemoryFilter::default()).await;
+    assert_eq!(revision(store).await, Some(last), "reads change nothing");
+    must::put_memory(
+        store,
+        &MemoryItem::new(MemoryKind::Fact, "revision two").with_key("rev"),
+    )
+    .await;
+    changed(&mut last, revision(store).await, "a replacement by key");
+    assert!(store.delete_memory(&item.id).await.expect("delete_memory"));
+    changed(&mut last, revision(store).await, "a delete");
+    let past = agentmem_core::now() - chrono::Duration::seconds(1);
+    must::put_memory(
+        store,
+        &MemoryItem::new(MemoryKind::ShortTerm, "expired").expiring_at(past),
+    )
+    .await;
+    changed(&mut last, revision(store).await, "an expired item");
+    let report = store
+        .purge(&agentmem_core::RetentionPolicy::default())
+        .await
+        .expect("purge");
+    assert_eq!(report.memories_deleted, 1, "the expired item is purged");
+    changed(&mut last, revision(store).await, "a purge");
+}
