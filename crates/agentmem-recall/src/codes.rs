@@ -53,9 +53,9 @@ impl Codes {
         &self, query: &[f32], rows: impl IntoIterator<Item = usize>,
     ) -> (Vec<(usize, f32)>, Vec<usize>) {
         let (mut scored, mut unknown) = (Vec::new(), Vec::new());
-        if query.len() != self.dims {
+        let Some(query) = QueryCodes::of(query, self.dims) else {
             return (scored, rows.into_iter().collect());
-        }
+        };
         for row in rows {
             let scale = self.scales.get(row).copied().unwrap_or(f32::NAN);
             if scale.is_nan() {
@@ -63,7 +63,8 @@ impl Codes {
                 continue;
             }
             let codes = &self.codes[row * self.dims..(row + 1) * self.dims];
-            scored.push((row, scale * code_dot(codes, query)));
+            let sum = code_dot(codes, &query.codes) as f32;
+            scored.push((row, scale * query.scale * sum));
         }
         (scored, unknown)
     }
@@ -102,31 +103,82 @@ impl Codes {
         })
     }
 
-    /// How far row `row`'s score from the codes can be from its exact score, for a query of
-    /// L1 norm `query_l1`: each dimension of the row is off by at most half its scale.
-    pub(crate) fn error_bound(&self, row: usize, query_l1: f32) -> f32 {
-        self.scales.get(row).map_or(f32::INFINITY, |s| s / 2.0) * query_l1 + ROUNDING_SLACK
+    /// What the error bounds of a scan for `query` (a unit vector) depend on.
+    pub(crate) fn query_bound(&self, query: &[f32]) -> QueryBound {
+        QueryBound {
+            l1: query.iter().map(|x| x.abs()).sum(),
+            half_step: QueryCodes::of(query, self.dims).map_or(f32::INFINITY, |q| q.scale / 2.0),
+            dims: self.dims as f32,
+        }
+    }
+
+    /// How far row `row`'s score from the codes can be from its exact score (unit vectors).
+    /// With `x = s·c + e` (the row: scale, codes, error) and `q = t·d + f` (the query's),
+    /// `x·q − s·t·(c·d) = e·q + s·c·f`, so it is at most `s/2 · |q|₁ + t/2 · |s·c|₁`, where
+    /// `|s·c|₁ ≤ |x|₁ + dims·s/2 ≤ √dims + dims·s/2`.
+    pub(crate) fn error_bound(&self, row: usize, query: &QueryBound) -> f32 {
+        let s = self.scales.get(row).copied().unwrap_or(f32::INFINITY);
+        s / 2.0 * query.l1
+            + query.half_step * (query.dims.sqrt() + query.dims * s / 2.0)
+            + ROUNDING_SLACK
     }
 }
 
-/// `Σ codes[i] · query[i]`, with eight independent sums (as `cache::dot`) so it vectorises.
-/// (Integer products with a query in 16-bit codes were slower: without SSE4.1, the baseline
-/// x86-64 target has no 32-bit vector multiply.)
-fn code_dot(codes: &[i8], query: &[f32]) -> f32 {
-    let mut sums = [0f32; 8];
-    let (c_chunks, q_chunks) = (codes.chunks_exact(8), query.chunks_exact(8));
-    let tail: f32 = c_chunks
-        .remainder()
-        .iter()
-        .zip(q_chunks.remainder())
-        .map(|(c, q)| f32::from(*c) * q)
-        .sum();
-    for (c, q) in c_chunks.zip(q_chunks) {
-        for ((sum, c), q) in sums.iter_mut().zip(c).zip(q) {
-            *sum += f32::from(*c) * q;
+/// What a query brings to the error bound of every row (see [`Codes::error_bound`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct QueryBound {
+    l1: f32,
+    half_step: f32,
+    dims: f32,
+}
+
+/// The query as 16-bit codes: products of 16-bit integers summed in pairs are one
+/// instruction on every x86-64 (`pmaddwd`), where converting the rows' bytes to floats is
+/// several.
+struct QueryCodes {
+    codes: Vec<i16>,
+    scale: f32,
+}
+
+impl QueryCodes {
+    /// `query`'s codes, scaled so that no sum of `dims` products with row codes (at most
+    /// 127) leaves an `i32`; `None` when `query` has other dimensions.
+    fn of(query: &[f32], dims: usize) -> Option<Self> {
+        if query.len() != dims || dims == 0 {
+            return None;
+        }
+        let top = (i32::MAX as usize / (127 * dims)).min(i16::MAX as usize) as f32;
+        let max = query.iter().fold(0f32, |m, x| m.max(x.abs()));
+        let scale = if max > 0.0 && max.is_finite() {
+            max / top
+        } else {
+            1.0
+        };
+        let codes = query
+            .iter()
+            .map(|x| (x / scale).round().clamp(-top, top) as i16)
+            .collect();
+        Some(QueryCodes { codes, scale })
+    }
+}
+
+/// `Σ codes[i] · query[i]` in integers, summed in pairs (the shape `pmaddwd` computes).
+fn code_dot(codes: &[i8], query: &[i16]) -> i32 {
+    let (c_chunks, c_tail) = codes.as_chunks::<8>();
+    let (q_chunks, q_tail) = query.as_chunks::<8>();
+    let mut sums = [0i32; 4];
+    for (c, q) in c_chunks.iter().zip(q_chunks) {
+        for (k, sum) in sums.iter_mut().enumerate() {
+            *sum += i32::from(c[2 * k]) * i32::from(q[2 * k])
+                + i32::from(c[2 * k + 1]) * i32::from(q[2 * k + 1]);
         }
     }
-    sums.iter().sum::<f32>() + tail
+    let tail: i32 = c_tail
+        .iter()
+        .zip(q_tail)
+        .map(|(c, q)| i32::from(*c) * i32::from(*q))
+        .sum();
+    sums.iter().sum::<i32>() + tail
 }
 
 /// Which of the `coded` candidates (scored from codes) must be scored exactly so that the
@@ -189,7 +241,7 @@ mod tests {
         codes.set(3, &vec![0.0; dims]);
         codes.set(4, &[1.0, 2.0]);
         let query = vector(999, dims);
-        let l1: f32 = query.iter().map(|x| x.abs()).sum();
+        let bound = codes.query_bound(&query);
         let (scored, unknown) = codes.scan(&query, 0..200);
         assert_eq!(unknown, Vec::<usize>::new(), "row 4 keeps its first vector");
         for (row, score) in scored {
@@ -199,7 +251,7 @@ mod tests {
                 dot(&rows[row], &query)
             };
             assert!(
-                (score - exact).abs() <= codes.error_bound(row, l1),
+                (score - exact).abs() <= codes.error_bound(row, &bound),
                 "row {row}: {score} vs {exact}"
             );
         }
@@ -225,7 +277,7 @@ mod tests {
         }
         for q in 0..20 {
             let query = vector(10_000 + q, dims);
-            let l1: f32 = query.iter().map(|x| x.abs()).sum();
+            let bound = codes.query_bound(&query);
             let (coded, unknown) = codes.scan(&query, 0..n);
             assert_eq!(unknown, (0..100).collect::<Vec<_>>());
             let exact: Vec<(usize, f32)> = unknown
@@ -233,7 +285,7 @@ mod tests {
                 .map(|&i| (i, dot(&rows[i], &query)))
                 .collect();
             for depth in [1, 10, 50] {
-                let short = shortlist(&coded, &exact, depth, |row| codes.error_bound(row, l1));
+                let short = shortlist(&coded, &exact, depth, |row| codes.error_bound(row, &bound));
                 assert!(
                     short.len() < n / 4,
                     "the shortlist is short: {}",

@@ -419,12 +419,10 @@ impl Recall {
                 }
             }
         }
-        let query_l1: f32 = query_vector.iter().map(|x| x.abs()).sum();
         let short = {
             let codes = catalog.codes();
-            shortlist(&coded, &exact, depth, |row| {
-                codes.error_bound(row, query_l1)
-            })
+            let bound = codes.query_bound(&query_vector);
+            shortlist(&coded, &exact, depth, |row| codes.error_bound(row, &bound))
         };
         if !short.is_empty() {
             let keys: Vec<VectorKey> = short.iter().map(|&i| catalog.keys[i]).collect();
