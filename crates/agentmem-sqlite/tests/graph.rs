@@ -1,19 +1,14 @@
 //! The knowledge graph on one file through several handles (each its own pool of
 //! connections, as separate processes would be), and on a database from before the graph.
+mod common;
+
 use std::path::Path;
 
-use agentmem_core::{
-    AgentMemoryExt, Entity, GraphQuery, GraphStore, Layered, Message, SessionId, SessionStore,
-};
-use agentmem_sqlite::{SqliteStore, SCHEMA_VERSION};
+use agentmem_core::{AgentMemoryExt, Entity, GraphQuery, GraphStore, Layered, Message, SessionId};
+use agentmem_sqlite::SqliteStore;
 use agentmem_testkit::fixtures::visit_hub;
-use rusqlite::Connection;
+use common::{open, reopened_from, UNDO_MEMORY_REVISION};
 use tokio::task::JoinSet;
-
-async fn open(path: &Path) -> Layered<SqliteStore> {
-    let url = format!("sqlite://{}?synchronous=normal", path.display());
-    SqliteStore::connect(&url).await.expect("open")
-}
 
 /// `n` handles on the database file `path`.
 async fn handles(path: &Path, n: usize) -> Vec<Layered<SqliteStore>> {
@@ -113,30 +108,11 @@ async fn a_schema_6_database_gains_the_graph_on_open() {
             .await
             .unwrap();
     }
-    {
-        // Migrations 7, 8 and 10 only add tables (the graph's, the vectors', the memory
-        // revision and its triggers), so without them the file is a schema 6 one (migration 9
-        // remakes the full-text indexes, whatever they are).
-        let conn = Connection::open(&path).unwrap();
-        conn.execute_batch(
-            "DROP TRIGGER agentmem_memory_revision_insert;
-             DROP TRIGGER agentmem_memory_revision_update;
-             DROP TRIGGER agentmem_memory_revision_delete;
-             DROP TABLE agentmem_memory_revision;
-             DROP TABLE agentmem_vectors;
-             DROP TABLE agentmem_graph_observations;
-             DROP TABLE agentmem_graph_relations;
-             DROP TABLE agentmem_graph_entities;
-             UPDATE agentmem_schema SET version = 6;",
-        )
-        .unwrap();
-    }
-    assert_eq!(
-        SCHEMA_VERSION, 10,
-        "a migration after 10 must be undone above too"
-    );
-    let store = open(&path).await;
-    assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+    // Migrations 7, 8 and 10 only add tables (the graph's, the vectors', the memory
+    // revision and its triggers), so without them the file is a schema 6 one (migration 9
+    // remakes the full-text indexes, whatever they are).
+    let undo = format!("{UNDO_MEMORY_REVISION} DROP TABLE agentmem_vectors; DROP TABLE agentmem_graph_observations; DROP TABLE agentmem_graph_relations; DROP TABLE agentmem_graph_entities;");
+    let store = reopened_from(&path, 6, &undo).await;
     assert_eq!(store.messages(&session).await.unwrap().len(), 1);
     assert!(store.read_graph(&GraphQuery::All).await.unwrap().is_empty());
     let alice = Entity::new("Alice", "person").with_observations(["likes tea"]);

@@ -1,18 +1,13 @@
 //! The memory revision on a database file: it follows the writes of every writer of the file
 //! (another handle, as another process would be; raw SQL, as an older build or another tool
 //! would write) and nothing else, and a database from before it (schema 9) gains it on open.
-use std::path::Path;
+mod common;
 
 use agentmem_core::{
-    Layered, MemoryFilter, MemoryItem, MemoryKind, MemoryStore, RetentionPolicy, SessionStore,
+    MemoryFilter, MemoryItem, MemoryKind, MemoryStore, RetentionPolicy, SessionStore,
 };
-use agentmem_sqlite::{SqliteStore, SCHEMA_VERSION};
+use common::{open, reopened_from, UNDO_MEMORY_REVISION};
 use rusqlite::Connection;
-
-async fn open(path: &Path) -> Layered<SqliteStore> {
-    let url = format!("sqlite://{}?synchronous=normal", path.display());
-    SqliteStore::connect(&url).await.expect("open")
-}
 
 async fn revision(store: &impl MemoryStore) -> u64 {
     store
@@ -116,27 +111,14 @@ async fn a_schema_9_database_gains_a_revision_on_open() {
         let store = open(&path).await;
         store.put_memory(&kept).await.unwrap();
     }
-    {
-        // Migration 10 only adds the revision (a table and its triggers), so without it the
-        // file is a schema 9 one; an older build then writes to it.
-        let conn = Connection::open(&path).unwrap();
-        conn.execute_batch(
-            "DROP TRIGGER agentmem_memory_revision_insert;
-             DROP TRIGGER agentmem_memory_revision_update;
-             DROP TRIGGER agentmem_memory_revision_delete;
-             DROP TABLE agentmem_memory_revision;
-             UPDATE agentmem_schema SET version = 9;
-             INSERT INTO agentmem_memories (item_id, kind, text, created_at, updated_at)
-                 VALUES ('old', 'fact', 'written at schema 9', 1, 1);",
-        )
-        .unwrap();
-    }
-    assert_eq!(
-        SCHEMA_VERSION, 10,
-        "a migration after 10 must be undone above too"
+    // Migration 10 only adds the revision (a table and its triggers), so without it the file
+    // is a schema 9 one; an older build then writes to it.
+    let undo = format!(
+        "{UNDO_MEMORY_REVISION}
+         INSERT INTO agentmem_memories (item_id, kind, text, created_at, updated_at)
+             VALUES ('old', 'fact', 'written at schema 9', 1, 1);"
     );
-    let store = open(&path).await;
-    assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+    let store = reopened_from(&path, 9, &undo).await;
     let items = store.list_memories(&MemoryFilter::default()).await.unwrap();
     assert_eq!(
         items.iter().map(|i| i.text.as_str()).collect::<Vec<_>>(),

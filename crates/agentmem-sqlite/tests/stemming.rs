@@ -1,19 +1,15 @@
 //! Porter stems: FTS5's `porter` tokenizer and `agentmem_core::search::stem` agree, so SQLite
 //! matches as the backends that stem in the client do; and a database from before stems
 //! (schema 8) has its full-text indexes rebuilt on open.
+mod common;
+
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use agentmem_core::search::{stem, words};
-use agentmem_core::{AgentMemoryExt, Layered, MemoryFilter, MemoryKind, MemoryStore, Message};
+use agentmem_core::{AgentMemoryExt, MemoryFilter, MemoryKind, MemoryStore, Message};
 use agentmem_core::{MessageQuery, SessionId, SessionStore};
-use agentmem_sqlite::{SqliteStore, SCHEMA_VERSION};
+use common::{open, reopened_from, UNDO_MEMORY_REVISION};
 use rusqlite::Connection;
-
-async fn open(path: &Path) -> Layered<SqliteStore> {
-    let url = format!("sqlite://{}?synchronous=normal", path.display());
-    SqliteStore::connect(&url).await.expect("open")
-}
 
 /// Words that reach every rule of the algorithm: stems of each shape with each suffix, and
 /// the words of this repository's README.
@@ -103,15 +99,6 @@ async fn a_schema_8_database_is_reindexed_with_stems_on_open() {
             ))
             .unwrap();
         }
-        // Migration 10 only adds the memory revision (a table and its triggers).
-        conn.execute_batch(
-            "DROP TRIGGER agentmem_memory_revision_insert;
-             DROP TRIGGER agentmem_memory_revision_update;
-             DROP TRIGGER agentmem_memory_revision_delete;
-             DROP TABLE agentmem_memory_revision;
-             UPDATE agentmem_schema SET version = 8;",
-        )
-        .unwrap();
         let plain: i64 = conn
             .query_row(
                 "SELECT count(*) FROM agentmem_messages_fts WHERE agentmem_messages_fts MATCH 'adopt'",
@@ -121,12 +108,8 @@ async fn a_schema_8_database_is_reindexed_with_stems_on_open() {
             .unwrap();
         assert_eq!(plain, 0, "words as they are: `adopt` is not `adoption`");
     }
-    assert_eq!(
-        SCHEMA_VERSION, 10,
-        "a migration after 10 must be undone above too"
-    );
-    let store = open(&path).await;
-    assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+    // Migration 10 only adds the memory revision (a table and its triggers).
+    let store = reopened_from(&path, 8, UNDO_MEMORY_REVISION).await;
     store
         .append_one(&session, Message::user("we adopted a cat"))
         .await

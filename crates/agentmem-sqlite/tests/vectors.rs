@@ -1,18 +1,12 @@
 //! Embedding vectors on a database file: kept across handles and reopening, and added to a
 //! database from before them (schema 7) without touching its data.
-use std::path::Path;
+mod common;
 
 use agentmem_core::{
-    AgentMemoryExt, Entity, GraphQuery, GraphStore, Layered, Message, SessionId, SessionStore,
-    StoredVector, VectorKey, VectorStore,
+    AgentMemoryExt, Entity, GraphQuery, GraphStore, Message, SessionId, StoredVector, VectorKey,
+    VectorStore,
 };
-use agentmem_sqlite::{SqliteStore, SCHEMA_VERSION};
-use rusqlite::Connection;
-
-async fn open(path: &Path) -> Layered<SqliteStore> {
-    let url = format!("sqlite://{}?synchronous=normal", path.display());
-    SqliteStore::connect(&url).await.expect("open")
-}
+use common::{open, reopened_from, UNDO_MEMORY_REVISION};
 
 fn vector(n: u8) -> StoredVector {
     StoredVector::new(VectorKey([n; 32]), &[f32::from(n), 0.5])
@@ -38,27 +32,11 @@ async fn a_schema_7_database_gains_vectors_on_open_and_keeps_its_data() {
             .await
             .unwrap();
     }
-    {
-        // Migrations 8 and 10 only add the vector table and the memory revision (a table and
-        // its triggers), so without them the file is a schema 7 one (migration 9 remakes the
-        // full-text indexes, whatever they are).
-        let conn = Connection::open(&path).unwrap();
-        conn.execute_batch(
-            "DROP TRIGGER agentmem_memory_revision_insert;
-             DROP TRIGGER agentmem_memory_revision_update;
-             DROP TRIGGER agentmem_memory_revision_delete;
-             DROP TABLE agentmem_memory_revision;
-             DROP TABLE agentmem_vectors;
-             UPDATE agentmem_schema SET version = 7;",
-        )
-        .unwrap();
-    }
-    assert_eq!(
-        SCHEMA_VERSION, 10,
-        "a migration after 10 must be undone above too"
-    );
-    let store = open(&path).await;
-    assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+    // Migrations 8 and 10 only add the vector table and the memory revision (a table and
+    // its triggers), so without them the file is a schema 7 one (migration 9 remakes the
+    // full-text indexes, whatever they are).
+    let undo = format!("{UNDO_MEMORY_REVISION} DROP TABLE agentmem_vectors;");
+    let store = reopened_from(&path, 7, &undo).await;
     assert_eq!(store.messages(&session).await.unwrap().len(), 1);
     let graph = store.read_graph(&GraphQuery::All).await.unwrap();
     assert_eq!(graph.entities, [alice]);
