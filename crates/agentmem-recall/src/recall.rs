@@ -37,7 +37,8 @@ pub struct RecallOptions {
     /// `Recall`'s clones); 0 reads every vector from the store each search. Default 256 MiB:
     /// all of 170,000 vectors of 384 dimensions. Vectors of an encrypted store are held
     /// decrypted, as every search holds them. Unless it is 0, semantic search of memory
-    /// items also keeps a copy of the items, listed again when the store's
+    /// items also keeps a copy of the items and one byte a dimension of each one's vector
+    /// (38 MB for 100,000 of 384 dimensions), listed again when the store's
     /// [`memory_revision`](agentmem_core::MemoryStore::memory_revision) changes (stores
     /// without one are listed by every search).
     pub vector_cache_bytes: usize,
